@@ -1,0 +1,1 @@
+"""The tray app: the only place that imports Qt."""

@@ -1,0 +1,1 @@
+"""GPU and host monitoring. Never imports Qt, nor anything else of gputray."""

@@ -1,0 +1,134 @@
+"""Immutable records the monitor hands out. Units are in the names; unknown or unsupported is None."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Vendor = Literal["nvidia", "amd", "intel", "other"]
+DeviceKind = Literal["integrated", "discrete", "cpu", "other"]
+DeviceState = Literal["ok", "asleep", "lost", "unavailable"]
+ProcessKind = Literal["graphics", "compute", "rocm", "mixed", "other"]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Who a GPU is: stable for as long as the device stays on the bus.
+
+    ``key`` is the canonical identity across APIs: ``pci:0000:64:00.0`` (lower case, domain included),
+    or ``cpu`` / ``sim:...`` for the host and simulated devices without a bus.
+    """
+
+    key: str
+    name: str
+    vendor: Vendor
+    kind: DeviceKind
+    backend: str
+    pci_bdf: str | None = None
+    uuid: str | None = None
+    vram_total_bytes: int | None = None
+    shared_total_bytes: int | None = None
+    nvml_index: int | None = None
+    drm_card: str | None = None
+    render_node: str | None = None
+    gfx_target: str | None = None
+    compute_units: int | None = None
+    pci_vendor_id: int | None = None
+    pci_device_id: int | None = None
+    temp_limit_c: float | None = None
+    simulated: bool = False
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reading of one device. ``reason`` says in words why state is not ``ok`` or a metric is missing."""
+
+    key: str
+    timestamp_s: float
+    state: DeviceState = "ok"
+    reason: str | None = None
+    util_percent: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
+    vram_used_bytes: int | None = None
+    vram_total_bytes: int | None = None
+    shared_used_bytes: int | None = None
+    shared_total_bytes: int | None = None
+    sclk_mhz: int | None = None
+    mclk_mhz: int | None = None
+    throttle: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class DeviceReading:
+    info: DeviceInfo
+    sample: Sample
+
+
+@dataclass(frozen=True)
+class ProcessUse:
+    """One process's use of one device. ``device`` is a DeviceInfo key."""
+
+    pid: int
+    name: str
+    device: str
+    kind: ProcessKind
+    vram_bytes: int | None = None
+    shared_bytes: int | None = None
+    util_percent: float | None = None
+
+
+@dataclass(frozen=True)
+class HostSample:
+    cpu_percent: float | None
+    ram_used_bytes: int | None
+    ram_total_bytes: int | None
+
+
+@dataclass(frozen=True)
+class BackendPoll:
+    """What one backend saw in one poll."""
+
+    readings: tuple[DeviceReading, ...] = ()
+    processes: tuple[ProcessUse, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a device is free for our jobs, and why not in words a person can read."""
+
+    key: str
+    busy: bool
+    reasons: tuple[str, ...] = ()
+
+
+EventKind = Literal["appeared", "vanished", "lost", "back", "hot", "cooled", "asleep", "woke"]
+
+
+@dataclass(frozen=True)
+class DeviceEvent:
+    kind: EventKind
+    key: str
+    name: str
+    message: str
+    timestamp_s: float
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the monitor knows at one instant, merged over all backends."""
+
+    timestamp_s: float
+    readings: tuple[DeviceReading, ...]
+    host: HostSample
+    processes: tuple[ProcessUse, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+    events: tuple[DeviceEvent, ...] = ()
+    simulated: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    def reading(self, key: str) -> DeviceReading | None:
+        return next((r for r in self.readings if r.info.key == key), None)
+
+    def verdict(self, key: str) -> Verdict | None:
+        return next((v for v in self.verdicts if v.key == key), None)

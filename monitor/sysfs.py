@@ -1,0 +1,66 @@
+"""Robust readers for sysfs/procfs files and PCI helpers shared by the Linux backends.
+
+sysfs values may carry trailing whitespace or NUL padding, and a file may be missing, empty, garbage
+or unreadable: every reader returns None then, so one bad file costs one metric, never the device.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_BDF_RE = re.compile(r"^(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
+
+
+def read_str(path: Path) -> str | None:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    text = raw.replace(b"\x00", b"").decode("utf-8", errors="replace").strip()
+    return text or None
+
+
+def read_int(path: Path) -> int | None:
+    text = read_str(path)
+    if text is None:
+        return None
+    try:
+        return int(text, 0) if text.lower().startswith("0x") else int(text)
+    except ValueError:
+        return None
+
+
+def read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def normalize_bdf(text: str) -> str | None:
+    """``00000000:01:00.0`` (NVML), ``0000:01:00.0`` or ``01:00.0`` → ``0000:01:00.0``; None if not a BDF."""
+    m = _BDF_RE.match(text.strip())
+    if m is None:
+        return None
+    domain = int(m.group(1) or "0", 16)
+    return f"{domain:04x}:{m.group(2).lower()}:{m.group(3).lower()}.{m.group(4)}"
+
+
+def pci_key(bdf: str) -> str:
+    """The canonical device key for a PCI address."""
+    norm = normalize_bdf(bdf)
+    return f"pci:{norm if norm is not None else bdf.lower()}"
+
+
+def runtime_status(sysfs_root: Path, bdf: str) -> str | None:
+    """``active``, ``suspended``, ``suspending``, ``resuming`` or None when runtime PM is not exposed.
+
+    Reading this file never wakes the device, unlike opening it through NVML or reading hwmon.
+    """
+    norm = normalize_bdf(bdf) or bdf
+    return read_str(sysfs_root / "bus" / "pci" / "devices" / norm / "power" / "runtime_status")
+
+
+def is_asleep(sysfs_root: Path, bdf: str) -> bool:
+    return runtime_status(sysfs_root, bdf) in {"suspended", "suspending"}

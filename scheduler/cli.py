@@ -1,0 +1,55 @@
+"""The ``gputray`` command line: subcommands are looked up in ``gputray.scheduler.commands``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+# Subcommand name → module under gputray.scheduler.commands. A module may register several names
+# (``envs`` registers ``envs``; ``queue_cmds`` registers ``submit``, ``queue``, ``cancel`` ...).
+COMMAND_MODULES: dict[str, str] = {
+    "status": "status",
+}
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputray",
+        description=(
+            "Watch every GPU and run a local GPU-aware job queue. "
+            "Without a subcommand, `gputray` starts the tray app."
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    registered: set[str] = set()
+    for module_name in dict.fromkeys(COMMAND_MODULES.values()):
+        if module_name in registered:
+            continue
+        registered.add(module_name)
+        module: Any = importlib.import_module(f"gputray.scheduler.commands.{module_name}")
+        module.register(sub)
+    return parser
+
+
+def command_names() -> set[str]:
+    return set(COMMAND_MODULES)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    func: Handler | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        return func(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

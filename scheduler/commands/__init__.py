@@ -1,0 +1,1 @@
+"""One module per CLI subcommand. Each exposes ``register(subparsers)``; the parser's ``func`` runs it."""
