@@ -1,4 +1,4 @@
-"""Where gputray keeps its files. ``GPUTRAY_HOME`` moves all of them under one folder (tests, portable use)."""
+"""Where gputray keeps its files. ``GPUTRAY_HOME`` moves all of them under one folder."""
 
 from __future__ import annotations
 
