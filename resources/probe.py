@@ -15,6 +15,7 @@ GPU, so only a real op on the device proves it works.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -37,10 +38,8 @@ def _error_text(exc: BaseException) -> str:
 
 def _progress(stderr_fd: int, payload: dict) -> None:
     line = PROGRESS_PREFIX + json.dumps(payload, ensure_ascii=True, default=str) + "\n"
-    try:
+    with contextlib.suppress(OSError):
         os.write(stderr_fd, line.encode("ascii"))
-    except OSError:
-        pass
 
 
 def _version_info() -> dict:
@@ -67,7 +66,7 @@ def _sync(torch, device: str) -> None:
 
 
 def _timed(torch, device: str, fn) -> tuple[float, int]:
-    """Run ``fn`` once to warm up, then repeat it for about ITEM_BUDGET_S; return (seconds per call, calls)."""
+    """Warm up once, then repeat ``fn`` for about ITEM_BUDGET_S; return (seconds per call, calls)."""
     fn()
     _sync(torch, device)
     calls = 0
@@ -328,10 +327,8 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # the probe must always answer
         result = {"probe_format": PROBE_FORMAT, "probe_error": _error_text(exc)}
         result["probe_traceback"] = traceback.format_exc()[-MAX_ERROR_CHARS:]
-    try:
+    with contextlib.suppress(Exception):
         sys.stdout.flush()
-    except Exception:
-        pass
     data = (json.dumps(result, ensure_ascii=True, default=str) + "\n").encode("ascii")
     while data:
         written = os.write(out_fd, data)
