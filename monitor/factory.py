@@ -1,0 +1,62 @@
+"""Builds the Monitor with the backends that fit this machine (or the simulated pair for the demo)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gputray.monitor.backend import Backend
+from gputray.monitor.host import HostReader
+from gputray.monitor.monitor import Monitor
+from gputray.monitor.records import Snapshot
+from gputray.monitor.scenario import Scenario, load_scenario
+from gputray.monitor.verdict import BusyThresholds
+
+
+def real_backends(sysfs_root: Path = Path("/sys"), proc_root: Path = Path("/proc")) -> list[Backend]:
+    """NVML first (it knows NVIDIA best), then the vendor-neutral OS sources, then amdsmi to fill gaps."""
+    from gputray.monitor.amdsmi_backend import AmdSmiBackend
+    from gputray.monitor.nvml_backend import NvmlBackend
+
+    backends: list[Backend] = [NvmlBackend(sys_dir=sysfs_root)]
+    if sys.platform == "win32":
+        from gputray.monitor.pdh import WindowsPdhBackend
+
+        backends.append(WindowsPdhBackend())
+    else:
+        from gputray.monitor.amd_sysfs import AmdSysfsBackend
+
+        backends.append(AmdSysfsBackend(sys_dir=sysfs_root, proc_dir=proc_root))
+    backends.append(AmdSmiBackend())
+    return backends
+
+
+def build_monitor(
+    *,
+    demo: bool = False,
+    scenario: Path | Scenario | None = None,
+    sysfs_root: Path = Path("/sys"),
+    proc_root: Path = Path("/proc"),
+    thresholds: BusyThresholds | None = None,
+    interval_s: float = 1.0,
+    history_s: float = 3900.0,
+) -> Monitor:
+    """``sysfs_root``/``proc_root`` are read as if they were /sys and /proc (captured trees, tests).
+
+    A scenario file is read here; a malformed one raises ScenarioError with the file and the entry.
+    """
+    backends: list[Backend]
+    if demo or scenario is not None:
+        from gputray.monitor.simulated import SimulatedBackend
+
+        loaded = load_scenario(scenario) if isinstance(scenario, Path) else scenario
+        backends = [SimulatedBackend(loaded)]
+    else:
+        backends = real_backends(sysfs_root, proc_root)
+    return Monitor(
+        backends, host=HostReader(), interval_s=interval_s, history_s=history_s, thresholds=thresholds
+    )
+
+
+def has_gpu(snapshot: Snapshot) -> bool:
+    return any(r.info.kind != "cpu" for r in snapshot.readings)

@@ -1,0 +1,154 @@
+"""Busy/free verdicts with hysteresis, counting only *external* use of a GPU.
+
+A GPU is busy for our queue when someone else uses it: utilisation above a threshold sustained over a
+window, a foreign process holding much memory while the GPU is active, or a temperature over the limit.
+Our own jobs are announced by the scheduler (``own_active``); samples taken while one runs, or shortly
+after, are not counted, so a finished job does not block the next one for the whole window.
+A foreign context that holds memory but has been idle for ``stale_context_s`` stops pinning the GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputray.monitor.records import DeviceReading, ProcessUse, Verdict
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class BusyThresholds:
+    busy_util_percent: float = 30.0
+    busy_window_s: float = 10.0
+    free_window_s: float = 5.0
+    external_vram_bytes: int = GIB
+    stale_context_s: float = 60.0
+    temp_limit_c: float = 85.0
+    igpu_temp_limit_c: float = 90.0
+    temp_hysteresis_c: float = 5.0
+    own_grace_s: float = 3.0
+
+
+def format_bytes(n: float) -> str:
+    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+@dataclass
+class _DeviceState:
+    util_high_since: float | None = None
+    util_low_since: float | None = None
+    util_busy: bool = False
+    last_active_s: float | None = None
+    hot: bool = False
+    own_until_s: float = float("-inf")
+
+
+class VerdictTracker:
+    """Keeps the per-device state the hysteresis needs; one instance per Monitor."""
+
+    def __init__(self, thresholds: BusyThresholds | None = None) -> None:
+        self.thresholds = thresholds or BusyThresholds()
+        self._states: dict[str, _DeviceState] = {}
+
+    def temp_limit_c(self, reading: DeviceReading) -> float:
+        if reading.info.temp_limit_c is not None:
+            return reading.info.temp_limit_c
+        if reading.info.kind == "integrated":
+            return self.thresholds.igpu_temp_limit_c
+        return self.thresholds.temp_limit_c
+
+    def forget(self, key: str) -> None:
+        self._states.pop(key, None)
+
+    def is_hot(self, key: str) -> bool:
+        state = self._states.get(key)
+        return bool(state and state.hot)
+
+    def update(
+        self,
+        reading: DeviceReading,
+        foreign: list[ProcessUse],
+        *,
+        own_active: bool,
+        now_s: float,
+    ) -> Verdict:
+        t = self.thresholds
+        key = reading.info.key
+        st = self._states.setdefault(key, _DeviceState())
+        sample = reading.sample
+        name = reading.info.name
+
+        if sample.state == "lost":
+            return Verdict(key, True, (f"{name} is lost: {sample.reason or 'fell off the bus'}",))
+        if sample.state == "unavailable":
+            return Verdict(key, True, (f"{name} unavailable: {sample.reason or 'no data'}",))
+        if sample.state == "asleep":
+            # A sleeping GPU is idle and a job may wake it: judge the wake-up spike afresh.
+            st.util_high_since = st.util_low_since = None
+            st.util_busy = False
+            return Verdict(key, False, (f"{name} is asleep",))
+
+        reasons: list[str] = []
+
+        # Temperature, with hysteresis so the verdict does not flap at the limit.
+        limit = self.temp_limit_c(reading)
+        if sample.temp_c is not None:
+            if sample.temp_c >= limit:
+                st.hot = True
+            elif sample.temp_c <= limit - t.temp_hysteresis_c:
+                st.hot = False
+            if st.hot:
+                reasons.append(f"{name} is hot: {sample.temp_c:.0f} °C (limit {limit:.0f} °C)")
+
+        # Utilisation, counting only time when none of our jobs ran there.
+        if own_active:
+            st.own_until_s = now_s + t.own_grace_s
+        ours = own_active or now_s < st.own_until_s
+        util = sample.util_percent
+        if util is not None and util >= t.busy_util_percent:
+            st.last_active_s = now_s
+        if not ours and util is not None:
+            if util >= t.busy_util_percent:
+                st.util_low_since = None
+                if st.util_high_since is None:
+                    st.util_high_since = now_s
+                if now_s - st.util_high_since >= t.busy_window_s:
+                    st.util_busy = True
+            else:
+                st.util_high_since = None
+                if st.util_low_since is None:
+                    st.util_low_since = now_s
+                if now_s - st.util_low_since >= t.free_window_s:
+                    st.util_busy = False
+        elif ours:
+            st.util_high_since = st.util_low_since = None
+            st.util_busy = False
+
+        top = max(foreign, key=lambda p: (p.vram_bytes or 0) + (p.shared_bytes or 0), default=None)
+        foreign_bytes = sum((p.vram_bytes or 0) + (p.shared_bytes or 0) for p in foreign)
+        if st.util_busy:
+            if top is not None and foreign_bytes > 0:
+                reasons.append(f"{top.name} uses {format_bytes(foreign_bytes)}, {util or 0:.0f} %")
+            else:
+                reasons.append(f"in use by another program: {util or 0:.0f} % for ≥ {t.busy_window_s:.0f} s")
+        elif foreign_bytes >= t.external_vram_bytes and top is not None:
+            recently_active = st.last_active_s is not None and now_s - st.last_active_s < t.stale_context_s
+            if recently_active:
+                reasons.append(f"{top.name} holds {format_bytes(foreign_bytes)} and is active")
+        return Verdict(key, bool(reasons), tuple(reasons))
+
+
+def thresholds_from_mapping(values: dict[str, object]) -> BusyThresholds:
+    """Thresholds from the config's ``[thresholds]`` table: unknown keys ignored, bad values refused."""
+    known = {f for f in BusyThresholds.__dataclass_fields__}
+    kwargs: dict[str, float | int] = {}
+    for key, value in values.items():
+        if key not in known:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"thresholds.{key} must be a number, not {value!r}")
+        kwargs[key] = int(value) if key == "external_vram_bytes" else float(value)
+    return BusyThresholds(**kwargs)  # type: ignore[arg-type]
