@@ -1,0 +1,164 @@
+"""Tray notifications: one per event worth a glance, rate-limited, each kind can be turned off.
+
+A ``sink`` shows the message (``QSystemTrayIcon.showMessage`` in the app); every shown or dropped message
+is also logged, so a user (and the end-to-end test) can see what the app told them. Clicking a job
+message opens that job's log.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gputray.gui.i18n import tr
+from gputray.monitor.records import DeviceEvent
+
+log = logging.getLogger("gputray.gui.notifications")
+
+KINDS = (
+    "job_started",
+    "job_redirected",
+    "job_finished",
+    "job_failed",
+    "gpu_hot",
+    "gpu_lost",
+    "gpu_back",
+)
+
+
+def kind_labels() -> dict[str, str]:
+    return {
+        "job_started": tr("Job started"),
+        "job_redirected": tr("Job redirected to another GPU"),
+        "job_finished": tr("Job finished"),
+        "job_failed": tr("Job failed"),
+        "gpu_hot": tr("GPU over temperature"),
+        "gpu_lost": tr("GPU lost"),
+        "gpu_back": tr("GPU back"),
+    }
+
+
+@dataclass(frozen=True)
+class Notice:
+    kind: str
+    title: str
+    message: str
+    critical: bool = False
+    log_path: str | None = None
+    key: str = ""  # what the notice is about (task id, device key): repeats of one key are limited
+
+
+Sink = Callable[[Notice], None]
+
+
+class Notifier:
+    """Rate limits: the same kind and key at most once per ``repeat_s``; at most ``burst`` per minute."""
+
+    def __init__(
+        self,
+        sink: Sink,
+        *,
+        enabled: Mapping[str, bool] | None = None,
+        repeat_s: float = 60.0,
+        burst: int = 6,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sink = sink
+        self.enabled = {k: True for k in KINDS}
+        if enabled:
+            self.enabled.update({k: bool(v) for k, v in enabled.items() if k in KINDS})
+        self.repeat_s = repeat_s
+        self.burst = burst
+        self._clock = clock
+        self._last: dict[tuple[str, str], float] = {}
+        self._recent: deque[float] = deque()
+        self.last_log_path: str | None = None
+        self.shown: list[Notice] = []
+
+    def notify(self, notice: Notice) -> bool:
+        if not self.enabled.get(notice.kind, True):
+            log.info("notification off (%s): %s", notice.kind, notice.message)
+            return False
+        now = self._clock()
+        last = self._last.get((notice.kind, notice.key))
+        # Job notices for different tasks are distinct keys; a device going hot again and again is not.
+        if last is not None and now - last < self.repeat_s:
+            log.info("notification rate-limited (%s): %s", notice.kind, notice.message)
+            return False
+        while self._recent and now - self._recent[0] > 60.0:
+            self._recent.popleft()
+        if len(self._recent) >= self.burst and not notice.critical:
+            log.info("notification over burst limit (%s): %s", notice.kind, notice.message)
+            return False
+        self._last[(notice.kind, notice.key)] = now
+        self._recent.append(now)
+        if notice.log_path:
+            self.last_log_path = notice.log_path
+        self.shown.append(notice)
+        del self.shown[:-50]
+        log.info("notification shown (%s): %s — %s", notice.kind, notice.title, notice.message)
+        self.sink(notice)
+        return True
+
+    # -- turning events into notices -------------------------------------------------------------------
+    def on_device_events(self, events: Iterable[DeviceEvent]) -> None:
+        for ev in events:
+            if ev.kind == "hot":
+                title, kind, critical = tr("{name} is hot"), "gpu_hot", True
+            elif ev.kind in ("lost", "vanished"):
+                title, kind, critical = tr("{name} lost"), "gpu_lost", True
+            elif ev.kind == "back":
+                title, kind, critical = tr("{name} is back"), "gpu_back", False
+            else:
+                continue
+            self.notify(Notice(kind, title.format(name=ev.name), ev.message, critical, key=ev.key))
+
+    def on_queue_event(self, kind: str, task: Mapping[str, Any] | None, message: str) -> None:
+        """A scheduler QueueEvent (kind, task record as dict, message) → maybe a notice."""
+        task = task or {}
+        name = str(task.get("name") or task.get("id") or "")
+        log_path = task.get("log_path")
+        key = str(task.get("id", ""))
+        notice_kind = queue_event_kind(kind, task)
+        if notice_kind is None:
+            return
+        titles = {
+            "job_started": tr("Started: {name}"),
+            "job_redirected": tr("Redirected: {name}"),
+            "job_finished": tr("Finished: {name}"),
+            "job_failed": tr("Failed: {name}"),
+        }
+        self.notify(
+            Notice(
+                notice_kind,
+                titles[notice_kind].format(name=name),
+                message or str(task.get("reason") or ""),
+                critical=notice_kind == "job_failed",
+                log_path=str(log_path) if log_path else None,
+                key=f"{key}:{notice_kind}",
+            )
+        )
+
+
+def queue_event_kind(kind: str, task: Mapping[str, Any]) -> str | None:
+    """Map the scheduler's event names (and, as a fallback, the task's state) to a notice kind."""
+    k = kind.lower()
+    if "redirect" in k:
+        return "job_redirected"
+    if k in ("started", "running", "start", "job_started"):
+        return "job_started"
+    if k in ("failed", "interrupted", "job_failed"):
+        return "job_failed"
+    if k in ("succeeded", "finished", "done", "job_finished"):
+        return "job_finished"
+    if k in ("ended", "exited", "state"):
+        state = str(task.get("state"))
+        if state == "succeeded":
+            return "job_finished"
+        if state in ("failed", "interrupted"):
+            return "job_failed"
+    return None

@@ -1,0 +1,252 @@
+"""The queue as a Qt table model over task records (``TaskRecord.to_json()`` dicts).
+
+Updates are incremental: :meth:`QueueModel.apply` diffs the new list against the rows it holds and emits
+row inserts, removals, a layout change for reorders, and ``dataChanged`` for only the rows that changed,
+so a view over 10,000 tasks keeps its selection and scroll position and stays responsive. The elapsed
+column of running tasks is refreshed by :meth:`tick` without touching any other cell.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor
+
+from gputray.gui.i18n import tr
+
+TaskDict = Mapping[str, Any]
+Index = QModelIndex | QPersistentModelIndex
+
+COLUMNS = ("name", "state", "device", "reason", "elapsed")
+COL_NAME, COL_STATE, COL_DEVICE, COL_REASON, COL_ELAPSED = range(len(COLUMNS))
+ACTIVE_STATES = frozenset({"queued", "waiting", "running"})
+STATE_COLORS = {
+    "running": "#2e7d32",
+    "waiting": "#ef6c00",
+    "queued": "#546e7a",
+    "succeeded": "#1565c0",
+    "failed": "#c62828",
+    "interrupted": "#c62828",
+    "cancelled": "#757575",
+}
+ID_ROLE = Qt.ItemDataRole.UserRole + 1
+RECORD_ROLE = Qt.ItemDataRole.UserRole + 2
+
+
+def to_epoch_s(value: Any) -> float | None:
+    """Task times arrive as epoch seconds or ISO-8601 strings; None when absent or unparseable."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def elapsed_s(task: TaskDict, now_epoch_s: float) -> float | None:
+    started = to_epoch_s(task.get("started_at"))
+    if started is None:
+        return None
+    ended = to_epoch_s(task.get("ended_at"))
+    return (ended if ended is not None else now_epoch_s) - started
+
+
+class QueueModel(QAbstractTableModel):
+    def __init__(self, parent: Any = None, *, wall_clock: Any = time.time) -> None:
+        super().__init__(parent)
+        self._rows: list[dict[str, Any]] = []
+        self._row_of: dict[Any, int] = {}
+        self._device_names: dict[str, str] = {}
+        self._wall_clock = wall_clock
+        self._now = wall_clock()
+        self._headers = (tr("Task"), tr("State"), tr("Device"), tr("Reason"), tr("Elapsed"))
+
+    # -- Qt model API ---------------------------------------------------------------------------------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's default argument
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = 0) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self._headers[section] if 0 <= section < len(self._headers) else None
+        return None
+
+    def data(self, index: Index, role: int = 0) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows):
+            return None
+        task = self._rows[index.row()]
+        col = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.display(task, col)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if col in (COL_REASON, COL_STATE):
+                exit_code = task.get("exit_code")
+                extra = f" (exit {exit_code})" if exit_code not in (None, 0) else ""
+                return f"{task.get('reason') or ''}{extra}" or None
+            if col == COL_NAME:
+                return str(task.get("log_path") or task.get("name") or "")
+            return None
+        if role == Qt.ItemDataRole.ForegroundRole and col == COL_STATE:
+            return QColor(STATE_COLORS.get(str(task.get("state")), "#000000"))
+        if role == ID_ROLE:
+            return task.get("id")
+        if role == RECORD_ROLE:
+            return task
+        return None
+
+    def display(self, task: TaskDict, col: int) -> str:
+        if col == COL_NAME:
+            return str(task.get("name") or task.get("id"))
+        if col == COL_STATE:
+            return tr(str(task.get("state") or ""))
+        if col == COL_DEVICE:
+            device = task.get("device")
+            return self._device_names.get(str(device), str(device)) if device else "–"
+        if col == COL_REASON:
+            return str(task.get("reason") or "")
+        if col == COL_ELAPSED:
+            took = elapsed_s(task, self._now)
+            return "" if took is None else format_duration(took)
+        return ""
+
+    # -- our API --------------------------------------------------------------------------------------
+    def task(self, row: int) -> dict[str, Any] | None:
+        return self._rows[row] if 0 <= row < len(self._rows) else None
+
+    def row_of(self, task_id: Any) -> int | None:
+        return self._row_of.get(task_id)
+
+    def tasks(self) -> list[dict[str, Any]]:
+        return list(self._rows)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self._rows:
+            state = str(t.get("state"))
+            out[state] = out.get(state, 0) + 1
+        return out
+
+    def set_device_names(self, names: Mapping[str, str]) -> None:
+        if dict(names) == self._device_names:
+            return
+        self._device_names = dict(names)
+        if self._rows:
+            self.dataChanged.emit(self.index(0, COL_DEVICE), self.index(len(self._rows) - 1, COL_DEVICE))
+
+    def _reindex(self, start: int = 0) -> None:
+        for i in range(start, len(self._rows)):
+            self._row_of[self._rows[i].get("id")] = i
+
+    def apply(self, records: Iterable[TaskDict]) -> None:
+        """Make the rows equal to ``records`` (in that order) with the fewest signals."""
+        new = [dict(r) for r in records]
+        new_ids = [r.get("id") for r in new]
+        new_set = set(new_ids)
+        # 1. removals, as contiguous runs from the bottom up
+        gone = [i for i, t in enumerate(self._rows) if t.get("id") not in new_set]
+        if gone:
+            runs: list[tuple[int, int]] = []
+            for i in gone:
+                if runs and runs[-1][1] == i - 1:
+                    runs[-1] = (runs[-1][0], i)
+                else:
+                    runs.append((i, i))
+            for first, last in reversed(runs):
+                self.beginRemoveRows(QModelIndex(), first, last)
+                del self._rows[first : last + 1]
+                self.endRemoveRows()
+            self._row_of = {}
+            self._reindex()
+        # 2. reorder of the rows that stay
+        old_set = set(self._row_of)
+        wanted_order = [i for i in new_ids if i in old_set]
+        if wanted_order != [t.get("id") for t in self._rows]:
+            self.layoutAboutToBeChanged.emit()
+            old_ids = [t.get("id") for t in self._rows]
+            by_id = {t.get("id"): t for t in self._rows}
+            self._rows = [by_id[i] for i in wanted_order]
+            self._row_of = {}
+            self._reindex()
+            persistent = self.persistentIndexList()
+            moved = [self.index(self._row_of[old_ids[p.row()]], p.column()) for p in persistent]
+            self.changePersistentIndexList(persistent, moved)
+            self.layoutChanged.emit()
+        # 3. inserts, grouped into runs
+        i = 0
+        while i < len(new):
+            if i < len(self._rows) and self._rows[i].get("id") == new_ids[i]:
+                i += 1
+                continue
+            j = i
+            while j < len(new) and new_ids[j] not in old_set:
+                j += 1
+            self.beginInsertRows(QModelIndex(), i, j - 1)
+            self._rows[i:i] = new[i:j]
+            self.endInsertRows()
+            self._reindex(i)
+            i = j
+        # 4. changed rows, as contiguous runs
+        run_start: int | None = None
+        for n, rec in enumerate(new):
+            changed = n < len(self._rows) and self._rows[n] != rec and new_ids[n] in old_set
+            if changed:
+                self._rows[n] = rec
+                if run_start is None:
+                    run_start = n
+            elif run_start is not None:
+                self._emit_rows_changed(run_start, n - 1)
+                run_start = None
+        if run_start is not None:
+            self._emit_rows_changed(run_start, len(new) - 1)
+
+    def upsert(self, record: TaskDict) -> None:
+        """One task changed (an event from the queue): update its row, or append it."""
+        rec = dict(record)
+        row = self._row_of.get(rec.get("id"))
+        if row is None:
+            n = len(self._rows)
+            self.beginInsertRows(QModelIndex(), n, n)
+            self._rows.append(rec)
+            self._row_of[rec.get("id")] = n
+            self.endInsertRows()
+        elif self._rows[row] != rec:
+            self._rows[row] = rec
+            self._emit_rows_changed(row, row)
+
+    def _emit_rows_changed(self, first: int, last: int) -> None:
+        self.dataChanged.emit(self.index(first, 0), self.index(last, len(COLUMNS) - 1))
+
+    def tick(self, now_epoch_s: float | None = None) -> int:
+        """Refresh the elapsed cells of running tasks; returns how many rows it touched."""
+        self._now = self._wall_clock() if now_epoch_s is None else now_epoch_s
+        touched = 0
+        for n, t in enumerate(self._rows):
+            if t.get("state") == "running":
+                idx = self.index(n, COL_ELAPSED)
+                self.dataChanged.emit(idx, idx, [Qt.ItemDataRole.DisplayRole])
+                touched += 1
+        return touched
+
+
+def task_ids(records: Sequence[TaskDict]) -> list[Any]:
+    return [r.get("id") for r in records]
