@@ -1,0 +1,379 @@
+"""TOML task files → TaskSpec, with validation that names the file, the key and what is wrong.
+
+A task file holds the keys at the top level or under ``[task]``::
+
+    name = "train"
+    kind = "torch"                    # torch | vulkan | command
+    script = "train.py"               # torch: the script (relative to this file) ...
+    args = ["--epochs", "3"]          # ... and its arguments
+    # argv = ["realesrgan-ncnn-vulkan", "-i", "{file}", "-o", "{out}", "-g", "{vk_index}"]  (vulkan/command)
+    files = ["photo.png"]
+    out = "{stem}_x4.png"
+    devices = ["5060ti", "780m", "cpu"]
+    on_busy = "redirect"              # wait | redirect | cpu
+    max_wait = "10m"
+    after_max_wait = "cpu"            # redirect | cpu | fail
+    vram = "4GiB"
+    priority = 0
+    needs = ["fp16"]
+    start_at = 2026-12-01T01:00:00    # TOML datetime or ISO string; local time when no offset
+    window = "01:00-07:00"
+    timeout = "2h"
+    retries = 2
+    backoff = "30s"
+    cwd = "."
+    [task.env]                        # or [env] at the top level
+    GGML_VK_VISIBLE_DEVICES = "{vk_index}"
+
+Durations: a number of seconds or ``"90s"``, ``"10m"``, ``"1h30m"``, ``"2d"``. Sizes: a number of
+bytes or ``"512MiB"``, ``"4GiB"``, ``"4 GB"`` (SI), ``"1.5G"`` (binary). Relative paths are relative
+to the task file's folder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from gputray.scheduler.tasks import (
+    AFTER_MAX_WAIT,
+    KINDS,
+    ON_BUSY,
+    TaskSpec,
+    parse_window,
+    unknown_placeholders,
+)
+
+
+class TaskFileError(ValueError):
+    """A task file (or submitted spec) is invalid; the message names the source, the key and the problem."""
+
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h|hr|d)?", re.IGNORECASE)
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
+_SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+
+# File key → spec field. Both spellings are accepted; the short one is what people write.
+_ALIASES = {
+    "devices": "device_prefs",
+    "device": "device_prefs",
+    "max_wait": "max_wait_s",
+    "vram": "vram_bytes",
+    "timeout": "timeout_s",
+    "backoff": "backoff_s",
+}
+_FIELDS = {
+    "kind",
+    "name",
+    "argv",
+    "script",
+    "args",
+    "files",
+    "out",
+    "device_prefs",
+    "on_busy",
+    "max_wait_s",
+    "after_max_wait",
+    "vram_bytes",
+    "priority",
+    "needs",
+    "start_at",
+    "window",
+    "timeout_s",
+    "retries",
+    "backoff_s",
+    "env",
+    "cwd",
+    "recipe",
+    "util_percent",
+}
+
+
+def parse_duration(value: object) -> float:
+    """``"10m"`` → 600.0; numbers are seconds. Raises ValueError with a readable message."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like '10m' or a number of seconds, got {value!r}")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"expected a duration ≥ 0, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a duration like '10m', got {type(value).__name__}")
+    text = value.strip().replace(" ", "")
+    if not text:
+        raise ValueError("expected a duration like '10m', got an empty string")
+    total, pos = 0.0, 0
+    for m in _DURATION_RE.finditer(text):
+        if m.start() != pos or (m.group(2) is None and m.end() != len(text)):
+            break
+        total += float(m.group(1)) * _DURATION_UNITS[(m.group(2) or "s").lower()]
+        pos = m.end()
+    if pos != len(text):
+        raise ValueError(f"expected a duration like '90s', '10m', '1h30m' or '2d', got {value!r}")
+    return total
+
+
+def parse_size(value: object) -> int:
+    """``"4GiB"`` → 4294967296; ``"4GB"`` is SI (4e9); bare ``"4G"`` is binary. Numbers are bytes."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size like '4GiB' or a number of bytes, got {value!r}")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"expected a size ≥ 0, got {value!r}")
+        return int(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a size like '4GiB', got {type(value).__name__}")
+    m = _SIZE_RE.match(value)
+    if not m or (not m.group(2) and (m.group(3))):
+        raise ValueError(f"expected a size like '512MiB', '4GiB' or '4GB', got {value!r}")
+    number, prefix, binary, b = m.groups()
+    prefix = prefix.lower()
+    base = 1000 if (prefix and b and not binary) else 1024
+    return int(float(number) * base ** _SIZE_POW[prefix])
+
+
+def parse_start_at(value: object) -> float:
+    """A TOML datetime, an ISO string (local time without an offset) or epoch seconds → epoch seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}") from None
+    if isinstance(value, dt.datetime):
+        return value.timestamp()  # naive → local time, as a person means it
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day).timestamp()
+    raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {type(value).__name__}")
+
+
+def load_task_file(path: Path) -> TaskSpec:
+    """Read and validate one task file. Errors (TaskFileError) name the file, the key and the problem."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise TaskFileError(f"{path}: no such task file") from None
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskFileError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise TaskFileError(f"{path}: not valid TOML: the file is not UTF-8 text") from None
+    if "task" in data:
+        table = data["task"]
+        if not isinstance(table, dict):
+            raise TaskFileError(f"{path}: key 'task': must be a table ([task])")
+        rest = {k: v for k, v in data.items() if k != "task"}
+        if set(rest) - {"env"}:
+            extra = sorted(set(rest) - {"env"})
+            raise TaskFileError(
+                f"{path}: key '{extra[0]}': put task keys under [task] or all at the top level"
+            )
+        if "env" in rest and "env" not in table:
+            table = {**table, "env": rest["env"]}
+        data = table
+    base = path.resolve().parent
+    return spec_from_mapping(data, source=str(path), base_dir=base)
+
+
+def spec_from_record_dict(data: Mapping[str, Any], *, source: str = "task") -> TaskSpec:
+    """Validate a ``TaskSpec.to_dict()``-style mapping (the IPC wire form). Paths are kept as given."""
+    return spec_from_mapping(data, source=source, base_dir=None)
+
+
+def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskSpec:
+    """Validate a task mapping (file keys or field names) into a TaskSpec.
+
+    With ``base_dir``, relative ``script``, ``files`` and ``cwd`` are made absolute against it.
+    """
+    if not isinstance(data, Mapping):
+        raise TaskFileError(f"{source}: a task must be a table of keys, got {type(data).__name__}")
+    values: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        if not isinstance(raw_key, str):
+            raise TaskFileError(f"{source}: keys must be strings, got {raw_key!r}")
+        key = _ALIASES.get(raw_key, raw_key)
+        if key not in _FIELDS:
+            known = sorted(_FIELDS | set(_ALIASES))
+            hint = difflib.get_close_matches(raw_key, known, n=1)
+            suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
+            raise TaskFileError(f"{source}: key '{raw_key}': unknown key{suggestion}")
+        if key in values:
+            raise TaskFileError(f"{source}: key '{raw_key}': given twice (under two spellings)")
+        values[key] = (raw_key, value)
+
+    def err(key: str, problem: str) -> TaskFileError:
+        raw = values[key][0] if key in values else key
+        return TaskFileError(f"{source}: key '{raw}': {problem}")
+
+    def get(key: str, default: Any = None) -> Any:
+        return values[key][1] if key in values else default
+
+    def string(key: str, *, required: bool = False) -> str | None:
+        value = get(key)
+        if value is None:
+            if required:
+                raise err(key, "missing")
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise err(key, f"must be a non-empty string, got {value!r}")
+        if "\x00" in value:
+            raise err(key, "contains a NUL character")
+        return value
+
+    def strings(key: str) -> tuple[str, ...]:
+        value = get(key, [])
+        if isinstance(value, str):
+            value = [value] if key in {"device_prefs", "needs", "files"} else None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise err(key, f"must be a list of strings, got {get(key)!r}")
+        if any("\x00" in v for v in value):
+            raise err(key, "contains a NUL character")
+        return tuple(value)
+
+    def choice(key: str, options: tuple[str, ...], default: str) -> str:
+        value = get(key, default)
+        if value not in options:
+            raise err(key, f"must be one of {', '.join(options)}; got {value!r}")
+        return cast(str, value)
+
+    def number(key: str, parse: Any, default: Any = None) -> Any:
+        value = get(key)
+        if value is None:
+            return default
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise err(key, str(exc)) from None
+
+    def integer(key: str, default: int, minimum: int | None = None) -> int:
+        value = get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise err(key, f"must be a whole number, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise err(key, f"must be at least {minimum}, got {value}")
+        return value
+
+    def path(key: str, value: str) -> str:
+        if base_dir is None:
+            return value
+        p = Path(value).expanduser()
+        return str(p if p.is_absolute() else base_dir / p)
+
+    kind = get("kind")
+    if kind is None:
+        kind = "torch" if "script" in values else "command"
+    if kind not in KINDS:
+        raise err("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}")
+
+    script = string("script")
+    argv = strings("argv")
+    args = strings("args")
+    if kind == "torch":
+        if script is None:
+            raise err("script", "missing: a torch task needs the Python script to run")
+        if argv:
+            raise err("argv", "not used by torch tasks: give 'script' and 'args'")
+        script = path("script", script)
+    else:
+        if script is not None:
+            raise err("script", f"only torch tasks take a script; a {kind} task takes 'argv'")
+        if not argv:
+            raise err("argv", f"missing: a {kind} task needs the program and its arguments as a list")
+        if not argv[0].strip():
+            raise err("argv", "the program name (first element) is empty")
+        if args:
+            raise err("args", f"not used by {kind} tasks: put every argument in 'argv'")
+    for key, items in (("argv", argv), ("args", args)):
+        for item in items:
+            bad = unknown_placeholders(item)
+            if bad:
+                raise err(
+                    key,
+                    f"unknown placeholder {{{bad[0]}}} in {item!r}; known: {{file}} {{stem}} "
+                    "{out} {vk_index} {device}",
+                )
+
+    files = tuple(path("files", f) for f in strings("files"))
+    out = string("out")
+    if out is not None and unknown_placeholders(out):
+        raise err("out", f"unknown placeholder {{{unknown_placeholders(out)[0]}}} in {out!r}")
+
+    prefs = strings("device_prefs")
+    if any(not p.strip() for p in prefs):
+        raise err("device_prefs", "contains an empty device name")
+
+    env_raw = get("env", {})
+    if not isinstance(env_raw, Mapping):
+        raise err("env", f'must be a table of NAME = "value", got {env_raw!r}')
+    env: dict[str, str] = {}
+    for name, value in env_raw.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise err("env", f"{name!r} is not a valid environment variable name")
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise err("env", f"{name}: value must be a string, got {value!r}")
+        text = str(value)
+        if "\x00" in text:
+            raise err("env", f"{name}: value contains a NUL character")
+        bad = unknown_placeholders(text)
+        if bad:
+            raise err("env", f"{name}: unknown placeholder {{{bad[0]}}}")
+        env[name] = text
+
+    window = string("window")
+    if window is not None:
+        try:
+            parse_window(window)
+        except ValueError as exc:
+            raise err("window", str(exc)) from None
+
+    name = string("name")
+    if name is None:
+        if kind == "torch" and script:
+            name = Path(script).name
+        elif files:
+            name = f"{Path(argv[0]).name} {Path(files[0]).name}"
+        else:
+            name = Path(argv[0]).name
+    cwd = string("cwd")
+    util = get("util_percent", 90.0)
+    if isinstance(util, bool) or not isinstance(util, int | float) or not 0 <= util <= 100:
+        raise err("util_percent", f"must be a number from 0 to 100, got {util!r}")
+    vram = number("vram_bytes", parse_size)
+    return TaskSpec(
+        kind=cast(Any, kind),
+        name=name,
+        argv=argv,
+        script=script,
+        args=args,
+        files=files,
+        out=out,
+        device_prefs=prefs,
+        on_busy=cast(Any, choice("on_busy", ON_BUSY, "wait")),
+        max_wait_s=number("max_wait_s", parse_duration),
+        after_max_wait=cast(Any, choice("after_max_wait", AFTER_MAX_WAIT, "redirect")),
+        vram_bytes=vram,
+        priority=integer("priority", 0),
+        needs=strings("needs"),
+        start_at=number("start_at", parse_start_at),
+        window=window,
+        timeout_s=number("timeout_s", parse_duration),
+        retries=integer("retries", 0, minimum=0),
+        backoff_s=number("backoff_s", parse_duration, 30.0),
+        env=env,
+        cwd=path("cwd", cwd) if cwd else None,
+        recipe=string("recipe"),
+        util_percent=float(util),
+    )

@@ -1,0 +1,247 @@
+"""Task records: what to run (TaskSpec) and what became of it (TaskRecord).
+
+Times are epoch seconds (floats, UTC by definition) in every record and in the store;
+``TaskRecord.to_json()`` renders them as ISO 8601 UTC strings (``2026-11-30T02:30:00.125Z``) for
+people and scripts. Sizes are bytes, durations are seconds.
+
+``TaskSpec.to_dict()`` / ``TaskSpec.from_dict()`` are the wire and storage form of a spec (plain JSON
+types); ``from_dict`` validates like a task file does (see ``gputray.scheduler.taskfile``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TaskKind = Literal["torch", "vulkan", "command"]
+TaskState = Literal["queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted"]
+OnBusy = Literal["wait", "redirect", "cpu"]
+AfterMaxWait = Literal["redirect", "cpu", "fail"]
+
+KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
+STATES: tuple[str, ...] = ("queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted")
+ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
+AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
+#: Device classes a preference may name besides a device key (``pci:…``) or a name fragment (``5060ti``).
+DEVICE_CLASSES: tuple[str, ...] = ("nvidia", "amd", "intel", "discrete", "integrated", "gpu", "cpu")
+#: Tasks in these states are still in the queue (waiting to be placed).
+PENDING_STATES: frozenset[str] = frozenset({"queued", "waiting"})
+#: Final states. ``interrupted`` is transient: the retry policy turns it into ``queued`` or ``failed``.
+FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+#: Placeholders substituted per argv element (and in env values) when a task is launched.
+PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
+PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What to run and where it may run. Immutable; build it with a task file, a recipe or directly.
+
+    - ``kind="torch"``: ``script`` (a .py path) + ``args``, run by the Python env chosen for the device.
+    - ``kind="vulkan"``: ``argv`` is a template; ``{file}`` ``{stem}`` ``{out}`` ``{vk_index}`` ``{device}``
+      are replaced inside each element (never through a shell), also in ``env`` values.
+    - ``kind="command"``: any ``argv``; the GPU is selected only through environment variables.
+
+    ``device_prefs`` is an ordered preference of device keys (``pci:0000:01:00.0``), classes
+    (``nvidia`` ``amd`` ``discrete`` ``integrated`` ``gpu`` ``cpu``) or name fragments (``5060ti``,
+    ``780m``: matched against the device name without spaces, case-insensitive). Empty means
+    ``("discrete", "integrated")``. When the first choice is busy ``on_busy`` decides: ``wait`` for it,
+    ``redirect`` to the first free one among the rest, or run on the ``cpu``. After ``max_wait_s``
+    of waiting, ``after_max_wait`` applies (``redirect``, ``cpu`` or ``fail``).
+    ``start_at`` is epoch seconds; ``window`` is a daily local-time window ``"01:00-07:00"``
+    (may cross midnight). ``retries`` more attempts after a failure or interruption, each after
+    ``backoff_s * 2**(attempt-1)`` seconds.
+    """
+
+    kind: TaskKind
+    name: str
+    argv: tuple[str, ...] = ()
+    script: str | None = None
+    args: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    out: str | None = None
+    device_prefs: tuple[str, ...] = ()
+    on_busy: OnBusy = "wait"
+    max_wait_s: float | None = None
+    after_max_wait: AfterMaxWait = "redirect"
+    vram_bytes: int | None = None
+    priority: int = 0
+    needs: tuple[str, ...] = ()
+    start_at: float | None = None
+    window: str | None = None
+    timeout_s: float | None = None
+    retries: int = 0
+    backoff_s: float = 30.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    recipe: str | None = None
+    util_percent: float = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
+
+    def __hash__(self) -> int:  # env is a dict; hash the rest
+        return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form; ``TaskSpec.from_dict(spec.to_dict()) == spec``."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "task") -> TaskSpec:
+        """Validate and build a spec from ``to_dict()`` output (or any mapping with those keys).
+
+        Raises ``gputray.scheduler.taskfile.TaskFileError`` naming ``source``, the key and the problem.
+        """
+        from gputray.scheduler.taskfile import spec_from_record_dict
+
+        return spec_from_record_dict(data, source=source)
+
+    @property
+    def program(self) -> str | None:
+        """The program a vulkan/command task starts (argv[0]), or None for torch tasks."""
+        return self.argv[0] if self.argv and self.kind != "torch" else None
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """A task in the queue and what became of it.
+
+    ``device`` is the device key it runs/ran on (``cpu`` for the CPU), ``env`` the Python env name
+    (torch tasks) and ``reason`` the latest human-readable explanation (why it waits, where it was
+    redirected, why it failed). ``attempts`` counts starts. Times are epoch seconds (UTC).
+    ``position`` orders the queue within a priority; ``queued_at`` is when it last (re)entered the
+    queue (max_wait and aging count from there); ``not_before`` delays a retry (backoff);
+    ``overtakes`` counts how often a later task took a device this one was waiting for.
+    """
+
+    id: int
+    spec: TaskSpec
+    state: TaskState
+    submitted_at: float
+    device: str | None = None
+    env: str | None = None
+    reason: str = ""
+    exit_code: int | None = None
+    attempts: int = 0
+    started_at: float | None = None
+    ended_at: float | None = None
+    log_path: str | None = None
+    pid: int | None = None
+    position: float = 0.0
+    queued_at: float = 0.0
+    not_before: float | None = None
+    overtakes: int = 0
+    pid_create_time: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def pending(self) -> bool:
+        return self.state in PENDING_STATES
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    def to_json(self) -> dict[str, Any]:
+        """Exactly the keys ``queue --json`` promises; times as ISO 8601 UTC strings or null."""
+        return {
+            "id": self.id,
+            "name": self.spec.name,
+            "kind": self.spec.kind,
+            "state": self.state,
+            "device": self.device,
+            "env": self.env,
+            "reason": self.reason,
+            "exit_code": self.exit_code,
+            "attempts": self.attempts,
+            "submitted_at": iso_utc(self.submitted_at),
+            "started_at": iso_utc(self.started_at),
+            "ended_at": iso_utc(self.ended_at),
+            "log_path": self.log_path,
+        }
+
+    def replace(self, **changes: Any) -> TaskRecord:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class QueueEvent:
+    """Something a person may want to hear about; the tray turns these into notifications."""
+
+    kind: Literal[
+        "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted"
+    ]
+    task: TaskRecord
+    message: str
+
+
+def iso_utc(epoch_s: float | None) -> str | None:
+    if epoch_s is None:
+        return None
+    stamp = dt.datetime.fromtimestamp(epoch_s, tz=dt.UTC)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_window(window: str) -> tuple[int, int]:
+    """``"01:00-07:00"`` (or with an en dash) → (start, end) in minutes after local midnight."""
+    m = WINDOW_RE.match(window)
+    if not m:
+        raise ValueError(f"expected a daily window like '01:00-07:00', got {window!r}")
+    h1, m1, h2, m2 = (int(g) for g in m.groups())
+    if h1 > 23 or h2 > 24 or m1 > 59 or m2 > 59 or (h2 == 24 and m2):
+        raise ValueError(f"expected times between 00:00 and 24:00 in {window!r}")
+    start, end = h1 * 60 + m1, h2 * 60 + m2
+    if start == end:
+        raise ValueError(f"window {window!r} is empty: start and end are the same")
+    return start, end
+
+
+def window_open(window: str, now_s: float) -> bool:
+    """Whether the daily window is open at ``now_s`` (local time). Windows may cross midnight."""
+    start, end = parse_window(window)
+    local = dt.datetime.fromtimestamp(now_s)
+    minute = local.hour * 60 + local.minute
+    if start < end:
+        return start <= minute < end
+    return minute >= start or minute < end
+
+
+def window_label(window: str) -> str:
+    start, end = parse_window(window)
+    return f"{start // 60:02d}:{start % 60:02d}–{end // 60:02d}:{end % 60:02d}"
+
+
+def substitute(template: str, values: Mapping[str, str]) -> str:
+    """Replace ``{name}`` placeholders in one string, in a single pass.
+
+    Values are data: a file name containing ``{out}`` or ``;`` is inserted verbatim and never
+    re-scanned. Unknown names are left as written (validation reports them earlier).
+    """
+
+    def repl(m: re.Match[str]) -> str:
+        key = m.group(1)
+        return values[key] if key in values else m.group(0)
+
+    return PLACEHOLDER_RE.sub(repl, template)
+
+
+def unknown_placeholders(template: str) -> list[str]:
+    return [m.group(1) for m in PLACEHOLDER_RE.finditer(template) if m.group(1) not in PLACEHOLDERS]
