@@ -1,0 +1,287 @@
+"""The owner's socket: framing, validation, permissions, single owner, and the pipe transport's pure parts."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import struct
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gputray.scheduler import ipc
+from gputray.scheduler.paths import Paths, app_paths
+
+unix_only = pytest.mark.skipif(sys.platform == "win32", reason="AF_UNIX socket transport")
+
+
+@pytest.fixture
+def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    return app_paths()
+
+
+class Recorder:
+    """A handler that records what reached it: validation must keep garbage from getting here."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append((op, args))
+        if op == "get" and args["id"] == 404:
+            raise LookupError("task 404 does not exist")
+        if op == "get" and args["id"] == 500:
+            raise RuntimeError("boom")
+        return {"op": op, "args": args}
+
+
+@pytest.fixture
+def server(paths: Paths) -> Any:
+    recorder = Recorder()
+    srv = ipc.IpcServer(paths, recorder)
+    srv.start()
+    srv.recorder = recorder  # type: ignore[attr-defined]
+    yield srv
+    srv.stop()
+
+
+def test_validate_accepts_known_ops_and_rejects_garbage() -> None:
+    assert ipc.validate_request({"op": "cancel", "args": {"ids": [3, 4]}}) == ("cancel", {"ids": [3, 4]})
+    assert ipc.validate_request({"op": "ping"}) == ("ping", {})
+    bad = [
+        [],
+        "ping",
+        {"op": 3},
+        {"op": "rm -rf /"},
+        {"op": "cancel", "args": {}},
+        {"op": "cancel", "args": {"ids": []}},
+        {"op": "cancel", "args": {"ids": [True]}},
+        {"op": "cancel", "args": {"ids": [-1]}},
+        {"op": "move", "args": {"id": 1, "delta": 1.5}},
+        {"op": "move", "args": {"id": 1, "delta": True}},
+        {"op": "queue", "args": {"all": "yes"}},
+        {"op": "queue", "args": {"evil": 1}},
+        {"op": "submit_files", "args": {"files": ["a\x00b"]}},
+        {"op": "submit_files", "args": {"files": "a.png"}},
+        {"op": "submit", "args": {"overrides": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}}},
+        {"op": "ping", "args": [1]},
+        {"op": "ping", "extra": 1},
+    ]
+    for request in bad:
+        with pytest.raises(ipc.BadRequest):
+            ipc.validate_request(request)
+
+
+def test_decode_rejects_nan_bad_utf8_and_deep_nesting() -> None:
+    for data in (b"NaN", b"\xff\xfe", b"{", b"[" * 100_000 + b"]" * 100_000, b'{"op": Infinity}'):
+        with pytest.raises(ipc.BadRequest):
+            ipc.decode_payload(data)
+
+
+@unix_only
+def test_request_round_trip_and_errors(server: Any, paths: Paths) -> None:
+    with ipc.IpcClient(paths) as client:
+        assert client.request("ping") == {"op": "ping", "args": {}}
+        result = client.request("submit_files", files=["a b.png", "日本語 'x'; rm.png"], recipe=None)
+        assert result["args"]["files"] == ["a b.png", "日本語 'x'; rm.png"]
+        with pytest.raises(ipc.RemoteError) as missing:
+            client.request("get", id=404)
+        assert missing.value.kind == "LookupError"
+        assert "404" in missing.value.message
+        with pytest.raises(ipc.RemoteError) as internal:
+            client.request("get", id=500)
+        assert internal.value.kind == "InternalError"
+        with pytest.raises(ipc.RemoteError) as bad:
+            client.request("nonsense")
+        assert bad.value.kind == "BadRequest"
+        assert "unknown op" in bad.value.message
+        # the same connection still works after all of that
+        assert client.request("ping")["op"] == "ping"
+    assert [op for op, _ in server.recorder.calls] == ["ping", "submit_files", "get", "get", "ping"]
+
+
+@unix_only
+def test_socket_and_directory_are_private(server: Any, paths: Paths) -> None:
+    path = ipc.socket_path(paths)
+    assert stat.S_ISSOCK(os.stat(path).st_mode)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+
+
+@unix_only
+def test_a_second_owner_is_refused_and_the_first_keeps_serving(server: Any, paths: Paths) -> None:
+    second = ipc.IpcServer(paths, Recorder())
+    with pytest.raises(ipc.OwnerAlreadyRunning):
+        second.start()
+    assert ipc.request(paths, "ping")["op"] == "ping"
+
+
+@unix_only
+def test_a_stale_socket_is_replaced(paths: Paths) -> None:
+    directory = ipc.socket_dir(paths)
+    ipc.ensure_private_dir(directory)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(directory / ipc.SOCKET_NAME))
+    stale.close()  # the file stays, nobody listens: what kill -9 leaves behind
+    srv = ipc.IpcServer(paths, Recorder())
+    srv.start()
+    try:
+        assert ipc.request(paths, "ping")["op"] == "ping"
+    finally:
+        srv.stop()
+    assert not (directory / ipc.SOCKET_NAME).exists()
+
+
+@unix_only
+def test_no_owner_says_how_to_start_one(paths: Paths) -> None:
+    with pytest.raises(ipc.OwnerNotRunning) as err:
+        ipc.request(paths, "ping")
+    assert "gputray daemon" in str(err.value)
+    assert "no gputray owner is running" in str(err.value)
+
+
+@unix_only
+def test_oversized_frame_gets_an_error_and_server_survives(server: Any, paths: Paths) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(ipc.socket_path(paths)))
+    sock.sendall(struct.pack(">I", ipc.MAX_FRAME_BYTES + 1))
+    reply = json.loads(ipc.read_frame(sock) or b"null")
+    assert reply["ok"] is False and "too large" in reply["error"]["message"]
+    sock.close()
+    # a truncated frame followed by a hang-up
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(ipc.socket_path(paths)))
+    sock.sendall(struct.pack(">I", 100) + b"{")
+    sock.close()
+    assert ipc.request(paths, "ping")["op"] == "ping"
+
+
+@unix_only
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    payload=st.one_of(
+        st.binary(max_size=300),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+            lambda children: (
+                st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+            ),
+            max_leaves=12,
+        ).map(lambda v: json.dumps(v).encode()),
+        st.fixed_dictionaries(
+            {"op": st.sampled_from(sorted(ipc.OPS)) | st.text(max_size=10)},
+            optional={
+                "args": st.dictionaries(
+                    st.text(max_size=10), st.integers() | st.text() | st.none(), max_size=3
+                )
+            },
+        ).map(lambda v: json.dumps(v).encode()),
+    )
+)
+def test_garbage_never_crashes_the_server(server: Any, paths: Paths, payload: bytes) -> None:
+    with ipc.IpcClient(paths) as client:
+        reply = client.send_raw(payload)
+        assert isinstance(reply, dict) and "ok" in reply
+        if reply["ok"] is False:
+            assert reply["error"]["message"]
+        assert client.request("ping")["op"] == "ping"
+
+
+def test_pipe_name_is_per_user_and_home(tmp_path: Path) -> None:
+    a = Paths(tmp_path / "c", tmp_path / "d1", tmp_path / "s", tmp_path / "r")
+    b = Paths(tmp_path / "c", tmp_path / "d2", tmp_path / "s", tmp_path / "r")
+    assert ipc.pipe_name(a, "alice").startswith("\\\\.\\pipe\\gputray-")
+    assert ipc.pipe_name(a, "alice") == ipc.pipe_name(a, "ALICE")
+    assert ipc.pipe_name(a, "alice") != ipc.pipe_name(a, "bob")
+    assert ipc.pipe_name(a, "alice") != ipc.pipe_name(b, "alice")
+
+
+def test_authkey_is_created_private_and_reused(tmp_path: Path) -> None:
+    path = tmp_path / "data" / ipc.AUTHKEY_NAME
+    with pytest.raises(ipc.OwnerNotRunning):
+        ipc.load_authkey(path, create=False)
+    key = ipc.load_authkey(path, create=True)
+    assert len(key) == 32
+    assert ipc.load_authkey(path, create=False) == key
+    if sys.platform != "win32":
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_long_runtime_dir_falls_back_to_a_short_private_dir(tmp_path: Path) -> None:
+    deep = tmp_path / ("x" * 120)
+    paths = Paths(deep / "c", deep / "d", deep / "s", deep / "r")
+    path = ipc.socket_path(paths)
+    assert len(os.fsencode(path)) <= 104
+    assert path == ipc.socket_path(paths)  # client and server agree
+
+
+@unix_only
+def test_private_dir_owned_by_someone_else_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "ipc"
+    target.mkdir(mode=0o755)
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(target).st_uid + 1)
+    with pytest.raises(ipc.UnsafeIpcLocation):
+        ipc.ensure_private_dir(target)
+
+
+@unix_only
+def test_pipe_transport_authenticates(paths: Paths, tmp_path: Path) -> None:
+    """The Windows code path, run over multiprocessing's AF_UNIX family: HMAC challenge, JSON bytes only."""
+    address = str(tmp_path / "p.sock")
+    recorder = Recorder()
+    srv = ipc.IpcServer(paths, recorder, transport="pipe", pipe_address=address, pipe_family="AF_UNIX")
+    srv.start()
+    try:
+        client = ipc.IpcClient(paths, transport="pipe", pipe_address=address, pipe_family="AF_UNIX")
+        with client:
+            assert client.request("cancel", ids=[1, 2])["args"] == {"ids": [1, 2]}
+            assert client.send_raw(b"\x80garbage")["ok"] is False
+            assert client.request("ping")["op"] == "ping"
+        # a client with the wrong key is refused and never reaches the handler
+        from multiprocessing.connection import Client, answer_challenge
+
+        conn = Client(address, family="AF_UNIX")
+        with pytest.raises(Exception):  # noqa: B017 - AuthenticationError or EOF, depending on timing
+            answer_challenge(conn, b"wrong key of enough length!!")
+            conn.send_bytes(b'{"op":"shutdown"}')
+            conn.recv_bytes()
+        conn.close()
+        assert all(op != "shutdown" for op, _ in recorder.calls)
+        second = ipc.IpcServer(
+            paths, Recorder(), transport="pipe", pipe_address=address, pipe_family="AF_UNIX"
+        )
+        with pytest.raises(ipc.OwnerAlreadyRunning):
+            second.start()
+    finally:
+        srv.stop()
+
+
+@unix_only
+def test_many_concurrent_clients(server: Any, paths: Paths) -> None:
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            with ipc.IpcClient(paths) as client:
+                for i in range(20):
+                    assert client.request("move", id=n, delta=i)["args"] == {"id": n, "delta": i}
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(server.recorder.calls) == 160
