@@ -1,0 +1,727 @@
+"""NVIDIA GPUs through NVML (the ``pynvml`` module of nvidia-ml-py), without waking a sleeping GPU.
+
+An open NVML session keeps every GPU it has attached awake (the runtime-PM usage count stays above
+zero: +5–7 W on an RTX 5060), and any NVML query resumes a suspended GPU. So on Linux the NVIDIA PCI
+functions are found in sysfs first and their ``power/runtime_status`` is read (a plain file read wakes
+nothing): NVML is only opened while at least one NVIDIA GPU is awake, and only the awake ones are
+attached (``nvmlInit`` is lazy; ``nvmlDeviceGetHandleByPciBusId`` attaches one GPU). When every
+attached GPU has sat idle for a while and runtime PM is enabled for it, NVML is closed for a grace
+period so the GPU can actually go to sleep. On Windows (no sysfs) NVML is simply used.
+
+Limitation: with several NVIDIA GPUs, an idle one stays awake while another one is busy, because the
+NVML session cannot detach a single GPU.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import psutil
+
+from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessKind, ProcessUse, Sample
+from gputray.monitor.sysfs import normalize_bdf, pci_key, read_int, read_str, runtime_status
+
+log = logging.getLogger(__name__)
+
+NVIDIA_PCI_VENDOR_ID = 0x10DE
+INIT_RETRY_S = 30.0
+"""A failed nvmlInit (no driver, no library) is retried at most this often."""
+LOST_RETRY_S = 10.0
+"""After a GPU is lost, NVML stays closed this long before re-discovery; doubles while it stays lost."""
+LOST_RETRY_MAX_S = 80.0
+RELEASE_COOLDOWN_S = 300.0
+"""When a GPU stayed awake although NVML let go of it, something else holds it: do not let go again soon."""
+LOST_REASON = "GPU is lost (fell off the bus?)"
+RESET_REASON = "GPU needs a reset (NVML reports it unusable)"
+
+# Bit values are fixed by the NVML ABI (nvmlClocksEventReason* / nvmlClocksThrottleReason*).
+# gpu_idle (0x1) is left out: an idle GPU is not being held back.
+THROTTLE_REASON_BITS: tuple[tuple[int, str], ...] = (
+    (0x2, "applications_clocks"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal"),
+    (0x40, "hw_thermal"),
+    (0x80, "hw_power_brake"),
+    (0x100, "display_clocks"),
+    (0x200, "board_limit"),
+    (0x400, "reliability"),
+)
+
+_NOT_AVAILABLE_U64 = 2**64 - 1
+
+
+class _NeverRaised(Exception):
+    """Stands in for an exception class that the loaded pynvml does not define."""
+
+
+class _GpuGone(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class _PciGpu:
+    bdf: str
+    device_id: int | None
+    asleep: bool
+    runtime_pm_auto: bool
+
+    @property
+    def key(self) -> str:
+        return pci_key(self.bdf)
+
+
+@dataclass
+class _Attached:
+    info: DeviceInfo
+    handle: Any
+    idle_since_s: float | None = None
+
+
+def throttle_names(mask: int) -> tuple[str, ...]:
+    """NVML clocks event / throttle reason bit mask → readable names (gpu_idle ignored)."""
+    return tuple(name for bit, name in THROTTLE_REASON_BITS if mask & bit)
+
+
+def friendly_name(nvml_name: str) -> str:
+    """``NVIDIA GeForce RTX 5060 Ti`` → ``GeForce RTX 5060 Ti``."""
+    name = nvml_name.strip()
+    return name[len("NVIDIA ") :] if name.startswith("NVIDIA ") and len(name) > len("NVIDIA ") else name
+
+
+def _text(value: object) -> str | None:
+    """NVML strings arrive as str (new bindings) or bytes (old bindings, ctypes char arrays)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if not isinstance(value, str):
+        return None
+    value = value.replace("\x00", "").strip()
+    return value or None
+
+
+def _process_name(pid: int) -> str:
+    try:
+        return psutil.Process(pid).name() or f"pid {pid}"
+    except (psutil.Error, OSError, ValueError):
+        return f"pid {pid}"
+
+
+def _running_on_linux_with_sysfs(sys_dir: Path) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    # WSL2 paravirtualises the GPU (/dev/dxg): it is not on the PCI bus that sysfs shows.
+    return not (sys_dir == Path("/sys") and Path("/dev/dxg").exists())
+
+
+class NvmlBackend:
+    """Backend ``nvml``. ``pynvml_module`` replaces the real module (tests); it is imported lazily.
+
+    ``use_sysfs`` (default: on Linux) gates NVML on the PCI devices and runtime PM state under
+    ``sys_dir``. ``unavailable_reason`` says in words why NVML is not open (no driver, all asleep...).
+    """
+
+    name = "nvml"
+
+    def __init__(
+        self,
+        pynvml_module: ModuleType | None = None,
+        sys_dir: Path = Path("/sys"),
+        *,
+        use_sysfs: bool | None = None,
+        idle_release_s: float | None = 30.0,
+        sleep_grace_s: float = 15.0,
+    ) -> None:
+        self._nvml: Any = pynvml_module
+        self._sys_dir = sys_dir
+        self._use_sysfs = _running_on_linux_with_sysfs(sys_dir) if use_sysfs is None else use_sysfs
+        self._idle_release_s = idle_release_s
+        self._sleep_grace_s = sleep_grace_s
+        self._lock = threading.Lock()
+        self.unavailable_reason: str | None = None
+        self.driver_version: str | None = None
+
+        self._open = False
+        self._next_init_s = float("-inf")
+        self._attached: dict[str, _Attached] = {}
+        self._index_keys: dict[int, str] = {}
+        self._known: dict[str, DeviceInfo] = {}
+        self._lost: dict[str, str] = {}
+        self._lost_retry_s = float("-inf")
+        self._lost_backoff_s = LOST_RETRY_S
+        self._released_until_s: float | None = None
+        self._no_release_until_s = float("-inf")
+        self._pci_cache: dict[str, tuple[bool, int | None]] = {}
+        # What the driver turned out to support, per NVML session.
+        self._memory_v2 = True
+        self._event_reasons_fn = "nvmlDeviceGetCurrentClocksEventReasons"
+        self._process_suffix = ""
+        self._errors_ready = False
+        self._nvml_error: type[BaseException] = _NeverRaised
+        self._lost_error: type[BaseException] = _NeverRaised
+        self._reset_error: type[BaseException] = _NeverRaised
+        self._mismatch_error: type[BaseException] = _NeverRaised
+
+    # ---------------------------------------------------------------- protocol
+
+    def poll(self, now_s: float) -> BackendPoll:
+        with self._lock:
+            try:
+                return self._poll(now_s)
+            except Exception as exc:  # never raise into the monitor
+                log.warning("NVML poll failed: %s", exc, exc_info=True)
+                self._shutdown()
+                self.unavailable_reason = f"NVML failed: {exc}"
+                self._next_init_s = now_s + INIT_RETRY_S
+                return BackendPoll()
+
+    def close(self) -> None:
+        with self._lock:
+            self._shutdown()
+
+    @property
+    def nvml_open(self) -> bool:
+        """Whether an NVML session (which keeps attached GPUs awake) is open right now."""
+        return self._open
+
+    # ---------------------------------------------------------------- poll
+
+    def _poll(self, now_s: float) -> BackendPoll:
+        readings: list[DeviceReading] = []
+        awake: list[_PciGpu] | None = None
+        if self._use_sysfs:
+            gpus = self._scan_pci()
+            present = {g.key for g in gpus}
+            for key in [k for k in self._lost if k not in present]:
+                del self._lost[key]  # unplugged: it vanishes instead of staying lost
+            if not gpus:
+                self._shutdown()
+                self.unavailable_reason = "no NVIDIA GPU on the PCI bus"
+                return BackendPoll()
+            awake = [g for g in gpus if not g.asleep]
+            for gpu in gpus:
+                if gpu.asleep:
+                    self._lost.pop(gpu.key, None)
+                    readings.append(self._asleep_reading(gpu, now_s))
+            if not awake:
+                if self._open:
+                    log.info("every NVIDIA GPU is asleep: closing NVML so they stay asleep")
+                self._shutdown()
+                self._released_until_s = None
+                self.unavailable_reason = "every NVIDIA GPU is asleep; NVML is closed so they stay asleep"
+                return BackendPoll(tuple(readings))
+
+        if self._lost and now_s < self._lost_retry_s:
+            readings.extend(self._waiting_after_loss(awake, now_s))
+            return BackendPoll(tuple(readings))
+
+        if self._released_until_s is not None:
+            if now_s < self._released_until_s and awake is not None:
+                readings.extend(self._released_reading(g, now_s) for g in awake)
+                return BackendPoll(tuple(readings))
+            # Still awake after the grace period: something else holds it; do not flap.
+            self._released_until_s = None
+            self._no_release_until_s = now_s + RELEASE_COOLDOWN_S
+
+        if not self._ensure_open(now_s):
+            if awake is not None:
+                readings.extend(self._unavailable_reading(g, now_s) for g in awake)
+            return BackendPoll(tuple(readings))
+
+        retrying = bool(self._lost)
+        attached = self._attach_by_bus(awake, now_s, readings) if awake is not None else self._attach_all()
+        processes: list[ProcessUse] = []
+        for key, dev in attached:
+            if key in self._lost:
+                continue
+            try:
+                sample = self._sample(dev, now_s)
+                dev_procs = self._processes(dev)
+            except _GpuGone as gone:
+                self._mark_lost(key, dev.info, gone.reason)
+                continue
+            processes.extend(dev_procs)
+            readings.append(DeviceReading(dev.info, sample))
+            self._track_idle(dev, sample, bool(dev_procs), now_s)
+
+        for key, reason in self._lost.items():
+            info = self._known.get(key)
+            if info is not None:
+                readings.append(DeviceReading(info, self._lost_sample(info, now_s, reason)))
+
+        if self._lost:
+            self._shutdown()
+            if retrying:
+                self._lost_backoff_s = min(self._lost_backoff_s * 2, LOST_RETRY_MAX_S)
+            self._lost_retry_s = now_s + self._lost_backoff_s
+            self.unavailable_reason = "a GPU was lost; NVML is closed until the next re-discovery"
+        else:
+            self._lost_backoff_s = LOST_RETRY_S
+            if awake is not None:
+                self._maybe_release(awake, now_s)
+        return BackendPoll(tuple(readings), tuple(processes))
+
+    # ---------------------------------------------------------------- sysfs discovery
+
+    def _scan_pci(self) -> list[_PciGpu]:
+        devices = self._sys_dir / "bus" / "pci" / "devices"
+        try:
+            names = sorted(os.listdir(devices))
+        except OSError:
+            return []
+        for gone in [n for n in self._pci_cache if n not in names]:
+            del self._pci_cache[gone]
+        gpus: list[_PciGpu] = []
+        for entry in names:
+            cached = self._pci_cache.get(entry)
+            if cached is None:
+                folder = devices / entry
+                klass = read_int(folder / "class")
+                is_gpu = (
+                    read_int(folder / "vendor") == NVIDIA_PCI_VENDOR_ID
+                    and klass is not None
+                    and (klass >> 16) == 0x03
+                )
+                cached = (is_gpu, read_int(folder / "device") if is_gpu else None)
+                self._pci_cache[entry] = cached
+            if not cached[0]:
+                continue
+            bdf = normalize_bdf(entry) or entry
+            status = runtime_status(self._sys_dir, bdf)
+            control = read_str(devices / entry / "power" / "control")
+            gpus.append(
+                _PciGpu(
+                    bdf=bdf,
+                    device_id=cached[1],
+                    asleep=status in {"suspended", "suspending"},
+                    runtime_pm_auto=control == "auto",
+                )
+            )
+        return gpus
+
+    def _sysfs_info(self, gpu: _PciGpu) -> DeviceInfo:
+        known = self._known.get(gpu.key)
+        if known is not None:
+            return known
+        device = f"{gpu.device_id:04x}" if gpu.device_id is not None else "????"
+        return DeviceInfo(
+            key=gpu.key,
+            name=f"NVIDIA GPU [10de:{device}]",
+            vendor="nvidia",
+            kind="discrete",
+            backend=self.name,
+            pci_bdf=gpu.bdf,
+            pci_vendor_id=NVIDIA_PCI_VENDOR_ID,
+            pci_device_id=gpu.device_id,
+        )
+
+    def _asleep_reading(self, gpu: _PciGpu, now_s: float) -> DeviceReading:
+        info = self._sysfs_info(gpu)
+        sample = Sample(
+            key=info.key,
+            timestamp_s=now_s,
+            state="asleep",
+            reason="asleep (runtime suspended); not read so it stays asleep",
+            vram_total_bytes=info.vram_total_bytes,
+        )
+        return DeviceReading(info, sample)
+
+    def _unavailable_reading(self, gpu: _PciGpu, now_s: float) -> DeviceReading:
+        info = self._sysfs_info(gpu)
+        sample = Sample(
+            key=info.key,
+            timestamp_s=now_s,
+            state="unavailable",
+            reason=self.unavailable_reason or "NVML is not available",
+            vram_total_bytes=info.vram_total_bytes,
+        )
+        return DeviceReading(info, sample)
+
+    def _released_reading(self, gpu: _PciGpu, now_s: float) -> DeviceReading:
+        info = self._sysfs_info(gpu)
+        sample = Sample(
+            key=info.key,
+            timestamp_s=now_s,
+            reason="idle; NVML let go of it so it can go to sleep",
+            vram_total_bytes=info.vram_total_bytes,
+        )
+        return DeviceReading(info, sample)
+
+    # ---------------------------------------------------------------- NVML session
+
+    def _load_module(self) -> Any:
+        if self._nvml is None:
+            try:
+                self._nvml = importlib.import_module("pynvml")
+            except ImportError as exc:
+                self.unavailable_reason = f"nvidia-ml-py (pynvml) is not installed: {exc}"
+                return None
+        if not self._errors_ready:
+            self._nvml_error = self._exception_class("NVMLError")
+            self._lost_error = self._exception_class("NVMLError_GpuIsLost")
+            self._reset_error = self._exception_class("NVMLError_ResetRequired")
+            self._mismatch_error = self._exception_class("NVMLLibraryMismatchError")
+            self._errors_ready = True
+        return self._nvml
+
+    def _exception_class(self, name: str) -> type[BaseException]:
+        cls = getattr(self._nvml, name, None)
+        return cls if isinstance(cls, type) and issubclass(cls, BaseException) else _NeverRaised
+
+    def _ensure_open(self, now_s: float) -> bool:
+        if self._open:
+            return True
+        if now_s < self._next_init_s:
+            return False
+        nvml = self._load_module()
+        if nvml is None:
+            self._next_init_s = now_s + INIT_RETRY_S
+            return False
+        try:
+            nvml.nvmlInit()
+        except Exception as exc:
+            self.unavailable_reason = self._init_failure(exc)
+            self._next_init_s = now_s + INIT_RETRY_S
+            log.debug("nvmlInit failed: %s", self.unavailable_reason)
+            return False
+        self._open = True
+        self._attached.clear()
+        self._memory_v2 = True
+        self._event_reasons_fn = "nvmlDeviceGetCurrentClocksEventReasons"
+        self._process_suffix = ""
+        self.unavailable_reason = None
+        try:
+            self.driver_version = _text(nvml.nvmlSystemGetDriverVersion())
+        except self._nvml_error:
+            self.driver_version = None
+        return True
+
+    def _init_failure(self, exc: BaseException) -> str:
+        reasons = {
+            "NVMLError_LibraryNotFound": "NVIDIA driver library (libnvidia-ml / nvml.dll) not found",
+            "NVMLError_DriverNotLoaded": "NVIDIA driver is not loaded",
+            "NVMLError_NoPermission": "no permission to talk to the NVIDIA driver",
+        }
+        for name, reason in reasons.items():
+            cls = self._exception_class(name)
+            if isinstance(exc, cls):
+                return reason
+        return f"NVML failed to start: {exc}"
+
+    def _shutdown(self) -> None:
+        self._attached.clear()
+        if not self._open:
+            return
+        self._open = False
+        try:
+            self._nvml.nvmlShutdown()
+        except Exception as exc:  # a lost GPU may make shutdown complain; the session is gone anyway
+            log.debug("nvmlShutdown: %s", exc)
+
+    # ---------------------------------------------------------------- calls
+
+    def _call(self, fn_name: str, *args: Any, **kwargs: Any) -> Any:
+        """One NVML call: lost/reset → _GpuGone; other NVML errors propagate."""
+        fn = getattr(self._nvml, fn_name)
+        try:
+            return fn(*args, **kwargs)
+        except self._lost_error as exc:
+            raise _GpuGone(LOST_REASON) from exc
+        except self._reset_error as exc:
+            raise _GpuGone(RESET_REASON) from exc
+
+    def _metric(self, fn_name: str, *args: Any, **kwargs: Any) -> Any:
+        """One optional metric: unsupported, missing in old drivers or bindings, any NVML error → None."""
+        if not hasattr(self._nvml, fn_name):
+            return None
+        try:
+            return self._call(fn_name, *args, **kwargs)
+        except (self._nvml_error, self._mismatch_error):
+            return None
+
+    def _const(self, name: str, default: int) -> int:
+        value = getattr(self._nvml, name, default)
+        return value if isinstance(value, int) else default
+
+    def _is_error(self, exc: BaseException, name: str) -> bool:
+        return isinstance(exc, self._exception_class(name))
+
+    # ---------------------------------------------------------------- discovery through NVML
+
+    def _attach_by_bus(
+        self, awake: list[_PciGpu], now_s: float, readings: list[DeviceReading]
+    ) -> list[tuple[str, _Attached]]:
+        wanted = {g.key for g in awake}
+        for key in [k for k in self._attached if k not in wanted]:
+            del self._attached[key]
+        out: list[tuple[str, _Attached]] = []
+        for gpu in awake:
+            dev = self._attached.get(gpu.key)
+            if dev is None:
+                try:
+                    handle = self._call("nvmlDeviceGetHandleByPciBusId", gpu.bdf)
+                    dev = _Attached(self._describe(handle, gpu.bdf, None), handle)
+                except _GpuGone as gone:
+                    self._mark_lost(gpu.key, self._sysfs_info(gpu), gone.reason)
+                    continue
+                except self._nvml_error as exc:
+                    info = self._sysfs_info(gpu)
+                    reason = f"NVML cannot use this GPU: {exc}"
+                    readings.append(
+                        DeviceReading(info, Sample(info.key, now_s, state="unavailable", reason=reason))
+                    )
+                    continue
+                self._attached[gpu.key] = dev
+                self._lost.pop(gpu.key, None)
+            out.append((gpu.key, dev))
+        return out
+
+    def _attach_all(self) -> list[tuple[str, _Attached]]:
+        """Windows / no sysfs: enumerate by index; re-enumerate when the count changes (eGPU plug)."""
+        try:
+            count = int(self._call("nvmlDeviceGetCount"))
+        except _GpuGone as gone:
+            for key in self._index_keys.values():
+                self._lost.setdefault(key, gone.reason)
+            return []
+        if count != len(self._attached) or any(
+            self._index_keys.get(i) not in self._attached for i in range(count)
+        ):
+            previous = dict(self._index_keys)
+            self._attached.clear()
+            self._index_keys.clear()
+            lost_now: set[str] = set()
+            for index in range(count):
+                try:
+                    handle = self._call("nvmlDeviceGetHandleByIndex", index)
+                    info = self._describe(handle, None, index)
+                except _GpuGone as gone:
+                    lost_key = previous.get(index)
+                    if lost_key is not None and lost_key in self._known:
+                        self._mark_lost(lost_key, self._known[lost_key], gone.reason)
+                        lost_now.add(lost_key)
+                    continue
+                except self._nvml_error as exc:
+                    log.debug("NVML device %d unusable: %s", index, exc)
+                    continue
+                self._attached[info.key] = _Attached(info, handle)
+                self._index_keys[index] = info.key
+            # Back when it enumerates again; gone (vanished) when it no longer does.
+            for key in [k for k in self._lost if k not in lost_now]:
+                del self._lost[key]
+        return list(self._attached.items())
+
+    def _describe(self, handle: Any, bdf_hint: str | None, index: int | None) -> DeviceInfo:
+        pci = self._metric("nvmlDeviceGetPciInfo", handle)
+        bus_id = _text(getattr(pci, "busId", None)) if pci is not None else None
+        bdf = normalize_bdf(bus_id) if bus_id else None
+        bdf = bdf or bdf_hint
+        pci_ids = getattr(pci, "pciDeviceId", None) if pci is not None else None
+        uuid = _text(self._metric("nvmlDeviceGetUUID", handle))
+        if index is None:
+            raw_index = self._metric("nvmlDeviceGetIndex", handle)
+            index = raw_index if isinstance(raw_index, int) else None
+        key = pci_key(bdf) if bdf else f"nvml:{uuid or index}"
+        raw_name = _text(self._metric("nvmlDeviceGetName", handle))
+        device_id = (pci_ids >> 16) & 0xFFFF if isinstance(pci_ids, int) else None
+        name = friendly_name(raw_name) if raw_name else f"NVIDIA GPU [10de:{device_id or 0:04x}]"
+        memory = self._memory(handle)
+        limit = self._metric(
+            "nvmlDeviceGetTemperatureThreshold",
+            handle,
+            self._const("NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1),
+        )
+        info = DeviceInfo(
+            key=key,
+            name=name,
+            vendor="nvidia",
+            kind="discrete",
+            backend=self.name,
+            pci_bdf=bdf,
+            uuid=uuid,
+            vram_total_bytes=memory[1] if memory is not None else None,
+            nvml_index=index,
+            pci_vendor_id=pci_ids & 0xFFFF if isinstance(pci_ids, int) else None,
+            pci_device_id=device_id,
+            temp_limit_c=float(limit) if isinstance(limit, int | float) and limit > 0 else None,
+        )
+        self._known[key] = info
+        return info
+
+    # ---------------------------------------------------------------- sampling
+
+    def _memory(self, handle: Any) -> tuple[int, int] | None:
+        """(used, total) bytes. Memory v2 excludes driver-reserved memory from ``used``; drivers older
+        than the bindings lack it (FunctionNotFound / version mismatch) and v1 is used instead."""
+        version = getattr(self._nvml, "nvmlMemory_v2", None)
+        if self._memory_v2 and version is not None:
+            try:
+                mem = self._call("nvmlDeviceGetMemoryInfo", handle, version=version)
+                return int(mem.used), int(mem.total)
+            except self._nvml_error as exc:
+                if not self._is_error(exc, "NVMLError_NotSupported"):
+                    self._memory_v2 = False  # FunctionNotFound, ArgumentVersionMismatch...
+                log.debug("memory info v2 unavailable: %s", exc)
+            except TypeError:
+                self._memory_v2 = False  # bindings without the version argument
+        mem = self._metric("nvmlDeviceGetMemoryInfo", handle)
+        if mem is None:
+            return None
+        return int(mem.used), int(mem.total)
+
+    def _throttle(self, handle: Any) -> tuple[str, ...] | None:
+        for fn_name in (self._event_reasons_fn, "nvmlDeviceGetCurrentClocksThrottleReasons"):
+            if not hasattr(self._nvml, fn_name):
+                continue
+            try:
+                mask = self._call(fn_name, handle)
+            except self._nvml_error as exc:
+                if self._is_error(exc, "NVMLError_FunctionNotFound"):
+                    self._event_reasons_fn = "nvmlDeviceGetCurrentClocksThrottleReasons"
+                    continue
+                return None
+            return throttle_names(int(mask))
+        return None
+
+    def _sample(self, dev: _Attached, now_s: float) -> Sample:
+        handle = dev.handle
+        util = self._metric("nvmlDeviceGetUtilizationRates", handle)
+        temp = self._metric("nvmlDeviceGetTemperature", handle, self._const("NVML_TEMPERATURE_GPU", 0))
+        power_mw = self._metric("nvmlDeviceGetPowerUsage", handle)
+        memory = self._memory(handle)
+        sclk = self._metric("nvmlDeviceGetClockInfo", handle, self._const("NVML_CLOCK_GRAPHICS", 0))
+        mclk = self._metric("nvmlDeviceGetClockInfo", handle, self._const("NVML_CLOCK_MEM", 2))
+        throttle = self._throttle(handle)
+        values: dict[str, Any] = {
+            "util_percent": float(util.gpu) if util is not None else None,
+            "temp_c": float(temp) if isinstance(temp, int | float) else None,
+            "power_w": power_mw / 1000.0 if isinstance(power_mw, int | float) else None,
+            "vram_used_bytes": memory[0] if memory is not None else None,
+            "vram_total_bytes": memory[1] if memory is not None else dev.info.vram_total_bytes,
+            "sclk_mhz": int(sclk) if isinstance(sclk, int) else None,
+            "mclk_mhz": int(mclk) if isinstance(mclk, int) else None,
+            "throttle": throttle,
+        }
+        missing = [name for name, value in values.items() if value is None]
+        reason = f"not reported by NVML: {', '.join(missing)}" if missing else None
+        if memory is not None and dev.info.vram_total_bytes != memory[1]:
+            dev.info = replace(dev.info, vram_total_bytes=memory[1])
+            self._known[dev.info.key] = dev.info
+        return Sample(key=dev.info.key, timestamp_s=now_s, reason=reason, **values)
+
+    def _process_list(self, handle: Any, which: str) -> list[Any]:
+        """Compute or Graphics running processes. Drivers older than the bindings lack the _v3 call the
+        unversioned wrapper uses (NVMLLibraryMismatchError / FunctionNotFound): fall back to _v2."""
+        base = f"nvmlDeviceGet{which}RunningProcesses"
+        for suffix in dict.fromkeys((self._process_suffix, "", "_v2")):
+            fn_name = base + suffix
+            if not hasattr(self._nvml, fn_name):
+                continue
+            try:
+                procs = self._call(fn_name, handle)
+            except self._mismatch_error:
+                continue
+            except self._nvml_error as exc:
+                if self._is_error(exc, "NVMLError_FunctionNotFound"):
+                    continue
+                return []
+            self._process_suffix = suffix
+            return list(procs or [])
+        return []
+
+    def _processes(self, dev: _Attached) -> list[ProcessUse]:
+        merged: dict[int, tuple[set[str], int | None]] = {}
+        for which, kind in (("Compute", "compute"), ("Graphics", "graphics")):
+            for proc in self._process_list(dev.handle, which):
+                pid = getattr(proc, "pid", None)
+                if not isinstance(pid, int):
+                    continue
+                used = getattr(proc, "usedGpuMemory", None)
+                vram = used if isinstance(used, int) and 0 <= used < _NOT_AVAILABLE_U64 else None
+                kinds, prev = merged.get(pid, (set(), None))
+                kinds.add(kind)
+                if vram is not None:
+                    prev = vram if prev is None else max(prev, vram)
+                merged[pid] = (kinds, prev)
+        out: list[ProcessUse] = []
+        for pid, (kinds, vram) in sorted(merged.items()):
+            proc_kind: ProcessKind = (
+                "mixed" if len(kinds) > 1 else ("compute" if "compute" in kinds else "graphics")
+            )
+            out.append(
+                ProcessUse(
+                    pid=pid, name=_process_name(pid), device=dev.info.key, kind=proc_kind, vram_bytes=vram
+                )
+            )
+        return out
+
+    # ---------------------------------------------------------------- lost GPUs and sleep
+
+    def _mark_lost(self, key: str, info: DeviceInfo, reason: str) -> None:
+        if key not in self._lost:
+            log.warning("%s (%s): %s", info.name, key, reason)
+        self._lost[key] = reason
+        self._known.setdefault(key, info)
+        self._attached.pop(key, None)
+
+    def _lost_sample(self, info: DeviceInfo, now_s: float, reason: str) -> Sample:
+        return Sample(
+            key=info.key,
+            timestamp_s=now_s,
+            state="lost",
+            reason=reason,
+            vram_total_bytes=info.vram_total_bytes,
+        )
+
+    def _waiting_after_loss(self, awake: list[_PciGpu] | None, now_s: float) -> list[DeviceReading]:
+        out: list[DeviceReading] = []
+        for key, reason in self._lost.items():
+            info = self._known.get(key)
+            if info is not None:
+                out.append(DeviceReading(info, self._lost_sample(info, now_s, reason)))
+        wait_s = max(0.0, self._lost_retry_s - now_s)
+        others = [g.key for g in awake] if awake is not None else list(self._index_keys.values())
+        for key in others:
+            if key in self._lost:
+                continue
+            info = self._known.get(key)
+            if info is None and awake is not None:
+                info = self._sysfs_info(next(g for g in awake if g.key == key))
+            if info is None:
+                continue
+            reason = f"NVML paused after a GPU was lost; retrying in {wait_s:.0f} s"
+            out.append(DeviceReading(info, Sample(key, now_s, state="unavailable", reason=reason)))
+        return out
+
+    def _track_idle(self, dev: _Attached, sample: Sample, has_processes: bool, now_s: float) -> None:
+        idle = not has_processes and (sample.util_percent is None or sample.util_percent <= 0.0)
+        if not idle:
+            dev.idle_since_s = None
+        elif dev.idle_since_s is None:
+            dev.idle_since_s = now_s
+
+    def _maybe_release(self, awake: list[_PciGpu], now_s: float) -> None:
+        """Close NVML when every attached GPU could sleep and has been idle long enough."""
+        if self._idle_release_s is None or now_s < self._no_release_until_s or not self._attached:
+            return
+        if not all(g.runtime_pm_auto for g in awake):
+            return
+        if any(g.key not in self._attached for g in awake):
+            return
+        for dev in self._attached.values():
+            if dev.idle_since_s is None or now_s - dev.idle_since_s < self._idle_release_s:
+                return
+        log.info("NVIDIA GPU idle: closing NVML for %.0f s so it can sleep", self._sleep_grace_s)
+        self._shutdown()
+        self._released_until_s = now_s + self._sleep_grace_s
+        self.unavailable_reason = "GPU idle; NVML closed so it can go to sleep"
