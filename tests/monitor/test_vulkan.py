@@ -1,0 +1,251 @@
+"""Vulkan enumeration against the real loader with Mesa's lavapipe (mesa-vulkan-drivers)."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputray.monitor import vulkan
+from gputray.monitor.vulkan import (
+    VulkanDevice,
+    VulkanEnumeration,
+    enumerate_devices,
+    format_luid,
+    from_json,
+    parse_uuid,
+    to_json,
+)
+
+LVP_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
+
+needs_lavapipe = pytest.mark.skipif(
+    not LVP_ICD.exists() or ctypes.util.find_library("vulkan") is None,
+    reason="needs libvulkan1 and mesa-vulkan-drivers (lavapipe)",
+)
+
+
+def _vulkaninfo_summary() -> str | None:
+    exe = shutil.which("vulkaninfo")
+    if exe is None:
+        return None
+    done = subprocess.run([exe, "--summary"], capture_output=True, text=True, timeout=60, check=False)
+    return done.stdout
+
+
+@pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="sizes checked for 64-bit")
+def test_struct_layouts_match_vulkan_core_h() -> None:
+    # Sizes printed by a C program compiled against vulkan_core.h 1.3.239 on x86-64.
+    assert ctypes.sizeof(vulkan.VkPhysicalDeviceLimits) == 504
+    assert ctypes.sizeof(vulkan.VkPhysicalDeviceProperties) == 824
+    assert vulkan.VkPhysicalDeviceProperties.sparseProperties.offset == 800
+    assert vulkan.VkPhysicalDeviceProperties.limits.offset == 296
+    assert ctypes.sizeof(vulkan.VkPhysicalDeviceProperties2) == 840
+    assert ctypes.sizeof(vulkan.VkPhysicalDeviceIDProperties) == 64
+    assert ctypes.sizeof(vulkan.VkPhysicalDevicePCIBusInfoPropertiesEXT) == 32
+    assert ctypes.sizeof(vulkan.VkPhysicalDeviceDriverProperties) == 536
+    assert ctypes.sizeof(vulkan.VkExtensionProperties) == 260
+    assert ctypes.sizeof(vulkan.VkApplicationInfo) == 48
+    assert ctypes.sizeof(vulkan.VkInstanceCreateInfo) == 64
+
+
+@needs_lavapipe
+def test_lavapipe_enumerates_like_vulkaninfo() -> None:
+    enum = enumerate_devices()
+    assert enum.available, enum.reason
+    lvp = [d for d in enum.devices if d.driver_name == "llvmpipe"]
+    assert lvp, enum
+    dev = lvp[0]
+    assert dev.device_type == "cpu"
+    assert dev.vendor_id == 0x10005
+    assert dev.name.startswith("llvmpipe")
+    assert dev.pci_bdf is None  # lavapipe has no VK_EXT_pci_bus_info
+    assert dev.luid is None
+    assert [d.index for d in enum.devices] == list(range(len(enum.devices)))
+    assert dev.uuid is not None and re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", dev.uuid)
+    assert dev.nvidia_uuid == f"GPU-{dev.uuid}"
+
+    summary = _vulkaninfo_summary()
+    if summary is None:
+        pytest.skip("vulkaninfo not installed")
+    assert f"deviceName         = {dev.name}" in summary
+    assert f"deviceUUID         = {dev.uuid}" in summary
+    assert f"apiVersion         = {dev.api_version}" in summary
+    assert f"driverName         = {dev.driver_name}" in summary
+    assert f"Vulkan Instance Version: {enum.instance_version}" in summary
+
+
+LIMITS_PROBE = r"""
+import ctypes, json
+from gputray.monitor import vulkan as v
+loader = v._Loader(v.load_loader())
+app = v.VkApplicationInfo(sType=0, apiVersion=v.VK_API_VERSION_1_1)
+info = v.VkInstanceCreateInfo(sType=1, pApplicationInfo=ctypes.pointer(app))
+inst = v._Handle()
+assert loader.proc(None, "vkCreateInstance", v._PFN_vkCreateInstance)(ctypes.byref(info), None, ctypes.byref(inst)) == 0
+enum_pd = loader.proc(inst.value, "vkEnumeratePhysicalDevices", v._PFN_vkEnumeratePhysicalDevices)
+count = v._u32(1)
+handles = (v._Handle * 1)()
+enum_pd(inst, ctypes.byref(count), handles)
+props = v.VkPhysicalDeviceProperties2(sType=v.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2)
+loader.proc(inst.value, "vkGetPhysicalDeviceProperties2", v._PFN_vkGetPhysicalDeviceProperties2)(handles[0], ctypes.byref(props))
+lim = props.properties.limits
+print(json.dumps({k: getattr(lim, k) for k in ("maxImageDimension2D", "maxComputeSharedMemorySize",
+      "timestampPeriod", "lineWidthGranularity", "optimalBufferCopyRowPitchAlignment", "nonCoherentAtomSize")}))
+"""
+
+
+@needs_lavapipe
+def test_limits_layout_reads_the_values_vulkaninfo_prints() -> None:
+    """The last field of VkPhysicalDeviceLimits lands right only if every field before it does."""
+    exe = shutil.which("vulkaninfo")
+    if exe is None:
+        pytest.skip("vulkaninfo not installed")
+    env = {**os.environ, "VK_ICD_FILENAMES": str(LVP_ICD)}
+    ours = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", LIMITS_PROBE], capture_output=True, text=True, env=env, timeout=60, check=True
+        ).stdout
+    )
+    full = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=60, check=False).stdout
+    for name, value in ours.items():
+        m = re.search(rf"^\s+{name}\s+= (\S+)$", full, re.MULTILINE)
+        assert m is not None, name
+        text = m.group(1)
+        expected = int(text, 16) if text.startswith("0x") else float(text)
+        assert value == pytest.approx(expected), name
+
+
+@needs_lavapipe
+def test_job_environment_reaches_the_enumeration() -> None:
+    # lavapipe names itself after its vector width, which LP_NATIVE_VECTOR_WIDTH sets.
+    enum = enumerate_devices({**os.environ, "LP_NATIVE_VECTOR_WIDTH": "128", "VK_ICD_FILENAMES": str(LVP_ICD)})
+    assert enum.available, enum.reason
+    assert [d.name for d in enum.devices] == [enum.devices[0].name]
+    assert "128 bits" in enum.devices[0].name
+
+
+@needs_lavapipe
+def test_driver_list_from_environment_changes_indices(tmp_path: Path) -> None:
+    """VK_ICD_FILENAMES / VK_DRIVER_FILES decide which devices exist and in what order."""
+    second = tmp_path / "second icd ü.json"
+    second.write_text(LVP_ICD.read_text())
+    two = enumerate_devices({**os.environ, "VK_ICD_FILENAMES": f"{LVP_ICD}{os.pathsep}{second}"})
+    assert two.available, two.reason
+    assert [d.index for d in two.devices] == [0, 1]
+    assert {d.driver_name for d in two.devices} == {"llvmpipe"}
+
+    none = enumerate_devices({**os.environ, "VK_DRIVER_FILES": str(tmp_path / "missing.json")})
+    assert not none.available
+    assert none.devices == ()
+    assert none.reason is not None and none.reason.startswith("Vulkan not available")
+    assert "ICD" in none.reason
+
+
+@needs_lavapipe
+@pytest.mark.parametrize(
+    "extra",
+    [{"MESA_VK_DEVICE_SELECT": "10005:0!"}, {"DRI_PRIME": "1"}, {"MESA_VK_DEVICE_SELECT": "1002:15bf"}],
+)
+def test_device_select_layer_settings_still_enumerate(extra: dict[str, str]) -> None:
+    enum = enumerate_devices({**os.environ, "VK_ICD_FILENAMES": str(LVP_ICD), **extra})
+    assert enum.available, enum.reason
+    assert enum.devices[0].driver_name == "llvmpipe"
+
+
+@needs_lavapipe
+def test_device_select_list_mode_gives_a_reason() -> None:
+    enum = enumerate_devices({**os.environ, "MESA_VK_DEVICE_SELECT": "list"})
+    if enum.available:  # older/newer device-select layers may not exit in list mode
+        assert enum.devices
+    else:
+        assert enum.reason is not None and "MESA_VK_DEVICE_SELECT=list" in enum.reason
+
+
+def test_no_loader_gives_a_clear_reason_not_a_traceback(tmp_path: Path) -> None:
+    enum = enumerate_devices({**os.environ, vulkan.LOADER_ENV: str(tmp_path / "libvulkan.so.1")})
+    assert not enum.available
+    assert enum.devices == ()
+    assert enum.reason is not None
+    assert enum.reason.startswith("Vulkan not available: no Vulkan loader could be loaded")
+    assert "Traceback" not in enum.reason
+
+
+def _script(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "fake python.sh"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script")
+def test_hanging_worker_is_killed_with_its_children(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    python = _script(tmp_path, f'sleep 300 &\necho $! > "{pid_file}"\nwait\n')
+    enum = enumerate_devices(timeout_s=1.0, python=python)
+    assert not enum.available
+    assert enum.reason is not None and "hung for 1 s and was killed" in enum.reason
+    child = int(pid_file.read_text())
+    # The grandchild was in the worker's process group and got SIGKILL too (it may linger as a zombie
+    # of init for a moment, so look at its state rather than its existence).
+    try:
+        stat = Path(f"/proc/{child}/stat").read_text()
+    except FileNotFoundError:
+        return
+    assert stat.split(") ", 1)[1][0] in "ZX"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_crashing_worker_reports_the_signal(tmp_path: Path) -> None:
+    python = _script(tmp_path, "echo 'radv: fatal' >&2\nkill -SEGV $$\n")
+    enum = enumerate_devices(python=python)
+    assert not enum.available
+    assert enum.reason is not None
+    assert "killed by signal 11" in enum.reason
+    assert "radv: fatal" in enum.reason
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script")
+def test_garbage_output_is_a_reason(tmp_path: Path) -> None:
+    enum = enumerate_devices(python=_script(tmp_path, "echo 'not json'\n"))
+    assert not enum.available
+    assert enum.reason is not None and "unreadable" in enum.reason
+
+
+def test_json_round_trip_and_validation() -> None:
+    dev = VulkanDevice(
+        index=1,
+        name="AMD Radeon 780M (RADV PHOENIX)",
+        device_type="integrated",
+        vendor_id=0x1002,
+        device_id=0x15BF,
+        uuid="00000000-6400-0000-0000-000000000000",
+        driver_name="radv",
+        pci_bdf="0000:64:00.0",
+        driver_id=3,
+        api_version="1.3.289",
+    )
+    enum = VulkanEnumeration(devices=(dev,), instance_version="1.3.289")
+    assert from_json(json.loads(json.dumps(to_json(enum)))) == enum
+    with pytest.raises(ValueError):
+        from_json({"devices": [{"index": "zero"}]})
+    with pytest.raises(ValueError):
+        from_json({"devices": [{**to_json(enum)["devices"][0], "device_type": "quantum"}]})
+    with pytest.raises(ValueError):
+        from_json([1, 2])
+
+
+def test_uuid_and_luid_spelling() -> None:
+    raw = bytes.fromhex("6d65736132322e332e36000000000000")
+    assert vulkan.format_uuid(raw) == "6d657361-3232-2e33-2e36-000000000000"
+    assert parse_uuid("GPU-6d657361-3232-2e33-2e36-000000000000") == raw
+    assert parse_uuid("6D6573613232") is None
+    assert format_luid(0, 0xD1B5) == "0x00000000_0x0000D1B5"
