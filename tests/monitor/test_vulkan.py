@@ -90,16 +90,19 @@ loader = v._Loader(v.load_loader())
 app = v.VkApplicationInfo(sType=0, apiVersion=v.VK_API_VERSION_1_1)
 info = v.VkInstanceCreateInfo(sType=1, pApplicationInfo=ctypes.pointer(app))
 inst = v._Handle()
-assert loader.proc(None, "vkCreateInstance", v._PFN_vkCreateInstance)(ctypes.byref(info), None, ctypes.byref(inst)) == 0
+create = loader.proc(None, "vkCreateInstance", v._PFN_vkCreateInstance)
+assert create(ctypes.byref(info), None, ctypes.byref(inst)) == 0
 enum_pd = loader.proc(inst.value, "vkEnumeratePhysicalDevices", v._PFN_vkEnumeratePhysicalDevices)
 count = v._u32(1)
 handles = (v._Handle * 1)()
 enum_pd(inst, ctypes.byref(count), handles)
 props = v.VkPhysicalDeviceProperties2(sType=v.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2)
-loader.proc(inst.value, "vkGetPhysicalDeviceProperties2", v._PFN_vkGetPhysicalDeviceProperties2)(handles[0], ctypes.byref(props))
+get = loader.proc(inst.value, "vkGetPhysicalDeviceProperties2", v._PFN_vkGetPhysicalDeviceProperties2)
+get(handles[0], ctypes.byref(props))
 lim = props.properties.limits
-print(json.dumps({k: getattr(lim, k) for k in ("maxImageDimension2D", "maxComputeSharedMemorySize",
-      "timestampPeriod", "lineWidthGranularity", "optimalBufferCopyRowPitchAlignment", "nonCoherentAtomSize")}))
+names = ("maxImageDimension2D", "maxComputeSharedMemorySize", "timestampPeriod",
+         "lineWidthGranularity", "optimalBufferCopyRowPitchAlignment", "nonCoherentAtomSize")
+print(json.dumps({k: getattr(lim, k) for k in names}))
 """
 
 
@@ -110,11 +113,9 @@ def test_limits_layout_reads_the_values_vulkaninfo_prints() -> None:
     if exe is None:
         pytest.skip("vulkaninfo not installed")
     env = {**os.environ, "VK_ICD_FILENAMES": str(LVP_ICD)}
-    ours = json.loads(
-        subprocess.run(
-            [sys.executable, "-c", LIMITS_PROBE], capture_output=True, text=True, env=env, timeout=60, check=True
-        ).stdout
-    )
+    probe = [sys.executable, "-c", LIMITS_PROBE]
+    done = subprocess.run(probe, capture_output=True, text=True, env=env, timeout=60, check=True)
+    ours = json.loads(done.stdout)
     full = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=60, check=False).stdout
     for name, value in ours.items():
         m = re.search(rf"^\s+{name}\s+= (\S+)$", full, re.MULTILINE)
@@ -127,7 +128,8 @@ def test_limits_layout_reads_the_values_vulkaninfo_prints() -> None:
 @needs_lavapipe
 def test_job_environment_reaches_the_enumeration() -> None:
     # lavapipe names itself after its vector width, which LP_NATIVE_VECTOR_WIDTH sets.
-    enum = enumerate_devices({**os.environ, "LP_NATIVE_VECTOR_WIDTH": "128", "VK_ICD_FILENAMES": str(LVP_ICD)})
+    env = {**os.environ, "LP_NATIVE_VECTOR_WIDTH": "128", "VK_ICD_FILENAMES": str(LVP_ICD)}
+    enum = enumerate_devices(env)
     assert enum.available, enum.reason
     assert [d.name for d in enum.devices] == [enum.devices[0].name]
     assert "128 bits" in enum.devices[0].name
