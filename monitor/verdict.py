@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputray.monitor.records import DeviceReading, ProcessUse, Verdict
+from gputray.monitor.units import format_bytes
 
 GIB = 1024**3
 
@@ -27,13 +28,6 @@ class BusyThresholds:
     igpu_temp_limit_c: float = 90.0
     temp_hysteresis_c: float = 5.0
     own_grace_s: float = 3.0
-
-
-def format_bytes(n: float) -> str:
-    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 @dataclass

@@ -1,0 +1,60 @@
+"""The ``gputray status --json`` document; also what the owner process sends for ``status`` over IPC."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputray.monitor.records import DeviceReading, HostSample, ProcessUse, Snapshot
+
+DEVICE_FIELDS = (
+    "key", "name", "vendor", "kind", "backend", "pci_bdf", "state", "reason", "util_percent", "temp_c",
+    "power_w", "vram_used_bytes", "vram_total_bytes", "shared_used_bytes", "shared_total_bytes",
+    "sclk_mhz", "mclk_mhz", "throttle",
+)  # fmt: skip
+HOST_FIELDS = ("cpu_percent", "ram_used_bytes", "ram_total_bytes")
+PROCESS_FIELDS = ("pid", "name", "device", "kind", "vram_bytes", "shared_bytes", "util_percent")
+
+
+def device_to_json(reading: DeviceReading) -> dict[str, Any]:
+    info, s = reading.info, reading.sample
+    return {
+        "key": info.key,
+        "name": info.name,
+        "vendor": info.vendor,
+        "kind": info.kind,
+        "backend": info.backend,
+        "pci_bdf": info.pci_bdf,
+        "state": s.state,
+        "reason": s.reason,
+        "util_percent": s.util_percent,
+        "temp_c": s.temp_c,
+        "power_w": s.power_w,
+        "vram_used_bytes": s.vram_used_bytes,
+        "vram_total_bytes": s.vram_total_bytes if s.vram_total_bytes is not None else info.vram_total_bytes,
+        "shared_used_bytes": s.shared_used_bytes,
+        "shared_total_bytes": (
+            s.shared_total_bytes if s.shared_total_bytes is not None else info.shared_total_bytes
+        ),
+        "sclk_mhz": s.sclk_mhz,
+        "mclk_mhz": s.mclk_mhz,
+        "throttle": None if s.throttle is None else list(s.throttle),
+    }
+
+
+def host_to_json(host: HostSample) -> dict[str, Any]:
+    return {name: getattr(host, name) for name in HOST_FIELDS}
+
+
+def process_to_json(proc: ProcessUse) -> dict[str, Any]:
+    return {name: getattr(proc, name) for name in PROCESS_FIELDS}
+
+
+def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
+    """``demo`` is true when the devices are simulated; ``notes`` say why a backend saw nothing."""
+    return {
+        "devices": [device_to_json(r) for r in snapshot.readings],
+        "host": host_to_json(snapshot.host),
+        "processes": [process_to_json(p) for p in snapshot.processes],
+        "demo": snapshot.simulated,
+        "notes": list(snapshot.notes),
+    }

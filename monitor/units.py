@@ -1,0 +1,31 @@
+"""Humane units for people: bytes in binary units, missing values as an em dash."""
+
+from __future__ import annotations
+
+GIB = 1024**3
+MIB = 1024**2
+DASH = "—"
+
+
+def format_bytes(n: float | None) -> str:
+    if n is None:
+        return DASH
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def format_pair(used: float | None, total: float | None) -> str:
+    """``1.2/4.0 GiB``: both in the unit of the total so the two read together."""
+    if used is None and total is None:
+        return DASH
+    if total is None:
+        return format_bytes(used)
+    unit, size = next(((u, s) for u, s in (("GiB", GIB), ("MiB", MIB)) if total >= s), ("KiB", 1024))
+    used_text = DASH if used is None else f"{used / size:.1f}"
+    return f"{used_text}/{total / size:.1f} {unit}"
+
+
+def format_number(value: float | None, unit: str, digits: int = 0) -> str:
+    return DASH if value is None else f"{value:.{digits}f}{unit}"

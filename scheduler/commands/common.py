@@ -1,0 +1,53 @@
+"""Options and helpers several subcommands share: the monitor source flags and JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_monitor_source_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("where readings come from")
+    group.add_argument("--demo", action="store_true", help="use the simulated RTX 5060 Ti + Radeon 780M pair")
+    group.add_argument(
+        "--demo-scenario",
+        type=Path,
+        metavar="FILE",
+        help="a scenario TOML file for the simulated pair (implies --demo)",
+    )
+    group.add_argument(
+        "--sysfs-root",
+        type=Path,
+        default=Path("/sys"),
+        metavar="DIR",
+        help="read DIR as if it were /sys, e.g. a captured tree (default: /sys)",
+    )
+    group.add_argument(
+        "--proc-root",
+        type=Path,
+        default=Path("/proc"),
+        metavar="DIR",
+        help="read DIR as if it were /proc (default: /proc)",
+    )
+
+
+def uses_custom_source(args: argparse.Namespace) -> bool:
+    return bool(
+        args.demo
+        or args.demo_scenario is not None
+        or args.sysfs_root != Path("/sys")
+        or args.proc_root != Path("/proc")
+    )
+
+
+def print_json(doc: Any) -> None:
+    json.dump(doc, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def error(message: str) -> int:
+    print(f"gputray: {message}", file=sys.stderr)
+    return 2

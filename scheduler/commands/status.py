@@ -1,0 +1,138 @@
+"""``gputray status``: one line per GPU plus the host; ``--json`` for scripts; ``--watch`` refreshes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from gputray.monitor.factory import build_monitor
+from gputray.monitor.monitor import Monitor
+from gputray.monitor.scenario import ScenarioError
+from gputray.monitor.serialize import snapshot_to_json
+from gputray.monitor.units import DASH, format_number, format_pair
+from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json
+
+BAR_CELLS = 10
+# Rates (per-process engine %, host CPU %) need two readings; this gap keeps `status` quick.
+RATE_GAP_S = 0.25
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "status",
+        help="show every GPU and the host",
+        description=(
+            "Print one line per GPU (utilisation, temperature, power, VRAM, shared memory, clocks) "
+            "and one for the host. A sleeping GPU is shown as asleep and is not woken."
+        ),
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON document instead of text")
+    parser.add_argument(
+        "--watch",
+        nargs="?",
+        type=float,
+        const=1.0,
+        metavar="SECONDS",
+        help="refresh in place every SECONDS (default 1) until Ctrl+C",
+    )
+    add_monitor_source_args(parser)
+    parser.set_defaults(func=run)
+
+
+def bar(percent: float | None) -> str:
+    if percent is None:
+        return "[" + " " * BAR_CELLS + "]"
+    filled = round(max(0.0, min(100.0, percent)) / 100 * BAR_CELLS)
+    return "[" + "█" * filled + "░" * (BAR_CELLS - filled) + "]"
+
+
+def device_line(dev: dict[str, Any], name_width: int) -> str:
+    name = dev["name"].ljust(name_width)
+    if dev["state"] != "ok":
+        return f"{name}  {dev['state']}: {dev['reason'] or DASH}"
+    parts = [
+        name,
+        bar(dev["util_percent"]),
+        format_number(dev["util_percent"], " %").rjust(5),
+        format_number(dev["temp_c"], " °C").rjust(6),
+        format_number(dev["power_w"], " W", 1).rjust(8),
+        "VRAM " + format_pair(dev["vram_used_bytes"], dev["vram_total_bytes"]),
+    ]
+    if dev["shared_total_bytes"] is not None or dev["shared_used_bytes"] is not None:
+        parts.append("shared " + format_pair(dev["shared_used_bytes"], dev["shared_total_bytes"]))
+    if dev["sclk_mhz"] is not None:
+        parts.append(f"{dev['sclk_mhz']} MHz")
+    if dev["throttle"]:
+        parts.append("throttled: " + ", ".join(dev["throttle"]))
+    return "  ".join(parts)
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    lines: list[str] = []
+    if doc.get("demo"):
+        lines.append("DEMO — simulated GPUs, not this machine's")
+    devices = doc["devices"]
+    if not devices:
+        lines.append("No GPU found.")
+        lines.extend(f"  {note}" for note in doc.get("notes", []))
+    width = max((len(d["name"]) for d in devices), default=4)
+    lines.extend(device_line(d, width) for d in devices)
+    host = doc["host"]
+    lines.append(
+        f"{'Host'.ljust(width)}  {bar(host['cpu_percent'])}"
+        f" {format_number(host['cpu_percent'], ' %').rjust(5)} CPU"
+        f"  RAM {format_pair(host['ram_used_bytes'], host['ram_total_bytes'])}"
+    )
+    procs = doc["processes"]
+    if procs:
+        names = {d["key"]: d["name"] for d in devices}
+        lines.append("")
+        lines.append(f"{'PID':>7}  {'process':<20} {'GPU':<22} {'memory':>10} {'busy':>6}")
+        for p in sorted(procs, key=lambda p: -((p["vram_bytes"] or 0) + (p["shared_bytes"] or 0))):
+            mem = (p["vram_bytes"] or 0) + (p["shared_bytes"] or 0)
+            mem_text = format_pair(mem, None) if p["vram_bytes"] or p["shared_bytes"] else DASH
+            lines.append(
+                f"{p['pid']:>7}  {p['name'][:20]:<20} {names.get(p['device'], p['device'])[:22]:<22}"
+                f" {mem_text:>10} {format_number(p['util_percent'], ' %'):>6}"
+            )
+    return "\n".join(lines)
+
+
+def _snapshot_doc(monitor: Monitor) -> dict[str, Any]:
+    return snapshot_to_json(monitor.sample_once())
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        monitor = build_monitor(
+            demo=args.demo,
+            scenario=args.demo_scenario,
+            sysfs_root=args.sysfs_root,
+            proc_root=args.proc_root,
+        )
+    except ScenarioError as exc:
+        return error(str(exc))
+    try:
+        monitor.sample_once()
+        time.sleep(RATE_GAP_S)
+        doc = _snapshot_doc(monitor)
+        if args.watch is None:
+            print_json(doc) if args.json else print(render_text(doc))
+            return 0
+        interval = max(0.2, args.watch)
+        tty = sys.stdout.isatty()
+        while True:
+            if args.json:
+                print_json(doc)
+            else:
+                text = render_text(doc)
+                sys.stdout.write(("\x1b[H\x1b[J" if tty else "") + text + "\n" + ("" if tty else "\n"))
+            sys.stdout.flush()
+            time.sleep(interval)
+            doc = _snapshot_doc(monitor)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        monitor.stop()

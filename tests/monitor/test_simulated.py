@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gputray.monitor.scenario import Load, Scenario, ScenarioError, load_scenario
+from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
+
+GIB = 1024**3
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def poll(backend: SimulatedBackend, clock: Clock):
+    return backend.poll(clock.t)
+
+
+def test_demo_pair_has_the_real_totals_and_is_labelled_simulated() -> None:
+    clock = Clock()
+    result = poll(SimulatedBackend(Scenario(), clock), clock)
+    by_key = {r.info.key: r for r in result.readings}
+    gpu, apu = by_key[RTX_5060_TI.key], by_key[RADEON_780M.key]
+    assert gpu.info.name == "GeForce RTX 5060 Ti" and gpu.info.kind == "discrete"
+    assert apu.info.name == "Radeon 780M" and apu.info.kind == "integrated"
+    assert apu.sample.vram_total_bytes == 4294967296 and apu.sample.shared_total_bytes == 31433977856
+    assert gpu.sample.shared_used_bytes is None and apu.sample.shared_used_bytes is not None
+    assert all(r.info.simulated for r in result.readings)
+    assert all(r.sample.util_percent is not None and r.sample.util_percent < 10 for r in result.readings)
+
+
+def test_scenario_window_loads_the_gpu_and_shows_the_external_process() -> None:
+    clock = Clock()
+    scenario = Scenario((Load("5060ti", 10, 20, 95, vram_bytes=14 * GIB, process="llama-server", pid=4242),))
+    sim = SimulatedBackend(scenario, clock)
+    before = poll(sim, clock)
+    clock.t += 12
+    during = poll(sim, clock)
+    clock.t += 20
+    after = poll(sim, clock)
+
+    def gpu(res):
+        return next(r.sample for r in res.readings if r.info.key == RTX_5060_TI.key)
+
+    assert gpu(before).util_percent < 10
+    assert gpu(during).util_percent >= 95 and gpu(during).vram_used_bytes > 14 * GIB
+    assert [p.name for p in during.processes] == ["llama-server"]
+    assert gpu(after).util_percent < 10 and after.processes == ()
+    assert gpu(during).temp_c > gpu(before).temp_c  # heats up under load
+
+
+def test_jobs_started_by_the_scheduler_show_as_load_and_processes() -> None:
+    clock = Clock()
+    sim = SimulatedBackend(Scenario(), clock)
+    sim.job_started(555, "upscale.py", "780m", util_percent=80, vram_bytes=2 * GIB)
+    res = poll(sim, clock)
+    apu = next(r.sample for r in res.readings if r.info.key == RADEON_780M.key)
+    assert apu.util_percent >= 80
+    assert apu.shared_used_bytes >= 2 * GIB  # on the APU a job's memory lands in GTT
+    assert [(p.pid, p.device) for p in res.processes] == [(555, RADEON_780M.key)]
+    sim.job_ended(555)
+    assert poll(sim, clock).processes == ()
+
+
+def test_lost_and_gone_windows() -> None:
+    clock = Clock()
+    scenario = Scenario((Load("5060ti", 0, 5, 0, state="lost"), Load("5060ti", 5, 10, 0, state="gone")))
+    sim = SimulatedBackend(scenario, clock)
+    first = {r.info.key: r.sample.state for r in poll(sim, clock).readings}
+    assert first[RTX_5060_TI.key] == "lost"
+    clock.t += 6
+    assert RTX_5060_TI.key not in {r.info.key for r in poll(sim, clock).readings}
+
+
+def test_scenario_file_and_its_errors(tmp_path: Path) -> None:
+    good = tmp_path / "llm.toml"
+    good.write_text(
+        'loop_s = 100\n[[load]]\ndevice = "5060ti"\nstart_s = 0\nend_s = 60\nutil_percent = 95\n'
+        'vram_gib = 14\nprocess = "llama-server"\n',
+        encoding="utf-8",
+    )
+    scenario = load_scenario(good)
+    assert scenario.loads[0].vram_bytes == 14 * GIB and scenario.loop_s == 100
+    assert scenario.active(70) == [] and scenario.active(130)[0].process == "llama-server"
+
+    cases = {
+        "[[load]]\nstart_s = 0\n": "`device`",
+        '[[load]]\ndevice = "780m"\nstart_s = 10\nend_s = 5\n': "`end_s`",
+        '[[load]]\ndevice = "780m"\nutil_percent = 150\n': "at most 100",
+        '[[load]]\ndevice = "780m"\nstate = "melted"\n': "`state`",
+        "[[load]\n": "bad.toml",
+    }
+    for text, expected in cases.items():
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text, encoding="utf-8")
+        with pytest.raises(ScenarioError, match=expected):
+            load_scenario(bad)
+    with pytest.raises(ScenarioError, match="cannot read scenario"):
+        load_scenario(tmp_path / "missing.toml")

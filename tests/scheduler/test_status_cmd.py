@@ -1,0 +1,86 @@
+"""`gputray status` as a user runs it: a real subprocess of the installed command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+DEVICE_FIELDS = [
+    "key", "name", "vendor", "kind", "backend", "pci_bdf", "state", "reason", "util_percent", "temp_c",
+    "power_w", "vram_used_bytes", "vram_total_bytes", "shared_used_bytes", "shared_total_bytes",
+    "sclk_mhz", "mclk_mhz", "throttle",
+]  # fmt: skip
+
+
+def gputray(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GPUTRAY_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "gputray.gui.entry", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def test_status_on_this_machine_without_gpu_says_so_and_shows_the_host(tmp_path: Path) -> None:
+    empty_sys = tmp_path / "sys"
+    (empty_sys / "class" / "drm").mkdir(parents=True)
+    (empty_sys / "bus" / "pci" / "devices").mkdir(parents=True)
+    result = gputray("status", "--sysfs-root", str(empty_sys), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "No GPU found." in result.stdout
+    assert "Host" in result.stdout and "RAM" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_status_json_has_exactly_the_documented_fields(tmp_path: Path) -> None:
+    result = gputray("status", "--demo", "--json", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["demo"] is True
+    assert [list(d) for d in doc["devices"]] == [DEVICE_FIELDS, DEVICE_FIELDS]
+    assert list(doc["host"]) == ["cpu_percent", "ram_used_bytes", "ram_total_bytes"]
+    assert doc["host"]["ram_total_bytes"] > 0
+    names = {d["name"]: d for d in doc["devices"]}
+    apu = names["Radeon 780M"]
+    assert apu["kind"] == "integrated" and apu["shared_total_bytes"] == 31433977856
+    assert names["GeForce RTX 5060 Ti"]["vram_total_bytes"] > 15 * 1024**3
+
+
+def test_status_text_labels_the_demo_and_shows_humane_units(tmp_path: Path) -> None:
+    result = gputray("status", "--demo", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("DEMO")
+    apu = next(line for line in lines if line.startswith("Radeon 780M"))
+    assert "VRAM 1.2/4.0 GiB" in apu and "shared 0.2/29.3 GiB" in apu and "°C" in apu
+
+
+def test_status_with_a_malformed_scenario_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad scenario ☃.toml"
+    bad.write_text("[[load]]\nutil_percent = 5\n", encoding="utf-8")
+    result = gputray("status", "--demo-scenario", str(bad), home=tmp_path)
+    assert result.returncode == 2
+    assert "`device` must name a GPU" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_status_watch_refreshes_until_interrupted(tmp_path: Path) -> None:
+    env = {**os.environ, "GPUTRAY_HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputray.gui.entry", "status", "--demo", "--watch", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        out, _ = proc.communicate(timeout=3)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(2)  # SIGINT, as Ctrl+C
+        out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    assert out.count("GeForce RTX 5060 Ti") >= 3
