@@ -1,0 +1,144 @@
+"""Start times, daily windows and recurring schedules, on a fake clock; one live APScheduler wake-up."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from pathlib import Path
+
+import pytest
+
+from gputray.scheduler import timing
+from gputray.scheduler.timing import Schedule, Timing, TimingError
+
+
+def local(y: int, mo: int, d: int, h: int, mi: int = 0, s: int = 0) -> float:
+    return dt.datetime(y, mo, d, h, mi, s).timestamp()
+
+
+class FakeClock:
+    def __init__(self, now_s: float) -> None:
+        self.now_s = now_s
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def test_parse_at_forms() -> None:
+    now = local(2026, 11, 30, 10, 15)
+    assert timing.parse_at("+10m", now) == now + 600
+    assert timing.parse_at("in 1h30m", now) == now + 5400
+    assert timing.parse_at("11:00", now) == local(2026, 11, 30, 11, 0)
+    assert timing.parse_at("09:00", now) == local(2026, 12, 1, 9, 0)  # passed today → tomorrow
+    assert timing.parse_at("2026-12-24T18:00", now) == local(2026, 12, 24, 18, 0)
+    for bad in ("25:00", "soon", "+ten minutes", "2020-01-01T00:00"):
+        with pytest.raises(TimingError):
+            timing.parse_at(bad, now)
+
+
+def test_next_window_open_including_across_midnight() -> None:
+    assert timing.next_window_open("01:00-07:00", local(2026, 11, 30, 3, 0)) == local(2026, 11, 30, 3, 0)
+    assert timing.next_window_open("01:00-07:00", local(2026, 11, 30, 7, 0)) == local(2026, 12, 1, 1, 0)
+    assert timing.next_window_open("01:00-07:00", local(2026, 11, 30, 0, 30)) == local(2026, 11, 30, 1, 0)
+    # 22:00-06:00 crosses midnight: open at 23:30 and 05:00, closed at 12:00
+    assert timing.next_window_open("22:00-06:00", local(2026, 11, 30, 23, 30)) == local(2026, 11, 30, 23, 30)
+    assert timing.next_window_open("22:00-06:00", local(2026, 12, 1, 5, 0)) == local(2026, 12, 1, 5, 0)
+    assert timing.next_window_open("22:00-06:00", local(2026, 11, 30, 12, 0)) == local(2026, 11, 30, 22, 0)
+
+
+def test_cron_validation_and_next_run() -> None:
+    with pytest.raises(TimingError):
+        timing.cron_trigger("0 3 * *")
+    with pytest.raises(TimingError):
+        timing.cron_trigger("99 3 * * *")
+    tz = timing.local_zone()
+    assert timing.next_cron_run("0 3 * * *", local(2026, 11, 30, 2, 0), tz) == local(2026, 11, 30, 3, 0)
+    # strictly after: a run exactly at 03:00 is not due again at 03:00
+    assert timing.next_cron_run("0 3 * * *", local(2026, 11, 30, 3, 0), tz) == local(2026, 12, 1, 3, 0)
+
+
+def test_missed_run() -> None:
+    tz = timing.local_zone()
+    last = local(2026, 11, 28, 3, 0)
+    assert timing.missed_run("0 3 * * *", last, local(2026, 11, 28, 20, 0), tz) is None
+    assert timing.missed_run("0 3 * * *", last, local(2026, 11, 30, 9, 0), tz) == local(2026, 11, 29, 3, 0)
+
+
+def make_timing(tmp_path: Path, clock: FakeClock, submitted: list[Schedule]) -> Timing:
+    return Timing(tmp_path / "schedules.sqlite3", submit=submitted.append, wake=lambda: None, clock=clock)
+
+
+def test_runs_missed_while_off_are_caught_up_once(tmp_path: Path) -> None:
+    clock = FakeClock(local(2026, 11, 27, 12, 0))
+    submitted: list[Schedule] = []
+    t = make_timing(tmp_path, clock, submitted)
+    entry = t.add("0 3 * * *", "/jobs/nightly.toml", overrides={"priority": 2})
+    assert t.start(run_scheduler=False) == []  # nothing due yet
+    t.stop()
+
+    clock.now_s = local(2026, 11, 30, 9, 0)  # three 03:00 runs missed while the owner was off
+    t = make_timing(tmp_path, clock, submitted)
+    assert t.start(run_scheduler=False) == [entry.id]
+    assert [s.task_file for s in submitted] == ["/jobs/nightly.toml"]
+    assert submitted[0].overrides == {"priority": 2}
+    assert t.store.get(entry.id).last_run_at == clock.now_s
+    t.stop()
+
+    t = make_timing(tmp_path, clock, submitted)  # a restart right after: not again
+    assert t.start(run_scheduler=False) == []
+    assert len(submitted) == 1
+    t.stop()
+
+
+def test_a_failing_submit_is_recorded_and_the_schedule_stays(tmp_path: Path) -> None:
+    clock = FakeClock(local(2026, 11, 29, 12, 0))
+
+    def broken(entry: Schedule) -> None:
+        raise ValueError(f"{entry.task_file}: no such task file")
+
+    t = Timing(tmp_path / "s.sqlite3", submit=broken, wake=lambda: None, clock=clock)
+    entry = t.add("0 3 * * *", "/gone.toml")
+    clock.now_s = local(2026, 11, 30, 12, 0)
+    assert t.start(run_scheduler=False) == [entry.id]
+    stored = t.store.get(entry.id)
+    assert stored.last_error is not None and "no such task file" in stored.last_error
+    assert [e.id for e, _ in t.entries()] == [entry.id]
+    t.remove(entry.id)
+    assert t.entries() == []
+    with pytest.raises(TimingError):
+        t.remove(entry.id)
+    t.stop()
+
+
+def test_bad_cron_is_refused_before_it_is_stored(tmp_path: Path) -> None:
+    t = make_timing(tmp_path, FakeClock(local(2026, 11, 30, 1, 0)), [])
+    with pytest.raises(TimingError):
+        t.add("every night", "/x.toml")
+    assert t.entries() == []
+    t.stop()
+
+
+def test_wake_at_fires_through_apscheduler(tmp_path: Path) -> None:
+    woke = threading.Event()
+    t = Timing(tmp_path / "s.sqlite3", submit=lambda e: None, wake=woke.set)
+    t.start()
+    try:
+        import time
+
+        t.wake_at(time.time() + 0.2)
+        assert woke.wait(10.0)
+    finally:
+        t.stop()
+
+
+def test_recurring_job_uses_a_text_reference(tmp_path: Path) -> None:
+    t = Timing(tmp_path / "s.sqlite3", submit=lambda e: None, wake=lambda: None)
+    t.start()
+    try:
+        entry = t.add("*/5 * * * *", "/x.toml")
+        job = t._scheduler.get_job(f"schedule-{entry.id}")
+        assert job.func_ref == timing.FIRE_SCHEDULE_REF
+        assert job.coalesce is True
+        assert job.misfire_grace_time is None
+    finally:
+        t.stop()
