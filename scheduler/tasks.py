@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -196,8 +198,9 @@ class QueueEvent:
 def iso_utc(epoch_s: float | None) -> str | None:
     if epoch_s is None:
         return None
-    stamp = dt.datetime.fromtimestamp(epoch_s, tz=dt.UTC)
-    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    whole = math.floor(epoch_s)
+    millis = min(999, round((epoch_s - whole) * 1000))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
 
 
 def parse_window(window: str) -> tuple[int, int]:

@@ -1,0 +1,433 @@
+"""The durable queue: one SQLite file (WAL) in the data folder, ``app_paths().queue_db``.
+
+Every change is one transaction, so a crash or power cut at any moment leaves either the old or the
+new state. The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[n]`` upgrades n → n+1.
+A database written by a newer gputray is refused with a clear message instead of being damaged.
+
+Only the process that owns the queue (tray app or ``gputray daemon``) opens the store for writing and
+calls :meth:`TaskStore.recover_after_crash` once at start: tasks left ``running`` by a crash become
+``interrupted``, their orphaned processes (if still alive, checked by pid *and* start time) are
+killed, and each is requeued (with backoff) or failed according to its retry policy. Logs are kept.
+
+The store is thread-safe (one connection behind a lock); it knows nothing about devices.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from gputray.scheduler.tasks import PENDING_STATES, TaskRecord, TaskSpec, TaskState
+
+SCHEMA_VERSION = 1
+
+_Records = list[TaskRecord]  # TaskStore.list shadows the builtin inside the class
+
+
+class StoreError(Exception):
+    """The queue database cannot be used (corrupt, newer schema, unreadable); the message says which file."""
+
+
+class TaskNotFound(KeyError):
+    """No task with that id. ``str()`` gives a readable message (unlike a bare KeyError)."""
+
+    def __init__(self, task_id: int) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
+
+    def __str__(self) -> str:
+        return f"no task #{self.task_id} in the queue"
+
+
+def _migrate_0_to_1(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE tasks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            spec TEXT NOT NULL,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            state TEXT NOT NULL,
+            device TEXT,
+            env TEXT,
+            reason TEXT NOT NULL DEFAULT '',
+            exit_code INTEGER,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            submitted_at REAL NOT NULL,
+            started_at REAL,
+            ended_at REAL,
+            log_path TEXT,
+            pid INTEGER,
+            pid_create_time REAL,
+            priority INTEGER NOT NULL DEFAULT 0,
+            position REAL NOT NULL,
+            queued_at REAL NOT NULL,
+            not_before REAL,
+            overtakes INTEGER NOT NULL DEFAULT 0
+        )
+        """
+    )
+    db.execute("CREATE INDEX tasks_state ON tasks(state)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1]
+
+_COLUMNS = (
+    "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
+    "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes"
+)
+# Fields of TaskRecord that map 1:1 to columns (everything but id and spec).
+_UPDATABLE = {
+    "state",
+    "device",
+    "env",
+    "reason",
+    "exit_code",
+    "attempts",
+    "started_at",
+    "ended_at",
+    "log_path",
+    "pid",
+    "pid_create_time",
+    "position",
+    "queued_at",
+    "not_before",
+    "overtakes",
+}
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """A task found running after a crash, and what the retry policy made of it."""
+
+    record: TaskRecord
+    requeued: bool
+    killed_orphan: bool
+
+
+class TaskStore:
+    """Tasks in SQLite. Open with a path (created with its folder if missing)."""
+
+    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._spec_cache: dict[str, TaskSpec] = {}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                str(self.path), isolation_level=None, check_same_thread=False, timeout=10.0
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the queue database {self.path}: {exc}") from exc
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across app crashes
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise StoreError(
+                f"the queue database {self.path} is unreadable ({exc}); move it away to start afresh"
+            ) from None
+        except StoreError:
+            self._db.close()
+            raise
+
+    # -- schema ---------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._lock:
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"the queue database {self.path} was written by a newer gputray "
+                    f"(schema {version}, this one knows up to {SCHEMA_VERSION}); upgrade gputray"
+                )
+            while version < SCHEMA_VERSION:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    MIGRATIONS[version](self._db)
+                    version += 1
+                    self._db.execute(f"PRAGMA user_version={version}")
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- rows ↔ records -------------------------------------------------------------------------
+    def _spec(self, text: str) -> TaskSpec:
+        spec = self._spec_cache.get(text)
+        if spec is None:
+            spec = _spec_from_json(text)
+            if len(self._spec_cache) > 50_000:
+                self._spec_cache.clear()
+            self._spec_cache[text] = spec
+        return spec
+
+    def _record(self, row: Sequence[Any]) -> TaskRecord:
+        return TaskRecord(
+            id=row[0],
+            spec=self._spec(row[1]),
+            state=cast(TaskState, row[2]),
+            device=row[3],
+            env=row[4],
+            reason=row[5],
+            exit_code=row[6],
+            attempts=row[7],
+            submitted_at=row[8],
+            started_at=row[9],
+            ended_at=row[10],
+            log_path=row[11],
+            pid=row[12],
+            pid_create_time=row[13],
+            position=row[14],
+            queued_at=row[15],
+            not_before=row[16],
+            overtakes=row[17],
+        )
+
+    def _transaction(self) -> _Tx:
+        return _Tx(self._db, self._lock)
+
+    # -- API ------------------------------------------------------------------------------------
+    def add(self, spec: TaskSpec, *, now: float | None = None) -> TaskRecord:
+        return self.add_many([spec], now=now)[0]
+
+    def add_many(self, specs: Iterable[TaskSpec], *, now: float | None = None) -> list[TaskRecord]:
+        """Insert tasks as ``queued`` at the end of the queue, all in one transaction."""
+        now = self.clock() if now is None else now
+        ids = []
+        with self._transaction() as db:
+            top = db.execute("SELECT COALESCE(MAX(position), 0) FROM tasks").fetchone()[0]
+            for i, spec in enumerate(specs, start=1):
+                text = json.dumps(spec.to_dict(), ensure_ascii=False, separators=(",", ":"))
+                self._spec_cache[text] = spec
+                cur = db.execute(
+                    "INSERT INTO tasks (spec, name, kind, state, priority, submitted_at, position, queued_at)"
+                    " VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                    (text, spec.name, spec.kind, spec.priority, now, top + i, now),
+                )
+                ids.append(cast(int, cur.lastrowid))
+        return [self.get(i) for i in ids]
+
+    def get(self, task_id: int) -> TaskRecord:
+        with self._lock:
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        if row is None:
+            raise TaskNotFound(task_id)
+        return self._record(row)
+
+    def list(self, *, include_finished: bool = True, states: Iterable[str] | None = None) -> list[TaskRecord]:
+        """Tasks in queue order: pending ones by priority then position, then running, then the rest by id."""
+        where = ""
+        params: list[Any] = []
+        if states is not None:
+            wanted = list(states)
+            where = f"WHERE state IN ({','.join('?' * len(wanted))})"
+            params = wanted
+        elif not include_finished:
+            where = "WHERE state IN ('queued', 'waiting', 'running', 'interrupted')"
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_COLUMNS} FROM tasks {where} ORDER BY id", params).fetchall()
+        records = [self._record(r) for r in rows]
+        return sorted(records, key=_display_order)
+
+    def pending(self) -> _Records:
+        """Queued and waiting tasks in dispatch order (priority high first, then position)."""
+        return self.list(states=PENDING_STATES)
+
+    def running(self) -> _Records:
+        return self.list(states=("running",))
+
+    def update(self, task_id: int, **changes: Any) -> TaskRecord:
+        """Change columns of one task in one transaction; returns the new record."""
+        bad = set(changes) - _UPDATABLE
+        if bad:
+            raise ValueError(f"cannot update {sorted(bad)}")
+        if changes:
+            cols = ", ".join(f"{k} = ?" for k in changes)
+            with self._transaction() as db:
+                cur = db.execute(f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id))
+                if cur.rowcount == 0:
+                    raise TaskNotFound(task_id)
+        return self.get(task_id)
+
+    def update_many(self, changes: Iterable[tuple[int, dict[str, Any]]]) -> None:
+        """Several updates in one transaction (a dispatch pass writes its reasons this way)."""
+        with self._transaction() as db:
+            for task_id, cols in changes:
+                bad = set(cols) - _UPDATABLE
+                if bad:
+                    raise ValueError(f"cannot update {sorted(bad)}")
+                if cols:
+                    sets = ", ".join(f"{k} = ?" for k in cols)
+                    db.execute(f"UPDATE tasks SET {sets} WHERE id = ?", (*cols.values(), task_id))
+
+    def compare_and_update(self, task_id: int, expect_state: str, **changes: Any) -> TaskRecord | None:
+        """Update only if the task is still in ``expect_state``; None when it was not (a race lost)."""
+        bad = set(changes) - _UPDATABLE
+        if bad:
+            raise ValueError(f"cannot update {sorted(bad)}")
+        cols = ", ".join(f"{k} = ?" for k in changes)
+        with self._transaction() as db:
+            cur = db.execute(
+                f"UPDATE tasks SET {cols} WHERE id = ? AND state = ?",
+                (*changes.values(), task_id, expect_state),
+            )
+            if cur.rowcount == 0:
+                if db.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is None:
+                    raise TaskNotFound(task_id)
+                return None
+        return self.get(task_id)
+
+    def set_priority_position(self, task_id: int, priority: int, position: float) -> TaskRecord:
+        with self._transaction() as db:
+            row = db.execute("SELECT spec FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            if row is None:
+                raise TaskNotFound(task_id)
+            data = json.loads(row[0])
+            data["priority"] = priority
+            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            db.execute(
+                "UPDATE tasks SET spec = ?, priority = ?, position = ? WHERE id = ?",
+                (text, priority, position, task_id),
+            )
+        return self.get(task_id)
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute("SELECT state, COUNT(*) FROM tasks GROUP BY state").fetchall()
+        return {state: n for state, n in rows}
+
+    # -- crash recovery --------------------------------------------------------------------------
+    def recover_after_crash(self, *, kill_orphans: bool = True) -> builtins.list[Recovered]:
+        """Tasks left ``running`` → ``interrupted`` → requeued (with backoff) or failed by policy.
+
+        Call once, from the owner, before dispatching. An orphaned job process still alive from the
+        crashed owner (same pid *and* same start time) is killed with its children first, so the
+        task never runs twice at once.
+        """
+        now = self.clock()
+        with self._lock:
+            stale = self.running()
+            if not stale:
+                return []
+            with self._transaction() as db:
+                db.execute(
+                    "UPDATE tasks SET state = 'interrupted', ended_at = ?, "
+                    "reason = 'interrupted: gputray stopped while it ran' WHERE state = 'running'",
+                    (now,),
+                )
+        out = []
+        for rec in stale:
+            killed = kill_orphans and _kill_orphan(rec.pid, rec.pid_create_time)
+            why = "gputray stopped while it ran" + (" (its leftover process was stopped)" if killed else "")
+            new = self.apply_retry_policy(rec.id, f"interrupted: {why}", now=now)
+            out.append(Recovered(new, new.state == "queued", killed))
+        return out
+
+    def apply_retry_policy(self, task_id: int, why: str, *, now: float | None = None) -> TaskRecord:
+        """After a failure or interruption: requeue with backoff while retries remain, else fail."""
+        now = self.clock() if now is None else now
+        rec = self.get(task_id)
+        retries_used = max(0, rec.attempts - 1)
+        if retries_used < rec.spec.retries:
+            delay = rec.spec.backoff_s * (2**retries_used)
+            left = rec.spec.retries - retries_used
+            return self.update(
+                task_id,
+                state="queued",
+                reason=f"{why}; retry {retries_used + 1} of {rec.spec.retries} in {delay:.0f} s"
+                if delay >= 1
+                else f"{why}; retrying ({left} left)",
+                not_before=now + delay,
+                queued_at=now,
+                pid=None,
+                pid_create_time=None,
+                overtakes=0,
+            )
+        suffix = "; no retries left" if rec.spec.retries else ""
+        return self.update(task_id, state="failed", reason=f"{why}{suffix}", ended_at=rec.ended_at or now)
+
+
+class _Tx:
+    """``with store._transaction() as db:`` — BEGIN IMMEDIATE … COMMIT, ROLLBACK on error."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._db = db
+        self._lock = lock
+        self._outer = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._lock.acquire()
+        self._outer = not self._db.in_transaction
+        if self._outer:
+            self._db.execute("BEGIN IMMEDIATE")
+        return self._db
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            if self._outer:
+                self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        finally:
+            self._lock.release()
+
+
+_STATE_RANK = {"running": 0, "queued": 1, "waiting": 1, "interrupted": 1}
+
+
+def _display_order(rec: TaskRecord) -> tuple[int, int, float, int]:
+    rank = _STATE_RANK.get(rec.state, 2)
+    if rank == 1:
+        return (1, -rec.spec.priority, rec.position, rec.id)
+    return (rank, 0, 0.0, rec.id)
+
+
+def _spec_from_json(text: str) -> TaskSpec:
+    """Stored specs were validated on the way in; rebuild them without re-validating (fast for 10k rows)."""
+    data = json.loads(text)
+    for key in ("argv", "args", "files", "device_prefs", "needs"):
+        if key in data:
+            data[key] = tuple(data[key])
+    try:
+        return TaskSpec(**data)
+    except TypeError:  # a key from a newer/older spec version: keep the ones we know
+        known = TaskSpec.__dataclass_fields__
+        return TaskSpec(**{k: v for k, v in data.items() if k in known})
+
+
+def _kill_orphan(pid: int | None, create_time: float | None) -> bool:
+    """Kill a leftover job process tree, but only if pid and start time both match (no pid reuse)."""
+    if pid is None or create_time is None:
+        return False
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) > 0.5:
+            return False
+        procs = [*proc.children(recursive=True), proc]
+    except (psutil.Error, OSError):
+        return False
+    for p in procs:
+        with contextlib.suppress(psutil.Error, OSError):
+            p.kill()
+    psutil.wait_procs(procs, timeout=3)
+    return True
