@@ -1,0 +1,231 @@
+"""Settings: poll interval, thresholds, Python environments, recipes, notifications, autostart, language.
+
+Values are written to the user's config file (TOML), keeping every table the dialog does not own
+(``[[env]]`` entries are edited through ``gputray.scheduler.envs``, the one writer of that table).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QListWidget,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gputray.gui import desktop_integration
+from gputray.gui.i18n import tr
+from gputray.gui.notifications import KINDS, kind_labels
+from gputray.scheduler.config import load_config
+from gputray.scheduler.paths import app_paths
+
+LANGUAGE_LABELS = {"auto": "System (auto)", "en": "English", "ja": "日本語"}
+
+
+def write_user_config(updates: Mapping[str, Mapping[str, Any]], path: Path | None = None) -> Path:
+    """Merge ``{table: {key: value}}`` into the user's config file; other tables stay as they are."""
+    path = path or app_paths().config_file
+    data: dict[str, Any] = {}
+    if path.exists():
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    for table, values in updates.items():
+        current = data.get(table)
+        merged = dict(current) if isinstance(current, dict) else {}
+        for key, value in values.items():
+            if isinstance(value, Mapping):
+                sub = merged.get(key)
+                merged[key] = {**(sub if isinstance(sub, dict) else {}), **value}
+            else:
+                merged[key] = value
+        data[table] = merged
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(tomli_w.dumps(data).encode("utf-8"))
+    os.replace(tmp, path)
+    return path
+
+
+class SettingsDialog(QDialog):
+    saved = Signal(dict)
+
+    def __init__(self, parent: QWidget | None = None, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(tr("gputray settings"))
+        cfg = dict(config) if config is not None else load_config()
+        mon = cfg.get("monitor", {})
+        th = cfg.get("thresholds", {})
+        gui = cfg.get("gui", {})
+        layout = QVBoxLayout(self)
+
+        form = QFormLayout()
+        self.interval = QDoubleSpinBox(self)
+        self.interval.setRange(0.25, 60.0)
+        self.interval.setSingleStep(0.25)
+        self.interval.setSuffix(" s")
+        self.interval.setValue(float(mon.get("interval_s", 1.0)))
+        form.addRow(tr("Poll interval"), self.interval)
+        self.busy_util = self._spin(float(th.get("busy_util_percent", 30.0)), 1, 100, " %")
+        form.addRow(tr("Busy above (external use)"), self.busy_util)
+        self.temp_limit = self._spin(float(th.get("temp_limit_c", 85.0)), 40, 120, " °C")
+        form.addRow(tr("Temperature limit, discrete GPU"), self.temp_limit)
+        self.igpu_temp_limit = self._spin(float(th.get("igpu_temp_limit_c", 90.0)), 40, 120, " °C")
+        form.addRow(tr("Temperature limit, integrated GPU"), self.igpu_temp_limit)
+        self.language = QComboBox(self)
+        for key, label in LANGUAGE_LABELS.items():
+            self.language.addItem(tr(label) if key == "auto" else label, key)
+        idx = self.language.findData(str(gui.get("language", "auto")))
+        self.language.setCurrentIndex(max(idx, 0))
+        form.addRow(tr("Language"), self.language)
+        self.autostart = QCheckBox(tr("Start gputray when I log in"), self)
+        self.autostart.setChecked(desktop_integration.autostart_enabled())
+        form.addRow("", self.autostart)
+        layout.addLayout(form)
+
+        envs_box = QGroupBox(tr("Python environments"), self)
+        envs_layout = QVBoxLayout(envs_box)
+        self.envs_list = QListWidget(envs_box)
+        envs_layout.addWidget(self.envs_list)
+        row = QHBoxLayout()
+        add = QPushButton(tr("Add…"), envs_box)
+        remove = QPushButton(tr("Remove"), envs_box)
+        add.clicked.connect(self._add_env)
+        remove.clicked.connect(self._remove_env)
+        row.addWidget(add)
+        row.addWidget(remove)
+        row.addStretch(1)
+        envs_layout.addLayout(row)
+        layout.addWidget(envs_box)
+        self._load_envs()
+
+        recipes_box = QGroupBox(tr("Recipes (what a dropped file becomes)"), self)
+        rl = QVBoxLayout(recipes_box)
+        self.recipes_list = QListWidget(recipes_box)
+        rl.addWidget(self.recipes_list)
+        open_recipes = QPushButton(tr("Edit my recipes file"), recipes_box)
+        open_recipes.clicked.connect(self._edit_recipes)
+        rl.addWidget(open_recipes)
+        layout.addWidget(recipes_box)
+        try:
+            from gputray.scheduler.recipes import load_recipes
+
+            for r in load_recipes():
+                self.recipes_list.addItem(f"{r.name} — {', '.join(r.patterns)} — {r.description}")
+        except Exception as exc:
+            self.recipes_list.addItem(tr("Recipes could not be read: {error}").format(error=exc))
+
+        notes_box = QGroupBox(tr("Notifications"), self)
+        nl = QVBoxLayout(notes_box)
+        enabled = gui.get("notifications", {})
+        self.notify_checks: dict[str, QCheckBox] = {}
+        for kind, label in kind_labels().items():
+            box = QCheckBox(label, notes_box)
+            box.setChecked(bool(enabled.get(kind, True)) if isinstance(enabled, dict) else True)
+            nl.addWidget(box)
+            self.notify_checks[kind] = box
+        layout.addWidget(notes_box)
+
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, parent=self
+        )
+        buttons.accepted.connect(self._save)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def _spin(self, value: float, lo: float, hi: float, suffix: str) -> QDoubleSpinBox:
+        spin = QDoubleSpinBox(self)
+        spin.setRange(lo, hi)
+        spin.setSuffix(suffix)
+        spin.setValue(value)
+        return spin
+
+    def _load_envs(self) -> None:
+        from gputray.scheduler.envs import load_envs
+
+        self.envs_list.clear()
+        try:
+            for env in load_envs():
+                extra = " ".join(f"{k}={v}" for k, v in env.extra_env.items())
+                self.envs_list.addItem(f"{env.name} — {env.python} {extra}".rstrip())
+        except Exception as exc:
+            self.envs_list.addItem(tr("Environments could not be read: {error}").format(error=exc))
+
+    def _add_env(self) -> None:
+        from gputray.scheduler.envs import add_env
+
+        path, _ = QFileDialog.getOpenFileName(self, tr("Choose a Python interpreter"))
+        if not path:
+            return
+        try:
+            add_env(Path(path))
+        except Exception as exc:
+            QMessageBox.warning(self, tr("Python environments"), str(exc))
+        self._load_envs()
+
+    def _remove_env(self) -> None:
+        from gputray.scheduler.envs import remove_env
+
+        item = self.envs_list.currentItem()
+        if item is None:
+            return
+        try:
+            remove_env(item.text().split(" — ")[0])
+        except Exception as exc:
+            QMessageBox.warning(self, tr("Python environments"), str(exc))
+        self._load_envs()
+
+    def _edit_recipes(self) -> None:
+        from PySide6.QtCore import QUrl
+        from PySide6.QtGui import QDesktopServices
+
+        path = app_paths().config_dir / "recipes.toml"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(
+                "# Your recipes: copy a [[recipe]] from the shipped recipes.toml here to change it.\n", "utf-8"
+            )
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+
+    def values(self) -> dict[str, dict[str, Any]]:
+        return {
+            "monitor": {"interval_s": round(self.interval.value(), 2)},
+            "thresholds": {
+                "busy_util_percent": self.busy_util.value(),
+                "temp_limit_c": self.temp_limit.value(),
+                "igpu_temp_limit_c": self.igpu_temp_limit.value(),
+            },
+            "gui": {
+                "language": str(self.language.currentData()),
+                "notifications": {k: self.notify_checks[k].isChecked() for k in KINDS},
+            },
+        }
+
+    def _save(self) -> None:
+        values = self.values()
+        try:
+            write_user_config(values)
+            if self.autostart.isChecked() != desktop_integration.autostart_enabled():
+                desktop_integration.set_autostart(self.autostart.isChecked())
+        except (OSError, ValueError) as exc:
+            QMessageBox.warning(self, tr("gputray settings"), str(exc))
+            return
+        self.saved.emit(values)
+        self.accept()
