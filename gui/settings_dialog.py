@@ -199,9 +199,8 @@ class SettingsDialog(QDialog):
         path = app_paths().config_dir / "recipes.toml"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(
-                "# Your recipes: copy a [[recipe]] from the shipped recipes.toml here to change it.\n", "utf-8"
-            )
+            note = "# Your recipes: copy a [[recipe]] from the shipped recipes.toml here to change it.\n"
+            path.write_text(note, "utf-8")
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
 
     def values(self) -> dict[str, dict[str, Any]]:
