@@ -57,6 +57,13 @@ def _version_info() -> dict:
     except Exception as exc:  # PackageNotFoundError, broken metadata
         info["torch_dist_version"] = None
         info["torch_dist_error"] = _error_text(exc)
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("torch")  # finds the package without importing it
+        info["torch_origin"] = spec.origin if spec is not None else None
+    except Exception:
+        info["torch_origin"] = None
     return info
 
 

@@ -1,0 +1,331 @@
+"""Python environments that jobs can run in, declared in the user's config file as ``[[env]]`` tables.
+
+```toml
+[[env]]
+name = "rocm"
+python = "/home/me/venvs/rocm/bin/python"
+extra_env = { HSA_OVERRIDE_GFX_VERSION = "11.0.0" }
+```
+
+The app never imports torch: what an environment can do is found by the doctor, which probes it in a
+subprocess. ``scan_candidates`` only suggests environments; nothing is added without ``add_env``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import tomli_w
+
+from gputray.scheduler.config import ConfigError, load_config
+from gputray.scheduler.paths import app_paths
+from gputray.scheduler.probe_runner import python_version_info
+
+_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class EnvError(Exception):
+    """A bad environment entry or request, with a message for the user."""
+
+
+@dataclass(frozen=True)
+class PythonEnv:
+    name: str
+    python: Path
+    extra_env: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "python", Path(self.python))
+        object.__setattr__(self, "extra_env", MappingProxyType(dict(sorted(dict(self.extra_env).items()))))
+
+    def to_toml(self) -> dict[str, Any]:
+        table: dict[str, Any] = {"name": self.name, "python": str(self.python)}
+        if self.extra_env:
+            table["extra_env"] = dict(self.extra_env)
+        return table
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A Python interpreter that ``scan`` found; ``configured_as`` names the env that already uses it."""
+
+    python: Path
+    source: str
+    suggested_name: str
+    configured_as: str | None = None
+
+
+def _config_path(path: Path | None) -> Path:
+    return path or app_paths().config_file
+
+
+def _parse_env(index: int, table: object, where: Path) -> PythonEnv:
+    label = f"{where}: [[env]] #{index + 1}"
+    if not isinstance(table, dict):
+        raise EnvError(f"{label} is not a table")
+    name = table.get("name")
+    python = table.get("python")
+    if not isinstance(name, str) or not name.strip():
+        raise EnvError(f"{label} needs a name (a non-empty string)")
+    if not isinstance(python, str) or not python.strip():
+        raise EnvError(f"{label} ({name}) needs python = the path to its interpreter")
+    extra = table.get("extra_env", {})
+    if not isinstance(extra, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in extra.items()
+    ):
+        raise EnvError(f'{label} ({name}): extra_env must be a table of strings, like {{ KEY = "value" }}')
+    return PythonEnv(name=name, python=Path(python).expanduser(), extra_env=extra)
+
+
+def load_envs(path: Path | None = None) -> list[PythonEnv]:
+    """The configured environments, in the order of the file. Raises EnvError or ConfigError."""
+    where = _config_path(path)
+    config = load_config(where)
+    tables = config.get("env", [])
+    if not isinstance(tables, list):
+        raise EnvError(f"{where}: env must be written as [[env]] tables")
+    envs = [_parse_env(i, table, where) for i, table in enumerate(tables)]
+    seen: set[str] = set()
+    for env in envs:
+        if env.name in seen:
+            raise EnvError(f"{where}: two environments are named {env.name!r}; names must be unique")
+        seen.add(env.name)
+    return envs
+
+
+def _read_user_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc} (fix the file first; gputray will not overwrite it)") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def save_envs(envs: Iterable[PythonEnv], path: Path | None = None) -> None:
+    """Write the env list into the user's config file, keeping every other key of that file.
+
+    The previous file is kept as ``config.toml.bak`` (TOML writers drop comments).
+    """
+    where = _config_path(path)
+    user = _read_user_file(where)
+    tables = [env.to_toml() for env in envs]
+    if tables:
+        user["env"] = tables
+    else:
+        user.pop("env", None)
+    where.parent.mkdir(parents=True, exist_ok=True)
+    if where.exists():
+        shutil.copy2(where, where.with_name(where.name + ".bak"))
+    tmp = where.with_name(where.name + ".tmp")
+    tmp.write_bytes(tomli_w.dumps(user).encode("utf-8"))
+    os.replace(tmp, where)
+
+
+def venv_python(folder: Path) -> Path | None:
+    """The interpreter inside a venv or conda folder, if there is one."""
+    for rel in ("bin/python", "bin/python3", "Scripts/python.exe", "python.exe"):
+        candidate = folder / rel
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _absolute(path: Path) -> Path:
+    # Not resolve(): a venv's bin/python is a symlink to the base interpreter, and following it
+    # would lose the venv.
+    return Path(os.path.abspath(path.expanduser()))
+
+
+def suggest_name(python: Path) -> str:
+    """``~/venvs/rocm/bin/python`` → ``rocm``; ``~/proj/.venv/bin/python`` → ``proj``."""
+    parent = python.parent
+    folder = parent.parent if parent.name.lower() in {"bin", "scripts"} else parent
+    name = folder.name
+    if name.startswith(".") or name.lower() in {"venv", "env"}:
+        name = folder.parent.name or name.lstrip(".")
+    if not name or folder == folder.parent:
+        name = python.stem
+    return re.sub(r"\s+", "-", name.strip()) or "python"
+
+
+def _unique_name(base: str, taken: set[str]) -> str:
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}-{n}" in taken:
+        n += 1
+    return f"{base}-{n}"
+
+
+def parse_env_assignments(items: Iterable[str]) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` → dict; a clear EnvError for anything else."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not _ENV_KEY_RE.match(key):
+            raise EnvError(f"--env takes KEY=VALUE (like HSA_OVERRIDE_GFX_VERSION=11.0.0), not {item!r}")
+        out[key] = value
+    return out
+
+
+def check_python(python: Path, extra_env: Mapping[str, str] | None = None) -> Mapping[str, Any]:
+    """Run the interpreter briefly; its version facts, or EnvError saying why it is not a usable Python."""
+    if not python.exists():
+        raise EnvError(f"{python} does not exist")
+    if python.is_dir():
+        raise EnvError(f"{python} is a folder without a Python interpreter in bin/ or Scripts/")
+    result = python_version_info(python, extra_env=extra_env)
+    facts = result.data
+    if result.status == "ok" and facts is not None and "python_version" in facts:
+        return facts
+    if result.status == "not_runnable":
+        raise EnvError(f"{python} is not a program that can be run ({result.message})")
+    raise EnvError(f"{python} does not look like a Python interpreter: {result.message}")
+
+
+def add_env(
+    python: Path,
+    *,
+    name: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    path: Path | None = None,
+    check: bool = True,
+) -> PythonEnv:
+    """Add an environment to the config file. ``python`` may be the interpreter or the venv folder."""
+    python = _absolute(Path(python))
+    if python.is_dir():
+        inner = venv_python(python)
+        if inner is None:
+            raise EnvError(f"{python} is a folder without a Python interpreter in bin/ or Scripts/")
+        python = inner
+    if check:
+        check_python(python, extra_env)
+    envs = load_envs(path)
+    for env in envs:
+        if env.python == python and dict(env.extra_env) == dict(extra_env or {}):
+            raise EnvError(f"{python} is already configured as {env.name!r}")
+    taken = {env.name for env in envs}
+    if name is not None:
+        name = name.strip()
+        if not name or any(ord(c) < 32 for c in name):
+            raise EnvError("an environment name must be non-empty text on one line")
+        if name in taken:
+            raise EnvError(f"an environment named {name!r} exists already; choose another --name")
+    else:
+        name = _unique_name(suggest_name(python), taken)
+    env = PythonEnv(name=name, python=python, extra_env=dict(extra_env or {}))
+    save_envs([*envs, env], path)
+    return env
+
+
+def remove_env(name: str, path: Path | None = None) -> PythonEnv:
+    envs = load_envs(path)
+    for env in envs:
+        if env.name == name:
+            save_envs([e for e in envs if e.name != name], path)
+            return env
+    known = ", ".join(e.name for e in envs) or "none configured"
+    raise EnvError(f"no environment named {name!r} (known: {known})")
+
+
+def find_env(name: str, path: Path | None = None) -> PythonEnv:
+    for env in load_envs(path):
+        if env.name == name:
+            return env
+    raise EnvError(f"no environment named {name!r}; `gputray envs` lists them")
+
+
+def _common_roots(home: Path, cwd: Path) -> list[tuple[Path, str]]:
+    """Folders whose subfolders are venvs, with a word for where they come from."""
+    return [
+        (home / ".venvs", "~/.venvs"),
+        (home / "venvs", "~/venvs"),
+        (home / ".virtualenvs", "~/.virtualenvs"),
+        (home / "virtualenvs", "~/virtualenvs"),
+        (home / "miniconda3" / "envs", "miniconda"),
+        (home / "anaconda3" / "envs", "anaconda"),
+        (home / "miniforge3" / "envs", "miniforge"),
+        (home / "mambaforge" / "envs", "mambaforge"),
+        (home / ".conda" / "envs", "conda"),
+        (home / ".local" / "share" / "virtualenvs", "pipenv"),
+        (home / ".cache" / "pypoetry" / "virtualenvs", "poetry"),
+        (cwd, "this folder"),
+    ]
+
+
+def _conda_envs(which: Callable[[str], str | None]) -> list[Path]:
+    exe = which("conda") or which("mamba")
+    if exe is None:
+        return []
+    try:
+        done = subprocess.run(
+            [exe, "env", "list", "--json"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+        envs = json.loads(done.stdout.decode("utf-8", errors="replace")).get("envs", [])
+    except (OSError, subprocess.SubprocessError, ValueError, AttributeError):
+        return []
+    return [Path(e) for e in envs if isinstance(e, str)]
+
+
+def scan_candidates(
+    *,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+    current: Path | None = None,
+    config_path: Path | None = None,
+) -> list[Candidate]:
+    """Interpreters worth suggesting: this one, venvs in the usual folders, conda envs. Adds nothing."""
+    home = home or Path.home()
+    cwd = cwd or Path.cwd()
+    try:
+        configured = {env.python: env.name for env in load_envs(config_path)}
+    except (EnvError, ConfigError):
+        configured = {}
+    found: dict[Path, Candidate] = {}
+    taken: set[str] = set(configured.values())
+
+    def offer(python: Path, source: str) -> None:
+        python = _absolute(python)
+        if python in found:
+            return
+        name = configured.get(python) or _unique_name(suggest_name(python), taken)
+        taken.add(name)
+        found[python] = Candidate(python, source, name, configured.get(python))
+
+    offer(current or Path(sys.executable), "the Python running gputray")
+    for root, source in _common_roots(home, cwd):
+        try:
+            folders = sorted(p for p in root.iterdir() if p.is_dir())
+        except OSError:
+            continue
+        for folder in folders:
+            is_env = (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+            python = venv_python(folder) if is_env else None
+            if python is not None:
+                offer(python, source)
+    for folder in _conda_envs(which):
+        python = venv_python(folder)
+        if python is not None:
+            offer(python, "conda")
+    return list(found.values())
