@@ -1,0 +1,59 @@
+"""ruff and mypy --strict stay clean: style rules are part of the build, not a suggestion."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *cmd], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_lint_is_clean() -> None:
+    result = run("ruff", "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_clean() -> None:
+    result = run("ruff", "format", "--check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_is_clean() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "typecheck.py")], capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_monitor_and_scheduler_never_import_qt() -> None:
+    code = (
+        "import sys, pkgutil, importlib, gputray.monitor, gputray.scheduler, gputray.scheduler.commands\n"
+        "for pkg in (gputray.monitor, gputray.scheduler, gputray.scheduler.commands):\n"
+        "    for m in pkgutil.iter_modules(pkg.__path__):\n"
+        "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
+        "bad = sorted(n for n in sys.modules if n.startswith(('PySide6', 'PyQt', 'torch', 'gputray.gui')))\n"
+        "print(','.join(bad))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_dependency_direction_gui_then_scheduler_then_monitor() -> None:
+    """monitor imports nothing of ours; scheduler never imports the gui."""
+    offenders = []
+    for path in sorted((ROOT / "monitor").rglob("*.py")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "import gputray." in line or "from gputray." in line:
+                if "gputray.monitor" not in line:
+                    offenders.append(f"{path.name}: {line.strip()}")
+    for path in sorted((ROOT / "scheduler").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "gputray.gui" in text:
+            offenders.append(f"{path.name}: imports gputray.gui")
+    assert offenders == []

@@ -1,0 +1,76 @@
+"""The built wheel carries every subpackage and data file, and its entry points are the documented ones."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("gui", "monitor", "scheduler", "resources")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (built,) = out.glob("gputray-*.whl")
+    return built
+
+
+def source_files() -> list[str]:
+    """What the wheel must hold: every file git tracks in the package folders, as gputray/<folder>/..."""
+    tracked = subprocess.run(
+        ["git", "ls-files", *PACKAGES], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    if not tracked:  # not a git checkout (an sdist): fall back to the tree
+        tracked = [str(p.relative_to(ROOT)) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*") if p.is_file()]
+    return sorted(f"gputray/{f}" for f in tracked if "__pycache__" not in f and not f.endswith((".ts",)))
+
+
+def test_wheel_holds_every_subpackage_and_data_file(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = [f for f in source_files() if f not in names]
+    assert missing == [], f"files missing from the wheel (package list or package-data?): {missing}"
+    assert "gputray/__init__.py" not in names  # gputray stays a namespace package
+
+
+def test_wheel_entry_points_are_the_console_cli_and_the_windowless_tray(wheel: Path) -> None:
+    zf = zipfile.ZipFile(wheel)
+    (ep_name,) = [n for n in zf.namelist() if n.endswith("entry_points.txt")]
+    entry_points = zf.read(ep_name).decode()
+    assert "[console_scripts]\ngputray = gputray.gui.entry:main" in entry_points
+    assert "[gui_scripts]\ngputrayw = gputray.gui.entry:main_windowed" in entry_points
+
+
+def test_installed_wheel_runs_the_cli_from_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    code = (
+        "import gputray.monitor.records, gputray.scheduler.cli, gputray.gui.entry, gputray.resources as r;"
+        "print(r.RESOURCES_DIR)"
+    )
+    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}
+    # -S keeps the editable install of the checkout out of the way; the deps come from our own site dir.
+    site = subprocess.run(
+        [sys.executable, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True
+    ).stdout.strip()
+    env["PYTHONPATH"] = f"{target}:{site}"
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().startswith(str(target))
