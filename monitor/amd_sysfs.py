@@ -1,0 +1,510 @@
+"""AMD GPUs on Linux through amdgpu's sysfs, hwmon, ``gpu_metrics`` and DRM fdinfo.
+
+This is the primary path for the Radeon 780M: it needs no ROCm and no library, and it works on
+captured trees. ``sys_dir`` is read as if it were ``/sys`` (the cards are ``sys_dir/class/drm/cardN``,
+KFD's topology ``sys_dir/class/kfd/kfd/topology``) and ``proc_dir`` as if it were ``/proc``; that is what
+``--sysfs-root`` and ``--proc-root`` mean. A captured ``/sys/class/drm`` folder as LACT stores it
+(``cardN/`` and ``kfd/`` side by side) is accepted as ``sys_dir`` too.
+
+Never wake a GPU: for each card ``device/power/runtime_status`` is read first, then ``device/uevent``
+(the PCI core's cached identity; reading it does not touch the device). A ``suspended`` card is
+reported ``asleep`` and nothing else of it is read: amdgpu's attributes and hwmon resume the device.
+
+Units: hwmon temperatures are m°C, power µW, ``freqN_input`` Hz; ``mem_info_*`` bytes. On an APU
+``mem_info_vram_*`` is the BIOS carve-out and ``mem_info_gtt_*`` the shared system memory (where most
+of a job's memory lives), reported as ``shared_*``.
+
+Processes come from DRM fdinfo (see ``fdinfo.py``) mapped by ``drm-pdev`` to the card's PCI address.
+A process holding ``/dev/kfd`` is a ROCm user; when it also has a DRM client on an AMD GPU it is
+listed there as ``rocm``, otherwise KFD does not say which GPU it uses and it is listed as ``rocm`` on
+every AMD GPU that KFD exposes (on a 780M + NVIDIA machine: the 780M).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gputray.monitor.device_names import AMD, AMDGPU_IDS, friendly_name, known_integrated
+from gputray.monitor.fdinfo import DrmProcessUse, DrmUsageReader, read_file_bytes
+from gputray.monitor.gpu_metrics import GpuMetrics, parse_gpu_metrics, residency_throttle
+from gputray.monitor.records import (
+    BackendPoll,
+    DeviceInfo,
+    DeviceKind,
+    DeviceReading,
+    ProcessKind,
+    ProcessUse,
+    Sample,
+)
+from gputray.monitor.sysfs import normalize_bdf, pci_key
+
+log = logging.getLogger(__name__)
+
+BACKEND_NAME = "amdgpu-sysfs"
+ASLEEP_REASON = "runtime-suspended (not woken)"
+_CARD_RE = re.compile(r"^card(\d+)$")
+_LEVEL_RE = re.compile(rb"(\d+)\s*mhz", re.IGNORECASE)
+_GIB = 1 << 30
+
+
+def _text(raw: bytes | None) -> str | None:
+    if raw is None:
+        return None
+    text = raw.replace(b"\x00", b"").decode("utf-8", "replace").strip()
+    return text or None
+
+
+def _int(raw: bytes | None) -> int | None:
+    text = _text(raw)
+    if text is None:
+        return None
+    try:
+        return int(text, 16) if text[:2].lower() == "0x" else int(text)
+    except ValueError:
+        return None
+
+
+def _read_int(path: str) -> int | None:
+    return _int(read_file_bytes(path, 4096))
+
+
+def _current_level_mhz(raw: bytes | None) -> int | None:
+    """The level marked ``*`` in ``pp_dpm_sclk``/``pp_dpm_mclk`` (``1: 1100Mhz *``)."""
+    if raw is None:
+        return None
+    for line in raw.replace(b"\x00", b"").split(b"\n"):
+        if line.rstrip().endswith(b"*"):
+            match = _LEVEL_RE.search(line)
+            if match is not None:
+                return int(match.group(1))
+    return None
+
+
+def _uevent(raw: bytes | None) -> dict[str, str]:
+    values: dict[str, str] = {}
+    text = _text(raw)
+    if text is None:
+        return values
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return values
+
+
+def _properties(raw: bytes | None) -> dict[str, int]:
+    props: dict[str, int] = {}
+    text = _text(raw)
+    if text is None:
+        return props
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        try:
+            props[key] = int(value.strip())
+        except ValueError:
+            continue
+    return props
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def gfx_target(version: int) -> str | None:
+    """KFD ``gfx_target_version`` → LLVM target: 110003 → gfx1103, 90010 → gfx90a."""
+    if version <= 0:
+        return None
+    major, minor, step = version // 10000, version // 100 % 100, version % 100
+    return f"gfx{major}{minor:x}{step:x}"
+
+
+@dataclass(frozen=True)
+class _KfdNode:
+    compute_units: int | None
+    gfx_target: str | None
+    render_minor: int | None
+    local_mem_bytes: int | None
+
+
+@dataclass
+class _Card:
+    """What stays true about one card while it stays on the bus: paths found once, identity."""
+
+    card: str
+    device: str  # ".../class/drm/cardN/device"
+    bdf: str | None
+    key: str
+    vendor_id: int
+    device_id: int | None
+    info: DeviceInfo
+    complete: bool = False  # False until discovered while awake
+    temp_input: str | None = None
+    temp_crit: str | None = None
+    power_inputs: tuple[str, ...] = ()
+    sclk_input: str | None = None
+    mclk_input: str | None = None
+    kfd_exposed: bool = False
+    last_metrics: GpuMetrics | None = field(default=None, repr=False)
+
+
+class AmdSysfsBackend:
+    """The Backend for AMD GPUs on Linux; see the module docstring for what it reads and why."""
+
+    name = BACKEND_NAME
+
+    def __init__(
+        self,
+        sys_dir: Path = Path("/sys"),
+        proc_dir: Path = Path("/proc"),
+        *,
+        processes: bool = True,
+        amdgpu_ids: Path | None = AMDGPU_IDS,
+    ) -> None:
+        self.sys_dir = sys_dir
+        self.proc_dir = proc_dir
+        self._amdgpu_ids = amdgpu_ids
+        self._usage = DrmUsageReader(proc_dir) if processes else None
+        self._cards: dict[str, _Card] = {}
+
+    def close(self) -> None:
+        self._cards.clear()
+
+    # -- layout -------------------------------------------------------------------------------------
+
+    def _layout(self) -> tuple[str, str]:
+        """(the drm class folder, the KFD topology folder)."""
+        root = str(self.sys_dir)
+        drm = f"{root}/class/drm"
+        if os.path.isdir(drm):
+            return drm, f"{root}/class/kfd/kfd/topology"
+        return root, f"{root}/kfd/topology"  # a captured /sys/class/drm (LACT layout)
+
+    # -- poll ---------------------------------------------------------------------------------------
+
+    def poll(self, now_s: float) -> BackendPoll:
+        try:
+            return self._poll(now_s)
+        except Exception:  # the Backend contract: never raise into the monitor
+            log.exception("amdgpu sysfs poll failed")
+            return BackendPoll()
+
+    def _poll(self, now_s: float) -> BackendPoll:
+        drm, kfd = self._layout()
+        cards = sorted(
+            (int(m.group(1)), name) for name in _listdir(drm) if (m := _CARD_RE.match(name)) is not None
+        )
+        readings: list[DeviceReading] = []
+        seen: set[str] = set()
+        for _, card_name in cards:
+            try:
+                reading = self._read_card(f"{drm}/{card_name}", card_name, kfd, now_s)
+            except Exception:
+                log.exception("reading %s failed", card_name)
+                continue
+            if reading is not None:
+                readings.append(reading)
+                seen.add(card_name)
+        for gone in self._cards.keys() - seen:
+            del self._cards[gone]
+        processes: tuple[ProcessUse, ...] = ()
+        if self._usage is not None and readings:
+            processes = self._processes(now_s)
+        return BackendPoll(readings=tuple(readings), processes=processes)
+
+    def _read_card(self, card_dir: str, card_name: str, kfd: str, now_s: float) -> DeviceReading | None:
+        device = f"{card_dir}/device"
+        runtime = _text(read_file_bytes(f"{device}/power/runtime_status", 64))
+        ident = _uevent(read_file_bytes(f"{device}/uevent", 4096))
+        if not ident and runtime is None:
+            return None  # gone (or not a device at all)
+        driver = ident.get("DRIVER")
+        if driver is not None and driver != "amdgpu":
+            return None
+        vendor_id, device_id = self._pci_ids(ident, device)
+        if vendor_id != AMD:
+            return None
+        bdf = normalize_bdf(ident.get("PCI_SLOT_NAME", "")) or normalize_bdf(
+            os.path.basename(os.path.realpath(device))
+        )
+        key = pci_key(bdf) if bdf is not None else f"drm:{card_name}"
+        card = self._cards.get(card_name)
+        if card is None or card.key != key or card.device_id != device_id:
+            card = self._new_card(card_name, device, bdf, key, vendor_id, device_id)
+            self._cards[card_name] = card
+        if runtime in ("suspended", "suspending"):
+            return DeviceReading(card.info, Sample(key, now_s, state="asleep", reason=ASLEEP_REASON))
+        metrics = parse_gpu_metrics(read_file_bytes(f"{device}/gpu_metrics"))
+        if not card.complete:
+            self._discover(card, kfd, metrics)
+        sample = self._sample(card, metrics, now_s)
+        card.last_metrics = metrics
+        if sample is None:
+            return None
+        return DeviceReading(card.info, sample)
+
+    @staticmethod
+    def _pci_ids(ident: dict[str, str], device: str) -> tuple[int | None, int | None]:
+        vendor, _, dev = ident.get("PCI_ID", "").partition(":")
+        try:
+            return int(vendor, 16), int(dev, 16)
+        except ValueError:
+            return _read_int(f"{device}/vendor"), _read_int(f"{device}/device")
+
+    def _name(
+        self, device_id: int | None, revision: int | None, compute_units: int | None, product: str | None
+    ) -> str:
+        if device_id is None:
+            return product or "AMD GPU"
+        return friendly_name(
+            AMD,
+            device_id,
+            revision=revision,
+            compute_units=compute_units,
+            fallback=product,
+            ids_path=self._amdgpu_ids,
+        )
+
+    def _new_card(
+        self, card_name: str, device: str, bdf: str | None, key: str, vendor_id: int, device_id: int | None
+    ) -> _Card:
+        """A card seen for the first time: identity only, nothing that could wake it."""
+        integrated = known_integrated(vendor_id, device_id) if device_id is not None else None
+        # A runtime-suspended AMD GPU is in practice a dGPU: APUs do not runtime-suspend.
+        kind: DeviceKind = "integrated" if integrated else "discrete"
+        info = DeviceInfo(
+            key=key,
+            name=self._name(device_id, None, None, None),
+            vendor="amd",
+            kind=kind,
+            backend=BACKEND_NAME,
+            pci_bdf=bdf,
+            drm_card=card_name,
+            pci_vendor_id=vendor_id,
+            pci_device_id=device_id,
+        )
+        return _Card(card_name, device, bdf, key, vendor_id, device_id, info)
+
+    def _discover(self, card: _Card, kfd: str, metrics: GpuMetrics | None) -> None:
+        """First look at an awake card: hwmon files, KFD node, totals, name and kind."""
+        device = card.device
+        self._find_hwmon(card)
+        node = _kfd_node(kfd, card.bdf)
+        card.kfd_exposed = node is not None
+        render = next((n for n in sorted(_listdir(f"{device}/drm")) if n.startswith("renderD")), None)
+        if render is None and node is not None and node.render_minor:
+            render = f"renderD{node.render_minor}"
+        revision = _read_int(f"{device}/revision")
+        product = _text(read_file_bytes(f"{device}/product_name", 4096))
+        vram_total = _read_int(f"{device}/mem_info_vram_total")
+        gtt_total = _read_int(f"{device}/mem_info_gtt_total")
+        compute_units = node.compute_units if node is not None else None
+        kind = _kind(card, metrics, node, vram_total)
+        temp_limit = None
+        if kind == "discrete" and card.temp_crit is not None:
+            crit = _read_int(card.temp_crit)
+            if crit is not None and 0 < crit < 200_000:
+                temp_limit = crit / 1000.0
+        card.info = DeviceInfo(
+            key=card.key,
+            name=self._name(card.device_id, revision, compute_units, product),
+            vendor="amd",
+            kind=kind,
+            backend=BACKEND_NAME,
+            pci_bdf=card.bdf,
+            vram_total_bytes=vram_total,
+            shared_total_bytes=gtt_total,
+            drm_card=card.card,
+            render_node=render,
+            gfx_target=node.gfx_target if node is not None else None,
+            compute_units=compute_units,
+            pci_vendor_id=card.vendor_id,
+            pci_device_id=card.device_id,
+            temp_limit_c=temp_limit,
+        )
+        card.complete = True
+
+    @staticmethod
+    def _find_hwmon(card: _Card) -> None:
+        hwmon_root = f"{card.device}/hwmon"
+        for hwmon in sorted(_listdir(hwmon_root)):
+            base = f"{hwmon_root}/{hwmon}"
+            files = set(_listdir(base))
+            if not files:
+                continue
+            labels = {
+                name[: -len("_label")]: _text(read_file_bytes(f"{base}/{name}", 256))
+                for name in files
+                if name.endswith("_label") and (name.startswith("temp") or name.startswith("freq"))
+            }
+            temp = next((s for s, label in labels.items() if s.startswith("temp") and label == "edge"), None)
+            if temp is None and "temp1_input" in files:
+                temp = "temp1"
+            if temp is not None and f"{temp}_input" in files:
+                card.temp_input = f"{base}/{temp}_input"
+                if f"{temp}_crit" in files:
+                    card.temp_crit = f"{base}/{temp}_crit"
+            card.power_inputs = tuple(
+                f"{base}/{name}" for name in ("power1_average", "power1_input") if name in files
+            )
+            for sensor, label in labels.items():
+                if sensor.startswith("freq") and f"{sensor}_input" in files:
+                    if label == "sclk":
+                        card.sclk_input = f"{base}/{sensor}_input"
+                    elif label == "mclk":
+                        card.mclk_input = f"{base}/{sensor}_input"
+            return
+
+    def _sample(self, card: _Card, metrics: GpuMetrics | None, now_s: float) -> Sample | None:
+        device = card.device
+        util_raw = _read_int(f"{device}/gpu_busy_percent")
+        util = float(util_raw) if util_raw is not None and 0 <= util_raw <= 100 else None
+        temp_c = None
+        if card.temp_input is not None:
+            milli = _read_int(card.temp_input)
+            temp_c = milli / 1000.0 if milli is not None else None
+        power_w = None
+        for path in card.power_inputs:
+            micro = _read_int(path)
+            if micro is not None and micro >= 0:
+                power_w = micro / 1e6
+                break
+        vram_used = _read_int(f"{device}/mem_info_vram_used")
+        vram_total = _read_int(f"{device}/mem_info_vram_total")
+        gtt_used = _read_int(f"{device}/mem_info_gtt_used")
+        gtt_total = _read_int(f"{device}/mem_info_gtt_total")
+        sclk = _current_level_mhz(read_file_bytes(f"{device}/pp_dpm_sclk", 4096))
+        if sclk is None and card.sclk_input is not None:
+            hz = _read_int(card.sclk_input)
+            sclk = round(hz / 1e6) if hz is not None else None
+        mclk = _current_level_mhz(read_file_bytes(f"{device}/pp_dpm_mclk", 4096))
+        if mclk is None and card.mclk_input is not None:
+            hz = _read_int(card.mclk_input)
+            mclk = round(hz / 1e6) if hz is not None else None
+        throttle: tuple[str, ...] | None = None
+        if metrics is not None:
+            util = util if util is not None else metrics.gfx_activity_percent
+            temp_c = temp_c if temp_c is not None else metrics.temp_c
+            power_w = power_w if power_w is not None else metrics.socket_power_w
+            sclk = sclk if sclk is not None else metrics.gfxclk_mhz
+            mclk = mclk if mclk is not None else metrics.uclk_mhz
+            throttle = metrics.throttle_reasons()
+            if throttle is None:
+                throttle = residency_throttle(card.last_metrics, metrics)
+        values = (util, temp_c, power_w, vram_used, vram_total, gtt_used, gtt_total, sclk, mclk)
+        if all(v is None for v in values) and not os.path.isdir(device):
+            return None  # the card went away while being read
+        missing = [
+            label
+            for label, value in (("util", util), ("temperature", temp_c), ("power", power_w))
+            if value is None
+        ]
+        return Sample(
+            key=card.key,
+            timestamp_s=now_s,
+            reason=f"not reported: {', '.join(missing)}" if missing else None,
+            util_percent=util,
+            temp_c=temp_c,
+            power_w=power_w,
+            vram_used_bytes=vram_used,
+            vram_total_bytes=vram_total,
+            shared_used_bytes=gtt_used,
+            shared_total_bytes=gtt_total,
+            sclk_mhz=sclk,
+            mclk_mhz=mclk,
+            throttle=throttle,
+        )
+
+    # -- processes ----------------------------------------------------------------------------------
+
+    def _processes(self, now_s: float) -> tuple[ProcessUse, ...]:
+        assert self._usage is not None
+        usage = self._usage.read(now_s)
+        by_bdf = {c.bdf: c.key for c in self._cards.values() if c.bdf is not None}
+        amd_keys = [c.key for c in sorted(self._cards.values(), key=lambda c: c.key)]
+        uses: list[ProcessUse] = []
+        placed: set[int] = set()
+        for use in usage.drm:
+            key = by_bdf.get(use.pdev) if use.pdev is not None else None
+            if key is None and use.pdev is None and use.driver == "amdgpu" and len(amd_keys) == 1:
+                key = amd_keys[0]
+            if key is None:
+                continue
+            uses.append(
+                ProcessUse(
+                    pid=use.pid,
+                    name=use.name,
+                    device=key,
+                    kind=_process_kind(use),
+                    vram_bytes=use.vram_bytes,
+                    shared_bytes=use.gtt_bytes,
+                    util_percent=use.util_percent,
+                )
+            )
+            if use.holds_kfd:
+                placed.add(use.pid)
+        kfd_keys = [c.key for c in sorted(self._cards.values(), key=lambda c: c.key) if c.kfd_exposed]
+        targets = kfd_keys or amd_keys
+        for pid, name in usage.kfd:
+            if pid in placed:
+                continue
+            uses.extend(ProcessUse(pid=pid, name=name, device=key, kind="rocm") for key in targets)
+        return tuple(uses)
+
+
+def _process_kind(use: DrmProcessUse) -> ProcessKind:
+    if use.holds_kfd:
+        return "rocm"
+    gfx = "gfx" in use.engines_used
+    compute = "compute" in use.engines_used
+    if gfx and compute:
+        return "mixed"
+    return "compute" if compute else "graphics"
+
+
+def _kind(
+    card: _Card, metrics: GpuMetrics | None, node: _KfdNode | None, vram_total: int | None
+) -> DeviceKind:
+    """Integrated or discrete: the id table, else the gpu_metrics layout, else KFD, else the VRAM size."""
+    if card.device_id is not None:
+        known = known_integrated(card.vendor_id, card.device_id)
+        if known is not None:
+            return "integrated" if known else "discrete"
+    if metrics is not None:
+        return "integrated" if metrics.is_apu else "discrete"
+    if node is not None and node.local_mem_bytes is not None:
+        return "integrated" if node.local_mem_bytes == 0 else "discrete"
+    if vram_total is not None:
+        return "integrated" if vram_total < _GIB else "discrete"
+    return "discrete"
+
+
+def _kfd_node(topology: str, bdf: str | None) -> _KfdNode | None:
+    """The KFD topology node of the GPU at ``bdf`` (matched on PCI domain and location id)."""
+    if bdf is None:
+        return None
+    domain_s, bus_s, devfn = bdf.split(":")
+    dev_s, _, fn_s = devfn.partition(".")
+    location = int(bus_s, 16) << 8 | int(dev_s, 16) << 3 | int(fn_s)
+    nodes = f"{topology}/nodes"
+    for node in _listdir(nodes):
+        props = _properties(read_file_bytes(f"{nodes}/{node}/properties", 1 << 14))
+        if props.get("location_id") != location or props.get("domain", 0) != int(domain_s, 16):
+            continue
+        simds = props.get("simd_count", 0)
+        if simds <= 0:
+            continue
+        per_cu = props.get("simd_per_cu") or 2
+        return _KfdNode(
+            compute_units=simds // per_cu,
+            gfx_target=gfx_target(props.get("gfx_target_version", 0)),
+            render_minor=props.get("drm_render_minor"),
+            local_mem_bytes=props.get("local_mem_size"),
+        )
+    return None
