@@ -12,6 +12,16 @@ from typing import Any
 # (``envs`` registers ``envs``; ``queue_cmds`` registers ``submit``, ``queue``, ``cancel`` ...).
 COMMAND_MODULES: dict[str, str] = {
     "status": "status",
+    "daemon": "queue_cmds",
+    "submit": "queue_cmds",
+    "run": "queue_cmds",
+    "queue": "queue_cmds",
+    "cancel": "queue_cmds",
+    "pause": "queue_cmds",
+    "resume": "queue_cmds",
+    "logs": "queue_cmds",
+    "retry": "queue_cmds",
+    "schedule": "queue_cmds",
 }
 
 Handler = Callable[[argparse.Namespace], int]

@@ -1,0 +1,545 @@
+"""The queue's command line: ``daemon``, ``submit``, ``run``, ``queue``, ``cancel``, ``pause``, ``resume``,
+``logs``, ``retry``, ``schedule``.
+
+``daemon`` runs the owner in this process; every other command is a thin client of the owner's socket
+(``gputray.scheduler.ipc``). Exit codes: 0 done, 1 the owner refused (the message says why), 2 bad
+usage, 3 no owner is running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gputray.scheduler import ipc
+from gputray.scheduler.commands.common import add_monitor_source_args, print_json
+from gputray.scheduler.paths import app_paths
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_NO_OWNER = 3
+
+STATES_HELP = "states: queued, waiting, running, succeeded, failed, cancelled, interrupted"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _register_daemon(sub)
+    _register_submit(sub)
+    _register_run(sub)
+    _register_queue(sub)
+    _register_simple(sub)
+    _register_logs(sub)
+    _register_schedule(sub)
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _fail(message: str, code: int = EXIT_REFUSED) -> int:
+    print(f"gputray: {message}", file=sys.stderr)
+    return code
+
+
+def _ask(op: str, **args: Any) -> dict[str, Any]:
+    with ipc.IpcClient(app_paths()) as client:
+        return client.request(op, **args)
+
+
+def _client_call(func: Any, args: argparse.Namespace) -> int:
+    """Run a client command; turn the IPC errors into messages and exit codes."""
+    try:
+        return int(func(args))
+    except ipc.OwnerNotRunning as exc:
+        return _fail(str(exc), EXIT_NO_OWNER)
+    except ipc.RemoteError as exc:
+        return _fail(exc.message, EXIT_REFUSED)
+    except ipc.IpcError as exc:
+        return _fail(str(exc), EXIT_REFUSED)
+    except _UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _short_time(iso: str | None) -> str:
+    if not iso:
+        return ""
+    stamp = dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone()
+    return stamp.strftime("%H:%M:%S")
+
+
+def _device_label(device: str | None) -> str:
+    return device or "-"
+
+
+def format_tasks(tasks: list[dict[str, Any]]) -> str:
+    if not tasks:
+        return "the queue is empty"
+    rows = [("ID", "STATE", "DEVICE", "NAME", "REASON")]
+    for t in tasks:
+        reason = t.get("reason") or ""
+        if t.get("exit_code") is not None and t["state"] in ("failed", "succeeded"):
+            reason = f"exit {t['exit_code']}" + (f"; {reason}" if reason else "")
+        rows.append((str(t["id"]), t["state"], _device_label(t.get("device")), t["name"], reason))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for r in rows:
+        cells = [r[i].ljust(widths[i]) for i in range(4)]
+        lines.append("  ".join([*cells, r[4]]).rstrip())
+    return "\n".join(lines)
+
+
+def _print_submitted(result: dict[str, Any], as_json: bool) -> None:
+    tasks = result.get("tasks", [])
+    if as_json:
+        print_json(tasks)
+        return
+    for t in tasks:
+        reason = f" ({t['reason']})" if t.get("reason") else ""
+        print(f"#{t['id']} {t['name']}: {t['state']}{reason}")
+
+
+# --------------------------------------------------------------------------------------------------
+# daemon
+
+
+def _register_daemon(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "daemon",
+        help="run the queue owner without a screen",
+        description=(
+            "Own the GPU queue headless: watch the GPUs, run queued tasks, answer `gputray submit`, "
+            "`queue` and the rest over a socket only this user can open. Stops on Ctrl+C, SIGTERM or "
+            "`gputray daemon --stop`. Only one owner runs per user (the tray app is one too)."
+        ),
+    )
+    add_monitor_source_args(p)
+    p.add_argument("--stop", action="store_true", help="ask the running owner to stop, then exit")
+    p.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="(default INFO)"
+    )
+    p.set_defaults(func=cmd_daemon)
+
+
+def _setup_daemon_logging(level: str) -> Path:
+    paths = app_paths()
+    paths.state_dir.mkdir(parents=True, exist_ok=True)
+    log_file = paths.state_dir / "daemon.log"
+    root = logging.getLogger("gputray")
+    root.setLevel(level)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in (logging.FileHandler(log_file, encoding="utf-8"), logging.StreamHandler(sys.stderr)):
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
+    return log_file
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    if args.stop:
+        return _client_call(lambda a: _print_stop(_ask("shutdown")), args)
+    from gputray.monitor.scenario import ScenarioError
+    from gputray.scheduler.owner import Owner
+
+    paths = app_paths()
+    log_file = _setup_daemon_logging(args.log_level)
+    demo = bool(args.demo or args.demo_scenario is not None)
+    owner = Owner(
+        paths,
+        demo=demo,
+        scenario=args.demo_scenario.resolve() if args.demo_scenario else None,
+        sysfs_root=args.sysfs_root,
+        proc_root=args.proc_root,
+    )
+    try:
+        owner.start()
+    except ipc.OwnerAlreadyRunning as exc:
+        return _fail(f"{exc}", EXIT_REFUSED)
+    except (ScenarioError, ipc.UnsafeIpcLocation) as exc:
+        return _fail(str(exc), EXIT_USAGE)
+
+    def on_signal(signum: int, frame: object) -> None:
+        owner.request_shutdown()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with contextlib.suppress(AttributeError):
+        signal.signal(signal.SIGHUP, on_signal)
+    address = owner.server.address if owner.server else "-"
+    mode = " (demo: simulated GPUs)" if demo else ""
+    print(f"gputray daemon {os.getpid()} owns the queue{mode}; socket {address}; log {log_file}", flush=True)
+    try:
+        while not owner.wait(0.5):
+            pass
+    finally:
+        owner.stop()
+    return 0
+
+
+def _print_stop(result: dict[str, Any]) -> int:
+    print(f"asked the owner (pid {result.get('pid')}) to stop")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# submit / run
+
+
+def _add_placement_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("where and when it runs")
+    g.add_argument(
+        "--device",
+        metavar="PREFS",
+        help="devices in order of preference, comma-separated: 5060ti, 780m, nvidia, amd, discrete, "
+        "integrated, cpu or a key like pci:0000:01:00.0",
+    )
+    g.add_argument(
+        "--on-busy",
+        choices=["wait", "redirect", "cpu"],
+        help="when the first choice is busy: wait for it, redirect to the first free other one, or use CPU",
+    )
+    g.add_argument("--max-wait", metavar="DURATION", help="wait at most this long (e.g. 10m), then redirect")
+    g.add_argument(
+        "--vram", metavar="SIZE", help="memory the job needs, e.g. 4GiB (checked before it starts)"
+    )
+    g.add_argument("--priority", type=int, help="higher runs first (default 0)")
+    g.add_argument("--at", metavar="TIME", help="not before TIME: HH:MM, +10m, or 2026-12-01T01:00")
+    g.add_argument(
+        "--window", metavar="HH:MM-HH:MM", help="only start inside this daily window, e.g. 01:00-07:00"
+    )
+    g.add_argument("--retries", type=int, help="retry this many times after a failure")
+    g.add_argument("--timeout", metavar="DURATION", help="stop the job after this long, e.g. 2h")
+    p.add_argument("--json", action="store_true", help="print the queued tasks as JSON")
+
+
+def overrides_from_args(args: argparse.Namespace, now_s: float | None = None) -> dict[str, Any]:
+    """CLI options → task field overrides (full field names), checked here for quick, clear errors."""
+    from gputray.scheduler.taskfile import parse_duration, parse_size
+    from gputray.scheduler.tasks import parse_window
+    from gputray.scheduler.timing import TimingError, parse_at
+
+    out: dict[str, Any] = {}
+    try:
+        if args.device:
+            prefs = [p.strip() for p in args.device.split(",") if p.strip()]
+            if not prefs:
+                raise _UsageError("--device needs at least one device")
+            out["device_prefs"] = prefs
+        if args.on_busy:
+            out["on_busy"] = args.on_busy
+        if args.max_wait:
+            out["max_wait_s"] = parse_duration(args.max_wait)
+        if args.vram:
+            out["vram_bytes"] = parse_size(args.vram)
+        if args.priority is not None:
+            out["priority"] = args.priority
+        if args.at:
+            out["start_at"] = parse_at(args.at, time.time() if now_s is None else now_s)
+        if args.window:
+            parse_window(args.window)
+            out["window"] = args.window
+        if args.retries is not None:
+            if args.retries < 0:
+                raise _UsageError("--retries must be 0 or more")
+            out["retries"] = args.retries
+        if args.timeout:
+            out["timeout_s"] = parse_duration(args.timeout)
+    except TimingError as exc:
+        raise _UsageError(str(exc)) from None
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    return out
+
+
+def _register_submit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "submit",
+        help="queue files (by recipe) or a task file",
+        description=(
+            "Queue one task per FILE, chosen by recipe: *.py → a PyTorch job, images → Real-ESRGAN ×4, "
+            "videos → an ffmpeg Vulkan upscale, *.gguf → llama-bench. Or queue a TOML task file with "
+            "--task. A missing program is reported now, not when the job would start."
+        ),
+    )
+    p.add_argument("files", nargs="*", metavar="FILE", help="files to process")
+    p.add_argument("--task", metavar="TASKFILE", help="a TOML task file (see the README for its keys)")
+    p.add_argument("--recipe", metavar="R", help="use recipe R for every FILE instead of matching by name")
+    _add_placement_args(p)
+    p.set_defaults(func=lambda a: _client_call(_cmd_submit, a))
+
+
+def _cmd_submit(args: argparse.Namespace) -> int:
+    overrides = overrides_from_args(args)
+    cwd = os.getcwd()
+    if args.task:
+        if args.files:
+            raise _UsageError("give either FILE... or --task TASKFILE, not both")
+        if args.recipe:
+            raise _UsageError("--recipe applies to FILE..., not to a task file")
+        result = _ask("submit", task_file=str(Path(args.task).absolute()), overrides=overrides, cwd=cwd)
+    else:
+        if not args.files:
+            raise _UsageError("nothing to submit: give FILE... or --task TASKFILE")
+        files = [str(Path(f).absolute()) for f in args.files]
+        result = _ask("submit_files", files=files, recipe=args.recipe, overrides=overrides, cwd=cwd)
+    _print_submitted(result, args.json)
+    return 0
+
+
+def _register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "run",
+        help="queue a command: gputray run [OPTIONS] -- PROGRAM ARGS...",
+        description=(
+            "Queue any program as a command job. The GPU is chosen through environment variables "
+            "(CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, GPUTRAY_DEVICE ...); the arguments are passed "
+            "as a list, never through a shell."
+        ),
+    )
+    p.add_argument("--name", help="a name for the queue listing (default: the program)")
+    _add_placement_args(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS", help="what to run")
+    p.set_defaults(func=lambda a: _client_call(_cmd_run, a))
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    argv = list(args.command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise _UsageError("nothing to run: gputray run [OPTIONS] -- PROGRAM ARGS...")
+    overrides = overrides_from_args(args)
+    result = _ask("run", argv=argv, name=args.name, overrides=overrides, cwd=os.getcwd())
+    _print_submitted(result, args.json)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# queue
+
+
+def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "queue",
+        help="list queued and running tasks",
+        description=f"List the tasks waiting or running, with why each waits. {STATES_HELP}.",
+    )
+    p.add_argument("--all", action="store_true", help="include finished tasks")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="a JSON list; per task: id, name, kind, state, device, env, reason, exit_code, attempts, "
+        "submitted_at, started_at, ended_at, log_path (times ISO 8601 UTC)",
+    )
+    p.add_argument(
+        "--watch",
+        nargs="?",
+        type=float,
+        const=1.0,
+        metavar="SECONDS",
+        help="refresh every SECONDS until Ctrl+C",
+    )
+    p.set_defaults(func=lambda a: _client_call(_cmd_queue, a))
+
+
+def _cmd_queue(args: argparse.Namespace) -> int:
+    with ipc.IpcClient(app_paths()) as client:
+        while True:
+            result = client.request("queue", all=args.all)
+            tasks = result.get("tasks", [])
+            if args.json:
+                print_json(tasks)
+            else:
+                if args.watch:
+                    sys.stdout.write("\x1b[H\x1b[2J")
+                paused = [k for k, v in (result.get("paused") or {}).items() if v]
+                if paused:
+                    print(f"paused: {', '.join(paused)}")
+                print(format_tasks(tasks))
+            sys.stdout.flush()
+            if not args.watch:
+                return 0
+            try:
+                time.sleep(max(0.2, args.watch))
+            except KeyboardInterrupt:
+                return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# cancel / retry / pause / resume
+
+
+def _register_simple(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "cancel",
+        help="cancel tasks",
+        description="Cancel tasks; a running one is stopped with its whole process tree.",
+    )
+    p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=lambda a: _client_call(_cmd_cancel, a))
+
+    p = sub.add_parser(
+        "retry",
+        help="queue a finished task again",
+        description="Queue a failed, cancelled or interrupted task again.",
+    )
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=lambda a: _client_call(_cmd_retry, a))
+
+    for name, verb in (("pause", "Stop starting"), ("resume", "Start again")):
+        p = sub.add_parser(
+            name,
+            help=f"{name} the queue or one device",
+            description=f"{verb} new tasks on DEVICE (5060ti, 780m, cpu or a device key), or on all devices. "
+            "Running tasks are not touched.",
+        )
+        p.add_argument("device", nargs="?", metavar="DEVICE")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(func=lambda a, op=name: _client_call(lambda x: _cmd_pause(x, op), a))
+
+
+def _cmd_cancel(args: argparse.Namespace) -> int:
+    result = _ask("cancel", ids=list(args.ids))
+    if args.json:
+        print_json(result)
+    else:
+        for t in result.get("tasks", []):
+            print(f"#{t['id']} {t['name']}: {t['state']}")
+    for err in result.get("errors", []):
+        print(f"gputray: {err}", file=sys.stderr)
+    return EXIT_REFUSED if result.get("errors") else 0
+
+
+def _cmd_retry(args: argparse.Namespace) -> int:
+    result = _ask("retry", id=args.id)
+    if args.json:
+        print_json(result["task"])
+    else:
+        t = result["task"]
+        print(f"#{t['id']} {t['name']}: {t['state']}")
+    return 0
+
+
+def _cmd_pause(args: argparse.Namespace, op: str) -> int:
+    result = _ask(op, device=args.device)
+    paused = result.get("paused") or {}
+    if args.json:
+        print_json(paused)
+    else:
+        on = [k for k, v in paused.items() if v]
+        print(f"paused: {', '.join(on)}" if on else "nothing is paused")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# logs
+
+
+def _register_logs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "logs", help="print a task's output", description="Print a task's log (stdout and stderr)."
+    )
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing until the task finishes")
+    p.set_defaults(func=lambda a: _client_call(_cmd_logs, a))
+
+
+def _cmd_logs(args: argparse.Namespace) -> int:
+    offset = 0
+    out = sys.stdout
+    with ipc.IpcClient(app_paths()) as client:
+        while True:
+            chunk = client.request("logs", id=args.id, offset=offset)
+            text = chunk.get("text", "")
+            if text:
+                out.write(text)
+                out.flush()
+            moved = chunk["offset"] != offset
+            offset = chunk["offset"]
+            if moved:
+                continue
+            if not args.follow or chunk.get("finished") or chunk.get("state") == "interrupted":
+                if not chunk.get("log_path") and not args.follow:
+                    print(f"gputray: task {args.id} has no log yet ({chunk.get('state')})", file=sys.stderr)
+                return 0
+            try:
+                time.sleep(0.25)
+            except KeyboardInterrupt:
+                return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# schedule
+
+
+def _register_schedule(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "schedule",
+        help="recurring submissions (cron)",
+        description=(
+            "Submit a task file on a schedule. Runs missed while the computer slept or gputray was not "
+            "running are made up once, not once per missed run."
+        ),
+    )
+    s = p.add_subparsers(dest="schedule_cmd", metavar="ACTION")
+    add = s.add_parser(
+        "add", help="add a schedule", description='e.g. gputray schedule add --cron "0 3 * * *" nightly.toml'
+    )
+    add.add_argument(
+        "--cron",
+        required=True,
+        metavar="'M H DOM MON DOW'",
+        help='five crontab fields, local time: "0 3 * * *"',
+    )
+    add.add_argument("task", metavar="TASKFILE")
+    add.add_argument("--name", help="a name for the listing")
+    add.add_argument("--json", action="store_true")
+    lst = s.add_parser("list", help="list schedules")
+    lst.add_argument("--json", action="store_true")
+    rm = s.add_parser("remove", help="remove a schedule")
+    rm.add_argument("id", metavar="ID")
+    rm.add_argument("--json", action="store_true")
+    p.set_defaults(func=lambda a: _client_call(_cmd_schedule, a), _parser=p)
+
+
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    if args.schedule_cmd == "add":
+        result = _ask(
+            "schedule_add",
+            cron=args.cron,
+            task_file=str(Path(args.task).absolute()),
+            name=args.name,
+            cwd=os.getcwd(),
+        )
+        entries = [result["schedule"]]
+    elif args.schedule_cmd == "remove":
+        result = _ask("schedule_remove", id=args.id)
+        entries = [result["schedule"]]
+    elif args.schedule_cmd == "list":
+        entries = _ask("schedule_list")["schedules"]
+    else:
+        args._parser.print_help()
+        return EXIT_USAGE
+    if args.json:
+        print_json(entries if args.schedule_cmd == "list" else entries[0])
+        return 0
+    if not entries:
+        print("no schedules")
+    for e in entries:
+        prefix = "removed " if args.schedule_cmd == "remove" else ""
+        nxt = f", next {e['next_run_at']}" if e.get("next_run_at") else ""
+        err = f", last error: {e['last_error']}" if e.get("last_error") else ""
+        print(f"{prefix}#{e['id']} {e['name']}: {e['cron']} → {e['task_file']}{nxt}{err}")
+    return 0
