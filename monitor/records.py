@@ -37,6 +37,7 @@ class DeviceInfo:
     pci_device_id: int | None = None
     temp_limit_c: float | None = None
     simulated: bool = False
+    windows_luid: str | None = None  # PDH/DXGI adapter LUID, "0x00000000_0x0000D1B5"
 
 
 @dataclass(frozen=True)
