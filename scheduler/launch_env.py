@@ -1,0 +1,151 @@
+"""The argv and environment a job gets on a device (DESIGN.md, "Environments and devices").
+
+- NVIDIA: ``CUDA_VISIBLE_DEVICES=<GPU-uuid>`` and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; ROCm variables removed.
+- AMD: ``ROCR_VISIBLE_DEVICES=<ROCm index>`` and ``HIP_VISIBLE_DEVICES=0``; ``CUDA_VISIBLE_DEVICES`` is
+  *removed* (HIP honours it too). ROCr filters first, so inside the job the chosen GPU is HIP device 0;
+  a HIP index equal to the ROCm index would point past the end whenever that index is not 0.
+  The ROCm index comes from the KFD topology (``gputray.monitor.device_map.rocm_indices``); when KFD
+  is not readable (Windows, no ROCm, simulated devices) the index of the AMD GPU among the known AMD
+  GPUs is used, which is 0 for the usual single AMD GPU.
+- CPU: ``CUDA_VISIBLE_DEVICES=""`` and ``HIP_VISIBLE_DEVICES=""`` (and ``ROCR_VISIBLE_DEVICES`` removed).
+- Then the Python env's extra variables (``HSA_OVERRIDE_GFX_VERSION`` …), then the task's own ``env``
+  (placeholders such as ``{vk_index}`` filled in), then ``GPUTRAY_TASK_ID`` and ``GPUTRAY_DEVICE``.
+
+Argument lists are built element by element: a placeholder's value is inserted verbatim and never
+passes through a shell or through a second round of substitution.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from gputray.monitor.records import DeviceInfo
+from gputray.scheduler.tasks import TaskSpec, substitute
+
+GPU_SELECTION_VARS = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+)
+
+
+def out_path(spec: TaskSpec) -> str:
+    """``{out}``: the spec's ``out`` template (relative → next to the input file), or ``<stem>_out<ext>``."""
+    first = Path(spec.files[0]) if spec.files else None
+    stem = first.stem if first else spec.name
+    folder = first.parent if first else Path(spec.cwd or ".")
+    if spec.out:
+        rendered = substitute(spec.out, {"stem": stem, "file": str(first or "")})
+        p = Path(rendered).expanduser()
+        return str(p if p.is_absolute() else folder / p)
+    suffix = first.suffix if first else ""
+    return str(folder / f"{stem}_out{suffix}")
+
+
+def placeholder_values(spec: TaskSpec, *, device_key: str, vk_index: int | None) -> dict[str, str]:
+    """Values for ``{file} {stem} {out} {vk_index} {device}``. ``{vk_index}`` is absent when unknown."""
+    first = Path(spec.files[0]) if spec.files else None
+    values = {
+        "file": str(first) if first else "",
+        "stem": first.stem if first else spec.name,
+        "out": out_path(spec),
+        "device": device_key,
+    }
+    if vk_index is not None:
+        values["vk_index"] = str(vk_index)
+    return values
+
+
+def needs_vk_index(spec: TaskSpec) -> bool:
+    texts = [*spec.argv, *spec.args, *spec.env.values()]
+    return any("{vk_index}" in t for t in texts)
+
+
+class LaunchError(ValueError):
+    """The job cannot be started as asked (a placeholder without a value …); the message says why."""
+
+
+def render_argv(spec: TaskSpec, values: Mapping[str, str], *, python: str | None = None) -> list[str]:
+    """The argv list: torch → ``[python, script, *args]``; vulkan/command → the template, filled in."""
+    if spec.kind == "torch":
+        if spec.script is None:
+            raise LaunchError(f"{spec.name}: a torch task needs a script")
+        head = [python or "python3", spec.script]
+        items: Sequence[str] = spec.args
+    else:
+        head = []
+        items = spec.argv
+    out = [*head]
+    for item in items:
+        text = substitute(item, values)
+        if "{vk_index}" in item and "vk_index" not in values:
+            raise LaunchError(f"{spec.name}: no Vulkan device index is known for {values.get('device')}")
+        out.append(text)
+    return out
+
+
+def rocm_index_for(
+    info: DeviceInfo, known: Sequence[DeviceInfo] = (), sysfs_root: Path = Path("/sys")
+) -> int:
+    """ROCm (ROCR) index of an AMD GPU: KFD topology order when readable, else its rank among AMD GPUs."""
+    if not info.simulated:
+        try:
+            from gputray.monitor.device_map import rocm_indices
+
+            index = rocm_indices(sysfs_root).get(info.key)
+        except Exception:  # an optional helper: never let it stop a launch
+            index = None
+        if index is not None:
+            return index
+    amd = sorted({d.key for d in known if d.vendor == "amd" and d.kind != "cpu"} | {info.key})
+    return amd.index(info.key)
+
+
+def build_env(
+    base: Mapping[str, str],
+    device: DeviceInfo,
+    *,
+    task_id: int,
+    extra: Mapping[str, str] = {},
+    task_env: Mapping[str, str] = {},
+    values: Mapping[str, str] = {},
+    rocm_index: int | None = None,
+) -> dict[str, str]:
+    """The full environment for a job on ``device`` (a GPU's DeviceInfo, or one with kind ``cpu``).
+
+    ``base`` is usually ``os.environ``; ``extra`` the Python env's variables; ``task_env`` the task's
+    own (placeholders filled from ``values``). GPU selection is decided here, last word is ours:
+    selection variables the user set globally would point the job at the wrong GPU.
+    """
+    env = {k: v for k, v in base.items() if k not in GPU_SELECTION_VARS}
+    env.update(extra)
+    for name, value in task_env.items():
+        text = substitute(value, values)
+        if "{vk_index}" in value and "vk_index" not in values:
+            raise LaunchError(f"{name}: no Vulkan device index is known for {device.name}")
+        env[name] = text
+    for var in GPU_SELECTION_VARS:
+        env.pop(var, None)
+    if device.kind == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["HIP_VISIBLE_DEVICES"] = ""
+    elif device.vendor == "nvidia":
+        env["CUDA_VISIBLE_DEVICES"] = device.uuid or (
+            str(device.nvml_index) if device.nvml_index is not None else "0"
+        )
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    elif device.vendor == "amd":
+        env["ROCR_VISIBLE_DEVICES"] = str(rocm_index if rocm_index is not None else 0)
+        env["HIP_VISIBLE_DEVICES"] = "0"
+    env["GPUTRAY_TASK_ID"] = str(task_id)
+    env["GPUTRAY_DEVICE"] = device.key
+    env.setdefault("PYTHONUNBUFFERED", "1")  # logs show up as the job prints, not at exit
+    return env
+
+
+def current_env() -> dict[str, str]:
+    return dict(os.environ)
