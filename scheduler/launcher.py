@@ -1,0 +1,192 @@
+"""Start a job process and watch it: argv list (never a shell), its own process group/session,
+stdout+stderr appended to the task's log file, optional timeout, whole-tree kill, exit callback.
+
+A watcher thread per job waits on the process and calls ``on_exit(job, returncode)`` the moment it
+ends, so the next job can be dispatched at once. When the main process ends, anything it left in
+its process group is stopped too: a finished job must not keep holding a GPU through a straggler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import psutil
+
+KillReason = Literal["cancelled", "timeout", "lost", "shutdown"]
+
+
+class LaunchFailed(OSError):
+    """The program could not be started (not found, not executable, bad folder); the message says which."""
+
+
+class Job:
+    """A running (or finished) job. ``kill_reason`` says why we stopped it, None if it ended by itself."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        log_path: Path,
+        on_exit: Callable[[Job, int], None] | None,
+        timeout_s: float | None,
+        grace_s: float,
+    ) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.log_path = log_path
+        self.started_at = time.time()
+        self.kill_reason: KillReason | None = None
+        self.returncode: int | None = None
+        self._on_exit = on_exit
+        self._timeout_s = timeout_s
+        self._grace_s = grace_s
+        self._done = threading.Event()
+        try:
+            self.create_time: float | None = psutil.Process(proc.pid).create_time()
+        except (psutil.Error, OSError):
+            self.create_time = None
+        self._watcher = threading.Thread(target=self._watch, name=f"gputray-job-{proc.pid}", daemon=True)
+        self._watcher.start()
+
+    @property
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait until the job has ended *and* its exit callback has run; the return code, None on timeout."""
+        self._done.wait(timeout)
+        return self.returncode
+
+    def _watch(self) -> None:
+        deadline = None if self._timeout_s is None else time.monotonic() + self._timeout_s
+        code: int | None = None
+        while code is None:
+            try:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                code = self.proc.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                if self.kill_reason is None:
+                    self.kill_reason = "timeout"
+                self._kill_tree(grace_s=self._grace_s)
+                deadline = None
+        _kill_group_leftovers(self.pid)
+        self.returncode = code
+        try:
+            if self._on_exit is not None:
+                self._on_exit(self, code)
+        finally:
+            self._done.set()
+
+    def cancel(self, reason: KillReason = "cancelled", *, wait: bool = False) -> None:
+        """Stop the whole process tree: SIGTERM (CTRL_BREAK on Windows), then SIGKILL after the grace time.
+
+        Returns at once unless ``wait``; the exit callback reports the end either way.
+        """
+        if self._done.is_set():
+            return
+        if self.kill_reason is None:
+            self.kill_reason = reason
+        if wait:
+            self._kill_tree(grace_s=self._grace_s)
+            self.wait()
+        else:
+            threading.Thread(
+                target=self._kill_tree,
+                kwargs={"grace_s": self._grace_s},
+                name=f"gputray-kill-{self.pid}",
+                daemon=True,
+            ).start()
+
+    def _kill_tree(self, *, grace_s: float) -> None:
+        try:
+            parent = psutil.Process(self.pid)
+            procs = [*parent.children(recursive=True), parent]
+        except (psutil.Error, OSError):
+            procs = []
+        _signal_group(self.pid, graceful=True)
+        for p in procs:
+            with contextlib.suppress(psutil.Error, OSError):
+                p.terminate()
+        _, alive = psutil.wait_procs(procs, timeout=grace_s) if procs else ([], [])
+        _signal_group(self.pid, graceful=False)
+        for p in alive:
+            with contextlib.suppress(psutil.Error, OSError):
+                p.kill()
+        if alive:
+            psutil.wait_procs(alive, timeout=2)
+
+
+def _signal_group(pgid: int, *, graceful: bool) -> None:
+    if sys.platform == "win32":
+        return  # no process groups to signal as such; psutil handles each process
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, signal.SIGTERM if graceful else signal.SIGKILL)
+
+
+def _kill_group_leftovers(pgid: int) -> None:
+    if sys.platform != "win32":
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def launch(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    log_path: Path,
+    cwd: str | Path | None = None,
+    on_exit: Callable[[Job, int], None] | None = None,
+    timeout_s: float | None = None,
+    header: str | None = None,
+    grace_s: float = 3.0,
+) -> Job:
+    """Start ``argv`` (a list; element 0 is looked up on PATH, nothing is ever parsed by a shell).
+
+    Output (stdout and stderr together) is appended to ``log_path``; ``header`` is written first.
+    ``on_exit(job, returncode)`` runs in the watcher thread as soon as the process ends (negative
+    return code: killed by that signal on POSIX). Raises LaunchFailed when the program cannot start.
+    """
+    if not argv:
+        raise LaunchFailed("nothing to run: the argument list is empty")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    kwargs: dict[str, Any] = {}
+    if sys.platform == "win32":
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | getattr(
+            subprocess, "CREATE_NO_WINDOW", 0
+        )
+    else:
+        kwargs["start_new_session"] = True
+    with log_path.open("ab") as log:
+        if header:
+            log.write(header.encode("utf-8", "replace") + b"\n")
+            log.flush()
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                env=dict(env),
+                cwd=str(cwd) if cwd else None,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                close_fds=True,
+                **kwargs,
+            )
+        except FileNotFoundError as exc:
+            missing = argv[0] if exc.filename in (None, argv[0]) else exc.filename
+            what = "folder" if cwd and exc.filename == str(cwd) else "program"
+            msg = f"cannot start {argv[0]}: the {what} {missing} does not exist"
+            log.write(f"gputray: {msg}\n".encode())
+            raise LaunchFailed(msg) from None
+        except (PermissionError, NotADirectoryError, OSError) as exc:
+            msg = f"cannot start {argv[0]}: {exc.strerror or exc}"
+            log.write(f"gputray: {msg}\n".encode())
+            raise LaunchFailed(msg) from None
+    return Job(proc, log_path, on_exit, timeout_s, grace_s)
