@@ -1,0 +1,126 @@
+"""``gputray`` without a subcommand: the tray app, and the owner of the queue when none is running.
+
+Start-up order keeps the icon quick and the instance single:
+1. Ask the socket whether an owner answers. If one does, hand it the files and exit (0).
+2. Show the tray icon at once (a placeholder picture).
+3. In a worker thread: pick the monitor (the real backends; simulated GPUs in demo mode, or when no
+   real GPU is found, labelled DEMO everywhere), then start the Owner in-process with that one
+   monitor — the only poller in the process. Snapshots and queue events come back as Qt signals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+log = logging.getLogger("gputray.gui")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gputray",
+        description=(
+            "Start the gputray tray app: a live icon per GPU, a panel at one click, and the local job "
+            "queue. Files given here become jobs. When gputray is already running, the files are "
+            "handed to it and this command exits. Subcommands (gputray queue, submit, doctor, ...) "
+            "are the command line client: see `gputray status --help`."
+        ),
+    )
+    p.add_argument("files", nargs="*", metavar="FILE", help="files to queue (one job per file)")
+    p.add_argument("--demo", action="store_true", help="simulate an RTX 5060 Ti and a Radeon 780M")
+    p.add_argument("--demo-scenario", type=Path, metavar="TOML", help="scripted external load for the demo")
+    p.add_argument("--sysfs-root", type=Path, default=Path("/sys"), help="read this folder as /sys")
+    p.add_argument("--proc-root", type=Path, default=Path("/proc"), help="read this folder as /proc")
+    p.add_argument(
+        "--install-desktop-entry",
+        action="store_true",
+        help="install a Linux .desktop file so file managers offer 'Open with gputray', then exit",
+    )
+    p.add_argument(
+        "--install-send-to", action="store_true", help="add gputray to Windows' Send To menu, then exit"
+    )
+    return p
+
+
+def setup_logging(log_file: Path | None) -> None:
+    root = logging.getLogger("gputray")
+    root.setLevel(logging.INFO)
+    fmt = logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not any(isinstance(h, logging.StreamHandler) for h in root.handlers):
+        stream = logging.StreamHandler(sys.stderr)
+        stream.setFormatter(fmt)
+        stream.setLevel(logging.WARNING)
+        root.addHandler(stream)
+    if log_file is not None:
+        with contextlib.suppress(OSError):
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.FileHandler(log_file, encoding="utf-8")
+            handler.setFormatter(fmt)
+            root.addHandler(handler)
+
+
+def hand_over(files: Sequence[str]) -> int | None:
+    """If an owner answers, give it the files and return an exit code; None when nobody answers."""
+    from gputray.scheduler import ipc
+    from gputray.scheduler.paths import app_paths
+
+    paths = app_paths()
+    try:
+        with ipc.IpcClient(paths, timeout_s=30.0) as client:
+            pong = client.request("ping")
+            if not files:
+                print(f"gputray is already running (pid {pong.get('pid')}).")
+                return 0
+            absolute = [str(Path(f).expanduser().absolute()) for f in files]
+            try:
+                result = client.request("submit_files", files=absolute, cwd=os.getcwd())
+            except ipc.RemoteError as exc:
+                print(f"gputray: {exc}", file=sys.stderr)
+                return 1
+            for task in result.get("tasks", []):
+                print(f"queued #{task.get('id')}: {task.get('name')}")
+            return 0
+    except ipc.OwnerNotRunning:
+        return None
+    except ipc.IpcError as exc:
+        log.warning("the running gputray did not answer properly (%s); starting our own", exc)
+        return None
+
+
+def run_tray(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.install_desktop_entry or args.install_send_to:
+        from gputray.gui import desktop_integration
+
+        try:
+            if args.install_desktop_entry:
+                print(f"installed {desktop_integration.install_desktop_entry()}")
+            if args.install_send_to:
+                print(f"installed {desktop_integration.install_send_to()}")
+        except OSError as exc:
+            print(f"gputray: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    if args.demo_scenario is not None and not args.demo_scenario.is_file():
+        print(f"gputray: the scenario file {args.demo_scenario} does not exist", file=sys.stderr)
+        return 2
+    handed = hand_over(args.files)
+    if handed is not None:
+        return handed
+
+    from gputray.scheduler.paths import app_paths
+
+    setup_logging(app_paths().state_dir / "gputray.log")
+    from gputray.gui.tray_app import TrayApp, make_application
+
+    qapp = make_application()
+    tray_app = TrayApp(args)
+    tray_app.start()
+    code = qapp.exec()
+    tray_app.shutdown()
+    return int(code) if code is not None else tray_app.exit_code

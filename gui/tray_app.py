@@ -1,0 +1,606 @@
+"""The running tray app: wires the owner (monitor + queue) to the icon, panel, menu, bubble and dialogs.
+
+Threads: the monitor calls back from its own thread and the queue from its worker threads; both only
+emit Qt signals here, so every widget is touched on the GUI thread. Nothing polls the hardware here:
+the one Monitor inside the Owner does, and its snapshots are pushed to us.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QIcon
+from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
+
+from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
+from gputray.gui.gui_state import GuiState
+from gputray.gui.i18n import install_language, resolve_language, tr
+from gputray.gui.menu import TrayMenu
+from gputray.gui.notifications import Notice, Notifier
+from gputray.gui.panel import Panel
+from gputray.gui.queue_model import QueueModel
+from gputray.gui.tray_icon import TrayIconController, make_icon, picture_for, short_name, summary_line
+from gputray.monitor.records import Snapshot
+from gputray.resources import resource_path
+from gputray.scheduler.paths import app_paths
+
+log = logging.getLogger("gputray.gui")
+
+NO_GPU_NOTE = "No GPU was found on this machine, so gputray shows two simulated GPUs (DEMO)."
+
+
+def make_application() -> QApplication:
+    existing = QApplication.instance()
+    if isinstance(existing, QApplication):
+        return existing
+    app = QApplication([__import__("sys").argv[0]])
+    app.setApplicationName("gputray")
+    app.setOrganizationName("gputray")
+    app.setQuitOnLastWindowClosed(False)
+    icon_file = resource_path("icons/gputray.svg")
+    if icon_file.exists():
+        app.setWindowIcon(QIcon(str(icon_file)))
+    return app
+
+
+def parse_paused(value: Any) -> tuple[bool, set[str]]:
+    """The queue's paused state in whichever shape it comes: dict, list of device keys, or bool."""
+    if isinstance(value, bool):
+        return value, set()
+    if isinstance(value, dict):
+        all_paused = bool(value.get("all") or value.get("queue") or value.get("global"))
+        devices = value.get("devices", [])
+        return all_paused, {str(d) for d in devices} if isinstance(devices, list | tuple | set) else set()
+    if isinstance(value, list | tuple | set | frozenset):
+        keys = {str(d) for d in value if d is not None}
+        return ("*" in keys or "all" in keys or None in value), keys - {"*", "all"}
+    return False, set()
+
+
+class TrayApp(QObject):
+    snapshot_arrived = Signal(object)
+    queue_event_arrived = Signal(str, object, str)
+    owner_started = Signal(object)
+
+    def __init__(self, args: argparse.Namespace, *, tray_available: bool | None = None) -> None:
+        super().__init__(None)
+        from gputray.scheduler.config import ConfigError, load_config
+
+        self.args = args
+        self.paths = app_paths()
+        self.exit_code = 0
+        try:
+            self.config = load_config()
+            self.config_error: str | None = None
+        except ConfigError as exc:
+            from gputray.scheduler.config import default_config
+
+            self.config = default_config()
+            self.config_error = str(exc)
+        gui_cfg = self.config.get("gui", {})
+        install_language(resolve_language(gui_cfg.get("language")))
+        self.state = GuiState(self.paths.state_dir / "gui_state.json")
+        self.demo = bool(args.demo or args.demo_scenario)
+        self.owner: Any = None
+        self.monitor: Any = None
+        self.latest: Snapshot | None = None
+        self.note: str | None = self.config_error
+        self._unsubscribe: Any = None
+        self._starting = False
+        self.dashboard: Any = None
+        self.bubble: Any = None
+        self.paused_all = False
+        self.paused_devices: set[str] = set()
+        self.tray_available = (
+            QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None else tray_available
+        )
+        self.model = QueueModel(self)
+        th = self.config.get("thresholds", {})
+        self.temp_limit_c = float(th.get("temp_limit_c", 85.0))
+        self.igpu_temp_limit_c = float(th.get("igpu_temp_limit_c", 90.0))
+
+        self.tray = QSystemTrayIcon(self)
+        self.icon_ctl = TrayIconController(self.tray)
+        self.notifier = Notifier(self._show_notice, enabled=gui_cfg.get("notifications") or None)
+        self.tray.activated.connect(self._on_activated)
+        self.tray.messageClicked.connect(self._on_message_clicked)
+        self._build_windows()
+
+        self.snapshot_arrived.connect(self._on_snapshot, Qt.ConnectionType.QueuedConnection)
+        self.queue_event_arrived.connect(self._on_queue_event, Qt.ConnectionType.QueuedConnection)
+        self.owner_started.connect(self._on_owner_started, Qt.ConnectionType.QueuedConnection)
+        self.visible_timer = QTimer(self)  # runs only while the panel is on screen
+        self.visible_timer.setInterval(1000)
+        self.visible_timer.timeout.connect(self._tick_visible)
+        self._ticks = 0
+
+    # -- windows ---------------------------------------------------------------------------------------
+    def _build_windows(self) -> None:
+        windowed = not self.tray_available
+        self.panel = Panel(self.model, demo=self.demo, windowed=windowed)
+        self.panel.cancel_requested.connect(self.cancel)
+        self.panel.retry_requested.connect(self.retry)
+        self.panel.move_requested.connect(self.move)
+        self.panel.pause_requested.connect(self.pause)
+        self.panel.resume_requested.connect(self.resume)
+        self.panel.open_log_requested.connect(self.open_log)
+        self.panel.files_dropped.connect(self.drop_files)
+        self.panel.dashboard_requested.connect(self.open_dashboard)
+        self.panel.installEventFilter(self)
+        self.menu = TrayMenu(None, demo=self.demo)
+        self.menu.show_panel_action.triggered.connect(lambda: self.show_panel(None))
+        self.menu.pause_action.toggled.connect(lambda on: self.pause(None) if on else self.resume(None))
+        self.menu.dashboard_action.triggered.connect(self.open_dashboard)
+        self.menu.doctor_action.triggered.connect(self.run_doctor)
+        self.menu.settings_action.triggered.connect(self.open_settings)
+        self.menu.demo_action.toggled.connect(self.set_demo)
+        self.menu.bubble_action.toggled.connect(self.set_bubble)
+        self.menu.quit_action.triggered.connect(self.quit)
+        self.tray.setContextMenu(self.menu)
+        if windowed:
+            self.panel.set_notice(
+                tr(
+                    "No system tray was found on this desktop (for example stock GNOME without the "
+                    "AppIndicator extension), so gputray runs as this window. Closing it quits gputray."
+                )
+            )
+
+    def eventFilter(self, watched: QObject, event: Any) -> bool:
+        from PySide6.QtCore import QEvent
+
+        if watched is self.panel:
+            if event.type() == QEvent.Type.Show:
+                self._on_panel_shown()
+            elif event.type() == QEvent.Type.Hide:
+                self.visible_timer.stop()
+            elif event.type() == QEvent.Type.Close and not self.tray_available:
+                self.quit()
+        return False
+
+    # -- start / stop ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.icon_ctl.update(
+            picture_for(None, waiting=0, demo=self.demo),
+            summary_line(None, waiting=0, running=0, demo=self.demo),
+        )
+        if self.tray_available:
+            self.tray.show()
+            log.info("tray icon shown")
+        else:
+            log.warning("no system tray available: showing the panel as a window")
+            self.panel.show()
+        self.start_owner(force_demo=self.demo)
+        if self.state.get("bubble_visible", False):
+            self.menu.bubble_action.setChecked(True)
+
+    def start_owner(self, *, force_demo: bool) -> None:
+        if self._starting:
+            return
+        self._starting = True
+        args = self.args
+
+        def work() -> None:
+            result: object
+            try:
+                result = self._make_owner(force_demo, args)
+            except BaseException as exc:  # reported on the GUI thread
+                result = exc
+            self.owner_started.emit(result)
+
+        threading.Thread(target=work, name="gputray-owner-start", daemon=True).start()
+
+    def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, str | None]:
+        from gputray.monitor.factory import build_monitor, has_gpu
+        from gputray.monitor.verdict import BusyThresholds
+        from gputray.scheduler.owner import Owner
+
+        th = self.config.get("thresholds", {})
+        known = set(BusyThresholds.__dataclass_fields__)
+        thresholds = BusyThresholds(**{k: v for k, v in th.items() if k in known})
+        interval_s = float(self.config.get("monitor", {}).get("interval_s", 1.0))
+        note = None
+        demo = force_demo
+        monitor = None
+        if not demo:
+            monitor = build_monitor(
+                sysfs_root=args.sysfs_root,
+                proc_root=args.proc_root,
+                thresholds=thresholds,
+                interval_s=interval_s,
+            )
+            if not has_gpu(monitor.sample_once()):
+                monitor.stop()
+                monitor, demo, note = None, True, tr(NO_GPU_NOTE)
+                log.warning("no GPU found by the real backends: starting in demo mode")
+        if monitor is None:
+            monitor = build_monitor(
+                demo=True, scenario=args.demo_scenario, thresholds=thresholds, interval_s=interval_s
+            )
+        owner = Owner(
+            self.paths,
+            demo=demo,
+            scenario=args.demo_scenario,
+            monitor=monitor,
+            on_event=self._event_from_thread,
+        )
+        try:
+            owner.start()
+        except BaseException:
+            monitor.stop()
+            raise
+        return owner, monitor, demo, note
+
+    def _event_from_thread(self, event: Any) -> None:
+        task = event.task.to_json() if hasattr(event.task, "to_json") else dict(event.task or {})
+        self.queue_event_arrived.emit(str(event.kind), task, str(event.message))
+
+    def _on_owner_started(self, result: Any) -> None:
+        self._starting = False
+        if isinstance(result, BaseException):
+            from gputray.scheduler import ipc
+
+            if isinstance(result, ipc.OwnerAlreadyRunning):
+                log.warning("another gputray became the owner first: handing over and quitting")
+                from gputray.gui.app import hand_over
+
+                hand_over(self.args.files)
+                self.exit_code = 0
+                self.quit()
+                return
+            log.error("could not start the queue owner: %s", result, exc_info=result)
+            self.note = tr("gputray could not start its queue: {error}").format(error=result)
+            self.panel.set_notice(self.note)
+            self.tray.setToolTip("gputray — " + self.note)
+            if not self.panel.isVisible():
+                self.show_panel(None)
+            return
+        self.owner, self.monitor, demo, note = result
+        self.note = note or self.note
+        self._set_demo_flag(demo)
+        if self.note:
+            self.panel.set_notice(
+                self.note if self.tray_available else self.panel.notice_label.text() + "\n" + self.note
+            )
+        self._unsubscribe = self.monitor.subscribe(self.snapshot_arrived.emit)
+        self.reload_queue()
+        log.info("owner started (demo=%s)", demo)
+        if self.args.files:
+            files, self.args.files = list(self.args.files), []
+            self.submit_files(files, None, {})
+        if self.monitor.latest is not None:
+            self._on_snapshot(self.monitor.latest)
+
+    def _set_demo_flag(self, demo: bool) -> None:
+        self.demo = demo
+        self.panel.set_demo(demo)
+        self.menu.demo_action.blockSignals(True)
+        self.menu.demo_action.setChecked(demo)
+        self.menu.demo_action.blockSignals(False)
+        if self.bubble is not None:
+            self.bubble.demo = demo
+            self.bubble.update()
+
+    def stop_owner(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self.owner is not None:
+            try:
+                self.owner.stop()
+            except Exception:
+                log.exception("stopping the owner failed")
+            self.owner = None
+        if self.monitor is not None:
+            with contextlib.suppress(Exception):
+                self.monitor.stop()
+            self.monitor = None
+
+    def shutdown(self) -> None:
+        self.visible_timer.stop()
+        self.stop_owner()
+        self.tray.hide()
+
+    def quit(self) -> None:
+        self.shutdown()
+        app = QApplication.instance()
+        if app is not None:
+            app.exit(self.exit_code)
+
+    # -- owner requests (in-process: the same handler the socket uses) ---------------------------------
+    def request(self, op: str, **args: Any) -> dict[str, Any] | None:
+        if self.owner is None:
+            self._warn(tr("gputray is still starting; try again in a moment."))
+            return None
+        try:
+            result: dict[str, Any] = self.owner.handle(op, args)
+            return result
+        except Exception as exc:
+            log.warning("%s failed: %s", op, exc)
+            self._warn(str(exc))
+            return None
+
+    def reload_queue(self) -> None:
+        if self.owner is None:
+            return
+        try:
+            result = self.owner.handle("queue", {"all": True})
+        except Exception as exc:
+            log.warning("queue listing failed: %s", exc)
+            return
+        self.model.apply(result.get("tasks", []))
+        self._apply_paused(result.get("paused"))
+        self.panel.update_queue_label()
+
+    def _apply_paused(self, value: Any) -> None:
+        self.paused_all, self.paused_devices = parse_paused(value)
+        self.panel.set_paused(self.paused_all, self.paused_devices)
+        self.menu.set_paused(self.paused_all)
+
+    def cancel(self, ids: list[Any]) -> None:
+        result = self.request("cancel", ids=list(ids))
+        if result and result.get("errors"):
+            self._warn("\n".join(result["errors"]))
+        self.reload_queue()
+
+    def retry(self, task_id: Any) -> None:
+        self.request("retry", id=task_id)
+        self.reload_queue()
+
+    def move(self, task_id: Any, delta: int) -> None:
+        self.request("move", id=task_id, delta=delta)
+        self.reload_queue()
+        row = self.model.row_of(task_id)
+        if row is not None:
+            self.panel.table.selectRow(row)
+
+    def pause(self, device: str | None) -> None:
+        result = self.request("pause", device=device)
+        if result is not None:
+            self._apply_paused(result.get("paused"))
+
+    def resume(self, device: str | None) -> None:
+        result = self.request("resume", device=device)
+        if result is not None:
+            self._apply_paused(result.get("paused"))
+
+    def submit_files(self, files: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+        """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
+        if self.owner is None:
+            raise RuntimeError(tr("gputray is still starting; try again in a moment."))
+        result = self.owner.handle("submit_files", {"files": files, "recipe": recipe, "overrides": overrides})
+        tasks = result.get("tasks", [])
+        for t in tasks:
+            self.model.upsert(t)
+        self.panel.update_queue_label()
+        log.info("queued %d job(s) from %d file(s)", len(tasks), len(files))
+        return [t.get("id") for t in tasks]
+
+    def drop_files(self, items: list[str]) -> DropOutcome:
+        from gputray.scheduler.recipes import load_recipes
+
+        try:
+            recipes = load_recipes()
+        except Exception as exc:
+            self._warn(str(exc))
+            return DropOutcome(messages=[str(exc)])
+        parent = self.panel if self.panel.isVisible() else None
+        pinned = self.panel.pinned
+        self.panel.pinned = True  # the dialog takes focus: keep the panel open meanwhile
+        try:
+            outcome = handle_drop(
+                items,
+                recipes=recipes,
+                submit=self.submit_files,
+                ask=ask_with_dialog(parent),
+                state=self.state,
+            )
+        finally:
+            self.panel.pinned = pinned
+        log.info(
+            "drop of %d item(s): %d job(s), %d message(s)",
+            len(items),
+            len(outcome.task_ids),
+            len(outcome.messages),
+        )
+        if outcome.messages:
+            self._warn("\n".join(outcome.messages))
+        return outcome
+
+    # -- events ----------------------------------------------------------------------------------------
+    def _on_snapshot(self, snap: Snapshot) -> None:
+        self.latest = snap
+        counts = self.model.counts()
+        waiting = counts.get("queued", 0) + counts.get("waiting", 0)
+        running = counts.get("running", 0)
+        picture = picture_for(
+            snap,
+            waiting=waiting,
+            demo=self.demo,
+            default_limit_c=self.temp_limit_c,
+            igpu_limit_c=self.igpu_temp_limit_c,
+        )
+        self.icon_ctl.update(picture, summary_line(snap, waiting=waiting, running=running, demo=self.demo))
+        if snap.events:
+            self.notifier.on_device_events(snap.events)
+        names = {r.info.key: short_name(r.info.name) for r in snap.readings}
+        names.setdefault("cpu", "CPU")
+        self.model.set_device_names(names)
+        if self.panel.isVisible():
+            self.panel.update_snapshot(snap, self.monitor.history if self.monitor else None)
+
+    def _on_queue_event(self, kind: str, task: dict[str, Any], message: str) -> None:
+        if task:
+            self.model.upsert(task)
+        self.notifier.on_queue_event(kind, task, message)
+        self.panel.update_queue_label()
+        if self.latest is not None:
+            self._on_snapshot(self.latest)
+
+    def _on_panel_shown(self) -> None:
+        if self.latest is not None:
+            self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
+        self.reload_queue()
+        self.visible_timer.start()
+
+    def _tick_visible(self) -> None:
+        self._ticks += 1
+        self.model.tick()
+        if self._ticks % 3 == 0:
+            self.reload_queue()
+
+    # -- tray ------------------------------------------------------------------------------------------
+    def _on_activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        if reason in (QSystemTrayIcon.ActivationReason.Trigger, QSystemTrayIcon.ActivationReason.DoubleClick):
+            self.toggle_panel()
+
+    def toggle_panel(self) -> None:
+        if self.panel.isVisible():
+            self.panel.hide()
+            return
+        hidden_at = self.panel.hidden_by_deactivate_at
+        if hidden_at is not None and time.monotonic() - hidden_at < 0.3:
+            return  # this very click took the focus away and hid it: a click on the icon closes
+        self.show_panel(self.tray.geometry())
+
+    def show_panel(self, anchor: Any) -> None:
+        if self.tray_available:
+            self.panel.show_at(anchor if anchor is not None else self.tray.geometry())
+        else:
+            self.panel.show()
+            self.panel.raise_()
+        log.info("panel shown")
+
+    def _show_notice(self, notice: Notice) -> None:
+        if self.tray_available and QSystemTrayIcon.supportsMessages():
+            icon = (
+                QSystemTrayIcon.MessageIcon.Warning
+                if notice.critical
+                else QSystemTrayIcon.MessageIcon.Information
+            )
+            self.tray.showMessage(notice.title, notice.message, icon, 8000)
+        elif self.tray_available:
+            # A tray without balloon support still gets something visible: a tooltip flash.
+            self.tray.setToolTip(f"{notice.title}: {notice.message}")
+        else:
+            self.panel.set_notice(f"{notice.title}: {notice.message}")
+
+    def _on_message_clicked(self) -> None:
+        if self.notifier.last_log_path:
+            self.open_log(self.notifier.last_log_path)
+
+    def _warn(self, text: str) -> None:
+        log.warning("%s", text)
+        box = QMessageBox(QMessageBox.Icon.Warning, "gputray", text, QMessageBox.StandardButton.Ok)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setWindowModality(Qt.WindowModality.NonModal)
+        box.show()
+        self._last_warning = box
+
+    # -- menu actions ----------------------------------------------------------------------------------
+    def open_log(self, path: str) -> None:
+        if not Path(path).exists():
+            self._warn(tr("The log {path} does not exist (yet).").format(path=path))
+            return
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(path)):
+            self.open_dashboard()
+            if self.dashboard is not None:
+                self.dashboard.show_log_of(path)
+
+    def open_dashboard(self) -> None:
+        if self.monitor is None:
+            self._warn(tr("gputray is still starting; try again in a moment."))
+            return
+        if self.dashboard is None:
+            from gputray.gui.dashboard import Dashboard
+
+            self.dashboard = Dashboard(self.monitor, tasks=self.model.tasks, demo=self.demo)
+        self.dashboard.show()
+        self.dashboard.raise_()
+        self.dashboard.activateWindow()
+
+    def run_doctor(self) -> None:
+        self.open_dashboard()
+        if self.dashboard is not None:
+            self.dashboard.run_doctor()
+
+    def open_settings(self) -> None:
+        from gputray.gui.settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(None, self.config)
+        dialog.saved.connect(self._apply_settings)
+        dialog.exec()
+
+    def _apply_settings(self, values: dict[str, Any]) -> None:
+        from gputray.scheduler.config import ConfigError, load_config
+
+        with contextlib.suppress(ConfigError):
+            self.config = load_config()
+        gui = values.get("gui", {})
+        self.notifier.enabled.update(gui.get("notifications", {}))
+        th = values.get("thresholds", {})
+        self.temp_limit_c = float(th.get("temp_limit_c", self.temp_limit_c))
+        self.igpu_temp_limit_c = float(th.get("igpu_temp_limit_c", self.igpu_temp_limit_c))
+        if self.monitor is not None:
+            self.monitor.interval_s = float(
+                values.get("monitor", {}).get("interval_s", self.monitor.interval_s)
+            )
+        install_language(resolve_language(gui.get("language")))
+        self._rebuild_windows()
+
+    def _rebuild_windows(self) -> None:
+        """After a language switch: new panel and menu with the new strings (the model stays)."""
+        visible = self.panel.isVisible()
+        self.panel.removeEventFilter(self)
+        self.panel.hide()
+        self.panel.deleteLater()
+        old_menu = self.menu
+        self._build_windows()
+        old_menu.deleteLater()
+        self.panel.set_demo(self.demo)
+        self.menu.bubble_action.blockSignals(True)
+        self.menu.bubble_action.setChecked(self.bubble is not None and self.bubble.isVisible())
+        self.menu.bubble_action.blockSignals(False)
+        self._apply_paused({"all": self.paused_all, "devices": list(self.paused_devices)})
+        if visible:
+            self.show_panel(None)
+
+    def set_demo(self, demo: bool) -> None:
+        if demo == self.demo and self.owner is not None:
+            return
+        self.stop_owner()
+        self.latest = None
+        self.note = None
+        self.panel.set_notice(None)
+        self.icon_ctl.update(
+            picture_for(None, waiting=0, demo=demo), summary_line(None, waiting=0, running=0, demo=demo)
+        )
+        self.start_owner(force_demo=demo)
+
+    def set_bubble(self, on: bool) -> None:
+        self.state.set("bubble_visible", on)
+        if not on:
+            if self.bubble is not None:
+                self.bubble.hide()
+            return
+        if self.bubble is None:
+            from gputray.gui.drop_bubble import DropBubble
+
+            self.bubble = DropBubble(self.state, demo=self.demo)
+            self.bubble.files_dropped.connect(self.drop_files)
+            self.bubble.clicked.connect(self.toggle_panel)
+            self.bubble.closed.connect(lambda: self.menu.bubble_action.setChecked(False))
+            if self.state.get("bubble_pos") is None:
+                screen = QApplication.primaryScreen().availableGeometry()
+                self.bubble.move(screen.right() - 120, screen.bottom() - 160)
+        self.bubble.show()
+        self.bubble.raise_()
+
+
+__all__ = ["TrayApp", "make_application", "make_icon", "parse_paused"]
