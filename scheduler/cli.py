@@ -22,6 +22,8 @@ COMMAND_MODULES: dict[str, str] = {
     "logs": "queue_cmds",
     "retry": "queue_cmds",
     "schedule": "queue_cmds",
+    "envs": "envs",
+    "doctor": "doctor",
 }
 
 Handler = Callable[[argparse.Namespace], int]

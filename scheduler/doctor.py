@@ -18,7 +18,7 @@ import platform
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -134,16 +134,16 @@ class PairResult:
         return all(c is not None and c.ok for c in caps)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["extra_env"] = dict(self.extra_env)
         data["capabilities"] = [asdict(c) for c in self.capabilities]
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PairResult:
-        fields = dict(data)
-        fields["capabilities"] = tuple(Capability(**c) for c in fields.get("capabilities", ()))
-        return cls(**fields)
+        values = dict(data)
+        values["capabilities"] = tuple(Capability(**c) for c in values.get("capabilities", ()))
+        return cls(**values)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -123,17 +123,30 @@ def save_envs(envs: Iterable[PythonEnv], path: Path | None = None) -> None:
     """
     where = _config_path(path)
     user = _read_user_file(where)
-    tables = [env.to_toml() for env in envs]
-    if tables:
-        user["env"] = tables
-    else:
-        user.pop("env", None)
+    user.pop("env", None)
+    text = tomli_w.dumps(user)
+    blocks = [_env_block(env) for env in envs]
+    if blocks:
+        text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + "\n".join(blocks)
     where.parent.mkdir(parents=True, exist_ok=True)
     if where.exists():
         shutil.copy2(where, where.with_name(where.name + ".bak"))
     tmp = where.with_name(where.name + ".tmp")
-    tmp.write_bytes(tomli_w.dumps(user).encode("utf-8"))
+    tmp.write_bytes(text.encode("utf-8"))
     os.replace(tmp, where)
+
+
+def _toml_pair(key: str, value: str) -> str:
+    return tomli_w.dumps({key: value}).strip()
+
+
+def _env_block(env: PythonEnv) -> str:
+    """One ``[[env]]`` table (tomli_w would write short ones inline, which is harder to edit by hand)."""
+    lines = ["[[env]]", _toml_pair("name", env.name), _toml_pair("python", str(env.python))]
+    if env.extra_env:
+        pairs = ", ".join(_toml_pair(k, v) for k, v in env.extra_env.items())
+        lines.append(f"extra_env = {{ {pairs} }}")
+    return "\n".join(lines) + "\n"
 
 
 def venv_python(folder: Path) -> Path | None:
@@ -199,6 +212,17 @@ def check_python(python: Path, extra_env: Mapping[str, str] | None = None) -> Ma
     raise EnvError(f"{python} does not look like a Python interpreter: {result.message}")
 
 
+def resolve_python(path: Path) -> Path:
+    """An absolute interpreter path; a venv or conda folder stands for the interpreter inside it."""
+    python = _absolute(Path(path))
+    if python.is_dir():
+        inner = venv_python(python)
+        if inner is None:
+            raise EnvError(f"{python} is a folder without a Python interpreter in bin/ or Scripts/")
+        python = inner
+    return python
+
+
 def add_env(
     python: Path,
     *,
@@ -208,12 +232,7 @@ def add_env(
     check: bool = True,
 ) -> PythonEnv:
     """Add an environment to the config file. ``python`` may be the interpreter or the venv folder."""
-    python = _absolute(Path(python))
-    if python.is_dir():
-        inner = venv_python(python)
-        if inner is None:
-            raise EnvError(f"{python} is a folder without a Python interpreter in bin/ or Scripts/")
-        python = inner
+    python = resolve_python(python)
     if check:
         check_python(python, extra_env)
     envs = load_envs(path)

@@ -1,0 +1,203 @@
+"""``gputray doctor``: which Python env works on which device, proven by a real kernel, with figures."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import sys
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+from gputray.monitor.records import DeviceInfo
+from gputray.scheduler.commands.common import error, print_json
+from gputray.scheduler.config import ConfigError
+from gputray.scheduler.doctor import CAPABILITIES, PairResult, run_doctor, verdict_mark
+from gputray.scheduler.envs import EnvError, PythonEnv, load_envs
+from gputray.scheduler.probe_runner import DEFAULT_TIMEOUT_S
+
+UNITS = {"bandwidth": "GB/s"}
+VERDICT_WORDS = {"works": "works", "limited": "limits", "fails": "fails"}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "doctor",
+        help="test which Python env works on which GPU (and the CPU)",
+        description=(
+            "Probe every configured Python env (see `gputray envs`) in a subprocess: its torch build, "
+            "the devices torch sees, a real op on each (torch.cuda.is_available() is not proof), and "
+            "a quick bench: fp32 conv2d and matmul, fp16 and bf16 matmul, scaled_dot_product_attention, "
+            "memory bandwidth. Prints env × device: ✅ works, ⚠ works with limits, ❌ fails, with the "
+            "reason and the fix when known. Results are cached until the interpreter, torch, the "
+            "driver or the env's variables change."
+        ),
+    )
+    parser.add_argument("--refresh", action="store_true", help="probe again, ignoring cached results")
+    parser.add_argument("--json", action="store_true", help="print a JSON document instead of the table")
+    parser.add_argument(
+        "--env", action="append", metavar="NAME", help="only this env (repeatable; default: all)"
+    )
+    parser.add_argument("--no-bench", action="store_true", help="only prove a real op runs; skip the figures")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"stop a probe that takes longer (default {DEFAULT_TIMEOUT_S:g}); a wrong "
+        "HSA_OVERRIDE_GFX_VERSION can hang one",
+    )
+    parser.set_defaults(func=run)
+
+
+def monitor_devices() -> list[DeviceInfo]:
+    """The GPUs the monitor sees (so that GPUs torch misses show up as failures); [] if it cannot say."""
+    try:
+        from gputray.monitor.factory import build_monitor
+
+        monitor = build_monitor()
+    except Exception:
+        return []
+    try:
+        snapshot = monitor.sample_once()
+        return [r.info for r in snapshot.readings if r.info.kind != "cpu" and not r.info.simulated]
+    except Exception:
+        return []
+    finally:
+        with contextlib.suppress(Exception):
+            monitor.stop()
+
+
+def _width(text: str) -> int:
+    """Terminal cells: emoji like ✅ ❌ take two."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text
+    )
+
+
+def _pad(text: str, width: int, right: bool = False) -> str:
+    gap = " " * max(0, width - _width(text))
+    return gap + text if right else text + gap
+
+
+def _cell(pair: PairResult, name: str) -> str:
+    cap = pair.capability(name)
+    if cap is None:
+        return "—"
+    if not cap.ok:
+        return "fails"
+    return f"{cap.value:,.1f}" if cap.value is not None else "ok"
+
+
+def render_table(pairs: Sequence[PairResult]) -> str:
+    cap_titles = [title for _, title in CAPABILITIES]
+    header = ["ENV", "DEVICE", "RESULT", *cap_titles]
+    units = ["", "", "", *(UNITS.get(name, "GFLOP/s") for name, _ in CAPABILITIES)]
+    rows = [
+        [
+            p.env_name,
+            p.device_name,
+            f"{verdict_mark(p.verdict)} {VERDICT_WORDS[p.verdict]}",
+            *(_cell(p, name) for name, _ in CAPABILITIES),
+        ]
+        for p in pairs
+    ]
+    widths = [max(_width(r[i]) for r in [header, units, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        parts = [_pad(c, widths[i], right=i >= 3) for i, c in enumerate(cells)]
+        return "  ".join(parts).rstrip()
+
+    out = [line(header), line(units)]
+    for pair, row in zip(pairs, rows, strict=True):
+        out.append(line(row))
+        if pair.verdict != "works":
+            out.append(f"    ↳ {pair.reason}")
+            if pair.fix:
+                out.append(f"      fix: {pair.fix}")
+    return "\n".join(out)
+
+
+def render_envs(envs: Sequence[PythonEnv], pairs: Sequence[PairResult]) -> str:
+    lines = []
+    width = max((len(e.name) for e in envs), default=0)
+    for env in envs:
+        mine = [p for p in pairs if p.env_name == env.name]
+        first = next((p for p in mine if p.torch_version), None)
+        if first is None:
+            build = "no torch" if mine else "not probed"
+        elif first.cuda_version:
+            build = f"torch {first.torch_version} (CUDA {first.cuda_version})"
+        elif first.hip_version:
+            build = f"torch {first.torch_version} (ROCm/HIP {first.hip_version})"
+        else:
+            build = f"torch {first.torch_version} (CPU-only build)"
+        extra = " ".join(f"{k}={v}" for k, v in env.extra_env.items())
+        lines.append(f"{env.name.ljust(width)}  {build}  {env.python}" + (f"  [{extra}]" if extra else ""))
+    return "\n".join(lines)
+
+
+def _when(pairs: Sequence[PairResult]) -> str | None:
+    cached = [p.probed_at_s for p in pairs if p.from_cache and p.probed_at_s]
+    if not cached:
+        return None
+    stamp = datetime.datetime.fromtimestamp(min(cached)).strftime("%Y-%m-%d %H:%M")
+    return f"Some results are cached (probed {stamp}); `gputray doctor --refresh` probes again."
+
+
+def doc_json(envs: Sequence[PythonEnv], devices: Sequence[DeviceInfo], pairs: Sequence[PairResult]) -> Any:
+    return {
+        "envs": [{"name": e.name, "python": str(e.python), "extra_env": dict(e.extra_env)} for e in envs],
+        "devices": [
+            {"key": "cpu", "name": "CPU", "vendor": "cpu", "kind": "cpu"},
+            *({"key": d.key, "name": d.name, "vendor": d.vendor, "kind": d.kind} for d in devices),
+        ],
+        "pairs": [p.to_json() for p in pairs],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        envs = load_envs()
+    except (EnvError, ConfigError) as exc:
+        return error(str(exc))
+    if args.env:
+        unknown = [n for n in args.env if n not in {e.name for e in envs}]
+        if unknown:
+            known = ", ".join(e.name for e in envs) or "none configured"
+            return error(f"no environment named {', '.join(map(repr, unknown))} (known: {known})")
+        envs = [e for e in envs if e.name in args.env]
+    if not envs:
+        print(
+            "No Python environments configured. Add one with `gputray envs add PATH` "
+            "(`gputray envs scan` suggests some), then run `gputray doctor` again.",
+            file=sys.stderr,
+        )
+        return 1
+    if args.timeout <= 0:
+        return error("--timeout must be a positive number of seconds")
+    devices = monitor_devices()
+
+    def progress(text: str) -> None:
+        print(f"doctor: {text}", file=sys.stderr, flush=True)
+
+    pairs = run_doctor(
+        envs,
+        devices,
+        refresh=args.refresh,
+        bench=not args.no_bench,
+        timeout_s=args.timeout,
+        progress=progress,
+    )
+    if args.json:
+        print_json(doc_json(envs, devices, pairs))
+        return 0
+    print(render_envs(envs, pairs))
+    print()
+    print(render_table(pairs))
+    note = _when(pairs)
+    if note:
+        print()
+        print(note)
+    return 0
