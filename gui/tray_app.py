@@ -209,15 +209,22 @@ class TrayApp(QObject):
         demo = force_demo
         monitor = None
         if not demo:
-            monitor = build_monitor(
-                sysfs_root=args.sysfs_root,
-                proc_root=args.proc_root,
-                thresholds=thresholds,
-                interval_s=interval_s,
-            )
-            if not has_gpu(monitor.sample_once()):
-                monitor.stop()
-                monitor, demo, note = None, True, tr(NO_GPU_NOTE)
+            try:
+                monitor = build_monitor(
+                    sysfs_root=args.sysfs_root,
+                    proc_root=args.proc_root,
+                    thresholds=thresholds,
+                    interval_s=interval_s,
+                )
+                found = has_gpu(monitor.sample_once())
+            except Exception as exc:  # a backend that cannot even load: say so, show the demo
+                log.exception("the GPU backends failed to start")
+                monitor, found = None, False
+                note = tr("The GPU backends failed to start ({error}).").format(error=exc) + " "
+            if not found:
+                if monitor is not None:
+                    monitor.stop()
+                monitor, demo, note = None, True, (note or "") + tr(NO_GPU_NOTE)
                 log.warning("no GPU found by the real backends: starting in demo mode")
         if monitor is None:
             monitor = build_monitor(
