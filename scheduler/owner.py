@@ -349,7 +349,7 @@ class Owner:
 
     def _op_get(self, args: dict[str, Any]) -> dict[str, Any]:
         rec = self.queue.get(_task_id(args["id"]))
-        return {"task": rec.to_json(), "spec": rec.spec.to_dict()}
+        return {"task": rec.to_json(), "spec": rec.spec.to_dict(), "pid": rec.pid}
 
     def _op_cancel(self, args: dict[str, Any]) -> dict[str, Any]:
         done: list[dict[str, Any]] = []
