@@ -12,7 +12,8 @@ Behaviour worth knowing:
   moment that function is called (a GPU falling off the bus in the middle of a poll);
 - ``old_driver=True`` is a driver older than the bindings: memory v2 and clocks event reasons raise
   FunctionNotFound, and the unversioned process calls raise NVMLLibraryMismatchError (the bindings'
-  ``throwOnVersionMismatch`` around the missing ``_v3`` symbol), while ``_v2`` works.
+  ``throwOnVersionMismatch`` around the missing ``_v3`` symbol), while ``_v2`` works;
+- ``bytes_strings=True`` is nvidia-ml-py before 11.515, whose string results were bytes.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class FakeNvml(types.ModuleType):
         init_error: int | None = None,
         old_driver: bool = False,
         driver_version: str = "580.95.05",
+        bytes_strings: bool = False,
     ) -> None:
         super().__init__("pynvml", "fake pynvml (tests)")
         for name in dir(real):
@@ -82,6 +84,7 @@ class FakeNvml(types.ModuleType):
         self.init_error = init_error
         self.old_driver = old_driver
         self.driver_version = driver_version
+        self.bytes_strings = bytes_strings
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.refcount = 0
         self._session = 0
@@ -123,6 +126,10 @@ class FakeNvml(types.ModuleType):
             raise real.NVMLError(gpu.fail[name])
         return gpu
 
+    def _string(self, text: str) -> str | bytes:
+        """nvidia-ml-py before 11.515 returned NUL-padded C strings as bytes."""
+        return text.encode() if self.bytes_strings else text
+
     # ------------------------------------------------------------ init
 
     def nvmlInit(self) -> None:
@@ -146,10 +153,10 @@ class FakeNvml(types.ModuleType):
         self._need_init()
         self.refcount -= 1
 
-    def nvmlSystemGetDriverVersion(self) -> str:
+    def nvmlSystemGetDriverVersion(self) -> str | bytes:
         self._record("nvmlSystemGetDriverVersion")
         self._need_init()
-        return self.driver_version
+        return self._string(self.driver_version)
 
     # ------------------------------------------------------------ discovery
 
@@ -179,11 +186,11 @@ class FakeNvml(types.ModuleType):
         self._gpu("nvmlDeviceGetIndex", handle)
         return handle.index
 
-    def nvmlDeviceGetName(self, handle: FakeHandle) -> str:
-        return self._gpu("nvmlDeviceGetName", handle).name
+    def nvmlDeviceGetName(self, handle: FakeHandle) -> str | bytes:
+        return self._string(self._gpu("nvmlDeviceGetName", handle).name)
 
-    def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str:
-        return self._gpu("nvmlDeviceGetUUID", handle).uuid
+    def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str | bytes:
+        return self._string(self._gpu("nvmlDeviceGetUUID", handle).uuid)
 
     def nvmlDeviceGetPciInfo(self, handle: FakeHandle) -> real.nvmlPciInfo_t:
         gpu = self._gpu("nvmlDeviceGetPciInfo", handle)

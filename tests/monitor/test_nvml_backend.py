@@ -186,11 +186,10 @@ def test_name_prefix_and_throttle_names() -> None:
 
 def test_bytes_strings_from_old_bindings(sys_two: Path) -> None:
     gpu = rtx5060ti()
-    fake = FakeNvml([gpu])
-    fake.nvmlDeviceGetName = lambda handle: b"NVIDIA GeForce RTX 5060 Ti"  # type: ignore[method-assign]
-    fake.nvmlDeviceGetUUID = lambda handle: gpu.uuid.encode()  # type: ignore[method-assign]
-    info = by_key(NvmlBackend(fake, sys_two, use_sysfs=True).poll(0.0))[KEY0].info
+    backend = NvmlBackend(FakeNvml([gpu], bytes_strings=True), sys_two, use_sysfs=True)
+    info = by_key(backend.poll(0.0))[KEY0].info
     assert (info.name, info.uuid) == ("GeForce RTX 5060 Ti", gpu.uuid)
+    assert backend.driver_version == "580.95.05"
 
 
 # ---------------------------------------------------------------- init failures
