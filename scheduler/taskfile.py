@@ -210,16 +210,19 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
             hint = difflib.get_close_matches(raw_key, known, n=1)
             suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
             raise TaskFileError(f"{source}: key '{raw_key}': unknown key{suggestion}")
-        if key in values:
+        if key in values and value is None:
+            continue  # ``{**spec.to_dict(), "vram": "4GiB"}``: an unset field under the other spelling
+        if key in values and values[key][1] is not None and raw_key == key:
             raise TaskFileError(f"{source}: key '{raw_key}': given twice (under two spellings)")
-        values[key] = (raw_key, value)
+        values[key] = (raw_key, value)  # a later spelling overrides an earlier one
 
     def err(key: str, problem: str) -> TaskFileError:
         raw = values[key][0] if key in values else key
         return TaskFileError(f"{source}: key '{raw}': {problem}")
 
     def get(key: str, default: Any = None) -> Any:
-        return values[key][1] if key in values else default
+        value = values[key][1] if key in values else None
+        return default if value is None else value
 
     def string(key: str, *, required: bool = False) -> str | None:
         value = get(key)
