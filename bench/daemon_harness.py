@@ -1,0 +1,76 @@
+"""Start a throw-away `gputray daemon --demo` (GPUTRAY_HOME in a temp dir) for the benchmarks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+from gputray.scheduler import ipc
+from gputray.scheduler.paths import Paths
+
+
+class BenchDaemon:
+    def __init__(self, scenario: Path | None = None) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="gputray-bench-")
+        self.home = Path(self._tmp.name)
+        self.env = {**os.environ, "GPUTRAY_HOME": str(self.home)}
+        self.paths = Paths(self.home / "config", self.home / "data", self.home / "state", self.home / "run")
+        cmd = [sys.executable, "-m", "gputray.gui.entry", "daemon", "--demo", "--log-level", "WARNING"]
+        if scenario is not None:
+            cmd += ["--demo-scenario", str(scenario)]
+        self.stderr = open(self.home / "daemon-stderr.txt", "w")  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.DEVNULL, stderr=self.stderr)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if ipc.request(self.paths, "ping").get("ready"):
+                    break
+            except ipc.IpcError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "the daemon did not start: " + (self.home / "daemon-stderr.txt").read_text()
+                )
+            time.sleep(0.05)
+
+    def client(self) -> ipc.IpcClient:
+        return ipc.IpcClient(self.paths, timeout_s=120)
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "gputray.gui.entry", *args], env=self.env, capture_output=True, text=True
+        )
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.stderr.close()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> BenchDaemon:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
