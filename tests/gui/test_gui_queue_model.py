@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QPersistentModelIndex, Qt
+from PySide6.QtWidgets import QTableView
+from pytestqt.qtbot import QtBot
+
+from gputray.gui.queue_model import COL_DEVICE, COL_ELAPSED, COL_NAME, COL_STATE, QueueModel, format_duration
+
+
+def task(i: int, state: str = "queued", **extra: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": i,
+        "name": f"job {i}.png",
+        "kind": "vulkan",
+        "state": state,
+        "device": None,
+        "env": None,
+        "reason": "",
+        "exit_code": None,
+        "attempts": 0,
+        "submitted_at": "2026-11-30T02:00:00.000Z",
+        "started_at": None,
+        "ended_at": None,
+        "log_path": f"/tmp/logs/{i}.log",
+    }
+    base.update(extra)
+    return base
+
+
+class Recorder:
+    def __init__(self, model: QueueModel) -> None:
+        self.resets = 0
+        self.changed_rows: list[tuple[int, int]] = []
+        self.inserted: list[tuple[int, int]] = []
+        self.removed: list[tuple[int, int]] = []
+        self.layouts = 0
+        model.modelReset.connect(self._reset)
+        model.dataChanged.connect(lambda a, b, *_: self.changed_rows.append((a.row(), b.row())))
+        model.rowsInserted.connect(lambda _p, a, b: self.inserted.append((a, b)))
+        model.rowsRemoved.connect(lambda _p, a, b: self.removed.append((a, b)))
+        model.layoutChanged.connect(self._layout)
+
+    def _reset(self) -> None:
+        self.resets += 1
+
+    def _layout(self) -> None:
+        self.layouts += 1
+
+
+def test_ten_thousand_rows_update_incrementally(qtbot: QtBot) -> None:
+    model = QueueModel()
+    view = QTableView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    rows = [task(i) for i in range(10_000)]
+    model.apply(rows)
+    assert model.rowCount() == 10_000
+    rec = Recorder(model)
+    # one task starts running: exactly one row changes, nothing is reset or re-inserted
+    rows[5000] = task(5000, "running", device="pci:0000:01:00.0", started_at="2026-11-30T02:00:01.000Z")
+    model.apply(rows)
+    assert rec.resets == 0 and rec.inserted == [] and rec.removed == [] and rec.layouts == 0
+    assert rec.changed_rows == [(5000, 5000)]
+    assert model.data(model.index(5000, COL_STATE)) == "running"
+    # a new task arrives at the end and an old one is gone
+    rows.append(task(10_000))
+    del rows[10]
+    model.apply(rows)
+    assert rec.removed == [(10, 10)]
+    assert rec.inserted == [(9999, 9999)]
+    assert rec.resets == 0
+    assert model.rowCount() == 10_000
+    assert model.data(model.index(9999, COL_NAME)) == "job 10000.png"
+    assert model.row_of(5000) == 4999
+
+
+def test_reorder_keeps_the_selection_on_the_same_task(qtbot: QtBot) -> None:
+    model = QueueModel()
+    rows = [task(i) for i in range(5)]
+    model.apply(rows)
+    selected = QPersistentModelIndex(model.index(3, 0))
+    rec = Recorder(model)
+    rows[2], rows[3] = rows[3], rows[2]  # "move up" of task 3
+    model.apply(rows)
+    assert rec.layouts == 1 and rec.resets == 0
+    assert selected.row() == 2
+    assert model.data(model.index(2, COL_NAME)) == "job 3.png"
+
+
+def test_upsert_and_tick_touch_only_what_changed(qtbot: QtBot) -> None:
+    model = QueueModel(wall_clock=lambda: 1_700_000_000.0)
+    model.apply([task(1), task(2, "running", started_at=1_700_000_000.0 - 75)])
+    rec = Recorder(model)
+    assert model.tick(1_700_000_000.0) == 1
+    assert rec.changed_rows == [(1, 1)]
+    assert model.data(model.index(1, COL_ELAPSED)) == "1:15"
+    model.upsert(
+        task(3, "waiting", reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %")
+    )
+    assert rec.inserted == [(2, 2)]
+    assert model.counts() == {"queued": 1, "running": 1, "waiting": 1}
+    model.upsert(
+        task(3, "waiting", reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %")
+    )
+    assert rec.changed_rows == [(1, 1)]  # identical record: no signal
+
+
+def test_device_names_and_tooltips() -> None:
+    model = QueueModel()
+    model.apply([task(1, "failed", device="pci:0000:64:00.0", reason="HIP error", exit_code=3)])
+    assert model.data(model.index(0, COL_DEVICE)) == "pci:0000:64:00.0"
+    model.set_device_names({"pci:0000:64:00.0": "Radeon 780M"})
+    assert model.data(model.index(0, COL_DEVICE)) == "Radeon 780M"
+    assert model.data(model.index(0, COL_STATE), Qt.ItemDataRole.ToolTipRole) == "HIP error (exit 3)"
+    assert format_duration(3725) == "1:02:05"
