@@ -1,0 +1,181 @@
+"""The Owner in-process: real simulated monitor, real SQLite store, real job processes, real socket."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputray.scheduler import ipc
+from gputray.scheduler.owner import Owner, _decode_utf8_prefix
+from gputray.scheduler.paths import Paths, app_paths
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
+
+AMD = "pci:0000:64:00.0"
+NVIDIA = "pci:0000:01:00.0"
+PY = sys.executable
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float = 15.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    return app_paths()
+
+
+@pytest.fixture
+def owner(paths: Paths) -> Iterator[Owner]:
+    o = Owner(paths, demo=True)
+    o.start()
+    yield o
+    o.stop()
+
+
+@pytest.fixture
+def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
+    with ipc.IpcClient(paths) as c:
+        yield c
+
+
+def state_of(client: ipc.IpcClient, task_id: int) -> str:
+    return str(client.request("get", id=task_id)["task"]["state"])
+
+
+def test_every_protocol_op_has_a_handler(owner: Owner) -> None:
+    assert set(owner._handlers) == set(ipc.OPS)
+
+
+def test_status_lists_the_simulated_pair(client: ipc.IpcClient) -> None:
+    status = wait_for(lambda: (s := client.request("status"))["devices"] and s, what="a first sample")
+    keys = {d["key"] for d in status["devices"]}
+    assert {AMD, NVIDIA} <= keys
+    assert all(d["simulated"] for d in status["devices"] if d["key"] in (AMD, NVIDIA))
+
+
+def test_run_then_logs_and_get(client: ipc.IpcClient, tmp_path: Path) -> None:
+    result = client.request(
+        "run",
+        argv=[PY, "-c", "print('héllo from the job')"],
+        cwd=str(tmp_path),
+        overrides={"device_prefs": ["cpu"]},
+        name="hello",
+    )
+    task = result["tasks"][0]
+    assert task["name"] == "hello" and task["kind"] == "command"
+    wait_for(lambda: state_of(client, task["id"]) == "succeeded", what="the job to succeed")
+    logs = client.request("logs", id=task["id"])
+    assert "héllo from the job" in logs["text"]
+    assert logs["finished"] is True
+    assert client.request("logs", id=task["id"], offset=logs["offset"])["text"] == ""
+    got = client.request("get", id=str(task["id"]))
+    assert got["spec"]["argv"][0] == PY
+    assert got["task"]["device"] == "cpu"
+    listing = client.request("queue", all=True)["tasks"]
+    assert [t["id"] for t in listing] == [task["id"]]
+    assert client.request("queue", all=False)["tasks"] == []
+
+
+def test_relative_paths_need_the_callers_folder(client: ipc.IpcClient) -> None:
+    with pytest.raises(ipc.RemoteError) as err:
+        client.request("submit", task_file="job.toml")
+    assert "working folder" in err.value.message
+
+
+def test_bad_task_file_names_file_and_key(client: ipc.IpcClient, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('kind = "command"\nargv = ["true"]\non_busy = "sometimes"\n')
+    with pytest.raises(ipc.RemoteError) as err:
+        client.request("submit", task_file=str(bad))
+    assert "bad.toml" in err.value.message and "on_busy" in err.value.message
+    missing_tool = tmp_path / "tool.toml"
+    missing_tool.write_text('kind = "command"\nargv = ["realesrgan-ncnn-vulkan-not-here", "-i", "x"]\n')
+    with pytest.raises(ipc.RemoteError) as err:
+        client.request("submit", task_file=str(missing_tool))
+    assert "realesrgan-ncnn-vulkan-not-here" in err.value.message
+    assert client.request("queue", all=True)["tasks"] == []
+
+
+def test_cancel_reports_unknown_ids_and_cancels_known(client: ipc.IpcClient, tmp_path: Path) -> None:
+    long = client.request(
+        "run",
+        argv=[PY, "-c", "import time; time.sleep(60)"],
+        cwd=str(tmp_path),
+        overrides={"device_prefs": ["780m"]},
+    )["tasks"][0]
+    wait_for(lambda: state_of(client, long["id"]) == "running", what="the job to start")
+    result = client.request("cancel", ids=[long["id"], 424242])
+    assert [t["id"] for t in result["tasks"]] == [long["id"]]
+    assert any("424242" in e for e in result["errors"])
+    wait_for(lambda: state_of(client, long["id"]) == "cancelled", what="the job to be cancelled")
+
+
+def test_pause_resolves_device_names(owner: Owner, client: ipc.IpcClient) -> None:
+    wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
+    paused = client.request("pause", device="780m")["paused"]
+    assert paused.get(AMD) is True
+    assert not paused.get(NVIDIA)
+    with pytest.raises(ipc.RemoteError) as err:
+        client.request("pause", device="voodoo2")
+    assert "voodoo2" in err.value.message and AMD in err.value.message
+    assert client.request("resume", device="780m")["paused"].get(AMD) is not True
+
+
+def test_schedules_round_trip(client: ipc.IpcClient, tmp_path: Path) -> None:
+    task = tmp_path / "nightly.toml"
+    task.write_text(f'kind = "command"\nargv = [{PY!r}, "-c", "pass"]\n'.replace("'", '"'))
+    added = client.request("schedule_add", cron="0 3 * * *", task_file=str(task))["schedule"]
+    assert added["task_file"] == str(task) and added["next_run_at"]
+    assert [s["id"] for s in client.request("schedule_list")["schedules"]] == [added["id"]]
+    with pytest.raises(ipc.RemoteError) as err:
+        client.request("schedule_add", cron="at three", task_file=str(task))
+    assert "cron" in err.value.message
+    broken = tmp_path / "broken.toml"
+    broken.write_text("kind = [")
+    with pytest.raises(ipc.RemoteError):
+        client.request("schedule_add", cron="0 3 * * *", task_file=str(broken))
+    client.request("schedule_remove", id=added["id"])
+    assert client.request("schedule_list")["schedules"] == []
+
+
+def test_a_second_owner_is_refused_before_it_touches_the_queue(
+    owner: Owner, client: ipc.IpcClient, paths: Paths, tmp_path: Path
+) -> None:
+    long = client.request(
+        "run",
+        argv=[PY, "-c", "import time; time.sleep(60)"],
+        cwd=str(tmp_path),
+        overrides={"device_prefs": ["cpu"]},
+    )["tasks"][0]
+    wait_for(lambda: state_of(client, long["id"]) == "running", what="the job to start")
+    with pytest.raises(ipc.OwnerAlreadyRunning):
+        Owner(paths, demo=True).start()
+    # crash recovery would have marked it interrupted: it must still be running under the first owner
+    assert state_of(client, long["id"]) == "running"
+    client.request("cancel", ids=[long["id"]])
+
+
+def test_shutdown_request(owner: Owner, client: ipc.IpcClient) -> None:
+    assert client.request("shutdown")["stopping"] is True
+    assert owner.wait(5.0)
+
+
+def test_decode_keeps_a_cut_character_for_the_next_read() -> None:
+    data = "日本".encode()
+    text, used = _decode_utf8_prefix(data[:4])
+    assert text == "日" and used == 3
+    assert _decode_utf8_prefix(b"\xff\xfeok") == ("\ufffd\ufffdok", 4)
