@@ -76,6 +76,7 @@ class _PciGpu:
     device_id: int | None
     asleep: bool
     runtime_pm_auto: bool
+    driver: str | None = None
 
     @property
     def key(self) -> str:
@@ -208,17 +209,27 @@ class NvmlBackend:
                 self._shutdown()
                 self.unavailable_reason = "no NVIDIA GPU on the PCI bus"
                 return BackendPoll()
-            awake = [g for g in gpus if not g.asleep]
+            awake = []
             for gpu in gpus:
                 if gpu.asleep:
                     self._lost.pop(gpu.key, None)
                     readings.append(self._asleep_reading(gpu, now_s))
+                elif gpu.driver is not None and gpu.driver != "nvidia":
+                    # nouveau, vfio-pci (passed to a VM)...: NVML cannot see it, and need not be opened.
+                    reason = f"driven by {gpu.driver}, not the NVIDIA driver: NVML cannot read it"
+                    readings.append(self._unavailable_reading(gpu, now_s, reason))
+                else:
+                    awake.append(gpu)
             if not awake:
                 if self._open:
-                    log.info("every NVIDIA GPU is asleep: closing NVML so they stay asleep")
+                    log.info("no NVIDIA GPU awake for NVML: closing NVML so they can sleep")
                 self._shutdown()
                 self._released_until_s = None
-                self.unavailable_reason = "every NVIDIA GPU is asleep; NVML is closed so they stay asleep"
+                self.unavailable_reason = (
+                    "every NVIDIA GPU is asleep; NVML is closed so they stay asleep"
+                    if all(g.asleep for g in gpus)
+                    else "no awake NVIDIA GPU uses the NVIDIA driver"
+                )
                 return BackendPoll(tuple(readings))
 
         if self._lost and now_s < self._lost_retry_s:
@@ -299,12 +310,17 @@ class NvmlBackend:
             bdf = normalize_bdf(entry) or entry
             status = runtime_status(self._sys_dir, bdf)
             control = read_str(devices / entry / "power" / "control")
+            try:
+                driver: str | None = os.path.basename(os.readlink(devices / entry / "driver"))
+            except OSError:
+                driver = None  # unbound, or a captured tree without the link
             gpus.append(
                 _PciGpu(
                     bdf=bdf,
                     device_id=cached[1],
                     asleep=status in {"suspended", "suspending"},
                     runtime_pm_auto=control == "auto",
+                    driver=driver,
                 )
             )
         return gpus
@@ -336,13 +352,13 @@ class NvmlBackend:
         )
         return DeviceReading(info, sample)
 
-    def _unavailable_reading(self, gpu: _PciGpu, now_s: float) -> DeviceReading:
+    def _unavailable_reading(self, gpu: _PciGpu, now_s: float, reason: str | None = None) -> DeviceReading:
         info = self._sysfs_info(gpu)
         sample = Sample(
             key=info.key,
             timestamp_s=now_s,
             state="unavailable",
-            reason=self.unavailable_reason or "NVML is not available",
+            reason=reason or self.unavailable_reason or "NVML is not available",
             vram_total_bytes=info.vram_total_bytes,
         )
         return DeviceReading(info, sample)

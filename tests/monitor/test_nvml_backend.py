@@ -485,6 +485,28 @@ def test_no_nvidia_on_the_bus_means_no_nvml(tmp_path: Path) -> None:
     assert fake.calls == []
 
 
+@pytest.mark.parametrize("driver", ["nouveau", "vfio-pci"])
+def test_gpu_on_another_driver_is_not_given_to_nvml(driver: str, tmp_path: Path) -> None:
+    sys_dir = make_sys(tmp_path, {"0000:01:00.0": "active"})
+    (sys_dir / "bus" / "pci" / "drivers" / driver).mkdir(parents=True)
+    (sys_dir / "bus" / "pci" / "devices" / "0000:01:00.0" / "driver").symlink_to(f"../../drivers/{driver}")
+    fake = FakeNvml([rtx5060ti()])
+    reading = by_key(NvmlBackend(fake, sys_dir, use_sysfs=True).poll(0.0))[KEY0]
+    assert reading.sample.state == "unavailable"
+    assert driver in (reading.sample.reason or "")
+    assert fake.calls == []
+
+
+def test_gpu_on_the_nvidia_driver_is_read(tmp_path: Path) -> None:
+    sys_dir = make_sys(tmp_path, {"0000:01:00.0": "active"})
+    (sys_dir / "bus" / "pci" / "drivers" / "nvidia").mkdir(parents=True)
+    (sys_dir / "bus" / "pci" / "devices" / "0000:01:00.0" / "driver").symlink_to("../../drivers/nvidia")
+    assert (
+        by_key(NvmlBackend(FakeNvml([rtx5060ti()]), sys_dir, use_sysfs=True).poll(0.0))[KEY0].sample.state
+        == "ok"
+    )
+
+
 def test_idle_gpu_is_let_go_so_it_can_sleep(tmp_path: Path) -> None:
     sys_dir = make_sys(tmp_path, {"0000:02:00.0": "active"})
     fake = FakeNvml([rtx3060()])  # idle: 0 %, no processes
