@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytestqt.qtbot import QtBot
+
+from gputray.gui.drops import DropChoice, DropConfirmDialog, DropPlan, handle_drop, plan_drop
+from gputray.gui.gui_state import GuiState
+from gputray.scheduler.recipes import load_recipes
+
+
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {
+        "png": tmp_path / "a'; touch pwned #.png",
+        "png2": tmp_path / "写真 1.PNG",
+        "py": tmp_path / "train model.py",
+        "txt": tmp_path / "notes.txt",
+        "dir": tmp_path / "folder",
+    }
+    for k, p in out.items():
+        if k == "dir":
+            p.mkdir()
+        else:
+            p.write_text("x")
+    return out
+
+
+def test_plan_groups_by_type_and_explains_the_rest(tmp_path: Path) -> None:
+    f = files(tmp_path)
+    items = [
+        str(f["png"]),
+        f["png2"].as_uri(),
+        str(f["py"]),
+        str(f["txt"]),
+        str(f["dir"]),
+        str(tmp_path / "gone.png"),
+    ]
+    plan = plan_drop(items, load_recipes())
+    kinds = {g.file_type: g for g in plan.groups}
+    assert set(kinds) == {".png", ".py"}
+    assert kinds[".png"].files == (f["png"], f["png2"]) and kinds[".png"].recipes[0] == "upscale-image"
+    assert kinds[".py"].recipes[0] == "torch"
+    assert plan.problems == (
+        "notes.txt: no recipe handles .txt files",
+        "folder is a folder: drop the files inside it instead",
+        f"{tmp_path / 'gone.png'} does not exist",
+    )
+
+
+def test_several_files_several_jobs_and_remembered_choice(tmp_path: Path) -> None:
+    f = files(tmp_path)
+    state = GuiState(tmp_path / "state.json")
+    calls: list[tuple[list[str], str | None, dict[str, Any]]] = []
+    asked: list[DropPlan] = []
+
+    def submit(paths: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+        calls.append((paths, recipe, overrides))
+        return list(range(len(calls) * 10, len(calls) * 10 + len(paths)))
+
+    def ask(plan: DropPlan, known: Any) -> dict[str, DropChoice]:
+        asked.append(plan)
+        return {g.file_type: DropChoice(g.recipes[0], "integrated", remember=True) for g in plan.groups}
+
+    out = handle_drop(
+        [str(f["png"]), str(f["png2"]), str(f["txt"])],
+        recipes=load_recipes(),
+        submit=submit,
+        ask=ask,
+        state=state,
+    )
+    assert out.task_ids == [10, 11]
+    assert out.messages == ["notes.txt: no recipe handles .txt files"]
+    assert calls[0] == (
+        [str(f["png"]), str(f["png2"])],
+        "upscale-image",
+        {"device_prefs": ["integrated"], "on_busy": "wait"},
+    )
+    # the next .png drop goes straight through with the remembered choice; a .py still asks
+    out2 = handle_drop(
+        [str(f["png"]), str(f["py"])], recipes=load_recipes(), submit=submit, ask=ask, state=state
+    )
+    assert len(asked) == 2 and [g.file_type for g in asked[1].groups] == [".py"]
+    assert calls[1][1:] == ("upscale-image", {"device_prefs": ["integrated"], "on_busy": "wait"})
+    assert len(out2.task_ids) == 2
+    assert GuiState(tmp_path / "state.json").get("drop_choices")[".png"] == {
+        "recipe": "upscale-image",
+        "policy": "integrated",
+    }
+
+
+def test_submit_errors_and_cancel_lose_nothing_silently(tmp_path: Path) -> None:
+    f = files(tmp_path)
+
+    def failing(paths: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+        raise RuntimeError("realesrgan-ncnn-vulkan is not installed")
+
+    out = handle_drop(
+        [str(f["png"])], recipes=load_recipes(), submit=failing, ask=lambda p, k: {}, state=None
+    )
+    assert out.messages == ["realesrgan-ncnn-vulkan is not installed"] and out.task_ids == []
+    cancelled = handle_drop([str(f["png"])], recipes=load_recipes(), submit=failing, ask=lambda p, k: None)
+    assert cancelled.cancelled and cancelled.messages == []
+
+
+def test_confirm_dialog_offers_recipe_and_policy(qtbot: QtBot, tmp_path: Path) -> None:
+    f = files(tmp_path)
+    plan = plan_drop([str(f["png"]), str(f["py"])], load_recipes())
+    dialog = DropConfirmDialog(plan, {".py": DropChoice("torch", "cpu", True)})
+    qtbot.addWidget(dialog)
+    _recipe_box, policy_box, remember = dialog.rows[".png"]
+    policy_box.setCurrentIndex(policy_box.findData("redirect"))
+    remember.setChecked(True)
+    choices = dialog.choices()
+    assert choices[".png"] == DropChoice("upscale-image", "redirect", True)
+    assert choices[".py"] == DropChoice("torch", "cpu", False)

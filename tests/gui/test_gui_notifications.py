@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from gputray.gui.notifications import Notice, Notifier, queue_event_kind
+from gputray.monitor.records import DeviceEvent
+
+
+def make(**kw: object) -> tuple[Notifier, list[Notice], list[float]]:
+    shown: list[Notice] = []
+    now = [0.0]
+    n = Notifier(shown.append, clock=lambda: now[0], **kw)  # type: ignore[arg-type]
+    return n, shown, now
+
+
+def test_job_events_become_notices_with_their_log() -> None:
+    n, shown, _ = make()
+    task = {"id": 3, "name": "cat.png", "state": "running", "log_path": "/logs/3.log"}
+    n.on_queue_event("started", task, "on GeForce RTX 5060 Ti")
+    n.on_queue_event("redirected", task, "redirected to Radeon 780M: 5060 Ti busy")
+    n.on_queue_event("finished", {**task, "state": "succeeded"}, "done in 12 s")
+    n.on_queue_event("failed", {**task, "id": 4, "state": "failed"}, "exit 1")
+    n.on_queue_event("queued", task, "")  # not worth a notification
+    assert [s.kind for s in shown] == ["job_started", "job_redirected", "job_finished", "job_failed"]
+    assert shown[0].title == "Started: cat.png" and shown[0].message == "on GeForce RTX 5060 Ti"
+    assert n.last_log_path == "/logs/3.log"
+    assert shown[-1].critical
+
+
+def test_rate_limits_and_switches() -> None:
+    n, shown, now = make(enabled={"gpu_hot": False}, repeat_s=60.0, burst=3)
+    hot = DeviceEvent("hot", "pci:0000:01:00.0", "GeForce RTX 5060 Ti", "91 °C, limit 85 °C", 1.0)
+    lost = DeviceEvent("lost", "pci:0000:01:00.0", "GeForce RTX 5060 Ti", "fell off the bus", 1.0)
+    n.on_device_events([hot, lost, lost])
+    assert [s.kind for s in shown] == ["gpu_lost"]  # hot is off; the repeat is limited
+    assert shown[0].title == "GeForce RTX 5060 Ti lost"
+    now[0] = 61.0
+    n.on_device_events([lost])
+    assert len(shown) == 2
+    for i in range(5):  # burst: at most 3 per minute (non-critical), the lost notice counts
+        n.on_queue_event("started", {"id": 100 + i, "name": f"j{i}"}, "")
+    assert [s.title for s in shown[2:]] == ["Started: j0", "Started: j1"]
+
+
+def test_event_kind_mapping() -> None:
+    assert queue_event_kind("interrupted", {}) == "job_failed"
+    assert queue_event_kind("cancelled", {}) is None
+    assert queue_event_kind("waiting", {}) is None
