@@ -66,7 +66,9 @@ def make_sys(tmp_path: Path, nvidia: dict[str, str], control: str = "auto") -> P
     add_pci(sys_dir, "0000:00:00.0", 0x1022, 0x060000, "active")
     add_pci(sys_dir, "0000:64:00.0", 0x1002, 0x030000, "active")
     for bdf, status in nvidia.items():
-        add_pci(sys_dir, bdf, 0x10DE, 0x030000, status, control)
+        # Bus 2 shows as a 3D controller (0x0302), as laptop dGPUs and many eGPUs do; bus 1 as VGA.
+        klass = 0x030200 if bdf.startswith("0000:02:") else 0x030000
+        add_pci(sys_dir, bdf, 0x10DE, klass, status, control)
         add_pci(sys_dir, bdf[:-1] + "1", 0x10DE, 0x040300, status, control)
     return sys_dir
 
@@ -473,6 +475,15 @@ def test_gpu_falling_asleep_closes_nvml_and_waking_reopens(sys_two: Path) -> Non
         for fn, args in fake.calls
         if fn.startswith("nvmlDeviceGet") and args and hasattr(args[0], "gpu")
     )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sysfs gating is the Linux default")
+def test_linux_gates_on_sysfs_by_default(tmp_path: Path) -> None:
+    sys_dir = make_sys(tmp_path, {"0000:01:00.0": "suspended"})
+    fake = FakeNvml([rtx5060ti()])
+    readings = by_key(NvmlBackend(fake, sys_dir).poll(0.0))
+    assert readings[KEY0].sample.state == "asleep"
+    assert fake.calls == []
 
 
 def test_no_nvidia_on_the_bus_means_no_nvml(tmp_path: Path) -> None:
