@@ -269,8 +269,19 @@ class TaskStore:
                     raise TaskNotFound(task_id)
         return self.get(task_id)
 
-    def update_many(self, changes: Iterable[tuple[int, dict[str, Any]]]) -> None:
-        """Several updates in one transaction (a dispatch pass writes its reasons this way)."""
+    def update_many(
+        self, changes: Iterable[tuple[int, dict[str, Any]]], *, only_states: Iterable[str] | None = None
+    ) -> None:
+        """Several updates in one transaction (a dispatch pass writes its reasons this way).
+
+        With ``only_states``, a row is changed only while its state is one of them.
+        """
+        guard = ""
+        extra: tuple[str, ...] = ()
+        if only_states is not None:
+            wanted = tuple(only_states)
+            guard = f" AND state IN ({','.join('?' * len(wanted))})"
+            extra = wanted
         with self._transaction() as db:
             for task_id, cols in changes:
                 bad = set(cols) - _UPDATABLE
@@ -278,7 +289,14 @@ class TaskStore:
                     raise ValueError(f"cannot update {sorted(bad)}")
                 if cols:
                     sets = ", ".join(f"{k} = ?" for k in cols)
-                    db.execute(f"UPDATE tasks SET {sets} WHERE id = ?", (*cols.values(), task_id))
+                    db.execute(
+                        f"UPDATE tasks SET {sets} WHERE id = ?{guard}", (*cols.values(), task_id, *extra)
+                    )
+
+    def next_position(self) -> float:
+        """A position after every task (the end of the queue)."""
+        with self._lock:
+            return float(self._db.execute("SELECT COALESCE(MAX(position), 0) + 1 FROM tasks").fetchone()[0])
 
     def compare_and_update(self, task_id: int, expect_state: str, **changes: Any) -> TaskRecord | None:
         """Update only if the task is still in ``expect_state``; None when it was not (a race lost)."""
@@ -326,7 +344,7 @@ class TaskStore:
         """
         now = self.clock()
         with self._lock:
-            stale = self.running()
+            stale = self.list(states=("running", "interrupted"))
             if not stale:
                 return []
             with self._transaction() as db:
