@@ -15,8 +15,9 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("gputray.gui")
 
@@ -92,6 +93,39 @@ def hand_over(files: Sequence[str]) -> int | None:
         return None
 
 
+def install_signal_handlers(quit_app: Callable[[], None]) -> None:
+    """SIGTERM/SIGINT end the app cleanly (the owner stops its server and store) without a polling timer.
+
+    Python runs signal handlers only between bytecodes, which never happens while Qt waits in its event
+    loop; a socket written by ``signal.set_wakeup_fd`` wakes the loop through a QSocketNotifier.
+    """
+    import signal
+    import socket
+
+    from PySide6.QtCore import QSocketNotifier
+
+    if sys.platform == "win32":
+        signal.signal(signal.SIGINT, lambda *_: quit_app())
+        return
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno())
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read)
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            reader.recv(64)
+
+    notifier.activated.connect(drain)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: quit_app())
+    _keep.extend([reader, writer, notifier])
+
+
+_keep: list[Any] = []
+
+
 def run_tray(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.install_desktop_entry or args.install_send_to:
@@ -120,6 +154,7 @@ def run_tray(argv: list[str]) -> int:
 
     qapp = make_application()
     tray_app = TrayApp(args)
+    install_signal_handlers(tray_app.quit)
     tray_app.start()
     code = qapp.exec()
     tray_app.shutdown()

@@ -55,9 +55,12 @@ def parse_paused(value: Any) -> tuple[bool, set[str]]:
     if isinstance(value, bool):
         return value, set()
     if isinstance(value, dict):
-        all_paused = bool(value.get("all") or value.get("queue") or value.get("global"))
-        devices = value.get("devices", [])
-        return all_paused, {str(d) for d in devices} if isinstance(devices, list | tuple | set) else set()
+        # QueueService.paused(): {"queue": whole queue, <device key>: paused, ...}
+        all_paused = bool(value.get("all") or value.get("queue"))
+        devices = value.get("devices")
+        if isinstance(devices, list | tuple | set):
+            return all_paused, {str(d) for d in devices}
+        return all_paused, {str(k) for k, v in value.items() if v is True and k not in ("queue", "all")}
     if isinstance(value, list | tuple | set | frozenset):
         keys = {str(d) for d in value if d is not None}
         return ("*" in keys or "all" in keys or None in value), keys - {"*", "all"}
