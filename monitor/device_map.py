@@ -224,6 +224,8 @@ class KfdGpu:
     render_node: str | None
     pci_vendor_id: int | None
     pci_device_id: int | None
+    compute_units: int | None = None
+    integrated: bool | None = None  # an APU: no local memory of its own (KFD local_mem_size 0)
 
 
 def _sys_dir(sysfs_root: Path, *candidates: str) -> Path | None:
@@ -289,6 +291,10 @@ def kfd_gpus(sysfs_root: Path = Path("/sys")) -> tuple[KfdGpu, ...]:
                 render_node=f"renderD{minor}" if minor >= 128 else None,
                 pci_vendor_id=props.get("vendor_id") or None,
                 pci_device_id=props.get("device_id") or None,
+                compute_units=(
+                    props["simd_count"] // props["simd_per_cu"] if props.get("simd_per_cu", 0) > 0 else None
+                ),
+                integrated=props["local_mem_size"] == 0 if "local_mem_size" in props else None,
             )
         )
     return tuple(gpus)
