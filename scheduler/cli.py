@@ -12,6 +12,7 @@ from typing import Any
 # (``envs`` registers ``envs``; ``queue_cmds`` registers ``submit``, ``queue``, ``cancel`` ...).
 COMMAND_MODULES: dict[str, str] = {
     "status": "status",
+    "devices": "devices",
     "daemon": "queue_cmds",
     "submit": "queue_cmds",
     "run": "queue_cmds",
