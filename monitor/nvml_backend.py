@@ -27,7 +27,7 @@ from typing import Any
 import psutil
 
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessKind, ProcessUse, Sample
-from gputray.monitor.sysfs import normalize_bdf, pci_key, read_int, read_str, runtime_status
+from gputray.monitor.sysfs import normalize_bdf, pci_key, read_int, read_str
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ class NvmlBackend:
         self._lost_backoff_s = LOST_RETRY_S
         self._released_until_s: float | None = None
         self._no_release_until_s = float("-inf")
-        self._pci_cache: dict[str, tuple[bool, int | None]] = {}
+        self._pci_cache: dict[str, tuple[Path, int | None] | None] = {}
         # What the driver turned out to support, per NVML session.
         self._memory_v2 = True
         self._event_reasons_fn = "nvmlDeviceGetCurrentClocksEventReasons"
@@ -285,45 +285,49 @@ class NvmlBackend:
     # ---------------------------------------------------------------- sysfs discovery
 
     def _scan_pci(self) -> list[_PciGpu]:
+        """NVIDIA display controllers (class 0x03xxxx; not their HDMI audio functions) and their
+        runtime PM state. What a BDF is gets read once; its power state and driver every poll."""
         devices = self._sys_dir / "bus" / "pci" / "devices"
         try:
             names = sorted(os.listdir(devices))
         except OSError:
             return []
-        for gone in [n for n in self._pci_cache if n not in names]:
+        present = set(names)
+        for gone in [n for n in self._pci_cache if n not in present]:
             del self._pci_cache[gone]
         gpus: list[_PciGpu] = []
         for entry in names:
-            cached = self._pci_cache.get(entry)
+            if entry not in self._pci_cache:
+                self._pci_cache[entry] = self._identify(devices / entry)
+            cached = self._pci_cache[entry]
             if cached is None:
-                folder = devices / entry
-                klass = read_int(folder / "class")
-                is_gpu = (
-                    read_int(folder / "vendor") == NVIDIA_PCI_VENDOR_ID
-                    and klass is not None
-                    and (klass >> 16) == 0x03
-                )
-                cached = (is_gpu, read_int(folder / "device") if is_gpu else None)
-                self._pci_cache[entry] = cached
-            if not cached[0]:
                 continue
-            bdf = normalize_bdf(entry) or entry
-            status = runtime_status(self._sys_dir, bdf)
-            control = read_str(devices / entry / "power" / "control")
+            folder, device_id = cached
+            # Same file gputray.monitor.sysfs.runtime_status reads; the path is kept to save joins.
+            status = read_str(folder / "power" / "runtime_status")
+            control = read_str(folder / "power" / "control")
             try:
-                driver: str | None = os.path.basename(os.readlink(devices / entry / "driver"))
+                driver: str | None = os.path.basename(os.readlink(folder / "driver"))
             except OSError:
                 driver = None  # unbound, or a captured tree without the link
             gpus.append(
                 _PciGpu(
-                    bdf=bdf,
-                    device_id=cached[1],
+                    bdf=normalize_bdf(entry) or entry,
+                    device_id=device_id,
                     asleep=status in {"suspended", "suspending"},
                     runtime_pm_auto=control == "auto",
                     driver=driver,
                 )
             )
         return gpus
+
+    @staticmethod
+    def _identify(folder: Path) -> tuple[Path, int | None] | None:
+        """(folder, PCI device id) for an NVIDIA display controller, None for anything else."""
+        klass = read_int(folder / "class")
+        if read_int(folder / "vendor") != NVIDIA_PCI_VENDOR_ID or klass is None or (klass >> 16) != 0x03:
+            return None
+        return folder, read_int(folder / "device")
 
     def _sysfs_info(self, gpu: _PciGpu) -> DeviceInfo:
         known = self._known.get(gpu.key)
