@@ -55,7 +55,7 @@ class TaskFileError(ValueError):
     """A task file (or submitted spec) is invalid; the message names the source, the key and the problem."""
 
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h|hr|d)?", re.IGNORECASE)
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|hr|s|m|h|d)?", re.IGNORECASE)
 _DURATION_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
 _SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
