@@ -125,6 +125,7 @@ class EngineLoad:
     eng: int
     engtype: str
     percent: float
+    phys: int = 0  # linked adapters (phys_1, ...) have engines of their own under one LUID
 
 
 @dataclass(frozen=True)
@@ -148,18 +149,18 @@ def _valid_items(items: Iterable[CounterItem]) -> Iterable[tuple[PdhInstance, fl
 
 def adapter_utilization(items: Iterable[CounterItem]) -> dict[str, AdapterUtil]:
     """Per adapter LUID: sum every process's load per engine, take the busiest engine, clamp to 100."""
-    per_engine: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
-    engtypes: dict[tuple[str, int], str] = {}
+    per_engine: dict[str, dict[tuple[int, int], float]] = defaultdict(lambda: defaultdict(float))
+    engtypes: dict[tuple[str, int, int], str] = {}
     for inst, value in _valid_items(items):
         if inst.eng is None:
             continue
-        per_engine[inst.luid][inst.eng] += value
-        engtypes.setdefault((inst.luid, inst.eng), inst.engtype or "")
+        per_engine[inst.luid][(inst.phys, inst.eng)] += value
+        engtypes.setdefault((inst.luid, inst.phys, inst.eng), inst.engtype or "")
     out: dict[str, AdapterUtil] = {}
     for luid, engines in per_engine.items():
         loads = tuple(
-            EngineLoad(eng, engtypes[(luid, eng)], min(100.0, total))
-            for eng, total in sorted(engines.items())
+            EngineLoad(eng, engtypes[(luid, phys, eng)], min(100.0, total), phys)
+            for (phys, eng), total in sorted(engines.items())
         )
         busiest = max(loads, key=lambda e: e.percent)
         out[luid] = AdapterUtil(
@@ -184,12 +185,12 @@ class ProcessGpuUse:
 def process_utilization(items: Iterable[CounterItem]) -> dict[tuple[int, str], tuple[float, tuple[str, ...]]]:
     """Per (pid, LUID): the process's busiest engine (Task Manager's per-process GPU column) and the
     engine types it keeps busy."""
-    per: dict[tuple[int, str], dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    per: dict[tuple[int, str], dict[tuple[int, int], float]] = defaultdict(lambda: defaultdict(float))
     busy: dict[tuple[int, str], set[str]] = defaultdict(set)
     for inst, value in _valid_items(items):
         if inst.pid is None or inst.eng is None:
             continue
-        per[(inst.pid, inst.luid)][inst.eng] += value
+        per[(inst.pid, inst.luid)][(inst.phys, inst.eng)] += value
         if value > 0 and inst.engtype:
             busy[(inst.pid, inst.luid)].add(inst.engtype)
     return {

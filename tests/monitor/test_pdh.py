@@ -190,6 +190,17 @@ def test_summed_engine_is_clamped_to_100() -> None:
     assert adapter_utilization(items)[NV_LUID].util_percent == 100.0
 
 
+def test_linked_adapter_engines_are_not_added_together() -> None:
+    high, low = NV_LUID.split("_")
+    items = [
+        CounterItem(f"pid_1_luid_{high}_{low}_phys_0_eng_0_engtype_3D", 60.0),
+        CounterItem(f"pid_1_luid_{high}_{low}_phys_1_eng_0_engtype_3D", 50.0),
+    ]
+    util = adapter_utilization(items)[NV_LUID]
+    assert util.util_percent == pytest.approx(60.0)
+    assert [(e.phys, e.eng) for e in util.engines] == [(0, 0), (1, 0)]
+
+
 def test_invalid_negative_and_malformed_items_are_ignored() -> None:
     items = [
         eng(1, NV_LUID, 0, "3D", 50.0),
