@@ -98,7 +98,9 @@ def test_task_table_form_and_defaults(tmp_path: Path) -> None:
         ('script = "a.py"\nargv = ["x"]', "argv", "not used by torch"),
     ],
 )
-def test_errors_name_the_file_the_key_and_the_problem(tmp_path: Path, text: str, key: str, problem: str) -> None:
+def test_errors_name_the_file_the_key_and_the_problem(
+    tmp_path: Path, text: str, key: str, problem: str
+) -> None:
     path = write(tmp_path, text)
     with pytest.raises(TaskFileError) as info:
         load_task_file(path)
@@ -122,8 +124,17 @@ def test_unreadable_files_are_clear(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90), (90, 90), ("90s", 90), ("10m", 600), ("1h30m", 5400), ("2d", 172800), ("1.5h", 5400),
-     ("250ms", 0.25), ("10 min", 600)],
+    [
+        ("90", 90),
+        (90, 90),
+        ("90s", 90),
+        ("10m", 600),
+        ("1h30m", 5400),
+        ("2d", 172800),
+        ("1.5h", 5400),
+        ("250ms", 0.25),
+        ("10 min", 600),
+    ],
 )
 def test_durations(text: Any, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
@@ -137,8 +148,17 @@ def test_bad_durations(text: Any) -> None:
 
 @pytest.mark.parametrize(
     ("text", "size"),
-    [("4GiB", 4 * GIB), ("4 GiB", 4 * GIB), ("4G", 4 * GIB), ("4GB", 4_000_000_000), ("512MiB", 512 * 1024**2),
-     ("1.5GiB", int(1.5 * GIB)), (1024, 1024), ("100", 100), ("2kib", 2048)],
+    [
+        ("4GiB", 4 * GIB),
+        ("4 GiB", 4 * GIB),
+        ("4G", 4 * GIB),
+        ("4GB", 4_000_000_000),
+        ("512MiB", 512 * 1024**2),
+        ("1.5GiB", int(1.5 * GIB)),
+        (1024, 1024),
+        ("100", 100),
+        ("2kib", 2048),
+    ],
 )
 def test_sizes(text: Any, size: int) -> None:
     assert parse_size(text) == size
@@ -163,12 +183,39 @@ _values = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=12),
     st.lists(st.one_of(st.text(max_size=8), st.integers()), max_size=3),
-    st.dictionaries(st.text(max_size=5), st.one_of(st.text(max_size=5), st.integers(), st.booleans()), max_size=2),
+    st.dictionaries(
+        st.text(max_size=5), st.one_of(st.text(max_size=5), st.integers(), st.booleans()), max_size=2
+    ),
 )
 _keys = st.sampled_from(
-    ["kind", "name", "argv", "script", "args", "files", "out", "devices", "device_prefs", "on_busy", "max_wait",
-     "after_max_wait", "vram", "vram_bytes", "priority", "needs", "start_at", "window", "timeout", "retries",
-     "backoff", "env", "cwd", "recipe", "util_percent", "bogus"]
+    [
+        "kind",
+        "name",
+        "argv",
+        "script",
+        "args",
+        "files",
+        "out",
+        "devices",
+        "device_prefs",
+        "on_busy",
+        "max_wait",
+        "after_max_wait",
+        "vram",
+        "vram_bytes",
+        "priority",
+        "needs",
+        "start_at",
+        "window",
+        "timeout",
+        "retries",
+        "backoff",
+        "env",
+        "cwd",
+        "recipe",
+        "util_percent",
+        "bogus",
+    ]
 )
 
 

@@ -34,8 +34,16 @@ JSON_KEYS = [
 
 def test_to_json_has_exactly_the_promised_keys_and_iso_times() -> None:
     spec = TaskSpec(kind="command", name="echo", argv=("echo", "hi"))
-    rec = TaskRecord(id=7, spec=spec, state="running", submitted_at=0.25, started_at=1764469800.125,
-                     device="pci:0000:01:00.0", attempts=1, log_path="/x/task-7.log")
+    rec = TaskRecord(
+        id=7,
+        spec=spec,
+        state="running",
+        submitted_at=0.25,
+        started_at=1764469800.125,
+        device="pci:0000:01:00.0",
+        attempts=1,
+        log_path="/x/task-7.log",
+    )
     data = rec.to_json()
     assert list(data) == JSON_KEYS
     assert data["submitted_at"] == "1970-01-01T00:00:00.250Z"

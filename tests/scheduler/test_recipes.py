@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputray.scheduler.launch_env import placeholder_values, render_argv
+from gputray.scheduler.recipes import (
+    RecipeError,
+    SubmitError,
+    ToolNotFound,
+    load_recipes,
+    specs_for_files,
+)
+
+HOSTILE = [
+    "a'; touch pwned #.png",
+    "with space.png",
+    'quo"te.png',
+    "semi;colon.png",
+    "日本語の画像.png",
+    "$(reboot).png",
+]
+
+
+def fake_tool(bin_dir: Path, name: str) -> Path:
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / name
+    path.write_text(f"#!{sys.executable}\nimport sys\nprint(sys.argv)\n", encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))  # nothing else: every tool is missing unless faked
+    return tmp_path
+
+
+def test_shipped_recipes_cover_scripts_images_videos_and_models(home: Path) -> None:
+    names = {r.name: r for r in load_recipes()}
+    assert {"torch", "upscale-image", "upscale-video", "llama-bench"} <= set(names)
+    assert names["upscale-image"].matches(Path("PHOTO.JPG"))
+    assert names["upscale-video"].matches(Path("clip.mkv"))
+    assert names["llama-bench"].matches(Path("qwen.gguf"))
+
+
+def test_python_file_becomes_a_torch_job(home: Path) -> None:
+    script = home / "my job.py"
+    script.write_text("print('hi')\n")
+    (spec,) = specs_for_files([script])
+    assert spec.kind == "torch" and spec.recipe == "torch"
+    assert spec.script == str(script.resolve()) and spec.cwd == str(home.resolve())
+    assert spec.name == "my job.py"
+    assert render_argv(spec, placeholder_values(spec, device_key="cpu", vk_index=None), python="/py") == [
+        "/py",
+        str(script.resolve()),
+    ]
+
+
+def test_missing_tool_is_named_at_submit_time(home: Path) -> None:
+    image = home / "cat.png"
+    image.write_bytes(b"png")
+    with pytest.raises(ToolNotFound) as info:
+        specs_for_files([image])
+    assert info.value.tool == "realesrgan-ncnn-vulkan"
+    assert "'realesrgan-ncnn-vulkan' is not installed or not on PATH" in str(info.value)
+    assert "Real-ESRGAN" in str(info.value)  # where to get it
+
+
+def test_image_upscale_argv_keeps_hostile_names_as_single_arguments(home: Path) -> None:
+    fake_tool(home / "bin", "realesrgan-ncnn-vulkan")
+    files = []
+    for name in HOSTILE:
+        f = home / name
+        f.write_bytes(b"img")
+        files.append(f)
+    specs = specs_for_files(files)
+    for f, spec in zip(files, specs, strict=True):
+        assert spec.kind == "vulkan"
+        argv = render_argv(spec, placeholder_values(spec, device_key="pci:0000:01:00.0", vk_index=1))
+        stem = f.resolve().stem
+        assert argv == [
+            "realesrgan-ncnn-vulkan",
+            "-i",
+            str(f.resolve()),
+            "-o",
+            str(f.resolve().parent / f"{stem}_x4.png"),
+            "-s",
+            "4",
+            "-g",
+            "1",
+        ]
+    assert not (home / "pwned").exists()
+
+
+def test_video_uses_the_vulkan_device_index(home: Path) -> None:
+    fake_tool(home / "bin", "ffmpeg")
+    video = home / "clip.mp4"
+    video.write_bytes(b"v")
+    (spec,) = specs_for_files([video])
+    argv = render_argv(spec, placeholder_values(spec, device_key="pci:0000:64:00.0", vk_index=2))
+    assert argv[0] == "ffmpeg"
+    assert "vulkan=vk:2" in argv
+    assert argv[argv.index("-i") + 1] == str(video.resolve())
+    assert argv[-1].endswith("clip_x2.mkv")
+
+
+def test_gguf_runs_llama_bench_with_the_vulkan_device_in_the_environment(home: Path) -> None:
+    fake_tool(home / "bin", "llama-bench")
+    model = home / "model.gguf"
+    model.write_bytes(b"x" * 1000)
+    (spec,) = specs_for_files([model])
+    assert spec.argv == ("llama-bench", "-m", "{file}")
+    assert spec.env == {"GGML_VK_VISIBLE_DEVICES": "{vk_index}"}
+    assert spec.vram_bytes == 1150  # estimated from the model's size
+
+
+def test_unknown_file_types_and_recipes_are_refused_with_the_choices(home: Path) -> None:
+    text = home / "notes.txt"
+    text.write_text("x")
+    with pytest.raises(RecipeError, match=r"notes.txt: no recipe handles this kind of file.*upscale-image"):
+        specs_for_files([text])
+    with pytest.raises(RecipeError, match="no recipe named 'nope'; known recipes: torch"):
+        specs_for_files([text], recipe="nope")
+
+
+def test_all_or_nothing(home: Path) -> None:
+    good = home / "a.py"
+    good.write_text("")
+    with pytest.raises(SubmitError, match="missing.py: no such file"):
+        specs_for_files([good, home / "missing.py"])
+
+
+def test_overrides_change_placement_keys(home: Path) -> None:
+    script = home / "a.py"
+    script.write_text("")
+    (spec,) = specs_for_files([script], overrides={"devices": ["780m"], "on_busy": "cpu", "vram": "3GiB"})
+    assert spec.device_prefs == ("780m",) and spec.on_busy == "cpu" and spec.vram_bytes == 3 * 1024**3
+
+
+def test_a_user_recipe_replaces_a_shipped_one(home: Path) -> None:
+    config = home / "home" / "config"
+    config.mkdir(parents=True)
+    (config / "recipes.toml").write_text(
+        '[[recipe]]\nname = "upscale-image"\npatterns = ["*.png"]\nkind = "command"\n'
+        'argv = ["myscaler", "{file}"]\n',
+        encoding="utf-8",
+    )
+    fake_tool(home / "bin", "myscaler")
+    image = home / "x.png"
+    image.write_bytes(b"")
+    (spec,) = specs_for_files([image])
+    assert spec.argv == ("myscaler", "{file}")
+
+
+def test_a_broken_user_recipe_names_its_file(home: Path) -> None:
+    config = home / "home" / "config"
+    config.mkdir(parents=True)
+    (config / "recipes.toml").write_text('[[recipe]]\nname = "x"\nargv = ["a", "{nope}"]\n', encoding="utf-8")
+    with pytest.raises(RecipeError, match=r"recipes.toml: recipe 'x': key 'argv': unknown placeholder"):
+        load_recipes()
