@@ -133,7 +133,7 @@ def test_unknown_file_types_and_recipes_are_refused_with_the_choices(home: Path)
 def test_all_or_nothing(home: Path) -> None:
     good = home / "a.py"
     good.write_text("")
-    with pytest.raises(SubmitError, match="missing.py: no such file"):
+    with pytest.raises(SubmitError, match=r"missing\.py: no such file"):
         specs_for_files([good, home / "missing.py"])
 
 

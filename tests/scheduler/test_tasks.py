@@ -97,7 +97,7 @@ def test_daily_windows_in_local_time(window: str, hour: int, minute: int, expect
 
 @pytest.mark.parametrize("bad", ["1-7", "25:00-07:00", "01:00-01:00", "01:60-02:00", "night"])
 def test_bad_windows_are_refused_with_the_value(bad: str) -> None:
-    with pytest.raises(ValueError, match="window|between|empty"):
+    with pytest.raises(ValueError, match=r"window|between|empty"):
         parse_window(bad)
 
 
