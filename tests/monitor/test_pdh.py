@@ -6,12 +6,15 @@ returned; everything after it (parsing, Task-Manager aggregation, trust rules, L
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from gputray.monitor import pdh
 from gputray.monitor.monitor import merge_readings
 from gputray.monitor.pdh import (
     ADAPTER_DEDICATED,
@@ -436,3 +439,115 @@ def test_real_reader_off_windows_fails_cleanly_and_backend_does_not_raise() -> N
     poll = b.poll(0.0)
     assert poll.readings == () and poll.processes == ()
     b.close()
+
+
+# -- the ctypes reader against a stand-in for pdh.dll ----------------------------------------------
+
+
+def _signed(status: int) -> int:
+    """PDH_STATUS comes back through ctypes as a signed 32-bit int."""
+    return status - 2**32 if status >= 2**31 else status
+
+
+class FakePdhDll:
+    """Implements the four pdh.dll calls the reader makes, writing real C structures into its buffers."""
+
+    PDH_MORE_DATA = 0x800007D2
+    PDH_INVALID_DATA = 0xC0000BC6
+
+    def __init__(self, arrays: list[dict[str, list[tuple[str, int, float]]]]) -> None:
+        self.arrays = arrays  # per collection: counter path → (instance, CStatus, value)
+        self.collections = 0
+        self.paths: dict[int, str] = {}
+        self.keep: list[object] = []
+        self.grow_once = True
+        self.closed = 0
+
+    def PdhOpenQueryW(self, source: object, user: object, query_ref: Any) -> int:
+        query_ref._obj.value = 0x1000
+        return 0
+
+    def PdhAddEnglishCounterW(self, query: object, path: Any, user: object, counter_ref: Any) -> int:
+        handle = 0x2000 + len(self.paths)
+        self.paths[handle] = path.value
+        counter_ref._obj.value = handle
+        return 0
+
+    def PdhCollectQueryData(self, query: object) -> int:
+        self.collections += 1
+        return 0
+
+    def PdhGetFormattedCounterArrayW(
+        self, counter: Any, fmt: int, size_ref: Any, count_ref: Any, buf: Any
+    ) -> int:
+        assert fmt & 0x200  # PDH_FMT_DOUBLE
+        frame = self.arrays[min(self.collections, len(self.arrays)) - 1]
+        items = frame.get(self.paths[counter.value])
+        if items is None:
+            return _signed(self.PDH_INVALID_DATA)
+        need = ctypes.sizeof(pdh._PdhFmtCounterValueItemW) * max(len(items), 1)
+        if buf is None or size_ref._obj.value < need:
+            size_ref._obj.value = need
+            count_ref._obj.value = len(items)
+            return _signed(self.PDH_MORE_DATA)
+        if self.grow_once:  # an instance appeared between the two calls: ask again
+            self.grow_once = False
+            size_ref._obj.value = need + 64
+            return _signed(self.PDH_MORE_DATA)
+        arr = (pdh._PdhFmtCounterValueItemW * len(items)).from_buffer(buf)
+        for i, (name, status, value) in enumerate(items):
+            text = ctypes.create_unicode_buffer(name)
+            self.keep.append(text)
+            arr[i].szName = ctypes.cast(text, ctypes.c_wchar_p)
+            arr[i].FmtValue.CStatus = status
+            arr[i].FmtValue.doubleValue = value
+        count_ref._obj.value = len(items)
+        return 0
+
+    def PdhCloseQuery(self, query: object) -> int:
+        self.closed += 1
+        return 0
+
+
+def test_ctypes_reader_reads_formatted_arrays_through_the_real_structures() -> None:
+    engine = pdh.COUNTER_PATHS[ENGINE_UTIL]
+    dedicated = pdh.COUNTER_PATHS[ADAPTER_DEDICATED]
+    inst = f"pid_{LLAMA}_luid_0x00000000_0x0000D1B5_phys_0_eng_1_engtype_Compute_0"
+    fake = FakePdhDll(
+        [
+            {dedicated: [("luid_0x00000000_0x0000D1B5_phys_0", 0, 15.6 * GIB)]},  # engine: not yet valid
+            {
+                engine: [
+                    (inst, 0, 97.5),
+                    ("pid_9_luid_0x00000000_0x0000D1B5_phys_0_eng_0_engtype_3D", 0xC0000BBB, 3.0),
+                ],
+                dedicated: [("luid_0x00000000_0x0000D1B5_phys_0", 0, 15.6 * GIB)],
+            },
+        ]
+    )
+    reader = PdhCtypesReader()
+    reader._pdh = fake
+    reader.open()
+    assert sorted(fake.paths.values()) == sorted(pdh.COUNTER_PATHS.values())
+    first = reader.collect()
+    assert first[ENGINE_UTIL] == []
+    assert first[ADAPTER_DEDICATED] == [CounterItem("luid_0x00000000_0x0000D1B5_phys_0", 15.6 * GIB, True)]
+    second = reader.collect()
+    assert second[ENGINE_UTIL][0] == CounterItem(inst, 97.5, True)
+    assert second[ENGINE_UTIL][1].valid is False  # CStatus not VALID/NEW_DATA
+    assert adapter_utilization(second[ENGINE_UTIL])[NV_LUID].util_percent == pytest.approx(97.5)
+    reader.close()
+    assert fake.closed == 1
+
+
+@pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="64-bit layouts")
+def test_windows_struct_layouts_64bit() -> None:
+    # PDH_FMT_COUNTERVALUE_ITEM_W: LPWSTR + {DWORD CStatus; union{..double..}} = 8 + 16.
+    assert ctypes.sizeof(pdh._PdhFmtCounterValue) == 16
+    assert pdh._PdhFmtCounterValue.value.offset == 8
+    assert ctypes.sizeof(pdh._PdhFmtCounterValueItemW) == 24
+    assert ctypes.sizeof(pdh._D3dkmtOpenAdapterFromLuid) == 12
+    assert ctypes.sizeof(pdh._D3dkmtQueryAdapterInfo) == 24
+    assert ctypes.sizeof(pdh._D3dkmtAdapterAddress) == 12
+    if sys.platform == "win32":  # WCHAR is 2 bytes only there
+        assert ctypes.sizeof(pdh._DxgiAdapterDesc1) == 312
