@@ -167,6 +167,10 @@ class TaskStore:
         with self._lock:
             return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
+    def journal_mode(self) -> str:
+        with self._lock:
+            return str(self._db.execute("PRAGMA journal_mode").fetchone()[0])
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

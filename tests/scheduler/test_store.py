@@ -1,0 +1,196 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gputray.scheduler.store import SCHEMA_VERSION, StoreError, TaskNotFound, TaskStore
+from gputray.scheduler.tasks import TaskSpec
+
+
+def spec(name: str = "job", **kw: object) -> TaskSpec:
+    return TaskSpec(kind="command", name=name, argv=("echo", name), **kw)  # type: ignore[arg-type]
+
+
+def test_tasks_survive_reopening(tmp_path: Path) -> None:
+    db = tmp_path / "data" / "queue.sqlite3"
+    store = TaskStore(db, clock=lambda: 100.0)
+    a = store.add(spec("a", device_prefs=("5060ti",), env={"X": "1"}))
+    b = store.add(spec("b", priority=5))
+    store.update(a.id, state="waiting", reason="waiting for GeForce RTX 5060 Ti: busy")
+    store.close()
+
+    again = TaskStore(db)
+    assert again.schema_version == SCHEMA_VERSION
+    got = again.get(a.id)
+    assert got.state == "waiting" and got.reason.startswith("waiting for")
+    assert got.spec == a.spec and got.submitted_at == 100.0
+    # Pending tasks come in dispatch order: higher priority first.
+    assert [r.id for r in again.pending()] == [b.id, a.id]
+    assert again.journal_mode() == "wal"
+
+
+def test_missing_task_has_a_readable_error(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path / "q.db")
+    with pytest.raises(TaskNotFound) as info:
+        store.get(42)
+    assert isinstance(info.value, KeyError)
+    assert str(info.value) == "no task #42 in the queue"
+
+
+def test_a_newer_schema_is_refused_not_damaged(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    TaskStore(db).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(StoreError, match=r"newer gputray \(schema 99"):
+        TaskStore(db)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 99
+
+
+def test_a_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    db.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="unreadable"):
+        TaskStore(db)
+
+
+def test_retry_policy_requeues_with_doubling_backoff_then_fails(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path / "q.db", clock=lambda: 1000.0)
+    rec = store.add(spec(retries=2, backoff_s=10))
+    store.update(rec.id, state="failed", attempts=1)
+    first = store.apply_retry_policy(rec.id, "exited with status 1")
+    assert first.state == "queued" and first.not_before == 1010.0
+    assert first.reason == "exited with status 1; retry 1 of 2 in 10 s"
+    store.update(rec.id, attempts=2)
+    second = store.apply_retry_policy(rec.id, "exited with status 1")
+    assert second.state == "queued" and second.not_before == 1020.0
+    store.update(rec.id, attempts=3)
+    last = store.apply_retry_policy(rec.id, "exited with status 1")
+    assert last.state == "failed" and last.reason == "exited with status 1; no retries left"
+
+
+def _sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+
+
+def test_crash_recovery_interrupts_running_tasks_and_applies_their_policy(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    store = TaskStore(db, clock=lambda: 500.0)
+    again = store.add(spec("again", retries=1, backoff_s=0))
+    once = store.add(spec("once"))
+    waiting = store.add(spec("waiting"))
+    log = tmp_path / "task-1.log"
+    log.write_text("half of the output\n")
+    orphan = _sleeper()
+    try:
+        store.update(
+            again.id,
+            state="running",
+            attempts=1,
+            started_at=400.0,
+            pid=orphan.pid,
+            pid_create_time=psutil.Process(orphan.pid).create_time(),
+            log_path=str(log),
+        )
+        store.update(once.id, state="running", attempts=1, started_at=400.0, pid=None)
+        store.update(waiting.id, state="waiting", reason="waiting for Radeon 780M: paused")
+        store.close()  # the owner "crashes": nothing else happens
+
+        reopened = TaskStore(db, clock=lambda: 600.0)
+        recovered = {r.record.id: r for r in reopened.recover_after_crash()}
+        orphan.wait(timeout=10)  # the leftover job process was stopped (psutil reaped it)
+        assert not psutil.pid_exists(orphan.pid) or psutil.Process(orphan.pid).status() == "zombie"
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+    assert set(recovered) == {again.id, once.id}
+    requeued = reopened.get(again.id)
+    assert requeued.state == "queued" and recovered[again.id].requeued and recovered[again.id].killed_orphan
+    assert requeued.reason.startswith("interrupted: gputray stopped while it ran")
+    assert requeued.log_path == str(log) and log.read_text() == "half of the output\n"
+    failed = reopened.get(once.id)
+    assert failed.state == "failed" and "interrupted" in failed.reason and failed.ended_at == 600.0
+    assert reopened.get(waiting.id).state == "waiting"  # untouched
+    assert reopened.recover_after_crash() == []  # idempotent
+
+
+def test_recovery_never_kills_a_reused_pid(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path / "q.db")
+    rec = store.add(spec())
+    bystander = _sleeper()
+    try:
+        store.update(rec.id, state="running", attempts=1, pid=bystander.pid, pid_create_time=1.0)
+        (r,) = store.recover_after_crash()
+        assert not r.killed_orphan
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from gputray.scheduler.store import TaskStore
+    from gputray.scheduler.tasks import TaskSpec
+    store = TaskStore(Path(sys.argv[1]))
+    i = 0
+    while True:
+        rec = store.add(TaskSpec(kind="command", name=f"t{i}", argv=("echo", str(i))))
+        store.update(rec.id, state="running", attempts=1)
+        print(rec.id, flush=True)
+        i += 1
+    """
+)
+
+
+def test_kill_9_mid_write_loses_nothing_that_was_acknowledged(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    acknowledged = [int(proc.stdout.readline()) for _ in range(40)]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    store = TaskStore(db)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    for task_id in acknowledged:
+        assert store.get(task_id).state in {"running", "queued"}
+    store.recover_after_crash()
+    assert not store.running()
+    assert {r.state for r in store.list()} <= {"failed"}
+
+
+def test_update_many_leaves_rows_that_changed_state(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path / "q.db")
+    a, b = store.add(spec("a")), store.add(spec("b"))
+    store.update(b.id, state="cancelled")
+    store.update_many([(a.id, {"state": "waiting"}), (b.id, {"state": "waiting"})], only_states=("queued",))
+    assert store.get(a.id).state == "waiting"
+    assert store.get(b.id).state == "cancelled"
+
+
+@pytest.mark.slow
+def test_ten_thousand_tasks_list_in_order_with_json(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    store = TaskStore(db)
+    store.add_many(spec(f"t{i}", device_prefs=("5060ti", "780m")) for i in range(10_000))
+    store.close()
+    fresh = TaskStore(db)  # a cold cache, as after a restart
+    records = fresh.list()
+    assert len(records) == 10_000
+    assert [r.id for r in records[:3]] == [1, 2, 3]
+    text = json.dumps([r.to_json() for r in records])
+    assert json.loads(text)[-1]["name"] == "t9999"
+    assert fresh.counts() == {"queued": 10_000}
