@@ -251,3 +251,17 @@ def test_uuid_and_luid_spelling() -> None:
     assert parse_uuid("GPU-6d657361-3232-2e33-2e36-000000000000") == raw
     assert parse_uuid("6D6573613232") is None
     assert format_luid(0, 0xD1B5) == "0x00000000_0x0000D1B5"
+
+
+@needs_lavapipe
+def test_jobs_python_variables_do_not_break_the_worker(tmp_path: Path) -> None:
+    """A job env made for another Python (a venv's PYTHONHOME/PYTHONPATH) must not break our worker."""
+    env = {
+        **os.environ,
+        "PYTHONHOME": str(tmp_path / "other-python"),
+        "PYTHONPATH": str(tmp_path / "site-packages"),
+        "VK_ICD_FILENAMES": str(LVP_ICD),
+    }
+    enum = enumerate_devices(env)
+    assert enum.available, enum.reason
+    assert enum.devices[0].driver_name == "llvmpipe"
