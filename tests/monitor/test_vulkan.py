@@ -265,3 +265,51 @@ def test_jobs_python_variables_do_not_break_the_worker(tmp_path: Path) -> None:
     enum = enumerate_devices(env)
     assert enum.available, enum.reason
     assert enum.devices[0].driver_name == "llvmpipe"
+
+
+def _renamed_lavapipe(tmp_path: Path) -> Path | None:
+    """A second, distinguishable Vulkan driver: a copy of lavapipe that calls itself "llvmpipX".
+
+    Two real devices whose order depends only on the environment, which is what Mesa's device-select
+    or DRI_PRIME do to an NVIDIA + AMD machine.
+    """
+    manifest = json.loads(LVP_ICD.read_text())
+    library = Path(manifest["ICD"]["library_path"])
+    if not library.is_absolute():
+        found = ctypes.util.find_library("vulkan_lvp")
+        if found is None:
+            return None
+        library = Path("/usr/lib/x86_64-linux-gnu") / found
+    data = library.read_bytes()
+    if data.count(b"llvmpipe (LLVM") != 1:
+        return None
+    copy = tmp_path / "libvulkan_lvpX.so"
+    copy.write_bytes(data.replace(b"llvmpipe (LLVM", b"llvmpipX (LLVM"))
+    manifest["ICD"]["library_path"] = str(copy)
+    icd = tmp_path / "lvpX icd.json"
+    icd.write_text(json.dumps(manifest))
+    return icd
+
+
+@needs_lavapipe
+def test_reordering_environment_changes_indices_like_vulkaninfo(tmp_path: Path) -> None:
+    icd_x = _renamed_lavapipe(tmp_path)
+    if icd_x is None:
+        pytest.skip("this lavapipe build cannot be copied under another name")
+    orders = [f"{LVP_ICD}{os.pathsep}{icd_x}", f"{icd_x}{os.pathsep}{LVP_ICD}"]
+    seen: list[list[str]] = []
+    for order in orders:
+        env = {**os.environ, "VK_ICD_FILENAMES": order}
+        enum = enumerate_devices(env)
+        assert enum.available, enum.reason
+        names = [d.name.split(" ")[0] for d in sorted(enum.devices, key=lambda d: d.index)]
+        assert sorted(names) == ["llvmpipX", "llvmpipe"]
+        seen.append(names)
+        exe = shutil.which("vulkaninfo")
+        if exe is not None:
+            out = subprocess.run(
+                [exe, "--summary"], capture_output=True, text=True, env=env, timeout=60, check=False
+            ).stdout
+            listed = re.findall(r"deviceName\s+= (\S+)", out)
+            assert listed == names  # our index i is vulkaninfo's GPUi in the same environment
+    assert seen[0] == list(reversed(seen[1]))
