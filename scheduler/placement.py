@@ -396,8 +396,14 @@ def place(
         ever += rest
     if spec.on_busy == "cpu" or (can_wait_out and spec.after_max_wait == "cpu"):
         ever += cpu
-    if not ever and unsuitable and not any(d.key not in unsuitable for _, ds in groups for d in ds):
-        return GiveUp("no device can run it: " + "; ".join(dict.fromkeys(unsuitable.values())))
+    if not ever and first_matched:
+        relevant = [d.key for d in first_matched]
+        if spec.on_busy == "redirect" or (can_wait_out and spec.after_max_wait == "redirect"):
+            relevant += [d.key for d in rest_raw]
+        if spec.on_busy == "cpu" or (can_wait_out and spec.after_max_wait == "cpu"):
+            relevant += [d.key for d in devices if d.is_cpu]
+        reasons = [unsuitable[k] for k in dict.fromkeys(relevant) if k in unsuitable]
+        return GiveUp("no device can run it: " + "; ".join(reasons))
     if expired and spec.after_max_wait == "fail":
         return GiveUp(f"gave up after waiting {_duration(waited)} for {first_label}: {first_why}")
 
