@@ -67,6 +67,15 @@ def _decode_utf8_prefix(data: bytes) -> tuple[str, int]:
     return data.decode("utf-8", errors="replace"), len(data)
 
 
+def _is_refusal(exc: Exception) -> bool:
+    """The queue's and the task files' own errors are answers for the user, not owner bugs."""
+    from gputray.scheduler.queue_service import QueueError
+    from gputray.scheduler.taskfile import TaskFileError
+    from gputray.scheduler.timing import TimingError
+
+    return isinstance(exc, QueueError | TaskFileError | TimingError | ValueError | LookupError | OSError)
+
+
 class Owner:
     def __init__(
         self,
@@ -158,12 +167,17 @@ class Owner:
                 )
             self._monitor.start()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
+            env_resolver = self.env_resolver
+            if env_resolver is None:
+                from gputray.scheduler.doctor import env_for_device
+
+                env_resolver = env_for_device  # the doctor's cached results; never probes
             self._queue = QueueService(
                 self._store,
                 self._monitor,
                 paths=self.paths,
                 clock=self.clock,
-                env_resolver=self.env_resolver,
+                env_resolver=env_resolver,
                 on_event=self._event,
             )
             self._queue.start()
@@ -251,7 +265,12 @@ class Owner:
             raise OwnerRequestError("the gputray owner is still starting; try again")
         if self._stopped.is_set() and op != "ping":
             raise OwnerRequestError("the gputray owner is stopping")
-        return self._handlers[op](args)
+        try:
+            return self._handlers[op](args)
+        except Exception as exc:
+            if _is_refusal(exc):
+                exc.user_error = True  # type: ignore[attr-defined]  # ipc replies with its message
+            raise
 
     # --- ops -------------------------------------------------------------------------------------
 
