@@ -106,6 +106,7 @@ class Job:
             ).start()
 
     def _kill_tree(self, *, grace_s: float) -> None:
+        # Poll, never wait: psutil's wait would reap our own child and hide its exit status from Popen.
         try:
             parent = psutil.Process(self.pid)
             procs = [*parent.children(recursive=True), parent]
@@ -115,13 +116,21 @@ class Job:
         for p in procs:
             with contextlib.suppress(psutil.Error, OSError):
                 p.terminate()
-        _, alive = psutil.wait_procs(procs, timeout=grace_s) if procs else ([], [])
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(_alive(p) for p in procs):
+            time.sleep(0.05)
         _signal_group(self.pid, graceful=False)
-        for p in alive:
-            with contextlib.suppress(psutil.Error, OSError):
-                p.kill()
-        if alive:
-            psutil.wait_procs(alive, timeout=2)
+        for p in procs:
+            if _alive(p):
+                with contextlib.suppress(psutil.Error, OSError):
+                    p.kill()
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
 
 
 def _signal_group(pgid: int, *, graceful: bool) -> None:

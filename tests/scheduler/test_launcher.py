@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gputray.scheduler.launcher import Job, LaunchFailed, launch
+
+PY = sys.executable
+
+
+def run(argv: list[str], tmp_path: Path, **kw: object) -> tuple[Job, list[int]]:
+    codes: list[int] = []
+    job = launch(
+        argv,
+        env={"PATH": "/usr/bin:/bin", "X_TEST": "1"},
+        log_path=tmp_path / "logs" / "task-1.log",
+        on_exit=lambda j, code: codes.append(code),
+        **kw,
+    )  # type: ignore[arg-type]
+    return job, codes
+
+
+def test_output_and_errors_go_to_the_log_and_exit_is_reported(tmp_path: Path) -> None:
+    job, codes = run(
+        [
+            PY,
+            "-c",
+            "import os,sys; print('out', os.environ['X_TEST']); print('err', file=sys.stderr); sys.exit(3)",
+        ],
+        tmp_path,
+        header="=== header ===",
+    )
+    assert job.wait(timeout=30) == 3
+    assert codes == [3]
+    text = (tmp_path / "logs" / "task-1.log").read_text()
+    assert text.startswith("=== header ===\n")
+    assert "out 1" in text and "err" in text
+    assert job.kill_reason is None and not job.running
+
+
+def test_arguments_are_never_parsed_by_a_shell(tmp_path: Path) -> None:
+    hostile = [
+        "a'; touch pwned #",
+        "$(touch pwned2)",
+        "`touch pwned3`",
+        "x && touch pwned4",
+        "日本語 ファイル",
+    ]
+    job, _ = run(
+        [PY, "-c", "import json,sys; print(json.dumps(sys.argv[1:]))", *hostile], tmp_path, cwd=tmp_path
+    )
+    assert job.wait(timeout=30) == 0
+    last = (tmp_path / "logs" / "task-1.log").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert json.loads(last) == hostile
+    assert not list(tmp_path.glob("pwned*"))
+
+
+TREE = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c",
+    "import subprocess,sys,time; g=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
+    "print(g.pid, flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+print(child.pid, child.stdout.readline().strip(), flush=True)
+time.sleep(60)
+"""
+
+
+def _pids_from_log(path: Path) -> list[int]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        lines = [ln for ln in path.read_text().splitlines() if ln and ln[0].isdigit()]
+        if lines:
+            return [int(p) for p in lines[0].split()]
+        time.sleep(0.05)
+    raise AssertionError("the job never printed its children")
+
+
+def test_cancel_kills_the_whole_tree(tmp_path: Path) -> None:
+    job, codes = run([PY, "-c", TREE], tmp_path, grace_s=1.0)
+    pids = [job.pid, *_pids_from_log(tmp_path / "logs" / "task-1.log")]
+    assert len(pids) == 3 and all(psutil.pid_exists(p) for p in pids)
+    job.cancel("cancelled")
+    assert job.wait(timeout=30) is not None
+    assert job.kill_reason == "cancelled" and codes and codes[0] != 0
+    gone = psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)], timeout=10)[1]
+    assert not [p for p in gone if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_timeout_stops_the_job(tmp_path: Path) -> None:
+    job, codes = run([PY, "-c", "import time; time.sleep(60)"], tmp_path, timeout_s=0.5, grace_s=1.0)
+    assert job.wait(timeout=30) is not None
+    assert job.kill_reason == "timeout" and codes[0] != 0
+
+
+def test_stragglers_of_a_finished_job_are_stopped(tmp_path: Path) -> None:
+    script = (
+        "import subprocess,sys; p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
+        "print(p.pid, flush=True)"
+    )
+    job, _ = run([PY, "-c", script], tmp_path)
+    assert job.wait(timeout=30) == 0
+    (straggler,) = _pids_from_log(tmp_path / "logs" / "task-1.log")
+    _, alive = (
+        psutil.wait_procs([psutil.Process(straggler)], timeout=10)
+        if psutil.pid_exists(straggler)
+        else ([], [])
+    )
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_exit_callback_runs_in_time_for_the_next_job(tmp_path: Path) -> None:
+    done = threading.Event()
+    job = launch([PY, "-c", "pass"], env={}, log_path=tmp_path / "l.log", on_exit=lambda j, c: done.set())
+    assert done.wait(timeout=30)
+    assert job.returncode == 0
+
+
+def test_a_missing_program_is_named(tmp_path: Path) -> None:
+    with pytest.raises(
+        LaunchFailed, match="cannot start no-such-tool-xyz: the program no-such-tool-xyz does not exist"
+    ):
+        launch(["no-such-tool-xyz", "-i", "x"], env={"PATH": str(tmp_path)}, log_path=tmp_path / "l.log")
+    assert "no-such-tool-xyz" in (tmp_path / "l.log").read_text()
+    with pytest.raises(LaunchFailed, match="empty"):
+        launch([], env={}, log_path=tmp_path / "l.log")
