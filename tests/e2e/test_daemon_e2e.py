@@ -42,7 +42,7 @@ ENV_PRINTER = textwrap.dedent(
     import os, sys
     for name in ("GPUTRAY_TASK_ID", "GPUTRAY_DEVICE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
                  "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
-        print(f"{name}={os.environ.get(name, '<unset>')}")
+        print(name + "=" + os.environ.get(name, "<unset>"))
     print("ARGV=" + repr(sys.argv[1:]))
     """
 )
@@ -361,10 +361,13 @@ def test_cli_round_trip_logs_retry_pause(daemons: Callable[..., Daemon], home: P
     assert d.task(held_id)["state"] in ("queued", "waiting")  # its device is paused
     assert d.cli("resume", "780m").returncode == 0
     d.wait_state(held_id, {"succeeded"})
+    first_end = t["ended_at"]
     again = d.cli("retry", str(fail_id))
     assert again.returncode == 0, again.stderr
-    t = d.wait_state(fail_id, {"failed"})
-    assert t["attempts"] == 2
+    wait_for(
+        lambda: (x := d.task(fail_id))["state"] == "failed" and x["ended_at"] != first_end, 15, "the retry"
+    )
+    assert d.log_text(fail_id).splitlines().count("oops") == 2  # one log per task, both runs kept
     bad = d.cli("submit", "--task", str(home / "missing.toml"))
     assert bad.returncode == 1 and "missing.toml" in bad.stderr
     usage = d.cli("submit", "x.png", "--max-wait", "soon")
