@@ -1,0 +1,403 @@
+"""The queue end to end in-process: real job processes, a real SQLite file, simulated GPUs on a fake clock."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputray.monitor.host import HostReader
+from gputray.monitor.monitor import Monitor
+from gputray.monitor.scenario import Load, Scenario
+from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
+from gputray.scheduler.envs import PythonEnv
+from gputray.scheduler.paths import app_paths
+from gputray.scheduler.queue_service import QueueService, TaskStateError
+from gputray.scheduler.recipes import ToolNotFound
+from gputray.scheduler.store import TaskNotFound, TaskStore
+from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
+
+GIB = 1024**3
+NV, AMD = RTX_5060_TI.key, RADEON_780M.key
+PY = sys.executable
+SHOW_ENV = (
+    "import os, json; print('ENV ' + json.dumps({k: os.environ.get(k) for k in ("
+    "'CUDA_VISIBLE_DEVICES', 'CUDA_DEVICE_ORDER', 'HIP_VISIBLE_DEVICES', 'ROCR_VISIBLE_DEVICES', "
+    "'GPUTRAY_TASK_ID', 'GPUTRAY_DEVICE', 'HSA_OVERRIDE_GFX_VERSION')}), flush=True)"
+)
+HOSTILE = ["a'; touch pwned #.png", "with space.png", 'quo"te.png', "semi;colon.png", "日本語の画像.png"]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, loads: tuple[Load, ...] = (), **service_kw: Any) -> None:
+        self.clock = FakeClock()
+        self.sim = SimulatedBackend(Scenario(loads), clock=self.clock)
+        self.monitor = Monitor([self.sim], host=HostReader(), clock=self.clock)
+        self.paths = app_paths()
+        self.store = TaskStore(self.paths.queue_db)
+        self.events: list[QueueEvent] = []
+        self.tmp_path = tmp_path
+        self.service_kw = service_kw
+        self.service: QueueService | None = None
+
+    def start(self) -> QueueService:
+        self.tick(0)
+        self.service = QueueService(
+            self.store, self.monitor, paths=self.paths, on_event=self.events.append, **self.service_kw
+        )
+        self.service.start()
+        return self.service
+
+    @property
+    def q(self) -> QueueService:
+        assert self.service is not None
+        return self.service
+
+    def tick(self, advance_s: float) -> None:
+        self.clock.t += advance_s
+        self.monitor.sample_once()
+
+    def until(self, check: Callable[[], bool], timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if check():
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"timed out; queue: {[r.to_json() for r in self.q.list()]}")
+
+    def state(self, task_id: int, *states: str) -> Callable[[], bool]:
+        return lambda: self.q.get(task_id).state in states
+
+    def job_env(self, rec: TaskRecord) -> dict[str, str | None]:
+        rec = self.q.get(rec.id)
+        assert rec.log_path is not None
+        lines = [
+            ln for ln in Path(rec.log_path).read_text(encoding="utf-8").splitlines() if ln.startswith("ENV ")
+        ]
+        return dict(json.loads(lines[-1][4:]))
+
+    def log_text(self, task_id: int) -> str:
+        path = self.q.get(task_id).log_path
+        try:
+            return Path(path).read_text(encoding="utf-8") if path else ""
+        except FileNotFoundError:
+            return ""
+
+    def close(self) -> None:
+        if self.service is not None:
+            self.service.close(kill_running=True)
+        self.store.close()
+
+
+@pytest.fixture
+def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Harness]]:
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    made: list[Harness] = []
+
+    def make(loads: tuple[Load, ...] = (), **kw: Any) -> Harness:
+        h = Harness(tmp_path, loads, **kw)
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.close()
+
+
+def command(name: str, code: str = SHOW_ENV, **kw: Any) -> TaskSpec:
+    return TaskSpec(kind="command", name=name, argv=(PY, "-c", code), **kw)
+
+
+LLAMA_FOREVER = (Load("5060ti", 0, 1e9, 96, vram_bytes=14 * GIB, process="llama-server", pid=90001),)
+
+
+def test_wait_redirect_and_cpu_with_the_environment_each_job_gets(harness: Callable[..., Harness]) -> None:
+    h = harness(LLAMA_FOREVER)
+    q = h.start()
+    waits = q.submit(command("waits", device_prefs=("5060ti",), on_busy="wait"))
+    moves = q.submit(command("moves", device_prefs=("5060ti", "780m"), on_busy="redirect"))
+    cpu = q.submit(command("cpu", device_prefs=("5060ti",), on_busy="cpu"))
+    h.until(h.state(moves.id, "succeeded"))
+    h.until(h.state(cpu.id, "succeeded"))
+    h.until(lambda: q.get(waits.id).state == "waiting")
+
+    w = q.get(waits.id)
+    assert w.reason == "waiting for GeForce RTX 5060 Ti: llama-server holds 14.0 GiB and is active"
+    m = q.get(moves.id)
+    assert m.device == AMD and m.exit_code == 0 and m.attempts == 1
+    assert m.reason.startswith("redirected to Radeon 780M: GeForce RTX 5060 Ti busy (llama-server")
+    assert h.job_env(m) == {
+        "CUDA_VISIBLE_DEVICES": None,
+        "CUDA_DEVICE_ORDER": None,
+        "HIP_VISIBLE_DEVICES": "0",
+        "ROCR_VISIBLE_DEVICES": "0",
+        "GPUTRAY_TASK_ID": str(m.id),
+        "GPUTRAY_DEVICE": AMD,
+        "HSA_OVERRIDE_GFX_VERSION": None,
+    }
+    c = q.get(cpu.id)
+    assert c.device == "cpu" and c.reason.startswith("on CPU: GeForce RTX 5060 Ti busy")
+    env = h.job_env(c)
+    assert (
+        env["CUDA_VISIBLE_DEVICES"] == ""
+        and env["HIP_VISIBLE_DEVICES"] == ""
+        and env["GPUTRAY_DEVICE"] == "cpu"
+    )
+    kinds = [(e.kind, e.task.id) for e in h.events]
+    assert (
+        ("redirected", moves.id) in kinds and ("waiting", waits.id) in kinds and ("finished", cpu.id) in kinds
+    )
+
+
+def test_a_waiting_job_starts_when_the_external_load_ends(harness: Callable[..., Harness]) -> None:
+    h = harness((Load("5060ti", 0, 20, 96, vram_bytes=int(14.2 * GIB), process="llama-server", pid=90001),))
+    q = h.start()
+    rec = q.submit(command("after-llm", device_prefs=("5060ti",)))
+    for step in (5, 6):  # 11 s of sustained external use: busy by utilisation now
+        h.tick(step)
+    q.dispatch()
+    assert re.fullmatch(
+        r"waiting for GeForce RTX 5060 Ti: llama-server uses 14\.2 GiB, \d+ %", q.get(rec.id).reason
+    )
+    h.tick(14)  # t = 25: the LLM server has gone, the free window starts
+    h.tick(6)  # t = 31: free for 6 s
+    h.until(h.state(rec.id, "succeeded"))
+    done = q.get(rec.id)
+    assert done.device == NV
+    env = h.job_env(done)
+    assert env["CUDA_VISIBLE_DEVICES"] == RTX_5060_TI.uuid and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert env["ROCR_VISIBLE_DEVICES"] is None and env["HIP_VISIBLE_DEVICES"] is None
+
+
+ONLY_ON_AMD = (
+    "import os, time, sys; print('attempt on', os.environ['GPUTRAY_DEVICE'], flush=True); "
+    f"time.sleep(60) if os.environ['GPUTRAY_DEVICE'] == {NV!r} else sys.exit(0)"
+)
+
+
+@pytest.mark.parametrize("retries", [1, 0])
+def test_a_device_lost_mid_job_interrupts_it_and_the_policy_decides(
+    harness: Callable[..., Harness], retries: int
+) -> None:
+    h = harness((Load("5060ti", 10, 1e9, 0, state="lost"),))
+    q = h.start()
+    rec = q.submit(
+        command(
+            "egpu",
+            ONLY_ON_AMD,
+            device_prefs=("5060ti", "780m"),
+            on_busy="redirect",
+            retries=retries,
+            backoff_s=0,
+        )
+    )
+    h.until(lambda: f"attempt on {NV}" in h.log_text(rec.id))
+    assert q.get(rec.id).device == NV and q.get(rec.id).state == "running"
+    h.tick(11)  # the eGPU falls off the bus
+    if retries:
+        h.until(h.state(rec.id, "succeeded"))
+        done = q.get(rec.id)
+        assert done.device == AMD and done.attempts == 2
+        assert done.reason.startswith("redirected to Radeon 780M: GeForce RTX 5060 Ti busy (lost")
+        log = Path(done.log_path or "").read_text()
+        assert f"attempt on {NV}" in log and f"attempt on {AMD}" in log  # one log, both attempts
+    else:
+        h.until(h.state(rec.id, "failed"))
+        assert q.get(rec.id).reason == "interrupted: GeForce RTX 5060 Ti was lost while it ran"
+    assert any(e.kind == "interrupted" and e.task.id == rec.id for e in h.events)
+
+
+def test_cancel_a_running_and_a_queued_task(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    q = h.start()
+    long = q.submit(
+        command("long", "import time; print('go', flush=True); time.sleep(60)", device_prefs=("780m",))
+    )
+    behind = q.submit(command("behind", device_prefs=("780m",)))
+    h.until(h.state(long.id, "running"))
+    h.until(h.state(behind.id, "waiting"))
+    assert q.get(behind.id).reason == f"waiting for Radeon 780M: running 'long (#{long.id})'"
+    cancelled = q.cancel(behind.id)
+    assert cancelled.state == "cancelled"
+    stopped = q.cancel(long.id)
+    assert stopped.state == "cancelled" and stopped.reason == "cancelled while running"
+    assert q.cancel(long.id).state == "cancelled"  # idempotent
+    with pytest.raises(TaskNotFound, match="no task #999"):
+        q.cancel(999)
+
+
+def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    q = h.start()
+    q.pause()
+    a, b, c = (q.submit(command(n, device_prefs=("780m",))) for n in "abc")
+    h.until(lambda: q.get(c.id).reason == "the queue is paused")
+    assert [r.id for r in q.list()] == [a.id, b.id, c.id]
+    q.move(c.id, -2)
+    assert [r.id for r in q.list()] == [c.id, a.id, b.id]
+    q.move(c.id, +1)
+    assert [r.id for r in q.list()] == [a.id, c.id, b.id]
+    q.pause("780m")
+    assert q.paused() == {"queue": True, NV: False, AMD: True, "cpu": False}
+    q.resume()  # everything
+    assert q.paused()[AMD] is False
+    for r in (a, b, c):
+        h.until(h.state(r.id, "succeeded"))
+    starts = sorted((q.get(r.id).started_at or 0, r.id) for r in (a, b, c))
+    assert [i for _, i in starts] == [a.id, c.id, b.id]
+    with pytest.raises(TaskStateError, match="only queued or waiting tasks move"):
+        q.move(a.id, 1)
+    again = q.retry(a.id)
+    assert again.state == "queued" and again.attempts == 0
+    h.until(h.state(a.id, "succeeded"))
+    with pytest.raises(Exception, match="'4090' matches no device"):
+        q.pause("4090")
+
+
+def test_failures_follow_the_retry_policy(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    q = h.start()
+    flaky = q.submit(
+        command(
+            "flaky", "import sys; print('try'); sys.exit(2)", device_prefs=("cpu",), retries=1, backoff_s=0
+        )
+    )
+    slow = q.submit(command("slow", "import time; time.sleep(60)", device_prefs=("780m",), timeout_s=0.5))
+    h.until(h.state(flaky.id, "failed"))
+    f = q.get(flaky.id)
+    assert f.attempts == 2 and f.exit_code == 2
+    assert f.reason == "exited with status 2; no retries left"
+    assert Path(f.log_path or "").read_text().splitlines().count("try") == 2
+    h.until(h.state(slow.id, "failed"))
+    assert q.get(slow.id).reason == "timed out after 0.5 s"
+
+
+def test_hostile_file_names_reach_the_tool_as_data(
+    harness: Callable[..., Harness], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "realesrgan-ncnn-vulkan"
+    # The fake upscaler writes the argv it received into its output file.
+    tool.write_text(
+        f"#!{PY}\nimport json, sys\nout = sys.argv[sys.argv.index('-o') + 1]\n"
+        "open(out, 'w', encoding='utf-8').write(json.dumps(sys.argv[1:]))\n",
+        encoding="utf-8",
+    )
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    pics = tmp_path / "pics"
+    pics.mkdir()
+    files = []
+    for name in HOSTILE:
+        (pics / name).write_bytes(b"img")
+        files.append(pics / name)
+    h = harness()
+    q = h.start()
+    records = q.submit_files(files)
+    for rec in records:
+        h.until(h.state(rec.id, "succeeded"))
+    for f, rec in zip(files, records, strict=True):
+        out = pics / f"{f.stem}_x4.png"
+        argv = json.loads(out.read_text(encoding="utf-8"))
+        device = q.get(rec.id).device
+        assert argv == [
+            "-i",
+            str(f.resolve()),
+            "-o",
+            str(out.resolve()),
+            "-s",
+            "4",
+            "-g",
+            "0" if device == NV else "1",
+        ]
+    assert not list(tmp_path.rglob("pwned*"))
+    assert not (Path.cwd() / "pwned").exists()
+
+
+def test_a_missing_tool_is_refused_at_submit_and_nothing_is_queued(
+    harness: Callable[..., Harness], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"gguf")
+    h = harness()
+    q = h.start()
+    with pytest.raises(ToolNotFound, match="'llama-bench' is not installed"):
+        q.submit_files([model])
+    assert q.list() == []
+
+
+def test_torch_scripts_use_the_env_for_the_device_or_say_they_fell_back(
+    harness: Callable[..., Harness], tmp_path: Path
+) -> None:
+    script = tmp_path / "my script.py"
+    script.write_text(SHOW_ENV + "\n", encoding="utf-8")
+    seen: list[tuple[str, tuple[str, ...]]] = []
+
+    def resolver(key: str, needs: Any) -> PythonEnv | None:
+        seen.append((key, tuple(needs)))
+        if key == AMD:
+            return PythonEnv("rocm", Path(PY), {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})
+        return None
+
+    h = harness(env_resolver=resolver)
+    q = h.start()
+    (on_amd,) = q.submit_files([script], overrides={"devices": ["780m"]})
+    (on_cpu,) = q.submit_files([script], overrides={"devices": ["cpu"], "needs": ["fp16"]})
+    h.until(h.state(on_amd.id, "succeeded"))
+    h.until(h.state(on_cpu.id, "succeeded"))
+    amd = q.get(on_amd.id)
+    assert amd.env == "rocm" and h.job_env(amd)["HSA_OVERRIDE_GFX_VERSION"] == "11.0.0"
+    cpu = q.get(on_cpu.id)
+    assert cpu.env is None
+    assert cpu.reason == f"no Python env is known to work on CPU: using gputray's own Python ({PY})"
+    assert ("cpu", ("fp16",)) in seen
+
+
+def test_start_recovers_what_a_crash_left_running(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    rec = h.store.add(command("survivor", device_prefs=("cpu",), retries=1, backoff_s=0))
+    h.store.update(rec.id, state="running", attempts=1, started_at=1.0, device="cpu")
+    q = h.start()
+    h.until(h.state(rec.id, "succeeded"))
+    assert q.get(rec.id).attempts == 2
+    assert any(e.kind == "interrupted" and e.task.id == rec.id for e in h.events)
+
+
+@pytest.mark.slow
+def test_a_real_torch_job_on_the_cpu(
+    harness: Callable[..., Harness], tmp_path: Path, torch_python: Path
+) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import torch\nx = torch.arange(6.0).reshape(2, 3)\n"
+        "print('result', (x @ x.T).sum().item(), torch.cuda.is_available(), flush=True)\n",
+        encoding="utf-8",
+    )
+    h = harness(
+        env_resolver=lambda key, needs: PythonEnv("torch-cpu", torch_python) if key == "cpu" else None
+    )
+    q = h.start()
+    (rec,) = q.submit_files([script], overrides={"devices": ["cpu"]})
+    h.until(h.state(rec.id, "succeeded", "failed"), timeout_s=120)
+    done = q.get(rec.id)
+    log = Path(done.log_path or "").read_text()
+    assert done.state == "succeeded", log
+    assert done.env == "torch-cpu" and "result 125.0 False" in log
