@@ -179,3 +179,61 @@ def test_decode_keeps_a_cut_character_for_the_next_read() -> None:
     text, used = _decode_utf8_prefix(data[:4])
     assert text == "日" and used == 3
     assert _decode_utf8_prefix(b"\xff\xfeok") == ("\ufffd\ufffdok", 4)
+
+
+TORCH_SCRIPT = """
+import os, sys
+import torch
+
+x = torch.randn(8, 3, 16, 16, requires_grad=True)
+loss = torch.nn.Conv2d(3, 4, 3)(x).relu().mean()
+loss.backward()
+print("TORCH", torch.__version__, "ON", os.environ["GPUTRAY_DEVICE"], "CUDA", torch.cuda.is_available())
+print("PY", sys.executable)
+print("GRAD", bool(x.grad is not None and x.grad.abs().sum() > 0))
+"""
+
+
+@pytest.mark.slow
+def test_a_real_torch_cpu_job_through_the_whole_path(
+    torch_python: Path, paths: Paths, tmp_path: Path
+) -> None:
+    """CLI submit of a .py → socket → owner → recipe → the doctor's env for the CPU → torch really runs."""
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, "GPUTRAY_HOME": os.environ["GPUTRAY_HOME"]}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PY, "-m", "gputray.gui.entry", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+
+    added = cli("envs", "add", str(torch_python), "--name", "torchcpu")
+    assert added.returncode == 0, added.stderr
+    doctor = cli("doctor", "--no-bench")
+    assert doctor.returncode == 0, doctor.stderr
+    script = tmp_path / "tiny train.py"
+    script.write_text(TORCH_SCRIPT)
+    owner = Owner(paths, demo=True)
+    owner.start()
+    try:
+        out = cli("submit", str(script), "--device", "cpu", "--json")
+        assert out.returncode == 0, out.stderr
+        task_id = json.loads(out.stdout)[0]["id"]
+        with ipc.IpcClient(paths) as client:
+            wait_for(lambda: state_of(client, task_id) in ("succeeded", "failed"), 120, "the torch job")
+            task = client.request("get", id=task_id)["task"]
+            log = client.request("logs", id=task_id)["text"]
+        assert task["state"] == "succeeded", log
+        assert task["kind"] == "torch" and task["env"] == "torchcpu" and task["device"] == "cpu"
+        assert "TORCH 2.13.0" in log and "ON cpu" in log and "GRAD True" in log
+        assert f"PY {torch_python}" in log or str(torch_python.parent) in log
+    finally:
+        owner.stop()
