@@ -400,4 +400,4 @@ def test_a_real_torch_job_on_the_cpu(
     done = q.get(rec.id)
     log = Path(done.log_path or "").read_text()
     assert done.state == "succeeded", log
-    assert done.env == "torch-cpu" and "result 125.0 False" in log
+    assert done.env == "torch-cpu" and "result 83.0 False" in log
