@@ -207,11 +207,13 @@ def run_python(
     if not timed_out:
         # The probe exited; anything it left behind in its group goes too.
         _kill_tree(proc, list(seen.values()))
-    for reader in readers:
+    for reader, stream in zip(readers, (proc.stdout, proc.stderr), strict=True):
         reader.join(timeout=5)
-    for stream in (proc.stdout, proc.stderr):
-        with contextlib.suppress(OSError):
-            stream.close()
+        # A process that escaped every kill may still hold the pipe: closing the stream under a
+        # blocked reader would wait for that reader's lock forever, so leave it to the daemon thread.
+        if not reader.is_alive():
+            with contextlib.suppress(OSError):
+                stream.close()
 
     duration_s = time.monotonic() - started
     stderr_tail = "".join(tail)[-STDERR_TAIL_CHARS:]
