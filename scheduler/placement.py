@@ -441,10 +441,35 @@ def plan(
     decisions: list[tuple[TaskRecord, Decision]] = []
     waiting: list[tuple[TaskRecord, tuple[str, ...]]] = []
     overtakes: dict[int, int] = {}
+    # Tasks of the same shape waiting for the same devices get the same answer: reuse it while no
+    # placement or hold changed the picture (a queue of 10,000 similar tasks costs a few shapes).
+    version = 0
+    same_shape: dict[tuple[object, ...], Decision] = {}
+    current = list(states.values())
     for task in tasks:
-        decision = place(task, list(states.values()), now_s=now_s, held=held)
+        spec = task.spec
+        shape: tuple[object, ...] | None = None
+        if (
+            time_gate(task, now_s) is None
+            and task.id not in held.values()
+            and (spec.max_wait_s is None or now_s - wait_started_s(task) < spec.max_wait_s)
+        ):
+            shape = (
+                version,
+                spec.device_prefs,
+                spec.on_busy,
+                spec.max_wait_s is None,
+                spec.after_max_wait,
+                spec.vram_bytes,
+                spec.needs,
+            )
+        cached = same_shape.get(shape) if shape is not None else None
+        decision = cached if cached is not None else place(task, current, now_s=now_s, held=held)
+        if shape is not None and isinstance(decision, Wait):
+            same_shape[shape] = decision
         decisions.append((task, decision))
         if isinstance(decision, Placement):
+            version += 1
             d = states[decision.device]
             states[d.key] = dataclasses.replace(
                 d,
@@ -452,6 +477,7 @@ def plan(
                 running_names=(*d.running_names, task.spec.name),
                 extra_used_bytes=d.extra_used_bytes + (task.spec.vram_bytes or 0),
             )
+            current = list(states.values())
             for ahead, accepts in waiting:
                 if decision.device in accepts:
                     overtakes[ahead.id] = overtakes.get(ahead.id, ahead.overtakes) + 1
@@ -460,4 +486,5 @@ def plan(
             count = overtakes.get(task.id, task.overtakes)
             if count >= overtake_limit and decision.device is not None and decision.device not in held:
                 held[decision.device] = task.id
+                version += 1
     return Plan(tuple(decisions), overtakes, held)
