@@ -219,7 +219,7 @@ def explain(
         return _hip_no_kernels(arch, env, "the ROCm runtime rejected the GPU code (invalid ISA)")
     if "invalid device function" in text and ("HIP" in text or vendor == "amd"):
         return _hip_no_kernels(arch, env, "HIP error: invalid device function")
-    m = re.search(r"Cannot read \S*TensileLibrary\S* for GPU arch\s*:\s*(gfx\w+)", text)
+    m = re.search(r"Cannot read \S*TensileLibrary\S*.*?for GPU arch\s*:\s*(gfx\w+)", text)
     if m or "hipErrorNoBinaryForGpu" in text or "Unable to find code object for all current devices" in text:
         return _hip_no_kernels(
             m.group(1) if m else arch, env, "no GPU code for this GPU in the ROCm libraries"
