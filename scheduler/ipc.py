@@ -18,7 +18,9 @@ Transport
 Frames
     A request or reply is one JSON object, UTF-8. On the Unix socket each frame is a 4-byte big-endian
     length then the payload; on the pipe ``multiprocessing`` frames the bytes itself. Frames over
-    ``MAX_FRAME_BYTES`` (1 MiB) get an error reply and the connection is closed.
+    ``MAX_FRAME_BYTES`` (1 MiB) get an error reply and the connection is closed. Replies come from the
+    trusted owner and may be larger (``queue`` of 10,000 tasks is ~2.5 MB): the client accepts up to
+    ``MAX_REPLY_BYTES``.
 
 Requests are ``{"op": NAME, "args": {...}}``; replies ``{"ok": true, "result": {...}}`` or
 ``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is checked against ``OPS``
@@ -50,6 +52,7 @@ log = logging.getLogger("gputray.ipc")
 
 PROTOCOL_VERSION = 1
 MAX_FRAME_BYTES = 1 << 20
+MAX_REPLY_BYTES = 256 << 20
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 SOCKET_NAME = "owner.sock"
@@ -305,10 +308,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
 
-def encode_payload(obj: Mapping[str, Any]) -> bytes:
+def encode_payload(obj: Mapping[str, Any], *, limit: int = MAX_FRAME_BYTES) -> bytes:
     data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    if len(data) > MAX_FRAME_BYTES:
-        raise ProtocolError(f"message too large ({len(data)} bytes, at most {MAX_FRAME_BYTES})")
+    if len(data) > limit:
+        raise ProtocolError(f"message too large ({len(data)} bytes, at most {limit})")
     return data
 
 
@@ -347,13 +350,13 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def read_frame(sock: socket.socket) -> bytes | None:
+def read_frame(sock: socket.socket, limit: int = MAX_FRAME_BYTES) -> bytes | None:
     header = _recv_exact(sock, _HEADER.size)
     if header is None:
         return None
     (length,) = _HEADER.unpack(header)
-    if length > MAX_FRAME_BYTES:
-        raise FrameTooLarge(f"message too large ({length} bytes, at most {MAX_FRAME_BYTES})")
+    if length > limit:
+        raise FrameTooLarge(f"message too large ({length} bytes, at most {limit})")
     if length == 0:
         return b""
     data = _recv_exact(sock, length)
@@ -676,7 +679,7 @@ class IpcServer:
 
     def _send(self, conn: Any, reply: Mapping[str, Any]) -> None:
         try:
-            payload = encode_payload(reply)
+            payload = encode_payload(reply, limit=MAX_REPLY_BYTES)
         except (ProtocolError, ValueError, TypeError) as exc:
             log.error("IPC: reply could not be encoded: %s", exc)
             payload = encode_payload(error_reply("InternalError", f"reply could not be sent: {exc}"))
@@ -833,10 +836,10 @@ class IpcClient:
             try:
                 if self._sock is not None:
                     self._sock.sendall(_HEADER.pack(len(payload)) + payload)
-                    data = read_frame(self._sock)
+                    data = read_frame(self._sock, MAX_REPLY_BYTES)
                 else:
                     self._conn.send_bytes(payload)
-                    data = self._conn.recv_bytes(MAX_FRAME_BYTES)
+                    data = self._conn.recv_bytes(MAX_REPLY_BYTES)
             except (OSError, EOFError, ProtocolError, FrameTooLarge) as exc:
                 self.close()
                 raise IpcError(f"lost the connection to the gputray owner: {exc}") from None

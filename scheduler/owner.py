@@ -322,11 +322,11 @@ class Owner:
 
         return spec_from_record_dict({**spec.to_dict(), **overrides}, source=source)
 
+    # QueueService.submit checks that the program, script and files exist (ToolNotFound, SubmitError).
     def _submitted(self, records: list[TaskRecord]) -> dict[str, Any]:
         return {"tasks": [r.to_json() for r in records]}
 
     def _op_submit(self, args: dict[str, Any]) -> dict[str, Any]:
-        from gputray.scheduler.recipes import check_runnable
         from gputray.scheduler.taskfile import load_task_file
 
         overrides = args.get("overrides") or {}
@@ -337,7 +337,6 @@ class Owner:
             spec = TaskSpec.from_dict({**args["spec"], **overrides}, source="submitted task")
         else:
             raise OwnerRequestError("submit needs a task file or a task spec")
-        check_runnable(spec)
         return self._submitted([self.queue.submit(spec)])
 
     def _op_submit_files(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -348,7 +347,6 @@ class Owner:
         return self._submitted(list(records))
 
     def _op_run(self, args: dict[str, Any]) -> dict[str, Any]:
-        from gputray.scheduler.recipes import check_runnable
         from gputray.scheduler.taskfile import spec_from_mapping
 
         argv = args["argv"]
@@ -359,7 +357,6 @@ class Owner:
             data["name"] = args["name"]
         data.update(args.get("overrides") or {})
         spec = spec_from_mapping(data, source="gputray run")
-        check_runnable(spec)
         return self._submitted([self.queue.submit(spec)])
 
     def _op_queue(self, args: dict[str, Any]) -> dict[str, Any]:
