@@ -197,11 +197,14 @@ class Owner:
         self._ready.set()
         log.info("gputray owner started (pid %d, demo=%s)", os.getpid(), self.demo)
 
-    def stop(self) -> None:
+    def stop(self, *, kill_running: bool = True) -> None:
+        """Stop serving and dispatching. Running jobs are stopped too (they end ``interrupted`` and follow
+        their retry policy) unless ``kill_running=False``: then they run on unobserved, and the next
+        owner's crash recovery stops and requeues them."""
         if self._stopped.is_set():
             return
         self._stopped.set()
-        self._teardown()
+        self._teardown(kill_running=kill_running)
         log.info("gputray owner stopped")
 
     def wait(self, timeout_s: float | None = None) -> bool:
@@ -211,7 +214,7 @@ class Owner:
     def request_shutdown(self) -> None:
         self.shutdown_requested.set()
 
-    def _teardown(self) -> None:
+    def _teardown(self, *, kill_running: bool = False) -> None:
         if self.server is not None:
             with contextlib.suppress(Exception):
                 self.server.stop()
@@ -220,7 +223,7 @@ class Owner:
                 self.timing.stop()
         if self._queue is not None:
             try:
-                self._queue.close()
+                self._queue.close(kill_running=kill_running)
             except Exception:
                 log.exception("closing the queue failed")
         if self._monitor is not None and self._own_monitor:

@@ -448,7 +448,7 @@ def _cmd_pause(args: argparse.Namespace, op: str) -> int:
     if args.json:
         print_json(paused)
     else:
-        on = [k for k, v in paused.items() if v]
+        on = ["the whole queue" if k == "queue" else k for k, v in paused.items() if v]
         print(f"paused: {', '.join(on)}" if on else "nothing is paused")
     return 0
 

@@ -237,3 +237,44 @@ def test_a_real_torch_cpu_job_through_the_whole_path(
         assert f"PY {torch_python}" in log or str(torch_python.parent) in log
     finally:
         owner.stop()
+
+
+def test_a_start_time_holds_the_task_then_it_runs(client: ipc.IpcClient, tmp_path: Path) -> None:
+    task = client.request(
+        "run",
+        argv=[PY, "-c", "print('on time')"],
+        cwd=str(tmp_path),
+        overrides={"device_prefs": ["cpu"], "start_at": time.time() + 1.5},
+    )["tasks"][0]
+    waiting = wait_for(
+        lambda: (t := client.request("get", id=task["id"])["task"])["state"] == "waiting" and t
+    )
+    assert "starts at" in waiting["reason"]
+    done = wait_for(lambda: (t := client.request("get", id=task["id"])["task"])["state"] == "succeeded" and t)
+    assert done["started_at"] >= waiting["submitted_at"]
+
+
+def test_stopping_the_owner_stops_running_jobs_and_requeues_by_policy(paths: Paths, tmp_path: Path) -> None:
+    owner = Owner(paths, demo=True)
+    owner.start()
+    with ipc.IpcClient(paths) as client:
+        task = client.request(
+            "run",
+            argv=[PY, "-c", "import time; time.sleep(60)"],
+            cwd=str(tmp_path),
+            overrides={"device_prefs": ["cpu"], "retries": 1},
+        )["tasks"][0]
+        wait_for(lambda: state_of(client, task["id"]) == "running", what="the job to start")
+        pid = wait_for(lambda: client.request("get", id=task["id"])["pid"], what="the job's pid")
+    owner.stop()
+    import psutil
+
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    again = Owner(paths, demo=True, serve_ipc=False)
+    again.start()
+    try:
+        rec = again.queue.get(task["id"])
+        assert rec.attempts == 1 and rec.state in ("queued", "waiting")  # requeued: one retry left
+        assert "retry" in rec.reason and rec.not_before is not None  # after its backoff
+    finally:
+        again.stop()
