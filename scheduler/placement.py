@@ -369,14 +369,17 @@ def place(
         first_why = "; ".join(f"{why_busy[d.key]}" for d in primary[:1])
         if len(primary) > 1:
             first_why = "; ".join(f"{d.name}: {why_busy[d.key]}" for d in primary)
+        first_state = f"{first_label} busy ({first_why})"
     elif first_matched:
         head = None
         first_label = _pref_label(first_pref, first_matched)
         first_why = "; ".join(unsuitable[d.key] for d in first_matched)
+        first_state = f"{first_label} cannot run it ({first_why})"
     else:
         head = None
         first_label = first_pref
         first_why = "not present"
+        first_state = f"{first_label} not present"
 
     for alt in alternatives:
         if why_busy[alt.key] is None:
@@ -385,8 +388,7 @@ def place(
             return Placement(
                 alt.key,
                 alt.name,
-                f"{'on' if alt.is_cpu else 'redirected to'} {target}{after}: "
-                f"{first_label} busy ({first_why})",
+                f"{'on' if alt.is_cpu else 'redirected to'} {target}{after}: {first_state}",
                 redirected=True,
             )
 

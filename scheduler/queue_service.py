@@ -73,6 +73,7 @@ log = logging.getLogger(__name__)
 EnvResolver = Callable[[str, Sequence[str]], PythonEnv | None]
 VkIndexResolver = Callable[[DeviceInfo, Mapping[str, str], Sequence[DeviceInfo]], int | None]
 PAUSE_ALL = "queue"  # the key of ``paused()`` that stands for the whole queue
+GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
 
 
 class QueueError(Exception):
@@ -176,6 +177,7 @@ class QueueService:
 
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
+        self._absent_ticks: dict[str, int] = {}
         self._paused_all = False
         self._paused_devices: set[str] = set()
         self._load_paused()
@@ -645,7 +647,12 @@ class QueueService:
             if r.device == "cpu":
                 continue
             state = present.get(r.device)
-            if (state is None or state == "lost") and r.job.kill_reason is None:
+            # "lost" is the driver's word: act at once. A device missing from one snapshot may be a
+            # backend hiccup (skipped for that tick): act only when it stays gone for a few ticks.
+            absent = self._absent_ticks.get(r.device, 0) + 1 if state is None else 0
+            self._absent_ticks[r.device] = absent
+            gone = state == "lost" or absent >= GONE_AFTER_TICKS
+            if gone and r.job.kill_reason is None:
                 log.warning("device %s lost: stopping task #%d", r.device, r.task_id)
                 r.job.cancel("lost")
         self.request_dispatch()
