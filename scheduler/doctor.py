@@ -542,6 +542,11 @@ def _failed_probe_pair(
     )
 
 
+def _real_gpus(known: Sequence[DeviceInfo]) -> list[DeviceInfo]:
+    """The monitor's GPUs worth a row: not the CPU, not the demo's simulated pair."""
+    return [i for i in known if i.kind != "cpu" and i.key != "cpu" and not i.simulated]
+
+
 def pairs_from_probe(
     env: PythonEnv, result: ProbeResult, known: Sequence[DeviceInfo], *, now_s: float | None = None
 ) -> list[PairResult]:
@@ -554,7 +559,7 @@ def pairs_from_probe(
         probed_at_s=time.time() if now_s is None else now_s,
         bench=bool(data.get("bench")),
     )
-    gpus = [i for i in known if i.kind != "cpu" and i.key != "cpu"]
+    gpus = _real_gpus(known)
     if result.status == "ok" and data.get("torch_error"):
         text = str(data.get("torch_traceback") or data["torch_error"])
         pairs = []
@@ -783,7 +788,7 @@ def run_doctor(
     drivers = driver_versions() if drivers is None else drivers
     entries = _load_cache(path)
     say = progress or (lambda _line: None)
-    gpu_keys = [d.key for d in devices if d.kind != "cpu" and d.key != "cpu"]
+    gpu_keys = [d.key for d in _real_gpus(devices)]
     results: list[PairResult] = []
     for env in envs:
         fp = fingerprint(env)
