@@ -399,6 +399,7 @@ class _EnvFacts:
     hip_version: str | None
     probed_at_s: float
     bench: bool
+    warnings: tuple[str, ...] = ()  # e.g. "sm_120 is not compatible ...", issued once at CUDA init
 
 
 def pair_from_device(
@@ -409,7 +410,7 @@ def pair_from_device(
     arch = device.get("gcn_arch_name") or device.get("capability")
     basic = device.get("basic_op") or {}
     caps = _capabilities(device.get("bench") or ())
-    warnings_text = "\n".join(str(w) for w in device.get("warnings") or ())
+    warnings_text = "\n".join(str(w) for w in [*(device.get("warnings") or ()), *facts.warnings])
     common: dict[str, Any] = {
         "env_name": env.name,
         "python": str(env.python),
@@ -508,7 +509,8 @@ def _failed_probe_pair(
             f"the probe hung on this device and was stopped after {result.duration_s:.0f} s",
             f"remove or change HSA_OVERRIDE_GFX_VERSION={override} for this env"
             if override
-            else "run gputray doctor --refresh once the GPU is idle; if it hangs again, the driver is stuck",
+            else "run gputray doctor --refresh once the GPU is idle, or allow more time with --timeout "
+            "(a first CUDA run can spend minutes compiling kernels)",
         )
     elif result.status == "missing":
         found = Diagnosis(
@@ -558,6 +560,7 @@ def pairs_from_probe(
         hip_version=data.get("hip_version"),
         probed_at_s=time.time() if now_s is None else now_s,
         bench=bool(data.get("bench")),
+        warnings=tuple(str(w) for w in data.get("warnings") or ()),
     )
     gpus = _real_gpus(known)
     if result.status == "ok" and data.get("torch_error"):

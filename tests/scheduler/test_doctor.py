@@ -258,6 +258,14 @@ def test_old_cuda_wheel_on_the_5060_ti() -> None:
     assert pair.fix is not None and "cu128" in pair.fix
 
 
+def test_the_warning_from_cuda_init_names_the_architecture() -> None:
+    env = PythonEnv("cu124", Path("/home/ana/venvs/cu124/bin/python"))
+    device = _rtx_device(capability=None, warnings=[])
+    assert "sm_120" not in pair_from_device(env, device, GPUS, FACTS).reason
+    facts = EnvFacts("2.5.1+cu124", "12.4", None, 0.0, True, (SM120_WARNING,))
+    assert "sm_120" in pair_from_device(env, device, GPUS, facts).reason
+
+
 def test_780m_with_limits() -> None:
     env = PythonEnv("rocm", Path("/home/ana/venvs/rocm/bin/python"), {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})
     hip_error = (
