@@ -149,7 +149,10 @@ def _setup_daemon_logging(level: str) -> Path:
     root = logging.getLogger("gputray")
     root.setLevel(level)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for handler in (logging.FileHandler(log_file, encoding="utf-8"), logging.StreamHandler(sys.stderr)):
+    from logging.handlers import RotatingFileHandler
+
+    rotating = RotatingFileHandler(log_file, maxBytes=2 << 20, backupCount=3, encoding="utf-8")
+    for handler in (rotating, logging.StreamHandler(sys.stderr)):
         handler.setFormatter(fmt)
         root.addHandler(handler)
     return log_file
