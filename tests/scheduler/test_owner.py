@@ -278,3 +278,21 @@ def test_stopping_the_owner_stops_running_jobs_and_requeues_by_policy(paths: Pat
         assert "retry" in rec.reason and rec.not_before is not None  # after its backoff
     finally:
         again.stop()
+
+
+def test_a_due_schedule_submits_its_task_file(owner: Owner, client: ipc.IpcClient, tmp_path: Path) -> None:
+    task = tmp_path / "nightly.toml"
+    task.write_text(
+        f'kind = "command"\nname = "nightly"\nargv = [{PY!r}, "-c", "print(7)"]\n'.replace("'", '"')
+    )
+    entry = client.request("schedule_add", cron="0 3 * * *", task_file=str(task))["schedule"]
+    assert owner.timing is not None
+    owner.timing.run_schedule(entry["id"])  # what APScheduler calls at 03:00
+    tasks = client.request("queue", all=True)["tasks"]
+    assert [t["name"] for t in tasks] == ["nightly"]
+    listed = client.request("schedule_list")["schedules"][0]
+    assert listed["last_run_at"] is not None and listed["last_error"] is None
+    task.unlink()  # the file went away: the run is recorded as failed, the schedule stays
+    owner.timing.run_schedule(entry["id"])
+    listed = client.request("schedule_list")["schedules"][0]
+    assert "nightly.toml" in listed["last_error"]
