@@ -473,5 +473,8 @@ class Owner:
         return {"schedule": entry.to_json()}
 
     def _op_shutdown(self, args: dict[str, Any]) -> dict[str, Any]:
-        self.request_shutdown()
+        # a moment later, so that this reply still reaches the client before the socket closes
+        timer = threading.Timer(0.2, self.request_shutdown)
+        timer.daemon = True
+        timer.start()
         return {"stopping": True, "pid": os.getpid()}

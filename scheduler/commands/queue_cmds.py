@@ -375,7 +375,7 @@ def _cmd_queue(args: argparse.Namespace) -> int:
             else:
                 if args.watch:
                     sys.stdout.write("\x1b[H\x1b[2J")
-                paused = [k for k, v in (result.get("paused") or {}).items() if v]
+                paused = [_pause_label(k) for k, v in (result.get("paused") or {}).items() if v]
                 if paused:
                     print(f"paused: {', '.join(paused)}")
                 print(format_tasks(tasks))
@@ -445,13 +445,17 @@ def _cmd_retry(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pause_label(key: str) -> str:
+    return "the whole queue" if key == "queue" else key
+
+
 def _cmd_pause(args: argparse.Namespace, op: str) -> int:
     result = _ask(op, device=args.device)
     paused = result.get("paused") or {}
     if args.json:
         print_json(paused)
     else:
-        on = ["the whole queue" if k == "queue" else k for k, v in paused.items() if v]
+        on = [_pause_label(k) for k, v in paused.items() if v]
         print(f"paused: {', '.join(on)}" if on else "nothing is paused")
     return 0
 
