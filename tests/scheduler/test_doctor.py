@@ -348,7 +348,7 @@ def test_a_hang_on_the_gpu_keeps_the_cpu_result(tmp_path: Path, version_line: st
         version_line + f"echo '@gputray-progress {cpu_done}' >&2\nexec sleep 600\n",
     )
     env = PythonEnv("rocm", python, {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"})
-    pairs = run_doctor([env], (IGPU,), cache_path=tmp_path / "c.json", drivers=DRIVERS, timeout_s=1.5)
+    pairs = run_doctor([env], (IGPU,), cache_path=tmp_path / "c.json", drivers=DRIVERS, timeout_s=3.0)
     cpu = next(p for p in pairs if p.device_key == "cpu")
     igpu = next(p for p in pairs if p.device_key == IGPU.key)
     assert cpu.verdict == "works"

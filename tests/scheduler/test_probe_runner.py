@@ -99,9 +99,9 @@ def test_hanging_python_and_its_children_are_killed(tmp_path: Path) -> None:
         f'setsid sleep 600 &\necho $! >> "{pids}"\n'
         "sleep 600\n",
     )
-    result = run_python(hang, ["--bench"], timeout_s=1.5)
+    result = run_python(hang, ["--bench"], timeout_s=3.0)
     assert result.status == "timeout"
-    assert "1.5 s" in result.message
+    assert "3 s" in result.message
     recorded = [int(line) for line in pids.read_text().split()]
     assert len(recorded) == 3
     left = [pid for pid in recorded if not _wait_gone(pid)]
@@ -112,7 +112,7 @@ def test_hanging_python_and_its_children_are_killed(tmp_path: Path) -> None:
 def test_hang_keeps_the_results_reported_before_it(tmp_path: Path) -> None:
     line = '@gputray-progress {"stage": "device", "device": {"torch_device": "cpu", "kind": "cpu"}}'
     hang = _script(tmp_path / "python", f"echo '{line}' >&2\nexec sleep 600\n")
-    result = run_python(hang, [], timeout_s=1.0)
+    result = run_python(hang, [], timeout_s=2.0)
     assert result.status == "timeout"
     assert [p["stage"] for p in result.progress] == ["device"]
 
