@@ -497,3 +497,19 @@ def test_1000_malformed_messages_and_task_files_never_stop_the_daemon(
     assert "InternalError" not in kinds, [k for k in kinds if k == "InternalError"]
     out = d.cli("queue", "--all", "--json")
     assert out.returncode == 0 and isinstance(json.loads(out.stdout), list)
+
+
+@pytest.mark.slow
+def test_daemon_stop_is_graceful(daemons: Callable[..., Daemon]) -> None:
+    d = daemons()
+    job = d.run_job(
+        [PY, "-c", "import time; print('long', flush=True); time.sleep(60)"], device_prefs=["cpu"]
+    )
+    pid = wait_for(lambda: d.ask("get", id=job)["pid"], 15, "the job's pid")
+    out = d.cli("daemon", "--stop")
+    assert out.returncode == 0, out.stderr
+    assert d.proc is not None and d.proc.wait(20) == 0
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert not ipc.socket_path(d.paths).exists()
+    again = d.cli("queue", "--all", "--json")
+    assert again.returncode == 3
