@@ -96,7 +96,8 @@ def _env_json(env: PythonEnv) -> dict[str, Any]:
 
 
 def _finding(pair: PairResult) -> str:
-    return f"{verdict_mark(pair.verdict)} {pair.device_name}"
+    text = f"{verdict_mark(pair.verdict)} {pair.device_name}"
+    return text if pair.verdict == "works" else f"{text} ({pair.reason})"
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gputray.scheduler.doctor import diagnose, explain
+from gputray.scheduler.doctor_messages import diagnose, explain
 from gputray.scheduler.envs import PythonEnv
 
 CUDA_ENV = PythonEnv("cu124", Path("/home/ana/venvs/cu124/bin/python"))
