@@ -148,7 +148,7 @@ def gputray(jobs: Sequence[Job]) -> tuple[Result, list[str]]:
             j.id,
             TaskSpec(
                 kind="command",
-                name=f"{j.kind.name}#{j.id}",
+                name=j.kind.name,
                 argv=("x",),
                 device_prefs=j.kind.prefs,
                 on_busy=j.kind.on_busy,
@@ -181,7 +181,7 @@ def gputray(jobs: Sequence[Job]) -> tuple[Result, list[str]]:
         for rec, decision in result.decisions:
             if isinstance(decision, Placement):
                 run_s = by_id[rec.id].kind.runtime_s[decision.device]
-                running[decision.device] = (rec.id, rec.spec.name, rec.spec.vram_bytes or 0)
+                running[decision.device] = (rec.id, f"{rec.spec.name} (#{rec.id})", rec.spec.vram_bytes or 0)
                 starts[rec.id] = (now, now + run_s, decision.device)
                 pending.remove(rec.id)
                 heapq.heappush(events, (now + run_s, 0, "end", rec.id))

@@ -476,7 +476,7 @@ def plan(
             states[d.key] = dataclasses.replace(
                 d,
                 running=d.running + 1,
-                running_names=(*d.running_names, task.spec.name),
+                running_names=(*d.running_names, f"{task.spec.name} (#{task.id})"),
                 extra_used_bytes=d.extra_used_bytes + (task.spec.vram_bytes or 0),
             )
             current = list(states.values())

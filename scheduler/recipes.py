@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import os
 import shutil
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -144,10 +145,13 @@ def check_runnable(spec: TaskSpec, *, hint: str | None = None) -> None:
     """Submit-time checks: the program exists (shutil.which), the script and input files exist."""
     program = spec.program
     if program is not None:
-        as_path = Path(program)
-        found = shutil.which(program) is not None or (
-            as_path.parent != Path(".") and as_path.is_file() and shutil.which(str(as_path)) is not None
-        )
+        as_path = Path(program).expanduser()
+        if as_path.parent != Path(".") or program.startswith("."):  # a path, not a name on PATH
+            if not as_path.is_absolute() and spec.cwd:
+                as_path = Path(spec.cwd) / as_path
+            found = as_path.is_file() and os.access(as_path, os.X_OK)
+        else:
+            found = shutil.which(program) is not None
         if not found:
             raise ToolNotFound(program, hint, spec.name)
     if spec.kind == "torch" and spec.script is not None:

@@ -232,7 +232,9 @@ def test_a_plan_takes_slots_as_it_goes() -> None:
     result = plan(tasks, [nvidia(), radeon(), cpu()], now_s=NOW)
     (_, first), (_, second) = result.decisions
     assert isinstance(first, Placement) and first.device == NV
-    assert isinstance(second, Wait) and second.reason == "waiting for GeForce RTX 5060 Ti: running 'job1'"
+    assert (
+        isinstance(second, Wait) and second.reason == "waiting for GeForce RTX 5060 Ti: running 'job1 (#1)'"
+    )
 
 
 def test_a_big_head_task_does_not_block_a_small_one_for_another_device() -> None:

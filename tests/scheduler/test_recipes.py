@@ -165,3 +165,14 @@ def test_a_broken_user_recipe_names_its_file(home: Path) -> None:
     (config / "recipes.toml").write_text('[[recipe]]\nname = "x"\nargv = ["a", "{nope}"]\n', encoding="utf-8")
     with pytest.raises(RecipeError, match=r"recipes.toml: recipe 'x': key 'argv': unknown placeholder"):
         load_recipes()
+
+
+def test_a_program_given_as_a_path_is_looked_up_relative_to_the_working_folder(home: Path) -> None:
+    from gputray.scheduler.recipes import check_runnable
+    from gputray.scheduler.tasks import TaskSpec
+
+    tool = fake_tool(home / "tools", "conv")
+    check_runnable(TaskSpec(kind="command", name="c", argv=("./conv",), cwd=str(tool.parent)))
+    check_runnable(TaskSpec(kind="command", name="c", argv=(str(tool),)))
+    with pytest.raises(ToolNotFound, match="'./conv' is not installed"):
+        check_runnable(TaskSpec(kind="command", name="c", argv=("./conv",), cwd=str(home)))
