@@ -83,8 +83,9 @@ class Dashboard(QWidget):
         for i, (metric, label, _scale) in enumerate(METRICS):
             plot = self.plots_widget.addPlot(row=i, col=0)
             plot.setLabel("left", tr(label))
+            plot.getAxis("left").enableAutoSIPrefix(False)
             plot.showGrid(x=True, y=True, alpha=0.25)
-            plot.setXRange(-60, 0, padding=0)
+            plot.setXRange(-10, 0, padding=0)  # the last 10 minutes; zoom or drag out to the hour
             plot.setLimits(xMin=-65, xMax=1)
             plot.setMouseEnabled(x=True, y=False)
             if i:

@@ -8,6 +8,7 @@ The panel only shows and asks: actions leave it as signals the app connects to t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QSize, Qt, Signal
@@ -26,11 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from gputray.gui.i18n import tr
-from gputray.gui.queue_model import COL_NAME, COL_REASON, QueueModel
+from gputray.gui.queue_model import COL_DEVICE, COL_ELAPSED, COL_NAME, COL_REASON, COL_STATE, QueueModel
 from gputray.gui.sparkline import Sparkline
 from gputray.gui.tray_icon import gpu_readings, is_hot
 from gputray.monitor.records import DeviceReading, ProcessUse, Snapshot
 
+log = logging.getLogger("gputray.gui")
 HistoryFn = Callable[[str, str, float], list[tuple[float, float | None]]]
 GIB = 1024**3
 
@@ -148,6 +150,9 @@ class DeviceCard(QFrame):
 class DropZone(QLabel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(tr("Drop files here to queue them"), parent)
+        self.setToolTip(
+            tr("Pin the panel first when you drag from another window: it hides when it loses focus.")
+        )
         self.setObjectName("dropZone")
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setMinimumHeight(44)
@@ -259,8 +264,12 @@ class Panel(QWidget):
         self.table.horizontalHeader().setStretchLastSection(False)
         self.table.horizontalHeader().setSectionResizeMode(COL_REASON, QHeaderView.ResizeMode.Stretch)
         self.table.setColumnWidth(COL_NAME, 130)
+        self.table.setColumnWidth(COL_STATE, 70)
+        self.table.setColumnWidth(COL_DEVICE, 90)
+        self.table.setColumnWidth(COL_ELAPSED, 50)
         self.table.setWordWrap(False)
         self.table.doubleClicked.connect(self._open_log_at)
+        self.table.setMinimumHeight(140)
         outer.addWidget(self.table, 1)
 
         buttons = QHBoxLayout()
@@ -300,6 +309,8 @@ class Panel(QWidget):
 
     # -- showing ---------------------------------------------------------------------------------------
     def set_pinned(self, pinned: bool) -> None:
+        if pinned != self.pinned:
+            log.info("panel pinned: %s", pinned)
         self.pinned = pinned
         if self.pin_button.isChecked() != pinned:
             self.pin_button.setChecked(pinned)
@@ -312,8 +323,11 @@ class Panel(QWidget):
 
             anchor.moveTo(QCursor.pos())
         screen = QGuiApplication.screenAt(anchor.center()) or QGuiApplication.primaryScreen()
-        self.adjustSize()
-        size = self.size().expandedTo(QSize(460, 300))
+        layout = self.layout()
+        if layout is not None:
+            layout.activate()
+        size = self.sizeHint().expandedTo(QSize(460, 520)).boundedTo(screen.availableGeometry().size())
+        self.resize(size)
         self.move(panel_position(anchor, size, screen.availableGeometry()))
         self.show()
         self.raise_()

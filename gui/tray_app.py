@@ -26,7 +26,7 @@ from gputray.gui.menu import TrayMenu
 from gputray.gui.notifications import Notice, Notifier
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
-from gputray.gui.tray_icon import TrayIconController, make_icon, picture_for, short_name, summary_line
+from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
 from gputray.monitor.records import Snapshot
 from gputray.resources import resource_path
 from gputray.scheduler.paths import app_paths
@@ -135,12 +135,12 @@ class TrayApp(QObject):
         self.panel.resume_requested.connect(self.resume)
         self.panel.open_log_requested.connect(self.open_log)
         self.panel.files_dropped.connect(self.drop_files)
-        self.panel.dashboard_requested.connect(self.open_dashboard)
+        self.panel.dashboard_requested.connect(lambda: self.open_dashboard())
         self.panel.installEventFilter(self)
         self.menu = TrayMenu(None, demo=self.demo)
         self.menu.show_panel_action.triggered.connect(lambda: self.show_panel(None))
         self.menu.pause_action.toggled.connect(lambda on: self.pause(None) if on else self.resume(None))
-        self.menu.dashboard_action.triggered.connect(self.open_dashboard)
+        self.menu.dashboard_action.triggered.connect(lambda: self.open_dashboard())
         self.menu.doctor_action.triggered.connect(self.run_doctor)
         self.menu.settings_action.triggered.connect(self.open_settings)
         self.menu.demo_action.toggled.connect(self.set_demo)
@@ -502,6 +502,7 @@ class TrayApp(QObject):
             self.panel.set_notice(f"{notice.title}: {notice.message}")
 
     def _on_message_clicked(self) -> None:
+        log.info("notification clicked")
         if self.notifier.last_log_path:
             self.open_log(self.notifier.last_log_path)
 
@@ -515,15 +516,16 @@ class TrayApp(QObject):
 
     # -- menu actions ----------------------------------------------------------------------------------
     def open_log(self, path: str) -> None:
+        log.info("open log %s", path)
         if not Path(path).exists():
             self._warn(tr("The log {path} does not exist (yet).").format(path=path))
             return
         if not QDesktopServices.openUrl(QUrl.fromLocalFile(path)):
-            self.open_dashboard()
+            self.open_dashboard(tab=3)
             if self.dashboard is not None:
                 self.dashboard.show_log_of(path)
 
-    def open_dashboard(self) -> None:
+    def open_dashboard(self, *, tab: int = 0) -> None:
         if self.monitor is None:
             self._warn(tr("gputray is still starting; try again in a moment."))
             return
@@ -531,12 +533,14 @@ class TrayApp(QObject):
             from gputray.gui.dashboard import Dashboard
 
             self.dashboard = Dashboard(self.monitor, tasks=self.model.tasks, demo=self.demo)
+        self.dashboard.tabs.setCurrentIndex(tab)
+        log.info("dashboard opened")
         self.dashboard.show()
         self.dashboard.raise_()
         self.dashboard.activateWindow()
 
     def run_doctor(self) -> None:
-        self.open_dashboard()
+        self.open_dashboard(tab=2)
         if self.dashboard is not None:
             self.dashboard.run_doctor()
 
@@ -611,6 +615,3 @@ class TrayApp(QObject):
                 self.bubble.move(screen.right() - 120, screen.bottom() - 160)
         self.bubble.show()
         self.bubble.raise_()
-
-
-__all__ = ["TrayApp", "make_application", "make_icon", "parse_paused"]
