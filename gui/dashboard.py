@@ -26,17 +26,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gputray.gui.i18n import tr
+from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.tray_icon import gpu_readings
 from gputray.monitor.records import DeviceInfo, Snapshot
 
 GIB = 1024**3
 METRICS: tuple[tuple[str, str, float], ...] = (
-    ("util_percent", "Utilisation %", 1.0),
-    ("temp_c", "Temperature °C", 1.0),
-    ("power_w", "Power W", 1.0),
-    ("vram_used_bytes", "VRAM GiB", 1.0 / GIB),
-    ("shared_used_bytes", "Shared GiB", 1.0 / GIB),
+    ("util_percent", tr_noop("Utilisation %"), 1.0),
+    ("temp_c", tr_noop("Temperature °C"), 1.0),
+    ("power_w", tr_noop("Power W"), 1.0),
+    ("vram_used_bytes", tr_noop("VRAM GiB"), 1.0 / GIB),
+    ("shared_used_bytes", tr_noop("Shared GiB"), 1.0 / GIB),
 )
 COLORS = ("#43a047", "#e53935", "#1e88e5", "#8e24aa", "#fb8c00")
 

@@ -16,13 +16,22 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
-from gputray.gui.i18n import tr
+from gputray.gui.i18n import tr, tr_noop
 
 TaskDict = Mapping[str, Any]
 Index = QModelIndex | QPersistentModelIndex
 
 COLUMNS = ("name", "state", "device", "reason", "elapsed")
 COL_NAME, COL_STATE, COL_DEVICE, COL_REASON, COL_ELAPSED = range(len(COLUMNS))
+STATE_NAMES = (
+    tr_noop("queued"),
+    tr_noop("waiting"),
+    tr_noop("running"),
+    tr_noop("succeeded"),
+    tr_noop("failed"),
+    tr_noop("cancelled"),
+    tr_noop("interrupted"),
+)
 ACTIVE_STATES = frozenset({"queued", "waiting", "running"})
 STATE_COLORS = {
     "running": "#2e7d32",

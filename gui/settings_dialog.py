@@ -32,12 +32,12 @@ from PySide6.QtWidgets import (
 )
 
 from gputray.gui import desktop_integration
-from gputray.gui.i18n import tr
+from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.notifications import KINDS, kind_labels
 from gputray.scheduler.config import load_config
 from gputray.scheduler.paths import app_paths
 
-LANGUAGE_LABELS = {"auto": "System (auto)", "en": "English", "ja": "日本語"}
+LANGUAGE_LABELS = {"auto": tr_noop("System (auto)"), "en": "English", "ja": "日本語"}
 
 
 def write_user_config(updates: Mapping[str, Mapping[str, Any]], path: Path | None = None) -> Path:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
-from gputray.gui.i18n import install_language, resolve_language, tr
+from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop
 from gputray.gui.menu import TrayMenu
 from gputray.gui.notifications import Notice, Notifier
 from gputray.gui.panel import Panel
@@ -33,7 +33,7 @@ from gputray.scheduler.paths import app_paths
 
 log = logging.getLogger("gputray.gui")
 
-NO_GPU_NOTE = "No GPU was found on this machine, so gputray shows two simulated GPUs (DEMO)."
+NO_GPU_NOTE = tr_noop("No GPU was found on this machine, so gputray shows two simulated GPUs (DEMO).")
 
 
 def make_application() -> QApplication:
