@@ -173,6 +173,19 @@ def device_key_for(device: Mapping[str, Any], known: Sequence[DeviceInfo]) -> st
     return f"torch:{device.get('torch_device', '?')}"
 
 
+def match_device_keys(devices: Sequence[Mapping[str, Any]], gpus: Sequence[DeviceInfo]) -> list[str]:
+    """``device_key_for`` each device; when torch gave neither a known UUID nor a known PCI address,
+    the one such device of a vendor takes the one GPU of that vendor the monitor has left over."""
+    keys = [device_key_for(d, gpus) for d in devices]
+    known_keys = {g.key for g in gpus}
+    for kind, vendor in (("cuda", "nvidia"), ("hip", "amd")):
+        loose = [n for n, d in enumerate(devices) if d.get("kind") == kind and keys[n] not in known_keys]
+        free = [g for g in gpus if g.vendor == vendor and g.key not in keys]
+        if len(loose) == 1 and len(free) == 1:
+            keys[loose[0]] = free[0].key
+    return keys
+
+
 def driver_versions() -> dict[str, str]:
     """Kernel driver versions that decide whether a cached result still holds, per vendor."""
     out: dict[str, str] = {}
@@ -257,9 +270,13 @@ class _EnvFacts:
 
 
 def pair_from_device(
-    env: PythonEnv, device: Mapping[str, Any], known: Sequence[DeviceInfo], facts: _EnvFacts
+    env: PythonEnv,
+    device: Mapping[str, Any],
+    known: Sequence[DeviceInfo],
+    facts: _EnvFacts,
+    key: str | None = None,
 ) -> PairResult:
-    key = device_key_for(device, known)
+    key = key or device_key_for(device, known)
     vendor = _vendor_of(device, key, known)
     arch = device.get("gcn_arch_name") or device.get("capability")
     basic = device.get("basic_op") or {}
@@ -451,7 +468,9 @@ def pairs_from_probe(
             facts = _EnvFacts(
                 str(torch_stage.get("torch_version")), None, None, facts.probed_at_s, facts.bench
             )
-    pairs = [pair_from_device(env, d, known, facts) for d in devices if isinstance(d, dict)]
+    devices = [d for d in devices if isinstance(d, dict)]
+    keys = match_device_keys(devices, gpus)
+    pairs = [pair_from_device(env, d, known, facts, k) for d, k in zip(devices, keys, strict=True)]
     seen = {p.device_key for p in pairs}
     if result.status != "ok":
         missing = [("cpu", "CPU", "cpu")] if "cpu" not in seen else []

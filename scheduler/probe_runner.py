@@ -265,7 +265,9 @@ def probe_env(
 ) -> ProbeResult:
     """The full probe: torch, every device it sees, a real op on each, and the bench when asked."""
     args = ["--bench"] if bench else []
-    return run_python(python, args, extra_env=extra_env, timeout_s=timeout_s, on_progress=on_progress)
+    # The same device order as nvidia-smi and the launcher, not CUDA's fastest-first.
+    env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", **(extra_env or {})}
+    return run_python(python, args, extra_env=env, timeout_s=timeout_s, on_progress=on_progress)
 
 
 def python_version_info(

@@ -22,6 +22,7 @@ from gputray.scheduler.doctor import (
     cached_results,
     device_key_for,
     env_for_device,
+    match_device_keys,
     pair_from_device,
     run_doctor,
 )
@@ -308,6 +309,21 @@ def test_device_keys_by_uuid_then_pci_then_torch_index() -> None:
     by_pci = {"kind": "cuda", "uuid": None, "pci_bus_id": 2, "pci_device_id": 0, "pci_domain_id": 0}
     assert device_key_for(by_pci, GPUS) == "pci:0000:02:00.0"
     assert device_key_for({"kind": "hip", "torch_device": "cuda:1"}, GPUS) == "torch:cuda:1"
+
+
+def test_a_device_without_ids_takes_the_only_gpu_of_its_vendor() -> None:
+    hip = {"kind": "hip", "torch_device": "cuda:0", "uuid": None, "pci_bus_id": None}
+    cuda = {"kind": "cuda", "torch_device": "cuda:0", "uuid": None}
+    assert match_device_keys([{"kind": "cpu"}, hip], GPUS) == ["cpu", IGPU.key]
+    assert match_device_keys([cuda], GPUS) == [RTX.key]
+    second_amd = DeviceInfo(
+        key="pci:0000:03:00.0", name="RX 7600", vendor="amd", kind="discrete", backend="x"
+    )
+    # Two AMD GPUs and no ids: no guessing.
+    assert match_device_keys([hip], (*GPUS, second_amd)) == ["torch:cuda:0"]
+    # A device matched by its ids keeps its key and leaves the other GPU for a loose one.
+    by_pci = {"kind": "hip", "torch_device": "cuda:1", "pci_bus_id": 3, "pci_device_id": 0}
+    assert match_device_keys([by_pci, hip], (*GPUS, second_amd)) == [second_amd.key, IGPU.key]
 
 
 # ---------------------------------------------------------------------------------------------------
