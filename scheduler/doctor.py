@@ -37,6 +37,7 @@ from gputray.scheduler.envs import EnvError, PythonEnv, load_envs
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.probe_runner import (
     DEFAULT_TIMEOUT_S,
+    VERSION_TIMEOUT_S,
     ProbeResult,
     probe_env,
     python_version_info,
@@ -376,8 +377,10 @@ def _failed_probe_pair(
 ) -> PairResult:
     if result.status == "timeout":
         override = env.extra_env.get("HSA_OVERRIDE_GFX_VERSION")
+        stages = {p.get("stage") for p in result.progress}
+        where = "on this device" if stages & {"torch", "device"} else "before it reached any device"
         found = Diagnosis(
-            f"the probe hung on this device and was stopped after {result.duration_s:.0f} s",
+            f"the probe hung {where} and was stopped after {result.duration_s:.0f} s",
             f"remove or change HSA_OVERRIDE_GFX_VERSION={override} for this env"
             if override
             else "run gputray doctor --refresh once the GPU is idle, or allow more time with --timeout "
@@ -532,11 +535,16 @@ class EnvFingerprint:
         )
 
 
-def fingerprint(env: PythonEnv) -> EnvFingerprint | None:
-    """Runs the interpreter briefly (no torch import). None when it cannot run."""
-    info = python_version_info(env.python, extra_env=env.extra_env)
-    if not info.ok or info.data is None or "python_version" not in info.data:
-        return None
+def fingerprint(
+    env: PythonEnv, timeout_s: float = VERSION_TIMEOUT_S
+) -> tuple[EnvFingerprint | None, ProbeResult]:
+    """Runs the interpreter briefly (no torch import). None, and what went wrong, when it cannot run."""
+    info = python_version_info(env.python, extra_env=env.extra_env, timeout_s=timeout_s)
+    if info.ok and (info.data is None or "python_version" not in info.data):
+        message = f"{env.python} did not answer like a Python interpreter"
+        info = ProbeResult("garbage", message, env.python, data=info.data, stderr_tail=info.stderr_tail)
+    if not info.ok or info.data is None:
+        return None, info
     origin = info.data.get("torch_origin")
     return EnvFingerprint(
         python=str(env.python),
@@ -545,7 +553,7 @@ def fingerprint(env: PythonEnv) -> EnvFingerprint | None:
         torch_origin=str(origin) if origin else None,
         torch_mtime_ns=_mtime_ns(origin),
         extra_env=tuple(sorted(env.extra_env.items())),
-    )
+    ), info
 
 
 @dataclass(frozen=True)
@@ -667,8 +675,15 @@ def run_doctor(
     gpu_keys = [d.key for d in _real_gpus(devices)]
     results: list[PairResult] = []
     for env in envs:
-        fp = fingerprint(env)
-        if fp is not None and not refresh:
+        fp, version_info = fingerprint(env, min(timeout_s, VERSION_TIMEOUT_S))
+        if fp is None:
+            # Not even `python -I probe.py --version-only` works: no point importing torch.
+            pairs = pairs_from_probe(env, version_info, devices)
+            for pair in pairs:
+                say(progress_text(pair))
+            results += pairs
+            continue
+        if not refresh:
             cached = _cached_for(entries, fp, ["cpu", *gpu_keys], drivers, bench)
             if cached is not None:
                 for pair in cached:
@@ -695,9 +710,8 @@ def run_doctor(
             if pair.device_key not in reported:
                 say(progress_text(pair))
         results += pairs
-        if fp is not None:
-            entries = [e for e in entries if not _same_env(e.fingerprint, fp)]
-            entries += [_CacheEntry(fp, _driver_for(p.vendor, drivers), bench, p) for p in pairs]
+        entries = [e for e in entries if not _same_env(e.fingerprint, fp)]
+        entries += [_CacheEntry(fp, _driver_for(p.vendor, drivers), bench, p) for p in pairs]
     with contextlib.suppress(OSError):
         _save_cache(path, entries)
     return results

@@ -374,6 +374,23 @@ def test_a_hang_on_the_gpu_keeps_the_cpu_result(tmp_path: Path, version_line: st
 
 
 @posix_only
+def test_an_interpreter_that_hangs_at_once_is_not_probed_twice(tmp_path: Path) -> None:
+    python = _script(tmp_path / "stuck" / "bin" / "python", "exec sleep 600\n")
+    lines = Lines()
+    pairs = run_doctor(
+        [PythonEnv("stuck", python)],
+        (RTX,),
+        cache_path=tmp_path / "c.json",
+        drivers=DRIVERS,
+        timeout_s=2.0,
+        progress=lines,
+    )
+    assert [p.verdict for p in pairs] == ["fails", "fails"]
+    assert all("hung" in p.reason for p in pairs)
+    assert not lines.probed  # the quick version query already told
+
+
+@posix_only
 def test_a_crash_is_explained_from_its_last_words(tmp_path: Path, version_line: str) -> None:
     crash = (
         "echo 'rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or "
