@@ -96,9 +96,17 @@ _HHMM_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*$")
 
 
 def local_zone() -> dt.tzinfo:
-    tz = dt.datetime.now().astimezone().tzinfo
-    assert tz is not None
-    return tz
+    """The local time zone with its DST rules (tzlocal, which APScheduler depends on), so that
+    "0 3 * * *" stays at 03:00 across a DST change; a fixed offset only if tzlocal cannot tell."""
+    try:
+        import tzlocal
+
+        zone: dt.tzinfo = tzlocal.get_localzone()
+        return zone
+    except Exception:
+        tz = dt.datetime.now().astimezone().tzinfo
+        assert tz is not None
+        return tz
 
 
 def parse_at(text: str, now_s: float) -> float:
@@ -333,6 +341,13 @@ class Timing:
     def stop(self) -> None:
         _INSTANCES.pop(self._token, None)
         if self._scheduler is not None:
+            # APScheduler 3.x race: shutdown() marks the scheduler stopped before it takes the job-store
+            # lock, so a _process_jobs pass in flight then fails to remove a finished date job
+            # (JobLookupError in its thread). Pause, let the pass in flight finish, then shut down.
+            with contextlib.suppress(Exception):
+                self._scheduler.pause()
+                with getattr(self._scheduler, "_jobstores_lock", contextlib.nullcontext()):
+                    pass
             with contextlib.suppress(Exception):
                 self._scheduler.shutdown(wait=False)
             self._scheduler = None
