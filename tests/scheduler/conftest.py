@@ -55,6 +55,13 @@ def _lock(path: Path) -> Iterator[None]:
         yield
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The first test that needs the torch venv may have to create it: allow it the time."""
+    for item in items:
+        if "torch_python" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(1200))
+
+
 @pytest.fixture(scope="session")
 def torch_python() -> Path:
     """The interpreter of a real venv with torch (CPU build) installed."""
