@@ -285,3 +285,33 @@ def test_many_concurrent_clients(server: Any, paths: Paths) -> None:
         t.join()
     assert errors == []
     assert len(server.recorder.calls) == 160
+
+
+@unix_only
+def test_permissions_hold_under_a_permissive_umask_and_a_loose_existing_dir(paths: Paths) -> None:
+    directory = ipc.socket_dir(paths)
+    directory.mkdir(parents=True, mode=0o777)
+    os.chmod(directory, 0o777)
+    old = os.umask(0)
+    try:
+        srv = ipc.IpcServer(paths, Recorder())
+        srv.start()
+    finally:
+        os.umask(old)
+    try:
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(ipc.socket_path(paths)).st_mode) == 0o600
+    finally:
+        srv.stop()
+
+
+@unix_only
+def test_a_symlink_in_place_of_the_socket_dir_is_refused(paths: Paths, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    directory = ipc.socket_dir(paths)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    directory.symlink_to(elsewhere)
+    with pytest.raises(ipc.UnsafeIpcLocation):
+        ipc.IpcServer(paths, Recorder()).start()
+    assert list(elsewhere.iterdir()) == []
