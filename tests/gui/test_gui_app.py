@@ -1,0 +1,142 @@
+"""The tray app as a whole, headless (offscreen: no tray, so the panel is a normal window)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from pytestqt.qtbot import QtBot
+
+from gputray.gui.app import build_parser, hand_over
+from gputray.gui.tray_app import TrayApp, parse_paused
+from gputray.scheduler.owner import Owner
+from gputray.scheduler.paths import app_paths
+
+PROBE = r"""
+import json, sys, time
+from PySide6.QtWidgets import QApplication
+from gputray.gui.app import build_parser
+from gputray.gui.tray_app import TrayApp, make_application
+qapp = make_application()
+app = TrayApp(build_parser().parse_args(sys.argv[1:]))
+app.start()
+deadline = time.monotonic() + 30
+while (app.owner is None or app.latest is None) and time.monotonic() < deadline:
+    QApplication.processEvents()
+    time.sleep(0.02)
+print(json.dumps({
+    "started": app.owner is not None,
+    "demo": app.demo,
+    "heavy": sorted(m for m in ("pyqtgraph", "torch", "numpy") if m in sys.modules),
+}))
+app.shutdown()
+"""
+
+
+@pytest.fixture
+def tray_app(qtbot: QtBot, tmp_path: Path) -> Iterator[TrayApp]:
+    empty = tmp_path / "empty-root"
+    empty.mkdir()
+    # No --demo: the real backends read an empty /sys and /proc, find no GPU, and the app says so.
+    args = build_parser().parse_args(["--sysfs-root", str(empty), "--proc-root", str(empty)])
+    app = TrayApp(args, tray_available=False)
+    app.start()
+    try:
+        qtbot.waitUntil(lambda: app.owner is not None and app.latest is not None, timeout=30_000)
+        yield app
+    finally:
+        app.shutdown()
+        app.panel.hide()  # (closing the no-tray window would quit the application)
+
+
+def test_startup_imports_neither_pyqtgraph_nor_torch(tmp_path: Path) -> None:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "GPUTRAY_HOME": str(tmp_path / "home")}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, "--demo"], env=env, capture_output=True, text=True, timeout=90
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["started"] and result["demo"]
+    assert result["heavy"] == [], "heavy modules must load only when the dashboard opens"
+
+
+def test_no_tray_no_gpu_window_says_why_and_a_drop_runs(
+    qtbot: QtBot, tray_app: TrayApp, tmp_path: Path
+) -> None:
+    panel = tray_app.panel
+    assert panel.isVisible()
+    assert panel.windowFlags() & Qt.WindowType.WindowType_Mask == Qt.WindowType.Window
+    assert "No system tray was found" in panel.notice_label.text()
+    # no GPU found → the demo, labelled everywhere
+    assert tray_app.demo
+    assert "No GPU was found on this machine" in panel.notice_label.text()
+    assert panel.windowTitle() == "gputray — DEMO"
+    assert tray_app.icon_ctl.picture is not None and tray_app.icon_ctl.picture.demo
+    assert "DEMO" in tray_app.icon_ctl.tooltip
+    assert set(panel.cards) == {"pci:0000:01:00.0", "pci:0000:64:00.0"}
+
+    # a file dropped on the panel (a QDropEvent in-process; the X11 e2e test does a real XDND drag)
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "スクリプト 1.py"
+    script.write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ok')\n")
+    tray_app.state.set("drop_choices", {".py": {"recipe": "torch", "policy": "redirect"}})
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(script)), QUrl.fromLocalFile(str(tmp_path))])
+    drop = QDropEvent(
+        QPointF(10, 10),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    panel.dropEvent(drop)
+    assert tray_app.model.rowCount() == 1
+    qtbot.waitUntil(lambda: tray_app.model.counts().get("succeeded") == 1, timeout=30_000)
+    assert marker.read_text() == "ok"
+    kinds = [n.kind for n in tray_app.notifier.shown]
+    assert "job_finished" in kinds
+    # the folder in the same drop got a clear message instead of a job
+    assert "is a folder" in tray_app._last_warning.text()
+
+
+def test_pause_and_resume_from_the_panel(qtbot: QtBot, tray_app: TrayApp) -> None:
+    tray_app.panel.pause_all_button.click()
+    assert tray_app.paused_all and tray_app.menu.pause_action.isChecked()
+    assert tray_app.panel.pause_all_button.text() == "Resume queue"
+    tray_app.panel.cards["pci:0000:64:00.0"].pause_button.click()
+    assert tray_app.paused_devices == {"pci:0000:64:00.0"}
+    tray_app.panel.pause_all_button.click()  # resuming the whole queue resumes every device
+    assert not tray_app.paused_all and not tray_app.panel.cards["pci:0000:64:00.0"].pause_button.isChecked()
+
+
+def test_a_second_launch_hands_its_files_to_the_owner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert hand_over([]) is None  # nobody answers
+    owner = Owner(app_paths(), demo=True)
+    owner.start()
+    try:
+        script = tmp_path / "job; echo pwned.py"
+        script.write_text("print('hi')\n")
+        assert hand_over([str(script)]) == 0
+        assert f"queued #1: {script.name}" in capsys.readouterr().out
+        assert [t.name for t in owner.queue.list()] == [script.name]
+        assert hand_over([str(tmp_path / "missing.png")]) == 1
+        assert "missing.png" in capsys.readouterr().err
+    finally:
+        owner.stop()
+
+
+def test_paused_shapes() -> None:
+    assert parse_paused({"queue": True, "pci:0000:64:00.0": True, "cpu": False}) == (
+        True,
+        {"pci:0000:64:00.0"},
+    )
+    assert parse_paused({"all": False, "devices": ["cpu"]}) == (False, {"cpu"})
+    assert parse_paused(None) == (False, set())
