@@ -48,7 +48,7 @@ ENV_PRINTER = textwrap.dedent(
 )
 
 
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 15.0, what: str = "condition") -> Any:
+def wait_for(predicate: Callable[[], Any], timeout_s: float = 30.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout_s
     while True:
         value = predicate()
@@ -76,7 +76,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             cmd, env=self.env, stdout=subprocess.PIPE, stderr=self.stderr, text=True, start_new_session=True
         )
-        wait_for(self._answers, 20.0, "the daemon to answer ping")
+        wait_for(self._answers, 40.0, "the daemon to answer ping")
         self.client = ipc.IpcClient(self.paths, timeout_s=20.0)
         return self
 
@@ -99,7 +99,7 @@ class Daemon:
     def task(self, task_id: int) -> dict[str, Any]:
         return self.ask("get", id=task_id)["task"]
 
-    def wait_state(self, task_id: int, states: set[str], timeout_s: float = 15.0) -> dict[str, Any]:
+    def wait_state(self, task_id: int, states: set[str], timeout_s: float = 30.0) -> dict[str, Any]:
         return wait_for(
             lambda: (t := self.task(task_id))["state"] in states and t,
             timeout_s,

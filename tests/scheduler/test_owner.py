@@ -21,7 +21,7 @@ NVIDIA = "pci:0000:01:00.0"
 PY = sys.executable
 
 
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 15.0, what: str = "condition") -> Any:
+def wait_for(predicate: Callable[[], Any], timeout_s: float = 30.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout_s
     while True:
         value = predicate()
