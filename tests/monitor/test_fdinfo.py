@@ -17,7 +17,7 @@ def test_amdgpu_legacy_fdinfo() -> None:
     )
     assert c is not None
     assert (c.pid, c.client_id, c.pdev, c.driver, c.fd) == (7, "27", "0000:64:00.0", "amdgpu", "5")
-    assert c.engines_ns == {"gfx": 123, "compute": 4, "dma": 0}
+    assert c.engines_ns == {"gfx": 123, "compute": 4}  # dma, video engines: not kept
     assert (c.vram_bytes, c.gtt_bytes) == (4348 * 1024, 2340 * 1024)
 
 
@@ -92,7 +92,7 @@ def test_reader_busy_percent_over_two_reads(tmp_path: Path) -> None:
     busy = {u.pid: u.util_percent for u in second.drm}
     assert busy[42] == pytest.approx(50.0)
     assert busy[43] == pytest.approx(100.0)  # 2 s over 0.5 s on 4 rings = 100 %
-    assert second.drm[0].engines_used == frozenset({"gfx"})
+    assert second.drm[0].engines_used == ("gfx",)
 
 
 def test_reader_sums_clients_of_one_process_and_caps_at_100(tmp_path: Path) -> None:
