@@ -148,3 +148,18 @@ def test_real_proc_of_this_machine() -> None:
     usage = DrmUsageReader(Path("/proc")).read(1.0)
     assert os.getpid() not in {u.pid for u in usage.drm}  # the test process holds no DRM fd
     assert os.getpid() not in {pid for pid, _ in usage.kfd}
+
+
+def test_unchanged_fdinfo_is_an_idle_client_not_a_stale_one(tmp_path: Path) -> None:
+    """Bytes identical to the last read are not parsed again; the client then did no work: 0 %."""
+    proc = tmp_path / "proc"
+    text = amdgpu_fdinfo(4, gfx_ns=10**9, vram_kib=64)
+    add_process(proc, 12, "compositor", {3: "/dev/dri/card1"}, {3: text})
+    reader = DrmUsageReader(proc)
+    reader.read(1.0)
+    (idle,) = reader.read(2.0).drm
+    assert (idle.util_percent, idle.vram_bytes) == (0.0, 64 * 1024)
+    write(proc / "12" / "fdinfo" / "3", amdgpu_fdinfo(4, gfx_ns=10**9 + 10**8, vram_kib=128))
+    (busy,) = reader.read(3.0).drm
+    assert busy.util_percent == pytest.approx(10.0)
+    assert busy.vram_bytes == 128 * 1024
