@@ -245,7 +245,7 @@ def test_kill_9_mid_run_loses_nothing(daemons: Callable[..., Daemon], home: Path
     )
     ra = d.wait_state(a, {"running"})
     rb = d.wait_state(b, {"running"})
-    wait_for(lambda: "attempt 1" in d.log_text(a) and "b runs" in d.log_text(b), 15, "both jobs to print")
+    wait_for(lambda: "attempt 1" in d.log_text(a) and "b runs" in d.log_text(b), 30, "both jobs to print")
     assert d.task(c)["state"] in ("queued", "waiting")
     b_log = rb["log_path"]
     orphan_pids = [d.ask("get", id=x)["pid"] for x in (a, b)]
@@ -255,11 +255,11 @@ def test_kill_9_mid_run_loses_nothing(daemons: Callable[..., Daemon], home: Path
     d.kill9()
     d2 = daemons()
 
-    fa = d2.wait_state(a, {"succeeded"}, 20)
+    fa = d2.wait_state(a, {"succeeded"}, 40)
     assert fa["attempts"] == 2
     fb = d2.wait_state(b, {"failed"})
     assert "interrupted" in fb["reason"]
-    fc = d2.wait_state(c, {"succeeded"}, 20)
+    fc = d2.wait_state(c, {"succeeded"}, 40)
     assert fc["exit_code"] == 0
     assert marker.read_text() == "xx"  # the first attempt was not left running beside the retry
     assert Path(b_log).exists() and "b runs" in Path(b_log).read_text()  # logs kept
@@ -365,7 +365,7 @@ def test_cli_round_trip_logs_retry_pause(daemons: Callable[..., Daemon], home: P
     again = d.cli("retry", str(fail_id))
     assert again.returncode == 0, again.stderr
     wait_for(
-        lambda: (x := d.task(fail_id))["state"] == "failed" and x["ended_at"] != first_end, 15, "the retry"
+        lambda: (x := d.task(fail_id))["state"] == "failed" and x["ended_at"] != first_end, 30, "the retry"
     )
     assert d.log_text(fail_id).splitlines().count("oops") == 2  # one log per task, both runs kept
     bad = d.cli("submit", "--task", str(home / "missing.toml"))
@@ -505,7 +505,7 @@ def test_daemon_stop_is_graceful(daemons: Callable[..., Daemon]) -> None:
     job = d.run_job(
         [PY, "-c", "import time; print('long', flush=True); time.sleep(60)"], device_prefs=["cpu"]
     )
-    pid = wait_for(lambda: d.ask("get", id=job)["pid"], 15, "the job's pid")
+    pid = wait_for(lambda: d.ask("get", id=job)["pid"], 30, "the job's pid")
     out = d.cli("daemon", "--stop")
     assert out.returncode == 0, out.stderr
     assert d.proc is not None and d.proc.wait(20) == 0
