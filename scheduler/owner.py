@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gputray.monitor.monitor import Monitor
+from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec
@@ -313,6 +314,8 @@ class Owner:
         return {
             "pid": os.getpid(),
             "demo": self.demo,
+            # The `gputray status --json` document, so the CLI shows the owner's readings instead of polling.
+            "snapshot": snapshot_to_json(snap) if snap is not None else None,
             "devices": devices,
             "paused": self.queue.paused(),
             "counts": self._store.counts() if self._store is not None else {},

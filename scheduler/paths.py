@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,11 @@ def app_paths() -> Paths:
     if home:
         root = Path(home).expanduser().resolve()
         return Paths(root / "config", root / "data", root / "state", root / "run")
-    runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+    with warnings.catch_warnings():
+        # Without XDG_RUNTIME_DIR (a bare ssh or CI shell) platformdirs warns on every call and falls back
+        # to /tmp/runtime-<uid>; the IPC layer makes its own folder there private, so the fallback is fine.
+        warnings.simplefilter("ignore")
+        runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
     return Paths(
         Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
         Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),

@@ -12,7 +12,9 @@ from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.monitor.units import DASH, format_number, format_pair
-from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json
+from gputray.scheduler import ipc
+from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json, uses_custom_source
+from gputray.scheduler.paths import app_paths
 
 BAR_CELLS = 10
 # Rates (per-process engine %, host CPU %) need two readings; this gap keeps `status` quick.
@@ -104,7 +106,48 @@ def _snapshot_doc(monitor: Monitor) -> dict[str, Any]:
     return snapshot_to_json(monitor.sample_once())
 
 
+def _owner_doc(client: ipc.IpcClient) -> dict[str, Any] | None:
+    """The running owner's latest readings, or None when no owner answers (or it has no sample yet)."""
+    try:
+        reply = client.request("status")
+    except ipc.IpcError:
+        return None
+    doc = reply.get("snapshot")
+    return doc if isinstance(doc, dict) else None
+
+
+def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:
+    if as_json:
+        print_json(doc)
+        return
+    text = render_text(doc)
+    tty = sys.stdout.isatty()
+    sys.stdout.write(
+        ("\x1b[H\x1b[J" if tty and refresh else "") + text + "\n" + ("\n" if refresh and not tty else "")
+    )
+    sys.stdout.flush()
+
+
 def run(args: argparse.Namespace) -> int:
+    # Poll from one place only: while the tray or `gputray daemon` runs, show what it reads.
+    if not uses_custom_source(args):
+        client = ipc.IpcClient(app_paths(), timeout_s=5.0)
+        try:
+            doc = _owner_doc(client)
+            if doc is not None:
+                try:
+                    while True:
+                        _show(doc, args.json, args.watch is not None)
+                        if args.watch is None:
+                            return 0
+                        time.sleep(max(0.2, args.watch))
+                        doc = _owner_doc(client)
+                        if doc is None:
+                            return error("the gputray owner stopped answering")
+                except KeyboardInterrupt:
+                    return 0
+        finally:
+            client.close()
     try:
         monitor = build_monitor(
             demo=args.demo,
@@ -118,19 +161,11 @@ def run(args: argparse.Namespace) -> int:
         monitor.sample_once()
         time.sleep(RATE_GAP_S)
         doc = _snapshot_doc(monitor)
-        if args.watch is None:
-            print_json(doc) if args.json else print(render_text(doc))
-            return 0
-        interval = max(0.2, args.watch)
-        tty = sys.stdout.isatty()
         while True:
-            if args.json:
-                print_json(doc)
-            else:
-                text = render_text(doc)
-                sys.stdout.write(("\x1b[H\x1b[J" if tty else "") + text + "\n" + ("" if tty else "\n"))
-            sys.stdout.flush()
-            time.sleep(interval)
+            _show(doc, args.json, args.watch is not None)
+            if args.watch is None:
+                return 0
+            time.sleep(max(0.2, args.watch))
             doc = _snapshot_doc(monitor)
     except KeyboardInterrupt:
         return 0

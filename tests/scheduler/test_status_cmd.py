@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 DEVICE_FIELDS = [
@@ -84,3 +85,28 @@ def test_status_watch_refreshes_until_interrupted(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=10)
     assert proc.returncode == 0
     assert out.count("GeForce RTX 5060 Ti") >= 3
+
+
+def test_status_shows_the_running_owners_readings_instead_of_polling_again(tmp_path: Path) -> None:
+    """Poll from one place only: with a (demo) daemon running, plain `status` reports what it sees."""
+    env = {**os.environ, "GPUTRAY_HOME": str(tmp_path)}
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "gputray.gui.entry", "daemon", "--demo"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        doc: dict[str, object] = {}
+        for _ in range(100):
+            result = gputray("status", "--json", home=tmp_path)
+            doc = json.loads(result.stdout)
+            if doc.get("demo"):
+                break
+            time.sleep(0.1)
+        assert doc["demo"] is True  # this machine has no GPU: the two GPUs can only be the owner's
+        assert sorted(d["name"] for d in doc["devices"]) == ["GeForce RTX 5060 Ti", "Radeon 780M"]  # type: ignore[union-attr]
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=20)
