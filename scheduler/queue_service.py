@@ -625,8 +625,7 @@ class QueueService:
                     if reason == "lost"
                     else "interrupted: gputray stopped while it ran"
                 )
-                self.store.update(task_id, state="interrupted", reason=why, **base)
-                new = self.store.apply_retry_policy(task_id, why, now=now)
+                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
                 new = self.store.update(task_id, state="succeeded", **base)
@@ -638,8 +637,7 @@ class QueueService:
                     why = f"killed by signal {_signal_name(-code)}"
                 else:
                     why = f"exited with status {code}"
-                self.store.update(task_id, state="failed", reason=why, **base)
-                new = self.store.apply_retry_policy(task_id, why, now=now)
+                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
         self.request_dispatch(urgent=True)
 

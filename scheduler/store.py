@@ -378,28 +378,42 @@ class TaskStore:
             out.append(Recovered(new, new.state == "queued", killed))
         return out
 
-    def apply_retry_policy(self, task_id: int, why: str, *, now: float | None = None) -> TaskRecord:
-        """After a failure or interruption: requeue with backoff while retries remain, else fail."""
+    def apply_retry_policy(
+        self, task_id: int, why: str, *, now: float | None = None, **also: Any
+    ) -> TaskRecord:
+        """After a failure or interruption: requeue with backoff while retries remain, else fail.
+
+        One update, so nobody ever sees a passing ``failed`` for a task that will retry; ``also`` are
+        further columns written with it (exit code, end time …).
+        """
         now = self.clock() if now is None else now
-        rec = self.get(task_id)
-        retries_used = max(0, rec.attempts - 1)
-        if retries_used < rec.spec.retries:
-            delay = rec.spec.backoff_s * (2**retries_used)
-            left = rec.spec.retries - retries_used
+        with self._lock:
+            rec = self.get(task_id)
+            retries_used = max(0, rec.attempts - 1)
+            if retries_used < rec.spec.retries:
+                delay = rec.spec.backoff_s * (2**retries_used)
+                left = rec.spec.retries - retries_used
+                reason = (
+                    f"{why}; retry {retries_used + 1} of {rec.spec.retries} in {delay:.0f} s"
+                    if delay >= 1
+                    else f"{why}; retrying ({left} left)"
+                )
+                cols: dict[str, Any] = {
+                    **also,
+                    "state": "queued",
+                    "reason": reason,
+                    "not_before": now + delay,
+                    "queued_at": now,
+                    "pid": None,
+                    "pid_create_time": None,
+                    "overtakes": 0,
+                }
+                return self.update(task_id, **cols)
+            suffix = "; no retries left" if rec.spec.retries else ""
+            ended = also.pop("ended_at", None) or rec.ended_at or now
             return self.update(
-                task_id,
-                state="queued",
-                reason=f"{why}; retry {retries_used + 1} of {rec.spec.retries} in {delay:.0f} s"
-                if delay >= 1
-                else f"{why}; retrying ({left} left)",
-                not_before=now + delay,
-                queued_at=now,
-                pid=None,
-                pid_create_time=None,
-                overtakes=0,
+                task_id, **{**also, "state": "failed", "reason": f"{why}{suffix}", "ended_at": ended}
             )
-        suffix = "; no retries left" if rec.spec.retries else ""
-        return self.update(task_id, state="failed", reason=f"{why}{suffix}", ended_at=rec.ended_at or now)
 
 
 class _Tx:

@@ -159,10 +159,10 @@ def test_wait_redirect_and_cpu_with_the_environment_each_job_gets(harness: Calla
         and env["HIP_VISIBLE_DEVICES"] == ""
         and env["GPUTRAY_DEVICE"] == "cpu"
     )
-    kinds = [(e.kind, e.task.id) for e in h.events]
-    assert (
-        ("redirected", moves.id) in kinds and ("waiting", waits.id) in kinds and ("finished", cpu.id) in kinds
-    )
+    for wanted in (("redirected", moves.id), ("waiting", waits.id), ("finished", cpu.id)):
+        h.until(
+            lambda w=wanted: w in [(e.kind, e.task.id) for e in h.events]
+        )  # events come from their thread
 
 
 def test_a_waiting_job_starts_when_the_external_load_ends(harness: Callable[..., Harness]) -> None:
@@ -230,7 +230,7 @@ def test_a_device_lost_mid_job_interrupts_it_and_the_policy_decides(
     else:
         h.until(h.state(rec.id, "failed"))
         assert q.get(rec.id).reason == "interrupted: GeForce RTX 5060 Ti was lost while it ran"
-    assert any(e.kind == "interrupted" and e.task.id == rec.id for e in h.events)
+    h.until(lambda: any(e.kind == "interrupted" and e.task.id == rec.id for e in h.events))
 
 
 def test_cancel_a_running_and_a_queued_task(harness: Callable[..., Harness]) -> None:
@@ -392,7 +392,7 @@ def test_start_recovers_what_a_crash_left_running(harness: Callable[..., Harness
     q = h.start()
     h.until(h.state(rec.id, "succeeded"))
     assert q.get(rec.id).attempts == 2
-    assert any(e.kind == "interrupted" and e.task.id == rec.id for e in h.events)
+    h.until(lambda: any(e.kind == "interrupted" and e.task.id == rec.id for e in h.events))
 
 
 @pytest.mark.slow
