@@ -17,7 +17,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 log = logging.getLogger("gputray.gui")
 
@@ -126,6 +129,42 @@ def install_signal_handlers(quit_app: Callable[[], None]) -> None:
 _keep: list[Any] = []
 
 
+def make_application() -> QApplication:
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from gputray.resources import resource_path
+
+    existing = QApplication.instance()
+    if isinstance(existing, QApplication):
+        return existing
+    app = QApplication([sys.argv[0]])
+    app.setApplicationName("gputray")
+    app.setOrganizationName("gputray")
+    app.setQuitOnLastWindowClosed(False)
+    icon_file = resource_path("icons/gputray.svg")
+    if icon_file.exists():
+        app.setWindowIcon(QIcon(str(icon_file)))
+    return app
+
+
+def show_first_icon(*, demo: bool) -> QSystemTrayIcon | None:
+    """The icon goes up before the panel, menu and owner are built: the user sees gputray at once."""
+    from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+
+    from gputray.gui.tray_icon import GpuBar, TrayPicture, make_icon
+
+    if not QSystemTrayIcon.isSystemTrayAvailable():
+        return None
+    tray = QSystemTrayIcon()
+    tray.setIcon(make_icon(TrayPicture((GpuBar(0, state="none"),), demo=demo)))
+    tray.setToolTip("gputray")
+    tray.show()
+    QApplication.processEvents()
+    log.info("tray icon shown")
+    return tray
+
+
 def run_tray(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.install_desktop_entry or args.install_send_to:
@@ -150,10 +189,11 @@ def run_tray(argv: list[str]) -> int:
     from gputray.scheduler.paths import app_paths
 
     setup_logging(app_paths().state_dir / "gputray.log")
-    from gputray.gui.tray_app import TrayApp, make_application
-
     qapp = make_application()
-    tray_app = TrayApp(args)
+    tray = show_first_icon(demo=bool(args.demo or args.demo_scenario))
+    from gputray.gui.tray_app import TrayApp
+
+    tray_app = TrayApp(args, tray=tray)
     install_signal_handlers(tray_app.quit)
     tray_app.start()
     code = qapp.exec()

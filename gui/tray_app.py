@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QIcon
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
@@ -28,26 +28,11 @@ from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
 from gputray.monitor.records import Snapshot
-from gputray.resources import resource_path
 from gputray.scheduler.paths import app_paths
 
 log = logging.getLogger("gputray.gui")
 
 NO_GPU_NOTE = tr_noop("No GPU was found on this machine, so gputray shows two simulated GPUs (DEMO).")
-
-
-def make_application() -> QApplication:
-    existing = QApplication.instance()
-    if isinstance(existing, QApplication):
-        return existing
-    app = QApplication([__import__("sys").argv[0]])
-    app.setApplicationName("gputray")
-    app.setOrganizationName("gputray")
-    app.setQuitOnLastWindowClosed(False)
-    icon_file = resource_path("icons/gputray.svg")
-    if icon_file.exists():
-        app.setWindowIcon(QIcon(str(icon_file)))
-    return app
 
 
 def parse_paused(value: Any) -> tuple[bool, set[str]]:
@@ -72,7 +57,13 @@ class TrayApp(QObject):
     queue_event_arrived = Signal(str, object, str)
     owner_started = Signal(object)
 
-    def __init__(self, args: argparse.Namespace, *, tray_available: bool | None = None) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        *,
+        tray_available: bool | None = None,
+        tray: QSystemTrayIcon | None = None,
+    ) -> None:
         super().__init__(None)
         from gputray.scheduler.config import ConfigError, load_config
 
@@ -109,7 +100,8 @@ class TrayApp(QObject):
         self.temp_limit_c = float(th.get("temp_limit_c", 85.0))
         self.igpu_temp_limit_c = float(th.get("igpu_temp_limit_c", 90.0))
 
-        self.tray = QSystemTrayIcon(self)
+        self.tray = tray if tray is not None else QSystemTrayIcon(self)
+        self.tray.setParent(self)
         self.icon_ctl = TrayIconController(self.tray)
         self.notifier = Notifier(self._show_notice, enabled=gui_cfg.get("notifications") or None)
         self.tray.activated.connect(self._on_activated)
@@ -175,7 +167,7 @@ class TrayApp(QObject):
         )
         if self.tray_available:
             self.tray.show()
-            log.info("tray icon shown")
+            log.info("tray ready")
         else:
             log.warning("no system tray available: showing the panel as a window")
             self.panel.show()

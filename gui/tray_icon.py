@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QPoint, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QIcon, QIconEngine, QPainter, QPainterPath, QPixmap
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from gputray.gui.i18n import tr
-from gputray.monitor.records import DeviceReading, Snapshot
+
+if TYPE_CHECKING:  # records are only read here; not importing them keeps the first icon quick
+    from gputray.monitor.records import DeviceReading, Snapshot
 
 LOAD_LEVELS = 10
 

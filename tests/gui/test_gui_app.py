@@ -23,7 +23,8 @@ PROBE = r"""
 import json, sys, time
 from PySide6.QtWidgets import QApplication
 from gputray.gui.app import build_parser
-from gputray.gui.tray_app import TrayApp, make_application
+from gputray.gui.app import make_application
+from gputray.gui.tray_app import TrayApp
 qapp = make_application()
 app = TrayApp(build_parser().parse_args(sys.argv[1:]))
 app.start()
