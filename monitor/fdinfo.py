@@ -195,6 +195,13 @@ def _comm(proc: str, pid_name: str) -> str:
     return raw.rstrip(b"\n\x00").decode("utf-8", "replace") or f"pid {pid_name}"
 
 
+def _readlink_or_empty(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
 def scan(proc_dir: Path, previous: _RawCache | None = None) -> _Found:
     """Every DRM client and /dev/kfd holder under ``proc_dir`` (read as if it were /proc).
 
@@ -219,17 +226,15 @@ def scan(proc_dir: Path, previous: _RawCache | None = None) -> _Found:
             fds = listdir(fd_dir)
         except OSError:
             continue
-        drm_fds: list[str] = []
-        kfd = False
-        for fd in fds:
-            try:
-                target = readlink(fd_dir + fd)
-            except OSError:
-                continue
-            if target[:9] == "/dev/dri/":
-                drm_fds.append(fd)
-            elif target == "/dev/kfd":
-                kfd = True
+        try:
+            targets = [readlink(fd_dir + fd) for fd in fds]
+        except OSError:  # an fd closed while we looked: go one by one
+            targets = [_readlink_or_empty(fd_dir + fd) for fd in fds]
+        joined = "\n".join(targets)  # one C-level search settles the common case: no GPU fd at all
+        if "/dev/dri/" not in joined and "/dev/kfd" not in joined:
+            continue
+        drm_fds = [fd for fd, target in zip(fds, targets, strict=True) if target[:9] == "/dev/dri/"]
+        kfd = "/dev/kfd" in targets
         if not drm_fds and not kfd:
             continue
         pid = int(pid_name)
