@@ -172,6 +172,7 @@ class AmdSysfsBackend:
         self._amdgpu_ids = amdgpu_ids
         self._usage = DrmUsageReader(proc_dir) if processes else None
         self._cards: dict[str, _Card] = {}
+        self._records: dict[tuple[DrmProcessUse, str], ProcessUse] = {}
 
     def close(self) -> None:
         self._cards.clear()
@@ -430,14 +431,18 @@ class AmdSysfsBackend:
         amd_keys = [c.key for c in sorted(self._cards.values(), key=lambda c: c.key)]
         uses: list[ProcessUse] = []
         placed: set[int] = set()
+        previous = self._records
+        records: dict[tuple[DrmProcessUse, str], ProcessUse] = {}
+        self._records = records
         for use in usage.drm:
             key = by_bdf.get(use.pdev) if use.pdev is not None else None
             if key is None and use.pdev is None and use.driver == "amdgpu" and len(amd_keys) == 1:
                 key = amd_keys[0]
             if key is None:
                 continue
-            uses.append(
-                ProcessUse(
+            record = previous.get((use, key))  # an unchanged process: last poll's record again
+            if record is None:
+                record = ProcessUse(
                     pid=use.pid,
                     name=use.name,
                     device=key,
@@ -446,7 +451,8 @@ class AmdSysfsBackend:
                     shared_bytes=use.gtt_bytes,
                     util_percent=use.util_percent,
                 )
-            )
+            records[use, key] = record
+            uses.append(record)
             if use.holds_kfd:
                 placed.add(use.pid)
         kfd_keys = [c.key for c in sorted(self._cards.values(), key=lambda c: c.key) if c.kfd_exposed]
