@@ -141,3 +141,18 @@ def test_paused_shapes() -> None:
     )
     assert parse_paused({"all": False, "devices": ["cpu"]}) == (False, {"cpu"})
     assert parse_paused(None) == (False, set())
+
+
+def test_switching_to_japanese_rebuilds_the_windows(qtbot: QtBot, tray_app: TrayApp) -> None:
+    from gputray.gui.i18n import install_language
+
+    old_panel = tray_app.panel
+    try:
+        tray_app._apply_settings({"gui": {"language": "ja", "notifications": {"job_started": False}}})
+        assert tray_app.panel is not old_panel
+        assert tray_app.panel.windowTitle() == "gputray — デモ"
+        assert tray_app.menu.quit_action.text() == "終了"
+        assert tray_app.notifier.enabled["job_started"] is False
+        assert tray_app.panel.isVisible()  # it was shown (no tray): it stays shown
+    finally:
+        install_language("en")
