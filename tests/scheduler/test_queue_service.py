@@ -415,3 +415,18 @@ def test_a_real_torch_job_on_the_cpu(
     log = Path(done.log_path or "").read_text()
     assert done.state == "succeeded", log
     assert done.env == "torch-cpu" and "result 83.0 False" in log
+
+
+def test_time_gates_and_max_wait_wake_the_dispatcher_without_ticks(harness: Callable[..., Harness]) -> None:
+    h = harness(LLAMA_FOREVER)
+    q = h.start()
+    later = q.submit(command("later", device_prefs=("780m",), start_at=time.time() + 1.0))
+    impatient = q.submit(command("impatient", device_prefs=("5060ti",), max_wait_s=1.0, after_max_wait="cpu"))
+    h.until(lambda: q.get(later.id).reason.startswith("starts at "))
+    h.until(lambda: q.get(impatient.id).state == "waiting")
+    # No monitor tick from here on: the dispatcher's own timer must catch both moments.
+    h.until(h.state(later.id, "succeeded"))
+    h.until(h.state(impatient.id, "succeeded"))
+    done = q.get(impatient.id)
+    assert done.device == "cpu"
+    assert re.match(r"on CPU after waiting \d+ s: GeForce RTX 5060 Ti busy \(llama-server", done.reason)
