@@ -230,3 +230,40 @@ def test_any_malformed_mapping_is_a_task_file_error_or_a_valid_spec(data: dict[s
         assert isinstance(spec, TaskSpec)
         assert spec.kind in {"torch", "vulkan", "command"}
         assert (spec.script is not None) == (spec.kind == "torch")
+
+
+_toml_bits = st.sampled_from(
+    [
+        'argv = ["x"]\n',
+        'kind = "torch"\n',
+        'script = "a.py"\n',
+        "[task]\n",
+        "[env]\n",
+        'vram = "4GiB"\n',
+        "retries = -3\n",
+        'window = "25:00-01:00"\n',
+        "= =\n",
+        '"\\u0000"\n',
+        "max_wait = 1e400\n",
+        "[[task]]\n",
+        'devices = ["", "cpu"]\n',
+        "priority = 1.5\n",
+        "\xff\n",
+        "env = 3\n",
+        'argv = ["{vk_index}", "{nope}"]\n',
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_toml_bits, max_size=6), st.binary(max_size=20))
+def test_any_malformed_file_is_a_task_file_error_naming_the_file(bits: list[str], noise: bytes) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fuzz.toml"
+        path.write_bytes("".join(bits).encode("utf-8", "surrogateescape") + noise)
+        try:
+            load_task_file(path)
+        except TaskFileError as exc:
+            assert str(exc).startswith(str(path))
