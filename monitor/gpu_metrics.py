@@ -105,19 +105,18 @@ _V3_0: _Layout = {
 
 
 def _layout(fmt: int, content: int) -> _Layout | None:
+    """The layout of a table version; None for one gputray does not know.
+
+    Format 2 grew by appending fields from 2.1 to 2.4, so a later 2.x is read by its 2.2 prefix;
+    format 1 changed its layout at 1.4 (MI300) and format 3 is too new to guess, so unknown versions
+    of those are not read at all.
+    """
     if fmt == 1:
-        if content == 0:
-            return _V1_0
-        if content in (1, 2):
-            return _V1_1
-        if content == 3:
-            return _V1_3
-        return {4: _V1_4, 5: _V1_5}.get(content, _V1_6)
+        layouts = {0: _V1_0, 1: _V1_1, 2: _V1_1, 3: _V1_3, 4: _V1_4, 5: _V1_5, 6: _V1_6}
+        return layouts.get(content)
     if fmt == 2:
-        if content == 0:
-            return _V2_0
-        return _V2_1 if content == 1 else _V2_2
-    if fmt == 3:
+        return {0: _V2_0, 1: _V2_1}.get(content, _V2_2)
+    if fmt == 3 and content == 0:
         return _V3_0
     return None
 

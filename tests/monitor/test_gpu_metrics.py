@@ -129,3 +129,9 @@ def test_residency_throttle_reports_counters_that_grew() -> None:
     assert residency_throttle(None, after) is None
     assert residency_throttle(before, after) == ("power:fast-ppt", "thermal:gfx")
     assert residency_throttle(after, after) == ()
+
+
+def test_versions_read_or_refused() -> None:
+    assert parse_gpu_metrics(table(2, 5, 136, {4: ("H", 3000)})) is not None  # 2.x only ever appended
+    assert parse_gpu_metrics(table(1, 7, 200, {})) is None  # 1.4 already broke the layout once
+    assert parse_gpu_metrics(table(3, 1, 300, {})) is None
