@@ -97,8 +97,9 @@ def main() -> int:
                 [sys.executable, "-m", "gputray.gui.entry", "--demo"],
                 env=app_env,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=open(Path(home) / "stderr.txt", "wb"),  # noqa: SIM115 - lives as long as the app
             )
+            last_home = Path(home)
             procs.append(app)
             while icon_geometry(env) is None:
                 if time.monotonic() - t0 > 30:
@@ -121,6 +122,9 @@ def main() -> int:
         subprocess.run(["xdotool", "mousemove", str(x + w // 2), str(y + h // 2), "click", "1"], env=env)
         time.sleep(2)
         cpu_shown = cpu_percent_over(proc, args.idle_s)
+        if app.poll() is not None:
+            err = (last_home / "stderr.txt").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the app exited ({app.returncode}) during the measurement:\n{err}")
         rss_end = proc.memory_info().rss / 2**20
         has_heavy = [m for m in ("pyqtgraph", "torch") if m in Path(f"/proc/{app.pid}/maps").read_text()]
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import gputray.gui  # noqa: F401 - before Qt does anything: see gui/__init__.py (None refcount fix)
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
