@@ -202,15 +202,20 @@ def _readlink_or_empty(path: str) -> str:
         return ""
 
 
-def scan(proc_dir: Path, previous: _RawCache | None = None) -> _Found:
+def scan(
+    proc_dir: Path, previous: _RawCache | None = None, previous_names: dict[int, str] | None = None
+) -> _Found:
     """Every DRM client and /dev/kfd holder under ``proc_dir`` (read as if it were /proc).
 
-    ``previous`` is the last scan's ``raw``: an fdinfo whose bytes did not change since (an idle
-    client: most of them on a desktop) is not parsed again.
+    ``previous`` and ``previous_names`` are the last scan's ``raw`` and ``names``: an fdinfo whose
+    bytes did not change since (an idle client: most of them on a desktop) is not parsed again, and
+    a process all of whose fdinfo is unchanged keeps its name without ``comm`` being read (it is
+    the same process: a new one under a reused pid would have new DRM client ids).
     """
     proc = str(proc_dir)
     found = _Found([], set(), {}, {})
     cache = previous or {}
+    old_names = previous_names or {}
     listdir, readlink = os.listdir, os.readlink  # bound once: this loop runs for every fd
     try:
         pids = listdir(proc)
@@ -239,12 +244,18 @@ def scan(proc_dir: Path, previous: _RawCache | None = None) -> _Found:
             continue
         pid = int(pid_name)
         info_dir = f"{proc}/{pid_name}/fdinfo/"
+        unchanged = bool(drm_fds)
         for fd in drm_fds:
             raw = read_file_bytes(info_dir + fd)
             if raw is None:
+                unchanged = False
                 continue
             cached = cache.get((pid, fd))
-            client = cached[1] if cached is not None and cached[0] == raw else parse_fdinfo(pid, raw, fd)
+            if cached is not None and cached[0] == raw:
+                client = cached[1]
+            else:
+                client = parse_fdinfo(pid, raw, fd)
+                unchanged = False
             raw_seen[pid, fd] = (raw, client)
             if client is None:
                 continue
@@ -254,7 +265,8 @@ def scan(proc_dir: Path, previous: _RawCache | None = None) -> _Found:
                 clients.append(client)
         if kfd:
             found.kfd_pids.add(pid)
-        names[pid] = _comm(proc, pid_name)
+        name = old_names.get(pid) if unchanged else None
+        names[pid] = name if name is not None else _comm(proc, pid_name)
     return found
 
 
@@ -265,6 +277,7 @@ class DrmUsageReader:
         self.proc_dir = proc_dir
         self._previous: dict[_ClientKey, tuple[float, dict[str, int]]] = {}
         self._raw: _RawCache = {}
+        self._names: dict[int, str] = {}
 
     def _busy(
         self, prev: tuple[float, dict[str, int]] | None, client: DrmClient, now_s: float
@@ -291,8 +304,8 @@ class DrmUsageReader:
         return None if best is None else min(100.0, best)
 
     def read(self, now_s: float) -> ProcUsage:
-        found = scan(self.proc_dir, self._raw)
-        self._raw = found.raw
+        found = scan(self.proc_dir, self._raw, self._names)
+        self._raw, self._names = found.raw, found.names
         previous = self._previous
         baselines: dict[_ClientKey, tuple[float, dict[str, int]]] = {}
         per_process: dict[tuple[int, str | None], list[tuple[DrmClient, float | None]]] = {}

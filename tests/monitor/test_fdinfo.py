@@ -163,3 +163,16 @@ def test_unchanged_fdinfo_is_an_idle_client_not_a_stale_one(tmp_path: Path) -> N
     (busy,) = reader.read(3.0).drm
     assert busy.util_percent == pytest.approx(10.0)
     assert busy.vram_bytes == 128 * 1024
+
+
+def test_a_reused_pid_gets_the_new_process_name(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    add_process(proc, 31, "old-game", {3: "/dev/dri/renderD128"}, {3: amdgpu_fdinfo(70, vram_kib=1)})
+    reader = DrmUsageReader(proc)
+    assert reader.read(1.0).drm[0].name == "old-game"
+    assert reader.read(2.0).drm[0].name == "old-game"  # idle: comm not read again
+    write(proc / "31" / "comm", "new-tool\n")  # another process now has pid 31 ...
+    write(proc / "31" / "fdinfo" / "3", amdgpu_fdinfo(71, vram_kib=1))  # ... and its own DRM client
+    (use,) = reader.read(3.0).drm
+    assert use.name == "new-tool"
+    assert use.util_percent is None  # a new client: no baseline yet
