@@ -537,21 +537,26 @@ class QueueService:
         base_env = dict(self.base_env) if self.base_env is not None else dict(os.environ)
         try:
             rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
-            vk_index = None
-            if needs_vk_index(spec):
-                probe_env = build_env(base_env, info, task_id=task.id, extra=extra, rocm_index=rocm)
-                vk_index = self.vk_index_of(info, probe_env, known)
-            values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
-            argv = render_argv(spec, values, python=python)
-            env = build_env(
-                base_env,
-                info,
-                task_id=task.id,
-                extra=extra,
-                task_env=spec.env,
-                values=values,
-                rocm_index=rocm,
-            )
+            if spec.fills_placeholders:
+                vk_index = None
+                if needs_vk_index(spec):
+                    probe_env = build_env(base_env, info, task_id=task.id, extra=extra, rocm_index=rocm)
+                    vk_index = self.vk_index_of(info, probe_env, known)
+                values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
+                argv = render_argv(spec, values, python=python)
+                env = build_env(
+                    base_env,
+                    info,
+                    task_id=task.id,
+                    extra=extra,
+                    task_env=spec.env,
+                    values=values,
+                    rocm_index=rocm,
+                )
+            else:
+                # A command's argv (and a torch task's args) is the user's program line: verbatim.
+                argv = _verbatim_argv(spec, python)
+                env = build_env(base_env, info, task_id=task.id, extra={**extra, **spec.env}, rocm_index=rocm)
             header = (
                 f"=== gputray task #{task.id} {spec.name!r}, attempt {attempt}, on {info.name} ({info.key})"
                 f" at {iso_utc(now)} ===\n"
@@ -812,6 +817,15 @@ class QueueService:
             tmp.replace(path)
         except OSError:
             log.exception("could not save the pause state")
+
+
+def _verbatim_argv(spec: TaskSpec, python: str | None) -> builtins.list[str]:
+    """torch → ``[python, script, *args]``; command → ``argv``; nothing substituted."""
+    if spec.kind == "torch":
+        if spec.script is None:
+            raise LaunchError(f"{spec.name}: a torch task needs a script")
+        return [python or sys.executable, spec.script, *spec.args]
+    return builtins.list(spec.argv)
 
 
 def _signal_name(number: int) -> str:

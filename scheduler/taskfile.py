@@ -6,7 +6,7 @@ A task file holds the keys at the top level or under ``[task]``::
     kind = "torch"                    # torch | vulkan | command
     script = "train.py"               # torch: the script (relative to this file) ...
     args = ["--epochs", "3"]          # ... and its arguments
-    # argv = ["realesrgan-ncnn-vulkan", "-i", "{file}", "-o", "{out}", "-g", "{vk_index}"]  (vulkan/command)
+    # argv = ["realesrgan-ncnn-vulkan", "-i", "{file}", "-o", "{out}", "-g", "{vk_index}"]  (vulkan)
     files = ["photo.png"]
     out = "{stem}_x4.png"
     devices = ["5060ti", "780m", "cpu"]
@@ -24,6 +24,11 @@ A task file holds the keys at the top level or under ``[task]``::
     cwd = "."
     [task.env]                        # or [env] at the top level
     GGML_VK_VISIBLE_DEVICES = "{vk_index}"
+
+Placeholders (``{file}`` ``{stem}`` ``{out}`` ``{vk_index}`` ``{device}``) are filled only in
+``vulkan`` tasks (argv, out, env values) and in tasks made by a recipe. A ``command`` task's argv and
+env, and a ``torch`` task's args, are passed verbatim: ``argv = ["python", "-c", "print(f'{x}')"]``
+runs exactly that. ``placeholders = true`` opts a command or torch task in to the filling.
 
 Durations: a number of seconds or ``"90s"``, ``"10m"``, ``"1h30m"``, ``"2d"``. Sizes: a number of
 bytes or ``"512MiB"``, ``"4GiB"``, ``"4 GB"`` (SI), ``"1.5G"`` (binary). Relative paths are relative
@@ -92,6 +97,7 @@ _FIELDS = {
     "env",
     "cwd",
     "recipe",
+    "placeholders",
     "util_percent",
 }
 
@@ -299,8 +305,14 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
             raise err("argv", "the program name (first element) is empty")
         if args:
             raise err("args", f"not used by {kind} tasks: put every argument in 'argv'")
+    # Placeholders exist only in templates (vulkan tasks, recipes): a command's argv is the user's own
+    # program line and may hold braces, JSON or f-strings that must reach the program verbatim.
+    opt_in = get("placeholders", False)
+    if not isinstance(opt_in, bool):
+        raise err("placeholders", f"must be true or false, got {opt_in!r}")
+    templated = kind == "vulkan" or get("recipe") is not None or opt_in
     for key, items in (("argv", argv), ("args", args)):
-        for item in items:
+        for item in items if templated else ():
             bad = unknown_placeholders(item)
             if bad:
                 raise err(
@@ -311,7 +323,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
 
     files = tuple(path("files", f) for f in strings("files"))
     out = string("out")
-    if out is not None and unknown_placeholders(out):
+    if out is not None and templated and unknown_placeholders(out):
         raise err("out", f"unknown placeholder {{{unknown_placeholders(out)[0]}}} in {out!r}")
 
     prefs = strings("device_prefs")
@@ -330,7 +342,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         text = str(value)
         if "\x00" in text:
             raise err("env", f"{name}: value contains a NUL character")
-        bad = unknown_placeholders(text)
+        bad = unknown_placeholders(text) if templated else []
         if bad:
             raise err("env", f"{name}: unknown placeholder {{{bad[0]}}}")
         env[name] = text
@@ -378,5 +390,6 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         env=env,
         cwd=path("cwd", cwd) if cwd else None,
         recipe=string("recipe"),
+        placeholders=opt_in,
         util_percent=float(util),
     )

@@ -34,7 +34,8 @@ DEVICE_CLASSES: tuple[str, ...] = ("nvidia", "amd", "intel", "discrete", "integr
 PENDING_STATES: frozenset[str] = frozenset({"queued", "waiting"})
 #: Final states. ``interrupted`` is transient: the retry policy turns it into ``queued`` or ``failed``.
 FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
-#: Placeholders substituted per argv element (and in env values) when a task is launched.
+#: Placeholders substituted per argv element (and in env values) when a vulkan or recipe task is
+#: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
 PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
@@ -47,7 +48,8 @@ class TaskSpec:
     - ``kind="torch"``: ``script`` (a .py path) + ``args``, run by the Python env chosen for the device.
     - ``kind="vulkan"``: ``argv`` is a template; ``{file}`` ``{stem}`` ``{out}`` ``{vk_index}`` ``{device}``
       are replaced inside each element (never through a shell), also in ``env`` values.
-    - ``kind="command"``: any ``argv``; the GPU is selected only through environment variables.
+    - ``kind="command"``: any ``argv``, passed verbatim (no placeholders); the GPU is selected only
+      through environment variables. See ``fills_placeholders``.
 
     ``device_prefs`` is an ordered preference of device keys (``pci:0000:01:00.0``), classes
     (``nvidia`` ``amd`` ``discrete`` ``integrated`` ``gpu`` ``cpu``) or name fragments (``5060ti``,
@@ -82,6 +84,7 @@ class TaskSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     recipe: str | None = None
+    placeholders: bool = False  # opt-in: fill placeholders in a command/torch task too
     util_percent: float = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
 
     def __hash__(self) -> int:  # env is a dict; hash the rest
@@ -108,6 +111,17 @@ class TaskSpec:
         from gputray.scheduler.taskfile import spec_from_record_dict
 
         return spec_from_record_dict(data, source=source)
+
+    @property
+    def fills_placeholders(self) -> bool:
+        """Whether ``{file} {stem} {out} {vk_index} {device}`` are filled in (argv, args, env values).
+
+        Only argv *templates* have placeholders: ``vulkan`` tasks and tasks a recipe made. A ``command``
+        or ``torch`` task's arguments are the user's own program line and are passed verbatim, so
+        braces, JSON and f-strings (``python -c "print(f'{x}')"``) reach the program untouched,
+        unless the task opts in with ``placeholders = true``.
+        """
+        return self.kind == "vulkan" or self.recipe is not None or self.placeholders
 
     @property
     def program(self) -> str | None:

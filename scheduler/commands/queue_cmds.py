@@ -316,7 +316,9 @@ def _register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description=(
             "Queue any program as a command job. The GPU is chosen through environment variables "
             "(CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, GPUTRAY_DEVICE ...); the arguments are passed "
-            "as a list, never through a shell."
+            "verbatim as a list, never through a shell and without placeholders: braces, JSON and "
+            "f-strings reach the program as typed (gputray run -- python -c \"print(f'{x}')\"). "
+            "Placeholders such as {file} or {vk_index} exist only in vulkan task files and recipes."
         ),
     )
     p.add_argument("--name", help="a name for the queue listing (default: the program)")

@@ -315,6 +315,7 @@ def test_hostile_file_names_are_data_not_code(daemons: Callable[..., Daemon], ho
     task_file = work / "echo.toml"
     task_file.write_text(
         'kind = "command"\n'
+        "placeholders = true\n"
         f'argv = [{json.dumps(PY)}, "-c", "import sys; print(sys.argv[1:])", "{{file}}", "{{stem}}"]\n'
         f"files = {json.dumps(HOSTILE_NAMES, ensure_ascii=False)}\n"
         'devices = ["cpu"]\n'

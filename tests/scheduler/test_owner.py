@@ -296,3 +296,27 @@ def test_a_due_schedule_submits_its_task_file(owner: Owner, client: ipc.IpcClien
     owner.timing.run_schedule(entry["id"])
     listed = client.request("schedule_list")["schedules"][0]
     assert "nightly.toml" in listed["last_error"]
+
+
+def test_run_and_command_task_files_pass_braces_verbatim(client: ipc.IpcClient, tmp_path: Path) -> None:
+    """`gputray run -- python -c "print(f'{x}')"` runs exactly that; so does a command task file."""
+    code = "import sys; x = 42; print(f'{x}', *sys.argv[1:])"
+    extra = ['{"a": {"b": 1}}', "{file}", "{vk_index}", "{"]
+    ran = client.request(
+        "run", argv=[PY, "-c", code, *extra], cwd=str(tmp_path), overrides={"device_prefs": ["cpu"]}
+    )["tasks"][0]
+    task_file = tmp_path / "braces.toml"
+    task_file.write_text(
+        'kind = "command"\n'
+        f"argv = [{PY!r}, '-c', \"import os; print('ENV', os.environ['CONF'])\"]\n"
+        'devices = ["cpu"]\n'
+        '[env]\nCONF = "{device} {x}"\n'
+    )
+    filed = client.request("submit", task_file=str(task_file))["tasks"][0]
+    for task in (ran, filed):
+        wait_for(
+            lambda t=task: state_of(client, t["id"]) == "succeeded", what=f"task {task['id']} to succeed"
+        )
+    assert "42 " + " ".join(extra) in client.request("logs", id=ran["id"])["text"]
+    assert "ENV {device} {x}" in client.request("logs", id=filed["id"])["text"]
+

@@ -37,6 +37,13 @@ def test_every_queue_command_is_registered_with_help(capsys: pytest.CaptureFixtu
         assert "usage: gputray " + name in capsys.readouterr().out
 
 
+def test_run_help_says_arguments_are_passed_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse("run", "--help")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "verbatim" in text and "f-strings" in text and "without placeholders" in text
+
+
 def test_submit_options_become_task_overrides() -> None:
     now = dt.datetime(2026, 11, 30, 10, 0).timestamp()
     args = parse(

@@ -89,7 +89,9 @@ def test_task_table_form_and_defaults(tmp_path: Path) -> None:
         ("argv = []", "argv", "missing"),
         ('argv = ["x"]\non_busy = "later"', "on_busy", "wait, redirect, cpu"),
         ('argv = ["x"]\nwindow = "night"', "window", "01:00-07:00"),
-        ('argv = ["x", "{fil}"]', "argv", "unknown placeholder {fil}"),
+        ('kind = "vulkan"\nargv = ["x", "{fil}"]', "argv", "unknown placeholder {fil}"),
+        ('argv = ["x", "{fil}"]\nplaceholders = true', "argv", "unknown placeholder {fil}"),
+        ('argv = ["x"]\nplaceholders = "yes"', "placeholders", "true or false"),
         ('argv = ["x"]\nretries = -1', "retries", "at least 0"),
         ('argv = ["x"]\nretries = 1.5', "retries", "whole number"),
         ('argv = ["x"]\npriority = true', "priority", "whole number"),
@@ -267,3 +269,19 @@ def test_any_malformed_file_is_a_task_file_error_naming_the_file(bits: list[str]
             load_task_file(path)
         except TaskFileError as exc:
             assert str(exc).startswith(str(path))
+
+
+def test_a_command_argv_is_the_users_program_line_verbatim(tmp_path: Path) -> None:
+    """Braces, JSON and f-strings in a command task are not placeholders (only templates have them)."""
+    path = write(
+        tmp_path,
+        'kind = "command"\n'
+        """argv = ["python3", "-c", "x = 1; print(f'{x}')", '{"a": {"b": 2}}', "{file}", "{"]\n"""
+        'env = { JSON_CONF = "{x}" }\n',
+    )
+    spec = load_task_file(path)
+    assert spec.argv == ("python3", "-c", "x = 1; print(f'{x}')", '{"a": {"b": 2}}', "{file}", "{")
+    assert spec.env == {"JSON_CONF": "{x}"}
+    assert not spec.fills_placeholders
+    opted = load_task_file(write(tmp_path, 'argv = ["cat", "{file}"]\nplaceholders = true'))
+    assert opted.fills_placeholders and TaskSpec.from_dict(opted.to_dict()) == opted
