@@ -30,7 +30,7 @@ from gputray.monitor.verdict import BusyThresholds, VerdictTracker
 
 log = logging.getLogger(__name__)
 
-_R = TypeVar("_R", DeviceInfo, Sample)
+_R = TypeVar("_R", DeviceInfo, Sample, ProcessUse)
 
 Subscriber = Callable[[Snapshot], None]
 
@@ -64,6 +64,16 @@ def merge_readings(polls: Sequence[Sequence[DeviceReading]]) -> list[DeviceReadi
             if sample.state == "ok" and r.sample.state == "ok":
                 sample = _merge_dataclass(sample, r.sample)
             merged[r.info.key] = DeviceReading(info, sample)
+    return list(merged.values())
+
+
+def merge_processes(processes: Sequence[ProcessUse]) -> list[ProcessUse]:
+    """One entry per (pid, device); the first backend's entry wins and the others fill its gaps."""
+    merged: dict[tuple[int, str], ProcessUse] = {}
+    for p in processes:
+        key = (p.pid, p.device)
+        have = merged.get(key)
+        merged[key] = p if have is None else _merge_dataclass(have, p)
     return list(merged.values())
 
 
@@ -162,7 +172,7 @@ class Monitor:
             if isinstance(reason, str) and reason:
                 notes.append(f"{backend.name}: {reason}")
         readings = merge_readings(polls)
-        processes = list({(p.pid, p.device): p for p in processes}.values())
+        processes = merge_processes(processes)
         host = self._read_host()
         events = self._events(readings, now)
         verdicts = self._verdicts(readings, processes, now)

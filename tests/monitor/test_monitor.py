@@ -155,8 +155,10 @@ def test_subscribers_get_every_snapshot_and_a_broken_one_does_not_stop_the_threa
     assert len(got) == count
 
 
-def test_processes_reported_by_two_backends_are_deduplicated() -> None:
-    proc = ProcessUse(1, "a", KEY, "graphics", 10)
-    b1 = ScriptedBackend([BackendPoll((reading(SYSFS_INFO),), (proc,))])
-    b2 = ScriptedBackend([BackendPoll((), (proc,))])
-    assert len(Monitor([b1, b2]).sample_once().processes) == 1
+def test_processes_reported_by_two_backends_show_once_with_the_best_of_both() -> None:
+    from_fdinfo = ProcessUse(1, "blender", KEY, "graphics", vram_bytes=10, util_percent=42.0)
+    from_amdsmi = ProcessUse(1, "blender", KEY, "graphics", vram_bytes=99, shared_bytes=5)
+    b1 = ScriptedBackend([BackendPoll((reading(SYSFS_INFO),), (from_fdinfo,))])
+    b2 = ScriptedBackend([BackendPoll((), (from_amdsmi,))])
+    (proc,) = Monitor([b1, b2]).sample_once().processes
+    assert (proc.vram_bytes, proc.shared_bytes, proc.util_percent) == (10, 5, 42.0)
