@@ -32,7 +32,9 @@ def source_files() -> list[str]:
         ["git", "ls-files", *PACKAGES], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
     if not tracked:  # not a git checkout (an sdist): fall back to the tree
-        tracked = [str(p.relative_to(ROOT)) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*") if p.is_file()]
+        tracked = [
+            str(p.relative_to(ROOT)) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*") if p.is_file()
+        ]
     return sorted(f"gputray/{f}" for f in tracked if "__pycache__" not in f and not f.endswith((".ts",)))
 
 
@@ -66,7 +68,9 @@ def test_installed_wheel_runs_the_cli_from_outside_the_checkout(wheel: Path, tmp
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"}
     # -S keeps the editable install of the checkout out of the way; the deps come from our own site dir.
     site = subprocess.run(
-        [sys.executable, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True
+        [sys.executable, "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     env["PYTHONPATH"] = f"{target}:{site}"
     out = subprocess.run(
