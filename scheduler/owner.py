@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,67 @@ def _is_refusal(exc: Exception) -> bool:
     from gputray.scheduler.timing import TimingError
 
     return isinstance(exc, QueueError | TaskFileError | TimingError | ValueError | LookupError | OSError)
+
+
+class DoctorNeeds:
+    """The queue's ``failed_needs``: which of a task's ``needs`` (``fp16``, ``sdpa`` …) the doctor saw fail
+    on a device, read from its cache (``gputray doctor`` writes it; this never probes).
+
+    A need fails on a device when some environment measured it there and failed, and none passed.
+    A need nobody measured (no doctor run, ``--no-bench``, a device it never saw, a word the doctor
+    does not know) blocks nothing. The cache is re-read when ``doctor.json`` changes and at least
+    every ``refresh_s`` (an upgraded torch or driver voids results without touching the file).
+    """
+
+    def __init__(
+        self,
+        cache_path: Path | None = None,
+        *,
+        refresh_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._cache_path = cache_path
+        self._refresh_s = refresh_s
+        self._clock = clock
+        self._stamp: tuple[int, int] | None = None
+        self._loaded_at = -math.inf
+        self._pairs: list[Any] = []
+        self._lock = threading.Lock()
+
+    def _results(self) -> list[Any]:
+        from gputray.scheduler import doctor
+
+        path = self._cache_path or doctor.cache_file()
+        try:
+            st = path.stat()
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        now = self._clock()
+        with self._lock:
+            if stamp != self._stamp or now - self._loaded_at >= self._refresh_s:
+                self._pairs = doctor.cached_results(cache_path=path) if stamp is not None else []
+                self._stamp, self._loaded_at = stamp, now
+            return self._pairs
+
+    def __call__(self, device_key: str, needs: Collection[str]) -> frozenset[str]:
+        from gputray.scheduler.doctor import NEEDS
+
+        pairs = [
+            p
+            for p in self._results()
+            if p.device_key == device_key or (device_key == "cpu" and p.vendor == "cpu")
+        ]
+        failed = set()
+        for need in needs:
+            names = NEEDS.get(need.strip().lower())
+            if not names or any(p.passes(need) for p in pairs):
+                continue
+            if any(
+                p.works and any((c := p.capability(n)) is not None and not c.ok for n in names) for p in pairs
+            ):
+                failed.add(need)
+        return frozenset(failed)
 
 
 class Owner:
@@ -179,6 +241,7 @@ class Owner:
                 paths=self.paths,
                 clock=self.clock,
                 env_resolver=env_resolver,
+                failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
                 on_event=self._event,
             )
             self._queue.start()

@@ -26,6 +26,7 @@ external use, and in demo mode to the simulated backend (``sim_hooks``) so its l
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import json
 import logging
@@ -34,7 +35,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -72,6 +73,8 @@ log = logging.getLogger(__name__)
 
 EnvResolver = Callable[[str, Sequence[str]], PythonEnv | None]
 VkIndexResolver = Callable[[DeviceInfo, Mapping[str, str], Sequence[DeviceInfo]], int | None]
+#: ``failed_needs(device_key, needs)`` → the needs among ``needs`` the doctor saw fail on that device.
+FailedNeeds = Callable[[str, frozenset[str]], Collection[str]]
 PAUSE_ALL = "queue"  # the key of ``paused()`` that stands for the whole queue
 TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one ended 20x its duration ago
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
@@ -142,6 +145,7 @@ class QueueService:
         sim_hooks: SimHooks | None = None,
         vk_index_of: VkIndexResolver | None = None,
         capabilities: Callable[[str], frozenset[str] | None] | None = None,
+        failed_needs: FailedNeeds | None = None,
         slots: Mapping[str, int] | None = None,
         cpu_slots: int = 1,
         overtake_limit: int = 3,
@@ -154,6 +158,9 @@ class QueueService:
         ``sim_hooks`` defaults to the monitor's simulated backend when it has one. ``vk_index_of`` maps a
         device to its Vulkan index in the job's environment (default: ``monitor.device_map``).
         ``capabilities(device_key)`` → what the doctor proved there (for ``needs``), None = unknown.
+        ``failed_needs(device_key, needs)`` → which of the pending tasks' ``needs`` the doctor saw
+        *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
+        ``capabilities`` wins when both are given.
         ``base_env`` replaces ``os.environ`` as the base of every job's environment.
         """
         self.store = store
@@ -169,6 +176,7 @@ class QueueService:
         self.sim_hooks = sim_hooks
         self.vk_index_of = vk_index_of or default_vk_index
         self.capabilities = capabilities
+        self.failed_needs = failed_needs
         self.slots = dict(slots or {})
         self.cpu_slots = cpu_slots
         self.overtake_limit = overtake_limit
@@ -432,7 +440,8 @@ class QueueService:
                 self._due_s = None
                 return
             snapshot = self.monitor.latest
-            devices = self._device_states(snapshot)
+            wanted = frozenset(n for r in pending for n in r.spec.needs)
+            devices = self._device_states(snapshot, needs=wanted)
             result = plan(pending, devices, now_s=now, overtake_limit=self.overtake_limit)
             waits: builtins.list[tuple[TaskRecord, Wait]] = []
             due: builtins.list[float] = []
@@ -715,7 +724,23 @@ class QueueService:
     def _emit(self, kind: Any, rec: TaskRecord, message: str) -> None:
         self._events.put(QueueEvent(kind, rec, message))
 
-    def _device_states(self, snapshot: Snapshot | None) -> builtins.list[DeviceState]:
+    def _needs_ok(self, key: str, needs: frozenset[str]) -> frozenset[str] | None:
+        """What placement checks ``needs`` against: proven capabilities, or (from ``failed_needs``)
+        the wanted needs minus those the doctor saw fail here; None = nothing known, nothing blocked."""
+        if self.capabilities is not None:
+            return self.capabilities(key)
+        if self.failed_needs is None or not needs:
+            return None
+        try:
+            failed = frozenset(self.failed_needs(key, needs))
+        except Exception:  # the doctor's cache must never stop the queue
+            log.exception("reading the doctor's results failed")
+            return None
+        return needs - failed if failed else None
+
+    def _device_states(
+        self, snapshot: Snapshot | None, *, needs: frozenset[str] = frozenset()
+    ) -> builtins.list[DeviceState]:
         running = list(self._jobs.values())
         ram_free = ram_total = None
         if snapshot is not None and snapshot.host.ram_total_bytes is not None:
@@ -746,21 +771,22 @@ class QueueService:
                     extra_used_bytes=max(0, declared - seen),
                     host_ram_free_bytes=ram_free,
                     host_ram_total_bytes=ram_total,
-                    capabilities=self.capabilities(key) if self.capabilities else None,
+                    capabilities=self._needs_ok(key, needs),
                 )
             )
         mine = [r for r in running if r.device == "cpu"]
-        states.append(
-            cpu_state(
-                running=len(mine),
-                slots=self.cpu_slots,
-                paused="cpu" in self._paused_devices,
-                running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
-                host_ram_free_bytes=ram_free,
-                host_ram_total_bytes=ram_total,
-                extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
-            )
+        cpu = cpu_state(
+            running=len(mine),
+            slots=self.cpu_slots,
+            paused="cpu" in self._paused_devices,
+            running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
+            host_ram_free_bytes=ram_free,
+            host_ram_total_bytes=ram_total,
+            extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
         )
+        if self.failed_needs is not None and self.capabilities is None and needs:
+            cpu = dataclasses.replace(cpu, capabilities=self._needs_ok("cpu", needs))
+        states.append(cpu)
         return states
 
     def _known_keys(self) -> builtins.list[str]:

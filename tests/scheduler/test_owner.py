@@ -320,3 +320,72 @@ def test_run_and_command_task_files_pass_braces_verbatim(client: ipc.IpcClient, 
     assert "42 " + " ".join(extra) in client.request("logs", id=ran["id"])["text"]
     assert "ENV {device} {x}" in client.request("logs", id=filed["id"])["text"]
 
+
+# The 780M's recorded probe shape under a ROCm wheel: fp16 matmul and attention fail, the rest works.
+HIP_ERROR = (
+    "RuntimeError: HIP error: invalid device function\nFor debugging consider passing AMD_SERIALIZE_KERNEL=3"
+)
+RADEON_PROBE = {
+    "torch_device": "cuda:0",
+    "kind": "hip",
+    "name": "AMD Radeon 780M Graphics",
+    "gcn_arch_name": "gfx1100",
+    "pci_bus_id": 0x64,
+    "pci_device_id": 0,
+    "pci_domain_id": 0,
+    "basic_op": {"name": "basic_op", "ok": True, "value": None},
+    "bench": [
+        {"name": "conv2d_fp32", "ok": True, "value": 2150.5, "unit": "GFLOP/s"},
+        {"name": "matmul_fp32", "ok": True, "value": 3420.0, "unit": "GFLOP/s"},
+        {"name": "matmul_fp16", "ok": False, "value": None, "unit": "GFLOP/s", "error": HIP_ERROR},
+        {"name": "matmul_bf16", "ok": True, "value": 5100.2, "unit": "GFLOP/s"},
+        {"name": "sdpa", "ok": False, "value": None, "unit": "GFLOP/s", "error": HIP_ERROR},
+        {"name": "bandwidth", "ok": True, "value": 61.3, "unit": "GB/s"},
+    ],
+    "warnings": [],
+}
+
+
+def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
+    owner: Owner, client: ipc.IpcClient, tmp_path: Path
+) -> None:
+    """A doctor cache written by the doctor's own code: fp16 failed on the 780M. An fp16 task goes
+    elsewhere, or gives up when only the 780M may run it; bf16 (passed) and unmeasured needs run."""
+    from gputray.scheduler import doctor
+    from gputray.scheduler.envs import add_env
+
+    env = add_env(Path(PY), name="rocm", check=False)
+    fp, _ = doctor.fingerprint(env)
+    assert fp is not None
+    known = [r.info for r in wait_for(lambda: owner.monitor.latest, what="a sample").readings]
+    facts = doctor._EnvFacts("2.9.0+rocm7.1", None, "7.1", time.time(), True)
+    pair = doctor.pair_from_device(env, RADEON_PROBE, known, facts)
+    assert pair.device_key == AMD and not pair.passes("fp16") and pair.passes("bf16")
+    driver = doctor._driver_for(pair.vendor, doctor.driver_versions())
+    doctor._save_cache(doctor.cache_file(), [doctor._CacheEntry(fp, driver, True, pair)])
+    assert [p.device_key for p in doctor.cached_results()] == [AMD]
+
+    def run(needs: list[str], devices: list[str], on_busy: str = "redirect") -> dict[str, Any]:
+        task = client.request(
+            "run",
+            argv=[PY, "-c", "print('ok')"],
+            cwd=str(tmp_path),
+            overrides={"needs": needs, "device_prefs": devices, "on_busy": on_busy},
+        )["tasks"][0]
+        return wait_for(
+            lambda: (
+                (t := client.request("get", id=task["id"])["task"])["state"] in ("succeeded", "failed") and t
+            ),
+            what=f"task {task['id']} to end",
+        )
+
+    redirected = run(["fp16"], ["780m", "5060ti"])
+    assert redirected["state"] == "succeeded" and redirected["device"] == NVIDIA
+    assert "Radeon 780M" in redirected["reason"] and "fp16" in redirected["reason"]
+    assert "doctor" in redirected["reason"]
+    only_igpu = run(["fp16"], ["780m"], on_busy="wait")
+    assert only_igpu["state"] == "failed" and only_igpu["device"] is None
+    assert "Radeon 780M" in only_igpu["reason"] and "fp16" in only_igpu["reason"]
+    assert run(["bf16"], ["780m"])["device"] == AMD  # passed in the doctor
+    assert run(["fp16"], ["5060ti"])["device"] == NVIDIA  # never measured there: unknown does not block
+    assert run([], ["780m"])["device"] == AMD
