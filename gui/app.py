@@ -165,6 +165,18 @@ def show_first_icon(*, demo: bool) -> QSystemTrayIcon | None:
     return tray
 
 
+def no_display_reason() -> str | None:
+    """Why the tray cannot start here, or None. Qt would abort the process with a core dump instead."""
+    if sys.platform in {"win32", "darwin"} or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return (
+        "no graphical session here (neither DISPLAY nor WAYLAND_DISPLAY is set), so there is no tray. "
+        "Run `gputray daemon` to own the queue without a screen, and `gputray status` to see the GPUs."
+    )
+
+
 def run_tray(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.install_desktop_entry or args.install_send_to:
@@ -185,6 +197,11 @@ def run_tray(argv: list[str]) -> int:
     handed = hand_over(args.files)
     if handed is not None:
         return handed
+
+    missing_display = no_display_reason()
+    if missing_display is not None:
+        print(f"gputray: {missing_display}", file=sys.stderr)
+        return 2
 
     from gputray.scheduler.paths import app_paths
 

@@ -1,0 +1,26 @@
+"""Starting the tray where there is no screen at all gives advice, not a Qt abort and a core dump."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows always has a desktop session")
+def test_tray_without_any_display_says_what_to_run_instead(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}}
+    env["GPUTRAY_HOME"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "gputray.gui.entry", "--demo"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "no graphical session" in result.stderr and "gputray daemon" in result.stderr
+    assert "Aborted" not in result.stderr and "qt.qpa" not in result.stderr
