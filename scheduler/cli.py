@@ -30,7 +30,12 @@ COMMAND_MODULES: dict[str, str] = {
 Handler = Callable[[argparse.Namespace], int]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every subcommand, or (``only``) just the module that registers that command.
+
+    ``gputray queue`` builds only what it runs: importing every command module (monitor, doctor,
+    Vulkan …) would cost more start-up than the command itself.
+    """
     parser = argparse.ArgumentParser(
         prog="gputray",
         description=(
@@ -40,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     registered: set[str] = set()
-    for module_name in dict.fromkeys(COMMAND_MODULES.values()):
+    modules = [COMMAND_MODULES[only]] if only in COMMAND_MODULES else COMMAND_MODULES.values()
+    for module_name in dict.fromkeys(modules):
         if module_name in registered:
             continue
         registered.add(module_name)
@@ -54,8 +60,9 @@ def command_names() -> set[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words else None)
+    args = parser.parse_args(words)
     func: Handler | None = getattr(args, "func", None)
     if func is None:
         parser.print_help()

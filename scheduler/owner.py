@@ -11,6 +11,7 @@ interrupted). Requests that arrive while the rest starts wait for it (``_ready``
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -18,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
@@ -28,6 +29,7 @@ from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, Task
 from gputray.scheduler.timing import Schedule, Timing
 
 log = logging.getLogger("gputray.owner")
+_T = TypeVar("_T")
 
 LOG_CHUNK_MAX_BYTES = 128 * 1024  # JSON escaping can grow text ×6; stays under ipc.MAX_FRAME_BYTES
 
@@ -173,6 +175,7 @@ class Owner:
         self._stopped = threading.Event()
         self.shutdown_requested = threading.Event()
         self.started_at: float | None = None
+        self._json_cache: dict[int, tuple[TaskRecord, str]] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "ping": self._op_ping,
             "status": self._op_status,
@@ -218,7 +221,7 @@ class Owner:
         for folder in (self.paths.data_dir, self.paths.logs_dir, self.paths.state_dir):
             folder.mkdir(parents=True, exist_ok=True)
         if self._serve_ipc:
-            self.server = ipc.IpcServer(self.paths, self.handle)
+            self.server = ipc.IpcServer(self.paths, self._handle_ipc)
             self.server.start()
         try:
             if self._monitor is None:
@@ -328,16 +331,38 @@ class Owner:
 
     def handle(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """Answer one validated request (also callable in-process, e.g. from the tray)."""
+        return self._answer(op, self._handlers[op], args)
+
+    def _handle_ipc(self, op: str, args: dict[str, Any]) -> dict[str, Any] | ipc.RawJson:
+        """Requests from the socket: as ``handle``, but ``queue`` answers with ready-made JSON text."""
+        if op == "queue":
+            return self._answer(op, self._op_queue_json, args)
+        return self.handle(op, args)
+
+    def _answer(self, op: str, handler: Callable[[dict[str, Any]], _T], args: dict[str, Any]) -> _T:
         if op != "ping" and not self._ready.wait(60.0):
             raise OwnerRequestError("the gputray owner is still starting; try again")
         if self._stopped.is_set() and op != "ping":
             raise OwnerRequestError("the gputray owner is stopping")
         try:
-            return self._handlers[op](args)
+            return handler(args)
         except Exception as exc:
             if _is_refusal(exc):
                 exc.user_error = True  # type: ignore[attr-defined]  # ipc replies with its message
             raise
+
+    def _task_json(self, records: list[TaskRecord]) -> str:
+        """``[rec.to_json(), …]`` as JSON text, each task's text kept until its record changes
+        (the store hands out a new record object on every change)."""
+        cache = self._json_cache
+        parts = []
+        for rec in records:
+            hit = cache.get(rec.id)
+            if hit is None or hit[0] is not rec:
+                hit = (rec, json.dumps(rec.to_json(), ensure_ascii=False, separators=(",", ":")))
+                cache[rec.id] = hit
+            parts.append(hit[1])
+        return "[" + ",".join(parts) + "]"
 
     # --- ops -------------------------------------------------------------------------------------
 
@@ -431,6 +456,12 @@ class Owner:
     def _op_queue(self, args: dict[str, Any]) -> dict[str, Any]:
         records = self.queue.list(include_finished=bool(args.get("all")))
         return {"tasks": [r.to_json() for r in records], "paused": self.queue.paused()}
+
+    def _op_queue_json(self, args: dict[str, Any]) -> ipc.RawJson:
+        """``_op_queue``'s document as JSON text, for the socket (see ``_task_json``)."""
+        records = self.queue.list(include_finished=bool(args.get("all")))
+        paused = json.dumps(self.queue.paused(), ensure_ascii=False)
+        return ipc.RawJson('{"tasks":' + self._task_json(records) + ',"paused":' + paused + "}")
 
     def _op_get(self, args: dict[str, Any]) -> dict[str, Any]:
         rec = self.queue.get(_task_id(args["id"]))

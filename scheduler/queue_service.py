@@ -77,6 +77,8 @@ VkIndexResolver = Callable[[DeviceInfo, Mapping[str, str], Sequence[DeviceInfo]]
 FailedNeeds = Callable[[str, frozenset[str]], Collection[str]]
 PAUSE_ALL = "queue"  # the key of ``paused()`` that stands for the whole queue
 TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one ended 20x its duration ago
+REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
+MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
 
 
@@ -420,9 +422,9 @@ class QueueService:
     def request_dispatch(self, *, urgent: bool = False) -> None:
         """Ask the dispatcher thread for a pass soon (coalesced). Before ``start()`` this does nothing."""
         self._requested = True
-        self._wake.set()
         if urgent:
-            self._urgent.set()
+            self._urgent.set()  # before the wake-up, so the woken dispatcher sees it
+        self._wake.set()
 
     def dispatch(self) -> None:
         """One dispatch pass now, in the calling thread: start what can start, record why the rest waits."""
@@ -680,21 +682,36 @@ class QueueService:
 
     # -- internals -----------------------------------------------------------------------------
     def _dispatch_loop(self) -> None:
+        """Run passes when asked. Urgent requests (a job exited, resume, close) run at once; plain ones
+        (submits, cancels) wait until the last pass is ``REQUEST_PASS_BUDGET`` times its duration ago,
+        ticks ``TICK_PASS_BUDGET`` times. A pass over a few tasks costs well under a millisecond, so
+        this only ever delays anything with a huge queue, where a pass per submit would starve the
+        submitters (10,000 submits must not cost 10,000 passes over up to 10,000 tasks)."""
         while True:
+            gap_s = min(MAX_REQUEST_GAP_S, REQUEST_PASS_BUDGET * self._last_pass_s)
+            request_at = self._last_pass_end + gap_s
+            tick_at = self._last_pass_end + TICK_PASS_BUDGET * self._last_pass_s
+            now_mono = time.monotonic()
             deadlines = []
             if self._due_s is not None:
                 deadlines.append(max(0.0, self._due_s - self.clock()))
-            tick_at = self._last_pass_end + TICK_PASS_BUDGET * self._last_pass_s
             if self._tick_pending:
-                deadlines.append(max(0.0, tick_at - time.monotonic()))
-            self._wake.wait(min(min(deadlines), 3600.0) if deadlines else None)
+                deadlines.append(max(0.0, tick_at - now_mono))
+            if self._requested:
+                deadlines.append(max(0.0, request_at - now_mono))
+            if not self._urgent.is_set():
+                self._wake.wait(min(min(deadlines), 3600.0) if deadlines else None)
             if self._closed:
                 return
             self._wake.clear()
+            now_mono = time.monotonic()
+            urgent = self._urgent.is_set()
             due = self._due_s is not None and self.clock() >= self._due_s
-            tick_ok = self._tick_pending and time.monotonic() >= tick_at
-            if not (self._requested or due or tick_ok):
+            tick_ok = self._tick_pending and now_mono >= tick_at
+            asked = self._requested and (urgent or now_mono >= request_at)
+            if not (asked or urgent or due or tick_ok):
                 continue
+            self._urgent.clear()
             self._requested = False
             self._tick_pending = False
             started = time.perf_counter()
@@ -702,13 +719,8 @@ class QueueService:
                 self.dispatch()
             except Exception:
                 log.exception("dispatch pass failed")
-            spent = time.perf_counter() - started
-            self._last_pass_s = spent
+            self._last_pass_s = time.perf_counter() - started
             self._last_pass_end = time.monotonic()
-            if spent > 0.02 and not self._urgent.is_set():
-                # A long pass (a huge queue): leave CPU to submitters; an exit or cancel cuts this short.
-                self._urgent.wait(min(spent, 0.5))
-            self._urgent.clear()
 
     def _event_loop(self) -> None:
         while True:

@@ -10,6 +10,11 @@ calls :meth:`TaskStore.recover_after_crash` once at start: tasks left ``running`
 killed, and each is requeued (with backoff) or failed according to its retry policy. Logs are kept.
 
 The store is thread-safe (one connection behind a lock); it knows nothing about devices.
+
+**Reads come from memory.** The owning process is the only writer, so the store keeps every record in
+a dict mirroring the table, updated after each committed write (and never after a rolled-back one).
+Listing 10,000 tasks, or a dispatch pass reading the pending ones, then costs no SQLite query and no
+spec decoding; SQLite stays the durable truth that a restart reads back.
 """
 
 from __future__ import annotations
@@ -122,6 +127,7 @@ class TaskStore:
         self._lock = threading.RLock()
         self._spec_cache: dict[str, TaskSpec] = {}
         self._max_position: float | None = None
+        self._rows: dict[int, TaskRecord] | None = None  # the mirror, loaded on first read
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -211,6 +217,26 @@ class TaskStore:
     def _transaction(self) -> _Tx:
         return _Tx(self._db, self._lock)
 
+    def _mirror(self) -> dict[int, TaskRecord]:
+        """Every task by id (in id order), loaded once; callers hold ``self._lock``."""
+        if self._rows is None:
+            rows = self._db.execute(f"SELECT {_COLUMNS} FROM tasks ORDER BY id").fetchall()
+            self._rows = {row[0]: self._record(row) for row in rows}
+        return self._rows
+
+    def _fetch(self, task_id: int) -> TaskRecord:
+        """Read one row back after a write and refresh its mirror entry."""
+        with self._lock:
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            if row is None:
+                if self._rows is not None:
+                    self._rows.pop(task_id, None)
+                raise TaskNotFound(task_id)
+            rec = self._record(row)
+            if self._rows is not None:
+                self._rows[task_id] = rec
+        return rec
+
     # -- API ------------------------------------------------------------------------------------
     def add(self, spec: TaskSpec, *, now: float | None = None) -> TaskRecord:
         return self.add_many([spec], now=now)[0]
@@ -231,28 +257,24 @@ class TaskStore:
                 )
                 ids.append(cast(int, cur.lastrowid))
                 self._max_position = top + i
-        return [self.get(i) for i in ids]
+        return [self._fetch(i) for i in ids]
 
     def get(self, task_id: int) -> TaskRecord:
         with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
-        if row is None:
+            rec = self._mirror().get(task_id)
+        if rec is None:
             raise TaskNotFound(task_id)
-        return self._record(row)
+        return rec
 
     def list(self, *, include_finished: bool = True, states: Iterable[str] | None = None) -> list[TaskRecord]:
         """Tasks in queue order: pending ones by priority then position, then running, then the rest by id."""
-        where = ""
-        params: list[Any] = []
-        if states is not None:
-            wanted = list(states)
-            where = f"WHERE state IN ({','.join('?' * len(wanted))})"
-            params = wanted
-        elif not include_finished:
-            where = "WHERE state IN ('queued', 'waiting', 'running', 'interrupted')"
         with self._lock:
-            rows = self._db.execute(f"SELECT {_COLUMNS} FROM tasks {where} ORDER BY id", params).fetchall()
-        records = [self._record(r) for r in rows]
+            records = builtins.list(self._mirror().values())
+        if states is not None:
+            wanted = frozenset(states)
+            records = [r for r in records if r.state in wanted]
+        elif not include_finished:
+            records = [r for r in records if r.state in _UNFINISHED]
         return sorted(records, key=_display_order)
 
     def pending(self) -> _Records:
@@ -273,7 +295,7 @@ class TaskStore:
                 cur = db.execute(f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id))
                 if cur.rowcount == 0:
                     raise TaskNotFound(task_id)
-        return self.get(task_id)
+        return self._fetch(task_id)
 
     def update_many(
         self, changes: Iterable[tuple[int, dict[str, Any]]], *, only_states: Iterable[str] | None = None
@@ -288,16 +310,24 @@ class TaskStore:
             wanted = tuple(only_states)
             guard = f" AND state IN ({','.join('?' * len(wanted))})"
             extra = wanted
-        with self._transaction() as db:
-            for task_id, cols in changes:
-                bad = set(cols) - _UPDATABLE
-                if bad:
-                    raise ValueError(f"cannot update {sorted(bad)}")
-                if cols:
-                    sets = ", ".join(f"{k} = ?" for k in cols)
-                    db.execute(
-                        f"UPDATE tasks SET {sets} WHERE id = ?{guard}", (*cols.values(), task_id, *extra)
-                    )
+        changes = builtins.list(changes)
+        with self._lock:
+            with self._transaction() as db:
+                for task_id, cols in changes:
+                    bad = set(cols) - _UPDATABLE
+                    if bad:
+                        raise ValueError(f"cannot update {sorted(bad)}")
+                    if cols:
+                        sets = ", ".join(f"{k} = ?" for k in cols)
+                        db.execute(
+                            f"UPDATE tasks SET {sets} WHERE id = ?{guard}", (*cols.values(), task_id, *extra)
+                        )
+            # Committed, and the lock still ours: the same changes, with the same guard, in the mirror.
+            if self._rows is not None:
+                for task_id, cols in changes:
+                    rec = self._rows.get(task_id)
+                    if rec is not None and cols and (only_states is None or rec.state in extra):
+                        self._rows[task_id] = rec.replace(**cols)
 
     def _top_position(self, db: sqlite3.Connection) -> float:
         # Cached: a MAX() over an unindexed column per insert made 10,000 submits quadratic.
@@ -329,7 +359,7 @@ class TaskStore:
                 if db.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is None:
                     raise TaskNotFound(task_id)
                 return None
-        return self.get(task_id)
+        return self._fetch(task_id)
 
     def set_priority_position(self, task_id: int, priority: int, position: float) -> TaskRecord:
         with self._transaction() as db:
@@ -344,7 +374,7 @@ class TaskStore:
                 (text, priority, position, task_id),
             )
             self._max_position = max(self._top_position(db), position)
-        return self.get(task_id)
+        return self._fetch(task_id)
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -370,6 +400,7 @@ class TaskStore:
                     "reason = 'interrupted: gputray stopped while it ran' WHERE state = 'running'",
                     (now,),
                 )
+            self._rows = None  # a bulk change: read the mirror back
         out = []
         for rec in stale:
             killed = kill_orphans and _kill_orphan(rec.pid, rec.pid_create_time)
@@ -439,6 +470,7 @@ class _Tx:
             self._lock.release()
 
 
+_UNFINISHED = frozenset({"queued", "waiting", "running", "interrupted"})
 _STATE_RANK = {"running": 0, "queued": 1, "waiting": 1, "interrupted": 1}
 
 

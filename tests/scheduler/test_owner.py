@@ -389,3 +389,27 @@ def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
     assert run(["bf16"], ["780m"])["device"] == AMD  # passed in the doctor
     assert run(["fp16"], ["5060ti"])["device"] == NVIDIA  # never measured there: unknown does not block
     assert run([], ["780m"])["device"] == AMD
+
+
+def test_queue_over_the_socket_is_the_same_document_and_follows_changes(
+    owner: Owner, client: ipc.IpcClient, tmp_path: Path
+) -> None:
+    """The socket answers `queue` from per-task JSON kept between listings: it must match the
+    in-process answer, and a task's change must show in the next listing."""
+    client.request("pause")
+    ids = [
+        client.request("run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), name=f"t{i} ✓")["tasks"][0]["id"]
+        for i in range(5)
+    ]
+    first = wait_for(
+        lambda: (q := client.request("queue", all=True))["tasks"][0]["state"] == "waiting" and q,
+        what="the tasks to wait",
+    )
+    assert first == owner.handle("queue", {"all": True})
+    assert [t["name"] for t in first["tasks"]] == [f"t{i} ✓" for i in range(5)]
+    assert first["paused"]["queue"] is True
+    client.request("cancel", ids=[ids[2]])
+    again = client.request("queue", all=True)
+    assert {t["id"]: t["state"] for t in again["tasks"]}[ids[2]] == "cancelled"
+    assert again == owner.handle("queue", {"all": True})
+    assert [t["id"] for t in client.request("queue")["tasks"]] == [i for i in ids if i != ids[2]]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +98,21 @@ def test_listing_shows_state_device_and_why() -> None:
     assert text[1].startswith("7") and "waiting for GeForce RTX 5060 Ti" in text[1]
     assert "exit 4" in text[2]
     assert queue_cmds.format_tasks([]) == "the queue is empty"
+
+
+def test_queue_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """`gputray queue` starts fast: it builds its own parser only and never loads the monitor, the
+    owner, the store, the doctor, APScheduler or psutil (those belong to the daemon)."""
+    code = (
+        "import sys\n"
+        "from gputray.gui.entry import main\n"
+        "code = main(['queue', '--json'])\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('gputray.monitor', 'apscheduler', 'psutil', "
+        "'sqlite3', 'gputray.scheduler.owner', 'gputray.scheduler.store', 'gputray.scheduler.doctor', "
+        "'gputray.scheduler.queue_service', 'PySide6')))\n"
+        "print(code, heavy)\n"
+    )
+    env = {**os.environ, "GPUTRAY_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "3 []", done.stdout + done.stderr  # 3: no owner running
+    assert "gputray daemon" in done.stderr

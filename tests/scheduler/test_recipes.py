@@ -174,5 +174,5 @@ def test_a_program_given_as_a_path_is_looked_up_relative_to_the_working_folder(h
     tool = fake_tool(home / "tools", "conv")
     check_runnable(TaskSpec(kind="command", name="c", argv=("./conv",), cwd=str(tool.parent)))
     check_runnable(TaskSpec(kind="command", name="c", argv=(str(tool),)))
-    with pytest.raises(ToolNotFound, match="'./conv' is not installed"):
+    with pytest.raises(ToolNotFound, match=r"'\./conv' is not installed"):
         check_runnable(TaskSpec(kind="command", name="c", argv=("./conv",), cwd=str(home)))

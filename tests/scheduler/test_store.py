@@ -194,3 +194,41 @@ def test_ten_thousand_tasks_list_in_order_with_json(tmp_path: Path) -> None:
     text = json.dumps([r.to_json() for r in records])
     assert json.loads(text)[-1]["name"] == "t9999"
     assert fresh.counts() == {"queued": 10_000}
+
+
+def test_reads_come_from_memory_and_follow_every_write(tmp_path: Path) -> None:
+    """After the first read, listing and getting tasks run no SQL; each committed write shows at once,
+    a rolled-back one never, and a reopened store reads back the same records from SQLite."""
+    db = tmp_path / "q.db"
+    store = TaskStore(db, clock=lambda: 10.0)
+    a, b, c = store.add_many([spec("a"), spec("b", retries=1), spec("c")])
+    assert [r.name for r in store.pending()] == ["a", "b", "c"]
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    for _ in range(3):
+        assert len(store.list()) == 3 and store.get(b.id).name == "b" and len(store.pending()) == 3
+    assert statements == []  # nothing read from SQLite again
+
+    store.update_many(
+        [(a.id, {"state": "waiting", "reason": "r"}), (c.id, {"reason": "x"})], only_states=("queued",)
+    )
+    store.update(c.id, state="cancelled")
+    store.update_many(
+        [(c.id, {"state": "waiting"})], only_states=("queued", "waiting")
+    )  # c is cancelled: untouched
+    assert store.compare_and_update(b.id, "queued", state="running", pid=42) is not None
+    assert store.compare_and_update(b.id, "queued", state="failed") is None
+    with pytest.raises(ValueError):
+        store.update_many([(a.id, {"state": "failed"}), (b.id, {"spec": "bad"})])  # rolled back whole
+    store.set_priority_position(a.id, 5, 0.5)
+    seen = {r.id: (r.state, r.reason, r.pid, r.spec.priority) for r in store.list()}
+    assert seen == {
+        a.id: ("waiting", "r", None, 5),
+        b.id: ("running", "", 42, 0),
+        c.id: ("cancelled", "x", None, 0),
+    }
+    store.recover_after_crash(kill_orphans=False)  # b: running → interrupted → requeued by its retry
+    assert store.get(b.id).state == "queued" and "interrupted" in store.get(b.id).reason
+    mine = {r.id: r for r in store.list()}
+    store.close()
+    assert {r.id: r for r in TaskStore(db).list()} == mine
