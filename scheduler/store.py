@@ -244,20 +244,33 @@ class TaskStore:
     def add_many(self, specs: Iterable[TaskSpec], *, now: float | None = None) -> list[TaskRecord]:
         """Insert tasks as ``queued`` at the end of the queue, all in one transaction."""
         now = self.clock() if now is None else now
-        ids = []
-        with self._transaction() as db:
-            top = self._top_position(db)
-            for i, spec in enumerate(specs, start=1):
-                text = json.dumps(spec.to_dict(), ensure_ascii=False, separators=(",", ":"))
-                self._spec_cache[text] = spec
-                cur = db.execute(
-                    "INSERT INTO tasks (spec, name, kind, state, priority, submitted_at, position, queued_at)"
-                    " VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
-                    (text, spec.name, spec.kind, spec.priority, now, top + i, now),
-                )
-                ids.append(cast(int, cur.lastrowid))
-                self._max_position = top + i
-        return [self._fetch(i) for i in ids]
+        added: list[TaskRecord] = []
+        with self._lock:
+            with self._transaction() as db:
+                top = self._top_position(db)
+                for i, spec in enumerate(specs, start=1):
+                    text = json.dumps(spec.to_dict(), ensure_ascii=False, separators=(",", ":"))
+                    self._spec_cache[text] = spec
+                    cur = db.execute(
+                        "INSERT INTO tasks (spec, name, kind, state, priority, submitted_at, position,"
+                        " queued_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                        (text, spec.name, spec.kind, spec.priority, now, top + i, now),
+                    )
+                    # The row as inserted (the other columns take their defaults, as in TaskRecord).
+                    added.append(
+                        TaskRecord(
+                            id=cast(int, cur.lastrowid),
+                            spec=spec,
+                            state="queued",
+                            submitted_at=now,
+                            position=top + i,
+                            queued_at=now,
+                        )
+                    )
+                    self._max_position = top + i
+            if self._rows is not None:  # committed: now the mirror
+                self._rows.update((rec.id, rec) for rec in added)
+        return added
 
     def get(self, task_id: int) -> TaskRecord:
         with self._lock:
