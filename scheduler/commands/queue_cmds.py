@@ -61,6 +61,8 @@ def _client_call(func: Any, args: argparse.Namespace) -> int:
         return int(func(args))
     except ipc.OwnerNotRunning as exc:
         return _fail(str(exc), EXIT_NO_OWNER)
+    except _OwnerGone as exc:
+        return _fail(str(exc), EXIT_NO_OWNER)
     except ipc.RemoteError as exc:
         return _fail(exc.message, EXIT_REFUSED)
     except ipc.IpcError as exc:
@@ -71,6 +73,22 @@ def _client_call(func: Any, args: argparse.Namespace) -> int:
 
 class _UsageError(Exception):
     pass
+
+
+class _OwnerGone(Exception):
+    """The owner stopped (or crashed) while `queue --watch` or `logs --follow` was talking to it."""
+
+
+def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> dict[str, Any]:
+    """One request of a watching loop: a lost owner ends the loop with a message, not a traceback."""
+    try:
+        return client.request(op, **args)
+    except (ipc.RemoteError, ipc.OwnerNotRunning):
+        raise  # a refusal, or no owner in the first place: said as for any command
+    except ipc.IpcError as exc:
+        raise _OwnerGone(
+            f"the gputray owner went away ({exc}); {what}. To go on, {ipc.HOW_TO_START}"
+        ) from None
 
 
 def _short_time(iso: str | None) -> str:
@@ -362,7 +380,7 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=float,
         const=1.0,
         metavar="SECONDS",
-        help="refresh every SECONDS until Ctrl+C",
+        help="refresh every SECONDS until Ctrl+C (exit status 3 if the owner stops meanwhile)",
     )
     p.set_defaults(func=lambda a: _client_call(_cmd_queue, a))
 
@@ -370,7 +388,10 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _cmd_queue(args: argparse.Namespace) -> int:
     with ipc.IpcClient(app_paths()) as client:
         while True:
-            result = client.request("queue", all=args.all)
+            if args.watch:
+                result = _ask_again(client, "queue", "the list above is the last one seen", all=args.all)
+            else:
+                result = client.request("queue", all=args.all)
             tasks = result.get("tasks", [])
             if args.json:
                 print_task_json(tasks)
@@ -471,7 +492,12 @@ def _register_logs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "logs", help="print a task's output", description="Print a task's log (stdout and stderr)."
     )
     p.add_argument("id", metavar="ID")
-    p.add_argument("--follow", "-f", action="store_true", help="keep printing until the task finishes")
+    p.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep printing until the task finishes (exit status 3 if the owner stops first)",
+    )
     p.set_defaults(func=lambda a: _client_call(_cmd_logs, a))
 
 
@@ -480,7 +506,8 @@ def _cmd_logs(args: argparse.Namespace) -> int:
     out = sys.stdout
     with ipc.IpcClient(app_paths()) as client:
         while True:
-            chunk = client.request("logs", id=args.id, offset=offset)
+            what = f"task {args.id}'s log above is complete up to then"
+            chunk = _ask_again(client, "logs", what, id=args.id, offset=offset)
             text = chunk.get("text", "")
             if text:
                 out.write(text)

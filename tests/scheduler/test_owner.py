@@ -413,3 +413,46 @@ def test_queue_over_the_socket_is_the_same_document_and_follows_changes(
     assert {t["id"]: t["state"] for t in again["tasks"]}[ids[2]] == "cancelled"
     assert again == owner.handle("queue", {"all": True})
     assert [t["id"] for t in client.request("queue")["tasks"]] == [i for i in ids if i != ids[2]]
+
+
+def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
+    paths: Paths, client: ipc.IpcClient, owner: Owner, tmp_path: Path
+) -> None:
+    """`queue --watch` and `logs --follow` while the owner stops: a message that says so, exit 3
+    (no owner), no traceback, and what they printed before stays."""
+    import os
+    import subprocess
+
+    task = client.request(
+        "run",
+        argv=[PY, "-c", "import time; print('job says hi', flush=True); time.sleep(60)"],
+        cwd=str(tmp_path),
+        overrides={"device_prefs": ["cpu"]},
+    )["tasks"][0]
+    wait_for(lambda: "job says hi" in client.request("logs", id=task["id"])["text"], what="the job's output")
+    env = {**os.environ, "GPUTRAY_HOME": os.environ["GPUTRAY_HOME"]}
+    cli = [PY, "-m", "gputray.gui.entry"]
+    procs = {
+        "watch": subprocess.Popen(
+            [*cli, "queue", "--watch", "0.2"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ),
+        "follow": subprocess.Popen(
+            [*cli, "logs", str(task["id"]), "--follow"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ),
+    }
+    time.sleep(3.0)  # both are connected and printing (asserted on their output below)
+    owner.stop()
+    for what, proc in procs.items():
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 3, (what, out, err)
+        assert "Traceback" not in err, err
+        assert "the gputray owner went away" in err and "gputray daemon" in err, err
+        assert ("job says hi" if what == "follow" else "running") in out
