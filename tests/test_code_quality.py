@@ -49,9 +49,9 @@ def test_dependency_direction_gui_then_scheduler_then_monitor() -> None:
     offenders = []
     for path in sorted((ROOT / "monitor").rglob("*.py")):
         for line in path.read_text(encoding="utf-8").splitlines():
-            if "import gputray." in line or "from gputray." in line:
-                if "gputray.monitor" not in line:
-                    offenders.append(f"{path.name}: {line.strip()}")
+            imports_ours = "import gputray." in line or "from gputray." in line
+            if imports_ours and "gputray.monitor" not in line:
+                offenders.append(f"{path.name}: {line.strip()}")
     for path in sorted((ROOT / "scheduler").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         if "gputray.gui" in text:
