@@ -174,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
             "(`gputray envs scan` suggests some), then run `gputray doctor` again.",
             file=sys.stderr,
         )
+        if args.json:  # scripts still get a document to parse
+            print_json(doc_json([], monitor_devices(), []))
         return 1
     if args.timeout <= 0:
         return error("--timeout must be a positive number of seconds")

@@ -457,6 +457,11 @@ def test_cli_doctor_without_envs_says_what_to_do(tmp_path: Path) -> None:
     result = _gputray(["doctor"], tmp_path / "home")
     assert result.returncode == 1
     assert "gputray envs add" in result.stderr
+    as_json = _gputray(["doctor", "--json"], tmp_path / "home")
+    assert as_json.returncode == 1
+    assert "gputray envs add" in as_json.stderr
+    doc = json.loads(as_json.stdout)  # a script still gets a document, with nothing in it
+    assert doc["envs"] == [] and doc["pairs"] == []
     result = _gputray(["doctor", "--env", "ghost"], tmp_path / "home")
     assert result.returncode == 2
     assert "no environment named 'ghost'" in result.stderr
