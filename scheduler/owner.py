@@ -418,7 +418,11 @@ class Owner:
 
     # QueueService.submit checks that the program, script and files exist (ToolNotFound, SubmitError).
     def _submitted(self, records: list[TaskRecord]) -> dict[str, Any]:
-        return {"tasks": [r.to_json() for r in records]}
+        notes: list[str] = []
+        for r in records:
+            for name in self.queue.unknown_device_names(r.spec.device_prefs):
+                notes.append(f"#{r.id}: no device here matches {name!r} (see `gputray devices`)")
+        return {"tasks": [r.to_json() for r in records], "notes": notes}
 
     def _op_submit(self, args: dict[str, Any]) -> dict[str, Any]:
         from gputray.scheduler.taskfile import load_task_file

@@ -42,6 +42,8 @@ DEFAULT_TEMP_LIMIT_C = {"integrated": 90.0, "discrete": 85.0}
 CPU_INFO = DeviceInfo(key="cpu", name="CPU", vendor="other", kind="cpu", backend="host")
 _VENDORS = {"nvidia", "amd", "intel"}
 _KINDS = {"discrete", "integrated"}
+# Preference words that name a class of device rather than one GPU (matching none is not a typo).
+GENERIC_PREFS = frozenset({"cpu", "gpu", "any", *_VENDORS, *_KINDS})
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from gputray.scheduler.launch_env import (
 from gputray.scheduler.launcher import Job, LaunchFailed, launch
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.placement import (
+    GENERIC_PREFS,
     DeviceState,
     GiveUp,
     Placement,
@@ -805,6 +806,16 @@ class QueueService:
         snapshot = self.monitor.latest
         keys = [r.info.key for r in snapshot.readings] if snapshot is not None else []
         return [*keys, "cpu"]
+
+    def unknown_device_names(self, prefs: Sequence[str]) -> builtins.list[str]:
+        """Device names in ``prefs`` that match no device present now: a typo like ``5060it`` would
+        otherwise be skipped quietly (redirected or waited on). Words such as ``nvidia`` or
+        ``integrated`` are never reported; nothing is said before the first sample."""
+        snapshot = self.monitor.latest
+        if snapshot is None:
+            return []
+        devices = self._device_states(snapshot)
+        return [p for p in prefs if p.strip().lower() not in GENERIC_PREFS and not resolve_pref(p, devices)]
 
     def _device_key(self, name: str) -> str:
         snapshot = self.monitor.latest

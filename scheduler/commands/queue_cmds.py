@@ -130,6 +130,8 @@ def print_task_json(doc: Any) -> None:
 
 def _print_submitted(result: dict[str, Any], as_json: bool) -> None:
     tasks = result.get("tasks", [])
+    for note in result.get("notes", []):
+        print(f"gputray: note: {note}", file=sys.stderr)
     if as_json:
         print_json(tasks)
         return

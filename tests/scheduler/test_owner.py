@@ -135,6 +135,24 @@ def test_pause_resolves_device_names(owner: Owner, client: ipc.IpcClient) -> Non
     assert client.request("resume", device="780m")["paused"].get(AMD) is not True
 
 
+def test_a_device_name_that_matches_nothing_is_queued_with_a_note(
+    owner: Owner, client: ipc.IpcClient, tmp_path: Path
+) -> None:
+    wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
+    result = client.request(
+        "run",
+        argv=[PY, "-c", "pass"],
+        cwd=str(tmp_path),
+        overrides={"device_prefs": ["5060it", "nvidia", "780m", "cpu"], "on_busy": "wait"},
+    )
+    (task,) = result["tasks"]
+    assert result["notes"] == [f"#{task['id']}: no device here matches '5060it' (see `gputray devices`)"]
+    fine = client.request(
+        "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["780m", "amd"]}
+    )
+    assert fine["notes"] == []
+
+
 def test_schedules_round_trip(client: ipc.IpcClient, tmp_path: Path) -> None:
     task = tmp_path / "nightly.toml"
     task.write_text(f'kind = "command"\nargv = [{PY!r}, "-c", "pass"]\n'.replace("'", '"'))
