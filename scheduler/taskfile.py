@@ -22,7 +22,7 @@ A task file holds the keys at the top level or under ``[task]``::
     retries = 2
     backoff = "30s"
     cwd = "."
-    [task.env]                        # or [env] at the top level
+    [env]                             # [task.env] when the keys are under [task]
     GGML_VK_VISIBLE_DEVICES = "{vk_index}"
 
 Placeholders (``{file}`` ``{stem}`` ``{out}`` ``{vk_index}`` ``{device}``) are filled only in

@@ -69,6 +69,20 @@ HSA_OVERRIDE_GFX_VERSION = "11.0.0"
     assert spec.env == {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}
 
 
+def test_the_commented_example_in_the_module_docstring_loads(tmp_path: Path) -> None:
+    """The README sends people to this example; copying it as written must give a valid task."""
+    import textwrap
+
+    from gputray.scheduler import taskfile
+
+    doc = taskfile.__doc__ or ""
+    example = textwrap.dedent(doc.split("::\n", 1)[1].split("\n\n", 1)[0])
+    spec = load_task_file(write(tmp_path, example, "example.toml"))
+    assert spec.name == "train" and spec.kind == "torch"
+    assert spec.env == {"GGML_VK_VISIBLE_DEVICES": "{vk_index}"}
+    assert spec.vram_bytes == 4 * GIB and spec.after_max_wait == "cpu"
+
+
 def test_task_table_form_and_defaults(tmp_path: Path) -> None:
     path = write(tmp_path, '[task]\nargv = ["ffmpeg", "-i", "{file}", "{out}"]\nfiles = ["v.mp4"]\n')
     spec = load_task_file(path)
