@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,13 @@ def _device_label(device: str | None) -> str:
     return device or "-"
 
 
+def _cells(text: str) -> int:
+    """Terminal columns: CJK characters (a file called 学習.py) take two, combining marks none."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text
+    )
+
+
 def format_tasks(tasks: list[dict[str, Any]]) -> str:
     if not tasks:
         return "the queue is empty"
@@ -111,10 +119,10 @@ def format_tasks(tasks: list[dict[str, Any]]) -> str:
         if t.get("exit_code") is not None and t["state"] in ("failed", "succeeded"):
             reason = f"exit {t['exit_code']}" + (f"; {reason}" if reason else "")
         rows.append((str(t["id"]), t["state"], _device_label(t.get("device")), t["name"], reason))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    widths = [max(_cells(r[i]) for r in rows) for i in range(4)]
     lines = []
     for r in rows:
-        cells = [r[i].ljust(widths[i]) for i in range(4)]
+        cells = [r[i] + " " * (widths[i] - _cells(r[i])) for i in range(4)]
         lines.append("  ".join([*cells, r[4]]).rstrip())
     return "\n".join(lines)
 
@@ -262,6 +270,7 @@ def overrides_from_args(args: argparse.Namespace, now_s: float | None = None) ->
     from gputray.scheduler.timing import TimingError, parse_at
 
     out: dict[str, Any] = {}
+    option = ""  # the option being read, named in its error
     try:
         if args.device:
             prefs = [p.strip() for p in args.device.split(",") if p.strip()]
@@ -271,14 +280,17 @@ def overrides_from_args(args: argparse.Namespace, now_s: float | None = None) ->
         if args.on_busy:
             out["on_busy"] = args.on_busy
         if args.max_wait:
+            option = "--max-wait"
             out["max_wait_s"] = parse_duration(args.max_wait)
         if args.vram:
+            option = "--vram"
             out["vram_bytes"] = parse_size(args.vram)
         if args.priority is not None:
             out["priority"] = args.priority
         if args.at:
             out["start_at"] = parse_at(args.at, time.time() if now_s is None else now_s)
         if args.window:
+            option = "--window"
             parse_window(args.window)
             out["window"] = args.window
         if args.retries is not None:
@@ -286,11 +298,12 @@ def overrides_from_args(args: argparse.Namespace, now_s: float | None = None) ->
                 raise _UsageError("--retries must be 0 or more")
             out["retries"] = args.retries
         if args.timeout:
+            option = "--timeout"
             out["timeout_s"] = parse_duration(args.timeout)
     except TimingError as exc:
         raise _UsageError(str(exc)) from None
     except ValueError as exc:
-        raise _UsageError(str(exc)) from None
+        raise _UsageError(f"{option} {exc}" if option else str(exc)) from None
     return out
 
 

@@ -70,10 +70,11 @@ def test_submit_options_become_task_overrides() -> None:
 @pytest.mark.parametrize(
     ("option", "value", "words"),
     [
-        ("--max-wait", "soon", "duration"),
-        ("--vram", "lots", "size"),
+        ("--max-wait", "soon", "--max-wait expected a duration"),
+        ("--vram", "lots", "--vram expected a size"),
         ("--at", "teatime", "HH:MM"),
-        ("--window", "7-9", "01:00-07:00"),
+        ("--window", "7-9", "--window expected a daily window like '01:00-07:00'"),
+        ("--timeout", "banana", "--timeout expected a duration"),
         ("--device", " , ", "at least one device"),
     ],
 )
@@ -98,6 +99,19 @@ def test_listing_shows_state_device_and_why() -> None:
     assert text[1].startswith("7") and "waiting for GeForce RTX 5060 Ti" in text[1]
     assert "exit 4" in text[2]
     assert queue_cmds.format_tasks([]) == "the queue is empty"
+
+
+def test_listing_columns_line_up_with_japanese_names() -> None:
+    base = {"state": "succeeded", "device": "cpu", "exit_code": 0}
+    tasks = [
+        {**base, "id": 1, "name": "学習 スクリプト.py", "reason": "ok"},
+        {**base, "id": 2, "name": "a.py"},
+    ]
+    header, first, second = queue_cmds.format_tasks(tasks).splitlines()
+    # REASON starts in the same terminal column on every line (a CJK character is two columns wide).
+    column = header.index("REASON")
+    assert queue_cmds._cells(first[: first.index("exit 0")]) == column
+    assert queue_cmds._cells(second[: second.index("exit 0")]) == column
 
 
 def test_queue_imports_only_what_it_needs(tmp_path: Path) -> None:
