@@ -25,15 +25,35 @@ if TYPE_CHECKING:
 log = logging.getLogger("gputray.gui")
 
 
+COMMANDS_EPILOG = """\
+commands (the command line client; `gputray COMMAND --help` explains each):
+  status     one line per GPU: load, temperature, power, VRAM, shared memory
+  devices    every name each GPU goes by (NVML, CUDA UUID, ROCm, Vulkan, DRM, LUID)
+  daemon     own the queue without a screen (the tray app owns it otherwise)
+  submit     queue files (by recipe) or a TOML task file
+  run        queue any program: gputray run --device 780m -- python3 bench.py
+  queue      list waiting and running tasks, with why each waits
+  logs       print (or --follow) a task's log
+  cancel     cancel tasks; a running one is stopped with its process tree
+  retry      queue a failed, cancelled or interrupted task again
+  pause      stop starting tasks on a device (or all)
+  resume     start tasks again on a device (or all)
+  schedule   submit a task file on a cron schedule
+  envs       the Python environments jobs run in
+  doctor     prove which env works on which GPU, with a real kernel
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="gputray",
         description=(
             "Start the gputray tray app: a live icon per GPU, a panel at one click, and the local job "
             "queue. Files given here become jobs. When gputray is already running, the files are "
-            "handed to it and this command exits. Subcommands (gputray queue, submit, doctor, ...) "
-            "are the command line client: see `gputray status --help`."
+            "handed to it and this command exits."
         ),
+        epilog=COMMANDS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="files to queue (one job per file)")
     p.add_argument("--demo", action="store_true", help="simulate an RTX 5060 Ti and a Radeon 780M")

@@ -15,9 +15,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args and args[0] in cli.command_names():
         return cli.main(args)
+    if args and _looks_like_a_command(args[0]):
+        import difflib
+
+        names = sorted(cli.command_names())
+        close = difflib.get_close_matches(args[0], names, n=1)
+        hint = f"did you mean `gputray {close[0]}`? " if close else ""
+        print(
+            f"gputray: {args[0]!r} is neither a command nor a file; {hint}commands: {', '.join(names)}",
+            file=sys.stderr,
+        )
+        return 2
     from gputray.gui.app import run_tray
 
     return run_tray(args)
+
+
+def _looks_like_a_command(arg: str) -> bool:
+    """A bare word that is no file here (``gputray statsu``): a mistyped command, not a file to queue
+    (which would start the tray just to say the file is missing)."""
+    import os
+
+    return (
+        not arg.startswith("-")
+        and "." not in arg
+        and os.sep not in arg
+        and "/" not in arg
+        and not os.path.exists(arg)
+    )
 
 
 def main_windowed() -> int:

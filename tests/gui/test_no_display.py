@@ -24,3 +24,27 @@ def test_tray_without_any_display_says_what_to_run_instead(tmp_path: Path) -> No
     assert result.returncode == 2
     assert "no graphical session" in result.stderr and "gputray daemon" in result.stderr
     assert "Aborted" not in result.stderr and "qt.qpa" not in result.stderr
+
+
+def test_a_mistyped_command_is_named_not_started_as_the_tray(tmp_path: Path) -> None:
+    env = {**os.environ, "GPUTRAY_HOME": str(tmp_path), "PYTHONIOENCODING": "utf-8"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gputray.gui.entry", "statsu"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "did you mean `gputray status`" in result.stderr
+    assert "graphical session" not in result.stderr  # it never got as far as starting the tray
+
+
+def test_help_lists_every_command() -> None:
+    from gputray.gui.app import build_parser
+    from gputray.scheduler.cli import command_names
+
+    text = build_parser().format_help()
+    listed = {line.split()[0] for line in text.split("commands (", 1)[1].splitlines()[1:] if line.strip()}
+    assert listed == command_names()
