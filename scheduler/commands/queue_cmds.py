@@ -443,7 +443,7 @@ def _register_simple(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p = sub.add_parser(
         "retry",
         help="queue a finished task again",
-        description="Queue a failed, cancelled or interrupted task again.",
+        description="Queue a finished task (failed, cancelled, interrupted or succeeded) again.",
     )
     p.add_argument("id", metavar="ID")
     p.add_argument("--json", action="store_true")
