@@ -217,6 +217,8 @@ def specs_for_files(
         path = Path(file)
         if not path.exists():
             raise SubmitError(f"{path}: no such file")
+        if path.is_dir():
+            raise SubmitError(f"{path}: is a folder; give the files in it (one job per file)")
         chosen = find_recipe(recipes, path, recipe)
         spec = spec_for_file(chosen, path, overrides)
         if check:

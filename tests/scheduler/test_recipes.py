@@ -135,6 +135,10 @@ def test_all_or_nothing(home: Path) -> None:
     good.write_text("")
     with pytest.raises(SubmitError, match=r"missing\.py: no such file"):
         specs_for_files([good, home / "missing.py"])
+    folder = home / "photos.png"  # a folder, even one named like an image
+    folder.mkdir()
+    with pytest.raises(SubmitError, match=r"photos\.png: is a folder; give the files in it"):
+        specs_for_files([good, folder])
 
 
 def test_overrides_change_placement_keys(home: Path) -> None:
