@@ -401,6 +401,8 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _cmd_queue(args: argparse.Namespace) -> int:
+    tty = sys.stdout.isatty()
+    first = True
     with ipc.IpcClient(app_paths()) as client:
         while True:
             if args.watch:
@@ -411,8 +413,11 @@ def _cmd_queue(args: argparse.Namespace) -> int:
             if args.json:
                 print_task_json(tasks)
             else:
-                if args.watch:
+                if args.watch and tty:
                     sys.stdout.write("\x1b[H\x1b[2J")
+                elif args.watch and not first:  # a pipe or a file: listings one after another
+                    sys.stdout.write("\n")
+                first = False
                 paused = [_pause_label(k) for k, v in (result.get("paused") or {}).items() if v]
                 if paused:
                     print(f"paused: {', '.join(paused)}")

@@ -474,3 +474,4 @@ def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
         assert "Traceback" not in err, err
         assert "the gputray owner went away" in err and "gputray daemon" in err, err
         assert ("job says hi" if what == "follow" else "running") in out
+        assert "\x1b[" not in out  # a pipe gets listings, not terminal escapes
