@@ -215,6 +215,10 @@ def check_python(python: Path, extra_env: Mapping[str, str] | None = None) -> Ma
 def resolve_python(path: Path) -> Path:
     """An absolute interpreter path; a venv or conda folder stands for the interpreter inside it."""
     python = _absolute(Path(path))
+    bare = str(path)
+    on_path = shutil.which(bare) if os.sep not in bare and "/" not in bare else None
+    if not python.exists() and on_path:  # `envs add python3`: a path is wanted, say which one
+        raise EnvError(f"{python} does not exist; for the {bare} on PATH give its full path: {on_path}")
     if python.is_dir():
         inner = venv_python(python)
         if inner is None:

@@ -88,6 +88,21 @@ def test_missing_path_is_refused_and_nothing_is_written(gputray_home: Path, tmp_
     assert not app_paths().config_file.exists()
 
 
+def test_a_bare_program_name_points_to_its_full_path(
+    gputray_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import sys
+
+    monkeypatch.chdir(tmp_path)  # no ./python3 here
+    name = Path(sys.executable).name
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent), prepend=os.pathsep)
+    with pytest.raises(EnvError) as err:
+        add_env(Path(name))
+    assert f"give its full path: {shutil.which(name)}" in str(err.value)
+    assert not app_paths().config_file.exists()
+
+
 def test_folder_without_python_is_refused(gputray_home: Path, tmp_path: Path) -> None:
     with pytest.raises(EnvError, match="folder without a Python"):
         add_env(tmp_path)
