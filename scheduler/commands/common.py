@@ -9,6 +9,14 @@ from pathlib import Path
 from typing import Any
 
 
+def existing_folder(text: str) -> Path:
+    """argparse type for --sysfs-root / --proc-root: a typo gives an error, not "No GPU found"."""
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"no such folder: {text}")
+    return path
+
+
 def add_monitor_source_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("where readings come from")
     group.add_argument("--demo", action="store_true", help="use the simulated RTX 5060 Ti + Radeon 780M pair")
@@ -20,14 +28,14 @@ def add_monitor_source_args(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--sysfs-root",
-        type=Path,
+        type=existing_folder,
         default=Path("/sys"),
         metavar="DIR",
         help="read DIR as if it were /sys, e.g. a captured tree (default: /sys)",
     )
     group.add_argument(
         "--proc-root",
-        type=Path,
+        type=existing_folder,
         default=Path("/proc"),
         metavar="DIR",
         help="read DIR as if it were /proc (default: /proc)",

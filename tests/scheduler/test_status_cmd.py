@@ -38,6 +38,13 @@ def test_status_on_this_machine_without_gpu_says_so_and_shows_the_host(tmp_path:
     assert "Traceback" not in result.stderr
 
 
+def test_a_sysfs_root_that_is_no_folder_is_an_error(tmp_path: Path) -> None:
+    result = gputray("status", "--sysfs-root", str(tmp_path / "sys-typo"), home=tmp_path)
+    assert result.returncode == 2
+    assert "--sysfs-root: no such folder" in result.stderr
+    assert "No GPU found" not in result.stdout and "Traceback" not in result.stderr
+
+
 def test_status_json_has_exactly_the_documented_fields(tmp_path: Path) -> None:
     result = gputray("status", "--demo", "--json", home=tmp_path)
     assert result.returncode == 0, result.stderr
