@@ -17,6 +17,17 @@ def existing_folder(text: str) -> Path:
     return path
 
 
+def watch_seconds(text: str) -> float:
+    """argparse type for --watch: a positive number of seconds (0 or -1 would spin or be ignored)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def add_monitor_source_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("where readings come from")
     group.add_argument("--demo", action="store_true", help="use the simulated RTX 5060 Ti + Radeon 780M pair")

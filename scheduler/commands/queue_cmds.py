@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.common import add_monitor_source_args, print_json
+from gputray.scheduler.commands.common import add_monitor_source_args, print_json, watch_seconds
 from gputray.scheduler.paths import app_paths
 
 EXIT_REFUSED = 1
@@ -392,7 +392,7 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--watch",
         nargs="?",
-        type=float,
+        type=watch_seconds,
         const=1.0,
         metavar="SECONDS",
         help="refresh every SECONDS until Ctrl+C (exit status 3 if the owner stops meanwhile)",

@@ -13,7 +13,13 @@ from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.monitor.units import DASH, format_number, format_pair
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json, uses_custom_source
+from gputray.scheduler.commands.common import (
+    add_monitor_source_args,
+    error,
+    print_json,
+    uses_custom_source,
+    watch_seconds,
+)
 from gputray.scheduler.paths import app_paths
 
 BAR_CELLS = 10
@@ -34,7 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--watch",
         nargs="?",
-        type=float,
+        type=watch_seconds,
         const=1.0,
         metavar="SECONDS",
         help="refresh in place every SECONDS (default 1) until Ctrl+C",

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 DEVICE_FIELDS = [
     "key", "name", "vendor", "kind", "backend", "pci_bdf", "state", "reason", "util_percent", "temp_c",
     "power_w", "vram_used_bytes", "vram_total_bytes", "shared_used_bytes", "shared_total_bytes",
@@ -43,6 +45,14 @@ def test_a_sysfs_root_that_is_no_folder_is_an_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "--sysfs-root: no such folder" in result.stderr
     assert "No GPU found" not in result.stdout and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan"])
+def test_watch_needs_a_positive_interval(tmp_path: Path, seconds: str) -> None:
+    result = gputray("status", "--demo", "--watch", seconds, home=tmp_path)
+    assert result.returncode == 2
+    assert f"--watch: expected a positive number of seconds, got '{seconds}'" in result.stderr
+    assert result.stdout == ""
 
 
 def test_status_json_has_exactly_the_documented_fields(tmp_path: Path) -> None:
