@@ -83,7 +83,7 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append("DEMO — simulated GPUs, not this machine's")
     devices = doc["devices"]
     if not devices:
-        lines.append("No GPU found.")
+        lines.append("No GPU found. (`gputray status --demo` shows a simulated RTX 5060 Ti + Radeon 780M.)")
         lines.extend(f"  {note}" for note in doc.get("notes", []))
     width = max((len(d["name"]) for d in devices), default=4)
     lines.extend(device_line(d, width) for d in devices)

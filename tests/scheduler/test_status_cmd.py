@@ -36,6 +36,7 @@ def test_status_on_this_machine_without_gpu_says_so_and_shows_the_host(tmp_path:
     result = gputray("status", "--sysfs-root", str(empty_sys), home=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "No GPU found." in result.stdout
+    assert "gputray status --demo" in result.stdout  # what to try instead
     assert "Host" in result.stdout and "RAM" in result.stdout
     assert "Traceback" not in result.stderr
 
