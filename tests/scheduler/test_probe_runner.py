@@ -109,6 +109,31 @@ def test_hanging_python_and_its_children_are_killed(tmp_path: Path) -> None:
 
 
 @posix_only
+def test_ctrl_c_while_probing_stops_the_probe_too(tmp_path: Path) -> None:
+    """The probe has its own process group, so a terminal's Ctrl+C reaches only gputray."""
+    import signal
+    import subprocess
+    import sys
+
+    pids = tmp_path / "pids"
+    hang = _script(tmp_path / "python", f'echo $$ >> "{pids}"\nsleep 600 &\necho $! >> "{pids}"\nsleep 600\n')
+    code = (
+        "from gputray.scheduler.probe_runner import run_python\n"
+        f"run_python({str(hang)!r}, ['--bench'], timeout_s=300)\n"
+    )
+    doctor = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (pids.exists() and len(pids.read_text().split()) == 2):
+        assert time.monotonic() < deadline, "the fake probe never started"
+        time.sleep(0.05)
+    doctor.send_signal(signal.SIGINT)
+    _, err = doctor.communicate(timeout=30)
+    assert doctor.returncode != 0 and "KeyboardInterrupt" in err
+    left = [pid for pid in map(int, pids.read_text().split()) if not _wait_gone(pid)]
+    assert left == [], f"processes left running: {left}"
+
+
+@posix_only
 def test_hang_keeps_the_results_reported_before_it(tmp_path: Path) -> None:
     line = '@gputray-progress {"stage": "device", "device": {"torch_device": "cpu", "kind": "cpu"}}'
     hang = _script(tmp_path / "python", f"echo '{line}' >&2\nexec sleep 600\n")
