@@ -457,15 +457,28 @@ class Owner:
         spec = spec_from_mapping(data, source="gputray run")
         return self._submitted([self.queue.submit(spec)])
 
+    def _device_names(self) -> dict[str, str]:
+        """Device key → the name people know it by, for listings (the JSON keeps the key)."""
+        names = {"cpu": "CPU"}
+        names.update({info.key: info.name for info in self.monitor.known_devices()})
+        return names
+
     def _op_queue(self, args: dict[str, Any]) -> dict[str, Any]:
         records = self.queue.list(include_finished=bool(args.get("all")))
-        return {"tasks": [r.to_json() for r in records], "paused": self.queue.paused()}
+        return {
+            "tasks": [r.to_json() for r in records],
+            "paused": self.queue.paused(),
+            "device_names": self._device_names(),
+        }
 
     def _op_queue_json(self, args: dict[str, Any]) -> ipc.RawJson:
         """``_op_queue``'s document as JSON text, for the socket (see ``_task_json``)."""
         records = self.queue.list(include_finished=bool(args.get("all")))
         paused = json.dumps(self.queue.paused(), ensure_ascii=False)
-        return ipc.RawJson('{"tasks":' + self._task_json(records) + ',"paused":' + paused + "}")
+        names = json.dumps(self._device_names(), ensure_ascii=False)
+        return ipc.RawJson(
+            '{"tasks":' + self._task_json(records) + ',"paused":' + paused + ',"device_names":' + names + "}"
+        )
 
     def _op_get(self, args: dict[str, Any]) -> dict[str, Any]:
         rec = self.queue.get(_task_id(args["id"]))

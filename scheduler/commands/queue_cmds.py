@@ -99,8 +99,11 @@ def _short_time(iso: str | None) -> str:
     return stamp.strftime("%H:%M:%S")
 
 
-def _device_label(device: str | None) -> str:
-    return device or "-"
+def _device_label(device: str | None, names: dict[str, str]) -> str:
+    """The GPU's name ("Radeon 780M") where the owner knows it, else the key; "-" before placement."""
+    if not device:
+        return "-"
+    return names.get(device, device)
 
 
 def _cells(text: str) -> int:
@@ -110,7 +113,7 @@ def _cells(text: str) -> int:
     )
 
 
-def format_tasks(tasks: list[dict[str, Any]]) -> str:
+def format_tasks(tasks: list[dict[str, Any]], device_names: dict[str, str] | None = None) -> str:
     if not tasks:
         return "the queue is empty"
     rows = [("ID", "STATE", "DEVICE", "NAME", "REASON")]
@@ -118,7 +121,8 @@ def format_tasks(tasks: list[dict[str, Any]]) -> str:
         reason = t.get("reason") or ""
         if t.get("exit_code") is not None and t["state"] in ("failed", "succeeded"):
             reason = f"exit {t['exit_code']}" + (f"; {reason}" if reason else "")
-        rows.append((str(t["id"]), t["state"], _device_label(t.get("device")), t["name"], reason))
+        device = _device_label(t.get("device"), device_names or {})
+        rows.append((str(t["id"]), t["state"], device, t["name"], reason))
     widths = [max(_cells(r[i]) for r in rows) for i in range(4)]
     lines = []
     for r in rows:
@@ -421,7 +425,7 @@ def _cmd_queue(args: argparse.Namespace) -> int:
                 paused = [_pause_label(k) for k, v in (result.get("paused") or {}).items() if v]
                 if paused:
                     print(f"paused: {', '.join(paused)}")
-                print(format_tasks(tasks))
+                print(format_tasks(tasks, result.get("device_names") or {}))
             sys.stdout.flush()
             if not args.watch:
                 return 0

@@ -475,3 +475,9 @@ def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
         assert "the gputray owner went away" in err and "gputray daemon" in err, err
         assert ("job says hi" if what == "follow" else "running") in out
         assert "\x1b[" not in out  # a pipe gets listings, not terminal escapes
+
+
+def test_queue_listing_carries_the_names_people_know_the_gpus_by(owner: Owner, client: ipc.IpcClient) -> None:
+    wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
+    names = client.request("queue", all=True)["device_names"]
+    assert names[AMD] == "Radeon 780M" and names[NVIDIA] == "GeForce RTX 5060 Ti" and names["cpu"] == "CPU"

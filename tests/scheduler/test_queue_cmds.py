@@ -101,6 +101,13 @@ def test_listing_shows_state_device_and_why() -> None:
     assert queue_cmds.format_tasks([]) == "the queue is empty"
 
 
+def test_listing_names_the_gpu_when_the_owner_knows_it() -> None:
+    task = {"id": 3, "name": "a.py", "state": "running", "device": "pci:0000:64:00.0", "exit_code": None}
+    named = queue_cmds.format_tasks([task], {"pci:0000:64:00.0": "Radeon 780M"}).splitlines()[1]
+    assert "Radeon 780M" in named and "pci:" not in named
+    assert "pci:0000:64:00.0" in queue_cmds.format_tasks([task]).splitlines()[1]
+
+
 def test_listing_columns_line_up_with_japanese_names() -> None:
     base = {"state": "succeeded", "device": "cpu", "exit_code": 0}
     tasks = [
