@@ -420,7 +420,7 @@ def test_queue_over_the_socket_is_the_same_document_and_follows_changes(
         for i in range(5)
     ]
     first = wait_for(
-        lambda: (q := client.request("queue", all=True))["tasks"][0]["state"] == "waiting" and q,
+        lambda: all(t["state"] == "waiting" for t in (q := client.request("queue", all=True))["tasks"]) and q,
         what="the tasks to wait",
     )
     assert first == owner.handle("queue", {"all": True})
