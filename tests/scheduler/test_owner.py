@@ -419,10 +419,12 @@ def test_queue_over_the_socket_is_the_same_document_and_follows_changes(
         client.request("run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), name=f"t{i} ✓")["tasks"][0]["id"]
         for i in range(5)
     ]
-    first = wait_for(
-        lambda: all(t["state"] == "waiting" for t in (q := client.request("queue", all=True))["tasks"]) and q,
-        what="the tasks to wait",
-    )
+
+    def all_waiting() -> dict[str, Any] | None:
+        listing = client.request("queue", all=True)
+        return listing if all(t["state"] == "waiting" for t in listing["tasks"]) else None
+
+    first = wait_for(all_waiting, what="the tasks to wait")
     assert first == owner.handle("queue", {"all": True})
     assert [t["name"] for t in first["tasks"]] == [f"t{i} ✓" for i in range(5)]
     assert first["paused"]["queue"] is True
