@@ -18,11 +18,14 @@ def real_backends(sysfs_root: Path = Path("/sys"), proc_root: Path = Path("/proc
     from gputray.monitor.amdsmi_backend import AmdSmiBackend
     from gputray.monitor.nvml_backend import NvmlBackend
 
-    backends: list[Backend] = [NvmlBackend(sys_dir=sysfs_root)]
+    nvml = NvmlBackend(sys_dir=sysfs_root)
+    backends: list[Backend] = [nvml]
     if sys.platform == "win32":
         from gputray.monitor.pdh import WindowsPdhBackend
 
-        backends.append(WindowsPdhBackend())
+        # When Windows cannot say which PCI address an adapter LUID has, PDH matches by name and size
+        # against the GPUs NVML knows, so the 5060 Ti still shows once.
+        backends.append(WindowsPdhBackend(candidates=nvml.known_devices))
     else:
         from gputray.monitor.amd_sysfs import AmdSysfsBackend
 

@@ -186,6 +186,10 @@ class NvmlBackend:
                 self._next_init_s = now_s + INIT_RETRY_S
                 return BackendPoll()
 
+    def known_devices(self) -> list[DeviceInfo]:
+        """The NVIDIA GPUs seen so far (also while asleep or lost): Windows' PDH maps adapters by them."""
+        return list(self._known.values())
+
     def close(self) -> None:
         with self._lock:
             self._shutdown()

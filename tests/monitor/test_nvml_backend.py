@@ -633,3 +633,13 @@ def test_fake_matches_the_real_pynvml() -> None:
     for name in ("NVMLError_LibraryNotFound", "NVMLError_GpuIsLost", "NVML_TEMPERATURE_GPU", "nvmlMemory_v2"):
         assert getattr(fake, name) is getattr(pynvml, name)
     assert isinstance(pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST), fake.NVMLError_GpuIsLost)
+
+
+def test_known_devices_feed_windows_adapter_matching(two_gpus: FakeNvml, tmp_path: Path) -> None:
+    """PDH falls back to matching adapters by name and size against these: they must be NVML's GPUs."""
+    backend = NvmlBackend(two_gpus, tmp_path / "no-sysfs", use_sysfs=False)
+    assert backend.known_devices() == []
+    backend.poll(0.0)
+    names = sorted(info.name for info in backend.known_devices())
+    assert names == ["GeForce RTX 3060", "GeForce RTX 5060 Ti"]
+    assert all(info.vram_total_bytes for info in backend.known_devices())
