@@ -460,6 +460,76 @@ class TaskStore:
             )
 
 
+def read_saved_tasks(path: Path, *, include_finished: bool = True) -> builtins.list[TaskRecord]:
+    """The tasks as saved in the queue file, for the CLI when no owner runs, in ``TaskStore.list`` order.
+
+    Strictly read-only: SQLite opens the file with ``mode=ro`` (a WAL left by a crashed owner is read,
+    never checkpointed), nothing is migrated, recovered or created. A missing or never-initialised
+    file is an empty queue; a task left ``running`` by a crash shows as saved until an owner starts.
+    Raises StoreError for a file that cannot be read or was written by a newer gputray.
+    """
+    rows = _read_only_rows(Path(path), "")
+    records = [_record_from_row(row) for row in rows]
+    if not include_finished:
+        records = [r for r in records if r.state in _UNFINISHED]
+    return sorted(records, key=_display_order)
+
+
+def read_saved_task(path: Path, task_id: int) -> TaskRecord:
+    """One task of the saved queue file, read-only as :func:`read_saved_tasks`; TaskNotFound if absent."""
+    rows = _read_only_rows(Path(path), " WHERE id = ?", (task_id,))
+    if not rows:
+        raise TaskNotFound(task_id)
+    return _record_from_row(rows[0])
+
+
+def _read_only_rows(path: Path, where: str, params: tuple[Any, ...] = ()) -> builtins.list[Any]:
+    path = path.absolute()
+    if not path.exists():
+        return []
+    try:
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=10.0)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the queue database {path}: {exc}") from None
+    try:
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the queue database {path} was written by a newer gputray "
+                f"(schema {version}, this one knows up to {SCHEMA_VERSION}); upgrade gputray"
+            )
+        if version == 0:  # created but never initialised: no table yet, nothing queued
+            return []
+        return db.execute(f"SELECT {_COLUMNS} FROM tasks{where} ORDER BY id", params).fetchall()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the queue database {path}: {exc}") from None
+    finally:
+        db.close()
+
+
+def _record_from_row(row: Sequence[Any]) -> TaskRecord:
+    return TaskRecord(
+        id=row[0],
+        spec=_spec_from_json(row[1]),
+        state=cast(TaskState, row[2]),
+        device=row[3],
+        env=row[4],
+        reason=row[5],
+        exit_code=row[6],
+        attempts=row[7],
+        submitted_at=row[8],
+        started_at=row[9],
+        ended_at=row[10],
+        log_path=row[11],
+        pid=row[12],
+        pid_create_time=row[13],
+        position=row[14],
+        queued_at=row[15],
+        not_before=row[16],
+        overtakes=row[17],
+    )
+
+
 class _Tx:
     """``with store._transaction() as db:`` — BEGIN IMMEDIATE … COMMIT, ROLLBACK on error."""
 

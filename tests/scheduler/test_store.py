@@ -12,7 +12,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputray.scheduler.store import SCHEMA_VERSION, StoreError, TaskNotFound, TaskStore
+from gputray.scheduler.store import (
+    SCHEMA_VERSION,
+    StoreError,
+    TaskNotFound,
+    TaskStore,
+    read_saved_task,
+    read_saved_tasks,
+)
 from gputray.scheduler.tasks import TaskSpec
 
 
@@ -236,3 +243,67 @@ def test_reads_come_from_memory_and_follow_every_write(tmp_path: Path) -> None:
     mine = {r.id: r for r in store.list()}
     store.close()
     assert {r.id: r for r in TaskStore(db).list()} == mine
+
+
+def _file_bytes(folder: Path) -> dict[str, bytes]:
+    """The database and its WAL, byte for byte (the -shm index is SQLite's shared memory, not data)."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if not p.name.endswith("-shm")}
+
+
+def test_the_saved_queue_reads_back_read_only_after_a_crash(tmp_path: Path) -> None:
+    """An owner killed mid-run leaves a WAL and a task `running`: the CLI's read shows both as saved
+    and changes nothing (no WAL checkpoint, no crash recovery, no migration)."""
+    db = tmp_path / "data" / "queue.sqlite3"
+    crash = textwrap.dedent(
+        f"""
+        import os
+        from pathlib import Path
+        from gputray.scheduler.store import TaskStore
+        from gputray.scheduler.tasks import TaskSpec
+        store = TaskStore(Path({str(db)!r}), clock=lambda: 100.0)
+        a = store.add(TaskSpec(kind="command", name="a", argv=("echo", "a")))
+        b = store.add(TaskSpec(kind="command", name="b", argv=("echo", "b"), priority=5))
+        done = store.add(TaskSpec(kind="command", name="done", argv=("echo", "d")))
+        store.update(a.id, state="running", device="pci:0000:01:00.0", pid=1, log_path="/x/1.log")
+        store.update(done.id, state="succeeded", exit_code=0, ended_at=200.0)
+        os._exit(0)  # no close: the WAL keeps the writes, as after kill -9
+        """
+    )
+    subprocess.run([sys.executable, "-c", crash], check=True, timeout=60)
+    assert (db.parent / "queue.sqlite3-wal").stat().st_size > 0
+    before = _file_bytes(db.parent)
+
+    pending = read_saved_tasks(db, include_finished=False)
+    assert [(r.name, r.state) for r in pending] == [("a", "running"), ("b", "queued")]
+    everything = read_saved_tasks(db)
+    assert [r.name for r in everything] == ["a", "b", "done"]
+    assert everything[2].to_json()["exit_code"] == 0 and everything[2].to_json()["ended_at"]
+    assert read_saved_task(db, 1).log_path == "/x/1.log"
+    with pytest.raises(TaskNotFound, match="no task #9 in the queue"):
+        read_saved_task(db, 9)
+    assert _file_bytes(db.parent) == before
+
+
+def test_reading_a_missing_or_blank_queue_file_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "queue.sqlite3"
+    assert read_saved_tasks(missing) == []
+    assert not missing.parent.exists()
+    blank = tmp_path / "blank.sqlite3"
+    blank.write_bytes(b"")
+    assert read_saved_tasks(blank) == []
+    assert blank.read_bytes() == b""  # not initialised (migrated) by a reader
+
+
+def test_reading_a_newer_or_garbage_queue_file_is_a_clear_error_that_changes_nothing(tmp_path: Path) -> None:
+    newer = tmp_path / "newer.db"
+    raw = sqlite3.connect(newer)
+    raw.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    raw.close()
+    before = newer.read_bytes()
+    with pytest.raises(StoreError, match="newer gputray"):
+        read_saved_tasks(newer)
+    assert newer.read_bytes() == before
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(StoreError, match=r"garbage\.db"):
+        read_saved_tasks(garbage)
