@@ -33,12 +33,31 @@ class SubmitError(ValueError):
 class ToolNotFound(SubmitError):
     def __init__(self, tool: str, hint: str | None, task: str) -> None:
         self.tool = tool
+        self.hint = hint
         more = f" Get it: {hint}." if hint else ""
         super().__init__(f"{task}: the program '{tool}' is not installed or not on PATH.{more}")
 
 
 class RecipeError(SubmitError):
     pass
+
+
+class NoRecipe(RecipeError):
+    def __init__(self, file: Path, known: str) -> None:
+        self.known = known
+        super().__init__(f"{file.name}: no recipe handles this kind of file. Recipes: {known}")
+
+
+class SubmitProblems(SubmitError):
+    """Several submitted files cannot be queued: one line per file, then what would help (once)."""
+
+    def __init__(self, total: int, lines: Sequence[str], footer: Sequence[str] = ()) -> None:
+        self.lines = tuple(lines)
+        head = (
+            f"{len(lines)} of {total} files cannot be queued, so none was queued "
+            "(all or nothing: fix these and submit the files again):"
+        )
+        super().__init__("\n".join([head, *(f"  {x}" for x in [*lines, *footer])]))
 
 
 @dataclass(frozen=True)
@@ -137,8 +156,7 @@ def find_recipe(recipes: Sequence[Recipe], file: Path, name: str | None = None) 
     for recipe in recipes:
         if recipe.matches(file):
             return recipe
-    known = "; ".join(r.label() for r in recipes)
-    raise RecipeError(f"{file.name}: no recipe handles this kind of file. Recipes: {known}")
+    raise NoRecipe(file, "; ".join(r.label() for r in recipes))
 
 
 def check_runnable(spec: TaskSpec, *, hint: str | None = None) -> None:
@@ -210,18 +228,60 @@ def specs_for_files(
     recipes: Sequence[Recipe] | None = None,
     check: bool = True,
 ) -> list[TaskSpec]:
-    """Specs for dropped/submitted files; all are checked before any is returned (all or nothing)."""
+    """Specs for dropped/submitted files; all are checked before any is returned (all or nothing).
+
+    Every file is checked, so one error names every problem (SubmitProblems, one line per file);
+    a single file's problem is raised as it is (ToolNotFound, NoRecipe …).
+    """
     recipes = load_recipes() if recipes is None else recipes
+    if recipe is not None:
+        find_recipe(recipes, Path(), recipe)  # an unknown --recipe is one problem, not one per file
     specs = []
+    problems: list[tuple[Path, SubmitError]] = []
     for file in files:
         path = Path(file)
-        if not path.exists():
-            raise SubmitError(f"{path}: no such file")
-        if path.is_dir():
-            raise SubmitError(f"{path}: is a folder; give the files in it (one job per file)")
-        chosen = find_recipe(recipes, path, recipe)
-        spec = spec_for_file(chosen, path, overrides)
-        if check:
-            check_runnable(spec, hint=chosen.install_hint)
-        specs.append(spec)
+        try:
+            specs.append(_spec_checked(path, recipes, recipe, overrides, check))
+        except SubmitError as exc:
+            problems.append((path, exc))
+    if len(problems) == 1 and len(files) == 1:
+        raise problems[0][1]
+    if problems:
+        lines: list[str] = []
+        footer: dict[str, None] = {}  # ordered, each hint once
+        for path, err in problems:
+            line, hint = _problem_line(path, err)
+            lines.append(line)
+            if hint:
+                footer[hint] = None
+        raise SubmitProblems(len(files), lines, list(footer))
     return specs
+
+
+def _spec_checked(
+    path: Path,
+    recipes: Sequence[Recipe],
+    recipe: str | None,
+    overrides: Mapping[str, Any] | None,
+    check: bool,
+) -> TaskSpec:
+    if not path.exists():
+        raise SubmitError(f"{path}: no such file")
+    if path.is_dir():
+        raise SubmitError(f"{path}: is a folder; give the files in it (one job per file)")
+    chosen = find_recipe(recipes, path, recipe)
+    spec = spec_for_file(chosen, path, overrides)
+    if check:
+        check_runnable(spec, hint=chosen.install_hint)
+    return spec
+
+
+def _problem_line(path: Path, exc: SubmitError) -> tuple[str, str | None]:
+    """One file's line of SubmitProblems, starting with the file, and a hint to print once after all."""
+    if isinstance(exc, NoRecipe):
+        return f"{path}: no recipe handles this kind of file", f"Recipes: {exc.known}"
+    if isinstance(exc, ToolNotFound):
+        hint = f"Get {exc.tool}: {exc.hint}." if exc.hint else None
+        return f"{path}: needs the program '{exc.tool}', which is not installed or not on PATH", hint
+    text = str(exc)
+    return (text if text.startswith(str(path)) else f"{path}: {text}"), None

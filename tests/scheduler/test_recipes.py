@@ -180,3 +180,46 @@ def test_a_program_given_as_a_path_is_looked_up_relative_to_the_working_folder(h
     check_runnable(TaskSpec(kind="command", name="c", argv=(str(tool),)))
     with pytest.raises(ToolNotFound, match=r"'\./conv' is not installed"):
         check_runnable(TaskSpec(kind="command", name="c", argv=("./conv",), cwd=str(home)))
+
+
+def test_every_problem_is_reported_at_once_and_nothing_is_returned(home: Path) -> None:
+    from gputray.scheduler.recipes import SubmitProblems
+
+    good = home / "a.py"
+    good.write_text("")
+    (home / "photos").mkdir()
+    for name in ("cat.png", "dog.png", "notes.txt"):
+        (home / name).write_text("x")
+    files = [
+        good,
+        home / "missing.mp4",
+        home / "photos",
+        home / "cat.png",
+        home / "notes.txt",
+        home / "dog.png",
+    ]
+    with pytest.raises(SubmitProblems) as info:
+        specs_for_files(files)
+    lines = str(info.value).splitlines()
+    assert "5 of 6 files cannot be queued, so none was queued" in lines[0]
+    assert "fix these and submit the files again" in lines[0]
+    body = [line.strip() for line in lines[1:]]
+    no_tool = "needs the program 'realesrgan-ncnn-vulkan', which is not installed or not on PATH"
+    assert body[:5] == [
+        f"{home / 'missing.mp4'}: no such file",
+        f"{home / 'photos'}: is a folder; give the files in it (one job per file)",
+        f"{home / 'cat.png'}: {no_tool}",
+        f"{home / 'notes.txt'}: no recipe handles this kind of file",
+        f"{home / 'dog.png'}: {no_tool}",
+    ]
+    # What would help comes once, not once per file.
+    hints = body[5:]
+    assert len(hints) == 2
+    assert hints[0].startswith("Get realesrgan-ncnn-vulkan: ") and "Real-ESRGAN" in hints[0]
+    assert hints[1].startswith("Recipes: ") and "upscale-image" in hints[1]
+    # A single file keeps its own error (the tray and the tests match on its type).
+    with pytest.raises(ToolNotFound):
+        specs_for_files([home / "cat.png"])
+    # An unknown --recipe is said once, whatever the number of files.
+    with pytest.raises(RecipeError, match=r"^no recipe named 'nope'"):
+        specs_for_files(files, recipe="nope")
