@@ -26,38 +26,18 @@ from gputray.monitor.device_map import (
     vulkan_index_for,
 )
 from gputray.monitor.records import DeviceInfo
+from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice, VulkanEnumeration
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "amdgpu-sysfs"
 
 KEY_5060 = "pci:0000:01:00.0"
 KEY_780M = "pci:0000:64:00.0"
-NVML_UUID = "GPU-5060d3e1-7a2b-4c1e-9f00-0123456789ab"
 
-# What the monitor knows (NVML + amdgpu sysfs).
+# What the monitor knows (NVML + amdgpu sysfs): the demo's two GPUs, as the real backends report them.
 KNOWN = (
-    DeviceInfo(
-        key=KEY_5060,
-        name="GeForce RTX 5060 Ti",
-        vendor="nvidia",
-        kind="discrete",
-        backend="nvml",
-        pci_bdf="0000:01:00.0",
-        uuid=NVML_UUID,
-        nvml_index=0,
-        pci_vendor_id=0x10DE,
-        pci_device_id=0x2D04,
-    ),
-    DeviceInfo(
-        key=KEY_780M,
-        name="Radeon 780M",
-        vendor="amd",
-        kind="integrated",
-        backend="amd_sysfs",
-        pci_bdf="0000:64:00.0",
-        pci_vendor_id=0x1002,
-        pci_device_id=0x15BF,
-    ),
+    replace(RTX_5060_TI, backend="nvml", simulated=False),
+    replace(RADEON_780M, backend="amd_sysfs", simulated=False),
 )
 
 NV = VulkanDevice(

@@ -34,6 +34,7 @@ from gputray.monitor.pdh import (
     process_usage,
 )
 from gputray.monitor.records import DeviceInfo, DeviceReading, Sample
+from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice
 
 GIB = 2**30
@@ -354,27 +355,8 @@ def test_pdh_and_nvml_readings_merge_into_one_gpu() -> None:
 
 # -- LUID → PCI -------------------------------------------------------------------------------------
 
-NVML_5060 = DeviceInfo(
-    key=KEY_5060,
-    name="GeForce RTX 5060 Ti",
-    vendor="nvidia",
-    kind="discrete",
-    backend="nvml",
-    uuid="GPU-5060d3e1-7a2b-4c1e-9f00-0123456789ab",
-    vram_total_bytes=16 * GIB,
-    pci_vendor_id=0x10DE,
-    pci_device_id=0x2D04,
-)
-SYSFS_780M = DeviceInfo(
-    key=KEY_780M,
-    name="Radeon 780M",
-    vendor="amd",
-    kind="integrated",
-    backend="amd",
-    vram_total_bytes=4 * GIB,
-    pci_vendor_id=0x1002,
-    pci_device_id=0x15BF,
-)
+NVML_5060 = replace(RTX_5060_TI, backend="nvml", simulated=False)
+SYSFS_780M = replace(RADEON_780M, backend="amd_sysfs", simulated=False)
 
 
 def test_luid_mapping_prefers_the_d3dkmt_pci_address() -> None:

@@ -7,12 +7,13 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gputray.monitor.records import DeviceInfo
+from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice, VulkanEnumeration
 from gputray.scheduler.commands.devices import build_document, render_text
 
@@ -133,29 +134,9 @@ def test_help_explains_what_the_names_are_for(tmp_path: Path) -> None:
 
 # -- the document on a recorded 5060 Ti + 780M machine ---------------------------------------------
 
-NV_INFO = DeviceInfo(
-    key="pci:0000:01:00.0",
-    name="GeForce RTX 5060 Ti",
-    vendor="nvidia",
-    kind="discrete",
-    backend="nvml",
-    pci_bdf="0000:01:00.0",
-    uuid="GPU-5060d3e1-7a2b-4c1e-9f00-0123456789ab",
-    nvml_index=0,
-    pci_vendor_id=0x10DE,
-    pci_device_id=0x2D04,
-)
-AMD_INFO = DeviceInfo(
-    key="pci:0000:64:00.0",
-    name="Radeon 780M",
-    vendor="amd",
-    kind="integrated",
-    backend="amd_sysfs",
-    pci_bdf="0000:64:00.0",
-    drm_card="card1",
-    pci_vendor_id=0x1002,
-    pci_device_id=0x15BF,
-)
+NV_INFO = replace(RTX_5060_TI, backend="nvml", simulated=False)
+# Render node and gfx target left unset: the document must read them from the recorded sysfs tree.
+AMD_INFO = replace(RADEON_780M, backend="amd_sysfs", simulated=False, render_node=None, gfx_target=None)
 RECORDED = VulkanEnumeration(
     devices=(
         VulkanDevice(

@@ -11,11 +11,13 @@ import stat
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gputray.monitor.records import DeviceInfo
+from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.doctor import (
     PairResult,
     cache_file,
@@ -31,26 +33,8 @@ from gputray.scheduler.envs import PythonEnv, add_env, remove_env
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="shell-script interpreters need a POSIX shell")
 
-RTX = DeviceInfo(
-    key="pci:0000:01:00.0",
-    name="GeForce RTX 5060 Ti",
-    vendor="nvidia",
-    kind="discrete",
-    backend="nvml",
-    pci_bdf="0000:01:00.0",
-    uuid="GPU-5d0b3a09-1c2e-4f6a-8b7c-9d0e1f2a3b4c",
-    vram_total_bytes=16 << 30,
-)
-IGPU = DeviceInfo(
-    key="pci:0000:64:00.0",
-    name="Radeon 780M",
-    vendor="amd",
-    kind="integrated",
-    backend="amdgpu-sysfs",
-    pci_bdf="0000:64:00.0",
-    gfx_target="gfx1103",
-    vram_total_bytes=4 << 30,
-)
+RTX = replace(RTX_5060_TI, backend="nvml", simulated=False)
+IGPU = replace(RADEON_780M, backend="amd_sysfs", simulated=False)
 GPUS = (RTX, IGPU)
 DRIVERS = {"nvidia": "575.64.03", "amd": "kernel 6.14.0"}
 CAPABILITY_NAMES = ["conv2d_fp32", "matmul_fp32", "matmul_fp16", "matmul_bf16", "sdpa", "bandwidth"]
@@ -232,7 +216,7 @@ def _rtx_device(**overrides: object) -> dict[str, object]:
         "index": 0,
         "name": "NVIDIA GeForce RTX 5060 Ti",
         "capability": "12.0",
-        "uuid": "5d0b3a09-1c2e-4f6a-8b7c-9d0e1f2a3b4c",
+        "uuid": "5060d3e1-7a2b-4c1e-9f00-0123456789ab",
         "pci_bus_id": 1,
         "pci_device_id": 0,
         "pci_domain_id": 0,
@@ -304,7 +288,7 @@ def test_780m_with_limits() -> None:
 
 def test_device_keys_by_uuid_then_pci_then_torch_index() -> None:
     assert device_key_for({"kind": "cpu"}, GPUS) == "cpu"
-    by_uuid = {"kind": "cuda", "uuid": "GPU-5D0B3A09-1C2E-4F6A-8B7C-9D0E1F2A3B4C", "torch_device": "cuda:3"}
+    by_uuid = {"kind": "cuda", "uuid": "GPU-5060D3E1-7A2B-4C1E-9F00-0123456789AB", "torch_device": "cuda:3"}
     assert device_key_for(by_uuid, GPUS) == RTX.key
     by_pci = {"kind": "cuda", "uuid": None, "pci_bus_id": 2, "pci_device_id": 0, "pci_domain_id": 0}
     assert device_key_for(by_pci, GPUS) == "pci:0000:02:00.0"
