@@ -4,6 +4,10 @@
 ``daemon`` runs the owner in this process; every other command is a thin client of the owner's socket
 (``gputray.scheduler.ipc``). Exit codes: 0 done, 1 the owner refused (the message says why), 2 bad
 usage, 3 no owner is running.
+
+``queue`` and ``logs`` (without ``--watch`` / ``--follow``) still answer when no owner runs: they read
+the queue file read-only (``store.read_saved_tasks``) and the log files, and say so on stderr.
+Everything that changes the queue needs the owner.
 """
 
 from __future__ import annotations
@@ -56,11 +60,16 @@ def _ask(op: str, **args: Any) -> dict[str, Any]:
         return client.request(op, **args)
 
 
-def _client_call(func: Any, args: argparse.Namespace) -> int:
-    """Run a client command; turn the IPC errors into messages and exit codes."""
+def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> int:
+    """Run a client command; turn the IPC errors into messages and exit codes.
+
+    ``offline(args)``, where given, answers from the files on disk when no owner runs.
+    """
     try:
         return int(func(args))
     except ipc.OwnerNotRunning as exc:
+        if offline is not None:
+            return _offline_call(offline, args)
         return _fail(str(exc), EXIT_NO_OWNER)
     except _OwnerGone as exc:
         return _fail(str(exc), EXIT_NO_OWNER)
@@ -74,6 +83,21 @@ def _client_call(func: Any, args: argparse.Namespace) -> int:
 
 class _UsageError(Exception):
     pass
+
+
+NO_OWNER_NOTE = "no gputray owner is running: showing the queue as saved on disk"
+
+
+def _offline_call(func: Any, args: argparse.Namespace) -> int:
+    from gputray.scheduler.store import StoreError, TaskNotFound
+
+    try:
+        return int(func(args))
+    except (StoreError, TaskNotFound) as exc:
+        return _fail(str(exc), EXIT_REFUSED)
+    except OSError as exc:
+        where = exc.filename or "a queue file"
+        return _fail(f"{where}: cannot read it ({exc.strerror or exc})", EXIT_REFUSED)
 
 
 class _OwnerGone(Exception):
@@ -401,7 +425,7 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="refresh every SECONDS until Ctrl+C (exit status 3 if the owner stops meanwhile)",
     )
-    p.set_defaults(func=lambda a: _client_call(_cmd_queue, a))
+    p.set_defaults(func=lambda a: _client_call(_cmd_queue, a, None if a.watch else _saved_queue))
 
 
 def _cmd_queue(args: argparse.Namespace) -> int:
@@ -413,19 +437,13 @@ def _cmd_queue(args: argparse.Namespace) -> int:
                 result = _ask_again(client, "queue", "the list above is the last one seen", all=args.all)
             else:
                 result = client.request("queue", all=args.all)
-            tasks = result.get("tasks", [])
-            if args.json:
-                print_task_json(tasks)
-            else:
-                if args.watch and tty:
+            if args.watch and not args.json:
+                if tty:
                     sys.stdout.write("\x1b[H\x1b[2J")
-                elif args.watch and not first:  # a pipe or a file: listings one after another
+                elif not first:  # a pipe or a file: listings one after another
                     sys.stdout.write("\n")
-                first = False
-                paused = [_pause_label(k) for k, v in (result.get("paused") or {}).items() if v]
-                if paused:
-                    print(f"paused: {', '.join(paused)}")
-                print(format_tasks(tasks, result.get("device_names") or {}))
+            first = False
+            _print_queue(result, args.json)
             sys.stdout.flush()
             if not args.watch:
                 return 0
@@ -433,6 +451,45 @@ def _cmd_queue(args: argparse.Namespace) -> int:
                 time.sleep(max(0.2, args.watch))
             except KeyboardInterrupt:
                 return 0
+
+
+def _print_queue(result: dict[str, Any], as_json: bool) -> None:
+    tasks = result.get("tasks", [])
+    if as_json:
+        print_task_json(tasks)
+        return
+    paused = [_pause_label(k) for k, v in (result.get("paused") or {}).items() if v]
+    if paused:
+        print(f"paused: {', '.join(paused)}")
+    print(format_tasks(tasks, result.get("device_names") or {}))
+
+
+def _saved_paused(paths: Any) -> dict[str, bool]:
+    """What ``pause`` left in ``paused.json`` (written by the owner's QueueService); {} if unreadable."""
+    try:
+        data = json.loads((paths.data_dir / "paused.json").read_text(encoding="utf-8"))
+        paused = {"queue": bool(data.get("queue", False))}
+        paused.update({str(k): True for k in data.get("devices", [])})
+        return paused
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def _saved_queue(args: argparse.Namespace) -> int:
+    """`gputray queue` without an owner: the queue file, read-only, in the owner's format."""
+    from gputray.scheduler.store import read_saved_tasks
+
+    paths = app_paths()
+    records = read_saved_tasks(paths.queue_db, include_finished=bool(args.all))
+    print(f"gputray: {NO_OWNER_NOTE}", file=sys.stderr)
+    result = {
+        "tasks": [r.to_json() for r in records],
+        "paused": _saved_paused(paths),
+        "device_names": {"cpu": "CPU"},
+    }
+    _print_queue(result, args.json)
+    sys.stdout.flush()
+    return 0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -522,7 +579,7 @@ def _register_logs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         action="store_true",
         help="keep printing until the task finishes (exit status 3 if the owner stops first)",
     )
-    p.set_defaults(func=lambda a: _client_call(_cmd_logs, a))
+    p.set_defaults(func=lambda a: _client_call(_cmd_logs, a, None if a.follow else _saved_log))
 
 
 def _cmd_logs(args: argparse.Namespace) -> int:
@@ -548,6 +605,32 @@ def _cmd_logs(args: argparse.Namespace) -> int:
                 time.sleep(0.25)
             except KeyboardInterrupt:
                 return 0
+
+
+def _saved_log(args: argparse.Namespace) -> int:
+    """`gputray logs ID` without an owner: the log path from the queue file (read-only), then the log."""
+    import codecs
+
+    from gputray.scheduler.store import read_saved_task
+
+    text_id = str(args.id).strip().lstrip("#")
+    if not text_id.isdigit():
+        return _fail(f"task ids are numbers, not {args.id!r}; see `gputray queue`", EXIT_REFUSED)
+    rec = read_saved_task(app_paths().queue_db, int(text_id))
+    print("gputray: no gputray owner is running: showing the log as saved on disk", file=sys.stderr)
+    if not rec.log_path:
+        print(f"gputray: task {args.id} has no log yet ({rec.state})", file=sys.stderr)
+        return 0
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    try:
+        with open(rec.log_path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                sys.stdout.write(decoder.decode(chunk))
+    except FileNotFoundError:
+        return 0  # as the owner answers: the job has not written anything yet
+    sys.stdout.write(decoder.decode(b"", final=True))
+    sys.stdout.flush()
+    return 0
 
 
 # --------------------------------------------------------------------------------------------------

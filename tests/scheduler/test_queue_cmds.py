@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,19 +123,135 @@ def test_listing_columns_line_up_with_japanese_names() -> None:
     assert queue_cmds._cells(second[: second.index("exit 0")]) == column
 
 
-def test_queue_imports_only_what_it_needs(tmp_path: Path) -> None:
-    """`gputray queue` starts fast: it builds its own parser only and never loads the monitor, the
-    owner, the store, the doctor, APScheduler or psutil (those belong to the daemon)."""
+HEAVY = (
+    "gputray.monitor",
+    "apscheduler",
+    "psutil",
+    "gputray.scheduler.owner",
+    "gputray.scheduler.doctor",
+    "gputray.scheduler.queue_service",
+    "PySide6",
+)
+
+
+def _main_in_child(home: Path, argv: list[str], heavy: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in a fresh interpreter; its last stdout line is `EXIT <code> <heavy modules loaded>`."""
     code = (
         "import sys\n"
         "from gputray.gui.entry import main\n"
-        "code = main(['queue', '--json'])\n"
-        "heavy = sorted(m for m in sys.modules if m.startswith(('gputray.monitor', 'apscheduler', 'psutil', "
-        "'sqlite3', 'gputray.scheduler.owner', 'gputray.scheduler.store', 'gputray.scheduler.doctor', "
-        "'gputray.scheduler.queue_service', 'PySide6')))\n"
-        "print(code, heavy)\n"
+        f"code = main({argv!r})\n"
+        f"heavy = sorted(m for m in sys.modules if m.startswith({heavy!r}))\n"
+        "print('EXIT', code, heavy)\n"
     )
-    env = {**os.environ, "GPUTRAY_HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "3 []", done.stdout + done.stderr  # 3: no owner running
+    env = {**os.environ, "GPUTRAY_HOME": str(home)}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_queue_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """`gputray queue` starts fast: it never loads the monitor, the owner, the doctor, APScheduler or
+    psutil (those belong to the daemon). Commands that need the owner load no SQLite either."""
+    done = _main_in_child(tmp_path, ["queue", "--json"], HEAVY)
+    assert done.stdout.splitlines() == ["[]", "EXIT 0 []"], done.stdout + done.stderr  # nothing saved yet
+    store = ("sqlite3", "gputray.scheduler.store")
+    done = _main_in_child(tmp_path, ["cancel", "1"], (*HEAVY, *store))
+    assert done.stdout.strip() == "EXIT 3 []", done.stdout + done.stderr  # 3: no owner running
     assert "gputray daemon" in done.stderr
+
+
+@pytest.fixture
+def saved_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Any]]:
+    """A queue left on disk by an owner that is gone: a failed job with a log, a waiting and a running one."""
+    from gputray.scheduler.paths import app_paths
+    from gputray.scheduler.store import TaskStore
+    from gputray.scheduler.tasks import TaskSpec
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("GPUTRAY_HOME", str(home))
+    paths = app_paths()
+    store = TaskStore(paths.queue_db)
+    failed, waiting, running = store.add_many(
+        TaskSpec(kind="command", name=n, argv=("prog", n)) for n in ("学習.py", "upscale cat.png", "bench")
+    )
+    paths.logs_dir.mkdir(parents=True)
+    log = paths.logs_dir / f"{failed.id}.log"
+    log.write_bytes("epoch 1 loss 0.5\nこんにちは\n".encode() + b"\xff\n")
+    store.update(failed.id, state="failed", exit_code=4, log_path=str(log), started_at=5.0, ended_at=9.0)
+    store.update(
+        waiting.id, state="waiting", reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB"
+    )
+    store.update(running.id, state="running", device="pci:0000:64:00.0", pid=1)
+    store.close()
+    paths.data_dir.joinpath("paused.json").write_text('{"queue": false, "devices": ["pci:0000:64:00.0"]}')
+    from gputray.scheduler.store import read_saved_tasks
+
+    return home, read_saved_tasks(paths.queue_db)
+
+
+def _cli(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GPUTRAY_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "gputray.gui.entry", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _db_files(home: Path) -> dict[str, bytes]:
+    return {
+        p.name: p.read_bytes() for p in sorted((home / "data").glob("queue.sqlite3*")) if "-shm" not in p.name
+    }
+
+
+NOTE = "no gputray owner is running: showing the queue as saved on disk"
+
+
+def test_queue_without_an_owner_shows_the_saved_queue(saved_queue: tuple[Path, list[Any]]) -> None:
+    home, records = saved_queue
+    before = _db_files(home)
+    as_json = _cli(home, "queue", "--all", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == [r.to_json() for r in records]  # the owner's document, unchanged
+    assert NOTE in as_json.stderr and NOTE not in as_json.stdout
+    pending = json.loads(_cli(home, "queue", "--json").stdout)
+    assert [t["state"] for t in pending] == ["running", "waiting"]  # a crash's `running` is shown as saved
+
+    text = _cli(home, "queue", "--all")
+    assert text.returncode == 0 and NOTE in text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0] == "paused: pci:0000:64:00.0"
+    assert lines[1].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
+    assert "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB" in text.stdout
+    assert any("学習.py" in line and "exit 4" in line for line in lines)
+    assert _db_files(home) == before  # read only: nothing recovered, migrated or checkpointed
+
+
+def test_logs_without_an_owner_print_the_saved_log(saved_queue: tuple[Path, list[Any]]) -> None:
+    home, records = saved_queue
+    failed = next(r for r in records if r.state == "failed")
+    out = _cli(home, "logs", str(failed.id))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "epoch 1 loss 0.5\nこんにちは\n\ufffd\n"
+    assert "no gputray owner is running" in out.stderr
+    no_log = _cli(home, "logs", str(next(r.id for r in records if r.state == "waiting")))
+    assert no_log.returncode == 0 and no_log.stdout == "" and "has no log yet (waiting)" in no_log.stderr
+    unknown = _cli(home, "logs", "99")
+    assert unknown.returncode == 1 and "no task #99 in the queue" in unknown.stderr
+    word = _cli(home, "logs", "abc")
+    assert word.returncode == 1 and "task ids are numbers" in word.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["cancel", "1"], ["retry", "1"], ["pause"], ["resume"], ["queue", "--watch"], ["logs", "1", "--follow"]],
+)
+def test_changing_or_watching_the_queue_still_needs_the_owner(
+    saved_queue: tuple[Path, list[Any]], argv: list[str]
+) -> None:
+    home, _ = saved_queue
+    before = _db_files(home)
+    out = _cli(home, *argv)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "no gputray owner is running: start the tray app" in out.stderr
+    assert _db_files(home) == before
