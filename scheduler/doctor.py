@@ -402,6 +402,22 @@ def _failed_probe_pair(
             if explained
             else Diagnosis(result.message)
         )
+    error = (result.message + "\n" + result.stderr_tail).strip()
+    return _failed_pair(env, key, name, vendor, found, facts, error, torch_version=facts.torch_version)
+
+
+def _failed_pair(
+    env: PythonEnv,
+    key: str,
+    name: str,
+    vendor: str,
+    found: Diagnosis,
+    facts: _EnvFacts,
+    error: str,
+    *,
+    torch_version: str | None,
+) -> PairResult:
+    """A "fails" row for a device the probe gave no report on (it crashed, hung, or torch did not import)."""
     return PairResult(
         env_name=env.name,
         python=str(env.python),
@@ -411,10 +427,10 @@ def _failed_probe_pair(
         verdict="fails",
         reason=found.reason,
         fix=found.fix,
-        torch_version=facts.torch_version,
+        torch_version=torch_version,
         extra_env=env.extra_env,
         probed_at_s=facts.probed_at_s,
-        error=(result.message + "\n" + result.stderr_tail).strip(),
+        error=error,
     )
 
 
@@ -439,24 +455,11 @@ def pairs_from_probe(
     gpus = _real_gpus(known)
     if result.status == "ok" and data.get("torch_error"):
         text = str(data.get("torch_traceback") or data["torch_error"])
+        error = str(data["torch_error"])
         pairs = []
         for key, name, vendor in [("cpu", "CPU", "cpu"), *((i.key, i.name, i.vendor) for i in gpus)]:
             found = diagnose(text, vendor=vendor, env=env)
-            pairs.append(
-                PairResult(
-                    env_name=env.name,
-                    python=str(env.python),
-                    device_key=key,
-                    device_name=name,
-                    vendor=vendor,
-                    verdict="fails",
-                    reason=found.reason,
-                    fix=found.fix,
-                    extra_env=env.extra_env,
-                    probed_at_s=facts.probed_at_s,
-                    error=str(data["torch_error"]),
-                )
-            )
+            pairs.append(_failed_pair(env, key, name, vendor, found, facts, error, torch_version=None))
         return pairs
     if result.status == "ok" and "devices" in data:
         devices = list(data["devices"])
