@@ -253,6 +253,13 @@ def test_kill_9_mid_run_loses_nothing(daemons: Callable[..., Daemon], home: Path
     del ra
 
     d.kill9()
+    # No owner now: the CLI still shows the queue as saved (read-only: nothing recovered yet) and the logs.
+    offline = d.cli("queue", "--all", "--json")
+    assert offline.returncode == 0, offline.stderr
+    assert "no gputray owner is running: showing the queue as saved on disk" in offline.stderr
+    saved = {t["id"]: t["state"] for t in json.loads(offline.stdout)}
+    assert saved[a] == saved[b] == "running" and saved[c] in ("queued", "waiting")
+    assert "b runs" in d.cli("logs", str(b)).stdout
     d2 = daemons()
 
     fa = d2.wait_state(a, {"succeeded"}, 40)
@@ -290,11 +297,17 @@ def test_socket_permissions_and_a_single_owner(daemons: Callable[..., Daemon]) -
 def test_no_owner_tells_how_to_start_one(home: Path) -> None:
     env = {**os.environ, "GPUTRAY_HOME": str(home)}
     out = subprocess.run(
-        [PY, "-m", "gputray.gui.entry", "queue"], env=env, capture_output=True, text=True, timeout=30
+        [PY, "-m", "gputray.gui.entry", "cancel", "1"], env=env, capture_output=True, text=True, timeout=30
     )
     assert out.returncode == 3
     assert "no gputray owner is running" in out.stderr
     assert "gputray daemon" in out.stderr
+    listing = subprocess.run(
+        [PY, "-m", "gputray.gui.entry", "queue"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert listing.returncode == 0 and listing.stdout.strip() == "the queue is empty"
+    assert "no gputray owner is running: showing the queue as saved on disk" in listing.stderr
+    assert not (home / "data").exists()  # looking created nothing
 
 
 HOSTILE_NAMES = [
@@ -369,6 +382,17 @@ def test_cli_round_trip_logs_retry_pause(daemons: Callable[..., Daemon], home: P
         lambda: (x := d.task(fail_id))["state"] == "failed" and x["ended_at"] != first_end, 30, "the retry"
     )
     assert d.log_text(fail_id).splitlines().count("oops") == 2  # one log per task, both runs kept
+    (home / "photos").mkdir()
+    (home / "notes.txt").write_text("x")
+    (home / "ok.py").write_text("print('ok')")
+    before = d.cli("queue", "--all", "--json").stdout
+    several = d.cli("submit", "ok.py", "missing.mp4", "photos/", "notes.txt")
+    assert several.returncode == 1
+    assert "3 of 4 files cannot be queued, so none was queued" in several.stderr
+    assert "submit the files again" in several.stderr
+    for line in ("missing.mp4: no such file", "photos: is a folder", "notes.txt: no recipe handles"):
+        assert line in several.stderr, several.stderr
+    assert d.cli("queue", "--all", "--json").stdout == before  # all or nothing
     bad = d.cli("submit", "--task", str(home / "missing.toml"))
     assert bad.returncode == 1 and "missing.toml" in bad.stderr
     usage = d.cli("submit", "x.png", "--max-wait", "soon")
@@ -513,4 +537,7 @@ def test_daemon_stop_is_graceful(daemons: Callable[..., Daemon]) -> None:
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not ipc.socket_path(d.paths).exists()
     again = d.cli("queue", "--all", "--json")
-    assert again.returncode == 3
+    assert again.returncode == 0, again.stderr  # no owner now: the queue as saved on disk
+    assert "no gputray owner is running" in again.stderr
+    (saved,) = json.loads(again.stdout)
+    assert saved["id"] == job and saved["state"] not in ("queued", "waiting", "running")
