@@ -408,7 +408,8 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser(
         "queue",
         help="list queued and running tasks",
-        description=f"List the tasks waiting or running, with why each waits. {STATES_HELP}.",
+        description=f"List the tasks waiting or running, with why each waits. {STATES_HELP}. With no owner "
+        "running, shows the queue as saved on disk (read-only; a note on stderr says so).",
     )
     p.add_argument("--all", action="store_true", help="include finished tasks")
     p.add_argument(
@@ -570,7 +571,9 @@ def _cmd_pause(args: argparse.Namespace, op: str) -> int:
 
 def _register_logs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "logs", help="print a task's output", description="Print a task's log (stdout and stderr)."
+        "logs",
+        help="print a task's output",
+        description="Print a task's log (stdout and stderr); without a running owner too, except --follow.",
     )
     p.add_argument("id", metavar="ID")
     p.add_argument(
