@@ -13,12 +13,13 @@ import ctypes
 import itertools
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from gputray.monitor.process_group import kill_group, own_group_popen_kwargs
 
 VulkanDeviceType = Literal["integrated", "discrete", "virtual", "cpu", "other"]
 
@@ -714,13 +715,6 @@ def enumerate_devices(
     everything it started.
     """
     cmd = [python or sys.executable, "-m", WORKER_MODULE]
-    kwargs: dict[str, Any] = {}
-    if sys.platform == "win32":
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | getattr(
-            subprocess, "CREATE_NO_WINDOW", 0
-        )
-    else:
-        kwargs["start_new_session"] = True
     try:
         proc = subprocess.Popen(
             cmd,
@@ -728,14 +722,14 @@ def enumerate_devices(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            **kwargs,
+            **own_group_popen_kwargs(),
         )
     except OSError as exc:
         return VulkanEnumeration(reason=f"Vulkan enumeration could not start {cmd[0]}: {exc}")
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         proc.communicate()
         return VulkanEnumeration(
             reason=f"Vulkan enumeration hung for {timeout_s:g} s and was killed (a broken Vulkan driver?)"
@@ -758,13 +752,3 @@ def enumerate_devices(
         return from_json(json.loads(out.decode("utf-8")))
     except (ValueError, UnicodeDecodeError) as exc:
         return VulkanEnumeration(reason=f"Vulkan enumeration printed something unreadable ({exc}){detail}")
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        if sys.platform == "win32":
-            proc.kill()
-        else:
-            os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass

@@ -17,9 +17,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import psutil
+
+from gputray.monitor.process_group import own_group_popen_kwargs
 
 KillReason = Literal["cancelled", "timeout", "lost", "shutdown"]
 
@@ -166,13 +168,6 @@ def launch(
     if not argv:
         raise LaunchFailed("nothing to run: the argument list is empty")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    kwargs: dict[str, Any] = {}
-    if sys.platform == "win32":
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | getattr(
-            subprocess, "CREATE_NO_WINDOW", 0
-        )
-    else:
-        kwargs["start_new_session"] = True
     with log_path.open("ab") as log:
         if header:
             log.write(header.encode("utf-8", "replace") + b"\n")
@@ -186,7 +181,7 @@ def launch(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 close_fds=True,
-                **kwargs,
+                **own_group_popen_kwargs(),
             )
         except FileNotFoundError as exc:
             missing = argv[0] if exc.filename in (None, argv[0]) else exc.filename

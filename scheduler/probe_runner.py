@@ -24,6 +24,7 @@ from typing import IO, Any, Literal
 
 import psutil
 
+from gputray.monitor.process_group import kill_group, own_group_popen_kwargs
 from gputray.resources import resource_path
 
 ProbeStatus = Literal["ok", "timeout", "crashed", "garbage", "missing", "not_runnable"]
@@ -80,12 +81,7 @@ def _parse_document(stdout: str) -> dict[str, Any] | None:
 
 def _kill_tree(proc: subprocess.Popen[bytes], descendants: Sequence[psutil.Process]) -> None:
     """Kill the probe's process group (POSIX) and every descendant we saw, even ones that left the group."""
-    if os.name == "posix":
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    else:
-        with contextlib.suppress(OSError):
-            proc.kill()
+    kill_group(proc)
     for child in descendants:
         with contextlib.suppress(psutil.Error):
             child.kill()
@@ -158,11 +154,6 @@ def run_python(
     if python.is_dir():
         return ProbeResult("not_runnable", f"{python} is a folder, not a Python interpreter", python)
     argv = [str(python), "-I", str(probe_script()), *args]
-    popen_kwargs: dict[str, Any] = {}
-    if os.name == "posix":
-        popen_kwargs["start_new_session"] = True
-    else:
-        popen_kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
     try:
         proc = subprocess.Popen(
             argv,
@@ -171,7 +162,7 @@ def run_python(
             stderr=subprocess.PIPE,
             env=_child_env(extra_env or {}),
             cwd=str(probe_script().parent),
-            **popen_kwargs,
+            **own_group_popen_kwargs(),
         )
     except OSError as exc:
         reason = exc.strerror or str(exc)
