@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gputray.monitor.factory import build_monitor
@@ -134,6 +135,24 @@ def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:
     sys.stdout.flush()
 
 
+def _show_and_watch(
+    doc: dict[str, Any], next_doc: Callable[[], dict[str, Any] | None], args: argparse.Namespace
+) -> int:
+    """Show ``doc``; with --watch, show ``next_doc()`` every interval until Ctrl+C (or the owner goes)."""
+    try:
+        while True:
+            _show(doc, args.json, args.watch is not None)
+            if args.watch is None:
+                return 0
+            time.sleep(max(0.2, args.watch))
+            refreshed = next_doc()
+            if refreshed is None:
+                return error("the gputray owner stopped answering")
+            doc = refreshed
+    except KeyboardInterrupt:
+        return 0
+
+
 def run(args: argparse.Namespace) -> int:
     # Poll from one place only: while the tray or `gputray daemon` runs, show what it reads.
     if not uses_custom_source(args):
@@ -141,17 +160,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             doc = _owner_doc(client)
             if doc is not None:
-                try:
-                    while True:
-                        _show(doc, args.json, args.watch is not None)
-                        if args.watch is None:
-                            return 0
-                        time.sleep(max(0.2, args.watch))
-                        doc = _owner_doc(client)
-                        if doc is None:
-                            return error("the gputray owner stopped answering")
-                except KeyboardInterrupt:
-                    return 0
+                return _show_and_watch(doc, lambda: _owner_doc(client), args)
         finally:
             client.close()
     try:
@@ -166,13 +175,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         monitor.sample_once()
         time.sleep(RATE_GAP_S)
-        doc = _snapshot_doc(monitor)
-        while True:
-            _show(doc, args.json, args.watch is not None)
-            if args.watch is None:
-                return 0
-            time.sleep(max(0.2, args.watch))
-            doc = _snapshot_doc(monitor)
+        return _show_and_watch(_snapshot_doc(monitor), lambda: _snapshot_doc(monitor), args)
     except KeyboardInterrupt:
         return 0
     finally:
