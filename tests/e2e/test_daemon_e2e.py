@@ -24,6 +24,7 @@ import pytest
 import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from waiting import wait_for
 
 from gputray.resources import resource_path
 from gputray.scheduler import ipc
@@ -46,17 +47,6 @@ ENV_PRINTER = textwrap.dedent(
     print("ARGV=" + repr(sys.argv[1:]))
     """
 )
-
-
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Daemon:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler.owner import Owner, _decode_utf8_prefix
@@ -19,17 +20,6 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix s
 AMD = "pci:0000:64:00.0"
 NVIDIA = "pci:0000:01:00.0"
 PY = sys.executable
-
-
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture
