@@ -26,7 +26,15 @@ from typing import Any
 
 import psutil
 
-from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessKind, ProcessUse, Sample
+from gputray.monitor.records import (
+    BackendPoll,
+    DeviceInfo,
+    DeviceReading,
+    DeviceState,
+    ProcessKind,
+    ProcessUse,
+    Sample,
+)
 from gputray.monitor.sysfs import normalize_bdf, pci_key, read_int, read_str
 
 log = logging.getLogger(__name__)
@@ -350,35 +358,21 @@ class NvmlBackend:
         )
 
     def _asleep_reading(self, gpu: _PciGpu, now_s: float) -> DeviceReading:
-        info = self._sysfs_info(gpu)
-        sample = Sample(
-            key=info.key,
-            timestamp_s=now_s,
-            state="asleep",
-            reason="asleep (runtime suspended); not read so it stays asleep",
-            vram_total_bytes=info.vram_total_bytes,
-        )
-        return DeviceReading(info, sample)
+        why = "asleep (runtime suspended); not read so it stays asleep"
+        return self._sysfs_reading(gpu, now_s, "asleep", why)
 
     def _unavailable_reading(self, gpu: _PciGpu, now_s: float, reason: str | None = None) -> DeviceReading:
-        info = self._sysfs_info(gpu)
-        sample = Sample(
-            key=info.key,
-            timestamp_s=now_s,
-            state="unavailable",
-            reason=reason or self.unavailable_reason or "NVML is not available",
-            vram_total_bytes=info.vram_total_bytes,
-        )
-        return DeviceReading(info, sample)
+        why = reason or self.unavailable_reason or "NVML is not available"
+        return self._sysfs_reading(gpu, now_s, "unavailable", why)
 
     def _released_reading(self, gpu: _PciGpu, now_s: float) -> DeviceReading:
+        return self._sysfs_reading(gpu, now_s, "ok", "idle; NVML let go of it so it can go to sleep")
+
+    def _sysfs_reading(self, gpu: _PciGpu, now_s: float, state: DeviceState, reason: str) -> DeviceReading:
+        """What sysfs alone says (NVML not asked): who the GPU is, its memory size, and why no more."""
         info = self._sysfs_info(gpu)
-        sample = Sample(
-            key=info.key,
-            timestamp_s=now_s,
-            reason="idle; NVML let go of it so it can go to sleep",
-            vram_total_bytes=info.vram_total_bytes,
-        )
+        total = info.vram_total_bytes
+        sample = Sample(key=info.key, timestamp_s=now_s, state=state, reason=reason, vram_total_bytes=total)
         return DeviceReading(info, sample)
 
     # ---------------------------------------------------------------- NVML session
