@@ -78,3 +78,14 @@ def test_installed_wheel_runs_the_cli_from_outside_the_checkout(wheel: Path, tmp
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().startswith(str(target))
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    """README.md opens with two set-up commands; .ci/run must run the second one exactly as written."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert readme[0].startswith("```")
+    closing = readme.index("```", 1)
+    commands = [line for line in readme[1:closing] if line.strip()]
+    assert len(commands) == 2
+    ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert commands[1] in ci_lines
