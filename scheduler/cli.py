@@ -44,12 +44,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    registered: set[str] = set()
     modules = [COMMAND_MODULES[only]] if only in COMMAND_MODULES else COMMAND_MODULES.values()
-    for module_name in dict.fromkeys(modules):
-        if module_name in registered:
-            continue
-        registered.add(module_name)
+    for module_name in dict.fromkeys(modules):  # each module once, though it registers several names
         module: Any = importlib.import_module(f"gputray.scheduler.commands.{module_name}")
         module.register(sub)
     return parser
