@@ -192,28 +192,6 @@ class TaskStore:
             self._spec_cache[text] = spec
         return spec
 
-    def _record(self, row: Sequence[Any]) -> TaskRecord:
-        return TaskRecord(
-            id=row[0],
-            spec=self._spec(row[1]),
-            state=cast(TaskState, row[2]),
-            device=row[3],
-            env=row[4],
-            reason=row[5],
-            exit_code=row[6],
-            attempts=row[7],
-            submitted_at=row[8],
-            started_at=row[9],
-            ended_at=row[10],
-            log_path=row[11],
-            pid=row[12],
-            pid_create_time=row[13],
-            position=row[14],
-            queued_at=row[15],
-            not_before=row[16],
-            overtakes=row[17],
-        )
-
     def _transaction(self) -> _Tx:
         return _Tx(self._db, self._lock)
 
@@ -221,7 +199,7 @@ class TaskStore:
         """Every task by id (in id order), loaded once; callers hold ``self._lock``."""
         if self._rows is None:
             rows = self._db.execute(f"SELECT {_COLUMNS} FROM tasks ORDER BY id").fetchall()
-            self._rows = {row[0]: self._record(row) for row in rows}
+            self._rows = {row[0]: _record_from_row(row, self._spec) for row in rows}
         return self._rows
 
     def _fetch(self, task_id: int) -> TaskRecord:
@@ -232,7 +210,7 @@ class TaskStore:
                 if self._rows is not None:
                     self._rows.pop(task_id, None)
                 raise TaskNotFound(task_id)
-            rec = self._record(row)
+            rec = _record_from_row(row, self._spec)
             if self._rows is not None:
                 self._rows[task_id] = rec
         return rec
@@ -469,7 +447,7 @@ def read_saved_tasks(path: Path, *, include_finished: bool = True) -> builtins.l
     Raises StoreError for a file that cannot be read or was written by a newer gputray.
     """
     rows = _read_only_rows(Path(path), "")
-    records = [_record_from_row(row) for row in rows]
+    records = [_record_from_row(row, _spec_from_json) for row in rows]
     if not include_finished:
         records = [r for r in records if r.state in _UNFINISHED]
     return sorted(records, key=_display_order)
@@ -480,7 +458,7 @@ def read_saved_task(path: Path, task_id: int) -> TaskRecord:
     rows = _read_only_rows(Path(path), " WHERE id = ?", (task_id,))
     if not rows:
         raise TaskNotFound(task_id)
-    return _record_from_row(rows[0])
+    return _record_from_row(rows[0], _spec_from_json)
 
 
 def _read_only_rows(path: Path, where: str, params: tuple[Any, ...] = ()) -> builtins.list[Any]:
@@ -507,10 +485,11 @@ def _read_only_rows(path: Path, where: str, params: tuple[Any, ...] = ()) -> bui
         db.close()
 
 
-def _record_from_row(row: Sequence[Any]) -> TaskRecord:
+def _record_from_row(row: Sequence[Any], spec_of: Callable[[str], TaskSpec]) -> TaskRecord:
+    """A ``SELECT {_COLUMNS}`` row as a record; ``spec_of`` decodes the spec (the store passes its cache)."""
     return TaskRecord(
         id=row[0],
-        spec=_spec_from_json(row[1]),
+        spec=spec_of(row[1]),
         state=cast(TaskState, row[2]),
         device=row[3],
         env=row[4],
