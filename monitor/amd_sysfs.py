@@ -40,7 +40,7 @@ from gputray.monitor.records import (
     ProcessUse,
     Sample,
 )
-from gputray.monitor.sysfs import normalize_bdf, pci_key
+from gputray.monitor.sysfs import int_of, normalize_bdf, pci_key, text_of
 
 log = logging.getLogger(__name__)
 
@@ -51,25 +51,8 @@ _LEVEL_RE = re.compile(rb"(\d+)\s*mhz", re.IGNORECASE)
 _GIB = 1 << 30
 
 
-def _text(raw: bytes | None) -> str | None:
-    if raw is None:
-        return None
-    text = raw.replace(b"\x00", b"").decode("utf-8", "replace").strip()
-    return text or None
-
-
-def _int(raw: bytes | None) -> int | None:
-    text = _text(raw)
-    if text is None:
-        return None
-    try:
-        return int(text, 16) if text[:2].lower() == "0x" else int(text)
-    except ValueError:
-        return None
-
-
 def _read_int(path: str) -> int | None:
-    return _int(read_file_bytes(path, 4096))
+    return int_of(text_of(read_file_bytes(path, 4096)))
 
 
 def _current_level_mhz(raw: bytes | None) -> int | None:
@@ -86,7 +69,7 @@ def _current_level_mhz(raw: bytes | None) -> int | None:
 
 def _uevent(raw: bytes | None) -> dict[str, str]:
     values: dict[str, str] = {}
-    text = _text(raw)
+    text = text_of(raw)
     if text is None:
         return values
     for line in text.splitlines():
@@ -98,7 +81,7 @@ def _uevent(raw: bytes | None) -> dict[str, str]:
 
 def _properties(raw: bytes | None) -> dict[str, int]:
     props: dict[str, int] = {}
-    text = _text(raw)
+    text = text_of(raw)
     if text is None:
         return props
     for line in text.splitlines():
@@ -221,7 +204,7 @@ class AmdSysfsBackend:
 
     def _read_card(self, card_dir: str, card_name: str, kfd: str, now_s: float) -> DeviceReading | None:
         device = f"{card_dir}/device"
-        runtime = _text(read_file_bytes(f"{device}/power/runtime_status", 64))
+        runtime = text_of(read_file_bytes(f"{device}/power/runtime_status", 64))
         ident = _uevent(read_file_bytes(f"{device}/uevent", 4096))
         if not ident and runtime is None:
             return None  # gone (or not a device at all)
@@ -302,7 +285,7 @@ class AmdSysfsBackend:
         if render is None and node is not None and node.render_minor:
             render = f"renderD{node.render_minor}"
         revision = _read_int(f"{device}/revision")
-        product = _text(read_file_bytes(f"{device}/product_name", 4096))
+        product = text_of(read_file_bytes(f"{device}/product_name", 4096))
         vram_total = _read_int(f"{device}/mem_info_vram_total")
         gtt_total = _read_int(f"{device}/mem_info_gtt_total")
         compute_units = node.compute_units if node is not None else None
@@ -340,7 +323,7 @@ class AmdSysfsBackend:
             if not files:
                 continue
             labels = {
-                name[: -len("_label")]: _text(read_file_bytes(f"{base}/{name}", 256))
+                name[: -len("_label")]: text_of(read_file_bytes(f"{base}/{name}", 256))
                 for name in files
                 if name.endswith("_label") and (name.startswith("temp") or name.startswith("freq"))
             }

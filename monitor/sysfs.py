@@ -12,23 +12,30 @@ from pathlib import Path
 _BDF_RE = re.compile(r"^(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
 
 
-def read_str(path: Path) -> str | None:
-    try:
-        raw = path.read_bytes()
-    except OSError:
+def text_of(raw: bytes | None) -> str | None:
+    """A sysfs value's bytes as text: NUL padding and surrounding whitespace dropped; None if empty."""
+    if raw is None:
         return None
     text = raw.replace(b"\x00", b"").decode("utf-8", errors="replace").strip()
     return text or None
 
 
-def read_int(path: Path) -> int | None:
-    text = read_str(path)
+def int_of(text: str | None) -> int | None:
+    """Decimal or ``0x`` hex text as an int; None if it is neither."""
     if text is None:
         return None
     try:
         return int(text, 0) if text.lower().startswith("0x") else int(text)
     except ValueError:
         return None
+
+
+def read_str(path: Path) -> str | None:
+    return text_of(read_bytes(path))
+
+
+def read_int(path: Path) -> int | None:
+    return int_of(read_str(path))
 
 
 def read_bytes(path: Path) -> bytes | None:
