@@ -418,17 +418,7 @@ class TrayApp(QObject):
     # -- events ----------------------------------------------------------------------------------------
     def _on_snapshot(self, snap: Snapshot) -> None:
         self.latest = snap
-        counts = self.model.counts()
-        waiting = counts.get("queued", 0) + counts.get("waiting", 0)
-        running = counts.get("running", 0)
-        picture = picture_for(
-            snap,
-            waiting=waiting,
-            demo=self.demo,
-            default_limit_c=self.temp_limit_c,
-            igpu_limit_c=self.igpu_temp_limit_c,
-        )
-        self.icon_ctl.update(picture, summary_line(snap, waiting=waiting, running=running, demo=self.demo))
+        self._refresh_icon(snap)
         if snap.events:
             self.notifier.on_device_events(snap.events)
         names = {r.info.key: short_name(r.info.name) for r in snap.readings}
@@ -443,7 +433,20 @@ class TrayApp(QObject):
         self.notifier.on_queue_event(kind, task, message)
         self.panel.update_queue_label()
         if self.latest is not None:
-            self._on_snapshot(self.latest)
+            self._refresh_icon(self.latest)  # the waiting mark and counts; the snapshot itself is old
+
+    def _refresh_icon(self, snap: Snapshot) -> None:
+        counts = self.model.counts()
+        waiting = counts.get("queued", 0) + counts.get("waiting", 0)
+        running = counts.get("running", 0)
+        picture = picture_for(
+            snap,
+            waiting=waiting,
+            demo=self.demo,
+            default_limit_c=self.temp_limit_c,
+            igpu_limit_c=self.igpu_temp_limit_c,
+        )
+        self.icon_ctl.update(picture, summary_line(snap, waiting=waiting, running=running, demo=self.demo))
 
     def _on_panel_shown(self) -> None:
         if self.latest is not None:
