@@ -29,17 +29,20 @@ def default_config() -> dict[str, Any]:
         return tomllib.load(f)
 
 
-def load_config(path: Path | None = None) -> dict[str, Any]:
-    """Defaults merged with the user's file; a malformed file raises ConfigError naming the file and line."""
-    path = path or app_paths().config_file
-    config = default_config()
+def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
+    """The user's file alone ({} when absent); a malformed one raises ConfigError naming the file and line
+    (``malformed_hint`` is appended to that message)."""
     if not path.exists():
-        return config
+        return {}
     try:
         with path.open("rb") as f:
-            user = tomllib.load(f)
+            return tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+        raise ConfigError(f"{path}: {exc}{malformed_hint}") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
-    return _merge(config, user)
+
+
+def load_config(path: Path | None = None) -> dict[str, Any]:
+    """Defaults merged with the user's file; a malformed file raises ConfigError naming the file and line."""
+    return _merge(default_config(), read_user_config(path or app_paths().config_file))

@@ -19,7 +19,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 import tomli_w
 
-from gputray.scheduler.config import ConfigError, load_config
+from gputray.scheduler.config import ConfigError, load_config, read_user_config
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.probe_runner import python_version_info
 
@@ -104,25 +103,13 @@ def load_envs(path: Path | None = None) -> list[PythonEnv]:
     return envs
 
 
-def _read_user_file(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc} (fix the file first; gputray will not overwrite it)") from exc
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
-
-
 def save_envs(envs: Iterable[PythonEnv], path: Path | None = None) -> None:
     """Write the env list into the user's config file, keeping every other key of that file.
 
     The previous file is kept as ``config.toml.bak`` (TOML writers drop comments).
     """
     where = _config_path(path)
-    user = _read_user_file(where)
+    user = read_user_config(where, malformed_hint=" (fix the file first; gputray will not overwrite it)")
     user.pop("env", None)
     text = tomli_w.dumps(user)
     blocks = [_env_block(env) for env in envs]
