@@ -360,9 +360,7 @@ class AmdSysfsBackend:
                 power_w = micro / 1e6
                 break
         vram_used = _read_int(f"{device}/mem_info_vram_used")
-        vram_total = _read_int(f"{device}/mem_info_vram_total")
         gtt_used = _read_int(f"{device}/mem_info_gtt_used")
-        gtt_total = _read_int(f"{device}/mem_info_gtt_total")
         sclk = _current_level_mhz(read_file_bytes(f"{device}/pp_dpm_sclk", 4096))
         if sclk is None and card.sclk_input is not None:
             hz = _read_int(card.sclk_input)
@@ -381,7 +379,7 @@ class AmdSysfsBackend:
             throttle = metrics.throttle_reasons()
             if throttle is None:
                 throttle = residency_throttle(card.last_metrics, metrics)
-        values = (util, temp_c, power_w, vram_used, vram_total, gtt_used, gtt_total, sclk, mclk)
+        values = (util, temp_c, power_w, vram_used, gtt_used, sclk, mclk)
         if all(v is None for v in values) and not os.path.isdir(device):
             return None  # the card went away while being read
         missing = [
@@ -397,9 +395,9 @@ class AmdSysfsBackend:
             temp_c=temp_c,
             power_w=power_w,
             vram_used_bytes=vram_used,
-            vram_total_bytes=vram_total,
+            vram_total_bytes=card.info.vram_total_bytes,  # read once by _discover: totals do not change
             shared_used_bytes=gtt_used,
-            shared_total_bytes=gtt_total,
+            shared_total_bytes=card.info.shared_total_bytes,
             sclk_mhz=sclk,
             mclk_mhz=mclk,
             throttle=throttle,
