@@ -138,7 +138,9 @@ class DeviceCard(QFrame):
         sim = "  [" + tr("simulated") + "]" if r.info.simulated else ""
         self.name_label.setText(r.info.name + sim)
         self.metrics_label.setText(device_metrics_line(r))
-        self.metrics_label.setStyleSheet("color: #c62828; font-weight: bold" if hot else "")
+        hot_style = "color: #c62828; font-weight: bold" if hot else ""
+        if self.metrics_label.styleSheet() != hot_style:  # setStyleSheet re-polishes even when unchanged
+            self.metrics_label.setStyleSheet(hot_style)
         self.memory_label.setText(device_memory_line(r))
         self.sparkline.set_points(history, now_s)
         text = processes_line(processes)
