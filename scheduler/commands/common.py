@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gputray.monitor.monitor import Monitor
 
 
 def existing_folder(text: str) -> Path:
@@ -59,6 +62,18 @@ def uses_custom_source(args: argparse.Namespace) -> bool:
         or args.demo_scenario is not None
         or args.sysfs_root != Path("/sys")
         or args.proc_root != Path("/proc")
+    )
+
+
+def monitor_from_args(args: argparse.Namespace) -> Monitor:
+    """The monitor that ``add_monitor_source_args``'s flags ask for (not started). May raise ScenarioError."""
+    from gputray.monitor.factory import build_monitor
+
+    return build_monitor(
+        demo=args.demo,
+        scenario=args.demo_scenario,
+        sysfs_root=args.sysfs_root,
+        proc_root=args.proc_root,
     )
 
 

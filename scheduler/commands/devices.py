@@ -21,7 +21,7 @@ from gputray.monitor.device_names import friendly_name
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.vulkan import DEFAULT_TIMEOUT_S, VulkanEnumeration, enumerate_devices
-from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json
+from gputray.scheduler.commands.common import add_monitor_source_args, error, monitor_from_args, print_json
 
 DASH = "—"
 VENDOR_BY_PCI = {0x10DE: "nvidia", 0x1002: "amd", 0x8086: "intel"}
@@ -53,14 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _monitor_devices(args: argparse.Namespace, notes: list[str]) -> list[DeviceInfo]:
     """The GPUs the monitor sees. A monitor that cannot start costs a note, not the whole listing."""
-    from gputray.monitor.factory import build_monitor
-
-    monitor = build_monitor(
-        demo=args.demo,
-        scenario=args.demo_scenario,
-        sysfs_root=args.sysfs_root,
-        proc_root=args.proc_root,
-    )
+    monitor = monitor_from_args(args)
     try:
         snapshot = monitor.sample_once()
     finally:

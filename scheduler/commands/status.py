@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gputray.monitor.factory import build_monitor
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.serialize import snapshot_to_json
@@ -17,6 +16,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler.commands.common import (
     add_monitor_source_args,
     error,
+    monitor_from_args,
     print_json,
     uses_custom_source,
     watch_seconds,
@@ -164,12 +164,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             client.close()
     try:
-        monitor = build_monitor(
-            demo=args.demo,
-            scenario=args.demo_scenario,
-            sysfs_root=args.sysfs_root,
-            proc_root=args.proc_root,
-        )
+        monitor = monitor_from_args(args)
     except ScenarioError as exc:
         return error(str(exc))
     try:
