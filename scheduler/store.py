@@ -202,17 +202,11 @@ class TaskStore:
             self._rows = {row[0]: _record_from_row(row, self._spec) for row in rows}
         return self._rows
 
-    def _fetch(self, task_id: int) -> TaskRecord:
-        """Read one row back after a write and refresh its mirror entry."""
-        with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
-            if row is None:
-                if self._rows is not None:
-                    self._rows.pop(task_id, None)
-                raise TaskNotFound(task_id)
-            rec = _record_from_row(row, self._spec)
-            if self._rows is not None:
-                self._rows[task_id] = rec
+    def _changed(self, task_id: int, **changes: Any) -> TaskRecord:
+        """The mirror entry after a committed write of ``changes`` (the owner is the only writer, so
+        the row now holds exactly that: no read back); callers hold ``self._lock``."""
+        rec = self._mirror()[task_id].replace(**changes)
+        self._mirror()[task_id] = rec
         return rec
 
     # -- API ------------------------------------------------------------------------------------
@@ -280,13 +274,16 @@ class TaskStore:
         bad = set(changes) - _UPDATABLE
         if bad:
             raise ValueError(f"cannot update {sorted(bad)}")
-        if changes:
-            cols = ", ".join(f"{k} = ?" for k in changes)
-            with self._transaction() as db:
-                cur = db.execute(f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id))
-                if cur.rowcount == 0:
-                    raise TaskNotFound(task_id)
-        return self._fetch(task_id)
+        with self._lock:
+            if task_id not in self._mirror():
+                raise TaskNotFound(task_id)
+            if changes:
+                cols = ", ".join(f"{k} = ?" for k in changes)
+                with self._transaction() as db:
+                    cur = db.execute(f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id))
+                    if cur.rowcount == 0:
+                        raise TaskNotFound(task_id)
+            return self._changed(task_id, **changes)
 
     def update_many(
         self, changes: Iterable[tuple[int, dict[str, Any]]], *, only_states: Iterable[str] | None = None
@@ -341,19 +338,21 @@ class TaskStore:
         if bad:
             raise ValueError(f"cannot update {sorted(bad)}")
         cols = ", ".join(f"{k} = ?" for k in changes)
-        with self._transaction() as db:
-            cur = db.execute(
-                f"UPDATE tasks SET {cols} WHERE id = ? AND state = ?",
-                (*changes.values(), task_id, expect_state),
-            )
+        with self._lock:
+            if task_id not in self._mirror():
+                raise TaskNotFound(task_id)
+            with self._transaction() as db:
+                cur = db.execute(
+                    f"UPDATE tasks SET {cols} WHERE id = ? AND state = ?",
+                    (*changes.values(), task_id, expect_state),
+                )
             if cur.rowcount == 0:
-                if db.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is None:
-                    raise TaskNotFound(task_id)
                 return None
-        return self._fetch(task_id)
+            return self._changed(task_id, **changes)
 
     def set_priority_position(self, task_id: int, priority: int, position: float) -> TaskRecord:
         with self._transaction() as db:
+            # The stored text, not the mirror's spec: keys from another gputray version survive.
             row = db.execute("SELECT spec FROM tasks WHERE id = ?", (task_id,)).fetchone()
             if row is None:
                 raise TaskNotFound(task_id)
@@ -365,7 +364,8 @@ class TaskStore:
                 (text, priority, position, task_id),
             )
             self._max_position = max(self._top_position(db), position)
-        return self._fetch(task_id)
+        with self._lock:
+            return self._changed(task_id, spec=self._spec(text), position=position)
 
     def counts(self) -> dict[str, int]:
         with self._lock:
