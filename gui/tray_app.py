@@ -36,20 +36,15 @@ NO_GPU_NOTE = tr_noop("No GPU was found on this machine, so gputray shows two si
 
 
 def parse_paused(value: Any) -> tuple[bool, set[str]]:
-    """The queue's paused state in whichever shape it comes: dict, list of device keys, or bool."""
-    if isinstance(value, bool):
-        return value, set()
-    if isinstance(value, dict):
-        # QueueService.paused(): {"queue": whole queue, <device key>: paused, ...}
-        all_paused = bool(value.get("all") or value.get("queue"))
-        devices = value.get("devices")
-        if isinstance(devices, list | tuple | set):
-            return all_paused, {str(d) for d in devices}
-        return all_paused, {str(k) for k, v in value.items() if v is True and k not in ("queue", "all")}
-    if isinstance(value, list | tuple | set | frozenset):
-        keys = {str(d) for d in value if d is not None}
-        return ("*" in keys or "all" in keys or None in value), keys - {"*", "all"}
-    return False, set()
+    """(whole queue paused, paused device keys) from QueueService.paused()'s ``{"queue": bool, <key>: bool}``,
+    or from the ``{"all": bool, "devices": [...]}`` the app keeps across a window rebuild."""
+    if not isinstance(value, dict):
+        return False, set()
+    all_paused = bool(value.get("all") or value.get("queue"))
+    devices = value.get("devices")
+    if isinstance(devices, list | tuple | set):
+        return all_paused, {str(d) for d in devices}
+    return all_paused, {str(k) for k, v in value.items() if v is True and k not in ("queue", "all")}
 
 
 class TrayApp(QObject):
