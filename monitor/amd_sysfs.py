@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gputray.monitor.device_map import KfdGpu, kfd_gpus
 from gputray.monitor.device_names import AMD, AMDGPU_IDS, friendly_name, known_integrated
 from gputray.monitor.fdinfo import DrmProcessUse, DrmUsageReader, read_file_bytes
 from gputray.monitor.gpu_metrics import GpuMetrics, parse_gpu_metrics, residency_throttle
@@ -79,41 +80,11 @@ def _uevent(raw: bytes | None) -> dict[str, str]:
     return values
 
 
-def _properties(raw: bytes | None) -> dict[str, int]:
-    props: dict[str, int] = {}
-    text = text_of(raw)
-    if text is None:
-        return props
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        try:
-            props[key] = int(value.strip())
-        except ValueError:
-            continue
-    return props
-
-
 def _listdir(path: str) -> list[str]:
     try:
         return os.listdir(path)
     except OSError:
         return []
-
-
-def gfx_target(version: int) -> str | None:
-    """KFD ``gfx_target_version`` → LLVM target: 110003 → gfx1103, 90010 → gfx90a."""
-    if version <= 0:
-        return None
-    major, minor, step = version // 10000, version // 100 % 100, version % 100
-    return f"gfx{major}{minor:x}{step:x}"
-
-
-@dataclass(frozen=True)
-class _KfdNode:
-    compute_units: int | None
-    gfx_target: str | None
-    render_minor: int | None
-    local_mem_bytes: int | None
 
 
 @dataclass
@@ -162,13 +133,10 @@ class AmdSysfsBackend:
 
     # -- layout -------------------------------------------------------------------------------------
 
-    def _layout(self) -> tuple[str, str]:
-        """(the drm class folder, the KFD topology folder)."""
+    def _drm_dir(self) -> str:
         root = str(self.sys_dir)
         drm = f"{root}/class/drm"
-        if os.path.isdir(drm):
-            return drm, f"{root}/class/kfd/kfd/topology"
-        return root, f"{root}/kfd/topology"  # a captured /sys/class/drm (LACT layout)
+        return drm if os.path.isdir(drm) else root  # else a captured /sys/class/drm (LACT layout)
 
     # -- poll ---------------------------------------------------------------------------------------
 
@@ -180,7 +148,7 @@ class AmdSysfsBackend:
             return BackendPoll()
 
     def _poll(self, now_s: float) -> BackendPoll:
-        drm, kfd = self._layout()
+        drm = self._drm_dir()
         cards = sorted(
             (int(m.group(1)), name) for name in _listdir(drm) if (m := _CARD_RE.match(name)) is not None
         )
@@ -188,7 +156,7 @@ class AmdSysfsBackend:
         seen: set[str] = set()
         for _, card_name in cards:
             try:
-                reading = self._read_card(f"{drm}/{card_name}", card_name, kfd, now_s)
+                reading = self._read_card(f"{drm}/{card_name}", card_name, now_s)
             except Exception:
                 log.exception("reading %s failed", card_name)
                 continue
@@ -202,7 +170,7 @@ class AmdSysfsBackend:
             processes = self._processes(now_s)
         return BackendPoll(readings=tuple(readings), processes=processes)
 
-    def _read_card(self, card_dir: str, card_name: str, kfd: str, now_s: float) -> DeviceReading | None:
+    def _read_card(self, card_dir: str, card_name: str, now_s: float) -> DeviceReading | None:
         device = f"{card_dir}/device"
         runtime = text_of(read_file_bytes(f"{device}/power/runtime_status", 64))
         ident = _uevent(read_file_bytes(f"{device}/uevent", 4096))
@@ -226,7 +194,7 @@ class AmdSysfsBackend:
             return DeviceReading(card.info, Sample(key, now_s, state="asleep", reason=ASLEEP_REASON))
         metrics = parse_gpu_metrics(read_file_bytes(f"{device}/gpu_metrics"))
         if not card.complete:
-            self._discover(card, kfd, metrics)
+            self._discover(card, metrics)
         sample = self._sample(card, metrics, now_s)
         card.last_metrics = metrics
         if sample is None:
@@ -275,15 +243,15 @@ class AmdSysfsBackend:
         )
         return _Card(card_name, device, bdf, key, vendor_id, device_id, info)
 
-    def _discover(self, card: _Card, kfd: str, metrics: GpuMetrics | None) -> None:
+    def _discover(self, card: _Card, metrics: GpuMetrics | None) -> None:
         """First look at an awake card: hwmon files, KFD node, totals, name and kind."""
         device = card.device
         self._find_hwmon(card)
-        node = _kfd_node(kfd, card.bdf)
+        node = next((gpu for gpu in kfd_gpus(self.sys_dir) if gpu.key == card.key), None)
         card.kfd_exposed = node is not None
         render = next((n for n in sorted(_listdir(f"{device}/drm")) if n.startswith("renderD")), None)
-        if render is None and node is not None and node.render_minor:
-            render = f"renderD{node.render_minor}"
+        if render is None and node is not None:
+            render = node.render_node
         revision = _read_int(f"{device}/revision")
         product = text_of(read_file_bytes(f"{device}/product_name", 4096))
         vram_total = _read_int(f"{device}/mem_info_vram_total")
@@ -455,9 +423,7 @@ def _process_kind(use: DrmProcessUse) -> ProcessKind:
     return "compute" if compute else "graphics"
 
 
-def _kind(
-    card: _Card, metrics: GpuMetrics | None, node: _KfdNode | None, vram_total: int | None
-) -> DeviceKind:
+def _kind(card: _Card, metrics: GpuMetrics | None, node: KfdGpu | None, vram_total: int | None) -> DeviceKind:
     """Integrated or discrete: the id table, else the gpu_metrics layout, else KFD, else the VRAM size."""
     if card.device_id is not None:
         known = known_integrated(card.vendor_id, card.device_id)
@@ -465,33 +431,8 @@ def _kind(
             return "integrated" if known else "discrete"
     if metrics is not None:
         return "integrated" if metrics.is_apu else "discrete"
-    if node is not None and node.local_mem_bytes is not None:
-        return "integrated" if node.local_mem_bytes == 0 else "discrete"
+    if node is not None and node.integrated is not None:
+        return "integrated" if node.integrated else "discrete"
     if vram_total is not None:
         return "integrated" if vram_total < _GIB else "discrete"
     return "discrete"
-
-
-def _kfd_node(topology: str, bdf: str | None) -> _KfdNode | None:
-    """The KFD topology node of the GPU at ``bdf`` (matched on PCI domain and location id)."""
-    if bdf is None:
-        return None
-    domain_s, bus_s, devfn = bdf.split(":")
-    dev_s, _, fn_s = devfn.partition(".")
-    location = int(bus_s, 16) << 8 | int(dev_s, 16) << 3 | int(fn_s)
-    nodes = f"{topology}/nodes"
-    for node in _listdir(nodes):
-        props = _properties(read_file_bytes(f"{nodes}/{node}/properties", 1 << 14))
-        if props.get("location_id") != location or props.get("domain", 0) != int(domain_s, 16):
-            continue
-        simds = props.get("simd_count", 0)
-        if simds <= 0:
-            continue
-        per_cu = props.get("simd_per_cu") or 2
-        return _KfdNode(
-            compute_units=simds // per_cu,
-            gfx_target=gfx_target(props.get("gfx_target_version", 0)),
-            render_minor=props.get("drm_render_minor"),
-            local_mem_bytes=props.get("local_mem_size"),
-        )
-    return None

@@ -20,7 +20,8 @@ from amd_trees import (
     write,
 )
 
-from gputray.monitor.amd_sysfs import ASLEEP_REASON, AmdSysfsBackend, gfx_target
+from gputray.monitor.amd_sysfs import ASLEEP_REASON, AmdSysfsBackend
+from gputray.monitor.device_map import gfx_target_name
 from gputray.monitor.records import BackendPoll, DeviceReading, ProcessUse
 
 PHOENIX_KEY = "pci:0000:64:00.0"
@@ -122,11 +123,11 @@ def test_a_captured_class_drm_folder_works_as_sys_dir() -> None:
 
 
 def test_gfx_target_names() -> None:
-    assert gfx_target(110003) == "gfx1103"
-    assert gfx_target(110500) == "gfx1150"
-    assert gfx_target(90010) == "gfx90a"
-    assert gfx_target(90402) == "gfx942"
-    assert gfx_target(0) is None
+    assert gfx_target_name(110003) == "gfx1103"
+    assert gfx_target_name(110500) == "gfx1150"
+    assert gfx_target_name(90010) == "gfx90a"
+    assert gfx_target_name(90402) == "gfx942"
+    assert gfx_target_name(0) is None
 
 
 # -- never wake a GPU --------------------------------------------------------------------------------
