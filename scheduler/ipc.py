@@ -407,6 +407,21 @@ def pipe_name(paths: Paths, user: str | None = None) -> str:
     return rf"\\.\pipe\gputray-{digest}"
 
 
+Transport = Literal["auto", "unix", "pipe"]
+
+
+def _resolve_transport(transport: Transport) -> Literal["unix", "pipe"]:
+    """``auto`` → a named pipe on Windows, a Unix socket elsewhere (server and client must agree)."""
+    if transport == "auto":
+        return "pipe" if is_windows() else "unix"
+    return transport
+
+
+def _pipe_endpoint(paths: Paths, address: str | None, family: str | None) -> tuple[str, str]:
+    """The pipe transport's (address, family); off Windows it runs over AF_UNIX (tests)."""
+    return address or pipe_name(paths), family or ("AF_PIPE" if is_windows() else "AF_UNIX")
+
+
 def authkey_path(paths: Paths) -> Path:
     return paths.data_dir / AUTHKEY_NAME
 
@@ -472,7 +487,7 @@ class IpcServer:
         *,
         max_connections: int = 64,
         idle_timeout_s: float = 300.0,
-        transport: Literal["auto", "unix", "pipe"] = "auto",
+        transport: Transport = "auto",
         pipe_address: str | None = None,
         pipe_family: str | None = None,
     ) -> None:
@@ -480,9 +495,7 @@ class IpcServer:
         self.handler = handler
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
-        if transport == "auto":
-            transport = "pipe" if is_windows() else "unix"
-        self.transport = transport
+        self.transport = _resolve_transport(transport)
         self._pipe_address = pipe_address
         self._pipe_family = pipe_family
         self._stop = threading.Event()
@@ -582,8 +595,7 @@ class IpcServer:
     def _start_pipe(self) -> None:
         from multiprocessing.connection import Listener
 
-        address = self._pipe_address or pipe_name(self.paths)
-        family = self._pipe_family or ("AF_PIPE" if is_windows() else "AF_UNIX")
+        address, family = _pipe_endpoint(self.paths, self._pipe_address, self._pipe_family)
         self._authkey = load_authkey(authkey_path(self.paths), create=True)
         if _pipe_answers(address, family, self._authkey):
             raise OwnerAlreadyRunning(f"another gputray owner answers on {address}")
@@ -779,15 +791,13 @@ class IpcClient:
         paths: Paths,
         *,
         timeout_s: float = 60.0,
-        transport: Literal["auto", "unix", "pipe"] = "auto",
+        transport: Transport = "auto",
         pipe_address: str | None = None,
         pipe_family: str | None = None,
     ) -> None:
         self.paths = paths
         self.timeout_s = timeout_s
-        if transport == "auto":
-            transport = "pipe" if is_windows() else "unix"
-        self.transport = transport
+        self.transport = _resolve_transport(transport)
         self._pipe_address = pipe_address
         self._pipe_family = pipe_family
         self._sock: socket.socket | None = None
@@ -828,8 +838,7 @@ class IpcClient:
         from multiprocessing import AuthenticationError
         from multiprocessing.connection import Client, answer_challenge
 
-        address = self._pipe_address or pipe_name(self.paths)
-        family = self._pipe_family or ("AF_PIPE" if is_windows() else "AF_UNIX")
+        address, family = _pipe_endpoint(self.paths, self._pipe_address, self._pipe_family)
         key = load_authkey(authkey_path(self.paths), create=False)
         try:
             conn = Client(address, family=family)
