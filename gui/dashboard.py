@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.tray_icon import gpu_readings
 from gputray.monitor.records import DeviceInfo, Snapshot
+from gputray.monitor.units import GIB
 
-GIB = 1024**3
 METRICS: tuple[tuple[str, str, float], ...] = (
     ("util_percent", tr_noop("Utilisation %"), 1.0),
     ("temp_c", tr_noop("Temperature °C"), 1.0),

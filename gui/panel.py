@@ -31,10 +31,10 @@ from gputray.gui.queue_model import COL_DEVICE, COL_ELAPSED, COL_NAME, COL_REASO
 from gputray.gui.sparkline import Sparkline
 from gputray.gui.tray_icon import gpu_readings, is_hot
 from gputray.monitor.records import DeviceReading, ProcessUse, Snapshot
+from gputray.monitor.units import GIB
 
 log = logging.getLogger("gputray.gui")
 HistoryFn = Callable[[str, str, float], list[tuple[float, float | None]]]
-GIB = 1024**3
 
 
 def fmt_gib(used: int | None, total: int | None) -> str:
