@@ -25,6 +25,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -368,9 +369,10 @@ class TaskStore:
             return self._changed(task_id, spec=self._spec(text), position=position)
 
     def counts(self) -> dict[str, int]:
+        """Tasks per state, states in name order (as SQL's GROUP BY gave them)."""
         with self._lock:
-            rows = self._db.execute("SELECT state, COUNT(*) FROM tasks GROUP BY state").fetchall()
-        return {state: n for state, n in rows}
+            tally = Counter(r.state for r in self._mirror().values())
+        return dict(sorted(tally.items()))
 
     # -- crash recovery --------------------------------------------------------------------------
     def recover_after_crash(self, *, kill_orphans: bool = True) -> builtins.list[Recovered]:
