@@ -82,6 +82,7 @@ def print_json(doc: Any) -> None:
     sys.stdout.write("\n")
 
 
-def error(message: str) -> int:
+def error(message: str, code: int = 2) -> int:
+    """``gputray: message`` on stderr; returns ``code`` (default 2, bad usage) as the exit status."""
     print(f"gputray: {message}", file=sys.stderr)
-    return 2
+    return code

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.common import add_monitor_source_args, print_json, watch_seconds
+from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json, watch_seconds
 from gputray.scheduler.paths import app_paths
 
 EXIT_REFUSED = 1
@@ -50,14 +50,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 # helpers
 
 
-def _fail(message: str, code: int = EXIT_REFUSED) -> int:
-    print(f"gputray: {message}", file=sys.stderr)
-    return code
-
-
 def _ask(op: str, **args: Any) -> dict[str, Any]:
-    with ipc.IpcClient(app_paths()) as client:
-        return client.request(op, **args)
+    return ipc.request(app_paths(), op, **args)
 
 
 def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> int:
@@ -70,15 +64,15 @@ def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> in
     except ipc.OwnerNotRunning as exc:
         if offline is not None:
             return _offline_call(offline, args)
-        return _fail(str(exc), EXIT_NO_OWNER)
+        return error(str(exc), EXIT_NO_OWNER)
     except _OwnerGone as exc:
-        return _fail(str(exc), EXIT_NO_OWNER)
+        return error(str(exc), EXIT_NO_OWNER)
     except ipc.RemoteError as exc:
-        return _fail(exc.message, EXIT_REFUSED)
+        return error(exc.message, EXIT_REFUSED)
     except ipc.IpcError as exc:
-        return _fail(str(exc), EXIT_REFUSED)
+        return error(str(exc), EXIT_REFUSED)
     except _UsageError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return error(str(exc), EXIT_USAGE)
 
 
 class _UsageError(Exception):
@@ -94,10 +88,10 @@ def _offline_call(func: Any, args: argparse.Namespace) -> int:
     try:
         return int(func(args))
     except (StoreError, TaskNotFound) as exc:
-        return _fail(str(exc), EXIT_REFUSED)
+        return error(str(exc), EXIT_REFUSED)
     except OSError as exc:
         where = exc.filename or "a queue file"
-        return _fail(f"{where}: cannot read it ({exc.strerror or exc})", EXIT_REFUSED)
+        return error(f"{where}: cannot read it ({exc.strerror or exc})", EXIT_REFUSED)
 
 
 class _OwnerGone(Exception):
@@ -233,9 +227,9 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     try:
         owner.start()
     except ipc.OwnerAlreadyRunning as exc:
-        return _fail(f"{exc}", EXIT_REFUSED)
+        return error(f"{exc}", EXIT_REFUSED)
     except (ScenarioError, ipc.UnsafeIpcLocation) as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return error(str(exc), EXIT_USAGE)
 
     def on_signal(signum: int, frame: object) -> None:
         owner.request_shutdown()
@@ -618,7 +612,7 @@ def _saved_log(args: argparse.Namespace) -> int:
 
     text_id = str(args.id).strip().lstrip("#")
     if not text_id.isdigit():
-        return _fail(f"task ids are numbers, not {args.id!r}; see `gputray queue`", EXIT_REFUSED)
+        return error(f"task ids are numbers, not {args.id!r}; see `gputray queue`", EXIT_REFUSED)
     rec = read_saved_task(app_paths().queue_db, int(text_id))
     print("gputray: no gputray owner is running: showing the log as saved on disk", file=sys.stderr)
     if not rec.log_path:
