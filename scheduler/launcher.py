@@ -79,7 +79,7 @@ class Job:
                     self.kill_reason = "timeout"
                 self._kill_tree(grace_s=self._grace_s)
                 deadline = None
-        _kill_group_leftovers(self.pid)
+        _signal_group(self.pid, graceful=False)  # stragglers left in its group
         self.returncode = code
         try:
             if self._on_exit is not None:
@@ -140,12 +140,6 @@ def _signal_group(pgid: int, *, graceful: bool) -> None:
         return  # no process groups to signal as such; psutil handles each process
     with contextlib.suppress(OSError):
         os.killpg(pgid, signal.SIGTERM if graceful else signal.SIGKILL)
-
-
-def _kill_group_leftovers(pgid: int) -> None:
-    if sys.platform != "win32":
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGKILL)
 
 
 def launch(
