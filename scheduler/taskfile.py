@@ -37,6 +37,7 @@ to the task file's folder.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import math
@@ -74,32 +75,7 @@ _ALIASES = {
     "timeout": "timeout_s",
     "backoff": "backoff_s",
 }
-_FIELDS = {
-    "kind",
-    "name",
-    "argv",
-    "script",
-    "args",
-    "files",
-    "out",
-    "device_prefs",
-    "on_busy",
-    "max_wait_s",
-    "after_max_wait",
-    "vram_bytes",
-    "priority",
-    "needs",
-    "start_at",
-    "window",
-    "timeout_s",
-    "retries",
-    "backoff_s",
-    "env",
-    "cwd",
-    "recipe",
-    "placeholders",
-    "util_percent",
-}
+_FIELDS = frozenset(f.name for f in dataclasses.fields(TaskSpec))  # every field name is a key too
 
 
 def parse_duration(value: object) -> float:
