@@ -69,8 +69,12 @@ class LaunchError(ValueError):
     """The job cannot be started as asked (a placeholder without a value …); the message says why."""
 
 
-def render_argv(spec: TaskSpec, values: Mapping[str, str], *, python: str | None = None) -> list[str]:
-    """The argv list: torch → ``[python, script, *args]``; vulkan/command → the template, filled in."""
+def render_argv(spec: TaskSpec, values: Mapping[str, str] | None, *, python: str | None = None) -> list[str]:
+    """The argv list: torch → ``[python, script, *args]``; vulkan/command → the template, filled in.
+
+    ``values`` None: nothing is filled in (a task that does not ``fills_placeholders``: its
+    arguments are the user's own program line and reach the program verbatim).
+    """
     if spec.kind == "torch":
         if spec.script is None:
             raise LaunchError(f"{spec.name}: a torch task needs a script")
@@ -79,6 +83,8 @@ def render_argv(spec: TaskSpec, values: Mapping[str, str], *, python: str | None
     else:
         head = []
         items = spec.argv
+    if values is None:
+        return [*head, *items]
     out = [*head]
     for item in items:
         text = substitute(item, values)

@@ -567,7 +567,7 @@ class QueueService:
                 )
             else:
                 # A command's argv (and a torch task's args) is the user's program line: verbatim.
-                argv = _verbatim_argv(spec, python)
+                argv = render_argv(spec, None, python=python)
                 env = build_env(base_env, info, task_id=task.id, extra={**extra, **spec.env}, rocm_index=rocm)
             header = (
                 f"=== gputray task #{task.id} {spec.name!r}, attempt {attempt}, on {info.name} ({info.key})"
@@ -866,15 +866,6 @@ class QueueService:
             tmp.replace(path)
         except OSError:
             log.exception("could not save the pause state")
-
-
-def _verbatim_argv(spec: TaskSpec, python: str | None) -> builtins.list[str]:
-    """torch → ``[python, script, *args]``; command → ``argv``; nothing substituted."""
-    if spec.kind == "torch":
-        if spec.script is None:
-            raise LaunchError(f"{spec.name}: a torch task needs a script")
-        return [python or sys.executable, spec.script, *spec.args]
-    return builtins.list(spec.argv)
 
 
 def _signal_name(number: int) -> str:
