@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,14 @@ def monitor_from_args(args: argparse.Namespace) -> Monitor:
         scenario=args.demo_scenario,
         sysfs_root=args.sysfs_root,
         proc_root=args.proc_root,
+    )
+
+
+def terminal_cells(text: str) -> int:
+    """Terminal columns: CJK characters (a file called 学習.py) and emoji like ✅ take two, combining marks
+    none."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text
     )
 
 

@@ -6,12 +6,11 @@ import argparse
 import contextlib
 import datetime
 import sys
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
 from gputray.monitor.records import DeviceInfo
-from gputray.scheduler.commands.common import error, print_json
+from gputray.scheduler.commands.common import error, print_json, terminal_cells
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.doctor import CAPABILITIES, PairResult, run_doctor, verdict_mark
 from gputray.scheduler.envs import EnvError, PythonEnv, load_envs
@@ -69,15 +68,8 @@ def monitor_devices() -> list[DeviceInfo]:
             monitor.stop()
 
 
-def _width(text: str) -> int:
-    """Terminal cells: emoji like ✅ ❌ take two."""
-    return sum(
-        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text
-    )
-
-
 def _pad(text: str, width: int, right: bool = False) -> str:
-    gap = " " * max(0, width - _width(text))
+    gap = " " * max(0, width - terminal_cells(text))
     return gap + text if right else text + gap
 
 
@@ -103,7 +95,7 @@ def render_table(pairs: Sequence[PairResult]) -> str:
         ]
         for p in pairs
     ]
-    widths = [max(_width(r[i]) for r in [header, units, *rows]) for i in range(len(header))]
+    widths = [max(terminal_cells(r[i]) for r in [header, units, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
         parts = [_pad(c, widths[i], right=i >= 3) for i, c in enumerate(cells)]

@@ -21,12 +21,12 @@ import os
 import signal
 import sys
 import time
-import unicodedata
 from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import ipc
 from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json, watch_seconds
+from gputray.scheduler.commands.common import terminal_cells as _cells
 from gputray.scheduler.paths import app_paths
 
 EXIT_REFUSED = 1
@@ -122,13 +122,6 @@ def _device_label(device: str | None, names: dict[str, str]) -> str:
     if not device:
         return "-"
     return names.get(device, device)
-
-
-def _cells(text: str) -> int:
-    """Terminal columns: CJK characters (a file called 学習.py) take two, combining marks none."""
-    return sum(
-        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text
-    )
 
 
 def format_tasks(tasks: list[dict[str, Any]], device_names: dict[str, str] | None = None) -> str:
