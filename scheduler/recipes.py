@@ -20,7 +20,7 @@ from typing import Any
 
 from gputray.resources import resource_path
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.taskfile import TaskFileError, spec_from_mapping
+from gputray.scheduler.taskfile import KEY_ALIASES, TaskFileError, spec_from_mapping
 from gputray.scheduler.tasks import TaskSpec
 
 _META_KEYS = {"name", "description", "patterns", "install_hint", "vram_per_file_byte"}
@@ -200,19 +200,13 @@ def spec_for_file(recipe: Recipe, file: Path, overrides: Mapping[str, Any] | Non
     if recipe.vram_per_file_byte and "vram" not in data and "vram_bytes" not in data:
         with contextlib.suppress(OSError):
             data["vram"] = int(file.stat().st_size * recipe.vram_per_file_byte)
-    for key, value in (overrides or {}).items():
-        data[key] = value
-    # Field-name overrides must replace the file-key spelling of the recipe (vram vs vram_bytes …).
-    for short, full in (
-        ("devices", "device_prefs"),
-        ("vram", "vram_bytes"),
-        ("max_wait", "max_wait_s"),
-        ("timeout", "timeout_s"),
-        ("backoff", "backoff_s"),
-    ):
-        if full in (overrides or {}) and short in data and short not in (overrides or {}):
+    overrides = overrides or {}
+    data.update(overrides)
+    # An override replaces the recipe's value under the other spelling too (vram vs vram_bytes …).
+    for short, full in KEY_ALIASES.items():
+        if full in overrides and short in data and short not in overrides:
             del data[short]
-        if short in (overrides or {}) and full in data and full not in (overrides or {}):
+        if short in overrides and full in data and full not in overrides:
             del data[full]
     try:
         return spec_from_mapping(data, source=f"recipe '{recipe.name}' for {file.name}")

@@ -67,7 +67,7 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNOREC
 _SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
 # File key → spec field. Both spellings are accepted; the short one is what people write.
-_ALIASES = {
+KEY_ALIASES = {
     "devices": "device_prefs",
     "device": "device_prefs",
     "max_wait": "max_wait_s",
@@ -186,9 +186,9 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
     for raw_key, value in data.items():
         if not isinstance(raw_key, str):
             raise TaskFileError(f"{source}: keys must be strings, got {raw_key!r}")
-        key = _ALIASES.get(raw_key, raw_key)
+        key = KEY_ALIASES.get(raw_key, raw_key)
         if key not in _FIELDS:
-            known = sorted(_FIELDS | set(_ALIASES))
+            known = sorted(_FIELDS | set(KEY_ALIASES))
             hint = difflib.get_close_matches(raw_key, known, n=1)
             suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
             raise TaskFileError(f"{source}: key '{raw_key}': unknown key{suggestion}")
