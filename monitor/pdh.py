@@ -520,18 +520,19 @@ class WindowsPdhBackend:
                     ),
                 )
             )
+        keys = {r.info.windows_luid: r.info.key for r in readings}
         processes = tuple(
             ProcessUse(
                 pid=p.pid,
                 name=self._name(p.pid),
-                device=self._info(p.luid).key,
+                device=keys[p.luid],
                 kind=process_kind(p.busy_engtypes),
                 vram_bytes=p.dedicated_bytes,
                 shared_bytes=p.shared_bytes,
                 util_percent=p.util_percent,
             )
             for p in process_usage(arrays, rates_valid=rates_valid)
-            if p.luid in {r.info.windows_luid for r in readings}
+            if p.luid in keys
         )
         return BackendPoll(readings=tuple(readings), processes=processes)
 
