@@ -48,11 +48,8 @@ class PythonEnv:
         object.__setattr__(self, "python", Path(self.python))
         object.__setattr__(self, "extra_env", MappingProxyType(dict(sorted(dict(self.extra_env).items()))))
 
-    def to_toml(self) -> dict[str, Any]:
-        table: dict[str, Any] = {"name": self.name, "python": str(self.python)}
-        if self.extra_env:
-            table["extra_env"] = dict(self.extra_env)
-        return table
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "python": str(self.python), "extra_env": dict(self.extra_env)}
 
 
 @dataclass(frozen=True)

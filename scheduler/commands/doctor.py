@@ -140,7 +140,7 @@ def _when(pairs: Sequence[PairResult]) -> str | None:
 
 def doc_json(envs: Sequence[PythonEnv], devices: Sequence[DeviceInfo], pairs: Sequence[PairResult]) -> Any:
     return {
-        "envs": [{"name": e.name, "python": str(e.python), "extra_env": dict(e.extra_env)} for e in envs],
+        "envs": [e.to_json() for e in envs],
         "devices": [
             {"key": "cpu", "name": "CPU", "vendor": "cpu", "kind": "cpu"},
             *({"key": d.key, "name": d.name, "vendor": d.vendor, "kind": d.kind} for d in devices),

@@ -6,14 +6,12 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 from gputray.scheduler.commands.common import error, print_json
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.doctor import PairResult, cached_results, verdict_mark
 from gputray.scheduler.envs import (
     EnvError,
-    PythonEnv,
     add_env,
     check_python,
     load_envs,
@@ -91,10 +89,6 @@ def _json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
 
 
-def _env_json(env: PythonEnv) -> dict[str, Any]:
-    return {"name": env.name, "python": str(env.python), "extra_env": dict(env.extra_env)}
-
-
 def _finding(pair: PairResult) -> str:
     text = f"{verdict_mark(pair.verdict)} {pair.device_name}"
     return text if pair.verdict == "works" else f"{text} ({pair.reason})"
@@ -112,7 +106,7 @@ def run_list(args: argparse.Namespace) -> int:
                 "config_file": str(app_paths().config_file),
                 "envs": [
                     {
-                        **_env_json(env),
+                        **env.to_json(),
                         "exists": env.python.exists(),
                         "results": [p.to_json() for p in pairs if p.env_name == env.name],
                     }
@@ -155,7 +149,7 @@ def run_add(args: argparse.Namespace) -> int:
         return error(str(exc))
     torch_version = facts.get("torch_dist_version")
     if getattr(args, "json", False):
-        print_json({**_env_json(env), "python_version": facts.get("python_version"), "torch": torch_version})
+        print_json({**env.to_json(), "python_version": facts.get("python_version"), "torch": torch_version})
         return 0
     torch_text = f"torch {torch_version}" if torch_version else "no torch installed"
     print(f"added {env.name}: Python {facts.get('python_version')}, {torch_text} — {env.python}")
@@ -169,7 +163,7 @@ def run_remove(args: argparse.Namespace) -> int:
     except (EnvError, ConfigError) as exc:
         return error(str(exc))
     if getattr(args, "json", False):
-        print_json({"removed": _env_json(env)})
+        print_json({"removed": env.to_json()})
     else:
         print(f"removed {env.name} ({env.python}); its files are untouched")
     return 0
