@@ -51,7 +51,9 @@ from gputray.scheduler.tasks import (
     AFTER_MAX_WAIT,
     KINDS,
     ON_BUSY,
+    PLACEHOLDERS,
     TaskSpec,
+    fills_placeholders,
     parse_window,
     unknown_placeholders,
 )
@@ -286,15 +288,15 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
     opt_in = get("placeholders", False)
     if not isinstance(opt_in, bool):
         raise err("placeholders", f"must be true or false, got {opt_in!r}")
-    templated = kind == "vulkan" or get("recipe") is not None or opt_in
+    templated = fills_placeholders(kind, get("recipe"), opt_in)
     for key, items in (("argv", argv), ("args", args)):
         for item in items if templated else ():
             bad = unknown_placeholders(item)
             if bad:
                 raise err(
                     key,
-                    f"unknown placeholder {{{bad[0]}}} in {item!r}; known: {{file}} {{stem}} "
-                    "{out} {vk_index} {device}",
+                    f"unknown placeholder {{{bad[0]}}} in {item!r}; known: "
+                    + " ".join(f"{{{p}}}" for p in PLACEHOLDERS),
                 )
 
     files = tuple(path("files", f) for f in strings("files"))

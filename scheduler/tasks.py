@@ -121,7 +121,7 @@ class TaskSpec:
         braces, JSON and f-strings (``python -c "print(f'{x}')"``) reach the program untouched,
         unless the task opts in with ``placeholders = true``.
         """
-        return self.kind == "vulkan" or self.recipe is not None or self.placeholders
+        return fills_placeholders(self.kind, self.recipe, self.placeholders)
 
     @property
     def program(self) -> str | None:
@@ -258,6 +258,11 @@ def substitute(template: str, values: Mapping[str, str]) -> str:
         return values[key] if key in values else m.group(0)
 
     return PLACEHOLDER_RE.sub(repl, template)
+
+
+def fills_placeholders(kind: str, recipe: object, opt_in: bool) -> bool:
+    """The rule behind ``TaskSpec.fills_placeholders``, for validating a task before its spec exists."""
+    return kind == "vulkan" or recipe is not None or opt_in
 
 
 def unknown_placeholders(template: str) -> list[str]:
