@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import logging
 import re
 import sys
@@ -84,11 +85,13 @@ _INSTANCE_RE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def parse_instance(name: str) -> PdhInstance | None:
     """``pid_1234_luid_0x00000000_0x0000D1B5_phys_0_eng_3_engtype_3D`` → its parts; None if malformed.
 
     The same grammar covers engine instances, per-process memory (``pid_…_luid_…_phys_0``) and adapter
-    memory (``luid_…_phys_0``).
+    memory (``luid_…_phys_0``). Cached: the same names come back every poll, and each poll reads the
+    engine counters twice (adapter and process utilisation) and the adapter memory counter twice.
     """
     m = _INSTANCE_RE.match(name.strip())
     if m is None:
