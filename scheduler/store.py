@@ -153,12 +153,7 @@ class TaskStore:
     # -- schema ---------------------------------------------------------------------------------
     def _migrate(self) -> None:
         with self._lock:
-            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"the queue database {self.path} was written by a newer gputray "
-                    f"(schema {version}, this one knows up to {SCHEMA_VERSION}); upgrade gputray"
-                )
+            version = _schema_version(self._db, self.path)
             while version < SCHEMA_VERSION:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
@@ -472,12 +467,7 @@ def _read_only_rows(path: Path, where: str, params: tuple[Any, ...] = ()) -> bui
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open the queue database {path}: {exc}") from None
     try:
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"the queue database {path} was written by a newer gputray "
-                f"(schema {version}, this one knows up to {SCHEMA_VERSION}); upgrade gputray"
-            )
+        version = _schema_version(db, path)
         if version == 0:  # created but never initialised: no table yet, nothing queued
             return []
         return db.execute(f"SELECT {_COLUMNS} FROM tasks{where} ORDER BY id", params).fetchall()
@@ -509,6 +499,17 @@ def _record_from_row(row: Sequence[Any], spec_of: Callable[[str], TaskSpec]) -> 
         not_before=row[16],
         overtakes=row[17],
     )
+
+
+def _schema_version(db: sqlite3.Connection, path: Path) -> int:
+    """The file's schema version; StoreError for one written by a newer gputray."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the queue database {path} was written by a newer gputray "
+            f"(schema {version}, this one knows up to {SCHEMA_VERSION}); upgrade gputray"
+        )
+    return version
 
 
 class _Tx:
