@@ -18,7 +18,7 @@ import platform
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -624,13 +624,7 @@ def _cached_for(
         return None
     if not set(device_keys) <= {e.pair.device_key for e in mine}:
         return None  # a GPU appeared since (an eGPU plugged in)
-    return [_with(e.pair, from_cache=True) for e in mine]
-
-
-def _with(pair: PairResult, **changes: Any) -> PairResult:
-    data = pair.to_json()
-    data.update(changes)
-    return PairResult.from_json(data)
+    return [replace(e.pair, from_cache=True) for e in mine]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -745,8 +739,7 @@ def cached_results(
             continue
         if entry.driver != _driver_for(entry.pair.vendor, drivers):
             continue
-        pair = entry.pair if entry.pair.env_name == env.name else _with(entry.pair, env_name=env.name)
-        out.append(_with(pair, from_cache=True))
+        out.append(replace(entry.pair, env_name=env.name, from_cache=True))
     order = {e.name: i for i, e in enumerate(envs)}
     out.sort(key=lambda p: order.get(p.env_name, len(order)))
     return out
