@@ -42,6 +42,7 @@ from gputray.monitor.records import (
     Sample,
 )
 from gputray.monitor.sysfs import int_of, normalize_bdf, pci_key, text_of
+from gputray.monitor.units import GIB
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,6 @@ BACKEND_NAME = "amdgpu-sysfs"
 ASLEEP_REASON = "runtime-suspended (not woken)"
 _CARD_RE = re.compile(r"^card(\d+)$")
 _LEVEL_RE = re.compile(rb"(\d+)\s*mhz", re.IGNORECASE)
-_GIB = 1 << 30
 
 
 def _read_int(path: str) -> int | None:
@@ -434,5 +434,5 @@ def _kind(card: _Card, metrics: GpuMetrics | None, node: KfdGpu | None, vram_tot
     if node is not None and node.integrated is not None:
         return "integrated" if node.integrated else "discrete"
     if vram_total is not None:
-        return "integrated" if vram_total < _GIB else "discrete"
+        return "integrated" if vram_total < GIB else "discrete"
     return "discrete"

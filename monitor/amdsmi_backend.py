@@ -29,12 +29,12 @@ from gputray.monitor.device_names import AMD, friendly_name, known_integrated
 from gputray.monitor.fdinfo import read_file_bytes
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceKind, DeviceReading, ProcessUse, Sample
 from gputray.monitor.sysfs import normalize_bdf, pci_key
+from gputray.monitor.units import MIB
 
 log = logging.getLogger(__name__)
 
 BACKEND_NAME = "amdsmi"
 _IMPORT_ERRORS = (ImportError, OSError, KeyError, AttributeError)
-_MIB = 1024 * 1024
 
 
 def load_amdsmi() -> ModuleType | None:
@@ -204,7 +204,7 @@ class AmdSmiBackend:
             backend=BACKEND_NAME,
             pci_bdf=bdf,
             uuid=uuid if isinstance(uuid, str) and uuid else None,
-            vram_total_bytes=vram_total_mib * _MIB if vram_total_mib is not None else None,
+            vram_total_bytes=vram_total_mib * MIB if vram_total_mib is not None else None,
             gfx_target=target if isinstance(target, str) and target.startswith("gfx") else None,
             compute_units=compute_units,
             pci_vendor_id=AMD,
@@ -245,8 +245,8 @@ class AmdSmiBackend:
             util_percent=util if util is not None and util <= 100 else None,
             temp_c=temp_c,
             power_w=power_w,
-            vram_used_bytes=vram_used_mib * _MIB if vram_used_mib is not None else None,
-            vram_total_bytes=vram_total_mib * _MIB if vram_total_mib is not None else None,
+            vram_used_bytes=vram_used_mib * MIB if vram_used_mib is not None else None,
+            vram_total_bytes=vram_total_mib * MIB if vram_total_mib is not None else None,
             sclk_mhz=sclk,
         )
 

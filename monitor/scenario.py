@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-GIB = 1024**3
+from gputray.monitor.units import GIB
 
 
 class ScenarioError(ValueError):

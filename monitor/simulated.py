@@ -16,9 +16,7 @@ from dataclasses import dataclass
 
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
 from gputray.monitor.scenario import Load, Scenario
-
-MIB = 1024**2
-GIB = 1024**3
+from gputray.monitor.units import GIB, MIB
 
 RTX_5060_TI = DeviceInfo(
     key="pci:0000:01:00.0",

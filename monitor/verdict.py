@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputray.monitor.records import DeviceReading, ProcessUse, Verdict
-from gputray.monitor.units import format_bytes
-
-GIB = 1024**3
+from gputray.monitor.units import GIB, format_bytes
 
 
 @dataclass(frozen=True)
