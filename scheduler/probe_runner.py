@@ -182,25 +182,26 @@ def run_python(
     timed_out = False
     deadline = started + timeout_s
     seen: dict[int, psutil.Process] = {}
+
+    def note_descendants() -> None:
+        for child in _descendants(proc.pid):
+            seen.setdefault(child.pid, child)
+
     try:
         while True:
             try:
                 proc.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
                 break
             except subprocess.TimeoutExpired:
-                for child in _descendants(proc.pid):
-                    seen.setdefault(child.pid, child)
+                note_descendants()
                 if time.monotonic() >= deadline:
                     timed_out = True
-                    for child in _descendants(proc.pid):
-                        seen.setdefault(child.pid, child)
                     _kill_tree(proc, list(seen.values()))
                     break
     except BaseException:
         # Ctrl+C on `gputray doctor`: the probe sits in its own process group, so the terminal's
         # SIGINT never reaches it; without this a hung probe would outlive us.
-        for child in _descendants(proc.pid):
-            seen.setdefault(child.pid, child)
+        note_descendants()
         _kill_tree(proc, list(seen.values()))
         raise
     if not timed_out:
