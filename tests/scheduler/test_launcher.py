@@ -3,11 +3,11 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from waiting import wait_for
 
 from gputray.scheduler.launcher import Job, LaunchFailed, launch
 
@@ -72,13 +72,12 @@ time.sleep(60)
 
 
 def _pids_from_log(path: Path) -> list[int]:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        lines = [ln for ln in path.read_text().splitlines() if ln and ln[0].isdigit()]
-        if lines:
-            return [int(p) for p in lines[0].split()]
-        time.sleep(0.05)
-    raise AssertionError("the job never printed its children")
+    lines = wait_for(
+        lambda: [ln for ln in path.read_text().splitlines() if ln and ln[0].isdigit()],
+        timeout_s=20,
+        what="the job to print its children",
+    )
+    return [int(p) for p in lines[0].split()]
 
 
 def test_cancel_kills_the_whole_tree(tmp_path: Path) -> None:
