@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputray.scheduler.tasks import parse_window
+from gputray.scheduler.tasks import parse_window, window_open
 
 log = logging.getLogger("gputray.timing")
 
@@ -146,15 +146,12 @@ def parse_at(text: str, now_s: float) -> float:
 
 def next_window_open(window: str, now_s: float) -> float:
     """When the daily local window is next open: ``now_s`` itself if it is open now."""
-    start_min, end_min = parse_window(window)
-    now = dt.datetime.fromtimestamp(now_s)
-    minute = now.hour * 60 + now.minute
-    is_open = (
-        start_min <= minute < end_min if start_min < end_min else (minute >= start_min or minute < end_min)
-    )
-    if is_open:
+    if window_open(window, now_s):
         return now_s
-    opening = now.replace(hour=start_min // 60, minute=start_min % 60, second=0, microsecond=0)
+    start_min, _ = parse_window(window)
+    opening = dt.datetime.fromtimestamp(now_s).replace(
+        hour=start_min // 60, minute=start_min % 60, second=0, microsecond=0
+    )
     if opening.timestamp() <= now_s:
         opening += dt.timedelta(days=1)
     return opening.timestamp()
