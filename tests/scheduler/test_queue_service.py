@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_for
 
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
@@ -74,12 +75,10 @@ class Harness:
         self.monitor.sample_once()
 
     def until(self, check: Callable[[], bool], timeout_s: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if check():
-                return
-            time.sleep(0.02)
-        raise AssertionError(f"timed out; queue: {[r.to_json() for r in self.q.list()]}")
+        try:
+            wait_for(check, timeout_s)
+        except AssertionError:
+            raise AssertionError(f"timed out; queue: {[r.to_json() for r in self.q.list()]}") from None
 
     def state(self, task_id: int, *states: str) -> Callable[[], bool]:
         return lambda: self.q.get(task_id).state in states
