@@ -369,7 +369,7 @@ class Panel(QWidget):
                 r,
                 procs,
                 verdict.reasons if verdict and verdict.busy else (),
-                is_hot(r),
+                is_hot(snapshot, r),
                 points,
                 snapshot.timestamp_s,
             )

@@ -28,6 +28,7 @@ from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
 from gputray.monitor.records import Snapshot
+from gputray.monitor.verdict import BusyThresholds, thresholds_from_mapping
 from gputray.scheduler.paths import app_paths
 
 log = logging.getLogger("gputray.gui")
@@ -91,9 +92,6 @@ class TrayApp(QObject):
             QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None else tray_available
         )
         self.model = QueueModel(self)
-        th = self.config.get("thresholds", {})
-        self.temp_limit_c = float(th.get("temp_limit_c", 85.0))
-        self.igpu_temp_limit_c = float(th.get("igpu_temp_limit_c", 90.0))
 
         self.tray = tray if tray is not None else QSystemTrayIcon(self)
         self.tray.setParent(self)
@@ -188,12 +186,13 @@ class TrayApp(QObject):
 
     def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, str | None]:
         from gputray.monitor.factory import build_monitor, has_gpu
-        from gputray.monitor.verdict import BusyThresholds
         from gputray.scheduler.owner import Owner
 
-        th = self.config.get("thresholds", {})
-        known = set(BusyThresholds.__dataclass_fields__)
-        thresholds = BusyThresholds(**{k: v for k, v in th.items() if k in known})
+        try:
+            thresholds = thresholds_from_mapping(self.config.get("thresholds", {}))
+        except ValueError:
+            log.exception("bad [thresholds] in the config: using the defaults")
+            thresholds = BusyThresholds()
         interval_s = float(self.config.get("monitor", {}).get("interval_s", 1.0))
         note = None
         demo = force_demo
@@ -434,13 +433,7 @@ class TrayApp(QObject):
         counts = self.model.counts()
         waiting = counts.get("queued", 0) + counts.get("waiting", 0)
         running = counts.get("running", 0)
-        picture = picture_for(
-            snap,
-            waiting=waiting,
-            demo=self.demo,
-            default_limit_c=self.temp_limit_c,
-            igpu_limit_c=self.igpu_temp_limit_c,
-        )
+        picture = picture_for(snap, waiting=waiting, demo=self.demo)
         self.icon_ctl.update(picture, summary_line(snap, waiting=waiting, running=running, demo=self.demo))
 
     def _on_panel_shown(self) -> None:
@@ -548,10 +541,9 @@ class TrayApp(QObject):
             self.config = load_config()
         gui = values.get("gui", {})
         self.notifier.enabled.update(gui.get("notifications", {}))
-        th = values.get("thresholds", {})
-        self.temp_limit_c = float(th.get("temp_limit_c", self.temp_limit_c))
-        self.igpu_temp_limit_c = float(th.get("igpu_temp_limit_c", self.igpu_temp_limit_c))
         if self.monitor is not None:
+            with contextlib.suppress(ValueError):
+                self.monitor.set_thresholds(thresholds_from_mapping(self.config.get("thresholds", {})))
             self.monitor.interval_s = float(
                 values.get("monitor", {}).get("interval_s", self.monitor.interval_s)
             )

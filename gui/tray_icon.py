@@ -38,19 +38,14 @@ class TrayPicture:
     demo: bool = False
 
 
-def temp_limit_c(reading: DeviceReading, default_c: float = 85.0, igpu_default_c: float = 90.0) -> float:
-    if reading.info.temp_limit_c is not None:
-        return reading.info.temp_limit_c
-    return igpu_default_c if reading.info.kind == "integrated" else default_c
-
-
 def gpu_readings(snapshot: Snapshot) -> list[DeviceReading]:
     return [r for r in snapshot.readings if r.info.kind != "cpu" and r.info.key != "cpu"]
 
 
-def is_hot(reading: DeviceReading, default_c: float = 85.0, igpu_default_c: float = 90.0) -> bool:
-    temp = reading.sample.temp_c
-    return temp is not None and temp >= temp_limit_c(reading, default_c, igpu_default_c)
+def is_hot(snapshot: Snapshot, reading: DeviceReading) -> bool:
+    """The monitor's judgement (its configured limits, with hysteresis), so icon, panel and queue agree."""
+    verdict = snapshot.verdict(reading.info.key)
+    return verdict is not None and verdict.hot
 
 
 def picture_for(
@@ -58,8 +53,6 @@ def picture_for(
     *,
     waiting: int,
     demo: bool,
-    default_limit_c: float = 85.0,
-    igpu_limit_c: float = 90.0,
 ) -> TrayPicture:
     if snapshot is None:
         return TrayPicture((), waiting > 0, demo)
@@ -67,7 +60,7 @@ def picture_for(
     for r in gpu_readings(snapshot):
         util = r.sample.util_percent
         level = 0 if util is None else round(min(max(util, 0.0), 100.0) / 100.0 * LOAD_LEVELS)
-        bars.append(GpuBar(level, is_hot(r, default_limit_c, igpu_limit_c), r.sample.state))
+        bars.append(GpuBar(level, is_hot(snapshot, r), r.sample.state))
     return TrayPicture(tuple(bars), waiting > 0, demo)
 
 

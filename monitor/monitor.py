@@ -124,6 +124,11 @@ class Monitor:
         with self._poll_lock:
             self._own.get(device_key, set()).discard(pid)
 
+    def set_thresholds(self, thresholds: BusyThresholds) -> None:
+        """New limits (the settings dialog) apply from the next sample on; the hysteresis state stays."""
+        with self._poll_lock:
+            self.verdicts.thresholds = thresholds
+
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         with self._subs_lock:
             self._subscribers.append(callback)

@@ -101,6 +101,7 @@ class Verdict:
     key: str
     busy: bool
     reasons: tuple[str, ...] = ()
+    hot: bool = False  # over its temperature limit (with hysteresis): the tray paints it red
 
 
 EventKind = Literal["appeared", "vanished", "lost", "back", "hot", "cooled", "asleep", "woke"]

@@ -130,7 +130,7 @@ class VerdictTracker:
             recently_active = st.last_active_s is not None and now_s - st.last_active_s < t.stale_context_s
             if recently_active:
                 reasons.append(f"{top.name} holds {format_bytes(foreign_bytes)} and is active")
-        return Verdict(key, bool(reasons), tuple(reasons))
+        return Verdict(key, bool(reasons), tuple(reasons), hot=st.hot)
 
 
 def thresholds_from_mapping(values: dict[str, object]) -> BusyThresholds:

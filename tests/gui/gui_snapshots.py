@@ -11,6 +11,7 @@ from gputray.monitor.records import (
     Snapshot,
     Verdict,
 )
+from gputray.monitor.verdict import VerdictTracker
 
 GIB = 1024**3
 KEY_5060 = "pci:0000:01:00.0"
@@ -66,14 +67,20 @@ def snapshot(
         shared_used_bytes=3 * GIB,
         shared_total_bytes=29 * GIB,
     )
+    readings = (DeviceReading(info_5060(), s1), DeviceReading(info_780m(), s2))
+    # Heat as the real monitor judges it (default limits: 85 °C discrete, 90 °C integrated).
+    hot = {r.info.key: VerdictTracker().update(r, [], own_active=False, now_s=t).hot for r in readings}
     return Snapshot(
         timestamp_s=t,
-        readings=(DeviceReading(info_5060(), s1), DeviceReading(info_780m(), s2)),
+        readings=readings,
         host=HostSample(12.0, 8 * GIB, 32 * GIB),
         processes=(
             ProcessUse(
                 4242, "llama-server", KEY_5060, "compute", vram_bytes=int(14.2 * GIB), util_percent=97
             ),
         ),
-        verdicts=(Verdict(KEY_5060, bool(busy_5060), busy_5060), Verdict(KEY_780M, False)),
+        verdicts=(
+            Verdict(KEY_5060, bool(busy_5060), busy_5060, hot=hot[KEY_5060]),
+            Verdict(KEY_780M, False, hot=hot[KEY_780M]),
+        ),
     )
