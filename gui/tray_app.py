@@ -28,7 +28,7 @@ from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
 from gputray.monitor.records import Snapshot
-from gputray.monitor.verdict import BusyThresholds, thresholds_from_mapping
+from gputray.monitor.verdict import thresholds_from_mapping
 from gputray.scheduler.paths import app_paths
 
 log = logging.getLogger("gputray.gui")
@@ -186,14 +186,9 @@ class TrayApp(QObject):
 
     def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, str | None]:
         from gputray.monitor.factory import build_monitor, has_gpu
-        from gputray.scheduler.owner import Owner
+        from gputray.scheduler.owner import Owner, monitor_settings
 
-        try:
-            thresholds = thresholds_from_mapping(self.config.get("thresholds", {}))
-        except ValueError:
-            log.exception("bad [thresholds] in the config: using the defaults")
-            thresholds = BusyThresholds()
-        interval_s = float(self.config.get("monitor", {}).get("interval_s", 1.0))
+        thresholds, interval_s = monitor_settings(self.config)
         note = None
         demo = force_demo
         monitor = None

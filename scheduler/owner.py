@@ -23,12 +23,33 @@ from typing import Any, TypeVar
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
+from gputray.monitor.verdict import BusyThresholds, thresholds_from_mapping
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec
 from gputray.scheduler.timing import Schedule, Timing
 
 log = logging.getLogger("gputray.owner")
+
+
+def monitor_settings(config: dict[str, Any] | None = None) -> tuple[BusyThresholds, float]:
+    """The config's ``[thresholds]`` and ``[monitor] interval_s`` as the Monitor takes them.
+
+    Shared by ``gputray daemon`` and the tray, so both judge busy/hot GPUs by the user's limits. A bad
+    config is logged and the defaults are used: the owner must still start and keep the queue.
+    """
+    from gputray.scheduler.config import ConfigError, load_config
+
+    try:
+        config = load_config() if config is None else config
+        thresholds = thresholds_from_mapping(config.get("thresholds", {}))
+        interval_s = float(config.get("monitor", {}).get("interval_s", 1.0))
+    except (ConfigError, ValueError, TypeError, AttributeError):
+        log.exception("bad [thresholds] or [monitor] in the config: using the defaults")
+        return BusyThresholds(), 1.0
+    return thresholds, interval_s
+
+
 _T = TypeVar("_T")
 
 LOG_CHUNK_MAX_BYTES = 128 * 1024  # JSON escaping can grow text ×6; stays under ipc.MAX_FRAME_BYTES
@@ -225,11 +246,14 @@ class Owner:
             self.server.start()
         try:
             if self._monitor is None:
+                thresholds, interval_s = monitor_settings()
                 self._monitor = build_monitor(
                     demo=self.demo,
                     scenario=self.scenario,
                     sysfs_root=self.sysfs_root,
                     proc_root=self.proc_root,
+                    thresholds=thresholds,
+                    interval_s=interval_s,
                 )
             self._monitor.start()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)

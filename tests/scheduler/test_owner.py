@@ -473,3 +473,18 @@ def test_queue_listing_carries_the_names_people_know_the_gpus_by(owner: Owner, c
     wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
     names = client.request("queue", all=True)["device_names"]
     assert names[AMD] == "Radeon 780M" and names[NVIDIA] == "GeForce RTX 5060 Ti" and names["cpu"] == "CPU"
+
+
+def test_the_owner_judges_gpus_by_the_users_configured_limits(paths: Paths) -> None:
+    """`gputray daemon` reads [thresholds]: an iGPU limit of 30 °C makes the idle 780M (≈ 41 °C) hot."""
+    paths.config_dir.mkdir(parents=True, exist_ok=True)
+    paths.config_file.write_text("[thresholds]\nigpu_temp_limit_c = 30.0\n", encoding="utf-8")
+    o = Owner(paths, demo=True)
+    o.start()
+    try:
+        snap = wait_for(lambda: o.monitor.latest, what="a first sample")
+        verdict = snap.verdict(AMD)
+        assert verdict is not None and verdict.hot and verdict.busy
+        assert "Radeon 780M is hot" in verdict.reasons[0] and "limit 30 °C" in verdict.reasons[0]
+    finally:
+        o.stop()
