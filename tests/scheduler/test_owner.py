@@ -458,10 +458,13 @@ def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
             text=True,
         ),
     }
-    time.sleep(3.0)  # both are connected and printing (asserted on their output below)
+    # Both are connected once they have printed something (a listing; the job's first line).
+    first_lines = {what: proc.stdout.readline() for what, proc in procs.items() if proc.stdout}
     owner.stop()
     for what, proc in procs.items():
-        out, err = proc.communicate(timeout=30)
+        proc.wait(timeout=30)  # not communicate(): it reads the pipe's fd and would skip readline's buffer
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = first_lines[what] + proc.stdout.read(), proc.stderr.read()
         assert proc.returncode == 3, (what, out, err)
         assert "Traceback" not in err, err
         assert "the gputray owner went away" in err and "gputray daemon" in err, err
