@@ -61,6 +61,10 @@ class OwnerRequestError(ValueError):
     user_error = True
 
 
+class OwnerStopping(OwnerRequestError):
+    """The owner is shutting down; clients that keep watching treat this as the owner going away."""
+
+
 def _task_id(value: int | str) -> int:
     if isinstance(value, int):
         return value
@@ -367,7 +371,7 @@ class Owner:
         if op != "ping" and not self._ready.wait(60.0):
             raise OwnerRequestError("the gputray owner is still starting; try again")
         if self._stopped.is_set() and op != "ping":
-            raise OwnerRequestError("the gputray owner is stopping")
+            raise OwnerStopping("the gputray owner is stopping")
         try:
             return handler(args)
         except Exception as exc:

@@ -102,8 +102,14 @@ def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> dict[s
     """One request of a watching loop: a lost owner ends the loop with a message, not a traceback."""
     try:
         return client.request(op, **args)
-    except (ipc.RemoteError, ipc.OwnerNotRunning):
-        raise  # a refusal, or no owner in the first place: said as for any command
+    except ipc.RemoteError as exc:
+        if exc.kind == "OwnerStopping":  # caught it mid-shutdown: the same as finding it gone
+            raise _OwnerGone(
+                f"the gputray owner went away ({exc.message}); {what}. To go on, {ipc.HOW_TO_START}"
+            ) from None
+        raise  # a refusal: said as for any command
+    except ipc.OwnerNotRunning:
+        raise  # no owner in the first place: said as for any command
     except ipc.IpcError as exc:
         raise _OwnerGone(
             f"the gputray owner went away ({exc}); {what}. To go on, {ipc.HOW_TO_START}"

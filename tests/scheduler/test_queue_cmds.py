@@ -255,3 +255,38 @@ def test_changing_or_watching_the_queue_still_needs_the_owner(
     assert out.returncode == 3, out.stdout + out.stderr
     assert "no gputray owner is running: start the tray app" in out.stderr
     assert _db_files(home) == before
+
+
+@pytest.mark.parametrize("command", [["logs", "1", "--follow"], ["queue", "--watch", "0.05"]])
+def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A request that reaches the owner while it stops is answered "stopping", not dropped: the
+    watching commands must read that as the owner going away (exit 3), not as a refusal (exit 1)."""
+    from gputray.scheduler import ipc
+    from gputray.scheduler.owner import OwnerStopping
+    from gputray.scheduler.paths import app_paths
+
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    asked: list[str] = []
+
+    def owner_that_stops_after_one_answer(op: str, args: dict[str, Any]) -> dict[str, Any]:
+        asked.append(op)
+        if len(asked) > 1:
+            raise OwnerStopping("the gputray owner is stopping")
+        if op == "logs":
+            return {"text": "job says hi\n", "offset": 12, "state": "running", "done": False}
+        return {"tasks": [], "paused": {"queue": False, "devices": []}, "device_names": {}}
+
+    server = ipc.IpcServer(app_paths(), owner_that_stops_after_one_answer)
+    server.start()
+    try:
+        code = cli.main(command)
+    finally:
+        server.stop()
+    out, err = capsys.readouterr()
+    assert code == 3, (out, err)
+    assert "the gputray owner went away" in err and "is stopping" in err
+    assert len(asked) == 2
+    if command[0] == "logs":
+        assert "job says hi" in out
