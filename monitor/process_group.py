@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -31,3 +32,28 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
+
+
+def popen_own_group(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` in a group of its own, safe against a Ctrl+C that lands while it starts.
+
+    A KeyboardInterrupt raised inside ``Popen`` after the fork leaves a running child whose pid
+    nobody holds: in its own session the terminal's Ctrl+C never reaches it, so a hung probe would
+    outlive us. Here SIGINT is held while the child starts; if one came, the child's group is
+    killed and the Ctrl+C goes on as usual. (Only the main thread receives SIGINT in Python, so
+    elsewhere there is nothing to hold.)
+    """
+    held: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    except ValueError:  # not the main thread
+        return subprocess.Popen(list(argv), **kwargs, **own_group_popen_kwargs())
+    try:
+        proc = subprocess.Popen(list(argv), **kwargs, **own_group_popen_kwargs())
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        kill_group(proc)
+        proc.wait()
+        signal.raise_signal(signal.SIGINT)  # to the handler in place again: KeyboardInterrupt, usually
+    return proc

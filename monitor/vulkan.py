@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from gputray.monitor.process_group import kill_group, own_group_popen_kwargs
+from gputray.monitor.process_group import kill_group, popen_own_group
 
 VulkanDeviceType = Literal["integrated", "discrete", "virtual", "cpu", "other"]
 
@@ -716,13 +716,12 @@ def enumerate_devices(
     """
     cmd = [python or sys.executable, "-m", WORKER_MODULE]
     try:
-        proc = subprocess.Popen(
+        proc = popen_own_group(
             cmd,
             env=worker_env(env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            **own_group_popen_kwargs(),
         )
     except OSError as exc:
         return VulkanEnumeration(reason=f"Vulkan enumeration could not start {cmd[0]}: {exc}")
@@ -734,6 +733,9 @@ def enumerate_devices(
         return VulkanEnumeration(
             reason=f"Vulkan enumeration hung for {timeout_s:g} s and was killed (a broken Vulkan driver?)"
         )
+    except BaseException:  # Ctrl+C: the worker is in its own group and would not get it
+        kill_group(proc)
+        raise
     tail = err.decode("utf-8", errors="replace").strip().splitlines()[-3:]
     detail = (": " + " | ".join(tail)) if tail else ""
     if proc.returncode != 0:

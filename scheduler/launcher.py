@@ -21,7 +21,7 @@ from typing import Literal
 
 import psutil
 
-from gputray.monitor.process_group import own_group_popen_kwargs
+from gputray.monitor.process_group import popen_own_group
 
 KillReason = Literal["cancelled", "timeout", "lost", "shutdown"]
 
@@ -167,15 +167,14 @@ def launch(
             log.write(header.encode("utf-8", "replace") + b"\n")
             log.flush()
         try:
-            proc = subprocess.Popen(
-                list(argv),
+            proc = popen_own_group(
+                argv,
                 env=dict(env),
                 cwd=str(cwd) if cwd else None,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 close_fds=True,
-                **own_group_popen_kwargs(),
             )
         except FileNotFoundError as exc:
             missing = argv[0] if exc.filename in (None, argv[0]) else exc.filename

@@ -24,7 +24,7 @@ from typing import IO, Any, Literal
 
 import psutil
 
-from gputray.monitor.process_group import kill_group, own_group_popen_kwargs
+from gputray.monitor.process_group import kill_group, popen_own_group
 from gputray.resources import resource_path
 
 ProbeStatus = Literal["ok", "timeout", "crashed", "garbage", "missing", "not_runnable"]
@@ -155,14 +155,13 @@ def run_python(
         return ProbeResult("not_runnable", f"{python} is a folder, not a Python interpreter", python)
     argv = [str(python), "-I", str(probe_script()), *args]
     try:
-        proc = subprocess.Popen(
+        proc = popen_own_group(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_child_env(extra_env or {}),
             cwd=str(probe_script().parent),
-            **own_group_popen_kwargs(),
         )
     except OSError as exc:
         reason = exc.strerror or str(exc)
@@ -176,9 +175,6 @@ def run_python(
         threading.Thread(target=_read_stdout, args=(proc.stdout, stdout), daemon=True),
         threading.Thread(target=_read_stderr, args=(proc.stderr, tail, progress, on_progress), daemon=True),
     ]
-    for reader in readers:
-        reader.start()
-
     timed_out = False
     deadline = started + timeout_s
     seen: dict[int, psutil.Process] = {}
@@ -187,7 +183,9 @@ def run_python(
         for child in _descendants(proc.pid):
             seen.setdefault(child.pid, child)
 
-    try:
+    try:  # from the moment the probe exists: a Ctrl+C even while the readers start must kill it
+        for reader in readers:
+            reader.start()
         while True:
             try:
                 proc.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
