@@ -238,8 +238,14 @@ def test_kill_9_mid_run_loses_nothing(daemons: Callable[..., Daemon], home: Path
     wait_for(lambda: "attempt 1" in d.log_text(a) and "b runs" in d.log_text(b), 30, "both jobs to print")
     assert d.task(c)["state"] in ("queued", "waiting")
     b_log = rb["log_path"]
-    orphan_pids = [d.ask("get", id=x)["pid"] for x in (a, b)]
-    assert all(isinstance(pid, int) and psutil.pid_exists(pid) for pid in orphan_pids)
+
+    # The pid is saved just after the launch returns, so a job can print before its pid shows.
+    def both_pids() -> list[int] | None:
+        pids = [d.ask("get", id=x)["pid"] for x in (a, b)]
+        return pids if all(isinstance(pid, int) for pid in pids) else None
+
+    orphan_pids = wait_for(both_pids, what="both jobs' pids")
+    assert all(psutil.pid_exists(pid) for pid in orphan_pids)
     del ra
 
     d.kill9()
