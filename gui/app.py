@@ -102,10 +102,12 @@ def hand_over(files: Sequence[str]) -> int | None:
                 return 0
             absolute = [str(Path(f).expanduser().absolute()) for f in files]
             try:
-                result = client.request("submit_files", files=absolute, cwd=os.getcwd())
+                result = client.request("open_files", files=absolute, cwd=os.getcwd())
             except ipc.RemoteError as exc:
                 print(f"gputray: {exc}", file=sys.stderr)
                 return 1
+            if result.get("handed_to") == "tray":
+                print(f"gave {len(absolute)} file(s) to the running gputray: confirm the jobs there.")
             for task in result.get("tasks", []):
                 print(f"queued #{task.get('id')}: {task.get('name')}")
             return 0

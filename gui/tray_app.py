@@ -52,6 +52,7 @@ class TrayApp(QObject):
     snapshot_arrived = Signal(object)
     queue_event_arrived = Signal(str, object, str)
     owner_started = Signal(object)
+    files_opened = Signal(list)  # from the owner's IPC thread: "Open with", "Send To", a second launch
 
     def __init__(
         self,
@@ -104,6 +105,7 @@ class TrayApp(QObject):
         self.snapshot_arrived.connect(self._on_snapshot, Qt.ConnectionType.QueuedConnection)
         self.queue_event_arrived.connect(self._on_queue_event, Qt.ConnectionType.QueuedConnection)
         self.owner_started.connect(self._on_owner_started, Qt.ConnectionType.QueuedConnection)
+        self.files_opened.connect(self._on_files_opened, Qt.ConnectionType.QueuedConnection)
         self.visible_timer = QTimer(self)  # runs only while the panel is on screen
         self.visible_timer.setInterval(1000)
         self.visible_timer.timeout.connect(self._tick_visible)
@@ -221,6 +223,7 @@ class TrayApp(QObject):
             monitor=monitor,
             on_event=self._event_from_thread,
         )
+        owner.files_opener = self.files_opened.emit
         try:
             owner.start()
         except BaseException:
@@ -262,9 +265,9 @@ class TrayApp(QObject):
         self._unsubscribe = self.monitor.subscribe(self.snapshot_arrived.emit)
         self.reload_queue()
         log.info("owner started (demo=%s)", demo)
-        if self.args.files:
+        if self.args.files:  # `gputray FILE…` (a desktop entry's %F): as if dropped on the panel
             files, self.args.files = list(self.args.files), []
-            self.submit_files(files, None, {})
+            self.drop_files(files)
         if self.monitor.latest is not None:
             self._on_snapshot(self.monitor.latest)
 
@@ -372,6 +375,12 @@ class TrayApp(QObject):
         self.panel.update_queue_label()
         log.info("queued %d job(s) from %d file(s)", len(tasks), len(files))
         return [t.get("id") for t in tasks]
+
+    def _on_files_opened(self, files: list[str]) -> None:
+        if self.owner is None:  # handed over while the owner was still being announced
+            self.args.files = [*(self.args.files or []), *files]
+            return
+        self.drop_files(files)
 
     def drop_files(self, items: list[str]) -> DropOutcome:
         from gputray.scheduler.recipes import load_recipes

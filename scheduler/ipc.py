@@ -135,6 +135,10 @@ OPS: dict[str, dict[str, Arg]] = {
         "overrides": Arg("dict"),
         "cwd": Arg("str"),
     },
+    "open_files": {  # "Open with", "Send To", a second launch: like a drop on the running app
+        "files": Arg("str_list", required=True, nullable=False),
+        "cwd": Arg("str"),
+    },
     "run": {
         "argv": Arg("str_list", required=True, nullable=False),
         "name": Arg("str"),

@@ -201,11 +201,15 @@ class Owner:
         self.shutdown_requested = threading.Event()
         self.started_at: float | None = None
         self._json_cache: dict[int, tuple[TaskRecord, str]] = {}
+        # Set by the tray app: files opened with gputray go through its drop confirm instead of
+        # straight into the queue. Called from the IPC thread with absolute paths; must not block.
+        self.files_opener: Callable[[list[str]], None] | None = None
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "ping": self._op_ping,
             "status": self._op_status,
             "submit": self._op_submit,
             "submit_files": self._op_submit_files,
+            "open_files": self._op_open_files,
             "run": self._op_run,
             "queue": self._op_queue,
             "get": self._op_get,
@@ -471,6 +475,19 @@ class Owner:
             files, recipe=args.get("recipe"), overrides=args.get("overrides") or {}
         )
         return self._submitted(list(records))
+
+    def _op_open_files(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Files opened with gputray: to the tray's drop confirm when a tray owns the queue, else queued
+        as ``submit_files`` would (recipe defaults). Missing files are refused before anything happens."""
+        files = [_abs_path(f, args.get("cwd")) for f in args["files"]]
+        opener = self.files_opener
+        if opener is None:
+            return {**self._op_submit_files({"files": [str(f) for f in files]}), "handed_to": None}
+        missing = [str(f) for f in files if not f.exists()]
+        if missing:
+            raise OwnerRequestError(f"no such file: {', '.join(missing)}")
+        opener([str(f) for f in files])
+        return {"tasks": [], "handed_to": "tray", "files": len(files)}
 
     def _op_run(self, args: dict[str, Any]) -> dict[str, Any]:
         from gputray.scheduler.taskfile import spec_from_mapping

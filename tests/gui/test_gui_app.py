@@ -116,11 +116,11 @@ def test_pause_and_resume_from_the_panel(qtbot: QtBot, tray_app: TrayApp) -> Non
     assert not tray_app.paused_all and not tray_app.panel.cards["pci:0000:64:00.0"].pause_button.isChecked()
 
 
-def test_a_second_launch_hands_its_files_to_the_owner(
+def test_a_second_launch_hands_its_files_to_a_daemon_which_queues_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert hand_over([]) is None  # nobody answers
-    owner = Owner(app_paths(), demo=True)
+    owner = Owner(app_paths(), demo=True)  # as `gputray daemon`: no tray to confirm with
     owner.start()
     try:
         script = tmp_path / "job; echo pwned.py"
@@ -132,6 +132,27 @@ def test_a_second_launch_hands_its_files_to_the_owner(
         assert "missing.png" in capsys.readouterr().err
     finally:
         owner.stop()
+
+
+def test_files_handed_to_the_tray_go_through_its_drop_confirm_with_the_remembered_choice(
+    qtbot: QtBot, tray_app: TrayApp, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ "Open with", "Send To" or `gputray FILE` while the tray runs: the same path as a drop, so the
+    choice remembered for the file type applies (here: .py files on the CPU)."""
+    tray_app.state.set("drop_choices", {".py": {"recipe": "torch", "policy": "cpu"}})
+    script = tmp_path / "second launch 'x'; 日本.py"
+    script.write_text("print('handed over')\n")
+    assert hand_over([str(script)]) == 0
+    assert "confirm the jobs there" in capsys.readouterr().out
+    qtbot.waitUntil(lambda: tray_app.model.rowCount() == 1, timeout=10_000)
+    assert tray_app.owner is not None
+    (task,) = tray_app.owner.queue.list()
+    assert task.name == script.name and task.spec.device_prefs == ("cpu",)
+    qtbot.waitUntil(lambda: tray_app.owner.queue.get(task.id).state == "succeeded", timeout=30_000)
+
+    assert hand_over([str(tmp_path / "gone.py")]) == 1  # refused at once, nothing queued
+    assert "no such file" in capsys.readouterr().err
+    assert tray_app.model.rowCount() == 1
 
 
 def test_paused_shapes() -> None:
