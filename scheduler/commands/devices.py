@@ -21,7 +21,13 @@ from gputray.monitor.device_names import friendly_name
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.vulkan import DEFAULT_TIMEOUT_S, VulkanEnumeration, enumerate_devices
-from gputray.scheduler.commands.common import add_monitor_source_args, error, monitor_from_args, print_json
+from gputray.scheduler.commands.common import (
+    add_monitor_source_args,
+    error,
+    monitor_from_args,
+    print_json,
+    uses_custom_source,
+)
 
 DASH = "—"
 VENDOR_BY_PCI = {0x10DE: "nvidia", 0x1002: "amd", 0x8086: "intel"}
@@ -229,9 +235,29 @@ def render_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+DEMO_OWNER_NOTE = (
+    "the running gputray is a demo (a simulated RTX 5060 Ti + Radeon 780M); the list above is this "
+    "machine's real hardware. `gputray devices --demo` lists the simulated pair."
+)
+
+
+def _owner_is_demo() -> bool:
+    """Whether a running tray or daemon shows the demo, so `devices` can say why it lists other GPUs."""
+    from gputray.scheduler import ipc
+    from gputray.scheduler.paths import app_paths
+
+    try:
+        with ipc.IpcClient(app_paths(), timeout_s=2.0) as client:
+            return bool(client.request("ping").get("demo"))
+    except ipc.IpcError:
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     notes: list[str] = []
     demo = bool(args.demo or args.demo_scenario is not None)
+    if not demo and not uses_custom_source(args) and _owner_is_demo():
+        notes.append(DEMO_OWNER_NOTE)
     try:
         known = _monitor_devices(args, notes)
     except ScenarioError as exc:

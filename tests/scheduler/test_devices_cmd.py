@@ -125,6 +125,26 @@ def test_demo_lists_both_simulated_gpus(tmp_path: Path) -> None:
     assert doc["vulkan"]["available"] is False  # the demo does not pretend to know this machine's Vulkan
 
 
+def test_with_a_demo_owner_running_devices_says_its_list_is_the_real_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputray.scheduler.owner import Owner
+    from gputray.scheduler.paths import app_paths
+
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path))
+    owner = Owner(app_paths(), demo=True)
+    owner.start()
+    try:
+        real = devices_json(home=tmp_path)
+        demo = devices_json("--demo", home=tmp_path)
+    finally:
+        owner.stop()
+    assert real["demo"] is False and any("the running gputray is a demo" in n for n in real["notes"])
+    assert demo["demo"] is True and not any("running gputray" in n for n in demo["notes"])
+    after = devices_json(home=tmp_path)  # the owner is gone: no note
+    assert not any("running gputray" in n for n in after["notes"])
+
+
 def test_help_explains_what_the_names_are_for(tmp_path: Path) -> None:
     result = gputray("devices", "--help", home=tmp_path)
     assert result.returncode == 0
