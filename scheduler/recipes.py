@@ -45,7 +45,9 @@ class RecipeError(SubmitError):
 class NoRecipe(RecipeError):
     def __init__(self, file: Path, known: str) -> None:
         self.known = known
-        super().__init__(f"{file.name}: no recipe handles this kind of file. Recipes: {known}")
+        if file.suffix.lower() == ".toml":  # most likely a task file given as a FILE
+            self.known = f"{known}. A TOML task file is queued with `gputray submit --task {file.name}`"
+        super().__init__(f"{file.name}: no recipe handles this kind of file. Recipes: {self.known}")
 
 
 class SubmitProblems(SubmitError):

@@ -128,6 +128,10 @@ def test_unknown_file_types_and_recipes_are_refused_with_the_choices(home: Path)
         specs_for_files([text])
     with pytest.raises(RecipeError, match="no recipe named 'nope'; known recipes: torch"):
         specs_for_files([text], recipe="nope")
+    task_file = home / "my job.toml"
+    task_file.write_text('kind = "command"\nargv = ["true"]\n')
+    with pytest.raises(RecipeError, match=r"queued with `gputray submit --task my job.toml`"):
+        specs_for_files([task_file])
 
 
 def test_all_or_nothing(home: Path) -> None:
