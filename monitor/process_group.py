@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,14 +41,15 @@ def popen_own_group(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[byte
     A KeyboardInterrupt raised inside ``Popen`` after the fork leaves a running child whose pid
     nobody holds: in its own session the terminal's Ctrl+C never reaches it, so a hung probe would
     outlive us. Here SIGINT is held while the child starts; if one came, the child's group is
-    killed and the Ctrl+C goes on as usual. (Only the main thread receives SIGINT in Python, so
-    elsewhere there is nothing to hold.)
+    killed and the Ctrl+C goes on as usual. (Python runs signal handlers in the main thread only,
+    so elsewhere there is nothing to hold.)
     """
-    held: list[int] = []
-    try:
-        previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
-    except ValueError:  # not the main thread
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        # elsewhere no Ctrl+C arrives; None: a handler set outside Python, which could not be put back
         return subprocess.Popen(list(argv), **kwargs, **own_group_popen_kwargs())
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
     try:
         proc = subprocess.Popen(list(argv), **kwargs, **own_group_popen_kwargs())
     finally:
