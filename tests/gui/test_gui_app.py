@@ -155,6 +155,26 @@ def test_files_handed_to_the_tray_go_through_its_drop_confirm_with_the_remembere
     assert tray_app.model.rowCount() == 1
 
 
+def test_files_given_at_launch_are_queued_like_a_drop(qtbot: QtBot, tmp_path: Path) -> None:
+    """`gputray FILE` (a desktop entry's %F) starting the tray: the drop path, with the remembered choice."""
+    script = tmp_path / "at launch.py"
+    script.write_text("print('from the command line')\n")
+    empty = tmp_path / "empty-root"
+    empty.mkdir()
+    args = build_parser().parse_args(["--sysfs-root", str(empty), "--proc-root", str(empty), str(script)])
+    app = TrayApp(args, tray_available=False)
+    app.state.set("drop_choices", {".py": {"recipe": "torch", "policy": "cpu"}})
+    app.start()
+    try:
+        qtbot.waitUntil(lambda: app.owner is not None and app.model.rowCount() == 1, timeout=30_000)
+        assert app.owner is not None
+        (task,) = app.owner.queue.list()
+        assert task.name == script.name and task.spec.device_prefs == ("cpu",)
+    finally:
+        app.shutdown()
+        app.panel.hide()
+
+
 def test_paused_shapes() -> None:
     assert parse_paused({"queue": True, "pci:0000:64:00.0": True, "cpu": False}) == (
         True,
