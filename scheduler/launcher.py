@@ -47,6 +47,7 @@ class Job:
         self.started_at = time.time()
         self.kill_reason: KillReason | None = None
         self.returncode: int | None = None
+        self._reason_lock = threading.Lock()  # kill_reason is fixed once the process has exited
         self._on_exit = on_exit
         self._timeout_s = timeout_s
         self._grace_s = grace_s
@@ -75,12 +76,14 @@ class Job:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 code = self.proc.wait(timeout=remaining)
             except subprocess.TimeoutExpired:
-                if self.kill_reason is None:
-                    self.kill_reason = "timeout"
+                with self._reason_lock:
+                    if self.kill_reason is None:
+                        self.kill_reason = "timeout"
                 self._kill_tree(grace_s=self._grace_s)
                 deadline = None
+        with self._reason_lock:
+            self.returncode = code  # from here on, a late cancel cannot relabel how it ended
         _signal_group(self.pid, graceful=False)  # stragglers left in its group
-        self.returncode = code
         try:
             if self._on_exit is not None:
                 self._on_exit(self, code)
@@ -90,12 +93,19 @@ class Job:
     def cancel(self, reason: KillReason = "cancelled", *, wait: bool = False) -> None:
         """Stop the whole process tree: SIGTERM (CTRL_BREAK on Windows), then SIGKILL after the grace time.
 
-        Returns at once unless ``wait``; the exit callback reports the end either way.
+        Returns at once unless ``wait``; the exit callback reports the end either way. The first reason
+        stays, except that a person's "cancelled" wins over a timeout or a lost device already being
+        handled: otherwise the retry policy would start the job again. Once the process has exited
+        nothing changes: a job that finished is not relabelled by a kill that came too late.
         """
-        if self._done.is_set():
+        with self._reason_lock:
+            exited = self.returncode is not None
+            if not exited and (self.kill_reason is None or reason == "cancelled"):
+                self.kill_reason = reason
+        if exited:
+            if wait:
+                self.wait()
             return
-        if self.kill_reason is None:
-            self.kill_reason = reason
         if wait:
             self._kill_tree(grace_s=self._grace_s)
             self.wait()

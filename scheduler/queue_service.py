@@ -664,15 +664,21 @@ class QueueService:
         with self._lock:
             running = list(self._jobs.values())
         present = {r.info.key: r.sample.state for r in snapshot.readings}
+        # Snapshots in a row each device was missing from: counted once per snapshot and per device
+        # (not per job), and cleared when it shows again, whether or not a job runs there now.
+        watched = set(self._absent_ticks) | {r.device for r in running if r.device != "cpu"}
+        for key in watched:
+            if key in present:
+                self._absent_ticks.pop(key, None)
+            else:
+                self._absent_ticks[key] = self._absent_ticks.get(key, 0) + 1
         for r in running:
             if r.device == "cpu":
                 continue
             state = present.get(r.device)
             # "lost" is the driver's word: act at once. A device missing from one snapshot may be a
             # backend hiccup (skipped for that tick): act only when it stays gone for a few ticks.
-            absent = self._absent_ticks.get(r.device, 0) + 1 if state is None else 0
-            self._absent_ticks[r.device] = absent
-            gone = state == "lost" or absent >= GONE_AFTER_TICKS
+            gone = state == "lost" or self._absent_ticks.get(r.device, 0) >= GONE_AFTER_TICKS
             if gone and r.job.kill_reason is None:
                 log.warning("device %s lost: stopping task #%d", r.device, r.task_id)
                 r.job.cancel("lost")

@@ -255,6 +255,77 @@ def test_cancel_a_running_and_a_queued_task(harness: Callable[..., Harness]) -> 
         q.cancel(999)
 
 
+IGNORES_SIGTERM = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "print('up', flush=True); time.sleep(60)"
+)
+
+
+def test_a_cancel_while_a_timeout_kill_is_under_way_still_cancels(harness: Callable[..., Harness]) -> None:
+    """The timeout kill waits out its grace time (the job ignores SIGTERM); the person's cancel meanwhile
+    must win, or the retry policy would start the job again."""
+    h = harness()
+    q = h.start()
+    rec = q.submit(
+        command("stubborn", IGNORES_SIGTERM, device_prefs=("cpu",), timeout_s=1, retries=1, backoff_s=0)
+    )
+    h.until(lambda: "up" in h.log_text(rec.id))
+    h.until(lambda: q._jobs[rec.id].job.kill_reason == "timeout")
+    stopped = q.cancel(rec.id)
+    assert (stopped.state, stopped.reason, stopped.attempts) == ("cancelled", "cancelled while running", 1)
+
+
+def test_a_job_that_exited_is_not_relabelled_by_a_late_lost_device(
+    harness: Callable[..., Harness], tmp_path: Path
+) -> None:
+    """The job exits 0 while a dispatch pass holds the queue (its exit is recorded after the pass); the
+    device is then reported lost. It finished: it must end succeeded, not be requeued as interrupted."""
+    h = harness((Load("5060ti", 10, 1e9, 0, state="lost"),))
+    q = h.start()
+    go = tmp_path / "go"
+    wait_then_exit = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)"
+    rec = q.submit(command("quick", wait_then_exit, device_prefs=("5060ti",), retries=1, backoff_s=0))
+    h.until(lambda: q.get(rec.id).pid is not None)
+    job = q._jobs[rec.id].job
+    with q._lock:  # stands for a long dispatch pass
+        go.touch()
+        wait_for(lambda: job.proc.poll() is not None, what="the job to exit")
+        h.tick(11)  # the 5060 Ti is reported lost: the monitor tick asks the job to stop
+        assert job.kill_reason is None
+    h.until(h.state(rec.id, "succeeded"))
+    done = q.get(rec.id)
+    assert (done.attempts, done.exit_code) == (1, 0)
+
+
+def test_one_missing_snapshot_after_an_earlier_hiccup_does_not_kill_the_next_job(
+    harness: Callable[..., Harness], tmp_path: Path
+) -> None:
+    """The 5060 Ti misses two snapshots (a hiccup, below the three that mean gone) while job A runs,
+    then comes back. Later job B sees one missing snapshot: the old count must not add up to "gone"."""
+    h = harness((Load("5060ti", 10, 12, 0, state="gone"), Load("5060ti", 20, 21, 0, state="gone")))
+    q = h.start()
+    go = tmp_path / "go"
+    a = q.submit(
+        command(
+            "A",
+            f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)",
+            device_prefs=("5060ti",),
+        )
+    )
+    h.until(h.state(a.id, "running"))
+    h.tick(10)
+    h.tick(1)  # two snapshots without the 5060 Ti
+    go.touch()
+    h.until(h.state(a.id, "succeeded"))
+    h.tick(1)  # back
+    b = q.submit(command("B", "import time; time.sleep(60)", device_prefs=("5060ti",)))
+    h.until(h.state(b.id, "running"))
+    h.tick(8)  # one snapshot without it
+    assert q._jobs[b.id].job.kill_reason is None
+    h.tick(1)  # back again
+    assert q.get(b.id).state == "running", q.get(b.id).reason
+
+
 def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
     h = harness()
     q = h.start()
