@@ -53,6 +53,7 @@ def monitor_settings(config: dict[str, Any] | None = None) -> tuple[BusyThreshol
 _T = TypeVar("_T")
 
 LOG_CHUNK_MAX_BYTES = 128 * 1024  # JSON escaping can grow text ×6; stays under ipc.MAX_FRAME_BYTES
+IN_FLIGHT_GRACE_S = 15.0  # how long stop() lets requests being answered finish (a cancel waits up to 10 s)
 
 
 class OwnerRequestError(ValueError):
@@ -198,6 +199,8 @@ class Owner:
         self.server: ipc.IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
+        self._in_flight = 0  # requests being answered; stop() lets them finish before closing the store
+        self._in_flight_changed = threading.Condition()
         self.shutdown_requested = threading.Event()
         self.started_at: float | None = None
         self._json_cache: dict[int, tuple[TaskRecord, str]] = {}
@@ -300,9 +303,12 @@ class Owner:
         """Stop serving and dispatching. Running jobs are stopped too (they end ``interrupted`` and follow
         their retry policy) unless ``kill_running=False``: then they run on unobserved, and the next
         owner's crash recovery stops and requeues them."""
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
+        with self._in_flight_changed:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()  # new requests are refused from here on
+            if not self._in_flight_changed.wait_for(lambda: self._in_flight == 0, timeout=IN_FLIGHT_GRACE_S):
+                log.warning("stopping with %d request(s) still being answered", self._in_flight)
         self._teardown(kill_running=kill_running)
         log.info("gputray owner stopped")
 
@@ -374,14 +380,20 @@ class Owner:
     def _answer(self, op: str, handler: Callable[[dict[str, Any]], _T], args: dict[str, Any]) -> _T:
         if op != "ping" and not self._ready.wait(60.0):
             raise OwnerRequestError("the gputray owner is still starting; try again")
-        if self._stopped.is_set() and op != "ping":
-            raise OwnerStopping("the gputray owner is stopping")
+        with self._in_flight_changed:
+            if self._stopped.is_set() and op != "ping":
+                raise OwnerStopping("the gputray owner is stopping")
+            self._in_flight += 1
         try:
             return handler(args)
         except Exception as exc:
             if _is_refusal(exc):
                 exc.user_error = True  # type: ignore[attr-defined]  # ipc replies with its message
             raise
+        finally:
+            with self._in_flight_changed:
+                self._in_flight -= 1
+                self._in_flight_changed.notify_all()
 
     def _task_json(self, records: list[TaskRecord]) -> str:
         """``[rec.to_json(), …]`` as JSON text, each task's text kept until its record changes

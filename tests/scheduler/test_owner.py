@@ -491,3 +491,37 @@ def test_the_owner_judges_gpus_by_the_users_configured_limits(paths: Paths) -> N
         assert "Radeon 780M is hot" in verdict.reasons[0] and "limit 30 °C" in verdict.reasons[0]
     finally:
         o.stop()
+
+
+def test_stop_lets_a_request_being_answered_finish_and_refuses_new_ones(owner: Owner, tmp_path: Path) -> None:
+    """A request that got in before stop() is answered in full (the store is not closed under it);
+    one that comes after is told the owner is stopping."""
+    import threading
+
+    from gputray.scheduler.owner import OwnerStopping
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_tray(files: list[str]) -> None:  # the tray's hook, held up like a busy request
+        entered.set()
+        release.wait(10)
+
+    owner.files_opener = slow_tray
+    dropped = tmp_path / "a.py"
+    dropped.write_text("pass\n")
+    answers: dict[str, Any] = {}
+    request = threading.Thread(
+        target=lambda: answers.update(owner.handle("open_files", {"files": [str(dropped)]}))
+    )
+    request.start()
+    assert entered.wait(10)
+    stopper = threading.Thread(target=owner.stop)
+    stopper.start()
+    time.sleep(0.3)
+    assert stopper.is_alive()  # waiting for the request
+    with pytest.raises(OwnerStopping, match="stopping"):
+        owner.handle("queue", {})
+    release.set()
+    request.join(10)
+    stopper.join(30)
+    assert answers["handed_to"] == "tray" and not stopper.is_alive()
