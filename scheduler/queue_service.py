@@ -65,7 +65,7 @@ from gputray.scheduler.placement import (
     wait_started_s,
 )
 from gputray.scheduler.recipes import Recipe, check_runnable, specs_for_files
-from gputray.scheduler.store import TaskNotFound, TaskStore
+from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
 from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec, iso_utc
 
 __all__ = ["QueueError", "QueueEvent", "QueueService", "SimHooks", "TaskNotFound", "TaskStateError"]
@@ -569,6 +569,7 @@ class QueueService:
                 # A command's argv (and a torch task's args) is the user's program line: verbatim.
                 argv = render_argv(spec, None, python=python)
                 env = build_env(base_env, info, task_id=task.id, extra={**extra, **spec.env}, rocm_index=rocm)
+            env[QUEUE_FILE_VAR] = str(self.store.path)  # lets crash recovery find it before its pid is saved
             header = (
                 f"=== gputray task #{task.id} {spec.name!r}, attempt {attempt}, on {info.name} ({info.key})"
                 f" at {iso_utc(now)} ===\n"

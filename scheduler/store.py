@@ -22,7 +22,10 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import os
+import signal
 import sqlite3
+import sys
 import threading
 import time
 from collections import Counter
@@ -32,6 +35,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from gputray.scheduler.tasks import PENDING_STATES, TaskRecord, TaskSpec, TaskState
+
+# Every job's environment names the queue file that started it (beside GPUTRAY_TASK_ID), so that
+# crash recovery can find a job whose pid was never saved: the owner died just as it launched it.
+QUEUE_FILE_VAR = "GPUTRAY_QUEUE_FILE"
 
 SCHEMA_VERSION = 1
 
@@ -374,8 +381,9 @@ class TaskStore:
         """Tasks left ``running`` → ``interrupted`` → requeued (with backoff) or failed by policy.
 
         Call once, from the owner, before dispatching. An orphaned job process still alive from the
-        crashed owner (same pid *and* same start time) is killed with its children first, so the
-        task never runs twice at once.
+        crashed owner (same pid *and* same start time) is killed with its children and process group
+        first, so the task never runs twice at once; one whose pid was never saved is found by its
+        environment (``GPUTRAY_TASK_ID`` and ``QUEUE_FILE_VAR``).
         """
         now = self.clock()
         with self._lock:
@@ -391,7 +399,10 @@ class TaskStore:
             self._rows = None  # a bulk change: read the mirror back
         out = []
         for rec in stale:
-            killed = kill_orphans and _kill_orphan(rec.pid, rec.pid_create_time)
+            if rec.state == "running" and rec.pid is None:
+                killed = kill_orphans and _kill_unrecorded_job(rec.id, str(self.path))
+            else:
+                killed = kill_orphans and _kill_orphan(rec.pid, rec.pid_create_time)
             why = "gputray stopped while it ran" + (" (its leftover process was stopped)" if killed else "")
             new = self.apply_retry_policy(rec.id, f"interrupted: {why}", now=now)
             out.append(Recovered(new, new.state == "queued", killed))
@@ -572,8 +583,33 @@ def _kill_orphan(pid: int | None, create_time: float | None) -> bool:
         procs = [*proc.children(recursive=True), proc]
     except (psutil.Error, OSError):
         return False
+    if sys.platform != "win32":  # the job leads its own process group: helpers it left there go too
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+    _kill_all(procs)
+    return True
+
+
+def _kill_unrecorded_job(task_id: int, queue_file: str) -> bool:
+    """Kill the processes of a job whose pid was never saved, found by the task id and queue file
+    gputray put in its environment (processes whose environment we may not read are skipped)."""
+    import psutil
+
+    wanted = {"GPUTRAY_TASK_ID": str(task_id), QUEUE_FILE_VAR: queue_file}
+    found = []
+    for proc in psutil.process_iter(["environ"]):
+        environ = proc.info.get("environ") or {}
+        if proc.pid != os.getpid() and all(environ.get(k) == v for k, v in wanted.items()):
+            found.append(proc)
+    _kill_all(found)
+    return bool(found)
+
+
+def _kill_all(procs: builtins.list[Any]) -> None:
+    import psutil
+
     for p in procs:
         with contextlib.suppress(psutil.Error, OSError):
             p.kill()
     psutil.wait_procs(procs, timeout=3)
-    return True

@@ -32,7 +32,7 @@ PY = sys.executable
 SHOW_ENV = (
     "import os, json; print('ENV ' + json.dumps({k: os.environ.get(k) for k in ("
     "'CUDA_VISIBLE_DEVICES', 'CUDA_DEVICE_ORDER', 'HIP_VISIBLE_DEVICES', 'ROCR_VISIBLE_DEVICES', "
-    "'GPUTRAY_TASK_ID', 'GPUTRAY_DEVICE', 'HSA_OVERRIDE_GFX_VERSION')}), flush=True)"
+    "'GPUTRAY_TASK_ID', 'GPUTRAY_DEVICE', 'GPUTRAY_QUEUE_FILE', 'HSA_OVERRIDE_GFX_VERSION')}), flush=True)"
 )
 HOSTILE = ["a'; touch pwned #.png", "with space.png", 'quo"te.png', "semi;colon.png", "日本語の画像.png"]
 
@@ -148,6 +148,7 @@ def test_wait_redirect_and_cpu_with_the_environment_each_job_gets(harness: Calla
         "ROCR_VISIBLE_DEVICES": "0",
         "GPUTRAY_TASK_ID": str(m.id),
         "GPUTRAY_DEVICE": AMD,
+        "GPUTRAY_QUEUE_FILE": str(h.store.path),  # how crash recovery finds a job whose pid went unsaved
         "HSA_OVERRIDE_GFX_VERSION": None,
     }
     c = q.get(cpu.id)

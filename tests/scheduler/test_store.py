@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from waiting import wait_for
 
 from gputray.scheduler.store import (
     SCHEMA_VERSION,
@@ -143,6 +144,75 @@ def test_recovery_never_kills_a_reused_pid(tmp_path: Path) -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_recovery_finds_a_job_whose_pid_was_never_saved_by_its_environment(tmp_path: Path) -> None:
+    """The owner died between launching the job and saving its pid: the job is found by the task id and
+    queue file in its environment; the same task id from another queue is left alone."""
+    from gputray.scheduler.store import QUEUE_FILE_VAR
+
+    db = tmp_path / "q.db"
+    store = TaskStore(db)
+    rec = store.add(spec("unsaved pid", retries=1, backoff_s=0))
+    store.update(rec.id, state="running", attempts=1, pid=None)
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    ours_env = {**os.environ, "GPUTRAY_TASK_ID": str(rec.id), QUEUE_FILE_VAR: str(db)}
+    other_env = {**ours_env, QUEUE_FILE_VAR: str(tmp_path / "other-home" / "q.db")}
+    ours = subprocess.Popen(sleep, env=ours_env, start_new_session=True)
+    other = subprocess.Popen(sleep, env=other_env, start_new_session=True)
+    try:
+        wait_for(lambda: psutil.Process(ours.pid).environ().get(QUEUE_FILE_VAR) == str(db), what="the job")
+        (r,) = store.recover_after_crash()
+        assert r.killed_orphan and r.requeued
+        assert "its leftover process was stopped" in store.get(rec.id).reason
+        ours.wait(timeout=10)
+        assert other.poll() is None
+    finally:
+        for proc in (ours, other):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
+def test_recovery_also_stops_helpers_the_job_left_in_its_process_group(tmp_path: Path) -> None:
+    """A job whose helper left the tree (its parent exited) but stays in the job's process group."""
+    pid_file = tmp_path / "helper.pid"
+    helper = tmp_path / "helper.py"
+    helper.write_text(
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    middle = tmp_path / "middle.py"  # starts the helper and exits at once: the helper is re-parented
+    middle.write_text(f"import subprocess, sys\nsubprocess.Popen([sys.executable, {str(helper)!r}])\n")
+    job_script = tmp_path / "job.py"
+    job_script.write_text(
+        f"import subprocess, sys, time\nsubprocess.run([sys.executable, {str(middle)!r}])\ntime.sleep(60)\n"
+    )
+    job = subprocess.Popen([sys.executable, str(job_script)], start_new_session=True)
+    try:
+        helper_pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text(), what="the helper"))
+        assert helper_pid not in {c.pid for c in psutil.Process(job.pid).children(recursive=True)}
+        store = TaskStore(tmp_path / "q.db")
+        rec = store.add(spec())
+        create_time = psutil.Process(job.pid).create_time()
+        store.update(rec.id, state="running", attempts=1, pid=job.pid, pid_create_time=create_time)
+        (r,) = store.recover_after_crash()
+        assert r.killed_orphan
+        job.wait(timeout=10)
+        assert wait_for(lambda: _gone(helper_pid), 10, "the helper to be stopped")
+    finally:
+        if job.poll() is None:
+            job.kill()
+        job.wait()
+        if pid_file.exists() and not _gone(int(pid_file.read_text())):
+            psutil.Process(int(pid_file.read_text())).kill()
 
 
 WRITER = textwrap.dedent(
