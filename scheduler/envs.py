@@ -66,6 +66,9 @@ def _config_path(path: Path | None) -> Path:
     return path or app_paths().config_file
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # as task files allow
+
+
 def _parse_env(index: int, table: object, where: Path) -> PythonEnv:
     label = f"{where}: [[env]] #{index + 1}"
     if not isinstance(table, dict):
@@ -81,6 +84,11 @@ def _parse_env(index: int, table: object, where: Path) -> PythonEnv:
         isinstance(k, str) and isinstance(v, str) for k, v in extra.items()
     ):
         raise EnvError(f'{label} ({name}): extra_env must be a table of strings, like {{ KEY = "value" }}')
+    for key, value in extra.items():
+        if not _ENV_NAME.fullmatch(key):
+            raise EnvError(f"{label} ({name}): extra_env: {key!r} is not a valid environment variable name")
+        if "\x00" in value:
+            raise EnvError(f"{label} ({name}): extra_env: {key}: the value contains a NUL character")
     return PythonEnv(name=name, python=Path(python).expanduser(), extra_env=extra)
 
 

@@ -196,4 +196,8 @@ def launch(
             msg = f"cannot start {argv[0]}: {exc.strerror or exc}"
             log.write(f"gputray: {msg}\n".encode())
             raise LaunchFailed(msg) from None
+        except ValueError as exc:  # an environment name with "=", a NUL byte: Popen refuses it
+            msg = f"cannot start {argv[0]}: {exc}"
+            log.write(f"gputray: {msg}\n".encode())
+            raise LaunchFailed(msg) from None
     return Job(proc, log_path, on_exit, timeout_s, grace_s)

@@ -154,6 +154,8 @@ def test_malformed_config_is_reported_and_left_alone(gputray_home: Path, notorch
             '[[env]]\nname = "x"\npython = "/p"\nextra_env = { A = 1 }\n',
             "extra_env must be a table of strings",
         ),
+        ('[[env]]\nname = "x"\npython = "/p"\nextra_env = { "A=B" = "1" }\n', "'A=B' is not a valid"),
+        ('[[env]]\nname = "x"\npython = "/p"\nextra_env = { A = "a\\u0000b" }\n', "NUL character"),
         ('[[env]]\nname = "x"\npython = "/p"\n[[env]]\nname = "x"\npython = "/q"\n', "two environments"),
         ('env = "oops"\n', "must be written as"),
     ],

@@ -128,3 +128,9 @@ def test_a_missing_program_is_named(tmp_path: Path) -> None:
     assert "no-such-tool-xyz" in (tmp_path / "l.log").read_text()
     with pytest.raises(LaunchFailed, match="empty"):
         launch([], env={}, log_path=tmp_path / "l.log")
+
+
+def test_an_environment_the_os_refuses_is_a_launch_failure_not_a_crash(tmp_path: Path) -> None:
+    with pytest.raises(LaunchFailed, match=r"cannot start .*illegal environment variable name"):
+        launch([PY, "-c", "pass"], env={"A=B": "1"}, log_path=tmp_path / "l.log")
+    assert "illegal environment variable name" in (tmp_path / "l.log").read_text()
