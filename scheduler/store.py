@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from gputray.scheduler.tasks import PENDING_STATES, TaskRecord, TaskSpec, TaskState
+from gputray.scheduler.tasks import MAX_BACKOFF_S, PENDING_STATES, TaskRecord, TaskSpec, TaskState
 
 # Every job's environment names the queue file that started it (beside GPUTRAY_TASK_ID), so that
 # crash recovery can find a job whose pid was never saved: the owner died just as it launched it.
@@ -421,7 +421,7 @@ class TaskStore:
             rec = self.get(task_id)
             retries_used = max(0, rec.attempts - 1)
             if retries_used < rec.spec.retries:
-                delay = rec.spec.backoff_s * (2**retries_used)
+                delay = min(MAX_BACKOFF_S, rec.spec.backoff_s * 2.0 ** min(retries_used, 60))
                 left = rec.spec.retries - retries_used
                 reason = (
                     f"{why}; retry {retries_used + 1} of {rec.spec.retries} in {delay:.0f} s"

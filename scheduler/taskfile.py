@@ -50,6 +50,7 @@ from typing import Any, cast
 from gputray.scheduler.tasks import (
     AFTER_MAX_WAIT,
     KINDS,
+    MAX_RETRIES,
     ON_BUSY,
     PLACEHOLDERS,
     TaskSpec,
@@ -245,12 +246,14 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         except ValueError as exc:
             raise err(key, str(exc)) from None
 
-    def integer(key: str, default: int, minimum: int | None = None) -> int:
+    def integer(key: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
         value = get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise err(key, f"must be a whole number, got {value!r}")
         if minimum is not None and value < minimum:
             raise err(key, f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise err(key, f"must be at most {maximum}, got {value}")
         return value
 
     def path(key: str, value: str) -> str:
@@ -363,7 +366,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         start_at=number("start_at", parse_start_at),
         window=window,
         timeout_s=number("timeout_s", parse_duration),
-        retries=integer("retries", 0, minimum=0),
+        retries=integer("retries", 0, minimum=0, maximum=MAX_RETRIES),
         backoff_s=number("backoff_s", parse_duration, 30.0),
         env=env,
         cwd=path("cwd", cwd) if cwd else None,

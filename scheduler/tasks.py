@@ -37,6 +37,8 @@ FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"}
 #: Placeholders substituted per argv element (and in env values) when a vulkan or recipe task is
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
 PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
+MAX_RETRIES = 100
+MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
 
@@ -59,7 +61,7 @@ class TaskSpec:
     of waiting, ``after_max_wait`` applies (``redirect``, ``cpu`` or ``fail``).
     ``start_at`` is epoch seconds; ``window`` is a daily local-time window ``"01:00-07:00"``
     (may cross midnight). ``retries`` more attempts after a failure or interruption, each after
-    ``backoff_s * 2**(attempt-1)`` seconds.
+    ``backoff_s * 2**(attempt-1)`` seconds, at most ``MAX_BACKOFF_S``.
     """
 
     kind: TaskKind

@@ -28,6 +28,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json, watch_seconds
 from gputray.scheduler.commands.common import terminal_cells as _cells
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.tasks import MAX_RETRIES
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -315,8 +316,8 @@ def overrides_from_args(args: argparse.Namespace, now_s: float | None = None) ->
             parse_window(args.window)
             out["window"] = args.window
         if args.retries is not None:
-            if args.retries < 0:
-                raise _UsageError("--retries must be 0 or more")
+            if not 0 <= args.retries <= MAX_RETRIES:
+                raise _UsageError(f"--retries must be between 0 and {MAX_RETRIES}")
             out["retries"] = args.retries
         if args.timeout:
             option = "--timeout"

@@ -78,6 +78,7 @@ def test_submit_options_become_task_overrides() -> None:
         ("--window", "7-9", "--window expected a daily window like '01:00-07:00'"),
         ("--timeout", "banana", "--timeout expected a duration"),
         ("--device", " , ", "at least one device"),
+        ("--retries", "1000", "between 0 and 100"),
     ],
 )
 def test_bad_options_are_usage_errors_that_say_what_is_expected(option: str, value: str, words: str) -> None:

@@ -87,6 +87,15 @@ def test_retry_policy_requeues_with_doubling_backoff_then_fails(tmp_path: Path) 
     assert last.state == "failed" and last.reason == "exited with status 1; no retries left"
 
 
+def test_the_doubling_backoff_stops_at_an_hour(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path / "q.db", clock=lambda: 1000.0)
+    rec = store.add(spec(retries=100, backoff_s=30))
+    store.update(rec.id, state="failed", attempts=99)  # 98 retries used: 30 s x 2**98 uncapped
+    again = store.apply_retry_policy(rec.id, "exited with status 1")
+    assert again.state == "queued" and again.not_before == 1000.0 + 3600.0
+    assert again.reason == "exited with status 1; retry 99 of 100 in 3600 s"
+
+
 def _sleeper() -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
 

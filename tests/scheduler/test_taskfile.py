@@ -108,6 +108,7 @@ def test_task_table_form_and_defaults(tmp_path: Path) -> None:
         ('argv = ["x"]\nplaceholders = "yes"', "placeholders", "true or false"),
         ('argv = ["x"]\nretries = -1', "retries", "at least 0"),
         ('argv = ["x"]\nretries = 1.5', "retries", "whole number"),
+        ('argv = ["x"]\nretries = 100000', "retries", "at most 100"),
         ('argv = ["x"]\npriority = true', "priority", "whole number"),
         ('argv = ["x"]\nenv = { "1BAD" = "v" }', "env", "not a valid environment variable name"),
         ('argv = ["x"]\nstart_at = "tomorrow"', "start_at", "date and time"),
