@@ -190,6 +190,7 @@ class QueueService:
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
         self._absent_ticks: dict[str, int] = {}
+        self._names_used: dict[str, str] = {}  # device key -> name, kept for messages after it vanished
         self._last_pass_s = 0.0
         self._last_pass_end = 0.0
         self._requested = False
@@ -596,6 +597,7 @@ class QueueService:
             self._emit("failed", failed, f"{failed.name} could not start: {exc}")
             return
         self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid)
+        self._names_used[info.key] = info.name
         started = self.store.update(task.id, pid=job.pid, pid_create_time=job.create_time)
         if hasattr(self.monitor, "job_started"):
             self.monitor.job_started(info.key, job.pid)
@@ -848,7 +850,7 @@ class QueueService:
         for info in getattr(self.monitor, "known_devices", lambda: [])():
             if info.key == key:
                 return str(info.name)
-        return key
+        return self._names_used.get(key, key)
 
     def _pause_file(self) -> Path:
         return self.paths.data_dir / "paused.json"

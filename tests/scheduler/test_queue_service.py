@@ -191,7 +191,7 @@ ONLY_ON_AMD = (
 )
 
 
-@pytest.mark.parametrize(("retries", "how"), [(1, "lost"), (0, "lost"), (1, "gone")])
+@pytest.mark.parametrize(("retries", "how"), [(1, "lost"), (0, "lost"), (1, "gone"), (0, "gone")])
 def test_a_device_lost_mid_job_interrupts_it_and_the_policy_decides(
     harness: Callable[..., Harness], retries: int, how: str
 ) -> None:
