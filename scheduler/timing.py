@@ -157,16 +157,65 @@ def next_window_open(window: str, now_s: float) -> float:
     return opening.timestamp()
 
 
+_WEEKDAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # cron's numbering: 0 (and 7) = Sunday
+
+
+def _cron_weekday(day: str, expr: str) -> int:
+    day = day.strip().lower()
+    if day[:3] in _WEEKDAY_NAMES and len(day) >= 3:
+        return _WEEKDAY_NAMES.index(day[:3])
+    if day.isdigit() and 0 <= int(day) <= 7:
+        return int(day) % 7
+    raise TimingError(f"--cron {expr!r}: {day!r} is not a weekday (0-7 with 0 and 7 Sunday, or sun..sat)")
+
+
+def weekdays_as_names(field: str, expr: str) -> str:
+    """A crontab weekday field in names. APScheduler 3 numbers weekdays from Monday = 0, crontab from
+    Sunday = 0 (and 7): handed over as numbers, "1-5" would run Tuesday to Saturday."""
+    if field in ("*", "?"):
+        return "*"
+    days: set[int] = set()
+    for part in field.split(","):
+        base, _, step_text = part.partition("/")
+        if (step_text and not step_text.isdigit()) or step_text == "0":
+            raise TimingError(f"--cron {expr!r}: {part!r} has a bad step")
+        step = int(step_text) if step_text else 1
+        if base == "*":
+            first, last = 0, 6
+        elif "-" in base:
+            a, b = base.split("-", 1)
+            first, last = _cron_weekday(a, expr), _cron_weekday(b, expr)
+            if b.strip() == "7":
+                last = 7  # "5-7": Friday to Sunday
+        else:
+            first = _cron_weekday(base, expr)
+            last = 6 if step_text else first
+        if last < first:
+            raise TimingError(f"--cron {expr!r}: the weekday range {base!r} runs backwards")
+        days.update(d % 7 for d in range(first, last + 1, step))
+    return ",".join(_WEEKDAY_NAMES[d] for d in sorted(days))
+
+
 def cron_trigger(expr: str, tz: dt.tzinfo | None = None) -> Any:
-    """A five-field crontab line (``"0 3 * * *"``) → APScheduler CronTrigger, or TimingError."""
+    """A five-field crontab line (``"0 3 * * *"``) → APScheduler CronTrigger, or TimingError.
+
+    Fields mean what they mean in crontab(5), weekdays included (0 or 7 = Sunday)."""
     from apscheduler.triggers.cron import CronTrigger
 
     if not isinstance(expr, str) or len(expr.split()) != 5:
         raise TimingError(
             f"--cron {expr!r}: expected five fields 'minute hour day month weekday', e.g. \"0 3 * * *\""
         )
+    minute, hour, day, month, weekday = expr.split()
     try:
-        return CronTrigger.from_crontab(expr, timezone=tz or local_zone())
+        return CronTrigger(
+            minute=minute,
+            hour=hour,
+            day=day,
+            month=month,
+            day_of_week=weekdays_as_names(weekday, expr),
+            timezone=tz or local_zone(),
+        )
     except (ValueError, TypeError, KeyError) as exc:
         raise TimingError(f"--cron {expr!r}: {exc}") from None
 
@@ -372,7 +421,8 @@ class Timing:
     def add(
         self, cron: str, task_file: str, *, overrides: dict[str, Any] | None = None, name: str | None = None
     ) -> Schedule:
-        cron_trigger(cron, self.tz)  # validate before storing
+        if next_cron_run(cron, self.clock(), self.tz) is None:  # also checks the line itself
+            raise TimingError(f"--cron {cron!r}: that never happens (no such date)")
         entry = self.store.add(name or Path(task_file).name, cron, task_file, overrides or {}, self.clock())
         self._add_job(entry)
         return entry

@@ -57,6 +57,44 @@ def test_cron_validation_and_next_run() -> None:
     assert timing.next_cron_run("0 3 * * *", local(2026, 11, 30, 3, 0), tz) == local(2026, 12, 1, 3, 0)
 
 
+@pytest.mark.parametrize(
+    ("weekdays", "expected"),
+    [
+        ("0", ["Sunday"]),
+        ("7", ["Sunday"]),
+        ("1-5", ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]),
+        ("mon-fri", ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]),
+        ("*/2", ["Sunday", "Tuesday", "Thursday", "Saturday"]),
+        ("5-7", ["Friday", "Saturday", "Sunday"]),
+        ("sat,0", ["Saturday", "Sunday"]),
+    ],
+)
+def test_cron_weekdays_mean_what_crontab_says(weekdays: str, expected: list[str]) -> None:
+    """crontab numbers weekdays from Sunday = 0 (or 7); APScheduler 3 from Monday = 0, so "1-5" handed
+    over as is ran Tuesday to Saturday."""
+    tz = timing.local_zone()
+    after, days = local(2026, 11, 29, 12, 0), set()  # a Sunday noon; one week of runs
+    while True:
+        nxt = timing.next_cron_run(f"0 3 * * {weekdays}", after, tz)
+        assert nxt is not None
+        if nxt > local(2026, 12, 6, 12, 0):
+            break
+        days.add(dt.datetime.fromtimestamp(nxt).strftime("%A"))
+        after = nxt
+    assert days == set(expected)
+
+
+def test_cron_lines_that_never_run_or_name_no_weekday_are_refused(tmp_path: Path) -> None:
+    for bad in ("0 3 * * 8", "0 3 * * funday", "0 3 * * 5-1", "0 3 * * */0"):
+        with pytest.raises(TimingError, match="--cron"):
+            timing.cron_trigger(bad)
+    t = make_timing(tmp_path, FakeClock(local(2026, 11, 30, 1, 0)), [])
+    with pytest.raises(TimingError, match="never happens"):
+        t.add("0 3 31 2 *", "/x.toml")  # 31 February
+    assert t.entries() == []
+    t.stop()
+
+
 def test_missed_run() -> None:
     tz = timing.local_zone()
     last = local(2026, 11, 28, 3, 0)
