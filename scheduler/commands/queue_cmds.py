@@ -651,7 +651,7 @@ def _register_schedule(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--cron",
         required=True,
         metavar="'M H DOM MON DOW'",
-        help='five crontab fields, local time: "0 3 * * *"',
+        help='five crontab fields, local time: "0 3 * * *" (weekday 0 or 7 = Sunday, or sun..sat)',
     )
     add.add_argument("task", metavar="TASKFILE")
     add.add_argument("--name", help="a name for the listing")
