@@ -18,7 +18,7 @@ passes through a shell or through a second round of substitution.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from gputray.monitor.records import DeviceInfo
@@ -44,6 +44,21 @@ def out_path(spec: TaskSpec) -> str:
         return str(p if p.is_absolute() else folder / p)
     suffix = first.suffix if first else ""
     return str(folder / f"{stem}_out{suffix}")
+
+
+def uses_out(spec: TaskSpec) -> bool:
+    return any("{out}" in t for t in (*spec.argv, *spec.args, *spec.env.values()))
+
+
+def free_out_path(wanted: str, taken: Collection[str]) -> str:
+    """``wanted``, or ``name (2).ext``, ``name (3).ext`` … when a file is there already (an earlier
+    result, or the input itself) or another job of ours is writing it: results are never overwritten."""
+    path = Path(wanted)
+    candidate, n = path, 1
+    while candidate.exists() or str(candidate) in taken:
+        n += 1
+        candidate = path.with_name(f"{path.stem} ({n}){path.suffix}")
+    return str(candidate)
 
 
 def placeholder_values(spec: TaskSpec, *, device_key: str, vk_index: int | None) -> dict[str, str]:

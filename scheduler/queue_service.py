@@ -46,10 +46,12 @@ from gputray.scheduler.envs import PythonEnv
 from gputray.scheduler.launch_env import (
     LaunchError,
     build_env,
+    free_out_path,
     needs_vk_index,
     placeholder_values,
     render_argv,
     rocm_index_for,
+    uses_out,
 )
 from gputray.scheduler.launcher import Job, LaunchFailed, launch
 from gputray.scheduler.paths import Paths
@@ -108,6 +110,7 @@ class _Running:
     device: str
     spec: TaskSpec
     pid: int
+    out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
 
 
 @dataclass
@@ -548,6 +551,8 @@ class QueueService:
         if started is None:
             return  # cancelled or changed meanwhile
         base_env = dict(self.base_env) if self.base_env is not None else dict(os.environ)
+        out: str | None = None
+        out_note = ""
         try:
             rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
             if spec.fills_placeholders:
@@ -556,6 +561,11 @@ class QueueService:
                     probe_env = build_env(base_env, info, task_id=task.id, extra=extra, rocm_index=rocm)
                     vk_index = self.vk_index_of(info, probe_env, known)
                 values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
+                if uses_out(spec):
+                    wanted = values["out"]
+                    out = values["out"] = free_out_path(wanted, {r.out for r in self._jobs.values() if r.out})
+                    if out != wanted:
+                        out_note = f"output: {Path(wanted).name} is taken, writing {Path(out).name}\n"
                 argv = render_argv(spec, values, python=python)
                 env = build_env(
                     base_env,
@@ -580,6 +590,7 @@ class QueueService:
                     for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
                 )
                 + (f"note: {reason}\n" if reason else "")
+                + out_note
             )
             job = launch(
                 argv,
@@ -596,7 +607,7 @@ class QueueService:
             )
             self._emit("failed", failed, f"{failed.name} could not start: {exc}")
             return
-        self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid)
+        self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, out)
         self._names_used[info.key] = info.name
         started = self.store.update(task.id, pid=job.pid, pid_create_time=job.create_time)
         if hasattr(self.monitor, "job_started"):

@@ -373,20 +373,24 @@ def test_failures_follow_the_retry_policy(harness: Callable[..., Harness]) -> No
     assert q.get(slow.id).reason == "timed out after 0.5 s"
 
 
-def test_hostile_file_names_reach_the_tool_as_data(
-    harness: Callable[..., Harness], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def fake_upscaler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A realesrgan-ncnn-vulkan on PATH that writes the argv it received into its output file."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     tool = bin_dir / "realesrgan-ncnn-vulkan"
-    # The fake upscaler writes the argv it received into its output file.
     tool.write_text(
-        f"#!{PY}\nimport json, sys\nout = sys.argv[sys.argv.index('-o') + 1]\n"
+        f"#!{PY}\nimport json, sys, time\nout = sys.argv[sys.argv.index('-o') + 1]\ntime.sleep(0.3)\n"
         "open(out, 'w', encoding='utf-8').write(json.dumps(sys.argv[1:]))\n",
         encoding="utf-8",
     )
     tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_hostile_file_names_reach_the_tool_as_data(
+    harness: Callable[..., Harness], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_upscaler(tmp_path, monkeypatch)
     pics = tmp_path / "pics"
     pics.mkdir()
     files = []
@@ -414,6 +418,29 @@ def test_hostile_file_names_reach_the_tool_as_data(
         ]
     assert not list(tmp_path.rglob("pwned*"))
     assert not (Path.cwd() / "pwned").exists()
+
+
+def test_results_are_never_overwritten(
+    harness: Callable[..., Harness], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """a.png and a.jpg both make a_x4.png, at the same time on the two GPUs, and an a_x4.png from an
+    earlier run is there already: three different files come out, the old one untouched."""
+    fake_upscaler(tmp_path, monkeypatch)
+    pics = tmp_path / "pics"
+    pics.mkdir()
+    (pics / "a_x4.png").write_text("an earlier result")
+    files = [pics / "a.png", pics / "a.jpg"]
+    for f in files:
+        f.write_bytes(b"img")
+    q = harness().start()
+    records = q.submit_files(files)
+    for rec in records:
+        wait_for(lambda r=rec: q.get(r.id).state == "succeeded", what=f"task #{rec.id} to finish")
+    assert sorted(p.name for p in pics.glob("a_x4*")) == ["a_x4 (2).png", "a_x4 (3).png", "a_x4.png"]
+    assert (pics / "a_x4.png").read_text() == "an earlier result"
+    inputs = {json.loads((pics / name).read_text())[1] for name in ("a_x4 (2).png", "a_x4 (3).png")}
+    assert inputs == {str(f.resolve()) for f in files}  # each job wrote its own file
+    assert "a_x4.png is taken, writing a_x4 (" in Path(q.get(records[0].id).log_path or "").read_text()
 
 
 def test_a_missing_tool_is_refused_at_submit_and_nothing_is_queued(
