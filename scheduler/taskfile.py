@@ -50,6 +50,7 @@ from typing import Any, cast
 from gputray.scheduler.tasks import (
     AFTER_MAX_WAIT,
     KINDS,
+    MAX_PRIORITY,
     MAX_RETRIES,
     ON_BUSY,
     PLACEHOLDERS,
@@ -246,6 +247,11 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         except ValueError as exc:
             raise err(key, str(exc)) from None
 
+    def positive(key: str, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise err(key, f"must be more than 0 (leave it out for no limit), got {value:g} s")
+        return value
+
     def integer(key: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
         value = get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
@@ -361,11 +367,11 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         max_wait_s=number("max_wait_s", parse_duration),
         after_max_wait=cast(Any, choice("after_max_wait", AFTER_MAX_WAIT, "redirect")),
         vram_bytes=vram,
-        priority=integer("priority", 0),
+        priority=integer("priority", 0, minimum=-MAX_PRIORITY, maximum=MAX_PRIORITY),
         needs=strings("needs"),
         start_at=number("start_at", parse_start_at),
         window=window,
-        timeout_s=number("timeout_s", parse_duration),
+        timeout_s=positive("timeout_s", number("timeout_s", parse_duration)),
         retries=integer("retries", 0, minimum=0, maximum=MAX_RETRIES),
         backoff_s=number("backoff_s", parse_duration, 30.0),
         env=env,

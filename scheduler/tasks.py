@@ -38,6 +38,7 @@ FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"}
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
 PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
 MAX_RETRIES = 100
+MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
 MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")

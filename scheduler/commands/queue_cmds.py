@@ -28,7 +28,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json, watch_seconds
 from gputray.scheduler.commands.common import terminal_cells as _cells
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.tasks import MAX_RETRIES
+from gputray.scheduler.tasks import MAX_PRIORITY, MAX_RETRIES
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -308,6 +308,8 @@ def overrides_from_args(args: argparse.Namespace, now_s: float | None = None) ->
             option = "--vram"
             out["vram_bytes"] = parse_size(args.vram)
         if args.priority is not None:
+            if abs(args.priority) > MAX_PRIORITY:
+                raise _UsageError(f"--priority must be between -{MAX_PRIORITY} and {MAX_PRIORITY}")
             out["priority"] = args.priority
         if args.at:
             out["start_at"] = parse_at(args.at, time.time() if now_s is None else now_s)
@@ -322,6 +324,8 @@ def overrides_from_args(args: argparse.Namespace, now_s: float | None = None) ->
         if args.timeout:
             option = "--timeout"
             out["timeout_s"] = parse_duration(args.timeout)
+            if out["timeout_s"] <= 0:
+                raise _UsageError("--timeout must be more than 0 (leave it out for no limit)")
     except TimingError as exc:
         raise _UsageError(str(exc)) from None
     except ValueError as exc:

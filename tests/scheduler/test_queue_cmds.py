@@ -79,6 +79,8 @@ def test_submit_options_become_task_overrides() -> None:
         ("--timeout", "banana", "--timeout expected a duration"),
         ("--device", " , ", "at least one device"),
         ("--retries", "1000", "between 0 and 100"),
+        ("--timeout", "0", "more than 0"),
+        ("--priority", "99999999999999999999", "between -1000000 and 1000000"),
     ],
 )
 def test_bad_options_are_usage_errors_that_say_what_is_expected(option: str, value: str, words: str) -> None:

@@ -109,6 +109,8 @@ def test_task_table_form_and_defaults(tmp_path: Path) -> None:
         ('argv = ["x"]\nretries = -1', "retries", "at least 0"),
         ('argv = ["x"]\nretries = 1.5', "retries", "whole number"),
         ('argv = ["x"]\nretries = 100000', "retries", "at most 100"),
+        ('argv = ["x"]\ntimeout = "0s"', "timeout", "more than 0"),
+        ('argv = ["x"]\npriority = 99999999999999999999', "priority", "at most 1000000"),
         ('argv = ["x"]\npriority = true', "priority", "whole number"),
         ('argv = ["x"]\nenv = { "1BAD" = "v" }', "env", "not a valid environment variable name"),
         ('argv = ["x"]\nstart_at = "tomorrow"', "start_at", "date and time"),
