@@ -157,12 +157,29 @@ def run(args: argparse.Namespace) -> int:
     # Poll from one place only: while the tray or `gputray daemon` runs, show what it reads.
     if not uses_custom_source(args):
         client = ipc.IpcClient(app_paths(), timeout_s=5.0)
+        local: list[Monitor] = []  # read the GPUs ourselves once the owner is gone
+
+        def next_doc() -> dict[str, Any] | None:
+            doc = None if local else _owner_doc(client)
+            if doc is not None:
+                return doc
+            if not local:
+                print("gputray: the gputray owner stopped; reading the GPUs directly", file=sys.stderr)
+                local.append(monitor_from_args(args))
+                local[0].sample_once()
+                time.sleep(RATE_GAP_S)
+            return _snapshot_doc(local[0])
+
         try:
             doc = _owner_doc(client)
             if doc is not None:
-                return _show_and_watch(doc, lambda: _owner_doc(client), args)
+                return _show_and_watch(doc, next_doc, args)
+        except ScenarioError as exc:
+            return error(str(exc))
         finally:
             client.close()
+            for monitor in local:
+                monitor.stop()
     try:
         monitor = monitor_from_args(args)
     except ScenarioError as exc:

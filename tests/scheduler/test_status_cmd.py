@@ -128,3 +128,52 @@ def test_status_shows_the_running_owners_readings_instead_of_polling_again(tmp_p
     finally:
         daemon.terminate()
         daemon.wait(timeout=20)
+
+
+def test_status_watch_goes_on_by_itself_when_the_owner_stops(tmp_path: Path) -> None:
+    """`status --watch` shows the (demo) owner's readings; when it stops, status reads the GPUs itself
+    (this machine: none) and says so, instead of ending with an error."""
+    env = {**os.environ, "GPUTRAY_HOME": str(tmp_path)}
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "gputray.gui.entry", "daemon", "--demo"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    watch = None
+    try:
+        for _ in range(100):  # the owner answers
+            if json.loads(gputray("status", "--json", home=tmp_path).stdout).get("demo"):
+                break
+            time.sleep(0.1)
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "gputray.gui.entry", "status", "--watch", "0.2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert watch.stdout is not None
+        assert "DEMO" in watch.stdout.readline()  # the owner's readings
+        daemon.terminate()
+        daemon.wait(timeout=20)
+        # Each refresh is a block after a blank line; wait for one that is not the demo's.
+        block_starts = []
+        previous = ""
+        for _ in range(500):
+            line = watch.stdout.readline()
+            if previous == "\n" and line.strip():
+                block_starts.append(line)
+                if not line.startswith("DEMO"):
+                    break
+            previous = line
+        assert block_starts and not block_starts[-1].startswith("DEMO"), block_starts
+        watch.send_signal(2)  # Ctrl+C
+        _, err = watch.communicate(timeout=20)
+        assert watch.returncode == 0, err
+        assert "the gputray owner stopped; reading the GPUs directly" in err
+    finally:
+        for proc in (watch, daemon):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
