@@ -86,6 +86,14 @@ def terminal_cells(text: str) -> int:
     )
 
 
+def shown(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters (a newline or an escape sequence in a
+    task's name) written as escapes, so one task stays one line and cannot recolour the screen."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def print_json(doc: Any) -> None:
     json.dump(doc, sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json, watch_seconds
+from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json, shown, watch_seconds
 from gputray.scheduler.commands.common import terminal_cells as _cells
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.tasks import MAX_PRIORITY, MAX_RETRIES
@@ -140,7 +140,7 @@ def format_tasks(tasks: list[dict[str, Any]], device_names: dict[str, str] | Non
         if t.get("exit_code") is not None and t["state"] in ("failed", "succeeded"):
             reason = f"exit {t['exit_code']}" + (f"; {reason}" if reason else "")
         device = _device_label(t.get("device"), device_names or {})
-        rows.append((str(t["id"]), t["state"], device, t["name"], reason))
+        rows.append((str(t["id"]), t["state"], shown(device), shown(t["name"]), shown(reason)))
     widths = [max(_cells(r[i]) for r in rows) for i in range(4)]
     lines = []
     for r in rows:
@@ -166,8 +166,8 @@ def _print_submitted(result: dict[str, Any], as_json: bool) -> None:
         print_json(tasks)
         return
     for t in tasks:
-        reason = f" ({t['reason']})" if t.get("reason") else ""
-        print(f"#{t['id']} {t['name']}: {t['state']}{reason}")
+        reason = f" ({shown(t['reason'])})" if t.get("reason") else ""
+        print(f"#{t['id']} {shown(t['name'])}: {t['state']}{reason}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -532,7 +532,7 @@ def _cmd_cancel(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         for t in result.get("tasks", []):
-            print(f"#{t['id']} {t['name']}: {t['state']}")
+            print(f"#{t['id']} {shown(t['name'])}: {t['state']}")
     for err in result.get("errors", []):
         print(f"gputray: {err}", file=sys.stderr)
     return EXIT_REFUSED if result.get("errors") else 0
@@ -544,7 +544,7 @@ def _cmd_retry(args: argparse.Namespace) -> int:
         print_json(result["task"])
     else:
         t = result["task"]
-        print(f"#{t['id']} {t['name']}: {t['state']}")
+        print(f"#{t['id']} {shown(t['name'])}: {t['state']}")
     return 0
 
 
@@ -695,5 +695,5 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
         prefix = "removed " if args.schedule_cmd == "remove" else ""
         nxt = f", next {e['next_run_at']}" if e.get("next_run_at") else ""
         err = f", last error: {e['last_error']}" if e.get("last_error") else ""
-        print(f"{prefix}#{e['id']} {e['name']}: {e['cron']} → {e['task_file']}{nxt}{err}")
+        print(f"{prefix}#{e['id']} {shown(e['name'])}: {e['cron']} → {shown(e['task_file'])}{nxt}{err}")
     return 0

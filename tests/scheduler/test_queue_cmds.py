@@ -126,6 +126,19 @@ def test_listing_columns_line_up_with_japanese_names() -> None:
     assert queue_cmds._cells(second[: second.index("exit 0")]) == column
 
 
+def test_names_with_newlines_or_escape_sequences_stay_one_line_and_harmless() -> None:
+    base = {"state": "waiting", "device": None, "exit_code": None}
+    tasks = [
+        {**base, "id": 1, "name": "two\nlines.py", "reason": "waiting for\rx"},
+        {**base, "id": 2, "name": "esc\x1b[31mRED", "reason": ""},
+        {**base, "id": 3, "name": "日本語 ok.py", "reason": ""},
+    ]
+    lines = queue_cmds.format_tasks(tasks).splitlines()
+    assert len(lines) == 4 and "\x1b" not in "".join(lines)
+    assert "two\\nlines.py" in lines[1] and "waiting for\\rx" in lines[1]
+    assert "esc\\x1b[31mRED" in lines[2] and "日本語 ok.py" in lines[3]
+
+
 HEAVY = (
     "gputray.monitor",
     "apscheduler",
