@@ -128,12 +128,14 @@ OPS: dict[str, dict[str, Arg]] = {
         "spec": Arg("dict"),
         "overrides": Arg("dict"),
         "cwd": Arg("str"),
+        "caller_env": Arg("dict"),  # the CLI's os.environ: the job starts from it
     },
     "submit_files": {
         "files": Arg("str_list", required=True, nullable=False),
         "recipe": Arg("str"),
         "overrides": Arg("dict"),
         "cwd": Arg("str"),
+        "caller_env": Arg("dict"),
     },
     "open_files": {  # "Open with", "Send To", a second launch: like a drop on the running app
         "files": Arg("str_list", required=True, nullable=False),
@@ -144,6 +146,7 @@ OPS: dict[str, dict[str, Arg]] = {
         "name": Arg("str"),
         "overrides": Arg("dict"),
         "cwd": Arg("str"),
+        "caller_env": Arg("dict"),
     },
     "queue": {"all": Arg("bool")},
     "get": {"id": Arg("id", required=True, nullable=False)},

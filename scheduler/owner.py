@@ -84,6 +84,14 @@ def _abs_path(path: str, cwd: str | None) -> Path:
     return p
 
 
+def _with_caller_env(args: dict[str, Any]) -> dict[str, Any]:
+    """A request's task overrides, plus the environment the CLI sent (``caller_env``) as ``base_env``."""
+    overrides = dict(args.get("overrides") or {})
+    if args.get("caller_env") is not None:
+        overrides["base_env"] = args["caller_env"]
+    return overrides
+
+
 def _decode_utf8_prefix(data: bytes) -> tuple[str, int]:
     """Decode, leaving a UTF-8 sequence cut at the end of the chunk for the next read."""
     for cut in range(4):
@@ -471,7 +479,7 @@ class Owner:
     def _op_submit(self, args: dict[str, Any]) -> dict[str, Any]:
         from gputray.scheduler.taskfile import load_task_file
 
-        overrides = args.get("overrides") or {}
+        overrides = _with_caller_env(args)
         if args.get("task_file") is not None:
             path = _abs_path(args["task_file"], args.get("cwd"))
             spec = self._with_overrides(load_task_file(path), overrides, str(path))
@@ -483,9 +491,7 @@ class Owner:
 
     def _op_submit_files(self, args: dict[str, Any]) -> dict[str, Any]:
         files = [_abs_path(f, args.get("cwd")) for f in args["files"]]
-        records = self.queue.submit_files(
-            files, recipe=args.get("recipe"), overrides=args.get("overrides") or {}
-        )
+        records = self.queue.submit_files(files, recipe=args.get("recipe"), overrides=_with_caller_env(args))
         return self._submitted(list(records))
 
     def _op_open_files(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -510,7 +516,7 @@ class Owner:
             data["cwd"] = args["cwd"]
         if args.get("name"):
             data["name"] = args["name"]
-        data.update(args.get("overrides") or {})
+        data.update(_with_caller_env(args))
         spec = spec_from_mapping(data, source="gputray run")
         return self._submitted([self.queue.submit(spec)])
 

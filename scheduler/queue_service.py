@@ -550,7 +550,10 @@ class QueueService:
         )
         if started is None:
             return  # cancelled or changed meanwhile
-        base_env = dict(self.base_env) if self.base_env is not None else dict(os.environ)
+        if spec.base_env is not None:  # the submitter's environment
+            base_env = dict(spec.base_env)
+        else:
+            base_env = dict(self.base_env) if self.base_env is not None else dict(os.environ)
         out: str | None = None
         out_note = ""
         try:

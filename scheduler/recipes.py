@@ -170,8 +170,9 @@ def check_runnable(spec: TaskSpec, *, hint: str | None = None) -> None:
             if not as_path.is_absolute() and spec.cwd:
                 as_path = Path(spec.cwd) / as_path
             found = as_path.is_file() and os.access(as_path, os.X_OK)
-        else:
-            found = shutil.which(program) is not None
+        else:  # on the PATH the job will get: the submitter's when it came with the task
+            search = spec.base_env.get("PATH", os.defpath) if spec.base_env is not None else None
+            found = shutil.which(program, path=search) is not None
         if not found:
             raise ToolNotFound(program, hint, spec.name)
     if spec.kind == "torch" and spec.script is not None:

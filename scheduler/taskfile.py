@@ -334,6 +334,15 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
             raise err("env", f"{name}: unknown placeholder {{{bad[0]}}}")
         env[name] = text
 
+    base_env = get("base_env")
+    if base_env is not None:  # the submitter's environment, as os.environ holds it: any name the OS takes
+        if not isinstance(base_env, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) and k and "=" not in k and "\x00" not in k + v
+            for k, v in base_env.items()
+        ):
+            raise err("base_env", "must be a table of environment variables (names without '=', no NUL)")
+        base_env = dict(base_env)
+
     window = string("window")
     if window is not None:
         try:
@@ -375,6 +384,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         retries=integer("retries", 0, minimum=0, maximum=MAX_RETRIES),
         backoff_s=number("backoff_s", parse_duration, 30.0),
         env=env,
+        base_env=base_env,
         cwd=path("cwd", cwd) if cwd else None,
         recipe=string("recipe"),
         placeholders=opt_in,

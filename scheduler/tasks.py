@@ -85,6 +85,10 @@ class TaskSpec:
     retries: int = 0
     backoff_s: float = 30.0
     env: Mapping[str, str] = field(default_factory=dict)
+    # The environment the job starts from: the submitter's (``gputray run``/``submit`` send theirs, so
+    # an activated venv's python3 or a tool on their PATH is found), None for the owner's own. Under
+    # the GPU selection, the Python env's variables and ``env``, which gputray sets on top.
+    base_env: Mapping[str, str] | None = None
     cwd: str | None = None
     recipe: str | None = None
     placeholders: bool = False  # opt-in: fill placeholders in a command/torch task too

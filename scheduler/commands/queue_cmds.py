@@ -358,12 +358,25 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             raise _UsageError("give either FILE... or --task TASKFILE, not both")
         if args.recipe:
             raise _UsageError("--recipe applies to FILE..., not to a task file")
-        result = _ask("submit", task_file=str(Path(args.task).absolute()), overrides=overrides, cwd=cwd)
+        result = _ask(
+            "submit",
+            task_file=str(Path(args.task).absolute()),
+            overrides=overrides,
+            cwd=cwd,
+            caller_env=dict(os.environ),
+        )
     else:
         if not args.files:
             raise _UsageError("nothing to submit: give FILE... or --task TASKFILE")
         files = [str(Path(f).absolute()) for f in args.files]
-        result = _ask("submit_files", files=files, recipe=args.recipe, overrides=overrides, cwd=cwd)
+        result = _ask(
+            "submit_files",
+            files=files,
+            recipe=args.recipe,
+            overrides=overrides,
+            cwd=cwd,
+            caller_env=dict(os.environ),
+        )
     _print_submitted(result, args.json)
     return 0
 
@@ -377,7 +390,9 @@ def _register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "(CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, GPUTRAY_DEVICE ...); the arguments are passed "
             "verbatim as a list, never through a shell and without placeholders: braces, JSON and "
             "f-strings reach the program as typed (gputray run -- python -c \"print(f'{x}')\"). "
-            "Placeholders such as {file} or {vk_index} exist only in vulkan task files and recipes."
+            "Placeholders such as {file} or {vk_index} exist only in vulkan task files and recipes. "
+            "The job starts from this shell's environment and folder (PATH, an activated venv, your "
+            "variables), as if typed here; gputray sets the GPU selection variables on top."
         ),
     )
     p.add_argument("--name", help="a name for the queue listing (default: the program)")
@@ -393,7 +408,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not argv:
         raise _UsageError("nothing to run: gputray run [OPTIONS] -- PROGRAM ARGS...")
     overrides = overrides_from_args(args)
-    result = _ask("run", argv=argv, name=args.name, overrides=overrides, cwd=os.getcwd())
+    result = _ask(
+        "run", argv=argv, name=args.name, overrides=overrides, cwd=os.getcwd(), caller_env=dict(os.environ)
+    )
     _print_submitted(result, args.json)
     return 0
 

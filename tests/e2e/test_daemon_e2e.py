@@ -96,10 +96,12 @@ class Daemon:
             f"task {task_id} to reach {states} (now {self.task(task_id)})",
         )
 
-    def cli(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [PY, "-m", "gputray.gui.entry", *args],
-            env=self.env,
+            env={**self.env, **(env or {})},
             capture_output=True,
             text=True,
             timeout=30,
@@ -537,3 +539,26 @@ def test_daemon_stop_is_graceful(daemons: Callable[..., Daemon]) -> None:
     assert "no gputray owner is running" in again.stderr
     (saved,) = json.loads(again.stdout)
     assert saved["id"] == job and saved["state"] not in ("queued", "waiting", "running")
+
+
+def test_jobs_start_from_the_submitters_environment(daemons: Callable[..., Daemon], home: Path) -> None:
+    """As typed in the caller's shell: a tool on *their* PATH (an activated venv, ~/bin) is found at
+    submit and when the job runs, and their variables reach the job; gputray's own still win."""
+    bin_dir = home / "my bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "my-tool"
+    tool.write_text('#!/bin/sh\necho "my-tool sees MYVAR=$MYVAR and device=$GPUTRAY_DEVICE"\n')
+    tool.chmod(0o755)
+    d = daemons()  # its PATH lacks "my bin"
+    mine = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "MYVAR": "hello 世界",
+        "GPUTRAY_DEVICE": "x",
+    }
+    refused = d.cli("run", "--device", "cpu", "--", "my-tool")
+    assert refused.returncode != 0 and "my-tool" in refused.stderr  # not on the daemon's PATH, nor ours
+    queued = d.cli("run", "--device", "cpu", "--json", "--", "my-tool", env=mine)
+    assert queued.returncode == 0, queued.stderr
+    task_id = json.loads(queued.stdout)[0]["id"]
+    d.wait_state(task_id, {"succeeded"})
+    assert "my-tool sees MYVAR=hello 世界 and device=cpu" in d.log_text(task_id)
