@@ -66,12 +66,12 @@ class OwnerStopping(OwnerRequestError):
     """The owner is shutting down; clients that keep watching treat this as the owner going away."""
 
 
-def _task_id(value: int | str) -> int:
+def _task_id(value: int | str, what: str = "task", listing: str = "gputray queue") -> int:
     if isinstance(value, int):
         return value
     text = value.strip().lstrip("#")
     if not text.isdigit():
-        raise OwnerRequestError(f"task ids are numbers, not {value!r}; see `gputray queue`")
+        raise OwnerRequestError(f"{what} ids are whole numbers from 1, not {value!r}; see `{listing}`")
     return int(text)
 
 
@@ -646,7 +646,7 @@ class Owner:
 
     def _op_schedule_remove(self, args: dict[str, Any]) -> dict[str, Any]:
         assert self.timing is not None
-        entry = self.timing.remove(_task_id(args["id"]))
+        entry = self.timing.remove(_task_id(args["id"], "schedule", "gputray schedule list"))
         return {"schedule": entry.to_json()}
 
     def _op_shutdown(self, args: dict[str, Any]) -> dict[str, Any]:

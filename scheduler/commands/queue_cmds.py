@@ -117,6 +117,12 @@ def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> dict[s
         ) from None
 
 
+def _no_log(task_id: object, state: str) -> str:
+    if state in ("queued", "waiting"):
+        return f"task {task_id} has no log yet: it has not started ({state})"
+    return f"task {task_id} has no log: it never started ({state})"
+
+
 def _short_time(iso: str | None) -> str:
     if not iso:
         return ""
@@ -617,7 +623,7 @@ def _cmd_logs(args: argparse.Namespace) -> int:
                 continue
             if not args.follow or chunk.get("finished") or chunk.get("state") == "interrupted":
                 if not chunk.get("log_path") and not args.follow:
-                    print(f"gputray: task {args.id} has no log yet ({chunk.get('state')})", file=sys.stderr)
+                    print(f"gputray: {_no_log(args.id, str(chunk.get('state')))}", file=sys.stderr)
                 return 0
             try:
                 time.sleep(0.25)
@@ -633,11 +639,11 @@ def _saved_log(args: argparse.Namespace) -> int:
 
     text_id = str(args.id).strip().lstrip("#")
     if not text_id.isdigit():
-        return error(f"task ids are numbers, not {args.id!r}; see `gputray queue`", EXIT_REFUSED)
+        return error(f"task ids are whole numbers from 1, not {args.id!r}; see `gputray queue`", EXIT_REFUSED)
     rec = read_saved_task(app_paths().queue_db, int(text_id))
     print("gputray: no gputray owner is running: showing the log as saved on disk", file=sys.stderr)
     if not rec.log_path:
-        print(f"gputray: task {args.id} has no log yet ({rec.state})", file=sys.stderr)
+        print(f"gputray: {_no_log(args.id, rec.state)}", file=sys.stderr)
         return 0
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:

@@ -525,3 +525,12 @@ def test_stop_lets_a_request_being_answered_finish_and_refuses_new_ones(owner: O
     request.join(10)
     stopper.join(30)
     assert answers["handed_to"] == "tray" and not stopper.is_alive()
+
+
+def test_bad_ids_are_named_for_what_they_are(owner: Owner) -> None:
+    from gputray.scheduler.owner import OwnerRequestError
+
+    with pytest.raises(OwnerRequestError, match=r"schedule ids .*'abc'; see `gputray schedule list`"):
+        owner.handle("schedule_remove", {"id": "abc"})
+    with pytest.raises(OwnerRequestError, match=r"task ids are whole numbers from 1, not '-1'"):
+        owner.handle("get", {"id": "-1"})

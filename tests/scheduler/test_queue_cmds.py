@@ -251,11 +251,15 @@ def test_logs_without_an_owner_print_the_saved_log(saved_queue: tuple[Path, list
     assert out.stdout == "epoch 1 loss 0.5\nこんにちは\n\ufffd\n"
     assert "no gputray owner is running" in out.stderr
     no_log = _cli(home, "logs", str(next(r.id for r in records if r.state == "waiting")))
-    assert no_log.returncode == 0 and no_log.stdout == "" and "has no log yet (waiting)" in no_log.stderr
+    assert (
+        no_log.returncode == 0
+        and no_log.stdout == ""
+        and "has no log yet: it has not started (waiting)" in no_log.stderr
+    )
     unknown = _cli(home, "logs", "99")
     assert unknown.returncode == 1 and "no task #99 in the queue" in unknown.stderr
     word = _cli(home, "logs", "abc")
-    assert word.returncode == 1 and "task ids are numbers" in word.stderr
+    assert word.returncode == 1 and "task ids are whole numbers from 1" in word.stderr
 
 
 @pytest.mark.parametrize(
