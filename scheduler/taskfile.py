@@ -247,6 +247,16 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         except ValueError as exc:
             raise err(key, str(exc)) from None
 
+    def known_needs(needs: tuple[str, ...]) -> tuple[str, ...]:
+        if not needs:
+            return needs
+        from gputray.scheduler.doctor import NEEDS  # what the doctor measures; loaded only when used
+
+        unknown = [n for n in needs if n.strip().lower() not in NEEDS]
+        if unknown:
+            raise err("needs", f"unknown {unknown[0]!r}; known: {', '.join(sorted(NEEDS))}")
+        return needs
+
     def positive(key: str, value: float | None) -> float | None:
         if value is not None and value <= 0:
             raise err(key, f"must be more than 0 (leave it out for no limit), got {value:g} s")
@@ -313,6 +323,12 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
     if out is not None and templated and unknown_placeholders(out):
         raise err("out", f"unknown placeholder {{{unknown_placeholders(out)[0]}}} in {out!r}")
 
+    uses_file = any(
+        "{file}" in t for t in (*argv, *args, out or "", *map(str, dict(get("env", {}) or {}).values()))
+    )
+    if templated and uses_file and not files:
+        raise err("files", 'the command uses {file} but no input file is given (files = ["…"])')
+
     prefs = strings("device_prefs")
     if any(not p.strip() for p in prefs):
         raise err("device_prefs", "contains an empty device name")
@@ -377,7 +393,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         after_max_wait=cast(Any, choice("after_max_wait", AFTER_MAX_WAIT, "redirect")),
         vram_bytes=vram,
         priority=integer("priority", 0, minimum=-MAX_PRIORITY, maximum=MAX_PRIORITY),
-        needs=strings("needs"),
+        needs=known_needs(strings("needs")),
         start_at=number("start_at", parse_start_at),
         window=window,
         timeout_s=positive("timeout_s", number("timeout_s", parse_duration)),

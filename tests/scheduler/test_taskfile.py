@@ -109,6 +109,8 @@ def test_task_table_form_and_defaults(tmp_path: Path) -> None:
         ('argv = ["x"]\nretries = -1', "retries", "at least 0"),
         ('argv = ["x"]\nretries = 1.5', "retries", "whole number"),
         ('argv = ["x"]\nretries = 100000', "retries", "at most 100"),
+        ('kind = "vulkan"\nargv = ["up", "-i", "{file}"]', "files", "uses {file} but no input file"),
+        ('argv = ["x"]\nneeds = ["fp17"]', "needs", "unknown 'fp17'; known: "),
         ('argv = ["x"]\ntimeout = "0s"', "timeout", "more than 0"),
         ('argv = ["x"]\npriority = 99999999999999999999', "priority", "at most 1000000"),
         ('argv = ["x"]\npriority = true', "priority", "whole number"),
@@ -300,5 +302,7 @@ def test_a_command_argv_is_the_users_program_line_verbatim(tmp_path: Path) -> No
     assert spec.argv == ("python3", "-c", "x = 1; print(f'{x}')", '{"a": {"b": 2}}', "{file}", "{")
     assert spec.env == {"JSON_CONF": "{x}"}
     assert not spec.fills_placeholders
-    opted = load_task_file(write(tmp_path, 'argv = ["cat", "{file}"]\nplaceholders = true'))
+    opted = load_task_file(
+        write(tmp_path, 'argv = ["cat", "{file}"]\nfiles = ["a.txt"]\nplaceholders = true')
+    )
     assert opted.fills_placeholders and TaskSpec.from_dict(opted.to_dict()) == opted
