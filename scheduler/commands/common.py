@@ -21,8 +21,9 @@ def existing_folder(text: str) -> Path:
     return path
 
 
-def watch_seconds(text: str) -> float:
-    """argparse type for --watch: a positive number of seconds (0 or -1 would spin or be ignored)."""
+def positive_seconds(text: str) -> float:
+    """argparse type for --watch and timeouts: a positive number of seconds (0 or -1 would spin, never
+    wait, or be ignored)."""
     try:
         value = float(text)
     except ValueError:

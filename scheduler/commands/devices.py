@@ -25,6 +25,7 @@ from gputray.scheduler.commands.common import (
     add_monitor_source_args,
     error,
     monitor_from_args,
+    positive_seconds,
     print_json,
     uses_custom_source,
 )
@@ -48,7 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of text")
     parser.add_argument(
         "--vulkan-timeout",
-        type=float,
+        type=positive_seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"give up on a hanging Vulkan driver after SECONDS (default {DEFAULT_TIMEOUT_S:g})",

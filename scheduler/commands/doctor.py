@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gputray.monitor.records import DeviceInfo
-from gputray.scheduler.commands.common import error, print_json, terminal_cells
+from gputray.scheduler.commands.common import error, positive_seconds, print_json, terminal_cells
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.doctor import CAPABILITIES, PairResult, run_doctor, verdict_mark
 from gputray.scheduler.envs import EnvError, PythonEnv, load_envs
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--no-bench", action="store_true", help="only prove a real op runs; skip the figures")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"stop a probe that takes longer (default {DEFAULT_TIMEOUT_S:g}); a wrong "
@@ -169,8 +169,6 @@ def run(args: argparse.Namespace) -> int:
         if args.json:  # scripts still get a document to parse
             print_json(doc_json([], monitor_devices(), []))
         return 1
-    if args.timeout <= 0:
-        return error("--timeout must be a positive number of seconds")
     devices = monitor_devices()
 
     def progress(text: str) -> None:

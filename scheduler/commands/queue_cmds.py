@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.common import add_monitor_source_args, error, print_json, shown, watch_seconds
+from gputray.scheduler.commands.common import (
+    add_monitor_source_args,
+    error,
+    positive_seconds,
+    print_json,
+    shown,
+)
 from gputray.scheduler.commands.common import terminal_cells as _cells
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.tasks import MAX_PRIORITY, MAX_RETRIES
@@ -442,7 +448,7 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--watch",
         nargs="?",
-        type=watch_seconds,
+        type=positive_seconds,
         const=1.0,
         metavar="SECONDS",
         help="refresh every SECONDS until Ctrl+C (exit status 3 if the owner stops meanwhile)",

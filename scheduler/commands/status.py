@@ -17,9 +17,9 @@ from gputray.scheduler.commands.common import (
     add_monitor_source_args,
     error,
     monitor_from_args,
+    positive_seconds,
     print_json,
     uses_custom_source,
-    watch_seconds,
 )
 from gputray.scheduler.paths import app_paths
 
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--watch",
         nargs="?",
-        type=watch_seconds,
+        type=positive_seconds,
         const=1.0,
         metavar="SECONDS",
         help="refresh in place every SECONDS (default 1) until Ctrl+C",

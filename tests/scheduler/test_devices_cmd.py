@@ -213,3 +213,9 @@ def test_document_gives_every_name_of_both_gpus() -> None:
     assert "Vulkan index  0  [radv]; also 2 [AMD open-source driver, second driver]" in text
     assert "CUDA UUID     GPU-5060d3e1-7a2b-4c1e-9f00-0123456789ab" in text
     assert "Vulkan 3  llvmpipe" in text
+
+
+@pytest.mark.parametrize("command", [["devices", "--vulkan-timeout", "0"], ["doctor", "--timeout", "-1"]])
+def test_timeouts_must_be_positive(tmp_path: Path, command: list[str]) -> None:
+    result = gputray(*command, home=tmp_path)
+    assert result.returncode == 2 and "expected a positive number of seconds" in result.stderr
