@@ -6,10 +6,11 @@ import json
 import os
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from waiting import wait_for
 
 DEVICE_FIELDS = [
     "key", "name", "vendor", "kind", "backend", "pci_bdf", "state", "reason", "util_percent", "temp_c",
@@ -105,47 +106,42 @@ def test_status_watch_refreshes_until_interrupted(tmp_path: Path) -> None:
     assert out.count("GeForce RTX 5060 Ti") >= 3
 
 
-def test_status_shows_the_running_owners_readings_instead_of_polling_again(tmp_path: Path) -> None:
-    """Poll from one place only: with a (demo) daemon running, plain `status` reports what it sees."""
-    env = {**os.environ, "GPUTRAY_HOME": str(tmp_path)}
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "gputray.gui.entry", "daemon", "--demo"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        doc: dict[str, object] = {}
-        for _ in range(100):
-            result = gputray("status", "--json", home=tmp_path)
-            doc = json.loads(result.stdout)
-            if doc.get("demo"):
-                break
-            time.sleep(0.1)
-        assert doc["demo"] is True  # this machine has no GPU: the two GPUs can only be the owner's
-        assert sorted(d["name"] for d in doc["devices"]) == ["GeForce RTX 5060 Ti", "Radeon 780M"]  # type: ignore[union-attr]
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=20)
-
-
-def test_status_watch_goes_on_by_itself_when_the_owner_stops(tmp_path: Path) -> None:
-    """`status --watch` shows the (demo) owner's readings; when it stops, status reads the GPUs itself
-    (this machine: none) and says so, instead of ending with an error."""
-    env = {**os.environ, "GPUTRAY_HOME": str(tmp_path)}
+@pytest.fixture
+def demo_daemon(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`gputray daemon --demo` in tmp_path's home, once `status` gets its readings (the demo pair)."""
     daemon = subprocess.Popen(
         [sys.executable, "-m", "gputray.gui.entry", "daemon", "--demo"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=env,
+        env={**os.environ, "GPUTRAY_HOME": str(tmp_path)},
     )
+    try:
+        wait_for(lambda: json.loads(gputray("status", "--json", home=tmp_path).stdout).get("demo"), what="it")
+        yield daemon
+    finally:
+        if daemon.poll() is None:
+            daemon.terminate()
+        daemon.wait(timeout=20)
+
+
+def test_status_shows_the_running_owners_readings_instead_of_polling_again(
+    tmp_path: Path, demo_daemon: subprocess.Popen[bytes]
+) -> None:
+    """Poll from one place only: with a (demo) daemon running, plain `status` reports what it sees."""
+    doc = json.loads(gputray("status", "--json", home=tmp_path).stdout)
+    assert doc["demo"] is True  # this machine has no GPU: the two GPUs can only be the owner's
+    assert sorted(d["name"] for d in doc["devices"]) == ["GeForce RTX 5060 Ti", "Radeon 780M"]
+
+
+def test_status_watch_goes_on_by_itself_when_the_owner_stops(
+    tmp_path: Path, demo_daemon: subprocess.Popen[bytes]
+) -> None:
+    """`status --watch` shows the (demo) owner's readings; when it stops, status reads the GPUs itself
+    (this machine: none) and says so, instead of ending with an error."""
+    env = {**os.environ, "GPUTRAY_HOME": str(tmp_path)}
+    daemon = demo_daemon
     watch = None
     try:
-        for _ in range(100):  # the owner answers
-            if json.loads(gputray("status", "--json", home=tmp_path).stdout).get("demo"):
-                break
-            time.sleep(0.1)
         watch = subprocess.Popen(
             [sys.executable, "-m", "gputray.gui.entry", "status", "--watch", "0.2"],
             stdout=subprocess.PIPE,
@@ -173,7 +169,6 @@ def test_status_watch_goes_on_by_itself_when_the_owner_stops(tmp_path: Path) -> 
         assert watch.returncode == 0, err
         assert "the gputray owner stopped; reading the GPUs directly" in err
     finally:
-        for proc in (watch, daemon):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        if watch is not None and watch.poll() is None:
+            watch.kill()
+            watch.wait()
