@@ -323,12 +323,6 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
     if out is not None and templated and unknown_placeholders(out):
         raise err("out", f"unknown placeholder {{{unknown_placeholders(out)[0]}}} in {out!r}")
 
-    uses_file = any(
-        "{file}" in t for t in (*argv, *args, out or "", *map(str, dict(get("env", {}) or {}).values()))
-    )
-    if templated and uses_file and not files:
-        raise err("files", 'the command uses {file} but no input file is given (files = ["…"])')
-
     prefs = strings("device_prefs")
     if any(not p.strip() for p in prefs):
         raise err("device_prefs", "contains an empty device name")
@@ -358,6 +352,10 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         ):
             raise err("base_env", "must be a table of environment variables (names without '=', no NUL)")
         base_env = dict(base_env)
+
+    uses_file = any("{file}" in t for t in (*argv, *args, out or "", *env.values()))
+    if templated and uses_file and not files:
+        raise err("files", 'the command uses {file} but no input file is given (files = ["…"])')
 
     window = string("window")
     if window is not None:

@@ -111,6 +111,7 @@ def test_task_table_form_and_defaults(tmp_path: Path) -> None:
         ('argv = ["x"]\nretries = 100000', "retries", "at most 100"),
         ('kind = "vulkan"\nargv = ["up", "-i", "{file}"]', "files", "uses {file} but no input file"),
         ('argv = ["x"]\nneeds = ["fp17"]', "needs", "unknown 'fp17'; known: "),
+        ('kind = "vulkan"\nargv = ["x"]\nenv = true', "env", "must be a table"),
         ('argv = ["x"]\ntimeout = "0s"', "timeout", "more than 0"),
         ('argv = ["x"]\npriority = 99999999999999999999', "priority", "at most 1000000"),
         ('argv = ["x"]\npriority = true', "priority", "whole number"),
