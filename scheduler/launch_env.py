@@ -168,5 +168,17 @@ def build_env(
     return env
 
 
+def activate_python(env: dict[str, str], python: str) -> None:
+    """As activating its venv would: the interpreter's folder first on PATH and ``VIRTUAL_ENV`` set to
+    its venv (dropped when it is none), so ``python`` or ``pip`` run by the job are the chosen env's
+    and not those of the shell that submitted it."""
+    bin_dir = Path(python).parent
+    env["PATH"] = os.pathsep.join(p for p in (str(bin_dir), env.get("PATH", "")) if p)
+    if (bin_dir.parent / "pyvenv.cfg").is_file():
+        env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    else:
+        env.pop("VIRTUAL_ENV", None)
+
+
 def current_env() -> dict[str, str]:
     return dict(os.environ)

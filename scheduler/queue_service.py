@@ -45,6 +45,7 @@ from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.envs import PythonEnv
 from gputray.scheduler.launch_env import (
     LaunchError,
+    activate_python,
     build_env,
     free_out_path,
     needs_vk_index,
@@ -583,6 +584,8 @@ class QueueService:
                 # A command's argv (and a torch task's args) is the user's program line: verbatim.
                 argv = render_argv(spec, None, python=python)
                 env = build_env(base_env, info, task_id=task.id, extra={**extra, **spec.env}, rocm_index=rocm)
+            if python is not None:  # a torch task: run by the env chosen for the device
+                activate_python(env, python)
             env[QUEUE_FILE_VAR] = str(self.store.path)  # lets crash recovery find it before its pid is saved
             header = (
                 f"=== gputray task #{task.id} {spec.name!r}, attempt {attempt}, on {info.name} ({info.key})"

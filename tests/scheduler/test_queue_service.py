@@ -483,6 +483,32 @@ def test_torch_scripts_use_the_env_for_the_device_or_say_they_fell_back(
     assert ("cpu", ("fp16",)) in seen
 
 
+def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
+    harness: Callable[..., Harness], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Submitted from a shell with another venv active: inside the job, `python` is the env's."""
+    import subprocess
+
+    rocm_venv = tmp_path / "rocm venv"
+    subprocess.run([PY, "-m", "venv", "--without-pip", str(rocm_venv)], check=True, timeout=120)
+    venv_python = next(
+        p for p in (rocm_venv / "bin" / "python", rocm_venv / "Scripts" / "python.exe") if p.exists()
+    )
+    script = tmp_path / "which.py"
+    script.write_text(
+        "import json, os, shutil\n"
+        "print('WHICH ' + json.dumps([shutil.which('python'), os.environ.get('VIRTUAL_ENV')]), flush=True)\n"
+    )
+    monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "the callers venv"))
+    h = harness(env_resolver=lambda key, needs: PythonEnv("rocm", venv_python, {}))
+    q = h.start()
+    (rec,) = q.submit_files([script], overrides={"devices": ["780m"]})
+    h.until(h.state(rec.id, "succeeded"))
+    line = next(ln for ln in h.log_text(rec.id).splitlines() if ln.startswith("WHICH "))
+    which, virtual_env = json.loads(line[6:])
+    assert Path(which).parent == venv_python.parent and virtual_env == str(rocm_venv)
+
+
 def test_start_recovers_what_a_crash_left_running(harness: Callable[..., Harness]) -> None:
     h = harness()
     rec = h.store.add(command("survivor", device_prefs=("cpu",), retries=1, backoff_s=0))
