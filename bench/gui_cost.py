@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -23,6 +22,9 @@ from pathlib import Path
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the X11 tree reader
+from x11_tree import tray_icon_geometry
+
 GOALS = {"launch_s": 0.8, "rss_mb": 120.0, "cpu_hidden": 0.3, "cpu_shown": 2.0}
 
 
@@ -31,18 +33,7 @@ def tree(env: dict[str, str]) -> str:
 
 
 def icon_geometry(env: dict[str, str]) -> tuple[int, int, int, int] | None:
-    inside = False
-    for line in tree(env).splitlines():
-        if '"panel": ("panel" "trayer")' in line:
-            inside = True
-        elif inside:
-            m = re.search(
-                r'"gputray": \(.*?"gputray"\)\s+(\d+)x(\d+)\+-?\d+\+-?\d+\s+\+(-?\d+)\+(-?\d+)', line
-            )
-            if m:
-                w, h, x, y = (int(g) for g in m.groups())
-                return x, y, w, h
-    return None
+    return tray_icon_geometry(tree(env))
 
 
 def cpu_percent_over(proc: psutil.Process, seconds: float) -> float:

@@ -80,6 +80,7 @@ KEY_ALIASES = {
     "backoff": "backoff_s",
 }
 _FIELDS = frozenset(f.name for f in dataclasses.fields(TaskSpec))  # every field name is a key too
+TASK_KEYS = frozenset(_FIELDS | set(KEY_ALIASES))  # every key a task file may use
 
 
 def parse_duration(value: object) -> float:
@@ -192,7 +193,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
             raise TaskFileError(f"{source}: keys must be strings, got {raw_key!r}")
         key = KEY_ALIASES.get(raw_key, raw_key)
         if key not in _FIELDS:
-            known = sorted(_FIELDS | set(KEY_ALIASES))
+            known = sorted(TASK_KEYS)
             hint = difflib.get_close_matches(raw_key, known, n=1)
             suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
             raise TaskFileError(f"{source}: key '{raw_key}': unknown key{suggestion}")

@@ -29,6 +29,7 @@ from waiting import wait_for
 from gputray.resources import resource_path
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.taskfile import TASK_KEYS
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the e2e daemon tests use POSIX signals")
 
@@ -438,34 +439,12 @@ messages = st.one_of(
         },
     ).map(lambda v: json.dumps(v).encode()),
 )
-TASK_KEYS = [
-    "kind",
-    "name",
-    "argv",
-    "script",
-    "args",
-    "files",
-    "devices",
-    "on_busy",
-    "max_wait",
-    "after_max_wait",
-    "vram",
-    "priority",
-    "needs",
-    "start_at",
-    "window",
-    "timeout",
-    "retries",
-    "backoff",
-    "env",
-    "cwd",
-    "bogus",
-]
+TASK_KEY_CHOICES = [*sorted(TASK_KEYS), "bogus"]
 toml_scalars = (
     st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=10)
 )
 task_tables = st.dictionaries(
-    st.sampled_from(TASK_KEYS),
+    st.sampled_from(TASK_KEY_CHOICES),
     toml_scalars
     | st.lists(st.text(max_size=8), max_size=3)
     | st.dictionaries(st.text(max_size=5), toml_scalars, max_size=2),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import x11_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "resources" / "scenarios" / "llm_busy.toml"
@@ -165,21 +166,7 @@ def app(display: Display, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 def tray_icon_geometry(display: Display) -> tuple[int, int, int, int] | None:
-    """The gputray window embedded in trayer's panel (XEmbed): absolute x, y, w, h."""
-    lines = display.tree().splitlines()
-    inside_panel = False
-    for line in lines:
-        if '"panel": ("panel" "trayer")' in line:
-            inside_panel = True
-            continue
-        if inside_panel:
-            m = re.search(
-                r'"gputray": \(.*?"gputray"\)\s+(\d+)x(\d+)\+-?\d+\+-?\d+\s+\+(-?\d+)\+(-?\d+)', line
-            )
-            if m:
-                w, h, x, y = (int(g) for g in m.groups())
-                return x, y, w, h
-    return None
+    return x11_tree.tray_icon_geometry(display.tree())
 
 
 def balloon_geometry(display: Display) -> tuple[int, int, int, int] | None:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputray.scheduler.taskfile import (
+    TASK_KEYS,
     TaskFileError,
     load_task_file,
     parse_duration,
@@ -209,36 +210,7 @@ _values = st.one_of(
         st.text(max_size=5), st.one_of(st.text(max_size=5), st.integers(), st.booleans()), max_size=2
     ),
 )
-_keys = st.sampled_from(
-    [
-        "kind",
-        "name",
-        "argv",
-        "script",
-        "args",
-        "files",
-        "out",
-        "devices",
-        "device_prefs",
-        "on_busy",
-        "max_wait",
-        "after_max_wait",
-        "vram",
-        "vram_bytes",
-        "priority",
-        "needs",
-        "start_at",
-        "window",
-        "timeout",
-        "retries",
-        "backoff",
-        "env",
-        "cwd",
-        "recipe",
-        "util_percent",
-        "bogus",
-    ]
-)
+_keys = st.sampled_from([*sorted(TASK_KEYS), "bogus"])
 
 
 @settings(max_examples=400, deadline=None)
