@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli import gputray
 
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice, VulkanEnumeration
@@ -40,19 +39,6 @@ FIELDS = {
 }
 
 needs_lavapipe = pytest.mark.skipif(not LVP_ICD.exists(), reason="needs mesa-vulkan-drivers (lavapipe)")
-
-
-def gputray(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "GPUTRAY_HOME": str(home), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "gputray.gui.entry", *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=full_env,
-        timeout=120,
-        check=False,
-    )
 
 
 def devices_json(*args: str, home: Path, env: dict[str, str] | None = None) -> dict[str, Any]:

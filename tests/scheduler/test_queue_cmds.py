@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli import gputray
 
 from gputray.scheduler import cli
 from gputray.scheduler.commands import queue_cmds
@@ -203,17 +204,6 @@ def saved_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, 
     return home, read_saved_tasks(paths.queue_db)
 
 
-def _cli(home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GPUTRAY_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "gputray.gui.entry", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def _db_files(home: Path) -> dict[str, bytes]:
     return {
         p.name: p.read_bytes() for p in sorted((home / "data").glob("queue.sqlite3*")) if "-shm" not in p.name
@@ -226,14 +216,14 @@ NOTE = "no gputray owner is running: showing the queue as saved on disk"
 def test_queue_without_an_owner_shows_the_saved_queue(saved_queue: tuple[Path, list[Any]]) -> None:
     home, records = saved_queue
     before = _db_files(home)
-    as_json = _cli(home, "queue", "--all", "--json")
+    as_json = gputray("queue", "--all", "--json", home=home)
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout) == [r.to_json() for r in records]  # the owner's document, unchanged
     assert NOTE in as_json.stderr and NOTE not in as_json.stdout
-    pending = json.loads(_cli(home, "queue", "--json").stdout)
+    pending = json.loads(gputray("queue", "--json", home=home).stdout)
     assert [t["state"] for t in pending] == ["running", "waiting"]  # a crash's `running` is shown as saved
 
-    text = _cli(home, "queue", "--all")
+    text = gputray("queue", "--all", home=home)
     assert text.returncode == 0 and NOTE in text.stderr
     lines = text.stdout.splitlines()
     assert lines[0] == "paused: pci:0000:64:00.0"
@@ -246,19 +236,19 @@ def test_queue_without_an_owner_shows_the_saved_queue(saved_queue: tuple[Path, l
 def test_logs_without_an_owner_print_the_saved_log(saved_queue: tuple[Path, list[Any]]) -> None:
     home, records = saved_queue
     failed = next(r for r in records if r.state == "failed")
-    out = _cli(home, "logs", str(failed.id))
+    out = gputray("logs", str(failed.id), home=home)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "epoch 1 loss 0.5\nこんにちは\n\ufffd\n"
     assert "no gputray owner is running" in out.stderr
-    no_log = _cli(home, "logs", str(next(r.id for r in records if r.state == "waiting")))
+    no_log = gputray("logs", str(next(r.id for r in records if r.state == "waiting")), home=home)
     assert (
         no_log.returncode == 0
         and no_log.stdout == ""
         and "has no log yet: it has not started (waiting)" in no_log.stderr
     )
-    unknown = _cli(home, "logs", "99")
+    unknown = gputray("logs", "99", home=home)
     assert unknown.returncode == 1 and "no task #99 in the queue" in unknown.stderr
-    word = _cli(home, "logs", "abc")
+    word = gputray("logs", "abc", home=home)
     assert word.returncode == 1 and "task ids are whole numbers from 1" in word.stderr
 
 
@@ -271,7 +261,7 @@ def test_changing_or_watching_the_queue_still_needs_the_owner(
 ) -> None:
     home, _ = saved_queue
     before = _db_files(home)
-    out = _cli(home, *argv)
+    out = gputray(*argv, home=home)
     assert out.returncode == 3, out.stdout + out.stderr
     assert "no gputray owner is running: start the tray app" in out.stderr
     assert _db_files(home) == before

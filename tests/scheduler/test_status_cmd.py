@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli import gputray
 from waiting import wait_for
 
 DEVICE_FIELDS = [
@@ -17,17 +18,6 @@ DEVICE_FIELDS = [
     "power_w", "vram_used_bytes", "vram_total_bytes", "shared_used_bytes", "shared_total_bytes",
     "sclk_mhz", "mclk_mhz", "throttle",
 ]  # fmt: skip
-
-
-def gputray(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GPUTRAY_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "gputray.gui.entry", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
 
 
 def test_status_on_this_machine_without_gpu_says_so_and_shows_the_host(tmp_path: Path) -> None:
