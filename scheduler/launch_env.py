@@ -46,10 +46,6 @@ def out_path(spec: TaskSpec) -> str:
     return str(folder / f"{stem}_out{suffix}")
 
 
-def uses_out(spec: TaskSpec) -> bool:
-    return any("{out}" in t for t in (*spec.argv, *spec.args, *spec.env.values()))
-
-
 def free_out_path(wanted: str, taken: Collection[str]) -> str:
     """``wanted``, or ``name (2).ext``, ``name (3).ext`` … when a file is there already (an earlier
     result, or the input itself) or another job of ours is writing it: results are never overwritten."""
@@ -75,9 +71,9 @@ def placeholder_values(spec: TaskSpec, *, device_key: str, vk_index: int | None)
     return values
 
 
-def needs_vk_index(spec: TaskSpec) -> bool:
-    texts = [*spec.argv, *spec.args, *spec.env.values()]
-    return any("{vk_index}" in t for t in texts)
+def uses_placeholder(spec: TaskSpec, name: str) -> bool:
+    """Whether ``{name}`` appears in the task's argv, args or env values."""
+    return any(f"{{{name}}}" in t for t in (*spec.argv, *spec.args, *spec.env.values()))
 
 
 class LaunchError(ValueError):

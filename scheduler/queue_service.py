@@ -48,11 +48,10 @@ from gputray.scheduler.launch_env import (
     activate_python,
     build_env,
     free_out_path,
-    needs_vk_index,
     placeholder_values,
     render_argv,
     rocm_index_for,
-    uses_out,
+    uses_placeholder,
 )
 from gputray.scheduler.launcher import Job, LaunchFailed, launch
 from gputray.scheduler.paths import Paths
@@ -561,11 +560,11 @@ class QueueService:
             rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
             if spec.fills_placeholders:
                 vk_index = None
-                if needs_vk_index(spec):
+                if uses_placeholder(spec, "vk_index"):
                     probe_env = build_env(base_env, info, task_id=task.id, extra=extra, rocm_index=rocm)
                     vk_index = self.vk_index_of(info, probe_env, known)
                 values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
-                if uses_out(spec):
+                if uses_placeholder(spec, "out"):
                     wanted = values["out"]
                     out = values["out"] = free_out_path(wanted, {r.out for r in self._jobs.values() if r.out})
                     if out != wanted:
