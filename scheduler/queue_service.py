@@ -55,6 +55,7 @@ from gputray.scheduler.launch_env import (
 )
 from gputray.scheduler.launcher import Job, LaunchFailed, launch
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
 from gputray.scheduler.placement import (
     GENERIC_PREFS,
     DeviceState,
@@ -78,7 +79,6 @@ EnvResolver = Callable[[str, Sequence[str]], PythonEnv | None]
 VkIndexResolver = Callable[[DeviceInfo, Mapping[str, str], Sequence[DeviceInfo]], int | None]
 #: ``failed_needs(device_key, needs)`` → the needs among ``needs`` the doctor saw fail on that device.
 FailedNeeds = Callable[[str, frozenset[str]], Collection[str]]
-PAUSE_ALL = "queue"  # the key of ``paused()`` that stands for the whole queue
 TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one ended 20x its duration ago
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
@@ -868,27 +868,12 @@ class QueueService:
                 return str(info.name)
         return self._names_used.get(key, key)
 
-    def _pause_file(self) -> Path:
-        return self.paths.data_dir / "paused.json"
-
     def _load_paused(self) -> None:
-        try:
-            data = json.loads(self._pause_file().read_text(encoding="utf-8"))
-            self._paused_all = bool(data.get(PAUSE_ALL, False))
-            self._paused_devices = {str(k) for k in data.get("devices", [])}
-        except (OSError, ValueError, AttributeError, TypeError):
-            pass
+        self._paused_all, self._paused_devices = read_paused(self.paths.data_dir)
 
     def _save_paused(self) -> None:
-        path = self._pause_file()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(
-                json.dumps({PAUSE_ALL: self._paused_all, "devices": sorted(self._paused_devices)}),
-                encoding="utf-8",
-            )
-            tmp.replace(path)
+            write_paused(self.paths.data_dir, self._paused_all, self._paused_devices)
         except OSError:
             log.exception("could not save the pause state")
 

@@ -493,14 +493,11 @@ def _print_queue(result: dict[str, Any], as_json: bool) -> None:
 
 
 def _saved_paused(paths: Any) -> dict[str, bool]:
-    """What ``pause`` left in ``paused.json`` (written by the owner's QueueService); {} if unreadable."""
-    try:
-        data = json.loads((paths.data_dir / "paused.json").read_text(encoding="utf-8"))
-        paused = {"queue": bool(data.get("queue", False))}
-        paused.update({str(k): True for k in data.get("devices", [])})
-        return paused
-    except (OSError, ValueError, AttributeError, TypeError):
-        return {}
+    """What ``pause`` left on disk, in the owner's ``paused`` reply shape."""
+    from gputray.scheduler.pause_file import PAUSE_ALL, read_paused
+
+    paused_all, devices = read_paused(paths.data_dir)
+    return {PAUSE_ALL: paused_all, **dict.fromkeys(devices, True)}
 
 
 def _saved_queue(args: argparse.Namespace) -> int:
