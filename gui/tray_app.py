@@ -28,7 +28,6 @@ from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
 from gputray.monitor.records import Snapshot
-from gputray.monitor.verdict import thresholds_from_mapping
 from gputray.scheduler.paths import app_paths
 
 log = logging.getLogger("gputray.gui")
@@ -540,17 +539,15 @@ class TrayApp(QObject):
 
     def _apply_settings(self, values: dict[str, Any]) -> None:
         from gputray.scheduler.config import ConfigError, load_config
+        from gputray.scheduler.owner import monitor_settings
 
         with contextlib.suppress(ConfigError):
             self.config = load_config()
         gui = values.get("gui", {})
         self.notifier.enabled.update(gui.get("notifications", {}))
-        if self.monitor is not None:
-            with contextlib.suppress(ValueError):
-                self.monitor.set_thresholds(thresholds_from_mapping(self.config.get("thresholds", {})))
-            self.monitor.interval_s = float(
-                values.get("monitor", {}).get("interval_s", self.monitor.interval_s)
-            )
+        if self.monitor is not None:  # the config just written, read as `gputray daemon` reads it
+            thresholds, self.monitor.interval_s = monitor_settings(self.config)
+            self.monitor.set_thresholds(thresholds)
         install_language(resolve_language(gui.get("language")))
         self._rebuild_windows()
 
