@@ -129,22 +129,25 @@ def build_env(
     task_id: int,
     extra: Mapping[str, str] = {},
     task_env: Mapping[str, str] = {},
-    values: Mapping[str, str] = {},
+    values: Mapping[str, str] | None = {},
     rocm_index: int | None = None,
 ) -> dict[str, str]:
     """The full environment for a job on ``device`` (a GPU's DeviceInfo, or one with kind ``cpu``).
 
     ``base`` is usually ``os.environ``; ``extra`` the Python env's variables; ``task_env`` the task's
-    own (placeholders filled from ``values``). GPU selection is decided here, last word is ours:
-    selection variables the user set globally would point the job at the wrong GPU.
+    own (placeholders filled from ``values``; ``None``: kept as written, as ``render_argv`` does).
+    GPU selection is decided here, last word is ours: selection variables the user set globally
+    would point the job at the wrong GPU.
     """
     env = {k: v for k, v in base.items() if k not in GPU_SELECTION_VARS}
     env.update(extra)
     for name, value in task_env.items():
-        text = substitute(value, values)
+        if values is None:
+            env[name] = value
+            continue
         if "{vk_index}" in value and "vk_index" not in values:
             raise LaunchError(f"{name}: no Vulkan device index is known for {device.name}")
-        env[name] = text
+        env[name] = substitute(value, values)
     for var in GPU_SELECTION_VARS:
         env.pop(var, None)
     if device.kind == "cpu":

@@ -558,6 +558,7 @@ class QueueService:
         out_note = ""
         try:
             rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
+            values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
             if spec.fills_placeholders:
                 vk_index = None
                 if uses_placeholder(spec, "vk_index"):
@@ -569,20 +570,16 @@ class QueueService:
                     out = values["out"] = free_out_path(wanted, {r.out for r in self._jobs.values() if r.out})
                     if out != wanted:
                         out_note = f"output: {Path(wanted).name} is taken, writing {Path(out).name}\n"
-                argv = render_argv(spec, values, python=python)
-                env = build_env(
-                    base_env,
-                    info,
-                    task_id=task.id,
-                    extra=extra,
-                    task_env=spec.env,
-                    values=values,
-                    rocm_index=rocm,
-                )
-            else:
-                # A command's argv (and a torch task's args) is the user's program line: verbatim.
-                argv = render_argv(spec, None, python=python)
-                env = build_env(base_env, info, task_id=task.id, extra={**extra, **spec.env}, rocm_index=rocm)
+            argv = render_argv(spec, values, python=python)
+            env = build_env(
+                base_env,
+                info,
+                task_id=task.id,
+                extra=extra,
+                task_env=spec.env,
+                values=values,
+                rocm_index=rocm,
+            )
             if python is not None:  # a torch task: run by the env chosen for the device
                 activate_python(env, python)
             env[QUEUE_FILE_VAR] = str(self.store.path)  # lets crash recovery find it before its pid is saved
