@@ -19,6 +19,7 @@ strings, one read per file, and only processes with a DRM or KFD fd get their fd
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -103,17 +104,9 @@ _SLOT = {
     )
 }
 _ENGINE_BY_SLOT = ("gfx", "compute", "gfx", "compute")
-_PDEV_CACHE: dict[bytes, str | None] = {}
-
-
+@functools.lru_cache(maxsize=256)  # a handful of distinct PCI addresses, parsed for every client
 def _pdev(value: bytes) -> str | None:
-    cached = _PDEV_CACHE.get(value, "")
-    if cached != "":
-        return cached
-    if len(_PDEV_CACHE) > 256:
-        _PDEV_CACHE.clear()
-    norm = _PDEV_CACHE[value] = normalize_bdf(value.decode("ascii", "replace"))
-    return norm
+    return normalize_bdf(value.decode("ascii", "replace"))
 
 
 def parse_fdinfo(pid: int, raw: bytes, fd: str = "") -> DrmClient | None:
