@@ -282,10 +282,8 @@ class TaskStore:
                 raise TaskNotFound(task_id)
             if changes:
                 cols = ", ".join(f"{k} = ?" for k in changes)
-                with self._transaction() as db:
-                    cur = db.execute(f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id))
-                    if cur.rowcount == 0:
-                        raise TaskNotFound(task_id)
+                with self._transaction() as db:  # the mirror above already knows the row exists
+                    db.execute(f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id))
             return self._changed(task_id, **changes)
 
     def update_many(
