@@ -71,23 +71,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def setup_logging(log_file: Path | None) -> None:
-    root = logging.getLogger("gputray")
-    root.setLevel(logging.INFO)
-    fmt = logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
-    if not any(isinstance(h, logging.StreamHandler) for h in root.handlers):
-        stream = logging.StreamHandler(sys.stderr)
-        stream.setFormatter(fmt)
-        stream.setLevel(logging.WARNING)
-        root.addHandler(stream)
-    if log_file is not None:
-        with contextlib.suppress(OSError):
-            log_file.parent.mkdir(parents=True, exist_ok=True)
-            handler = logging.FileHandler(log_file, encoding="utf-8")
-            handler.setFormatter(fmt)
-            root.addHandler(handler)
-
-
 def hand_over(files: Sequence[str]) -> int | None:
     """If an owner answers, give it the files and return an exit code; None when nobody answers."""
     from gputray.scheduler import ipc
@@ -225,9 +208,10 @@ def run_tray(argv: list[str]) -> int:
         print(f"gputray: {missing_display}", file=sys.stderr)
         return 2
 
+    from gputray.scheduler.log_setup import setup_logging
     from gputray.scheduler.paths import app_paths
 
-    setup_logging(app_paths().state_dir / "gputray.log")
+    setup_logging(app_paths().state_dir / "gputray.log", stderr_level=logging.WARNING)
     qapp = make_application()
     tray = show_first_icon(demo=bool(args.demo or args.demo_scenario))
     from gputray.gui.tray_app import TrayApp

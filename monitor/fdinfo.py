@@ -104,6 +104,8 @@ _SLOT = {
     )
 }
 _ENGINE_BY_SLOT = ("gfx", "compute", "gfx", "compute")
+
+
 @functools.lru_cache(maxsize=256)  # a handful of distinct PCI addresses, parsed for every client
 def _pdev(value: bytes) -> str | None:
     return normalize_bdf(value.decode("ascii", "replace"))

@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import datetime as dt
 import json
-import logging
 import os
 import signal
 import sys
@@ -205,18 +204,10 @@ def _register_daemon(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _setup_daemon_logging(level: str) -> Path:
-    paths = app_paths()
-    paths.state_dir.mkdir(parents=True, exist_ok=True)
-    log_file = paths.state_dir / "daemon.log"
-    root = logging.getLogger("gputray")
-    root.setLevel(level)
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from logging.handlers import RotatingFileHandler
+    from gputray.scheduler.log_setup import setup_logging
 
-    rotating = RotatingFileHandler(log_file, maxBytes=2 << 20, backupCount=3, encoding="utf-8")
-    for handler in (rotating, logging.StreamHandler(sys.stderr)):
-        handler.setFormatter(fmt)
-        root.addHandler(handler)
+    log_file = app_paths().state_dir / "daemon.log"
+    setup_logging(log_file, level=level)
     return log_file
 
 
