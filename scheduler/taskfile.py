@@ -180,7 +180,9 @@ def spec_from_record_dict(data: Mapping[str, Any], *, source: str = "task") -> T
     return spec_from_mapping(data, source=source, base_dir=None)
 
 
-def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskSpec:
+def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
+    data: Mapping[str, Any], *, source: str, base_dir: Path | None = None
+) -> TaskSpec:
     """Validate a task mapping (file keys or field names) into a TaskSpec.
 
     With ``base_dir``, relative ``script``, ``files`` and ``cwd`` are made absolute against it.
