@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -28,7 +28,11 @@ from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
 from gputray.monitor.records import Snapshot
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
+
+if TYPE_CHECKING:
+    from gputray.scheduler.owner import Owner
 
 log = logging.getLogger("gputray.gui")
 
@@ -78,7 +82,7 @@ class TrayApp(QObject):
         install_language(resolve_language(gui_cfg.get("language")))
         self.state = GuiState(self.paths.state_dir / "gui_state.json")
         self.demo = bool(args.demo or args.demo_scenario)
-        self.owner: Any = None
+        self.owner: Owner | None = None
         self.monitor: Any = None
         self.latest: Snapshot | None = None
         self.note: str | None = self.config_error
@@ -307,15 +311,14 @@ class TrayApp(QObject):
             app.exit(self.exit_code)
 
     # -- owner requests (in-process: the same handler the socket uses) ---------------------------------
-    def request(self, op: str, **args: Any) -> dict[str, Any] | None:
+    def request(self, req: rq.Request) -> dict[str, Any] | None:
         if self.owner is None:
             self._warn(tr("gputray is still starting; try again in a moment."))
             return None
         try:
-            result: dict[str, Any] = self.owner.handle(op, args)
-            return result
+            return self.owner.handle(req)
         except Exception as exc:
-            log.warning("%s failed: %s", op, exc)
+            log.warning("%s failed: %s", req.op, exc)
             self._warn(str(exc))
             return None
 
@@ -323,7 +326,7 @@ class TrayApp(QObject):
         if self.owner is None:
             return
         try:
-            result = self.owner.handle("queue", {"all": True})
+            result = self.owner.handle(rq.Queue(all=True))
         except Exception as exc:
             log.warning("queue listing failed: %s", exc)
             return
@@ -337,29 +340,29 @@ class TrayApp(QObject):
         self.menu.set_paused(self.paused_all)
 
     def cancel(self, ids: list[Any]) -> None:
-        result = self.request("cancel", ids=list(ids))
+        result = self.request(rq.Cancel(ids=list(ids)))
         if result and result.get("errors"):
             self._warn("\n".join(result["errors"]))
         self.reload_queue()
 
     def retry(self, task_id: Any) -> None:
-        self.request("retry", id=task_id)
+        self.request(rq.Retry(id=task_id))
         self.reload_queue()
 
     def move(self, task_id: Any, delta: int) -> None:
-        self.request("move", id=task_id, delta=delta)
+        self.request(rq.Move(id=task_id, delta=delta))
         self.reload_queue()
         row = self.model.row_of(task_id)
         if row is not None:
             self.panel.table.selectRow(row)
 
     def pause(self, device: str | None) -> None:
-        result = self.request("pause", device=device)
+        result = self.request(rq.Pause(device=device))
         if result is not None:
             self._apply_paused(result.get("paused"))
 
     def resume(self, device: str | None) -> None:
-        result = self.request("resume", device=device)
+        result = self.request(rq.Resume(device=device))
         if result is not None:
             self._apply_paused(result.get("paused"))
 
@@ -367,7 +370,7 @@ class TrayApp(QObject):
         """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
         if self.owner is None:
             raise RuntimeError(tr("gputray is still starting; try again in a moment."))
-        result = self.owner.handle("submit_files", {"files": files, "recipe": recipe, "overrides": overrides})
+        result = self.owner.handle(rq.SubmitFiles(files=files, recipe=recipe, overrides=overrides))
         tasks = result.get("tasks", [])
         for t in tasks:
             self.model.upsert(t)

@@ -8,9 +8,10 @@ from typing import Any
 
 from gputray.resources import resource_path
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.protocol import Refusal
 
 
-class ConfigError(Exception):
+class ConfigError(Refusal):
     pass
 
 

@@ -22,10 +22,10 @@ Frames
     trusted owner and may be larger (``queue`` of 10,000 tasks is ~2.5 MB): the client accepts up to
     ``MAX_REPLY_BYTES``.
 
-Requests are ``{"op": NAME, "args": {...}}``; replies ``{"ok": true, "result": {...}}`` or
-``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is checked against ``OPS``
-(known op, known argument names, argument types and sizes) before a handler sees it, so garbage gets
-an error reply and never reaches the queue.
+Requests are ``{"op": NAME, "args": {...}, "v": 1}``; replies ``{"ok": true, "result": {...}}`` or
+``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is decoded into its op's typed
+Struct (``protocol``: known op, known argument names, types and sizes) before a handler sees it, so
+garbage gets an error reply and never reaches the queue.
 """
 
 from __future__ import annotations
@@ -33,28 +33,34 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import json
 import logging
-import math
 import os
 import socket
 import struct
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.protocol import (
+    OPS,
+    PROTOCOL_VERSION,
+    BadRequest,
+    Refusal,
+    Request,
+    decode_request,
+)
 
 log = logging.getLogger("gputray.ipc")
 
-PROTOCOL_VERSION = 1
+__all__ = ["OPS", "PROTOCOL_VERSION", "BadRequest", "Refusal"]
+
 MAX_FRAME_BYTES = 1 << 20
 MAX_REPLY_BYTES = 256 << 20
-MAX_STR_CHARS = 32_768
-MAX_LIST_ITEMS = 10_000
 SOCKET_NAME = "owner.sock"
 LOCK_NAME = "owner.lock"
 AUTHKEY_NAME = "ipc.key"
@@ -94,10 +100,6 @@ class ProtocolError(IpcError):
     """The other side sent something that is not a valid frame or reply."""
 
 
-class BadRequest(IpcError):
-    """A request that fails validation; the server replies with this message."""
-
-
 class RemoteError(IpcError):
     """The owner answered with an error; ``kind`` is its type name (``TaskNotFound``, ``BadRequest`` ...)."""
 
@@ -108,237 +110,14 @@ class RemoteError(IpcError):
 
 
 # --------------------------------------------------------------------------------------------------
-# Request validation
-
-ArgKind = Literal["str", "int", "bool", "str_list", "id", "id_list", "dict"]
-
-
-@dataclass(frozen=True)
-class Arg:
-    kind: ArgKind
-    required: bool = False
-    nullable: bool = True
-
-
-OPS: dict[str, dict[str, Arg]] = {
-    "ping": {},
-    "status": {},
-    "submit": {
-        "task_file": Arg("str"),
-        "spec": Arg("dict"),
-        "overrides": Arg("dict"),
-        "cwd": Arg("str"),
-        "caller_env": Arg("dict"),  # the CLI's os.environ: the job starts from it
-    },
-    "submit_files": {
-        "files": Arg("str_list", required=True, nullable=False),
-        "recipe": Arg("str"),
-        "overrides": Arg("dict"),
-        "cwd": Arg("str"),
-        "caller_env": Arg("dict"),
-    },
-    "open_files": {  # "Open with", "Send To", a second launch: like a drop on the running app
-        "files": Arg("str_list", required=True, nullable=False),
-        "cwd": Arg("str"),
-    },
-    "run": {
-        "argv": Arg("str_list", required=True, nullable=False),
-        "name": Arg("str"),
-        "overrides": Arg("dict"),
-        "cwd": Arg("str"),
-        "caller_env": Arg("dict"),
-    },
-    "queue": {"all": Arg("bool")},
-    "get": {"id": Arg("id", required=True, nullable=False)},
-    "cancel": {"ids": Arg("id_list", required=True, nullable=False)},
-    "retry": {"id": Arg("id", required=True, nullable=False)},
-    "move": {
-        "id": Arg("id", required=True, nullable=False),
-        "delta": Arg("int", required=True, nullable=False),
-    },
-    "pause": {"device": Arg("str")},
-    "resume": {"device": Arg("str")},
-    "logs": {
-        "id": Arg("id", required=True, nullable=False),
-        "offset": Arg("int"),
-        "max_bytes": Arg("int"),
-    },
-    "schedule_add": {
-        "cron": Arg("str", required=True, nullable=False),
-        "task_file": Arg("str", required=True, nullable=False),
-        "overrides": Arg("dict"),
-        "name": Arg("str"),
-        "cwd": Arg("str"),
-    },
-    "schedule_list": {},
-    "schedule_remove": {"id": Arg("id", required=True, nullable=False)},
-    "shutdown": {},
-}
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_str(name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise BadRequest(f"argument {name!r} must be a string, not {_json_type(value)}")
-    if len(value) > MAX_STR_CHARS:
-        raise BadRequest(f"argument {name!r} is too long ({len(value)} characters, at most {MAX_STR_CHARS})")
-    if "\x00" in value:
-        raise BadRequest(f"argument {name!r} contains a NUL character")
-    return value
-
-
-def _check_id(name: str, value: object) -> int | str:
-    if _is_int(value):
-        assert isinstance(value, int)
-        if value < 0 or value > 2**63 - 1:
-            raise BadRequest(f"argument {name!r} is out of range")
-        return value
-    if isinstance(value, str) and 0 < len(value) <= 64 and value.isprintable():
-        return value
-    raise BadRequest(f"argument {name!r} must be a task id (a number), not {_json_type(value)}")
-
-
-def _check_json_value(name: str, value: object, depth: int = 0) -> None:
-    """Overrides and specs: plain JSON scalars, short lists and flat tables only."""
-    if depth > 4:
-        raise BadRequest(f"argument {name!r} is nested too deeply")
-    if value is None or isinstance(value, bool | str) or _is_int(value):
-        if isinstance(value, str):
-            _check_str(name, value)
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise BadRequest(f"argument {name!r} must be a finite number")
-        return
-    if isinstance(value, list):
-        if len(value) > MAX_LIST_ITEMS:
-            raise BadRequest(f"argument {name!r} has too many items")
-        for item in value:
-            _check_json_value(name, item, depth + 1)
-        return
-    if isinstance(value, dict):
-        if len(value) > 256:
-            raise BadRequest(f"argument {name!r} has too many keys")
-        for key, item in value.items():
-            _check_str(name, key)
-            _check_json_value(f"{name}.{key}", item, depth + 1)
-        return
-    raise BadRequest(f"argument {name!r} has an unsupported value")
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _check_arg(name: str, spec: Arg, value: object) -> object:
-    if value is None:
-        if spec.nullable and not spec.required:
-            return None
-        raise BadRequest(f"argument {name!r} must not be null")
-    if spec.kind == "str":
-        return _check_str(name, value)
-    if spec.kind == "int":
-        if not _is_int(value):
-            raise BadRequest(f"argument {name!r} must be an integer, not {_json_type(value)}")
-        assert isinstance(value, int)
-        if abs(value) > 2**53:
-            raise BadRequest(f"argument {name!r} is out of range")
-        return value
-    if spec.kind == "bool":
-        if not isinstance(value, bool):
-            raise BadRequest(f"argument {name!r} must be true or false, not {_json_type(value)}")
-        return value
-    if spec.kind in ("str_list", "id_list"):
-        if not isinstance(value, list):
-            raise BadRequest(f"argument {name!r} must be a list, not {_json_type(value)}")
-        if not value:
-            raise BadRequest(f"argument {name!r} must not be empty")
-        if len(value) > MAX_LIST_ITEMS:
-            raise BadRequest(f"argument {name!r} has too many items (at most {MAX_LIST_ITEMS})")
-        if spec.kind == "str_list":
-            return [_check_str(name, item) for item in value]
-        return [_check_id(name, item) for item in value]
-    if spec.kind == "id":
-        return _check_id(name, value)
-    if spec.kind == "dict":
-        if not isinstance(value, dict):
-            raise BadRequest(f"argument {name!r} must be an object, not {_json_type(value)}")
-        _check_json_value(name, value)
-        return value
-    raise BadRequest(f"argument {name!r} has an unknown kind")  # pragma: no cover - OPS is static
-
-
-def validate_request(request: object) -> tuple[str, dict[str, Any]]:
-    """Check a decoded request against ``OPS``; return (op, args) or raise BadRequest."""
-    if not isinstance(request, dict):
-        raise BadRequest(f"a request must be a JSON object, not {_json_type(request)}")
-    unknown_top = set(request) - {"op", "args", "v"}
-    if unknown_top:
-        raise BadRequest(f"unknown request field(s): {', '.join(sorted(map(str, unknown_top)))[:200]}")
-    op = request.get("op")
-    if not isinstance(op, str):
-        raise BadRequest("a request needs an 'op' string")
-    if op not in OPS:
-        raise BadRequest(f"unknown op {op[:64]!r}; known: {', '.join(sorted(OPS))}")
-    raw_args = request.get("args", {})
-    if raw_args is None:
-        raw_args = {}
-    if not isinstance(raw_args, dict):
-        raise BadRequest(f"'args' must be an object, not {_json_type(raw_args)}")
-    specs = OPS[op]
-    unknown = set(raw_args) - set(specs)
-    if unknown:
-        names = ", ".join(sorted(map(str, unknown)))[:200]
-        raise BadRequest(f"op {op!r} takes no argument(s) {names}; it takes: {', '.join(specs) or 'none'}")
-    args: dict[str, Any] = {}
-    for name, spec in specs.items():
-        if name not in raw_args:
-            if spec.required:
-                raise BadRequest(f"op {op!r} needs the argument {name!r}")
-            continue
-        args[name] = _check_arg(name, spec, raw_args[name])
-    return op, args
-
-
-# --------------------------------------------------------------------------------------------------
 # Frames
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
-
-
-def encode_payload(obj: Mapping[str, Any], *, limit: int = MAX_FRAME_BYTES) -> bytes:
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+def encode_payload(obj: object, *, limit: int = MAX_FRAME_BYTES) -> bytes:
+    data = msgspec.json.encode(obj)
     if len(data) > limit:
         raise ProtocolError(f"message too large ({len(data)} bytes, at most {limit})")
     return data
-
-
-def decode_payload(data: bytes) -> object:
-    """JSON → object; anything malformed (bad UTF-8, bad JSON, NaN, absurd nesting) raises BadRequest."""
-    try:
-        text = data.decode("utf-8")
-        return json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise BadRequest("message is nested too deeply") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BadRequest(f"message is not valid JSON: {str(exc)[:200]}") from None
 
 
 def encode_frame(obj: Mapping[str, Any]) -> bytes:
@@ -473,18 +252,16 @@ def ensure_private_dir(path: Path) -> None:
 # --------------------------------------------------------------------------------------------------
 # Server
 
-Handler = Callable[[str, dict[str, Any]], "dict[str, Any] | RawJson"]
+Handler = Callable[[Request], "dict[str, Any] | RawJson"]
 
 
 class IpcServer:
-    """Accepts local connections and answers each validated request with ``handler(op, args)``.
+    """Accepts local connections and answers each decoded request with ``handler(request)``.
 
     One thread accepts; each connection gets its own thread (at most ``max_connections``; more get an
     error reply). A connection may carry many requests. The handler's exceptions become error replies:
-    exceptions whose class is listed in ``user_errors`` (by default any ``Exception`` subclass with a
-    ``user_error = True`` attribute, plus ValueError/KeyError/LookupError) carry their message; anything
-    else is logged with its traceback and answered as an internal error. Nothing a client sends can stop
-    the server.
+    a ``protocol.Refusal`` carries its message; anything else is logged with its traceback and answered
+    as an internal error. Nothing a client sends can stop the server.
     """
 
     def __init__(
@@ -713,7 +490,7 @@ class IpcServer:
                     raise ProtocolError(f"message too large ({len(payload)} bytes, limit {MAX_REPLY_BYTES})")
             else:
                 payload = encode_payload(reply, limit=MAX_REPLY_BYTES)
-        except (ProtocolError, ValueError, TypeError) as exc:
+        except (ProtocolError, ValueError, TypeError, OverflowError) as exc:
             log.error("IPC: reply could not be encoded: %s", exc)
             payload = encode_payload(error_reply("InternalError", f"reply could not be sent: {exc}"))
         try:
@@ -728,23 +505,19 @@ class IpcServer:
         """One raw request → one reply. Never raises."""
         self.requests_served += 1
         try:
-            op, args = validate_request(decode_payload(data))
+            req = decode_request(data)
         except BadRequest as exc:
-            return error_reply("BadRequest", str(exc))
+            return error_reply(type(exc).__name__, str(exc))
         try:
-            result = self.handler(op, args)
+            result = self.handler(req)
+        except Refusal as exc:
+            return error_reply(type(exc).__name__, str(exc) or type(exc).__name__)
         except Exception as exc:
-            if _is_user_error(exc):
-                return error_reply(type(exc).__name__, str(exc) or type(exc).__name__)
-            log.exception("IPC: op %s failed", op)
-            return error_reply("InternalError", f"{op} failed inside the owner: {type(exc).__name__}: {exc}")
+            log.exception("IPC: op %s failed", req.op)
+            return error_reply(
+                "InternalError", f"{req.op} failed inside the owner: {type(exc).__name__}: {exc}"
+            )
         return {"ok": True, "result": result}
-
-
-def _is_user_error(exc: BaseException) -> bool:
-    if getattr(exc, "user_error", False):
-        return True
-    return isinstance(exc, ValueError | LookupError | BadRequest | OSError | PermissionError)
 
 
 def _peer_is_us(conn: socket.socket) -> bool:
@@ -876,15 +649,17 @@ class IpcClient:
             if data is None:
                 self.close()
                 raise IpcError("the gputray owner closed the connection")
-        reply = json.loads(data.decode("utf-8"))
+        try:
+            reply = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            raise ProtocolError(f"the owner's reply is not JSON: {exc}") from None
         if not isinstance(reply, dict):
             raise ProtocolError("the owner's reply is not an object")
         return reply
 
     def request(self, op: str, **args: Any) -> dict[str, Any]:
         """One request; returns the result object or raises RemoteError / OwnerNotRunning / IpcError."""
-        payload = encode_payload({"op": op, "args": args, "v": PROTOCOL_VERSION})
-        reply = self.send_raw(payload)
+        reply = self.send_raw(encode_payload({"op": op, "args": args, "v": PROTOCOL_VERSION}))
         if reply.get("ok") is True:
             result = reply.get("result")
             return result if isinstance(result, dict) else {"value": result}

@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from gputray.monitor.records import DeviceInfo
+from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.tasks import TaskSpec, substitute
 
 GPU_SELECTION_VARS = (
@@ -76,7 +77,7 @@ def uses_placeholder(spec: TaskSpec, name: str) -> bool:
     return any(f"{{{name}}}" in t for t in (*spec.argv, *spec.args, *spec.env.values()))
 
 
-class LaunchError(ValueError):
+class LaunchError(Refusal, ValueError):
     """The job cannot be started as asked (a placeholder without a value …); the message says why."""
 
 

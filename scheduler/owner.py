@@ -25,8 +25,9 @@ from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.monitor.verdict import BusyThresholds, thresholds_from_mapping
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
 from gputray.scheduler.timing import Schedule, Timing
 
 log = logging.getLogger("gputray.owner")
@@ -51,15 +52,14 @@ def monitor_settings(config: dict[str, Any] | None = None) -> tuple[BusyThreshol
 
 
 _T = TypeVar("_T")
+_R = TypeVar("_R", bound=rq.Request)
 
 LOG_CHUNK_MAX_BYTES = 128 * 1024  # JSON escaping can grow text ×6; stays under ipc.MAX_FRAME_BYTES
 IN_FLIGHT_GRACE_S = 15.0  # how long stop() lets requests being answered finish (a cancel waits up to 10 s)
 
 
-class OwnerRequestError(ValueError):
+class OwnerRequestError(rq.Refusal, ValueError):
     """A request the owner understood but cannot do; the message is for the person who asked."""
-
-    user_error = True
 
 
 class OwnerStopping(OwnerRequestError):
@@ -84,11 +84,11 @@ def _abs_path(path: str, cwd: str | None) -> Path:
     return p
 
 
-def _with_caller_env(args: dict[str, Any]) -> dict[str, Any]:
+def _with_caller_env(req: rq.Submit | rq.SubmitFiles | rq.Run) -> dict[str, Any]:
     """A request's task overrides, plus the environment the CLI sent (``caller_env``) as ``base_env``."""
-    overrides = dict(args.get("overrides") or {})
-    if args.get("caller_env") is not None:
-        overrides["base_env"] = args["caller_env"]
+    overrides: dict[str, Any] = dict(req.overrides or {})
+    if req.caller_env is not None:
+        overrides["base_env"] = req.caller_env
     return overrides
 
 
@@ -103,15 +103,6 @@ def _decode_utf8_prefix(data: bytes) -> tuple[str, int]:
         except UnicodeDecodeError:
             continue
     return data.decode("utf-8", errors="replace"), len(data)
-
-
-def _is_refusal(exc: Exception) -> bool:
-    """The queue's and the task files' own errors are answers for the user, not owner bugs."""
-    from gputray.scheduler.queue_service import QueueError
-    from gputray.scheduler.taskfile import TaskFileError
-    from gputray.scheduler.timing import TimingError
-
-    return isinstance(exc, QueueError | TaskFileError | TimingError | ValueError | LookupError | OSError)
 
 
 class DoctorNeeds:
@@ -215,28 +206,9 @@ class Owner:
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
         self.files_opener: Callable[[list[str]], None] | None = None
-        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            "ping": self._op_ping,
-            "status": self._op_status,
-            "submit": self._op_submit,
-            "submit_files": self._op_submit_files,
-            "open_files": self._op_open_files,
-            "run": self._op_run,
-            "queue": self._op_queue,
-            "get": self._op_get,
-            "cancel": self._op_cancel,
-            "retry": self._op_retry,
-            "move": self._op_move,
-            "pause": self._op_pause,
-            "resume": self._op_resume,
-            "logs": self._op_logs,
-            "schedule_add": self._op_schedule_add,
-            "schedule_list": self._op_schedule_list,
-            "schedule_remove": self._op_schedule_remove,
-            "shutdown": self._op_shutdown,
+        self._handlers: dict[type[rq.Request], Callable[[Any], dict[str, Any]]] = {
+            t: getattr(self, f"_op_{op}") for op, t in rq.REQUEST_TYPES.items()
         }
-        missing = set(ipc.OPS) ^ set(self._handlers)
-        assert not missing, f"ops without handlers (or handlers without ops): {missing}"
 
     # --- public ----------------------------------------------------------------------------------
 
@@ -292,14 +264,10 @@ class Owner:
             )
             self._queue.start()
             self.timing = Timing(
-                self.paths.data_dir / "schedules.sqlite3",
-                submit=self._submit_schedule,
-                wake=self._queue.dispatch,
-                clock=self.clock,
+                self.paths.data_dir / "schedules.sqlite3", submit=self._submit_schedule, clock=self.clock
             )
             self.timing.start()
-            for rec in self._queue.list(include_finished=False):
-                self._plan_wakeups(rec)
+            self._queue.add_timer(self.timing)  # the dispatcher is the one clock: it wakes for schedules too
         except BaseException:
             self._teardown()
             raise
@@ -346,26 +314,15 @@ class Owner:
             with contextlib.suppress(Exception):
                 self._store.close()
 
-    # --- events and wake-ups ---------------------------------------------------------------------
+    # --- events and schedules --------------------------------------------------------------------
 
     def _event(self, event: QueueEvent) -> None:
         log.info("task %s %s: %s", event.task.id, event.kind, event.message)
-        with contextlib.suppress(Exception):
-            self._plan_wakeups(event.task)
         if self._on_event is not None:
             try:
                 self._on_event(event)
             except Exception:
                 log.exception("on_event callback failed")
-
-    def _plan_wakeups(self, rec: TaskRecord) -> None:
-        if self.timing is None or rec.state not in PENDING_STATES:
-            return
-        for when in (rec.spec.start_at, rec.not_before):
-            if when is not None:
-                self.timing.wake_at(when)
-        if rec.spec.window:
-            self.timing.wake_for_window(rec.spec.window)
 
     def _submit_schedule(self, entry: Schedule) -> object:
         from gputray.scheduler.taskfile import load_task_file
@@ -375,29 +332,28 @@ class Owner:
 
     # --- the IPC entry ---------------------------------------------------------------------------
 
-    def handle(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Answer one validated request (also callable in-process, e.g. from the tray)."""
-        return self._answer(op, self._handlers[op], args)
+    def handle(self, req: rq.Request) -> dict[str, Any]:
+        """Answer one request in-process (the tray): checked against the protocol's limits as the
+        socket's requests are, then answered by the same handler."""
+        req = rq.checked(req)
+        return self._answer(req, self._handlers[type(req)])
 
-    def _handle_ipc(self, op: str, args: dict[str, Any]) -> dict[str, Any] | ipc.RawJson:
-        """Requests from the socket: as ``handle``, but ``queue`` answers with ready-made JSON text."""
-        if op == "queue":
-            return self._answer(op, self._op_queue_json, args)
-        return self.handle(op, args)
+    def _handle_ipc(self, req: rq.Request) -> dict[str, Any] | ipc.RawJson:
+        """Requests from the socket (already decoded): ``queue`` answers with ready-made JSON text."""
+        if isinstance(req, rq.Queue):
+            return self._answer(req, self._op_queue_json)
+        return self._answer(req, self._handlers[type(req)])
 
-    def _answer(self, op: str, handler: Callable[[dict[str, Any]], _T], args: dict[str, Any]) -> _T:
-        if op != "ping" and not self._ready.wait(60.0):
+    def _answer(self, req: _R, handler: Callable[[_R], _T]) -> _T:
+        ping = isinstance(req, rq.Ping)
+        if not ping and not self._ready.wait(60.0):
             raise OwnerRequestError("the gputray owner is still starting; try again")
         with self._in_flight_changed:
-            if self._stopped.is_set() and op != "ping":
+            if self._stopped.is_set() and not ping:
                 raise OwnerStopping("the gputray owner is stopping")
             self._in_flight += 1
         try:
-            return handler(args)
-        except Exception as exc:
-            if _is_refusal(exc):
-                exc.user_error = True  # type: ignore[attr-defined]  # ipc replies with its message
-            raise
+            return handler(req)
         finally:
             with self._in_flight_changed:
                 self._in_flight -= 1
@@ -418,17 +374,17 @@ class Owner:
 
     # --- ops -------------------------------------------------------------------------------------
 
-    def _op_ping(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_ping(self, req: rq.Ping) -> dict[str, Any]:
         return {
             "pid": os.getpid(),
-            "protocol": ipc.PROTOCOL_VERSION,
+            "protocol": rq.PROTOCOL_VERSION,
             "demo": self.demo,
             "ready": self._ready.is_set(),
             "started_at": self.started_at,
             "address": self.server.address if self.server else None,
         }
 
-    def _op_status(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_status(self, req: rq.Status) -> dict[str, Any]:
         snap = self.monitor.latest
         devices = []
         if snap is not None:
@@ -476,47 +432,46 @@ class Owner:
                 notes.append(f"#{r.id}: no device here matches {name!r} (see `gputray devices`)")
         return {"tasks": [r.to_json() for r in records], "notes": notes}
 
-    def _op_submit(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_submit(self, req: rq.Submit) -> dict[str, Any]:
         from gputray.scheduler.taskfile import load_task_file
 
-        overrides = _with_caller_env(args)
-        if args.get("task_file") is not None:
-            path = _abs_path(args["task_file"], args.get("cwd"))
+        overrides = _with_caller_env(req)
+        if req.task_file is not None:
+            path = _abs_path(req.task_file, req.cwd)
             spec = self._with_overrides(load_task_file(path), overrides, str(path))
-        elif args.get("spec") is not None:
-            spec = TaskSpec.from_dict({**args["spec"], **overrides}, source="submitted task")
+        elif req.spec is not None:
+            spec = TaskSpec.from_dict({**req.spec, **overrides}, source="submitted task")
         else:
             raise OwnerRequestError("submit needs a task file or a task spec")
         return self._submitted([self.queue.submit(spec)])
 
-    def _op_submit_files(self, args: dict[str, Any]) -> dict[str, Any]:
-        files = [_abs_path(f, args.get("cwd")) for f in args["files"]]
-        records = self.queue.submit_files(files, recipe=args.get("recipe"), overrides=_with_caller_env(args))
+    def _op_submit_files(self, req: rq.SubmitFiles) -> dict[str, Any]:
+        files = [_abs_path(f, req.cwd) for f in req.files]
+        records = self.queue.submit_files(files, recipe=req.recipe, overrides=_with_caller_env(req))
         return self._submitted(list(records))
 
-    def _op_open_files(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_open_files(self, req: rq.OpenFiles) -> dict[str, Any]:
         """Files opened with gputray: to the tray's drop confirm when a tray owns the queue, else queued
         as ``submit_files`` would (recipe defaults). Missing files are refused before anything happens."""
-        files = [_abs_path(f, args.get("cwd")) for f in args["files"]]
+        files = [_abs_path(f, req.cwd) for f in req.files]
         opener = self.files_opener
         if opener is None:
-            return {**self._op_submit_files({"files": [str(f) for f in files]}), "handed_to": None}
+            return {**self._op_submit_files(rq.SubmitFiles(files=[str(f) for f in files])), "handed_to": None}
         missing = [str(f) for f in files if not f.exists()]
         if missing:
             raise OwnerRequestError(f"no such file: {', '.join(missing)}")
         opener([str(f) for f in files])
         return {"tasks": [], "handed_to": "tray", "files": len(files)}
 
-    def _op_run(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_run(self, req: rq.Run) -> dict[str, Any]:
         from gputray.scheduler.taskfile import spec_from_mapping
 
-        argv = args["argv"]
-        data: dict[str, Any] = {"kind": "command", "argv": argv}
-        if args.get("cwd"):
-            data["cwd"] = args["cwd"]
-        if args.get("name"):
-            data["name"] = args["name"]
-        data.update(_with_caller_env(args))
+        data: dict[str, Any] = {"kind": "command", "argv": req.argv}
+        if req.cwd:
+            data["cwd"] = req.cwd
+        if req.name:
+            data["name"] = req.name
+        data.update(_with_caller_env(req))
         spec = spec_from_mapping(data, source="gputray run")
         return self._submitted([self.queue.submit(spec)])
 
@@ -526,52 +481,42 @@ class Owner:
         names.update({info.key: info.name for info in self.monitor.known_devices()})
         return names
 
-    def _op_queue(self, args: dict[str, Any]) -> dict[str, Any]:
-        records = self.queue.list(include_finished=bool(args.get("all")))
+    def _op_queue(self, req: rq.Queue) -> dict[str, Any]:
+        records = self.queue.list(include_finished=bool(req.all))
         return {
             "tasks": [r.to_json() for r in records],
             "paused": self.queue.paused(),
             "device_names": self._device_names(),
         }
 
-    def _op_queue_json(self, args: dict[str, Any]) -> ipc.RawJson:
+    def _op_queue_json(self, req: rq.Queue) -> ipc.RawJson:
         """``_op_queue``'s document as JSON text, for the socket (see ``_task_json``)."""
-        records = self.queue.list(include_finished=bool(args.get("all")))
+        records = self.queue.list(include_finished=bool(req.all))
         paused = json.dumps(self.queue.paused(), ensure_ascii=False)
         names = json.dumps(self._device_names(), ensure_ascii=False)
         return ipc.RawJson(
             '{"tasks":' + self._task_json(records) + ',"paused":' + paused + ',"device_names":' + names + "}"
         )
 
-    def _op_get(self, args: dict[str, Any]) -> dict[str, Any]:
-        rec = self.queue.get(_task_id(args["id"]))
+    def _op_get(self, req: rq.Get) -> dict[str, Any]:
+        rec = self.queue.get(_task_id(req.id))
         return {"task": rec.to_json(), "spec": rec.spec.to_dict(), "pid": rec.pid}
 
-    def _op_cancel(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_cancel(self, req: rq.Cancel) -> dict[str, Any]:
         done: list[dict[str, Any]] = []
         errors: list[str] = []
-        for raw in args["ids"]:
+        for raw in req.ids:
             try:
-                rec = self.queue.cancel(_task_id(raw))
-            except (LookupError, ValueError) as exc:
+                done.append(self.queue.cancel(_task_id(raw)).to_json())
+            except rq.Refusal as exc:
                 errors.append(str(exc))
-                continue
-            done.append(
-                rec.to_json() if isinstance(rec, TaskRecord) else self.queue.get(_task_id(raw)).to_json()
-            )
         return {"tasks": done, "errors": errors}
 
-    def _op_retry(self, args: dict[str, Any]) -> dict[str, Any]:
-        rec = self.queue.retry(_task_id(args["id"]))
-        if not isinstance(rec, TaskRecord):
-            rec = self.queue.get(_task_id(args["id"]))
-        return {"task": rec.to_json()}
+    def _op_retry(self, req: rq.Retry) -> dict[str, Any]:
+        return {"task": self.queue.retry(_task_id(req.id)).to_json()}
 
-    def _op_move(self, args: dict[str, Any]) -> dict[str, Any]:
-        rec = self.queue.move(_task_id(args["id"]), args["delta"])
-        if not isinstance(rec, TaskRecord):
-            rec = self.queue.get(_task_id(args["id"]))
-        return {"task": rec.to_json()}
+    def _op_move(self, req: rq.Move) -> dict[str, Any]:
+        return {"task": self.queue.move(_task_id(req.id), req.delta).to_json()}
 
     def resolve_device(self, text: str | None) -> str | None:
         """A device key from a key, a name fragment (``5060ti``, ``780m``) or ``cpu``; None for all."""
@@ -594,18 +539,18 @@ class Owner:
             raise OwnerRequestError(f"{text!r} matches several devices: {known}")
         raise OwnerRequestError(f"no device {text!r}; known: {known}, cpu")
 
-    def _op_pause(self, args: dict[str, Any]) -> dict[str, Any]:
-        self.queue.pause(self.resolve_device(args.get("device")))
+    def _op_pause(self, req: rq.Pause) -> dict[str, Any]:
+        self.queue.pause(self.resolve_device(req.device))
         return {"paused": self.queue.paused()}
 
-    def _op_resume(self, args: dict[str, Any]) -> dict[str, Any]:
-        self.queue.resume(self.resolve_device(args.get("device")))
+    def _op_resume(self, req: rq.Resume) -> dict[str, Any]:
+        self.queue.resume(self.resolve_device(req.device))
         return {"paused": self.queue.paused()}
 
-    def _op_logs(self, args: dict[str, Any]) -> dict[str, Any]:
-        rec = self.queue.get(_task_id(args["id"]))
-        offset = max(0, args.get("offset") or 0)
-        max_bytes = min(max(1, args.get("max_bytes") or LOG_CHUNK_MAX_BYTES), LOG_CHUNK_MAX_BYTES)
+    def _op_logs(self, req: rq.Logs) -> dict[str, Any]:
+        rec = self.queue.get(_task_id(req.id))
+        offset = max(0, req.offset or 0)
+        max_bytes = min(max(1, req.max_bytes or LOG_CHUNK_MAX_BYTES), LOG_CHUNK_MAX_BYTES)
         text, next_offset, size = "", offset, 0
         if rec.log_path:
             try:
@@ -629,27 +574,28 @@ class Owner:
             "finished": rec.finished,
         }
 
-    def _op_schedule_add(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_schedule_add(self, req: rq.ScheduleAdd) -> dict[str, Any]:
         from gputray.scheduler.taskfile import load_task_file
 
         assert self.timing is not None
-        path = _abs_path(args["task_file"], args.get("cwd"))
-        overrides = args.get("overrides") or {}
+        path = _abs_path(req.task_file, req.cwd)
+        overrides = dict(req.overrides or {})
         self._with_overrides(load_task_file(path), overrides, str(path))  # a bad file fails now, not at 3 am
-        entry = self.timing.add(args["cron"], str(path), overrides=overrides, name=args.get("name"))
+        entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
+        self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)
         return {"schedule": entry.to_json(nxt)}
 
-    def _op_schedule_list(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_schedule_list(self, req: rq.ScheduleList) -> dict[str, Any]:
         assert self.timing is not None
         return {"schedules": [e.to_json(n) for e, n in self.timing.entries()]}
 
-    def _op_schedule_remove(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_schedule_remove(self, req: rq.ScheduleRemove) -> dict[str, Any]:
         assert self.timing is not None
-        entry = self.timing.remove(_task_id(args["id"], "schedule", "gputray schedule list"))
+        entry = self.timing.remove(_task_id(req.id, "schedule", "gputray schedule list"))
         return {"schedule": entry.to_json()}
 
-    def _op_shutdown(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_shutdown(self, req: rq.Shutdown) -> dict[str, Any]:
         # a moment later, so that this reply still reaches the client before the socket closes
         timer = threading.Timer(0.2, self.request_shutdown)
         timer.daemon = True

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 from gputray.monitor.records import DeviceInfo, Sample, Verdict
 from gputray.monitor.units import format_bytes
-from gputray.scheduler.tasks import TaskRecord, parse_window, window_label, window_open
+from gputray.scheduler.tasks import TaskRecord, window_label, window_open
+from gputray.scheduler.timing import next_window_open
 
 DEFAULT_PREFS = ("discrete", "integrated")
 DEFAULT_TEMP_LIMIT_C = {"integrated": 90.0, "discrete": 85.0}
@@ -260,15 +261,6 @@ def free_memory_bytes(dev: DeviceState) -> int | None:
     if s.vram_total_bytes is None or s.vram_used_bytes is None:
         return None
     return s.vram_total_bytes - s.vram_used_bytes - dev.extra_used_bytes
-
-
-def next_window_open(window: str, now_s: float) -> float:
-    start, _ = parse_window(window)
-    local = dt.datetime.fromtimestamp(now_s)
-    opening = local.replace(hour=start // 60, minute=start % 60, second=0, microsecond=0)
-    if opening <= local:
-        opening += dt.timedelta(days=1)
-    return opening.timestamp()
 
 
 def _when(epoch_s: float, now_s: float) -> str:

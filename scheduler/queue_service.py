@@ -67,6 +67,7 @@ from gputray.scheduler.placement import (
     resolve_pref,
     wait_started_s,
 )
+from gputray.scheduler.protocol import Refusal, check_epoch_s
 from gputray.scheduler.recipes import Recipe, check_runnable, specs_for_files
 from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
 from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec, iso_utc
@@ -85,12 +86,20 @@ MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
 
 
-class QueueError(Exception):
+class QueueError(Refusal):
     """A request the queue cannot honour; the message says why."""
 
 
 class TaskStateError(QueueError, ValueError):
     """The task is in a state that does not allow this (cancel a finished task, move a running one)."""
+
+
+class Timer(Protocol):
+    """Something the dispatcher wakes for besides the tasks' own times (see ``add_timer``)."""
+
+    def next_due_s(self) -> float | None: ...
+
+    def run_due(self, now_s: float) -> object: ...
 
 
 class SimHooks(Protocol):
@@ -209,6 +218,7 @@ class QueueService:
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._events: queue.Queue[QueueEvent | None] = queue.Queue()
+        self._timers: builtins.list[Timer] = []
         self._event_thread: threading.Thread | None = None
         self.passes = 0  # dispatch passes run (for tests and benches)
 
@@ -267,6 +277,11 @@ class QueueService:
     def get(self, task_id: int) -> TaskRecord:
         """One task; raises TaskNotFound (a KeyError) whose ``str()`` reads 'no task #N in the queue'."""
         return self.store.get(task_id)
+
+    def running_job(self, task_id: int) -> Job | None:
+        """The live job of a task running here; None while it is not (yet) running."""
+        running = self._jobs.get(task_id)
+        return running.job if running is not None else None
 
     def paused(self) -> dict[str, bool]:
         """``{"queue": whole-queue pause, <device key>: paused, …}`` for every known device and ``cpu``."""
@@ -438,7 +453,7 @@ class QueueService:
                 return
             self.passes += 1
             now = self.clock()
-            pending = self.store.pending()
+            pending = self._fail_unplannable(self.store.pending(), now)
             if not pending:
                 self._due_s = None
                 return
@@ -470,6 +485,25 @@ class QueueService:
                         due.append(wait_started_s(task) + task.spec.max_wait_s)
             self._record_waits(waits, result.overtakes)
             self._due_s = min(due) if due else None
+
+    def _fail_unplannable(self, pending: builtins.list[TaskRecord], now: float) -> builtins.list[TaskRecord]:
+        """Fail the records no pass can plan (a start time past the year 9999, stored by an older
+        gputray or written by hand), with the reason; the others go on."""
+        ok = []
+        for rec in pending:
+            try:
+                for value, what in ((rec.spec.start_at, "its start time"), (rec.not_before, "its retry")):
+                    if value is not None:
+                        check_epoch_s(value, what)
+            except ValueError as exc:
+                new = self.store.compare_and_update(
+                    rec.id, rec.state, state="failed", reason=f"cannot be planned: {exc}", ended_at=now
+                )
+                if new is not None:
+                    self._emit("failed", new, f"{new.name}: {new.reason}")
+                continue
+            ok.append(rec)
+        return ok
 
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
@@ -716,8 +750,9 @@ class QueueService:
             tick_at = self._last_pass_end + TICK_PASS_BUDGET * self._last_pass_s
             now_mono = time.monotonic()
             deadlines = []
-            if self._due_s is not None:
-                deadlines.append(max(0.0, self._due_s - self.clock()))
+            wall_due = [t for t in (self._due_s, *self._timer_due()) if t is not None]
+            if wall_due:
+                deadlines.append(max(0.0, min(wall_due) - self.clock()))
             if self._tick_pending:
                 deadlines.append(max(0.0, tick_at - now_mono))
             if self._requested:
@@ -729,7 +764,10 @@ class QueueService:
             self._wake.clear()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
-            due = self._due_s is not None and self.clock() >= self._due_s
+            now = self.clock()
+            for timer in self._timers:
+                self._run_timer(timer, now)
+            due = self._due_s is not None and now >= self._due_s
             tick_ok = self._tick_pending and now_mono >= tick_at
             asked = self._requested and (urgent or now_mono >= request_at)
             if not (asked or urgent or due or tick_ok):
@@ -744,6 +782,24 @@ class QueueService:
                 log.exception("dispatch pass failed")
             self._last_pass_s = time.perf_counter() - started
             self._last_pass_end = time.monotonic()
+
+    def add_timer(self, timer: Timer) -> None:
+        """Wake the dispatcher at ``timer.next_due_s()`` too, and call ``timer.run_due(now)`` then (in the
+        dispatcher thread, outside the lock; the recurring schedules use it). The one clock of the queue."""
+        self._timers.append(timer)
+        self._wake.set()
+
+    def _timer_due(self) -> builtins.list[float | None]:
+        return [timer.next_due_s() for timer in self._timers]
+
+    def _run_timer(self, timer: Timer, now: float) -> None:
+        due = timer.next_due_s()
+        if due is None or due > now:
+            return
+        try:
+            timer.run_due(now)
+        except Exception:
+            log.exception("a timer failed")
 
     def _event_loop(self) -> None:
         while True:

@@ -20,13 +20,14 @@ from typing import Any
 
 from gputray.resources import resource_path
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.taskfile import KEY_ALIASES, TaskFileError, spec_from_mapping
 from gputray.scheduler.tasks import TaskSpec
 
 _META_KEYS = {"name", "description", "patterns", "install_hint", "vram_per_file_byte"}
 
 
-class SubmitError(ValueError):
+class SubmitError(Refusal, ValueError):
     """A task cannot be submitted; the message says why in words a person can act on."""
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.tasks import MAX_BACKOFF_S, PENDING_STATES, TaskRecord, TaskSpec, TaskState
 
 # Every job's environment names the queue file that started it (beside GPUTRAY_TASK_ID), so that
@@ -49,7 +50,7 @@ class StoreError(Exception):
     """The queue database cannot be used (corrupt, newer schema, unreadable); the message says which file."""
 
 
-class TaskNotFound(KeyError):
+class TaskNotFound(Refusal, KeyError):
     """No task with that id. ``str()`` gives a readable message (unlike a bare KeyError)."""
 
     def __init__(self, task_id: int) -> None:

@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from gputray.scheduler.protocol import Refusal, check_duration_s, check_epoch_s, check_size_bytes
 from gputray.scheduler.tasks import (
     AFTER_MAX_WAIT,
     KINDS,
@@ -61,7 +62,7 @@ from gputray.scheduler.tasks import (
 )
 
 
-class TaskFileError(ValueError):
+class TaskFileError(Refusal, ValueError):
     """A task file (or submitted spec) is invalid; the message names the source, the key and the problem."""
 
 
@@ -90,7 +91,7 @@ def parse_duration(value: object) -> float:
     if isinstance(value, int | float):
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"expected a duration ≥ 0, got {value!r}")
-        return float(value)
+        return check_duration_s(float(value))
     if not isinstance(value, str):
         raise ValueError(f"expected a duration like '10m', got {type(value).__name__}")
     text = value.strip().replace(" ", "")
@@ -103,8 +104,8 @@ def parse_duration(value: object) -> float:
         total += float(m.group(1)) * _DURATION_UNITS[(m.group(2) or "s").lower()]
         pos = m.end()
     if pos != len(text):
-        raise ValueError(f"expected a duration like '90s', '10m', '1h30m' or '2d', got {value!r}")
-    return total
+        raise ValueError(f"expected a duration like '90s', '10m', '1h30m' or '2d', got {value!r:.80}")
+    return check_duration_s(total)
 
 
 def parse_size(value: object) -> int:
@@ -114,20 +115,25 @@ def parse_size(value: object) -> int:
     if isinstance(value, int | float):
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"expected a size ≥ 0, got {value!r}")
-        return int(value)
+        return check_size_bytes(value)
     if not isinstance(value, str):
         raise ValueError(f"expected a size like '4GiB', got {type(value).__name__}")
     m = _SIZE_RE.match(value)
     if not m or (not m.group(2) and (m.group(3))):
-        raise ValueError(f"expected a size like '512MiB', '4GiB' or '4GB', got {value!r}")
+        raise ValueError(f"expected a size like '512MiB', '4GiB' or '4GB', got {value!r:.80}")
     number, prefix, binary, b = m.groups()
     prefix = prefix.lower()
     base = 1000 if (prefix and b and not binary) else 1024
-    return int(float(number) * base ** _SIZE_POW[prefix])
+    return check_size_bytes(float(number) * base ** _SIZE_POW[prefix])  # float("9" * 400) is inf
 
 
 def parse_start_at(value: object) -> float:
-    """A TOML datetime, an ISO string (local time without an offset) or epoch seconds → epoch seconds."""
+    """A TOML datetime, an ISO string (local time without an offset) or epoch seconds → epoch seconds,
+    within the years 1970–9999."""
+    return check_epoch_s(_start_at(value), "start_at")
+
+
+def _start_at(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}")
     if isinstance(value, int | float):
@@ -158,6 +164,8 @@ def load_task_file(path: Path) -> TaskSpec:
         raise TaskFileError(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise TaskFileError(f"{path}: not valid TOML: the file is not UTF-8 text") from None
+    except RecursionError:
+        raise TaskFileError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
     if "task" in data:
         table = data["task"]
         if not isinstance(table, dict):

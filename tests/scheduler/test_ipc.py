@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths, app_paths
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="AF_UNIX socket transport")
@@ -32,15 +33,19 @@ class Recorder:
     """A handler that records what reached it: validation must keep garbage from getting here."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.calls: list[tuple[str, rq.Request]] = []
 
-    def __call__(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        self.calls.append((op, args))
-        if op == "get" and args["id"] == 404:
-            raise LookupError("task 404 does not exist")
-        if op == "get" and args["id"] == 500:
-            raise RuntimeError("boom")
-        return {"op": op, "args": args}
+    def __call__(self, req: rq.Request) -> dict[str, Any]:
+        self.calls.append((req.op, req))
+        if isinstance(req, rq.Get) and req.id == 404:
+            raise NoSuchThing("task 404 does not exist")
+        if isinstance(req, rq.Get) and req.id == 500:
+            raise LookupError("a bug in the owner that happens to be a LookupError")
+        return {"op": req.op, "args": req}
+
+
+class NoSuchThing(rq.Refusal):
+    pass
 
 
 @pytest.fixture
@@ -53,9 +58,14 @@ def server(paths: Paths) -> Any:
     srv.stop()
 
 
+def decode(request: object) -> rq.Request:
+    return rq.decode_request(json.dumps(request).encode())
+
+
 def test_validate_accepts_known_ops_and_rejects_garbage() -> None:
-    assert ipc.validate_request({"op": "cancel", "args": {"ids": [3, 4]}}) == ("cancel", {"ids": [3, 4]})
-    assert ipc.validate_request({"op": "ping"}) == ("ping", {})
+    assert decode({"op": "cancel", "args": {"ids": [3, 4]}}) == rq.Cancel(ids=[3, 4])
+    assert decode({"op": "ping"}) == rq.Ping()
+    assert decode({"op": "ping", "v": rq.PROTOCOL_VERSION}) == rq.Ping()
     bad = [
         [],
         "ping",
@@ -77,13 +87,31 @@ def test_validate_accepts_known_ops_and_rejects_garbage() -> None:
     ]
     for request in bad:
         with pytest.raises(ipc.BadRequest):
-            ipc.validate_request(request)
+            decode(request)
 
 
 def test_decode_rejects_nan_bad_utf8_and_deep_nesting() -> None:
-    for data in (b"NaN", b"\xff\xfe", b"{", b"[" * 100_000 + b"]" * 100_000, b'{"op": Infinity}'):
+    deep_args = b'{"op": "submit", "args": {"spec": {"a": ' + b"[" * 5_000 + b"]" * 5_000 + b"}}}"
+    for data in (b"NaN", b"\xff\xfe", b"{", b"[" * 100_000 + b"]" * 100_000, b'{"op": Infinity}', deep_args):
         with pytest.raises(ipc.BadRequest):
-            ipc.decode_payload(data)
+            rq.decode_request(data)
+
+
+def test_in_process_requests_get_the_same_limits() -> None:
+    """The tray builds Structs directly; ``checked`` holds them to what the socket would accept."""
+    assert rq.checked(rq.Move(id=3, delta=-1)) == rq.Move(id=3, delta=-1)
+    for bad in (rq.Move(id=3, delta=2**60), rq.Cancel(ids=[]), rq.Run(argv=["a\x00b"])):
+        with pytest.raises(ipc.BadRequest):
+            rq.checked(bad)
+
+
+@unix_only
+def test_a_client_of_another_protocol_version_is_told_to_restart_the_owner(server: Any, paths: Paths) -> None:
+    with ipc.IpcClient(paths) as client:
+        reply = client.send_raw(json.dumps({"op": "ping", "v": rq.PROTOCOL_VERSION + 1}).encode())
+    assert reply["ok"] is False and reply["error"]["type"] == "VersionMismatch"
+    assert "restart the owner" in reply["error"]["message"]
+    assert server.recorder.calls == []
 
 
 @unix_only
@@ -94,7 +122,7 @@ def test_request_round_trip_and_errors(server: Any, paths: Paths) -> None:
         assert result["args"]["files"] == ["a b.png", "日本語 'x'; rm.png"]
         with pytest.raises(ipc.RemoteError) as missing:
             client.request("get", id=404)
-        assert missing.value.kind == "LookupError"
+        assert missing.value.kind == "NoSuchThing"
         assert "404" in missing.value.message
         with pytest.raises(ipc.RemoteError) as internal:
             client.request("get", id=500)

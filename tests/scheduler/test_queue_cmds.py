@@ -276,15 +276,16 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
     from gputray.scheduler import ipc
     from gputray.scheduler.owner import OwnerStopping
     from gputray.scheduler.paths import app_paths
+    from gputray.scheduler.protocol import Request
 
     monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
     asked: list[str] = []
 
-    def owner_that_stops_after_one_answer(op: str, args: dict[str, Any]) -> dict[str, Any]:
-        asked.append(op)
+    def owner_that_stops_after_one_answer(req: Request) -> dict[str, Any]:
+        asked.append(req.op)
         if len(asked) > 1:
             raise OwnerStopping("the gputray owner is stopping")
-        if op == "logs":
+        if req.op == "logs":
             return {"text": "job says hi\n", "offset": 12, "state": "running", "done": False}
         return {"tasks": [], "paused": {"queue": False, "devices": []}, "device_names": {}}
 

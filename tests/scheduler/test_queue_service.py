@@ -271,7 +271,7 @@ def test_a_cancel_while_a_timeout_kill_is_under_way_still_cancels(harness: Calla
         command("stubborn", IGNORES_SIGTERM, device_prefs=("cpu",), timeout_s=1, retries=1, backoff_s=0)
     )
     h.until(lambda: "up" in h.log_text(rec.id))
-    h.until(lambda: q._jobs[rec.id].job.kill_reason == "timeout")
+    h.until(lambda: (job := q.running_job(rec.id)) is not None and job.kill_reason == "timeout")
     stopped = q.cancel(rec.id)
     assert (stopped.state, stopped.reason, stopped.attempts) == ("cancelled", "cancelled while running", 1)
 
@@ -287,7 +287,8 @@ def test_a_job_that_exited_is_not_relabelled_by_a_late_lost_device(
     wait_then_exit = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)"
     rec = q.submit(command("quick", wait_then_exit, device_prefs=("5060ti",), retries=1, backoff_s=0))
     h.until(lambda: q.get(rec.id).pid is not None)
-    job = q._jobs[rec.id].job
+    job = q.running_job(rec.id)
+    assert job is not None
     with q._lock:  # stands for a long dispatch pass
         go.touch()
         wait_for(lambda: job.proc.poll() is not None, what="the job to exit")
@@ -322,7 +323,8 @@ def test_one_missing_snapshot_after_an_earlier_hiccup_does_not_kill_the_next_job
     b = q.submit(command("B", "import time; time.sleep(60)", device_prefs=("5060ti",)))
     h.until(h.state(b.id, "running"))
     h.tick(8)  # one snapshot without it
-    assert q._jobs[b.id].job.kill_reason is None
+    job = q.running_job(b.id)
+    assert job is not None and job.kill_reason is None
     h.tick(1)  # back again
     assert q.get(b.id).state == "running", q.get(b.id).reason
 
@@ -554,3 +556,40 @@ def test_time_gates_and_max_wait_wake_the_dispatcher_without_ticks(harness: Call
     done = q.get(impatient.id)
     assert done.device == "cpu"
     assert re.match(r"on CPU after waiting \d+ s: GeForce RTX 5060 Ti busy \(llama-server", done.reason)
+
+
+def test_the_dispatcher_alone_wakes_for_a_timer(harness: Callable[..., Harness]) -> None:
+    """No monitor tick, no request: the dispatcher sleeps until the timer's due time and runs it."""
+    h = harness()
+    q = h.start()
+    fired: list[float] = []
+
+    class Soon:
+        at: float | None = time.time() + 0.3
+
+        def next_due_s(self) -> float | None:
+            return self.at
+
+        def run_due(self, now_s: float) -> None:
+            assert self.at is not None and now_s >= self.at
+            self.at = None
+            fired.append(now_s)
+
+    q.add_timer(Soon())
+    wait_for(lambda: fired, 10.0)
+    assert len(fired) == 1
+
+
+def test_a_stored_record_that_cannot_be_planned_fails_and_the_pass_goes_on(
+    harness: Callable[..., Harness],
+) -> None:
+    """A start time past the year 9999 (stored before the limits existed) fails that task with its
+    reason; the task behind it still runs."""
+    h = harness()
+    far = h.store.add(command("far", "pass", start_at=1e12), now=time.time())
+    fine = h.store.add(command("fine", "pass"), now=time.time())
+    h.start()
+    h.until(h.state(fine.id, "succeeded"))
+    rec = h.q.get(far.id)
+    assert rec.state == "failed"
+    assert rec.reason is not None and "1970 and 9999" in rec.reason
