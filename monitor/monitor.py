@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from gputray.monitor.backend import Backend
+from gputray.monitor.backend import Backend, JobAware
 from gputray.monitor.history import History
 from gputray.monitor.host import HostReader
 from gputray.monitor.records import (
@@ -115,14 +115,37 @@ class Monitor:
     def backend(self, name: str) -> Backend | None:
         return next((b for b in self.backends if b.name == name), None)
 
-    # Our own jobs: the scheduler says which processes are ours so that verdicts count only others' use.
-    def job_started(self, device_key: str, pid: int) -> None:
+    # Our own jobs: the scheduler says which processes are ours so that verdicts count only others' use,
+    # and JobAware backends (the simulated one) hear of them too. One announcement per job.
+    def job_started(
+        self,
+        device_key: str,
+        pid: int,
+        *,
+        name: str = "",
+        util_percent: float = 90.0,
+        vram_bytes: int | None = None,
+    ) -> None:
         with self._poll_lock:
             self._own.setdefault(device_key, set()).add(pid)
+        for backend in self.backends:
+            if isinstance(backend, JobAware):
+                try:
+                    backend.job_started(
+                        pid, name, device_key, util_percent=util_percent, vram_bytes=vram_bytes
+                    )
+                except Exception:
+                    log.exception("backend %s: job_started failed", backend.name)
 
     def job_ended(self, device_key: str, pid: int) -> None:
         with self._poll_lock:
             self._own.get(device_key, set()).discard(pid)
+        for backend in self.backends:
+            if isinstance(backend, JobAware):
+                try:
+                    backend.job_ended(pid)
+                except Exception:
+                    log.exception("backend %s: job_ended failed", backend.name)
 
     def set_thresholds(self, thresholds: BusyThresholds) -> None:
         """New limits (the settings dialog) apply from the next sample on; the hysteresis state stays."""

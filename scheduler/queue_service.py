@@ -5,7 +5,10 @@ Monitor, decides with ``placement.plan`` and starts jobs with ``launcher.launch`
 holds every state change durably.
 
 **Threads.** Public methods are thread-safe. ``dispatch()`` runs one pass synchronously.
-Submits, job exits, cancels, monitor ticks and timers call ``request_dispatch()``, which wakes a
+The dispatcher is the queue's one clock: it sleeps until the earliest of the tasks' own times (start
+at, window, retry backoff, max wait: placement's ``Wait.until_s``) and its timers' ``next_due_s()``
+(the recurring schedules, ``add_timer``). Submits, job exits, cancels and monitor ticks call
+``request_dispatch()``, which wakes a
 dispatcher thread (started by ``start()``); bursts coalesce into one pass, so 10,000 submits do not
 cost 10,000 passes. A job's exit wakes it at once (``urgent``). Events go to ``on_event`` from a
 separate thread, in order, never while a lock is held.
@@ -19,8 +22,13 @@ stops them instead; they end ``interrupted`` and follow their retry policy.
 **Devices.** Each monitor device plus ``cpu``. One job per device by default (``slots`` changes it
 per device key; the iGPU should stay at 1). A device lost mid-job (state ``lost`` or gone from the
 snapshot) kills the job; it ends interrupted and follows its retry/redirect policy.
-Our jobs are announced to the monitor (``job_started``/``job_ended``) so they do not count as
-external use, and in demo mode to the simulated backend (``sim_hooks``) so its load follows them.
+Our jobs are announced once, to the monitor (``job_started``/``job_ended``): they do not count as
+external use, and the monitor forwards them to ``JobAware`` backends (the simulated one's load follows
+them in demo mode).
+
+**Launching.** ``prepare_launch`` (pure: task + device → ``LaunchPlan`` with argv, env, log header,
+``{out}`` file, notes) decides what an attempt runs; ``_start`` marks the task running, launches the
+plan and records the pid.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -68,11 +76,19 @@ from gputray.scheduler.placement import (
     wait_started_s,
 )
 from gputray.scheduler.protocol import Refusal, check_epoch_s
-from gputray.scheduler.recipes import Recipe, check_runnable, specs_for_files
+from gputray.scheduler.recipes import check_runnable, specs_for_files
 from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
 from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec, iso_utc
 
-__all__ = ["QueueError", "QueueEvent", "QueueService", "SimHooks", "TaskNotFound", "TaskStateError"]
+__all__ = [
+    "LaunchPlan",
+    "QueueError",
+    "QueueEvent",
+    "QueueService",
+    "TaskNotFound",
+    "TaskStateError",
+    "prepare_launch",
+]
 
 log = logging.getLogger(__name__)
 
@@ -102,16 +118,6 @@ class Timer(Protocol):
     def run_due(self, now_s: float) -> object: ...
 
 
-class SimHooks(Protocol):
-    """What the simulated backend offers so that its load follows our demo jobs."""
-
-    def job_started(
-        self, pid: int, name: str, device_key: str, util_percent: float = 90.0, vram_bytes: int | None = None
-    ) -> None: ...
-
-    def job_ended(self, pid: int) -> None: ...
-
-
 @dataclass
 class _Running:
     task_id: int
@@ -120,12 +126,6 @@ class _Running:
     spec: TaskSpec
     pid: int
     out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
-
-
-@dataclass
-class _Gate:
-    due_s: float | None = None
-    reasons: dict[int, str] = field(default_factory=dict)
 
 
 def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]) -> int | None:
@@ -145,6 +145,69 @@ def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[D
         return None
 
 
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What one attempt runs: argv, environment, the log's header, the ``{out}`` file it writes (kept
+    from other jobs until it ends) and the notes the header carries."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    header: str
+    out: str | None
+    notes: tuple[str, ...]
+
+
+def prepare_launch(
+    task: TaskRecord,
+    info: DeviceInfo,
+    known: Sequence[DeviceInfo],
+    *,
+    python: str | None = None,
+    extra_env: Mapping[str, str] = {},
+    taken_outs: Collection[str] = (),
+    queue_file: str = "",
+    now_s: float = 0.0,
+    vk_index_of: VkIndexResolver = default_vk_index,
+) -> LaunchPlan:
+    """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
+    this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``vk_index_of`` (the
+    Vulkan loader). Raises LaunchError when the task cannot be rendered for that device."""
+    spec = task.spec
+    base_env = dict(spec.base_env) if spec.base_env is not None else dict(os.environ)  # the submitter's
+    notes = [task.reason] if task.reason else []
+    out: str | None = None
+    rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
+    values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
+    if spec.fills_placeholders:
+        vk_index = None
+        if uses_placeholder(spec, "vk_index"):
+            probe_env = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
+            vk_index = vk_index_of(info, probe_env, known)
+        values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
+        if uses_placeholder(spec, "out"):
+            wanted = values["out"]
+            out = values["out"] = free_out_path(wanted, set(taken_outs))
+            if out != wanted:
+                notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
+    argv = render_argv(spec, values, python=python)
+    env = build_env(
+        base_env, info, task_id=task.id, extra=extra_env, task_env=spec.env, values=values, rocm_index=rocm
+    )
+    if python is not None:  # a torch task: run by the env chosen for the device
+        activate_python(env, python)
+    env[QUEUE_FILE_VAR] = queue_file  # lets crash recovery find the job before its pid is saved
+    gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+    header = (
+        f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
+        f" at {iso_utc(now_s)} ===\n"
+        f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
+        + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
+        + (f"note: {task.reason}\n" if task.reason else "")
+        + "".join(f"{n}\n" for n in notes[1 if task.reason else 0 :])
+    )
+    return LaunchPlan(tuple(argv), env, header, out, tuple(notes))
+
+
 class QueueService:
     """The queue API used by the IPC owner, the CLI handlers and the tray. See the module docstring."""
 
@@ -157,26 +220,12 @@ class QueueService:
         clock: Callable[[], float] = time.time,
         env_resolver: EnvResolver | None = None,
         on_event: Callable[[QueueEvent], None] | None = None,
-        sim_hooks: SimHooks | None = None,
-        vk_index_of: VkIndexResolver | None = None,
-        capabilities: Callable[[str], frozenset[str] | None] | None = None,
         failed_needs: FailedNeeds | None = None,
-        slots: Mapping[str, int] | None = None,
-        cpu_slots: int = 1,
-        overtake_limit: int = 3,
-        recipes: Sequence[Recipe] | None = None,
-        base_env: Mapping[str, str] | None = None,
-        check_programs: bool = True,
     ) -> None:
         """``env_resolver(device_key, needs)`` picks the Python env for torch jobs (the doctor's
         ``env_for_device``); None or no env → ``sys.executable``, said in the task's reason.
-        ``sim_hooks`` defaults to the monitor's simulated backend when it has one. ``vk_index_of`` maps a
-        device to its Vulkan index in the job's environment (default: ``monitor.device_map``).
-        ``capabilities(device_key)`` → what the doctor proved there (for ``needs``), None = unknown.
         ``failed_needs(device_key, needs)`` → which of the pending tasks' ``needs`` the doctor saw
         *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
-        ``capabilities`` wins when both are given.
-        ``base_env`` replaces ``os.environ`` as the base of every job's environment.
         """
         self.store = store
         self.monitor = monitor
@@ -184,20 +233,7 @@ class QueueService:
         self.clock = clock
         self.env_resolver = env_resolver
         self.on_event = on_event
-        if sim_hooks is None:
-            backend = monitor.backend("simulated") if hasattr(monitor, "backend") else None
-            if backend is not None and hasattr(backend, "job_started") and hasattr(backend, "job_ended"):
-                sim_hooks = backend  # type: ignore[assignment]
-        self.sim_hooks = sim_hooks
-        self.vk_index_of = vk_index_of or default_vk_index
-        self.capabilities = capabilities
         self.failed_needs = failed_needs
-        self.slots = dict(slots or {})
-        self.cpu_slots = cpu_slots
-        self.overtake_limit = overtake_limit
-        self.recipes = recipes
-        self.base_env = base_env
-        self.check_programs = check_programs
 
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
@@ -295,8 +331,7 @@ class QueueService:
     # -- commands -------------------------------------------------------------------------------
     def submit(self, spec: TaskSpec) -> TaskRecord:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
-        if self.check_programs:
-            check_runnable(spec)
+        check_runnable(spec)
         rec = self.store.add(spec, now=self.clock())
         self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
         self.request_dispatch()
@@ -314,8 +349,6 @@ class QueueService:
             [Path(f) for f in files],
             recipe=recipe,
             overrides=overrides,
-            recipes=self.recipes,
-            check=self.check_programs,
         )
         records = self.store.add_many(specs, now=self.clock())
         for rec in records:
@@ -464,7 +497,7 @@ class QueueService:
             snapshot = self.monitor.latest
             wanted = frozenset(n for r in pending for n in r.spec.needs)
             devices = self._device_states(snapshot, needs=wanted)
-            result = plan(pending, devices, now_s=now, overtake_limit=self.overtake_limit)
+            result = plan(pending, devices, now_s=now)
             waits: builtins.list[tuple[TaskRecord, Wait]] = []
             due: builtins.list[float] = []
             known = [d.info for d in devices]
@@ -540,41 +573,17 @@ class QueueService:
         info = next(d.info for d in devices if d.key == decision.device)
         spec = task.spec
         now = self.clock()
-        notes: builtins.list[str] = []
-        if decision.reason:
-            notes.append(decision.reason)
-        python: str | None = None
-        env_name: str | None = None
-        extra: Mapping[str, str] = {}
-        if spec.kind == "torch":
-            pyenv = None
-            if self.env_resolver is not None:
-                try:
-                    pyenv = self.env_resolver(info.key, spec.needs)
-                except Exception as exc:  # the doctor's lookup must not stop the queue
-                    notes.append(f"env lookup failed ({exc})")
-            if pyenv is None:
-                python = sys.executable
-                env_name = None
-                where = "CPU" if info.kind == "cpu" else info.name
-                notes.append(
-                    f"no Python env is known to work on {where}: using gputray's own Python ({python})"
-                )
-            else:
-                python = str(pyenv.python)
-                env_name = pyenv.name
-                extra = pyenv.extra_env
+        notes: builtins.list[str] = [decision.reason] if decision.reason else []
+        pyenv = self._python_env(spec, info, notes)
         log_path = self.paths.logs_dir / f"task-{task.id}.log"
-        attempt = task.attempts + 1
-        reason = "; ".join(notes)
         started = self.store.compare_and_update(
             task.id,
             task.state,
             state="running",
             device=info.key,
-            env=env_name,
-            reason=reason,
-            attempts=attempt,
+            env=pyenv.name if pyenv is not None and pyenv.name else None,
+            reason="; ".join(notes),
+            attempts=task.attempts + 1,
             started_at=now,
             ended_at=None,
             exit_code=None,
@@ -584,58 +593,25 @@ class QueueService:
         )
         if started is None:
             return  # cancelled or changed meanwhile
-        if spec.base_env is not None:  # the submitter's environment
-            base_env = dict(spec.base_env)
-        else:
-            base_env = dict(self.base_env) if self.base_env is not None else dict(os.environ)
-        out: str | None = None
-        out_note = ""
         try:
-            rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
-            values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
-            if spec.fills_placeholders:
-                vk_index = None
-                if uses_placeholder(spec, "vk_index"):
-                    probe_env = build_env(base_env, info, task_id=task.id, extra=extra, rocm_index=rocm)
-                    vk_index = self.vk_index_of(info, probe_env, known)
-                values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
-                if uses_placeholder(spec, "out"):
-                    wanted = values["out"]
-                    out = values["out"] = free_out_path(wanted, {r.out for r in self._jobs.values() if r.out})
-                    if out != wanted:
-                        out_note = f"output: {Path(wanted).name} is taken, writing {Path(out).name}\n"
-            argv = render_argv(spec, values, python=python)
-            env = build_env(
-                base_env,
+            launch_plan = prepare_launch(
+                started,
                 info,
-                task_id=task.id,
-                extra=extra,
-                task_env=spec.env,
-                values=values,
-                rocm_index=rocm,
-            )
-            if python is not None:  # a torch task: run by the env chosen for the device
-                activate_python(env, python)
-            env[QUEUE_FILE_VAR] = str(self.store.path)  # lets crash recovery find it before its pid is saved
-            header = (
-                f"=== gputray task #{task.id} {spec.name!r}, attempt {attempt}, on {info.name} ({info.key})"
-                f" at {iso_utc(now)} ===\n"
-                f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
-                + "".join(
-                    f"{k}={env.get(k, '(unset)')}\n"
-                    for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-                )
-                + (f"note: {reason}\n" if reason else "")
-                + out_note
+                known,
+                python=None if pyenv is None else str(pyenv.python),
+                extra_env={} if pyenv is None else pyenv.extra_env,
+                taken_outs={r.out for r in self._jobs.values() if r.out},
+                queue_file=str(self.store.path),
+                now_s=now,
             )
             job = launch(
-                argv,
-                env=env,
+                list(launch_plan.argv),
+                env=launch_plan.env,
                 log_path=log_path,
                 cwd=spec.cwd,
                 on_exit=functools.partial(self._on_exit, task.id),
                 timeout_s=spec.timeout_s,
-                header=header,
+                header=launch_plan.header,
             )
         except (LaunchError, LaunchFailed, OSError) as exc:
             failed = self.store.update(
@@ -643,36 +619,44 @@ class QueueService:
             )
             self._emit("failed", failed, f"{failed.name} could not start: {exc}")
             return
-        self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, out)
+        self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, launch_plan.out)
         self._names_used[info.key] = info.name
         started = self.store.update(task.id, pid=job.pid, pid_create_time=job.create_time)
-        if hasattr(self.monitor, "job_started"):
-            self.monitor.job_started(info.key, job.pid)
-        if self.sim_hooks is not None:
-            try:
-                self.sim_hooks.job_started(
-                    job.pid, spec.name, info.key, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
-                )
-            except Exception:
-                log.exception("simulated backend hook failed")
+        self.monitor.job_started(
+            info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
+        )
         where = "the CPU" if info.kind == "cpu" else info.name
         if decision.redirected:
             self._emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
             self._emit("started", started, f"{spec.name} started on {where}")
 
+    def _python_env(self, spec: TaskSpec, info: DeviceInfo, notes: builtins.list[str]) -> PythonEnv | None:
+        """A torch task's Python: the env the doctor found working on the device, else gputray's own
+        (``PythonEnv`` without a name), said in ``notes``. None for other kinds."""
+        if spec.kind != "torch":
+            return None
+        pyenv = None
+        if self.env_resolver is not None:
+            try:
+                pyenv = self.env_resolver(info.key, spec.needs)
+            except Exception as exc:  # the doctor's lookup must not stop the queue
+                notes.append(f"env lookup failed ({exc})")
+        if pyenv is None:
+            where = "CPU" if info.kind == "cpu" else info.name
+            notes.append(
+                f"no Python env is known to work on {where}: using gputray's own Python ({sys.executable})"
+            )
+            return PythonEnv("", Path(sys.executable), {})
+        return pyenv
+
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one."""
         with self._lock:
             running = self._jobs.pop(task_id, None)
             device = running.device if running else None
-            if hasattr(self.monitor, "job_ended") and device is not None:
+            if device is not None:
                 self.monitor.job_ended(device, job.pid)
-            if self.sim_hooks is not None:
-                try:
-                    self.sim_hooks.job_ended(job.pid)
-                except Exception:
-                    log.exception("simulated backend hook failed")
             try:
                 rec = self.store.get(task_id)
             except TaskNotFound:
@@ -818,8 +802,6 @@ class QueueService:
     def _needs_ok(self, key: str, needs: frozenset[str]) -> frozenset[str] | None:
         """What placement checks ``needs`` against: proven capabilities, or (from ``failed_needs``)
         the wanted needs minus those the doctor saw fail here; None = nothing known, nothing blocked."""
-        if self.capabilities is not None:
-            return self.capabilities(key)
         if self.failed_needs is None or not needs:
             return None
         try:
@@ -856,7 +838,7 @@ class QueueService:
                     sample=reading.sample,
                     verdict=snapshot.verdict(key) if snapshot is not None else None,
                     running=len(mine),
-                    slots=self.slots.get(key, 1),
+                    slots=1,  # one job per GPU: on the iGPU parallel jobs fight for memory bandwidth
                     paused=key in self._paused_devices,
                     running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
                     extra_used_bytes=max(0, declared - seen),
@@ -868,14 +850,14 @@ class QueueService:
         mine = [r for r in running if r.device == "cpu"]
         cpu = cpu_state(
             running=len(mine),
-            slots=self.cpu_slots,
+            slots=1,
             paused="cpu" in self._paused_devices,
             running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
             host_ram_free_bytes=ram_free,
             host_ram_total_bytes=ram_total,
             extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
         )
-        if self.failed_needs is not None and self.capabilities is None and needs:
+        if self.failed_needs is not None and needs:
             cpu = dataclasses.replace(cpu, capabilities=self._needs_ok("cpu", needs))
         states.append(cpu)
         return states
@@ -916,9 +898,9 @@ class QueueService:
         reading = snapshot.reading(key) if snapshot is not None else None
         if reading is not None:
             return reading.info.name
-        for info in getattr(self.monitor, "known_devices", lambda: [])():
+        for info in self.monitor.known_devices():
             if info.key == key:
-                return str(info.name)
+                return info.name
         return self._names_used.get(key, key)
 
     def _load_paused(self) -> None:

@@ -593,3 +593,36 @@ def test_a_stored_record_that_cannot_be_planned_fails_and_the_pass_goes_on(
     rec = h.q.get(far.id)
     assert rec.state == "failed"
     assert rec.reason is not None and "1970 and 9999" in rec.reason
+
+
+def test_prepare_launch_is_a_plan_tests_can_read() -> None:
+    """The pure part of a start: the argv, environment and header one attempt gets on a device."""
+    from gputray.monitor.records import DeviceInfo
+    from gputray.scheduler.queue_service import prepare_launch
+    from gputray.scheduler.tasks import TaskRecord
+
+    gpu = DeviceInfo(
+        key="pci:0000:01:00.0",
+        name="GeForce RTX 5060 Ti",
+        vendor="nvidia",
+        kind="discrete",
+        backend="nvml",
+        uuid="GPU-1234",
+    )
+    spec = TaskSpec(
+        kind="vulkan",
+        name="up",
+        argv=("tool", "-i", "{file}", "-o", "{out}"),
+        files=("/in/a.png",),
+        out="/out/{stem}.png",
+        base_env={"HOME": "/home/me"},
+    )
+    rec = TaskRecord(
+        id=7, spec=spec, state="running", submitted_at=0.0, attempts=2, reason="redirected from the 780M"
+    )
+    plan = prepare_launch(rec, gpu, [gpu], taken_outs={"/out/a.png"}, queue_file="/q.sqlite3", now_s=0.0)
+    assert plan.argv[:3] == ("tool", "-i", "/in/a.png")
+    assert plan.out is not None and plan.out != "/out/a.png" and plan.argv[4] == plan.out
+    assert plan.env["CUDA_VISIBLE_DEVICES"] == "GPU-1234" and plan.env["HOME"] == "/home/me"
+    assert "attempt 2" in plan.header and "note: redirected from the 780M" in plan.header
+    assert "a.png is taken" in plan.notes[-1] and plan.notes[-1] in plan.header
