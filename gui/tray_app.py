@@ -191,7 +191,8 @@ class TrayApp(QObject):
 
     def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, str | None]:
         from gputray.monitor.factory import build_monitor, has_gpu
-        from gputray.scheduler.owner import Owner, monitor_settings
+        from gputray.scheduler.config import monitor_settings
+        from gputray.scheduler.owner import Owner
 
         thresholds, interval_s = monitor_settings(self.config)
         note = None
@@ -541,8 +542,7 @@ class TrayApp(QObject):
         dialog.exec()
 
     def _apply_settings(self, values: dict[str, Any]) -> None:
-        from gputray.scheduler.config import ConfigError, load_config
-        from gputray.scheduler.owner import monitor_settings
+        from gputray.scheduler.config import ConfigError, load_config, monitor_settings
 
         with contextlib.suppress(ConfigError):
             self.config = load_config()

@@ -9,20 +9,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 # Subcommand name → module under gputray.scheduler.commands. A module may register several names
-# (``envs`` registers ``envs``; ``queue_cmds`` registers ``submit``, ``queue``, ``cancel`` ...).
+# (``submit`` registers ``submit`` and ``run``; ``control`` registers ``cancel``, ``retry``, ``pause`` ...).
 COMMAND_MODULES: dict[str, str] = {
     "status": "status",
     "devices": "devices",
-    "daemon": "queue_cmds",
-    "submit": "queue_cmds",
-    "run": "queue_cmds",
-    "queue": "queue_cmds",
-    "cancel": "queue_cmds",
-    "pause": "queue_cmds",
-    "resume": "queue_cmds",
-    "logs": "queue_cmds",
-    "retry": "queue_cmds",
-    "schedule": "queue_cmds",
+    "daemon": "daemon",
+    "submit": "submit",
+    "run": "submit",
+    "queue": "queue_logs",
+    "cancel": "control",
+    "pause": "control",
+    "resume": "control",
+    "logs": "queue_logs",
+    "retry": "control",
+    "schedule": "schedule",
     "envs": "envs",
     "doctor": "doctor",
 }

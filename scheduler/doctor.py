@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import platform
 import re
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -769,3 +771,60 @@ def env_for_device(
             if all(pair.passes(need) for need in needs):
                 return env
     return None
+
+
+class DoctorNeeds:
+    """The queue's ``failed_needs``: which of a task's ``needs`` (``fp16``, ``sdpa`` …) the doctor saw fail
+    on a device, read from its cache (``gputray doctor`` writes it; this never probes).
+
+    A need fails on a device when some environment measured it there and failed, and none passed.
+    A need nobody measured (no doctor run, ``--no-bench``, a device it never saw, a word the doctor
+    does not know) blocks nothing. The cache is re-read when ``doctor.json`` changes and at least
+    every ``refresh_s`` (an upgraded torch or driver voids results without touching the file).
+    """
+
+    def __init__(
+        self,
+        cache_path: Path | None = None,
+        *,
+        refresh_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._cache_path = cache_path
+        self._refresh_s = refresh_s
+        self._clock = clock
+        self._stamp: tuple[int, int] | None = None
+        self._loaded_at = -math.inf
+        self._pairs: list[PairResult] = []
+        self._lock = threading.Lock()
+
+    def _results(self) -> list[PairResult]:
+        path = self._cache_path or cache_file()
+        try:
+            st = path.stat()
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        now = self._clock()
+        with self._lock:
+            if stamp != self._stamp or now - self._loaded_at >= self._refresh_s:
+                self._pairs = cached_results(cache_path=path) if stamp is not None else []
+                self._stamp, self._loaded_at = stamp, now
+            return self._pairs
+
+    def __call__(self, device_key: str, needs: Collection[str]) -> frozenset[str]:
+        pairs = [
+            p
+            for p in self._results()
+            if p.device_key == device_key or (device_key == "cpu" and p.vendor == "cpu")
+        ]
+        failed = set()
+        for need in needs:
+            names = NEEDS.get(need.strip().lower())
+            if not names or any(p.passes(need) for p in pairs):
+                continue
+            if any(
+                p.works and any((c := p.capability(n)) is not None and not c.ok for n in names) for p in pairs
+            ):
+                failed.add(need)
+        return frozenset(failed)

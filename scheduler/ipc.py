@@ -70,14 +70,6 @@ _HEADER = struct.Struct(">I")
 HOW_TO_START = "start the tray app (`gputray`) or `gputray daemon`"
 
 
-class RawJson(str):
-    """A handler's result that is already JSON text (an object), sent as it is.
-
-    The owner keeps each task's JSON and joins them for ``queue``: encoding 10,000 task dicts again
-    for every listing would cost more than the listing itself.
-    """
-
-
 class IpcError(Exception):
     """Base of everything this module raises."""
 
@@ -118,11 +110,6 @@ def encode_payload(obj: object, *, limit: int = MAX_FRAME_BYTES) -> bytes:
     if len(data) > limit:
         raise ProtocolError(f"message too large ({len(data)} bytes, at most {limit})")
     return data
-
-
-def encode_frame(obj: Mapping[str, Any]) -> bytes:
-    data = encode_payload(obj)
-    return _HEADER.pack(len(data)) + data
 
 
 class FrameTooLarge(IpcError):
@@ -252,7 +239,7 @@ def ensure_private_dir(path: Path) -> None:
 # --------------------------------------------------------------------------------------------------
 # Server
 
-Handler = Callable[[Request], "dict[str, Any] | RawJson"]
+Handler = Callable[[Request], dict[str, Any]]
 
 
 class IpcServer:
@@ -483,13 +470,7 @@ class IpcServer:
 
     def _send(self, conn: Any, reply: Mapping[str, Any]) -> None:
         try:
-            result = reply.get("result")
-            if isinstance(result, RawJson):
-                payload = ('{"ok":true,"result":' + result + "}").encode("utf-8")
-                if len(payload) > MAX_REPLY_BYTES:
-                    raise ProtocolError(f"message too large ({len(payload)} bytes, limit {MAX_REPLY_BYTES})")
-            else:
-                payload = encode_payload(reply, limit=MAX_REPLY_BYTES)
+            payload = encode_payload(reply, limit=MAX_REPLY_BYTES)
         except (ProtocolError, ValueError, TypeError, OverflowError) as exc:
             log.error("IPC: reply could not be encoded: %s", exc)
             payload = encode_payload(error_reply("InternalError", f"reply could not be sent: {exc}"))

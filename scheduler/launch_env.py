@@ -178,7 +178,3 @@ def activate_python(env: dict[str, str], python: str) -> None:
         env["VIRTUAL_ENV"] = str(bin_dir.parent)
     else:
         env.pop("VIRTUAL_ENV", None)
-
-
-def current_env() -> dict[str, str]:
-    return dict(os.environ)

@@ -11,19 +11,16 @@ interrupted). Requests that arrive while the rest starts wait for it (``_ready``
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import math
 import os
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
-from gputray.monitor.verdict import BusyThresholds, thresholds_from_mapping
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
@@ -31,24 +28,6 @@ from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
 from gputray.scheduler.timing import Schedule, Timing
 
 log = logging.getLogger("gputray.owner")
-
-
-def monitor_settings(config: dict[str, Any] | None = None) -> tuple[BusyThresholds, float]:
-    """The config's ``[thresholds]`` and ``[monitor] interval_s`` as the Monitor takes them.
-
-    Shared by ``gputray daemon`` and the tray, so both judge busy/hot GPUs by the user's limits. A bad
-    config is logged and the defaults are used: the owner must still start and keep the queue.
-    """
-    from gputray.scheduler.config import ConfigError, load_config
-
-    try:
-        config = load_config() if config is None else config
-        thresholds = thresholds_from_mapping(config.get("thresholds", {}))
-        interval_s = float(config.get("monitor", {}).get("interval_s", 1.0))
-    except (ConfigError, ValueError, TypeError, AttributeError):
-        log.exception("bad [thresholds] or [monitor] in the config: using the defaults")
-        return BusyThresholds(), 1.0
-    return thresholds, interval_s
 
 
 _T = TypeVar("_T")
@@ -105,67 +84,6 @@ def _decode_utf8_prefix(data: bytes) -> tuple[str, int]:
     return data.decode("utf-8", errors="replace"), len(data)
 
 
-class DoctorNeeds:
-    """The queue's ``failed_needs``: which of a task's ``needs`` (``fp16``, ``sdpa`` …) the doctor saw fail
-    on a device, read from its cache (``gputray doctor`` writes it; this never probes).
-
-    A need fails on a device when some environment measured it there and failed, and none passed.
-    A need nobody measured (no doctor run, ``--no-bench``, a device it never saw, a word the doctor
-    does not know) blocks nothing. The cache is re-read when ``doctor.json`` changes and at least
-    every ``refresh_s`` (an upgraded torch or driver voids results without touching the file).
-    """
-
-    def __init__(
-        self,
-        cache_path: Path | None = None,
-        *,
-        refresh_s: float = 30.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._cache_path = cache_path
-        self._refresh_s = refresh_s
-        self._clock = clock
-        self._stamp: tuple[int, int] | None = None
-        self._loaded_at = -math.inf
-        self._pairs: list[Any] = []
-        self._lock = threading.Lock()
-
-    def _results(self) -> list[Any]:
-        from gputray.scheduler import doctor
-
-        path = self._cache_path or doctor.cache_file()
-        try:
-            st = path.stat()
-            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamp = None
-        now = self._clock()
-        with self._lock:
-            if stamp != self._stamp or now - self._loaded_at >= self._refresh_s:
-                self._pairs = doctor.cached_results(cache_path=path) if stamp is not None else []
-                self._stamp, self._loaded_at = stamp, now
-            return self._pairs
-
-    def __call__(self, device_key: str, needs: Collection[str]) -> frozenset[str]:
-        from gputray.scheduler.doctor import NEEDS
-
-        pairs = [
-            p
-            for p in self._results()
-            if p.device_key == device_key or (device_key == "cpu" and p.vendor == "cpu")
-        ]
-        failed = set()
-        for need in needs:
-            names = NEEDS.get(need.strip().lower())
-            if not names or any(p.passes(need) for p in pairs):
-                continue
-            if any(
-                p.works and any((c := p.capability(n)) is not None and not c.ok for n in names) for p in pairs
-            ):
-                failed.add(need)
-        return frozenset(failed)
-
-
 class Owner:
     def __init__(
         self,
@@ -202,7 +120,6 @@ class Owner:
         self._in_flight_changed = threading.Condition()
         self.shutdown_requested = threading.Event()
         self.started_at: float | None = None
-        self._json_cache: dict[int, tuple[TaskRecord, str]] = {}
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
         self.files_opener: Callable[[list[str]], None] | None = None
@@ -237,6 +154,8 @@ class Owner:
             self.server.start()
         try:
             if self._monitor is None:
+                from gputray.scheduler.config import monitor_settings
+
                 thresholds, interval_s = monitor_settings()
                 self._monitor = build_monitor(
                     demo=self.demo,
@@ -248,6 +167,8 @@ class Owner:
                 )
             self._monitor.start()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
+            from gputray.scheduler.doctor import DoctorNeeds
+
             env_resolver = self.env_resolver
             if env_resolver is None:
                 from gputray.scheduler.doctor import env_for_device
@@ -338,10 +259,8 @@ class Owner:
         req = rq.checked(req)
         return self._answer(req, self._handlers[type(req)])
 
-    def _handle_ipc(self, req: rq.Request) -> dict[str, Any] | ipc.RawJson:
-        """Requests from the socket (already decoded): ``queue`` answers with ready-made JSON text."""
-        if isinstance(req, rq.Queue):
-            return self._answer(req, self._op_queue_json)
+    def _handle_ipc(self, req: rq.Request) -> dict[str, Any]:
+        """Requests from the socket, already decoded and checked."""
         return self._answer(req, self._handlers[type(req)])
 
     def _answer(self, req: _R, handler: Callable[[_R], _T]) -> _T:
@@ -358,19 +277,6 @@ class Owner:
             with self._in_flight_changed:
                 self._in_flight -= 1
                 self._in_flight_changed.notify_all()
-
-    def _task_json(self, records: list[TaskRecord]) -> str:
-        """``[rec.to_json(), …]`` as JSON text, each task's text kept until its record changes
-        (the store hands out a new record object on every change)."""
-        cache = self._json_cache
-        parts = []
-        for rec in records:
-            hit = cache.get(rec.id)
-            if hit is None or hit[0] is not rec:
-                hit = (rec, json.dumps(rec.to_json(), ensure_ascii=False, separators=(",", ":")))
-                cache[rec.id] = hit
-            parts.append(hit[1])
-        return "[" + ",".join(parts) + "]"
 
     # --- ops -------------------------------------------------------------------------------------
 
@@ -488,15 +394,6 @@ class Owner:
             "paused": self.queue.paused(),
             "device_names": self._device_names(),
         }
-
-    def _op_queue_json(self, req: rq.Queue) -> ipc.RawJson:
-        """``_op_queue``'s document as JSON text, for the socket (see ``_task_json``)."""
-        records = self.queue.list(include_finished=bool(req.all))
-        paused = json.dumps(self.queue.paused(), ensure_ascii=False)
-        names = json.dumps(self._device_names(), ensure_ascii=False)
-        return ipc.RawJson(
-            '{"tasks":' + self._task_json(records) + ',"paused":' + paused + ',"device_names":' + names + "}"
-        )
 
     def _op_get(self, req: rq.Get) -> dict[str, Any]:
         rec = self.queue.get(_task_id(req.id))

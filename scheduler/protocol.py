@@ -203,29 +203,7 @@ class Shutdown(Request):
     op = "shutdown"
 
 
-REQUEST_TYPES: dict[str, type[Request]] = {
-    t.op: t
-    for t in (
-        Ping,
-        Status,
-        Submit,
-        SubmitFiles,
-        OpenFiles,
-        Run,
-        Queue,
-        Get,
-        Cancel,
-        Retry,
-        Move,
-        Pause,
-        Resume,
-        Logs,
-        ScheduleAdd,
-        ScheduleList,
-        ScheduleRemove,
-        Shutdown,
-    )
-}
+REQUEST_TYPES: dict[str, type[Request]] = {t.op: t for t in Request.__subclasses__()}
 OPS = frozenset(REQUEST_TYPES)
 
 
@@ -276,10 +254,6 @@ def decode_request(data: bytes) -> Request:
     if envelope.v is not None and envelope.v != PROTOCOL_VERSION:
         raise VersionMismatch(envelope.v)
     return request_from(envelope.op, envelope.args)
-
-
-def encode_request(req: Request) -> bytes:
-    return msgspec.json.encode({"op": req.op, "args": req, "v": PROTOCOL_VERSION})
 
 
 def checked(req: Request) -> Request:

@@ -11,12 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gputray.monitor.device_map import (
-    VulkanMapping,
-    drm_nodes,
-    kfd_gpus,
-    map_vulkan_devices,
-)
+from gputray.monitor.device_map import VulkanMapping, drm_nodes, kfd_gpus, map_vulkan_devices
 from gputray.monitor.device_names import friendly_name
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.scenario import ScenarioError

@@ -15,7 +15,8 @@ import pytest
 from cli import gputray
 
 from gputray.scheduler import cli
-from gputray.scheduler.commands import queue_cmds
+from gputray.scheduler.commands import client, submit
+from gputray.scheduler.commands.common import terminal_cells
 
 QUEUE_COMMANDS = [
     "daemon",
@@ -37,7 +38,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_every_queue_command_is_registered_with_help(capsys: pytest.CaptureFixture[str]) -> None:
     for name in QUEUE_COMMANDS:
-        assert cli.COMMAND_MODULES[name] == "queue_cmds"
+        assert cli.COMMAND_MODULES[name] in ("daemon", "submit", "queue_logs", "control", "schedule")
         with pytest.raises(SystemExit) as done:
             parse(name, "--help")
         assert done.value.code == 0
@@ -57,7 +58,7 @@ def test_submit_options_become_task_overrides() -> None:
         "submit", "a.png", "--device", "5060ti, 780m,cpu", "--on-busy", "redirect", "--max-wait", "10m",
         "--vram", "4GiB", "--priority", "3", "--at", "+30m", "--window", "01:00-07:00", "--retries", "2",
     )  # fmt: skip
-    assert queue_cmds.overrides_from_args(args, now_s=now) == {
+    assert submit.overrides_from_args(args, now_s=now) == {
         "device_prefs": ["5060ti", "780m", "cpu"],
         "on_busy": "redirect",
         "max_wait_s": 600.0,
@@ -67,7 +68,7 @@ def test_submit_options_become_task_overrides() -> None:
         "window": "01:00-07:00",
         "retries": 2,
     }
-    assert queue_cmds.overrides_from_args(parse("submit", "a.png")) == {}
+    assert submit.overrides_from_args(parse("submit", "a.png")) == {}
 
 
 @pytest.mark.parametrize(
@@ -85,8 +86,8 @@ def test_submit_options_become_task_overrides() -> None:
     ],
 )
 def test_bad_options_are_usage_errors_that_say_what_is_expected(option: str, value: str, words: str) -> None:
-    with pytest.raises(queue_cmds._UsageError) as err:
-        queue_cmds.overrides_from_args(parse("submit", "a.png", option, value))
+    with pytest.raises(client._UsageError) as err:
+        submit.overrides_from_args(parse("submit", "a.png", option, value))
     assert words in str(err.value)
 
 
@@ -100,18 +101,18 @@ def test_listing_shows_state_device_and_why() -> None:
     waiting = {"id": 7, "name": "upscale cat.png", "state": "waiting", "device": None, "exit_code": None}
     failed = {"id": 8, "name": "train.py", "state": "failed", "device": "cpu", "reason": "", "exit_code": 4}
     tasks = [{**waiting, "reason": "waiting for GeForce RTX 5060 Ti"}, failed]
-    text = queue_cmds.format_tasks(tasks).splitlines()
+    text = client.format_tasks(tasks).splitlines()
     assert text[0].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
     assert text[1].startswith("7") and "waiting for GeForce RTX 5060 Ti" in text[1]
     assert "exit 4" in text[2]
-    assert queue_cmds.format_tasks([]) == "the queue is empty"
+    assert client.format_tasks([]) == "the queue is empty"
 
 
 def test_listing_names_the_gpu_when_the_owner_knows_it() -> None:
     task = {"id": 3, "name": "a.py", "state": "running", "device": "pci:0000:64:00.0", "exit_code": None}
-    named = queue_cmds.format_tasks([task], {"pci:0000:64:00.0": "Radeon 780M"}).splitlines()[1]
+    named = client.format_tasks([task], {"pci:0000:64:00.0": "Radeon 780M"}).splitlines()[1]
     assert "Radeon 780M" in named and "pci:" not in named
-    assert "pci:0000:64:00.0" in queue_cmds.format_tasks([task]).splitlines()[1]
+    assert "pci:0000:64:00.0" in client.format_tasks([task]).splitlines()[1]
 
 
 def test_listing_columns_line_up_with_japanese_names() -> None:
@@ -120,11 +121,11 @@ def test_listing_columns_line_up_with_japanese_names() -> None:
         {**base, "id": 1, "name": "学習 スクリプト.py", "reason": "ok"},
         {**base, "id": 2, "name": "a.py"},
     ]
-    header, first, second = queue_cmds.format_tasks(tasks).splitlines()
+    header, first, second = client.format_tasks(tasks).splitlines()
     # REASON starts in the same terminal column on every line (a CJK character is two columns wide).
     column = header.index("REASON")
-    assert queue_cmds._cells(first[: first.index("exit 0")]) == column
-    assert queue_cmds._cells(second[: second.index("exit 0")]) == column
+    assert terminal_cells(first[: first.index("exit 0")]) == column
+    assert terminal_cells(second[: second.index("exit 0")]) == column
 
 
 def test_names_with_newlines_or_escape_sequences_stay_one_line_and_harmless() -> None:
@@ -134,7 +135,7 @@ def test_names_with_newlines_or_escape_sequences_stay_one_line_and_harmless() ->
         {**base, "id": 2, "name": "esc\x1b[31mRED", "reason": ""},
         {**base, "id": 3, "name": "日本語 ok.py", "reason": ""},
     ]
-    lines = queue_cmds.format_tasks(tasks).splitlines()
+    lines = client.format_tasks(tasks).splitlines()
     assert len(lines) == 4 and "\x1b" not in "".join(lines)
     assert "two\\nlines.py" in lines[1] and "waiting for\\rx" in lines[1]
     assert "esc\\x1b[31mRED" in lines[2] and "日本語 ok.py" in lines[3]

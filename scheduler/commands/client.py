@@ -1,0 +1,147 @@
+"""What every client command shares: asking the owner, exit codes (0 done, 1 the owner refused, 2 bad
+usage, 3 no owner is running), the answer when no owner runs, and how tasks are printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gputray.scheduler import ipc
+from gputray.scheduler.commands.common import error, print_json, shown
+from gputray.scheduler.commands.common import terminal_cells as _cells
+from gputray.scheduler.paths import app_paths
+
+EXIT_REFUSED = 1
+
+
+EXIT_USAGE = 2
+
+
+EXIT_NO_OWNER = 3
+
+
+STATES_HELP = "states: queued, waiting, running, succeeded, failed, cancelled, interrupted"
+
+
+def _ask(op: str, **args: Any) -> dict[str, Any]:
+    return ipc.request(app_paths(), op, **args)
+
+
+def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> int:
+    """Run a client command; turn the IPC errors into messages and exit codes.
+
+    ``offline(args)``, where given, answers from the files on disk when no owner runs.
+    """
+    try:
+        return int(func(args))
+    except ipc.OwnerNotRunning as exc:
+        if offline is not None:
+            return _offline_call(offline, args)
+        return error(str(exc), EXIT_NO_OWNER)
+    except _OwnerGone as exc:
+        return error(str(exc), EXIT_NO_OWNER)
+    except ipc.RemoteError as exc:
+        return error(exc.message, EXIT_REFUSED)
+    except ipc.IpcError as exc:
+        return error(str(exc), EXIT_REFUSED)
+    except _UsageError as exc:
+        return error(str(exc), EXIT_USAGE)
+
+
+class _UsageError(Exception):
+    pass
+
+
+NO_OWNER_NOTE = "no gputray owner is running: showing the queue as saved on disk"
+
+
+def _offline_call(func: Any, args: argparse.Namespace) -> int:
+    from gputray.scheduler.store import StoreError, TaskNotFound
+
+    try:
+        return int(func(args))
+    except (StoreError, TaskNotFound) as exc:
+        return error(str(exc), EXIT_REFUSED)
+    except OSError as exc:
+        where = exc.filename or "a queue file"
+        return error(f"{where}: cannot read it ({exc.strerror or exc})", EXIT_REFUSED)
+
+
+class _OwnerGone(Exception):
+    """The owner stopped (or crashed) while `queue --watch` or `logs --follow` was talking to it."""
+
+
+def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> dict[str, Any]:
+    """One request of a watching loop: a lost owner ends the loop with a message, not a traceback."""
+    try:
+        return client.request(op, **args)
+    except ipc.RemoteError as exc:
+        if exc.kind == "OwnerStopping":  # caught it mid-shutdown: the same as finding it gone
+            raise _OwnerGone(
+                f"the gputray owner went away ({exc.message}); {what}. To go on, {ipc.HOW_TO_START}"
+            ) from None
+        raise  # a refusal: said as for any command
+    except ipc.OwnerNotRunning:
+        raise  # no owner in the first place: said as for any command
+    except ipc.IpcError as exc:
+        raise _OwnerGone(
+            f"the gputray owner went away ({exc}); {what}. To go on, {ipc.HOW_TO_START}"
+        ) from None
+
+
+def _no_log(task_id: object, state: str) -> str:
+    if state in ("queued", "waiting"):
+        return f"task {task_id} has no log yet: it has not started ({state})"
+    return f"task {task_id} has no log: it never started ({state})"
+
+
+def _device_label(device: str | None, names: dict[str, str]) -> str:
+    """The GPU's name ("Radeon 780M") where the owner knows it, else the key; "-" before placement."""
+    if not device:
+        return "-"
+    return names.get(device, device)
+
+
+def format_tasks(tasks: list[dict[str, Any]], device_names: dict[str, str] | None = None) -> str:
+    if not tasks:
+        return "the queue is empty"
+    rows = [("ID", "STATE", "DEVICE", "NAME", "REASON")]
+    for t in tasks:
+        reason = t.get("reason") or ""
+        if t.get("exit_code") is not None and t["state"] in ("failed", "succeeded"):
+            reason = f"exit {t['exit_code']}" + (f"; {reason}" if reason else "")
+        device = _device_label(t.get("device"), device_names or {})
+        rows.append((str(t["id"]), t["state"], shown(device), shown(t["name"]), shown(reason)))
+    widths = [max(_cells(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for r in rows:
+        cells = [r[i] + " " * (widths[i] - _cells(r[i])) for i in range(4)]
+        lines.append("  ".join([*cells, r[4]]).rstrip())
+    return "\n".join(lines)
+
+
+def print_task_json(doc: Any) -> None:
+    """Indented for a person at a terminal; one compact line for a pipe (10,000 tasks print 5× faster)."""
+    if sys.stdout.isatty():
+        print_json(doc)
+    else:
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False))
+        sys.stdout.write("\n")
+
+
+def _print_submitted(result: dict[str, Any], as_json: bool) -> None:
+    tasks = result.get("tasks", [])
+    for note in result.get("notes", []):
+        print(f"gputray: note: {note}", file=sys.stderr)
+    if as_json:
+        print_json(tasks)
+        return
+    for t in tasks:
+        reason = f" ({shown(t['reason'])})" if t.get("reason") else ""
+        print(f"#{t['id']} {shown(t['name'])}: {t['state']}{reason}")
+
+
+def _pause_label(key: str) -> str:
+    return "the whole queue" if key == "queue" else key
