@@ -57,7 +57,7 @@ def main(n: int = 10_000) -> int:
     print(f"submitted {n} tasks over the socket in {submit_s:.2f} s: {n / submit_s:,.0f}/s (goal ≥ 1,000/s)")
     print(
         f"queue of all {len(tasks)} over the socket: {ipc_first_s * 1000:.0f} ms the first time, "
-        f"{ipc_list_s * 1000:.0f} ms again (each task's JSON kept)"
+        f"{ipc_list_s * 1000:.0f} ms again"
     )
     print(
         f"`gputray queue --all --json` ({listed} tasks, new process included): {cli_s:.2f} s (goal ≤ 1 s); "
