@@ -83,6 +83,7 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
+SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
 
 
 class QueueError(Exception):
@@ -445,6 +446,13 @@ class QueueService:
             if self._paused_all:
                 self._record_waits([(r, Wait("the queue is paused")) for r in pending])
                 self._due_s = None
+                return
+            no_space = self.store.space_problem()
+            if no_space is not None:  # a job's log and its exit need room: start nothing until there is
+                self._record_waits(
+                    [(r, Wait(f"{no_space}: nothing starts until there is room")) for r in pending]
+                )
+                self._due_s = now + SPACE_RECHECK_S
                 return
             snapshot = self.monitor.latest
             wanted = frozenset(n for r in pending for n in r.spec.needs)

@@ -216,6 +216,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return _client_call(lambda a: _print_stop(_ask("shutdown")), args)
     from gputray.monitor.scenario import ScenarioError
     from gputray.scheduler.owner import Owner
+    from gputray.scheduler.paths import FolderError
+    from gputray.scheduler.store import StoreError
 
     paths = app_paths()
     log_file = _setup_daemon_logging(args.log_level)
@@ -233,6 +235,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return error(f"{exc}", EXIT_REFUSED)
     except (ScenarioError, ipc.UnsafeIpcLocation) as exc:
         return error(str(exc), EXIT_USAGE)
+    except (StoreError, FolderError) as exc:  # a read-only or damaged data folder: said, not a traceback
+        return error(str(exc), EXIT_REFUSED)
 
     def on_signal(signum: int, frame: object) -> None:
         owner.request_shutdown()
@@ -493,11 +497,14 @@ def _saved_paused(paths: Any) -> dict[str, bool]:
 
 def _saved_queue(args: argparse.Namespace) -> int:
     """`gputray queue` without an owner: the queue file, read-only, in the owner's format."""
-    from gputray.scheduler.store import read_saved_tasks
+    from gputray.scheduler.store import read_saved_queue
 
     paths = app_paths()
-    records = read_saved_tasks(paths.queue_db, include_finished=bool(args.all))
+    saved = read_saved_queue(paths.queue_db, include_finished=bool(args.all))
+    records = saved.tasks
     print(f"gputray: {NO_OWNER_NOTE}", file=sys.stderr)
+    for note in saved.notes:  # a damaged file, a row that is no task: the rest is shown all the same
+        print(f"gputray: note: {shown(note)}", file=sys.stderr)
     result = {
         "tasks": [r.to_json() for r in records],
         "paused": _saved_paused(paths),

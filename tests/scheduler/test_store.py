@@ -65,11 +65,16 @@ def test_a_newer_schema_is_refused_not_damaged(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 99
 
 
-def test_a_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
+def test_a_garbage_file_is_kept_beside_a_fresh_queue_with_a_note(tmp_path: Path) -> None:
     db = tmp_path / "q.db"
-    db.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match="unreadable"):
-        TaskStore(db)
+    garbage = b"this is not a database" * 100
+    db.write_bytes(garbage)
+    store = TaskStore(db)
+    assert store.list() == [] and store.add(spec()).id == 1
+    (kept,) = tmp_path.glob("q.db.damaged-*")
+    assert kept.read_bytes() == garbage
+    assert store.recovery_note is not None
+    assert "not an SQLite database" in store.recovery_note and str(kept) in store.recovery_note
 
 
 def test_retry_policy_requeues_with_doubling_backoff_then_fails(tmp_path: Path) -> None:
