@@ -391,9 +391,10 @@ class TaskStore:
             n += 1
             kept = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{n}")
         wal = store_salvage.wal_path(self.path)
-        for src, dst in ((self.path, kept), (wal, Path(f"{kept}-wal"))):
-            if src.exists():
-                _private_copy(src, dst)
+        if self.path.exists():
+            _private_copy(self.path, kept)
+        if wal.exists() and wal.stat().st_size > 0:  # an empty WAL holds nothing worth keeping
+            _private_copy(wal, Path(f"{kept}-wal"))
         for leftover in (wal, store_salvage.shm_path(self.path)):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
