@@ -45,7 +45,8 @@ CRASHED_OWNER = textwrap.dedent(
     from gputray.scheduler.tasks import TaskSpec
     store = TaskStore(Path(sys.argv[1]), clock=lambda: 1000.0)
     for i in range(1, int(sys.argv[2]) + 1):
-        rec = store.add(TaskSpec(kind="command", name=f"task-{i}", argv=("echo", str(i)), env={"K": "v" * 40}))
+        spec = TaskSpec(kind="command", name=f"task-{i}", argv=("echo", str(i)), env={"K": "v" * 40})
+        rec = store.add(spec)
         if i % 5 == 0:
             store.update(rec.id, state="succeeded", exit_code=0, attempts=1, ended_at=1100.0)
     os._exit(0)  # no close: everything is still in the WAL, as after kill -9 or a power cut
