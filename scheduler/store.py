@@ -45,7 +45,6 @@ import contextlib
 import errno
 import json
 import logging
-import math
 import os
 import shutil
 import signal
@@ -59,19 +58,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from gputray.scheduler import store_salvage
+from gputray.scheduler import store_repair, store_salvage
 from gputray.scheduler.paths import create_private_file, make_private_dir
-from gputray.scheduler.store_salvage import TASK_TABLE_COLUMNS, Damage, Salvage
+from gputray.scheduler.store_rows import (
+    COLUMNS,
+    decode_rows,
+    row_from_salvage,
+    spec_from_json,
+)
+from gputray.scheduler.store_salvage import Damage
 from gputray.scheduler.tasks import (
-    AFTER_MAX_WAIT,
-    KINDS,
     MAX_BACKOFF_S,
-    ON_BUSY,
     PENDING_STATES,
-    STATES,
     TaskRecord,
     TaskSpec,
-    TaskState,
 )
 
 log = logging.getLogger("gputray.store")
@@ -192,11 +192,14 @@ def _migrate_0_to_1(db: sqlite3.Connection) -> None:
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1]
 
-_COLUMNS = (
-    "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
-    "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes, name"
-)
-_COLUMN_NAMES = tuple(c.strip() for c in _COLUMNS.split(","))
+
+def _create_schema(db: sqlite3.Connection) -> None:
+    """The current schema on an empty database, inside the caller's transaction."""
+    for step in MIGRATIONS:
+        step(db)
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
 # Fields of TaskRecord that map 1:1 to columns (everything but id and spec).
 _UPDATABLE = {
     "state",
@@ -297,7 +300,7 @@ class TaskStore:
         problem = _unwritable(folder, self.path)
         if problem is not None:
             raise StoreError(problem)
-        finished = self._finish_repair()
+        finished = store_repair.finish_repair(self.path)
         if finished is not None:
             log.warning(
                 "finished repairing the queue database %s; the damaged file is kept as %s",
@@ -355,52 +358,21 @@ class TaskStore:
             raise StoreError(
                 f"cannot read the damaged queue database {self.path}: {exc.strerror or exc}"
             ) from None
-        building = self.path.with_name(self.path.name + ".recovering")
-        with contextlib.suppress(FileNotFoundError):
-            building.unlink()
         try:
-            _build_recovered(building, found)
-            os.replace(building, _repaired_path(self.path))  # complete: a cut-short repair resumes from here
+            store_repair.build_repair(self.path, found, _create_schema)
         except (OSError, sqlite3.Error) as exc:
-            with contextlib.suppress(OSError):
-                building.unlink()
             why = no_space_message(folder) if _is_full(exc, folder) else str(exc)
             raise StoreError(
                 f"the queue database {self.path} is damaged ({damage.what}) and cannot be repaired: {why}; "
                 "nothing was changed"
             ) from None
-        kept = self._finish_repair()
+        kept = store_repair.finish_repair(self.path)
         note = f"the queue database {self.path} was damaged: {damage.what}. It is kept as {kept}"
         note += f"; {found.summary()}"
         if found.from_pages:
             note += f" ({found.from_pages} of them read straight from its pages)"
         self.recovery_note = note
         log.warning("%s", note)
-
-    def _finish_repair(self) -> str | None:
-        """Put a built repair in place: copy the damaged files aside, drop their WAL, swap the new file in.
-
-        Every step can be cut short and done again: the repaired file is moved last."""
-        repaired = _repaired_path(self.path)
-        if not repaired.exists():
-            return None
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        kept = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
-        n = 1
-        while kept.exists():
-            n += 1
-            kept = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{n}")
-        wal = store_salvage.wal_path(self.path)
-        if self.path.exists():
-            _private_copy(self.path, kept)
-        if wal.exists() and wal.stat().st_size > 0:  # an empty WAL holds nothing worth keeping
-            _private_copy(wal, Path(f"{kept}-wal"))
-        for leftover in (wal, store_salvage.shm_path(self.path)):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
-        os.replace(repaired, self.path)
-        _fsync_folder(self.path.parent)
-        return str(kept)
 
     # -- schema ---------------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -443,7 +415,7 @@ class TaskStore:
     def _spec(self, text: Any) -> TaskSpec:
         spec = self._spec_cache.get(text) if isinstance(text, str) else None
         if spec is None:
-            spec = _spec_from_json(text)
+            spec = spec_from_json(text)
             if len(self._spec_cache) > 50_000:
                 self._spec_cache.clear()
             self._spec_cache[text] = spec
@@ -451,8 +423,8 @@ class TaskStore:
 
     def _load(self) -> dict[int, tuple[str, Sequence[Any]]]:
         """Read the mirror; the rows that cannot be read as records, with why. Callers hold the lock."""
-        rows = self._db.execute(f"SELECT {_COLUMNS} FROM tasks ORDER BY id").fetchall()
-        self._rows, bad = _decode_rows(rows, self._spec)
+        rows = self._db.execute(f"SELECT {COLUMNS} FROM tasks ORDER BY id").fetchall()
+        self._rows, bad = decode_rows(rows, self._spec)
         self._unreadable = {task_id: problem for task_id, (problem, _row) in bad.items()}
         self._max_position = max((r.position for r in self._rows.values()), default=0.0)
         return bad
@@ -910,7 +882,7 @@ def read_saved_queue(path: Path, *, include_finished: bool = True) -> SavedQueue
     Raises StoreError for a file that cannot be read at all or was written by a newer gputray.
     """
     rows, notes = _saved_rows(Path(path), None)
-    records, bad = _decode_rows(rows, _spec_from_json)
+    records, bad = decode_rows(rows, spec_from_json)
     for task_id in builtins.list(bad)[:10]:
         notes.append(f"task #{task_id}: {records[task_id].reason}")
     if len(bad) > 10:
@@ -931,7 +903,7 @@ def read_saved_task(path: Path, task_id: int) -> TaskRecord:
     rows, _notes = _saved_rows(Path(path), task_id)
     if not rows:
         raise TaskNotFound(task_id)
-    records, _bad = _decode_rows(rows, _spec_from_json)
+    records, _bad = decode_rows(rows, spec_from_json)
     return records[task_id]
 
 
@@ -962,7 +934,7 @@ def _saved_rows(path: Path, task_id: int | None) -> tuple[builtins.list[Sequence
             "the owner keeps it as a copy and starts afresh"
         )
     rows: builtins.list[Sequence[Any]] = [
-        _row_from_salvage(r) for i, r in found.rows.items() if task_id is None or i == task_id
+        row_from_salvage(r) for i, r in found.rows.items() if task_id is None or i == task_id
     ]
     note = (
         f"the queue file {path} is damaged: {damage.what}; {found.summary()}; "
@@ -992,7 +964,7 @@ def _read_only_rows(path: Path, task_id: int | None) -> builtins.list[Sequence[A
             return []
         return cast(
             builtins.list[Sequence[Any]],
-            db.execute(f"SELECT {_COLUMNS} FROM tasks{where} ORDER BY id", params).fetchall(),
+            db.execute(f"SELECT {COLUMNS} FROM tasks{where} ORDER BY id", params).fetchall(),
         )
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
@@ -1000,131 +972,6 @@ def _read_only_rows(path: Path, task_id: int | None) -> builtins.list[Sequence[A
         raise _Malformed(f"SQLite cannot read it ({exc})") from None
     finally:
         db.close()
-
-
-def _row_from_salvage(row: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(row.get(name) for name in _COLUMN_NAMES)
-
-
-# --------------------------------------------------------------------------------------------------
-# Rows → records, checked
-
-
-class _BadSpec(ValueError):
-    pass
-
-
-def _decode_rows(
-    rows: Iterable[Sequence[Any]], spec_of: Callable[[Any], TaskSpec]
-) -> tuple[dict[int, TaskRecord], dict[int, tuple[str, Sequence[Any]]]]:
-    """Records by id, and the rows that are no task (with why): those become failed placeholders."""
-    out: dict[int, TaskRecord] = {}
-    bad: dict[int, tuple[str, Sequence[Any]]] = {}
-    for row in rows:
-        problem = _row_problem(row)
-        if problem is None:
-            try:
-                out[row[0]] = _record_from_row(row, spec_of(row[1]))
-                continue
-            except _BadSpec as exc:
-                problem = str(exc)
-        out[row[0]] = _unreadable_record(row, problem)
-        bad[row[0]] = (problem, row)
-    return out, bad
-
-
-def _record_from_row(row: Sequence[Any], spec: TaskSpec) -> TaskRecord:
-    """A checked ``SELECT {_COLUMNS}`` row as a record."""
-    return TaskRecord(
-        id=row[0],
-        spec=spec,
-        state=cast(TaskState, row[2]),
-        device=row[3],
-        env=row[4],
-        reason=row[5],
-        exit_code=row[6],
-        attempts=row[7],
-        submitted_at=row[8],
-        started_at=row[9],
-        ended_at=row[10],
-        log_path=row[11],
-        pid=row[12],
-        pid_create_time=row[13],
-        position=row[14],
-        queued_at=row[15],
-        not_before=row[16],
-        overtakes=row[17],
-    )
-
-
-def _is_num(v: Any) -> bool:
-    return (type(v) is float and not math.isnan(v)) or type(v) is int
-
-
-def _num_or(v: Any, default: float | None) -> float | None:
-    return float(v) if _is_num(v) else default
-
-
-# (column index, column name, kind): "s" text, "s?" text or NULL, "i" integer, "i?", "n" number, "n?".
-_ROW_CHECKS = (
-    (3, "device", "s?"),
-    (4, "env", "s?"),
-    (5, "reason", "s"),
-    (6, "exit_code", "i?"),
-    (7, "attempts", "i"),
-    (8, "submitted_at", "n"),
-    (9, "started_at", "n?"),
-    (10, "ended_at", "n?"),
-    (11, "log_path", "s?"),
-    (12, "pid", "i?"),
-    (13, "pid_create_time", "n?"),
-    (14, "position", "n"),
-    (15, "queued_at", "n"),
-    (16, "not_before", "n?"),
-    (17, "overtakes", "i"),
-)
-_CHECK: dict[str, Callable[[Any], bool]] = {
-    "s": lambda v: type(v) is str,
-    "s?": lambda v: v is None or type(v) is str,
-    "i": lambda v: type(v) is int,
-    "i?": lambda v: v is None or type(v) is int,
-    "n": _is_num,
-    "n?": lambda v: v is None or _is_num(v),
-}
-
-
-def _row_problem(row: Sequence[Any]) -> str | None:
-    if row[2] not in STATES:
-        return f"its state is {row[2]!r}"
-    for index, name, kind in _ROW_CHECKS:
-        if not _CHECK[kind](row[index]):
-            return f"its {name} is {_shorten(row[index])}"
-    return None
-
-
-def _shorten(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _unreadable_record(row: Sequence[Any], problem: str) -> TaskRecord:
-    """A stand-in for a row that is no task: failed, with the reason, the rest as far as it is readable."""
-    name = row[18] if type(row[18]) is str and row[18] else f"task #{row[0]}"
-    return TaskRecord(
-        id=row[0],
-        spec=TaskSpec(kind="command", name=name),
-        state="failed",
-        submitted_at=_num_or(row[8], 0.0) or 0.0,
-        device=row[3] if type(row[3]) is str else None,
-        reason=f"its saved record cannot be read: {problem}; it is kept in the queue file as it was",
-        exit_code=row[6] if type(row[6]) is int else None,
-        attempts=row[7] if type(row[7]) is int else 0,
-        started_at=_num_or(row[9], None),
-        ended_at=_num_or(row[10], None),
-        log_path=row[11] if type(row[11]) is str else None,
-        position=_num_or(row[14], 0.0) or 0.0,
-        queued_at=_num_or(row[15], 0.0) or 0.0,
-    )
 
 
 def _schema_version(db: sqlite3.Connection, path: Path) -> int:
@@ -1149,81 +996,6 @@ def _display_order(rec: TaskRecord) -> tuple[int, int, float, int]:
     return (rank, 0, 0.0, rec.id)
 
 
-_TUPLE_FIELDS = ("argv", "args", "files", "device_prefs", "needs")
-_OPTIONAL_TEXT = ("script", "out", "window", "cwd", "recipe")
-_OPTIONAL_NUMBERS = ("max_wait_s", "start_at", "timeout_s")
-_NUMBERS = ("backoff_s", "util_percent")
-_INTEGERS = ("priority", "retries")
-_CHOICES = (("on_busy", ON_BUSY), ("after_max_wait", AFTER_MAX_WAIT))
-
-
-def _text_map(value: Any) -> bool:
-    return type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items())
-
-
-def _spec_problem(data: Any) -> str | None:
-    """Why a stored spec is no TaskSpec (wrong types would crash the queue later), or None."""
-    if type(data) is not dict:
-        return f"its spec is {type(data).__name__}, not a table of keys"
-    if data.get("kind") not in KINDS:
-        return f"its spec's kind is {_shorten(data.get('kind'))}"
-    if type(data.get("name")) is not str:
-        return f"its spec's name is {_shorten(data.get('name'))}"
-    for key in _TUPLE_FIELDS:
-        value = data.get(key, ())
-        if (type(value) is not list and type(value) is not tuple) or not all(type(x) is str for x in value):
-            return f"its spec's {key} is {_shorten(value)}, not a list of text"
-    for key in _OPTIONAL_TEXT:
-        value = data.get(key)
-        if value is not None and type(value) is not str:
-            return f"its spec's {key} is {_shorten(value)}"
-    for key in _OPTIONAL_NUMBERS:
-        value = data.get(key)
-        if value is not None and not _is_num(value):
-            return f"its spec's {key} is {_shorten(value)}, not a number"
-    for key in _NUMBERS:
-        if key in data and not _is_num(data[key]):
-            return f"its spec's {key} is {_shorten(data[key])}, not a number"
-    for key in _INTEGERS:
-        if key in data and type(data[key]) is not int:
-            return f"its spec's {key} is {_shorten(data[key])}, not a whole number"
-    vram = data.get("vram_bytes")
-    if vram is not None and type(vram) is not int:
-        return f"its spec's vram_bytes is {_shorten(vram)}"
-    for key, allowed in _CHOICES:
-        if key in data and data[key] not in allowed:
-            return f"its spec's {key} is {_shorten(data[key])}"
-    if "env" in data and not _text_map(data["env"]):
-        return "its spec's env is not a table of text"
-    if data.get("base_env") is not None and not _text_map(data["base_env"]):
-        return "its spec's base_env is not a table of text"
-    if "placeholders" in data and type(data["placeholders"]) is not bool:
-        return f"its spec's placeholders is {_shorten(data['placeholders'])}"
-    return None
-
-
-def _spec_from_json(text: Any) -> TaskSpec:
-    """Rebuild a stored spec, checking its types (one wrong type must not crash the queue later) but
-    not re-validating it as a task file would (fast for 10k rows). Raises _BadSpec saying why."""
-    if type(text) is not str:
-        raise _BadSpec(f"its spec is {_shorten(text)}, not text")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise _BadSpec(f"its spec is not JSON ({exc})") from None
-    problem = _spec_problem(data)
-    if problem is not None:
-        raise _BadSpec(problem)
-    for key in _TUPLE_FIELDS:
-        if key in data:
-            data[key] = tuple(data[key])
-    try:
-        return TaskSpec(**data)
-    except TypeError:  # a key from a newer/older spec version: keep the ones we know
-        known = TaskSpec.__dataclass_fields__
-        return TaskSpec(**{k: v for k, v in data.items() if k in known})
-
-
 # --------------------------------------------------------------------------------------------------
 # Files
 
@@ -1242,77 +1014,6 @@ def _unwritable(folder: Path, path: Path) -> str | None:
         f"{where} {why}: gputray keeps its queue there and cannot run it without writing; make it "
         "writable, or set GPUTRAY_HOME to a writable folder (`gputray queue` still shows the saved tasks)"
     )
-
-
-def _repaired_path(path: Path) -> Path:
-    return path.with_name(path.name + ".recovered")
-
-
-def _build_recovered(target: Path, found: Salvage) -> None:
-    """A fresh queue database at ``target`` holding ``found``'s rows (ids and their sequence kept)."""
-    create_private_file(target)
-    con = sqlite3.connect(str(target), isolation_level=None)
-    try:
-        con.execute("PRAGMA journal_mode=DELETE")
-        con.execute("PRAGMA synchronous=FULL")
-        con.execute("BEGIN IMMEDIATE")
-        for step in MIGRATIONS:
-            step(con)
-        con.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        names = ", ".join(TASK_TABLE_COLUMNS)
-        marks = ", ".join("?" * len(TASK_TABLE_COLUMNS))
-        for row in found.rows.values():
-            con.execute(f"INSERT INTO tasks ({names}) VALUES ({marks})", _insertable(row))
-        seq = "UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'tasks'"
-        if found.highest_id and con.execute(seq, (found.highest_id,)).rowcount == 0:
-            con.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('tasks', ?)", (found.highest_id,))
-        con.execute("COMMIT")
-    finally:
-        con.close()
-
-
-def _insertable(row: dict[str, Any]) -> tuple[Any, ...]:
-    """A salvaged row's values for INSERT; a NULL where the schema forbids one gets a stand-in (the
-    row is then shown as unreadable, failed, rather than dropped)."""
-    task_id = row["id"]
-    stand_in: dict[str, Any] = {
-        "spec": "",
-        "name": f"task #{task_id}",
-        "kind": "command",
-        "state": "failed",
-        "reason": "",
-        "attempts": 0,
-        "submitted_at": 0.0,
-        "priority": 0,
-        "position": float(task_id),
-        "queued_at": 0.0,
-        "overtakes": 0,
-    }
-    return tuple(
-        stand_in[name] if row.get(name) is None and name in stand_in else row.get(name)
-        for name in TASK_TABLE_COLUMNS
-    )
-
-
-def _private_copy(src: Path, dst: Path) -> None:
-    """``src`` copied to a new 0600 file ``dst``, synced."""
-    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-    with os.fdopen(fd, "wb") as out, src.open("rb") as inp:
-        shutil.copyfileobj(inp, out)
-        out.flush()
-        os.fsync(out.fileno())
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make renames in ``folder`` durable (POSIX; Windows has no directory handles to sync)."""
-    if sys.platform == "win32":
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _kill_orphan(pid: int | None, create_time: float | None) -> bool:
