@@ -494,8 +494,9 @@ class QueueService:
             if cols:
                 updates.append((task.id, cols))
         if updates:
-            # Only rows still pending: a cancel may have raced this pass.
-            self.store.update_many(updates, only_states=PENDING_STATES)
+            # Only rows still pending: a cancel may have raced this pass. Why a task waits is said again by
+            # the next pass: no need to wait for the disk (acknowledged submits are synced by the store).
+            self.store.update_many(updates, only_states=PENDING_STATES, sync=False)
         for task, wait in waits:
             if task.state == "queued":
                 self._emit(

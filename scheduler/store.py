@@ -475,23 +475,32 @@ class TaskStore:
             )
 
     # -- writing --------------------------------------------------------------------------------
-    def _run(self, statements: Sequence[_Statement]) -> None:
-        """One transaction (callers hold the lock); on error rolled back and re-raised."""
+    def _run(self, statements: Sequence[_Statement], *, sync: bool = True) -> None:
+        """One transaction (callers hold the lock); on error rolled back and re-raised. ``sync=False``
+        commits without waiting for the disk: the next synced commit makes it durable too (a WAL is
+        synced as a whole, in order)."""
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        unsynced = self.durable and not sync
+        if unsynced:
+            db.execute("PRAGMA synchronous=NORMAL")
         try:
-            for sql, params in statements:
-                db.execute(sql, params)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
-            raise
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in statements:
+                    db.execute(sql, params)
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                raise
+        finally:
+            if unsynced:
+                db.execute("PRAGMA synchronous=FULL")
         self.commits += 1
 
-    def _write(self, statements: Sequence[_Statement]) -> bool:
-        """Commit ``statements`` in one transaction; True when they are on disk now. On a full disk they
+    def _write(self, statements: Sequence[_Statement], *, sync: bool = True) -> bool:
+        """Commit ``statements`` in one transaction; True when they are written now. On a full disk they
         are held (False): kept in order and written by a retry thread once there is room. Callers hold
         the lock and update the mirror either way."""
         if not statements:
@@ -500,7 +509,7 @@ class TaskStore:
             self._held.extend(statements)
             return self._flush()
         try:
-            self._run(statements)
+            self._run(statements, sync=sync)
             return True
         except sqlite3.Error as exc:
             if not _is_full(exc, self.path.parent):
@@ -699,11 +708,17 @@ class TaskStore:
             return self._changed(task_id, **changes)
 
     def update_many(
-        self, changes: Iterable[tuple[int, dict[str, Any]]], *, only_states: Iterable[str] | None = None
+        self,
+        changes: Iterable[tuple[int, dict[str, Any]]],
+        *,
+        only_states: Iterable[str] | None = None,
+        sync: bool = True,
     ) -> None:
         """Several updates in one transaction (a dispatch pass writes its reasons this way).
 
-        With ``only_states``, a row is changed only while its state is one of them.
+        With ``only_states``, a row is changed only while its state is one of them. ``sync=False`` for
+        what nobody was promised (why a task waits: the next pass says it again): it does not wait for
+        the disk, so it never holds up the submits' commits, and the next synced commit covers it.
         """
         guard = ""
         extra: tuple[str, ...] = ()
@@ -729,7 +744,7 @@ class TaskStore:
                     (f"UPDATE tasks SET {sets} WHERE id = ?{guard}", (*cols.values(), task_id, *extra))
                 )
                 after[task_id] = rec.replace(**cols)
-            self._write(statements)
+            self._write(statements, sync=sync)
             mirror.update(after)
 
     def _top_position(self) -> float:
