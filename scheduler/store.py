@@ -1042,14 +1042,16 @@ def _kill_orphan(pid: int | None, create_time: float | None) -> bool:
         if abs(proc.create_time() - create_time) > 0.5:
             return False
         procs = [*proc.children(recursive=True), proc]
+        # A job that ended by itself may linger as a zombie until it is reaped: nothing left to stop.
+        alive = [p for p in procs if p.status() != psutil.STATUS_ZOMBIE]
     except (psutil.Error, OSError):
         return False
     if sys.platform != "win32":  # the job leads its own process group: helpers it left there go too
         with contextlib.suppress(OSError):
             if os.getpgid(pid) == pid:
                 os.killpg(pid, signal.SIGKILL)
-    _kill_all(procs)
-    return True
+    _kill_all(alive)
+    return bool(alive)
 
 
 def _kill_unrecorded_job(task_id: int, queue_file: str) -> bool:

@@ -160,6 +160,24 @@ def test_recovery_never_kills_a_reused_pid(tmp_path: Path) -> None:
         bystander.wait()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="zombies are POSIX")
+def test_recovery_does_not_claim_to_stop_a_job_that_had_already_ended(tmp_path: Path) -> None:
+    """A job that ended while no owner was up may linger as a zombie until it is reaped: recovery
+    must not say "its leftover process was stopped" about it."""
+    job = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    try:
+        wait_for(lambda: psutil.Process(job.pid).status() == psutil.STATUS_ZOMBIE, what="the job to end")
+        store = TaskStore(tmp_path / "q.db")
+        rec = store.add(spec())
+        create_time = psutil.Process(job.pid).create_time()
+        store.update(rec.id, state="running", attempts=1, pid=job.pid, pid_create_time=create_time)
+        (r,) = store.recover_after_crash()
+        assert not r.killed_orphan
+        assert "leftover process" not in store.get(rec.id).reason
+    finally:
+        job.wait()
+
+
 def _gone(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
