@@ -300,7 +300,7 @@ class TaskStore:
         problem = _unwritable(folder, self.path)
         if problem is not None:
             raise StoreError(problem)
-        finished = store_repair.finish_repair(self.path)
+        finished = self._finish_repair()
         if finished is not None:
             log.warning(
                 "finished repairing the queue database %s; the damaged file is kept as %s",
@@ -366,13 +366,25 @@ class TaskStore:
                 f"the queue database {self.path} is damaged ({damage.what}) and cannot be repaired: {why}; "
                 "nothing was changed"
             ) from None
-        kept = store_repair.finish_repair(self.path)
+        kept = self._finish_repair()
         note = f"the queue database {self.path} was damaged: {damage.what}. It is kept as {kept}"
         note += f"; {found.summary()}"
         if found.from_pages:
             note += f" ({found.from_pages} of them read straight from its pages)"
         self.recovery_note = note
         log.warning("%s", note)
+
+    def _finish_repair(self) -> str | None:
+        try:
+            return store_repair.finish_repair(self.path)
+        except OSError as exc:
+            why = (
+                no_space_message(self.path.parent) if _is_full(exc, self.path.parent) else exc.strerror or exc
+            )
+            raise StoreError(
+                f"cannot put the repaired queue database in place of {self.path}: {why}; "
+                "nothing was lost, the next start tries again"
+            ) from None
 
     # -- schema ---------------------------------------------------------------------------------
     def _migrate(self) -> None:
