@@ -144,11 +144,13 @@ class Owner:
     def start(self) -> None:
         """Claim the socket, then start monitor, queue and timing. Raises ipc.OwnerAlreadyRunning."""
         from gputray.monitor.factory import build_monitor
+        from gputray.scheduler.paths import prepare_private_folders
         from gputray.scheduler.queue_service import QueueService
         from gputray.scheduler.store import TaskStore
 
-        for folder in (self.paths.data_dir, self.paths.logs_dir, self.paths.state_dir):
-            folder.mkdir(parents=True, exist_ok=True)
+        # 0700 folders, 0600 files (task rows hold the submitter's environment); FolderError if impossible
+        for note in prepare_private_folders(self.paths):
+            log.warning("%s", note)
         if self._serve_ipc:
             self.server = ipc.IpcServer(self.paths, self._handle_ipc)
             self.server.start()

@@ -100,6 +100,7 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
+SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
 
 
 class QueueError(Refusal):
@@ -494,6 +495,13 @@ class QueueService:
                 self._record_waits([(r, Wait("the queue is paused")) for r in pending])
                 self._due_s = None
                 return
+            no_space = self.store.space_problem()
+            if no_space is not None:  # a job's log and its exit need room: start nothing until there is
+                self._record_waits(
+                    [(r, Wait(f"{no_space}: nothing starts until there is room")) for r in pending]
+                )
+                self._due_s = now + SPACE_RECHECK_S
+                return
             snapshot = self.monitor.latest
             wanted = frozenset(n for r in pending for n in r.spec.needs)
             devices = self._device_states(snapshot, needs=wanted)
@@ -553,8 +561,9 @@ class QueueService:
             if cols:
                 updates.append((task.id, cols))
         if updates:
-            # Only rows still pending: a cancel may have raced this pass.
-            self.store.update_many(updates, only_states=PENDING_STATES)
+            # Only rows still pending: a cancel may have raced this pass. Why a task waits is said again by
+            # the next pass: no need to wait for the disk (acknowledged submits are synced by the store).
+            self.store.update_many(updates, only_states=PENDING_STATES, sync=False)
         for task, wait in waits:
             if task.state == "queued":
                 self._emit(

@@ -47,6 +47,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return _client_call(lambda a: _print_stop(_ask("shutdown")), args)
     from gputray.monitor.scenario import ScenarioError
     from gputray.scheduler.owner import Owner
+    from gputray.scheduler.paths import FolderError
+    from gputray.scheduler.store import StoreError
 
     paths = app_paths()
     log_file = _setup_daemon_logging(args.log_level)
@@ -64,6 +66,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return error(f"{exc}", EXIT_REFUSED)
     except (ScenarioError, ipc.UnsafeIpcLocation) as exc:
         return error(str(exc), EXIT_USAGE)
+    except (StoreError, FolderError) as exc:  # a read-only or damaged data folder: said, not a traceback
+        return error(str(exc), EXIT_REFUSED)
 
     def on_signal(signum: int, frame: object) -> None:
         owner.request_shutdown()
