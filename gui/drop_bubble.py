@@ -6,7 +6,7 @@ windows; unpinned it behaves like a normal small window. Toggled from the tray m
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QContextMenuEvent,
@@ -37,15 +37,24 @@ class DropBubble(QWidget):
         self._press: QPoint | None = None
         self._moved = False
         self.setObjectName("gputrayBubble")
-        self.setWindowTitle("gputray — " + tr("drop files"))
         self.setAcceptDrops(True)
         self.setAttribute(Qt.WidgetAttribute.WA_TranslucentBackground)
         self.setFixedSize(QSize(72, 72))
         self._apply_flags()
-        self.setToolTip(tr("Drop files here to queue them"))
+        self.retranslate()
         pos = state.get("bubble_pos") if state else None
         if isinstance(pos, list) and len(pos) == 2 and all(isinstance(v, int) for v in pos):
             self.move(QPoint(pos[0], pos[1]))
+
+    def retranslate(self) -> None:
+        self.setWindowTitle("gputray — " + tr("drop files"))
+        self.setToolTip(tr("Drop files here to queue them"))
+        self.update()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
 
     def _apply_flags(self) -> None:
         flags = Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint

@@ -86,7 +86,7 @@ class Display:
 
 
 def free_display() -> int:
-    for n in range(70, 200):
+    for n in range(int(os.environ.get("GPUTRAY_X_DISPLAY_BASE", "70")), 250):
         if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists():
             return n
     raise RuntimeError("no free X display number")

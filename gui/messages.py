@@ -1,0 +1,231 @@
+"""Reasons, errors and notices from the queue and the monitor, shown in the user's language.
+
+``monitor/`` and ``scheduler/`` never import Qt and speak English (their words also go to logs, the
+CLI and ``--json``). The tray translates what they say here, at the moment it is shown: each known
+sentence is a template below (the English format string the scheduler uses, marked for the ``.ts``);
+a message is matched against the templates, and the fields that are messages themselves (``{why}``)
+are translated the same way, so "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %"
+becomes one Japanese sentence. Names, sizes and numbers are kept as they are. A sentence that no
+template knows is shown as written (the Japanese walk test in tests/gui catches new ones).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from gputray.gui import i18n
+from gputray.gui.i18n import tr, tr_noop
+
+
+@dataclass(frozen=True)
+class Template:
+    source: str  # the English format string, also the key of its translation
+    nested: tuple[str, ...] = ()  # fields that hold a message of their own
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        parts = re.split(r"\{(\w+)\}", self.source)
+        rx = ""
+        for i, part in enumerate(parts):
+            rx += re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)"
+        return re.compile(f"^{rx}$", re.DOTALL)
+
+
+def _t(source: str, *nested: str) -> Template:
+    return Template(source, nested)
+
+
+# Most specific first: the first template that matches the whole message wins.
+TEMPLATES: tuple[Template, ...] = (
+    # monitor/verdict.py and monitor/monitor.py
+    _t(tr_noop("{name} is hot: {temp} °C (limit {limit} °C)")),
+    _t(tr_noop("{name} is hot: {temp} °C (limit {limit})")),
+    _t(tr_noop("{name} is lost: {why}"), "why"),
+    _t(tr_noop("{name} was lost: {why}"), "why"),
+    _t(tr_noop("{name} unavailable: {why}"), "why"),
+    _t(tr_noop("{name} uses {size}, {util} %")),
+    _t(tr_noop("in use by another program: {util} % for ≥ {secs} s")),
+    _t(tr_noop("{name} holds {size} and is active")),
+    _t(tr_noop("{name} cooled to {temp} °C")),
+    _t(tr_noop("{name} went to sleep")),
+    _t(tr_noop("{name} woke up")),
+    _t(tr_noop("{name} disappeared")),
+    _t(tr_noop("{name} appeared")),
+    # scheduler/store.py: the retry policy appends to the reason
+    _t(tr_noop("{why}; retry {n} of {total} in {secs} s"), "why"),
+    _t(tr_noop("{why}; retrying ({left} left)"), "why"),
+    # scheduler/placement.py
+    _t(tr_noop("waiting for a free device: {detail}"), "detail"),
+    _t(tr_noop("gave up after waiting {duration} for {label}: {why}"), "why"),
+    _t(tr_noop("waiting for {label}: {why}"), "why"),
+    _t(tr_noop("no device can run it: {reasons}"), "reasons"),
+    _t(tr_noop("redirected to {target} after waiting {duration}: {state}"), "state"),
+    _t(tr_noop("redirected to {target}: {state}"), "state"),
+    _t(tr_noop("on CPU after waiting {duration}: {state}"), "state"),
+    _t(tr_noop("on CPU: {state}"), "state"),
+    _t(tr_noop("{label} busy ({why})"), "why"),
+    _t(tr_noop("{label} cannot run it ({why})"), "why"),
+    _t(tr_noop("{label} not present")),
+    _t(tr_noop("held for task #{id}, which waited longest")),
+    _t(tr_noop("running {name}")),
+    _t(tr_noop("needs {need}, {name} has {total}")),
+    _t(tr_noop("needs {need}, {free} {where} free")),
+    _t(tr_noop("{name} lacks {what} (per the doctor)")),
+    _t(tr_noop("hot: {temp} °C (limit {limit} °C)")),
+    _t(tr_noop("lost: {why}"), "why"),
+    _t(tr_noop("unavailable: {why}"), "why"),
+    _t(tr_noop("retry in {duration}")),
+    _t(tr_noop("starts at {when}")),
+    _t(tr_noop("waits for its window {window}")),
+    # scheduler/queue_service.py
+    _t(tr_noop("env lookup failed ({error})")),
+    _t(tr_noop("no Python env is known to work on {where}: using gputray's own Python ({python})"), "where"),
+    _t(tr_noop("interrupted: {name} was lost while it ran")),
+    _t(tr_noop("interrupted: gputray stopped while it ran")),
+    _t(tr_noop("timed out after {secs} s")),
+    _t(tr_noop("killed by signal {signal}")),
+    _t(tr_noop("exited with status {code}")),
+    _t(tr_noop("{name} queued again as #{id}")),
+    _t(tr_noop("{name} could not start: {error}"), "error"),
+    _t(tr_noop("could not start: {error}"), "error"),
+    _t(tr_noop("{name} started on {where}"), "where"),
+    _t(tr_noop("{name} finished on {where}"), "where"),
+    _t(tr_noop("task #{id} already {state}; nothing to cancel"), "state"),
+    _t(tr_noop("task #{id} changed state meanwhile; try again")),
+    _t(tr_noop("task #{id} is {state}; only queued or waiting tasks move"), "state"),
+    _t(tr_noop("task #{id} is {state}; retry is for finished tasks"), "state"),
+    # scheduler/recipes.py: submit errors and the shipped recipes' words
+    _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH. Get it: {hint}."), "hint"),
+    _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH.")),
+    _t(tr_noop("{path}: needs the program '{tool}', which is not installed or not on PATH")),
+    _t(tr_noop("Get {tool}: {hint}."), "hint"),
+    _t(tr_noop("{file}: no recipe handles this kind of file. Recipes: {known}")),
+    _t(tr_noop("{path}: no recipe handles this kind of file")),
+    _t(tr_noop("Recipes: {known}")),
+    _t(
+        tr_noop(
+            "{n} of {total} files cannot be queued, so none was queued "
+            "(all or nothing: fix these and submit the files again):"
+        )
+    ),
+    _t(tr_noop("{task}: the script {script} does not exist")),
+    _t(tr_noop("{task}: the input file {file} does not exist")),
+    _t(tr_noop("{task}: the working folder {folder} does not exist")),
+    _t(tr_noop("{path}: is a folder; give the files in it (one job per file)")),
+    _t(tr_noop("{path}: no such file")),
+    _t(tr_noop("no recipe named '{name}'; known recipes: {known}")),
+    _t(tr_noop("{url} (put it on PATH)")),
+    _t(tr_noop("an ffmpeg built with Vulkan ({command} must work)")),
+    _t(tr_noop("Run a PyTorch script on a free GPU, in the Python environment that works there")),
+    _t(tr_noop("Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)")),
+    _t(tr_noop("Upscale a video ×2 with ffmpeg's Vulkan scaler")),
+    _t(tr_noop("Benchmark a GGUF model with llama.cpp on Vulkan")),
+    # scheduler/owner.py
+    _t(tr_noop("the gputray owner is still starting; try again")),
+    _t(tr_noop("the gputray owner is stopping")),
+    _t(tr_noop("no such file: {files}")),
+    # single words and short phrases
+    _t(tr_noop("the queue is paused")),
+    _t(tr_noop("queued again by request")),
+    _t(tr_noop("cancelled while running")),
+    _t(tr_noop("all its job slots are taken")),
+    _t(tr_noop("fell off the bus")),
+    _t(tr_noop("not present")),
+    _t(tr_noop("no data")),
+    _t(tr_noop("the CPU")),
+    _t(tr_noop("{name} is asleep")),
+    _t(tr_noop("{name} is back")),
+    _t(tr_noop("{name} cancelled")),
+    _t(tr_noop("cancelled")),
+    _t(tr_noop("paused")),
+    _t(tr_noop("busy")),
+    _t(tr_noop("lost")),
+    _t(tr_noop("asleep")),
+    _t(tr_noop("unavailable")),
+    _t(tr_noop("queued")),
+    _t(tr_noop("waiting")),
+    _t(tr_noop("running")),
+    _t(tr_noop("succeeded")),
+    _t(tr_noop("failed")),
+    _t(tr_noop("interrupted")),
+)
+
+# Last resort for "<device or task>: <message>" (a per-device detail, an event's "name: reason").
+LABELLED = Template("{label}: {why}", ("why",))
+
+
+def translate(message: str | None) -> str:
+    """``message`` in the current language (as it is when English is on or nothing matches)."""
+    if not message:
+        return ""
+    if i18n.current_language() == "en":
+        return message
+    return _translate_cached(i18n.generation(), message)
+
+
+@functools.lru_cache(maxsize=4096)
+def _translate_cached(_generation: int, message: str) -> str:
+    return _translate(message, depth=0)
+
+
+def _translate(message: str, depth: int) -> str:
+    if depth > 8 or not message:
+        return message
+    if "\n" in message:
+        return "\n".join(_translate_line(line, depth) for line in message.split("\n"))
+    return _translate_line(message, depth)
+
+
+def _translate_line(line: str, depth: int) -> str:
+    stripped = line.lstrip(" ")
+    indent = line[: len(line) - len(stripped)]
+    return indent + _translate_sentence(stripped, depth)
+
+
+def _translate_sentence(text: str, depth: int) -> str:
+    for template in TEMPLATES:
+        m = template.pattern.match(text)
+        if m is not None and not any(
+            "; " in v for k, v in m.groupdict().items() if k not in template.nested
+        ):  # "; " between data fields means several messages in a row: split below instead
+            return _fill(template, m, depth)
+    if "; " in text:  # several reasons in a row
+        return "; ".join(_translate_sentence(part, depth + 1) for part in text.split("; "))
+    m = LABELLED.pattern.match(text)
+    if m is not None and ":" not in m.group("label"):
+        return f"{m.group('label')}: {_translate_sentence(m.group('why'), depth + 1)}"
+    return text
+
+
+def _fill(template: Template, m: re.Match[str], depth: int) -> str:
+    values = {
+        k: (_translate_sentence(v, depth + 1) if k in template.nested else v)
+        for k, v in m.groupdict().items()
+    }
+    translated = tr(template.source)
+    try:
+        return translated.format(**values)
+    except (KeyError, IndexError, ValueError):  # a broken translation must not hide the message
+        return template.source.format(**values)
+
+
+@dataclass(frozen=True)
+class Note:
+    """A sentence kept untranslated until shown (the demo banner, a start-up error), so it follows a
+    language switch. ``values`` are filled in; those from the queue are translated as messages."""
+
+    source: str
+    values: tuple[tuple[str, str], ...] = ()
+
+    def text(self) -> str:
+        filled = {k: translate(v) for k, v in self.values}
+        try:
+            return tr(self.source).format(**filled)
+        except (KeyError, IndexError, ValueError):
+            return self.source.format(**filled)
+
+
+def note(source: str, **values: object) -> Note:
+    return Note(source, tuple((k, str(v)) for k, v in values.items()))
