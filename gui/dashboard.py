@@ -103,8 +103,6 @@ def limits_for(metric: str, r: DeviceReading, temp_limit_c: float | None) -> Lim
     Power has no line yet: the monitor reports no power limit (the readings of issue 12 add one).
     """
     s, info = r.sample, r.info
-    if metric == "util_percent":
-        return Limit(info.key, 100.0)
     if metric == "temp_c" and temp_limit_c is not None:
         return Limit(info.key, temp_limit_c)
     if metric == "vram_used_bytes":
@@ -117,13 +115,14 @@ def limits_for(metric: str, r: DeviceReading, temp_limit_c: float | None) -> Lim
 
 
 def axis_top(metric: str, limits: Sequence[Limit], peak: float) -> float:
-    """Where an axis ends: the largest total or limit, or above the highest value seen (never below 1)."""
-    top = max([lim.value for lim in limits] + [peak * 1.1, 1.0])
+    """Where an axis ends: just above the largest total or limit (so its line shows), or above the
+    highest value seen; never below 1. Utilisation ends at 100 %."""
     if metric == "util_percent":
         return 100.0
+    top = max([lim.value for lim in limits] + [peak, 1.0])
     if metric == "temp_c":
-        return max(top, 40.0) + 5.0  # room above the limit line
-    return top
+        return max(top, 40.0) + 8.0
+    return top * 1.06
 
 
 class Dashboard(QWidget):
@@ -152,7 +151,8 @@ class Dashboard(QWidget):
         layout.addWidget(self.tabs)
 
         # History
-        pg.setConfigOptions(antialias=True)
+        c = colors()
+        pg.setConfigOptions(antialias=True, background=c.plot_background, foreground=c.plot_foreground)
         self.plots_widget = pg.GraphicsLayoutWidget()
         self.plots: dict[str, Any] = {}
         self.curves: dict[tuple[str, str], Any] = {}
@@ -163,7 +163,7 @@ class Dashboard(QWidget):
             axis = plot.getAxis("left")
             axis.enableAutoSIPrefix(False)
             axis.setWidth(LEFT_AXIS_PX)
-            plot.showGrid(x=True, y=True, alpha=0.25)
+            plot.showGrid(x=True, y=False, alpha=0.25)  # a y grid would hide the "0" and top labels
             plot.setXRange(-10, 0, padding=0)  # the last 10 minutes; zoom or drag out to the hour
             plot.setLimits(xMin=-65, xMax=1, yMin=0)
             plot.setMouseEnabled(x=True, y=False)
@@ -216,6 +216,8 @@ class Dashboard(QWidget):
         ll = QHBoxLayout(logs)
         self.task_list = QListWidget(logs)
         self.task_list.setMaximumWidth(300)
+        self.task_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.task_list.setTextElideMode(Qt.TextElideMode.ElideRight)  # the whole line is in its tooltip
         self.task_list.currentItemChanged.connect(self._show_log)
         self.log_view = QPlainTextEdit(logs)
         self.log_view.setReadOnly(True)
@@ -262,9 +264,11 @@ class Dashboard(QWidget):
                 axis = plot.getAxis(side)
                 axis.setPen(c.plot_foreground)
                 axis.setTextPen(c.plot_foreground)
-            plot.showGrid(x=True, y=True, alpha=0.25)
+            plot.showGrid(x=True, y=False, alpha=0.25)
         if self.legend is not None:
             self.legend.setLabelTextColor(c.plot_foreground)
+            for _sample, label in self.legend.items:  # setLabelTextColor keeps the old text's colour
+                label.setText(label.text, color=c.plot_foreground)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -383,7 +387,8 @@ class Dashboard(QWidget):
             item = QListWidgetItem(text)
             item.setData(ID_ROLE, t.get("id"))
             item.setData(LOG_ROLE, t.get("log_path"))
-            item.setToolTip(messages.translate(str(t.get("reason") or "")) or text)
+            reason = messages.translate(str(t.get("reason") or ""))
+            item.setToolTip(f"{text}\n{reason}" if reason else text)
             self.task_list.addItem(item)
             if t.get("id") == current_id:
                 self.task_list.setCurrentItem(item)

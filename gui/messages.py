@@ -188,9 +188,9 @@ def _translate_sentence(text: str, depth: int) -> str:
     for template in TEMPLATES:
         m = template.pattern.match(text)
         if m is not None and not any(
-            "; " in v for k, v in m.groupdict().items() if k not in template.nested
-        ):  # "; " between data fields means several messages in a row: split below instead
-            return _fill(template, m, depth)
+            "; " in v or ": " in v for k, v in m.groupdict().items() if k not in template.nested
+        ):  # a data field (a name, a size) holding "; " or ": " means the message is a composite:
+            return _fill(template, m, depth)  # the split below, or a wider template, takes it
     if "; " in text:  # several reasons in a row
         return "; ".join(_translate_sentence(part, depth + 1) for part in text.split("; "))
     m = LABELLED.pattern.match(text)

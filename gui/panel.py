@@ -143,14 +143,22 @@ def screen_for(anchor: QRect) -> QScreen:
 
 
 def nearest_edge(anchor: QRect, screen: QRect) -> str:
-    """Which screen edge the tray sits on: ``top``, ``bottom``, ``left`` or ``right``."""
+    """Which screen edge the tray sits on: ``top``, ``bottom``, ``left`` or ``right``.
+
+    An icon in a corner is near two edges; trays along the top or bottom are far more common, so a
+    horizontal edge wins unless the icon is clearly away from both (a vertical panel).
+    """
     distances = {
         "bottom": screen.bottom() - anchor.bottom(),
         "top": anchor.top() - screen.top(),
         "right": screen.right() - anchor.right(),
         "left": anchor.left() - screen.left(),
     }
-    return min(distances, key=lambda k: distances[k])
+    horizontal = min(("bottom", "top"), key=lambda k: distances[k])
+    vertical = min(("right", "left"), key=lambda k: distances[k])
+    if distances[horizontal] <= max(anchor.height(), 48) or distances[horizontal] <= distances[vertical]:
+        return horizontal
+    return vertical
 
 
 def panel_position(anchor: QRect, size: QSize, screen: QRect, full: QRect | None = None) -> QPoint:
@@ -304,21 +312,23 @@ class DeviceCard(QFrame):
         r = self._reading
         if r is None:
             return
-        sim = "  [" + tr("simulated") + "]" if r.info.simulated else ""
-        self.name_label.setText(r.info.name + sim)
+        self.name_label.setText(r.info.name)
         entry = self._entry
+        tips = [tr("simulated")] if r.info.simulated else []  # the title and the banner say DEMO too
         if entry is not None:
             self.swatch.set_color(entry.color)
-            tip = tr("The {color} bar in the tray icon").format(color=tr(entry.color_word))
-            self.swatch.setToolTip(tip)
-            self.name_label.set_own_tooltip(tip)
+            tips.insert(0, tr("The {color} bar in the tray icon").format(color=tr(entry.color_word)))
+            self.swatch.setToolTip(tips[0])
+        self.name_label.set_own_tooltip("\n".join(tips))
         self.metrics_label.setText(device_metrics_line(r))
         hot_style = f"color: {colors().hot_text}; font-weight: bold" if self._hot else ""
         if self.metrics_label.styleSheet() != hot_style:  # setStyleSheet re-polishes even when unchanged
             self.metrics_label.setStyleSheet(hot_style)
         self.memory_label.setText(device_memory_line(r))
         busy = "; ".join(messages.translate(b) for b in self._busy)
-        self.busy_label.setText(tr("busy: {reasons}").format(reasons=busy) if busy else "")
+        self.busy_label.setText(
+            tr("busy: {reasons}").format(reasons=busy) if busy else tr("not in use by other programs")
+        )
         self.processes_label.setText(processes_line(self._processes))
         if self._processes:
             full = "\n".join(process_text(p) for p in by_memory(self._processes))
@@ -673,8 +683,9 @@ class Panel(QWidget):
         pos = panel_position(anchor, size, available, screen.geometry())
         self.move(pos)
         log.info(
-            "panel at %d,%d %dx%d on screen %s %d,%d %dx%d (scale %.2g)",
-            pos.x(), pos.y(), size.width(), size.height(), screen.name(),
+            "panel at %d,%d %dx%d beside %d,%d %dx%d on screen %s %d,%d %dx%d (scale %.2g)",
+            pos.x(), pos.y(), size.width(), size.height(),
+            anchor.x(), anchor.y(), anchor.width(), anchor.height(), screen.name(),
             available.x(), available.y(), available.width(), available.height(),
             screen.devicePixelRatio(),
         )  # fmt: skip
@@ -691,6 +702,7 @@ class Panel(QWidget):
         self._history = history
         gpus = gpu_readings(snapshot)
         keys = [r.info.key for r in gpus]
+        cards_before = list(self.cards)
         for key in list(self.cards):
             if key not in keys:
                 gone = self.cards.pop(key)
@@ -720,6 +732,8 @@ class Panel(QWidget):
                 entry,
             )
         self.host_label.setText(self._host_text())
+        if list(self.cards) != cards_before and self.isVisible() and not self.windowed:
+            self.refit()  # a GPU came or went: the only time the panel changes size while shown
 
     def _host_text(self) -> str:
         if self._snapshot is None:

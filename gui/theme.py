@@ -83,6 +83,25 @@ def is_dark() -> bool:
     return QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
 
 
+def follow_scheme() -> bool:
+    """Make the palette match the scheme when the platform did not (Qt's portal theme reports a live
+    switch but keeps the old palette): the style's standard palette follows the scheme. A palette the
+    platform already set to match (Windows, KDE) is left alone. True when it set a new palette."""
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        return False
+    scheme = QGuiApplication.styleHints().colorScheme()
+    if scheme == Qt.ColorScheme.Unknown:
+        return False
+    palette_dark = QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
+    if (scheme == Qt.ColorScheme.Dark) == palette_dark:
+        return False
+    QApplication.setPalette(app.style().standardPalette())
+    return True
+
+
 def colors() -> Colors:
     return DARK if is_dark() else LIGHT
 
@@ -102,12 +121,14 @@ class ThemeWatcher(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        follow_scheme()
         self._dark = is_dark()
         if isinstance(QGuiApplication.instance(), QGuiApplication):
             QGuiApplication.styleHints().colorSchemeChanged.connect(self.check)
 
     def check(self, *_: object) -> None:
         """Also called by windows on their ``PaletteChange`` (a palette set without a scheme change)."""
+        follow_scheme()
         dark = is_dark()
         if dark != self._dark:
             self._dark = dark

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -461,6 +462,18 @@ class TrayApp(QObject):
             self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
         self.reload_queue()
         self.visible_timer.start()
+        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":  # diagnostics (and the X11 test): cut-off text
+            QTimer.singleShot(1500, lambda: self.audit_layout("panel", self.panel))
+
+    def audit_layout(self, name: str, window: Any) -> None:
+        from gputray.gui.layout_audit import audit
+
+        if window is None or not window.isVisible():
+            return
+        report = audit(window)
+        log.info("layout audit (%s): %s", name, report.summary())
+        for problem in report.problems:
+            log.warning("layout problem (%s): %s", name, problem)
 
     def _tick_visible(self) -> None:
         self._ticks += 1
@@ -483,6 +496,9 @@ class TrayApp(QObject):
         self.show_panel(self.tray.geometry())
 
     def show_panel(self, anchor: Any) -> None:
+        if self.latest is not None:  # fill the cards first: the panel is sized for what it will show
+            self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
+        self.panel.update_queue_label()
         if self.tray_available:
             self.panel.show_at(anchor if anchor is not None else self.tray.geometry())
         else:
@@ -540,11 +556,14 @@ class TrayApp(QObject):
             from gputray.gui.dashboard import Dashboard
 
             self.dashboard = Dashboard(self.monitor, tasks=self.model.tasks, demo=self.demo)
+            self.dashboard.stop_process_requested.connect(self.stop_process)
         self.dashboard.tabs.setCurrentIndex(tab)
         log.info("dashboard opened")
         self.dashboard.show()
         self.dashboard.raise_()
         self.dashboard.activateWindow()
+        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":
+            QTimer.singleShot(1500, lambda: self.audit_layout("dashboard", self.dashboard))
 
     def run_doctor(self) -> None:
         self.open_dashboard(tab=2)

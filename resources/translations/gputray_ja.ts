@@ -868,6 +868,10 @@
         <translation>再開</translation>
     </message>
     <message>
+        <source>not in use by other programs</source>
+        <translation>他のプログラムは使用していません</translation>
+    </message>
+    <message>
         <source>Stop {name} ({pid})…</source>
         <translation>{name} ({pid}) を停止…</translation>
     </message>
@@ -877,7 +881,7 @@
     </message>
     <message>
         <source>Dragging from another window? Pin the panel first (Pin, top right).</source>
-        <translation>別のウィンドウからドラッグするときは、先にパネルを固定してください(右上の「固定」)。</translation>
+        <translation>別のウィンドウからドラッグする前に、右上の「固定」を押してください。</translation>
     </message>
     <message>
         <source>Looking for GPUs…</source>

@@ -29,8 +29,10 @@ def test_cards_show_what_each_gpu_is_doing(qtbot: QtBot) -> None:
     assert card.name_label.text() == "GeForce RTX 5060 Ti"
     assert card.metrics_label.text() == "42 %  ·  61 °C  ·  95 W"
     assert card.memory_label.text() == "VRAM 14.2 / 16.0 GiB  ·  shared –"
-    assert "llama-server (4242) 14.2 GiB 97%" in card.processes_label.text()
-    assert "busy: llama-server uses 14.2 GiB, 97 %" in card.processes_label.text()
+    assert card.processes_label.text() == "llama-server (4242) 14.2 GiB 97%"
+    assert card.busy_label.text() == "busy: llama-server uses 14.2 GiB, 97 %"
+    assert card.swatch.color.name() == "#76b900" and panel.cards[KEY_780M].swatch.color.name() == "#ed1c24"
+    assert "green bar" in card.swatch.toolTip()
     assert len(card.sparkline.points()) == 200
     igpu = panel.cards[KEY_780M]
     assert igpu.memory_label.text() == "VRAM 1.0 / 4.0 GiB  ·  shared 3.0 / 29.0 GiB"
