@@ -43,7 +43,8 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
 
     def summary(self) -> str:
-        return f"{self.checked} texts checked, {self.elided} elided with a tooltip, {len(self.problems)} problems"
+        elided = f"{self.elided} elided with a tooltip"
+        return f"{self.checked} texts checked, {elided}, {len(self.problems)} problems"
 
 
 def _name(w: QWidget) -> str:
@@ -71,7 +72,8 @@ def audit(root: QWidget, *, rows: int = 50) -> Report:
         elif isinstance(w, QAbstractButton) and w.text():
             report.checked += 1
             if w.sizeHint().width() > w.width() + 1:
-                report.problems.append(Problem(_name(w), w.text(), f"needs {w.sizeHint().width()} px, has {w.width()}"))
+                why = f"needs {w.sizeHint().width()} px, has {w.width()}"
+                report.problems.append(Problem(_name(w), w.text(), why))
         elif isinstance(w, QComboBox) and w.currentText():
             report.checked += 1
             if w.sizeHint().width() > w.width() + 1 and not w.toolTip():
@@ -98,7 +100,8 @@ def _elided_label(w: ElidedLabel, report: Report) -> None:
 
 def _label(w: QLabel, report: Report) -> None:
     text = w.text()
-    if not text or w.textFormat() == Qt.TextFormat.RichText or w.pixmap() is not None and not w.pixmap().isNull():
+    has_picture = w.pixmap() is not None and not w.pixmap().isNull()
+    if not text or w.textFormat() == Qt.TextFormat.RichText or has_picture:
         return
     report.checked += 1
     room = w.contentsRect()
@@ -107,8 +110,9 @@ def _label(w: QLabel, report: Report) -> None:
         if needed > w.height() + 1:
             report.problems.append(Problem(_name(w), text, f"wraps to {needed} px but has {w.height()}"))
         return
-    if _text_width(w, text) > room.width() + 1:
-        report.problems.append(Problem(_name(w), text, f"needs {_text_width(w, text)} px, has {room.width()}"))
+    need = _text_width(w, text)
+    if need > room.width() + 1:
+        report.problems.append(Problem(_name(w), text, f"needs {need} px, has {room.width()}"))
 
 
 def _tabs(bar: QTabBar, report: Report) -> None:
@@ -136,7 +140,8 @@ def _header(h: QHeaderView, report: Report) -> None:
         report.checked += 1
         need = fm.horizontalAdvance(str(text)) + margin
         if need > h.sectionSize(section):
-            report.problems.append(Problem(_name(h), str(text), f"header needs {need} px, has {h.sectionSize(section)}"))
+            why = f"header needs {need} px, has {h.sectionSize(section)}"
+            report.problems.append(Problem(_name(h), str(text), why))
 
 
 def _cells(view: QAbstractItemView, report: Report, rows: int) -> None:
@@ -161,4 +166,5 @@ def _cells(view: QAbstractItemView, report: Report, rows: int) -> None:
                 if str(text) in str(tip):
                     report.elided += 1
                 else:
-                    report.problems.append(Problem(_name(view), str(text), "cell is elided without a tooltip"))
+                    why = "cell is elided without a tooltip"
+                    report.problems.append(Problem(_name(view), str(text), why))

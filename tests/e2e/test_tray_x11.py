@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,9 +56,17 @@ pytestmark = [
 ]
 
 TITLES = {
-    "en": {"panel": "gputray — DEMO", "dashboard": "gputray dashboard — DEMO", "bubble": "gputray — drop files"},
-    "ja": {"panel": "gputray — デモ", "dashboard": "gputray ダッシュボード — デモ", "bubble": "gputray — ファイルをドロップ"},
-}  # fmt: skip
+    "en": {
+        "panel": "gputray — DEMO",
+        "dashboard": "gputray dashboard — DEMO",
+        "bubble": "gputray — drop files",
+    },
+    "ja": {
+        "panel": "gputray — デモ",
+        "dashboard": "gputray ダッシュボード — デモ",
+        "bubble": "gputray — ファイルをドロップ",
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -238,10 +246,8 @@ def desktop(
         for p in reversed(started):
             stop(p)
         if bus_pid is not None:
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(bus_pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
 
 
 def tray_icon_geometry(display: Display) -> tuple[int, int, int, int] | None:
@@ -276,7 +282,7 @@ def open_panel(
     wait_for("the panel to be logged", lambda: app.log_text().count("panel shown") > shown_before, 5)
     px, py, pw, ph = panel
     sw, sh = display.size
-    assert 0 <= px and 0 <= py and px + pw <= sw and py + ph <= sh, (
+    assert px >= 0 and py >= 0 and px + pw <= sw and py + ph <= sh, (
         f"panel {panel} is not wholly on {sw}x{sh}"
     )
     if case.edge == "bottom":
@@ -298,7 +304,9 @@ def check_layout_audit(app: App, window: str, count: int = 1, min_checked: int =
     audits = re.findall(
         rf"layout audit \({window}\): (\d+) texts checked, (\d+) elided with a tooltip, (\d+) problems", text
     )
-    assert audits and all(int(checked) >= min_checked and problems == "0" for checked, _e, problems in audits), audits
+    assert audits, text
+    for checked, _elided, found in audits:
+        assert int(checked) >= min_checked and found == "0", audits
 
 
 def copy_screenshots(shots: Path) -> None:

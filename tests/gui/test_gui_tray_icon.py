@@ -80,8 +80,11 @@ def test_bars_keep_their_order_and_vendor_colour_whatever_order_the_backends_rep
     )
     three = snap.__class__(1.0, (*snap.readings, intel, second), snap.host)
     assert [(e.short, e.color_word) for e in legend(three)] == [
-        ("Intel Arc A380", "blue"), ("RTX 5060 Ti", "green"), ("Radeon 780M", "red"), ("Radeon RX 7600", "pink"),
-    ]  # fmt: skip
+        ("Intel Arc A380", "blue"),
+        ("RTX 5060 Ti", "green"),
+        ("Radeon 780M", "red"),
+        ("Radeon RX 7600", "pink"),
+    ]
 
 
 @pytest.mark.parametrize("size", [16, 22, 24, 32])
