@@ -367,6 +367,7 @@ class Dashboard(QWidget):
         self.proc_table.selectRow(row)
         menu = process_menu(self, [self._procs[row]], self.stop_process_requested.emit)
         menu.exec(self.proc_table.viewport().mapToGlobal(pos))
+        menu.deleteLater()
 
     def _task_text(self, t: dict[str, Any]) -> str:
         return f"#{t.get('id')} {t.get('name')} — {tr(str(t.get('state') or ''))}"

@@ -71,6 +71,10 @@ class DropBubble(QWidget):
             self.state.set("bubble_pinned", pinned)
         self._apply_flags()
 
+    def label_text(self) -> str:
+        """What the bubble paints (in the current language)."""
+        return tr("drop") + ("\n" + tr("DEMO") if self.demo else "")
+
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -82,8 +86,7 @@ class DropBubble(QWidget):
         font = p.font()
         font.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
         p.setFont(font)
-        label = tr("drop") + ("\n" + tr("DEMO") if self.demo else "")
-        p.drawText(r, Qt.AlignmentFlag.AlignCenter, "⇩\n" + label)
+        p.drawText(r, Qt.AlignmentFlag.AlignCenter, "⇩\n" + self.label_text())
         p.end()
 
     # moving it around

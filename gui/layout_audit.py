@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractItemView,
@@ -144,13 +144,21 @@ def _header(h: QHeaderView, report: Report) -> None:
             report.problems.append(Problem(_name(h), str(text), why))
 
 
+def columns(model: QAbstractItemModel) -> int:
+    """A list model's column count is private in PySide6: it has one."""
+    try:
+        return int(model.columnCount(QModelIndex()))
+    except TypeError:
+        return 1
+
+
 def _cells(view: QAbstractItemView, report: Report, rows: int) -> None:
     model = view.model()
     if model is None:
         return
     fm = view.fontMetrics()
-    for row in range(min(model.rowCount(), rows)):
-        for col in range(model.columnCount()):
+    for row in range(min(model.rowCount(QModelIndex()), rows)):
+        for col in range(columns(model)):
             index = model.index(row, col, QModelIndex())
             text = model.data(index, Qt.ItemDataRole.DisplayRole)
             if not text:

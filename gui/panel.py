@@ -161,6 +161,19 @@ def nearest_edge(anchor: QRect, screen: QRect) -> str:
     return vertical
 
 
+def room_beside(anchor: QRect, screen: QRect, full: QRect | None = None) -> QSize:
+    """The largest panel that fits on ``screen`` beside the icon without covering it (the tray's own
+    strip is not always outside the screen's available area: no window manager, some docks)."""
+    edge = nearest_edge(anchor, full if full is not None else screen)
+    if edge == "bottom":
+        return QSize(screen.width(), max(1, anchor.top() - 4 - screen.top()))
+    if edge == "top":
+        return QSize(screen.width(), max(1, screen.bottom() - anchor.bottom() - 4))
+    if edge == "left":
+        return QSize(max(1, screen.right() - anchor.right() - 4), screen.height())
+    return QSize(max(1, anchor.left() - 4 - screen.left()), screen.height())
+
+
 def panel_position(anchor: QRect, size: QSize, screen: QRect, full: QRect | None = None) -> QPoint:
     """Top-left for a panel of ``size`` next to ``anchor`` (the icon, or a 1×1 rect at the cursor).
 
@@ -342,6 +355,7 @@ class DeviceCard(QFrame):
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         menu = process_menu(self, by_memory(self._processes), self.stop_process_requested.emit)
         menu.exec(event.globalPos())
+        menu.deleteLater()
 
 
 def process_menu(
@@ -678,7 +692,8 @@ class Panel(QWidget):
         anchor = self._anchor or QRect(QCursor.pos(), QSize(1, 1))
         screen = screen_for(anchor)
         available = screen.availableGeometry()
-        size = self.natural_size(available.size())
+        room = room_beside(anchor, available, screen.geometry()).boundedTo(available.size())
+        size = self.natural_size(room)
         self.setFixedSize(size)
         pos = panel_position(anchor, size, available, screen.geometry())
         self.move(pos)
@@ -836,7 +851,9 @@ class Panel(QWidget):
         index = self.table.indexAt(pos)
         if not index.isValid():
             return
-        self.row_menu(index.row()).exec(self.table.viewport().mapToGlobal(pos))
+        menu = self.row_menu(index.row())
+        menu.exec(self.table.viewport().mapToGlobal(pos))
+        menu.deleteLater()
 
     # -- drops -----------------------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:

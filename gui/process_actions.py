@@ -14,7 +14,7 @@ import os
 import sys
 
 import psutil
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QMessageBox, QPushButton, QWidget
 
 from gputray.gui.i18n import tr
 from gputray.monitor.records import ProcessUse
@@ -55,14 +55,8 @@ def ownership(p: ProcessUse) -> tuple[bool, str]:
     return True, ""
 
 
-def confirm_and_stop(parent: QWidget | None, p: ProcessUse) -> bool:
-    """Ask, then stop. True when the process was told to stop."""
-    own, why = ownership(p)
-    if not own:
-        QMessageBox.information(
-            parent, tr("Stop process"), tr("{name} cannot be stopped: {why}").format(name=p.name, why=why)
-        )
-        return False
+def confirmation_box(parent: QWidget | None, p: ProcessUse) -> tuple[QMessageBox, QPushButton]:
+    """The question, naming the process; Cancel is the default. (box, its "Stop process" button)."""
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Warning)
     box.setWindowTitle(tr("Stop process"))
@@ -71,6 +65,21 @@ def confirm_and_stop(parent: QWidget | None, p: ProcessUse) -> bool:
     stop = box.addButton(tr("Stop process"), QMessageBox.ButtonRole.DestructiveRole)
     box.addButton(QMessageBox.StandardButton.Cancel)
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    return box, stop
+
+
+def _refuse(parent: QWidget | None, p: ProcessUse, why: str) -> None:
+    text = tr("{name} cannot be stopped: {why}").format(name=p.name, why=why)
+    QMessageBox.information(parent, tr("Stop process"), text)
+
+
+def confirm_and_stop(parent: QWidget | None, p: ProcessUse) -> bool:
+    """Ask, then stop. True when the process was told to stop."""
+    own, why = ownership(p)
+    if not own:
+        _refuse(parent, p, why)
+        return False
+    box, stop = confirmation_box(parent, p)
     box.exec()
     if box.clickedButton() is not stop:
         return False

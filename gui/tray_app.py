@@ -593,7 +593,12 @@ class TrayApp(QObject):
     def set_language(self, language: str) -> None:
         """Switch the language of every open window at once (Qt sends each a LanguageChange); the
         model, the tooltip and the banner follow here. Nothing is rebuilt, so nothing is lost."""
+        from PySide6.QtCore import QCoreApplication, QEvent
+
         install_language(language)
+        # Qt posts a LanguageChange to every widget; deliver them now, so every window has switched
+        # before anything below (the tooltip, the banner) or the next paint reads them.
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LanguageChange)
         self.model.retranslate()
         self.panel.set_notice(self.notice_text)
         if self.latest is not None:
