@@ -152,6 +152,9 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("interrupted")),
 )
 
+# Sentences that have "; " of their own are tried before a text is split into reasons at "; ".
+SEMICOLON_TEMPLATES = tuple(t for t in TEMPLATES if "; " in t.source)
+
 # Last resort for "<device or task>: <message>" (a per-device detail, an event's "name: reason").
 LABELLED = Template("{label}: {why}", ("why",))
 
@@ -184,19 +187,71 @@ def _translate_line(line: str, depth: int) -> str:
     return indent + _translate_sentence(stripped, depth)
 
 
+def split_top(text: str) -> list[str]:
+    """``a; b (c; d); e`` → ``["a", "b (c; d)", "e"]``: reasons in a row, not the ones in brackets."""
+    parts: list[str] = []
+    depth = start = i = 0
+    while i < len(text):
+        c = text[i]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith("; ", i):
+            parts.append(text[start:i])
+            start = i = i + 2
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _match(template: Template, text: str) -> re.Match[str] | None:
+    m = template.pattern.match(text)
+    if m is None:
+        return None
+    # a data field (a name, a size) holding "; " or ": " means the text is a composite: another
+    # template, the split into reasons or the "label: message" rule takes it instead
+    if any("; " in v or ": " in v for k, v in m.groupdict().items() if k not in template.nested):
+        return None
+    return m
+
+
 def _translate_sentence(text: str, depth: int) -> str:
+    if depth > 12:
+        return text
+    for template in SEMICOLON_TEMPLATES:  # "<why>; retry …" wraps a whole chain of reasons
+        m = _match(template, text)
+        if m is not None:
+            return _fill(template, m, depth)
+    parts = split_top(text)
+    if len(parts) > 1:  # several reasons in a row
+        return "; ".join(_translate_sentence(part, depth + 1) for part in parts)
     for template in TEMPLATES:
-        m = template.pattern.match(text)
-        if m is not None and not any(
-            "; " in v or ": " in v for k, v in m.groupdict().items() if k not in template.nested
-        ):  # a data field (a name, a size) holding "; " or ": " means the message is a composite:
-            return _fill(template, m, depth)  # the split below, or a wider template, takes it
-    if "; " in text:  # several reasons in a row
-        return "; ".join(_translate_sentence(part, depth + 1) for part in text.split("; "))
+        m = _match(template, text)
+        if m is not None:
+            return _fill(template, m, depth)
     m = LABELLED.pattern.match(text)
     if m is not None and ":" not in m.group("label"):
         return f"{m.group('label')}: {_translate_sentence(m.group('why'), depth + 1)}"
     return text
+
+
+DURATIONS = (
+    (re.compile(r"^(\d+) h (\d+) min$"), tr_noop("{h} h {m} min")),
+    (re.compile(r"^(\d+) min$"), tr_noop("{m} min")),
+    (re.compile(r"^(\d+) s$"), tr_noop("{s} s")),
+)
+
+
+def _duration(value: str) -> str:
+    """``2 min`` / ``1 h 05 min`` / ``45 s`` (placement's own format) in the current language."""
+    for rx, source in DURATIONS:
+        m = rx.match(value)
+        if m is not None:
+            keys = re.findall(r"{(\w+)}", source)
+            return tr(source).format(**dict(zip(keys, m.groups(), strict=True)))
+    return value
 
 
 def _fill(template: Template, m: re.Match[str], depth: int) -> str:
@@ -204,6 +259,8 @@ def _fill(template: Template, m: re.Match[str], depth: int) -> str:
         k: (_translate_sentence(v, depth + 1) if k in template.nested else v)
         for k, v in m.groupdict().items()
     }
+    if "duration" in values:
+        values["duration"] = _duration(values["duration"])
     translated = tr(template.source)
     try:
         return translated.format(**values)

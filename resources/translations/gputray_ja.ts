@@ -748,6 +748,18 @@
         <translation>中断</translation>
     </message>
     <message>
+        <source>{h} h {m} min</source>
+        <translation>{h} 時間 {m} 分</translation>
+    </message>
+    <message>
+        <source>{m} min</source>
+        <translation>{m} 分</translation>
+    </message>
+    <message>
+        <source>{s} s</source>
+        <translation>{s} 秒</translation>
+    </message>
+    <message>
         <source>Job started</source>
         <translation>ジョブ開始</translation>
     </message>
@@ -868,6 +880,10 @@
         <translation>再開</translation>
     </message>
     <message>
+        <source>simulated</source>
+        <translation>シミュレーション</translation>
+    </message>
+    <message>
         <source>not in use by other programs</source>
         <translation>他のプログラムは使用していません</translation>
     </message>
@@ -916,16 +932,12 @@
         <translation>ほか {n} 件</translation>
     </message>
     <message>
-        <source>simulated</source>
-        <translation>シミュレーション</translation>
+        <source>Queue: {running} running, {waiting} waiting</source>
+        <translation>キュー: 実行中 {running}、待機中 {waiting}</translation>
     </message>
     <message>
         <source>The {color} bar in the tray icon</source>
         <translation>トレイアイコンの{color}のバー</translation>
-    </message>
-    <message>
-        <source>Queue: {running} running, {waiting} waiting</source>
-        <translation>キュー: 実行中 {running}、待機中 {waiting}</translation>
     </message>
     <message>
         <source>busy: {reasons}</source>
@@ -948,6 +960,10 @@
         <translation>他のユーザーのプロセスです</translation>
     </message>
     <message>
+        <source>{name} cannot be stopped: {why}</source>
+        <translation>{name} は停止できません: {why}</translation>
+    </message>
+    <message>
         <source>not running on this machine</source>
         <translation>このマシンでは動いていません</translation>
     </message>
@@ -958,10 +974,6 @@
     <message>
         <source>the PID now belongs to {name}</source>
         <translation>この PID は今は {name} のものです</translation>
-    </message>
-    <message>
-        <source>{name} cannot be stopped: {why}</source>
-        <translation>{name} は停止できません: {why}</translation>
     </message>
     <message>
         <source>{name} could not be stopped: {error}</source>
