@@ -78,7 +78,9 @@ for name, anchor in anchors.items():
     for t, kw in enumerate(busy_states * 2):
         snap = snapshot(t=1000.0 + t, **kw)
         if t % 2:  # processes come and go
-            snap = snap.__class__(snap.timestamp_s, snap.readings, snap.host, processes=(), verdicts=snap.verdicts)
+            snap = snap.__class__(
+                snap.timestamp_s, snap.readings, snap.host, processes=(), verdicts=snap.verdicts
+            )
         panel.update_snapshot(snap)
         model.tick(2000.0 + t)
         app.processEvents()

@@ -30,7 +30,8 @@ REAL = [
     "task #4 is running; only queued or waiting tasks move",
     "photo.png: the program 'realesrgan-ncnn-vulkan' is not installed or not on PATH. "
     "Get it: https://github.com/xinntao/Real-ESRGAN-ncnn-vulkan/releases (put it on PATH).",
-    "2 of 3 files cannot be queued, so none was queued (all or nothing: fix these and submit the files again):\n"
+    "2 of 3 files cannot be queued, so none was queued "
+    "(all or nothing: fix these and submit the files again):\n"
     "  /tmp/notes.txt: no recipe handles this kind of file\n"
     "  /tmp/a.png: needs the program 'realesrgan-ncnn-vulkan', which is not installed or not on PATH\n"
     "  Recipes: torch (*.py); upscale-image (*.png, *.jpg)",
@@ -39,7 +40,8 @@ REAL = [
     "waits for its window 01:00–07:00",
     "retry in 45 s",
 ]
-DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png", "SIGKILL"]
+DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
+DATA += ["SIGKILL"]
 
 
 @pytest.fixture
@@ -60,7 +62,8 @@ def test_nested_and_data_kept(japanese: None) -> None:
     assert translate("waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %") == (
         "GeForce RTX 5060 Ti を待機中: llama-server が 14.2 GiB・97 % を使用中"
     )
-    assert translate("exited with status 1; retry 1 of 3 in 30 s") == "終了コード 1 で終了。30 秒後に再試行 (1/3)"
+    retry = "終了コード 1 で終了。30 秒後に再試行 (1/3)"
+    assert translate("exited with status 1; retry 1 of 3 in 30 s") == retry
     assert translate("something no template knows") == "something no template knows"  # shown as written
     assert translate("") == "" and translate(None) == ""
 
@@ -74,5 +77,6 @@ def test_templates_are_distinct_and_ordered_most_specific_first() -> None:
     sources = [t.source for t in TEMPLATES]
     assert len(sources) == len(set(sources))
     # a wrapping sentence must come before what it wraps, or the inner one would swallow it
-    assert sources.index("waiting for a free device: {detail}") < sources.index("waiting for {label}: {why}")
-    assert sources.index("{why}; retry {n} of {total} in {secs} s") < sources.index("exited with status {code}")
+    first = sources.index
+    assert first("waiting for a free device: {detail}") < first("waiting for {label}: {why}")
+    assert first("{why}; retry {n} of {total} in {secs} s") < first("exited with status {code}")
