@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from gui_snapshots import KEY_780M, KEY_5060, info_780m, info_5060, snapshot
 from PySide6.QtCore import QSize
@@ -155,3 +158,43 @@ def test_tooltip_carries_the_same_legend_as_the_icon() -> None:
     assert "green: RTX 5060 Ti lost" in summary_line(
         snapshot(state_5060="lost"), waiting=0, running=0, demo=False
     )
+
+
+def test_icon_sizes_sheet(qtbot: QtBot, tmp_path: Path) -> None:
+    """docs/screenshots/icon-sizes.png (with GPUTRAY_UPDATE_SCREENSHOTS=1): the icon at 16, 22, 24 and
+    32 px and at 2×, each pixel shown 4×, on a light and a dark panel: cool; hot with jobs waiting;
+    demo at idle; a lost GPU."""
+    from PySide6.QtCore import Qt as QtNS
+    from PySide6.QtGui import QPainter
+
+    pictures = [
+        picture_for(snapshot(util_5060=42.0, util_780m=3.0), waiting=0, demo=False),
+        picture_for(snapshot(util_5060=97.0, temp_5060=91.0, util_780m=60.0), waiting=2, demo=False),
+        picture_for(snapshot(util_5060=0.0, util_780m=0.0), waiting=0, demo=True),
+        picture_for(snapshot(state_5060="lost", util_5060=None, util_780m=30.0), waiting=1, demo=False),
+    ]
+    sizes, zoom, gap = (16, 22, 24, 32, 44, 48, 64), 4, 10
+    width = sum(s * zoom + gap for s in sizes) + gap
+    row_h = 64 * zoom + gap
+    sheet = QImage(width, 2 * len(pictures) * row_h + gap, QImage.Format.Format_RGB32)
+    painter = QPainter(sheet)
+    for band, background in enumerate(("#e6e6e6", "#1f1f1f")):
+        top = band * len(pictures) * row_h
+        painter.fillRect(0, top, width, len(pictures) * row_h + gap, QColor(background))
+        for r, pic in enumerate(pictures):
+            x = gap
+            for s in sizes:
+                img = render_picture(pic, s).scaled(
+                    s * zoom,
+                    s * zoom,
+                    QtNS.AspectRatioMode.IgnoreAspectRatio,
+                    QtNS.TransformationMode.FastTransformation,
+                )
+                painter.drawImage(x, top + gap + r * row_h + (64 - s) * zoom // 2, img)
+                x += s * zoom + gap
+    painter.end()
+    out = tmp_path / "icon-sizes.png"
+    assert sheet.save(str(out))
+    if os.environ.get("GPUTRAY_UPDATE_SCREENSHOTS") == "1":
+        target = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "icon-sizes.png"
+        target.write_bytes(out.read_bytes())
