@@ -182,15 +182,19 @@ class QueueModel(QAbstractTableModel):
             out[state] = out.get(state, 0) + 1
         return out
 
-    def set_device_names(self, names: Mapping[str, str], full_names: Mapping[str, str] | None = None) -> None:
-        """Short names for the Device column; the full ones for its tooltip."""
+    def device_names(self) -> list[str]:
+        return list(self._device_names.values())
+
+    def set_device_names(self, names: Mapping[str, str], full_names: Mapping[str, str] | None = None) -> bool:
+        """Short names for the Device column; the full ones for its tooltip. True when they changed."""
         full = dict(full_names) if full_names is not None else dict(names)
         if dict(names) == self._device_names and full == self._device_full_names:
-            return
+            return False
         self._device_names = dict(names)
         self._device_full_names = full
         if self._rows:
             self.dataChanged.emit(self.index(0, COL_DEVICE), self.index(len(self._rows) - 1, COL_DEVICE))
+        return True
 
     def _reindex(self, start: int = 0) -> None:
         for i in range(start, len(self._rows)):

@@ -438,7 +438,8 @@ class TrayApp(QObject):
         names.setdefault("cpu", "CPU")
         full = {r.info.key: r.info.name for r in snap.readings}
         full.setdefault("cpu", "CPU")
-        self.model.set_device_names(names, full)
+        if self.model.set_device_names(names, full):
+            self.panel.fit_columns()  # as wide as the names it now shows
         if self.panel.isVisible():
             self.panel.update_snapshot(snap, self.monitor.history if self.monitor else None)
 

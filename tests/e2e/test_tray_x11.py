@@ -359,7 +359,7 @@ def test_icon_click_panel_drop_job_notification_dashboard(tmp_path: Path) -> Non
         assert isinstance(icon, tuple)
         x, y, w, h = icon
         time.sleep(1.5)  # a few samples so the picture and sparklines have something to show
-        display.screenshot(shots / "icon.png", (x - 40, y - 4, w + 48, h + 8), scale=4)
+        display.screenshot(shots / "icon.png", (x - 6, y - 1, w + 12, h + 2), scale=4)
         bubble = wait_for("the drop bubble", lambda: display.window(TITLES["en"]["bubble"]))
         assert isinstance(bubble, tuple) and bubble[:2] == (40, 620), "the bubble is where it was left"
         bx, by, bw, bh = bubble
