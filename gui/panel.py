@@ -613,9 +613,10 @@ class Panel(QWidget):
         cell_fm = self.table.fontMetrics()
         states = max(cell_fm.horizontalAdvance(tr(s)) for s in STATE_NAMES) + 12
         self.table.setColumnWidth(COL_STATE, max(header_w(COL_STATE), states))
-        self.table.setColumnWidth(
-            COL_DEVICE, max(header_w(COL_DEVICE), cell_fm.horizontalAdvance("RTX 5060 Ti") + 12)
-        )
+        names = [*self.model.device_names(), "RTX 5060 Ti"]
+        widest = max(cell_fm.horizontalAdvance(n) for n in names) + 12
+        device_w = min(widest, cell_fm.horizontalAdvance("M" * 12))  # a long name elides beyond that
+        self.table.setColumnWidth(COL_DEVICE, max(header_w(COL_DEVICE), device_w))
         self.table.setColumnWidth(
             COL_ELAPSED, max(header_w(COL_ELAPSED), cell_fm.horizontalAdvance("0:00:00") + 12)
         )

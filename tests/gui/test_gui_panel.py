@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from gui_snapshots import KEY_780M, KEY_5060, snapshot
-from PySide6.QtCore import QEvent, QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QEvent, QMimeData, QPointF, QRect, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
@@ -193,3 +193,17 @@ def test_drop_zone_says_to_pin_before_dragging(qtbot: QtBot) -> None:
     assert "Pin the panel first" in panel.drop_zone.hint.text()
     panel.pin_button.click()
     assert panel.pinned and "stays open" in panel.drop_zone.hint.text()
+
+
+def test_queue_columns_fit_their_headers_and_device_names(qtbot: QtBot) -> None:
+    from gputray.gui.layout_audit import audit
+
+    panel = make_panel(qtbot)
+    panel.model.apply([{"id": 1, "name": "a.py", "state": "interrupted", "device": KEY_780M}])
+    panel.model.set_device_names({KEY_780M: "Radeon 780M"})
+    panel.fit_columns()
+    panel.show_at(QRect(1200, 770, 24, 24))
+    QApplication.processEvents()
+    assert audit(panel).problems == []
+    fm = panel.table.fontMetrics()
+    assert panel.table.columnWidth(2) >= fm.horizontalAdvance("Radeon 780M") + 8  # not "Radeon 7…"
