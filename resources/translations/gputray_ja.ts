@@ -644,6 +644,210 @@
         <translation>llama.cpp(Vulkan)で GGUF モデルをベンチマーク</translation>
     </message>
     <message>
+        <source>works, but {names} failed: {why}</source>
+        <translation>動作しますが {names} は失敗: {why}</translation>
+    </message>
+    <message>
+        <source>a real op and every bench item passed</source>
+        <translation>実際の演算とすべてのベンチ項目に成功</translation>
+    </message>
+    <message>
+        <source>a real op ran (not benchmarked)</source>
+        <translation>実際の演算が動作(ベンチマークは未実施)</translation>
+    </message>
+    <message>
+        <source>the basic op did not run</source>
+        <translation>基本演算が動きませんでした</translation>
+    </message>
+    <message>
+        <source>this env has a CUDA build of torch (CUDA {cuda}); it cannot use AMD GPUs</source>
+        <translation>この環境の torch は CUDA 版(CUDA {cuda})です。AMD の GPU は使えません</translation>
+    </message>
+    <message>
+        <source>this env has a ROCm build of torch (HIP {hip}); it cannot use NVIDIA GPUs</source>
+        <translation>この環境の torch は ROCm 版(HIP {hip})です。NVIDIA の GPU は使えません</translation>
+    </message>
+    <message>
+        <source>use an env with a cu128+ CUDA build for this GPU: {command}</source>
+        <translation>この GPU には cu128 以上の CUDA 版を入れた環境を使ってください: {command}</translation>
+    </message>
+    <message>
+        <source>use an env with {hint} for this GPU</source>
+        <translation>この GPU には {hint} を入れた環境を使ってください</translation>
+    </message>
+    <message>
+        <source>torch in this env does not see this GPU</source>
+        <translation>この環境の torch からこの GPU が見えません</translation>
+    </message>
+    <message>
+        <source>check CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES in this env's settings</source>
+        <translation>この環境の設定の CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES を確認してください</translation>
+    </message>
+    <message>
+        <source>the probe hung {where} and was stopped after {secs} s</source>
+        <translation>検査が{where}止まったため {secs} 秒で中止しました</translation>
+    </message>
+    <message>
+        <source>on this device</source>
+        <translation>このデバイスで</translation>
+    </message>
+    <message>
+        <source>before it reached any device</source>
+        <translation>デバイスに届く前に</translation>
+    </message>
+    <message>
+        <source>remove or change HSA_OVERRIDE_GFX_VERSION={value} for this env</source>
+        <translation>この環境の HSA_OVERRIDE_GFX_VERSION={value} を外すか変えてください</translation>
+    </message>
+    <message>
+        <source>run gputray doctor --refresh once the GPU is idle, or allow more time with --timeout (a first CUDA run can spend minutes compiling kernels)</source>
+        <translation>GPU が空いてから gputray doctor --refresh を実行するか、--timeout で時間を延ばしてください(初回の CUDA 実行はカーネルのコンパイルに数分かかることがあります)</translation>
+    </message>
+    <message>
+        <source>the interpreter {python} does not exist any more</source>
+        <translation>インタープリター {python} はもうありません</translation>
+    </message>
+    <message>
+        <source>gputray envs remove {name}, then add the right path</source>
+        <translation>gputray envs remove {name} の後、正しいパスを追加してください</translation>
+    </message>
+    <message>
+        <source>gputray envs remove {name}, then add a real Python</source>
+        <translation>gputray envs remove {name} の後、本物の Python を追加してください</translation>
+    </message>
+    <message>
+        <source>check that {python} is a Python interpreter</source>
+        <translation>{python} が Python インタープリターか確認してください</translation>
+    </message>
+    <message>
+        <source>{what}: this ROCm build of torch has no kernels for {arch}, even with HSA_OVERRIDE_GFX_VERSION={value}</source>
+        <translation>{what}: この ROCm 版 torch には HSA_OVERRIDE_GFX_VERSION={value} でも {arch} 用のカーネルがありません</translation>
+    </message>
+    <message>
+        <source>{what}: this ROCm build of torch has no kernels for {arch}</source>
+        <translation>{what}: この ROCm 版 torch には {arch} 用のカーネルがありません</translation>
+    </message>
+    <message>
+        <source>install a ROCm build of torch whose arch list has {arch}, or try another override value</source>
+        <translation>{arch} を対象に含む ROCm 版 torch を入れるか、別の上書き値を試してください</translation>
+    </message>
+    <message>
+        <source>install {hint} that supports {arch}</source>
+        <translation>{arch} に対応した{hint}を入れてください</translation>
+    </message>
+    <message>
+        <source>install {hint} in this env</source>
+        <translation>この環境に{hint}を入れてください</translation>
+    </message>
+    <message>
+        <source>a ROCm build of torch (index URL on {url})</source>
+        <translation>ROCm 版 torch(インデックス URL は {url})</translation>
+    </message>
+    <message>
+        <source>try HSA_OVERRIDE_GFX_VERSION={value} for this env only: {command}</source>
+        <translation>この環境だけに HSA_OVERRIDE_GFX_VERSION={value} を試してください: {command}</translation>
+    </message>
+    <message>
+        <source>this torch build has no kernels for {target} (RTX 50-series / Blackwell needs CUDA 12.8+)</source>
+        <translation>この torch には {target} 用のカーネルがありません(RTX 50 シリーズ / Blackwell には CUDA 12.8 以上が必要)</translation>
+    </message>
+    <message>
+        <source>this torch build has no kernels for {target}</source>
+        <translation>この torch には {target} 用のカーネルがありません</translation>
+    </message>
+    <message>
+        <source>install a cu128+ wheel in this env: {command}</source>
+        <translation>この環境に cu128 以上の wheel を入れてください: {command}</translation>
+    </message>
+    <message>
+        <source>the ROCm runtime rejected the GPU code (invalid ISA) with HSA_OVERRIDE_GFX_VERSION={value}: that value does not fit this GPU</source>
+        <translation>HSA_OVERRIDE_GFX_VERSION={value} で ROCm ランタイムが GPU コードを拒否しました(不正な ISA): この値はこの GPU に合いません</translation>
+    </message>
+    <message>
+        <source>use HSA_OVERRIDE_GFX_VERSION=11.0.0 for a gfx1103 (Radeon 780M), or remove the override</source>
+        <translation>gfx1103(Radeon 780M)には HSA_OVERRIDE_GFX_VERSION=11.0.0 を使うか、上書きを外してください</translation>
+    </message>
+    <message>
+        <source>the ROCm runtime rejected the GPU code (invalid ISA)</source>
+        <translation>ROCm ランタイムが GPU コードを拒否しました(不正な ISA)</translation>
+    </message>
+    <message>
+        <source>HIP error: invalid device function</source>
+        <translation>HIP エラー(不正なデバイス関数)</translation>
+    </message>
+    <message>
+        <source>no GPU code for this GPU in the ROCm libraries</source>
+        <translation>ROCm ライブラリにこの GPU 用のコードがありません</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver is too old for this torch build CUDA {cuda} (it supports CUDA {supported})</source>
+        <translation>NVIDIA ドライバーがこの torch(CUDA {cuda})には古すぎます(対応は CUDA {supported} まで)</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver is too old for this torch build CUDA {cuda}</source>
+        <translation>NVIDIA ドライバーがこの torch(CUDA {cuda})には古すぎます</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver is too old for this torch build (it supports CUDA {supported})</source>
+        <translation>NVIDIA ドライバーがこの torch には古すぎます(対応は CUDA {supported} まで)</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver is too old for this torch build</source>
+        <translation>NVIDIA ドライバーがこの torch には古すぎます</translation>
+    </message>
+    <message>
+        <source>update the NVIDIA driver (570 or newer for CUDA 12.8 and RTX 50-series), or use a torch build for an older CUDA on older GPUs</source>
+        <translation>NVIDIA ドライバーを更新するか(CUDA 12.8 と RTX 50 シリーズには 570 以降)、古い GPU では古い CUDA 向けの torch を使ってください</translation>
+    </message>
+    <message>
+        <source>no NVIDIA driver is loaded</source>
+        <translation>NVIDIA ドライバーが読み込まれていません</translation>
+    </message>
+    <message>
+        <source>install the NVIDIA driver (570+ for RTX 50-series)</source>
+        <translation>NVIDIA ドライバーを入れてください(RTX 50 シリーズには 570 以降)</translation>
+    </message>
+    <message>
+        <source>this env has a CPU-only build of torch</source>
+        <translation>この環境の torch は CPU 専用版です</translation>
+    </message>
+    <message>
+        <source>torch is not installed in this env</source>
+        <translation>この環境には torch が入っていません</translation>
+    </message>
+    <message>
+        <source>{python} -m pip install torch (a cu128 build for NVIDIA, a ROCm build for AMD)</source>
+        <translation>{python} -m pip install torch(NVIDIA には cu128 版、AMD には ROCm 版)</translation>
+    </message>
+    <message>
+        <source>the GPU ran out of memory during the test</source>
+        <translation>検査中に GPU のメモリーが足りなくなりました</translation>
+    </message>
+    <message>
+        <source>close what holds the GPU memory, then run gputray doctor --refresh</source>
+        <translation>GPU メモリーを使っているものを閉じてから gputray doctor --refresh を実行してください</translation>
+    </message>
+    <message>
+        <source>the device computed wrong results</source>
+        <translation>デバイスの計算結果が間違っていました</translation>
+    </message>
+    <message>
+        <source>remove HSA_OVERRIDE_GFX_VERSION={value} from this env</source>
+        <translation>この環境から HSA_OVERRIDE_GFX_VERSION={value} を外してください</translation>
+    </message>
+    <message>
+        <source>torch in this env is broken: {lib} is missing</source>
+        <translation>この環境の torch は壊れています: {lib} がありません</translation>
+    </message>
+    <message>
+        <source>reinstall torch: {command}</source>
+        <translation>torch を入れ直してください: {command}</translation>
+    </message>
+    <message>
+        <source>this GPU</source>
+        <translation>この GPU</translation>
+    </message>
+    <message>
         <source>the gputray owner is still starting; try again</source>
         <translation>gputray のキュー管理がまだ起動中です。もう一度お試しください</translation>
     </message>

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from ui_walk import english_words
+from ui_walk import JAPANESE, english_words
 
 from gputray.gui.i18n import install_language
 from gputray.gui.messages import TEMPLATES, translate
@@ -80,3 +80,22 @@ def test_templates_are_distinct_and_ordered_most_specific_first() -> None:
     first = sources.index
     assert first("waiting for a free device: {detail}") < first("waiting for {label}: {why}")
     assert first("{why}; retry {n} of {total} in {secs} s") < first("exited with status {code}")
+
+
+def test_the_doctors_findings_become_japanese(japanese: None) -> None:
+    """Real diagnoses from scheduler/doctor_messages.py (the errors its own tests quote)."""
+    from gputray.scheduler.doctor_messages import diagnose
+
+    errors = [
+        ("RuntimeError: HIP error: invalid device function", "amd", "gfx1103"),
+        ("UserWarning: sm_120 is not compatible with the current PyTorch installation.", "nvidia", "12.0"),
+        ("AssertionError: Torch not compiled with CUDA enabled", "nvidia", None),
+        ("ModuleNotFoundError: No module named 'torch'", "nvidia", None),
+        ("torch.OutOfMemoryError: CUDA out of memory.", "nvidia", None),
+    ]
+    for text, vendor, arch in errors:
+        found = diagnose(text, vendor=vendor, arch=arch)
+        for part in (found.reason, found.fix):
+            if part:
+                shown = translate(part)
+                assert shown != part and JAPANESE.search(shown), part
