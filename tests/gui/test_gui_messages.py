@@ -96,6 +96,6 @@ def test_the_doctors_findings_become_japanese(japanese: None) -> None:
     for text, vendor, arch in errors:
         found = diagnose(text, vendor=vendor, arch=arch)
         for part in (found.reason, found.fix):
-            if part:
+            if part and not part.startswith("python -m "):  # a command line is shown as it is
                 shown = translate(part)
                 assert shown != part and JAPANESE.search(shown), part
