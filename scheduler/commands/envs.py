@@ -118,6 +118,7 @@ def run_list(args: argparse.Namespace) -> int:
     if not envs:
         print("No Python environments configured.")
         print("Add one with: gputray envs add PATH   (gputray envs scan suggests some)")
+        print(f"config file: {app_paths().config_file}")
         return 0
     rows = [("NAME", "PYTHON", "EXTRA ENV", "LAST DOCTOR")]
     for env in envs:
@@ -135,7 +136,7 @@ def run_list(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
-    print(f"\n({app_paths().config_file})")
+    print(f"\nconfig file: {app_paths().config_file}")
     return 0
 
 

@@ -184,16 +184,23 @@ def test_paused_shapes() -> None:
     assert parse_paused(None) == (False, set())
 
 
-def test_switching_to_japanese_rebuilds_the_windows(qtbot: QtBot, tray_app: TrayApp) -> None:
+def test_switching_language_retranslates_the_open_windows_and_keeps_the_banner(
+    qtbot: QtBot, tray_app: TrayApp
+) -> None:
     from gputray.gui.i18n import install_language
 
-    old_panel = tray_app.panel
+    panel, menu = tray_app.panel, tray_app.menu
     try:
         tray_app._apply_settings({"gui": {"language": "ja", "notifications": {"job_started": False}}})
-        assert tray_app.panel is not old_panel
-        assert tray_app.panel.windowTitle() == "gputray — デモ"
-        assert tray_app.menu.quit_action.text() == "終了"
+        assert tray_app.panel is panel and tray_app.menu is menu  # retranslated, not rebuilt
+        assert panel.windowTitle() == "gputray — デモ"
+        assert menu.quit_action.text() == "終了"
+        assert "GPU が見つからない" in panel.notice_text(), "the demo banner stays, in Japanese"
         assert tray_app.notifier.enabled["job_started"] is False
-        assert tray_app.panel.isVisible()  # it was shown (no tray): it stays shown
+        assert panel.isVisible()  # it was shown (no tray): it stays shown
+        tray_app.set_language("en")
+        assert panel.windowTitle() == "gputray — DEMO" and menu.quit_action.text() == "Quit"
+        assert "No GPU was found on this machine" in panel.notice_text()
+        assert "No system tray was found" in panel.notice_text()
     finally:
         install_language("en")

@@ -111,7 +111,13 @@ def test_device_names_and_tooltips() -> None:
     model = QueueModel()
     model.apply([task(1, "failed", device="pci:0000:64:00.0", reason="HIP error", exit_code=3)])
     assert model.data(model.index(0, COL_DEVICE)) == "pci:0000:64:00.0"
-    model.set_device_names({"pci:0000:64:00.0": "Radeon 780M"})
+    model.set_device_names({"pci:0000:64:00.0": "Radeon 780M"}, {"pci:0000:64:00.0": "AMD Radeon 780M"})
     assert model.data(model.index(0, COL_DEVICE)) == "Radeon 780M"
-    assert model.data(model.index(0, COL_STATE), Qt.ItemDataRole.ToolTipRole) == "HIP error (exit 3)"
+    tip = Qt.ItemDataRole.ToolTipRole
+    assert model.data(model.index(0, COL_STATE), tip) == "failed\nHIP error\nexit status 3"
+    assert model.data(model.index(0, COL_DEVICE), tip) == "AMD Radeon 780M"  # the full name
+    # every cell can elide, so every cell has its whole text in a tooltip
+    for col in range(model.columnCount()):
+        shown = model.data(model.index(0, col))
+        assert shown == "" or shown in model.data(model.index(0, col), tip)
     assert format_duration(3725) == "1:02:05"
