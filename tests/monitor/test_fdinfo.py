@@ -17,7 +17,7 @@ def test_amdgpu_legacy_fdinfo() -> None:
     )
     assert c is not None
     assert (c.pid, c.client_id, c.pdev, c.driver, c.fd) == (7, "27", "0000:64:00.0", "amdgpu", "5")
-    assert c.engines_ns == {"gfx": 123, "compute": 4}  # dma, video engines: not kept
+    assert c.engines_ns == {"gfx": 123, "compute": 4, "dma": 0}  # every engine class is kept
     assert (c.vram_bytes, c.gtt_bytes) == (4348 * 1024, 2340 * 1024)
 
 
@@ -39,7 +39,7 @@ def test_standard_memory_keys_units_and_preference() -> None:
 def test_total_keys_when_nothing_else() -> None:
     c = parse_fdinfo(1, b"drm-driver: xe\ndrm-client-id: 1\ndrm-total-vram0: 5 KiB\ndrm-total-gtt: 2 MiB\n")
     assert c is not None
-    assert (c.vram_bytes, c.gtt_bytes) == (None, 2 * 1024 * 1024)  # xe calls its VRAM vram0
+    assert (c.vram_bytes, c.gtt_bytes) == (5 * 1024, 2 * 1024 * 1024)  # xe calls its VRAM vram0
 
 
 def test_garbage_values_are_dropped_not_fatal() -> None:
