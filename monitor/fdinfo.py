@@ -281,6 +281,19 @@ class ProcUsage:
     measured: bool = False  # a previous read exists: per-engine figures can be there
 
 
+def device_engine(usage: ProcUsage, pdev: str, prefixes: tuple[str, ...]) -> float | None:
+    """A device's load on the engine classes starting with ``prefixes`` (``("enc",)``: ``enc``,
+    ``enc_1``...), the busiest of them; 0 when no readable client uses it; None before two reads."""
+    if not usage.measured:
+        return None
+    clients = usage.devices.get(pdev)
+    if clients is None:
+        return 0.0  # no DRM client at all: nothing can be running on it
+    if not clients.engine_percent:
+        return None  # clients without a baseline yet
+    return max((v for k, v in clients.engine_percent.items() if k.startswith(prefixes)), default=0.0)
+
+
 def _comm(proc: str, pid: int) -> str:
     raw = read_file_bytes(f"{proc}/{pid}/comm", 256)
     if raw is None:
@@ -319,6 +332,7 @@ class DrmUsageReader:
         self._last: tuple[float, ProcUsage] | None = None
         self._reads = 0
         self._nodes_checked_s: float | None = None
+        self._last_listed = False
 
     def watch_pids(self, pids: frozenset[int]) -> None:
         """The queue's own jobs: walked every tick, so their GPU use shows at once."""
@@ -348,6 +362,8 @@ class DrmUsageReader:
     def _clients(self, now_s: float) -> tuple[list[DrmClient], set[int], _RawCache]:
         walker = self.walker
         found = walker.tick(now_s)
+        self._last_listed = found.listed  # without a /proc to read no figure can be had
+
         proc = str(self.proc_dir)
         cache = self._raw
         raw_seen: _RawCache = {}
@@ -452,7 +468,7 @@ class DrmUsageReader:
                 pdev: DeviceClients(engines, memory[0], memory[1], count)
                 for pdev, (engines, memory, count) in devices.items()
             },
-            measured=self._reads > 1,
+            measured=self._reads > 1 and self._last_listed,
         )
 
     def _name(self, pid: int, items: list[tuple[DrmClient, dict[str, float] | None]]) -> str:

@@ -161,6 +161,14 @@ class Monitor:
 
     def _sample_locked(self) -> Snapshot:
         now = self.clock()
+        own = frozenset(pid for pids in self._own.values() for pid in pids)
+        for backend in self.backends:
+            watch = getattr(backend, "watch_pids", None)
+            if callable(watch):  # our jobs' fds are walked every tick (Linux DRM backends)
+                try:
+                    watch(own)
+                except Exception:
+                    log.exception("backend %s: watch_pids failed", backend.name)
         polls: list[tuple[DeviceReading, ...]] = []
         processes: list[ProcessUse] = []
         notes: list[str] = []

@@ -76,6 +76,7 @@ class WalkResult:
     drm: dict[int, tuple[str, ...]] = field(default_factory=dict)
     kfd: set[int] = field(default_factory=set)
     new_drm: set[int] = field(default_factory=set)  # pids whose set of DRM fds changed this tick
+    listed: bool = False  # the proc folder could be listed at all
 
 
 class OpenWatch:
@@ -221,6 +222,7 @@ class ProcWalker:
             self._gpu_pids.clear()
             self._order = []
             return result
+        result.listed = True
         current = {int(n) for n in names if n.isdigit()}
         self.stats.pids = len(current)
         known = self._pids
