@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.tray_icon import gpu_readings
+from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.monitor.units import GIB
 
@@ -137,6 +139,15 @@ class Dashboard(QWidget):
         ll.addWidget(self.log_view, 1)
         self.tabs.addTab(logs, tr("Task logs"))
 
+        # Devices: what eGPU users check (link, fan, power limit, memory clock, video engines)
+        self.device_table = QTableWidget(0, 7, self)
+        self.device_table.setHorizontalHeaderLabels(
+            [tr("Device"), tr("PCIe link"), tr("Fan"), tr("Power limit"), tr("Memory clock"),
+             tr("Encoder"), tr("Decoder")]
+        )  # fmt: skip
+        self.device_table.horizontalHeader().setStretchLastSection(True)
+        self.tabs.addTab(self.device_table, tr("Devices"))
+
         self.timer = QTimer(self)
         self.timer.setInterval(2000)
         self.timer.timeout.connect(self.refresh)
@@ -172,8 +183,38 @@ class Dashboard(QWidget):
                     curve = self.plots[metric].plot([], [], pen=pen, name=legend)
                     self.curves[(r.info.key, metric)] = curve
                 curve.setData(xs, ys)
+        self._fill_devices(snap)
         self._fill_processes(snap)
         self._fill_tasks()
+
+    def _fill_devices(self, snap: Snapshot) -> None:
+        readings = gpu_readings(snap)
+        self.device_table.setRowCount(len(readings))
+
+        def pct(value: float | None) -> str:
+            return "–" if value is None else f"{value:.0f} %"
+
+        for row, r in enumerate(readings):
+            s = r.sample
+            fan = " ".join(
+                part
+                for part in (
+                    None if s.fan_percent is None else f"{s.fan_percent:.0f} %",
+                    None if s.fan_rpm is None else f"{s.fan_rpm} RPM",
+                )
+                if part
+            )
+            values = (
+                r.info.name,
+                link_text(partial(getattr, s)) or "–",
+                fan or "–",
+                "–" if s.power_limit_w is None else f"{s.power_limit_w:.0f} W",
+                "–" if s.mclk_mhz is None else f"{s.mclk_mhz} MHz",
+                pct(s.encoder_percent),
+                pct(s.decoder_percent),
+            )
+            for col, text in enumerate(values):
+                self.device_table.setItem(row, col, QTableWidgetItem(text))
 
     def _fill_processes(self, snap: Snapshot) -> None:
         names = {r.info.key: r.info.name for r in snap.readings}

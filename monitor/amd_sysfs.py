@@ -315,8 +315,8 @@ class AmdSysfsBackend:
     @staticmethod
     def _find_hwmon(card: _Card) -> None:
         hwmon_root = f"{card.device}/hwmon"
-        for hwmon in sorted(_listdir(hwmon_root)):
-            base = f"{hwmon_root}/{hwmon}"
+        for folder in sorted(_listdir(hwmon_root)):
+            base = f"{hwmon_root}/{folder}"
             files = set(_listdir(base))
             if not files:
                 continue

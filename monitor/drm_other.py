@@ -42,7 +42,9 @@ OWN_BACKENDS = frozenset({"amdgpu", "i915", "xe", "nvidia", "nvidia-drm"})
 FRAMEBUFFER_ONLY = frozenset(
     {"simple-framebuffer", "simpledrm", "efi-framebuffer", "efidrm", "vesa-framebuffer", "vesadrm", "ofdrm"}
 )
-VIRTUAL = frozenset({"virtio_gpu", "virtio-gpu", "qxl", "vmwgfx", "bochs-drm", "bochs", "cirrus", "cirrus-qemu"})
+VIRTUAL = frozenset(
+    {"virtio_gpu", "virtio-gpu", "qxl", "vmwgfx", "bochs-drm", "bochs", "cirrus", "cirrus-qemu"}
+)
 DISPLAY_ONLY = frozenset({"ast", "mgag200", "hibmc-drm"})
 _DRIVER_LABELS = {"virtio_gpu": "virtio-gpu (a virtual GPU)", "qxl": "QXL (a virtual GPU)"}
 _KNOWN_NAMES = {
@@ -130,7 +132,9 @@ class OtherDrmBackend:
             seen.add(card_name)
             runtime = text_of(read_file_bytes(f"{card.pci_dir or card.device}/power/runtime_status", 64))
             if runtime in ("suspended", "suspending"):
-                readings.append(DeviceReading(card.info, Sample(card.info.key, now_s, "asleep", ASLEEP_REASON)))
+                readings.append(
+                    DeviceReading(card.info, Sample(card.info.key, now_s, "asleep", ASLEEP_REASON))
+                )
                 continue
             if not card.complete:
                 self._discover(card)
@@ -230,9 +234,6 @@ class OtherDrmBackend:
                 continue
             util = max((p for _, p in use.engine_percent), default=0.0) if use.engine_percent else None
             out.append(
-                ProcessUse(
-                    use.pid, use.name, card.info.key, "graphics", use.vram_bytes, use.gtt_bytes, util
-                )
+                ProcessUse(use.pid, use.name, card.info.key, "graphics", use.vram_bytes, use.gtt_bytes, util)
             )
         return tuple(out)
-

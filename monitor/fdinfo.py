@@ -450,7 +450,15 @@ class DrmUsageReader:
             engines_used = tuple(e for e in ("gfx", "compute") if e in used)
             uses.append(
                 DrmProcessUse(
-                    pid, name, pdev, first.driver, vram, gtt, _util(busy), engines_used, pid in kfd_pids,
+                    pid,
+                    name,
+                    pdev,
+                    first.driver,
+                    vram,
+                    gtt,
+                    _util(busy),
+                    engines_used,
+                    pid in kfd_pids,
                     None if busy is None else tuple(busy.items()),
                 )
             )
@@ -478,10 +486,8 @@ class DrmUsageReader:
         have = self._names.get(pid)
         if have is not None and have[0] == identities:
             return have[1]
-        if have is not None and have[0] <= identities:
-            name = have[1]  # the same process opened one more client
-        else:
-            name = _comm(str(self.proc_dir), pid)
+        same_process = have is not None and have[0] <= identities  # it opened one more client
+        name = have[1] if have is not None and same_process else _comm(str(self.proc_dir), pid)
         self._names[pid] = (identities, name)
         return name
 

@@ -187,7 +187,9 @@ class IntelSysfsBackend:
             integrated = bdf is not None and bdf.endswith(":00:02.0")
         info = DeviceInfo(
             key=key,
-            name=friendly_name(INTEL, device_id, pci_ids=self._pci_ids) if device_id is not None else "Intel GPU",
+            name=friendly_name(INTEL, device_id, pci_ids=self._pci_ids)
+            if device_id is not None
+            else "Intel GPU",
             vendor="intel",
             kind="integrated" if integrated else "discrete",
             backend=BACKEND_NAME,
@@ -224,7 +226,9 @@ class IntelSysfsBackend:
             ]
             known = [s for s in sizes if s is not None and s > 0]
             vram_total = sum(known) if known else None
-        render = next((n for n in sorted(hwmon.listdir(f"{card.device}/drm")) if n.startswith("renderD")), None)
+        render = next(
+            (n for n in sorted(hwmon.listdir(f"{card.device}/drm")) if n.startswith("renderD")), None
+        )
         card.info = replace(
             card.info,
             vram_total_bytes=vram_total,
@@ -303,7 +307,9 @@ class IntelSysfsBackend:
             kind: ProcessKind = (
                 "mixed"
                 if len(use.engines_used) == 2
-                else "compute" if use.engines_used == ("compute",) else "graphics"
+                else "compute"
+                if use.engines_used == ("compute",)
+                else "graphics"
             )
             integrated = card.info.kind == "integrated"
             util = None  # the busiest engine class, video and copy included, as for the device

@@ -539,5 +539,33 @@
         <source>asleep</source>
         <translation>スリープ中</translation>
     </message>
+    <message>
+        <source>Devices</source>
+        <translation>デバイス</translation>
+    </message>
+    <message>
+        <source>PCIe link</source>
+        <translation>PCIe リンク</translation>
+    </message>
+    <message>
+        <source>Fan</source>
+        <translation>ファン</translation>
+    </message>
+    <message>
+        <source>Power limit</source>
+        <translation>電力上限</translation>
+    </message>
+    <message>
+        <source>Memory clock</source>
+        <translation>メモリクロック</translation>
+    </message>
+    <message>
+        <source>Encoder</source>
+        <translation>エンコーダー</translation>
+    </message>
+    <message>
+        <source>Decoder</source>
+        <translation>デコーダー</translation>
+    </message>
 </context>
 </TS>

@@ -130,3 +130,31 @@ def test_dropping_files_on_the_panel(qtbot: QtBot, tmp_path: object) -> None:
     with qtbot.waitSignal(panel.files_dropped) as dropped:
         panel.dropEvent(event)
     assert dropped.args == [["/tmp/a b.png", "/tmp/写真.jpg"]]
+
+
+def test_card_shows_the_egpu_readings_and_hides_them_when_there_are_none(qtbot: QtBot) -> None:
+    from dataclasses import replace
+
+    panel = make_panel(qtbot)
+    snap = snapshot()
+    egpu, igpu = snap.readings
+    loaded = replace(
+        egpu.sample,
+        util_percent=95.0,
+        **dict(pcie_gen=4, pcie_width=4, pcie_max_gen=5, pcie_max_width=8, fan_percent=31.0, fan_rpm=1180),
+        **dict(power_limit_w=180.0, mclk_mhz=14001, encoder_percent=12.0, decoder_percent=34.0),
+    )
+    readings = (replace(egpu, sample=loaded), igpu)
+    panel.update_snapshot(replace(snap, readings=readings))
+    card = panel.cards[KEY_5060]
+    assert card.extras_label.text() == (
+        "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 % 1180 RPM  ·  limit 180 W  ·  mem 14001 MHz  ·  enc 12 %  ·  dec 34 %"
+    )
+    assert not card.extras_label.isHidden()
+    idle = replace(loaded, util_percent=0.0, pcie_gen=1)
+    panel.update_snapshot(replace(snap, readings=(replace(egpu, sample=idle), igpu)))
+    assert card.extras_label.text().startswith("PCIe 1.0 ×4 of 5.0 ×8 (idle: links slow down to save power)")
+    blank = replace(igpu.sample, mclk_mhz=None)
+    panel.update_snapshot(replace(snap, readings=(egpu, replace(igpu, sample=blank))))
+    assert panel.cards[KEY_780M].extras_label.text() == ""
+    assert panel.cards[KEY_780M].extras_label.isHidden()  # nothing reported: no empty line

@@ -1,0 +1,68 @@
+"""The eGPU readings in words, one way for every view (``gputray status``, the panel, the dashboard).
+
+``PCIe 4.0 ×4 of 5.0 ×8 · fan 31 % 1180 RPM · limit 180 W · mem 14001 MHz · enc 12 % · dec 34 %``:
+each part only where the GPU reports it. Takes the ``status --json`` device fields by name, so the
+same text comes from a Sample and from the JSON document the owner process sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gputray.monitor.pcie import describe
+from gputray.monitor.records import Sample
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def link_text(get: Callable[[str], Any]) -> str | None:
+    return describe(
+        _int(get("pcie_gen")),
+        _int(get("pcie_width")),
+        _int(get("pcie_max_gen")),
+        _int(get("pcie_max_width")),
+        _num(get("util_percent")),
+    )
+
+
+def extra_parts(get: Callable[[str], Any], *, memory_clock: bool = True) -> list[str]:
+    """The parts that are known, in a fixed order; ``get(field)`` returns a device field's value."""
+    parts: list[str] = []
+    link = link_text(get)
+    if link is not None:
+        parts.append(link)
+    fan_percent, fan_rpm = _num(get("fan_percent")), _int(get("fan_rpm"))
+    if fan_percent is not None or fan_rpm is not None:
+        fan = "fan"
+        if fan_percent is not None:
+            fan += f" {fan_percent:.0f} %"
+        if fan_rpm is not None:
+            fan += f" {fan_rpm} RPM"
+        parts.append(fan)
+    limit = _num(get("power_limit_w"))
+    if limit is not None:
+        parts.append(f"limit {limit:.0f} W")
+    mclk = _int(get("mclk_mhz"))
+    if memory_clock and mclk is not None:
+        parts.append(f"mem {mclk} MHz")
+    for label, name in (("enc", "encoder_percent"), ("dec", "decoder_percent")):
+        value = _num(get(name))
+        if value is not None:
+            parts.append(f"{label} {value:.0f} %")
+    return parts
+
+
+def sample_extras(sample: Sample) -> str:
+    """The panel's line for one reading; empty when the GPU reports none of it."""
+    return "  ·  ".join(extra_parts(lambda name: getattr(sample, name, None)))
+
+
+def json_extras(device: Mapping[str, Any]) -> list[str]:
+    return extra_parts(device.get)
