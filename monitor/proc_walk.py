@@ -14,7 +14,8 @@ never done per tick (after the first). Per tick, :class:`ProcWalker`:
    visited at least once per ``sweep_s`` (4 s: a process that opens the render node seconds after it
    started, like a torch job, is seen within 5 s at 1 Hz). A visit is one ``stat`` of
    ``/proc/PID/fd``, whose size is the number of open fds on Linux ≥ 6.2: only a pid whose count
-   changed since its last walk is walked again. (Where the kernel reports 0, the visits walk.)
+   changed since its last walk is walked again. (Where the sizes turn out to be no counts, on older
+   kernels, the visits walk: correct, at a fifth of a full walk per tick.)
 6. A second, slower rolling cursor walks every pid once per ``deep_s`` whatever its count says: an fd
    can be replaced by a DRM fd without the count changing (close one, open the render node). When
    the DRM device nodes can be watched with inotify (``IN_OPEN``; see :class:`OpenWatch`), an open that
@@ -188,6 +189,7 @@ class ProcWalker:
         self._last_s: float | None = None
         self._watched: frozenset[int] = frozenset()
         self._probe_ok: bool | None = None  # does st_size of an fd folder count its fds?
+        self._votes = [0, 0]  # first walks whose fd folder size did not / did match their fd count
         self._forced_walks = 0  # an unexplained open: this many sweep visits walk instead of stat
         self._gpu_pids: set[int] = set()  # pids whose last walk found a DRM or KFD fd
         self.ticks = 0
@@ -248,6 +250,10 @@ class ProcWalker:
                 self._walk(pid, now_s, result)
                 walked.add(pid)
 
+        if self._probe_ok is None and 0 < sum(self._votes) >= min(8, len(current)):
+            self._probe_ok = self._votes[1] >= 0.9 * sum(self._votes)  # a few races are no evidence
+            if not self._probe_ok:
+                log.info("%s: fd folder sizes are no fd counts; the sweep walks instead of stat", self.proc)
         opened = self.open_watch.opened() if self.open_watch is not None else False
         self._sweep(now_s, dt, walked, result)
         if opened and not result.new_drm and self._forced_walks <= 0:
@@ -302,7 +308,7 @@ class ProcWalker:
             state = known.get(pid)
             if state is None or state.unreadable or pid in walked:
                 continue
-            if self._forced_walks > 0 or self._probe_ok is False:
+            if self._forced_walks > 0 or self._probe_ok is not True:
                 self._forced_walks = max(0, self._forced_walks - 1)
                 self._walk(pid, now_s, result)
                 walked.add(pid)
@@ -346,8 +352,8 @@ class ProcWalker:
             targets = [_readlink_or_empty(fd_dir + fd) for fd in fds]
         self.stats.fds_read += len(fds)
         state.unreadable = False
-        if self._probe_ok is None and fds:
-            self._probe_ok = bool(size)
+        if self._probe_ok is None and fds and size is not None:
+            self._votes[_counts_entries(size, len(fds))] += 1
         state.size = size
         joined = "\n".join(targets)  # one C-level search settles the common case: no GPU fd at all
         if DRI_PREFIX not in joined and KFD_PATH not in joined:
@@ -376,6 +382,16 @@ class ProcWalker:
 
     def known(self) -> Sequence[int]:
         return self._order
+
+
+def _counts_entries(size: int, entries: int) -> bool:
+    """Whether an fd folder's ``st_size`` follows its number of entries, so that a changed count shows.
+
+    procfs (Linux 6.2+) reports the count itself; tmpfs, where tests and the benchmark build their
+    trees, 20 bytes per entry (the two dot entries included). Anything else (0 on older kernels, a
+    block size on ext4) says nothing: then the sweep walks instead of stat.
+    """
+    return size == entries or size == 20 * (entries + 2)
 
 
 def _read(path: str) -> str | None:

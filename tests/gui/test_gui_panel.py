@@ -148,7 +148,8 @@ def test_card_shows_the_egpu_readings_and_hides_them_when_there_are_none(qtbot: 
     panel.update_snapshot(replace(snap, readings=readings))
     card = panel.cards[KEY_5060]
     assert card.extras_label.text() == (
-        "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 % 1180 RPM  ·  limit 180 W  ·  mem 14001 MHz  ·  enc 12 %  ·  dec 34 %"
+        "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 % 1180 RPM  ·  limit 180 W  ·  mem 14001 MHz"
+        "  ·  enc 12 %  ·  dec 34 %"
     )
     assert not card.extras_label.isHidden()
     idle = replace(loaded, util_percent=0.0, pcie_gen=1)
