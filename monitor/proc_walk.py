@@ -19,9 +19,9 @@ never done per tick (after the first). Per tick, :class:`ProcWalker`:
 6. A second, slower rolling cursor walks every pid once per ``deep_s`` whatever its count says: an fd
    can be replaced by a DRM fd without the count changing (close one, open the render node). When
    the DRM device nodes can be watched with inotify (``IN_OPEN``; see :class:`OpenWatch`), an open that
-   no walk of the tick explains makes the next sweep walk instead of ``stat`` (a deep sweep within
-   ``sweep_s``), which closes that gap for the common case; fds passed over a socket (SCM_RIGHTS)
-   and nodes inside containers are then found by the slow cursor within ``deep_s``.
+   no walk of the tick explains makes the next sweep round walk instead of ``stat`` (at most one such
+   round per ``FORCED_GAP_S``), which closes that gap for the common case; fds passed over a socket
+   (SCM_RIGHTS) and nodes inside containers are then found by the slow cursor within ``deep_s``.
 
 Other users' fds are unreadable without root: such a pid is remembered as unreadable and only tried
 again by the slow cursor; that is normal, not an error. Everything here is plain ``os`` calls on
@@ -43,8 +43,13 @@ log = logging.getLogger(__name__)
 
 SWEEP_S = 4.0
 """Every pid is looked at (one stat) at least this often: a late-opened render node shows within 5 s."""
-DEEP_S = 120.0
-"""Every pid is walked in full at least this often, whatever its fd count says."""
+DEEP_S = 600.0
+"""Every pid is walked in full at least this often, whatever its fd count says: the backstop for an fd
+swapped in without the count changing and without an open the inotify watch saw (an fd passed over a
+socket, a device node inside a container). 500 × 60 fds walked once per 10 min costs ~0.1 ms a tick."""
+FORCED_GAP_S = 20.0
+"""An unexplained open starts a walking sweep round at most this often: something that opens the render
+node every second (a polling tool) costs at most one full walk per 20 s, not one per 4 s."""
 DRI_PREFIX = "/dev/dri/"
 KFD_PATH = "/dev/kfd"
 
@@ -191,7 +196,11 @@ class ProcWalker:
         self._probe_ok: bool | None = None  # does st_size of an fd folder count its fds?
         self._votes = [0, 0]  # first walks whose fd folder size did not / did match their fd count
         self._forced_walks = 0  # an unexplained open: this many sweep visits walk instead of stat
+        self._forced_at_s = float("-inf")
+        self._open_pending = False
         self._gpu_pids: set[int] = set()  # pids whose last walk found a DRM or KFD fd
+        self._last_names: list[str] = []
+        self._current: set[int] = set()
         self.ticks = 0
 
     # -- what the owner says -------------------------------------------------------------------------
@@ -222,23 +231,26 @@ class ProcWalker:
         except OSError:
             self._pids.clear()
             self._gpu_pids.clear()
-            self._order = []
+            self._order, self._last_names, self._current = [], [], set()
             return result
         result.listed = True
-        current = {int(n) for n in names if n.isdigit()}
-        self.stats.pids = len(current)
         known = self._pids
-        if len(known) != len(current) or not current.issuperset(known):
-            for pid in known.keys() - current:  # exited: gone at this tick
-                del known[pid]
-                self._gpu_pids.discard(pid)
-            self._order = sorted(current)
+        if names != self._last_names:  # a process started or exited (most ticks: the same listing)
+            self._last_names = names
+            self._current = {int(n) for n in names if n.isdigit()}
+            if len(known) != len(self._current) or not self._current.issuperset(known):
+                for pid in known.keys() - self._current:  # exited: gone at this tick
+                    del known[pid]
+                    self._gpu_pids.discard(pid)
+            self._order = sorted(self._current)
+        current = self._current
+        self.stats.pids = len(current)
         dt = self.sweep_s if self._last_s is None else max(0.0, now_s - self._last_s)
         self._last_s = now_s
         self.ticks += 1
 
         walked: set[int] = set()
-        for pid in current - known.keys():  # new processes: seen within one tick
+        for pid in current - known.keys() if len(known) != len(current) else ():  # new: within one tick
             self._walk(pid, now_s, result)
             walked.add(pid)
         for pid in self._own_pids(current):
@@ -256,10 +268,14 @@ class ProcWalker:
                 log.info("%s: fd folder sizes are no fd counts; the sweep walks instead of stat", self.proc)
         opened = self.open_watch.opened() if self.open_watch is not None else False
         self._sweep(now_s, dt, walked, result)
-        if opened and not result.new_drm and self._forced_walks <= 0:
-            # Someone opened a DRM node and no walk so far explains it: an existing process whose fd
-            # count did not change. The next full round of sweep visits walks instead of stat.
+        if opened and not result.new_drm:
+            self._open_pending = True
+        if self._open_pending and self._forced_walks <= 0 and now_s - self._forced_at_s >= FORCED_GAP_S:
+            # Someone opened a DRM node and no walk explained it: an existing process whose fd count
+            # did not change. The next full round of sweep visits walks instead of stat.
             self._forced_walks = len(self._order)
+            self._forced_at_s = now_s
+            self._open_pending = False
         self._deep(now_s, dt, walked, result)
 
         for pid in self._gpu_pids:

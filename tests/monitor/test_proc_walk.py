@@ -182,22 +182,29 @@ def test_our_own_jobs_are_walked_every_tick(tree: Path, tmp_path: Path) -> None:
 
 def test_the_real_kernel_counts_fds_in_the_fd_folder_size(tmp_path: Path) -> None:
     """The sweep's probe relies on st_size of /proc/PID/fd being the fd count (Linux 6.2+)."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.readline(); f = open(sys.argv[1]); "
-         "print(1, flush=True); sys.stdin.readline()", str(tmp_path / "x")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
     (tmp_path / "x").write_text("")
+    script = (
+        "import sys\nprint('ready', flush=True)\nsys.stdin.readline()\nf = open(sys.argv[1])\n"
+        "print('opened', flush=True)\nsys.stdin.readline()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path / "x")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
     try:
+        assert child.stdout.readline().strip() == "ready"  # started up: its fds are settled
         before = os.stat(f"/proc/{child.pid}/fd").st_size
-        assert child.stdin is not None and child.stdout is not None
         child.stdin.write("\n")
         child.stdin.flush()
-        assert child.stdout.readline().strip() == "1"  # it has opened the file
+        assert child.stdout.readline().strip() == "opened"
         after = os.stat(f"/proc/{child.pid}/fd").st_size
         if before == after == 0:
             return  # a kernel before 6.2: the walker sees size 0 and walks on every sweep visit instead
         assert after == before + 1
+        assert len(os.listdir(f"/proc/{child.pid}/fd")) == after
     finally:
         child.communicate("\n", timeout=30)
 
@@ -242,3 +249,28 @@ def test_status_json_shows_a_late_opened_fd_within_five_seconds(tree: Path, tmp_
     now[0] += 1.0
     assert 1060 in pids()
     monitor.stop()
+
+
+def test_a_tool_that_keeps_opening_the_node_costs_one_walking_round_per_20_s(
+    tree: Path, tmp_path: Path
+) -> None:
+    nodes = tmp_path / "dev"
+    nodes.mkdir()
+    (nodes / "renderD128").write_text("")
+    watch = OpenWatch.create([str(nodes / "renderD128")])
+    assert watch is not None
+    walker = ProcWalker(str(desktop(tree / "proc")), open_watch=watch)
+    try:
+        walker.tick(0.0)
+        walks = []
+        for t in range(1, 41):
+            with open(nodes / "renderD128"):  # every second, like a polling tool
+                pass
+            walker.tick(float(t))
+            walks.append(walker.stats.walks)
+        # two walking rounds in 40 s (started at 1 s and 21 s), not ten (one per 4 s sweep); the slow
+        # cursor's slice (1 a tick) is skipped where the round walked the same pid
+        assert 2 * PROCESSES <= sum(walks) <= 2 * PROCESSES + 40 * math.ceil(PROCESSES / DEEP_S)
+        assert walks[25] == math.ceil(PROCESSES / DEEP_S)  # between rounds: the slow slice only
+    finally:
+        walker.close()
