@@ -54,15 +54,18 @@ DRI_PREFIX = "/dev/dri/"
 KFD_PATH = "/dev/kfd"
 
 
-@dataclass
+@dataclass(slots=True)
 class PidFds:
-    """What the last walk of one pid found. ``size`` is ``st_size`` of its fd folder at that walk."""
+    """What the last walk of one pid found. ``size`` is ``st_size`` of its fd folder at that walk;
+    ``fd_dir`` that folder's path (built once: the sweep stats it every few seconds)."""
 
+    fd_dir: str
     drm_fds: tuple[str, ...] = ()
     kfd_fds: tuple[str, ...] = ()
     size: int | None = None
     walked_s: float = 0.0
     unreadable: bool = False
+    empty: bool = False  # no fd at all: a kernel thread (they never open files)
 
 
 @dataclass
@@ -317,21 +320,23 @@ class ProcWalker:
     def _sweep(self, now_s: float, dt: float, walked: set[int], result: WalkResult) -> None:
         picked, self._sweep_after = self._round(self._sweep_after, self._quota(dt, self.sweep_s))
         known = self._pids
+        if self._forced_walks > 0 or self._probe_ok is not True:
+            for pid in picked:
+                state = known.get(pid)
+                if state is not None and not state.unreadable and pid not in walked:
+                    self._forced_walks = max(0, self._forced_walks - 1)
+                    self._walk(pid, now_s, result)
+                    walked.add(pid)
+            return
         stat = os.stat
-        proc = self.proc
         probes = 0
         for pid in picked:
             state = known.get(pid)
-            if state is None or state.unreadable or pid in walked:
-                continue
-            if self._forced_walks > 0 or self._probe_ok is not True:
-                self._forced_walks = max(0, self._forced_walks - 1)
-                self._walk(pid, now_s, result)
-                walked.add(pid)
-                continue
+            if state is None or state.unreadable or state.empty or pid in walked:
+                continue  # kernel threads hold no fds: the slow cursor still looks at them
             probes += 1
             try:
-                size = stat(f"{proc}/{pid}/fd").st_size
+                size = stat(state.fd_dir).st_size
             except OSError:
                 continue  # exiting: the next listing drops it
             if size != state.size:
@@ -349,10 +354,10 @@ class ProcWalker:
     def _walk(self, pid: int, now_s: float, result: WalkResult) -> None:
         """listdir + readlink of every fd of one pid; records its DRM and KFD fds."""
         self.stats.walks += 1
-        fd_dir = f"{self.proc}/{pid}/fd/"
         state = self._pids.get(pid)
         if state is None:
-            state = self._pids[pid] = PidFds()
+            state = self._pids[pid] = PidFds(f"{self.proc}/{pid}/fd")
+        fd_dir = state.fd_dir + "/"
         state.walked_s = now_s
         try:
             size: int | None = os.stat(fd_dir).st_size  # before the listing: an fd opened after it shows
@@ -368,6 +373,7 @@ class ProcWalker:
             targets = [_readlink_or_empty(fd_dir + fd) for fd in fds]
         self.stats.fds_read += len(fds)
         state.unreadable = False
+        state.empty = not fds
         if self._probe_ok is None and fds and size is not None:
             self._votes[_counts_entries(size, len(fds))] += 1
         state.size = size
