@@ -193,6 +193,7 @@ class ProcWalker:
         self._pids: dict[int, PidFds] = {}
         self._order: list[int] = []  # sorted pids: the sweep's round
         self._sweep_after = -1  # the sweep resumes after this pid
+        self._credit = [0.0, 0.0]  # visits owed to the sweep and to the slow cursor (fractions)
         self._deep_after = -1
         self._last_s: float | None = None
         self._watched: frozenset[int] = frozenset()
@@ -302,11 +303,17 @@ class ProcWalker:
                 out.extend(int(c) for c in raw.split() if c.isdigit() and int(c) in current)
         return out
 
-    def _quota(self, dt: float, period_s: float) -> int:
+    def _quota(self, dt: float, period_s: float, cursor: int) -> int:
+        """How many pids a cursor visits this tick: ``n × Δt / period``, the fractions carried over to
+        the next tick, so a round takes ``period`` however the ticks fall, and a slow cursor costs
+        0.8 walks a tick on 500 pids, not one (``ceil`` would make it one whatever the period)."""
         n = len(self._order)
         if n == 0:
             return 0
-        return min(n, math.ceil(n * min(1.0, dt / period_s)))
+        credit = self._credit[cursor] + n * min(1.0, dt / period_s)
+        count = min(n, int(credit))
+        self._credit[cursor] = min(float(n), credit - count)
+        return count
 
     def _round(self, after: int, count: int) -> tuple[list[int], int]:
         """The next ``count`` pids of the round after pid ``after``, wrapping; and the last one."""
@@ -318,7 +325,7 @@ class ProcWalker:
         return picked, (picked[-1] if picked else after)
 
     def _sweep(self, now_s: float, dt: float, walked: set[int], result: WalkResult) -> None:
-        picked, self._sweep_after = self._round(self._sweep_after, self._quota(dt, self.sweep_s))
+        picked, self._sweep_after = self._round(self._sweep_after, self._quota(dt, self.sweep_s, 0))
         known = self._pids
         if self._forced_walks > 0 or self._probe_ok is not True:
             for pid in picked:
@@ -345,7 +352,7 @@ class ProcWalker:
         self.stats.probes += probes
 
     def _deep(self, now_s: float, dt: float, walked: set[int], result: WalkResult) -> None:
-        picked, self._deep_after = self._round(self._deep_after, self._quota(dt, self.deep_s))
+        picked, self._deep_after = self._round(self._deep_after, self._quota(dt, self.deep_s, 1))
         for pid in picked:
             if pid not in walked and pid in self._pids:
                 self._walk(pid, now_s, result)

@@ -6,7 +6,6 @@ ticks and fake seconds, and the cost in the walker's own counters (walks, probes
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import subprocess
@@ -77,13 +76,18 @@ def test_first_tick_finds_every_client_then_ticks_cost_a_fraction(tree: Path, tm
     first = walker.tick(0.0)
     assert sorted(first.drm) == [1005, 1040] and first.drm[1005] == (str(FDS),)
     assert walker.stats.walks == PROCESSES  # everything once, at the start
-    deep_per_tick = math.ceil(PROCESSES / DEEP_S)  # the slow cursor's slice
     for t in range(1, 9):
         walker.tick(float(t))
-        # nothing changed: no process walked but the slow cursor's slice; a quarter of them stat()ed
-        assert walker.stats.walks == deep_per_tick
-        assert walker.stats.probes == math.ceil(PROCESSES / SWEEP_S)
-        assert walker.stats.fds_read <= deep_per_tick * (FDS + 1)  # instead of PROCESSES * FDS
+        # nothing changed: a quarter of them stat()ed, none walked but the slow cursor's share
+        assert walker.stats.probes == PROCESSES / SWEEP_S
+        assert walker.stats.walks <= 1
+    # the slow cursor: every process walked once per DEEP_S, 80 / 600 of one a tick
+    walks = 0
+    for t in range(9, 9 + int(DEEP_S)):
+        walker.tick(float(t))
+        walks += walker.stats.walks
+        assert walker.stats.fds_read <= FDS + 1  # at most one process's fds, never the lot
+    assert PROCESSES - 1 <= walks <= PROCESSES + 1
 
 
 @pytest.mark.parametrize("where", ["tmpfs", "no-count"])
@@ -173,7 +177,7 @@ def test_our_own_jobs_are_walked_every_tick(tree: Path, tmp_path: Path) -> None:
     walker.watch({5000})
     for t in (1.0, 2.0):
         walker.tick(t)
-        assert walker.stats.walks == 2 + math.ceil(82 / DEEP_S)  # the job, its child, the slow slice
+        assert 2 <= walker.stats.walks <= 3  # the job and its child (and the slow cursor's share)
     link = proc / "5001" / "fd" / "0"  # the child swaps an fd for the render node, count unchanged
     link.unlink()
     link.symlink_to(RENDER)
@@ -270,7 +274,7 @@ def test_a_tool_that_keeps_opening_the_node_costs_one_walking_round_per_20_s(
             walks.append(walker.stats.walks)
         # two walking rounds in 40 s (started at 1 s and 21 s), not ten (one per 4 s sweep); the slow
         # cursor's slice (1 a tick) is skipped where the round walked the same pid
-        assert 2 * PROCESSES <= sum(walks) <= 2 * PROCESSES + 40 * math.ceil(PROCESSES / DEEP_S)
-        assert walks[25] == math.ceil(PROCESSES / DEEP_S)  # between rounds: the slow slice only
+        assert 2 * PROCESSES <= sum(walks) <= 2 * PROCESSES + 40 * PROCESSES / DEEP_S + 1
+        assert walks[25] <= 1  # between rounds: the slow cursor's share only
     finally:
         walker.close()
