@@ -5,7 +5,8 @@ against the floor of its own system calls. Everything from one run; prints, neve
    Linux (``real_backends``: NVML, amdgpu, Intel, other DRM cards, amdsmi), over two built /proc trees
    on tmpfs (where a folder's size follows its entries, as /proc/PID/fd's does): "GPU clients only"
    (6 processes holding the render node) and "desktop" (500 processes × 60 fds, 6 of them the same
-   DRM clients). Printed per tree: the per-tick cost (median), the amortised cost (mean over every
+   DRM clients); in both a task is created every 5 s (``loadavg``'s newest pid moves, as on a real
+   /proc). Printed per tree: the per-tick cost (median), the amortised cost (mean over every
    tick of a run at 1 Hz on a fake clock, the slow cursor's full walks included), % of a core at
    1 Hz, the first tick (walks every process once), and the floor of the old method: one full walk
    (listdir + readlink of every fd, plain os calls). Goal: desktop ≤ 1.5 × GPU clients only.
@@ -165,6 +166,15 @@ def tmpfs_or_none() -> str | None:
     return str(SHM) if SHM.is_dir() and os.access(SHM, os.W_OK) else None
 
 
+TASK_EVERY_S = 5
+"""A task (a process or a thread) is created every 5 s, as on a desktop that is not idle: the newest
+pid in the trees' ``loadavg`` moves, and gputray lists /proc again (a real /proc has the file)."""
+
+
+def new_task(proc: Path, n: int) -> None:
+    (proc / "loadavg").write_text(f"0.52 0.48 0.45 2/{700 + n} {30000 + n}\n")
+
+
 def build_gpu_proc(proc: Path, desktop: bool) -> Path:
     """The 6 DRM clients (a compositor, a browser's GPU process, llama-server...) alone, or among a
     desktop of 500 processes x 60 fds (files, sockets, pipes, eventfds)."""
@@ -184,6 +194,7 @@ def build_gpu_proc(proc: Path, desktop: bool) -> Path:
             os.unlink(fd_dir / "5")
             os.symlink("/dev/dri/renderD128", fd_dir / "5")
             (proc / str(pid) / "fdinfo" / "5").write_text(fdinfo_text(pid, 5, 0))
+    new_task(proc, 0)
     return proc
 
 
@@ -218,8 +229,10 @@ def run_ticks(sys_dir: Path, proc: Path, rounds: int) -> tuple[float, list[float
     snap = monitor.sample_once()
     first = time.perf_counter() - t0
     times: list[float] = []
-    for _ in range(rounds):
+    for i in range(rounds):
         now[0] += 1.0
+        if i % TASK_EVERY_S == 0:
+            new_task(proc, i)  # not timed
         t0 = time.perf_counter()
         monitor.sample_once()
         times.append(time.perf_counter() - t0)
@@ -316,7 +329,12 @@ def daemons(base: Path, sys_dir: Path, trees: dict[str, Path], seconds: float) -
         time.sleep(5.0)  # warm-up: start-up, the first full walk, the first NVML retry
         before = {label: cpu_seconds(p.pid) for label, p in procs.items()}
         t0 = time.monotonic()
-        time.sleep(seconds)
+        n = 0
+        while time.monotonic() - t0 < seconds:
+            n += 1
+            for tree in trees.values():
+                new_task(tree, n)
+            time.sleep(min(TASK_EVERY_S, max(0.0, seconds - (time.monotonic() - t0))))
         wall = time.monotonic() - t0
         used = {label: cpu_seconds(p.pid) - before[label] for label, p in procs.items()}
     finally:

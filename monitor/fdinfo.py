@@ -280,6 +280,9 @@ class ProcUsage:
     devices: dict[str | None, DeviceClients] = field(default_factory=dict)
     measured: bool = False  # a previous read exists: per-engine figures can be there
 
+    def drm_pids(self) -> set[int]:
+        return {u.pid for u in self.drm}
+
 
 def device_engine(usage: ProcUsage, pdev: str, prefixes: tuple[str, ...]) -> float | None:
     """A device's load on the engine classes starting with ``prefixes`` (``("enc",)``: ``enc``,

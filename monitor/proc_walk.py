@@ -5,7 +5,8 @@ has 400–500 processes and tens of thousands of fds; one full walk of a built 5
 ~87 ms, 9 % of a core at 1 Hz, for the handful of processes that are GPU clients. So a full walk is
 never done per tick (after the first). Per tick, :class:`ProcWalker`:
 
-1. lists ``/proc`` once: a pid that is gone is forgotten at once (its DRM fds with it);
+1. lists ``/proc`` when a task was created (``/proc/loadavg`` names the newest pid; else every
+   ``LISTING_S``); an exited GPU client is gone at once (its fdinfo no longer reads);
 2. walks a pid the first time it appears (a new process is seen within one tick);
 3. walks the pids it was asked to :meth:`~ProcWalker.watch` (the queue's own jobs, and their
    children) every tick, so our own jobs are attributed at once;
@@ -34,7 +35,6 @@ import bisect
 import ctypes
 import ctypes.util
 import logging
-import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +47,8 @@ DEEP_S = 600.0
 """Every pid is walked in full at least this often, whatever its fd count says: the backstop for an fd
 swapped in without the count changing and without an open the inotify watch saw (an fd passed over a
 socket, a device node inside a container). 500 × 60 fds walked once per 10 min costs ~0.1 ms a tick."""
+LISTING_S = 30.0
+"""With no task created, /proc is still listed this often (to forget processes that exited)."""
 FORCED_GAP_S = 20.0
 """An unexplained open starts a walking sweep round at most this often: something that opens the render
 node every second (a polling tool) costs at most one full walk per 20 s, not one per 4 s."""
@@ -73,6 +75,7 @@ class TickStats:
     """What one tick cost, in system-call units (the benchmark prints these)."""
 
     pids: int = 0
+    listed: bool = False  # /proc was listed this tick (a task was created, or every LISTING_S)
     walks: int = 0
     probes: int = 0
     fds_read: int = 0
@@ -205,6 +208,8 @@ class ProcWalker:
         self._gpu_pids: set[int] = set()  # pids whose last walk found a DRM or KFD fd
         self._last_names: list[str] = []
         self._current: set[int] = set()
+        self._newest_pid: str | None = None
+        self._listed_s = float("-inf")
         self.ticks = 0
 
     # -- what the owner says -------------------------------------------------------------------------
@@ -227,26 +232,36 @@ class ProcWalker:
 
     # -- one tick ------------------------------------------------------------------------------------
 
+    def _listing_due(self, now_s: float) -> bool:
+        """Whether ``/proc`` must be listed this tick: a task was created since the last listing (the
+        last field of ``/proc/loadavg`` is the newest pid), or it is ``LISTING_S`` since the last one.
+        Listing 500 entries costs more than the rest of a quiet tick; one small read settles it. A tree
+        without ``loadavg`` (captured, built) is listed every tick. Exits need no listing: a GPU
+        client's fdinfo stops reading at once, and the next listing drops the rest."""
+        raw = _read(f"{self.proc}/loadavg")
+        newest = raw.rsplit(None, 1)[-1] if raw and raw.strip() else None
+        due = newest is None or newest != self._newest_pid or now_s - self._listed_s >= LISTING_S
+        self._newest_pid = newest
+        return due or self._listed_s == float("-inf")
+
     def tick(self, now_s: float) -> WalkResult:
         self.stats = TickStats()
         result = WalkResult()
-        try:
-            names = os.listdir(self.proc)
-        except OSError:
-            self._pids.clear()
-            self._gpu_pids.clear()
-            self._order, self._last_names, self._current = [], [], set()
-            return result
+        if self._listing_due(now_s):
+            try:
+                names = os.listdir(self.proc)
+            except OSError:
+                self._pids.clear()
+                self._gpu_pids.clear()
+                self._order, self._last_names, self._current = [], [], set()
+                self._listed_s = float("-inf")
+                return result
+            self._listed_s = now_s
+            self.stats.listed = True
+            if names != self._last_names:  # a process started or exited
+                self._update_pids(names)
         result.listed = True
         known = self._pids
-        if names != self._last_names:  # a process started or exited (most ticks: the same listing)
-            self._last_names = names
-            self._current = {int(n) for n in names if n.isdigit()}
-            if len(known) != len(self._current) or not self._current.issuperset(known):
-                for pid in known.keys() - self._current:  # exited: gone at this tick
-                    del known[pid]
-                    self._gpu_pids.discard(pid)
-            self._order = sorted(self._current)
         current = self._current
         self.stats.pids = len(current)
         dt = self.sweep_s if self._last_s is None else max(0.0, now_s - self._last_s)
@@ -289,6 +304,16 @@ class ProcWalker:
             if state.kfd_fds:
                 result.kfd.add(pid)
         return result
+
+    def _update_pids(self, names: list[str]) -> None:
+        known = self._pids
+        self._last_names = names
+        self._current = {int(n) for n in names if n.isdigit()}
+        if len(known) != len(self._current) or not self._current.issuperset(known):
+            for pid in known.keys() - self._current:  # exited: gone at this tick
+                del known[pid]
+                self._gpu_pids.discard(pid)
+        self._order = sorted(self._current)
 
     def _own_pids(self, current: set[int]) -> list[int]:
         if not self._watched:

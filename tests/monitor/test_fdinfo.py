@@ -131,11 +131,17 @@ def test_state_of_exited_clients_is_dropped(tmp_path: Path) -> None:
     add_process(proc, 9, "x", {3: "/dev/dri/renderD128"}, {3: amdgpu_fdinfo(1, gfx_ns=10)})
     reader = DrmUsageReader(proc)
     reader.read(1.0)
-    os.unlink(proc / "9" / "fd" / "3")
+    os.unlink(proc / "9" / "fd" / "3")  # the client closes the render node: fd and fdinfo go
+    os.unlink(proc / "9" / "fdinfo" / "3")
     assert reader.read(2.0).drm == ()
     assert reader._previous == {}  # nothing kept for a client that is gone
-    (proc / "9" / "fd" / "3").symlink_to("/dev/dri/renderD128")
-    assert reader.read(3.0).drm[0].util_percent is None  # a fresh baseline, not a stale delta
+    (proc / "9" / "fd" / "3").symlink_to("/dev/dri/renderD128")  # ... and opens it again
+    write(proc / "9" / "fdinfo" / "3", amdgpu_fdinfo(1, gfx_ns=10))
+    t = 3.0
+    while not (usage := reader.read(t)).drm:  # found by the sweep, within its 4 s
+        t += 1.0
+        assert t <= 7.0
+    assert usage.drm[0].util_percent is None  # a fresh baseline, not a stale delta
 
 
 def test_missing_proc_is_empty(tmp_path: Path) -> None:

@@ -278,3 +278,31 @@ def test_a_tool_that_keeps_opening_the_node_costs_one_walking_round_per_20_s(
         assert walks[25] <= 1  # between rounds: the slow cursor's share only
     finally:
         walker.close()
+
+
+def test_proc_is_listed_only_when_a_task_was_created(tree: Path) -> None:
+    """/proc/loadavg's last field is the newest pid: while it stands still no process can be new."""
+    proc = desktop(tree / "proc")
+    (proc / "loadavg").write_text("0.31 0.40 0.38 1/612 1079\n")
+    walker = ProcWalker(str(proc))
+    walker.tick(0.0)
+    walker.tick(1.0)
+    assert not walker.stats.listed  # nothing created: 500 entries not listed again
+    add_process(proc, 4100, "python3", {0: "/dev/null", 4: RENDER}, {4: amdgpu_fdinfo(41)})
+    (proc / "loadavg").write_text("0.31 0.40 0.38 2/613 4100\n")
+    assert 4100 in walker.tick(2.0).drm and walker.stats.listed  # a new process: within one tick
+    shutil.rmtree(proc / "1005")  # a GPU client exits: gone at once, no listing needed
+    assert 1005 not in DrmUsageReader(proc, walker=walker).read(3.0).drm_pids()
+
+
+def test_a_new_process_on_the_real_proc_is_seen_at_the_next_tick() -> None:
+    walker = ProcWalker("/proc")
+    walker.tick(0.0)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.readline()"], stdin=subprocess.PIPE
+    )
+    try:
+        walker.tick(1.0)
+        assert walker.stats.listed and child.pid in walker.known()
+    finally:
+        child.communicate(b"\n", timeout=30)
