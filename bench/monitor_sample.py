@@ -248,7 +248,7 @@ def desktop_scenario(rounds: int) -> tuple[Path, Path, Path, Path, tempfile.Temp
     sys_dir = build_sys(base)
     gpu_only = build_gpu_proc(base / "proc-gpu-only", desktop=False)
     desktop = build_gpu_proc(base / "proc-desktop", desktop=True)
-    fds = sum(len(os.listdir(desktop / p / "fd")) for p in os.listdir(desktop))
+    fds = sum(len(os.listdir(desktop / p / "fd")) for p in os.listdir(desktop) if p.isdigit())
     where = (
         "tmpfs (/dev/shm)" if tmpfs_or_none() else "a disk folder (sizes are no fd counts: the sweep walks)"
     )
