@@ -309,7 +309,7 @@ _RawCache = dict[tuple[int, str], tuple[bytes, "DrmClient | None"]]
 
 def _default_open_watch(proc_dir: Path) -> OpenWatch | None:
     if proc_dir != Path("/proc"):
-        return None  # a captured or built tree: its processes are not this machine's
+        return None  # a captured or built tree: its processes are not this machine's nodes' users
     return OpenWatch.create(drm_device_nodes())
 
 
@@ -327,6 +327,7 @@ class DrmUsageReader:
         walker: ProcWalker | None = None,
     ) -> None:
         self.proc_dir = proc_dir
+        self._watch_nodes = walker is None and proc_dir == Path("/proc")  # the real nodes, and only then
         self.walker = walker or ProcWalker(str(proc_dir), open_watch=_default_open_watch(proc_dir))
         self._previous: dict[_ClientKey, tuple[float, DrmClient]] = {}
         self._raw: _RawCache = {}
@@ -354,13 +355,16 @@ class DrmUsageReader:
 
     def _refresh_nodes(self, now_s: float) -> None:
         """An eGPU plugged in adds a render node: watch it too (looked at every 10 s)."""
-        watch = self.walker.open_watch
-        if watch is None:
+        if not self._watch_nodes:
             return
         if self._nodes_checked_s is not None and now_s - self._nodes_checked_s < 10.0:
             return
         self._nodes_checked_s = now_s
-        watch.set_paths(drm_device_nodes())
+        watch = self.walker.open_watch
+        if watch is None:  # no node could be watched at start (no GPU yet, an eGPU plugged in later)
+            self.walker.open_watch = OpenWatch.create(drm_device_nodes())
+        else:
+            watch.set_paths(drm_device_nodes())
 
     def _clients(self, now_s: float) -> tuple[list[DrmClient], set[int], _RawCache]:
         walker = self.walker
