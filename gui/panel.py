@@ -30,7 +30,7 @@ from gputray.gui.i18n import tr
 from gputray.gui.queue_model import COL_DEVICE, COL_ELAPSED, COL_NAME, COL_REASON, COL_STATE, QueueModel
 from gputray.gui.sparkline import Sparkline
 from gputray.gui.tray_icon import gpu_readings, is_hot
-from gputray.monitor.readings_text import sample_extras
+from gputray.monitor.readings_text import panel_extras, sample_extras
 from gputray.monitor.records import DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB
 
@@ -108,12 +108,14 @@ class DeviceCard(QFrame):
         top.addWidget(self.pause_button)
         layout.addLayout(top)
         self.memory_label = QLabel(self)
-        layout.addWidget(self.memory_label)
-        # PCIe link, fan, power limit, memory clock, video engines: "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 %"
+        # The eGPU readings beside the memory, in short ("PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 %"), so the
+        # card grows no taller; its tooltip has all of them (power limit, memory clock, video engines).
         self.extras_label = QLabel(self)
-        self.extras_label.setWordWrap(True)
         self.extras_label.setStyleSheet("font-size: small")
-        layout.addWidget(self.extras_label)
+        memory_row = QHBoxLayout()
+        memory_row.addWidget(self.memory_label, 1)
+        memory_row.addWidget(self.extras_label)
+        layout.addLayout(memory_row)
         self.sparkline = Sparkline(self)
         layout.addWidget(self.sparkline)
         self.processes_label = QLabel(self)
@@ -148,8 +150,10 @@ class DeviceCard(QFrame):
         if self.metrics_label.styleSheet() != hot_style:  # setStyleSheet re-polishes even when unchanged
             self.metrics_label.setStyleSheet(hot_style)
         self.memory_label.setText(device_memory_line(r))
-        extras = sample_extras(r.sample) if r.sample.state == "ok" else ""
+        ok = r.sample.state == "ok"
+        extras = panel_extras(r.sample) if ok else ""
         self.extras_label.setText(extras)
+        self.extras_label.setToolTip(sample_extras(r.sample) if ok else "")
         self.extras_label.setVisible(bool(extras))
         self.sparkline.set_points(history, now_s)
         text = processes_line(processes)

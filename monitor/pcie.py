@@ -95,9 +95,12 @@ def describe(
     max_gen: int | None,
     max_width: int | None,
     util_percent: float | None = None,
+    *,
+    short: bool = False,
 ) -> str | None:
     """``PCIe 4.0 ×4 of 5.0 ×8``; None when nothing is known. A link below its best while the GPU is
-    idle gets "(idle: links slow down to save power)": an idle link drops its rate, which is normal.
+    idle gets "(idle: links slow down to save power)" (``short``: "(idle)"): an idle link drops its
+    rate, which is normal.
     Fewer lanes than the best (an eGPU on OCuLink: ×4 of ×8) is how the GPU is connected, no fault."""
     if gen is None and width is None:
         return None
@@ -111,5 +114,5 @@ def describe(
         text += " of " + part(max_gen if max_gen is not None else gen, max_width)
     below = gen is not None and max_gen is not None and gen < max_gen
     if below and (util_percent is None or util_percent < 10.0):
-        text += " (idle: links slow down to save power)"
+        text += " (idle)" if short else " (idle: links slow down to save power)"
     return text

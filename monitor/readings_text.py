@@ -22,20 +22,24 @@ def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def link_text(get: Callable[[str], Any]) -> str | None:
+def link_text(get: Callable[[str], Any], *, short: bool = False) -> str | None:
     return describe(
         _int(get("pcie_gen")),
         _int(get("pcie_width")),
         _int(get("pcie_max_gen")),
         _int(get("pcie_max_width")),
         _num(get("util_percent")),
+        short=short,
     )
 
 
-def extra_parts(get: Callable[[str], Any], *, memory_clock: bool = True) -> list[str]:
-    """The parts that are known, in a fixed order; ``get(field)`` returns a device field's value."""
+def extra_parts(get: Callable[[str], Any], *, compact: bool = False) -> list[str]:
+    """The parts that are known, in a fixed order; ``get(field)`` returns a device field's value.
+
+    ``compact`` (the panel's one line): "(idle)" for the idle-link note, and the video engines only
+    while one of them is busy."""
     parts: list[str] = []
-    link = link_text(get)
+    link = link_text(get, short=compact)
     if link is not None:
         parts.append(link)
     fan_percent, fan_rpm = _num(get("fan_percent")), _int(get("fan_rpm"))
@@ -50,18 +54,25 @@ def extra_parts(get: Callable[[str], Any], *, memory_clock: bool = True) -> list
     if limit is not None:
         parts.append(f"limit {limit:.0f} W")
     mclk = _int(get("mclk_mhz"))
-    if memory_clock and mclk is not None:
+    if mclk is not None:
         parts.append(f"mem {mclk} MHz")
-    for label, name in (("enc", "encoder_percent"), ("dec", "decoder_percent")):
-        value = _num(get(name))
-        if value is not None:
-            parts.append(f"{label} {value:.0f} %")
+    video = [
+        (label, _num(get(name))) for label, name in (("enc", "encoder_percent"), ("dec", "decoder_percent"))
+    ]
+    if not compact or any(value for _, value in video):
+        parts.extend(f"{label} {value:.0f} %" for label, value in video if value is not None)
     return parts
 
 
-def sample_extras(sample: Sample) -> str:
-    """The panel's line for one reading; empty when the GPU reports none of it."""
-    return "  ·  ".join(extra_parts(lambda name: getattr(sample, name, None)))
+def sample_extras(sample: Sample, *, compact: bool = False) -> str:
+    """One line for one reading (the panel: ``compact``); empty when the GPU reports none of it."""
+    return "  ·  ".join(extra_parts(lambda name: getattr(sample, name, None), compact=compact))
+
+
+def panel_extras(sample: Sample) -> str:
+    """The panel card's short form: the link ("(idle)" for the idle note) and the fan."""
+    parts = extra_parts(lambda name: getattr(sample, name, None), compact=True)
+    return "  ·  ".join(p for p in parts if p.startswith(("PCIe", "fan")))
 
 
 def json_extras(device: Mapping[str, Any]) -> list[str]:

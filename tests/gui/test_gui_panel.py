@@ -147,15 +147,17 @@ def test_card_shows_the_egpu_readings_and_hides_them_when_there_are_none(qtbot: 
     readings = (replace(egpu, sample=loaded), igpu)
     panel.update_snapshot(replace(snap, readings=readings))
     card = panel.cards[KEY_5060]
-    assert card.extras_label.text() == (
+    assert card.extras_label.text() == "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 % 1180 RPM"
+    assert card.extras_label.toolTip() == (  # all of it, in full
         "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 % 1180 RPM  ·  limit 180 W  ·  mem 14001 MHz"
         "  ·  enc 12 %  ·  dec 34 %"
     )
     assert not card.extras_label.isHidden()
     idle = replace(loaded, util_percent=0.0, pcie_gen=1)
     panel.update_snapshot(replace(snap, readings=(replace(egpu, sample=idle), igpu)))
-    assert card.extras_label.text().startswith("PCIe 1.0 ×4 of 5.0 ×8 (idle: links slow down to save power)")
+    assert card.extras_label.text() == "PCIe 1.0 ×4 of 5.0 ×8 (idle)  ·  fan 31 % 1180 RPM"
+    assert "(idle: links slow down to save power)" in card.extras_label.toolTip()
     blank = replace(igpu.sample, mclk_mhz=None)
     panel.update_snapshot(replace(snap, readings=(egpu, replace(igpu, sample=blank))))
     assert panel.cards[KEY_780M].extras_label.text() == ""
-    assert panel.cards[KEY_780M].extras_label.isHidden()  # nothing reported: no empty line
+    assert panel.cards[KEY_780M].extras_label.isHidden()  # nothing reported: nothing shown
