@@ -11,12 +11,12 @@ never done per tick (after the first). Per tick, :class:`ProcWalker`:
 3. walks the pids it was asked to :meth:`~ProcWalker.watch` (the queue's own jobs, and their
    children) every tick, so our own jobs are attributed at once;
 4. re-walks a pid whose known DRM fd no longer reads as a DRM client (closed, or the number reused);
-5. runs a rolling *sweep*: each tick visits ``ceil(n × Δt / sweep_s)`` pids in turn, so every pid is
-   visited at least once per ``sweep_s`` (4 s: a process that opens the render node seconds after it
-   started, like a torch job, is seen within 5 s at 1 Hz). A visit is one ``stat`` of
+5. runs a rolling *sweep*: each tick visits ``n × Δt / sweep_s`` pids in turn (fractions carried to
+   the next tick), so every pid is visited once per ``sweep_s`` (4 s: a process that opens the render
+   node seconds after it started, like a torch job, is seen within 5 s at 1 Hz). A visit is one ``stat`` of
    ``/proc/PID/fd``, whose size is the number of open fds on Linux ≥ 6.2: only a pid whose count
    changed since its last walk is walked again. (Where the sizes turn out to be no counts, on older
-   kernels, the visits walk: correct, at a fifth of a full walk per tick.)
+   kernels, the visits walk: correct, at a quarter of a full walk per tick.)
 6. A second, slower rolling cursor walks every pid once per ``deep_s`` whatever its count says: an fd
    can be replaced by a DRM fd without the count changing (close one, open the render node). When
    the DRM device nodes can be watched with inotify (``IN_OPEN``; see :class:`OpenWatch`), an open that
