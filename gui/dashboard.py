@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +39,7 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.legend import color_of, gpu_readings, legend_for
 from gputray.gui.theme import colors, is_dark
+from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB
 
@@ -65,7 +67,16 @@ DOCTOR_HEADERS = (
     tr_noop("Figures"),
 )
 DOCTOR_VERDICTS = (tr_noop("works"), tr_noop("limited"), tr_noop("fails"))
-TABS = (tr_noop("History"), tr_noop("Processes"), tr_noop("Doctor"), tr_noop("Task logs"))
+TABS = (tr_noop("History"), tr_noop("Processes"), tr_noop("Doctor"), tr_noop("Task logs"), tr_noop("Devices"))
+DEVICE_HEADERS = (
+    tr_noop("Device"),
+    tr_noop("PCIe link"),
+    tr_noop("Fan"),
+    tr_noop("Power limit"),
+    tr_noop("Memory clock"),
+    tr_noop("Encoder"),
+    tr_noop("Decoder"),
+)
 LEFT_AXIS_PX = 72  # one width for every plot's left axis: their time axes line up
 ID_ROLE = 256
 LOG_ROLE = 257
@@ -98,10 +109,7 @@ class Limit:
 
 
 def limits_for(metric: str, r: DeviceReading, temp_limit_c: float | None) -> Limit | None:
-    """The one place that knows which total or limit belongs on which plot.
-
-    Power has no line yet: the monitor reports no power limit (the readings of issue 12 add one).
-    """
+    """The one place that knows which total or limit belongs on which plot."""
     s, info = r.sample, r.info
     if metric == "temp_c" and temp_limit_c is not None:
         return Limit(info.key, temp_limit_c)
@@ -111,6 +119,8 @@ def limits_for(metric: str, r: DeviceReading, temp_limit_c: float | None) -> Lim
     if metric == "shared_used_bytes":
         total = s.shared_total_bytes if s.shared_total_bytes is not None else info.shared_total_bytes
         return None if total is None else Limit(info.key, total / GIB)
+    if metric == "power_w" and s.power_limit_w is not None:
+        return Limit(info.key, s.power_limit_w)
     return None
 
 
@@ -226,6 +236,11 @@ class Dashboard(QWidget):
         ll.addWidget(self.log_view, 1)
         self.tabs.addTab(logs, "")
 
+        # Devices: what eGPU users check (link, fan, power limit, memory clock, video engines)
+        self.device_table = QTableWidget(0, len(DEVICE_HEADERS), self)
+        self.device_table.horizontalHeader().setStretchLastSection(True)
+        self.tabs.addTab(self.device_table, "")
+
         self.timer = QTimer(self)
         self.timer.setInterval(2000)
         self.timer.timeout.connect(self.refresh)
@@ -244,6 +259,7 @@ class Dashboard(QWidget):
         self.plots[METRICS[-1][0]].setLabel("bottom", tr("minutes ago"))
         self.proc_table.setHorizontalHeaderLabels([tr(h) for h in PROCESS_HEADERS])
         self.doctor_table.setHorizontalHeaderLabels([tr(h) for h in DOCTOR_HEADERS])
+        self.device_table.setHorizontalHeaderLabels([tr(h) for h in DEVICE_HEADERS])
         self.doctor_button.setText(tr("Run doctor"))
         self.proc_table.setToolTip(tr("Right-click a process of yours to stop it"))
         if self._doctor_status_note is not None:
@@ -322,6 +338,7 @@ class Dashboard(QWidget):
                 self.plots[metric].setYRange(0.0, top, padding=0)
                 self.plots[metric].setLimits(yMin=0, yMax=top)
                 self.y_ranges[metric] = (0.0, top)
+        self._fill_devices(snap)
         self._fill_processes(snap)
 
     def _limit_line(self, metric: str, limit: Limit, color: str) -> None:
@@ -336,6 +353,39 @@ class Dashboard(QWidget):
         elif line.value() != limit.value:
             line.setValue(limit.value)
 
+    def _fill_devices(self, snap: Snapshot) -> None:
+        readings = gpu_readings(snap)
+        self.device_table.setRowCount(len(readings))
+
+        def pct(value: float | None) -> str:
+            return "—" if value is None else f"{value:.0f} %"
+
+        words = messages.reading_words()
+        for row, r in enumerate(readings):
+            s = r.sample
+            fan = " ".join(
+                part
+                for part in (
+                    None if s.fan_percent is None else f"{s.fan_percent:.0f} %",
+                    None if s.fan_rpm is None else f"{s.fan_rpm} RPM",
+                )
+                if part
+            )
+            values = (
+                r.info.name,
+                link_text(partial(getattr, s), words=words) or "—",
+                fan or "—",
+                "—" if s.power_limit_w is None else f"{s.power_limit_w:.0f} W",
+                "—" if s.mclk_mhz is None else f"{s.mclk_mhz} MHz",
+                pct(s.encoder_percent),
+                pct(s.decoder_percent),
+            )
+            for col, text in enumerate(values):
+                item = QTableWidgetItem(text)
+                item.setToolTip(text)  # a narrow window elides the cell: the full reading stays readable
+                self.device_table.setItem(row, col, item)
+        self.device_table.resizeColumnsToContents()
+
     def _fill_processes(self, snap: Snapshot) -> None:
         names = {r.info.key: r.info.name for r in snap.readings}
         procs = sorted(snap.processes, key=lambda p: (p.device, -(p.vram_bytes or 0)))
@@ -349,7 +399,7 @@ class Dashboard(QWidget):
                 names.get(p.device, p.device),
                 tr(p.kind),
                 f"{mem / GIB:.2f}",
-                "–" if p.util_percent is None else f"{p.util_percent:.0f}",
+                "—" if p.util_percent is None else f"{p.util_percent:.0f}",
             )
             for col, text in enumerate(values):
                 item = self.proc_table.item(row, col)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from gputray.gui import i18n
 from gputray.gui.i18n import tr, tr_noop
+from gputray.monitor.pcie import LinkWords
+from gputray.monitor.readings_text import Words
 
 
 @dataclass(frozen=True)
@@ -370,3 +372,17 @@ class Note:
 
 def note(source: str, **values: object) -> Note:
     return Note(source, tuple((k, str(v)) for k, v in values.items()))
+
+
+def reading_words() -> Words:
+    """The words of the eGPU readings line ("PCIe 4.0 ×4 of 5.0 ×8 · fan 31 %") in the current language."""
+    return Words(
+        link=LinkWords(
+            of=tr("of"), idle_short=tr("(idle)"), idle_long=tr("(idle: links slow down to save power)")
+        ),
+        fan=tr("fan"),
+        limit=tr("limit"),
+        mem=tr("mem"),
+        enc=tr("enc"),
+        dec=tr("dec"),
+    )

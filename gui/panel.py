@@ -64,6 +64,7 @@ from gputray.gui.sparkline import Sparkline
 from gputray.gui.theme import colors, is_dark
 from gputray.gui.tray_icon import is_hot
 from gputray.gui.widgets import ElidedLabel, Swatch
+from gputray.monitor.readings_text import panel_extras, sample_extras
 from gputray.monitor.records import DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB
 
@@ -245,7 +246,14 @@ class DeviceCard(QFrame):
         top.addWidget(self.pause_button)
         layout.addLayout(top)
         self.memory_label = ElidedLabel("", self)
-        layout.addWidget(self.memory_label)
+        # The eGPU readings beside the memory, in short ("PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 %"), so the
+        # card grows no taller; its tooltip has all of them (power limit, memory clock, video engines).
+        self.extras_label = ElidedLabel("", self)
+        self.extras_label.setStyleSheet("font-size: small")
+        memory_row = QHBoxLayout()
+        memory_row.addWidget(self.memory_label, 1)
+        memory_row.addWidget(self.extras_label)
+        layout.addLayout(memory_row)
         self.sparkline = Sparkline(self)
         layout.addWidget(self.sparkline)
         self.busy_label = ElidedLabel("", self)
@@ -338,6 +346,12 @@ class DeviceCard(QFrame):
         if self.metrics_label.styleSheet() != hot_style:  # setStyleSheet re-polishes even when unchanged
             self.metrics_label.setStyleSheet(hot_style)
         self.memory_label.setText(device_memory_line(r))
+        ok = r.sample.state == "ok"
+        words = messages.reading_words()
+        extras = panel_extras(r.sample, words) if ok else ""
+        self.extras_label.setText(extras)
+        self.extras_label.set_own_tooltip(sample_extras(r.sample, words=words) if ok else "")
+        self.extras_label.setVisible(bool(extras))
         busy = "; ".join(messages.translate(b) for b in self._busy)
         self.busy_label.setText(
             tr("busy: {reasons}").format(reasons=busy) if busy else tr("not in use by other programs")

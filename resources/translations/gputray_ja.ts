@@ -1323,5 +1323,65 @@
         <source>hot</source>
         <translation>高温</translation>
     </message>
+    <message>
+        <source>Devices</source>
+        <translation>デバイス</translation>
+    </message>
+    <message>
+        <source>PCIe link</source>
+        <translation>PCIe リンク</translation>
+    </message>
+    <message>
+        <source>Fan</source>
+        <translation>ファン</translation>
+    </message>
+    <message>
+        <source>Power limit</source>
+        <translation>電力上限</translation>
+    </message>
+    <message>
+        <source>Memory clock</source>
+        <translation>メモリクロック</translation>
+    </message>
+    <message>
+        <source>Encoder</source>
+        <translation>エンコーダー</translation>
+    </message>
+    <message>
+        <source>Decoder</source>
+        <translation>デコーダー</translation>
+    </message>
+    <message>
+        <source>of</source>
+        <translation>／最大</translation>
+    </message>
+    <message>
+        <source>(idle)</source>
+        <translation>（アイドル）</translation>
+    </message>
+    <message>
+        <source>(idle: links slow down to save power)</source>
+        <translation>（アイドル：省電力のためリンク速度が下がります）</translation>
+    </message>
+    <message>
+        <source>fan</source>
+        <translation>ファン</translation>
+    </message>
+    <message>
+        <source>limit</source>
+        <translation>上限</translation>
+    </message>
+    <message>
+        <source>mem</source>
+        <translation>メモリ</translation>
+    </message>
+    <message>
+        <source>enc</source>
+        <translation>エンコード</translation>
+    </message>
+    <message>
+        <source>dec</source>
+        <translation>デコード</translation>
+    </message>
 </context>
 </TS>

@@ -30,6 +30,13 @@ def test_dashboard_plots_history_processes_doctor_and_logs(qtbot: QtBot, tmp_pat
     assert 0 < shared[-1] < 64  # GiB
     assert dash.doctor_table.rowCount() == 0
     assert "No doctor results yet" in dash.doctor_status.text()
+    devices = dash.device_table
+    assert devices.rowCount() == 2
+    row = [devices.item(0, col).text() for col in range(devices.columnCount())]
+    assert row[0] == "GeForce RTX 5060 Ti"
+    assert row[1].startswith("PCIe 1.0 ×4 of 5.0 ×8 (idle")  # the demo eGPU at idle, on OCuLink
+    assert row[3:5] == ["180 W", "405 MHz"] and row[5:] == ["0 %", "0 %"]
+    assert [devices.item(1, col).text() for col in (1, 2, 3)] == ["—", "—", "—"]  # the 780M: an APU
     dash.show_log_of(str(log))
     assert dash.tabs.currentIndex() == 3
     assert "hello from the job" in dash.log_view.toPlainText()

@@ -207,3 +207,34 @@ def test_queue_columns_fit_their_headers_and_device_names(qtbot: QtBot) -> None:
     assert audit(panel).problems == []
     fm = panel.table.fontMetrics()
     assert panel.table.columnWidth(2) >= fm.horizontalAdvance("Radeon 780M") + 8  # not "Radeon 7…"
+
+
+def test_card_shows_the_egpu_readings_and_hides_them_when_there_are_none(qtbot: QtBot) -> None:
+    from dataclasses import replace
+
+    panel = make_panel(qtbot)
+    snap = snapshot()
+    egpu, igpu = snap.readings
+    loaded = replace(
+        egpu.sample,
+        util_percent=95.0,
+        **dict(pcie_gen=4, pcie_width=4, pcie_max_gen=5, pcie_max_width=8, fan_percent=31.0, fan_rpm=1180),
+        **dict(power_limit_w=180.0, mclk_mhz=14001, encoder_percent=12.0, decoder_percent=34.0),
+    )
+    readings = (replace(egpu, sample=loaded), igpu)
+    panel.update_snapshot(replace(snap, readings=readings))
+    card = panel.cards[KEY_5060]
+    assert card.extras_label.text() == "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 % 1180 RPM"
+    assert card.extras_label.toolTip().startswith(  # all of it, in full (then the line itself, if elided)
+        "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 % 1180 RPM  ·  limit 180 W  ·  mem 14001 MHz"
+        "  ·  enc 12 %  ·  dec 34 %"
+    )
+    assert not card.extras_label.isHidden()
+    idle = replace(loaded, util_percent=0.0, pcie_gen=1)
+    panel.update_snapshot(replace(snap, readings=(replace(egpu, sample=idle), igpu)))
+    assert card.extras_label.text() == "PCIe 1.0 ×4 of 5.0 ×8 (idle)  ·  fan 31 % 1180 RPM"
+    assert "(idle: links slow down to save power)" in card.extras_label.toolTip()
+    blank = replace(igpu.sample, mclk_mhz=None)
+    panel.update_snapshot(replace(snap, readings=(egpu, replace(igpu, sample=blank))))
+    assert panel.cards[KEY_780M].extras_label.text() == ""
+    assert panel.cards[KEY_780M].extras_label.isHidden()  # nothing reported: nothing shown
