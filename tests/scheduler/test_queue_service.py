@@ -458,7 +458,7 @@ def test_a_missing_tool_is_refused_at_submit_and_nothing_is_queued(
     assert q.list() == []
 
 
-def test_torch_scripts_use_the_env_for_the_device_or_say_they_fell_back(
+def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
     harness: Callable[..., Harness], tmp_path: Path
 ) -> None:
     script = tmp_path / "my script.py"
@@ -474,15 +474,23 @@ def test_torch_scripts_use_the_env_for_the_device_or_say_they_fell_back(
     h = harness(env_resolver=resolver)
     q = h.start()
     (on_amd,) = q.submit_files([script], overrides={"devices": ["780m"]})
-    (on_cpu,) = q.submit_files([script], overrides={"devices": ["cpu"], "needs": ["fp16"]})
+    (cpu_only,) = q.submit_files([script], overrides={"devices": ["cpu"], "on_busy": "wait"})
+    (moved,) = q.submit_files([script], overrides={"devices": ["cpu"], "needs": ["fp16"]})  # redirect
     h.until(h.state(on_amd.id, "succeeded"))
-    h.until(h.state(on_cpu.id, "succeeded"))
+    h.until(h.state(moved.id, "succeeded"))
     amd = q.get(on_amd.id)
     assert amd.env == "rocm" and h.job_env(amd)["HSA_OVERRIDE_GFX_VERSION"] == "11.0.0"
-    cpu = q.get(on_cpu.id)
-    assert cpu.env is None
-    assert cpu.reason == f"no Python env is known to work on CPU: using gputray's own Python ({PY})"
-    assert ("cpu", ("fp16",)) in seen
+    assert "gputray's own Python" not in amd.reason
+    # No env on the CPU: the CPU-only task waits (never runs without torch) ...
+    h.until(lambda: q.get(cpu_only.id).reason == "no Python env is known to work on the CPU")
+    assert q.get(cpu_only.id).state == "waiting" and q.get(cpu_only.id).log_path is None
+    # ... and the redirecting one goes where an env works.
+    done = q.get(moved.id)
+    assert done.env == "rocm" and done.device == AMD
+    assert done.reason == (
+        "redirected to Radeon 780M: CPU cannot run it (no Python env is known to work on the CPU)"
+    )
+    assert ("cpu", ()) in seen and (AMD, ("fp16",)) in seen
 
 
 def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
