@@ -110,8 +110,10 @@ class QueueModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if col in (COL_REASON, COL_STATE):
                 exit_code = task.get("exit_code")
-                extra = f" (exit {exit_code})" if exit_code not in (None, 0) else ""
-                return f"{task.get('reason') or ''}{extra}" or None
+                reason = str(task.get("reason") or "")
+                said = f"status {exit_code}" in reason or "signal" in reason  # not twice
+                extra = f" (exit {exit_code})" if exit_code not in (None, 0) and not said else ""
+                return f"{reason}{extra}" or None
             if col == COL_NAME:
                 return str(task.get("log_path") or task.get("name") or "")
             return None
@@ -130,7 +132,9 @@ class QueueModel(QAbstractTableModel):
             return tr(str(task.get("state") or ""))
         if col == COL_DEVICE:
             device = task.get("device")
-            return self._device_names.get(str(device), str(device)) if device else "–"
+            shown = self._device_names.get(str(device), str(device)) if device else "–"
+            env = task.get("env")
+            return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
             return str(task.get("reason") or "")
         if col == COL_ELAPSED:

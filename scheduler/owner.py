@@ -431,7 +431,7 @@ class Owner:
         seen = [s.info() for s in self.queue.devices_seen.remembered() if s.key not in {i.key for i in infos}]
         away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
         if len(away) == 1:
-            return away[0].key  # seen before, absent now (an unplugged eGPU): it may be paused too
+            return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
         raise OwnerRequestError(unknown_device_message(text, [*infos, *seen]))
 
     def _op_pause(self, req: rq.Pause) -> dict[str, Any]:
