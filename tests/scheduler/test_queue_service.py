@@ -137,7 +137,11 @@ def test_wait_redirect_and_cpu_with_the_environment_each_job_gets(harness: Calla
     h.until(lambda: q.get(waits.id).state == "waiting")
 
     w = q.get(waits.id)
-    assert w.reason == "waiting for GeForce RTX 5060 Ti: llama-server holds 14.0 GiB and is active"
+    assert re.fullmatch(
+        r"waiting for GeForce RTX 5060 Ti: llama-server holds 14\.0 GiB and the GPU is at \d+ % "
+        r"\(busy above 30 %\)",
+        w.reason,
+    )
     m = q.get(moves.id)
     assert m.device == AMD and m.exit_code == 0 and m.attempts == 1
     assert m.reason.startswith("redirected to Radeon 780M: GeForce RTX 5060 Ti busy (llama-server")
@@ -173,7 +177,8 @@ def test_a_waiting_job_starts_when_the_external_load_ends(harness: Callable[...,
         h.tick(step)
     q.dispatch()
     assert re.fullmatch(
-        r"waiting for GeForce RTX 5060 Ti: llama-server uses 14\.2 GiB, \d+ %", q.get(rec.id).reason
+        r"waiting for GeForce RTX 5060 Ti: llama-server uses 14\.2 GiB; above 30 % for 10 s; now \d+ %",
+        q.get(rec.id).reason,
     )
     h.tick(14)  # t = 25: the LLM server has gone, the free window starts
     h.tick(6)  # t = 31: free for 6 s
