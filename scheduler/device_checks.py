@@ -171,7 +171,7 @@ def unknown_device_message(text: str, infos: Sequence[DeviceInfo], *, what: str 
     return f"{what} matches {text!r}{closest}; known: {known} — see `gputray devices`"
 
 
-def _allowed(spec: TaskSpec, devices: Sequence[DeviceState]) -> list[DeviceState]:
+def allowed_devices(spec: TaskSpec, devices: Sequence[DeviceState]) -> list[DeviceState]:
     """The devices the task may ever run on, by its preferences and policy (as ``placement.place``)."""
     prefs = spec.device_prefs or DEFAULT_PREFS
     groups = [resolve_pref(p, devices) for p in prefs]
@@ -189,6 +189,17 @@ def _allowed(spec: TaskSpec, devices: Sequence[DeviceState]) -> list[DeviceState
     return list({d.key: d for d in allowed}.values())
 
 
+def torch_device_keys(specs: Iterable[TaskSpec], devices: Sequence[DeviceState]) -> set[str]:
+    """The devices some torch task among ``specs`` may run on: where its env must be known (and
+    checked), and nowhere else (one check per shape of preferences, not per task)."""
+    shapes = {
+        (s.device_prefs, s.on_busy, s.max_wait_s is None, s.after_max_wait): s
+        for s in specs
+        if s.kind == "torch"
+    }
+    return {d.key for s in shapes.values() for d in allowed_devices(s, devices)}
+
+
 def check_submit(spec: TaskSpec, present: Sequence[DeviceState], remembered: Sequence[SeenDevice]) -> None:
     """Refuse (SubmitRefused) a device name that matches nothing present or seen before, and a memory
     request larger than every device the task may use. ``present`` includes the CPU."""
@@ -202,7 +213,7 @@ def check_submit(spec: TaskSpec, present: Sequence[DeviceState], remembered: Seq
     need = spec.vram_bytes
     if not need:
         return
-    allowed = _allowed(spec, everything)
+    allowed = allowed_devices(spec, everything)
     totals = [(d, total_memory_bytes(d)) for d in allowed]
     if not totals or any(total is None for _, total in totals):
         return  # a device that does not say how much it has might fit

@@ -54,6 +54,7 @@ from gputray.scheduler.device_checks import (
     DevicesSeen,
     check_submit,
     remembered_absent_note,
+    torch_device_keys,
 )
 from gputray.scheduler.env_choice import (
     EnvChecking,
@@ -528,8 +529,9 @@ class QueueService:
             snapshot = self.monitor.latest
             wanted = frozenset(n for r in pending for n in r.spec.needs)
             devices = self._device_states(snapshot, needs=wanted)
-            if any(r.spec.kind == "torch" for r in pending):
-                devices = [self._with_env_status(d) for d in devices]
+            torch_keys = torch_device_keys((r.spec for r in pending), devices)
+            if torch_keys:  # an env is looked up (checked) only where a torch task may run
+                devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
             result = plan(pending, devices, now_s=now)
             waits: builtins.list[tuple[TaskRecord, Wait]] = []
             due: builtins.list[float] = []

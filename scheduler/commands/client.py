@@ -122,9 +122,7 @@ def format_tasks(tasks: list[dict[str, Any]], device_names: dict[str, str] | Non
     for t in tasks:
         device = _device_label(t.get("device"), device_names or {})
         env = shown(str(t["env"])) if t.get("env") else "-"
-        rows.append(
-            (str(t["id"]), t["state"], shown(device), env, shown(t["name"]), shown(_reason_shown(t)))
-        )
+        rows.append((str(t["id"]), t["state"], shown(device), env, shown(t["name"]), shown(_reason_shown(t))))
     last = len(rows[0]) - 1
     widths = [max(_cells(r[i]) for r in rows) for i in range(last)]
     lines = []
