@@ -671,6 +671,8 @@ class QueueService:
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
         )
         where = "the CPU" if info.kind == "cpu" else info.name
+        if demo_for is not None:
+            where = f"the CPU (demo: in place of {demo_for})"
         if decision.redirected:
             self._emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
@@ -733,7 +735,10 @@ class QueueService:
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
                 new = self.store.update(task_id, state="succeeded", **base, **demo)
-                self._emit("finished", new, f"{new.name} finished on {self._device_name(device)}")
+                where = self._device_name(device)
+                if running is not None and running.demo_for is not None:
+                    where = f"the CPU (demo: in place of {running.demo_for})"
+                self._emit("finished", new, f"{new.name} finished on {where}")
             else:
                 if reason == "timeout":
                     why = f"timed out after {rec.spec.timeout_s:g} s"
