@@ -266,10 +266,10 @@ class ProbingChooser:
     def check_all(self) -> int:
         """Check in the background every env that has no current result on some device (``envs add``);
         the number of envs queued."""
+        keys = ["cpu", *(d.key for d in self._devices() if d.kind != "cpu" and not d.simulated)]
         with self._lock:
             self._stamp = None  # the env list may have just changed
             self._refresh()
-            keys = ["cpu", *(d.key for d in self._devices() if d.kind != "cpu" and not d.simulated)]
             todo = [e for e in self._envs if not all(self._pairs_on(e, k)[1] for k in keys)]
             self._want(todo)
             return len(todo)
