@@ -380,8 +380,7 @@ class QueueService:
             recipe=recipe,
             overrides=overrides,
         )
-        for spec in specs:
-            self.check_devices(spec)
+        self.check_devices(*specs)
         records = self.store.add_many(specs, now=self.clock())
         for rec in records:
             self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
@@ -935,13 +934,15 @@ class QueueService:
         present = self._device_states(snapshot)
         return remembered_absent_note(spec.device_prefs, present, self.devices_seen.remembered())
 
-    def check_devices(self, spec: TaskSpec) -> None:
+    def check_devices(self, *specs: TaskSpec) -> None:
         """Refuse device names that match nothing present or seen before (``--device 4090``) and a
         memory request larger than every device the task may use (``device_checks``)."""
         snapshot = self.monitor.latest
         if snapshot is None:
             return
-        check_submit(spec, self._device_states(snapshot), self.devices_seen.remembered())
+        present, seen = self._device_states(snapshot), self.devices_seen.remembered()
+        for spec in specs:
+            check_submit(spec, present, seen)
 
     def _device_key(self, name: str) -> str:
         snapshot = self.monitor.latest
