@@ -113,7 +113,14 @@ def test_listing_shows_the_env_and_says_each_fact_once() -> None:
     and a task that succeeded shows no exit code."""
     base = {"device": "cpu", "name": "train.py"}
     tasks = [
-        {**base, "id": 1, "state": "failed", "env": "cu128", "reason": "exited with status 1", "exit_code": 1},
+        {
+            **base,
+            "id": 1,
+            "state": "failed",
+            "env": "cu128",
+            "reason": "exited with status 1",
+            "exit_code": 1,
+        },
         {**base, "id": 2, "state": "succeeded", "env": "cu128", "reason": "", "exit_code": 0},
         {**base, "id": 3, "state": "failed", "env": None, "reason": "", "exit_code": 3},
     ]
