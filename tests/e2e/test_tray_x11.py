@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 import x11_tree
 
+from gputray.scheduler.envs import add_env
+
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "resources" / "scenarios" / "llm_busy.toml"
 TOOLS = ("Xvfb", "trayer", "xdotool", "xwininfo", "import", "convert")
@@ -136,10 +138,12 @@ class App:
 
 
 @pytest.fixture(scope="module")
-def app(display: Display, tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+def app(display: Display, tmp_path_factory: pytest.TempPathFactory, torch_python: Path) -> Iterator[App]:
     home = tmp_path_factory.mktemp("gputray-home")
     state = home / "state"
     state.mkdir(parents=True)
+    # a dropped .py runs in an env with torch (the queue checks it by itself), never gputray's Python
+    add_env(torch_python, name="torch-cpu", path=home / "config" / "config.toml")
     # remembered drop choice for .py (so the drop needs no dialog) and the bubble switched on
     (state / "gui_state.json").write_text(
         json.dumps(
