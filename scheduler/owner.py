@@ -475,7 +475,8 @@ class Owner:
         assert self.timing is not None
         path = _abs_path(req.task_file, req.cwd)
         overrides = dict(req.overrides or {})
-        self._with_overrides(load_task_file(path), overrides, str(path))  # a bad file fails now, not at 3 am
+        spec = self._with_overrides(load_task_file(path), overrides, str(path))  # a bad file fails now,
+        self.queue.check_devices(spec)  # and so does a device name that matches nothing, not at 3 am
         entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
         self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)

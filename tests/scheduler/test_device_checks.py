@@ -141,6 +141,8 @@ def test_cli_submit_refuses_4090_and_too_much_memory_and_queues_nothing(
     task_file.write_text(f'kind = "command"\nargv = ["{PY}", "-c", "pass"]\ndevices = ["4090"]\n')
     in_file = gputray("submit", "--task", str(task_file), home=gputray_home)
     assert in_file.returncode == 1 and "no device matches '4090'" in in_file.stderr
+    nightly = gputray("schedule", "add", "--cron", "0 3 * * *", str(task_file), home=gputray_home)
+    assert nightly.returncode == 1 and "no device matches '4090'" in nightly.stderr  # now, not at 3 am
     pause = gputray("pause", "4090", home=gputray_home)
     assert pause.returncode == 1 and "closest: GeForce RTX 5060 Ti" in pause.stderr
     assert owner.queue.list() == []
