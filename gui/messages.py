@@ -81,6 +81,19 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("retry in {duration}")),
     _t(tr_noop("starts at {when}")),
     _t(tr_noop("waits for its window {window}")),
+    # scheduler/env_choice.py and the demo's notes (scheduler/queue_service.py)
+    _t(tr_noop("checking env {env} on {where} (demo: in place of {name})…")),
+    _t(tr_noop("checking env {env} on {where}…")),
+    _t(tr_noop("no configured Python env works on {where} (demo: in place of {name}): {parts}"), "parts"),
+    _t(tr_noop("no configured Python env works on {where}: {parts}"), "parts"),
+    _t(tr_noop("no configured Python env works on {where} (demo: in place of {name})")),
+    _t(tr_noop("no configured Python env works on {where}")),
+    _t(tr_noop("no Python env is known to work on {where}")),
+    _t(tr_noop("demo: torch jobs run on the CPU in an env with torch; add one: {hint}")),
+    _t(tr_noop("no Python env is configured for torch jobs; add one: {hint}")),
+    _t(tr_noop("demo: ran on the CPU in place of {name}")),
+    _t(tr_noop("demo: running on the CPU in place of {name}")),
+    _t(tr_noop("the CPU (demo: in place of {name})")),
     # scheduler/queue_service.py
     _t(tr_noop("env lookup failed ({error})")),
     _t(tr_noop("no Python env is known to work on {where}: using gputray's own Python ({python})"), "where"),
@@ -236,6 +249,20 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("succeeded")),
     _t(tr_noop("failed")),
     _t(tr_noop("interrupted")),
+    # monitor/verdict.py's busy rules; last: {who} may hold a label, so every specific sentence goes first
+    _t(tr_noop("{who} holds {size} and the GPU is at {util} % (busy above {threshold})"), "who"),
+    _t(tr_noop("{who} hold {size} and the GPU is at {util} % (busy above {threshold})"), "who"),
+    _t(tr_noop("{who} holds {size} and the GPU was above {threshold} {secs} s ago"), "who"),
+    _t(tr_noop("{who} hold {size} and the GPU was above {threshold} {secs} s ago"), "who"),
+    _t(tr_noop("{name} and {n} others")),
+    _t(tr_noop("{name} and {n} other")),
+    _t(tr_noop("above {threshold} for {secs} s")),
+    _t(tr_noop("now {util} %, free again in {secs} s if it stays low")),
+    _t(tr_noop("now {util} %")),
+    _t(tr_noop("now —")),
+    _t(tr_noop("free again in {secs} s if it stays low")),
+    _t(tr_noop("{who} uses {size}"), "who"),
+    _t(tr_noop("{who} use {size}"), "who"),
 )
 
 # Sentences that have "; " of their own are tried before a text is split into reasons at "; ".

@@ -136,7 +136,9 @@ class QueueModel(QAbstractTableModel):
             return tr(str(task.get("state") or ""))
         if col == COL_DEVICE:
             device = task.get("device")
-            return self._device_names.get(str(device), str(device)) if device else "–"
+            shown = self._device_names.get(str(device), str(device)) if device else "–"
+            env = task.get("env")
+            return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
             return messages.translate(str(task.get("reason") or ""))
         if col == COL_ELAPSED:
@@ -147,7 +149,12 @@ class QueueModel(QAbstractTableModel):
     def tooltip(self, task: TaskDict, col: int) -> str:
         """The whole of what a cell shows (cells elide), and a little more: every cell has one."""
         exit_code = task.get("exit_code")
-        exit_text = tr("exit status {code}").format(code=exit_code) if exit_code not in (None, 0) else ""
+        reason_text = str(task.get("reason") or "")
+        said = (
+            f"status {exit_code}" in reason_text or "signal" in reason_text
+        )  # the reason says it: not twice
+        failed = exit_code not in (None, 0) and not said
+        exit_text = tr("exit status {code}").format(code=exit_code) if failed else ""
         if col == COL_NAME:
             lines = [f"#{task.get('id')} {task.get('name') or ''}".strip()]
             if task.get("log_path"):
@@ -160,7 +167,13 @@ class QueueModel(QAbstractTableModel):
             return "\n".join(parts)
         if col == COL_DEVICE:
             device = task.get("device")
-            return self._device_full_names.get(str(device), self.display(task, col)) if device else ""
+            if not device:
+                return ""
+            full = self._device_full_names.get(str(device))
+            env = task.get("env")
+            if full is None:
+                return self.display(task, col)
+            return f"{full} · {env}" if env else full
         if col == COL_ELAPSED:
             return self.display(task, col)
         return ""

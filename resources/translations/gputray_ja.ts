@@ -1383,5 +1383,105 @@
         <source>dec</source>
         <translation>デコード</translation>
     </message>
+    <message>
+        <source>{who} holds {size} and the GPU is at {util} % (busy above {threshold})</source>
+        <translation>{who} が {size} を使用中で、GPU は {util} %（{threshold} 超で使用中）</translation>
+    </message>
+    <message>
+        <source>{who} hold {size} and the GPU is at {util} % (busy above {threshold})</source>
+        <translation>{who} が {size} を使用中で、GPU は {util} %（{threshold} 超で使用中）</translation>
+    </message>
+    <message>
+        <source>{who} holds {size} and the GPU was above {threshold} {secs} s ago</source>
+        <translation>{who} が {size} を使用中で、GPU は {secs} 秒前に {threshold} を超えていました</translation>
+    </message>
+    <message>
+        <source>{who} hold {size} and the GPU was above {threshold} {secs} s ago</source>
+        <translation>{who} が {size} を使用中で、GPU は {secs} 秒前に {threshold} を超えていました</translation>
+    </message>
+    <message>
+        <source>{name} and {n} others</source>
+        <translation>{name} ほか {n} 件</translation>
+    </message>
+    <message>
+        <source>{name} and {n} other</source>
+        <translation>{name} ほか {n} 件</translation>
+    </message>
+    <message>
+        <source>above {threshold} for {secs} s</source>
+        <translation>{secs} 秒間 {threshold} 超</translation>
+    </message>
+    <message>
+        <source>now {util} %, free again in {secs} s if it stays low</source>
+        <translation>現在 {util} %、このまま低ければ {secs} 秒後に空きます</translation>
+    </message>
+    <message>
+        <source>now {util} %</source>
+        <translation>現在 {util} %</translation>
+    </message>
+    <message>
+        <source>now —</source>
+        <translation>現在 —</translation>
+    </message>
+    <message>
+        <source>free again in {secs} s if it stays low</source>
+        <translation>このまま低ければ {secs} 秒後に空きます</translation>
+    </message>
+    <message>
+        <source>{who} uses {size}</source>
+        <translation>{who} が {size} を使用中</translation>
+    </message>
+    <message>
+        <source>{who} use {size}</source>
+        <translation>{who} が {size} を使用中</translation>
+    </message>
+    <message>
+        <source>checking env {env} on {where} (demo: in place of {name})…</source>
+        <translation>{where} で環境 {env} を確認中（デモ：{name} の代わり）…</translation>
+    </message>
+    <message>
+        <source>checking env {env} on {where}…</source>
+        <translation>{where} で環境 {env} を確認中…</translation>
+    </message>
+    <message>
+        <source>no configured Python env works on {where} (demo: in place of {name}): {parts}</source>
+        <translation>{where} で動く Python 環境がありません（デモ：{name} の代わり）：{parts}</translation>
+    </message>
+    <message>
+        <source>no configured Python env works on {where}: {parts}</source>
+        <translation>{where} で動く Python 環境がありません：{parts}</translation>
+    </message>
+    <message>
+        <source>no configured Python env works on {where} (demo: in place of {name})</source>
+        <translation>{where} で動く Python 環境がありません（デモ：{name} の代わり）</translation>
+    </message>
+    <message>
+        <source>no configured Python env works on {where}</source>
+        <translation>{where} で動く Python 環境がありません</translation>
+    </message>
+    <message>
+        <source>no Python env is known to work on {where}</source>
+        <translation>{where} で動くと分かっている Python 環境がありません</translation>
+    </message>
+    <message>
+        <source>demo: torch jobs run on the CPU in an env with torch; add one: {hint}</source>
+        <translation>デモ：torch ジョブは torch のある環境で CPU 上で動きます。追加：{hint}</translation>
+    </message>
+    <message>
+        <source>no Python env is configured for torch jobs; add one: {hint}</source>
+        <translation>torch ジョブ用の Python 環境が設定されていません。追加：{hint}</translation>
+    </message>
+    <message>
+        <source>demo: ran on the CPU in place of {name}</source>
+        <translation>デモ：{name} の代わりに CPU で実行しました</translation>
+    </message>
+    <message>
+        <source>demo: running on the CPU in place of {name}</source>
+        <translation>デモ：{name} の代わりに CPU で実行中</translation>
+    </message>
+    <message>
+        <source>the CPU (demo: in place of {name})</source>
+        <translation>CPU（デモ：{name} の代わり）</translation>
+    </message>
 </context>
 </TS>

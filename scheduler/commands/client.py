@@ -104,21 +104,31 @@ def _device_label(device: str | None, names: dict[str, str]) -> str:
     return names.get(device, device)
 
 
+def _reason_shown(t: dict[str, Any]) -> str:
+    """The task's reason, with its exit status where the reason does not already say how it ended."""
+    reason = str(t.get("reason") or "")
+    code = t.get("exit_code")
+    if t.get("state") != "failed" or code is None:
+        return reason
+    if f"status {code}" in reason or "signal" in reason or "timed out" in reason:
+        return reason
+    return f"exit {code}" + (f"; {reason}" if reason else "")
+
+
 def format_tasks(tasks: list[dict[str, Any]], device_names: dict[str, str] | None = None) -> str:
     if not tasks:
         return "the queue is empty"
-    rows = [("ID", "STATE", "DEVICE", "NAME", "REASON")]
+    rows = [("ID", "STATE", "DEVICE", "ENV", "NAME", "REASON")]
     for t in tasks:
-        reason = t.get("reason") or ""
-        if t.get("exit_code") is not None and t["state"] in ("failed", "succeeded"):
-            reason = f"exit {t['exit_code']}" + (f"; {reason}" if reason else "")
         device = _device_label(t.get("device"), device_names or {})
-        rows.append((str(t["id"]), t["state"], shown(device), shown(t["name"]), shown(reason)))
-    widths = [max(_cells(r[i]) for r in rows) for i in range(4)]
+        env = shown(str(t["env"])) if t.get("env") else "-"
+        rows.append((str(t["id"]), t["state"], shown(device), env, shown(t["name"]), shown(_reason_shown(t))))
+    last = len(rows[0]) - 1
+    widths = [max(_cells(r[i]) for r in rows) for i in range(last)]
     lines = []
     for r in rows:
-        cells = [r[i] + " " * (widths[i] - _cells(r[i])) for i in range(4)]
-        lines.append("  ".join([*cells, r[4]]).rstrip())
+        cells = [r[i] + " " * (widths[i] - _cells(r[i])) for i in range(last)]
+        lines.append("  ".join([*cells, r[last]]).rstrip())
     return "\n".join(lines)
 
 

@@ -32,6 +32,8 @@ from pathlib import Path
 import pytest
 import x11_tree
 
+from gputray.scheduler.envs import add_env
+
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "resources" / "scenarios" / "llm_busy.toml"
 TOOLS = ("Xvfb", "trayer", "xdotool", "xwininfo", "import", "convert", "dbus-daemon")
@@ -344,9 +346,11 @@ def test_tray_is_available_on_this_display(tmp_path: Path) -> None:
         stop(xvfb)
 
 
-def test_icon_click_panel_drop_job_notification_dashboard(tmp_path: Path) -> None:
+def test_icon_click_panel_drop_job_notification_dashboard(tmp_path: Path, torch_python: Path) -> None:
     shots = tmp_path / "screenshots"
     shots.mkdir()
+    # a dropped .py runs in an env with torch (the queue checks it by itself), never gputray's Python
+    add_env(torch_python, name="torch-cpu", path=tmp_path / "home" / "config" / "config.toml")
     # remembered drop choice for .py (so the drop needs no dialog) and the bubble switched on
     state = {
         "drop_choices": {".py": {"recipe": "torch", "policy": "redirect"}},

@@ -66,7 +66,7 @@ def queue_real_tasks(app: TrayApp, qtbot: QtBot) -> None:
     runs = [
         (NAMES[0], [py, "-c", "raise SystemExit(3)"], {"devices": ["cpu"]}),
         (NAMES[1], [py, "-c", "pass"], {"devices": ["5060ti"], "on_busy": "wait"}),
-        (NAMES[2], [py, "-c", "pass"], {"devices": ["780m"], "vram": "100GiB"}),
+        (NAMES[2], [py, "-c", "raise SystemExit(7)"], {"devices": ["780m"]}),
         (NAMES[3], [py, "-c", "pass"], {"devices": ["cpu"]}),
     ]
     for name, argv, overrides in runs:

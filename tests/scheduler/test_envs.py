@@ -236,7 +236,7 @@ def test_cli_add_list_remove(
 
     assert cli.main(["envs"]) == 0
     listing = capsys.readouterr().out
-    assert "plain" in listing and "A=1" in listing and "not probed yet" in listing
+    assert "plain" in listing and "A=1" in listing and "not checked yet" in listing
     assert f"config file: {app_paths().config_file}" in listing  # where the list is kept
 
     assert cli.main(["envs", "list", "--json"]) == 0

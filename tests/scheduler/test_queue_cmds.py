@@ -102,10 +102,35 @@ def test_listing_shows_state_device_and_why() -> None:
     failed = {"id": 8, "name": "train.py", "state": "failed", "device": "cpu", "reason": "", "exit_code": 4}
     tasks = [{**waiting, "reason": "waiting for GeForce RTX 5060 Ti"}, failed]
     text = client.format_tasks(tasks).splitlines()
-    assert text[0].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
+    assert text[0].split() == ["ID", "STATE", "DEVICE", "ENV", "NAME", "REASON"]
     assert text[1].startswith("7") and "waiting for GeForce RTX 5060 Ti" in text[1]
     assert "exit 4" in text[2]
     assert client.format_tasks([]) == "the queue is empty"
+
+
+def test_listing_shows_the_env_and_says_each_fact_once() -> None:
+    """The env a torch task runs in is a column; an exit status the reason states is not said twice,
+    and a task that succeeded shows no exit code."""
+    base = {"device": "cpu", "name": "train.py"}
+    tasks = [
+        {
+            **base,
+            "id": 1,
+            "state": "failed",
+            "env": "cu128",
+            "reason": "exited with status 1",
+            "exit_code": 1,
+        },
+        {**base, "id": 2, "state": "succeeded", "env": "cu128", "reason": "", "exit_code": 0},
+        {**base, "id": 3, "state": "failed", "env": None, "reason": "", "exit_code": 3},
+    ]
+    header, failed, ok, bare = client.format_tasks(tasks).splitlines()
+    env_at = header.index("ENV")
+    assert failed[env_at:].startswith("cu128") and ok[env_at:].startswith("cu128")
+    assert bare[env_at:].startswith("-")
+    assert failed.endswith("exited with status 1") and "exit 1" not in failed
+    assert "exit" not in ok
+    assert bare.endswith("exit 3")
 
 
 def test_listing_names_the_gpu_when_the_owner_knows_it() -> None:
@@ -116,16 +141,16 @@ def test_listing_names_the_gpu_when_the_owner_knows_it() -> None:
 
 
 def test_listing_columns_line_up_with_japanese_names() -> None:
-    base = {"state": "succeeded", "device": "cpu", "exit_code": 0}
+    base = {"state": "failed", "device": "cpu", "exit_code": 2}
     tasks = [
-        {**base, "id": 1, "name": "学習 スクリプト.py", "reason": "ok"},
+        {**base, "id": 1, "name": "学習 スクリプト.py", "reason": "oops"},
         {**base, "id": 2, "name": "a.py"},
     ]
     header, first, second = client.format_tasks(tasks).splitlines()
     # REASON starts in the same terminal column on every line (a CJK character is two columns wide).
     column = header.index("REASON")
-    assert terminal_cells(first[: first.index("exit 0")]) == column
-    assert terminal_cells(second[: second.index("exit 0")]) == column
+    assert terminal_cells(first[: first.index("exit 2")]) == column
+    assert terminal_cells(second[: second.index("exit 2")]) == column
 
 
 def test_names_with_newlines_or_escape_sequences_stay_one_line_and_harmless() -> None:
@@ -228,7 +253,7 @@ def test_queue_without_an_owner_shows_the_saved_queue(saved_queue: tuple[Path, l
     assert text.returncode == 0 and NOTE in text.stderr
     lines = text.stdout.splitlines()
     assert lines[0] == "paused: pci:0000:64:00.0"
-    assert lines[1].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
+    assert lines[1].split() == ["ID", "STATE", "DEVICE", "ENV", "NAME", "REASON"]
     assert "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB" in text.stdout
     assert any("学習.py" in line and "exit 4" in line for line in lines)
     assert _db_files(home) == before  # read only: nothing recovered, migrated or checkpointed
