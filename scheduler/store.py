@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -376,26 +376,27 @@ class TaskStore:
         return dict(sorted(tally.items()))
 
     # -- crash recovery --------------------------------------------------------------------------
-    def recover_after_crash(self, *, kill_orphans: bool = True) -> builtins.list[Recovered]:
+    def recover_after_crash(
+        self, *, kill_orphans: bool = True, skip: Collection[int] = ()
+    ) -> builtins.list[Recovered]:
         """Tasks left ``running`` → ``interrupted`` → requeued (with backoff) or failed by policy.
 
         Call once, from the owner, before dispatching. An orphaned job process still alive from the
         crashed owner (same pid *and* same start time) is killed with its children and process group
         first, so the task never runs twice at once; one whose pid was never saved is found by its
-        environment (``GPUTRAY_TASK_ID`` and ``QUEUE_FILE_VAR``).
+        environment (``GPUTRAY_TASK_ID`` and ``QUEUE_FILE_VAR``). Tasks in ``skip`` (the jobs the queue
+        adopted from their supervisors) are left as they are.
         """
         now = self.clock()
         with self._lock:
-            stale = self.list(states=("running", "interrupted"))
+            stale = [r for r in self.list(states=("running", "interrupted")) if r.id not in skip]
             if not stale:
                 return []
-            with self._transaction() as db:
-                db.execute(
-                    "UPDATE tasks SET state = 'interrupted', ended_at = ?, "
-                    "reason = 'interrupted: gputray stopped while it ran' WHERE state = 'running'",
-                    (now,),
-                )
-            self._rows = None  # a bulk change: read the mirror back
+            why = "interrupted: gputray stopped while it ran"
+            self.update_many(
+                [(r.id, {"state": "interrupted", "ended_at": now, "reason": why}) for r in stale],
+                only_states=("running",),
+            )
         out = []
         for rec in stale:
             if rec.state == "running" and rec.pid is None:
@@ -577,8 +578,8 @@ def _kill_orphan(pid: int | None, create_time: float | None) -> bool:
 
     try:
         proc = psutil.Process(pid)
-        if abs(proc.create_time() - create_time) > 0.5:
-            return False
+        if abs(proc.create_time() - create_time) > 0.5 or proc.status() == psutil.STATUS_ZOMBIE:
+            return False  # another process now, or one already dead: nothing was stopped
         procs = [*proc.children(recursive=True), proc]
     except (psutil.Error, OSError):
         return False
@@ -600,7 +601,9 @@ def _kill_unrecorded_job(task_id: int, queue_file: str) -> bool:
     for proc in psutil.process_iter(["environ"]):
         environ = proc.info.get("environ") or {}
         if proc.pid != os.getpid() and all(environ.get(k) == v for k, v in wanted.items()):
-            found.append(proc)
+            with contextlib.suppress(psutil.Error, OSError):
+                if proc.status() != psutil.STATUS_ZOMBIE:  # a zombie is dead: nothing to stop
+                    found.append(proc)
     _kill_all(found)
     return bool(found)
 
