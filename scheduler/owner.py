@@ -119,6 +119,7 @@ class Owner:
         self._in_flight = 0  # requests being answered; stop() lets them finish before closing the store
         self._in_flight_changed = threading.Condition()
         self.shutdown_requested = threading.Event()
+        self.shutdown_jobs: str = "stop"  # what a `shutdown` request asked for the running jobs: keep or stop
         self.started_at: float | None = None
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
@@ -198,8 +199,9 @@ class Owner:
 
     def stop(self, *, kill_running: bool = True) -> None:
         """Stop serving and dispatching. Running jobs are stopped too (they end ``interrupted`` and follow
-        their retry policy) unless ``kill_running=False``: then they run on unobserved, and the next
-        owner's crash recovery stops and requeues them."""
+        their retry policy) unless ``kill_running=False``: then they run on under their supervisors,
+        which write their exits beside their logs, and the next owner adopts them (records how they
+        ended, never runs them again)."""
         with self._in_flight_changed:
             if self._stopped.is_set():
                 return
@@ -492,9 +494,19 @@ class Owner:
         entry = self.timing.remove(_task_id(req.id, "schedule", "gputray schedule list"))
         return {"schedule": entry.to_json()}
 
+    def running_jobs(self) -> int:
+        """How many jobs run now (the tray asks before it quits)."""
+        return len(self.queue.running_ids()) if self._queue is not None else 0
+
     def _op_shutdown(self, req: rq.Shutdown) -> dict[str, Any]:
+        self.shutdown_jobs = req.jobs or "stop"
         # a moment later, so that this reply still reaches the client before the socket closes
         timer = threading.Timer(0.2, self.request_shutdown)
         timer.daemon = True
         timer.start()
-        return {"stopping": True, "pid": os.getpid()}
+        return {
+            "stopping": True,
+            "pid": os.getpid(),
+            "jobs": self.shutdown_jobs,
+            "running": self.running_jobs(),
+        }

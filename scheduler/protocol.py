@@ -19,7 +19,7 @@ start that every request type has one).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
@@ -201,6 +201,9 @@ class ScheduleRemove(Request):
 
 class Shutdown(Request):
     op = "shutdown"
+    jobs: Literal["keep", "stop"] | None = (
+        None  # running jobs: run on (the next owner records them) or stop; None: stop
+    )
 
 
 REQUEST_TYPES: dict[str, type[Request]] = {t.op: t for t in Request.__subclasses__()}

@@ -388,6 +388,11 @@ class QueueService:
         """One task; raises TaskNotFound (a KeyError) whose ``str()`` reads 'no task #N in the queue'."""
         return self.store.get(task_id)
 
+    def running_ids(self) -> builtins.list[int]:
+        """The tasks whose jobs run here now (started or adopted by this queue)."""
+        with self._lock:
+            return sorted(self._jobs)
+
     def running_job(self, task_id: int) -> Job | None:
         """The live job of a task running here; None while it is not (yet) running."""
         running = self._jobs.get(task_id)
