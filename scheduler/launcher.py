@@ -286,13 +286,18 @@ class Job:
             if wait:
                 self.wait()
             return
+        self._stop(wait=wait)
+
+    def _stop(self, *, wait: bool) -> None:
+        # SIGTERM now, from this thread: an owner that dies a moment later has still asked for the stop.
+        procs = _terminate(self.pid, self.create_time)
         if wait:
-            _kill_tree(self.pid, self.create_time, grace_s=self._grace_s)
+            _escalate(self.pid, procs, grace_s=self._grace_s)
             self.wait()
         else:
             threading.Thread(
-                target=_kill_tree,
-                args=(self.pid, self.create_time),
+                target=_escalate,
+                args=(self.pid, procs),
                 kwargs={"grace_s": self._grace_s},
                 name=f"gputray-kill-{self.pid}",
                 daemon=True,
@@ -312,12 +317,11 @@ def _same_process(pid: int, create_time: float | None) -> psutil.Process | None:
         return None
 
 
-def _kill_tree(pid: int, create_time: float | None, *, grace_s: float) -> bool:
-    """SIGTERM the job's group and tree, SIGKILL what is left after ``grace_s``; whether it was alive."""
-    # Poll, never wait: the job is the supervisor's child, whose wait records its exit status.
+def _terminate(pid: int, create_time: float | None) -> list[psutil.Process]:
+    """SIGTERM the job's group and its whole tree; the processes it found (none: it was not alive)."""
     parent = _same_process(pid, create_time)
     if parent is None:
-        return False
+        return []
     try:
         procs = [*parent.children(recursive=True), parent]
     except (psutil.Error, OSError):
@@ -326,6 +330,14 @@ def _kill_tree(pid: int, create_time: float | None, *, grace_s: float) -> bool:
     for p in procs:
         with contextlib.suppress(psutil.Error, OSError):
             p.terminate()
+    return procs
+
+
+def _escalate(pid: int, procs: list[psutil.Process], *, grace_s: float) -> None:
+    """SIGKILL what is left of a terminated tree after ``grace_s``."""
+    # Poll, never wait: the job is the supervisor's child, whose wait records its exit status.
+    if not procs:
+        return
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline and any(_alive(p) for p in procs):
         time.sleep(0.05)
@@ -334,7 +346,13 @@ def _kill_tree(pid: int, create_time: float | None, *, grace_s: float) -> bool:
         if _alive(p):
             with contextlib.suppress(psutil.Error, OSError):
                 p.kill()
-    return True
+
+
+def _kill_tree(pid: int, create_time: float | None, *, grace_s: float) -> bool:
+    """SIGTERM the job's group and tree, SIGKILL what is left after ``grace_s``; whether it was alive."""
+    procs = _terminate(pid, create_time)
+    _escalate(pid, procs, grace_s=grace_s)
+    return bool(procs)
 
 
 def stop_leftover(run: RunInfo, *, grace_s: float = 0.0) -> bool:
@@ -467,7 +485,7 @@ def launch(
 def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None, grace_s: float = 3.0) -> Job:
     """Watch a job a previous owner started: its exit is recorded when its supervisor ends (at once if
     it already has). ``kill_reason`` is what that owner asked, if it was stopping it."""
-    return Job(
+    job = Job(
         pid=run.pid,
         create_time=run.pid_create_time,
         started_at=run.started_at,
@@ -479,6 +497,9 @@ def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None, grace_s: 
         timeout_s=run.timeout_s,
         adopted=True,
     )
+    if job.kill_reason is not None and job.running:
+        job._stop(wait=False)  # that owner was stopping it when it went: finish the stop
+    return job
 
 
 def _unix() -> bool:

@@ -167,18 +167,19 @@ def supervise(req: dict[str, Any]) -> int:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(exit_file)  # an earlier attempt's
     log_fd = os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+    popen_kwargs: dict[str, Any] = {
+        "env": req["env"],
+        "cwd": req.get("cwd") or None,
+        "stdin": subprocess.DEVNULL,
+        "stdout": log_fd,
+        "stderr": subprocess.STDOUT,
+        "close_fds": True,
+        **_group_popen_kwargs(),
+    }
+    if req.get("umask", -1) != -1:
+        popen_kwargs["umask"] = int(req["umask"])  # the user's own, not gputray's private one
     try:
-        proc = subprocess.Popen(
-            req["argv"],
-            env=req["env"],
-            cwd=req.get("cwd") or None,
-            stdin=subprocess.DEVNULL,
-            stdout=log_fd,
-            stderr=subprocess.STDOUT,
-            close_fds=True,
-            **_group_popen_kwargs(),
-            **({"umask": int(req["umask"])} if req.get("umask", -1) != -1 else {}),
-        )
+        proc: subprocess.Popen[bytes] = subprocess.Popen(req["argv"], **popen_kwargs)
     except (OSError, ValueError, TypeError) as exc:
         _answer(_refusal(exc))
         return 0

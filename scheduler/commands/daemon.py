@@ -105,12 +105,15 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 def _print_stop(result: dict[str, Any]) -> int:
     running = int(result.get("running") or 0)
-    jobs = f"{running} running job" + ("" if running == 1 else "s")
+    one = running == 1
+    jobs = f"{running} running job" + ("" if one else "s")
     if not running:
         what = "no job was running"
     elif result.get("jobs") == "keep":
-        what = f"its {jobs} keep running; the next owner records how they end"
+        ends = "it ends" if one else "they end"
+        what = f"{jobs} {'keeps' if one else 'keep'} running; the next owner records how {ends}"
     else:
-        what = f"its {jobs} are stopped (they follow their retry policy)".replace("job are", "job is")
+        policy = "follows its" if one else "follow their"
+        what = f"{jobs} {'is' if one else 'are'} stopped too (and {policy} retry policy)"
     print(f"asked the owner (pid {result.get('pid')}) to stop; {what}")
     return 0
