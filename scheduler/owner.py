@@ -24,6 +24,7 @@ from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue_lock import QueueLock
 from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
 from gputray.scheduler.timing import Schedule, Timing
 
@@ -34,6 +35,7 @@ _T = TypeVar("_T")
 _R = TypeVar("_R", bound=rq.Request)
 
 LOG_CHUNK_MAX_BYTES = 128 * 1024  # JSON escaping can grow text ×6; stays under ipc.MAX_FRAME_BYTES
+QUEUE_LOCK_WAIT_S = 30.0  # a client command acting on the saved queue holds its lock a few seconds at most
 IN_FLIGHT_GRACE_S = 15.0  # how long stop() lets requests being answered finish (a cancel waits up to 10 s)
 
 
@@ -112,6 +114,7 @@ class Owner:
         self._own_monitor = monitor is None
         self._queue: Any = None
         self._store: Any = None
+        self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
         self.server: ipc.IpcServer | None = None
         self._ready = threading.Event()
@@ -167,6 +170,7 @@ class Owner:
                     interval_s=interval_s,
                 )
             self._monitor.start()
+            self._take_queue_lock()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
             from gputray.scheduler.doctor import DoctorNeeds
 
@@ -196,6 +200,16 @@ class Owner:
         self.started_at = self.clock()
         self._ready.set()
         log.info("gputray owner started (pid %d, demo=%s)", os.getpid(), self.demo)
+
+    def _take_queue_lock(self) -> None:
+        """The lock beside the queue file, held while this owner owns the queue (``queue_lock``). A
+        client command acting on the saved queue holds it for a moment: wait for that, not longer."""
+        if not self._queue_lock.acquire(timeout_s=QUEUE_LOCK_WAIT_S):
+            holder = self._queue_lock.holder_pid()
+            raise ipc.OwnerAlreadyRunning(
+                f"another gputray process (pid {holder}) holds the queue {self._queue_lock.path}; "
+                "stop it first"
+            )
 
     def stop(self, *, kill_running: bool = True) -> None:
         """Stop serving and dispatching. Running jobs are stopped too (they end ``interrupted`` and follow
@@ -236,6 +250,7 @@ class Owner:
         if self._store is not None:
             with contextlib.suppress(Exception):
                 self._store.close()
+        self._queue_lock.release()
 
     # --- events and schedules --------------------------------------------------------------------
 

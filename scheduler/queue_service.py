@@ -216,6 +216,27 @@ def prepare_launch(
     return LaunchPlan(tuple(argv), env, header, out, tuple(notes))
 
 
+def requeue_changes(now_s: float, position: float) -> dict[str, Any]:
+    """What ``retry`` writes: queued again at ``position`` (the end), attempts counted afresh. Shared
+    with ``offline`` (the same retry while no owner runs)."""
+    return dict(
+        state="queued",
+        reason="queued again by request",
+        attempts=0,
+        exit_code=None,
+        started_at=None,
+        ended_at=None,
+        device=None,
+        env=None,
+        pid=None,
+        pid_create_time=None,
+        not_before=None,
+        queued_at=now_s,
+        overtakes=0,
+        position=position,
+    )
+
+
 class QueueService:
     """The queue API used by the IPC owner, the CLI handlers and the tray. See the module docstring."""
 
@@ -468,26 +489,8 @@ class QueueService:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "running":
                 raise TaskStateError(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-            now = self.clock()
-            position = self.store.next_position()
-            new = self.store.compare_and_update(
-                task_id,
-                rec.state,
-                state="queued",
-                reason="queued again by request",
-                attempts=0,
-                exit_code=None,
-                started_at=None,
-                ended_at=None,
-                device=None,
-                env=None,
-                pid=None,
-                pid_create_time=None,
-                not_before=None,
-                queued_at=now,
-                overtakes=0,
-                position=position,
-            )
+            changes = requeue_changes(self.clock(), self.store.next_position())
+            new = self.store.compare_and_update(task_id, rec.state, **changes)
             if new is None:
                 raise TaskStateError(f"task #{task_id} changed state meanwhile; try again")
         self._emit("queued", new, f"{new.name} queued again as #{new.id}")

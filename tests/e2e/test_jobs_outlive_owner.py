@@ -131,3 +131,19 @@ def test_keep_jobs_needs_stop(home: Path) -> None:
     assert out.returncode == 2 and "--keep-jobs and --stop-jobs go with --stop" in out.stderr
     helped = gputray("daemon", "--help", home=home)
     assert "--keep-jobs" in helped.stdout and "(the default)" in helped.stdout
+
+
+def test_with_no_owner_up_a_kept_job_can_be_cancelled(daemons: Callable[..., Daemon], home: Path) -> None:
+    d = daemons()
+    task = d.run_job(waits_for(home / "never", home / "marks", 0), device_prefs=["cpu"], retries=2, name="x")
+    wait_for(lambda: (home / "marks").exists(), what="the job to start")
+    pid = d.ask("get", id=task)["pid"]
+    d.kill9()
+    out = d.cli("cancel", str(task))
+    assert out.returncode == 0, out.stderr
+    assert "acted on the saved queue" in out.stderr and f"#{task} x: cancelled" in out.stdout
+    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    d2 = daemons()
+    rec = d2.task(task)
+    assert (rec["state"], rec["reason"]) == ("cancelled", "cancelled while running (no owner was up)")
+    assert (home / "marks").read_text() == "start\n"  # not started again
