@@ -324,7 +324,7 @@ class TrayApp(QObject):
 
     @staticmethod
     def ask_quit(running: int) -> str | None:
-        """"keep", "stop" or None (cancel). Tests replace it."""
+        """The person's answer: keep, stop, or None to cancel the quit. Tests replace it."""
         box = QMessageBox(QMessageBox.Icon.Question, "gputray", "")
         box.setText(tr("{n} job(s) are running. Keep them running after gputray quits?").format(n=running))
         box.setInformativeText(
