@@ -17,13 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from gputray.scheduler.launcher import JobFiles, read_exit, read_run, stop_leftover, supervisor_alive
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue_lock import QueueLock
-from gputray.scheduler.store import TaskStore
-from gputray.scheduler.supervisor import write_atomic
+from gputray.scheduler.store import TaskNotFound, TaskStore
 from gputray.scheduler.tasks import PENDING_STATES, TaskRecord
 
 _T = TypeVar("_T")
@@ -47,25 +45,60 @@ def act(paths: Paths, fn: Callable[[OfflineQueue], _T], *, lock_wait_s: float = 
             f"the queue is held by another gputray process (pid {lock.holder_pid()}, {lock.path}) that "
             "does not answer on its socket: it may be starting; try again, or stop it"
         )
+    queue = OfflineQueue(paths)
     try:
-        store = TaskStore(paths.queue_db)
-        try:
-            return fn(OfflineQueue(paths, store))
-        finally:
-            store.close()
+        return fn(queue)
     finally:
+        queue.close()
         lock.release()
 
 
-class OfflineQueue:
-    """The queue's operations on the saved file, for a client command holding the queue lock."""
+def requeue_changes(now_s: float, position: float) -> dict[str, Any]:
+    """What ``retry`` writes: queued again at ``position`` (the end), attempts counted afresh. The
+    owner's queue writes the same (``QueueService.retry``)."""
+    return dict(
+        state="queued",
+        reason="queued again by request",
+        attempts=0,
+        exit_code=None,
+        started_at=None,
+        ended_at=None,
+        device=None,
+        env=None,
+        pid=None,
+        pid_create_time=None,
+        not_before=None,
+        queued_at=now_s,
+        overtakes=0,
+        position=position,
+    )
 
-    def __init__(self, paths: Paths, store: TaskStore) -> None:
+
+class OfflineQueue:
+    """The queue's operations on the saved file, for a client command holding the queue lock. The
+    store opens on first use, and a queue never saved is not created (its tasks do not exist)."""
+
+    def __init__(self, paths: Paths) -> None:
         self.paths = paths
-        self.store = store
+        self._store: TaskStore | None = None
+
+    @property
+    def store(self) -> TaskStore:
+        if self._store is None:
+            self._store = TaskStore(self.paths.queue_db)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def get(self, task_id: int) -> TaskRecord:
+        if self._store is None and not self.paths.queue_db.exists():
+            raise TaskNotFound(task_id)
+        return self.store.get(task_id)
 
     def cancel(self, task_id: int) -> TaskRecord:
-        rec = self.store.get(task_id)
+        rec = self.get(task_id)
         now = self.store.clock()
         if rec.state in PENDING_STATES or rec.state == "interrupted":
             new = self.store.compare_and_update(
@@ -78,6 +111,9 @@ class OfflineQueue:
             return rec
         if rec.state != "running":
             raise OfflineRefusal(f"task #{task_id} already {rec.state}; nothing to cancel")
+        from gputray.scheduler.launcher import JobFiles, read_exit, read_run, stop_leftover, supervisor_alive
+        from gputray.scheduler.supervisor import write_atomic
+
         files = JobFiles.beside(self.paths.logs_dir / f"task-{task_id}.log")
         run = read_run(files)
         if run is not None and run.attempt == rec.attempts:
@@ -115,9 +151,7 @@ class OfflineQueue:
         )
 
     def retry(self, task_id: int) -> TaskRecord:
-        from gputray.scheduler.queue_service import requeue_changes
-
-        rec = self.store.get(task_id)
+        rec = self.get(task_id)
         if rec.state in PENDING_STATES or rec.state == "running":
             raise OfflineRefusal(f"task #{task_id} is {rec.state}; retry is for finished tasks")
         new = self.store.compare_and_update(
@@ -150,9 +184,15 @@ class OfflineQueue:
         return self.paused()
 
 
+def _task_id(value: str) -> int:
+    text = value.strip().lstrip("#")
+    if not text.isdigit():
+        raise OfflineRefusal(f"task ids are whole numbers from 1, not {value!r}; see `gputray queue`")
+    return int(text)
+
+
 def cancel(paths: Paths, ids: list[str]) -> dict[str, Any]:
     """The ``cancel`` op on the saved queue: ``{"tasks": [...], "errors": [...]}`` as the owner answers."""
-    from gputray.scheduler.owner import _task_id
 
     def run(q: OfflineQueue) -> dict[str, Any]:
         done: list[dict[str, Any]] = []
@@ -168,8 +208,6 @@ def cancel(paths: Paths, ids: list[str]) -> dict[str, Any]:
 
 
 def retry(paths: Paths, raw_id: str) -> dict[str, Any]:
-    from gputray.scheduler.owner import _task_id
-
     return act(paths, lambda q: {"task": q.retry(_task_id(raw_id)).to_json()})
 
 

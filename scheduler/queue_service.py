@@ -70,6 +70,7 @@ from gputray.scheduler.launcher import (
     stop_leftover,
     supervisor_alive,
 )
+from gputray.scheduler.offline import requeue_changes
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
 from gputray.scheduler.placement import (
@@ -214,27 +215,6 @@ def prepare_launch(
         + "".join(f"{n}\n" for n in notes[1 if task.reason else 0 :])
     )
     return LaunchPlan(tuple(argv), env, header, out, tuple(notes))
-
-
-def requeue_changes(now_s: float, position: float) -> dict[str, Any]:
-    """What ``retry`` writes: queued again at ``position`` (the end), attempts counted afresh. Shared
-    with ``offline`` (the same retry while no owner runs)."""
-    return dict(
-        state="queued",
-        reason="queued again by request",
-        attempts=0,
-        exit_code=None,
-        started_at=None,
-        ended_at=None,
-        device=None,
-        env=None,
-        pid=None,
-        pid_create_time=None,
-        not_before=None,
-        queued_at=now_s,
-        overtakes=0,
-        position=position,
-    )
 
 
 class QueueService:
