@@ -277,7 +277,7 @@ class Job:
         is written beside the log first, so an owner that records the end after a crash knows it too.
         """
         with self._reason_lock:
-            exited = self.returncode is not None
+            exited = self.returncode is not None or self.exited()  # the exit file: ended, not yet seen
             if not exited and (self.kill_reason is None or reason == "cancelled"):
                 self.kill_reason = reason
                 with contextlib.suppress(OSError):

@@ -37,6 +37,8 @@ def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> in
     try:
         return int(func(args))
     except ipc.OwnerNotRunning as exc:
+        if exc.untrusted:  # a socket someone else put there: say so (nothing was sent to it)
+            print(f"gputray: warning: {exc.untrusted}; nothing was sent to it", file=sys.stderr)
         if offline is not None:
             return _offline_call(offline, args)
         return error(str(exc), EXIT_NO_OWNER)
