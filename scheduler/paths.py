@@ -45,7 +45,10 @@ def app_paths() -> Paths:
         # Without XDG_RUNTIME_DIR (a bare ssh or CI shell) platformdirs warns on every call and falls back
         # to /tmp/runtime-<uid>; the IPC layer makes its own folder there private, so the fallback is fine.
         warnings.simplefilter("ignore")
-        runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+        try:
+            runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+        except OSError:  # its /tmp/runtime-<uid> exists but is another user's: not ours to use
+            runtime = str(Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "run")
     return Paths(
         Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
         Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),

@@ -364,3 +364,21 @@ def test_a_symlink_in_place_of_the_socket_dir_is_not_followed(paths: Paths, tmp_
     finally:
         srv.stop()
     assert list(elsewhere.iterdir()) == []
+
+
+def test_platformdirs_refusing_its_runtime_fallback_does_not_stop_gputray(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """platformdirs raises PermissionError when /tmp/runtime-<uid> is someone else's: gputray then
+    keeps its runtime files under the data folder (the IPC layer finds a private place for the socket)."""
+    import platformdirs
+
+    from gputray.scheduler.paths import app_paths
+
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise PermissionError("/tmp/runtime-0 is owned by another user")
+
+    monkeypatch.delenv("GPUTRAY_HOME", raising=False)
+    monkeypatch.setattr(platformdirs, "user_runtime_dir", refuse)
+    paths = app_paths()
+    assert paths.runtime_dir == paths.data_dir / "run"
