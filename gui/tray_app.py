@@ -398,7 +398,7 @@ class TrayApp(QObject):
         """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
         if self.owner is None:
             raise RuntimeError(tr("gputray is still starting; try again in a moment."))
-        result = self.owner.handle(rq.SubmitFiles(files=files, recipe=recipe, overrides=overrides))
+        result = self.owner.handle(rq.SubmitFiles(files=[*files], recipe=recipe, overrides=overrides))
         tasks = result.get("tasks", [])
         for t in tasks:
             self.model.upsert(t)

@@ -25,6 +25,8 @@ def setup_logging(log_file: Path | None, *, level: int | str = logging.INFO, std
     if log_file is not None:
         with contextlib.suppress(OSError):
             log_file.parent.mkdir(parents=True, exist_ok=True)
-            rotating = RotatingFileHandler(log_file, maxBytes=2 << 20, backupCount=3, encoding="utf-8")
+            rotating = RotatingFileHandler(
+                log_file, maxBytes=2 << 20, backupCount=3, encoding="utf-8", errors="backslashreplace"
+            )  # a task or file name that is not UTF-8 is logged, not a "Logging error"
             rotating.setFormatter(fmt)
             root.addHandler(rotating)

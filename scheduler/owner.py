@@ -68,9 +68,13 @@ def _abs_path(path: str, cwd: str | None) -> Path:
 def _with_caller_env(req: rq.Submit | rq.SubmitFiles | rq.Run) -> dict[str, Any]:
     """A request's task overrides, plus the environment the CLI sent (``caller_env``) as ``base_env``."""
     overrides: dict[str, Any] = dict(req.overrides or {})
-    if req.caller_env is not None:
-        overrides["base_env"] = req.caller_env
+    if req.caller_env is not None:  # values that are not UTF-8 came as bytes: the job gets those bytes
+        overrides["base_env"] = {k: rq.os_str(v) for k, v in req.caller_env.items()}
     return overrides
+
+
+def _cwd(value: str | rq.RawText | None) -> str | None:
+    return None if value is None else rq.os_str(value)
 
 
 def _decode_utf8_prefix(data: bytes) -> tuple[str, int]:
@@ -360,7 +364,7 @@ class Owner:
 
         overrides = _with_caller_env(req)
         if req.task_file is not None:
-            path = _abs_path(req.task_file, req.cwd)
+            path = _abs_path(rq.os_str(req.task_file), _cwd(req.cwd))
             spec = self._with_overrides(load_task_file(path), overrides, str(path))
         elif req.spec is not None:
             spec = TaskSpec.from_dict({**req.spec, **overrides}, source="submitted task")
@@ -369,7 +373,7 @@ class Owner:
         return self._submitted([self.queue.submit(spec)])
 
     def _op_submit_files(self, req: rq.SubmitFiles) -> dict[str, Any]:
-        files = [_abs_path(f, req.cwd) for f in req.files]
+        files = [_abs_path(rq.os_str(f), _cwd(req.cwd)) for f in req.files]
         records = self.queue.submit_files(files, recipe=req.recipe, overrides=_with_caller_env(req))
         return self._submitted(list(records))
 
@@ -389,9 +393,9 @@ class Owner:
     def _op_run(self, req: rq.Run) -> dict[str, Any]:
         from gputray.scheduler.taskfile import spec_from_mapping
 
-        data: dict[str, Any] = {"kind": "command", "argv": req.argv}
+        data: dict[str, Any] = {"kind": "command", "argv": [rq.os_str(a) for a in req.argv]}
         if req.cwd:
-            data["cwd"] = req.cwd
+            data["cwd"] = _cwd(req.cwd)
         if req.name:
             data["name"] = req.name
         data.update(_with_caller_env(req))

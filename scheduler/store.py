@@ -225,7 +225,7 @@ class TaskStore:
             with self._transaction() as db:
                 top = self._top_position(db)
                 for i, spec in enumerate(specs, start=1):
-                    text = json.dumps(spec.to_dict(), ensure_ascii=False, separators=(",", ":"))
+                    text = _spec_text(spec.to_dict())
                     self._spec_cache[text] = spec
                     cur = db.execute(
                         "INSERT INTO tasks (spec, name, kind, state, priority, submitted_at, position,"
@@ -360,7 +360,7 @@ class TaskStore:
                 raise TaskNotFound(task_id)
             data = json.loads(row[0])
             data["priority"] = priority
-            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            text = _spec_text(data)
             db.execute(
                 "UPDATE tasks SET spec = ?, priority = ?, position = ? WHERE id = ?",
                 (text, priority, position, task_id),
@@ -555,6 +555,18 @@ def _display_order(rec: TaskRecord) -> tuple[int, int, float, int]:
     if rank == 1:
         return (1, -rec.spec.priority, rec.position, rec.id)
     return (rank, 0, 0.0, rec.id)
+
+
+def _spec_text(data: dict[str, Any]) -> str:
+    """A spec as stored: UTF-8 JSON; escaped (``\\udcxx``) where it holds bytes that are not UTF-8
+    (an argv or environment value in another encoding), which SQLite could not store otherwise and
+    ``json.loads`` turns back into the same str."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return text
 
 
 def _spec_from_json(text: str) -> TaskSpec:
