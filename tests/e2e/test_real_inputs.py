@@ -85,3 +85,30 @@ def test_variables_that_cannot_travel_are_left_out_one_by_one_with_a_note() -> N
     assert env["FINE"] == "yes" and env["ODD"] == {"b64": "/w=="}
     assert "HUGE" not in env and any("HUGE (200 KiB) is left out" in n and "128 KiB" in n for n in notes)
     assert any("its name is not UTF-8" in n for n in notes) and len(env) == 2
+
+
+def test_task_files_that_are_not_small_regular_files_are_refused_and_the_owner_stays_well(
+    daemons: Callable[..., Daemon], home: Path, tmp_path: Path
+) -> None:
+    """A FIFO used to hold a handler forever, /dev/zero took the owner from 29 to 1,388 MiB."""
+    import psutil
+
+    d = daemons()
+    assert d.proc is not None
+    rss_before = psutil.Process(d.proc.pid).memory_info().rss
+    fifo = tmp_path / "task.toml"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"# " + b"x" * (2 << 20) + b"\n")
+    cases = [
+        (fifo, "not a regular file (a FIFO)"),
+        (Path("/dev/zero"), "not a regular file (a device or socket)"),
+        (big, "too large (2.0 MiB); a task file may be at most 1 MiB"),
+        (tmp_path, "not a regular file (a folder)"),
+    ]
+    for path, said in cases:
+        out = d.cli("submit", "--task", str(path))
+        assert out.returncode == 1 and said in out.stderr, (path, out.stderr)
+    assert d.ask("ping")["ready"] is True
+    rss_after = psutil.Process(d.proc.pid).memory_info().rss
+    assert rss_after - rss_before < 64 << 20  # it never read them in
