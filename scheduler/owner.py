@@ -342,6 +342,8 @@ class Owner:
             "devices": devices,
             "paused": self.queue.paused(),
             "counts": self._store.counts() if self._store is not None else {},
+            "monitor_failures": self.monitor.failures,  # polls that failed; the poller goes on after each
+            "monitor_last_failure": self.monitor.last_failure,
         }
 
     def _with_overrides(self, spec: TaskSpec, overrides: dict[str, Any] | None, source: str) -> TaskSpec:
