@@ -25,7 +25,8 @@ Serving (Unix)
     trickled now and then does not extend it), a later frame within ``frame_s`` of its first byte, and
     between requests it may stay idle ``idle_timeout_s``. At most ``max_connections`` are open; a new
     one beyond that closes the one idle longest. Complete requests go to worker threads: ``ping`` and
-    ``status`` to their own two, so slow requests (a cancel waits for its job) never starve them.
+    ``status`` to their own (one and two), so slow requests (a cancel waits for its job, a status
+    waits for an owner that is still starting) never starve them.
 
 Frames
     A request or reply is one JSON object, UTF-8. On the Unix socket each frame is a 4-byte big-endian
@@ -45,6 +46,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import errno
+import functools
 import hashlib
 import logging
 import os
@@ -88,7 +90,7 @@ FRAME_S = 10.0  # a later request, once its first byte is in (1 MiB at the slowe
 IDLE_S = 300.0  # a kept connection between requests
 MAX_CONNECTIONS = 256
 WORKERS = 16
-LIGHT_OPS = frozenset({"ping", "status"})
+LIGHT_WORKERS = {"ping": 1, "status": 2}  # ops with workers of their own: never behind slow requests
 SEND_TIMEOUT_S = 30.0
 
 HOW_TO_START = "start the tray app (`gputray`) or `gputray daemon`"
@@ -309,6 +311,9 @@ class _Conn:
     idle_since: float = 0.0
 
 
+_Work = tuple[_Conn, bytes | None, dict[str, Any] | None]  # a request to answer, or a reply to send and close
+
+
 class IpcServer:
     """Accepts local connections and answers each decoded request with ``handler(request)``.
 
@@ -351,8 +356,10 @@ class IpcServer:
         self._pipe_conns: set[Any] = set()
         self._conns_lock = threading.Lock()
         self._returned: collections.deque[_Conn] = collections.deque()
-        self._light: queue.Queue[tuple[_Conn, bytes | None, dict[str, Any] | None] | None] = queue.Queue()
-        self._heavy: queue.Queue[tuple[_Conn, bytes | None, dict[str, Any] | None] | None] = queue.Queue()
+        # One queue of work per light op (ping, status), and "" for every other request.
+        self._queues: dict[str, queue.Queue[_Work | None]] = {
+            op: queue.Queue() for op in (*LIGHT_WORKERS, "")
+        }
         self._selector: selectors.BaseSelector | None = None
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
@@ -377,10 +384,9 @@ class IpcServer:
             raise
         if self.transport == "unix":
             self._spawn(self._io_loop, "gputray-ipc-io")
-            for _ in range(2):
-                self._spawn(lambda: self._work(self._light), "gputray-ipc-conn")
-            for _ in range(max(1, self.workers)):
-                self._spawn(lambda: self._work(self._heavy), "gputray-ipc-conn")
+            for op, jobs in self._queues.items():
+                for _ in range(LIGHT_WORKERS.get(op, max(1, self.workers))):
+                    self._spawn(functools.partial(self._work, jobs), "gputray-ipc-conn")
         else:
             self._spawn(self._pipe_accept_loop, "gputray-ipc-accept")
         log.info("IPC server listening on %s", self.address)
@@ -395,7 +401,7 @@ class IpcServer:
             return
         self._stop.set()
         self._wake()
-        for q in (self._light, self._heavy):
+        for q in self._queues.values():
             for _ in range(self.workers + 2):
                 q.put(None)
         if self._listener is not None:
@@ -436,6 +442,7 @@ class IpcServer:
     # --- Unix ------------------------------------------------------------------------------------
 
     def _start_unix(self) -> None:
+        _remove_stale_private_dir(self.paths)  # we hold the owner lock: an earlier owner's is dead
         try:
             directory, why = loc.server_socket_dir(self.paths)
         except (UntrustedLocation, OSError) as exc:
@@ -592,8 +599,8 @@ class IpcServer:
             self._selector.unregister(conn.sock)
         conn.busy = True
         conn.fresh = False
-        light = payload is not None and _op_of(payload) in LIGHT_OPS
-        (self._light if light or reply is not None else self._heavy).put((conn, payload, reply))
+        op = "ping" if payload is None else _op_of(payload)  # an error to send: the ping worker sends it
+        self._queues[op if op in LIGHT_WORKERS else ""].put((conn, payload, reply))
 
     def _take_back(self) -> None:
         """Connections the workers have answered: watched again, or their next request handed on."""
@@ -622,7 +629,7 @@ class IpcServer:
             self.connections_closed_for_deadline += 1
             self._drop(conn)
 
-    def _work(self, jobs: queue.Queue[tuple[_Conn, bytes | None, dict[str, Any] | None] | None]) -> None:
+    def _work(self, jobs: queue.Queue[_Work | None]) -> None:
         while True:
             item = jobs.get()
             if item is None or self._stop.is_set():
@@ -758,6 +765,25 @@ def _reply_payload(reply: Mapping[str, Any]) -> bytes:
     except (ProtocolError, ValueError, TypeError, OverflowError) as exc:
         log.error("IPC: reply could not be encoded: %s", exc)
         return encode_payload(error_reply("InternalError", f"reply could not be sent: {exc}"))
+
+
+def _remove_stale_private_dir(paths: Paths) -> None:
+    """The private fallback folder an owner killed before it could clean up (named in its pointer)."""
+    old = loc.read_pointer(paths)
+    if old is None:
+        return
+    folder = Path(old).parent
+    if folder == loc.preferred_socket_dir(paths) or not folder.name.startswith(f"gputray-{loc.uid()}-"):
+        return
+    try:
+        loc.check_private_dir(folder)
+    except (UntrustedLocation, OSError):
+        return
+    if not _unix_socket_answers(Path(old)):
+        with contextlib.suppress(OSError):
+            os.unlink(old)
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _op_of(payload: bytes) -> str:

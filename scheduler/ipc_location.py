@@ -43,12 +43,12 @@ class UntrustedLocation(Exception):
     """A folder or socket that is not ours alone; the message says which and why."""
 
 
-def _uid() -> int:
+def uid() -> int:
     return os.getuid() if hasattr(os, "getuid") else 0
 
 
-def _trusted_owner(uid: int) -> bool:
-    return uid in (0, _uid())
+def _trusted_owner(owner_uid: int) -> bool:
+    return owner_uid in (0, uid())
 
 
 def check_dir_chain(path: Path) -> None:
@@ -77,13 +77,10 @@ def check_private_dir(path: Path) -> None:
     """``path`` is a real folder (not a symlink), ours, 0700, below a trusted chain."""
     if sys.platform == "win32":
         return
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        raise UntrustedLocation(f"{path} does not exist") from None
+    st = os.lstat(path)  # FileNotFoundError: nothing there (no owner), not someone else's
     if not stat.S_ISDIR(st.st_mode):
         raise UntrustedLocation(f"{path} is not a folder (a symlink?)")
-    if st.st_uid != _uid():
+    if st.st_uid != uid():
         raise UntrustedLocation(f"{path} belongs to another user (uid {st.st_uid})")
     if stat.S_IMODE(st.st_mode) & 0o077:
         raise UntrustedLocation(f"{path} is open to other users (mode {stat.S_IMODE(st.st_mode):o})")
@@ -99,7 +96,7 @@ def check_private_socket(path: Path) -> None:
     st = os.lstat(path)  # FileNotFoundError: no owner there
     if not stat.S_ISSOCK(st.st_mode):
         raise UntrustedLocation(f"{path} is not a socket")
-    if st.st_uid != _uid():
+    if st.st_uid != uid():
         raise UntrustedLocation(f"{path} belongs to another user (uid {st.st_uid})")
     if stat.S_IMODE(st.st_mode) & 0o077:
         raise UntrustedLocation(f"{path} is open to other users (mode {stat.S_IMODE(st.st_mode):o})")
@@ -119,7 +116,7 @@ def make_private_dir(path: Path) -> None:
             os.mkdir(folder, 0o700)
     if sys.platform != "win32":
         st = os.lstat(path)
-        if stat.S_ISDIR(st.st_mode) and st.st_uid == _uid() and stat.S_IMODE(st.st_mode) != 0o700:
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid() and stat.S_IMODE(st.st_mode) != 0o700:
             os.chmod(path, 0o700)
     check_private_dir(path)
 
@@ -155,7 +152,7 @@ def server_socket_dir(paths: Paths) -> tuple[Path, str | None]:
         except (UntrustedLocation, OSError) as exc:
             why = str(exc)
     folder = Path(
-        tempfile.mkdtemp(prefix=f"gputray-{_uid()}-", dir=_SHORT_TMP if os.path.isdir(_SHORT_TMP) else None)
+        tempfile.mkdtemp(prefix=f"gputray-{uid()}-", dir=_SHORT_TMP if os.path.isdir(_SHORT_TMP) else None)
     )
     check_private_dir(folder)  # mkdtemp made it 0700 with a name nobody could guess
     return folder, why
@@ -184,7 +181,7 @@ def read_pointer(paths: Paths) -> str | None:
     try:
         if sys.platform != "win32":
             st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid() or st.st_mode & 0o022:
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != uid() or st.st_mode & 0o022:
                 return None
             check_dir_chain(path.parent)
         with open(path, "rb") as f:

@@ -39,6 +39,12 @@ class OfflineRefusal(Refusal):
 
 def act(paths: Paths, fn: Callable[[OfflineQueue], _T], *, lock_wait_s: float = LOCK_WAIT_S) -> _T:
     """``fn`` on the saved queue, under the queue lock. Raises QueueBusy when the lock stays held."""
+    if not paths.data_dir.exists():  # nothing saved, no owner ever ran here: no lock to take either
+        queue = OfflineQueue(paths)
+        try:
+            return fn(queue)
+        finally:
+            queue.close()
     lock = QueueLock(paths.queue_db)
     if not lock.acquire(timeout_s=lock_wait_s):
         raise QueueBusy(

@@ -292,9 +292,17 @@ def test_no_owner_tells_how_to_start_one(home: Path) -> None:
     out = subprocess.run(
         [PY, "-m", "gputray.gui.entry", "cancel", "1"], env=env, capture_output=True, text=True, timeout=30
     )
-    assert out.returncode == 3
-    assert "no gputray owner is running" in out.stderr
-    assert "gputray daemon" in out.stderr
+    assert out.returncode == 1  # with no owner, cancel acts on the saved queue: there is no task 1
+    assert "no gputray owner is running: acted on the saved queue" in out.stderr
+    assert "no task #1 in the queue" in out.stderr and "warning" not in out.stderr
+    follow = subprocess.run(
+        [PY, "-m", "gputray.gui.entry", "logs", "1", "--follow"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert follow.returncode == 3 and "gputray daemon" in follow.stderr  # watching needs an owner
     listing = subprocess.run(
         [PY, "-m", "gputray.gui.entry", "queue"], env=env, capture_output=True, text=True, timeout=30
     )
