@@ -304,6 +304,13 @@ class Job:
             ).start()
 
 
+def _create_time(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.Error, OSError):  # already gone
+        return None
+
+
 def _same_process(pid: int, create_time: float | None) -> psutil.Process | None:
     """The live (not zombie) process ``pid``, if it is the one started at ``create_time``."""
     try:
@@ -432,12 +439,13 @@ def launch(
             "grace_s": grace_s,
             "umask": umask,
             "meta": dict(meta or {"task_id": 0, "attempt": 0, "device": ""}),
+            "psutil_path": str(Path(psutil.__file__).parent.parent),
         }
         with contextlib.suppress(FileNotFoundError):
             files.stop.unlink()  # an earlier attempt's reason
         try:
             sup = popen_own_group(
-                [sys.executable, "-I", supervisor.__file__],
+                [sys.executable, "-I", "-S", supervisor.__file__],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,  # its own trouble, if any, shows in the log
@@ -469,9 +477,10 @@ def launch(
             with contextlib.suppress(subprocess.TimeoutExpired):
                 sup.wait(timeout=SUPERVISOR_START_TIMEOUT_S)
             raise LaunchFailed(msg)
+    pid = int(answer["pid"])
     return Job(
-        pid=int(answer["pid"]),
-        create_time=answer.get("create_time"),
+        pid=pid,
+        create_time=_create_time(pid),
         started_at=float(answer.get("started_at") or time.time()),
         log_path=log_path,
         files=files,

@@ -332,6 +332,8 @@ class QueueService:
                         continue
                 elif rec.pid is None:
                     self.store.update(rec.id, pid=run.pid, pid_create_time=run.pid_create_time)
+                if run.pid_create_time is None and rec.pid == run.pid and rec.pid_create_time is not None:
+                    run = dataclasses.replace(run, pid_create_time=rec.pid_create_time)  # pid reuse check
                 job = adopt(run, on_exit=functools.partial(self._on_exit, rec.id))
                 self._jobs[rec.id] = _Running(rec.id, job, run.device, rec.spec, run.pid, run.out)
                 self.monitor.job_started(
