@@ -154,7 +154,12 @@ def server_socket_dir(paths: Paths) -> tuple[Path, str | None]:
     folder = Path(
         tempfile.mkdtemp(prefix=f"gputray-{uid()}-", dir=_SHORT_TMP if os.path.isdir(_SHORT_TMP) else None)
     )
-    check_private_dir(folder)  # mkdtemp made it 0700 with a name nobody could guess
+    try:
+        check_private_dir(folder)  # mkdtemp made it 0700 with a name nobody could guess
+    except BaseException:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+        raise
     return folder, why
 
 
