@@ -152,7 +152,7 @@ class TrayApp(QObject):
         self.menu.settings_action.triggered.connect(self.open_settings)
         self.menu.demo_action.toggled.connect(self.set_demo)
         self.menu.bubble_action.toggled.connect(self.set_bubble)
-        self.menu.quit_action.triggered.connect(self.quit)
+        self.menu.quit_action.triggered.connect(lambda: self.quit_asking())
         self.tray.setContextMenu(self.menu)
         self.panel.set_notice(self.notice_text)
 
@@ -171,7 +171,7 @@ class TrayApp(QObject):
             elif event.type() == QEvent.Type.Hide:
                 self.visible_timer.stop()
             elif event.type() == QEvent.Type.Close and not self.tray_available:
-                self.quit()
+                self.quit_asking()
         return False
 
     # -- start / stop ----------------------------------------------------------------------------------
@@ -301,13 +301,13 @@ class TrayApp(QObject):
             self.bubble.demo = demo
             self.bubble.update()
 
-    def stop_owner(self) -> None:
+    def stop_owner(self, *, keep_jobs: bool = False) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
         if self.owner is not None:
             try:
-                self.owner.stop()
+                self.owner.stop(kill_running=not keep_jobs)
             except Exception:
                 log.exception("stopping the owner failed")
             self.owner = None
@@ -316,16 +316,43 @@ class TrayApp(QObject):
                 self.monitor.stop()
             self.monitor = None
 
-    def shutdown(self) -> None:
+    def shutdown(self, *, keep_jobs: bool = False) -> None:
         self.visible_timer.stop()
-        self.stop_owner()
+        self.stop_owner(keep_jobs=keep_jobs)
         self.tray.hide()
 
-    def quit(self) -> None:
-        self.shutdown()
+    def quit(self, *, keep_jobs: bool = False) -> None:
+        self.shutdown(keep_jobs=keep_jobs)
         app = QApplication.instance()
         if app is not None:
             app.exit(self.exit_code)
+
+    def quit_asking(self) -> None:
+        """Quit from the menu (or closing the window): with jobs running, ask whether they keep running
+        (the next owner records how they end and never runs them again), stop, or nothing happens."""
+        running = self.owner.running_jobs() if self.owner is not None else 0
+        choice = self.ask_quit(running) if running else "stop"
+        if choice is None:
+            if not self.tray_available:
+                self.panel.show()  # the window was closing: it stays
+            return
+        self.quit(keep_jobs=choice == "keep")
+
+    @staticmethod
+    def ask_quit(running: int) -> str | None:
+        """The person's answer: keep, stop, or None to cancel the quit. Tests replace it."""
+        box = QMessageBox(QMessageBox.Icon.Question, "gputray", "")
+        box.setText(tr("{n} job(s) are running. Keep them running after gputray quits?").format(n=running))
+        box.setInformativeText(
+            tr("Kept jobs run to their end; when gputray starts again it records how they ended.")
+        )
+        keep = box.addButton(tr("Keep running"), QMessageBox.ButtonRole.AcceptRole)
+        stop = box.addButton(tr("Stop them"), QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(keep)
+        box.exec()
+        clicked = box.clickedButton()
+        return "keep" if clicked is keep else "stop" if clicked is stop else None
 
     # -- owner requests (in-process: the same handler the socket uses) ---------------------------------
     def request(self, req: rq.Request) -> dict[str, Any] | None:
@@ -387,7 +414,7 @@ class TrayApp(QObject):
         """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
         if self.owner is None:
             raise RuntimeError(tr("gputray is still starting; try again in a moment."))
-        result = self.owner.handle(rq.SubmitFiles(files=files, recipe=recipe, overrides=overrides))
+        result = self.owner.handle(rq.SubmitFiles(files=[*files], recipe=recipe, overrides=overrides))
         tasks = result.get("tasks", [])
         for t in tasks:
             self.model.upsert(t)

@@ -103,6 +103,8 @@ class Monitor:
         self._own: dict[str, set[int]] = {}
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self.failures = 0  # polls that raised; the poller went on after each
+        self.last_failure: str | None = None
 
     @property
     def simulated(self) -> bool:
@@ -289,6 +291,20 @@ class Monitor:
         self._thread.start()
 
     def _run(self) -> None:
+        """The poller. A tick that fails (a bug, a backend that breaks its promise never to raise) is
+        logged with its traceback and counted (``failures``, ``last_failure``: the owner's status says
+        so), and polling goes on after one interval: the monitor thread never silently dies, since a
+        lost GPU would then never stop its job."""
+        while not self._stop.is_set():
+            try:
+                self._poll_forever()
+            except Exception as exc:
+                self.failures += 1
+                self.last_failure = f"{type(exc).__name__}: {exc}"
+                log.exception("monitor: a poll failed (%d so far); polling again", self.failures)
+                self._stop.wait(max(self.interval_s, 0.05))
+
+    def _poll_forever(self) -> None:
         next_due = time.monotonic()
         while not self._stop.is_set():
             self.sample_once()

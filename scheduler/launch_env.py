@@ -40,8 +40,13 @@ def out_path(spec: TaskSpec) -> str:
     stem = first.stem if first else spec.name
     folder = first.parent if first else Path(spec.cwd or ".")
     if spec.out:
-        rendered = substitute(spec.out, {"stem": stem, "file": str(first or "")})
-        p = Path(rendered).expanduser()
+        # Only the user's own template may start with ~ (their home). In a file's name ~ is a
+        # character: "~user.png" must not become another user's home, or an error if there is none.
+        template = spec.out
+        if template == "~" or template.startswith(("~/", "~" + os.sep)):
+            template = str(Path.home()) + template[1:]
+        rendered = substitute(template, {"stem": stem, "file": str(first or "")})
+        p = Path(rendered)
         return str(p if p.is_absolute() else folder / p)
     suffix = first.suffix if first else ""
     return str(folder / f"{stem}_out{suffix}")

@@ -52,7 +52,14 @@ class PrivateRotatingFileHandler(RotatingFileHandler):
         self._last_try = 0.0
         self._dropped = 0
         self._failed = False
-        super().__init__(filename, maxBytes=max_bytes, backupCount=backup_count, encoding="utf-8")
+        # a task or file name that is not UTF-8 is logged, not a "Logging error"
+        super().__init__(
+            filename,
+            maxBytes=max_bytes,
+            backupCount=backup_count,
+            encoding="utf-8",
+            errors="backslashreplace",
+        )
 
     def _open(self) -> io.TextIOWrapper:
         return open(

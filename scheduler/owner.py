@@ -24,6 +24,7 @@ from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue_lock import QueueLock
 from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
 from gputray.scheduler.timing import Schedule, Timing
 
@@ -34,6 +35,7 @@ _T = TypeVar("_T")
 _R = TypeVar("_R", bound=rq.Request)
 
 LOG_CHUNK_MAX_BYTES = 128 * 1024  # JSON escaping can grow text ×6; stays under ipc.MAX_FRAME_BYTES
+QUEUE_LOCK_WAIT_S = 30.0  # a client command acting on the saved queue holds its lock a few seconds at most
 IN_FLIGHT_GRACE_S = 15.0  # how long stop() lets requests being answered finish (a cancel waits up to 10 s)
 
 
@@ -66,9 +68,13 @@ def _abs_path(path: str, cwd: str | None) -> Path:
 def _with_caller_env(req: rq.Submit | rq.SubmitFiles | rq.Run) -> dict[str, Any]:
     """A request's task overrides, plus the environment the CLI sent (``caller_env``) as ``base_env``."""
     overrides: dict[str, Any] = dict(req.overrides or {})
-    if req.caller_env is not None:
-        overrides["base_env"] = req.caller_env
+    if req.caller_env is not None:  # values that are not UTF-8 came as bytes: the job gets those bytes
+        overrides["base_env"] = {k: rq.os_str(v) for k, v in req.caller_env.items()}
     return overrides
+
+
+def _cwd(value: str | rq.RawText | None) -> str | None:
+    return None if value is None else rq.os_str(value)
 
 
 def _decode_utf8_prefix(data: bytes) -> tuple[str, int]:
@@ -112,6 +118,7 @@ class Owner:
         self._own_monitor = monitor is None
         self._queue: Any = None
         self._store: Any = None
+        self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
         self.server: ipc.IpcServer | None = None
         self._ready = threading.Event()
@@ -119,6 +126,7 @@ class Owner:
         self._in_flight = 0  # requests being answered; stop() lets them finish before closing the store
         self._in_flight_changed = threading.Condition()
         self.shutdown_requested = threading.Event()
+        self.shutdown_jobs: str = "stop"  # what a `shutdown` request asked for the running jobs: keep or stop
         self.started_at: float | None = None
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
@@ -168,6 +176,7 @@ class Owner:
                     interval_s=interval_s,
                 )
             self._monitor.start()
+            self._take_queue_lock()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
             from gputray.scheduler.doctor_cache import DoctorNeeds
 
@@ -193,10 +202,21 @@ class Owner:
         self._ready.set()
         log.info("gputray owner started (pid %d, demo=%s)", os.getpid(), self.demo)
 
+    def _take_queue_lock(self) -> None:
+        """The lock beside the queue file, held while this owner owns the queue (``queue_lock``). A
+        client command acting on the saved queue holds it for a moment: wait for that, not longer."""
+        if not self._queue_lock.acquire(timeout_s=QUEUE_LOCK_WAIT_S):
+            holder = self._queue_lock.holder_pid()
+            raise ipc.OwnerAlreadyRunning(
+                f"another gputray process (pid {holder}) holds the queue {self._queue_lock.path}; "
+                "stop it first"
+            )
+
     def stop(self, *, kill_running: bool = True) -> None:
         """Stop serving and dispatching. Running jobs are stopped too (they end ``interrupted`` and follow
-        their retry policy) unless ``kill_running=False``: then they run on unobserved, and the next
-        owner's crash recovery stops and requeues them."""
+        their retry policy) unless ``kill_running=False``: then they run on under their supervisors,
+        which write their exits beside their logs, and the next owner adopts them (records how they
+        ended, never runs them again)."""
         with self._in_flight_changed:
             if self._stopped.is_set():
                 return
@@ -231,6 +251,7 @@ class Owner:
         if self._store is not None:
             with contextlib.suppress(Exception):
                 self._store.close()
+        self._queue_lock.release()
 
     # --- events and schedules --------------------------------------------------------------------
 
@@ -318,6 +339,8 @@ class Owner:
             "devices": devices,
             "paused": self.queue.paused(),
             "counts": self._store.counts() if self._store is not None else {},
+            "monitor_failures": self.monitor.failures,  # polls that failed; the poller goes on after each
+            "monitor_last_failure": self.monitor.last_failure,
         }
 
     def _with_overrides(self, spec: TaskSpec, overrides: dict[str, Any] | None, source: str) -> TaskSpec:
@@ -337,7 +360,7 @@ class Owner:
 
         overrides = _with_caller_env(req)
         if req.task_file is not None:
-            path = _abs_path(req.task_file, req.cwd)
+            path = _abs_path(rq.os_str(req.task_file), _cwd(req.cwd))
             spec = self._with_overrides(load_task_file(path), overrides, str(path))
         elif req.spec is not None:
             spec = TaskSpec.from_dict({**req.spec, **overrides}, source="submitted task")
@@ -346,7 +369,7 @@ class Owner:
         return self._submitted([self.queue.submit(spec)])
 
     def _op_submit_files(self, req: rq.SubmitFiles) -> dict[str, Any]:
-        files = [_abs_path(f, req.cwd) for f in req.files]
+        files = [_abs_path(rq.os_str(f), _cwd(req.cwd)) for f in req.files]
         records = self.queue.submit_files(files, recipe=req.recipe, overrides=_with_caller_env(req))
         return self._submitted(list(records))
 
@@ -366,9 +389,9 @@ class Owner:
     def _op_run(self, req: rq.Run) -> dict[str, Any]:
         from gputray.scheduler.taskfile import spec_from_mapping
 
-        data: dict[str, Any] = {"kind": "command", "argv": req.argv}
+        data: dict[str, Any] = {"kind": "command", "argv": [rq.os_str(a) for a in req.argv]}
         if req.cwd:
-            data["cwd"] = req.cwd
+            data["cwd"] = _cwd(req.cwd)
         if req.name:
             data["name"] = req.name
         data.update(_with_caller_env(req))
@@ -497,9 +520,19 @@ class Owner:
         """Queue a background check of every env without a current result (answers at once)."""
         return {"checking": self.queue.env_chooser.check_all()}
 
+    def running_jobs(self) -> int:
+        """How many jobs run now (the tray asks before it quits)."""
+        return len(self.queue.running_ids()) if self._queue is not None else 0
+
     def _op_shutdown(self, req: rq.Shutdown) -> dict[str, Any]:
+        self.shutdown_jobs = req.jobs or "stop"
         # a moment later, so that this reply still reaches the client before the socket closes
         timer = threading.Timer(0.2, self.request_shutdown)
         timer.daemon = True
         timer.start()
-        return {"stopping": True, "pid": os.getpid()}
+        return {
+            "stopping": True,
+            "pid": os.getpid(),
+            "jobs": self.shutdown_jobs,
+            "running": self.running_jobs(),
+        }

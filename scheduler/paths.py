@@ -47,7 +47,10 @@ def app_paths() -> Paths:
         # Without XDG_RUNTIME_DIR (a bare ssh or CI shell) platformdirs warns on every call and falls back
         # to /tmp/runtime-<uid>; the IPC layer makes its own folder there private, so the fallback is fine.
         warnings.simplefilter("ignore")
-        runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+        try:
+            runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+        except OSError:  # its /tmp/runtime-<uid> exists but is another user's: not ours to use
+            runtime = str(Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "run")
     return Paths(
         Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
         Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
@@ -152,3 +155,19 @@ def _tighten_tree(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
             except OSError as exc:
                 failed.append((name, exc.strerror or str(exc)))
     return changed, failed
+
+
+def unwritable_reason(folder: Path, path: Path) -> str | None:
+    """Why the owner cannot write its queue here (a read-only file system, no permission), or None."""
+    if os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK)):
+        return None
+    where = f"the data folder {folder}" if not os.access(folder, os.W_OK) else f"the queue database {path}"
+    read_only = False
+    if hasattr(os, "statvfs"):
+        with contextlib.suppress(OSError):
+            read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    why = "is on a read-only file system" if read_only else "is not writable by this user"
+    return (
+        f"{where} {why}: gputray keeps its queue there and cannot run it without writing; make it "
+        "writable, or set GPUTRAY_HOME to a writable folder (`gputray queue` still shows the saved tasks)"
+    )

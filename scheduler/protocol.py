@@ -19,7 +19,7 @@ start that every request type has one).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
@@ -86,7 +86,47 @@ Value = Scalar | Annotated[list[Scalar], Meta(max_length=MAX_LIST_ITEMS)]
 Table = Annotated[
     dict[Name, Value | Annotated[dict[Name, Value], Meta(max_length=MAX_TABLE_KEYS)]], Meta(max_length=256)
 ]
-Env = Annotated[dict[Name, Str], Meta(max_length=MAX_TABLE_KEYS)]
+MAX_ENV_VALUE_CHARS = 131_072  # Linux refuses a single environment string over 128 KiB (MAX_ARG_STRLEN)
+
+
+class RawText(msgspec.Struct, forbid_unknown_fields=True):
+    """Text that is not UTF-8 (a file name or a variable in another encoding, as POSIX allows): its
+    bytes in base64, so that they reach the job unchanged. ``os_str`` turns it back into the str Python
+    uses for such bytes (surrogate escapes); ``wire_str`` makes one on the client."""
+
+    b64: Annotated[str, Meta(max_length=MAX_ENV_VALUE_CHARS * 2, pattern=r"^[A-Za-z0-9+/=]*$")]
+
+
+EnvValue = Annotated[str, Meta(max_length=MAX_ENV_VALUE_CHARS, pattern=r"^[^\x00]*$")]
+OsStr = Str | RawText
+Env = Annotated[dict[Name, EnvValue | RawText], Meta(max_length=MAX_TABLE_KEYS)]
+
+
+def wire_str(text: str) -> str | dict[str, str]:
+    """``text`` as it can travel as JSON: itself, or its OS bytes in base64 when it is not UTF-8."""
+    import base64
+    import os
+
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return {"b64": base64.b64encode(os.fsencode(text)).decode("ascii")}
+
+
+def os_str(value: str | RawText) -> str:
+    """The str for a wire value: text as is; a RawText's bytes as the OS decodes them (surrogate
+    escapes for what is not UTF-8: ``os.fsencode`` gives the same bytes back)."""
+    if isinstance(value, RawText):
+        import base64
+        import binascii
+        import os
+
+        try:
+            return os.fsdecode(base64.b64decode(value.b64, validate=True))
+        except (binascii.Error, ValueError):
+            raise BadRequest("a RawText value is not valid base64") from None
+    return value
 
 
 class Request(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -105,19 +145,19 @@ class Status(Request):
 
 class Submit(Request):
     op = "submit"
-    task_file: Str | None = None
+    task_file: OsStr | None = None
     spec: Table | None = None
     overrides: Table | None = None
-    cwd: Str | None = None
+    cwd: OsStr | None = None
     caller_env: Env | None = None  # the CLI's os.environ: the job starts from it
 
 
 class SubmitFiles(Request):
     op = "submit_files"
-    files: StrList
+    files: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     recipe: Str | None = None
     overrides: Table | None = None
-    cwd: Str | None = None
+    cwd: OsStr | None = None
     caller_env: Env | None = None
 
 
@@ -131,10 +171,10 @@ class OpenFiles(Request):
 
 class Run(Request):
     op = "run"
-    argv: StrList
+    argv: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     name: Str | None = None
     overrides: Table | None = None
-    cwd: Str | None = None
+    cwd: OsStr | None = None
     caller_env: Env | None = None
 
 
@@ -201,6 +241,9 @@ class ScheduleRemove(Request):
 
 class Shutdown(Request):
     op = "shutdown"
+    jobs: Literal["keep", "stop"] | None = (
+        None  # running jobs: run on (the next owner records them) or stop; None: stop
+    )
 
 
 class CheckEnvs(Request):

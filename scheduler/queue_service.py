@@ -76,8 +76,17 @@ from gputray.scheduler.launch_env import (
     rocm_index_for,
     uses_placeholder,
 )
-from gputray.scheduler.launcher import Job, LaunchFailed, launch
-from gputray.scheduler.paths import Paths
+from gputray.scheduler.launcher import (
+    Job,
+    LaunchFailed,
+    adopt,
+    find_runs,
+    launch,
+    stop_leftover,
+    supervisor_alive,
+)
+from gputray.scheduler.offline import requeue_changes
+from gputray.scheduler.paths import Paths, job_umask
 from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
 from gputray.scheduler.placement import (
     DeviceState,
@@ -276,6 +285,7 @@ class QueueService:
         self._paused_devices: set[str] = set()
         self._load_paused()
         self._closed = False
+        self._recording = True  # False once closed: exits are then left to the next owner
         self._started = False
         self._wake = threading.Event()
         self._urgent = threading.Event()
@@ -295,11 +305,13 @@ class QueueService:
                 return
             self._started = True
             self._closed = False
+            self._recording = True
         self._event_thread = threading.Thread(
             target=self._event_loop, name="gputray-queue-events", daemon=True
         )
         self._event_thread.start()
-        for rec in self.store.recover_after_crash():
+        adopted = self._adopt_jobs()
+        for rec in self.store.recover_after_crash(skip=adopted):
             kind = "interrupted"
             self._emit(kind, rec.record, f"{rec.record.name}: {rec.record.reason}")
         if self.monitor.latest is None:
@@ -309,12 +321,75 @@ class QueueService:
         self._dispatcher.start()
         self.request_dispatch(urgent=True)
 
+    def _adopt_jobs(self) -> set[int]:
+        """Jobs an earlier owner started (it crashed, or quit keeping them): a task whose supervisor
+        still runs is watched as running again; one whose job ended meanwhile gets its real exit
+        recorded from the exit file (at once, by its watcher). Also a job started just before a crash
+        that had not yet been marked running (its run file counts one attempt more). The ids."""
+        runs = find_runs(self.paths.logs_dir)
+        adopted: set[int] = set()
+        if not runs:
+            return adopted
+        with self._lock:  # watchers that fire at once wait until each task is set up
+            for rec in self.store.list(states=("running", *PENDING_STATES)):
+                run = runs.pop(rec.id, None)
+                if run is None:
+                    continue
+                ours = (
+                    run.attempt == rec.attempts if rec.state == "running" else run.attempt == rec.attempts + 1
+                )
+                if not ours or (rec.state == "running" and rec.pid not in (None, run.pid)):
+                    runs[rec.id] = run  # someone else's leftover: judged below
+                    continue
+                if rec.state != "running":
+                    marked = self.store.compare_and_update(
+                        rec.id,
+                        rec.state,
+                        state="running",
+                        device=run.device,
+                        attempts=run.attempt,
+                        started_at=run.started_at,
+                        ended_at=None,
+                        exit_code=None,
+                        log_path=str(run.log_path),
+                        pid=run.pid,
+                        pid_create_time=run.pid_create_time,
+                        not_before=None,
+                        reason="",
+                    )
+                    if marked is None:
+                        continue
+                elif rec.pid is None:
+                    self.store.update(rec.id, pid=run.pid, pid_create_time=run.pid_create_time)
+                if run.pid_create_time is None and rec.pid == run.pid and rec.pid_create_time is not None:
+                    run = dataclasses.replace(run, pid_create_time=rec.pid_create_time)  # pid reuse check
+                job = adopt(run, on_exit=functools.partial(self._on_exit, rec.id))
+                self._jobs[rec.id] = _Running(rec.id, job, run.device, rec.spec, run.pid, run.out)
+                self.monitor.job_started(
+                    run.device,
+                    run.pid,
+                    name=rec.spec.name,
+                    util_percent=rec.spec.util_percent,
+                    vram_bytes=rec.spec.vram_bytes,
+                )
+                adopted.add(rec.id)
+                log.info("task #%d: adopted its job (pid %d) from an earlier owner", rec.id, run.pid)
+        for run in runs.values():  # files of tasks that have ended or are gone: a live job there is a stray
+            if supervisor_alive(run.files):
+                log.warning("task #%d: stopping a job the queue does not run (pid %d)", run.task_id, run.pid)
+                stop_leftover(run)
+            run.files.discard()
+        return adopted
+
     def close(self, *, kill_running: bool = False) -> None:
-        """Stop dispatching. Running jobs are left running unless ``kill_running`` (then: interrupted)."""
+        """Stop dispatching. Running jobs are left running unless ``kill_running`` (then: interrupted).
+        Jobs left running are recorded by the next owner (their supervisors write their exits)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            if not kill_running:
+                self._recording = False
             running = list(self._jobs.values())
         if self._unsubscribe is not None:
             self._unsubscribe()
@@ -329,6 +404,8 @@ class QueueService:
             for r in running:
                 r.job.wait(timeout=15)
         self.env_chooser.close()
+        with self._lock:
+            self._recording = False  # the store closes after us; later exits are the next owner's
         if self._event_thread is not None:
             self._events.put(None)
             if self._event_thread is not threading.current_thread():
@@ -343,6 +420,11 @@ class QueueService:
     def get(self, task_id: int) -> TaskRecord:
         """One task; raises TaskNotFound (a KeyError) whose ``str()`` reads 'no task #N in the queue'."""
         return self.store.get(task_id)
+
+    def running_ids(self) -> builtins.list[int]:
+        """The tasks whose jobs run here now (started or adopted by this queue)."""
+        with self._lock:
+            return sorted(self._jobs)
 
     def running_job(self, task_id: int) -> Job | None:
         """The live job of a task running here; None while it is not (yet) running."""
@@ -421,26 +503,8 @@ class QueueService:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "running":
                 raise TaskStateError(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-            now = self.clock()
-            position = self.store.next_position()
-            new = self.store.compare_and_update(
-                task_id,
-                rec.state,
-                state="queued",
-                reason="queued again by request",
-                attempts=0,
-                exit_code=None,
-                started_at=None,
-                ended_at=None,
-                device=None,
-                env=None,
-                pid=None,
-                pid_create_time=None,
-                not_before=None,
-                queued_at=now,
-                overtakes=0,
-                position=position,
-            )
+            changes = requeue_changes(self.clock(), self.store.next_position())
+            new = self.store.compare_and_update(task_id, rec.state, **changes)
             if new is None:
                 raise TaskStateError(f"task #{task_id} changed state meanwhile; try again")
         self._emit("queued", new, f"{new.name} queued again as #{new.id}")
@@ -627,9 +691,7 @@ class QueueService:
         if chosen is not None and chosen.on_cpu:
             notes.insert(0, demo_note(info.name, done=False))
         log_path = self.paths.logs_dir / f"task-{task.id}.log"
-        started = self.store.compare_and_update(
-            task.id,
-            task.state,
+        running = dict(  # what the store says once the process exists, never before
             state="running",
             device=info.key,
             env=pyenv.name if pyenv is not None and pyenv.name else None,
@@ -639,14 +701,11 @@ class QueueService:
             ended_at=None,
             exit_code=None,
             log_path=str(log_path),
-            pid=None,
             not_before=None,
         )
-        if started is None:
-            return  # cancelled or changed meanwhile
         try:
             launch_plan = prepare_launch(
-                started,
+                task.replace(**running),
                 info,
                 known,
                 python=None if pyenv is None else str(pyenv.python),
@@ -664,17 +723,40 @@ class QueueService:
                 on_exit=functools.partial(self._on_exit, task.id),
                 timeout_s=spec.timeout_s,
                 header=launch_plan.header,
+                umask=job_umask(),  # the user's own: gputray's private umask is not the job's
+                meta={
+                    "task_id": task.id,
+                    "attempt": task.attempts + 1,
+                    "device": info.key,
+                    "out": launch_plan.out,
+                },
             )
-        except (LaunchError, LaunchFailed, OSError) as exc:
-            failed = self.store.update(
-                task.id, state="failed", reason=f"could not start: {exc}", ended_at=self.clock(), pid=None
+        except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
+            if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
+                log.exception("task #%d could not be prepared", task.id)
+            failed = self.store.compare_and_update(
+                task.id,
+                task.state,
+                **{
+                    **running,
+                    "state": "failed",
+                    "reason": f"could not start: {exc}",
+                    "ended_at": self.clock(),
+                    "pid": None,
+                },
             )
-            self._emit("failed", failed, f"{failed.name} could not start: {exc}")
+            if failed is not None:
+                self._emit("failed", failed, f"{failed.name} could not start: {exc}")
+            return
+        started = self.store.compare_and_update(
+            task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
+        )
+        if started is None:  # cancelled or changed meanwhile: its process must not run on
+            job.cancel("cancelled")
             return
         demo_for = info.name if chosen is not None and chosen.on_cpu else None
         self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
         self._names_used[info.key] = info.name
-        started = self.store.update(task.id, pid=job.pid, pid_create_time=job.create_time)
         self.monitor.job_started(
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
         )
@@ -711,8 +793,13 @@ class QueueService:
             return EnvMissing(f"env lookup failed ({exc})")
 
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
-        """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one."""
+        """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
+
+        After ``close()`` that kept the jobs running nothing is recorded here: the job's supervisor
+        wrote its exit beside the log, and the next owner records it from there."""
         with self._lock:
+            if not self._recording:
+                return
             running = self._jobs.pop(task_id, None)
             device = running.device if running else None
             if device is not None:
@@ -720,9 +807,12 @@ class QueueService:
             try:
                 rec = self.store.get(task_id)
             except TaskNotFound:
+                job.files.discard()
                 return
-            now = self.clock()
-            if rec.state != "running":
+            now = job.ended_at or self.clock()
+            if rec.state != "running" or rec.pid not in (None, job.pid):
+                if rec.state != "running":
+                    job.files.discard()
                 self.request_dispatch(urgent=True)
                 return
             reason = job.kill_reason
@@ -730,15 +820,18 @@ class QueueService:
             demo: dict[str, str] = {}
             if running is not None and running.demo_for is not None:
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
+            if reason == "orphaned":
+                base["exit_code"] = None
             if reason == "cancelled":
                 new = self.store.update(task_id, state="cancelled", reason="cancelled while running", **base)
                 self._emit("cancelled", new, f"{new.name} cancelled")
-            elif reason in ("lost", "shutdown"):
-                why = (
-                    f"interrupted: {self._device_name(device)} was lost while it ran"
-                    if reason == "lost"
-                    else "interrupted: gputray stopped while it ran"
-                )
+            elif reason in ("lost", "shutdown", "orphaned"):
+                why = {
+                    "lost": f"interrupted: {self._device_name(device)} was lost while it ran",
+                    "shutdown": "interrupted: gputray stopped while it ran",
+                    "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
+                    + (" (its leftover process was stopped)" if job.stopped_leftover else ""),
+                }[reason]
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
@@ -756,6 +849,7 @@ class QueueService:
                     why = f"exited with status {code}"
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
+            job.files.discard()  # recorded: the supervisor's files have said what they had to say
         self.request_dispatch(urgent=True)
 
     # -- monitor ticks ---------------------------------------------------------------------------

@@ -53,13 +53,13 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from gputray.scheduler import store_repair, store_salvage
-from gputray.scheduler.paths import create_private_file, make_private_dir
+from gputray.scheduler.paths import create_private_file, make_private_dir, unwritable_reason
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.store_rows import (
     COLUMNS,
@@ -296,7 +296,7 @@ class TaskStore:
             raise StoreError(
                 f"the queue database {self.path} is a folder, not a file; move it away to start a queue there"
             )
-        problem = _unwritable(folder, self.path)
+        problem = unwritable_reason(folder, self.path)
         if problem is not None:
             raise StoreError(problem)
         finished = self._finish_repair()
@@ -592,7 +592,7 @@ class TaskStore:
         batch_specs = builtins.list(specs)
         if not batch_specs:
             return []
-        texts = [json.dumps(s.to_dict(), ensure_ascii=False, separators=(",", ":")) for s in batch_specs]
+        texts = [_spec_text(s.to_dict()) for s in batch_specs]
         ticket = _AddTicket(batch_specs, texts, now)
         with self._commit_cond:
             self._commit_queue.append(ticket)
@@ -806,7 +806,7 @@ class TaskStore:
                 raise TaskNotFound(task_id)
             data = json.loads(row[0])
             data["priority"] = priority
-            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            text = _spec_text(data)
             self._write(
                 [
                     (
@@ -825,17 +825,20 @@ class TaskStore:
         return dict(sorted(tally.items()))
 
     # -- crash recovery --------------------------------------------------------------------------
-    def recover_after_crash(self, *, kill_orphans: bool = True) -> builtins.list[Recovered]:
+    def recover_after_crash(
+        self, *, kill_orphans: bool = True, skip: Collection[int] = ()
+    ) -> builtins.list[Recovered]:
         """Tasks left ``running`` → ``interrupted`` → requeued (with backoff) or failed by policy.
 
         Call once, from the owner, before dispatching. An orphaned job process still alive from the
         crashed owner (same pid *and* same start time) is killed with its children and process group
         first, so the task never runs twice at once; one whose pid was never saved is found by its
-        environment (``GPUTRAY_TASK_ID`` and ``QUEUE_FILE_VAR``).
+        environment (``GPUTRAY_TASK_ID`` and ``QUEUE_FILE_VAR``). Tasks in ``skip`` (the jobs the queue
+        adopted from their supervisors) are left as they are.
         """
         now = self.clock()
         with self._lock:
-            stale = self.list(states=("running", "interrupted"))
+            stale = [r for r in self.list(states=("running", "interrupted")) if r.id not in skip]
             if not stale:
                 return []
             why = "interrupted: gputray stopped while it ran"
@@ -1022,24 +1025,20 @@ def _display_order(rec: TaskRecord) -> tuple[int, int, float, int]:
     return (rank, 0, 0.0, rec.id)
 
 
+def _spec_text(data: dict[str, Any]) -> str:
+    """A spec as stored: UTF-8 JSON; escaped (``\\udcxx``) where it holds bytes that are not UTF-8
+    (an argv or environment value in another encoding), which SQLite could not store otherwise and
+    ``json.loads`` turns back into the same str."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
 # --------------------------------------------------------------------------------------------------
 # Files
-
-
-def _unwritable(folder: Path, path: Path) -> str | None:
-    """Why the owner cannot write its queue here (a read-only file system, no permission), or None."""
-    if os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK)):
-        return None
-    where = f"the data folder {folder}" if not os.access(folder, os.W_OK) else f"the queue database {path}"
-    read_only = False
-    if hasattr(os, "statvfs"):
-        with contextlib.suppress(OSError):
-            read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-    why = "is on a read-only file system" if read_only else "is not writable by this user"
-    return (
-        f"{where} {why}: gputray keeps its queue there and cannot run it without writing; make it "
-        "writable, or set GPUTRAY_HOME to a writable folder (`gputray queue` still shows the saved tasks)"
-    )
 
 
 def _kill_orphan(pid: int | None, create_time: float | None) -> bool:
@@ -1050,8 +1049,8 @@ def _kill_orphan(pid: int | None, create_time: float | None) -> bool:
 
     try:
         proc = psutil.Process(pid)
-        if abs(proc.create_time() - create_time) > 0.5:
-            return False
+        if abs(proc.create_time() - create_time) > 0.5 or proc.status() == psutil.STATUS_ZOMBIE:
+            return False  # another process now, or one already dead: nothing was stopped
         procs = [*proc.children(recursive=True), proc]
         # A job that ended by itself may linger as a zombie until it is reaped: nothing left to stop.
         alive = [p for p in procs if p.status() != psutil.STATUS_ZOMBIE]
@@ -1075,7 +1074,9 @@ def _kill_unrecorded_job(task_id: int, queue_file: str) -> bool:
     for proc in psutil.process_iter(["environ"]):
         environ = proc.info.get("environ") or {}
         if proc.pid != os.getpid() and all(environ.get(k) == v for k, v in wanted.items()):
-            found.append(proc)
+            with contextlib.suppress(psutil.Error, OSError):
+                if proc.status() != psutil.STATUS_ZOMBIE:  # a zombie is dead: nothing to stop
+                    found.append(proc)
     _kill_all(found)
     return bool(found)
 

@@ -41,7 +41,10 @@ import dataclasses
 import datetime as dt
 import difflib
 import math
+import os
 import re
+import stat
+import threading
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -150,12 +153,67 @@ def _start_at(value: object) -> float:
     raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {type(value).__name__}")
 
 
+MAX_TASK_FILE_BYTES = 1 << 20
+TASK_FILE_READ_S = 10.0
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The bytes of a regular file of at most 1 MiB. Opened without blocking (a FIFO put in its place
+    must not hang the reader) and checked after opening (what was opened is what is read)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = (
+                "folder"
+                if stat.S_ISDIR(st.st_mode)
+                else "FIFO"
+                if stat.S_ISFIFO(st.st_mode)
+                else "device or socket"
+            )
+            raise TaskFileError(f"{path}: not a regular file (a {kind}); a task file is a TOML text file")
+        chunks, size = [], 0
+        while size <= MAX_TASK_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 16, MAX_TASK_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_TASK_FILE_BYTES or st.st_size > MAX_TASK_FILE_BYTES:
+            mib = max(size, st.st_size) / (1 << 20)
+            raise TaskFileError(f"{path}: too large ({mib:.1f} MiB); a task file may be at most 1 MiB")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_task_bytes(path: Path, *, timeout_s: float = TASK_FILE_READ_S) -> bytes:
+    """``_read_regular_file`` in a thread of its own, so that the caller (the owner's socket handler)
+    is never held by a file system that hangs: TaskFileError if it takes more than ``timeout_s``."""
+    result: list[bytes] = []
+    failure: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            result.append(_read_regular_file(path))
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+
+    reader = threading.Thread(target=read, name="gputray-read-task-file", daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    if reader.is_alive():
+        raise TaskFileError(f"{path}: could not be read within {timeout_s:g} s")
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
 def load_task_file(path: Path) -> TaskSpec:
     """Read and validate one task file. Errors (TaskFileError) name the file, the key and the problem."""
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
+        data = tomllib.loads(read_task_bytes(path).decode("utf-8"))
     except FileNotFoundError:
         raise TaskFileError(f"{path}: no such task file") from None
     except OSError as exc:

@@ -1483,5 +1483,21 @@
         <source>the CPU (demo: in place of {name})</source>
         <translation>CPU（デモ：{name} の代わり）</translation>
     </message>
+    <message>
+        <source>{n} job(s) are running. Keep them running after gputray quits?</source>
+        <translation>{n} 件のジョブが実行中です。gputray を終了した後も実行を続けますか?</translation>
+    </message>
+    <message>
+        <source>Kept jobs run to their end; when gputray starts again it records how they ended.</source>
+        <translation>続けたジョブは最後まで実行されます。次に gputray を起動したときに、その結果が記録されます。</translation>
+    </message>
+    <message>
+        <source>Keep running</source>
+        <translation>実行を続ける</translation>
+    </message>
+    <message>
+        <source>Stop them</source>
+        <translation>停止する</translation>
+    </message>
 </context>
 </TS>

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -29,6 +30,55 @@ def _ask(op: str, **args: Any) -> dict[str, Any]:
     return ipc.request(app_paths(), op, **args)
 
 
+ENV_BUDGET_BYTES = 768 << 10  # of the 1 MiB a request may be: the rest is for the argv and options
+
+
+def caller_environment(environ: Any = None) -> tuple[dict[str, Any], list[str]]:
+    """This shell's environment as a job's starting point, ready for the wire: values that are not
+    UTF-8 travel as their bytes (``protocol.wire_str``). A variable that cannot be carried (a name that
+    is not UTF-8, a value over the 128 KiB Linux allows, more than fits in a request) is left out,
+    each with a note saying so; the job is never refused for it."""
+    from gputray.scheduler.protocol import MAX_ENV_VALUE_CHARS, MAX_TABLE_KEYS, wire_str
+
+    source = dict(os.environ if environ is None else environ)
+    env: dict[str, Any] = {}
+    notes: list[str] = []
+    sizes: dict[str, int] = {}
+    for name, value in source.items():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown_name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            notes.append(f"{shown_name!r} is left out of the job's environment: its name is not UTF-8")
+            continue
+        if len(value) > MAX_ENV_VALUE_CHARS:
+            notes.append(
+                f"{name} ({len(value) // 1024} KiB) is left out of the job's environment: "
+                f"a variable may hold at most {MAX_ENV_VALUE_CHARS // 1024} KiB"
+            )
+            continue
+        env[name] = wire_str(value)
+        sizes[name] = len(name) + len(value) * 2 + 8  # base64 or JSON escapes grow it, at most ~2x
+    for name in sorted(sizes, key=sizes.__getitem__, reverse=True):
+        if sum(sizes.values()) <= ENV_BUDGET_BYTES and len(env) <= MAX_TABLE_KEYS:
+            break
+        del env[name]
+        notes.append(
+            f"{name} ({sizes.pop(name) // 1024} KiB) is left out of the job's environment: too large to send"
+        )
+    return env, notes
+
+
+def caller_args() -> dict[str, Any]:
+    """``cwd`` and ``caller_env`` for a submit, its notes printed to stderr."""
+    from gputray.scheduler.protocol import wire_str
+
+    env, notes = caller_environment()
+    for note in notes:
+        print(f"gputray: note: {note}", file=sys.stderr)
+    return {"cwd": wire_str(os.getcwd()), "caller_env": env}
+
+
 def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> int:
     """Run a client command; turn the IPC errors into messages and exit codes.
 
@@ -37,6 +87,8 @@ def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> in
     try:
         return int(func(args))
     except ipc.OwnerNotRunning as exc:
+        if exc.untrusted:  # a socket someone else put there: say so (nothing was sent to it)
+            print(f"gputray: warning: {exc.untrusted}; nothing was sent to it", file=sys.stderr)
         if offline is not None:
             return _offline_call(offline, args)
         return error(str(exc), EXIT_NO_OWNER)

@@ -1,12 +1,16 @@
-"""``gputray cancel``, ``retry``, ``pause`` and ``resume``: thin clients of the owner's socket."""
+"""``gputray cancel``, ``retry``, ``pause`` and ``resume``: thin clients of the owner's socket. With no
+owner running they act on the saved queue itself (``offline``), under the lock the owner takes."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import Any
 
-from gputray.scheduler.commands.client import EXIT_REFUSED, _ask, _client_call, _pause_label
-from gputray.scheduler.commands.common import print_json, shown
+from gputray.scheduler.commands.client import EXIT_NO_OWNER, EXIT_REFUSED, _ask, _client_call, _pause_label
+from gputray.scheduler.commands.common import error, print_json, shown
+from gputray.scheduler.paths import app_paths
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,7 +21,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=lambda a: _client_call(_cmd_cancel, a))
+    p.set_defaults(func=lambda a: _client_call(_cmd_cancel, a, _offline(_print_cancel, _offline_cancel)))
 
     p = sub.add_parser(
         "retry",
@@ -26,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("id", metavar="ID")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=lambda a: _client_call(_cmd_retry, a))
+    p.set_defaults(func=lambda a: _client_call(_cmd_retry, a, _offline(_print_retry, _offline_retry)))
 
     for name, verb in (("pause", "Stop starting"), ("resume", "Start again")):
         p = sub.add_parser(
@@ -37,11 +41,60 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         )
         p.add_argument("device", nargs="?", metavar="DEVICE")
         p.add_argument("--json", action="store_true")
-        p.set_defaults(func=lambda a, op=name: _client_call(lambda x: _cmd_pause(x, op), a))
+        p.set_defaults(
+            func=lambda a, op=name: _client_call(
+                lambda x: _print_pause(x, _ask(op, device=x.device)),
+                a,
+                _offline(_print_pause, lambda x, op=op: _offline_pause(x, op)),
+            )
+        )
+
+
+OFFLINE_NOTE = "no gputray owner is running: acted on the saved queue"
+
+
+def _offline(printer: Callable[[argparse.Namespace, dict[str, Any]], int], answer: Any) -> Any:
+    """The command against the saved queue (no owner answered): the same printing, a note first."""
+
+    def run(args: argparse.Namespace) -> int:
+        from gputray.scheduler import offline
+        from gputray.scheduler.protocol import Refusal
+
+        try:
+            result = answer(args)
+        except offline.QueueBusy as exc:
+            return error(str(exc), EXIT_NO_OWNER)
+        except Refusal as exc:
+            return error(str(exc), EXIT_REFUSED)
+        print(f"gputray: {OFFLINE_NOTE}", file=sys.stderr)
+        return printer(args, result)
+
+    return run
+
+
+def _offline_cancel(args: argparse.Namespace) -> dict[str, Any]:
+    from gputray.scheduler import offline
+
+    return offline.cancel(app_paths(), list(args.ids))
+
+
+def _offline_retry(args: argparse.Namespace) -> dict[str, Any]:
+    from gputray.scheduler import offline
+
+    return offline.retry(app_paths(), args.id)
+
+
+def _offline_pause(args: argparse.Namespace, op: str) -> dict[str, Any]:
+    from gputray.scheduler import offline
+
+    return offline.pause(app_paths(), op, args.device)
 
 
 def _cmd_cancel(args: argparse.Namespace) -> int:
-    result = _ask("cancel", ids=list(args.ids))
+    return _print_cancel(args, _ask("cancel", ids=list(args.ids)))
+
+
+def _print_cancel(args: argparse.Namespace, result: dict[str, Any]) -> int:
     if args.json:
         print_json(result)
     else:
@@ -53,7 +106,10 @@ def _cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def _cmd_retry(args: argparse.Namespace) -> int:
-    result = _ask("retry", id=args.id)
+    return _print_retry(args, _ask("retry", id=args.id))
+
+
+def _print_retry(args: argparse.Namespace, result: dict[str, Any]) -> int:
     if args.json:
         print_json(result["task"])
     else:
@@ -62,8 +118,7 @@ def _cmd_retry(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_pause(args: argparse.Namespace, op: str) -> int:
-    result = _ask(op, device=args.device)
+def _print_pause(args: argparse.Namespace, result: dict[str, Any]) -> int:
     paused = result.get("paused") or {}
     if args.json:
         print_json(paused)

@@ -23,11 +23,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Own the GPU queue headless: watch the GPUs, run queued tasks, answer `gputray submit`, "
             "`queue` and the rest over a socket only this user can open. Stops on Ctrl+C, SIGTERM or "
-            "`gputray daemon --stop`. Only one owner runs per user (the tray app is one too)."
+            "`gputray daemon --stop`; running jobs are stopped with it unless `--stop --keep-jobs`, which "
+            "leaves them running for the next owner to record. Only one owner runs per user (the tray app "
+            "is one too)."
         ),
     )
     add_monitor_source_args(p)
     p.add_argument("--stop", action="store_true", help="ask the running owner to stop, then exit")
+    jobs = p.add_mutually_exclusive_group()
+    jobs.add_argument(
+        "--keep-jobs",
+        dest="jobs",
+        action="store_const",
+        const="keep",
+        help="with --stop: running jobs go on, the next owner records how they end (never runs them again)",
+    )
+    jobs.add_argument(
+        "--stop-jobs",
+        dest="jobs",
+        action="store_const",
+        const="stop",
+        help="with --stop: running jobs are stopped too and follow their retry policy (the default)",
+    )
     p.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="(default INFO)"
     )
@@ -43,8 +60,10 @@ def _setup_daemon_logging(level: str) -> Path:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
+    if args.jobs is not None and not args.stop:
+        return error("--keep-jobs and --stop-jobs go with --stop", EXIT_USAGE)
     if args.stop:
-        return _client_call(lambda a: _print_stop(_ask("shutdown")), args)
+        return _client_call(lambda a: _print_stop(_ask("shutdown", jobs=a.jobs or "stop")), args)
     from gputray.monitor.scenario import ScenarioError
     from gputray.scheduler.owner import Owner
     from gputray.scheduler.paths import FolderError
@@ -83,10 +102,22 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         while not owner.wait(0.5):
             pass
     finally:
-        owner.stop()
+        # SIGTERM, Ctrl+C and a plain `--stop` stop the jobs; `--stop --keep-jobs` leaves them running
+        owner.stop(kill_running=owner.shutdown_jobs != "keep")
     return 0
 
 
 def _print_stop(result: dict[str, Any]) -> int:
-    print(f"asked the owner (pid {result.get('pid')}) to stop")
+    running = int(result.get("running") or 0)
+    one = running == 1
+    jobs = f"{running} running job" + ("" if one else "s")
+    if not running:
+        what = "no job was running"
+    elif result.get("jobs") == "keep":
+        ends = "it ends" if one else "they end"
+        what = f"{jobs} {'keeps' if one else 'keep'} running; the next owner records how {ends}"
+    else:
+        policy = "follows its" if one else "follow their"
+        what = f"{jobs} {'is' if one else 'are'} stopped too (and {policy} retry policy)"
+    print(f"asked the owner (pid {result.get('pid')}) to stop; {what}")
     return 0

@@ -4,12 +4,12 @@ placement options both take (``--device``, ``--at``, ``--vram`` …)."""
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from gputray.scheduler.commands.client import _ask, _client_call, _print_submitted, _UsageError
+from gputray.scheduler.commands.client import _ask, _client_call, _print_submitted, _UsageError, caller_args
+from gputray.scheduler.protocol import wire_str
 from gputray.scheduler.tasks import MAX_PRIORITY, MAX_RETRIES
 
 
@@ -112,7 +112,6 @@ def _register_submit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _cmd_submit(args: argparse.Namespace) -> int:
     overrides = overrides_from_args(args)
-    cwd = os.getcwd()
     if args.task:
         if args.files:
             raise _UsageError("give either FILE... or --task TASKFILE, not both")
@@ -120,23 +119,15 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             raise _UsageError("--recipe applies to FILE..., not to a task file")
         result = _ask(
             "submit",
-            task_file=str(Path(args.task).absolute()),
+            task_file=wire_str(str(Path(args.task).absolute())),
             overrides=overrides,
-            cwd=cwd,
-            caller_env=dict(os.environ),
+            **caller_args(),
         )
     else:
         if not args.files:
             raise _UsageError("nothing to submit: give FILE... or --task TASKFILE")
-        files = [str(Path(f).absolute()) for f in args.files]
-        result = _ask(
-            "submit_files",
-            files=files,
-            recipe=args.recipe,
-            overrides=overrides,
-            cwd=cwd,
-            caller_env=dict(os.environ),
-        )
+        files = [wire_str(str(Path(f).absolute())) for f in args.files]
+        result = _ask("submit_files", files=files, recipe=args.recipe, overrides=overrides, **caller_args())
     _print_submitted(result, args.json)
     return 0
 
@@ -169,7 +160,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise _UsageError("nothing to run: gputray run [OPTIONS] -- PROGRAM ARGS...")
     overrides = overrides_from_args(args)
     result = _ask(
-        "run", argv=argv, name=args.name, overrides=overrides, cwd=os.getcwd(), caller_env=dict(os.environ)
+        "run", argv=[wire_str(a) for a in argv], name=args.name, overrides=overrides, **caller_args()
     )
     _print_submitted(result, args.json)
     return 0

@@ -243,12 +243,27 @@ def test_authkey_is_created_private_and_reused(tmp_path: Path) -> None:
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
+@unix_only
 def test_long_runtime_dir_falls_back_to_a_short_private_dir(tmp_path: Path) -> None:
+    """Too long for AF_UNIX: the owner makes a private folder with a name nobody can predict and says
+    where in the pointer file; the client finds it there."""
     deep = tmp_path / ("x" * 120)
     paths = Paths(deep / "c", deep / "d", deep / "s", deep / "r")
-    path = ipc.socket_path(paths)
-    assert len(os.fsencode(path)) <= 104
-    assert path == ipc.socket_path(paths)  # client and server agree
+    srv = ipc.IpcServer(paths, Recorder())
+    srv.start()
+    try:
+        path = ipc.socket_path(paths)  # the client's view: from the pointer
+        assert str(path) == srv.address and len(os.fsencode(path)) <= 104
+        assert (
+            stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700 and os.stat(path.parent).st_uid == os.getuid()
+        )
+        assert path.parent.name.startswith(f"gputray-{os.getuid()}-") and path.parent != ipc.socket_dir(paths)
+        assert ipc.request(paths, "ping")["op"] == "ping"
+    finally:
+        srv.stop()
+    assert not path.parent.exists()  # its private folder goes with it
+    with pytest.raises(ipc.OwnerNotRunning):
+        ipc.request(paths, "ping")
 
 
 @unix_only
@@ -334,12 +349,36 @@ def test_permissions_hold_under_a_permissive_umask_and_a_loose_existing_dir(path
 
 
 @unix_only
-def test_a_symlink_in_place_of_the_socket_dir_is_refused(paths: Paths, tmp_path: Path) -> None:
+def test_a_symlink_in_place_of_the_socket_dir_is_not_followed(paths: Paths, tmp_path: Path) -> None:
+    """A symlink where the socket folder should be: the owner does not put its socket behind it (it
+    uses a private folder of its own instead), and a client does not talk through it."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     directory = ipc.socket_dir(paths)
     directory.parent.mkdir(parents=True, exist_ok=True)
     directory.symlink_to(elsewhere)
-    with pytest.raises(ipc.UnsafeIpcLocation):
-        ipc.IpcServer(paths, Recorder()).start()
+    srv = ipc.IpcServer(paths, Recorder())
+    srv.start()
+    try:
+        assert Path(srv.address).parent != directory and ipc.request(paths, "ping")["op"] == "ping"
+    finally:
+        srv.stop()
     assert list(elsewhere.iterdir()) == []
+
+
+def test_platformdirs_refusing_its_runtime_fallback_does_not_stop_gputray(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """platformdirs raises PermissionError when /tmp/runtime-<uid> is someone else's: gputray then
+    keeps its runtime files under the data folder (the IPC layer finds a private place for the socket)."""
+    import platformdirs
+
+    from gputray.scheduler.paths import app_paths
+
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise PermissionError("/tmp/runtime-0 is owned by another user")
+
+    monkeypatch.delenv("GPUTRAY_HOME", raising=False)
+    monkeypatch.setattr(platformdirs, "user_runtime_dir", refuse)
+    paths = app_paths()
+    assert paths.runtime_dir == paths.data_dir / "run"

@@ -296,7 +296,7 @@ def test_a_job_that_exited_is_not_relabelled_by_a_late_lost_device(
     assert job is not None
     with q._lock:  # stands for a long dispatch pass
         go.touch()
-        wait_for(lambda: job.proc.poll() is not None, what="the job to exit")
+        wait_for(job.exited, what="the job to exit")
         h.tick(11)  # the 5060 Ti is reported lost: the monitor tick asks the job to stop
         assert job.kill_reason is None
     h.until(h.state(rec.id, "succeeded"))
