@@ -50,6 +50,7 @@ from typing import Any, Protocol
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
+from gputray.scheduler import dependencies as deps
 from gputray.scheduler.envs import PythonEnv
 from gputray.scheduler.launch_env import (
     LaunchError,
@@ -65,6 +66,7 @@ from gputray.scheduler.launcher import Job, LaunchFailed, launch
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
 from gputray.scheduler.placement import (
+    CPU_INFO,
     GENERIC_PREFS,
     DeviceState,
     GiveUp,
@@ -78,7 +80,15 @@ from gputray.scheduler.placement import (
 from gputray.scheduler.protocol import Refusal, check_epoch_s
 from gputray.scheduler.recipes import check_runnable, specs_for_files
 from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
-from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec, iso_utc
+from gputray.scheduler.tasks import (
+    FINISHED_STATES,
+    PENDING_STATES,
+    QueueEvent,
+    TaskRecord,
+    TaskSpec,
+    local_iso,
+    local_time,
+)
 
 __all__ = [
     "LaunchPlan",
@@ -100,6 +110,30 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
+
+
+#: What ``edit`` may change: where, when and how a task that has not started runs.
+EDITABLE = frozenset(
+    {
+        "name",
+        "device_prefs",
+        "on_busy",
+        "max_wait_s",
+        "after_max_wait",
+        "vram_bytes",
+        "priority",
+        "start_at",
+        "window",
+        "timeout_s",
+        "retries",
+        "backoff_s",
+        "env",
+        "cwd",
+        "after",
+        "after_any",
+        "needs",
+    }
+)
 
 
 class QueueError(Refusal):
@@ -199,7 +233,7 @@ def prepare_launch(
     gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
     header = (
         f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
-        f" at {iso_utc(now_s)} ===\n"
+        f" at {local_iso(now_s)} ===\n"
         f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
         + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
         + (f"note: {task.reason}\n" if task.reason else "")
@@ -221,11 +255,14 @@ class QueueService:
         env_resolver: EnvResolver | None = None,
         on_event: Callable[[QueueEvent], None] | None = None,
         failed_needs: FailedNeeds | None = None,
+        slots: Mapping[str, int] | None = None,
     ) -> None:
         """``env_resolver(device_key, needs)`` picks the Python env for torch jobs (the doctor's
         ``env_for_device``); None or no env → ``sys.executable``, said in the task's reason.
         ``failed_needs(device_key, needs)`` → which of the pending tasks' ``needs`` the doctor saw
         *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
+        ``slots`` (the config's ``[devices.<name>] slots``): device name, key or ``cpu`` → how many
+        jobs may run there at once; every other device takes one.
         """
         self.store = store
         self.monitor = monitor
@@ -234,6 +271,10 @@ class QueueService:
         self.env_resolver = env_resolver
         self.on_event = on_event
         self.failed_needs = failed_needs
+        self.slots = dict(slots or {})
+        self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
+        self._ended = threading.Condition()  # notified on every event: `wait` watches for ends
+        self._waiters_released = False
 
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
@@ -332,6 +373,7 @@ class QueueService:
     def submit(self, spec: TaskSpec) -> TaskRecord:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
         check_runnable(spec)
+        deps.check_after(None, spec, self.store.view())
         rec = self.store.add(spec, now=self.clock())
         self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
         self.request_dispatch()
@@ -350,6 +392,8 @@ class QueueService:
             recipe=recipe,
             overrides=overrides,
         )
+        for spec in specs:
+            deps.check_after(None, spec, self.store.view())
         records = self.store.add_many(specs, now=self.clock())
         for rec in records:
             self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
@@ -384,36 +428,47 @@ class QueueService:
         return self.store.get(task_id)
 
     def retry(self, task_id: int) -> TaskRecord:
-        """Queue a finished task again (at the end of the queue, attempts counted afresh)."""
+        """Queue a finished task again (at the end of the queue). Attempts count on ("attempt 2"); its
+        automatic retries start afresh. Tasks it failed through ``after`` are queued again too."""
         with self._lock:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "running":
                 raise TaskStateError(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-            now = self.clock()
-            position = self.store.next_position()
-            new = self.store.compare_and_update(
-                task_id,
-                rec.state,
-                state="queued",
-                reason="queued again by request",
-                attempts=0,
-                exit_code=None,
-                started_at=None,
-                ended_at=None,
-                device=None,
-                env=None,
-                pid=None,
-                pid_create_time=None,
-                not_before=None,
-                queued_at=now,
-                overtakes=0,
-                position=position,
-            )
+            new = self._requeue(rec, "queued again by request")
             if new is None:
                 raise TaskStateError(f"task #{task_id} changed state meanwhile; try again")
+            back = [
+                again
+                for dependant in deps.failed_because_of(task_id, self.store.list())
+                if (again := self._requeue(dependant, f"queued again: #{task_id} was queued again"))
+            ]
         self._emit("queued", new, f"{new.name} queued again as #{new.id}")
+        for again in back:
+            self._emit("queued", again, f"{again.name} (#{again.id}): {again.reason}")
         self.request_dispatch()
         return new
+
+    def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
+        """A finished task back in the queue, at its end; None when its state changed meanwhile."""
+        now = self.clock()
+        return self.store.compare_and_update(
+            rec.id,
+            rec.state,
+            state="queued",
+            reason=reason,
+            attempts_before=rec.attempts,
+            exit_code=None,
+            started_at=None,
+            ended_at=None,
+            device=None,
+            env=None,
+            pid=None,
+            pid_create_time=None,
+            not_before=None,
+            queued_at=now,
+            overtakes=0,
+            position=self.store.next_position(),
+        )
 
     def move(self, task_id: int, delta: int) -> TaskRecord:
         """Move a pending task up (negative) or down (positive) among pending tasks.
@@ -421,34 +476,232 @@ class QueueService:
         It takes the priority of the task it lands next to, so moving across a priority boundary works.
         """
         with self._lock:
-            rec = self.store.get(task_id)
-            if rec.state not in PENDING_STATES:
-                raise TaskStateError(f"task #{task_id} is {rec.state}; only queued or waiting tasks move")
-            order = self.store.pending()
-            index = next(i for i, r in enumerate(order) if r.id == task_id)
+            order, index = self._pending_order(task_id)
+            return self._move_to(order, index, index + delta, toward_front=delta < 0)
+
+    def move_to(
+        self,
+        task_id: int,
+        *,
+        top: bool = False,
+        bottom: bool = False,
+        before: int | None = None,
+        after: int | None = None,
+    ) -> TaskRecord:
+        """Move a pending task to the front or the end of the queue, or just before or after another
+        pending task (taking that one's priority, as ``move`` does)."""
+        with self._lock:
+            order, index = self._pending_order(task_id)
             others = [r for r in order if r.id != task_id]
-            target = max(0, min(len(others), index + delta))
-            if target == index or not others:
-                return rec
-            before = others[target - 1] if target > 0 else None
-            after = others[target] if target < len(others) else None
-            if delta < 0:
-                assert after is not None
-                priority = after.spec.priority
-                if before is not None and before.spec.priority == priority:
-                    position = (before.position + after.position) / 2
-                else:
-                    position = after.position - 1
+            anchor_id = before if before is not None else after
+            if anchor_id is not None:
+                if anchor_id == task_id:
+                    raise TaskStateError(f"task #{task_id} cannot move next to itself")
+                anchor = self.store.get(anchor_id)
+                at = next((i for i, r in enumerate(others) if r.id == anchor_id), None)
+                if at is None:
+                    raise TaskStateError(
+                        f"task #{anchor_id} is {anchor.state}; tasks move among queued or waiting ones"
+                    )
+                target = at if before is not None else at + 1
+                return self._move_to(order, index, target, toward_front=before is not None)
+            if top == bottom:
+                raise QueueError("move needs one of: to the top, to the bottom, before ID, after ID")
+            return self._move_to(order, index, 0 if top else len(others), toward_front=top)
+
+    def _pending_order(self, task_id: int) -> tuple[builtins.list[TaskRecord], int]:
+        rec = self.store.get(task_id)
+        if rec.state not in PENDING_STATES:
+            raise TaskStateError(f"task #{task_id} is {rec.state}; only queued or waiting tasks move")
+        order = self.store.pending()
+        return order, next(i for i, r in enumerate(order) if r.id == task_id)
+
+    def _move_to(
+        self, order: Sequence[TaskRecord], index: int, target: int, *, toward_front: bool
+    ) -> TaskRecord:
+        """Put ``order[index]`` at ``target`` among the others; it takes the priority of the task it
+        lands next to (after it when moving toward the front, before it otherwise)."""
+        rec = order[index]
+        others = [r for r in order if r.id != rec.id]
+        target = max(0, min(len(others), target))
+        if target == index or not others:
+            return rec
+        before = others[target - 1] if target > 0 else None
+        after = others[target] if target < len(others) else None
+        if (toward_front and after is not None) or before is None:
+            assert after is not None
+            priority = after.spec.priority
+            if before is not None and before.spec.priority == priority:
+                position = (before.position + after.position) / 2
             else:
-                assert before is not None
-                priority = before.spec.priority
-                if after is not None and after.spec.priority == priority:
-                    position = (before.position + after.position) / 2
-                else:
-                    position = before.position + 1
-            new = self.store.set_priority_position(task_id, priority, position)
+                position = after.position - 1
+        else:
+            priority = before.spec.priority
+            if after is not None and after.spec.priority == priority:
+                position = (before.position + after.position) / 2
+            else:
+                position = before.position + 1
+        new = self.store.set_priority_position(rec.id, priority, position)
         self.request_dispatch()
         return new
+
+    def edit(self, task_id: int, changes: Mapping[str, Any]) -> TaskRecord:
+        """Change where, when and how a task that has not started runs (``EDITABLE`` keys); refused with
+        the reason for a task that runs or has ended."""
+        from gputray.scheduler.taskfile import with_overrides
+
+        bad = sorted(set(changes) - EDITABLE)
+        if bad:
+            raise QueueError(
+                f"edit cannot change {', '.join(map(repr, bad))}; it changes: {', '.join(sorted(EDITABLE))}"
+            )
+        with self._lock:
+            rec = self.store.get(task_id)
+            if rec.state not in PENDING_STATES:
+                raise TaskStateError(self._not_editable(rec))
+            spec = with_overrides(rec.spec, changes, source=f"edit of task #{task_id}")
+            if spec.cwd != rec.spec.cwd:
+                check_runnable(spec)
+            deps.check_after(task_id, spec, self.store.view())
+            new = self.store.replace_spec(task_id, spec, only_states=PENDING_STATES)
+            if new is None:
+                raise TaskStateError(self._not_editable(self.store.get(task_id)))
+        self.request_dispatch()
+        return new
+
+    def _not_editable(self, rec: TaskRecord) -> str:
+        if rec.state == "running":
+            since = local_time(rec.started_at, self.clock())
+            return (
+                f"task #{rec.id} is running on {self._device_name(rec.device)} since {since}; "
+                "edit is for tasks that have not started (cancel it, or edit its retry after it ends)"
+            )
+        return (
+            f"task #{rec.id} already {rec.state}; edit is for tasks that have not started "
+            "(`gputray retry` queues it again)"
+        )
+
+    def remove(
+        self, task_ids: Sequence[int], *, force: bool = False
+    ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
+        """Forget tasks and delete their logs. Ended and pending tasks go at once; a running one only
+        with ``force`` (cancelled first). A task that a pending task waits for (``after``) stays unless
+        that one goes too. Returns (removed, one error per id that stays)."""
+        wanted = builtins.list(dict.fromkeys(task_ids))
+        errors: builtins.list[str] = []
+        with self._lock:
+            ok: builtins.list[TaskRecord] = []
+            for task_id in wanted:
+                try:
+                    rec = self.store.get(task_id)
+                except TaskNotFound as exc:
+                    errors.append(str(exc))
+                    continue
+                if rec.state == "running" and not force:
+                    errors.append(
+                        f"task #{task_id} is running; `gputray remove --force {task_id}` cancels it first"
+                    )
+                    continue
+                ok.append(rec)
+            ok, blocked = self._keep_depended_on(ok, set(wanted))
+            errors += blocked
+            gone = self.store.delete(r.id for r in ok if r.state != "running")  # nothing starts meanwhile
+        running = [r for r in ok if r.state == "running"]
+        for rec in running:
+            self.cancel(rec.id)  # waits up to ~10 s for the job to stop
+        with self._lock:
+            stopped = []
+            for rec in running:
+                if self.store.get(rec.id).state == "running":
+                    errors.append(f"task #{rec.id} did not stop yet; try again")
+                else:
+                    stopped.append(rec.id)
+            gone += self.store.delete(stopped)
+        for rec in gone:
+            self._delete_log(rec)
+        if gone:
+            self.request_dispatch()
+        return gone, errors
+
+    def clean(
+        self, *, older_than_s: float | None = None, states: Collection[str] = FINISHED_STATES
+    ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
+        """Remove ended tasks (``states``, ended more than ``older_than_s`` ago) and their logs; one a
+        pending task still waits for stays. Returns (removed, why some stayed)."""
+        bad = sorted(set(states) - FINISHED_STATES)
+        if bad:
+            raise QueueError(f"clean removes ended tasks: {', '.join(sorted(FINISHED_STATES))}; not {bad[0]}")
+        now = self.clock()
+        with self._lock:
+            chosen = [
+                r
+                for r in self.store.list(states=states)
+                if older_than_s is None or (r.ended_at or r.submitted_at) <= now - older_than_s
+            ]
+            ok, kept = self._keep_depended_on(chosen, {r.id for r in chosen})
+            gone = self.store.delete(r.id for r in ok)
+        for rec in gone:
+            self._delete_log(rec)
+        return gone, kept
+
+    def _keep_depended_on(
+        self, records: builtins.list[TaskRecord], going: set[int]
+    ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
+        """``records`` minus those a pending task (not itself going) waits for, and why each stays."""
+        pending = [r for r in self.store.pending() if r.id not in going]
+        ok, kept = [], []
+        for rec in records:
+            waiting = deps.dependants(rec.id, pending)
+            if waiting:
+                ids = ", ".join(f"#{w.id}" for w in waiting)
+                kept.append(
+                    f"task #{rec.id} stays: {ids} wait(s) for it (--after); remove or cancel them first"
+                )
+            else:
+                ok.append(rec)
+        return ok, kept
+
+    def _delete_log(self, rec: TaskRecord) -> None:
+        """A removed task's log, if it is one of ours (a stored path outside the logs folder is left)."""
+        if not rec.log_path:
+            return
+        path = Path(rec.log_path)
+        try:
+            if path.parent.resolve() == self.paths.logs_dir.resolve():
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("could not delete the log %s: %s", path, exc)
+
+    def release_waiters(self) -> None:
+        """Answer every ``wait_ended`` now, and later ones at once (the owner is stopping)."""
+        with self._ended:
+            self._waiters_released = True
+            self._ended.notify_all()
+
+    def wait_ended(self, task_ids: Sequence[int], timeout_s: float) -> builtins.list[TaskRecord | int]:
+        """Block until every task has ended (succeeded, failed, cancelled) or ``timeout_s`` passed; the
+        tasks as they are then (the id of one that no longer exists). Raises TaskNotFound at once for an
+        id that names no task."""
+        records: builtins.list[TaskRecord | int] = [self.store.get(i) for i in task_ids]
+        deadline = time.monotonic() + timeout_s
+
+        def now_states() -> builtins.list[TaskRecord | int]:
+            out: builtins.list[TaskRecord | int] = []
+            for i in task_ids:
+                try:
+                    out.append(self.store.get(i))
+                except TaskNotFound:
+                    out.append(i)  # removed meanwhile
+            return out
+
+        with self._ended:
+            while True:
+                records = now_states()
+                done = all(isinstance(r, int) or r.finished for r in records)
+                left = deadline - time.monotonic()
+                if done or left <= 0 or self._closed or self._waiters_released:
+                    return records
+                self._ended.wait(left)
 
     def pause(self, device_key: str | None = None) -> None:
         """Stop starting jobs on one device (a key or a name like ``5060ti``), or everywhere (None)."""
@@ -487,6 +740,7 @@ class QueueService:
             self.passes += 1
             now = self.clock()
             pending = self._fail_unplannable(self.store.pending(), now)
+            pending = self._hold_for_dependencies(pending, now)
             if not pending:
                 self._due_s = None
                 return
@@ -537,6 +791,42 @@ class QueueService:
                 continue
             ok.append(rec)
         return ok
+
+    def _hold_for_dependencies(
+        self, pending: builtins.list[TaskRecord], now: float
+    ) -> builtins.list[TaskRecord]:
+        """The tasks whose dependencies let them start; the others wait (reason recorded) or, when a
+        dependency failed or was cancelled, fail, down the whole chain in this one pass."""
+        if not any(r.spec.after for r in pending):
+            return pending
+        view = self.store.view()
+        failed: set[int] = set()
+        changed = True
+        while changed:  # a → b → c: b fails because of a, then c because of b
+            changed = False
+            for rec in pending:
+                if rec.id in failed:
+                    continue
+                verdict = deps.gate(rec, view)
+                if isinstance(verdict, deps.Broken):
+                    new = self.store.compare_and_update(
+                        rec.id, rec.state, state="failed", reason=verdict.reason, ended_at=now
+                    )
+                    failed.add(rec.id)
+                    changed = True
+                    if new is not None:
+                        self._emit("failed", new, f"{new.name}: {new.reason}")
+        ready, waits = [], []
+        for rec in pending:
+            if rec.id in failed:
+                continue
+            verdict = deps.gate(rec, view)
+            if verdict is None:
+                ready.append(rec)
+            else:
+                waits.append((rec, Wait(verdict.reason)))
+        self._record_waits(waits)
+        return ready
 
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
@@ -798,6 +1088,8 @@ class QueueService:
 
     def _emit(self, kind: Any, rec: TaskRecord, message: str) -> None:
         self._events.put(QueueEvent(kind, rec, message))
+        with self._ended:
+            self._ended.notify_all()
 
     def _needs_ok(self, key: str, needs: frozenset[str]) -> frozenset[str] | None:
         """What placement checks ``needs`` against: proven capabilities, or (from ``failed_needs``)
@@ -838,7 +1130,7 @@ class QueueService:
                     sample=reading.sample,
                     verdict=snapshot.verdict(key) if snapshot is not None else None,
                     running=len(mine),
-                    slots=1,  # one job per GPU: on the iGPU parallel jobs fight for memory bandwidth
+                    slots=self._slot_count(reading.info),
                     paused=key in self._paused_devices,
                     running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
                     extra_used_bytes=max(0, declared - seen),
@@ -850,7 +1142,7 @@ class QueueService:
         mine = [r for r in running if r.device == "cpu"]
         cpu = cpu_state(
             running=len(mine),
-            slots=1,
+            slots=self._slot_count(CPU_INFO),
             paused="cpu" in self._paused_devices,
             running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
             host_ram_free_bytes=ram_free,
@@ -861,6 +1153,33 @@ class QueueService:
             cpu = dataclasses.replace(cpu, capabilities=self._needs_ok("cpu", needs))
         states.append(cpu)
         return states
+
+    def _slot_count(self, info: DeviceInfo) -> int:
+        """How many jobs may run on the device at once: the config's ``[devices.<name>] slots`` whose
+        name matches it (a key, a name fragment like ``5060ti``, ``cpu``), else 1. One per GPU by
+        default: on the iGPU parallel jobs fight for memory bandwidth."""
+        count = self._slots_of.get(info.key)
+        if count is None:
+            count = 1
+            for name, slots in self.slots.items():
+                if resolve_pref(name, [DeviceState(info)]):
+                    count = slots
+                    break
+            self._slots_of[info.key] = count
+        return count
+
+    def devices(self) -> builtins.list[dict[str, Any]]:
+        """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
+        return [
+            {
+                "key": d.key,
+                "name": d.name,
+                "slots": d.slots,
+                "running": d.running,
+                "paused": d.paused,
+            }
+            for d in self._device_states(self.monitor.latest)
+        ]
 
     def _known_keys(self) -> builtins.list[str]:
         snapshot = self.monitor.latest

@@ -29,9 +29,10 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, cast
 
 from gputray.scheduler.protocol import Refusal
@@ -41,7 +42,7 @@ from gputray.scheduler.tasks import MAX_BACKOFF_S, PENDING_STATES, TaskRecord, T
 # crash recovery can find a job whose pid was never saved: the owner died just as it launched it.
 QUEUE_FILE_VAR = "GPUTRAY_QUEUE_FILE"
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _Records = list[TaskRecord]  # TaskStore.list shadows the builtin inside the class
 
@@ -92,12 +93,20 @@ def _migrate_0_to_1(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX tasks_state ON tasks(state)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1]
+def _migrate_1_to_2(db: sqlite3.Connection) -> None:
+    """``attempts_before``: attempts when a task was last queued again by hand (``retry``), so that
+    attempts count on ("attempt 2") while its automatic retries start afresh."""
+    db.execute("ALTER TABLE tasks ADD COLUMN attempts_before INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2]
 
 _COLUMNS = (
     "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
-    "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes"
+    "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes, attempts_before"
 )
+# What a file of an older schema has instead of the columns added since (read-only readers).
+_ADDED_COLUMNS = {2: ("attempts_before", "0")}
 # Fields of TaskRecord that map 1:1 to columns (everything but id and spec).
 _UPDATABLE = {
     "state",
@@ -115,6 +124,7 @@ _UPDATABLE = {
     "queued_at",
     "not_before",
     "overtakes",
+    "attempts_before",
 }
 
 
@@ -266,6 +276,12 @@ class TaskStore:
             records = [r for r in records if r.state in _UNFINISHED]
         return sorted(records, key=_display_order)
 
+    def view(self) -> Mapping[int, TaskRecord]:
+        """Every task by id, read-only and live (no copy): for lookups, not for iterating while the
+        owner writes."""
+        with self._lock:
+            return MappingProxyType(self._mirror())
+
     def pending(self) -> _Records:
         """Queued and waiting tasks in dispatch order (priority high first, then position)."""
         return self.list(states=PENDING_STATES)
@@ -369,6 +385,39 @@ class TaskStore:
         with self._lock:
             return self._changed(task_id, spec=self._spec(text), position=position)
 
+    def replace_spec(self, task_id: int, spec: TaskSpec, *, only_states: Iterable[str]) -> TaskRecord | None:
+        """Write an edited spec (and its priority column) while the task is in one of ``only_states``;
+        None when it no longer is (it started meanwhile). Keys of another gputray version survive."""
+        wanted = tuple(only_states)
+        with self._lock:
+            with self._transaction() as db:
+                row = db.execute(
+                    f"SELECT spec FROM tasks WHERE id = ? AND state IN ({','.join('?' * len(wanted))})",
+                    (task_id, *wanted),
+                ).fetchone()
+                if row is None:
+                    if task_id not in self._mirror():
+                        raise TaskNotFound(task_id)
+                    return None
+                data = {**json.loads(row[0]), **spec.to_dict()}
+                text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+                db.execute(
+                    "UPDATE tasks SET spec = ?, name = ?, priority = ? WHERE id = ?",
+                    (text, spec.name, spec.priority, task_id),
+                )
+            self._spec_cache[text] = spec
+            return self._changed(task_id, spec=spec)
+
+    def delete(self, task_ids: Iterable[int]) -> builtins.list[TaskRecord]:
+        """Remove tasks (their rows only; the caller deletes logs) in one transaction; returns them."""
+        with self._lock:
+            gone = [self.get(task_id) for task_id in dict.fromkeys(task_ids)]
+            with self._transaction() as db:
+                db.executemany("DELETE FROM tasks WHERE id = ?", [(r.id,) for r in gone])
+            for rec in gone:
+                self._mirror().pop(rec.id, None)
+        return gone
+
     def counts(self) -> dict[str, int]:
         """Tasks per state, states in name order (as SQL's GROUP BY gave them)."""
         with self._lock:
@@ -418,7 +467,7 @@ class TaskStore:
         now = self.clock() if now is None else now
         with self._lock:
             rec = self.get(task_id)
-            retries_used = max(0, rec.attempts - 1)
+            retries_used = max(0, rec.attempts - rec.attempts_before - 1)
             if retries_used < rec.spec.retries:
                 delay = min(MAX_BACKOFF_S, rec.spec.backoff_s * 2.0 ** min(retries_used, 60))
                 left = rec.spec.retries - retries_used
@@ -480,7 +529,11 @@ def _read_only_rows(path: Path, where: str, params: tuple[Any, ...] = ()) -> bui
         version = _schema_version(db, path)
         if version == 0:  # created but never initialised: no table yet, nothing queued
             return []
-        return db.execute(f"SELECT {_COLUMNS} FROM tasks{where} ORDER BY id", params).fetchall()
+        columns = _COLUMNS
+        for added_in, (name, default) in _ADDED_COLUMNS.items():
+            if version < added_in:  # an older owner's file, read as it is (never migrated here)
+                columns = columns.replace(name, default)
+        return db.execute(f"SELECT {columns} FROM tasks{where} ORDER BY id", params).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read the queue database {path}: {exc}") from None
     finally:
@@ -508,6 +561,7 @@ def _record_from_row(row: Sequence[Any], spec_of: Callable[[str], TaskSpec]) -> 
         queued_at=row[15],
         not_before=row[16],
         overtakes=row[17],
+        attempts_before=row[18],
     )
 
 
@@ -559,7 +613,7 @@ def _display_order(rec: TaskRecord) -> tuple[int, int, float, int]:
 def _spec_from_json(text: str) -> TaskSpec:
     """Stored specs were validated on the way in; rebuild them without re-validating (fast for 10k rows)."""
     data = json.loads(text)
-    for key in ("argv", "args", "files", "device_prefs", "needs"):
+    for key in ("argv", "args", "files", "device_prefs", "needs", "after"):
         if key in data:
             data[key] = tuple(data[key])
     try:

@@ -1,5 +1,6 @@
 """What every client command shares: asking the owner, exit codes (0 done, 1 the owner refused, 2 bad
-usage, 3 no owner is running), the answer when no owner runs, and how tasks are printed."""
+usage, 3 no owner is running; ``wait`` adds the task's own), the answer when no owner runs, and how
+tasks are printed."""
 
 from __future__ import annotations
 
@@ -9,17 +10,18 @@ import sys
 from typing import Any
 
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.common import error, print_json, shown
-from gputray.scheduler.commands.common import terminal_cells as _cells
+from gputray.scheduler.commands.common import (
+    EXIT_NO_OWNER,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    error,
+    print_json,
+    shown,
+)
+from gputray.scheduler.commands.listing import format_tasks
 from gputray.scheduler.paths import app_paths
 
-EXIT_REFUSED = 1
-
-
-EXIT_USAGE = 2
-
-
-EXIT_NO_OWNER = 3
+__all__ = ["EXIT_NO_OWNER", "EXIT_REFUSED", "EXIT_USAGE", "format_tasks"]
 
 
 STATES_HELP = "states: queued, waiting, running, succeeded, failed, cancelled, interrupted"
@@ -95,31 +97,6 @@ def _no_log(task_id: object, state: str) -> str:
     if state in ("queued", "waiting"):
         return f"task {task_id} has no log yet: it has not started ({state})"
     return f"task {task_id} has no log: it never started ({state})"
-
-
-def _device_label(device: str | None, names: dict[str, str]) -> str:
-    """The GPU's name ("Radeon 780M") where the owner knows it, else the key; "-" before placement."""
-    if not device:
-        return "-"
-    return names.get(device, device)
-
-
-def format_tasks(tasks: list[dict[str, Any]], device_names: dict[str, str] | None = None) -> str:
-    if not tasks:
-        return "the queue is empty"
-    rows = [("ID", "STATE", "DEVICE", "NAME", "REASON")]
-    for t in tasks:
-        reason = t.get("reason") or ""
-        if t.get("exit_code") is not None and t["state"] in ("failed", "succeeded"):
-            reason = f"exit {t['exit_code']}" + (f"; {reason}" if reason else "")
-        device = _device_label(t.get("device"), device_names or {})
-        rows.append((str(t["id"]), t["state"], shown(device), shown(t["name"]), shown(reason)))
-    widths = [max(_cells(r[i]) for r in rows) for i in range(4)]
-    lines = []
-    for r in rows:
-        cells = [r[i] + " " * (widths[i] - _cells(r[i])) for i in range(4)]
-        lines.append("  ".join([*cells, r[4]]).rstrip())
-    return "\n".join(lines)
 
 
 def print_task_json(doc: Any) -> None:

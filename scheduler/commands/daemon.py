@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.client import EXIT_REFUSED, EXIT_USAGE, _ask, _client_call
+from gputray.scheduler.commands.client import EXIT_REFUSED, _ask, _client_call
 from gputray.scheduler.commands.common import add_monitor_source_args, error
 from gputray.scheduler.paths import app_paths
 
@@ -63,7 +63,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     except ipc.OwnerAlreadyRunning as exc:
         return error(f"{exc}", EXIT_REFUSED)
     except (ScenarioError, ipc.UnsafeIpcLocation) as exc:
-        return error(str(exc), EXIT_USAGE)
+        return error(str(exc), EXIT_REFUSED)
 
     def on_signal(signum: int, frame: object) -> None:
         owner.request_shutdown()

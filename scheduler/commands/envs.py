@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from gputray.scheduler.commands.common import error, print_json
+from gputray.scheduler.commands.common import EXIT_REFUSED, error, print_json
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.doctor import PairResult, cached_results, verdict_mark
 from gputray.scheduler.envs import (
@@ -98,7 +98,7 @@ def run_list(args: argparse.Namespace) -> int:
     try:
         envs = load_envs()
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     pairs = cached_results(envs)
     if getattr(args, "json", False):
         print_json(
@@ -146,7 +146,7 @@ def run_add(args: argparse.Namespace) -> int:
         facts = check_python(python, extra)
         env = add_env(python, name=args.name, extra_env=extra, check=False)
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     torch_version = facts.get("torch_dist_version")
     if getattr(args, "json", False):
         print_json({**env.to_json(), "python_version": facts.get("python_version"), "torch": torch_version})
@@ -161,7 +161,7 @@ def run_remove(args: argparse.Namespace) -> int:
     try:
         env = remove_env(args.name)
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     if getattr(args, "json", False):
         print_json({"removed": env.to_json()})
     else:
