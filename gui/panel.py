@@ -9,7 +9,8 @@ The panel only shows and asks: actions leave it as signals the app connects to t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QGuiApplication
@@ -102,8 +103,11 @@ class DeviceCard(QFrame):
         self.pause_button.setText(tr("Pause"))
         self.pause_button.setToolTip(tr("Pause or resume the queue on this device"))
         self.pause_button.toggled.connect(self._on_pause)
+        self.jobs_label = QLabel(self)
+        self.jobs_label.setToolTip(tr("Jobs running / slots (config: [devices.<name>] slots = N)"))
         top.addWidget(self.name_label, 1)
         top.addWidget(self.metrics_label)
+        top.addWidget(self.jobs_label)
         top.addWidget(self.pause_button)
         layout.addLayout(top)
         self.memory_label = QLabel(self)
@@ -125,6 +129,9 @@ class DeviceCard(QFrame):
             self.pause_button.setChecked(paused)
             self.pause_button.setText(tr("Resume") if paused else tr("Pause"))
             self.pause_button.blockSignals(False)
+
+    def set_jobs(self, running: int, slots: int) -> None:
+        self.jobs_label.setText(tr("jobs {running}/{slots}").format(running=running, slots=slots))
 
     def update_reading(
         self,
@@ -200,6 +207,7 @@ class Panel(QWidget):
         self.pinned = windowed
         self.cards: dict[str, DeviceCard] = {}
         self._paused_all = False
+        self._jobs: dict[str, tuple[int, int]] = {}  # device key -> (running, slots), from the queue
         self.hidden_by_deactivate_at: float | None = None
         self.setObjectName("gputrayPanel")
         self.setAcceptDrops(True)
@@ -360,6 +368,8 @@ class Panel(QWidget):
             if card is None:
                 card = DeviceCard(r.info.key, self)
                 card.pause_toggled.connect(self._on_card_pause)
+                if r.info.key in self._jobs:
+                    card.set_jobs(*self._jobs[r.info.key])
                 self.cards[r.info.key] = card
                 self.devices_box.insertWidget(i + 1, card)
             verdict = snapshot.verdict(r.info.key)
@@ -377,7 +387,22 @@ class Panel(QWidget):
         if h.cpu_percent is not None or h.ram_used_bytes is not None:
             cpu = "–" if h.cpu_percent is None else f"{h.cpu_percent:.0f} %"
             ram = fmt_gib(h.ram_used_bytes, h.ram_total_bytes)
-            self.host_label.setText(tr("CPU {cpu}  ·  RAM {ram}").format(cpu=cpu, ram=ram))
+            self.host_label.setText(tr("CPU {cpu}  ·  RAM {ram}").format(cpu=cpu, ram=ram) + self._cpu_jobs())
+
+    def _cpu_jobs(self) -> str:
+        if "cpu" not in self._jobs:
+            return ""
+        running, slots = self._jobs["cpu"]
+        return "  ·  " + tr("jobs {running}/{slots}").format(running=running, slots=slots)
+
+    def set_jobs(self, devices: Iterable[Mapping[str, Any]]) -> None:
+        """Jobs running / slots per device, from the queue listing (``QueueService.devices``)."""
+        for d in devices:
+            key, running, slots = d.get("key"), d.get("running"), d.get("slots")
+            if isinstance(key, str) and isinstance(running, int) and isinstance(slots, int):
+                self._jobs[key] = (running, slots)
+                if key in self.cards:
+                    self.cards[key].set_jobs(running, slots)  # the CPU's shows with the next sample
 
     def set_paused(self, paused_all: bool, devices: Iterable[str]) -> None:
         self._paused_all = paused_all

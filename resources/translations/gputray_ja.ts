@@ -384,6 +384,14 @@
         <translation>CPU {cpu}  ·  RAM {ram}</translation>
     </message>
     <message>
+        <source>jobs {running}/{slots}</source>
+        <translation>ジョブ {running}/{slots}</translation>
+    </message>
+    <message>
+        <source>Jobs running / slots (config: [devices.&lt;name&gt;] slots = N)</source>
+        <translation>実行中のジョブ / スロット数（設定: [devices.&lt;name&gt;] slots = N）</translation>
+    </message>
+    <message>
         <source>busy: {reasons}</source>
         <translation>使用中: {reasons}</translation>
     </message>

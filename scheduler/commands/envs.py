@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from gputray.scheduler.commands.common import EXIT_REFUSED, error, print_json
+from gputray.scheduler.commands.common import EXIT_REFUSED, EXIT_USAGE, error, print_json
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.doctor import PairResult, cached_results, verdict_mark
 from gputray.scheduler.envs import (
@@ -142,6 +142,9 @@ def run_list(args: argparse.Namespace) -> int:
 def run_add(args: argparse.Namespace) -> int:
     try:
         extra = parse_env_assignments(args.env)
+    except EnvError as exc:
+        return error(str(exc), EXIT_USAGE)  # an option's value the parser could have refused
+    try:
         python = resolve_python(args.python)
         facts = check_python(python, extra)
         env = add_env(python, name=args.name, extra_env=extra, check=False)

@@ -163,11 +163,14 @@ def format_tasks(
 
 
 def format_devices(devices: Sequence[TaskDict]) -> str:
-    """``jobs: GeForce RTX 5060 Ti 0/1 · Radeon 780M 1/1 · CPU 2/4 (paused)``: running/slots per device."""
+    """``jobs: GeForce RTX 5060 Ti 0/1 · Radeon 780M 1/1 · CPU 2/4 (paused)``: running/slots per device
+    (only the owner knows the slots: "" without it)."""
     parts = []
     for d in devices:
         slots = d.get("slots")
-        count = f"{d.get('running', 0)}/{slots}" if slots is not None else "?"
+        if slots is None:
+            continue
+        count = f"{d.get('running', 0)}/{slots}"
         paused = " (paused)" if d.get("paused") else ""
         parts.append(f"{shown(str(d.get('name') or d.get('key')))} {count}{paused}")
     return "jobs: " + " · ".join(parts) if parts else ""

@@ -124,7 +124,7 @@ def _print_queue(result: dict[str, Any], args: argparse.Namespace, wanted: TaskF
     on = [_pause_label(k) for k, v in paused.items() if v]
     if on:
         print(f"paused: {', '.join(on)}")
-    if devices:
+    if format_devices(devices):
         print(format_devices(devices))
     if not tasks and wanted is not None:
         print("no task matches the filter")

@@ -102,7 +102,7 @@ def test_listing_shows_state_device_and_why() -> None:
     failed = {"id": 8, "name": "train.py", "state": "failed", "device": "cpu", "reason": "", "exit_code": 4}
     tasks = [{**waiting, "reason": "waiting for GeForce RTX 5060 Ti"}, failed]
     text = client.format_tasks(tasks).splitlines()
-    assert text[0].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
+    assert text[0].split() == ["ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON"]
     assert text[1].startswith("7") and "waiting for GeForce RTX 5060 Ti" in text[1]
     assert "exit 4" in text[2]
     assert client.format_tasks([]) == "the queue is empty"
@@ -169,7 +169,8 @@ def test_queue_imports_only_what_it_needs(tmp_path: Path) -> None:
     """`gputray queue` starts fast: it never loads the monitor, the owner, the doctor, APScheduler or
     psutil (those belong to the daemon). Commands that need the owner load no SQLite either."""
     done = _main_in_child(tmp_path, ["queue", "--json"], HEAVY)
-    assert done.stdout.splitlines() == ["[]", "EXIT 0 []"], done.stdout + done.stderr  # nothing saved yet
+    lines = done.stdout.splitlines()
+    assert lines[1:] == ["EXIT 0 []"] and json.loads(lines[0])["tasks"] == [], done.stdout + done.stderr
     store = ("sqlite3", "gputray.scheduler.store")
     done = _main_in_child(tmp_path, ["cancel", "1"], (*HEAVY, *store))
     assert done.stdout.strip() == "EXIT 3 []", done.stdout + done.stderr  # 3: no owner running
@@ -219,16 +220,36 @@ def test_queue_without_an_owner_shows_the_saved_queue(saved_queue: tuple[Path, l
     before = _db_files(home)
     as_json = gputray("queue", "--all", "--json", home=home)
     assert as_json.returncode == 0, as_json.stderr
-    assert json.loads(as_json.stdout) == [r.to_json() for r in records]  # the owner's document, unchanged
+    doc = json.loads(as_json.stdout)
+    assert doc["tasks"] == [{**r.to_json(), "device_name": None} for r in records]  # the owner's document
+    assert doc["queue"] == {"paused": False}
+    assert {
+        "key": "pci:0000:64:00.0",
+        "name": "pci:0000:64:00.0",
+        "slots": None,
+        "running": 1,
+        "paused": True,
+    } in doc["devices"]
     assert NOTE in as_json.stderr and NOTE not in as_json.stdout
-    pending = json.loads(gputray("queue", "--json", home=home).stdout)
+    pending = json.loads(gputray("queue", "--json", home=home).stdout)["tasks"]
     assert [t["state"] for t in pending] == ["running", "waiting"]  # a crash's `running` is shown as saved
 
     text = gputray("queue", "--all", home=home)
     assert text.returncode == 0 and NOTE in text.stderr
     lines = text.stdout.splitlines()
     assert lines[0] == "paused: pci:0000:64:00.0"
-    assert lines[1].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
+    assert lines[1].split() == [
+        "ID",
+        "STATE",
+        "PRI",
+        "DEVICE",
+        "ENV",
+        "START",
+        "END",
+        "DUR",
+        "NAME",
+        "REASON",
+    ]
     assert "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB" in text.stdout
     assert any("学習.py" in line and "exit 4" in line for line in lines)
     assert _db_files(home) == before  # read only: nothing recovered, migrated or checkpointed

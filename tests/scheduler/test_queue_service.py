@@ -351,8 +351,10 @@ def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
     with pytest.raises(TaskStateError, match="only queued or waiting tasks move"):
         q.move(a.id, 1)
     again = q.retry(a.id)
-    assert again.state == "queued" and again.attempts == 0
+    assert again.state == "queued" and again.attempts == 1  # attempts count on: the next is attempt 2
     h.until(h.state(a.id, "succeeded"))
+    assert q.get(a.id).attempts == 2
+    assert "attempt 2," in Path(q.get(a.id).log_path or "").read_text()
     with pytest.raises(Exception, match="'4090' matches no device"):
         q.pause("4090")
 
