@@ -3,9 +3,10 @@
 
 Columns: ID, STATE, PRI (priority), DEVICE (the GPU's name where the owner knows it), ENV (the Python
 env a torch job ran in), START and END (local time: ``14:02`` today, ``11-30 14:02`` before),
-DUR (how long it ran or has been running), NAME and REASON. When the terminal is narrow, REASON,
-NAME, DEVICE and ENV are cut (with "…") first, then the gaps narrow, then times drop their date; a
-pipe gets every cell in full unless ``COLUMNS`` says a width.
+DUR (how long it ran or has been running), NAME and REASON. When the terminal is narrow, NAME,
+REASON and DEVICE share the room the other columns leave (cut with "…"); when that is too little,
+the gaps narrow, then times of other days show only the date. A pipe gets every cell in full unless
+``COLUMNS`` says a width.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from gputray.scheduler.tasks import local_time
 TaskDict = Mapping[str, Any]
 FILTER_KEYS = ("state", "device", "name", "env")
 HEADERS = ("ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON")
-# Column → the narrowest it is cut to, in the order columns give way when the terminal is narrow.
-SHRINK = {"REASON": 10, "NAME": 10, "DEVICE": 6, "ENV": 3}
+# The columns that give way when the terminal is narrow, and the narrowest each is cut to.
+SHRINK = {"REASON": 12, "NAME": 10, "DEVICE": 8}
 
 
 def device_label(device: str | None, names: Mapping[str, str]) -> str:
@@ -115,24 +116,38 @@ def _rows(tasks: Sequence[TaskDict], names: Mapping[str, str], now_s: float, sho
     return rows
 
 
-def _fit(rows: list[list[str]], width: int | None) -> tuple[list[int], int] | None:
-    """Column widths and the gap that make the table fit ``width``; None when even the narrowest does not."""
+def _share(natural: dict[int, int], room: int) -> dict[int, int]:
+    """Split ``room`` cells among columns fairly: a column that needs less than an equal share keeps
+    its width, the rest share what is left (water filling)."""
+    out: dict[int, int] = {}
+    left = dict(natural)
+    while left:
+        share = room // len(left)
+        small = {i: w for i, w in left.items() if w <= share}
+        if not small:
+            for n, i in enumerate(sorted(left)):
+                out[i] = share + (1 if n < room - share * len(left) else 0)
+            return out
+        for i, w in small.items():
+            out[i] = w
+            room -= w
+            del left[i]
+    return out
+
+
+def _fit(rows: list[list[str]], width: int | None, gap: int) -> list[int] | None:
+    """Column widths that make the table fit ``width`` with ``gap`` spaces between columns: NAME,
+    REASON and DEVICE share what the other columns leave; None when they would get less than
+    ``SHRINK`` says."""
     natural = [max(terminal_cells(r[i]) for r in rows) for i in range(len(HEADERS))]
-    if width is None:
-        return natural, 2
-    for gap in (2, 1):
-        widths = list(natural)
-        excess = sum(widths) + gap * (len(widths) - 1) - width
-        for name, narrowest in SHRINK.items():
-            if excess <= 0:
-                break
-            i = HEADERS.index(name)
-            give = min(excess, max(0, widths[i] - narrowest))
-            widths[i] -= give
-            excess -= give
-        if excess <= 0:
-            return widths, gap
-    return None
+    if width is None or sum(natural) + gap * (len(natural) - 1) <= width:
+        return natural
+    flex = [HEADERS.index(name) for name in SHRINK]
+    room = width - gap * (len(natural) - 1) - sum(w for i, w in enumerate(natural) if i not in flex)
+    if room < sum(SHRINK.values()):
+        return None
+    shared = _share({i: natural[i] for i in flex}, room)
+    return [shared.get(i, w) for i, w in enumerate(natural)]
 
 
 def format_tasks(
@@ -142,18 +157,25 @@ def format_tasks(
     width: int | None = None,
     now_s: float | None = None,
 ) -> str:
-    """The queue as a table that fits ``width`` terminal columns (None: every cell in full)."""
+    """The queue as a table that fits ``width`` terminal columns (None: every cell in full). Narrow
+    terminals get one-space gaps, then dates without their time, before the columns get too narrow."""
     if not tasks:
         return "the queue is empty"
     now = time.time() if now_s is None else now_s
     names = device_names or {}
-    rows = _rows(tasks, names, now, short=False)
-    fitted = _fit(rows, width)
-    if fitted is None:
-        rows = _rows(tasks, names, now, short=True)
-        fitted = _fit(rows, width) or _fit(rows, None)
-    assert fitted is not None
-    widths, gap = fitted
+    layout: tuple[list[list[str]], list[int], int] | None = None
+    for short, gap in ((False, 2), (False, 1), (True, 2), (True, 1)):
+        rows = _rows(tasks, names, now, short=short)
+        widths = _fit(rows, width, gap)
+        if widths is not None:
+            layout = rows, widths, gap
+            break
+    if layout is None:  # narrower than any sensible table: the narrowest one
+        widths = [
+            min(max(terminal_cells(r[i]) for r in rows), SHRINK.get(h, 99)) for i, h in enumerate(HEADERS)
+        ]
+        layout = rows, widths, 1
+    rows, widths, gap = layout
     lines = []
     for r in rows:
         cells = [_cut(cell, widths[i]) for i, cell in enumerate(r)]
