@@ -371,7 +371,7 @@ def test_listing_fits_80_columns_and_widens_when_there_is_room() -> None:
     assert dt.datetime.fromtimestamp(NOW_S - 125).strftime("%H:%M") in narrow[1]  # local time, today
     assert "2:05" in narrow[1]  # running for 2 min 5 s
     assert "1:02:05" in narrow[2] and "exit 4" in narrow[2] and "-3" in narrow[2]
-    wide = client.format_tasks(_listed(), names, width=200, now_s=NOW_S).splitlines()
+    wide = client.format_tasks(_listed(), names, width=240, now_s=NOW_S).splitlines()
     assert "train a very long model name.py" in wide[1] and "more words" in wide[1]
     assert "GeForce RTX 5060 Ti" in wide[1]
     assert dt.datetime.fromtimestamp(NOW_S - 86_400 * 3).strftime("%m-%d %H:%M") in wide[2]  # another day
