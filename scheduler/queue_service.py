@@ -548,8 +548,9 @@ class QueueService:
     def edit(self, task_id: int, changes: Mapping[str, Any]) -> TaskRecord:
         """Change where, when and how a task that has not started runs (``EDITABLE`` keys); refused with
         the reason for a task that runs or has ended."""
-        from gputray.scheduler.taskfile import with_overrides
+        from gputray.scheduler.taskfile import KEY_ALIASES, with_overrides
 
+        changes = {KEY_ALIASES.get(k, k): v for k, v in changes.items()}  # "devices" is "device_prefs"
         bad = sorted(set(changes) - EDITABLE)
         if bad:
             raise QueueError(

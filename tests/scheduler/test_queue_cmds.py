@@ -448,3 +448,11 @@ def test_the_new_commands_need_the_owner(argv: list[str], tmp_path: Path) -> Non
     done = gputray(*argv, home=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "no gputray owner is running" in done.stderr
+
+
+def test_schedule_times_are_listed_in_local_time() -> None:
+    from gputray.scheduler.commands.schedule import _local
+
+    at = dt.datetime(2026, 12, 1, 3, 0).timestamp()  # 03:00 here, whatever UTC says
+    text = _local(_iso(at))
+    assert text.startswith("2026-12-01 03:00") and "Z" not in text.split()[1]
