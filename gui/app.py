@@ -50,6 +50,16 @@ commands (the command line client; `gputray COMMAND --help` explains each):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gputray.scheduler.paths import app_paths
+
+    paths = app_paths()
+    files = (
+        f"files:\n  config     {paths.config_file}\n"
+        f"             (thresholds, [[env]] Python environments, [gui] language; Settings writes it)\n"
+        f"  recipes    {paths.config_dir / 'recipes.toml'}  (your own recipes, optional)\n"
+        f"  log        {paths.state_dir / 'gputray.log'}\n"
+        "  GPUTRAY_HOME=DIR moves all of them.\n"
+    )
     p = argparse.ArgumentParser(
         prog="gputray",
         description=(
@@ -57,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
             "queue. Files given here become jobs. When gputray is already running, the files are "
             "handed to it and this command exits."
         ),
-        epilog=COMMANDS_EPILOG,
+        epilog=COMMANDS_EPILOG + "\n" + files,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="files to queue (one job per file)")

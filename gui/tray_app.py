@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -19,15 +20,18 @@ from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
+from gputray.gui import messages
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop
 from gputray.gui.menu import TrayMenu
+from gputray.gui.messages import Note, note
 from gputray.gui.notifications import Notice, Notifier
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
+from gputray.gui.theme import ThemeWatcher, scheme_name
 from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
-from gputray.monitor.records import Snapshot
+from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
 
@@ -37,6 +41,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("gputray.gui")
 
 NO_GPU_NOTE = tr_noop("No GPU was found on this machine, so gputray shows two simulated GPUs (DEMO).")
+NO_TRAY_NOTE = tr_noop(
+    "No system tray was found on this desktop (for example stock GNOME without the "
+    "AppIndicator extension), so gputray runs as this window. Closing it quits gputray."
+)
+BACKENDS_FAILED_NOTE = tr_noop("The GPU backends failed to start ({error}).")
+OWNER_FAILED_NOTE = tr_noop("gputray could not start its queue: {error}")
+CONFIG_NOTE = tr_noop("Your config file has a problem, so the defaults are used: {error}")
 
 
 def parse_paused(value: Any) -> tuple[bool, set[str]]:
@@ -85,7 +96,9 @@ class TrayApp(QObject):
         self.owner: Owner | None = None
         self.monitor: Any = None
         self.latest: Snapshot | None = None
-        self.note: str | None = self.config_error
+        self.notes: list[Note] = (
+            [] if self.config_error is None else [note(CONFIG_NOTE, error=self.config_error)]
+        )
         self._unsubscribe: Any = None
         self._starting = False
         self.dashboard: Any = None
@@ -96,6 +109,9 @@ class TrayApp(QObject):
             QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None else tray_available
         )
         self.model = QueueModel(self)
+        self.theme = ThemeWatcher(self)
+        self.theme.changed.connect(self._on_scheme_changed)
+        log.info("colour scheme: %s", scheme_name())
 
         self.tray = tray if tray is not None else QSystemTrayIcon(self)
         self.tray.setParent(self)
@@ -126,6 +142,7 @@ class TrayApp(QObject):
         self.panel.open_log_requested.connect(self.open_log)
         self.panel.files_dropped.connect(self.drop_files)
         self.panel.dashboard_requested.connect(lambda: self.open_dashboard())
+        self.panel.stop_process_requested.connect(self.stop_process)
         self.panel.installEventFilter(self)
         self.menu = TrayMenu(None, demo=self.demo)
         self.menu.show_panel_action.triggered.connect(lambda: self.show_panel(None))
@@ -137,13 +154,13 @@ class TrayApp(QObject):
         self.menu.bubble_action.toggled.connect(self.set_bubble)
         self.menu.quit_action.triggered.connect(self.quit)
         self.tray.setContextMenu(self.menu)
-        if windowed:
-            self.panel.set_notice(
-                tr(
-                    "No system tray was found on this desktop (for example stock GNOME without the "
-                    "AppIndicator extension), so gputray runs as this window. Closing it quits gputray."
-                )
-            )
+        self.panel.set_notice(self.notice_text)
+
+    def notice_text(self) -> str:
+        """The panel's banner, in the current language: no tray, no GPU (demo), start-up problems."""
+        parts = [tr(NO_TRAY_NOTE)] if not self.tray_available else []
+        parts += [n.text() for n in self.notes]
+        return "\n".join(parts)
 
     def eventFilter(self, watched: QObject, event: Any) -> bool:
         from PySide6.QtCore import QEvent
@@ -189,13 +206,13 @@ class TrayApp(QObject):
 
         threading.Thread(target=work, name="gputray-owner-start", daemon=True).start()
 
-    def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, str | None]:
+    def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, list[Note]]:
         from gputray.monitor.factory import build_monitor, has_gpu
         from gputray.scheduler.config import monitor_settings
         from gputray.scheduler.owner import Owner
 
         thresholds, interval_s = monitor_settings(self.config)
-        note = None
+        notes: list[Note] = []
         demo = force_demo
         monitor = None
         if not demo:
@@ -210,11 +227,12 @@ class TrayApp(QObject):
             except Exception as exc:  # a backend that cannot even load: say so, show the demo
                 log.exception("the GPU backends failed to start")
                 monitor, found = None, False
-                note = tr("The GPU backends failed to start ({error}).").format(error=exc) + " "
+                notes.append(note(BACKENDS_FAILED_NOTE, error=exc))
             if not found:
                 if monitor is not None:
                     monitor.stop()
-                monitor, demo, note = None, True, (note or "") + tr(NO_GPU_NOTE)
+                monitor, demo = None, True
+                notes.append(note(NO_GPU_NOTE))
                 log.warning("no GPU found by the real backends: starting in demo mode")
         if monitor is None:
             monitor = build_monitor(
@@ -233,7 +251,7 @@ class TrayApp(QObject):
         except BaseException:
             monitor.stop()
             raise
-        return owner, monitor, demo, note
+        return owner, monitor, demo, notes
 
     def _event_from_thread(self, event: Any) -> None:
         task = event.task.to_json() if hasattr(event.task, "to_json") else dict(event.task or {})
@@ -253,19 +271,17 @@ class TrayApp(QObject):
                 self.quit()
                 return
             log.error("could not start the queue owner: %s", result, exc_info=result)
-            self.note = tr("gputray could not start its queue: {error}").format(error=result)
-            self.panel.set_notice(self.note)
-            self.tray.setToolTip("gputray — " + self.note)
+            failed = note(OWNER_FAILED_NOTE, error=result)
+            self.notes.append(failed)
+            self.panel.set_notice(self.notice_text)
+            self.tray.setToolTip("gputray — " + failed.text())
             if not self.panel.isVisible():
                 self.show_panel(None)
             return
-        self.owner, self.monitor, demo, note = result
-        self.note = note or self.note
+        self.owner, self.monitor, demo, notes = result
+        self.notes += notes
         self._set_demo_flag(demo)
-        if self.note:
-            self.panel.set_notice(
-                self.note if self.tray_available else self.panel.notice_label.text() + "\n" + self.note
-            )
+        self.panel.set_notice(self.notice_text)
         self._unsubscribe = self.monitor.subscribe(self.snapshot_arrived.emit)
         self.reload_queue()
         log.info("owner started (demo=%s)", demo)
@@ -402,7 +418,7 @@ class TrayApp(QObject):
                 items,
                 recipes=recipes,
                 submit=self.submit_files,
-                ask=ask_with_dialog(parent),
+                ask=ask_with_dialog(parent, recipes),
                 state=self.state,
             )
         finally:
@@ -425,7 +441,10 @@ class TrayApp(QObject):
             self.notifier.on_device_events(snap.events)
         names = {r.info.key: short_name(r.info.name) for r in snap.readings}
         names.setdefault("cpu", "CPU")
-        self.model.set_device_names(names)
+        full = {r.info.key: r.info.name for r in snap.readings}
+        full.setdefault("cpu", "CPU")
+        if self.model.set_device_names(names, full):
+            self.panel.fit_columns()  # as wide as the names it now shows
         if self.panel.isVisible():
             self.panel.update_snapshot(snap, self.monitor.history if self.monitor else None)
 
@@ -449,6 +468,18 @@ class TrayApp(QObject):
             self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
         self.reload_queue()
         self.visible_timer.start()
+        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":  # diagnostics (and the X11 test): cut-off text
+            QTimer.singleShot(1500, lambda: self.audit_layout("panel", self.panel))
+
+    def audit_layout(self, name: str, window: Any) -> None:
+        from gputray.gui.layout_audit import audit
+
+        if window is None or not window.isVisible():
+            return
+        report = audit(window)
+        log.info("layout audit (%s): %s", name, report.summary())
+        for problem in report.problems:
+            log.warning("layout problem (%s): %s", name, problem)
 
     def _tick_visible(self) -> None:
         self._ticks += 1
@@ -471,6 +502,9 @@ class TrayApp(QObject):
         self.show_panel(self.tray.geometry())
 
     def show_panel(self, anchor: Any) -> None:
+        if self.latest is not None:  # fill the cards first: the panel is sized for what it will show
+            self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
+        self.panel.update_queue_label()
         if self.tray_available:
             self.panel.show_at(anchor if anchor is not None else self.tray.geometry())
         else:
@@ -490,7 +524,8 @@ class TrayApp(QObject):
             # A tray without balloon support still gets something visible: a tooltip flash.
             self.tray.setToolTip(f"{notice.title}: {notice.message}")
         else:
-            self.panel.set_notice(f"{notice.title}: {notice.message}")
+            shown = f"{notice.title}: {notice.message}"
+            self.panel.set_notice(lambda: self.notice_text() + "\n" + shown)
 
     def _on_message_clicked(self) -> None:
         log.info("notification clicked")
@@ -498,8 +533,11 @@ class TrayApp(QObject):
             self.open_log(self.notifier.last_log_path)
 
     def _warn(self, text: str) -> None:
+        """A message box that does not block; queue errors are shown in the user's language."""
         log.warning("%s", text)
-        box = QMessageBox(QMessageBox.Icon.Warning, "gputray", text, QMessageBox.StandardButton.Ok)
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, "gputray", messages.translate(text), QMessageBox.StandardButton.Ok
+        )
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.setWindowModality(Qt.WindowModality.NonModal)
         box.show()
@@ -524,11 +562,14 @@ class TrayApp(QObject):
             from gputray.gui.dashboard import Dashboard
 
             self.dashboard = Dashboard(self.monitor, tasks=self.model.tasks, demo=self.demo)
+            self.dashboard.stop_process_requested.connect(self.stop_process)
         self.dashboard.tabs.setCurrentIndex(tab)
         log.info("dashboard opened")
         self.dashboard.show()
         self.dashboard.raise_()
         self.dashboard.activateWindow()
+        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":
+            QTimer.singleShot(1500, lambda: self.audit_layout("dashboard", self.dashboard))
 
     def run_doctor(self) -> None:
         self.open_dashboard(tab=2)
@@ -552,33 +593,50 @@ class TrayApp(QObject):
         if self.monitor is not None:  # the config just written, read as `gputray daemon` reads it
             thresholds, self.monitor.interval_s = monitor_settings(self.config)
             self.monitor.set_thresholds(thresholds)
-        install_language(resolve_language(gui.get("language")))
-        self._rebuild_windows()
+        self.set_language(resolve_language(gui.get("language")))
 
-    def _rebuild_windows(self) -> None:
-        """After a language switch: new panel and menu with the new strings (the model stays)."""
-        visible = self.panel.isVisible()
-        self.panel.removeEventFilter(self)
-        self.panel.hide()
-        self.panel.deleteLater()
-        old_menu = self.menu
-        self._build_windows()
-        old_menu.deleteLater()
-        self.panel.set_demo(self.demo)
-        self.menu.bubble_action.blockSignals(True)
-        self.menu.bubble_action.setChecked(self.bubble is not None and self.bubble.isVisible())
-        self.menu.bubble_action.blockSignals(False)
-        self._apply_paused({"all": self.paused_all, "devices": list(self.paused_devices)})
-        if visible:
-            self.show_panel(None)
+    def set_language(self, language: str) -> None:
+        """Switch the language of every open window at once (Qt sends each a LanguageChange); the
+        model, the tooltip and the banner follow here. Nothing is rebuilt, so nothing is lost."""
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        install_language(language)
+        # Qt posts a LanguageChange to every widget; deliver them now, so every window has switched
+        # before anything below (the tooltip, the banner) or the next paint reads them.
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LanguageChange)
+        self.model.retranslate()
+        self.panel.set_notice(self.notice_text)
+        if self.latest is not None:
+            self.icon_ctl.force_tooltip()  # a new language is a change worth showing at once
+            self._refresh_icon(self.latest)
+        if self.bubble is not None:
+            self.bubble.update()
+        log.info("language: %s", language)
+
+    def _on_scheme_changed(self) -> None:
+        log.info("colour scheme: %s", scheme_name())
+        self.panel.restyle()
+        self.model.restyle()
+        if self.dashboard is not None:
+            self.dashboard.restyle()
+
+    def stop_process(self, process: ProcessUse) -> None:
+        from gputray.gui.process_actions import confirm_and_stop
+
+        pinned = self.panel.pinned
+        self.panel.pinned = True  # the question takes the focus: keep the panel open meanwhile
+        try:
+            confirm_and_stop(self.panel if self.panel.isVisible() else None, process)
+        finally:
+            self.panel.pinned = pinned
 
     def set_demo(self, demo: bool) -> None:
         if demo == self.demo and self.owner is not None:
             return
         self.stop_owner()
         self.latest = None
-        self.note = None
-        self.panel.set_notice(None)
+        self.notes = []
+        self.panel.set_notice(self.notice_text)
         self.icon_ctl.update(
             picture_for(None, waiting=0, demo=demo), summary_line(None, waiting=0, running=0, demo=demo)
         )

@@ -35,3 +35,11 @@ class JobAware(Protocol):
     ) -> None: ...
 
     def job_ended(self, pid: int) -> None: ...
+
+
+@runtime_checkable
+class PidWatcher(Protocol):
+    """A backend that walks our own jobs' fds every tick (the Linux DRM backends): a job that opens the
+    render node seconds after it starts is seen at once, not at the next rolling sweep."""
+
+    def watch_pids(self, pids: frozenset[int]) -> None: ...

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from gputray.monitor.backend import Backend, JobAware
+from gputray.monitor.backend import Backend, JobAware, PidWatcher
 from gputray.monitor.history import History
 from gputray.monitor.host import HostReader
 from gputray.monitor.records import (
@@ -184,6 +184,13 @@ class Monitor:
 
     def _sample_locked(self) -> Snapshot:
         now = self.clock()
+        own = frozenset(pid for pids in self._own.values() for pid in pids)
+        for backend in self.backends:
+            if isinstance(backend, PidWatcher):  # our jobs' fds are walked every tick
+                try:
+                    backend.watch_pids(own)
+                except Exception:
+                    log.exception("backend %s: watch_pids failed", backend.name)
         polls: list[tuple[DeviceReading, ...]] = []
         processes: list[ProcessUse] = []
         notes: list[str] = []

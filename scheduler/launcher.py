@@ -22,6 +22,7 @@ from typing import Literal
 import psutil
 
 from gputray.monitor.process_group import popen_own_group
+from gputray.scheduler.paths import job_umask, make_private_dir, open_private_append
 
 KillReason = Literal["cancelled", "timeout", "lost", "shutdown"]
 
@@ -171,8 +172,8 @@ def launch(
     """
     if not argv:
         raise LaunchFailed("nothing to run: the argument list is empty")
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
+    make_private_dir(log_path.parent)
+    with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
         if header:
             log.write(header.encode("utf-8", "replace") + b"\n")
             log.flush()
@@ -185,6 +186,7 @@ def launch(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 close_fds=True,
+                umask=job_umask(),  # the user's own: gputray's private umask is not the job's
             )
         except FileNotFoundError as exc:
             missing = argv[0] if exc.filename in (None, argv[0]) else exc.filename

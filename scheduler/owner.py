@@ -144,11 +144,13 @@ class Owner:
     def start(self) -> None:
         """Claim the socket, then start monitor, queue and timing. Raises ipc.OwnerAlreadyRunning."""
         from gputray.monitor.factory import build_monitor
+        from gputray.scheduler.paths import prepare_private_folders
         from gputray.scheduler.queue_service import QueueService
         from gputray.scheduler.store import TaskStore
 
-        for folder in (self.paths.data_dir, self.paths.logs_dir, self.paths.state_dir):
-            folder.mkdir(parents=True, exist_ok=True)
+        # 0700 folders, 0600 files (task rows hold the submitter's environment); FolderError if impossible
+        for note in prepare_private_folders(self.paths):
+            log.warning("%s", note)
         if self._serve_ipc:
             self.server = ipc.IpcServer(self.paths, self._handle_ipc)
             self.server.start()
@@ -168,19 +170,14 @@ class Owner:
             self._monitor.start()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
             from gputray.scheduler.config import device_slots
-            from gputray.scheduler.doctor import DoctorNeeds
+            from gputray.scheduler.doctor_cache import DoctorNeeds
 
-            env_resolver = self.env_resolver
-            if env_resolver is None:
-                from gputray.scheduler.doctor import env_for_device
-
-                env_resolver = env_for_device  # the doctor's cached results; never probes
             self._queue = QueueService(
                 self._store,
                 self._monitor,
                 paths=self.paths,
                 clock=self.clock,
-                env_resolver=env_resolver,
+                env_resolver=self.env_resolver,  # None: the doctor's cache, checking envs in the background
                 failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
                 on_event=self._event,
                 slots=device_slots(),
@@ -334,10 +331,7 @@ class Owner:
 
     # QueueService.submit checks that the program, script and files exist (ToolNotFound, SubmitError).
     def _submitted(self, records: list[TaskRecord]) -> dict[str, Any]:
-        notes: list[str] = []
-        for r in records:
-            for name in self.queue.unknown_device_names(r.spec.device_prefs):
-                notes.append(f"#{r.id}: no device here matches {name!r} (see `gputray devices`)")
+        notes = [f"#{r.id}: {note}" for r in records for note in self.queue.absent_device_notes(r.spec)]
         return {"tasks": [r.to_json() for r in records], "notes": notes}
 
     def _op_submit(self, req: rq.Submit) -> dict[str, Any]:
@@ -480,10 +474,16 @@ class Owner:
         matches = [i for i in infos if squashed in i.name.lower().replace(" ", "")]
         if len(matches) == 1:
             return matches[0].key
-        known = ", ".join(f"{i.key} ({i.name})" for i in infos) or "none seen yet"
         if len(matches) > 1:
+            known = ", ".join(f"{i.key} ({i.name})" for i in infos)
             raise OwnerRequestError(f"{text!r} matches several devices: {known}")
-        raise OwnerRequestError(f"no device {text!r}; known: {known}, cpu")
+        from gputray.scheduler.device_checks import unknown_device_message
+
+        seen = [s.info() for s in self.queue.devices_seen.remembered() if s.key not in {i.key for i in infos}]
+        away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
+        if len(away) == 1:
+            return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
+        raise OwnerRequestError(unknown_device_message(text, [*infos, *seen]))
 
     def _op_pause(self, req: rq.Pause) -> dict[str, Any]:
         self.queue.pause(self.resolve_device(req.device))
@@ -526,7 +526,8 @@ class Owner:
         assert self.timing is not None
         path = _abs_path(req.task_file, req.cwd)
         overrides = dict(req.overrides or {})
-        self._with_overrides(load_task_file(path), overrides, str(path))  # a bad file fails now, not at 3 am
+        spec = self._with_overrides(load_task_file(path), overrides, str(path))  # a bad file fails now,
+        self.queue.check_devices(spec)  # and so does a device name that matches nothing, not at 3 am
         entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
         self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)
@@ -540,6 +541,10 @@ class Owner:
         assert self.timing is not None
         entry = self.timing.remove(_task_id(req.id, "schedule", "gputray schedule list"))
         return {"schedule": entry.to_json()}
+
+    def _op_check_envs(self, req: rq.CheckEnvs) -> dict[str, Any]:
+        """Queue a background check of every env without a current result (answers at once)."""
+        return {"checking": self.queue.env_chooser.check_all()}
 
     def _op_shutdown(self, req: rq.Shutdown) -> dict[str, Any]:
         # a moment later, so that this reply still reaches the client before the socket closes

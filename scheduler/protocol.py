@@ -237,6 +237,12 @@ class Shutdown(Request):
     op = "shutdown"
 
 
+class CheckEnvs(Request):
+    """Check the configured Python envs on every device in the background (``envs add`` asks it)."""
+
+    op = "check_envs"
+
+
 REQUEST_TYPES: dict[str, type[Request]] = {t.op: t for t in Request.__subclasses__()}
 OPS = frozenset(REQUEST_TYPES)
 

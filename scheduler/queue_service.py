@@ -41,7 +41,6 @@ import json
 import logging
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -52,6 +51,22 @@ from typing import Any, Protocol
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler import dependencies as deps
+from gputray.scheduler.device_checks import (
+    DEVICES_SEEN_FILE,
+    DevicesSeen,
+    check_submit,
+    remembered_absent_note,
+    torch_device_keys,
+)
+from gputray.scheduler.env_choice import (
+    EnvChecking,
+    EnvChooser,
+    EnvMissing,
+    EnvReady,
+    EnvStatus,
+    ProbingChooser,
+    ResolverChooser,
+)
 from gputray.scheduler.envs import PythonEnv
 from gputray.scheduler.launch_env import (
     LaunchError,
@@ -68,7 +83,6 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
 from gputray.scheduler.placement import (
     CPU_INFO,
-    GENERIC_PREFS,
     DeviceState,
     GiveUp,
     Placement,
@@ -110,6 +124,7 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
+SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
 
 
 class Timer(Protocol):
@@ -128,6 +143,7 @@ class _Running:
     spec: TaskSpec
     pid: int
     out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
+    demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
 
 
 def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]) -> int | None:
@@ -170,11 +186,15 @@ def prepare_launch(
     queue_file: str = "",
     now_s: float = 0.0,
     vk_index_of: VkIndexResolver = default_vk_index,
+    on_cpu: bool = False,
 ) -> LaunchPlan:
     """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
     this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``vk_index_of`` (the
-    Vulkan loader). Raises LaunchError when the task cannot be rendered for that device."""
+    Vulkan loader). Raises LaunchError when the task cannot be rendered for that device.
+    ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
     spec = task.spec
+    if on_cpu:
+        info = dataclasses.replace(info, kind="cpu")  # build_env hides CUDA and HIP devices
     base_env = dict(spec.base_env) if spec.base_env is not None else dict(os.environ)  # the submitter's
     notes = [task.reason] if task.reason else []
     out: str | None = None
@@ -224,9 +244,12 @@ class QueueService(QueueEdits):
         on_event: Callable[[QueueEvent], None] | None = None,
         failed_needs: FailedNeeds | None = None,
         slots: Mapping[str, int] | None = None,
+        env_chooser: EnvChooser | None = None,
     ) -> None:
-        """``env_resolver(device_key, needs)`` picks the Python env for torch jobs (the doctor's
-        ``env_for_device``); None or no env → ``sys.executable``, said in the task's reason.
+        """``env_chooser`` finds the Python env of a torch job on a device (default: the doctor's
+        cache, checking envs without a result in the background, ``env_choice.ProbingChooser``);
+        ``env_resolver(device_key, needs)`` is a plain lookup used instead (it never probes). A torch
+        job never runs without an env: it waits, with the chooser's reason.
         ``failed_needs(device_key, needs)`` → which of the pending tasks' ``needs`` the doctor saw
         *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
         ``slots`` (the config's ``[devices.<name>] slots``): device name, key or ``cpu`` → how many
@@ -242,6 +265,12 @@ class QueueService(QueueEdits):
         super().__init__()
         self.slots = dict(slots or {})
         self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
+        if env_chooser is None and env_resolver is not None:
+            env_chooser = ResolverChooser(env_resolver)
+        self.env_chooser: EnvChooser = env_chooser or ProbingChooser(
+            devices=monitor.known_devices, on_change=lambda: self.request_dispatch(urgent=True)
+        )
+        self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
 
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
@@ -307,6 +336,7 @@ class QueueService(QueueEdits):
                 r.job.cancel("shutdown")
             for r in running:
                 r.job.wait(timeout=15)
+        self.env_chooser.close()
         if self._event_thread is not None:
             self._events.put(None)
             if self._event_thread is not threading.current_thread():
@@ -340,6 +370,7 @@ class QueueService(QueueEdits):
     def submit(self, spec: TaskSpec) -> TaskRecord:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
         check_runnable(spec)
+        self.check_devices(spec)
         deps.check_after(None, spec, self.store.view())
         rec = self.store.add(spec, now=self.clock())
         self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
@@ -359,6 +390,7 @@ class QueueService(QueueEdits):
             recipe=recipe,
             overrides=overrides,
         )
+        self.check_devices(*specs)
         for spec in specs:
             deps.check_after(None, spec, self.store.view())
         records = self.store.add_many(specs, now=self.clock())
@@ -482,9 +514,19 @@ class QueueService(QueueEdits):
                 self._record_waits([(r, Wait("the queue is paused")) for r in pending])
                 self._due_s = None
                 return
+            no_space = self.store.space_problem()
+            if no_space is not None:  # a job's log and its exit need room: start nothing until there is
+                self._record_waits(
+                    [(r, Wait(f"{no_space}: nothing starts until there is room")) for r in pending]
+                )
+                self._due_s = now + SPACE_RECHECK_S
+                return
             snapshot = self.monitor.latest
             wanted = frozenset(n for r in pending for n in r.spec.needs)
             devices = self._device_states(snapshot, needs=wanted)
+            torch_keys = torch_device_keys((r.spec for r in pending), devices)
+            if torch_keys:  # an env is looked up (checked) only where a torch task may run
+                devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
             result = plan(pending, devices, now_s=now)
             waits: builtins.list[tuple[TaskRecord, Wait]] = []
             due: builtins.list[float] = []
@@ -577,8 +619,9 @@ class QueueService(QueueEdits):
             if cols:
                 updates.append((task.id, cols))
         if updates:
-            # Only rows still pending: a cancel may have raced this pass.
-            self.store.update_many(updates, only_states=PENDING_STATES)
+            # Only rows still pending: a cancel may have raced this pass. Why a task waits is said again by
+            # the next pass: no need to wait for the disk (acknowledged submits are synced by the store).
+            self.store.update_many(updates, only_states=PENDING_STATES, sync=False)
         for task, wait in waits:
             if task.state == "queued":
                 self._emit(
@@ -598,7 +641,15 @@ class QueueService(QueueEdits):
         spec = task.spec
         now = self.clock()
         notes: builtins.list[str] = [decision.reason] if decision.reason else []
-        pyenv = self._python_env(spec, info, notes)
+        chosen = self._python_env(task, info)
+        if chosen is not None and not isinstance(chosen, EnvReady):
+            # The env went away since the pass began (a config change): the task waits, saying why.
+            self.store.compare_and_update(task.id, task.state, state="waiting", reason=chosen.reason)
+            self.request_dispatch()
+            return
+        pyenv = chosen.env if chosen is not None else None
+        if chosen is not None and chosen.on_cpu:
+            notes.insert(0, demo_note(info.name, done=False))
         log_path = self.paths.logs_dir / f"task-{task.id}.log"
         started = self.store.compare_and_update(
             task.id,
@@ -627,6 +678,7 @@ class QueueService(QueueEdits):
                 taken_outs={r.out for r in self._jobs.values() if r.out},
                 queue_file=str(self.store.path),
                 now_s=now,
+                on_cpu=chosen is not None and chosen.on_cpu,
             )
             job = launch(
                 list(launch_plan.argv),
@@ -643,36 +695,44 @@ class QueueService(QueueEdits):
             )
             self._emit("failed", failed, f"{failed.name} could not start: {exc}")
             return
-        self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, launch_plan.out)
+        demo_for = info.name if chosen is not None and chosen.on_cpu else None
+        self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
         self._names_used[info.key] = info.name
         started = self.store.update(task.id, pid=job.pid, pid_create_time=job.create_time)
         self.monitor.job_started(
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
         )
         where = "the CPU" if info.kind == "cpu" else info.name
+        if demo_for is not None:
+            where = f"the CPU (demo: in place of {demo_for})"
         if decision.redirected:
             self._emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
             self._emit("started", started, f"{spec.name} started on {where}")
 
-    def _python_env(self, spec: TaskSpec, info: DeviceInfo, notes: builtins.list[str]) -> PythonEnv | None:
-        """A torch task's Python: the env the doctor found working on the device, else gputray's own
-        (``PythonEnv`` without a name), said in ``notes``. None for other kinds."""
-        if spec.kind != "torch":
+    def _with_env_status(self, dev: DeviceState) -> DeviceState:
+        """The device as torch tasks see it: whether an env is checked there now, or none works."""
+        try:
+            status = self.env_chooser.status(dev.info)
+        except Exception as exc:  # the doctor's lookups must not stop the queue
+            log.exception("env lookup failed")
+            return dataclasses.replace(dev, torch_no_env=f"env lookup failed ({exc})")
+        if isinstance(status, EnvChecking):
+            return dataclasses.replace(dev, torch_checking=status.reason)
+        if isinstance(status, EnvMissing):
+            return dataclasses.replace(dev, torch_no_env=status.reason)
+        return dev
+
+    def _python_env(self, task: TaskRecord, info: DeviceInfo) -> EnvStatus | None:
+        """A torch task's env on the device (an ``EnvReady``, or why there is none now); None for other
+        kinds of task, which run what they name."""
+        if task.spec.kind != "torch":
             return None
-        pyenv = None
-        if self.env_resolver is not None:
-            try:
-                pyenv = self.env_resolver(info.key, spec.needs)
-            except Exception as exc:  # the doctor's lookup must not stop the queue
-                notes.append(f"env lookup failed ({exc})")
-        if pyenv is None:
-            where = "CPU" if info.kind == "cpu" else info.name
-            notes.append(
-                f"no Python env is known to work on {where}: using gputray's own Python ({sys.executable})"
-            )
-            return PythonEnv("", Path(sys.executable), {})
-        return pyenv
+        try:
+            return self.env_chooser.status(info, task.spec.needs)
+        except Exception as exc:
+            log.exception("env lookup failed")
+            return EnvMissing(f"env lookup failed ({exc})")
 
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one."""
@@ -691,6 +751,9 @@ class QueueService(QueueEdits):
                 return
             reason = job.kill_reason
             base = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
+            demo: dict[str, str] = {}
+            if running is not None and running.demo_for is not None:
+                demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
             if reason == "cancelled":
                 new = self.store.update(task_id, state="cancelled", reason="cancelled while running", **base)
                 self._emit("cancelled", new, f"{new.name} cancelled")
@@ -703,8 +766,11 @@ class QueueService(QueueEdits):
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
-                new = self.store.update(task_id, state="succeeded", **base)
-                self._emit("finished", new, f"{new.name} finished on {self._device_name(device)}")
+                new = self.store.update(task_id, state="succeeded", **base, **demo)
+                where = self._device_name(device)
+                if running is not None and running.demo_for is not None:
+                    where = f"the CPU (demo: in place of {running.demo_for})"
+                self._emit("finished", new, f"{new.name} finished on {where}")
             else:
                 if reason == "timeout":
                     why = f"timed out after {rec.spec.timeout_s:g} s"
@@ -722,6 +788,7 @@ class QueueService(QueueEdits):
         with self._lock:
             running = list(self._jobs.values())
         present = {r.info.key: r.sample.state for r in snapshot.readings}
+        self.devices_seen.note(r.info for r in snapshot.readings)
         # Snapshots in a row each device was missing from: counted once per snapshot and per device
         # (not per job), and cleared when it shows again, whether or not a job runs there now.
         watched = set(self._absent_ticks) | {r.device for r in running if r.device != "cpu"}
@@ -919,15 +986,24 @@ class QueueService(QueueEdits):
         keys = [r.info.key for r in snapshot.readings] if snapshot is not None else []
         return [*keys, "cpu"]
 
-    def unknown_device_names(self, prefs: Sequence[str]) -> builtins.list[str]:
-        """Device names in ``prefs`` that match no device present now: a typo like ``5060it`` would
-        otherwise be skipped quietly (redirected or waited on). Words such as ``nvidia`` or
-        ``integrated`` are never reported; nothing is said before the first sample."""
+    def absent_device_notes(self, spec: TaskSpec) -> builtins.list[str]:
+        """For each device the task names that was seen before but is not present now (an unplugged
+        eGPU): that it waits for it. (Names that match nothing at all are refused at submit.)"""
         snapshot = self.monitor.latest
         if snapshot is None:
             return []
-        devices = self._device_states(snapshot)
-        return [p for p in prefs if p.strip().lower() not in GENERIC_PREFS and not resolve_pref(p, devices)]
+        present = self._device_states(snapshot)
+        return remembered_absent_note(spec.device_prefs, present, self.devices_seen.remembered())
+
+    def check_devices(self, *specs: TaskSpec) -> None:
+        """Refuse device names that match nothing present or seen before (``--device 4090``) and a
+        memory request larger than every device the task may use (``device_checks``)."""
+        snapshot = self.monitor.latest
+        if snapshot is None:
+            return
+        present, seen = self._device_states(snapshot), self.devices_seen.remembered()
+        for spec in specs:
+            check_submit(spec, present, seen)
 
     def _device_key(self, name: str) -> str:
         snapshot = self.monitor.latest
@@ -963,6 +1039,23 @@ class QueueService(QueueEdits):
             write_paused(self.paths.data_dir, self._paused_all, self._paused_devices)
         except OSError:
             log.exception("could not save the pause state")
+
+
+def demo_note(device_name: str, *, done: bool) -> str:
+    """What a torch job on a simulated GPU says: it runs (ran) on the CPU instead."""
+    return f"demo: {'ran' if done else 'running'} on the CPU in place of {device_name}"
+
+
+def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
+    """The reason of a demo job that ended (its note in the past tense), also written to its log."""
+    done = demo_note(device_name, done=True)
+    if log_path:
+        try:
+            with open(log_path, "a", encoding="utf-8") as f:
+                f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
+        except OSError:
+            log.warning("could not append to %s", log_path)
+    return reason.replace(demo_note(device_name, done=False), done) if reason else done
 
 
 def _signal_name(number: int) -> str:

@@ -47,6 +47,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return _client_call(lambda a: _print_stop(_ask("shutdown")), args)
     from gputray.monitor.scenario import ScenarioError
     from gputray.scheduler.owner import Owner
+    from gputray.scheduler.paths import FolderError
+    from gputray.scheduler.store import StoreError
 
     paths = app_paths()
     log_file = _setup_daemon_logging(args.log_level)
@@ -62,7 +64,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         owner.start()
     except ipc.OwnerAlreadyRunning as exc:
         return error(f"{exc}", EXIT_REFUSED)
-    except (ScenarioError, ipc.UnsafeIpcLocation) as exc:
+    # A bad scenario, an unsafe socket folder, a read-only or damaged data folder: said, not a traceback.
+    except (ScenarioError, ipc.UnsafeIpcLocation, StoreError, FolderError) as exc:
         return error(str(exc), EXIT_REFUSED)
 
     def on_signal(signum: int, frame: object) -> None:

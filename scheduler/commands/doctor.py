@@ -46,6 +46,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--no-bench", action="store_true", help="only prove a real op runs; skip the figures")
     parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="also list the demo's simulated RTX 5060 Ti + Radeon 780M (torch jobs placed there run on the "
+        "CPU); implied when the running gputray is a demo",
+    )
+    parser.add_argument(
         "--timeout",
         type=positive_seconds,
         default=DEFAULT_TIMEOUT_S,
@@ -136,6 +142,36 @@ def render_envs(envs: Sequence[PythonEnv], pairs: Sequence[PairResult]) -> str:
     return "\n".join(lines)
 
 
+def simulated_rows(pairs: Sequence[PairResult]) -> list[dict[str, Any]]:
+    """The demo's GPUs: simulated, so a torch job placed there runs on the CPU, in the first env that
+    works on the CPU (None: no env with torch yet)."""
+    from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
+
+    on_cpu = next((p.env_name for p in pairs if p.device_key == "cpu" and p.works), None)
+    return [
+        {"key": d.key, "name": d.name, "simulated": True, "runs_on": "cpu", "env": on_cpu}
+        for d in (RTX_5060_TI, RADEON_780M)
+    ]
+
+
+def render_simulated(rows: Sequence[dict[str, Any]]) -> str:
+    from gputray.scheduler.env_choice import ADD_ENV_HINT
+
+    lines = ["Simulated GPUs (demo; they cannot run kernels):"]
+    for row in rows:
+        where = f"in {row['env']}" if row["env"] else f"once an env with torch is added: {ADD_ENV_HINT}"
+        lines.append(f"  {row['name']}: simulated — torch jobs placed here run on the CPU {where}")
+    return "\n".join(lines)
+
+
+def _demo_wanted(args: argparse.Namespace) -> bool:
+    if args.demo:
+        return True
+    from gputray.scheduler.commands.devices import _owner_is_demo
+
+    return _owner_is_demo()
+
+
 def _when(pairs: Sequence[PairResult]) -> str | None:
     cached = [p.probed_at_s for p in pairs if p.from_cache and p.probed_at_s]
     if not cached:
@@ -190,12 +226,16 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         progress=progress,
     )
+    simulated = simulated_rows(pairs) if _demo_wanted(args) else []
     if args.json:
-        print_json(doc_json(envs, devices, pairs))
+        print_json({**doc_json(envs, devices, pairs), "simulated": simulated})
         return 0
     print(render_envs(envs, pairs))
     print()
     print(render_table(pairs))
+    if simulated:
+        print()
+        print(render_simulated(simulated))
     note = _when(pairs)
     if note:
         print()

@@ -38,6 +38,17 @@ def device_label(device: str | None, names: Mapping[str, str]) -> str:
     return names.get(device, device)
 
 
+def reason_shown(t: TaskDict) -> str:
+    """The task's reason, with its exit status where the reason does not already say how it ended."""
+    reason = str(t.get("reason") or "")
+    code = t.get("exit_code")
+    if t.get("state") != "failed" or code is None:
+        return reason
+    if f"status {code}" in reason or "signal" in reason or "timed out" in reason:
+        return reason
+    return f"exit {code}" + (f"; {reason}" if reason else "")
+
+
 def epoch_of(value: Any) -> float | None:
     """A task time as ``to_json`` gives it (ISO 8601 UTC) → epoch seconds; None when absent."""
     if isinstance(value, int | float):
@@ -96,9 +107,6 @@ def _cut(text: str, width: int) -> str:
 def _rows(tasks: Sequence[TaskDict], names: Mapping[str, str], now_s: float, short: bool) -> list[list[str]]:
     rows = [list(HEADERS)]
     for t in tasks:
-        reason = t.get("reason") or ""
-        if t.get("exit_code") is not None and t["state"] in ("failed", "succeeded"):
-            reason = f"exit {t['exit_code']}" + (f"; {reason}" if reason else "")
         rows.append(
             [
                 str(t["id"]),
@@ -110,7 +118,7 @@ def _rows(tasks: Sequence[TaskDict], names: Mapping[str, str], now_s: float, sho
                 when(t.get("ended_at"), now_s, short=short),
                 duration(t, now_s),
                 shown(str(t.get("name", ""))),
-                shown(reason),
+                shown(reason_shown(t)),
             ]
         )
     return rows

@@ -1,5 +1,5 @@
 """``gputray queue`` and ``gputray logs``. Without ``--watch`` / ``--follow`` they still answer when no
-owner runs: they read the queue file read-only (``store.read_saved_tasks``) and the log files, and say
+owner runs: they read the queue file read-only (``store.read_saved_queue``) and the log files, and say
 so on stderr."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from gputray.scheduler.commands.client import (
     format_tasks,
     print_task_json,
 )
-from gputray.scheduler.commands.common import error, positive_seconds
+from gputray.scheduler.commands.common import error, positive_seconds, shown
 from gputray.scheduler.commands.listing import TaskFilter, format_devices, parse_filter, terminal_width
 from gputray.scheduler.paths import app_paths
 
@@ -143,12 +143,15 @@ def _saved_paused(paths: Any) -> dict[str, bool]:
 def _saved_queue(args: argparse.Namespace) -> int:
     """`gputray queue` without an owner: the queue file, read-only, in the owner's format (slots and
     device names are the owner's to know: CPU is named, the rest by key)."""
-    from gputray.scheduler.store import read_saved_tasks
+    from gputray.scheduler.store import read_saved_queue
 
     wanted = _task_filter(args)
     paths = app_paths()
-    records = read_saved_tasks(paths.queue_db, include_finished=bool(args.all or wanted is not None))
+    saved = read_saved_queue(paths.queue_db, include_finished=bool(args.all or wanted is not None))
+    records = saved.tasks
     print(f"gputray: {NO_OWNER_NOTE}", file=sys.stderr)
+    for note in saved.notes:  # a damaged file, a row that is no task: the rest is shown all the same
+        print(f"gputray: note: {shown(note)}", file=sys.stderr)
     paused = _saved_paused(paths)
     names = {"cpu": "CPU"}
     tasks = [{**r.to_json(), "device_name": names.get(r.device or "")} for r in records]

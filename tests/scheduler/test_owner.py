@@ -146,22 +146,26 @@ def test_pause_resolves_device_names(owner: Owner, client: ipc.IpcClient) -> Non
     assert client.request("resume", device="780m")["paused"].get(AMD) is not True
 
 
-def test_a_device_name_that_matches_nothing_is_queued_with_a_note(
+def test_a_device_name_that_matches_nothing_is_refused_with_the_closest(
     owner: Owner, client: ipc.IpcClient, tmp_path: Path
 ) -> None:
     wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
-    result = client.request(
-        "run",
-        argv=[PY, "-c", "pass"],
-        cwd=str(tmp_path),
-        overrides={"device_prefs": ["5060it", "nvidia", "780m", "cpu"], "on_busy": "wait"},
+    with pytest.raises(ipc.RemoteError) as err:
+        client.request(
+            "run",
+            argv=[PY, "-c", "pass"],
+            cwd=str(tmp_path),
+            overrides={"device_prefs": ["5060it", "nvidia", "780m", "cpu"], "on_busy": "wait"},
+        )
+    assert err.value.message == (
+        "python: no device matches '5060it'; closest: GeForce RTX 5060 Ti (5060ti); known: "
+        f"GeForce RTX 5060 Ti (5060ti, {NVIDIA}), Radeon 780M (780m, {AMD}), cpu — see `gputray devices`"
     )
-    (task,) = result["tasks"]
-    assert result["notes"] == [f"#{task['id']}: no device here matches '5060it' (see `gputray devices`)"]
+    assert client.request("queue", all=True)["tasks"] == []  # nothing was queued
     fine = client.request(
         "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["780m", "amd"]}
     )
-    assert fine["notes"] == []
+    assert fine["notes"] == [] and len(fine["tasks"]) == 1
 
 
 def test_schedules_round_trip(client: ipc.IpcClient, tmp_path: Path) -> None:
@@ -381,6 +385,7 @@ def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
     """A doctor cache written by the doctor's own code: fp16 failed on the 780M. An fp16 task goes
     elsewhere, or gives up when only the 780M may run it; bf16 (passed) and unmeasured needs run."""
     from gputray.scheduler import doctor
+    from gputray.scheduler.doctor_cache import record_results
     from gputray.scheduler.envs import add_env
 
     env = add_env(Path(PY), name="rocm", check=False)
@@ -390,8 +395,7 @@ def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
     facts = doctor._EnvFacts("2.9.0+rocm7.1", None, "7.1", time.time(), True)
     pair = doctor.pair_from_device(env, RADEON_PROBE, known, facts)
     assert pair.device_key == AMD and not pair.passes("fp16") and pair.passes("bf16")
-    driver = doctor._driver_for(pair.vendor, doctor.driver_versions())
-    doctor._save_cache(doctor.cache_file(), [doctor._CacheEntry(fp, driver, True, pair)])
+    record_results(doctor.cache_file(), fp, [pair], doctor.driver_versions(), bench=True)
     assert [p.device_key for p in doctor.cached_results()] == [AMD]
 
     def run(needs: list[str], devices: list[str], on_busy: str = "redirect") -> dict[str, Any]:

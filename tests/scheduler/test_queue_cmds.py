@@ -108,6 +108,31 @@ def test_listing_shows_state_device_and_why() -> None:
     assert client.format_tasks([]) == "the queue is empty"
 
 
+def test_listing_shows_the_env_and_says_each_fact_once() -> None:
+    """The env a torch task runs in is a column; an exit status the reason states is not said twice,
+    and a task that succeeded shows no exit code."""
+    base = {"device": "cpu", "name": "train.py"}
+    tasks = [
+        {
+            **base,
+            "id": 1,
+            "state": "failed",
+            "env": "cu128",
+            "reason": "exited with status 1",
+            "exit_code": 1,
+        },
+        {**base, "id": 2, "state": "succeeded", "env": "cu128", "reason": "", "exit_code": 0},
+        {**base, "id": 3, "state": "failed", "env": None, "reason": "", "exit_code": 3},
+    ]
+    header, failed, ok, bare = client.format_tasks(tasks).splitlines()
+    env_at = header.index("ENV")
+    assert failed[env_at:].startswith("cu128") and ok[env_at:].startswith("cu128")
+    assert bare[env_at:].startswith("-")
+    assert failed.endswith("exited with status 1") and "exit 1" not in failed
+    assert "exit" not in ok
+    assert bare.endswith("exit 3")
+
+
 def test_listing_names_the_gpu_when_the_owner_knows_it() -> None:
     task = {"id": 3, "name": "a.py", "state": "running", "device": "pci:0000:64:00.0", "exit_code": None}
     named = client.format_tasks([task], {"pci:0000:64:00.0": "Radeon 780M"}).splitlines()[1]
@@ -116,16 +141,16 @@ def test_listing_names_the_gpu_when_the_owner_knows_it() -> None:
 
 
 def test_listing_columns_line_up_with_japanese_names() -> None:
-    base = {"state": "succeeded", "device": "cpu", "exit_code": 0}
+    base = {"state": "failed", "device": "cpu", "exit_code": 2}
     tasks = [
-        {**base, "id": 1, "name": "学習 スクリプト.py", "reason": "ok"},
+        {**base, "id": 1, "name": "学習 スクリプト.py", "reason": "oops"},
         {**base, "id": 2, "name": "a.py"},
     ]
     header, first, second = client.format_tasks(tasks).splitlines()
     # REASON starts in the same terminal column on every line (a CJK character is two columns wide).
     column = header.index("REASON")
-    assert terminal_cells(first[: first.index("exit 0")]) == column
-    assert terminal_cells(second[: second.index("exit 0")]) == column
+    assert terminal_cells(first[: first.index("exit 2")]) == column
+    assert terminal_cells(second[: second.index("exit 2")]) == column
 
 
 def test_names_with_newlines_or_escape_sequences_stay_one_line_and_harmless() -> None:
@@ -370,10 +395,11 @@ def test_listing_fits_80_columns_and_widens_when_there_is_room() -> None:
     assert row[:3] == ["12", "running", "5"] and "cu128" in narrow[1] and "…" in narrow[1]
     assert dt.datetime.fromtimestamp(NOW_S - 125).strftime("%H:%M") in narrow[1]  # local time, today
     assert "2:05" in narrow[1]  # running for 2 min 5 s
-    assert "1:02:05" in narrow[2] and "exit 4" in narrow[2] and "-3" in narrow[2]
+    assert "1:02:05" in narrow[2] and "exited with" in narrow[2] and "-3" in narrow[2]
     wide = client.format_tasks(_listed(), names, width=240, now_s=NOW_S).splitlines()
     assert "train a very long model name.py" in wide[1] and "more words" in wide[1]
     assert "GeForce RTX 5060 Ti" in wide[1]
+    assert "exited with status 4" in wide[2] and "exit 4" not in wide[2]  # the status is said once
     assert dt.datetime.fromtimestamp(NOW_S - 86_400 * 3).strftime("%m-%d %H:%M") in wide[2]  # another day
     assert client.format_tasks(_listed(), names, now_s=NOW_S) == "\n".join(wide)  # a pipe: in full
 

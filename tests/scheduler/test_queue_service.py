@@ -137,7 +137,11 @@ def test_wait_redirect_and_cpu_with_the_environment_each_job_gets(harness: Calla
     h.until(lambda: q.get(waits.id).state == "waiting")
 
     w = q.get(waits.id)
-    assert w.reason == "waiting for GeForce RTX 5060 Ti: llama-server holds 14.0 GiB and is active"
+    assert re.fullmatch(
+        r"waiting for GeForce RTX 5060 Ti: llama-server holds 14\.0 GiB and the GPU is at \d+ % "
+        r"\(busy above 30 %\)",
+        w.reason,
+    )
     m = q.get(moves.id)
     assert m.device == AMD and m.exit_code == 0 and m.attempts == 1
     assert m.reason.startswith("redirected to Radeon 780M: GeForce RTX 5060 Ti busy (llama-server")
@@ -173,7 +177,8 @@ def test_a_waiting_job_starts_when_the_external_load_ends(harness: Callable[...,
         h.tick(step)
     q.dispatch()
     assert re.fullmatch(
-        r"waiting for GeForce RTX 5060 Ti: llama-server uses 14\.2 GiB, \d+ %", q.get(rec.id).reason
+        r"waiting for GeForce RTX 5060 Ti: llama-server uses 14\.2 GiB; above 30 % for 10 s; now \d+ %",
+        q.get(rec.id).reason,
     )
     h.tick(14)  # t = 25: the LLM server has gone, the free window starts
     h.tick(6)  # t = 31: free for 6 s
@@ -460,7 +465,7 @@ def test_a_missing_tool_is_refused_at_submit_and_nothing_is_queued(
     assert q.list() == []
 
 
-def test_torch_scripts_use_the_env_for_the_device_or_say_they_fell_back(
+def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
     harness: Callable[..., Harness], tmp_path: Path
 ) -> None:
     script = tmp_path / "my script.py"
@@ -476,15 +481,23 @@ def test_torch_scripts_use_the_env_for_the_device_or_say_they_fell_back(
     h = harness(env_resolver=resolver)
     q = h.start()
     (on_amd,) = q.submit_files([script], overrides={"devices": ["780m"]})
-    (on_cpu,) = q.submit_files([script], overrides={"devices": ["cpu"], "needs": ["fp16"]})
+    (cpu_only,) = q.submit_files([script], overrides={"devices": ["cpu"], "on_busy": "wait"})
+    (moved,) = q.submit_files([script], overrides={"devices": ["cpu"], "needs": ["fp16"]})  # redirect
     h.until(h.state(on_amd.id, "succeeded"))
-    h.until(h.state(on_cpu.id, "succeeded"))
+    h.until(h.state(moved.id, "succeeded"))
     amd = q.get(on_amd.id)
     assert amd.env == "rocm" and h.job_env(amd)["HSA_OVERRIDE_GFX_VERSION"] == "11.0.0"
-    cpu = q.get(on_cpu.id)
-    assert cpu.env is None
-    assert cpu.reason == f"no Python env is known to work on CPU: using gputray's own Python ({PY})"
-    assert ("cpu", ("fp16",)) in seen
+    assert "gputray's own Python" not in amd.reason
+    # No env on the CPU: the CPU-only task waits (never runs without torch) ...
+    h.until(lambda: q.get(cpu_only.id).reason == "no Python env is known to work on the CPU")
+    assert q.get(cpu_only.id).state == "waiting" and q.get(cpu_only.id).log_path is None
+    # ... and the redirecting one goes where an env works.
+    done = q.get(moved.id)
+    assert done.env == "rocm" and done.device == AMD
+    assert done.reason == (
+        "redirected to Radeon 780M: CPU cannot run it (no Python env is known to work on the CPU)"
+    )
+    assert ("cpu", ()) in seen and (AMD, ("fp16",)) in seen
 
 
 def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(

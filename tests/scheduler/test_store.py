@@ -65,11 +65,16 @@ def test_a_newer_schema_is_refused_not_damaged(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 99
 
 
-def test_a_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
+def test_a_garbage_file_is_kept_beside_a_fresh_queue_with_a_note(tmp_path: Path) -> None:
     db = tmp_path / "q.db"
-    db.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match="unreadable"):
-        TaskStore(db)
+    garbage = b"this is not a database" * 100
+    db.write_bytes(garbage)
+    store = TaskStore(db)
+    assert store.list() == [] and store.add(spec()).id == 1
+    (kept,) = tmp_path.glob("q.db.damaged-*")
+    assert kept.read_bytes() == garbage
+    assert store.recovery_note is not None
+    assert "not an SQLite database" in store.recovery_note and str(kept) in store.recovery_note
 
 
 def test_retry_policy_requeues_with_doubling_backoff_then_fails(tmp_path: Path) -> None:
@@ -153,6 +158,24 @@ def test_recovery_never_kills_a_reused_pid(tmp_path: Path) -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="zombies are POSIX")
+def test_recovery_does_not_claim_to_stop_a_job_that_had_already_ended(tmp_path: Path) -> None:
+    """A job that ended while no owner was up may linger as a zombie until it is reaped: recovery
+    must not say "its leftover process was stopped" about it."""
+    job = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    try:
+        wait_for(lambda: psutil.Process(job.pid).status() == psutil.STATUS_ZOMBIE, what="the job to end")
+        store = TaskStore(tmp_path / "q.db")
+        rec = store.add(spec())
+        create_time = psutil.Process(job.pid).create_time()
+        store.update(rec.id, state="running", attempts=1, pid=job.pid, pid_create_time=create_time)
+        (r,) = store.recover_after_crash()
+        assert not r.killed_orphan
+        assert "leftover process" not in store.get(rec.id).reason
+    finally:
+        job.wait()
 
 
 def _gone(pid: int) -> bool:
