@@ -116,7 +116,7 @@ def main(n: int = 10_000, concurrent_n: int = 8_000) -> int:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-c", "pass"], env=env, check=False)
             bare_s = time.perf_counter() - t0
-        listed = len(json.loads(out.stdout)) if out.returncode == 0 else -1
+        listed = len(json.loads(out.stdout)["tasks"]) if out.returncode == 0 else -1
         rss = psutil.Process(d.proc.pid).memory_info().rss
     print(f"submitted {n} tasks over the socket in {submit_s:.2f} s: {n / submit_s:,.0f}/s (goal ≥ 1,000/s)")
     print(

@@ -36,6 +36,11 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   logs       print (or --follow) a task's log
   cancel     cancel tasks; a running one is stopped with its process tree
   retry      queue a failed, cancelled or interrupted task again
+  wait       wait until tasks end; exit with their exit status
+  edit       change a task that has not started (priority, device, time, name ...)
+  move       reorder the queue: --top, --bottom, --before ID, --after ID
+  remove     forget tasks and delete their logs
+  clean      forget ended tasks (--older-than 7d, --state failed) and their logs
   pause      stop starting tasks on a device (or all)
   resume     start tasks again on a device (or all)
   schedule   submit a task file on a cron schedule

@@ -111,6 +111,15 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("task #{id} changed state meanwhile; try again")),
     _t(tr_noop("task #{id} is {state}; only queued or waiting tasks move"), "state"),
     _t(tr_noop("task #{id} is {state}; retry is for finished tasks"), "state"),
+    # scheduler/dependencies.py and queue_edits.py: --after, move
+    _t(tr_noop("dependency {dep} failed: {why}"), "why"),
+    _t(tr_noop("dependency {dep} cancelled: {why}"), "why"),
+    _t(tr_noop("because of its own {why}"), "why"),
+    _t(tr_noop("waits for {deps} to succeed")),
+    _t(tr_noop("waits for {deps} to end")),
+    _t(tr_noop("queued again: #{id} was queued again")),
+    _t(tr_noop("task #{id} cannot move next to itself")),
+    _t(tr_noop("task #{id} is {state}; tasks move among queued or waiting ones"), "state"),
     # scheduler/recipes.py: submit errors and the shipped recipes' words
     _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH. Get it: {hint}."), "hint"),
     _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH.")),
@@ -367,6 +376,19 @@ def _duration(value: str) -> str:
     return value
 
 
+_DEPENDENCY = re.compile(r"^(#\d+ .+) \((\w+)\)$")
+
+
+def _dependencies(value: str) -> str:
+    """``#2 'b' (running), #3 'c' (queued)`` (dependencies.py's list) with each state translated; a
+    name holding ", " only leaves its states in English."""
+    out = []
+    for part in value.split(", "):
+        m = _DEPENDENCY.match(part)
+        out.append(part if m is None else f"{m.group(1)} ({_translate_sentence(m.group(2), 1)})")
+    return ", ".join(out)
+
+
 def _fill(template: Template, m: re.Match[str], depth: int) -> str:
     values = {
         k: (_translate_sentence(v, depth + 1) if k in template.nested else v)
@@ -374,6 +396,8 @@ def _fill(template: Template, m: re.Match[str], depth: int) -> str:
     }
     if "duration" in values:
         values["duration"] = _duration(values["duration"])
+    if "deps" in values:
+        values["deps"] = _dependencies(values["deps"])
     translated = tr(template.source)
     try:
         return translated.format(**values)

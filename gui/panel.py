@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import (
@@ -240,6 +241,8 @@ class DeviceCard(QFrame):
         self.pause_button = QToolButton(self)
         self.pause_button.setCheckable(True)
         self.pause_button.toggled.connect(self._on_pause)
+        self.jobs_label = QLabel(self)
+        self._jobs: tuple[int, int] | None = None  # (running, slots), from the queue
         top.addWidget(self.swatch)
         top.addWidget(self.name_label, 1)
         top.addWidget(self.metrics_label)
@@ -253,6 +256,7 @@ class DeviceCard(QFrame):
         memory_row = QHBoxLayout()
         memory_row.addWidget(self.memory_label, 1)
         memory_row.addWidget(self.extras_label)
+        memory_row.addWidget(self.jobs_label)  # beside the memory: the top row is the widest already
         layout.addLayout(memory_row)
         self.sparkline = Sparkline(self)
         layout.addWidget(self.sparkline)
@@ -277,6 +281,8 @@ class DeviceCard(QFrame):
         fm = self.metrics_label.fontMetrics()
         self.metrics_label.setMinimumWidth(fm.horizontalAdvance("100 %  ·  100 °C  ·  888 W") + 4)
         self.processes_label.set_own_tooltip(tr("Right-click to stop a process of yours"))
+        self.jobs_label.setToolTip(tr("Jobs running / slots (config: [devices.<name>] slots = N)"))
+        self._render_jobs()
         self._render()
 
     def restyle(self) -> None:
@@ -307,6 +313,17 @@ class DeviceCard(QFrame):
             self.pause_button.setChecked(paused)
             self.pause_button.setText(tr("Resume") if paused else tr("Pause"))
             self.pause_button.blockSignals(False)
+
+    def set_jobs(self, running: int, slots: int) -> None:
+        self._jobs = (running, slots)
+        self._render_jobs()
+
+    def _render_jobs(self) -> None:
+        if self._jobs is None:
+            self.jobs_label.setText("")
+            return
+        running, slots = self._jobs
+        self.jobs_label.setText(tr("jobs {running}/{slots}").format(running=running, slots=slots))
 
     # -- data ------------------------------------------------------------------------------------------
     def update_reading(
@@ -460,6 +477,7 @@ class Panel(QWidget):
         self.pinned = windowed
         self.cards: dict[str, DeviceCard] = {}
         self._paused_all = False
+        self._jobs: dict[str, tuple[int, int]] = {}  # device key -> (running, slots), from the queue
         self._notice: NoticeFn | None = None
         self._snapshot: Snapshot | None = None
         self._history: HistoryFn | None = None
@@ -746,6 +764,8 @@ class Panel(QWidget):
             if card is None:
                 card = DeviceCard(r.info.key, self.content)
                 card.pause_toggled.connect(self._on_card_pause)
+                if r.info.key in self._jobs:
+                    card.set_jobs(*self._jobs[r.info.key])
                 card.stop_process_requested.connect(self.stop_process_requested)
                 self.cards[r.info.key] = card
                 self.devices_box.insertWidget(i + 1, card)
@@ -773,7 +793,23 @@ class Panel(QWidget):
             return ""
         cpu = "–" if h.cpu_percent is None else f"{h.cpu_percent:.0f} %"
         ram = fmt_gib(h.ram_used_bytes, h.ram_total_bytes)
-        return tr("CPU {cpu}  ·  RAM {ram}").format(cpu=cpu, ram=ram)
+        return tr("CPU {cpu}  ·  RAM {ram}").format(cpu=cpu, ram=ram) + self._cpu_jobs()
+
+    def _cpu_jobs(self) -> str:
+        if "cpu" not in self._jobs:
+            return ""
+        running, slots = self._jobs["cpu"]
+        return "  ·  " + tr("jobs {running}/{slots}").format(running=running, slots=slots)
+
+    def set_jobs(self, devices: Iterable[Mapping[str, Any]]) -> None:
+        """Jobs running / slots per device, from the queue listing (``QueueService.devices``)."""
+        for d in devices:
+            key, running, slots = d.get("key"), d.get("running"), d.get("slots")
+            if isinstance(key, str) and isinstance(running, int) and isinstance(slots, int):
+                self._jobs[key] = (running, slots)
+                if key in self.cards:
+                    self.cards[key].set_jobs(running, slots)
+        self.host_label.setText(self._host_text())
 
     def set_paused(self, paused_all: bool, devices: Iterable[str]) -> None:
         self._paused_all = paused_all

@@ -376,6 +376,7 @@ class TrayApp(QObject):
             return
         self.model.apply(result.get("tasks", []))
         self._apply_paused(result.get("paused"))
+        self.panel.set_jobs(result.get("devices") or [])
         self.panel.update_queue_label()
 
     def _apply_paused(self, value: Any) -> None:

@@ -138,3 +138,47 @@ def monitor_settings(config: Mapping[str, Any] | None = None) -> tuple[BusyThres
     for problem in settings.problems:
         log.warning("%s", problem)
     return settings.thresholds, settings.interval_s
+
+
+MAX_SLOTS = 64
+
+
+def read_device_slots(
+    config: Mapping[str, Any], *, source: str = "the config"
+) -> tuple[dict[str, int], list[str]]:
+    """``[devices.<name>] slots = N`` → {name: N} (a key, a name fragment like ``5060ti``, or ``cpu``),
+    and the problems found (a bad value is reported and that device keeps one slot)."""
+    problems: list[str] = []
+    table = config.get("devices", {})
+    if not isinstance(table, Mapping):
+        return {}, [f"{source}: [devices] must be a table of [devices.<name>] tables, not {table!r}"]
+    out: dict[str, int] = {}
+    for name, entry in table.items():
+        if not isinstance(entry, Mapping):
+            problems.append(f"{source}: devices.{name} must be a table like `slots = 2`, not {entry!r}")
+            continue
+        value = entry.get("slots")
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SLOTS:
+            problems.append(
+                f"{source}: devices.{name}.slots = {value!r} is not a whole number "
+                f"from 1 to {MAX_SLOTS}; using 1"
+            )
+            continue
+        out[str(name)] = value
+    return out, problems
+
+
+def device_slots(config: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """The config's slots per device, as the queue takes them; problems are logged, never fatal."""
+    source = str(app_paths().config_file)
+    try:
+        config = load_config() if config is None else config
+    except ConfigError:
+        log.exception("the config cannot be read: one job per device")
+        config = {}
+    slots, problems = read_device_slots(config, source=source)
+    for problem in problems:
+        log.warning("%s", problem)
+    return slots

@@ -59,13 +59,15 @@ def act(paths: Paths, fn: Callable[[OfflineQueue], _T], *, lock_wait_s: float = 
         lock.release()
 
 
-def requeue_changes(now_s: float, position: float) -> dict[str, Any]:
-    """What ``retry`` writes: queued again at ``position`` (the end), attempts counted afresh. The
-    owner's queue writes the same (``QueueService.retry``)."""
+def requeue_changes(
+    rec: TaskRecord, reason: str = "queued again by request", *, now_s: float, position: float
+) -> dict[str, Any]:
+    """What ``retry`` writes: queued again at ``position`` (the end); attempts count on ("attempt 2")
+    while its automatic retries start afresh. The owner's queue writes the same (``QueueService``)."""
     return dict(
         state="queued",
-        reason="queued again by request",
-        attempts=0,
+        reason=reason,
+        attempts_before=rec.attempts,
         exit_code=None,
         started_at=None,
         ended_at=None,
@@ -161,7 +163,9 @@ class OfflineQueue:
         if rec.state in PENDING_STATES or rec.state == "running":
             raise OfflineRefusal(f"task #{task_id} is {rec.state}; retry is for finished tasks")
         new = self.store.compare_and_update(
-            task_id, rec.state, **requeue_changes(self.store.clock(), self.store.next_position())
+            task_id,
+            rec.state,
+            **requeue_changes(rec, now_s=self.store.clock(), position=self.store.next_position()),
         )
         if new is None:
             raise OfflineRefusal(f"task #{task_id} changed state meanwhile; try again")

@@ -178,6 +178,7 @@ class Owner:
             self._monitor.start()
             self._take_queue_lock()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
+            from gputray.scheduler.config import device_slots
             from gputray.scheduler.doctor_cache import DoctorNeeds
 
             self._queue = QueueService(
@@ -188,6 +189,7 @@ class Owner:
                 env_resolver=self.env_resolver,  # None: the doctor's cache, checking envs in the background
                 failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
                 on_event=self._event,
+                slots=device_slots(),
             )
             self._queue.start()
             self.timing = Timing(
@@ -221,6 +223,8 @@ class Owner:
             if self._stopped.is_set():
                 return
             self._stopped.set()  # new requests are refused from here on
+            if self._queue is not None:
+                self._queue.release_waiters()  # `gputray wait` answers now, then finds the owner gone
             if not self._in_flight_changed.wait_for(lambda: self._in_flight == 0, timeout=IN_FLIGHT_GRACE_S):
                 log.warning("stopping with %d request(s) still being answered", self._in_flight)
         self._teardown(kill_running=kill_running)
@@ -344,11 +348,9 @@ class Owner:
         }
 
     def _with_overrides(self, spec: TaskSpec, overrides: dict[str, Any] | None, source: str) -> TaskSpec:
-        if not overrides:
-            return spec
-        from gputray.scheduler.taskfile import spec_from_record_dict
+        from gputray.scheduler.taskfile import with_overrides
 
-        return spec_from_record_dict({**spec.to_dict(), **overrides}, source=source)
+        return with_overrides(spec, overrides, source=source)
 
     # QueueService.submit checks that the program, script and files exist (ToolNotFound, SubmitError).
     def _submitted(self, records: list[TaskRecord]) -> dict[str, Any]:
@@ -366,11 +368,16 @@ class Owner:
             spec = TaskSpec.from_dict({**req.spec, **overrides}, source="submitted task")
         else:
             raise OwnerRequestError("submit needs a task file or a task spec")
+        if spec.cwd is None and req.cwd:  # no `cwd` key or --cwd: where the command was typed
+            spec = self._with_overrides(spec, {"cwd": req.cwd}, "submitted task")
         return self._submitted([self.queue.submit(spec)])
 
     def _op_submit_files(self, req: rq.SubmitFiles) -> dict[str, Any]:
         files = [_abs_path(rq.os_str(f), _cwd(req.cwd)) for f in req.files]
-        records = self.queue.submit_files(files, recipe=req.recipe, overrides=_with_caller_env(req))
+        overrides = _with_caller_env(req)
+        if req.cwd and "cwd" not in overrides:  # the CLI's: jobs run where the command was typed
+            overrides["cwd"] = _cwd(req.cwd)
+        records = self.queue.submit_files(files, recipe=req.recipe, overrides=overrides)
         return self._submitted(list(records))
 
     def _op_open_files(self, req: rq.OpenFiles) -> dict[str, Any]:
@@ -406,10 +413,12 @@ class Owner:
 
     def _op_queue(self, req: rq.Queue) -> dict[str, Any]:
         records = self.queue.list(include_finished=bool(req.all))
+        names = self._device_names()
         return {
-            "tasks": [r.to_json() for r in records],
+            "tasks": [{**r.to_json(), "device_name": names.get(r.device or "")} for r in records],
             "paused": self.queue.paused(),
-            "device_names": self._device_names(),
+            "device_names": names,
+            "devices": self.queue.devices(),
         }
 
     def _op_get(self, req: rq.Get) -> dict[str, Any]:
@@ -430,7 +439,47 @@ class Owner:
         return {"task": self.queue.retry(_task_id(req.id)).to_json()}
 
     def _op_move(self, req: rq.Move) -> dict[str, Any]:
-        return {"task": self.queue.move(_task_id(req.id), req.delta).to_json()}
+        task_id = _task_id(req.id)
+        if req.delta is not None:
+            return {"task": self.queue.move(task_id, req.delta).to_json()}
+        moved = self.queue.move_to(
+            task_id,
+            top=req.top,
+            bottom=req.bottom,
+            before=None if req.before is None else _task_id(req.before),
+            after=None if req.after is None else _task_id(req.after),
+        )
+        return {"task": moved.to_json()}
+
+    def _op_edit(self, req: rq.Edit) -> dict[str, Any]:
+        return {"task": self.queue.edit(_task_id(req.id), dict(req.changes)).to_json()}
+
+    def _op_remove(self, req: rq.Remove) -> dict[str, Any]:
+        ids: list[int] = []
+        errors: list[str] = []
+        for raw in req.ids:
+            try:
+                ids.append(_task_id(raw))
+            except rq.Refusal as exc:
+                errors.append(str(exc))
+        gone, refused = self.queue.remove(ids, force=req.force)
+        return {"tasks": [r.to_json() for r in gone], "errors": errors + refused}
+
+    def _op_clean(self, req: rq.Clean) -> dict[str, Any]:
+        from gputray.scheduler.tasks import FINISHED_STATES
+
+        states = FINISHED_STATES if not req.states else frozenset(req.states)
+        gone, kept = self.queue.clean(older_than_s=req.older_than_s, states=states)
+        return {"tasks": [r.to_json() for r in gone], "kept": kept}
+
+    def _op_wait(self, req: rq.WaitFor) -> dict[str, Any]:
+        ids = [_task_id(raw) for raw in req.ids]
+        now = self.queue.wait_ended(ids, req.timeout_s)
+        tasks = [r.to_json() if not isinstance(r, int) else {"id": r, "state": "removed"} for r in now]
+        return {
+            "tasks": tasks,
+            "done": all(t["state"] in ("succeeded", "failed", "cancelled", "removed") for t in tasks),
+        }
 
     def resolve_device(self, text: str | None) -> str | None:
         """A device key from a key, a name fragment (``5060ti``, ``780m``) or ``cpu``; None for all."""

@@ -199,9 +199,43 @@ class Retry(Request):
 
 
 class Move(Request):
+    """By ``delta`` places (the panel's ▲▼), or ``top``/``bottom``/``before``/``after`` another task."""
+
     op = "move"
     id: TaskId
-    delta: Int
+    delta: Int | None = None
+    top: bool = False
+    bottom: bool = False
+    before: TaskId | None = None
+    after: TaskId | None = None
+
+
+class Edit(Request):
+    """Change a task that has not started; ``changes`` are task-file keys (``priority``, ``devices`` …)."""
+
+    op = "edit"
+    id: TaskId
+    changes: Table
+
+
+class Remove(Request):
+    op = "remove"
+    ids: Annotated[list[TaskId], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
+    force: bool = False
+
+
+class Clean(Request):
+    op = "clean"
+    older_than_s: Annotated[float, Meta(ge=0, le=MAX_DURATION_S)] | None = None
+    states: Annotated[list[Annotated[str, Meta(max_length=32)]], Meta(max_length=16)] | None = None
+
+
+class WaitFor(Request):
+    """Answered when every task has ended, or after ``timeout_s`` (then ``done`` is false: ask again)."""
+
+    op = "wait"
+    ids: Annotated[list[TaskId], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
+    timeout_s: Annotated[float, Meta(ge=0, le=60)] = 10.0
 
 
 class Pause(Request):

@@ -1,4 +1,5 @@
-"""The queue, in-process: submit, cancel, retry, move, pause; dispatch jobs onto free devices.
+"""The queue, in-process: submit, cancel, retry, pause; dispatch jobs onto free devices. Moving,
+editing, removing and waiting for tasks are its base class's (``queue_edits.QueueEdits``).
 
 One QueueService per owner process (tray app or ``gputray daemon``). It reads device states from the
 Monitor, decides with ``placement.plan`` and starts jobs with ``launcher.launch``; the TaskStore
@@ -49,6 +50,7 @@ from typing import Any, Protocol
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
+from gputray.scheduler import dependencies as deps
 from gputray.scheduler.device_checks import (
     DEVICES_SEEN_FILE,
     DevicesSeen,
@@ -89,6 +91,7 @@ from gputray.scheduler.offline import requeue_changes
 from gputray.scheduler.paths import Paths, job_umask
 from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
 from gputray.scheduler.placement import (
+    CPU_INFO,
     DeviceState,
     GiveUp,
     Placement,
@@ -98,10 +101,17 @@ from gputray.scheduler.placement import (
     resolve_pref,
     wait_started_s,
 )
-from gputray.scheduler.protocol import Refusal, check_epoch_s
+from gputray.scheduler.protocol import check_epoch_s
+from gputray.scheduler.queue_edits import QueueEdits, QueueError, TaskStateError
 from gputray.scheduler.recipes import check_runnable, specs_for_files
 from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
-from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec, iso_utc
+from gputray.scheduler.tasks import (
+    PENDING_STATES,
+    QueueEvent,
+    TaskRecord,
+    TaskSpec,
+    local_iso,
+)
 
 __all__ = [
     "LaunchPlan",
@@ -124,14 +134,6 @@ REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
 SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
-
-
-class QueueError(Refusal):
-    """A request the queue cannot honour; the message says why."""
-
-
-class TaskStateError(QueueError, ValueError):
-    """The task is in a state that does not allow this (cancel a finished task, move a running one)."""
 
 
 class Timer(Protocol):
@@ -228,7 +230,7 @@ def prepare_launch(
     gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
     header = (
         f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
-        f" at {iso_utc(now_s)} ===\n"
+        f" at {local_iso(now_s)} ===\n"
         f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
         + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
         + (f"note: {task.reason}\n" if task.reason else "")
@@ -237,7 +239,7 @@ def prepare_launch(
     return LaunchPlan(tuple(argv), env, header, out, tuple(notes))
 
 
-class QueueService:
+class QueueService(QueueEdits):
     """The queue API used by the IPC owner, the CLI handlers and the tray. See the module docstring."""
 
     def __init__(
@@ -250,6 +252,7 @@ class QueueService:
         env_resolver: EnvResolver | None = None,
         on_event: Callable[[QueueEvent], None] | None = None,
         failed_needs: FailedNeeds | None = None,
+        slots: Mapping[str, int] | None = None,
         env_chooser: EnvChooser | None = None,
     ) -> None:
         """``env_chooser`` finds the Python env of a torch job on a device (default: the doctor's
@@ -258,6 +261,8 @@ class QueueService:
         job never runs without an env: it waits, with the chooser's reason.
         ``failed_needs(device_key, needs)`` → which of the pending tasks' ``needs`` the doctor saw
         *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
+        ``slots`` (the config's ``[devices.<name>] slots``): device name, key or ``cpu`` → how many
+        jobs may run there at once; every other device takes one.
         """
         self.store = store
         self.monitor = monitor
@@ -266,6 +271,9 @@ class QueueService:
         self.env_resolver = env_resolver
         self.on_event = on_event
         self.failed_needs = failed_needs
+        super().__init__()
+        self.slots = dict(slots or {})
+        self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
         if env_chooser is None and env_resolver is not None:
             env_chooser = ResolverChooser(env_resolver)
         self.env_chooser: EnvChooser = env_chooser or ProbingChooser(
@@ -445,6 +453,7 @@ class QueueService:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
         check_runnable(spec)
         self.check_devices(spec)
+        deps.check_after(None, spec, self.store.view())
         rec = self.store.add(spec, now=self.clock())
         self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
         self.request_dispatch()
@@ -464,6 +473,8 @@ class QueueService:
             overrides=overrides,
         )
         self.check_devices(*specs)
+        for spec in specs:
+            deps.check_after(None, spec, self.store.view())
         records = self.store.add_many(specs, now=self.clock())
         for rec in records:
             self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
@@ -498,53 +509,30 @@ class QueueService:
         return self.store.get(task_id)
 
     def retry(self, task_id: int) -> TaskRecord:
-        """Queue a finished task again (at the end of the queue, attempts counted afresh)."""
+        """Queue a finished task again (at the end of the queue). Attempts count on ("attempt 2"); its
+        automatic retries start afresh. Tasks it failed through ``after`` are queued again too."""
         with self._lock:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "running":
                 raise TaskStateError(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-            changes = requeue_changes(self.clock(), self.store.next_position())
-            new = self.store.compare_and_update(task_id, rec.state, **changes)
+            new = self._requeue(rec, "queued again by request")
             if new is None:
                 raise TaskStateError(f"task #{task_id} changed state meanwhile; try again")
+            back = [
+                again
+                for dependant in deps.failed_because_of(task_id, self.store.list())
+                if (again := self._requeue(dependant, f"queued again: #{task_id} was queued again"))
+            ]
         self._emit("queued", new, f"{new.name} queued again as #{new.id}")
+        for again in back:
+            self._emit("queued", again, f"{again.name} (#{again.id}): {again.reason}")
         self.request_dispatch()
         return new
 
-    def move(self, task_id: int, delta: int) -> TaskRecord:
-        """Move a pending task up (negative) or down (positive) among pending tasks.
-
-        It takes the priority of the task it lands next to, so moving across a priority boundary works.
-        """
-        with self._lock:
-            rec = self.store.get(task_id)
-            if rec.state not in PENDING_STATES:
-                raise TaskStateError(f"task #{task_id} is {rec.state}; only queued or waiting tasks move")
-            order = self.store.pending()
-            index = next(i for i, r in enumerate(order) if r.id == task_id)
-            others = [r for r in order if r.id != task_id]
-            target = max(0, min(len(others), index + delta))
-            if target == index or not others:
-                return rec
-            before = others[target - 1] if target > 0 else None
-            after = others[target] if target < len(others) else None
-            if delta < 0:
-                assert after is not None
-                priority = after.spec.priority
-                if before is not None and before.spec.priority == priority:
-                    position = (before.position + after.position) / 2
-                else:
-                    position = after.position - 1
-            else:
-                assert before is not None
-                priority = before.spec.priority
-                if after is not None and after.spec.priority == priority:
-                    position = (before.position + after.position) / 2
-                else:
-                    position = before.position + 1
-            new = self.store.set_priority_position(task_id, priority, position)
-        self.request_dispatch()
-        return new
+    def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
+        """A finished task back in the queue, at its end; None when its state changed meanwhile."""
+        changes = requeue_changes(rec, reason, now_s=self.clock(), position=self.store.next_position())
+        return self.store.compare_and_update(rec.id, rec.state, **changes)
 
     def pause(self, device_key: str | None = None) -> None:
         """Stop starting jobs on one device (a key or a name like ``5060ti``), or everywhere (None)."""
@@ -583,6 +571,7 @@ class QueueService:
             self.passes += 1
             now = self.clock()
             pending = self._fail_unplannable(self.store.pending(), now)
+            pending = self._hold_for_dependencies(pending, now)
             if not pending:
                 self._due_s = None
                 return
@@ -643,6 +632,42 @@ class QueueService:
                 continue
             ok.append(rec)
         return ok
+
+    def _hold_for_dependencies(
+        self, pending: builtins.list[TaskRecord], now: float
+    ) -> builtins.list[TaskRecord]:
+        """The tasks whose dependencies let them start; the others wait (reason recorded) or, when a
+        dependency failed or was cancelled, fail, down the whole chain in this one pass."""
+        if not any(r.spec.after for r in pending):
+            return pending
+        view = self.store.view()
+        failed: set[int] = set()
+        changed = True
+        while changed:  # a → b → c: b fails because of a, then c because of b
+            changed = False
+            for rec in pending:
+                if rec.id in failed:
+                    continue
+                verdict = deps.gate(rec, view)
+                if isinstance(verdict, deps.Broken):
+                    new = self.store.compare_and_update(
+                        rec.id, rec.state, state="failed", reason=verdict.reason, ended_at=now
+                    )
+                    failed.add(rec.id)
+                    changed = True
+                    if new is not None:
+                        self._emit("failed", new, f"{new.name}: {new.reason}")
+        ready, waits = [], []
+        for rec in pending:
+            if rec.id in failed:
+                continue
+            verdict = deps.gate(rec, view)
+            if verdict is None:
+                ready.append(rec)
+            else:
+                waits.append((rec, Wait(verdict.reason)))
+        self._record_waits(waits)
+        return ready
 
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
@@ -959,6 +984,7 @@ class QueueService:
 
     def _emit(self, kind: Any, rec: TaskRecord, message: str) -> None:
         self._events.put(QueueEvent(kind, rec, message))
+        self._notify_waiters()
 
     def _needs_ok(self, key: str, needs: frozenset[str]) -> frozenset[str] | None:
         """What placement checks ``needs`` against: proven capabilities, or (from ``failed_needs``)
@@ -999,7 +1025,7 @@ class QueueService:
                     sample=reading.sample,
                     verdict=snapshot.verdict(key) if snapshot is not None else None,
                     running=len(mine),
-                    slots=1,  # one job per GPU: on the iGPU parallel jobs fight for memory bandwidth
+                    slots=self._slot_count(reading.info),
                     paused=key in self._paused_devices,
                     running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
                     extra_used_bytes=max(0, declared - seen),
@@ -1011,7 +1037,7 @@ class QueueService:
         mine = [r for r in running if r.device == "cpu"]
         cpu = cpu_state(
             running=len(mine),
-            slots=1,
+            slots=self._slot_count(CPU_INFO),
             paused="cpu" in self._paused_devices,
             running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
             host_ram_free_bytes=ram_free,
@@ -1022,6 +1048,33 @@ class QueueService:
             cpu = dataclasses.replace(cpu, capabilities=self._needs_ok("cpu", needs))
         states.append(cpu)
         return states
+
+    def _slot_count(self, info: DeviceInfo) -> int:
+        """How many jobs may run on the device at once: the config's ``[devices.<name>] slots`` whose
+        name matches it (a key, a name fragment like ``5060ti``, ``cpu``), else 1. One per GPU by
+        default: on the iGPU parallel jobs fight for memory bandwidth."""
+        count = self._slots_of.get(info.key)
+        if count is None:
+            count = 1
+            for name, slots in self.slots.items():
+                if resolve_pref(name, [DeviceState(info)]):
+                    count = slots
+                    break
+            self._slots_of[info.key] = count
+        return count
+
+    def devices(self) -> builtins.list[dict[str, Any]]:
+        """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
+        return [
+            {
+                "key": d.key,
+                "name": d.name,
+                "slots": d.slots,
+                "running": d.running,
+                "paused": d.paused,
+            }
+            for d in self._device_states(self.monitor.latest)
+        ]
 
     def _known_keys(self) -> builtins.list[str]:
         snapshot = self.monitor.latest

@@ -53,9 +53,10 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, cast
 
 from gputray.scheduler import store_repair, store_salvage
@@ -63,6 +64,7 @@ from gputray.scheduler.paths import create_private_file, make_private_dir, unwri
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.store_rows import (
     COLUMNS,
+    columns_of_schema,
     decode_rows,
     row_from_salvage,
     spec_from_json,
@@ -83,7 +85,7 @@ QUEUE_FILE_VAR = "GPUTRAY_QUEUE_FILE"
 #: ``1``: commit without syncing (``synchronous=NORMAL``). Only for ``bench/queue_scale.py``'s comparison.
 NO_FSYNC_VAR = "GPUTRAY_UNSAFE_NO_FSYNC"
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 HELD_RETRY_S = 2.0  # how often changes held for a full disk are tried again
 LOW_SPACE_BYTES = 1 << 20  # with less free than this no job starts: its log and its exit need room
 _SQLITE_IOERR = 10
@@ -189,7 +191,13 @@ def _migrate_0_to_1(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX tasks_state ON tasks(state)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1]
+def _migrate_1_to_2(db: sqlite3.Connection) -> None:
+    """``attempts_before``: attempts when a task was last queued again by hand (``retry``), so that
+    attempts count on ("attempt 2") while its automatic retries start afresh."""
+    db.execute("ALTER TABLE tasks ADD COLUMN attempts_before INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2]
 
 
 def _create_schema(db: sqlite3.Connection) -> None:
@@ -216,6 +224,7 @@ _UPDATABLE = {
     "queued_at",
     "not_before",
     "overtakes",
+    "attempts_before",
 }
 
 
@@ -697,6 +706,12 @@ class TaskStore:
             records = [r for r in records if r.state in _UNFINISHED]
         return sorted(records, key=_display_order)
 
+    def view(self) -> Mapping[int, TaskRecord]:
+        """Every task by id, read-only and live (no copy): for lookups, not for iterating while the
+        owner writes."""
+        with self._lock:
+            return MappingProxyType(self._mirror())
+
     def pending(self) -> _Records:
         """Queued and waiting tasks in dispatch order (priority high first, then position)."""
         return self.list(states=PENDING_STATES)
@@ -818,6 +833,46 @@ class TaskStore:
             self._max_position = max(self._top_position(), position)
             return self._changed(task_id, spec=self._spec(text), position=position)
 
+    def replace_spec(self, task_id: int, spec: TaskSpec, *, only_states: Iterable[str]) -> TaskRecord | None:
+        """Write an edited spec (and its name and priority columns) while the task is in one of
+        ``only_states``; None when it no longer is (it started meanwhile). Keys of another gputray
+        version survive."""
+        wanted = tuple(only_states)
+        with self._lock:
+            rec = self._mirror().get(task_id)
+            if rec is None:
+                raise TaskNotFound(task_id)
+            if rec.state not in wanted:  # the mirror is the table (one writer), held changes included
+                return None
+            # The stored text, not the mirror's spec: keys from another gputray version survive.
+            row = self._db.execute("SELECT spec FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            if row is None:
+                raise TaskNotFound(task_id)
+            data = {**json.loads(row[0]), **spec.to_dict()}
+            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            marks = ",".join("?" * len(wanted))
+            sql = f"UPDATE tasks SET spec = ?, name = ?, priority = ? WHERE id = ? AND state IN ({marks})"
+            self._write(
+                [
+                    (
+                        sql,
+                        (text, spec.name, spec.priority, task_id, *wanted),
+                    )
+                ]
+            )
+            self._spec_cache[text] = spec
+            return self._changed(task_id, spec=spec)
+
+    def delete(self, task_ids: Iterable[int]) -> builtins.list[TaskRecord]:
+        """Remove tasks (their rows only; the caller deletes logs) in one transaction; returns them."""
+        with self._lock:
+            gone = [self.get(task_id) for task_id in dict.fromkeys(task_ids)]
+            self._write([("DELETE FROM tasks WHERE id = ?", (r.id,)) for r in gone])
+            for rec in gone:
+                self._mirror().pop(rec.id, None)
+                self._unreadable.pop(rec.id, None)
+        return gone
+
     def counts(self) -> dict[str, int]:
         """Tasks per state, states in name order (as SQL's GROUP BY gave them)."""
         with self._lock:
@@ -868,7 +923,7 @@ class TaskStore:
         now = self.clock() if now is None else now
         with self._lock:
             rec = self.get(task_id)
-            retries_used = max(0, rec.attempts - 1)
+            retries_used = max(0, rec.attempts - rec.attempts_before - 1)
             if retries_used < rec.spec.retries and task_id not in self._unreadable:
                 delay = min(MAX_BACKOFF_S, rec.spec.backoff_s * 2.0 ** min(retries_used, 60))
                 left = rec.spec.retries - retries_used
@@ -991,9 +1046,10 @@ def _read_only_rows(path: Path, task_id: int | None) -> builtins.list[Sequence[A
         version = _schema_version(db, path)
         if version == 0:  # created but never initialised: no table yet, nothing queued
             return []
+        columns = columns_of_schema(version)  # an older owner's file, read as it is (never migrated here)
         return cast(
             builtins.list[Sequence[Any]],
-            db.execute(f"SELECT {COLUMNS} FROM tasks{where} ORDER BY id", params).fetchall(),
+            db.execute(f"SELECT {columns} FROM tasks{where} ORDER BY id", params).fetchall(),
         )
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):

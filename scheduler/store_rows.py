@@ -17,9 +17,21 @@ from gputray.scheduler.tasks import AFTER_MAX_WAIT, KINDS, ON_BUSY, STATES, Task
 
 COLUMNS = (
     "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
-    "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes, name"
+    "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes, name, attempts_before"
 )
 COLUMN_NAMES = tuple(c.strip() for c in COLUMNS.split(","))
+# Columns added by a later schema, with what a file of an older schema reads as in their place (the
+# read-only readers never migrate; a salvaged row of an older file lacks them): schema -> columns.
+ADDED_COLUMNS: dict[int, dict[str, Any]] = {2: {"attempts_before": 0}}
+
+
+def columns_of_schema(version: int) -> str:
+    """``COLUMNS`` for a file of schema ``version``: a column added since is read as its default."""
+    names = list(COLUMN_NAMES)
+    for added_in, defaults in ADDED_COLUMNS.items():
+        if version < added_in:
+            names = [repr(defaults[n]) if n in defaults else n for n in names]
+    return ", ".join(names)
 
 
 class BadSpec(ValueError):
@@ -66,6 +78,7 @@ def record_from_row(row: Sequence[Any], spec: TaskSpec) -> TaskRecord:
         queued_at=row[15],
         not_before=row[16],
         overtakes=row[17],
+        attempts_before=row[19],
     )
 
 
@@ -94,6 +107,7 @@ _ROW_CHECKS = (
     (15, "queued_at", "n"),
     (16, "not_before", "n?"),
     (17, "overtakes", "i"),
+    (19, "attempts_before", "i"),
 )
 _CHECK: dict[str, Callable[[Any], bool]] = {
     "s": lambda v: type(v) is str,
@@ -139,8 +153,16 @@ def unreadable_record(row: Sequence[Any], problem: str) -> TaskRecord:
     )
 
 
+_ADDED_DEFAULTS = {name: value for defaults in ADDED_COLUMNS.values() for name, value in defaults.items()}
+
+
 def row_from_salvage(row: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(row.get(name) for name in COLUMN_NAMES)
+    """A salvaged row (column name -> value) as a ``SELECT {COLUMNS}`` row; a column a file of an older
+    schema never had (or a row written before its migration lacks) reads as its default."""
+    return tuple(
+        _ADDED_DEFAULTS[name] if row.get(name) is None and name in _ADDED_DEFAULTS else row.get(name)
+        for name in COLUMN_NAMES
+    )
 
 
 _TUPLE_FIELDS = ("argv", "args", "files", "device_prefs", "needs")
@@ -191,8 +213,12 @@ def _spec_problem(data: Any) -> str | None:
         return "its spec's env is not a table of text"
     if data.get("base_env") is not None and not _text_map(data["base_env"]):
         return "its spec's base_env is not a table of text"
-    if "placeholders" in data and type(data["placeholders"]) is not bool:
-        return f"its spec's placeholders is {_shorten(data['placeholders'])}"
+    after = data.get("after", ())
+    if (type(after) is not list and type(after) is not tuple) or not all(type(x) is int for x in after):
+        return f"its spec's after is {_shorten(after)}, not a list of task ids"
+    for key in ("placeholders", "after_any"):
+        if key in data and type(data[key]) is not bool:
+            return f"its spec's {key} is {_shorten(data[key])}"
     return None
 
 
@@ -208,7 +234,7 @@ def spec_from_json(text: Any) -> TaskSpec:
     problem = _spec_problem(data)
     if problem is not None:
         raise BadSpec(problem)
-    for key in _TUPLE_FIELDS:
+    for key in (*_TUPLE_FIELDS, "after"):
         if key in data:
             data[key] = tuple(data[key])
     try:

@@ -28,7 +28,7 @@ WAL_HEADER_BYTES = 32
 FRAME_HEADER_BYTES = 24
 DB_MAGIC = b"SQLite format 3\x00"
 TABLE_LEAF = 0x0D
-#: The columns of the ``tasks`` table in the order CREATE TABLE gives them (schema 1).
+#: The columns of the ``tasks`` table in the order CREATE TABLE and the migrations give them (schema 2).
 TASK_TABLE_COLUMNS: tuple[str, ...] = (
     "id",
     "spec",
@@ -51,7 +51,12 @@ TASK_TABLE_COLUMNS: tuple[str, ...] = (
     "queued_at",
     "not_before",
     "overtakes",
+    "attempts_before",  # schema 2 (ALTER TABLE ADD COLUMN)
 )
+#: How many values a row of schema 1 holds. A column added by ALTER TABLE is not written into the rows
+#: already there: a row saved before the migration (or in a schema-1 file) holds only these, and SQLite
+#: reads the missing ones as their defaults. The page reader takes any count from this up to the table's.
+SCHEMA_1_COLUMN_COUNT = 21
 #: More ids than this past the highest row seen are not probed one by one (a garbled sequence).
 MAX_ID_PROBE_GAP = 100_000
 
@@ -327,10 +332,11 @@ def salvage_image(image: bytes) -> Salvage:
         finally:
             con.close()
     found_in_pages = 0
-    for rowid, values in _leaf_rows(image, len(columns)):
+    fewest = min(SCHEMA_1_COLUMN_COUNT, len(columns))
+    for rowid, values in _leaf_rows(image, range(fewest, len(columns) + 1)):
         if rowid in rows or rowid <= 0 or not isinstance(values[1], str):
             continue
-        row = dict(zip(columns, values, strict=True))
+        row = dict(zip(columns[: len(values)], values, strict=True))
         row["id"] = rowid
         rows[rowid] = row
         found_in_pages += 1
@@ -378,8 +384,9 @@ def _ids_sqlite_names(con: sqlite3.Connection) -> tuple[set[int], int]:
 # Leaf pages, read directly
 
 
-def _leaf_rows(image: bytes, columns: int) -> Iterator[tuple[int, list[Any]]]:
-    """(rowid, values) of every record with ``columns`` values on a table leaf page outside the freelist."""
+def _leaf_rows(image: bytes, columns: range) -> Iterator[tuple[int, list[Any]]]:
+    """(rowid, values) of every record with a count of values in ``columns`` on a table leaf page outside
+    the freelist."""
     page_size = _db_page_size(image) or 4096
     reserved = image[20] if len(image) > 20 else 0
     usable = page_size - reserved
@@ -434,7 +441,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _cell(
-    image: bytes, base: int, pos: int, page_size: int, usable: int, pages: int, columns: int
+    image: bytes, base: int, pos: int, page_size: int, usable: int, pages: int, columns: range
 ) -> tuple[int, list[Any]] | None:
     size, pos = _varint(image, pos)
     rowid, pos = _varint(image, pos)
@@ -464,7 +471,7 @@ def _cell(
     if len(payload) != size:
         return None
     values = _record(payload)
-    if values is None or len(values) != columns or values[0] is not None:
+    if values is None or len(values) not in columns or values[0] is not None:
         return None
     return (rowid if rowid < 1 << 63 else rowid - (1 << 64)), values
 

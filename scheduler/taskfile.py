@@ -21,7 +21,9 @@ A task file holds the keys at the top level or under ``[task]``::
     timeout = "2h"
     retries = 2
     backoff = "30s"
-    cwd = "."
+    cwd = "."                         # default: where `gputray submit` was typed
+    after = [12, 13]                  # start once tasks 12 and 13 succeeded ...
+    after_any = false                 # ... true: once they ended, however
     [env]                             # [task.env] when the keys are under [task]
     GGML_VK_VISIBLE_DEVICES = "{vk_index}"
 
@@ -50,6 +52,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from gputray.scheduler.protocol import MAX_ID as MAX_TASK_ID
 from gputray.scheduler.protocol import Refusal, check_duration_s, check_epoch_s, check_size_bytes
 from gputray.scheduler.tasks import (
     AFTER_MAX_WAIT,
@@ -100,6 +103,8 @@ def parse_duration(value: object) -> float:
     text = value.strip().replace(" ", "")
     if not text:
         raise ValueError("expected a duration like '10m', got an empty string")
+    if text.startswith("-"):
+        raise ValueError(f"a duration cannot be negative, got {value!r:.80}")
     total, pos = 0.0, 0
     for m in _DURATION_RE.finditer(text):
         if m.start() != pos or (m.group(2) is None and m.end() != len(text)):
@@ -121,6 +126,8 @@ def parse_size(value: object) -> int:
         return check_size_bytes(value)
     if not isinstance(value, str):
         raise ValueError(f"expected a size like '4GiB', got {type(value).__name__}")
+    if value.strip().startswith("-"):
+        raise ValueError(f"a size cannot be negative, got {value!r:.80}")
     m = _SIZE_RE.match(value)
     if not m or (not m.group(2) and (m.group(3))):
         raise ValueError(f"expected a size like '512MiB', '4GiB' or '4GB', got {value!r:.80}")
@@ -241,6 +248,18 @@ def load_task_file(path: Path) -> TaskSpec:
     return spec_from_mapping(data, source=str(path), base_dir=base)
 
 
+def with_overrides(spec: TaskSpec, overrides: Mapping[str, Any] | None, *, source: str) -> TaskSpec:
+    """``spec`` with some keys replaced (CLI options, a schedule's overrides, an edit), validated as a
+    task file is. ``env`` adds to the spec's variables (``--env`` sets one, it does not drop the rest)."""
+    if not overrides:
+        return spec
+    changes = dict(overrides)
+    env = changes.get("env")
+    if isinstance(env, Mapping):
+        changes["env"] = {**spec.env, **env}
+    return spec_from_record_dict({**spec.to_dict(), **changes}, source=source)
+
+
 def spec_from_record_dict(data: Mapping[str, Any], *, source: str = "task") -> TaskSpec:
     """Validate a ``TaskSpec.to_dict()``-style mapping (the IPC wire form). Paths are kept as given."""
     return spec_from_mapping(data, source=source, base_dir=None)
@@ -340,6 +359,23 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
         if maximum is not None and value > maximum:
             raise err(key, f"must be at most {maximum}, got {value}")
         return value
+
+    def task_ids(key: str) -> tuple[int, ...]:
+        value = get(key, [])
+        if isinstance(value, int | str) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list):
+            raise err(key, f"must be a list of task ids like [12, 13], got {value!r}")
+        ids: list[int] = []
+        for item in value:
+            text = item.strip().lstrip("#") if isinstance(item, str) else None
+            if text is not None and text.isdigit():
+                item = int(text)
+            if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_TASK_ID:
+                raise err(key, f"task ids are whole numbers from 1, got {item!r}")
+            if item not in ids:
+                ids.append(item)
+        return tuple(ids)
 
     def path(key: str, value: str) -> str:
         if base_dir is None:
@@ -442,6 +478,9 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
         else:
             name = Path(argv[0]).name
     cwd = string("cwd")
+    after_any = get("after_any", False)
+    if not isinstance(after_any, bool):
+        raise err("after_any", f"must be true or false, got {after_any!r}")
     util = get("util_percent", 90.0)
     if isinstance(util, bool) or not isinstance(util, int | float) or not 0 <= util <= 100:
         raise err("util_percent", f"must be a number from 0 to 100, got {util!r}")
@@ -470,6 +509,8 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
         base_env=base_env,
         cwd=path("cwd", cwd) if cwd else None,
         recipe=string("recipe"),
+        after=task_ids("after"),
+        after_any=after_any,
         placeholders=opt_in,
         util_percent=float(util),
     )

@@ -206,7 +206,8 @@ def weekdays_as_names(field: str, expr: str) -> str:
 def cron_trigger(expr: str, tz: dt.tzinfo | None = None) -> Any:
     """A five-field crontab line (``"0 3 * * *"``) → APScheduler CronTrigger, or TimingError.
 
-    Fields mean what they mean in crontab(5), weekdays included (0 or 7 = Sunday)."""
+    Fields mean what they mean in crontab(5), weekdays included (0 or 7 = Sunday), and so does a day
+    of the month together with a weekday: "30 4 1,15 * 5" runs on the 1st, the 15th *and* every Friday."""
     from apscheduler.triggers.cron import CronTrigger
 
     if not isinstance(expr, str) or len(expr.split()) != 5:
@@ -214,15 +215,20 @@ def cron_trigger(expr: str, tz: dt.tzinfo | None = None) -> Any:
             f"--cron {expr!r}: expected five fields 'minute hour day month weekday', e.g. \"0 3 * * *\""
         )
     minute, hour, day, month, weekday = expr.split()
+    zone = tz or local_zone()
+
+    def trigger(day: str, weekday: str) -> Any:
+        return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=weekday, timezone=zone)
+
     try:
-        return CronTrigger(
-            minute=minute,
-            hour=hour,
-            day=day,
-            month=month,
-            day_of_week=weekdays_as_names(weekday, expr),
-            timezone=tz or local_zone(),
-        )
+        days_of_week = weekdays_as_names(weekday, expr)
+        # crontab(5): when both the day of the month and the weekday are restricted (neither starts
+        # with "*"), a run is due when *either* matches; APScheduler alone would need both.
+        if not day.startswith(("*", "?")) and not weekday.startswith(("*", "?")):
+            from apscheduler.triggers.combining import OrTrigger
+
+            return OrTrigger([trigger(day, "*"), trigger("*", days_of_week)])
+        return trigger(day, days_of_week)
     except (ValueError, TypeError, KeyError) as exc:
         raise TimingError(f"--cron {expr!r}: {exc}") from None
 

@@ -564,6 +564,38 @@
         <translation>タスク #{id} は{state}です。再試行は終わったタスクにだけ使えます</translation>
     </message>
     <message>
+        <source>dependency {dep} failed: {why}</source>
+        <translation>依存先 {dep} が失敗しました: {why}</translation>
+    </message>
+    <message>
+        <source>dependency {dep} cancelled: {why}</source>
+        <translation>依存先 {dep} がキャンセルされました: {why}</translation>
+    </message>
+    <message>
+        <source>because of its own {why}</source>
+        <translation>その依存先のため: {why}</translation>
+    </message>
+    <message>
+        <source>waits for {deps} to succeed</source>
+        <translation>{deps} の成功を待機中</translation>
+    </message>
+    <message>
+        <source>waits for {deps} to end</source>
+        <translation>{deps} の終了を待機中</translation>
+    </message>
+    <message>
+        <source>queued again: #{id} was queued again</source>
+        <translation>再びキューへ: #{id} が再びキューに入りました</translation>
+    </message>
+    <message>
+        <source>task #{id} cannot move next to itself</source>
+        <translation>タスク #{id} は自分自身の隣には移動できません</translation>
+    </message>
+    <message>
+        <source>task #{id} is {state}; tasks move among queued or waiting ones</source>
+        <translation>タスク #{id} は{state}です。移動できるのはキュー内または待機中のタスクの間だけです</translation>
+    </message>
+    <message>
         <source>{task}: the program '{tool}' is not installed or not on PATH. Get it: {hint}.</source>
         <translation>{task}: プログラム「{tool}」がインストールされていないか、PATH にありません。入手先: {hint}</translation>
     </message>
@@ -1114,6 +1146,14 @@
     <message>
         <source>CPU {cpu}  ·  RAM {ram}</source>
         <translation>CPU {cpu}  ·  RAM {ram}</translation>
+    </message>
+    <message>
+        <source>jobs {running}/{slots}</source>
+        <translation>ジョブ {running}/{slots}</translation>
+    </message>
+    <message>
+        <source>Jobs running / slots (config: [devices.&lt;name&gt;] slots = N)</source>
+        <translation>実行中のジョブ / スロット数（設定: [devices.&lt;name&gt;] slots = N）</translation>
     </message>
     <message>
         <source>First in the queue</source>

@@ -1,5 +1,6 @@
 """What every client command shares: asking the owner, exit codes (0 done, 1 the owner refused, 2 bad
-usage, 3 no owner is running), the answer when no owner runs, and how tasks are printed."""
+usage, 3 no owner is running; ``wait`` adds the task's own), the answer when no owner runs, and how
+tasks are printed."""
 
 from __future__ import annotations
 
@@ -10,17 +11,18 @@ import sys
 from typing import Any
 
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.common import error, print_json, shown
-from gputray.scheduler.commands.common import terminal_cells as _cells
+from gputray.scheduler.commands.common import (
+    EXIT_NO_OWNER,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    error,
+    print_json,
+    shown,
+)
+from gputray.scheduler.commands.listing import format_tasks
 from gputray.scheduler.paths import app_paths
 
-EXIT_REFUSED = 1
-
-
-EXIT_USAGE = 2
-
-
-EXIT_NO_OWNER = 3
+__all__ = ["EXIT_NO_OWNER", "EXIT_REFUSED", "EXIT_USAGE", "format_tasks"]
 
 
 STATES_HELP = "states: queued, waiting, running, succeeded, failed, cancelled, interrupted"
@@ -147,41 +149,6 @@ def _no_log(task_id: object, state: str) -> str:
     if state in ("queued", "waiting"):
         return f"task {task_id} has no log yet: it has not started ({state})"
     return f"task {task_id} has no log: it never started ({state})"
-
-
-def _device_label(device: str | None, names: dict[str, str]) -> str:
-    """The GPU's name ("Radeon 780M") where the owner knows it, else the key; "-" before placement."""
-    if not device:
-        return "-"
-    return names.get(device, device)
-
-
-def _reason_shown(t: dict[str, Any]) -> str:
-    """The task's reason, with its exit status where the reason does not already say how it ended."""
-    reason = str(t.get("reason") or "")
-    code = t.get("exit_code")
-    if t.get("state") != "failed" or code is None:
-        return reason
-    if f"status {code}" in reason or "signal" in reason or "timed out" in reason:
-        return reason
-    return f"exit {code}" + (f"; {reason}" if reason else "")
-
-
-def format_tasks(tasks: list[dict[str, Any]], device_names: dict[str, str] | None = None) -> str:
-    if not tasks:
-        return "the queue is empty"
-    rows = [("ID", "STATE", "DEVICE", "ENV", "NAME", "REASON")]
-    for t in tasks:
-        device = _device_label(t.get("device"), device_names or {})
-        env = shown(str(t["env"])) if t.get("env") else "-"
-        rows.append((str(t["id"]), t["state"], shown(device), env, shown(t["name"]), shown(_reason_shown(t))))
-    last = len(rows[0]) - 1
-    widths = [max(_cells(r[i]) for r in rows) for i in range(last)]
-    lines = []
-    for r in rows:
-        cells = [r[i] + " " * (widths[i] - _cells(r[i])) for i in range(last)]
-        lines.append("  ".join([*cells, r[last]]).rstrip())
-    return "\n".join(lines)
 
 
 def print_task_json(doc: Any) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.client import EXIT_REFUSED, EXIT_USAGE, _ask, _client_call
-from gputray.scheduler.commands.common import add_monitor_source_args, error
+from gputray.scheduler.commands.client import EXIT_REFUSED, _ask, _client_call
+from gputray.scheduler.commands.common import EXIT_USAGE, add_monitor_source_args, error
 from gputray.scheduler.paths import app_paths
 
 
@@ -83,9 +83,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         owner.start()
     except ipc.OwnerAlreadyRunning as exc:
         return error(f"{exc}", EXIT_REFUSED)
-    except (ScenarioError, ipc.UnsafeIpcLocation) as exc:
-        return error(str(exc), EXIT_USAGE)
-    except (StoreError, FolderError) as exc:  # a read-only or damaged data folder: said, not a traceback
+    # A bad scenario, an unsafe socket folder, a read-only or damaged data folder: said, not a traceback.
+    except (ScenarioError, ipc.UnsafeIpcLocation, StoreError, FolderError) as exc:
         return error(str(exc), EXIT_REFUSED)
 
     def on_signal(signum: int, frame: object) -> None:

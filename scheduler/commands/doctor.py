@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from gputray.monitor.records import DeviceInfo
-from gputray.scheduler.commands.common import error, positive_seconds, print_json, terminal_cells
+from gputray.scheduler.commands.common import (
+    EXIT_REFUSED,
+    error,
+    positive_seconds,
+    print_json,
+    terminal_cells,
+)
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.doctor import CAPABILITIES, PairResult, run_doctor, verdict_mark
 from gputray.scheduler.envs import EnvError, PythonEnv, load_envs
@@ -189,12 +195,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         envs = load_envs()
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     if args.env:
         unknown = [n for n in args.env if n not in {e.name for e in envs}]
         if unknown:
             known = ", ".join(e.name for e in envs) or "none configured"
-            return error(f"no environment named {', '.join(map(repr, unknown))} (known: {known})")
+            return error(
+                f"no environment named {', '.join(map(repr, unknown))} (known: {known})", EXIT_REFUSED
+            )
         envs = [e for e in envs if e.name in args.env]
     if not envs:
         print(

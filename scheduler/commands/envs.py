@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from gputray.scheduler.commands.common import error, print_json
+from gputray.scheduler.commands.common import EXIT_REFUSED, EXIT_USAGE, error, print_json
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.doctor import verdict_mark
 from gputray.scheduler.doctor_cache import PairResult, cached_results
@@ -100,7 +100,7 @@ def run_list(args: argparse.Namespace) -> int:
     try:
         envs = load_envs()
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     pairs = cached_results(envs)
     if getattr(args, "json", False):
         print_json(
@@ -145,11 +145,14 @@ def run_list(args: argparse.Namespace) -> int:
 def run_add(args: argparse.Namespace) -> int:
     try:
         extra = parse_env_assignments(args.env)
+    except EnvError as exc:
+        return error(str(exc), EXIT_USAGE)  # an option's value the parser could have refused
+    try:
         python = resolve_python(args.python)
         facts = check_python(python, extra)
         env = add_env(python, name=args.name, extra_env=extra, check=False)
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     torch_version = facts.get("torch_dist_version")
     checking = _ask_owner_to_check()
     if getattr(args, "json", False):
@@ -189,7 +192,7 @@ def run_remove(args: argparse.Namespace) -> int:
     try:
         env = remove_env(args.name)
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     if getattr(args, "json", False):
         print_json({"removed": env.to_json()})
     else:

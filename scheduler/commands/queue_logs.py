@@ -18,10 +18,12 @@ from gputray.scheduler.commands.client import (
     _client_call,
     _no_log,
     _pause_label,
+    _UsageError,
     format_tasks,
     print_task_json,
 )
 from gputray.scheduler.commands.common import error, positive_seconds, shown
+from gputray.scheduler.commands.listing import TaskFilter, format_devices, parse_filter, terminal_width
 from gputray.scheduler.paths import app_paths
 
 
@@ -34,15 +36,27 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser(
         "queue",
         help="list queued and running tasks",
-        description=f"List the tasks waiting or running, with why each waits. {STATES_HELP}. With no owner "
-        "running, shows the queue as saved on disk (read-only; a note on stderr says so).",
+        description=f"List the tasks waiting or running, with why each waits, and each device's jobs "
+        f"(running/slots). {STATES_HELP}. Times are local. Columns fit the terminal (80 columns and "
+        "up); a pipe gets them in full unless COLUMNS is set. With no owner running, shows the queue as "
+        "saved on disk (read-only; a note on stderr says so).",
     )
     p.add_argument("--all", action="store_true", help="include finished tasks")
     p.add_argument(
+        "--filter",
+        action="append",
+        metavar="KEY=VALUE[,...]",
+        help="only tasks that match every KEY=VALUE: state (e.g. failed), device (a name like 780m, "
+        "or cpu), name (a part of it), env; a key given twice matches either value. A state filter "
+        "includes finished tasks",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
-        help="a JSON list; per task: id, name, kind, state, device, env, reason, exit_code, attempts, "
-        "submitted_at, started_at, ended_at, log_path (times ISO 8601 UTC)",
+        help='an object {"tasks": [...], "queue": {"paused"}, "devices": [{key, name, slots, running, '
+        "paused}]}; per task: id, name, kind, state, device, device_name, env, reason, exit_code, "
+        "attempts, submitted_at, started_at, ended_at, log_path, priority, after, after_any, cwd "
+        "(times ISO 8601 UTC)",
     )
     p.add_argument(
         "--watch",
@@ -55,22 +69,35 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=lambda a: _client_call(_cmd_queue, a, None if a.watch else _saved_queue))
 
 
+def _task_filter(args: argparse.Namespace) -> TaskFilter | None:
+    if not args.filter:
+        return None
+    from gputray.scheduler.tasks import STATES
+
+    try:
+        return parse_filter(args.filter, STATES)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+
+
 def _cmd_queue(args: argparse.Namespace) -> int:
     tty = sys.stdout.isatty()
     first = True
+    wanted = _task_filter(args)
+    everything = bool(args.all or wanted is not None)
     with ipc.IpcClient(app_paths()) as client:
         while True:
             if args.watch:
-                result = _ask_again(client, "queue", "the list above is the last one seen", all=args.all)
+                result = _ask_again(client, "queue", "the list above is the last one seen", all=everything)
             else:
-                result = client.request("queue", all=args.all)
+                result = client.request("queue", all=everything)
             if args.watch and not args.json:
                 if tty:
                     sys.stdout.write("\x1b[H\x1b[2J")
                 elif not first:  # a pipe or a file: listings one after another
                     sys.stdout.write("\n")
             first = False
-            _print_queue(result, args.json)
+            _print_queue(result, args, wanted)
             sys.stdout.flush()
             if not args.watch:
                 return 0
@@ -80,15 +107,29 @@ def _cmd_queue(args: argparse.Namespace) -> int:
                 return 0
 
 
-def _print_queue(result: dict[str, Any], as_json: bool) -> None:
+def _print_queue(result: dict[str, Any], args: argparse.Namespace, wanted: TaskFilter | None) -> None:
+    from gputray.scheduler.tasks import FINISHED_STATES
+
+    names = result.get("device_names") or {}
     tasks = result.get("tasks", [])
-    if as_json:
-        print_task_json(tasks)
+    if wanted is not None:
+        tasks = [t for t in tasks if wanted.matches(t, names)]
+        if not args.all and not wanted.names_a_state:
+            tasks = [t for t in tasks if t.get("state") not in FINISHED_STATES]
+    paused = result.get("paused") or {}
+    devices = result.get("devices") or []
+    if args.json:
+        print_task_json({"tasks": tasks, "queue": {"paused": bool(paused.get("queue"))}, "devices": devices})
         return
-    paused = [_pause_label(k) for k, v in (result.get("paused") or {}).items() if v]
-    if paused:
-        print(f"paused: {', '.join(paused)}")
-    print(format_tasks(tasks, result.get("device_names") or {}))
+    on = [_pause_label(k) for k, v in paused.items() if v]
+    if on:
+        print(f"paused: {', '.join(on)}")
+    if format_devices(devices):
+        print(format_devices(devices))
+    if not tasks and wanted is not None:
+        print("no task matches the filter")
+        return
+    print(format_tasks(tasks, names, width=terminal_width()))
 
 
 def _saved_paused(paths: Any) -> dict[str, bool]:
@@ -100,21 +141,33 @@ def _saved_paused(paths: Any) -> dict[str, bool]:
 
 
 def _saved_queue(args: argparse.Namespace) -> int:
-    """`gputray queue` without an owner: the queue file, read-only, in the owner's format."""
+    """`gputray queue` without an owner: the queue file, read-only, in the owner's format (slots and
+    device names are the owner's to know: CPU is named, the rest by key)."""
     from gputray.scheduler.store import read_saved_queue
 
+    wanted = _task_filter(args)
     paths = app_paths()
-    saved = read_saved_queue(paths.queue_db, include_finished=bool(args.all))
+    saved = read_saved_queue(paths.queue_db, include_finished=bool(args.all or wanted is not None))
     records = saved.tasks
     print(f"gputray: {NO_OWNER_NOTE}", file=sys.stderr)
     for note in saved.notes:  # a damaged file, a row that is no task: the rest is shown all the same
         print(f"gputray: note: {shown(note)}", file=sys.stderr)
-    result = {
-        "tasks": [r.to_json() for r in records],
-        "paused": _saved_paused(paths),
-        "device_names": {"cpu": "CPU"},
-    }
-    _print_queue(result, args.json)
+    paused = _saved_paused(paths)
+    names = {"cpu": "CPU"}
+    tasks = [{**r.to_json(), "device_name": names.get(r.device or "")} for r in records]
+    keys = dict.fromkeys(["cpu", *(k for k in paused if k != "queue")])
+    devices = [
+        {
+            "key": key,
+            "name": names.get(key, key),
+            "slots": None,
+            "running": sum(1 for r in records if r.device == key and r.state == "running"),
+            "paused": bool(paused.get(key)),
+        }
+        for key in keys
+    ]
+    result = {"tasks": tasks, "paused": paused, "device_names": names, "devices": devices}
+    _print_queue(result, args, wanted)
     sys.stdout.flush()
     return 0
 

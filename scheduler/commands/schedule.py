@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 from pathlib import Path
 
@@ -27,7 +28,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--cron",
         required=True,
         metavar="'M H DOM MON DOW'",
-        help='five crontab fields, local time: "0 3 * * *" (weekday 0 or 7 = Sunday, or sun..sat)',
+        help='five crontab fields, local time: "0 3 * * *" (weekday 0 or 7 = Sunday, or sun..sat; a '
+        "day of the month and a weekday both given: either one, as in crontab)",
     )
     add.add_argument("task", metavar="TASKFILE")
     add.add_argument("--name", help="a name for the listing")
@@ -65,7 +67,18 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
         print("no schedules")
     for e in entries:
         prefix = "removed " if args.schedule_cmd == "remove" else ""
-        nxt = f", next {e['next_run_at']}" if e.get("next_run_at") else ""
+        nxt = f", next {_local(e['next_run_at'])}" if e.get("next_run_at") else ""
+        last = f", last {_local(e['last_run_at'])}" if e.get("last_run_at") else ""
         err = f", last error: {e['last_error']}" if e.get("last_error") else ""
-        print(f"{prefix}#{e['id']} {shown(e['name'])}: {e['cron']} → {shown(e['task_file'])}{nxt}{err}")
+        print(f"{prefix}#{e['id']} {shown(e['name'])}: {e['cron']} → {shown(e['task_file'])}{nxt}{last}{err}")
     return 0
+
+
+def _local(iso: str) -> str:
+    """A schedule time (ISO 8601 UTC in the JSON) as local time, as the cron fields are read."""
+    from gputray.scheduler.commands.listing import epoch_of
+
+    epoch = epoch_of(iso)
+    if epoch is None:
+        return iso
+    return dt.datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M %Z")

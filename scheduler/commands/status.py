@@ -15,6 +15,8 @@ from gputray.monitor.serialize import snapshot_to_json
 from gputray.monitor.units import DASH, format_number, format_pair
 from gputray.scheduler import ipc
 from gputray.scheduler.commands.common import (
+    EXIT_NO_OWNER,
+    EXIT_REFUSED,
     add_monitor_source_args,
     error,
     monitor_from_args,
@@ -154,7 +156,7 @@ def _show_and_watch(
             time.sleep(max(0.2, args.watch))
             refreshed = next_doc()
             if refreshed is None:
-                return error("the gputray owner stopped answering")
+                return error("the gputray owner stopped answering", EXIT_NO_OWNER)
             doc = refreshed
     except KeyboardInterrupt:
         return 0
@@ -182,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             if doc is not None:
                 return _show_and_watch(doc, next_doc, args)
         except ScenarioError as exc:
-            return error(str(exc))
+            return error(str(exc), EXIT_REFUSED)
         finally:
             client.close()
             for monitor in local:
@@ -190,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         monitor = monitor_from_args(args)
     except ScenarioError as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     try:
         monitor.sample_once()
         time.sleep(RATE_GAP_S)

@@ -202,11 +202,12 @@ def test_wait_redirect_and_cpu_while_an_llm_holds_the_5060ti(daemons: Callable[.
     # the CLI shows the same, with exactly the promised keys
     out = d.cli("queue", "--all", "--json")
     assert out.returncode == 0, out.stderr
-    listing = {t["id"]: t for t in json.loads(out.stdout)}
+    listing = {t["id"]: t for t in json.loads(out.stdout)["tasks"]}
     assert set(listing[redirected]) == {
-        "id", "name", "kind", "state", "device", "env", "reason", "exit_code", "attempts",
-        "submitted_at", "started_at", "ended_at", "log_path",
+        "id", "name", "kind", "state", "device", "device_name", "env", "reason", "exit_code", "attempts",
+        "submitted_at", "started_at", "ended_at", "log_path", "priority", "after", "after_any", "cwd",
     }  # fmt: skip
+    assert listing[redirected]["device_name"] == "Radeon 780M"
     assert listing[redirected]["exit_code"] == 0
     assert listing[waiting]["state"] in ("queued", "waiting")
 
@@ -247,7 +248,7 @@ def test_kill_9_mid_run_loses_nothing(daemons: Callable[..., Daemon], home: Path
     offline = d.cli("queue", "--all", "--json")
     assert offline.returncode == 0, offline.stderr
     assert "no gputray owner is running: showing the queue as saved on disk" in offline.stderr
-    saved = {t["id"]: t["state"] for t in json.loads(offline.stdout)}
+    saved = {t["id"]: t["state"] for t in json.loads(offline.stdout)["tasks"]}
     assert saved[a] == saved[b] == "running" and saved[c] in ("queued", "waiting")
     assert "b runs" in d.cli("logs", str(b)).stdout
     d2 = daemons()
@@ -500,7 +501,7 @@ def test_1000_malformed_messages_and_task_files_never_stop_the_daemon(
     assert d.ask("ping")["ready"] is True
     assert "InternalError" not in kinds, [k for k in kinds if k == "InternalError"]
     out = d.cli("queue", "--all", "--json")
-    assert out.returncode == 0 and isinstance(json.loads(out.stdout), list)
+    assert out.returncode == 0 and isinstance(json.loads(out.stdout)["tasks"], list)
 
 
 @pytest.mark.slow
@@ -518,7 +519,7 @@ def test_daemon_stop_is_graceful(daemons: Callable[..., Daemon]) -> None:
     again = d.cli("queue", "--all", "--json")
     assert again.returncode == 0, again.stderr  # no owner now: the queue as saved on disk
     assert "no gputray owner is running" in again.stderr
-    (saved,) = json.loads(again.stdout)
+    (saved,) = json.loads(again.stdout)["tasks"]
     assert saved["id"] == job and saved["state"] not in ("queued", "waiting", "running")
 
 

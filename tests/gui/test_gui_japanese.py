@@ -90,6 +90,7 @@ def data_strings(app: TrayApp, tmp_path: Path) -> list[str]:
     data += [p.name for p in (app.latest.processes if app.latest else ())]
     data += [str(t.get("log_path")) for t in app.model.tasks() if t.get("log_path")]
     data += ["photo (1).png", "notes.txt", "a folder", "gputray-test-no-such-tool", "日本語"]
+    data += ["[devices.<name>] slots = N"]  # config syntax, in the jobs label's tooltip
     return data
 
 

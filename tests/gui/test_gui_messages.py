@@ -39,9 +39,16 @@ REAL = [
     "the queue is paused",
     "waits for its window 01:00–07:00",
     "retry in 45 s",
+    # scheduler/dependencies.py: a chain a → b → c where a failed
+    "dependency #2 'b' failed: because of its own dependency #1 'a' failed: exited with status 3",
+    "dependency #4 'prep' cancelled: cancelled while running",
+    "waits for #2 'b' (running), #3 'c' (queued) to succeed",
+    "waits for #2 'b' (waiting) to end",
+    "queued again: #2 was queued again",
+    "task #5 is running; tasks move among queued or waiting ones",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
-DATA += ["SIGKILL"]
+DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'"]
 
 
 @pytest.fixture

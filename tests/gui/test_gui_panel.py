@@ -44,6 +44,26 @@ def test_cards_show_what_each_gpu_is_doing(qtbot: QtBot) -> None:
     assert list(panel.cards) == [KEY_780M]
 
 
+def test_cards_show_jobs_running_and_slots(qtbot: QtBot) -> None:
+    """The queue's slots per device (config `[devices.<name>] slots`) show on each card and for the CPU,
+    whether the listing or the first sample comes first."""
+    panel = make_panel(qtbot)
+    panel.set_jobs([{"key": KEY_5060, "running": 1, "slots": 2, "name": "GeForce RTX 5060 Ti"}])
+    panel.update_snapshot(snapshot())
+    assert panel.cards[KEY_5060].jobs_label.text() == "jobs 1/2"
+    panel.set_jobs(
+        [
+            {"key": KEY_5060, "running": 0, "slots": 2},
+            {"key": KEY_780M, "running": 1, "slots": 1},
+            {"key": "cpu", "running": 3, "slots": 4},
+        ]
+    )
+    assert panel.cards[KEY_5060].jobs_label.text() == "jobs 0/2"
+    assert panel.cards[KEY_780M].jobs_label.text() == "jobs 1/1"
+    panel.update_snapshot(snapshot())
+    assert panel.host_label.text().endswith("jobs 3/4") and "CPU 12 %" in panel.host_label.text()
+
+
 def test_demo_title_and_hot_style(qtbot: QtBot) -> None:
     panel = make_panel(qtbot, demo=True)
     assert panel.windowTitle() == "gputray — DEMO" and panel.title_label.text() == "gputray — DEMO"

@@ -40,3 +40,24 @@ def test_every_bad_threshold_is_reported_and_the_rest_kept() -> None:
     joined = "\n".join(settings.problems)
     for needle in ("history_s = -5", "temp_limit_c = -300", "busy_util_percent = nan", "config.toml"):
         assert needle in joined
+
+
+def test_slots_per_device_from_the_config() -> None:
+    from gputray.scheduler.config import read_device_slots
+
+    config = {
+        "devices": {
+            "cpu": {"slots": 4},
+            "5060ti": {"slots": 2},
+            "780m": {"slots": 0},
+            "pci:0000:09:00.0": {"slots": "two"},
+            "other": {"note": "no slots key"},
+        }
+    }
+    slots, problems = read_device_slots(config, source="config.toml")
+    assert slots == {"cpu": 4, "5060ti": 2}
+    assert problems == [
+        "config.toml: devices.780m.slots = 0 is not a whole number from 1 to 64; using 1",
+        "config.toml: devices.pci:0000:09:00.0.slots = 'two' is not a whole number from 1 to 64; using 1",
+    ]
+    assert read_device_slots({}) == ({}, [])

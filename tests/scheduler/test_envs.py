@@ -254,9 +254,10 @@ def test_cli_add_list_remove(
 
 
 def test_cli_errors_are_clear(gputray_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["envs", "add", str(tmp_path / "missing python")]) == 2
+    # Exit statuses as every command gives them: 1 for a refusal, 2 for bad usage.
+    assert cli.main(["envs", "add", str(tmp_path / "missing python")]) == 1
     assert "does not exist" in capsys.readouterr().err
     assert cli.main(["envs", "add", str(tmp_path), "--env", "oops"]) == 2
     assert "KEY=VALUE" in capsys.readouterr().err
-    assert cli.main(["envs", "remove", "ghost"]) == 2
+    assert cli.main(["envs", "remove", "ghost"]) == 1
     assert "no environment named 'ghost'" in capsys.readouterr().err

@@ -136,11 +136,11 @@ def test_a_new_users_first_torch_job_runs_in_the_env_they_added(
         assert "CUDA_VISIBLE_DEVICES=''" in log
         assert "gputray's own Python" not in log and done["reason"] == ""
     listing = home.cli("queue", "--all").stdout.splitlines()
-    header = listing[0]
+    header = next(line for line in listing if line.startswith("ID "))  # after the "jobs:" line
     row = next(line for line in listing if line.startswith(str(task_id)))
     assert row[header.index("ENV") :].startswith("cpu-torch")
     as_json = json.loads(home.cli("queue", "--all", "--json").stdout)
-    assert {t["env"] for t in as_json} == {"cpu-torch"}
+    assert {t["env"] for t in as_json["tasks"]} == {"cpu-torch"}
     # The owner's check went into the doctor's cache: `gputray envs` shows it, with no doctor run.
     envs = home.cli("envs").stdout
     assert "torch 2.13.0" in envs and "✅ CPU" in envs

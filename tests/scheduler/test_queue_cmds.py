@@ -102,7 +102,7 @@ def test_listing_shows_state_device_and_why() -> None:
     failed = {"id": 8, "name": "train.py", "state": "failed", "device": "cpu", "reason": "", "exit_code": 4}
     tasks = [{**waiting, "reason": "waiting for GeForce RTX 5060 Ti"}, failed]
     text = client.format_tasks(tasks).splitlines()
-    assert text[0].split() == ["ID", "STATE", "DEVICE", "ENV", "NAME", "REASON"]
+    assert text[0].split() == ["ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON"]
     assert text[1].startswith("7") and "waiting for GeForce RTX 5060 Ti" in text[1]
     assert "exit 4" in text[2]
     assert client.format_tasks([]) == "the queue is empty"
@@ -194,7 +194,8 @@ def test_queue_imports_only_what_it_needs(tmp_path: Path) -> None:
     """`gputray queue` starts fast: it never loads the monitor, the owner, the doctor, APScheduler or
     psutil (those belong to the daemon). Commands that need the owner load no SQLite either."""
     done = _main_in_child(tmp_path, ["queue", "--json"], HEAVY)
-    assert done.stdout.splitlines() == ["[]", "EXIT 0 []"], done.stdout + done.stderr  # nothing saved yet
+    lines = done.stdout.splitlines()
+    assert lines[1:] == ["EXIT 0 []"] and json.loads(lines[0])["tasks"] == [], done.stdout + done.stderr
     store = ("sqlite3", "gputray.scheduler.store")
     done = _main_in_child(tmp_path, ["logs", "1", "--follow"], (*HEAVY, *store))
     assert done.stdout.strip() == "EXIT 3 []", done.stdout + done.stderr  # 3: no owner running
@@ -249,16 +250,36 @@ def test_queue_without_an_owner_shows_the_saved_queue(saved_queue: tuple[Path, l
     before = _db_files(home)
     as_json = gputray("queue", "--all", "--json", home=home)
     assert as_json.returncode == 0, as_json.stderr
-    assert json.loads(as_json.stdout) == [r.to_json() for r in records]  # the owner's document, unchanged
+    doc = json.loads(as_json.stdout)
+    assert doc["tasks"] == [{**r.to_json(), "device_name": None} for r in records]  # the owner's document
+    assert doc["queue"] == {"paused": False}
+    assert {
+        "key": "pci:0000:64:00.0",
+        "name": "pci:0000:64:00.0",
+        "slots": None,
+        "running": 1,
+        "paused": True,
+    } in doc["devices"]
     assert NOTE in as_json.stderr and NOTE not in as_json.stdout
-    pending = json.loads(gputray("queue", "--json", home=home).stdout)
+    pending = json.loads(gputray("queue", "--json", home=home).stdout)["tasks"]
     assert [t["state"] for t in pending] == ["running", "waiting"]  # a crash's `running` is shown as saved
 
     text = gputray("queue", "--all", home=home)
     assert text.returncode == 0 and NOTE in text.stderr
     lines = text.stdout.splitlines()
     assert lines[0] == "paused: pci:0000:64:00.0"
-    assert lines[1].split() == ["ID", "STATE", "DEVICE", "ENV", "NAME", "REASON"]
+    assert lines[1].split() == [
+        "ID",
+        "STATE",
+        "PRI",
+        "DEVICE",
+        "ENV",
+        "START",
+        "END",
+        "DUR",
+        "NAME",
+        "REASON",
+    ]
     assert "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB" in text.stdout
     assert any("学習.py" in line and "exit 4" in line for line in lines)
     assert _db_files(home) == before  # read only: nothing recovered, migrated or checkpointed
@@ -329,3 +350,137 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
     assert len(asked) == 2
     if command[0] == "logs":
         assert "job says hi" in out
+
+
+# -- issue 13: listing columns, filters, negative values, subcommand usage ---------------------------
+
+NOW_S = dt.datetime(2026, 11, 30, 14, 0).timestamp()
+
+
+def _iso(epoch_s: float) -> str:
+    from gputray.scheduler.tasks import iso_utc
+
+    return str(iso_utc(epoch_s))
+
+
+def _listed() -> list[dict[str, Any]]:
+    running = {
+        "id": 12, "name": "train a very long model name.py", "state": "running", "device": "pci:0000:01:00.0",
+        "env": "cu128", "priority": 5, "exit_code": None, "started_at": _iso(NOW_S - 125), "ended_at": None,
+        "reason": "redirected to GeForce RTX 5060 Ti: Radeon 780M busy (running 'upscale' (#11)); more words",
+    }  # fmt: skip
+    done = {
+        "id": 9, "name": "bench", "state": "failed", "device": "cpu", "env": None, "priority": -3,
+        "exit_code": 4, "started_at": _iso(NOW_S - 86_400 * 3), "ended_at": _iso(NOW_S - 86_400 * 3 + 3725),
+        "reason": "exited with status 4",
+    }  # fmt: skip
+    return [running, done]
+
+
+def test_listing_fits_80_columns_and_widens_when_there_is_room() -> None:
+    names = {"pci:0000:01:00.0": "GeForce RTX 5060 Ti"}
+    narrow = client.format_tasks(_listed(), names, width=80, now_s=NOW_S).splitlines()
+    assert all(terminal_cells(line) <= 80 for line in narrow), narrow
+    assert narrow[0].split() == [
+        "ID",
+        "STATE",
+        "PRI",
+        "DEVICE",
+        "ENV",
+        "START",
+        "END",
+        "DUR",
+        "NAME",
+        "REASON",
+    ]
+    row = narrow[1].split()
+    assert row[:3] == ["12", "running", "5"] and "cu128" in narrow[1] and "…" in narrow[1]
+    assert dt.datetime.fromtimestamp(NOW_S - 125).strftime("%H:%M") in narrow[1]  # local time, today
+    assert "2:05" in narrow[1]  # running for 2 min 5 s
+    assert "1:02:05" in narrow[2] and "exited with" in narrow[2] and "-3" in narrow[2]
+    wide = client.format_tasks(_listed(), names, width=240, now_s=NOW_S).splitlines()
+    assert "train a very long model name.py" in wide[1] and "more words" in wide[1]
+    assert "GeForce RTX 5060 Ti" in wide[1]
+    assert "exited with status 4" in wide[2] and "exit 4" not in wide[2]  # the status is said once
+    assert dt.datetime.fromtimestamp(NOW_S - 86_400 * 3).strftime("%m-%d %H:%M") in wide[2]  # another day
+    assert client.format_tasks(_listed(), names, now_s=NOW_S) == "\n".join(wide)  # a pipe: in full
+
+
+def test_filters_match_state_device_and_name() -> None:
+    from gputray.scheduler.commands.listing import parse_filter
+    from gputray.scheduler.tasks import STATES
+
+    names = {"pci:0000:01:00.0": "GeForce RTX 5060 Ti"}
+    tasks = _listed()
+    f = parse_filter(["state=failed,device=cpu"], STATES)
+    assert [t["id"] for t in tasks if f.matches(t, names)] == [9]
+    f = parse_filter(["device=5060ti", "state=running,state=failed"], STATES)
+    assert [t["id"] for t in tasks if f.matches(t, names)] == [12]
+    assert [t["id"] for t in tasks if parse_filter(["name=BENCH"], STATES).matches(t, names)] == [9]
+    for bad, words in (("colour=red", "filter by state, device, name, env"), ("state=done", "the states are"),
+                       ("state", "KEY=VALUE")):  # fmt: skip
+        with pytest.raises(ValueError, match=words):
+            parse_filter([bad], STATES)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["submit", "a.png", "--vram", "-4GiB"], "--vram a size cannot be negative, got '-4GiB'"),
+        (["run", "--max-wait", "-10m", "--", "true"], "--max-wait a duration cannot be negative"),
+        (["run", "--retries", "-1", "--", "true"], "--retries must be between 0 and 100"),
+        (["run", "--after", "-3", "--", "true"], "--after takes task ids like 3 or 3,4, not '-3'"),
+        (["edit", "3", "--vram", "-1"], "--vram a size cannot be negative"),
+    ],
+)
+def test_negative_values_are_refused_in_words_not_read_as_options(
+    argv: list[str], words: str, tmp_path: Path
+) -> None:
+    done = gputray(*argv, home=tmp_path)
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert "expected one argument" not in done.stderr
+
+
+def test_a_negative_priority_is_a_value_and_run_keeps_its_program_line() -> None:
+    from gputray.scheduler.cli import build_parser, glue_negative_values
+
+    parser = build_parser("run")
+    run_parser = parser._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    words = ["--priority", "-5", "--vram", "-1G", "--", "prog", "--vram", "-2"]
+    assert glue_negative_values(words, run_parser) == [
+        "--priority=-5",
+        "--vram=-1G",
+        "--",
+        "prog",
+        "--vram",
+        "-2",
+    ]
+    assert glue_negative_values(["--device", "--json"], run_parser) == ["--device", "--json"]  # an option
+
+
+def test_submit_name_and_unknown_options_get_the_subcommands_usage(tmp_path: Path) -> None:
+    assert parse("submit", "a.png", "--name", "my upscale").name == "my upscale"
+    done = gputray("submit", "a.png", "--naem", "x", home=tmp_path)
+    assert done.returncode == 2
+    assert "usage: gputray submit" in done.stderr and "unrecognized arguments: --naem x" in done.stderr
+    assert "usage: gputray [-h]" not in done.stderr  # not the top-level usage
+    no_name = gputray("submit", "--name", home=tmp_path)
+    assert no_name.returncode == 2 and "usage: gputray submit" in no_name.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["wait", "1"], ["remove", "1"], ["clean"], ["edit", "1", "--priority", "2"], ["move", "1", "--top"]],
+)
+def test_the_new_commands_need_the_owner(argv: list[str], tmp_path: Path) -> None:
+    done = gputray(*argv, home=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "no gputray owner is running" in done.stderr
+
+
+def test_schedule_times_are_listed_in_local_time() -> None:
+    from gputray.scheduler.commands.schedule import _local
+
+    at = dt.datetime(2026, 12, 1, 3, 0).timestamp()  # 03:00 here, whatever UTC says
+    text = _local(_iso(at))
+    assert text.startswith("2026-12-01 03:00") and "Z" not in text.split()[1]

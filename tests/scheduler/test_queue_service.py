@@ -356,8 +356,10 @@ def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
     with pytest.raises(TaskStateError, match="only queued or waiting tasks move"):
         q.move(a.id, 1)
     again = q.retry(a.id)
-    assert again.state == "queued" and again.attempts == 0
+    assert again.state == "queued" and again.attempts == 1  # attempts count on: the next is attempt 2
     h.until(h.state(a.id, "succeeded"))
+    assert q.get(a.id).attempts == 2
+    assert "attempt 2," in Path(q.get(a.id).log_path or "").read_text()
     with pytest.raises(Exception, match="'4090' matches no device"):
         q.pause("4090")
 
@@ -639,3 +641,117 @@ def test_prepare_launch_is_a_plan_tests_can_read() -> None:
     assert plan.env["CUDA_VISIBLE_DEVICES"] == "GPU-1234" and plan.env["HOME"] == "/home/me"
     assert "attempt 2" in plan.header and "note: redirected from the 780M" in plan.header
     assert "a.png is taken" in plan.notes[-1] and plan.notes[-1] in plan.header
+
+
+# -- the queue a pueue / task-spooler user expects (issue 13) ------------------------------------------
+
+
+def test_a_chain_runs_in_order_and_a_failure_fails_the_rest_until_retried(
+    harness: Callable[..., Harness], tmp_path: Path
+) -> None:
+    h = harness()
+    q = h.start()
+    flag = tmp_path / "b may succeed"
+    a = q.submit(command("a", "print('a')", device_prefs=("cpu",)))
+    b = q.submit(command("b", f"import os, sys; sys.exit(0 if os.path.exists({str(flag)!r}) else 4)",
+                         device_prefs=("cpu",), after=(a.id,)))  # fmt: skip
+    c = q.submit(command("c", "print('c')", device_prefs=("cpu",), after=(b.id,)))
+    h.until(h.state(c.id, "failed"))
+    assert q.get(b.id).exit_code == 4 and q.get(c.id).attempts == 0  # c never ran
+    assert q.get(c.id).reason == "dependency #2 'b' failed: exited with status 4"
+    assert q.get(a.id).ended_at <= q.get(b.id).started_at  # type: ignore[operator]
+    flag.write_text("yes")
+    q.retry(b.id)  # brings c back with it
+    h.until(h.state(c.id, "succeeded"))
+    assert q.get(b.id).attempts == 2 and "attempt 2," in h.log_text(b.id)
+    assert q.get(b.id).ended_at <= q.get(c.id).started_at  # type: ignore[operator]
+    with pytest.raises(Exception, match=r"--after names #99, which is no task"):
+        q.submit(command("d", device_prefs=("cpu",), after=(99,)))
+
+
+def test_edit_and_move_a_task_that_has_not_started(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    q = h.start()
+    q.pause()
+    a, b, c = (q.submit(command(n, "pass", device_prefs=("cpu",))) for n in "abc")
+    q.move_to(c.id, top=True)
+    assert [r.id for r in q.list()] == [c.id, a.id, b.id]
+    q.move_to(a.id, after=b.id)
+    assert [r.id for r in q.list()] == [c.id, b.id, a.id]
+    q.move_to(c.id, before=a.id)
+    assert [r.id for r in q.list()] == [b.id, c.id, a.id]
+    q.move_to(b.id, bottom=True)
+    assert [r.id for r in q.list()] == [c.id, a.id, b.id]
+    edited = q.edit(b.id, {"priority": 5, "name": "bee", "env": {"K": "v"}, "device_prefs": ["780m"]})
+    assert (edited.spec.name, edited.spec.priority, dict(edited.spec.env)) == ("bee", 5, {"K": "v"})
+    assert [r.id for r in q.list()] == [b.id, c.id, a.id]
+    with pytest.raises(Exception, match=r"task #1 would wait for itself: #1 → #3 → #1"):
+        q.edit(c.id, {"after": [a.id]})
+        q.edit(a.id, {"after": [c.id]})
+    with pytest.raises(Exception, match=r"edit cannot change 'argv'"):
+        q.edit(a.id, {"argv": ["rm", "-rf", "/"]})
+    with pytest.raises(Exception, match=r"task #3 cannot move next to itself"):
+        q.move_to(c.id, before=c.id)
+    q.resume()
+    for r in (a, b, c):
+        h.until(h.state(r.id, "succeeded"))
+    with pytest.raises(TaskStateError, match=r"task #1 already succeeded; edit is for tasks that have not"):
+        q.edit(a.id, {"priority": 1})
+
+
+def test_remove_and_clean_take_the_logs_with_them(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    q = h.start()
+    ok = q.submit(command("ok", "print('fine')", device_prefs=("cpu",)))
+    bad = q.submit(command("bad", "raise SystemExit(2)", device_prefs=("cpu",)))
+    long = q.submit(command("long", "import time; time.sleep(60)", device_prefs=("780m",)))
+    h.until(lambda: q.get(ok.id).finished and q.get(bad.id).finished and q.get(long.id).state == "running")
+    logs = {r.id: Path(q.get(r.id).log_path or "") for r in (ok, bad, long)}
+    assert all(p.is_file() for p in logs.values())
+    waiter = q.submit(command("waiter", "pass", device_prefs=("cpu",), after=(long.id,)))
+    gone, errors = q.remove([long.id, 99])
+    assert gone == [] and errors == [
+        f"task #{long.id} is running; `gputray remove --force {long.id}` cancels it first",
+        "no task #99 in the queue",
+    ]
+    gone, errors = q.remove([long.id], force=True)
+    assert gone == [] and errors == [
+        f"task #{long.id} stays: #{waiter.id} wait(s) for it (--after); remove or cancel them first"
+    ]
+    gone, errors = q.remove([long.id, waiter.id], force=True)
+    assert {r.id for r in gone} == {long.id, waiter.id} and errors == []
+    assert not logs[long.id].exists()
+    gone, kept = q.clean(states={"failed"})
+    assert [r.id for r in gone] == [bad.id] and kept == [] and not logs[bad.id].exists()
+    assert logs[ok.id].is_file()
+    gone, _ = q.clean(older_than_s=3600)  # it ended just now
+    assert gone == [] and logs[ok.id].is_file()
+    gone, _ = q.clean(older_than_s=0)
+    assert [r.id for r in gone] == [ok.id] and not logs[ok.id].exists() and q.list() == []
+
+
+def test_slots_come_from_the_config_by_device_name(harness: Callable[..., Harness]) -> None:
+    h = harness(slots={"780m": 2, "cpu": 3})
+    q = h.start()
+    assert {d["name"]: d["slots"] for d in q.devices()} == {
+        "GeForce RTX 5060 Ti": 1,  # the default: one job per GPU
+        "Radeon 780M": 2,
+        "CPU": 3,
+    }
+
+
+def test_wait_ended_answers_when_the_tasks_end_or_the_owner_stops(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    q = h.start()
+    quick = q.submit(command("quick", "pass", device_prefs=("cpu",)))
+    ended = q.wait_ended([quick.id], timeout_s=60)
+    assert [r.state for r in ended if not isinstance(r, int)] == ["succeeded"]
+    q.pause()
+    held = q.submit(command("held", "pass", device_prefs=("cpu",)))
+    assert [r.state for r in q.wait_ended([held.id], timeout_s=0.05) if not isinstance(r, int)] == ["waiting"]
+    with pytest.raises(TaskNotFound):
+        q.wait_ended([99], timeout_s=1)
+    q.release_waiters()
+    started = time.monotonic()
+    q.wait_ended([held.id], timeout_s=60)
+    assert time.monotonic() - started < 30  # answered at once, not after the minute

@@ -409,3 +409,56 @@ def test_reading_a_newer_or_garbage_queue_file_is_a_clear_error_that_changes_not
     garbage.write_bytes(b"not a database at all" * 100)
     with pytest.raises(StoreError, match=r"garbage\.db"):
         read_saved_tasks(garbage)
+
+
+def _schema_1_file(db: Path) -> None:
+    """A queue file as gputray with schema 1 (before ``attempts_before``) left it: one failed task."""
+    from gputray.scheduler.store import MIGRATIONS
+
+    conn = sqlite3.connect(db)
+    MIGRATIONS[0](conn)
+    text = json.dumps(spec("old").to_dict())
+    conn.execute(
+        "INSERT INTO tasks (spec, name, kind, state, attempts, submitted_at, position, queued_at, exit_code)"
+        " VALUES (?, 'old', 'command', 'failed', 2, 5.0, 1.0, 5.0, 3)",
+        (text,),
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+
+
+def test_a_schema_1_file_is_read_as_it_is_and_migrated_by_the_owner(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    _schema_1_file(db)
+    (saved,) = read_saved_tasks(db)  # the CLI without an owner: read-only, never migrated
+    assert (saved.name, saved.state, saved.attempts, saved.attempts_before) == ("old", "failed", 2, 0)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    store = TaskStore(db)  # the owner: migrated, the row kept
+    assert store.schema_version == SCHEMA_VERSION == 2
+    assert store.get(saved.id).attempts == 2 and store.get(saved.id).exit_code == 3
+    store.update(saved.id, attempts_before=2)
+    store.close()
+    assert read_saved_task(db, saved.id).attempts_before == 2
+
+
+def test_delete_and_replace_spec(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    store = TaskStore(db)
+    a, b, c = store.add_many(spec(n) for n in "abc")
+    edited = store.replace_spec(b.id, spec("b2", priority=7, env={"K": "v"}), only_states=("queued",))
+    assert edited is not None and edited.spec.name == "b2" and edited.spec.priority == 7
+    assert [r.id for r in store.pending()] == [b.id, a.id, c.id]  # the priority column moved too
+    store.update(c.id, state="running")
+    assert store.replace_spec(c.id, spec("c2"), only_states=("queued", "waiting")) is None
+    assert store.get(c.id).spec.name == "c"
+    with pytest.raises(TaskNotFound):
+        store.replace_spec(99, spec("x"), only_states=("queued",))
+    assert [r.id for r in store.delete([a.id, b.id])] == [a.id, b.id]
+    with pytest.raises(TaskNotFound):
+        store.delete([a.id])
+    store.close()
+    again = TaskStore(db)
+    assert [r.id for r in again.list()] == [c.id]  # durable
+    assert again.add(spec("d")).id == c.id + 1  # ids are never reused: an old --after cannot hit a new task

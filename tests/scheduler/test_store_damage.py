@@ -323,3 +323,71 @@ def test_kept_copies_and_the_repaired_file_are_private(tmp_path: Path) -> None:
     TaskStore(db).close()
     for p in [db, *kept_copies(db.parent)]:
         assert p.stat().st_mode & 0o077 == 0, p
+
+
+# --------------------------------------------------------------------------------------------------
+# schema 1 and rows saved before the migration to schema 2
+
+
+def schema_1_queue(folder: Path, n: int = TASKS) -> Path:
+    """A queue file as a schema-1 gputray left it (no ``attempts_before``): ``n`` tasks, checkpointed."""
+    from gputray.scheduler.store import MIGRATIONS
+    from gputray.scheduler.store_salvage import SCHEMA_1_COLUMN_COUNT, TASK_TABLE_COLUMNS
+
+    source = checkpointed_queue(folder / "source", n)
+    db = folder / "queue.sqlite3"
+    old_columns = ", ".join(TASK_TABLE_COLUMNS[:SCHEMA_1_COLUMN_COUNT])
+    con = sqlite3.connect(db)
+    MIGRATIONS[0](con)
+    con.execute("ATTACH DATABASE ? AS src", (str(source),))
+    con.execute(f"INSERT INTO tasks ({old_columns}) SELECT {old_columns} FROM src.tasks")
+    con.execute("PRAGMA user_version = 1")
+    con.commit()
+    con.close()
+    shutil.rmtree(folder / "source")
+    return db
+
+
+def _garble_schema_page(db: Path) -> None:
+    with db.open("r+b") as f:
+        f.seek(100)
+        f.write(random.Random(1).randbytes(PAGE - 100))
+
+
+def test_a_damaged_schema_1_file_gives_every_row_back(tmp_path: Path) -> None:
+    """Its rows hold one value fewer than the current table: the page reader takes them all the same."""
+    db = schema_1_queue(tmp_path / "data")
+    _garble_schema_page(db)
+    saved = read_saved_queue(db)  # without an owner: read from the pages, nothing written
+    assert names(saved.tasks) == expected_names()
+    assert all(r.attempts_before == 0 for r in saved.tasks)
+    assert "damaged" in saved.notes[0]
+    store = TaskStore(db)
+    assert names(store.list()) == expected_names()
+    assert store.get(10).state == "succeeded" and store.get(10).attempts == 1
+    assert store.get(10).attempts_before == 0
+    assert store.schema_version == 2
+
+
+def test_rows_saved_before_and_after_the_migration_both_come_back_from_a_damaged_file(tmp_path: Path) -> None:
+    """ALTER TABLE ADD COLUMN leaves the rows already there as they were: a migrated file holds rows of
+    both lengths, and salvage must read both (the new column keeps its value where a row has it)."""
+    db = schema_1_queue(tmp_path / "data", 20)
+    store = TaskStore(db)  # migrated to schema 2; the 20 old rows keep their 21 values
+    assert store.schema_version == 2
+    for i in range(21, TASKS + 1):
+        rec = store.add(
+            TaskSpec(kind="command", name=f"task-{i}", argv=("echo", str(i)), env={"K": "v" * 40})
+        )
+        store.update(rec.id, state="failed", attempts=3, attempts_before=2, ended_at=1200.0)
+    store.close()
+    _garble_schema_page(db)
+    saved = read_saved_queue(db)
+    assert names(saved.tasks) == expected_names()
+    by_name = {r.name: r for r in saved.tasks}
+    assert by_name["task-30"].attempts_before == 2 and by_name["task-3"].attempts_before == 0
+    repaired = TaskStore(db)
+    assert names(repaired.list()) == expected_names()
+    assert repaired.get(30).attempts_before == 2 and repaired.get(30).attempts == 3
+    assert repaired.get(3).attempts_before == 0
+    assert f"recovered {TASKS} task(s), every one it held" in (repaired.recovery_note or "")

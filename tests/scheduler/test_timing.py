@@ -172,3 +172,26 @@ def test_the_next_run_is_the_dispatchers_due_time_and_missed_runs_coalesce(tmp_p
     t.remove(entry.id)
     assert t.next_due_s() is None
     t.stop()
+
+
+def test_day_of_month_and_weekday_combine_with_or_as_in_crontab() -> None:
+    """crontab(5): "30 4 1,15 * 5" runs at 4:30 on the 1st and 15th of each month, *plus* every Friday.
+    When one of the two fields is "*", only the other one restricts the days."""
+    after = local(2026, 1, 1, 5, 0)  # a Thursday, past 4:30
+    runs = []
+    for _ in range(7):
+        after = timing.next_cron_run("30 4 1,15 * 5", after)  # type: ignore[assignment]
+        runs.append(dt.datetime.fromtimestamp(after).strftime("%a %m-%d %H:%M"))
+    assert runs == [
+        "Fri 01-02 04:30",
+        "Fri 01-09 04:30",
+        "Thu 01-15 04:30",
+        "Fri 01-16 04:30",
+        "Fri 01-23 04:30",
+        "Fri 01-30 04:30",
+        "Sun 02-01 04:30",
+    ]
+    fridays = timing.next_cron_run("30 4 * * 5", local(2026, 1, 1, 5, 0))
+    assert fridays is not None and dt.datetime.fromtimestamp(fridays).strftime("%a %d") == "Fri 02"
+    firsts = timing.next_cron_run("30 4 1,15 * *", local(2026, 1, 1, 5, 0))
+    assert firsts is not None and dt.datetime.fromtimestamp(firsts).strftime("%a %d") == "Thu 15"
