@@ -1,6 +1,6 @@
-"""Acting on the saved queue when no owner runs: ``cancel``, ``retry``, ``pause`` and ``resume`` from the
-CLI work on the queue file directly, under the lock the owner takes (``queue_lock``), so a user is never
-locked out of their own tasks.
+"""Acting on the saved queue when no owner runs: ``cancel``, ``retry``, ``remove``, ``pause`` and ``resume``
+from the CLI work on the queue file directly, under the lock the owner takes (``queue_lock``), so a user is
+never locked out of their own tasks.
 
 ``act(paths, fn)`` is the one way in: it takes the lock (refusing, with the holder's pid, when an owner
 that does not answer holds it), opens the store, calls ``fn(OfflineQueue)`` and closes everything.
@@ -219,6 +219,50 @@ def cancel(paths: Paths, ids: list[str]) -> dict[str, Any]:
 
 def retry(paths: Paths, raw_id: str) -> dict[str, Any]:
     return act(paths, lambda q: {"task": q.retry(_task_id(raw_id)).to_json()})
+
+
+def remove(paths: Paths, ids: list[str], *, force: bool = False) -> dict[str, Any]:
+    """The ``remove`` op on the saved queue, as the owner answers it: ended and pending tasks go with
+    their logs; a running one only with ``force`` (cancelled here first); a task that a pending one
+    waits for (``after``) stays, with the reason."""
+    from gputray.scheduler.dependencies import dependants
+    from gputray.scheduler.queue_edits import delete_task_log
+
+    def run(q: OfflineQueue) -> dict[str, Any]:
+        errors: list[str] = []
+        chosen: list[TaskRecord] = []
+        for raw in dict.fromkeys(ids):
+            try:
+                rec = q.get(_task_id(raw))
+                if rec.state == "running":
+                    if not force:
+                        errors.append(
+                            f"task #{rec.id} is running; `gputray remove --force {rec.id}` cancels it first"
+                        )
+                        continue
+                    rec = q.cancel(rec.id)
+            except Refusal as exc:
+                errors.append(str(exc))
+                continue
+            chosen.append(rec)
+        going = {r.id for r in chosen}
+        pending = [r for r in q.store.pending() if r.id not in going]
+        ok: list[TaskRecord] = []
+        for rec in chosen:
+            waiting = dependants(rec.id, pending)
+            if waiting:
+                names = ", ".join(f"#{w.id}" for w in waiting)
+                errors.append(
+                    f"task #{rec.id} stays: {names} wait(s) for it (--after); remove or cancel them first"
+                )
+                continue
+            ok.append(rec)
+        gone = q.store.delete(r.id for r in ok)
+        for rec in gone:
+            delete_task_log(paths.logs_dir, rec)
+        return {"tasks": [r.to_json() for r in gone], "errors": errors}
+
+    return act(paths, run)
 
 
 def pause(paths: Paths, op: str, device: str | None) -> dict[str, Any]:

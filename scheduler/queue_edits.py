@@ -273,15 +273,7 @@ class QueueEdits:
         return ok, kept
 
     def _delete_log(self, rec: TaskRecord) -> None:
-        """A removed task's log, if it is one of ours (a stored path outside the logs folder is left)."""
-        if not rec.log_path:
-            return
-        path = Path(rec.log_path)
-        try:
-            if path.parent.resolve() == self.paths.logs_dir.resolve():
-                path.unlink(missing_ok=True)
-        except OSError as exc:
-            log.warning("could not delete the log %s: %s", path, exc)
+        delete_task_log(self.paths.logs_dir, rec)
 
     def release_waiters(self) -> None:
         """Answer every ``wait_ended`` now, and later ones at once (the owner is stopping)."""
@@ -313,3 +305,15 @@ class QueueEdits:
                 if done or left <= 0 or self._closed or self._waiters_released:
                     return records
                 self._ended.wait(left)
+
+
+def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:
+    """A removed task's log, if it is one of ours (a stored path outside the logs folder is left)."""
+    if not rec.log_path:
+        return
+    path = Path(rec.log_path)
+    try:
+        if path.parent.resolve() == logs_dir.resolve():
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("could not delete the log %s: %s", path, exc)

@@ -8,6 +8,7 @@ from typing import Any
 
 from gputray.scheduler.commands.client import EXIT_REFUSED, _ask, _client_call, _UsageError
 from gputray.scheduler.commands.common import print_json, shown
+from gputray.scheduler.paths import app_paths
 
 CLEAN_STATES = ("succeeded", "failed", "cancelled")
 
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--force", action="store_true", help="cancel a running task first, then remove it")
     p.add_argument("--json", action="store_true", help="print the removed tasks as JSON")
-    p.set_defaults(func=lambda a: _client_call(_cmd_remove, a))
+    p.set_defaults(func=lambda a: _client_call(_cmd_remove, a, _offline_remove))
 
     p = sub.add_parser(
         "clean",
@@ -61,6 +62,25 @@ def _print_removed(result: dict[str, Any], as_json: bool, notes: list[str]) -> N
             print("nothing removed")
     for note in notes:
         print(f"gputray: {note}", file=sys.stderr)
+
+
+def _offline_remove(args: argparse.Namespace) -> int:
+    """``remove`` with no owner running: on the saved queue, under the lock an owner takes."""
+    from gputray.scheduler import offline
+    from gputray.scheduler.commands.common import EXIT_NO_OWNER, error
+    from gputray.scheduler.commands.control import OFFLINE_NOTE
+    from gputray.scheduler.protocol import Refusal
+
+    try:
+        result = offline.remove(app_paths(), list(args.ids), force=args.force)
+    except offline.QueueBusy as exc:
+        return error(str(exc), EXIT_NO_OWNER)
+    except Refusal as exc:
+        return error(str(exc), EXIT_REFUSED)
+    print(f"gputray: {OFFLINE_NOTE}", file=sys.stderr)
+    errors = list(result.get("errors", []))
+    _print_removed(result, args.json, errors)
+    return EXIT_REFUSED if errors else 0
 
 
 def _cmd_remove(args: argparse.Namespace) -> int:

@@ -126,3 +126,32 @@ def test_the_owner_holds_the_queue_lock_while_it_runs(
             second.start()
     finally:
         lock.release()
+
+
+def test_remove_acts_on_the_saved_queue_and_keeps_what_others_wait_for(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    a, b = saved(home, job("a"), job("b"))
+    c = saved(home, TaskSpec(kind="command", name="c", argv=(PY, "-c", "pass"), after=(b,)))[0]
+    log = paths_of(home).logs_dir / f"task-{a}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("a's output\n")
+    store = TaskStore(paths_of(home).queue_db)
+    try:
+        store.update(a, state="failed", reason="exited with status 1", log_path=str(log))
+    finally:
+        store.close()
+
+    out = gputray("remove", str(a), str(b), home=home)
+    assert out.returncode == 1, out.stderr  # b stays: c waits for it
+    assert "no gputray owner is running: acted on the saved queue" in out.stderr
+    assert f"removed #{a} a (failed)" in out.stdout
+    assert f"task #{b} stays: #{c} wait(s) for it" in out.stderr
+    assert not log.exists()  # its log went with it
+    store = TaskStore(paths_of(home).queue_db)
+    try:
+        assert sorted(r.id for r in store.list()) == [b, c]
+    finally:
+        store.close()
+    both = gputray("remove", str(b), str(c), "--json", home=home)
+    assert both.returncode == 0, both.stderr
+    assert sorted(t["id"] for t in json.loads(both.stdout)) == [b, c]
