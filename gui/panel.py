@@ -462,6 +462,7 @@ class Panel(QWidget):
     cancel_requested = Signal(list)
     retry_requested = Signal(object)
     move_requested = Signal(object, int)
+    priority_requested = Signal(object, int)  # task id, the new priority number (higher starts first)
     pause_requested = Signal(object)  # device key, or None for the whole queue
     resume_requested = Signal(object)
     open_log_requested = Signal(str)
@@ -896,7 +897,30 @@ class Panel(QWidget):
         ):
             action = priority.addAction(text)
             action.triggered.connect(lambda _=False, d=delta: self._move(d))
+        priority.addSeparator()
+        priority.addAction(tr("Set priority…")).triggered.connect(self._ask_priority)
         return menu
+
+    def _ask_priority(self) -> None:
+        """A priority number for the selected waiting task (higher starts first), as `gputray edit` sets."""
+        from PySide6.QtWidgets import QInputDialog
+
+        from gputray.scheduler.tasks import MAX_PRIORITY
+
+        tasks = self.selected_tasks()
+        if len(tasks) != 1 or tasks[0].get("state") not in PENDING_STATES:
+            return
+        task = tasks[0]
+        value, ok = QInputDialog.getInt(
+            self,
+            tr("Set priority"),
+            tr("Priority of {name} (higher starts first):").format(name=task.get("name") or ""),
+            _whole(task.get("priority")),
+            -MAX_PRIORITY,
+            MAX_PRIORITY,
+        )
+        if ok:
+            self.priority_requested.emit(task.get("id"), value)
 
     def _row_menu(self, pos: QPoint) -> None:
         index = self.table.indexAt(pos)
@@ -929,3 +953,7 @@ class Panel(QWidget):
             return
         event.acceptProposedAction()
         self.files_dropped.emit([u.toLocalFile() or u.toString() for u in urls])
+
+
+def _whole(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

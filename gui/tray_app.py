@@ -137,6 +137,7 @@ class TrayApp(QObject):
         self.panel.cancel_requested.connect(self.cancel)
         self.panel.retry_requested.connect(self.retry)
         self.panel.move_requested.connect(self.move)
+        self.panel.priority_requested.connect(self.set_priority)
         self.panel.pause_requested.connect(self.pause)
         self.panel.resume_requested.connect(self.resume)
         self.panel.open_log_requested.connect(self.open_log)
@@ -392,6 +393,10 @@ class TrayApp(QObject):
 
     def retry(self, task_id: Any) -> None:
         self.request(rq.Retry(id=task_id))
+        self.reload_queue()
+
+    def set_priority(self, task_id: Any, priority: int) -> None:
+        self.request(rq.Edit(id=task_id, changes={"priority": priority}))
         self.reload_queue()
 
     def move(self, task_id: Any, delta: int) -> None:

@@ -1539,5 +1539,17 @@
         <source>Stop them</source>
         <translation>停止する</translation>
     </message>
+    <message>
+        <source>Set priority…</source>
+        <translation>優先度を設定…</translation>
+    </message>
+    <message>
+        <source>Set priority</source>
+        <translation>優先度を設定</translation>
+    </message>
+    <message>
+        <source>Priority of {name} (higher starts first):</source>
+        <translation>{name} の優先度（大きいほど先に開始）：</translation>
+    </message>
 </context>
 </TS>

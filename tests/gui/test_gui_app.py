@@ -214,3 +214,36 @@ def test_switching_language_retranslates_the_open_windows_and_keeps_the_banner(
         assert "No system tray was found" in panel.notice_text()
     finally:
         install_language("en")
+
+
+def test_set_priority_from_the_row_menu_changes_what_the_owner_starts_first(
+    qtbot: QtBot, tray_app: TrayApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PySide6.QtWidgets import QInputDialog
+
+    from gputray.scheduler import protocol as rq
+
+    tray_app.request(rq.Pause(device=None))  # nothing starts: the order is what we look at
+    for name in ("first", "second"):
+        tray_app.request(
+            rq.Run(argv=[sys.executable, "-c", "pass"], name=name, overrides={"devices": ["cpu"]})
+        )
+    tray_app.reload_queue()
+    row = next(i for i, t in enumerate(tray_app.model.tasks()) if t.get("name") == "second")
+    asked: list[int] = []
+
+    def get_int(*args: object) -> tuple[int, bool]:  # the user types 50 and presses OK
+        asked.append(int(args[3]))  # type: ignore[call-overload]
+        return 50, True
+
+    monkeypatch.setattr(QInputDialog, "getInt", staticmethod(get_int))
+    menu = tray_app.panel.row_menu(row)
+    priority = next(a.menu() for a in menu.actions() if a.menu() is not None)
+    next(a for a in priority.actions() if a.text() == "Set priority…").trigger()
+    assert asked == [0]  # the dialog started from the task's priority
+    listed = tray_app.request(rq.Queue(all=True))
+    assert listed is not None
+    by_name = {t["name"]: t for t in listed["tasks"]}
+    assert by_name["second"]["priority"] == 50 and by_name["first"]["priority"] == 0
+    tray_app.reload_queue()
+    assert [t.get("name") for t in tray_app.model.tasks()][:2] == ["second", "first"]
