@@ -122,7 +122,7 @@ class Arg:
 
 OPS: dict[str, dict[str, Arg]] = {
     "ping": {},
-    "status": {},
+    "status": {"cluster": Arg("bool")},  # cluster: add every machine's view (gputray.cluster)
     "submit": {
         "task_file": Arg("str"),
         "spec": Arg("dict"),
@@ -173,6 +173,18 @@ OPS: dict[str, dict[str, Arg]] = {
     "schedule_list": {},
     "schedule_remove": {"id": Arg("id", required=True, nullable=False)},
     "shutdown": {},
+    # gputray.cluster: the bridge beside this owner, and the agent of this machine (both local clients)
+    "cluster_sync": {"report": Arg("dict"), "wait_ms": Arg("int")},
+    "cluster_update": {
+        "id": Arg("id", required=True, nullable=False),
+        "expect_state": Arg("str"),
+        "changes": Arg("dict"),
+        "requeue": Arg("str"),
+    },
+    "cluster_submit": {
+        "origin": Arg("str", required=True, nullable=False),
+        "spec": Arg("dict", required=True, nullable=False),
+    },
 }
 
 

@@ -212,6 +212,7 @@ class Owner:
         self.shutdown_requested = threading.Event()
         self.started_at: float | None = None
         self._json_cache: dict[int, tuple[TaskRecord, str]] = {}
+        self.cluster: Any = None  # gputray.cluster.link.ClusterLink: the bridge to other machines
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
         self.files_opener: Callable[[list[str]], None] | None = None
@@ -234,6 +235,9 @@ class Owner:
             "schedule_list": self._op_schedule_list,
             "schedule_remove": self._op_schedule_remove,
             "shutdown": self._op_shutdown,
+            "cluster_sync": lambda args: self.cluster.sync(args),
+            "cluster_update": lambda args: self.cluster.update(args),
+            "cluster_submit": lambda args: self.cluster.submit(args),
         }
         missing = set(ipc.OPS) ^ set(self._handlers)
         assert not missing, f"ops without handlers (or handlers without ops): {missing}"
@@ -254,6 +258,7 @@ class Owner:
 
     def start(self) -> None:
         """Claim the socket, then start monitor, queue and timing. Raises ipc.OwnerAlreadyRunning."""
+        from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor
         from gputray.scheduler.queue_service import QueueService
         from gputray.scheduler.store import TaskStore
@@ -276,6 +281,8 @@ class Owner:
                 )
             self._monitor.start()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
+            # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
+            self.cluster = ClusterLink(self.paths, self._store, clock=self.clock, emit=self._event)
             env_resolver = self.env_resolver
             if env_resolver is None:
                 from gputray.scheduler.doctor import env_for_device
@@ -289,7 +296,10 @@ class Owner:
                 env_resolver=env_resolver,
                 failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
                 on_event=self._event,
+                runs_here=self.cluster.runs_here,
+                check_spec=self.cluster.check_spec,
             )
+            self.cluster.attach(self._queue)
             self._queue.start()
             self.timing = Timing(
                 self.paths.data_dir / "schedules.sqlite3",
@@ -305,6 +315,7 @@ class Owner:
             raise
         self.started_at = self.clock()
         self._ready.set()
+        self.cluster.start()
         log.info("gputray owner started (pid %d, demo=%s)", os.getpid(), self.demo)
 
     def stop(self, *, kill_running: bool = True) -> None:
@@ -328,6 +339,9 @@ class Owner:
         self.shutdown_requested.set()
 
     def _teardown(self, *, kill_running: bool = False) -> None:
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                self.cluster.close()  # the bridge goes first: it talks to the queue
         if self.server is not None:
             with contextlib.suppress(Exception):
                 self.server.stop()
@@ -350,6 +364,8 @@ class Owner:
 
     def _event(self, event: QueueEvent) -> None:
         log.info("task %s %s: %s", event.task.id, event.kind, event.message)
+        if self.cluster is not None:
+            self.cluster.on_event(event)
         with contextlib.suppress(Exception):
             self._plan_wakeups(event.task)
         if self._on_event is not None:
@@ -459,6 +475,7 @@ class Owner:
             "devices": devices,
             "paused": self.queue.paused(),
             "counts": self._store.counts() if self._store is not None else {},
+            **({"cluster": self.cluster.report_doc()} if args.get("cluster") else {}),
         }
 
     def _with_overrides(self, spec: TaskSpec, overrides: dict[str, Any] | None, source: str) -> TaskSpec:

@@ -158,6 +158,8 @@ class QueueService:
         recipes: Sequence[Recipe] | None = None,
         base_env: Mapping[str, str] | None = None,
         check_programs: bool = True,
+        runs_here: Callable[[TaskRecord], bool] | None = None,
+        check_spec: Callable[[TaskSpec], None] | None = None,
     ) -> None:
         """``env_resolver(device_key, needs)`` picks the Python env for torch jobs (the doctor's
         ``env_for_device``); None or no env → ``sys.executable``, said in the task's reason.
@@ -168,6 +170,9 @@ class QueueService:
         *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
         ``capabilities`` wins when both are given.
         ``base_env`` replaces ``os.environ`` as the base of every job's environment.
+        ``runs_here(task)`` (the cluster link): False for a pending task another machine runs or the
+        cluster bridge has still to place; this queue then leaves it alone. ``check_spec`` replaces
+        the submit-time ``check_runnable`` (the cluster link checks a task bound for another machine).
         """
         self.store = store
         self.monitor = monitor
@@ -189,6 +194,8 @@ class QueueService:
         self.recipes = recipes
         self.base_env = base_env
         self.check_programs = check_programs
+        self.runs_here = runs_here
+        self.check_spec = check_spec
 
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
@@ -281,7 +288,7 @@ class QueueService:
     def submit(self, spec: TaskSpec) -> TaskRecord:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
         if self.check_programs:
-            check_runnable(spec)
+            (self.check_spec or check_runnable)(spec)
         rec = self.store.add(spec, now=self.clock())
         self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
         self.request_dispatch()
@@ -302,6 +309,9 @@ class QueueService:
             recipes=self.recipes,
             check=self.check_programs,
         )
+        if self.check_programs and self.check_spec is not None:
+            for spec in specs:
+                self.check_spec(spec)
         records = self.store.add_many(specs, now=self.clock())
         for rec in records:
             self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
@@ -360,6 +370,9 @@ class QueueService:
                 queued_at=now,
                 overtakes=0,
                 position=position,
+                machine=None,  # placed afresh, on any machine its spec allows
+                remote_id=None,
+                remote_state=None,
             )
             if new is None:
                 raise TaskStateError(f"task #{task_id} changed state meanwhile; try again")
@@ -439,6 +452,8 @@ class QueueService:
             self.passes += 1
             now = self.clock()
             pending = self.store.pending()
+            if self.runs_here is not None:
+                pending = [r for r in pending if self.runs_here(r)]
             if not pending:
                 self._due_s = None
                 return

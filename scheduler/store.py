@@ -40,7 +40,7 @@ from gputray.scheduler.tasks import MAX_BACKOFF_S, PENDING_STATES, TaskRecord, T
 # crash recovery can find a job whose pid was never saved: the owner died just as it launched it.
 QUEUE_FILE_VAR = "GPUTRAY_QUEUE_FILE"
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _Records = list[TaskRecord]  # TaskStore.list shadows the builtin inside the class
 
@@ -91,12 +91,19 @@ def _migrate_0_to_1(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX tasks_state ON tasks(state)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1]
+def _migrate_1_to_2(db: sqlite3.Connection) -> None:
+    """Cluster bookkeeping (gputray.cluster): where a task was placed and its id there."""
+    for column in ("machine TEXT", "remote_id INTEGER", "remote_state TEXT"):
+        db.execute(f"ALTER TABLE tasks ADD COLUMN {column}")
 
-_COLUMNS = (
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2]
+
+_COLUMNS_V1 = (
     "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
     "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes"
 )
+_COLUMNS = _COLUMNS_V1 + ", machine, remote_id, remote_state"
 # Fields of TaskRecord that map 1:1 to columns (everything but id and spec).
 _UPDATABLE = {
     "state",
@@ -114,6 +121,9 @@ _UPDATABLE = {
     "queued_at",
     "not_before",
     "overtakes",
+    "machine",
+    "remote_id",
+    "remote_state",
 }
 
 
@@ -385,13 +395,16 @@ class TaskStore:
         """
         now = self.clock()
         with self._lock:
-            stale = self.list(states=("running", "interrupted"))
+            # A task another machine runs (remote_id set) lives in that machine's queue: it went on
+            # while we were down, and the cluster bridge fetches how it ended.
+            stale = [r for r in self.list(states=("running", "interrupted")) if r.remote_id is None]
             if not stale:
                 return []
             with self._transaction() as db:
                 db.execute(
                     "UPDATE tasks SET state = 'interrupted', ended_at = ?, "
-                    "reason = 'interrupted: gputray stopped while it ran' WHERE state = 'running'",
+                    "reason = 'interrupted: gputray stopped while it ran' "
+                    "WHERE state = 'running' AND remote_id IS NULL",
                     (now,),
                 )
             self._rows = None  # a bulk change: read the mirror back
@@ -479,7 +492,9 @@ def _read_only_rows(path: Path, where: str, params: tuple[Any, ...] = ()) -> bui
         version = _schema_version(db, path)
         if version == 0:  # created but never initialised: no table yet, nothing queued
             return []
-        return db.execute(f"SELECT {_COLUMNS} FROM tasks{where} ORDER BY id", params).fetchall()
+        # A file an older gputray wrote (and no owner migrated yet) lacks the newer columns: NULLs.
+        columns = _COLUMNS if version >= 2 else _COLUMNS_V1 + ", NULL, NULL, NULL"
+        return db.execute(f"SELECT {columns} FROM tasks{where} ORDER BY id", params).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read the queue database {path}: {exc}") from None
     finally:
@@ -507,6 +522,9 @@ def _record_from_row(row: Sequence[Any], spec_of: Callable[[str], TaskSpec]) -> 
         queued_at=row[15],
         not_before=row[16],
         overtakes=row[17],
+        machine=row[18],
+        remote_id=row[19],
+        remote_state=row[20],
     )
 
 

@@ -22,6 +22,7 @@ A task file holds the keys at the top level or under ``[task]``::
     retries = 2
     backoff = "30s"
     cwd = "."
+    machine = "any"                   # cluster: "any" machine, or one by name (gputray cluster status)
     [env]                             # [task.env] when the keys are under [task]
     GGML_VK_VISIBLE_DEVICES = "{vk_index}"
 
@@ -50,6 +51,7 @@ from typing import Any, cast
 from gputray.scheduler.tasks import (
     AFTER_MAX_WAIT,
     KINDS,
+    MACHINE_RE,
     MAX_PRIORITY,
     MAX_RETRIES,
     ON_BUSY,
@@ -378,6 +380,9 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
     if isinstance(util, bool) or not isinstance(util, int | float) or not 0 <= util <= 100:
         raise err("util_percent", f"must be a number from 0 to 100, got {util!r}")
     vram = number("vram_bytes", parse_size)
+    machine = string("machine")
+    if machine is not None and not MACHINE_RE.match(machine):
+        raise err("machine", f'must be "any" or a machine name (letters, digits, . _ -), got {machine!r}')
     return TaskSpec(
         kind=cast(Any, kind),
         name=name,
@@ -404,4 +409,6 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         recipe=string("recipe"),
         placeholders=opt_in,
         util_percent=float(util),
+        machine=machine,
+        origin=string("origin"),
     )

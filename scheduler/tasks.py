@@ -38,6 +38,8 @@ FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"}
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
 PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
 MAX_RETRIES = 100
+#: A machine name in a cluster (``[cluster] machine``, ``--machine``): letters, digits, ``.``, ``_``, ``-``.
+MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
 MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -93,6 +95,10 @@ class TaskSpec:
     recipe: str | None = None
     placeholders: bool = False  # opt-in: fill placeholders in a command/torch task too
     util_percent: float = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
+    # Cluster (gputray.cluster): the machine it should run on ("any" or a machine name; None = here),
+    # and, on a task another machine handed here, where it came from ("desk#12.1": machine, id, attempt).
+    machine: str | None = None
+    origin: str | None = None
 
     def __hash__(self) -> int:  # env is a dict; hash the rest
         return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
@@ -146,6 +152,7 @@ class TaskRecord:
     ``position`` orders the queue within a priority; ``queued_at`` is when it last (re)entered the
     queue (max_wait and aging count from there); ``not_before`` delays a retry (backoff);
     ``overtakes`` counts how often a later task took a device this one was waiting for.
+    ``machine``/``remote_id``/``remote_state``: see ``gputray.cluster`` (a task run by another machine).
     """
 
     id: int
@@ -166,6 +173,12 @@ class TaskRecord:
     not_before: float | None = None
     overtakes: int = 0
     pid_create_time: float | None = None
+    # Cluster bookkeeping (gputray.cluster), None for a task that runs here: the machine the task was
+    # placed on, its id in that machine's queue, and the last state seen there ("sending" before it
+    # arrived, "fetched" once its outputs and log are back).
+    machine: str | None = None
+    remote_id: int | None = None
+    remote_state: str | None = None
 
     @property
     def name(self) -> str:
@@ -199,6 +212,9 @@ class TaskRecord:
             "started_at": iso_utc(self.started_at),
             "ended_at": iso_utc(self.ended_at),
             "log_path": self.log_path,
+            "machine": self.machine or self.spec.machine,  # where it runs, else where it was asked to
+            "remote_id": self.remote_id,
+            "origin": self.spec.origin,  # "desk#12.1" on a task another machine handed here
         }
 
     def replace(self, **changes: Any) -> TaskRecord:

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("gui", "monitor", "scheduler", "resources")
+PACKAGES = ("gui", "monitor", "scheduler", "cluster", "resources")
 SKIP = {"probe.py"}  # scripts run by other interpreters (Python envs without gputray)
 
 

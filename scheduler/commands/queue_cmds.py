@@ -285,6 +285,12 @@ def _add_placement_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--retries", type=int, help="retry this many times after a failure")
     g.add_argument("--timeout", metavar="DURATION", help="stop the job after this long, e.g. 2h")
+    g.add_argument(
+        "--machine",
+        metavar="NAME|any",
+        help="cluster: run it on that machine, or on whichever machine's GPU is free (`any`); its inputs "
+        "travel there, its results and log come back beside the input (see `gputray cluster status`)",
+    )
     p.add_argument("--json", action="store_true", help="print the queued tasks as JSON")
 
 
@@ -324,6 +330,12 @@ def overrides_from_args(args: argparse.Namespace, now_s: float | None = None) ->
             if not 0 <= args.retries <= MAX_RETRIES:
                 raise _UsageError(f"--retries must be between 0 and {MAX_RETRIES}")
             out["retries"] = args.retries
+        if args.machine:
+            from gputray.scheduler.tasks import MACHINE_RE
+
+            if not MACHINE_RE.match(args.machine):
+                raise _UsageError(f"--machine takes a machine name or `any`, not {args.machine!r}")
+            out["machine"] = args.machine
         if args.timeout:
             option = "--timeout"
             out["timeout_s"] = parse_duration(args.timeout)
@@ -434,7 +446,8 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--json",
         action="store_true",
         help="a JSON list; per task: id, name, kind, state, device, env, reason, exit_code, attempts, "
-        "submitted_at, started_at, ended_at, log_path (times ISO 8601 UTC)",
+        "submitted_at, started_at, ended_at, log_path (times ISO 8601 UTC), machine and remote_id (the "
+        "machine it runs on and its id there, for a task another machine of the cluster runs), origin",
     )
     p.add_argument(
         "--watch",

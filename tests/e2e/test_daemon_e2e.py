@@ -205,7 +205,7 @@ def test_wait_redirect_and_cpu_while_an_llm_holds_the_5060ti(daemons: Callable[.
     listing = {t["id"]: t for t in json.loads(out.stdout)}
     assert set(listing[redirected]) == {
         "id", "name", "kind", "state", "device", "env", "reason", "exit_code", "attempts",
-        "submitted_at", "started_at", "ended_at", "log_path",
+        "submitted_at", "started_at", "ended_at", "log_path", "machine", "remote_id", "origin",
     }  # fmt: skip
     assert listing[redirected]["exit_code"] == 0
     assert listing[waiting]["state"] in ("queued", "waiting")

@@ -29,6 +29,9 @@ JSON_KEYS = [
     "started_at",
     "ended_at",
     "log_path",
+    "machine",  # the cluster's (gputray.cluster): where it runs, its id there, where it came from
+    "remote_id",
+    "origin",
 ]
 
 
