@@ -599,7 +599,8 @@ class Bridge:
                 os.replace(part, dest)
                 notes.append(f"{rel} → {dest}")
         if rec.log_path and Path(rec.log_path).exists():
-            stem = Path(rec.spec.script or (rec.spec.files[0] if rec.spec.files else rec.spec.name)).stem
+            first = rec.spec.script or (plan.files[0].source if plan.files else rec.spec.name)
+            stem = Path(first).stem
             dest_log = Path(free_out_path(str(base / f"{stem}.log"), set()))
             with contextlib.suppress(OSError):
                 dest_log.write_bytes(Path(rec.log_path).read_bytes())
@@ -695,7 +696,7 @@ class Bridge:
         views = self.views()
         with self.lock:
             known = dict(self.machines)
-        for name in [*sorted({*known, *views} - {self.local}), self.local]:
+        for name in [self.local, *sorted({*known, *views} - {self.local})]:
             m = known.get(name, _Machine())
             view = views.get(name)
             alive = view is not None

@@ -489,6 +489,8 @@ class Owner:
     def _submitted(self, records: list[TaskRecord]) -> dict[str, Any]:
         notes: list[str] = []
         for r in records:
+            if r.spec.machine is not None:
+                continue  # its devices may be another machine's: the cluster bridge places it
             for name in self.queue.unknown_device_names(r.spec.device_prefs):
                 notes.append(f"#{r.id}: no device here matches {name!r} (see `gputray devices`)")
         return {"tasks": [r.to_json() for r in records], "notes": notes}
