@@ -50,7 +50,7 @@ from gputray.cluster.config import (
     ClusterConfigError,
     load_cluster_config,
 )
-from gputray.cluster.link import EXIT_NO_RAY, TERMINAL_REMOTE, _is_loopback
+from gputray.cluster.link import EXIT_NO_RAY, EXIT_RECONNECT, TERMINAL_REMOTE, _is_loopback
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, staged_spec
 from gputray.cluster.view import local_view
@@ -69,6 +69,8 @@ VIEW_INTERVAL_S = 0.5
 CALL_TIMEOUT_S = 30.0
 IN_FLIGHT_CHUNKS = 4
 OWNER_GONE_S = 10.0
+GCS_STALE_S = 3.0  # no answer from the head for this long: judge nobody, place on this machine only
+RECONNECT_AFTER_S = 10.0  # ... for this long: start afresh (Ray does not reconnect a driver in-process)
 
 
 def _ray() -> Any:
@@ -96,6 +98,8 @@ class _Machine:
     left_at: float | None = None
     view: MachineView | None = None
     handle: Any = None
+    has_node: bool = False  # some Ray node was seen naming this machine (resource or label)
+    node_gone_since: float | None = None  # monotonic s since no live node names it
 
 
 class Bridge:
@@ -106,6 +110,7 @@ class Bridge:
         self.local = config.machine
         self.client = ipc.IpcClient(paths, timeout_s=30.0)
         self.stop_event = threading.Event()
+        self.exit_code = 0
         self.lock = threading.RLock()
         self.machines: dict[str, _Machine] = {}
         self.connected = False
@@ -115,6 +120,7 @@ class Bridge:
         self.ray_version: str | None = None
         self.node_id: str | None = None
         self.agent: Any = None
+        self.pinned_by = "node"  # how the agent is pinned: "resource", "label" or "node" (the bridge's)
         self.cut_off_since: float | None = None
         self.fenced = False
         self.local_view: MachineView | None = None
@@ -194,15 +200,7 @@ class Bridge:
         )
 
     def _my_nodes(self, nodes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        resource = RESOURCE_PREFIX + self.local
-        return [
-            n
-            for n in nodes
-            if n.get("Alive")
-            and (
-                resource in (n.get("Resources") or {}) or (n.get("Labels") or {}).get(LABEL_KEY) == self.local
-            )
-        ]
+        return _nodes_of(nodes, self.local)
 
     def _start_agent(self, ray: Any) -> Any:
         nodes = ray.nodes()
@@ -216,8 +214,12 @@ class Bridge:
         }
         if mine and RESOURCE_PREFIX + self.local in (mine[0].get("Resources") or {}):
             options["resources"] = {RESOURCE_PREFIX + self.local: 0.001}
+            self.pinned_by = "resource"
         elif mine:
             options["label_selector"] = {LABEL_KEY: self.local}
+            self.pinned_by = "label"
+        elif self.pinned_by != "node":  # it had a node of its own, now gone: wait for it to come back
+            options["resources"] = {RESOURCE_PREFIX + self.local: 0.001}
         else:  # no node names this machine: the node this bridge attached to (one raylet per machine)
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -244,12 +246,19 @@ class Bridge:
         ray = _ray()
         nodes = ray.nodes()
         self.gcs_ok_mono = time.monotonic()
-        if self._my_nodes(nodes) or any(n.get("Alive") and n.get("NodeID") == self.node_id for n in nodes):
+        if self.pinned_by == "node":
+            here = any(n.get("Alive") and n.get("NodeID") == self.node_id for n in nodes)
+        else:
+            here = bool(self._my_nodes(nodes))
+        if here:
             self.cut_off_since = None
         elif self.cut_off_since is None:
             self.cut_off_since = time.monotonic()
             log.warning("this machine's Ray node is gone from the cluster")
         names = [n[len(AGENT_PREFIX) :] for n in ray.util.list_named_actors() if n.startswith(AGENT_PREFIX)]
+        if self.local not in names:  # our agent died with its node (or its worker): host it again
+            log.info("this machine's agent is gone: starting it again")
+            self.agent = self._start_agent(ray)
         refs: dict[str, Any] = {}
         for name in names:
             if name == self.local:
@@ -262,6 +271,16 @@ class Bridge:
                 refs[name] = m.handle.view.remote()
             except Exception:
                 m.handle = None
+        with self.lock:
+            for name, m in self.machines.items():
+                if name == self.local:
+                    continue
+                named = _nodes_of(nodes, name, alive_only=False)
+                if any(n.get("Alive") for n in named):
+                    m.has_node, m.node_gone_since = True, None
+                elif (m.has_node or named) and m.node_gone_since is None:
+                    m.has_node, m.node_gone_since = True, time.monotonic()
+                    log.warning("%s's Ray node has left the cluster", name)
         now = time.time()
         if refs:
             ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=2.0)
@@ -289,10 +308,13 @@ class Bridge:
                     log.warning("%s stopped answering", name)
                     self._save_machines()
 
+    def head_ok(self) -> bool:
+        return self.connected and time.monotonic() - self.gcs_ok_mono < GCS_STALE_S
+
     def handle_for(self, machine: str) -> Any:
         with self.lock:
             m = self.machines.get(machine)
-            if not self.connected or m is None or m.left_at is not None:
+            if not self.head_ok() or m is None or m.left_at is not None:
                 return None
             return m.handle
 
@@ -321,6 +343,10 @@ class Bridge:
                 continue
             if reply.get("stopping"):
                 break
+            if self.connected and time.monotonic() - self.gcs_ok_mono > RECONNECT_AFTER_S:
+                log.warning("the Ray head has not answered for %.0f s: reconnecting", RECONNECT_AFTER_S)
+                self.exit_code = EXIT_RECONNECT
+                break
             self.local = str(reply.get("machine") or self.local)
             rows = [record_from_wire(t) for t in reply.get("tasks") or ()]
             try:
@@ -334,9 +360,12 @@ class Bridge:
                 log.exception("bridge step failed")
                 self.stop_event.wait(1.0)
         self.stop_event.set()
+        if self.exit_code == EXIT_RECONNECT:  # Ray's shutdown would wait for the dead head
+            logging.shutdown()
+            os._exit(self.exit_code)
         with contextlib.suppress(Exception):
             _ray().shutdown()
-        return 0
+        return self.exit_code
 
     def _ask(self, op: str, **args: Any) -> dict[str, Any]:
         return self.client.request(op, **args)
@@ -350,7 +379,7 @@ class Bridge:
         out: dict[str, MachineView] = {}
         if self.local_view is not None:
             out[self.local] = self.local_view
-        if self.connected:
+        if self.head_ok():
             with self.lock:
                 for name, m in self.machines.items():
                     if m.view is not None and m.left_at is None and name != self.local:
@@ -615,7 +644,7 @@ class Bridge:
 
     def _judge_lost(self, rows: list[TaskRecord]) -> None:
         """Tasks on a machine that has left a live cluster follow their retry policy."""
-        if not self.connected or time.monotonic() - self.gcs_ok_mono > 3.0:
+        if not self.head_ok():
             return  # the head is down (or we are): nobody is judged
         now = time.time()
         for r in rows:
@@ -623,10 +652,15 @@ class Bridge:
                 continue
             machine = str(r.machine)
             with self.lock:
-                m = self.machines.get(machine)
-                last = m.last_contact if m is not None else None
+                m = self.machines.get(machine) or _Machine()
             since_connect = time.monotonic() - self.connected_at_mono
-            unseen_s = min(now - last if last else since_connect, since_connect)
+            if m.node_gone_since is not None:  # the head says its node is gone: it fences after fence_after
+                unseen_s = time.monotonic() - m.node_gone_since
+            elif m.has_node:
+                continue  # its node is alive: its owner may be restarting; its queue keeps the task
+            else:  # a machine whose node names no machine: judged by its agent's silence
+                last = m.last_contact
+                unseen_s = min(now - last if last else since_connect, since_connect)
             if unseen_s < self.config.lost_after_s:
                 continue
             running = r.state == "running" or r.remote_state == "running"
@@ -677,7 +711,7 @@ class Bridge:
 
     def _fence_if_cut_off(self) -> None:
         """This machine's node is gone from a live cluster: stop what other machines handed us."""
-        if self.fenced or self.cut_off_since is None or time.monotonic() - self.gcs_ok_mono > 3.0:
+        if self.fenced or self.cut_off_since is None or not self.head_ok():
             return
         if time.monotonic() - self.cut_off_since < self.config.fence_after_s:
             return
@@ -715,9 +749,10 @@ class Bridge:
                     devices.append(
                         {**d.to_json(), "key": qualified(name, d.key), "local_key": d.key, "machine": name}
                     )
+        state = "connected" if self.head_ok() else "head unreachable" if self.connected else "disconnected"
         return {
-            "state": "connected" if self.connected else "disconnected",
-            "note": self.note,
+            "state": state,
+            "note": self.note if state != "head unreachable" else "the Ray head does not answer",
             "address": self.config.address,
             "ray_version": self.ray_version,
             "auth": "none" if self.config.insecure else "token",
@@ -730,6 +765,19 @@ class Bridge:
 
     def stop(self) -> None:
         self.stop_event.set()
+
+
+def _nodes_of(
+    nodes: Sequence[dict[str, Any]], machine: str, *, alive_only: bool = True
+) -> list[dict[str, Any]]:
+    """The Ray nodes that name ``machine`` (its custom resource or node label)."""
+    resource = RESOURCE_PREFIX + machine
+    return [
+        n
+        for n in nodes
+        if (n.get("Alive") or not alive_only)
+        and (resource in (n.get("Resources") or {}) or (n.get("Labels") or {}).get(LABEL_KEY) == machine)
+    ]
 
 
 def _with_extra_running(views: dict[str, MachineView], extra: dict[str, int]) -> dict[str, MachineView]:

@@ -42,6 +42,7 @@ log = logging.getLogger("gputray.cluster")
 BRIDGE_ALIVE_S = 5.0  # a bridge that has not synced for this long is not placing anything
 MAX_WAIT_MS = 2000  # a sync long-poll waits at most this long (owner.stop waits for requests)
 EXIT_NO_RAY = 3  # the bridge's exit status when Ray is not installed
+EXIT_RECONNECT = 4  # ... when it lost the Ray head and wants a fresh start
 TERMINAL_REMOTE = frozenset({"fetched", "lost"})
 _UPDATABLE = frozenset(
     {
@@ -210,6 +211,7 @@ class ClusterLink:
 
     def sync(self, args: dict[str, Any]) -> dict[str, Any]:
         self._last_sync_mono = time.monotonic()
+        self.bridge_note = ""
         report = args.get("report")
         if isinstance(report, dict):
             self._report = {**report, "received_at": self.clock()}
@@ -323,7 +325,11 @@ class ClusterLink:
             code = proc.returncode
             self._proc = None
             self._failures += 1
-            if code == EXIT_NO_RAY:
+            if code == EXIT_RECONNECT:
+                self._failures = 0
+                self.bridge_note = "reconnecting to the Ray head"
+                delay = 1.0
+            elif code == EXIT_NO_RAY:
                 self.bridge_note = "Ray is not installed here: pip install 'gputray[cluster]'"
                 delay = 60.0
             else:

@@ -60,7 +60,7 @@ def ray_available() -> str | None:
     try:
         import ray  # noqa: F401
     except ImportError:
-        return "Ray is not installed (pip install -e '.[test]' brings it; the cluster extra is 'gputray[cluster]')"
+        return "Ray is not installed (`pip install -e '.[test]'` brings it, as does 'gputray[cluster]')"
     return None
 
 
@@ -94,7 +94,7 @@ class RayCluster:
     def _head_args(self, port: int | None = None) -> dict[str, Any]:
         args: dict[str, Any] = {"num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": False}
         if port is not None:
-            args["port"] = port
+            args["gcs_server_port"] = port
         return args
 
     @property
@@ -186,7 +186,9 @@ class Machine:
     def task(self, task_id: int) -> dict[str, Any]:
         return dict(self.ask("get", id=task_id)["task"])
 
-    def cli(self, *args: str, cwd: Path | None = None, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, cwd: Path | None = None, timeout_s: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [PY, "-m", "gputray.gui.entry", *args],
             env=self.env,
