@@ -77,6 +77,7 @@ class Agent:
 
     def submit(self, origin: str, spec: dict[str, Any], staged: list[str]) -> dict[str, Any]:
         staging = self._staging(origin)
+        staging.mkdir(parents=True, exist_ok=True, mode=0o700)  # the job's working folder, inputs or not
         if staged:
             write_manifest(staging, staged)
         return self._ask("cluster_submit", origin=origin, spec=spec)["task"]  # type: ignore[no-any-return]

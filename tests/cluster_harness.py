@@ -137,7 +137,15 @@ class RayCluster:
 class Machine:
     """One machine's gputray: ``gputray daemon --demo`` with its own home, scenario and [cluster]."""
 
-    def __init__(self, root: Path, name: str, scenario: str, address: str, env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        scenario: str,
+        address: str,
+        env: dict[str, str],
+        shared: Path | None = None,
+    ) -> None:
         self.name = name
         self.home = root / name
         self.home.mkdir(parents=True, exist_ok=True)
@@ -145,7 +153,14 @@ class Machine:
         self.scenario = self.home / "scenario.toml"
         self.scenario.write_text(scenario, encoding="utf-8")
         self.paths.config_dir.mkdir(parents=True, exist_ok=True)
-        cluster = {"address": address, "machine": name, "lost_after": "12s", "fence_after": "3s"}
+        cluster: dict[str, Any] = {
+            "address": address,
+            "machine": name,
+            "lost_after": "12s",
+            "fence_after": "3s",
+        }
+        if shared is not None:
+            cluster["shared"] = [str(shared)]
         self.paths.config_file.write_text(tomli_w.dumps({"cluster": cluster}), encoding="utf-8")
         self.env = {**os.environ, **env, "GPUTRAY_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
         self.proc: subprocess.Popen[bytes] | None = None
@@ -220,11 +235,13 @@ class Machine:
 
 
 @contextlib.contextmanager
-def machines_on(cluster: RayCluster, root: Path, **scenarios: str) -> Iterator[dict[str, Machine]]:
+def machines_on(
+    cluster: RayCluster, root: Path, shared: Path | None = None, **scenarios: str
+) -> Iterator[dict[str, Machine]]:
     started: dict[str, Machine] = {}
     try:
         for name, scenario in scenarios.items():
-            started[name] = Machine(root, name, scenario, cluster.address, cluster.env).start()
+            started[name] = Machine(root, name, scenario, cluster.address, cluster.env, shared).start()
         yield started
     finally:
         for m in started.values():
