@@ -826,14 +826,19 @@ def _alive(pid: int) -> bool:
 # --- probe: what `gputray cluster join` checks --------------------------------------------------------
 
 
-def probe(address: str, *, with_token: bool) -> dict[str, Any]:
-    """Reach the cluster's GCS with (or without) a token; the cluster's Ray version and node count."""
+def _probe_env(address: str, *, with_token: bool) -> None:
+    """Before Ray is imported (it reads its auth mode once)."""
     os.environ["RAY_AUTH_MODE"] = "token" if with_token else "disabled"
     if not with_token:
         for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
             os.environ.pop(name, None)
     if _is_loopback(address):
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
+
+def probe(address: str, *, with_token: bool) -> dict[str, Any]:
+    """Reach the cluster's GCS with (or without) a token; the cluster's Ray version and node count."""
+    _probe_env(address, with_token=with_token)
     ray = _ray()
     get_cluster_metadata = importlib.import_module("ray._common.usage.usage_lib").get_cluster_metadata
     GcsClient = importlib.import_module("ray._raylet").GcsClient
@@ -865,6 +870,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--with-token", action="store_true")
     args = p.parse_args(argv)
     if args.probe:
+        _probe_env(args.probe, with_token=args.with_token)
         try:
             importlib.import_module("ray")
         except ImportError:

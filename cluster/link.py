@@ -227,8 +227,8 @@ class ClusterLink:
     def _concerns(self, rec: TaskRecord) -> bool:
         if rec.spec.machine is None:
             return False
-        if rec.remote_id is None and rec.machine is not None and rec.machine == self.local_machine:
-            return False  # placed here: the local queue has it
+        if rec.remote_id is None and (rec.machine or rec.spec.machine) == self.local_machine:
+            return False  # placed here, or asked for here: the local queue has it
         if rec.finished or rec.state == "interrupted":
             return rec.machine not in (None, self.local_machine) and rec.remote_state not in TERMINAL_REMOTE
         return True

@@ -294,7 +294,9 @@ def test_with_the_head_down_every_local_queue_goes_on_and_the_bridges_rejoin(
 ) -> None:
     cluster, desk, laptop = world
     cluster.stop_head()
-    wait_for(lambda: desk.cluster()["report"].get("state") != "connected", 30, "desk to notice the head is gone")
+    wait_for(
+        lambda: desk.cluster()["report"].get("state") != "connected", 30, "desk to notice the head is gone"
+    )
     here = desk.ask(
         "run", argv=[PY, "-c", "print('desk')"], cwd=str(desk.work), overrides={"device_prefs": ["cpu"]}
     )
@@ -400,8 +402,16 @@ def _open_ray_head(tmp: Path) -> _OpenHead:
     head = _OpenHead(Path(tempfile.mkdtemp(prefix="gto", dir="/tmp")))
     from gputray.cluster.bridge import run_probe
 
-    wait_for(
-        lambda: head.proc.poll() is not None or run_probe(head.address, with_token=False).get("ok"), 60, "it"
-    )
-    assert head.proc.poll() is None
+    seen: list[dict[str, object]] = []
+
+    def answers() -> bool:
+        seen.append(run_probe(head.address, with_token=False))
+        return head.proc.poll() is not None or bool(seen[-1].get("ok"))
+
+    try:
+        wait_for(answers, 90, f"a Ray head without token authentication to answer ({seen[-1:]})")
+        assert head.proc.poll() is None, "ray start --head exited"
+    except BaseException:
+        head.stop()
+        raise
     return head
