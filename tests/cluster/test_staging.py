@@ -41,9 +41,8 @@ def test_inputs_are_staged_at_their_place_relative_to_the_task_and_arguments_rew
 
     staged = staged_spec(spec, plan, "/stage/desk_1.1")
     assert staged.cwd == "/stage/desk_1.1"
-    assert staged.argv == (
-        "python3", "job.py", "--data", "data/in.csv", "--weights", "/stage/desk_1.1/_inputs/1/weights.bin", "--flag",
-    )  # fmt: skip
+    weights = "/stage/desk_1.1/_inputs/1/weights.bin"
+    assert staged.argv == ("python3", "job.py", "--data", "data/in.csv", "--weights", weights, "--flag")
 
 
 def test_over_the_limit_is_refused_with_the_way_out(tmp_path: Path) -> None:
