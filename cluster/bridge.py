@@ -120,6 +120,7 @@ class Bridge:
         self.ray_version: str | None = None
         self.node_id: str | None = None
         self.agent: Any = None
+        self.agent_pid: int | None = None
         self.pinned_by = "node"  # how the agent is pinned: "resource", "label" or "node" (the bridge's)
         self.cut_off_since: float | None = None
         self.fenced = False
@@ -185,7 +186,7 @@ class Bridge:
         self.node_id = ctx.get_node_id()
         self.gcs_ok_mono = time.monotonic()
         self.agent = self._start_agent(ray)
-        ray.get(self.agent.ping.remote(), timeout=CALL_TIMEOUT_S)
+        self.agent_pid = ray.get(self.agent.ping.remote(), timeout=CALL_TIMEOUT_S).get("pid")
         self.connected = True
         self.connected_at_mono = time.monotonic()
         self.cut_off_since = None
@@ -387,7 +388,7 @@ class Bridge:
         return out
 
     def step(self, rows: list[TaskRecord]) -> bool:
-        """One pass over the tasks that concern the cluster; True while some are followed remotely."""
+        """One pass over the tasks that concern the cluster; True while some wait or run elsewhere."""
         to_place = [
             r for r in rows if r.state in PENDING_STATES and r.machine is None and r.remote_id is None
         ]
@@ -402,7 +403,7 @@ class Bridge:
             self._follow(r)
         self._judge_lost([*sending, *handed])
         self._cancel_orphans(rows)
-        return bool(sending or handed)
+        return bool(sending or handed or to_place)  # sync again soon: logs stream, waits end
 
     # placement
 
@@ -757,6 +758,7 @@ class Bridge:
             "ray_version": self.ray_version,
             "auth": "none" if self.config.insecure else "token",
             "node_id": self.node_id,
+            "agent_pid": self.agent_pid,
             "machine": self.local,
             "machines": machines,
             "devices": devices,

@@ -67,8 +67,10 @@ def ray_available() -> str | None:
 class RayCluster:
     """Ray nodes on 127.0.0.1: ``head`` and one per machine name."""
 
-    def __init__(self, root: Path, machines: list[str]) -> None:
+    def __init__(self, root: Path, machines: list[str], *, dashboard: bool = False) -> None:
         self.root = root
+        self.dashboard = dashboard
+        self.dashboard_port = 0
         self.token = secrets.token_hex(32)
         self.tmp = Path(tempfile.mkdtemp(prefix="gtr", dir="/tmp"))  # Ray's socket paths must stay short
         self.env = {
@@ -93,6 +95,16 @@ class RayCluster:
 
     def _head_args(self, port: int | None = None) -> dict[str, Any]:
         args: dict[str, Any] = {"num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": False}
+        if self.dashboard:  # only the benchmark's anchor (`ray job submit`) needs it
+            import socket
+
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.dashboard_port = s.getsockname()[1]
+            args.update(
+                include_dashboard=True, dashboard_host="127.0.0.1", dashboard_port=self.dashboard_port
+            )
+            args["num_cpus"] = 1  # a Ray job's driver runs on the head
         if port is not None:
             args["gcs_server_port"] = port
         return args
