@@ -172,3 +172,21 @@ def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(t
     store = TaskStore(path)
     assert store.schema_version == 2 and store.get(old.id).remote_id is None
     store.close()
+
+
+def test_only_the_bridge_process_imports_ray() -> None:
+    """The tray, the daemon and the CLI stay light: no module but the bridge's ``main`` imports Ray."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pkgutil, importlib\n"
+        "import gputray.monitor, gputray.scheduler, gputray.scheduler.commands, gputray.cluster\n"
+        "for pkg in (gputray.monitor, gputray.scheduler, gputray.scheduler.commands, gputray.cluster):\n"
+        "    for m in pkgutil.iter_modules(pkg.__path__):\n"
+        "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
+        "print(','.join(sorted(n for n in sys.modules if n == 'ray' or n.startswith('ray.'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
