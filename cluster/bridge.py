@@ -673,7 +673,12 @@ class Bridge:
             self._ask("cluster_update", id=r.id, requeue=why)
 
     def _cancel_orphans(self, rows: list[TaskRecord]) -> None:
-        """A machine back after we gave its copy of a task up: stop that copy (it must not run twice)."""
+        """A machine back after we gave its copy of a task up: stop that copy (it must not run twice).
+
+        Judged on the row as the owner holds it now (``rows`` may predate a hand-over made in this
+        very pass): a copy is an orphan only when that row went another way (queued again, placed
+        elsewhere, or a later attempt), never while it points at that machine and attempt.
+        """
         ours = {r.id: r for r in rows}
         views = self.views()
         for machine, view in views.items():
@@ -681,21 +686,22 @@ class Bridge:
                 continue
             for t in view.inbound:
                 who, _, rest = t.origin.partition("#")
-                if who != self.local:
-                    continue
                 task_id, _, attempt = rest.partition(".")
-                rec = ours.get(int(task_id)) if task_id.isdigit() else None
-                if (
-                    rec is not None
-                    and rec.machine == machine
-                    and (rec.remote_id == t.id or (rec.remote_id is None and attempt == str(rec.attempts)))
+                if who != self.local or not task_id.isdigit():
+                    continue
+                rec = ours.get(int(task_id))
+                if rec is not None and _is_that_copy(
+                    rec.machine, rec.remote_id, rec.attempts, machine, t.id, attempt
                 ):
                     continue
-                if rec is None and task_id.isdigit():
-                    with contextlib.suppress(ipc.IpcError):
-                        got = self._ask("get", id=int(task_id))["task"]
-                        if got.get("machine") == machine and got.get("remote_id") == t.id:
-                            continue  # finished here and fetched: theirs ends on its own
+                try:
+                    now = self._ask("get", id=int(task_id))["task"]
+                except ipc.RemoteError:
+                    now = None  # no such task here (any more): nobody waits for that copy
+                if now is not None and _is_that_copy(
+                    now.get("machine"), now.get("remote_id"), now.get("attempts"), machine, t.id, attempt
+                ):
+                    continue
                 key = (machine, t.id)
                 handle = self.handle_for(machine)
                 if key in self._cancel_sent or handle is None:
@@ -767,6 +773,22 @@ class Bridge:
 
     def stop(self) -> None:
         self.stop_event.set()
+
+
+def _is_that_copy(
+    row_machine: object,
+    row_remote_id: object,
+    row_attempts: object,
+    machine: str,
+    remote_id: int,
+    attempt: str,
+) -> bool:
+    """Whether our row stands for the copy ``remote_id`` (attempt ``attempt``) on ``machine``."""
+    if row_machine != machine:
+        return False
+    if row_remote_id is not None:
+        return bool(row_remote_id == remote_id)
+    return attempt == str(row_attempts)  # being sent: the hand-over is not recorded yet
 
 
 def _nodes_of(
