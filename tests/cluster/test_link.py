@@ -190,3 +190,29 @@ def test_only_the_bridge_process_imports_ray() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
+
+
+def test_a_remote_copy_is_an_orphan_only_when_our_row_went_another_way() -> None:
+    from gputray.cluster.bridge import _is_that_copy
+
+    assert _is_that_copy("laptop", 7, 1, "laptop", 7, "1")  # ours, handed over
+    assert _is_that_copy("laptop", None, 1, "laptop", 7, "1")  # ours, being sent right now
+    assert not _is_that_copy("laptop", 9, 2, "laptop", 7, "1")  # a later attempt went there again
+    assert not _is_that_copy("desk", None, 2, "laptop", 7, "1")  # placed here instead
+    assert not _is_that_copy("any", None, 1, "laptop", 7, "1")  # queued again after laptop left
+
+
+def test_join_on_windows_says_ray_is_single_node_there(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import argparse
+
+    from gputray.cluster import commands
+
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path))
+    monkeypatch.setattr(commands, "is_windows", lambda: True)
+    args = argparse.Namespace(address="10.0.0.5:6379", machine="pc", insecure=False, json=False)
+    assert commands._join(args) == 1
+    err = capsys.readouterr().err
+    assert "Ray supports Windows as a single node only" in err and "cannot join 10.0.0.5:6379" in err
+    assert not (tmp_path / "config" / "config.toml").exists()  # nothing written
