@@ -864,6 +864,12 @@ def probe(address: str, *, with_token: bool) -> dict[str, Any]:
     """Reach the cluster's GCS with (or without) a token; the cluster's Ray version and node count."""
     _probe_env(address, with_token=with_token)
     ray = _ray()
+    if address == "auto":  # the cluster this machine's `ray start` joined
+        services = importlib.import_module("ray._private.services")
+        try:
+            address = services.canonicalize_bootstrap_address_or_die("auto")
+        except Exception as exc:
+            return {"ok": False, "error": _short(exc)}
     get_cluster_metadata = importlib.import_module("ray._common.usage.usage_lib").get_cluster_metadata
     GcsClient = importlib.import_module("ray._raylet").GcsClient
 

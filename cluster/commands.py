@@ -128,7 +128,16 @@ def status_doc(doc: dict[str, Any]) -> dict[str, Any]:
 def _status(args: argparse.Namespace) -> int:
     doc = _owner_cluster()
     if doc is None:
-        return error(f"no gputray owner is running: {ipc.HOW_TO_START}", EXIT_NO_OWNER)
+        from gputray.cluster.config import load_cluster_config
+
+        try:
+            cfg = load_cluster_config(app_paths().config_file)
+            where = (
+                f"[cluster] address = {cfg.address} as {cfg.machine}" if cfg.enabled else "not in a cluster"
+            )
+        except Exception as exc:
+            where = f"bad config: {exc}"
+        return error(f"{where}; no gputray owner is running, so nothing is connected: {ipc.HOW_TO_START}", 3)
     out = status_doc(doc)
     if args.json:
         print_json(out)
