@@ -399,6 +399,8 @@ class Bridge:
         for r in sending:
             if not r.finished:
                 self._send(r)
+            else:  # cancelled while being sent: nothing to follow (a copy that arrived is an orphan)
+                self._ask("cluster_update", id=r.id, changes={"remote_state": "lost"})
         for r in handed:
             self._follow(r)
         self._judge_lost([*sending, *handed])
@@ -691,7 +693,13 @@ class Bridge:
                     continue
                 rec = ours.get(int(task_id))
                 if rec is not None and _is_that_copy(
-                    rec.machine, rec.remote_id, rec.attempts, machine, t.id, attempt
+                    rec.machine,
+                    rec.remote_id,
+                    rec.attempts,
+                    machine,
+                    t.id,
+                    attempt,
+                    row_finished=rec.finished,
                 ):
                     continue
                 try:
@@ -699,7 +707,13 @@ class Bridge:
                 except ipc.RemoteError:
                     now = None  # no such task here (any more): nobody waits for that copy
                 if now is not None and _is_that_copy(
-                    now.get("machine"), now.get("remote_id"), now.get("attempts"), machine, t.id, attempt
+                    now.get("machine"),
+                    now.get("remote_id"),
+                    now.get("attempts"),
+                    machine,
+                    t.id,
+                    attempt,
+                    row_finished=now.get("state") in FINISHED_STATES,
                 ):
                     continue
                 key = (machine, t.id)
@@ -782,13 +796,16 @@ def _is_that_copy(
     machine: str,
     remote_id: int,
     attempt: str,
+    *,
+    row_finished: bool = False,
 ) -> bool:
     """Whether our row stands for the copy ``remote_id`` (attempt ``attempt``) on ``machine``."""
     if row_machine != machine:
         return False
     if row_remote_id is not None:
         return bool(row_remote_id == remote_id)
-    return attempt == str(row_attempts)  # being sent: the hand-over is not recorded yet
+    # being sent (the hand-over is not recorded yet), unless it was cancelled meanwhile
+    return not row_finished and attempt == str(row_attempts)
 
 
 def _nodes_of(

@@ -200,6 +200,7 @@ def test_a_remote_copy_is_an_orphan_only_when_our_row_went_another_way() -> None
     assert not _is_that_copy("laptop", 9, 2, "laptop", 7, "1")  # a later attempt went there again
     assert not _is_that_copy("desk", None, 2, "laptop", 7, "1")  # placed here instead
     assert not _is_that_copy("any", None, 1, "laptop", 7, "1")  # queued again after laptop left
+    assert not _is_that_copy("laptop", None, 1, "laptop", 7, "1", row_finished=True)  # cancelled mid-send
 
 
 def test_join_on_windows_says_ray_is_single_node_there(
