@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -212,6 +213,7 @@ def main() -> int:
             print(f"RSS: bridge {bridge:.0f} MiB, its agent {agent:.0f} MiB, owner {owner:.0f} MiB")
     finally:
         cluster.shutdown()
+        shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
