@@ -169,6 +169,28 @@ def test_a_script_with_machine_any_runs_on_the_other_machines_free_gpu(
     assert (desk.work / "result.txt").read_text() == "done by pci:0000:64:00.0\n"
 
 
+def test_inputs_travel_in_chunks_and_arrive_whole(world: tuple[RayCluster, Machine, Machine]) -> None:
+    import hashlib
+
+    _, desk, _ = world
+    blob = desk.work / "data" / "blob.bin"
+    blob.parent.mkdir(exist_ok=True)
+    payload = hashlib.sha256(b"seed").digest() * ((20 << 20) // 32) + b"end"  # 20 MiB: three chunks
+    blob.write_bytes(payload)
+    (desk.work / "hash.py").write_text(
+        "import hashlib, pathlib, sys\n"
+        "data = pathlib.Path(sys.argv[1]).read_bytes()\n"
+        "pathlib.Path('data/hash.txt').write_text(hashlib.sha256(data).hexdigest())\n",
+        encoding="utf-8",
+    )
+    args = ("run", "--machine", "laptop", "--device", "780m", "--json", "--", PY, "hash.py", "data/blob.bin")
+    task_id = _submitted_id(desk.cli(*args))
+    _state(desk, task_id, {"succeeded"})
+    wait_for(lambda: (desk.work / "data" / "hash.txt").exists(), 30, "the result beside its input")
+    assert (desk.work / "data" / "hash.txt").read_text() == hashlib.sha256(payload).hexdigest()
+    assert blob.read_bytes() == payload  # the input itself is never written back over
+
+
 def test_cancel_on_the_submitter_stops_the_job_on_the_other_machine(
     world: tuple[RayCluster, Machine, Machine],
 ) -> None:
