@@ -33,6 +33,7 @@ from gputray.cluster.config import (
     load_cluster_config,
 )
 from gputray.cluster.wire import record_to_wire
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.store import TaskStore
 from gputray.scheduler.tasks import FINISHED_STATES, QueueEvent, TaskRecord, TaskSpec
@@ -70,8 +71,8 @@ _EVENT_FOR_STATE: dict[str, Any] = {
 }
 
 
-class ClusterRequestError(ValueError):
-    user_error = True
+class ClusterRequestError(rq.Refusal, ValueError):
+    """A cluster request the owner understood but cannot do (a field it may not change, no queue yet)."""
 
 
 class ClusterLink:
@@ -209,13 +210,12 @@ class ClusterLink:
 
     # --- ops ---------------------------------------------------------------------------------------
 
-    def sync(self, args: dict[str, Any]) -> dict[str, Any]:
+    def sync(self, req: rq.ClusterSync) -> dict[str, Any]:
         self._last_sync_mono = time.monotonic()
         self.bridge_note = ""
-        report = args.get("report")
-        if isinstance(report, dict):
-            self._report = {**report, "received_at": self.clock()}
-        wait_s = max(0, min(MAX_WAIT_MS, args.get("wait_ms") or 0)) / 1000
+        if req.report is not None:
+            self._report = {**req.report, "received_at": self.clock()}
+        wait_s = max(0, min(MAX_WAIT_MS, req.wait_ms or 0)) / 1000
         with self._changed:
             if wait_s and not self._dirty:
                 self._changed.wait(wait_s)
@@ -233,9 +233,9 @@ class ClusterLink:
             return rec.machine not in (None, self.local_machine) and rec.remote_state not in TERMINAL_REMOTE
         return True
 
-    def update(self, args: dict[str, Any]) -> dict[str, Any]:
-        task_id = int(args["id"])
-        changes = dict(args.get("changes") or {})
+    def update(self, req: rq.ClusterUpdate) -> dict[str, Any]:
+        task_id = int(req.id)
+        changes = dict(req.changes or {})
         bad = set(changes) - _UPDATABLE
         if bad:
             raise ClusterRequestError(f"cluster_update cannot change {sorted(bad)}")
@@ -247,8 +247,8 @@ class ClusterLink:
         ):
             raise ClusterRequestError(f"cluster_update: bad state {changes['state']!r}")
         before = self.store.get(task_id)
-        if args.get("requeue"):
-            why = str(args["requeue"])
+        if req.requeue:
+            why = req.requeue
             retries_left = max(0, before.attempts - 1) < before.spec.retries
             also: dict[str, Any] = (
                 {"machine": None, "remote_id": None, "remote_state": None, "device": None}
@@ -256,8 +256,8 @@ class ClusterLink:
                 else {"remote_state": "lost"}
             )
             new = self.store.apply_retry_policy(task_id, why, now=self.clock(), ended_at=self.clock(), **also)
-        elif args.get("expect_state"):
-            got = self.store.compare_and_update(task_id, str(args["expect_state"]), **changes)
+        elif req.expect_state:
+            got = self.store.compare_and_update(task_id, req.expect_state, **changes)
             if got is None:
                 self._wake()
                 return {"task": None, "now": record_to_wire(self.store.get(task_id))}
@@ -274,15 +274,15 @@ class ClusterLink:
         self._wake()
         return {"task": record_to_wire(new)}
 
-    def submit(self, args: dict[str, Any]) -> dict[str, Any]:
+    def submit(self, req: rq.ClusterSubmit) -> dict[str, Any]:
         from gputray.scheduler.taskfile import spec_from_record_dict
 
-        origin = str(args["origin"])
+        origin = req.origin
         with self._submit_lock:
             for rec in self.store.list():
                 if rec.spec.origin == origin:
                     return {"task": record_to_wire(rec), "existing": True}
-            data = {**args["spec"], "origin": origin, "machine": None, "base_env": None}
+            data = {**req.spec, "origin": origin, "machine": None, "base_env": None}
             spec = spec_from_record_dict(data, source=f"a task from {origin.partition('#')[0]}")
             if self.queue is None:
                 raise ClusterRequestError("the queue is not started")

@@ -20,15 +20,14 @@ from pathlib import Path, PurePosixPath
 
 from gputray.cluster.config import ClusterConfig
 from gputray.monitor.units import format_bytes
+from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.tasks import TaskSpec
 
 MANIFEST = ".gputray-inputs.json"
 
 
-class TransferRefused(ValueError):
+class TransferRefused(Refusal, ValueError):
     """The inputs cannot travel (too large, unreadable); the message says why and what to do."""
-
-    user_error = True
 
 
 @dataclass(frozen=True)

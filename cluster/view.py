@@ -16,7 +16,7 @@ def _doctor_verdicts(keys: list[tuple[str, str]]) -> dict[str, tuple[tuple[str, 
     """key → (needs that failed there, torch works there or None), from the doctor's cache only."""
     try:
         from gputray.scheduler import doctor
-        from gputray.scheduler.owner import DoctorNeeds
+        from gputray.scheduler.doctor_cache import DoctorNeeds
 
         pairs = doctor.cached_results()
         failed_needs = DoctorNeeds()

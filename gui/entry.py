@@ -12,6 +12,9 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     from gputray.scheduler import cli
+    from gputray.scheduler.paths import use_private_umask
+
+    use_private_umask()  # queue, logs, config and doctor cache are the user's alone; jobs get theirs back
 
     if args and args[0] in cli.command_names():
         return cli.main(args)
@@ -48,6 +51,9 @@ def _looks_like_a_command(arg: str) -> bool:
 def main_windowed() -> int:
     """The console-less entry (Windows gui-script): starts the tray, never the CLI."""
     from gputray.gui.app import run_tray
+    from gputray.scheduler.paths import use_private_umask
+
+    use_private_umask()
 
     return run_tray(list(sys.argv[1:]))
 

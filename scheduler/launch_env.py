@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from gputray.monitor.records import DeviceInfo
+from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.tasks import TaskSpec, substitute
 
 GPU_SELECTION_VARS = (
@@ -39,8 +40,13 @@ def out_path(spec: TaskSpec) -> str:
     stem = first.stem if first else spec.name
     folder = first.parent if first else Path(spec.cwd or ".")
     if spec.out:
-        rendered = substitute(spec.out, {"stem": stem, "file": str(first or "")})
-        p = Path(rendered).expanduser()
+        # Only the user's own template may start with ~ (their home). In a file's name ~ is a
+        # character: "~user.png" must not become another user's home, or an error if there is none.
+        template = spec.out
+        if template == "~" or template.startswith(("~/", "~" + os.sep)):
+            template = str(Path.home()) + template[1:]
+        rendered = substitute(template, {"stem": stem, "file": str(first or "")})
+        p = Path(rendered)
         return str(p if p.is_absolute() else folder / p)
     suffix = first.suffix if first else ""
     return str(folder / f"{stem}_out{suffix}")
@@ -76,7 +82,7 @@ def uses_placeholder(spec: TaskSpec, name: str) -> bool:
     return any(f"{{{name}}}" in t for t in (*spec.argv, *spec.args, *spec.env.values()))
 
 
-class LaunchError(ValueError):
+class LaunchError(Refusal, ValueError):
     """The job cannot be started as asked (a placeholder without a value …); the message says why."""
 
 
@@ -177,7 +183,3 @@ def activate_python(env: dict[str, str], python: str) -> None:
         env["VIRTUAL_ENV"] = str(bin_dir.parent)
     else:
         env.pop("VIRTUAL_ENV", None)
-
-
-def current_env() -> dict[str, str]:
-    return dict(os.environ)

@@ -157,6 +157,7 @@ class Machine:
         address: str,
         env: dict[str, str],
         shared: Path | None = None,
+        torch_python: Path | None = None,
     ) -> None:
         self.name = name
         self.home = root / name
@@ -173,7 +174,10 @@ class Machine:
         }
         if shared is not None:
             cluster["shared"] = [str(shared)]
-        self.paths.config_file.write_text(tomli_w.dumps({"cluster": cluster}), encoding="utf-8")
+        config: dict[str, Any] = {"cluster": cluster}
+        if torch_python is not None:  # torch jobs (a dropped or submitted .py) need an env that has torch
+            config["env"] = [{"name": "torchcpu", "python": str(torch_python)}]
+        self.paths.config_file.write_text(tomli_w.dumps(config), encoding="utf-8")
         self.env = {**os.environ, **env, "GPUTRAY_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
         self.proc: subprocess.Popen[bytes] | None = None
         self.work = self.home / "work"
@@ -248,12 +252,18 @@ class Machine:
 
 @contextlib.contextmanager
 def machines_on(
-    cluster: RayCluster, root: Path, shared: Path | None = None, **scenarios: str
+    cluster: RayCluster,
+    root: Path,
+    shared: Path | None = None,
+    torch_python: Path | None = None,
+    **scenarios: str,
 ) -> Iterator[dict[str, Machine]]:
+    """``torch_python``: a Python with torch, configured as every machine's env for torch jobs."""
     started: dict[str, Machine] = {}
     try:
         for name, scenario in scenarios.items():
-            started[name] = Machine(root, name, scenario, cluster.address, cluster.env, shared).start()
+            machine = Machine(root, name, scenario, cluster.address, cluster.env, shared, torch_python)
+            started[name] = machine.start()
         yield started
     finally:
         for m in started.values():

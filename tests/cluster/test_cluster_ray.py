@@ -27,6 +27,7 @@ from cluster_harness import (
     machines_on,
     ray_available,
 )
+from torch_venv import torch_venv_python
 from waiting import wait_for
 
 _why_not = ray_available()
@@ -71,7 +72,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RayCluster
     shared.mkdir()
     cluster = RayCluster(root, ["desk", "laptop"])
     try:
-        with machines_on(cluster, root, shared, desk=SCENARIO_DESK, laptop=SCENARIO_LAPTOP) as m:
+        torch = torch_venv_python()  # a .py is a torch job: it runs in an env with torch (CPU build)
+        with machines_on(cluster, root, shared, torch, desk=SCENARIO_DESK, laptop=SCENARIO_LAPTOP) as m:
             desk, laptop = m["desk"], m["laptop"]
             wait_for(
                 lambda: desk.sees("laptop") and laptop.sees("desk"), 90, "both machines to see each other"
@@ -151,8 +153,11 @@ def test_a_script_with_machine_any_runs_on_the_other_machines_free_gpu(
     done = _state(desk, task_id, {"succeeded"})
     assert done["machine"] == "laptop" and isinstance(done["remote_id"], int)
     assert done["device"] == LAPTOP_GPU
-    listing = {t["id"]: t for t in _json(desk.cli("queue", "--all", "--json"))}  # type: ignore[union-attr]
+    doc = _json(desk.cli("queue", "--all", "--json"))
+    assert isinstance(doc, dict)  # {"tasks": [...], "queue": {...}, "devices": [...]}
+    listing = {t["id"]: t for t in doc["tasks"]}
     assert listing[task_id]["machine"] == "laptop" and listing[task_id]["remote_id"] == done["remote_id"]
+    assert listing[task_id]["origin"] is None  # it was submitted here
 
     # the result lands beside the input here, with the log
     assert (desk.work / "result.txt").read_text() == "done by pci:0000:64:00.0\n"

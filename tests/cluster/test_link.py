@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tomli_w
@@ -12,6 +13,7 @@ import tomli_w
 from gputray.cluster.config import ClusterConfigError, load_cluster_config, write_cluster_table
 from gputray.cluster.link import ClusterLink
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.protocol import Request, request_from
 from gputray.scheduler.recipes import SubmitError
 from gputray.scheduler.store import TaskStore, read_saved_tasks
 from gputray.scheduler.tasks import TaskSpec
@@ -66,14 +68,14 @@ def test_in_a_cluster_the_bridge_places_any_while_it_talks_to_us(tmp_path: Path)
     mine = store.add(spec(machine="desk"))
     plain = store.add(spec())
     assert link.runs_here(anywhere)  # no bridge has synced: "any" is what we can see, this machine
-    link.sync({})
+    link.sync(request("cluster_sync"))
     assert not link.runs_here(anywhere) and not link.runs_here(other)
     assert link.runs_here(mine) and link.runs_here(plain)
     placed_here = store.update(anywhere.id, machine="desk")
     assert link.runs_here(placed_here)
     handed = store.update(other.id, machine="laptop", remote_id=7, remote_state="running", state="running")
     assert not link.runs_here(handed)
-    ids = {t["id"] for t in link.sync({})["tasks"]}
+    ids = {t["id"] for t in link.sync(request("cluster_sync"))["tasks"]}
     assert ids == {other.id}  # placed here (the local queue has it) and plain tasks are not the bridge's
 
 
@@ -89,11 +91,15 @@ def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason
     link.attach(FakeQueue(store))
     rec = store.add(spec(machine="any", retries=1, backoff_s=0.0))
     store.update(rec.id, machine="laptop", remote_id=3, remote_state="running", state="running", attempts=1)
-    got = link.update({"id": rec.id, "requeue": "laptop left the cluster while it ran"})["task"]
+    got = link.update(request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran"))[
+        "task"
+    ]
     assert got["state"] == "queued" and got["machine"] is None and got["remote_id"] is None
     assert "laptop left the cluster while it ran" in got["reason"]
     store.update(rec.id, machine="laptop", remote_id=4, remote_state="running", state="running", attempts=2)
-    got = link.update({"id": rec.id, "requeue": "laptop left the cluster while it ran"})["task"]
+    got = link.update(request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran"))[
+        "task"
+    ]
     assert got["state"] == "failed" and got["machine"] == "laptop" and got["remote_state"] == "lost"
     assert got["reason"].startswith("laptop left the cluster while it ran")
 
@@ -102,18 +108,20 @@ def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
     rec = store.add(spec(machine="any"))
     store.update(rec.id, state="cancelled")
-    got = link.update({"id": rec.id, "expect_state": "queued", "changes": {"machine": "laptop"}})
+    got = link.update(
+        request("cluster_update", id=rec.id, expect_state="queued", changes={"machine": "laptop"})
+    )
     assert got["task"] is None and got["now"]["state"] == "cancelled" and got["now"]["machine"] is None
     with pytest.raises(ValueError, match="cannot change"):
-        link.update({"id": rec.id, "changes": {"spec": {}}})
+        link.update(request("cluster_update", id=rec.id, changes={"spec": {}}))
 
 
 def test_a_task_sent_twice_is_queued_once(tmp_path: Path) -> None:
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "laptop"})
     link.attach(FakeQueue(store))
     wire = spec(base_env={"SECRET": "x"}).to_dict()
-    first = link.submit({"origin": "desk#4.1", "spec": wire})
-    again = link.submit({"origin": "desk#4.1", "spec": wire})
+    first = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
+    again = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
     assert first["task"]["id"] == again["task"]["id"] and again["existing"]
     (rec,) = store.list()
     assert rec.spec.origin == "desk#4.1" and rec.spec.base_env is None  # the sender's env stays there
@@ -143,15 +151,25 @@ def test_bad_cluster_values_are_refused_naming_the_key(tmp_path: Path) -> None:
             load_cluster_config(config)
 
 
-def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(tmp_path: Path) -> None:
+def request(op: str, **args: object) -> Any:
+    """The typed request the owner hands the link, checked as the socket checks it."""
+    req: Request = request_from(op, dict(args))
+    return req
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(
+    tmp_path: Path, schema: int
+) -> None:
     import sqlite3
 
-    from gputray.scheduler.store import MIGRATIONS
+    from gputray.scheduler.store import MIGRATIONS, SCHEMA_VERSION
 
     path = tmp_path / "queue.sqlite3"
     db = sqlite3.connect(path)
-    MIGRATIONS[0](db)
-    db.execute("PRAGMA user_version=1")
+    for step in MIGRATIONS[:schema]:  # a file an older gputray wrote: schema 1, or 2 (attempts_before)
+        step(db)
+    db.execute(f"PRAGMA user_version={schema}")
     db.execute(
         "INSERT INTO tasks (spec, name, kind, state, submitted_at, position, queued_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -170,7 +188,11 @@ def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(t
     (old,) = read_saved_tasks(path)  # read-only, as the CLI does with no owner
     assert old.name == "old" and old.machine is None
     store = TaskStore(path)
-    assert store.schema_version == 2 and store.get(old.id).remote_id is None
+    assert SCHEMA_VERSION == 3 and store.schema_version == 3
+    upgraded = store.get(old.id)
+    assert upgraded.remote_id is None and upgraded.machine is None and upgraded.remote_state is None
+    store.update(old.id, machine="laptop", remote_id=7, remote_state="running")
+    assert store.get(old.id).remote_id == 7
     store.close()
 
 
@@ -217,3 +239,17 @@ def test_join_on_windows_says_ray_is_single_node_there(
     err = capsys.readouterr().err
     assert "Ray supports Windows as a single node only" in err and "cannot join 10.0.0.5:6379" in err
     assert not (tmp_path / "config" / "config.toml").exists()  # nothing written
+
+
+def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> None:
+    from gputray.scheduler.protocol import BadRequest
+
+    deep: dict[str, object] = {"x": 1}
+    for _ in range(10):
+        deep = {"x": deep}
+    with pytest.raises(BadRequest, match="nested too deeply"):
+        request_from("cluster_sync", {"report": deep})
+    with pytest.raises(BadRequest, match="finite"):
+        request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
+    with pytest.raises(BadRequest, match="needs the argument 'id'"):
+        request_from("cluster_update", {"changes": {}})

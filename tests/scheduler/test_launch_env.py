@@ -122,3 +122,22 @@ def test_rocm_index_without_kfd_is_the_rank_among_amd_gpus(tmp_path: Path) -> No
     mine = dataclasses.replace(RADEON_780M, simulated=False)
     assert rocm_index_for(mine, [other, mine, RTX_5060_TI], sysfs_root=tmp_path) == 1
     assert rocm_index_for(mine, [], sysfs_root=tmp_path) == 0
+
+
+def test_a_tilde_in_a_file_name_is_a_character(tmp_path: Path) -> None:
+    """`~user.png` must not be read as another user's home (or fail because there is no such user)."""
+    from gputray.scheduler.launch_env import out_path
+
+    image = tmp_path / "~nosuchuser.png"
+    spec = TaskSpec(kind="vulkan", name="x", argv=("t", "{out}"), files=(str(image),), out="{stem}_x4.png")
+    assert out_path(spec) == str(tmp_path / "~nosuchuser_x4.png")
+    root_named = TaskSpec(
+        kind="vulkan", name="x", argv=("t", "{out}"), files=(str(tmp_path / "~root.png"),), out="{stem}.jpg"
+    )
+    assert out_path(root_named) == str(tmp_path / "~root.jpg")
+    home_template = TaskSpec(
+        kind="vulkan", name="x", argv=("t", "{out}"), files=(str(image),), out="~/done/{stem}.png"
+    )
+    assert out_path(home_template) == str(
+        Path.home() / "done" / "~nosuchuser.png"
+    )  # the template's own ~ is home

@@ -29,6 +29,10 @@ JSON_KEYS = [
     "started_at",
     "ended_at",
     "log_path",
+    "priority",
+    "after",
+    "after_any",
+    "cwd",
     "machine",  # the cluster's (gputray.cluster): where it runs, its id there, where it came from
     "remote_id",
     "origin",
