@@ -30,6 +30,7 @@ COMMAND_MODULES: dict[str, str] = {
     "schedule": "schedule",
     "envs": "envs",
     "doctor": "doctor",
+    "cluster": "gputray.cluster.commands",  # a full module name: outside this package
 }
 
 Handler = Callable[[argparse.Namespace], int]
@@ -51,7 +52,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules = [COMMAND_MODULES[only]] if only in COMMAND_MODULES else COMMAND_MODULES.values()
     for module_name in dict.fromkeys(modules):  # each module once, though it registers several names
-        module: Any = importlib.import_module(f"gputray.scheduler.commands.{module_name}")
+        full = module_name if "." in module_name else f"gputray.scheduler.commands.{module_name}"
+        module: Any = importlib.import_module(full)
         module.register(sub)
     return parser
 

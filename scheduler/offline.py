@@ -79,6 +79,9 @@ def requeue_changes(
         queued_at=now_s,
         overtakes=0,
         position=position,
+        machine=None,  # placed afresh, on any machine its spec allows (gputray.cluster)
+        remote_id=None,
+        remote_state=None,
     )
 
 

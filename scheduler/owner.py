@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
@@ -27,6 +27,9 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue_lock import QueueLock
 from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
 from gputray.scheduler.timing import Schedule, Timing
+
+if TYPE_CHECKING:
+    from gputray.cluster.link import ClusterLink
 
 log = logging.getLogger("gputray.owner")
 
@@ -128,6 +131,7 @@ class Owner:
         self.shutdown_requested = threading.Event()
         self.shutdown_jobs: str = "stop"  # what a `shutdown` request asked for the running jobs: keep or stop
         self.started_at: float | None = None
+        self.cluster: ClusterLink | None = None  # the bridge to the other machines of a cluster
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
         self.files_opener: Callable[[list[str]], None] | None = None
@@ -151,6 +155,7 @@ class Owner:
 
     def start(self) -> None:
         """Claim the socket, then start monitor, queue and timing. Raises ipc.OwnerAlreadyRunning."""
+        from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor
         from gputray.scheduler.paths import prepare_private_folders
         from gputray.scheduler.queue_service import QueueService
@@ -178,6 +183,8 @@ class Owner:
             self._monitor.start()
             self._take_queue_lock()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
+            # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
+            self.cluster = ClusterLink(self.paths, self._store, clock=self.clock, emit=self._event)
             from gputray.scheduler.config import device_slots
             from gputray.scheduler.doctor_cache import DoctorNeeds
 
@@ -190,7 +197,10 @@ class Owner:
                 failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
                 on_event=self._event,
                 slots=device_slots(),
+                runs_here=self.cluster.runs_here,
+                check_spec=self.cluster.check_spec,
             )
+            self.cluster.attach(self._queue)
             self._queue.start()
             self.timing = Timing(
                 self.paths.data_dir / "schedules.sqlite3", submit=self._submit_schedule, clock=self.clock
@@ -202,6 +212,7 @@ class Owner:
             raise
         self.started_at = self.clock()
         self._ready.set()
+        self.cluster.start()
         log.info("gputray owner started (pid %d, demo=%s)", os.getpid(), self.demo)
 
     def _take_queue_lock(self) -> None:
@@ -238,6 +249,9 @@ class Owner:
         self.shutdown_requested.set()
 
     def _teardown(self, *, kill_running: bool = False) -> None:
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                self.cluster.close()  # the bridge goes first: it talks to the queue
         if self.server is not None:
             with contextlib.suppress(Exception):
                 self.server.stop()
@@ -261,6 +275,8 @@ class Owner:
 
     def _event(self, event: QueueEvent) -> None:
         log.info("task %s %s: %s", event.task.id, event.kind, event.message)
+        if self.cluster is not None:
+            self.cluster.on_event(event)
         if self._on_event is not None:
             try:
                 self._on_event(event)
@@ -345,6 +361,7 @@ class Owner:
             "counts": self._store.counts() if self._store is not None else {},
             "monitor_failures": self.monitor.failures,  # polls that failed; the poller goes on after each
             "monitor_last_failure": self.monitor.last_failure,
+            **({"cluster": self.cluster.report_doc()} if req.cluster and self.cluster is not None else {}),
         }
 
     def _with_overrides(self, spec: TaskSpec, overrides: dict[str, Any] | None, source: str) -> TaskSpec:
@@ -354,7 +371,13 @@ class Owner:
 
     # QueueService.submit checks that the program, script and files exist (ToolNotFound, SubmitError).
     def _submitted(self, records: list[TaskRecord]) -> dict[str, Any]:
-        notes = [f"#{r.id}: {note}" for r in records for note in self.queue.absent_device_notes(r.spec)]
+        # A task for another machine (or any): its devices may be another machine's, the bridge places it.
+        notes = [
+            f"#{r.id}: {note}"
+            for r in records
+            if r.spec.machine is None
+            for note in self.queue.absent_device_notes(r.spec)
+        ]
         return {"tasks": [r.to_json() for r in records], "notes": notes}
 
     def _op_submit(self, req: rq.Submit) -> dict[str, Any]:
@@ -572,6 +595,21 @@ class Owner:
     def running_jobs(self) -> int:
         """How many jobs run now (the tray asks before it quits)."""
         return len(self.queue.running_ids()) if self._queue is not None else 0
+
+    # gputray.cluster: the bridge beside this owner, and this machine's agent (both local clients).
+    def _op_cluster_sync(self, req: rq.ClusterSync) -> dict[str, Any]:
+        return self._cluster_link().sync(req)
+
+    def _op_cluster_update(self, req: rq.ClusterUpdate) -> dict[str, Any]:
+        return self._cluster_link().update(req)
+
+    def _op_cluster_submit(self, req: rq.ClusterSubmit) -> dict[str, Any]:
+        return self._cluster_link().submit(req)
+
+    def _cluster_link(self) -> ClusterLink:
+        if self.cluster is None:
+            raise OwnerRequestError("the owner is not started")
+        return self.cluster
 
     def _op_shutdown(self, req: rq.Shutdown) -> dict[str, Any]:
         self.shutdown_jobs = req.jobs or "stop"

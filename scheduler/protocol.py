@@ -141,6 +141,7 @@ class Ping(Request):
 
 class Status(Request):
     op = "status"
+    cluster: bool = False  # add every machine's view (gputray.cluster)
 
 
 class Submit(Request):
@@ -284,6 +285,82 @@ class CheckEnvs(Request):
     """Check the configured Python envs on every device in the background (``envs add`` asks it)."""
 
     op = "check_envs"
+
+
+MAX_JSON_DEPTH = 6
+
+
+def _check_json(value: object, where: str, depth: int = 0) -> None:
+    """Plain JSON a local gputray process built (msgspec cannot bound a recursive type): strings,
+    lists and tables within the limits above, finite numbers, at most ``MAX_JSON_DEPTH`` deep."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{where} is nested too deeply")
+    if value is None or isinstance(value, bool | int):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_ID:
+            raise ValueError(f"{where} is out of range")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where} must be a finite number")
+        return
+    if isinstance(value, str):
+        if len(value) > MAX_ENV_VALUE_CHARS or "\x00" in value:
+            raise ValueError(f"{where} is too long or contains a NUL character")
+        return
+    if isinstance(value, list):
+        if len(value) > MAX_LIST_ITEMS:
+            raise ValueError(f"{where} has too many items")
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        if len(value) > MAX_TABLE_KEYS:
+            raise ValueError(f"{where} has too many keys")
+        for key, item in value.items():
+            _check_json(key, where, depth + 1)
+            _check_json(item, f"{where}.{key}", depth + 1)
+        return
+    raise ValueError(f"{where} has an unsupported value")
+
+
+JsonObject = Annotated[dict[Name, Any], Meta(max_length=MAX_TABLE_KEYS)]
+
+
+class ClusterSync(Request):
+    """The cluster bridge beside this owner (gputray.cluster): its report (every machine's view) in,
+    the tasks that concern the cluster out; long-polled for up to ``wait_ms``."""
+
+    op = "cluster_sync"
+    report: JsonObject | None = None
+    wait_ms: Int | None = None
+
+    def __post_init__(self) -> None:
+        _check_json(self.report, "report")
+
+
+class ClusterUpdate(Request):
+    """The bridge: what became of one task another machine runs (``changes`` are record fields)."""
+
+    op = "cluster_update"
+    id: TaskId
+    expect_state: Str | None = None
+    changes: JsonObject | None = None
+    requeue: Str | None = None
+
+    def __post_init__(self) -> None:
+        _check_json(self.changes, "changes")
+
+
+class ClusterSubmit(Request):
+    """This machine's agent: a task another machine hands here (``spec`` as ``TaskSpec.to_dict``);
+    ``origin`` (``desk#12.1``) makes a second hand-over of the same attempt a no-op."""
+
+    op = "cluster_submit"
+    origin: Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00]*$")]
+    spec: JsonObject
+
+    def __post_init__(self) -> None:
+        _check_json(self.spec, "spec")
 
 
 REQUEST_TYPES: dict[str, type[Request]] = {t.op: t for t in Request.__subclasses__()}

@@ -254,6 +254,8 @@ class QueueService(QueueEdits):
         failed_needs: FailedNeeds | None = None,
         slots: Mapping[str, int] | None = None,
         env_chooser: EnvChooser | None = None,
+        runs_here: Callable[[TaskRecord], bool] | None = None,
+        check_spec: Callable[[TaskSpec], None] | None = None,
     ) -> None:
         """``env_chooser`` finds the Python env of a torch job on a device (default: the doctor's
         cache, checking envs without a result in the background, ``env_choice.ProbingChooser``);
@@ -263,6 +265,9 @@ class QueueService(QueueEdits):
         *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
         ``slots`` (the config's ``[devices.<name>] slots``): device name, key or ``cpu`` → how many
         jobs may run there at once; every other device takes one.
+        ``runs_here(task)`` (the cluster link): False for a pending task another machine runs or the
+        cluster bridge has still to place; this queue then leaves it alone. ``check_spec`` replaces
+        the submit-time ``check_runnable`` (the cluster link checks a task bound for another machine).
         """
         self.store = store
         self.monitor = monitor
@@ -280,6 +285,8 @@ class QueueService(QueueEdits):
             devices=monitor.known_devices, on_change=lambda: self.request_dispatch(urgent=True)
         )
         self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
+        self.runs_here = runs_here
+        self.check_spec = check_spec
 
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
@@ -451,7 +458,7 @@ class QueueService(QueueEdits):
     # -- commands -------------------------------------------------------------------------------
     def submit(self, spec: TaskSpec) -> TaskRecord:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
-        check_runnable(spec)
+        (self.check_spec or check_runnable)(spec)
         self.check_devices(spec)
         deps.check_after(None, spec, self.store.view())
         rec = self.store.add(spec, now=self.clock())
@@ -472,6 +479,9 @@ class QueueService(QueueEdits):
             recipe=recipe,
             overrides=overrides,
         )
+        if self.check_spec is not None:
+            for spec in specs:
+                self.check_spec(spec)
         self.check_devices(*specs)
         for spec in specs:
             deps.check_after(None, spec, self.store.view())
@@ -571,6 +581,8 @@ class QueueService(QueueEdits):
             self.passes += 1
             now = self.clock()
             pending = self._fail_unplannable(self.store.pending(), now)
+            if self.runs_here is not None:
+                pending = [r for r in pending if self.runs_here(r)]
             pending = self._hold_for_dependencies(pending, now)
             if not pending:
                 self._due_s = None
@@ -1098,6 +1110,11 @@ class QueueService(QueueEdits):
             return
         present, seen = self._device_states(snapshot), self.devices_seen.remembered()
         for spec in specs:
+            if spec.machine is not None or spec.origin is not None:
+                # gputray.cluster: one bound for another machine names that machine's devices (its
+                # bridge places it); one another machine handed here keeps the sender's preferences
+                # after the device chosen for it, and the sender's placement checked its memory.
+                continue
             check_submit(spec, present, seen)
 
     def _device_key(self, name: str) -> str:

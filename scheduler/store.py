@@ -85,7 +85,7 @@ QUEUE_FILE_VAR = "GPUTRAY_QUEUE_FILE"
 #: ``1``: commit without syncing (``synchronous=NORMAL``). Only for ``bench/queue_scale.py``'s comparison.
 NO_FSYNC_VAR = "GPUTRAY_UNSAFE_NO_FSYNC"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 HELD_RETRY_S = 2.0  # how often changes held for a full disk are tried again
 LOW_SPACE_BYTES = 1 << 20  # with less free than this no job starts: its log and its exit need room
 _SQLITE_IOERR = 10
@@ -197,7 +197,14 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE tasks ADD COLUMN attempts_before INTEGER NOT NULL DEFAULT 0")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2]
+def _migrate_2_to_3(db: sqlite3.Connection) -> None:
+    """Cluster bookkeeping (gputray.cluster): the machine a task was placed on, its id in that
+    machine's queue and the last state seen there (all NULL for a task that runs here)."""
+    for column in ("machine TEXT", "remote_id INTEGER", "remote_state TEXT"):
+        db.execute(f"ALTER TABLE tasks ADD COLUMN {column}")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3]
 
 
 def _create_schema(db: sqlite3.Connection) -> None:
@@ -225,6 +232,9 @@ _UPDATABLE = {
     "not_before",
     "overtakes",
     "attempts_before",
+    "machine",
+    "remote_id",
+    "remote_state",
 }
 
 
@@ -893,7 +903,13 @@ class TaskStore:
         """
         now = self.clock()
         with self._lock:
-            stale = [r for r in self.list(states=("running", "interrupted")) if r.id not in skip]
+            # A task another machine runs (remote_id set) lives in that machine's queue: it went on
+            # while we were down, and the cluster bridge fetches how it ended.
+            stale = [
+                r
+                for r in self.list(states=("running", "interrupted"))
+                if r.id not in skip and r.remote_id is None
+            ]
             if not stale:
                 return []
             why = "interrupted: gputray stopped while it ran"

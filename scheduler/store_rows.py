@@ -17,12 +17,20 @@ from gputray.scheduler.tasks import AFTER_MAX_WAIT, KINDS, ON_BUSY, STATES, Task
 
 COLUMNS = (
     "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
-    "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes, name, attempts_before"
+    "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes, name, attempts_before, "
+    "machine, remote_id, remote_state"
 )
 COLUMN_NAMES = tuple(c.strip() for c in COLUMNS.split(","))
 # Columns added by a later schema, with what a file of an older schema reads as in their place (the
 # read-only readers never migrate; a salvaged row of an older file lacks them): schema -> columns.
-ADDED_COLUMNS: dict[int, dict[str, Any]] = {2: {"attempts_before": 0}}
+ADDED_COLUMNS: dict[int, dict[str, Any]] = {
+    2: {"attempts_before": 0},
+    3: {"machine": None, "remote_id": None, "remote_state": None},  # gputray.cluster
+}
+
+
+def _sql_literal(value: Any) -> str:
+    return "NULL" if value is None else repr(value)
 
 
 def columns_of_schema(version: int) -> str:
@@ -30,7 +38,7 @@ def columns_of_schema(version: int) -> str:
     names = list(COLUMN_NAMES)
     for added_in, defaults in ADDED_COLUMNS.items():
         if version < added_in:
-            names = [repr(defaults[n]) if n in defaults else n for n in names]
+            names = [_sql_literal(defaults[n]) if n in defaults else n for n in names]
     return ", ".join(names)
 
 
@@ -79,6 +87,9 @@ def record_from_row(row: Sequence[Any], spec: TaskSpec) -> TaskRecord:
         not_before=row[16],
         overtakes=row[17],
         attempts_before=row[19],
+        machine=row[20],
+        remote_id=row[21],
+        remote_state=row[22],
     )
 
 
@@ -108,6 +119,9 @@ _ROW_CHECKS = (
     (16, "not_before", "n?"),
     (17, "overtakes", "i"),
     (19, "attempts_before", "i"),
+    (20, "machine", "s?"),
+    (21, "remote_id", "i?"),
+    (22, "remote_state", "s?"),
 )
 _CHECK: dict[str, Callable[[Any], bool]] = {
     "s": lambda v: type(v) is str,
@@ -166,7 +180,7 @@ def row_from_salvage(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 _TUPLE_FIELDS = ("argv", "args", "files", "device_prefs", "needs")
-_OPTIONAL_TEXT = ("script", "out", "window", "cwd", "recipe")
+_OPTIONAL_TEXT = ("script", "out", "window", "cwd", "recipe", "machine", "origin")
 _OPTIONAL_NUMBERS = ("max_wait_s", "start_at", "timeout_s")
 _NUMBERS = ("backoff_s", "util_percent")
 _INTEGERS = ("priority", "retries")

@@ -28,7 +28,7 @@ WAL_HEADER_BYTES = 32
 FRAME_HEADER_BYTES = 24
 DB_MAGIC = b"SQLite format 3\x00"
 TABLE_LEAF = 0x0D
-#: The columns of the ``tasks`` table in the order CREATE TABLE and the migrations give them (schema 2).
+#: The columns of the ``tasks`` table in the order CREATE TABLE and the migrations give them (schema 3).
 TASK_TABLE_COLUMNS: tuple[str, ...] = (
     "id",
     "spec",
@@ -52,10 +52,14 @@ TASK_TABLE_COLUMNS: tuple[str, ...] = (
     "not_before",
     "overtakes",
     "attempts_before",  # schema 2 (ALTER TABLE ADD COLUMN)
+    "machine",  # schema 3 (gputray.cluster), the same way
+    "remote_id",
+    "remote_state",
 )
 #: How many values a row of schema 1 holds. A column added by ALTER TABLE is not written into the rows
 #: already there: a row saved before the migration (or in a schema-1 file) holds only these, and SQLite
-#: reads the missing ones as their defaults. The page reader takes any count from this up to the table's.
+#: reads the missing ones as their defaults. The page reader takes any count from this up to the table's
+#: (21 in a schema-1 row, 22 in a schema-2 row, 25 in a schema-3 row).
 SCHEMA_1_COLUMN_COUNT = 21
 #: More ids than this past the highest row seen are not probed one by one (a garbled sequence).
 MAX_ID_PROBE_GAP = 100_000

@@ -24,6 +24,7 @@ A task file holds the keys at the top level or under ``[task]``::
     cwd = "."                         # default: where `gputray submit` was typed
     after = [12, 13]                  # start once tasks 12 and 13 succeeded ...
     after_any = false                 # ... true: once they ended, however
+    machine = "any"                   # cluster: "any" machine, or one by name (gputray cluster status)
     [env]                             # [task.env] when the keys are under [task]
     GGML_VK_VISIBLE_DEVICES = "{vk_index}"
 
@@ -57,6 +58,7 @@ from gputray.scheduler.protocol import Refusal, check_duration_s, check_epoch_s,
 from gputray.scheduler.tasks import (
     AFTER_MAX_WAIT,
     KINDS,
+    MACHINE_RE,
     MAX_PRIORITY,
     MAX_RETRIES,
     ON_BUSY,
@@ -485,6 +487,9 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
     if isinstance(util, bool) or not isinstance(util, int | float) or not 0 <= util <= 100:
         raise err("util_percent", f"must be a number from 0 to 100, got {util!r}")
     vram = number("vram_bytes", parse_size)
+    machine = string("machine")
+    if machine is not None and not MACHINE_RE.match(machine):
+        raise err("machine", f'must be "any" or a machine name (letters, digits, . _ -), got {machine!r}')
     return TaskSpec(
         kind=cast(Any, kind),
         name=name,
@@ -513,4 +518,6 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
         after_any=after_any,
         placeholders=opt_in,
         util_percent=float(util),
+        machine=machine,
+        origin=string("origin"),
     )

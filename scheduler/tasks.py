@@ -38,6 +38,8 @@ FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"}
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
 PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
 MAX_RETRIES = 100
+#: A machine name in a cluster (``[cluster] machine``, ``--machine``): letters, digits, ``.``, ``_``, ``-``.
+MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
 MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -97,6 +99,10 @@ class TaskSpec:
     after_any: bool = False
     placeholders: bool = False  # opt-in: fill placeholders in a command/torch task too
     util_percent: float = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
+    # Cluster (gputray.cluster): the machine it should run on ("any" or a machine name; None = here),
+    # and, on a task another machine handed here, where it came from ("desk#12.1": machine, id, attempt).
+    machine: str | None = None
+    origin: str | None = None
 
     def __hash__(self) -> int:  # env is a dict; hash the rest
         return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
@@ -152,6 +158,7 @@ class TaskRecord:
     ``overtakes`` counts how often a later task took a device this one was waiting for;
     ``attempts_before`` is ``attempts`` when it was last queued again by hand (``retry``): attempts
     count on across a manual retry, while its automatic retries start afresh.
+    ``machine``/``remote_id``/``remote_state``: see ``gputray.cluster`` (a task run by another machine).
     """
 
     id: int
@@ -173,6 +180,12 @@ class TaskRecord:
     overtakes: int = 0
     pid_create_time: float | None = None
     attempts_before: int = 0
+    # Cluster bookkeeping (gputray.cluster), None for a task that runs here: the machine the task was
+    # placed on, its id in that machine's queue, and the last state seen there ("sending" before it
+    # arrived, "fetched" once its outputs and log are back).
+    machine: str | None = None
+    remote_id: int | None = None
+    remote_state: str | None = None
 
     @property
     def name(self) -> str:
@@ -210,6 +223,9 @@ class TaskRecord:
             "after": list(self.spec.after),
             "after_any": self.spec.after_any,
             "cwd": self.spec.cwd,
+            "machine": self.machine or self.spec.machine,  # where it runs, else where it was asked to
+            "remote_id": self.remote_id,
+            "origin": self.spec.origin,  # "desk#12.1" on a task another machine handed here
         }
 
     def replace(self, **changes: Any) -> TaskRecord:

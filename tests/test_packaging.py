@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("gui", "monitor", "scheduler", "resources")
+PACKAGES = ("gui", "monitor", "scheduler", "cluster", "resources")
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("gui", "monitor", "scheduler", "resources")
+PACKAGES = ("gui", "monitor", "scheduler", "cluster", "resources")
 
 
 @contextlib.contextmanager

@@ -56,7 +56,8 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help='an object {"tasks": [...], "queue": {"paused"}, "devices": [{key, name, slots, running, '
         "paused}]}; per task: id, name, kind, state, device, device_name, env, reason, exit_code, "
         "attempts, submitted_at, started_at, ended_at, log_path, priority, after, after_any, cwd "
-        "(times ISO 8601 UTC)",
+        "(times ISO 8601 UTC), machine and remote_id (the machine it runs on and its id there, for a "
+        "task another machine of the cluster runs), origin",
     )
     p.add_argument(
         "--watch",

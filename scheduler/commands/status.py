@@ -51,6 +51,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SECONDS",
         help="refresh in place every SECONDS (default 1) until Ctrl+C",
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="every machine of the cluster, grouped by machine; each device carries `machine` and a key "
+        "unique across machines (desk/pci:0000:01:00.0)",
+    )
     add_monitor_source_args(parser)
     parser.set_defaults(func=run)
 
@@ -163,6 +169,10 @@ def _show_and_watch(
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.cluster:
+        from gputray.cluster.commands import status_cluster
+
+        return status_cluster(args)
     # Poll from one place only: while the tray or `gputray daemon` runs, show what it reads.
     if not uses_custom_source(args):
         client = ipc.IpcClient(app_paths(), timeout_s=5.0)

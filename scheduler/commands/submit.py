@@ -66,6 +66,14 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
     g.add_argument(
         "--after-any", action="store_true", help="with --after: start once they ended, however they ended"
     )
+    if not editing:  # where a task runs is settled once it is queued (the cluster bridge may have sent it)
+        g.add_argument(
+            "--machine",
+            metavar="NAME|any",
+            help="cluster: run it on that machine, or on whichever machine's GPU is free (`any`); its "
+            "inputs travel there, its results and log come back beside the input (see `gputray cluster "
+            "status`)",
+        )
     g = p.add_argument_group("what the job gets")
     g.add_argument(
         "--env",
@@ -151,6 +159,12 @@ def overrides_from_args(
             if not 0 <= args.retries <= MAX_RETRIES:
                 raise _UsageError(f"--retries must be between 0 and {MAX_RETRIES}")
             out["retries"] = args.retries
+        if getattr(args, "machine", None):
+            from gputray.scheduler.tasks import MACHINE_RE
+
+            if not MACHINE_RE.match(args.machine):
+                raise _UsageError(f"--machine takes a machine name or `any`, not {args.machine!r}")
+            out["machine"] = args.machine
         if args.timeout:
             option = "--timeout"
             out["timeout_s"] = parse_duration(args.timeout)

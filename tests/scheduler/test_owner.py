@@ -63,6 +63,11 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
         "logs": {"id": 999},
         "schedule_add": {"cron": "0 3 * * *", "task_file": "/nonexistent.toml"},
         "schedule_remove": {"id": 999},
+        "cluster_update": {"id": 999},  # gputray.cluster's bridge and agent
+        "cluster_submit": {
+            "origin": "desk#1.1",
+            "spec": {"kind": "command", "name": "x", "argv": ["/nonexistent"]},
+        },
     }
     for op in sorted(ipc.OPS - {"shutdown"}):
         try:

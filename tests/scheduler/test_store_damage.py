@@ -329,19 +329,21 @@ def test_kept_copies_and_the_repaired_file_are_private(tmp_path: Path) -> None:
 # schema 1 and rows saved before the migration to schema 2
 
 
-def schema_1_queue(folder: Path, n: int = TASKS) -> Path:
-    """A queue file as a schema-1 gputray left it (no ``attempts_before``): ``n`` tasks, checkpointed."""
+def schema_1_queue(folder: Path, n: int = TASKS, schema: int = 1) -> Path:
+    """A queue file as a schema-1 gputray left it (no ``attempts_before``): ``n`` tasks, checkpointed.
+    ``schema=2``: as a schema-2 gputray left it (``attempts_before``, no cluster columns)."""
     from gputray.scheduler.store import MIGRATIONS
     from gputray.scheduler.store_salvage import SCHEMA_1_COLUMN_COUNT, TASK_TABLE_COLUMNS
 
     source = checkpointed_queue(folder / "source", n)
     db = folder / "queue.sqlite3"
-    old_columns = ", ".join(TASK_TABLE_COLUMNS[:SCHEMA_1_COLUMN_COUNT])
+    old_columns = ", ".join(TASK_TABLE_COLUMNS[: SCHEMA_1_COLUMN_COUNT + schema - 1])
     con = sqlite3.connect(db)
-    MIGRATIONS[0](con)
+    for step in MIGRATIONS[:schema]:
+        step(con)
     con.execute("ATTACH DATABASE ? AS src", (str(source),))
     con.execute(f"INSERT INTO tasks ({old_columns}) SELECT {old_columns} FROM src.tasks")
-    con.execute("PRAGMA user_version = 1")
+    con.execute(f"PRAGMA user_version = {schema}")
     con.commit()
     con.close()
     shutil.rmtree(folder / "source")
@@ -354,9 +356,11 @@ def _garble_schema_page(db: Path) -> None:
         f.write(random.Random(1).randbytes(PAGE - 100))
 
 
-def test_a_damaged_schema_1_file_gives_every_row_back(tmp_path: Path) -> None:
-    """Its rows hold one value fewer than the current table: the page reader takes them all the same."""
-    db = schema_1_queue(tmp_path / "data")
+@pytest.mark.parametrize("schema", [1, 2])
+def test_a_damaged_schema_1_file_gives_every_row_back(tmp_path: Path, schema: int) -> None:
+    """Its rows hold fewer values than the current table (schema 1: no ``attempts_before``, schema 2:
+    no cluster columns): the page reader takes them all the same."""
+    db = schema_1_queue(tmp_path / "data", schema=schema)
     _garble_schema_page(db)
     saved = read_saved_queue(db)  # without an owner: read from the pages, nothing written
     assert names(saved.tasks) == expected_names()
@@ -366,26 +370,28 @@ def test_a_damaged_schema_1_file_gives_every_row_back(tmp_path: Path) -> None:
     assert names(store.list()) == expected_names()
     assert store.get(10).state == "succeeded" and store.get(10).attempts == 1
     assert store.get(10).attempts_before == 0
-    assert store.schema_version == 2
+    assert store.get(10).machine is None and store.get(10).remote_id is None
+    assert store.schema_version == 3
 
 
 def test_rows_saved_before_and_after_the_migration_both_come_back_from_a_damaged_file(tmp_path: Path) -> None:
     """ALTER TABLE ADD COLUMN leaves the rows already there as they were: a migrated file holds rows of
     both lengths, and salvage must read both (the new column keeps its value where a row has it)."""
     db = schema_1_queue(tmp_path / "data", 20)
-    store = TaskStore(db)  # migrated to schema 2; the 20 old rows keep their 21 values
-    assert store.schema_version == 2
+    store = TaskStore(db)  # migrated to schema 3; the 20 old rows keep their 21 values
+    assert store.schema_version == 3
     for i in range(21, TASKS + 1):
         rec = store.add(
             TaskSpec(kind="command", name=f"task-{i}", argv=("echo", str(i)), env={"K": "v" * 40})
         )
-        store.update(rec.id, state="failed", attempts=3, attempts_before=2, ended_at=1200.0)
+        store.update(rec.id, state="failed", attempts=3, attempts_before=2, ended_at=1200.0, remote_id=i)
     store.close()
     _garble_schema_page(db)
     saved = read_saved_queue(db)
     assert names(saved.tasks) == expected_names()
     by_name = {r.name: r for r in saved.tasks}
     assert by_name["task-30"].attempts_before == 2 and by_name["task-3"].attempts_before == 0
+    assert by_name["task-30"].remote_id == 30 and by_name["task-3"].remote_id is None
     repaired = TaskStore(db)
     assert names(repaired.list()) == expected_names()
     assert repaired.get(30).attempts_before == 2 and repaired.get(30).attempts == 3

@@ -33,6 +33,9 @@ JSON_KEYS = [
     "after",
     "after_any",
     "cwd",
+    "machine",  # the cluster's (gputray.cluster): where it runs, its id there, where it came from
+    "remote_id",
+    "origin",
 ]
 
 

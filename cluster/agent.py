@@ -1,0 +1,116 @@
+"""The agent: one Ray actor per machine, pinned to that machine's Ray node, that only forwards to the
+machine's own gputray owner over its local socket. It holds no queue: a task sent here goes into the
+owner's durable queue (``cluster_submit``), and state, log and results are read from there.
+
+This module does not import Ray: the bridge wraps ``Agent`` with ``ray.remote`` (the actor runs in a
+Ray worker process on this machine, started by the machine's raylet as the same user).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from gputray.cluster.staging import list_outputs, safe_rel, write_manifest
+from gputray.cluster.view import local_view
+from gputray.scheduler import ipc
+from gputray.scheduler.paths import Paths
+
+LOG_CHUNK_BYTES = 1 << 20
+
+
+def inbox_dir(paths: Paths) -> Path:
+    return paths.data_dir / "cluster" / "inbox"
+
+
+def staging_key(origin: str) -> str:
+    """A folder name for one origin (``desk#12.1`` → ``desk_12.1``)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in origin)[:120]
+
+
+class Agent:
+    def __init__(self, machine: str, dirs: dict[str, str], gputray_home: str | None) -> None:
+        if gputray_home:
+            os.environ["GPUTRAY_HOME"] = gputray_home  # the doctor's cache and envs, as the owner sees them
+        self.machine = machine
+        self.paths = Paths(
+            Path(dirs["config_dir"]),
+            Path(dirs["data_dir"]),
+            Path(dirs["state_dir"]),
+            Path(dirs["runtime_dir"]),
+        )
+        self._client = ipc.IpcClient(self.paths, timeout_s=30.0)
+
+    def _ask(self, op: str, **args: Any) -> dict[str, Any]:
+        try:
+            return self._client.request(op, **args)
+        except ipc.IpcError:
+            self._client.close()  # one retry on a fresh connection (the owner may have restarted)
+            return self._client.request(op, **args)
+
+    def ping(self) -> dict[str, Any]:
+        return {"machine": self.machine, "pid": os.getpid()}
+
+    def view(self) -> dict[str, Any]:
+        return local_view(self._client, self.machine).to_json()
+
+    # --- inputs ------------------------------------------------------------------------------------
+
+    def _staging(self, key: str) -> Path:
+        return inbox_dir(self.paths) / staging_key(key)
+
+    def staging_dir(self, key: str) -> str:
+        return str(self._staging(key))
+
+    def put_chunk(self, key: str, rel: str, offset: int, data: bytes) -> int:
+        path = self._staging(key) / safe_rel(rel)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            os.lseek(fd, offset, os.SEEK_SET)
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        return len(data)
+
+    def submit(self, origin: str, spec: dict[str, Any], staged: list[str]) -> dict[str, Any]:
+        staging = self._staging(origin)
+        staging.mkdir(parents=True, exist_ok=True, mode=0o700)  # the job's working folder, inputs or not
+        if staged:
+            write_manifest(staging, staged)
+        return self._ask("cluster_submit", origin=origin, spec=spec)["task"]  # type: ignore[no-any-return]
+
+    # --- state, log, results -----------------------------------------------------------------------
+
+    def task(self, task_id: int, log_offset: int) -> dict[str, Any]:
+        """The task's listing entry and its log's raw bytes from ``log_offset`` (at most 1 MiB)."""
+        got = self._ask("get", id=task_id)
+        task = got["task"]
+        data = b""
+        size = 0
+        if task.get("log_path"):
+            try:
+                with open(task["log_path"], "rb") as f:
+                    size = os.fstat(f.fileno()).st_size
+                    f.seek(log_offset)
+                    data = f.read(LOG_CHUNK_BYTES)
+            except FileNotFoundError:
+                pass
+        return {"task": task, "log": data, "log_size": size}
+
+    def outputs(self, key: str) -> list[tuple[str, int]]:
+        staging = self._staging(key)
+        return list_outputs(staging) if staging.is_dir() else []
+
+    def read_chunk(self, key: str, rel: str, offset: int, size: int) -> bytes:
+        with open(self._staging(key) / safe_rel(rel), "rb") as f:
+            f.seek(offset)
+            return f.read(size)
+
+    def cancel(self, task_id: int) -> dict[str, Any]:
+        return self._ask("cancel", ids=[task_id])
+
+    def cleanup(self, key: str) -> None:
+        shutil.rmtree(self._staging(key), ignore_errors=True)

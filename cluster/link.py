@@ -1,0 +1,410 @@
+"""The owner's side of the cluster, inside the tray or ``gputray daemon``: no Ray here.
+
+* Reads ``[cluster]`` from the config (again whenever the file changes: ``cluster join`` and
+  ``cluster leave`` take effect within a couple of seconds) and runs the **bridge** process beside the
+  owner while it names a cluster (restarted with a backoff when it exits: a Ray failure never reaches
+  the queue).
+* Tells the queue which pending tasks are not its own to start (``runs_here``): those bound for
+  another machine, and ``machine = "any"`` ones while a bridge places them. With no bridge talking to
+  us, "any machine" is this machine.
+* Answers the bridge (``cluster_sync``: the tasks that concern the cluster, long-polled;
+  ``cluster_update``: what became of one) and this machine's agent (``cluster_submit``: a task another
+  machine hands us, once per origin however often it is sent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gputray.cluster.config import (
+    WINDOWS_NOTE,
+    ClusterConfig,
+    ClusterConfigError,
+    is_windows,
+    load_cluster_config,
+)
+from gputray.cluster.wire import record_to_wire
+from gputray.scheduler import protocol as rq
+from gputray.scheduler.paths import Paths
+from gputray.scheduler.store import TaskStore
+from gputray.scheduler.tasks import FINISHED_STATES, QueueEvent, TaskRecord, TaskSpec
+
+log = logging.getLogger("gputray.cluster")
+
+BRIDGE_ALIVE_S = 5.0  # a bridge that has not synced for this long is not placing anything
+MAX_WAIT_MS = 2000  # a sync long-poll waits at most this long (owner.stop waits for requests)
+EXIT_NO_RAY = 3  # the bridge's exit status when Ray is not installed
+EXIT_RECONNECT = 4  # ... when it lost the Ray head and wants a fresh start
+TERMINAL_REMOTE = frozenset({"fetched", "lost"})
+_UPDATABLE = frozenset(
+    {
+        "state",
+        "reason",
+        "device",
+        "env",
+        "exit_code",
+        "attempts",
+        "started_at",
+        "ended_at",
+        "log_path",
+        "machine",
+        "remote_id",
+        "remote_state",
+    }
+)
+_EVENT_FOR_STATE: dict[str, Any] = {
+    "running": "started",
+    "succeeded": "finished",
+    "failed": "failed",
+    "cancelled": "cancelled",
+    "waiting": "waiting",
+    "queued": "queued",
+}
+
+
+class ClusterRequestError(rq.Refusal, ValueError):
+    """A cluster request the owner understood but cannot do (a field it may not change, no queue yet)."""
+
+
+class ClusterLink:
+    def __init__(
+        self,
+        paths: Paths,
+        store: TaskStore,
+        *,
+        clock: Callable[[], float] = time.time,
+        emit: Callable[[QueueEvent], None] | None = None,
+        python: str = sys.executable,
+    ) -> None:
+        self.paths = paths
+        self.store = store
+        self.clock = clock
+        self.emit = emit
+        self.python = python
+        self.queue: Any = None
+        self._config = ClusterConfig()
+        self._config_stamp: tuple[int, int] | None = None
+        self._config_error: str | None = None
+        self._changed = threading.Condition()
+        self._dirty = True
+        self._last_sync_mono = -1e9
+        self._report: dict[str, Any] = {}
+        self._submit_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc_config: ClusterConfig | None = None
+        self._next_start_mono = 0.0
+        self._failures = 0
+        self.bridge_note = ""  # why no bridge runs, for `cluster status`
+        self.reload()
+
+    # --- life -------------------------------------------------------------------------------------
+
+    def attach(self, queue: Any) -> None:
+        self.queue = queue
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._supervise, name="gputray-cluster", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._changed:
+            self._changed.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=20)
+        self._stop_bridge()
+
+    # --- config -----------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> ClusterConfig:
+        return self._config
+
+    def reload(self) -> bool:
+        """Re-read ``[cluster]`` when the config file changed; True when it did."""
+        path = self.paths.config_file
+        try:
+            st = path.stat()
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        if stamp == self._config_stamp:
+            return False
+        self._config_stamp = stamp
+        try:
+            self._config = load_cluster_config(path)
+            self._config_error = None
+        except (ClusterConfigError, Exception) as exc:  # a bad file must not stop the owner
+            self._config_error = str(exc)
+            log.error("cluster config: %s (not joining any cluster)", exc)
+            self._config = ClusterConfig()
+        return True
+
+    @property
+    def local_machine(self) -> str:
+        return self._config.machine
+
+    def bridge_active(self) -> bool:
+        return time.monotonic() - self._last_sync_mono < BRIDGE_ALIVE_S
+
+    # --- the queue's questions ---------------------------------------------------------------------
+
+    def runs_here(self, rec: TaskRecord) -> bool:
+        wanted = rec.spec.machine
+        if wanted is None:
+            return True
+        if rec.remote_id is not None:
+            return False
+        if rec.machine is not None:
+            return rec.machine == self.local_machine
+        if wanted == self.local_machine:
+            return True
+        if wanted == "any":
+            return not (self._config.enabled and self.bridge_active())
+        return False
+
+    def check_spec(self, spec: TaskSpec) -> None:
+        """Submit-time checks (instead of ``check_runnable``): a task for another machine must be
+        sendable there (a cluster, inputs within ``max_transfer``); its program need not exist here."""
+        from gputray.cluster.staging import check_size, plan_inputs
+        from gputray.scheduler.recipes import SubmitError, check_runnable
+
+        wanted = spec.machine
+        if wanted is None or wanted == self.local_machine or (wanted == "any" and not self._config.enabled):
+            check_runnable(spec)
+            return
+        if not self._config.enabled:
+            raise SubmitError(
+                f"{spec.name}: --machine {wanted}: this gputray is in no cluster; join one with "
+                "`gputray cluster join HEAD:6379` (docs/cluster.md), or leave --machine out"
+            )
+        if is_windows():
+            raise SubmitError(f"{spec.name}: --machine {wanted}: {WINDOWS_NOTE}")
+        if wanted == "any":
+            check_runnable(spec)  # it may well run here
+        else:
+            check_runnable(_without_program(spec))
+        plan = plan_inputs(spec, self._config)
+        if wanted != "any" and not plan.shared_in_place:
+            check_size(plan, self._config, wanted)
+
+    def on_event(self, event: QueueEvent) -> None:
+        if event.task.spec.machine is not None or event.task.spec.origin is not None:
+            self._wake()
+
+    def _wake(self) -> None:
+        with self._changed:
+            self._dirty = True
+            self._changed.notify_all()
+
+    # --- ops ---------------------------------------------------------------------------------------
+
+    def sync(self, req: rq.ClusterSync) -> dict[str, Any]:
+        self._last_sync_mono = time.monotonic()
+        self.bridge_note = ""
+        if req.report is not None:
+            self._report = {**req.report, "received_at": self.clock()}
+        wait_s = max(0, min(MAX_WAIT_MS, req.wait_ms or 0)) / 1000
+        with self._changed:
+            if wait_s and not self._dirty:
+                self._changed.wait(wait_s)
+            self._dirty = False
+        self._last_sync_mono = time.monotonic()
+        tasks = [record_to_wire(r) for r in self.store.list() if self._concerns(r)]
+        return {"machine": self.local_machine, "tasks": tasks, "stopping": self._stop.is_set()}
+
+    def _concerns(self, rec: TaskRecord) -> bool:
+        if rec.spec.machine is None:
+            return False
+        if rec.remote_id is None and (rec.machine or rec.spec.machine) == self.local_machine:
+            return False  # placed here, or asked for here: the local queue has it
+        if rec.finished or rec.state == "interrupted":
+            return rec.machine not in (None, self.local_machine) and rec.remote_state not in TERMINAL_REMOTE
+        return True
+
+    def update(self, req: rq.ClusterUpdate) -> dict[str, Any]:
+        task_id = int(req.id)
+        changes = dict(req.changes or {})
+        bad = set(changes) - _UPDATABLE
+        if bad:
+            raise ClusterRequestError(f"cluster_update cannot change {sorted(bad)}")
+        if changes.get("state") is not None and changes["state"] not in (
+            *FINISHED_STATES,
+            "queued",
+            "waiting",
+            "running",
+        ):
+            raise ClusterRequestError(f"cluster_update: bad state {changes['state']!r}")
+        before = self.store.get(task_id)
+        if req.requeue:
+            why = req.requeue
+            retries_left = max(0, before.attempts - 1) < before.spec.retries
+            also: dict[str, Any] = (
+                {"machine": None, "remote_id": None, "remote_state": None, "device": None}
+                if retries_left
+                else {"remote_state": "lost"}
+            )
+            new = self.store.apply_retry_policy(task_id, why, now=self.clock(), ended_at=self.clock(), **also)
+        elif req.expect_state:
+            got = self.store.compare_and_update(task_id, req.expect_state, **changes)
+            if got is None:
+                self._wake()
+                return {"task": None, "now": record_to_wire(self.store.get(task_id))}
+            new = got
+        else:
+            new = self.store.update(task_id, **changes)
+        if new.state != before.state and self.emit is not None:
+            kind = _EVENT_FOR_STATE.get(new.state)
+            if kind is not None:
+                where = f" on {new.machine}" if new.machine else ""
+                self.emit(QueueEvent(kind, new, f"{new.name}{where}: {new.reason or new.state}"))
+        if self.queue is not None and (new.machine == self.local_machine or new.state == "queued"):
+            self.queue.request_dispatch()
+        self._wake()
+        return {"task": record_to_wire(new)}
+
+    def submit(self, req: rq.ClusterSubmit) -> dict[str, Any]:
+        from gputray.scheduler.taskfile import spec_from_record_dict
+
+        origin = req.origin
+        with self._submit_lock:
+            for rec in self.store.list():
+                if rec.spec.origin == origin:
+                    return {"task": record_to_wire(rec), "existing": True}
+            data = {**req.spec, "origin": origin, "machine": None, "base_env": None}
+            spec = spec_from_record_dict(data, source=f"a task from {origin.partition('#')[0]}")
+            if self.queue is None:
+                raise ClusterRequestError("the queue is not started")
+            rec = self.queue.submit(spec)
+        return {"task": record_to_wire(rec), "existing": False}
+
+    def report_doc(self) -> dict[str, Any]:
+        cfg = self._config
+        proc = self._proc
+        return {
+            "configured": cfg.enabled,
+            "address": cfg.address,
+            "machine": cfg.machine,
+            "insecure": cfg.insecure,
+            "config_error": self._config_error,
+            "bridge": {
+                "running": proc is not None and proc.poll() is None,
+                "pid": proc.pid if proc is not None and proc.poll() is None else None,
+                "active": self.bridge_active(),
+                "note": self.bridge_note,
+            },
+            "report": self._report,
+        }
+
+    # --- the bridge process -------------------------------------------------------------------------
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                self._supervise_once()
+            except Exception:
+                log.exception("cluster supervisor")
+
+    def _supervise_once(self) -> None:
+        if self.reload():
+            self._wake()
+        cfg = self._config
+        proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            code = proc.returncode
+            self._proc = None
+            self._failures += 1
+            if code == EXIT_RECONNECT:
+                self._failures = 0
+                self.bridge_note = "reconnecting to the Ray head"
+                delay = 1.0
+            elif code == EXIT_NO_RAY:
+                self.bridge_note = "Ray is not installed here: pip install 'gputray[cluster]'"
+                delay = 60.0
+            else:
+                self.bridge_note = f"the bridge exited with status {code}; see {self._stderr_path()}"
+                delay = min(30.0, 2.0 ** min(self._failures, 5))
+            log.warning("cluster bridge exited (%s); next start in %.0f s", code, delay)
+            self._next_start_mono = time.monotonic() + delay
+        if proc is not None and self._proc is not None and cfg != self._proc_config:
+            log.info("[cluster] changed: restarting the bridge")
+            self._stop_bridge()
+            self._next_start_mono = 0.0
+        if not cfg.enabled:
+            if self._proc is not None:
+                self._stop_bridge()
+            self.bridge_note = "" if not self._config_error else self._config_error
+            return
+        if self._proc is None and time.monotonic() >= self._next_start_mono:
+            self._start_bridge(cfg)
+
+    def _stderr_path(self) -> Path:
+        return self.paths.state_dir / "bridge-stderr.log"
+
+    def _start_bridge(self, cfg: ClusterConfig) -> None:
+        if is_windows() and not _is_loopback(cfg.address or ""):
+            self.bridge_note = WINDOWS_NOTE
+            self._next_start_mono = time.monotonic() + 3600
+            return
+        p = self.paths
+        cmd = [
+            self.python,
+            "-m",
+            "gputray.cluster.bridge",
+            "--config-dir",
+            str(p.config_dir),
+            "--data-dir",
+            str(p.data_dir),
+            "--state-dir",
+            str(p.state_dir),
+            "--runtime-dir",
+            str(p.runtime_dir),
+            "--owner-pid",
+            str(os.getpid()),
+        ]
+        self.paths.state_dir.mkdir(parents=True, exist_ok=True)
+        with open(self._stderr_path(), "wb") as err:
+            self._proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True
+            )
+        self._proc_config = cfg
+        self.bridge_note = "starting"
+        log.info("cluster bridge started (pid %d) for %s as %s", self._proc.pid, cfg.address, cfg.machine)
+
+    def _stop_bridge(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, 9) if hasattr(os, "killpg") else proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+
+
+def _without_program(spec: TaskSpec) -> TaskSpec:
+    """The spec minus its program, for checking only the files: the program runs on another machine."""
+    import dataclasses
+
+    if spec.kind == "torch" or not spec.argv:
+        return spec
+    return dataclasses.replace(spec, argv=(sys.executable, *spec.argv[1:]), base_env=None)
+
+
+def _is_loopback(address: str) -> bool:
+    host = address.rpartition(":")[0] or address
+    return host in ("127.0.0.1", "localhost", "::1", "[::1]")

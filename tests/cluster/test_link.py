@@ -1,0 +1,255 @@
+"""The owner's side of the cluster (no Ray): which tasks the local queue leaves alone, submit-time
+checks, and what the bridge may write."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+from gputray.cluster.config import ClusterConfigError, load_cluster_config, write_cluster_table
+from gputray.cluster.link import ClusterLink
+from gputray.scheduler.paths import Paths
+from gputray.scheduler.protocol import Request, request_from
+from gputray.scheduler.recipes import SubmitError
+from gputray.scheduler.store import TaskStore, read_saved_tasks
+from gputray.scheduler.tasks import TaskSpec
+
+
+def _paths(tmp_path: Path) -> Paths:
+    return Paths(tmp_path / "config", tmp_path / "data", tmp_path / "state", tmp_path / "run")
+
+
+def _link(tmp_path: Path, cluster: dict[str, object] | None) -> tuple[ClusterLink, TaskStore]:
+    paths = _paths(tmp_path)
+    paths.config_dir.mkdir(parents=True, exist_ok=True)
+    if cluster is not None:
+        paths.config_file.write_text(tomli_w.dumps({"cluster": cluster}))
+    store = TaskStore(paths.queue_db)
+    return ClusterLink(paths, store), store
+
+
+def spec(**fields: object) -> TaskSpec:
+    values: dict[str, object] = {"kind": "command", "name": "job", "argv": ("python3", "-c", "1")}
+    values.update(fields)
+    return TaskSpec(**values)  # type: ignore[arg-type]
+
+
+class FakeQueue:
+    """Stands in for the QueueService: the link only submits and asks for a pass."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self.passes = 0
+
+    def submit(self, s: TaskSpec) -> object:
+        return self.store.add(s)
+
+    def request_dispatch(self, *, urgent: bool = False) -> None:
+        self.passes += 1
+
+
+def test_without_a_cluster_any_machine_is_this_one_and_another_is_refused(tmp_path: Path) -> None:
+    link, store = _link(tmp_path, None)
+    rec = store.add(spec(machine="any"))
+    assert link.runs_here(rec)
+    link.check_spec(spec(machine="any"))
+    with pytest.raises(SubmitError, match=r"in no cluster.*gputray cluster join"):
+        link.check_spec(spec(machine="laptop"))
+
+
+def test_in_a_cluster_the_bridge_places_any_while_it_talks_to_us(tmp_path: Path) -> None:
+    link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
+    anywhere = store.add(spec(machine="any"))
+    other = store.add(spec(machine="laptop"))
+    mine = store.add(spec(machine="desk"))
+    plain = store.add(spec())
+    assert link.runs_here(anywhere)  # no bridge has synced: "any" is what we can see, this machine
+    link.sync(request("cluster_sync"))
+    assert not link.runs_here(anywhere) and not link.runs_here(other)
+    assert link.runs_here(mine) and link.runs_here(plain)
+    placed_here = store.update(anywhere.id, machine="desk")
+    assert link.runs_here(placed_here)
+    handed = store.update(other.id, machine="laptop", remote_id=7, remote_state="running", state="running")
+    assert not link.runs_here(handed)
+    ids = {t["id"] for t in link.sync(request("cluster_sync"))["tasks"]}
+    assert ids == {other.id}  # placed here (the local queue has it) and plain tasks are not the bridge's
+
+
+def test_a_task_for_another_machine_need_not_find_its_program_here(tmp_path: Path) -> None:
+    link, _ = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
+    link.check_spec(spec(machine="laptop", argv=("only-on-the-laptop", "x")))
+    with pytest.raises(SubmitError, match="input file"):
+        link.check_spec(spec(machine="laptop", files=(str(tmp_path / "missing.png"),)))
+
+
+def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason(tmp_path: Path) -> None:
+    link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
+    link.attach(FakeQueue(store))
+    rec = store.add(spec(machine="any", retries=1, backoff_s=0.0))
+    store.update(rec.id, machine="laptop", remote_id=3, remote_state="running", state="running", attempts=1)
+    got = link.update(request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran"))[
+        "task"
+    ]
+    assert got["state"] == "queued" and got["machine"] is None and got["remote_id"] is None
+    assert "laptop left the cluster while it ran" in got["reason"]
+    store.update(rec.id, machine="laptop", remote_id=4, remote_state="running", state="running", attempts=2)
+    got = link.update(request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran"))[
+        "task"
+    ]
+    assert got["state"] == "failed" and got["machine"] == "laptop" and got["remote_state"] == "lost"
+    assert got["reason"].startswith("laptop left the cluster while it ran")
+
+
+def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path) -> None:
+    link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
+    rec = store.add(spec(machine="any"))
+    store.update(rec.id, state="cancelled")
+    got = link.update(
+        request("cluster_update", id=rec.id, expect_state="queued", changes={"machine": "laptop"})
+    )
+    assert got["task"] is None and got["now"]["state"] == "cancelled" and got["now"]["machine"] is None
+    with pytest.raises(ValueError, match="cannot change"):
+        link.update(request("cluster_update", id=rec.id, changes={"spec": {}}))
+
+
+def test_a_task_sent_twice_is_queued_once(tmp_path: Path) -> None:
+    link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "laptop"})
+    link.attach(FakeQueue(store))
+    wire = spec(base_env={"SECRET": "x"}).to_dict()
+    first = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
+    again = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
+    assert first["task"]["id"] == again["task"]["id"] and again["existing"]
+    (rec,) = store.list()
+    assert rec.spec.origin == "desk#4.1" and rec.spec.base_env is None  # the sender's env stays there
+
+
+def test_join_writes_the_cluster_table_and_leave_removes_it_keeping_the_rest(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[thresholds]\nbusy_util_percent = 50.0\n")
+    write_cluster_table(config, {"address": "10.0.0.5:6379", "machine": "desk"})
+    cfg = load_cluster_config(config)
+    assert cfg.address == "10.0.0.5:6379" and cfg.machine == "desk" and not cfg.insecure
+    assert cfg.max_transfer_bytes == 2 << 30
+    write_cluster_table(config, None)
+    assert "cluster" not in config.read_text() and "busy_util_percent = 50.0" in config.read_text()
+
+
+def test_bad_cluster_values_are_refused_naming_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    for table, match in (
+        ({"machine": "no spaces"}, "machine"),
+        ({"machine": "any"}, "machine"),
+        ({"lost_after": "5s", "fence_after": "10s"}, "fence_after"),
+        ({"max_transfer": "lots"}, "cluster"),
+    ):
+        config.write_text(tomli_w.dumps({"cluster": {"address": "h:1", **table}}))
+        with pytest.raises(ClusterConfigError, match=match):
+            load_cluster_config(config)
+
+
+def request(op: str, **args: object) -> Any:
+    """The typed request the owner hands the link, checked as the socket checks it."""
+    req: Request = request_from(op, dict(args))
+    return req
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(
+    tmp_path: Path, schema: int
+) -> None:
+    import sqlite3
+
+    from gputray.scheduler.store import MIGRATIONS, SCHEMA_VERSION
+
+    path = tmp_path / "queue.sqlite3"
+    db = sqlite3.connect(path)
+    for step in MIGRATIONS[:schema]:  # a file an older gputray wrote: schema 1, or 2 (attempts_before)
+        step(db)
+    db.execute(f"PRAGMA user_version={schema}")
+    db.execute(
+        "INSERT INTO tasks (spec, name, kind, state, submitted_at, position, queued_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            '{"kind":"command","name":"old","argv":["true"]}',
+            "old",
+            "command",
+            "queued",
+            time.time(),
+            1.0,
+            0.0,
+        ),
+    )
+    db.commit()
+    db.close()
+    (old,) = read_saved_tasks(path)  # read-only, as the CLI does with no owner
+    assert old.name == "old" and old.machine is None
+    store = TaskStore(path)
+    assert SCHEMA_VERSION == 3 and store.schema_version == 3
+    upgraded = store.get(old.id)
+    assert upgraded.remote_id is None and upgraded.machine is None and upgraded.remote_state is None
+    store.update(old.id, machine="laptop", remote_id=7, remote_state="running")
+    assert store.get(old.id).remote_id == 7
+    store.close()
+
+
+def test_only_the_bridge_process_imports_ray() -> None:
+    """The tray, the daemon and the CLI stay light: no module but the bridge's ``main`` imports Ray."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pkgutil, importlib\n"
+        "import gputray.monitor, gputray.scheduler, gputray.scheduler.commands, gputray.cluster\n"
+        "for pkg in (gputray.monitor, gputray.scheduler, gputray.scheduler.commands, gputray.cluster):\n"
+        "    for m in pkgutil.iter_modules(pkg.__path__):\n"
+        "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
+        "print(','.join(sorted(n for n in sys.modules if n == 'ray' or n.startswith('ray.'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+
+
+def test_a_remote_copy_is_an_orphan_only_when_our_row_went_another_way() -> None:
+    from gputray.cluster.bridge import _is_that_copy
+
+    assert _is_that_copy("laptop", 7, 1, "laptop", 7, "1")  # ours, handed over
+    assert _is_that_copy("laptop", None, 1, "laptop", 7, "1")  # ours, being sent right now
+    assert not _is_that_copy("laptop", 9, 2, "laptop", 7, "1")  # a later attempt went there again
+    assert not _is_that_copy("desk", None, 2, "laptop", 7, "1")  # placed here instead
+    assert not _is_that_copy("any", None, 1, "laptop", 7, "1")  # queued again after laptop left
+    assert not _is_that_copy("laptop", None, 1, "laptop", 7, "1", row_finished=True)  # cancelled mid-send
+
+
+def test_join_on_windows_says_ray_is_single_node_there(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import argparse
+
+    from gputray.cluster import commands
+
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path))
+    monkeypatch.setattr(commands, "is_windows", lambda: True)
+    args = argparse.Namespace(address="10.0.0.5:6379", machine="pc", insecure=False, json=False)
+    assert commands._join(args) == 1
+    err = capsys.readouterr().err
+    assert "Ray supports Windows as a single node only" in err and "cannot join 10.0.0.5:6379" in err
+    assert not (tmp_path / "config" / "config.toml").exists()  # nothing written
+
+
+def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> None:
+    from gputray.scheduler.protocol import BadRequest
+
+    deep: dict[str, object] = {"x": 1}
+    for _ in range(10):
+        deep = {"x": deep}
+    with pytest.raises(BadRequest, match="nested too deeply"):
+        request_from("cluster_sync", {"report": deep})
+    with pytest.raises(BadRequest, match="finite"):
+        request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
+    with pytest.raises(BadRequest, match="needs the argument 'id'"):
+        request_from("cluster_update", {"changes": {}})
