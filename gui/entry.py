@@ -10,8 +10,10 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from gputray.scheduler import cli, console
+
+    console.make_streams_safe()
     args = list(sys.argv[1:] if argv is None else argv)
-    from gputray.scheduler import cli
 
     if args and args[0] in cli.command_names():
         return cli.main(args)
@@ -48,6 +50,9 @@ def _looks_like_a_command(arg: str) -> bool:
 def main_windowed() -> int:
     """The console-less entry (Windows gui-script): starts the tray, never the CLI."""
     from gputray.gui.app import run_tray
+    from gputray.scheduler import console
+
+    console.make_streams_safe()
 
     return run_tray(list(sys.argv[1:]))
 

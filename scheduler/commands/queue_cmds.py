@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import os
 import signal
 import sys
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gputray.scheduler import ipc
+from gputray.scheduler import console, ipc
 from gputray.scheduler.commands.common import (
     add_monitor_source_args,
     error,
@@ -165,8 +164,7 @@ def print_task_json(doc: Any) -> None:
     if sys.stdout.isatty():
         print_json(doc)
     else:
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False))
-        sys.stdout.write("\n")
+        sys.stdout.write(console.json_text(doc, sys.stdout) + "\n")
 
 
 def _print_submitted(result: dict[str, Any], as_json: bool) -> None:
