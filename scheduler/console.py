@@ -108,6 +108,18 @@ def make_streams_safe() -> None:
     make_safe(sys.stderr)
 
 
+def keep_line_ends(stream: TextIO | None) -> None:
+    """Write ``stream``'s newlines as they are: a job's log passes through with its own line ends.
+
+    Windows text streams turn each ``\n`` into ``\r\n``, so a Windows program's ``\r\n`` would come
+    out as ``\r\r\n`` (a blank line between lines in some viewers, stray ``^M`` in others).
+    """
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(ValueError, OSError, AttributeError):
+            reconfigure(newline="")
+
+
 def can_encode(text: str, stream: TextIO | None = None) -> bool:
     """Whether ``stream`` (default stdout) can hold ``text`` exactly."""
     target = sys.stdout if stream is None else stream

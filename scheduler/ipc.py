@@ -694,8 +694,12 @@ class IpcServer:
 
         try:
             deliver_challenge(conn, self._authkey)
-        except (AuthenticationError, OSError, EOFError, ValueError):
-            log.warning("IPC: refused a pipe client that failed authentication")
+        except AuthenticationError:
+            log.warning("IPC: refused a pipe client that failed authentication (wrong key)")
+            return
+        except (OSError, EOFError, ValueError):
+            # gone before answering: a second owner's start-up check (_pipe_answers), not an intruder
+            log.debug("IPC: a pipe client left before authenticating")
             return
         while not self._stop.is_set():
             try:

@@ -152,6 +152,19 @@ def _signal_group(pgid: int, *, graceful: bool) -> None:
         os.killpg(pgid, signal.SIGTERM if graceful else signal.SIGKILL)
 
 
+def log_encoding_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for a job whose output goes to a log file, which gputray reads as UTF-8.
+
+    On Windows, Python writes to a file in the ANSI code page: in cp1252 a ``print("学習")`` raises
+    UnicodeEncodeError and the job fails, only because it runs under gputray. So a Python job writes its
+    stdio in UTF-8 there, unless the user chose otherwise (``PYTHONIOENCODING`` or ``PYTHONUTF8``).
+    """
+    out = dict(env)
+    if sys.platform == "win32" and "PYTHONIOENCODING" not in out and "PYTHONUTF8" not in out:
+        out["PYTHONIOENCODING"] = "utf-8"
+    return out
+
+
 def launch(
     argv: Sequence[str],
     *,
@@ -179,7 +192,7 @@ def launch(
         try:
             proc = popen_own_group(
                 argv,
-                env=dict(env),
+                env=log_encoding_env(env),
                 cwd=str(cwd) if cwd else None,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

@@ -601,6 +601,7 @@ def _register_logs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _cmd_logs(args: argparse.Namespace) -> int:
     offset = 0
     out = sys.stdout
+    console.keep_line_ends(out)
     with ipc.IpcClient(app_paths()) as client:
         while True:
             what = f"task {args.id}'s log above is complete up to then"
@@ -638,6 +639,7 @@ def _saved_log(args: argparse.Namespace) -> int:
         print(f"gputray: {_no_log(args.id, rec.state)}", file=sys.stderr)
         return 0
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    console.keep_line_ends(sys.stdout)
     try:
         with open(rec.log_path, "rb") as f:
             while chunk := f.read(1 << 20):
