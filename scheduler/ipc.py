@@ -444,6 +444,10 @@ def load_authkey(path: Path, *, create: bool) -> bytes:
     except FileNotFoundError:
         if not create:
             raise OwnerNotRunning(f"no key file at {path}") from None
+    except OSError as exc:  # a folder that cannot exist (GPUTRAY_HOME=C:\a|b), no access: say which file
+        if not create:
+            raise OwnerNotRunning(f"cannot read the key file {path}: {exc.strerror or exc}") from None
+        raise
     path.parent.mkdir(parents=True, exist_ok=True)
     key = os.urandom(32)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")

