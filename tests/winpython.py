@@ -160,7 +160,10 @@ def base_env(prefix: Path) -> dict[str, str]:
     env.update(
         WINEPREFIX=str(prefix),
         WINEDEBUG="-all",
-        WINEDLLOVERRIDES="mscoree=;mshtml=",  # never offer to download Mono or Gecko
+        # mscoree, mshtml: never offer to download Mono or Gecko. wbemprox: Wine 8's WMI calls the
+        # unimplemented propsys.VariantToString and aborts the process (Python's platform.machine() asks
+        # WMI); without it, Python falls back to the registry, as on a Windows whose WMI service is off.
+        WINEDLLOVERRIDES="mscoree=;mshtml=;wbemprox=",
         LANG="C.UTF-8",
         LC_ALL="C.UTF-8",
     )
@@ -256,6 +259,19 @@ class WinePython:
         self.stop_server()
         subprocess.run([_wineserver(self.wine), "-p"], env=self.env(), timeout=60, check=False, **quiet)
         subprocess.run([self.wine, "wineboot"], env=self.env(), timeout=300, check=False, **quiet)
+        # a crash ends the process with its exit code instead of waiting on a dialog nobody clicks
+        crash_dialog = [
+            "reg",
+            "add",
+            r"HKCU\Software\Wine\WineDbg",
+            "/v",
+            "ShowCrashDialog",
+            "/t",
+            "REG_DWORD",
+        ]
+        subprocess.run(
+            [self.wine, *crash_dialog, "/d", "0", "/f"], env=self.env(), timeout=120, check=False, **quiet
+        )
 
     def stop_server(self) -> None:
         subprocess.run(
@@ -292,8 +308,18 @@ class WinePython:
 
         Waits for the process, not for the pipes' end: a process it started may hold them longer.
         """
+        return self.run_windows(*self.argv(*args)[1:], env=env, timeout_s=timeout_s, encoding=encoding)
+
+    def run_windows(
+        self,
+        *argv: str,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float = 120,
+        encoding: str = "cp1252",
+    ) -> WinResult:
+        """Any Windows program (``start``, ``cmd``, ``python.exe`` …) under Wine, as ``run`` does."""
         proc = subprocess.Popen(
-            self.argv(*args),
+            [self.wine, *argv],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -308,7 +334,7 @@ class WinePython:
             proc.kill()
             proc.wait(timeout=30)
             raise AssertionError(
-                f"python.exe {' '.join(args)} ran over {timeout_s} s; it wrote:\n"
+                f"{' '.join(argv)} ran over {timeout_s} s; it wrote:\n"
                 f"{out.finish().decode(encoding, 'replace')}{err.finish().decode(encoding, 'replace')}"
             ) from None
         return WinResult(
@@ -365,12 +391,13 @@ class WinePython:
 
 
 class Owner:
-    """``gputray daemon`` under Wine for one home; its output is kept for assertion messages."""
+    """``gputray daemon`` under Wine for one home (None: the default folders); its output is kept."""
 
-    def __init__(self, win: WinePython, home: Path, *args: str) -> None:
+    def __init__(self, win: WinePython, home: Path | None, *args: str) -> None:
         self.win = win
         self.home = home
-        self.proc = win.popen("-m", "gputray.gui.entry", "daemon", *args, env={"GPUTRAY_HOME": winpath(home)})
+        self.home_env = {"GPUTRAY_HOME": winpath(home)} if home is not None else {}
+        self.proc = win.popen("-m", "gputray.gui.entry", "daemon", *args, env=self.home_env)
         self.output = Drain(self.proc, "cp1252")
         self.pid = self._wait_ready()
 
@@ -392,7 +419,7 @@ class Owner:
             "try: print(json.dumps(ipc.request(app_paths(), 'ping')))\n"
             "except ipc.IpcError: print('null')"
         )
-        doc = self.win.value(code, env={"GPUTRAY_HOME": winpath(self.home)})
+        doc = self.win.value(code, env=self.home_env)
         return doc if isinstance(doc, dict) else None
 
     def stop(self) -> None:
