@@ -9,10 +9,11 @@ Transport
       check keep a second owner from silently replacing a live one (Qt's ``UserAccessOption`` would):
       only a socket that refuses connections while nobody holds the lock is unlinked.
     * Windows: a named pipe through ``multiprocessing.connection`` (Python has no ``AF_UNIX`` on
-      Windows). The pipe's default DACL lets other local users open it, so every connection must
-      pass the HMAC challenge with a 32-byte key kept in the user's data dir (``ipc.key``, which only
-      the user can read). A second owner is refused because ``multiprocessing`` creates the first pipe
-      instance with ``FILE_FLAG_FIRST_PIPE_INSTANCE`` and because we connect first. Only
+      Windows). Each pipe instance is created with a DACL that admits only this user's SID
+      (``win_pipe.py``; multiprocessing's default DACL would let every local user open it), and every
+      connection must also pass the HMAC challenge with a 32-byte key kept in the user's data dir
+      (``ipc.key``, which only the user can read). A second owner is refused because the first pipe
+      instance is created with ``FILE_FLAG_FIRST_PIPE_INSTANCE`` and because we connect first. Only
       ``send_bytes``/``recv_bytes`` are used: never ``recv()``, which unpickles.
 
 Frames
@@ -611,7 +612,12 @@ class IpcServer:
         if _pipe_answers(address, family, self._authkey):
             raise OwnerAlreadyRunning(f"another gputray owner answers on {address}")
         try:
-            self._listener = Listener(address=address, family=family)
+            if family == "AF_PIPE":  # Windows: every pipe instance admits only this user (win_pipe.py)
+                from gputray.scheduler.win_pipe import private_listener
+
+                self._listener = private_listener(address)
+            else:
+                self._listener = Listener(address=address, family=family)
         except OSError as exc:
             raise OwnerAlreadyRunning(f"cannot listen on {address}: {exc}") from exc
         self.address = address

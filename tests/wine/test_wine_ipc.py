@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from winpython import Owner, WinePython, winpath
@@ -51,6 +52,17 @@ def test_owner_listens_on_a_per_user_pipe_that_needs_the_key(win: WinePython, ho
         owner_log = (home / "state" / "daemon.log").read_text("utf-8")
         assert "refused a pipe client that failed authentication (wrong key)" in owner_log
         assert user  # the pipe is per user: a second user's pipe name differs (see ipc.pipe_name)
+
+        # the pipe's DACL, read by name as another process sees it: one ACE, this user only. (Wine keeps
+        # the DACL but does not enforce it; only real Windows can show another user refused.)
+        acl = win.value(
+            "import json; from gputray.scheduler import win_pipe\n"
+            f"print(json.dumps([win_pipe.pipe_dacl({address!r}), win_pipe.current_user_sid()]))"
+        )
+        assert isinstance(acl, list)
+        dacl, sid = acl
+        assert re.fullmatch(r"D:P\(A;;(GA|FA);;;S-1-5-[0-9-]+\)", dacl) and dacl.endswith(f";;;{sid})"), acl
+        assert owner.ping() is not None  # reading the DACL did not disturb the owner
     finally:
         owner.stop()
 
