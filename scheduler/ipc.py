@@ -452,7 +452,9 @@ def load_authkey(path: Path, *, create: bool) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
     key = os.urandom(32)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # O_BINARY: Windows opens in text mode by default and would write each 0x0A byte of the key as
+    # CR LF, so one key in eight would never match the owner's copy
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
     try:
         os.write(fd, key)
     finally:

@@ -88,3 +88,17 @@ def test_a_second_owner_is_refused_and_a_killed_ones_pipe_is_taken_over(win: Win
             replacement.stop()
     finally:
         first.stop()
+
+
+def test_key_files_hold_exactly_the_key_on_windows(win: WinePython, tmp_path: Path) -> None:
+    """A text-mode write would turn each 0x0A of the random key into CR LF (one key in eight)."""
+    code = (
+        "import json, sys; from pathlib import Path; from gputray.scheduler import ipc\n"
+        "folder = Path(sys.argv[1])\n"
+        "paths = [folder / f'{i}.key' for i in range(200)]\n"
+        "keys = [(ipc.load_authkey(p, create=True), p) for p in paths]\n"
+        "print(json.dumps(sum(k == p.read_bytes() == ipc.load_authkey(p, create=False) for k, p in keys)))"
+    )
+    done = win.run("-c", code, winpath(tmp_path))
+    assert done.returncode == 0, done.text
+    assert json.loads(done.stdout) == 200
