@@ -22,6 +22,7 @@ from typing import Literal
 import psutil
 
 from gputray.monitor.process_group import popen_own_group
+from gputray.scheduler.win_job import job_object_for
 
 KillReason = Literal["cancelled", "timeout", "lost", "shutdown"]
 
@@ -52,6 +53,7 @@ class Job:
         self._timeout_s = timeout_s
         self._grace_s = grace_s
         self._done = threading.Event()
+        self._job_object = job_object_for(proc)  # Windows: the tree, even after its parent has gone
         try:
             self.create_time: float | None = psutil.Process(proc.pid).create_time()
         except (psutil.Error, OSError):
@@ -84,6 +86,9 @@ class Job:
         with self._reason_lock:
             self.returncode = code  # from here on, a late cancel cannot relabel how it ended
         _signal_group(self.pid, graceful=False)  # stragglers left in its group
+        if self._job_object is not None:
+            self._job_object.terminate()
+            self._job_object.close()
         try:
             if self._on_exit is not None:
                 self._on_exit(self, code)
@@ -132,6 +137,8 @@ class Job:
         while time.monotonic() < deadline and any(_alive(p) for p in procs):
             time.sleep(0.05)
         _signal_group(self.pid, graceful=False)
+        if self._job_object is not None:
+            self._job_object.terminate()
         for p in procs:
             if _alive(p):
                 with contextlib.suppress(psutil.Error, OSError):

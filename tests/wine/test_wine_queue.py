@@ -28,6 +28,25 @@ TREE_JOB = textwrap.dedent(
     """
 )
 
+# A job that leaves a child behind and ends: the child must not outlive it (it could hold a GPU).
+LEAVER_JOB = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    out = sys.argv[1]
+    if sys.argv[2:] == ["child"]:
+        import os
+        open(out + ".child", "w").write(str(os.getpid()))
+        time.sleep(600)
+    subprocess.Popen([sys.executable, __file__, out, "child"])
+    while True:  # the child's pid is written; then the job ends, leaving it
+        try:
+            open(out + ".parent", "w").write(open(out + ".child").read())
+            break
+        except FileNotFoundError:
+            time.sleep(0.05)
+    """
+)
+
 # A job that prints, waits for a file, prints again: `logs --follow` is started in between.
 STEPS_JOB = textwrap.dedent(
     """
@@ -46,6 +65,7 @@ def jobs(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "tree job.py").write_text(TREE_JOB, "utf-8")
     (folder / "学習 steps.py").write_text(STEPS_JOB, "utf-8")
+    (folder / "leaver.py").write_text(LEAVER_JOB, "utf-8")
     return folder
 
 
@@ -162,5 +182,20 @@ def test_an_owner_killed_mid_run_is_recovered_by_the_next(win: WinePython, home:
         assert win.pids_alive(again) == [True, True]
         assert win.gputray("cancel", "1", home=home).returncode == 0
         wait_for(lambda: win.pids_alive(again) == [False, False], 30, "the retried job to be gone")
+    finally:
+        owner.stop()
+
+
+def test_a_finished_jobs_left_behind_child_is_stopped(win: WinePython, home: Path, jobs: Path) -> None:
+    """POSIX kills the job's process group; Windows has its job object (a psutil walk would miss an
+    orphan whose parent has already exited)."""
+    owner = Owner(win, home, "--demo")
+    try:
+        marks = jobs / "left"
+        job = ["run", "--device", "cpu", "--", win.python_exe, winpath(jobs / "leaver.py"), winpath(marks)]
+        assert win.gputray(*job, home=home).returncode == 0
+        wait_for(lambda: state(win, home, 1) == "succeeded", 60, "the job to end by itself")
+        child = int(Path(f"{marks}.child").read_text())
+        wait_for(lambda: win.pids_alive([child]) == [False], 30, "the left-behind child to be stopped")
     finally:
         owner.stop()
