@@ -111,15 +111,17 @@ def _build(folder: Path, wine: str) -> None:
         "--only-binary=:all:", "--no-compile", *_dependencies(),
     )  # fmt: skip
     env = {**base_env(folder / "prefix"), "DISPLAY": ""}
-    subprocess.run(
+    booted = subprocess.run(
         [wine, "wineboot", "--init"],
         env=env,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,  # not pipes: Wine's services would inherit and hold them
         stderr=subprocess.DEVNULL,
         timeout=300,
-        check=True,
+        check=False,
     )
+    if booted.returncode != 0:
+        raise WineUnavailable(f"`wineboot --init` could not create a Wine prefix (exit {booted.returncode})")
     subprocess.run([_wineserver(wine), "-w"], env=env, timeout=120, check=False)
 
 
@@ -184,6 +186,15 @@ class WinResult:
     @property
     def text(self) -> str:
         return self.stdout + self.stderr
+
+
+def _wine_processes() -> str:
+    """What runs under Wine right now (for a timeout's message)."""
+    ps = ["ps", "-eo", "pid,ppid,etimes,args"]
+    listed = subprocess.run(ps, capture_output=True, text=True, check=False)
+    return "\n".join(
+        line for line in listed.stdout.splitlines() if ".exe" in line or "wineserver" in line or "PID" in line
+    )
 
 
 def _strip_wine_noise(text: str) -> str:
@@ -331,11 +342,13 @@ class WinePython:
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            running = _wine_processes()
             proc.kill()
             proc.wait(timeout=30)
             raise AssertionError(
                 f"{' '.join(argv)} ran over {timeout_s} s; it wrote:\n"
-                f"{out.finish().decode(encoding, 'replace')}{err.finish().decode(encoding, 'replace')}"
+                f"{out.finish().decode(encoding, 'replace')}{err.finish().decode(encoding, 'replace')}\n"
+                f"Windows processes then:\n{running}"
             ) from None
         return WinResult(
             code,
