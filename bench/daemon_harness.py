@@ -16,10 +16,10 @@ from gputray.scheduler.paths import Paths
 
 
 class BenchDaemon:
-    def __init__(self, scenario: Path | None = None) -> None:
+    def __init__(self, scenario: Path | None = None, extra_env: dict[str, str] | None = None) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="gputray-bench-")
         self.home = Path(self._tmp.name)
-        self.env = {**os.environ, "GPUTRAY_HOME": str(self.home)}
+        self.env = {**os.environ, "GPUTRAY_HOME": str(self.home), **(extra_env or {})}
         self.paths = Paths(self.home / "config", self.home / "data", self.home / "state", self.home / "run")
         cmd = [sys.executable, "-m", "gputray.gui.entry", "daemon", "--demo", "--log-level", "WARNING"]
         if scenario is not None:

@@ -36,6 +36,11 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   logs       print (or --follow) a task's log
   cancel     cancel tasks; a running one is stopped with its process tree
   retry      queue a failed, cancelled or interrupted task again
+  wait       wait until tasks end; exit with their exit status
+  edit       change a task that has not started (priority, device, time, name ...)
+  move       reorder the queue: --top, --bottom, --before ID, --after ID
+  remove     forget tasks and delete their logs
+  clean      forget ended tasks (--older-than 7d, --state failed) and their logs
   pause      stop starting tasks on a device (or all)
   resume     start tasks again on a device (or all)
   schedule   submit a task file on a cron schedule
@@ -45,6 +50,16 @@ commands (the command line client; `gputray COMMAND --help` explains each):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gputray.scheduler.paths import app_paths
+
+    paths = app_paths()
+    files = (
+        f"files:\n  config     {paths.config_file}\n"
+        f"             (thresholds, [[env]] Python environments, [gui] language; Settings writes it)\n"
+        f"  recipes    {paths.config_dir / 'recipes.toml'}  (your own recipes, optional)\n"
+        f"  log        {paths.state_dir / 'gputray.log'}\n"
+        "  GPUTRAY_HOME=DIR moves all of them.\n"
+    )
     p = argparse.ArgumentParser(
         prog="gputray",
         description=(
@@ -52,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
             "queue. Files given here become jobs. When gputray is already running, the files are "
             "handed to it and this command exits."
         ),
-        epilog=COMMANDS_EPILOG,
+        epilog=COMMANDS_EPILOG + "\n" + files,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="files to queue (one job per file)")

@@ -6,7 +6,7 @@ windows; unpinned it behaves like a normal small window. Toggled from the tray m
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QContextMenuEvent,
@@ -37,15 +37,24 @@ class DropBubble(QWidget):
         self._press: QPoint | None = None
         self._moved = False
         self.setObjectName("gputrayBubble")
-        self.setWindowTitle("gputray — " + tr("drop files"))
         self.setAcceptDrops(True)
         self.setAttribute(Qt.WidgetAttribute.WA_TranslucentBackground)
         self.setFixedSize(QSize(72, 72))
         self._apply_flags()
-        self.setToolTip(tr("Drop files here to queue them"))
+        self.retranslate()
         pos = state.get("bubble_pos") if state else None
         if isinstance(pos, list) and len(pos) == 2 and all(isinstance(v, int) for v in pos):
             self.move(QPoint(pos[0], pos[1]))
+
+    def retranslate(self) -> None:
+        self.setWindowTitle("gputray — " + tr("drop files"))
+        self.setToolTip(tr("Drop files here to queue them"))
+        self.update()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
 
     def _apply_flags(self) -> None:
         flags = Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint
@@ -62,6 +71,10 @@ class DropBubble(QWidget):
             self.state.set("bubble_pinned", pinned)
         self._apply_flags()
 
+    def label_text(self) -> str:
+        """What the bubble paints (in the current language)."""
+        return tr("drop") + ("\n" + tr("DEMO") if self.demo else "")
+
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -73,8 +86,7 @@ class DropBubble(QWidget):
         font = p.font()
         font.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
         p.setFont(font)
-        label = tr("drop") + ("\n" + tr("DEMO") if self.demo else "")
-        p.drawText(r, Qt.AlignmentFlag.AlignCenter, "⇩\n" + label)
+        p.drawText(r, Qt.AlignmentFlag.AlignCenter, "⇩\n" + self.label_text())
         p.end()
 
     # moving it around

@@ -3,7 +3,9 @@
 Several files make several jobs. Files are grouped by type; a quick dialog lets the user pick the recipe
 and the device policy per type, and can remember that choice so the next drop of that type goes
 straight to the queue. Folders, missing files and types no recipe handles get a clear message, and
-never stop the other files of the same drop.
+never stop the other files of the same drop. The confirm dialog says all of it before anything is
+queued: which files no recipe takes, and which recipe needs a program that is not installed (with
+where to get it).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -25,8 +29,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gputray.gui import messages
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import tr
+from gputray.gui.theme import colors
+from gputray.gui.widgets import ElidedLabel
 from gputray.scheduler.recipes import Recipe
 
 
@@ -68,6 +75,7 @@ class DropChoice:
     recipe: str
     policy: str = "recipe"
     remember: bool = False
+    skip: bool = False  # the dialog showed why these files cannot be queued (a missing program)
 
 
 @dataclass
@@ -169,13 +177,18 @@ def handle_drop(
         g for g in plan.groups if g.file_type not in known or known[g.file_type].recipe not in g.recipes
     ]
     if pending and ask is not None:
-        asked = ask(DropPlan(tuple(pending)), known)
+        # The dialog lists the files left out itself: they are not repeated in a message afterwards.
+        asked = ask(DropPlan(tuple(pending), plan.problems), known)
         if asked is None:
             outcome.cancelled = True
+            outcome.messages = []
             return outcome
+        outcome.messages = []
         choices.update(asked)
     for g in plan.groups:
         choice = choices.get(g.file_type) or known.get(g.file_type) or DropChoice(g.recipes[0])
+        if choice.skip:
+            continue
         if choice.remember and g.file_type in choices:
             remember(state, g.file_type, choice)
         overrides = dict(policies().get(choice.policy, ("", {}))[1])
@@ -188,25 +201,77 @@ def handle_drop(
     return outcome
 
 
+ToolCheck = Callable[[str, Path], str | None]
+
+
+def tool_check(recipes: Sequence[Recipe]) -> ToolCheck:
+    """``check(recipe name, file)``: why the recipe's program cannot run (missing, with where to get
+    it), or None. The same test the queue makes at submit time, made before anything is queued."""
+    from gputray.scheduler.recipes import ToolNotFound, check_runnable, spec_for_file
+
+    by_name = {r.name: r for r in recipes}
+
+    def check(recipe_name: str, file: Path) -> str | None:
+        recipe = by_name.get(recipe_name)
+        if recipe is None:
+            return None
+        try:
+            check_runnable(spec_for_file(recipe, file), hint=recipe.install_hint)
+        except ToolNotFound as exc:
+            text = tr("{tool} is not installed (or not on PATH), so these files cannot be queued.").format(
+                tool=exc.tool
+            )
+            if exc.hint:
+                text += " " + tr("Get it: {hint}").format(hint=messages.translate(exc.hint))
+            return text
+        except Exception:  # other problems (a bad recipe …) are reported when the job is submitted
+            return None
+        return None
+
+    return check
+
+
 class DropConfirmDialog(QDialog):
-    """One row per file type: recipe, device policy, and "remember for this type"."""
+    """One row per file type: recipe, device policy, and "remember for this type".
+
+    Before anything is queued it says which files will not be: each file no recipe takes (and
+    folders, missing files), and each type whose recipe needs a program that is not installed, with
+    where to get it. Those rows are left out; Queue is off when nothing would be queued.
+    """
 
     def __init__(
-        self, plan: DropPlan, known: Mapping[str, DropChoice], parent: QWidget | None = None
+        self,
+        plan: DropPlan,
+        known: Mapping[str, DropChoice],
+        parent: QWidget | None = None,
+        *,
+        check: ToolCheck | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle(tr("Queue dropped files"))
         self.plan = plan
+        self.check = check
         layout = QVBoxLayout(self)
-        count = sum(len(g.files) for g in plan.groups)
-        layout.addWidget(QLabel(tr("{n} file(s) will become {n} job(s).").format(n=count), self))
+        self.summary = QLabel(self)
+        self.summary.setWordWrap(True)
+        layout.addWidget(self.summary)
         grid = QGridLayout()
         for col, text in enumerate((tr("Files"), tr("Recipe"), tr("Device"), "")):
-            grid.addWidget(QLabel(f"<b>{text}</b>", self), 0, col)
+            header = QLabel(text, self)
+            bold = QFont(header.font())
+            bold.setBold(True)
+            header.setFont(bold)
+            grid.addWidget(header, 0, col)
         self.rows: dict[str, tuple[QComboBox, QComboBox, QCheckBox]] = {}
-        for row, g in enumerate(plan.groups, start=1):
+        self.status: dict[str, QLabel] = {}
+        self.blocked: dict[str, str] = {}
+        for n, g in enumerate(plan.groups):
+            row = 1 + 2 * n
             names = ", ".join(f.name for f in g.files[:3]) + (" …" if len(g.files) > 3 else "")
-            grid.addWidget(QLabel(names, self), row, 0)
+            files_label = ElidedLabel(names, self)
+            files_label.set_own_tooltip("\n".join(str(f) for f in g.files))
+            files_label.setMinimumWidth(160)
+            grid.addWidget(files_label, row, 0)
             recipe_box = QComboBox(self)
             recipe_box.addItems(list(g.recipes))
             policy_box = QComboBox(self)
@@ -219,31 +284,81 @@ class DropConfirmDialog(QDialog):
                 idx = policy_box.findData(prev.policy)
                 if idx >= 0:
                     policy_box.setCurrentIndex(idx)
-            check = QCheckBox(tr("Remember for {type} files").format(type=g.file_type), self)
+            check_box = QCheckBox(tr("Remember for {type} files").format(type=g.file_type), self)
             grid.addWidget(recipe_box, row, 1)
             grid.addWidget(policy_box, row, 2)
-            grid.addWidget(check, row, 3)
-            self.rows[g.file_type] = (recipe_box, policy_box, check)
+            grid.addWidget(check_box, row, 3)
+            status = QLabel(self)
+            status.setWordWrap(True)
+            status.setTextFormat(Qt.TextFormat.PlainText)
+            status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            status.setStyleSheet(f"color: {colors().hot_text}")
+            status.hide()
+            grid.addWidget(status, row + 1, 0, 1, 4)
+            self.rows[g.file_type] = (recipe_box, policy_box, check_box)
+            self.status[g.file_type] = status
+            recipe_box.currentTextChanged.connect(lambda _t, kind=g.file_type: self._recheck(kind))
         layout.addLayout(grid)
-        buttons = QDialogButtonBox(
+        self.left_out = QLabel(self)
+        self.left_out.setWordWrap(True)
+        self.left_out.setTextFormat(Qt.TextFormat.PlainText)
+        self.left_out.setStyleSheet(f"color: {colors().hot_text}")
+        if plan.problems:
+            lines = [tr("Not queued:")] + ["• " + p for p in plan.problems]
+            self.left_out.setText("\n".join(lines))
+        else:
+            self.left_out.hide()
+        layout.addWidget(self.left_out)
+        self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, parent=self
         )
-        ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setText(tr("Queue"))
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
+        self.ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.ok.setText(tr("Queue"))
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+        for g in plan.groups:
+            self._recheck(g.file_type)
+
+    def _group(self, kind: str) -> DropGroup:
+        return next(g for g in self.plan.groups if g.file_type == kind)
+
+    def _recheck(self, kind: str) -> None:
+        recipe_box = self.rows[kind][0]
+        problem = self.check(recipe_box.currentText(), self._group(kind).files[0]) if self.check else None
+        label = self.status[kind]
+        if problem:
+            self.blocked[kind] = problem
+            label.setText("⚠ " + problem)
+        else:
+            self.blocked.pop(kind, None)
+        label.setVisible(bool(problem))
+        self._update_summary()
+
+    def _update_summary(self) -> None:
+        jobs = sum(len(g.files) for g in self.plan.groups if g.file_type not in self.blocked)
+        dropped = sum(len(g.files) for g in self.plan.groups) + len(self.plan.problems)
+        text = tr("{n} file(s) will become {n} job(s).").format(n=jobs)
+        left = dropped - jobs
+        if left:
+            text += " " + tr("{n} of the {total} dropped item(s) will not be queued (see below).").format(
+                n=left, total=dropped
+            )
+        self.summary.setText(text)
+        self.ok.setEnabled(jobs > 0)
 
     def choices(self) -> dict[str, DropChoice]:
         return {
-            kind: DropChoice(r.currentText(), str(p.currentData()), c.isChecked())
+            kind: DropChoice(r.currentText(), str(p.currentData()), c.isChecked(), skip=kind in self.blocked)
             for kind, (r, p, c) in self.rows.items()
         }
 
 
-def ask_with_dialog(parent: QWidget | None) -> AskFn:
+def ask_with_dialog(parent: QWidget | None, recipes: Sequence[Recipe] | None = None) -> AskFn:
+    check = tool_check(recipes) if recipes is not None else None
+
     def ask(plan: DropPlan, known: Mapping[str, DropChoice]) -> dict[str, DropChoice] | None:
-        dialog = DropConfirmDialog(plan, known, parent)
+        dialog = DropConfirmDialog(plan, known, parent, check=check)
         dialog.raise_()
         dialog.activateWindow()
         if dialog.exec() != QDialog.DialogCode.Accepted:

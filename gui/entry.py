@@ -14,6 +14,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     console.make_streams_safe()
     args = list(sys.argv[1:] if argv is None else argv)
+    from gputray.scheduler.paths import use_private_umask
+
+    use_private_umask()  # queue, logs, config and doctor cache are the user's alone; jobs get theirs back
 
     if args and args[0] in cli.command_names():
         return cli.main(args)
@@ -51,8 +54,10 @@ def main_windowed() -> int:
     """The console-less entry (Windows gui-script): starts the tray, never the CLI."""
     from gputray.gui.app import run_tray
     from gputray.scheduler import console
+    from gputray.scheduler.paths import use_private_umask
 
     console.make_streams_safe()
+    use_private_umask()
 
     return run_tray(list(sys.argv[1:]))
 

@@ -1,19 +1,27 @@
-"""English and Japanese UI through Qt's own translator (``resources/translations/gputray_ja.qm``).
+"""English and Japanese UI through Qt's own translators.
 
-Every user-visible string goes through :func:`tr`, one translation context (``gputray``). The language
-follows the system locale unless the config says ``[gui] language = "en" | "ja"``.
+Every user-visible string goes through :func:`tr`, one translation context (``gputray``), compiled
+into ``resources/translations/gputray_ja.qm``. Qt's own strings (the standard buttons OK, Cancel,
+Save …, the context menus of text fields) come from Qt's ``qtbase_ja.qm``, shipped with PySide6.
+What the queue and the monitor say (reasons, errors) is translated by ``gui/messages.py``.
+
+The language follows the system locale unless the config says ``[gui] language = "en" | "ja"``.
+Installing or removing a translator makes Qt send every widget a ``LanguageChange`` event: the
+windows re-set their texts then (``retranslate``), so a switch needs no restart and no rebuild.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QLocale, QTranslator
+from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
 
 from gputray.resources import resource_path
 
 CONTEXT = "gputray"
 LANGUAGES = ("auto", "en", "ja")
 
-_installed: QTranslator | None = None
+_installed: list[QTranslator] = []
+_language = "en"
+_generation = 0
 
 
 def tr(text: str) -> str:
@@ -25,6 +33,15 @@ def tr_noop(text: str) -> str:
     return text
 
 
+def current_language() -> str:
+    return _language
+
+
+def generation() -> int:
+    """Bumped on every switch: caches of translated text key on it."""
+    return _generation
+
+
 def resolve_language(setting: str | None, locale_name: str | None = None) -> str:
     """``auto`` (or anything unknown) follows the locale: ``ja_JP`` → ``ja``, everything else → ``en``."""
     if setting in ("en", "ja"):
@@ -33,25 +50,38 @@ def resolve_language(setting: str | None, locale_name: str | None = None) -> str
     return "ja" if name.lower().startswith("ja") else "en"
 
 
-def install_language(language: str) -> bool:
-    """Load the translator for ``language`` into the running application; ``en`` removes it.
+def qt_translations_dir() -> str:
+    return QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)
 
-    Returns True when the language is active. Widgets built before the switch keep their text:
-    the app rebuilds its windows after a change.
+
+def install_language(language: str) -> bool:
+    """Load the translators for ``language`` into the running application; ``en`` removes them.
+
+    Returns True when the language is active. Open windows are retranslated through the
+    ``LanguageChange`` event Qt sends when a translator comes or goes.
     """
-    global _installed
+    global _language, _generation
     app = QCoreApplication.instance()
     if app is None:
         raise RuntimeError("install_language needs a QCoreApplication")
-    if _installed is not None:
-        QCoreApplication.removeTranslator(_installed)
-        _installed = None
+    if language == _language and (language == "en" or _installed):
+        return True
+    for old in _installed:
+        QCoreApplication.removeTranslator(old)
+    _installed.clear()
+    _language = "en"
+    _generation += 1
     if language == "en":
         return True
-    translator = QTranslator(app)
-    qm = resource_path(f"translations/gputray_{language}.qm")
-    if not translator.load(str(qm)):
+    ours = QTranslator(app)
+    if not ours.load(str(resource_path(f"translations/gputray_{language}.qm"))):
         return False
-    QCoreApplication.installTranslator(translator)
-    _installed = translator
+    qt_base = QTranslator(app)
+    if qt_base.load(f"qtbase_{language}", qt_translations_dir()):
+        QCoreApplication.installTranslator(qt_base)
+        _installed.append(qt_base)
+    QCoreApplication.installTranslator(ours)
+    _installed.append(ours)
+    _language = language
+    _generation += 1
     return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QWidget
 
@@ -11,18 +12,18 @@ from gputray.gui.i18n import tr
 class TrayMenu(QMenu):
     def __init__(self, parent: QWidget | None = None, *, demo: bool = False) -> None:
         super().__init__(parent)
-        self.show_panel_action = QAction(tr("Show panel"), self)
-        self.pause_action = QAction(tr("Pause queue"), self)
+        self.show_panel_action = QAction(self)
+        self.pause_action = QAction(self)
         self.pause_action.setCheckable(True)
-        self.dashboard_action = QAction(tr("Open dashboard"), self)
-        self.doctor_action = QAction(tr("Run doctor"), self)
-        self.settings_action = QAction(tr("Settings…"), self)
-        self.demo_action = QAction(tr("Demo mode"), self)
+        self.dashboard_action = QAction(self)
+        self.doctor_action = QAction(self)
+        self.settings_action = QAction(self)
+        self.demo_action = QAction(self)
         self.demo_action.setCheckable(True)
         self.demo_action.setChecked(demo)
-        self.bubble_action = QAction(tr("Drop bubble"), self)
+        self.bubble_action = QAction(self)
         self.bubble_action.setCheckable(True)
-        self.quit_action = QAction(tr("Quit"), self)
+        self.quit_action = QAction(self)
         self.addAction(self.show_panel_action)
         self.addSeparator()
         self.addAction(self.pause_action)
@@ -34,6 +35,22 @@ class TrayMenu(QMenu):
         self.addAction(self.bubble_action)
         self.addSeparator()
         self.addAction(self.quit_action)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.show_panel_action.setText(tr("Show panel"))
+        self.pause_action.setText(tr("Resume queue") if self.pause_action.isChecked() else tr("Pause queue"))
+        self.dashboard_action.setText(tr("Open dashboard"))
+        self.doctor_action.setText(tr("Run doctor"))
+        self.settings_action.setText(tr("Settings…"))
+        self.demo_action.setText(tr("Demo mode"))
+        self.bubble_action.setText(tr("Drop bubble"))
+        self.quit_action.setText(tr("Quit"))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
 
     def set_paused(self, paused: bool) -> None:
         self.pause_action.blockSignals(True)

@@ -1,6 +1,7 @@
 """Tray notifications: one per event worth a glance, rate-limited, each kind can be turned off.
 
-A ``sink`` shows the message (``QSystemTrayIcon.showMessage`` in the app); every shown or dropped message
+Messages from the queue and the monitor are shown in the user's language (``gui/messages.py``). A
+``sink`` shows the message (``QSystemTrayIcon.showMessage`` in the app); every shown or dropped message
 is also logged, so a user (and the end-to-end test) can see what the app told them. Clicking a job
 message opens that job's log.
 """
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.monitor.records import DeviceEvent
 
@@ -115,7 +117,9 @@ class Notifier:
                 title, kind, critical = tr("{name} is back"), "gpu_back", False
             else:
                 continue
-            self.notify(Notice(kind, title.format(name=ev.name), ev.message, critical, key=ev.key))
+            self.notify(
+                Notice(kind, title.format(name=ev.name), messages.translate(ev.message), critical, key=ev.key)
+            )
 
     def on_queue_event(self, kind: str, task: Mapping[str, Any] | None, message: str) -> None:
         """A scheduler QueueEvent (kind, task record as dict, message) → maybe a notice."""
@@ -136,7 +140,7 @@ class Notifier:
             Notice(
                 notice_kind,
                 titles[notice_kind].format(name=name),
-                message or str(task.get("reason") or ""),
+                messages.translate(message or str(task.get("reason") or "")),
                 critical=notice_kind == "job_failed",
                 log_path=str(log_path) if log_path else None,
                 key=f"{key}:{notice_kind}",

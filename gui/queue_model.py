@@ -16,7 +16,9 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
+from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
+from gputray.gui.theme import colors
 
 TaskDict = Mapping[str, Any]
 Index = QModelIndex | QPersistentModelIndex
@@ -33,15 +35,7 @@ STATE_NAMES = (
     tr_noop("interrupted"),
 )
 ACTIVE_STATES = frozenset({"queued", "waiting", "running"})
-STATE_COLORS = {
-    "running": "#2e7d32",
-    "waiting": "#ef6c00",
-    "queued": "#546e7a",
-    "succeeded": "#1565c0",
-    "failed": "#c62828",
-    "interrupted": "#c62828",
-    "cancelled": "#757575",
-}
+HEADERS = (tr_noop("Task"), tr_noop("State"), tr_noop("Device"), tr_noop("Reason"), tr_noop("Elapsed"))
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 RECORD_ROLE = Qt.ItemDataRole.UserRole + 2
 
@@ -84,9 +78,27 @@ class QueueModel(QAbstractTableModel):
         self._rows: list[dict[str, Any]] = []
         self._row_of: dict[Any, int] = {}
         self._device_names: dict[str, str] = {}
+        self._device_full_names: dict[str, str] = {}
         self._wall_clock = wall_clock
         self._now = wall_clock()
-        self._headers = (tr("Task"), tr("State"), tr("Device"), tr("Reason"), tr("Elapsed"))
+        self._headers = tuple(tr(h) for h in HEADERS)
+        self._state_colors = {k: QColor(v) for k, v in colors().states.items()}
+
+    def retranslate(self) -> None:
+        """After a language switch: new header words, and every shown state and reason again."""
+        self._headers = tuple(tr(h) for h in HEADERS)
+        self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(COLUMNS) - 1)
+        if self._rows:
+            self._emit_rows_changed(0, len(self._rows) - 1)
+
+    def restyle(self) -> None:
+        """After the colour scheme changed: state colours readable on the new background."""
+        self._state_colors = {k: QColor(v) for k, v in colors().states.items()}
+        if self._rows:
+            last = len(self._rows) - 1
+            self.dataChanged.emit(
+                self.index(0, COL_STATE), self.index(last, COL_STATE), [Qt.ItemDataRole.ForegroundRole]
+            )
 
     # -- Qt model API ---------------------------------------------------------------------------------
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's default argument
@@ -108,15 +120,9 @@ class QueueModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self.display(task, col)
         if role == Qt.ItemDataRole.ToolTipRole:
-            if col in (COL_REASON, COL_STATE):
-                exit_code = task.get("exit_code")
-                extra = f" (exit {exit_code})" if exit_code not in (None, 0) else ""
-                return f"{task.get('reason') or ''}{extra}" or None
-            if col == COL_NAME:
-                return str(task.get("log_path") or task.get("name") or "")
-            return None
+            return self.tooltip(task, col) or None
         if role == Qt.ItemDataRole.ForegroundRole and col == COL_STATE:
-            return QColor(STATE_COLORS.get(str(task.get("state")), "#000000"))
+            return self._state_colors.get(str(task.get("state")))
         if role == ID_ROLE:
             return task.get("id")
         if role == RECORD_ROLE:
@@ -130,12 +136,46 @@ class QueueModel(QAbstractTableModel):
             return tr(str(task.get("state") or ""))
         if col == COL_DEVICE:
             device = task.get("device")
-            return self._device_names.get(str(device), str(device)) if device else "–"
+            shown = self._device_names.get(str(device), str(device)) if device else "–"
+            env = task.get("env")
+            return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
-            return str(task.get("reason") or "")
+            return messages.translate(str(task.get("reason") or ""))
         if col == COL_ELAPSED:
             took = elapsed_s(task, self._now)
             return "" if took is None else format_duration(took)
+        return ""
+
+    def tooltip(self, task: TaskDict, col: int) -> str:
+        """The whole of what a cell shows (cells elide), and a little more: every cell has one."""
+        exit_code = task.get("exit_code")
+        reason_text = str(task.get("reason") or "")
+        said = (
+            f"status {exit_code}" in reason_text or "signal" in reason_text
+        )  # the reason says it: not twice
+        failed = exit_code not in (None, 0) and not said
+        exit_text = tr("exit status {code}").format(code=exit_code) if failed else ""
+        if col == COL_NAME:
+            lines = [f"#{task.get('id')} {task.get('name') or ''}".strip()]
+            if task.get("log_path"):
+                lines.append(tr("log: {path}").format(path=task.get("log_path")))
+            return "\n".join(lines)
+        if col in (COL_STATE, COL_REASON):
+            parts = [self.display(task, COL_STATE)] if col == COL_STATE else []
+            reason = self.display(task, COL_REASON)
+            parts += [p for p in (reason, exit_text) if p]
+            return "\n".join(parts)
+        if col == COL_DEVICE:
+            device = task.get("device")
+            if not device:
+                return ""
+            full = self._device_full_names.get(str(device))
+            env = task.get("env")
+            if full is None:
+                return self.display(task, col)
+            return f"{full} · {env}" if env else full
+        if col == COL_ELAPSED:
+            return self.display(task, col)
         return ""
 
     # -- our API --------------------------------------------------------------------------------------
@@ -155,12 +195,19 @@ class QueueModel(QAbstractTableModel):
             out[state] = out.get(state, 0) + 1
         return out
 
-    def set_device_names(self, names: Mapping[str, str]) -> None:
-        if dict(names) == self._device_names:
-            return
+    def device_names(self) -> list[str]:
+        return list(self._device_names.values())
+
+    def set_device_names(self, names: Mapping[str, str], full_names: Mapping[str, str] | None = None) -> bool:
+        """Short names for the Device column; the full ones for its tooltip. True when they changed."""
+        full = dict(full_names) if full_names is not None else dict(names)
+        if dict(names) == self._device_names and full == self._device_full_names:
+            return False
         self._device_names = dict(names)
+        self._device_full_names = full
         if self._rows:
             self.dataChanged.emit(self.index(0, COL_DEVICE), self.index(len(self._rows) - 1, COL_DEVICE))
+        return True
 
     def _reindex(self, start: int = 0) -> None:
         for i in range(start, len(self._rows)):

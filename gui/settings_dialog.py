@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QLabel,
     QListWidget,
     QMessageBox,
     QPushButton,
@@ -31,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gputray.gui import desktop_integration
+from gputray.gui import desktop_integration, messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.notifications import KINDS, kind_labels
 from gputray.scheduler.config import load_config
@@ -69,7 +70,6 @@ class SettingsDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle(tr("gputray settings"))
         cfg = dict(config) if config is not None else load_config()
         mon = cfg.get("monitor", {})
         th = cfg.get("thresholds", {})
@@ -77,36 +77,45 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
 
         form = QFormLayout()
+        self.form_labels: list[tuple[QLabel, str]] = []
+
+        def add_row(label: str, widget: QWidget) -> None:
+            text = QLabel(self)
+            self.form_labels.append((text, label))
+            form.addRow(text, widget)
+
         self.interval = QDoubleSpinBox(self)
         self.interval.setRange(0.25, 60.0)
         self.interval.setSingleStep(0.25)
         self.interval.setSuffix(" s")
         self.interval.setValue(float(mon.get("interval_s", 1.0)))
-        form.addRow(tr("Poll interval"), self.interval)
+        add_row(tr_noop("Poll interval"), self.interval)
         self.busy_util = self._spin(float(th.get("busy_util_percent", 30.0)), 1, 100, " %")
-        form.addRow(tr("Busy above (external use)"), self.busy_util)
+        add_row(tr_noop("Busy above (external use)"), self.busy_util)
         self.temp_limit = self._spin(float(th.get("temp_limit_c", 85.0)), 40, 120, " °C")
-        form.addRow(tr("Temperature limit, discrete GPU"), self.temp_limit)
+        add_row(tr_noop("Temperature limit, discrete GPU"), self.temp_limit)
         self.igpu_temp_limit = self._spin(float(th.get("igpu_temp_limit_c", 90.0)), 40, 120, " °C")
-        form.addRow(tr("Temperature limit, integrated GPU"), self.igpu_temp_limit)
+        add_row(tr_noop("Temperature limit, integrated GPU"), self.igpu_temp_limit)
         self.language = QComboBox(self)
         for key, label in LANGUAGE_LABELS.items():
             self.language.addItem(tr(label) if key == "auto" else label, key)
         idx = self.language.findData(str(gui.get("language", "auto")))
         self.language.setCurrentIndex(max(idx, 0))
-        form.addRow(tr("Language"), self.language)
-        self.autostart = QCheckBox(tr("Start gputray when I log in"), self)
+        add_row(tr_noop("Language"), self.language)
+        self.autostart = QCheckBox(self)
         self.autostart.setChecked(desktop_integration.autostart_enabled())
         form.addRow("", self.autostart)
         layout.addLayout(form)
 
-        envs_box = QGroupBox(tr("Python environments"), self)
+        envs_box = QGroupBox(self)
+        self.envs_box = envs_box
         envs_layout = QVBoxLayout(envs_box)
         self.envs_list = QListWidget(envs_box)
         envs_layout.addWidget(self.envs_list)
         row = QHBoxLayout()
-        add = QPushButton(tr("Add…"), envs_box)
-        remove = QPushButton(tr("Remove"), envs_box)
+        add = QPushButton(envs_box)
+        remove = QPushButton(envs_box)
+        self.add_env_button, self.remove_env_button = add, remove
         add.clicked.connect(self._add_env)
         remove.clicked.connect(self._remove_env)
         row.addWidget(add)
@@ -116,39 +125,74 @@ class SettingsDialog(QDialog):
         layout.addWidget(envs_box)
         self._load_envs()
 
-        recipes_box = QGroupBox(tr("Recipes (what a dropped file becomes)"), self)
+        recipes_box = QGroupBox(self)
+        self.recipes_box = recipes_box
         rl = QVBoxLayout(recipes_box)
         self.recipes_list = QListWidget(recipes_box)
         rl.addWidget(self.recipes_list)
-        open_recipes = QPushButton(tr("Edit my recipes file"), recipes_box)
-        open_recipes.clicked.connect(self._edit_recipes)
-        rl.addWidget(open_recipes)
+        self.open_recipes_button = QPushButton(recipes_box)
+        self.open_recipes_button.clicked.connect(self._edit_recipes)
+        rl.addWidget(self.open_recipes_button)
         layout.addWidget(recipes_box)
-        try:
-            from gputray.scheduler.recipes import load_recipes
 
-            for r in load_recipes():
-                self.recipes_list.addItem(f"{r.name} — {', '.join(r.patterns)} — {r.description}")
-        except Exception as exc:
-            self.recipes_list.addItem(tr("Recipes could not be read: {error}").format(error=exc))
-
-        notes_box = QGroupBox(tr("Notifications"), self)
+        notes_box = QGroupBox(self)
+        self.notes_box = notes_box
         nl = QVBoxLayout(notes_box)
         enabled = gui.get("notifications", {})
         self.notify_checks: dict[str, QCheckBox] = {}
-        for kind, label in kind_labels().items():
-            box = QCheckBox(label, notes_box)
+        for kind in kind_labels():
+            box = QCheckBox(notes_box)
             box.setChecked(bool(enabled.get(kind, True)) if isinstance(enabled, dict) else True)
             nl.addWidget(box)
             self.notify_checks[kind] = box
         layout.addWidget(notes_box)
 
-        buttons = QDialogButtonBox(
+        self.config_label = QLabel(self)
+        self.config_label.setWordWrap(True)
+        self.config_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.config_label)
+        self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, parent=self
         )
-        buttons.accepted.connect(self._save)
-        buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
+        self.buttons.accepted.connect(self._save)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.setWindowTitle(tr("gputray settings"))
+        for label, source in self.form_labels:
+            label.setText(tr(source))
+        self.language.setItemText(self.language.findData("auto"), tr(LANGUAGE_LABELS["auto"]))
+        self.autostart.setText(tr("Start gputray when I log in"))
+        self.envs_box.setTitle(tr("Python environments"))
+        self.add_env_button.setText(tr("Add…"))
+        self.remove_env_button.setText(tr("Remove"))
+        self.recipes_box.setTitle(tr("Recipes (what a dropped file becomes)"))
+        self.open_recipes_button.setText(tr("Edit my recipes file"))
+        self.notes_box.setTitle(tr("Notifications"))
+        for kind, kind_label in kind_labels().items():
+            self.notify_checks[kind].setText(kind_label)
+        self.config_label.setText(tr("Saved in {path}").format(path=app_paths().config_file))
+        self._load_recipes()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+
+    def _load_recipes(self) -> None:
+        self.recipes_list.clear()
+        try:
+            from gputray.scheduler.recipes import load_recipes
+
+            for r in load_recipes():
+                description = messages.translate(r.description)
+                self.recipes_list.addItem(f"{r.name} — {', '.join(r.patterns)} — {description}")
+        except Exception as exc:
+            self.recipes_list.addItem(
+                tr("Recipes could not be read: {error}").format(error=messages.translate(str(exc)))
+            )
 
     def _spin(self, value: float, lo: float, hi: float, suffix: str) -> QDoubleSpinBox:
         spin = QDoubleSpinBox(self)
@@ -177,7 +221,7 @@ class SettingsDialog(QDialog):
         try:
             add_env(Path(path))
         except Exception as exc:
-            QMessageBox.warning(self, tr("Python environments"), str(exc))
+            QMessageBox.warning(self, tr("Python environments"), messages.translate(str(exc)))
         self._load_envs()
 
     def _remove_env(self) -> None:

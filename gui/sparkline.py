@@ -27,6 +27,14 @@ class Sparkline(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMinimumHeight(22)
 
+    def set_color(self, color: str | QColor) -> None:
+        """The line's colour: the GPU's legend colour, as its bar in the tray icon."""
+        new = QColor(color)
+        if new != self.color:
+            self.color = new
+            if self.isVisible():
+                self.update()
+
     def sizeHint(self) -> QSize:
         return QSize(160, 26)
 

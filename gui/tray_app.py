@@ -10,29 +10,44 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
+from gputray.gui import messages
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop
 from gputray.gui.menu import TrayMenu
+from gputray.gui.messages import Note, note
 from gputray.gui.notifications import Notice, Notifier
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
+from gputray.gui.theme import ThemeWatcher, scheme_name
 from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
-from gputray.monitor.records import Snapshot
+from gputray.monitor.records import ProcessUse, Snapshot
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
+
+if TYPE_CHECKING:
+    from gputray.scheduler.owner import Owner
 
 log = logging.getLogger("gputray.gui")
 
 NO_GPU_NOTE = tr_noop("No GPU was found on this machine, so gputray shows two simulated GPUs (DEMO).")
+NO_TRAY_NOTE = tr_noop(
+    "No system tray was found on this desktop (for example stock GNOME without the "
+    "AppIndicator extension), so gputray runs as this window. Closing it quits gputray."
+)
+BACKENDS_FAILED_NOTE = tr_noop("The GPU backends failed to start ({error}).")
+OWNER_FAILED_NOTE = tr_noop("gputray could not start its queue: {error}")
+CONFIG_NOTE = tr_noop("Your config file has a problem, so the defaults are used: {error}")
 
 
 def parse_paused(value: Any) -> tuple[bool, set[str]]:
@@ -78,10 +93,12 @@ class TrayApp(QObject):
         install_language(resolve_language(gui_cfg.get("language")))
         self.state = GuiState(self.paths.state_dir / "gui_state.json")
         self.demo = bool(args.demo or args.demo_scenario)
-        self.owner: Any = None
+        self.owner: Owner | None = None
         self.monitor: Any = None
         self.latest: Snapshot | None = None
-        self.note: str | None = self.config_error
+        self.notes: list[Note] = (
+            [] if self.config_error is None else [note(CONFIG_NOTE, error=self.config_error)]
+        )
         self._unsubscribe: Any = None
         self._starting = False
         self.dashboard: Any = None
@@ -92,6 +109,9 @@ class TrayApp(QObject):
             QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None else tray_available
         )
         self.model = QueueModel(self)
+        self.theme = ThemeWatcher(self)
+        self.theme.changed.connect(self._on_scheme_changed)
+        log.info("colour scheme: %s", scheme_name())
 
         self.tray = tray if tray is not None else QSystemTrayIcon(self)
         self.tray.setParent(self)
@@ -122,6 +142,7 @@ class TrayApp(QObject):
         self.panel.open_log_requested.connect(self.open_log)
         self.panel.files_dropped.connect(self.drop_files)
         self.panel.dashboard_requested.connect(lambda: self.open_dashboard())
+        self.panel.stop_process_requested.connect(self.stop_process)
         self.panel.installEventFilter(self)
         self.menu = TrayMenu(None, demo=self.demo)
         self.menu.show_panel_action.triggered.connect(lambda: self.show_panel(None))
@@ -131,15 +152,15 @@ class TrayApp(QObject):
         self.menu.settings_action.triggered.connect(self.open_settings)
         self.menu.demo_action.toggled.connect(self.set_demo)
         self.menu.bubble_action.toggled.connect(self.set_bubble)
-        self.menu.quit_action.triggered.connect(self.quit)
+        self.menu.quit_action.triggered.connect(lambda: self.quit_asking())
         self.tray.setContextMenu(self.menu)
-        if windowed:
-            self.panel.set_notice(
-                tr(
-                    "No system tray was found on this desktop (for example stock GNOME without the "
-                    "AppIndicator extension), so gputray runs as this window. Closing it quits gputray."
-                )
-            )
+        self.panel.set_notice(self.notice_text)
+
+    def notice_text(self) -> str:
+        """The panel's banner, in the current language: no tray, no GPU (demo), start-up problems."""
+        parts = [tr(NO_TRAY_NOTE)] if not self.tray_available else []
+        parts += [n.text() for n in self.notes]
+        return "\n".join(parts)
 
     def eventFilter(self, watched: QObject, event: Any) -> bool:
         from PySide6.QtCore import QEvent
@@ -150,7 +171,7 @@ class TrayApp(QObject):
             elif event.type() == QEvent.Type.Hide:
                 self.visible_timer.stop()
             elif event.type() == QEvent.Type.Close and not self.tray_available:
-                self.quit()
+                self.quit_asking()
         return False
 
     # -- start / stop ----------------------------------------------------------------------------------
@@ -185,12 +206,13 @@ class TrayApp(QObject):
 
         threading.Thread(target=work, name="gputray-owner-start", daemon=True).start()
 
-    def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, str | None]:
+    def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, list[Note]]:
         from gputray.monitor.factory import build_monitor, has_gpu
-        from gputray.scheduler.owner import Owner, monitor_settings
+        from gputray.scheduler.config import monitor_settings
+        from gputray.scheduler.owner import Owner
 
         thresholds, interval_s = monitor_settings(self.config)
-        note = None
+        notes: list[Note] = []
         demo = force_demo
         monitor = None
         if not demo:
@@ -205,11 +227,12 @@ class TrayApp(QObject):
             except Exception as exc:  # a backend that cannot even load: say so, show the demo
                 log.exception("the GPU backends failed to start")
                 monitor, found = None, False
-                note = tr("The GPU backends failed to start ({error}).").format(error=exc) + " "
+                notes.append(note(BACKENDS_FAILED_NOTE, error=exc))
             if not found:
                 if monitor is not None:
                     monitor.stop()
-                monitor, demo, note = None, True, (note or "") + tr(NO_GPU_NOTE)
+                monitor, demo = None, True
+                notes.append(note(NO_GPU_NOTE))
                 log.warning("no GPU found by the real backends: starting in demo mode")
         if monitor is None:
             monitor = build_monitor(
@@ -228,7 +251,7 @@ class TrayApp(QObject):
         except BaseException:
             monitor.stop()
             raise
-        return owner, monitor, demo, note
+        return owner, monitor, demo, notes
 
     def _event_from_thread(self, event: Any) -> None:
         task = event.task.to_json() if hasattr(event.task, "to_json") else dict(event.task or {})
@@ -248,19 +271,17 @@ class TrayApp(QObject):
                 self.quit()
                 return
             log.error("could not start the queue owner: %s", result, exc_info=result)
-            self.note = tr("gputray could not start its queue: {error}").format(error=result)
-            self.panel.set_notice(self.note)
-            self.tray.setToolTip("gputray — " + self.note)
+            failed = note(OWNER_FAILED_NOTE, error=result)
+            self.notes.append(failed)
+            self.panel.set_notice(self.notice_text)
+            self.tray.setToolTip("gputray — " + failed.text())
             if not self.panel.isVisible():
                 self.show_panel(None)
             return
-        self.owner, self.monitor, demo, note = result
-        self.note = note or self.note
+        self.owner, self.monitor, demo, notes = result
+        self.notes += notes
         self._set_demo_flag(demo)
-        if self.note:
-            self.panel.set_notice(
-                self.note if self.tray_available else self.panel.notice_label.text() + "\n" + self.note
-            )
+        self.panel.set_notice(self.notice_text)
         self._unsubscribe = self.monitor.subscribe(self.snapshot_arrived.emit)
         self.reload_queue()
         log.info("owner started (demo=%s)", demo)
@@ -280,13 +301,13 @@ class TrayApp(QObject):
             self.bubble.demo = demo
             self.bubble.update()
 
-    def stop_owner(self) -> None:
+    def stop_owner(self, *, keep_jobs: bool = False) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
         if self.owner is not None:
             try:
-                self.owner.stop()
+                self.owner.stop(kill_running=not keep_jobs)
             except Exception:
                 log.exception("stopping the owner failed")
             self.owner = None
@@ -295,27 +316,53 @@ class TrayApp(QObject):
                 self.monitor.stop()
             self.monitor = None
 
-    def shutdown(self) -> None:
+    def shutdown(self, *, keep_jobs: bool = False) -> None:
         self.visible_timer.stop()
-        self.stop_owner()
+        self.stop_owner(keep_jobs=keep_jobs)
         self.tray.hide()
 
-    def quit(self) -> None:
-        self.shutdown()
+    def quit(self, *, keep_jobs: bool = False) -> None:
+        self.shutdown(keep_jobs=keep_jobs)
         app = QApplication.instance()
         if app is not None:
             app.exit(self.exit_code)
 
+    def quit_asking(self) -> None:
+        """Quit from the menu (or closing the window): with jobs running, ask whether they keep running
+        (the next owner records how they end and never runs them again), stop, or nothing happens."""
+        running = self.owner.running_jobs() if self.owner is not None else 0
+        choice = self.ask_quit(running) if running else "stop"
+        if choice is None:
+            if not self.tray_available:
+                self.panel.show()  # the window was closing: it stays
+            return
+        self.quit(keep_jobs=choice == "keep")
+
+    @staticmethod
+    def ask_quit(running: int) -> str | None:
+        """The person's answer: keep, stop, or None to cancel the quit. Tests replace it."""
+        box = QMessageBox(QMessageBox.Icon.Question, "gputray", "")
+        box.setText(tr("{n} job(s) are running. Keep them running after gputray quits?").format(n=running))
+        box.setInformativeText(
+            tr("Kept jobs run to their end; when gputray starts again it records how they ended.")
+        )
+        keep = box.addButton(tr("Keep running"), QMessageBox.ButtonRole.AcceptRole)
+        stop = box.addButton(tr("Stop them"), QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(keep)
+        box.exec()
+        clicked = box.clickedButton()
+        return "keep" if clicked is keep else "stop" if clicked is stop else None
+
     # -- owner requests (in-process: the same handler the socket uses) ---------------------------------
-    def request(self, op: str, **args: Any) -> dict[str, Any] | None:
+    def request(self, req: rq.Request) -> dict[str, Any] | None:
         if self.owner is None:
             self._warn(tr("gputray is still starting; try again in a moment."))
             return None
         try:
-            result: dict[str, Any] = self.owner.handle(op, args)
-            return result
+            return self.owner.handle(req)
         except Exception as exc:
-            log.warning("%s failed: %s", op, exc)
+            log.warning("%s failed: %s", req.op, exc)
             self._warn(str(exc))
             return None
 
@@ -323,12 +370,13 @@ class TrayApp(QObject):
         if self.owner is None:
             return
         try:
-            result = self.owner.handle("queue", {"all": True})
+            result = self.owner.handle(rq.Queue(all=True))
         except Exception as exc:
             log.warning("queue listing failed: %s", exc)
             return
         self.model.apply(result.get("tasks", []))
         self._apply_paused(result.get("paused"))
+        self.panel.set_jobs(result.get("devices") or [])
         self.panel.update_queue_label()
 
     def _apply_paused(self, value: Any) -> None:
@@ -337,29 +385,29 @@ class TrayApp(QObject):
         self.menu.set_paused(self.paused_all)
 
     def cancel(self, ids: list[Any]) -> None:
-        result = self.request("cancel", ids=list(ids))
+        result = self.request(rq.Cancel(ids=list(ids)))
         if result and result.get("errors"):
             self._warn("\n".join(result["errors"]))
         self.reload_queue()
 
     def retry(self, task_id: Any) -> None:
-        self.request("retry", id=task_id)
+        self.request(rq.Retry(id=task_id))
         self.reload_queue()
 
     def move(self, task_id: Any, delta: int) -> None:
-        self.request("move", id=task_id, delta=delta)
+        self.request(rq.Move(id=task_id, delta=delta))
         self.reload_queue()
         row = self.model.row_of(task_id)
         if row is not None:
             self.panel.table.selectRow(row)
 
     def pause(self, device: str | None) -> None:
-        result = self.request("pause", device=device)
+        result = self.request(rq.Pause(device=device))
         if result is not None:
             self._apply_paused(result.get("paused"))
 
     def resume(self, device: str | None) -> None:
-        result = self.request("resume", device=device)
+        result = self.request(rq.Resume(device=device))
         if result is not None:
             self._apply_paused(result.get("paused"))
 
@@ -367,7 +415,7 @@ class TrayApp(QObject):
         """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
         if self.owner is None:
             raise RuntimeError(tr("gputray is still starting; try again in a moment."))
-        result = self.owner.handle("submit_files", {"files": files, "recipe": recipe, "overrides": overrides})
+        result = self.owner.handle(rq.SubmitFiles(files=[*files], recipe=recipe, overrides=overrides))
         tasks = result.get("tasks", [])
         for t in tasks:
             self.model.upsert(t)
@@ -397,7 +445,7 @@ class TrayApp(QObject):
                 items,
                 recipes=recipes,
                 submit=self.submit_files,
-                ask=ask_with_dialog(parent),
+                ask=ask_with_dialog(parent, recipes),
                 state=self.state,
             )
         finally:
@@ -420,7 +468,10 @@ class TrayApp(QObject):
             self.notifier.on_device_events(snap.events)
         names = {r.info.key: short_name(r.info.name) for r in snap.readings}
         names.setdefault("cpu", "CPU")
-        self.model.set_device_names(names)
+        full = {r.info.key: r.info.name for r in snap.readings}
+        full.setdefault("cpu", "CPU")
+        if self.model.set_device_names(names, full):
+            self.panel.fit_columns()  # as wide as the names it now shows
         if self.panel.isVisible():
             self.panel.update_snapshot(snap, self.monitor.history if self.monitor else None)
 
@@ -444,6 +495,18 @@ class TrayApp(QObject):
             self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
         self.reload_queue()
         self.visible_timer.start()
+        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":  # diagnostics (and the X11 test): cut-off text
+            QTimer.singleShot(1500, lambda: self.audit_layout("panel", self.panel))
+
+    def audit_layout(self, name: str, window: Any) -> None:
+        from gputray.gui.layout_audit import audit
+
+        if window is None or not window.isVisible():
+            return
+        report = audit(window)
+        log.info("layout audit (%s): %s", name, report.summary())
+        for problem in report.problems:
+            log.warning("layout problem (%s): %s", name, problem)
 
     def _tick_visible(self) -> None:
         self._ticks += 1
@@ -466,6 +529,9 @@ class TrayApp(QObject):
         self.show_panel(self.tray.geometry())
 
     def show_panel(self, anchor: Any) -> None:
+        if self.latest is not None:  # fill the cards first: the panel is sized for what it will show
+            self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
+        self.panel.update_queue_label()
         if self.tray_available:
             self.panel.show_at(anchor if anchor is not None else self.tray.geometry())
         else:
@@ -485,7 +551,8 @@ class TrayApp(QObject):
             # A tray without balloon support still gets something visible: a tooltip flash.
             self.tray.setToolTip(f"{notice.title}: {notice.message}")
         else:
-            self.panel.set_notice(f"{notice.title}: {notice.message}")
+            shown = f"{notice.title}: {notice.message}"
+            self.panel.set_notice(lambda: self.notice_text() + "\n" + shown)
 
     def _on_message_clicked(self) -> None:
         log.info("notification clicked")
@@ -493,8 +560,11 @@ class TrayApp(QObject):
             self.open_log(self.notifier.last_log_path)
 
     def _warn(self, text: str) -> None:
+        """A message box that does not block; queue errors are shown in the user's language."""
         log.warning("%s", text)
-        box = QMessageBox(QMessageBox.Icon.Warning, "gputray", text, QMessageBox.StandardButton.Ok)
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, "gputray", messages.translate(text), QMessageBox.StandardButton.Ok
+        )
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.setWindowModality(Qt.WindowModality.NonModal)
         box.show()
@@ -519,11 +589,14 @@ class TrayApp(QObject):
             from gputray.gui.dashboard import Dashboard
 
             self.dashboard = Dashboard(self.monitor, tasks=self.model.tasks, demo=self.demo)
+            self.dashboard.stop_process_requested.connect(self.stop_process)
         self.dashboard.tabs.setCurrentIndex(tab)
         log.info("dashboard opened")
         self.dashboard.show()
         self.dashboard.raise_()
         self.dashboard.activateWindow()
+        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":
+            QTimer.singleShot(1500, lambda: self.audit_layout("dashboard", self.dashboard))
 
     def run_doctor(self) -> None:
         self.open_dashboard(tab=2)
@@ -538,8 +611,7 @@ class TrayApp(QObject):
         dialog.exec()
 
     def _apply_settings(self, values: dict[str, Any]) -> None:
-        from gputray.scheduler.config import ConfigError, load_config
-        from gputray.scheduler.owner import monitor_settings
+        from gputray.scheduler.config import ConfigError, load_config, monitor_settings
 
         with contextlib.suppress(ConfigError):
             self.config = load_config()
@@ -548,33 +620,50 @@ class TrayApp(QObject):
         if self.monitor is not None:  # the config just written, read as `gputray daemon` reads it
             thresholds, self.monitor.interval_s = monitor_settings(self.config)
             self.monitor.set_thresholds(thresholds)
-        install_language(resolve_language(gui.get("language")))
-        self._rebuild_windows()
+        self.set_language(resolve_language(gui.get("language")))
 
-    def _rebuild_windows(self) -> None:
-        """After a language switch: new panel and menu with the new strings (the model stays)."""
-        visible = self.panel.isVisible()
-        self.panel.removeEventFilter(self)
-        self.panel.hide()
-        self.panel.deleteLater()
-        old_menu = self.menu
-        self._build_windows()
-        old_menu.deleteLater()
-        self.panel.set_demo(self.demo)
-        self.menu.bubble_action.blockSignals(True)
-        self.menu.bubble_action.setChecked(self.bubble is not None and self.bubble.isVisible())
-        self.menu.bubble_action.blockSignals(False)
-        self._apply_paused({"all": self.paused_all, "devices": list(self.paused_devices)})
-        if visible:
-            self.show_panel(None)
+    def set_language(self, language: str) -> None:
+        """Switch the language of every open window at once (Qt sends each a LanguageChange); the
+        model, the tooltip and the banner follow here. Nothing is rebuilt, so nothing is lost."""
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        install_language(language)
+        # Qt posts a LanguageChange to every widget; deliver them now, so every window has switched
+        # before anything below (the tooltip, the banner) or the next paint reads them.
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LanguageChange)
+        self.model.retranslate()
+        self.panel.set_notice(self.notice_text)
+        if self.latest is not None:
+            self.icon_ctl.force_tooltip()  # a new language is a change worth showing at once
+            self._refresh_icon(self.latest)
+        if self.bubble is not None:
+            self.bubble.update()
+        log.info("language: %s", language)
+
+    def _on_scheme_changed(self) -> None:
+        log.info("colour scheme: %s", scheme_name())
+        self.panel.restyle()
+        self.model.restyle()
+        if self.dashboard is not None:
+            self.dashboard.restyle()
+
+    def stop_process(self, process: ProcessUse) -> None:
+        from gputray.gui.process_actions import confirm_and_stop
+
+        pinned = self.panel.pinned
+        self.panel.pinned = True  # the question takes the focus: keep the panel open meanwhile
+        try:
+            confirm_and_stop(self.panel if self.panel.isVisible() else None, process)
+        finally:
+            self.panel.pinned = pinned
 
     def set_demo(self, demo: bool) -> None:
         if demo == self.demo and self.owner is not None:
             return
         self.stop_owner()
         self.latest = None
-        self.note = None
-        self.panel.set_notice(None)
+        self.notes = []
+        self.panel.set_notice(self.notice_text)
         self.icon_ctl.update(
             picture_for(None, waiting=0, demo=demo), summary_line(None, waiting=0, running=0, demo=demo)
         )

@@ -1,9 +1,17 @@
 """The live tray icon: one bar per GPU, drawn by a QIconEngine, re-set only when the picture changes.
 
-The picture is a small frozen value (load quantised to tenths, hot, state, jobs waiting, demo): the icon
-is replaced only when that value changes, and the tooltip only every ``tooltip_every_s`` or when
-something a person would care about changes (a GPU got hot, lost, came back; jobs started waiting).
-Frequent tooltip/icon updates flicker on KDE and time out on Windows after days.
+Each bar is a GPU in the legend's order and colour (``gui/legend.py``: NVIDIA green, AMD red, Intel
+blue, left to right by PCI address); its bright part is the load, its dark part the same colour
+dimmed, so a GPU at 0 % is still recognisable. A hot GPU's empty part and rim turn amber, a lost one is grey
+with a cross. A white dot says jobs wait; a purple plate (instead of slate) says demo. Everything is
+drawn on whole device pixels without antialiasing, at the size and scale the tray asks for
+(``scaledPixmap``), so it stays crisp at 16, 22, 24, 32 px and at 2×.
+
+The picture is a small frozen value (load quantised to tenths, hot, state, colour, jobs waiting,
+demo): the icon is replaced only when that value changes, and the tooltip only every
+``tooltip_every_s`` or when something a person would care about changes (a GPU got hot, lost, came
+back; jobs started waiting). Frequent tooltip/icon updates flicker on KDE and time out on Windows
+after days.
 """
 
 from __future__ import annotations
@@ -12,14 +20,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QPoint, QRect, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QIcon, QIconEngine, QPainter, QPainterPath, QPixmap
+from PySide6.QtCore import QObject, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QIcon, QIconEngine, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from gputray.gui.i18n import tr
+from gputray.gui.legend import gpu_readings, legend_for, short_name
 
 if TYPE_CHECKING:  # records are only read here; not importing them keeps the first icon quick
     from gputray.monitor.records import DeviceReading, Snapshot
+
+__all__ = ["gpu_readings", "short_name"]
 
 LOAD_LEVELS = 10
 
@@ -29,6 +40,7 @@ class GpuBar:
     load_level: int  # 0..LOAD_LEVELS
     hot: bool = False
     state: str = "ok"
+    color: str = "#9e9e9e"  # the legend's colour for this GPU
 
 
 @dataclass(frozen=True)
@@ -36,10 +48,6 @@ class TrayPicture:
     bars: tuple[GpuBar, ...]
     waiting: bool = False
     demo: bool = False
-
-
-def gpu_readings(snapshot: Snapshot) -> list[DeviceReading]:
-    return [r for r in snapshot.readings if r.info.kind != "cpu" and r.info.key != "cpu"]
 
 
 def is_hot(snapshot: Snapshot, reading: DeviceReading) -> bool:
@@ -56,23 +64,18 @@ def picture_for(
 ) -> TrayPicture:
     if snapshot is None:
         return TrayPicture((), waiting > 0, demo)
+    gpus = gpu_readings(snapshot)
     bars = []
-    for r in gpu_readings(snapshot):
+    for r, entry in zip(gpus, legend_for(gpus), strict=True):
         util = r.sample.util_percent
         level = 0 if util is None else round(min(max(util, 0.0), 100.0) / 100.0 * LOAD_LEVELS)
-        bars.append(GpuBar(level, is_hot(snapshot, r), r.sample.state))
+        bars.append(GpuBar(level, is_hot(snapshot, r), r.sample.state, entry.color))
     return TrayPicture(tuple(bars), waiting > 0, demo)
 
 
-def short_name(name: str) -> str:
-    for prefix in ("NVIDIA ", "GeForce ", "AMD ", "Radeon(TM) ", "Intel(R) "):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-    return name
-
-
 def summary_line(snapshot: Snapshot | None, *, waiting: int, running: int, demo: bool) -> str:
-    """The one-line tooltip: ``DEMO · RTX 5060 Ti 42% 61°C · Radeon 780M 3% 45°C · 1 running, 2 waiting``."""
+    """The tooltip, with the icon's legend:
+    ``gputray · DEMO · green: RTX 5060 Ti 42% 61°C · red: Radeon 780M 3% 45°C · 1 running, 2 waiting``."""
     parts: list[str] = []
     if demo:
         parts.append(tr("DEMO"))
@@ -82,23 +85,113 @@ def summary_line(snapshot: Snapshot | None, *, waiting: int, running: int, demo:
         gpus = gpu_readings(snapshot)
         if not gpus:
             parts.append(tr("no GPU found"))
-        for r in gpus:
+        for r, entry in zip(gpus, legend_for(gpus), strict=True):
             s = r.sample
-            name = short_name(r.info.name)
+            label = entry.label()
             if s.state == "lost":
-                parts.append(f"{name} {tr('lost')}")
+                parts.append(f"{label} {tr('lost')}")
             elif s.state == "asleep":
-                parts.append(f"{name} {tr('asleep')}")
+                parts.append(f"{label} {tr('asleep')}")
             else:
                 util = "–" if s.util_percent is None else f"{s.util_percent:.0f}%"
                 temp = "" if s.temp_c is None else f" {s.temp_c:.0f}°C"
-                parts.append(f"{name} {util}{temp}")
+                hot = f" {tr('hot')}" if is_hot(snapshot, r) else ""
+                parts.append(f"{label} {util}{temp}{hot}")
     parts.append(tr("{running} running, {waiting} waiting").format(running=running, waiting=waiting))
     return "gputray · " + " · ".join(parts)
 
 
+COLOR_PLATE = QColor("#263238")
+COLOR_DEMO = QColor("#6a1b9a")
+COLOR_HOT = QColor("#ffab00")  # amber: the AMD bar is red already
+COLOR_OFF = QColor("#9e9e9e")
+COLOR_CROSS = QColor("#ffffff")
+COLOR_WAIT = QColor("#ffffff")
+COLOR_WAIT_RING = QColor("#102027")
+COLOR_EMPTY = QColor("#546e7a")  # the placeholder bar before the first sample
+
+
+def dimmed(color: QColor) -> QColor:
+    """The empty part of a bar: the GPU's colour, darkened, still telling green from red from blue."""
+    return QColor.fromRgbF(color.redF() * 0.45, color.greenF() * 0.45, color.blueF() * 0.45)
+
+
+@dataclass(frozen=True)
+class BarGeometry:
+    """Where bar ``i`` lies on a ``size``×``size`` device-pixel canvas (whole pixels only)."""
+
+    pad: int
+    gap: int
+    width: int
+    height: int
+    left: int  # x of the first bar
+
+    @classmethod
+    def for_size(cls, size: int, bars: int) -> BarGeometry:
+        pad = max(1, round(size * 0.0625))
+        gap = max(1, round(size * 0.08))
+        inner = size - 2 * pad
+        bars = max(1, bars)
+        width = max(1, (inner - gap * (bars - 1)) // bars)
+        used = width * bars + gap * (bars - 1)
+        return cls(pad, gap, width, inner, pad + max(0, (inner - used) // 2))
+
+    def rect(self, i: int) -> QRect:
+        return QRect(self.left + i * (self.width + self.gap), self.pad, self.width, self.height)
+
+
+def render_picture(picture: TrayPicture, size: int) -> QImage:
+    """The icon as a ``size``×``size`` image in device pixels, without antialiasing."""
+    img = QImage(size, size, QImage.Format.Format_ARGB32_Premultiplied)
+    img.fill(Qt.GlobalColor.transparent)
+    p = QPainter(img)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+    p.setPen(Qt.PenStyle.NoPen)
+    plate = COLOR_DEMO if picture.demo else COLOR_PLATE
+    cut = 1 if size < 24 else 2  # rounded look without antialiasing: the corner pixels stay clear
+    p.fillRect(QRect(cut, 0, size - 2 * cut, size), plate)
+    p.fillRect(QRect(0, cut, size, size - 2 * cut), plate)
+    bars = picture.bars or (GpuBar(0, False, "none", COLOR_EMPTY.name()),)
+    geo = BarGeometry.for_size(size, len(bars))
+    for i, bar in enumerate(bars):
+        frame = geo.rect(i)
+        color = QColor(bar.color)
+        if bar.state in ("lost", "unavailable"):
+            p.fillRect(frame, COLOR_OFF)
+            if bar.state == "lost":
+                p.setPen(COLOR_CROSS)
+                p.drawLine(frame.topLeft(), frame.bottomRight())
+                p.drawLine(frame.topRight(), frame.bottomLeft())
+                p.setPen(Qt.PenStyle.NoPen)
+            continue
+        p.fillRect(frame, COLOR_HOT if bar.hot else dimmed(color))
+        if bar.state in ("none", "asleep"):
+            continue
+        fill = round(frame.height() * bar.load_level / LOAD_LEVELS)
+        if fill > 0:
+            p.fillRect(QRect(frame.x(), frame.bottom() + 1 - fill, frame.width(), fill), color)
+        if bar.hot:  # an amber rim too, so a hot GPU at full load still shows it
+            rim = max(1, size // 16)
+            for edge in (
+                QRect(frame.x(), frame.y(), frame.width(), rim),
+                QRect(frame.x(), frame.bottom() + 1 - rim, frame.width(), rim),
+                QRect(frame.x(), frame.y(), rim, frame.height()),
+                QRect(frame.right() + 1 - rim, frame.y(), rim, frame.height()),
+            ):
+                p.fillRect(edge, COLOR_HOT)
+    if picture.waiting:
+        d = max(4, round(size * 0.34)) | 1  # odd: a centred pixel circle
+        ring = QRect(size - d, 0, d, d)
+        p.setBrush(COLOR_WAIT_RING)
+        p.drawEllipse(ring)
+        p.setBrush(COLOR_WAIT)
+        p.drawEllipse(ring.adjusted(1, 1, -1, -1))
+    p.end()
+    return img
+
+
 class GpuIconEngine(QIconEngine):
-    """Draws a TrayPicture at any size: a bar per GPU, red when hot, grey when lost or asleep."""
+    """Draws a TrayPicture at any size and device pixel ratio (see :func:`render_picture`)."""
 
     def __init__(self, picture: TrayPicture) -> None:
         super().__init__()
@@ -108,78 +201,21 @@ class GpuIconEngine(QIconEngine):
         return GpuIconEngine(self.picture)
 
     def paint(self, painter: QPainter, rect: QRect, mode: QIcon.Mode, state: QIcon.State) -> None:
-        draw_picture(painter, QRectF(rect), self.picture)
+        device = painter.device()
+        dpr = device.devicePixelRatioF() if device is not None else 1.0
+        side = min(rect.width(), rect.height())
+        img = render_picture(self.picture, max(1, round(side * dpr)))
+        img.setDevicePixelRatio(dpr)
+        painter.drawImage(QRect(rect.topLeft(), QSize(side, side)), img)
 
     def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:
-        pm = QPixmap(size)
-        pm.fill(Qt.GlobalColor.transparent)
-        painter = QPainter(pm)
-        self.paint(painter, QRect(QPoint(0, 0), size), mode, state)
-        painter.end()
+        return self.scaledPixmap(size, mode, state, 1.0)
+
+    def scaledPixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State, scale: float) -> QPixmap:
+        side = max(1, round(min(size.width(), size.height()) * scale))
+        pm = QPixmap.fromImage(render_picture(self.picture, side))
+        pm.setDevicePixelRatio(scale)
         return pm
-
-
-COLOR_OK = QColor("#43a047")
-COLOR_BUSY = QColor("#fb8c00")
-COLOR_HOT = QColor("#e53935")
-COLOR_OFF = QColor("#9e9e9e")
-COLOR_FRAME = QColor("#263238")
-COLOR_WAIT = QColor("#1e88e5")
-COLOR_DEMO = QColor("#8e24aa")
-
-
-def draw_picture(painter: QPainter, rect: QRectF, picture: TrayPicture) -> None:
-    painter.save()
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    size = min(rect.width(), rect.height())
-    pad = max(1.0, size * 0.06)
-    inner = QRectF(rect.x() + pad, rect.y() + pad, rect.width() - 2 * pad, rect.height() - 2 * pad)
-    bars = picture.bars or (GpuBar(0, False, "none"),)
-    n = len(bars)
-    gap = max(1.0, inner.width() * 0.08)
-    bar_w = (inner.width() - gap * (n - 1)) / n
-    for i, bar in enumerate(bars):
-        x = inner.x() + i * (bar_w + gap)
-        frame = QRectF(x, inner.y(), bar_w, inner.height())
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(QColor(255, 255, 255, 200))
-        painter.drawRoundedRect(frame, 1.5, 1.5)
-        if bar.state in ("lost", "unavailable", "none"):
-            color = COLOR_OFF
-            level = LOAD_LEVELS if bar.state == "lost" else 0
-        elif bar.state == "asleep":
-            color, level = COLOR_OFF, 1
-        else:
-            color = COLOR_HOT if bar.hot else (COLOR_BUSY if bar.load_level >= 8 else COLOR_OK)
-            level = max(bar.load_level, 1)
-        fill_h = frame.height() * level / LOAD_LEVELS
-        painter.setBrush(color)
-        painter.drawRect(QRectF(frame.x(), frame.bottom() - fill_h, frame.width(), fill_h))
-        if bar.hot:
-            painter.setBrush(QColor(229, 57, 53, 90))
-            painter.drawRect(frame)
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.setPen(COLOR_FRAME)
-        painter.drawRoundedRect(frame, 1.5, 1.5)
-        if bar.state == "lost":
-            painter.setPen(QColor("#b71c1c"))
-            painter.drawLine(frame.topLeft(), frame.bottomRight())
-            painter.drawLine(frame.topRight(), frame.bottomLeft())
-    if picture.waiting:
-        d = size * 0.38
-        painter.setPen(QColor("white"))
-        painter.setBrush(COLOR_WAIT)
-        painter.drawEllipse(QRectF(rect.right() - d, rect.y(), d, d))
-    if picture.demo:
-        t = size * 0.42
-        tri = QPainterPath()
-        tri.moveTo(rect.x(), rect.bottom())
-        tri.lineTo(rect.x() + t, rect.bottom())
-        tri.lineTo(rect.x(), rect.bottom() - t)
-        tri.closeSubpath()
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.fillPath(tri, COLOR_DEMO)
-    painter.restore()
 
 
 def make_icon(picture: TrayPicture) -> QIcon:
@@ -208,6 +244,11 @@ class TrayIconController(QObject):
         self._tooltip_at = float("-inf")
         self._tooltip_key: tuple[object, ...] | None = None
         self.tooltip = ""
+
+    def force_tooltip(self) -> None:
+        """The next update sets the tooltip even within ``tooltip_every_s`` (after a language switch)."""
+        self._tooltip_at = float("-inf")
+        self._tooltip_key = None
 
     def update(self, picture: TrayPicture, tooltip: str) -> None:
         if picture != self.picture:

@@ -25,12 +25,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gputray.monitor import hwmon, pcie
 from gputray.monitor.device_map import KfdGpu, kfd_gpus
 from gputray.monitor.device_names import AMD, AMDGPU_IDS, friendly_name, known_integrated
-from gputray.monitor.fdinfo import DrmProcessUse, DrmUsageReader, read_file_bytes
+from gputray.monitor.fdinfo import DrmProcessUse, DrmUsageReader, ProcUsage, device_engine, read_file_bytes
 from gputray.monitor.gpu_metrics import GpuMetrics, parse_gpu_metrics, residency_throttle
 from gputray.monitor.records import (
     BackendPoll,
@@ -106,6 +107,9 @@ class _Card:
     mclk_input: str | None = None
     kfd_exposed: bool = False
     last_metrics: GpuMetrics | None = field(default=None, repr=False)
+    hw: hwmon.HwmonFiles | None = None  # fans, power limit
+    link_dir: str | None = None  # whose link files describe the link to the host (None: integrated)
+    link_max: tuple[int | None, int | None] = (None, None)
 
 
 class AmdSysfsBackend:
@@ -120,16 +124,26 @@ class AmdSysfsBackend:
         *,
         processes: bool = True,
         amdgpu_ids: Path | None = AMDGPU_IDS,
+        usage: DrmUsageReader | None = None,
     ) -> None:
+        """``usage``: the DRM process reader shared with the other Linux DRM backends (one walk of
+        /proc per tick for all of them); by default this backend has its own."""
         self.sys_dir = sys_dir
         self.proc_dir = proc_dir
         self._amdgpu_ids = amdgpu_ids
-        self._usage = DrmUsageReader(proc_dir) if processes else None
+        self._usage = (usage or DrmUsageReader(proc_dir)) if processes else None
         self._cards: dict[str, _Card] = {}
         self._records: dict[tuple[DrmProcessUse, str], ProcessUse] = {}
 
     def close(self) -> None:
         self._cards.clear()
+        if self._usage is not None:
+            self._usage.close()
+
+    def watch_pids(self, pids: frozenset[int]) -> None:
+        """The queue's own jobs (the Monitor says which): their fds are walked every tick."""
+        if self._usage is not None:
+            self._usage.watch_pids(pids)
 
     # -- layout -------------------------------------------------------------------------------------
 
@@ -167,8 +181,20 @@ class AmdSysfsBackend:
             del self._cards[gone]
         processes: tuple[ProcessUse, ...] = ()
         if self._usage is not None and readings:
-            processes = self._processes(now_s)
+            usage = self._usage.read(now_s)
+            processes = self._processes(usage)
+            readings = [self._with_video(r, usage) for r in readings]
         return BackendPoll(readings=tuple(readings), processes=processes)
+
+    def _with_video(self, reading: DeviceReading, usage: ProcUsage) -> DeviceReading:
+        """VCN encode/decode load of the card: its clients' ``enc*``/``dec*`` engines (fdinfo)."""
+        if reading.sample.state != "ok" or reading.info.pci_bdf is None:
+            return reading
+        enc = device_engine(usage, reading.info.pci_bdf, ("enc",))
+        dec = device_engine(usage, reading.info.pci_bdf, ("dec",))
+        if enc is None and dec is None:
+            return reading
+        return DeviceReading(reading.info, replace(reading.sample, encoder_percent=enc, decoder_percent=dec))
 
     def _read_card(self, card_dir: str, card_name: str, now_s: float) -> DeviceReading | None:
         device = f"{card_dir}/device"
@@ -247,6 +273,7 @@ class AmdSysfsBackend:
         """First look at an awake card: hwmon files, KFD node, totals, name and kind."""
         device = card.device
         self._find_hwmon(card)
+        card.hw = hwmon.find_hwmon(device)
         node = next((gpu for gpu in kfd_gpus(self.sys_dir) if gpu.key == card.key), None)
         card.kfd_exposed = node is not None
         render = next((n for n in sorted(_listdir(f"{device}/drm")) if n.startswith("renderD")), None)
@@ -280,13 +307,16 @@ class AmdSysfsBackend:
             pci_device_id=card.device_id,
             temp_limit_c=temp_limit,
         )
+        if kind == "discrete":  # an APU's link files describe its on-die fabric, no PCIe link
+            card.link_dir = pcie.link_folder(device, card.vendor_id)
+            card.link_max = pcie.read_max(card.link_dir)
         card.complete = True
 
     @staticmethod
     def _find_hwmon(card: _Card) -> None:
         hwmon_root = f"{card.device}/hwmon"
-        for hwmon in sorted(_listdir(hwmon_root)):
-            base = f"{hwmon_root}/{hwmon}"
+        for folder in sorted(_listdir(hwmon_root)):
+            base = f"{hwmon_root}/{folder}"
             files = set(_listdir(base))
             if not files:
                 continue
@@ -350,6 +380,8 @@ class AmdSysfsBackend:
         values = (util, temp_c, power_w, vram_used, gtt_used, sclk, mclk)
         if all(v is None for v in values) and not os.path.isdir(device):
             return None  # the card went away while being read
+        fan_percent, fan_rpm = hwmon.fan(card.hw)
+        link = pcie.read_link(card.link_dir, card.link_max) if card.link_dir is not None else None
         missing = [
             label
             for label, value in (("util", util), ("temperature", temp_c), ("power", power_w))
@@ -369,13 +401,18 @@ class AmdSysfsBackend:
             sclk_mhz=sclk,
             mclk_mhz=mclk,
             throttle=throttle,
+            pcie_gen=link.gen if link else None,
+            pcie_width=link.width if link else None,
+            pcie_max_gen=link.max_gen if link else None,
+            pcie_max_width=link.max_width if link else None,
+            fan_percent=fan_percent,
+            fan_rpm=fan_rpm,
+            power_limit_w=hwmon.power_limit_w(card.hw),
         )
 
     # -- processes ----------------------------------------------------------------------------------
 
-    def _processes(self, now_s: float) -> tuple[ProcessUse, ...]:
-        assert self._usage is not None
-        usage = self._usage.read(now_s)
+    def _processes(self, usage: ProcUsage) -> tuple[ProcessUse, ...]:
         by_bdf = {c.bdf: c.key for c in self._cards.values() if c.bdf is not None}
         amd_keys = [c.key for c in sorted(self._cards.values(), key=lambda c: c.key)]
         uses: list[ProcessUse] = []

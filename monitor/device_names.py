@@ -21,8 +21,20 @@ AMD = 0x1002
 NVIDIA = 0x10DE
 INTEL = 0x8086
 
-VENDOR_NAMES = {AMD: "AMD", NVIDIA: "NVIDIA", INTEL: "Intel"}
+VENDOR_NAMES = {
+    AMD: "AMD",
+    NVIDIA: "NVIDIA",
+    INTEL: "Intel",
+    0x1AF4: "Virtio",
+    0x1B36: "Red Hat",
+    0x15AD: "VMware",
+    0x1234: "QEMU",
+    0x1A03: "ASPEED",
+    0x102B: "Matrox",
+}
 AMDGPU_IDS = Path("/usr/share/libdrm/amdgpu.ids")
+# The PCI ID database (pciutils/hwdata): names for GPUs gputray's table does not know (old Radeons).
+PCI_IDS = (Path("/usr/share/misc/pci.ids"), Path("/usr/share/hwdata/pci.ids"), Path("/usr/share/pci.ids"))
 
 
 @dataclass(frozen=True)
@@ -137,7 +149,81 @@ _TABLE: dict[tuple[int, int], _Product] = {
     (NVIDIA, 0x2484): _Product("GeForce RTX 3070"),
     (NVIDIA, 0x2206): _Product("GeForce RTX 3080"),
     (NVIDIA, 0x2204): _Product("GeForce RTX 3090"),
+    # Intel discrete (Alchemist DG2, Battlemage BMG; DG1)
+    (INTEL, 0x56A0): _Product("Intel Arc A770"),
+    (INTEL, 0x56A1): _Product("Intel Arc A750"),
+    (INTEL, 0x56A2): _Product("Intel Arc A580"),
+    (INTEL, 0x56A5): _Product("Intel Arc A380"),
+    (INTEL, 0x56A6): _Product("Intel Arc A310"),
+    (INTEL, 0x5690): _Product("Intel Arc A770M"),
+    (INTEL, 0x5691): _Product("Intel Arc A730M"),
+    (INTEL, 0x5692): _Product("Intel Arc A550M"),
+    (INTEL, 0x5693): _Product("Intel Arc A370M"),
+    (INTEL, 0x5694): _Product("Intel Arc A350M"),
+    (INTEL, 0xE20B): _Product("Intel Arc B580"),
+    (INTEL, 0xE20C): _Product("Intel Arc B570"),
+    (INTEL, 0x4905): _Product("Intel Iris Xe MAX"),
+    # Intel integrated
+    **{
+        (INTEL, device): _Product(name, integrated=True)
+        for name, devices in (
+            ("Intel Iris Xe Graphics", (0x9A49, 0x9A40, 0x46A6, 0x46A8, 0x46AA, 0xA7A0, 0xA7A1)),
+            ("Intel UHD Graphics", (0x9A60, 0x9A68, 0x9A70, 0x9A78, 0x46A3, 0x46B3, 0x46C3, 0xA7A8, 0xA7A9)),
+            ("Intel UHD Graphics 770", (0x4680, 0x4690, 0xA780)),
+            ("Intel UHD Graphics 730", (0x4692, 0xA782)),
+            ("Intel UHD Graphics 710", (0x4693,)),
+            ("Intel UHD Graphics 630", (0x3E91, 0x3E92, 0x3E98, 0x9BC5, 0x9BC8)),
+            ("Intel UHD Graphics 620", (0x5917, 0x3EA0)),
+            ("Intel Arc Graphics", (0x7D55, 0x7D51)),
+            ("Intel Graphics", (0x7DD5, 0x7D45, 0x7D67)),
+            ("Intel Arc 130V/140V", (0x64A0,)),
+        )
+        for device in devices
+    },
 }
+
+
+@lru_cache(maxsize=8)
+def _pci_ids_vendor(path: Path, vendor_id: int) -> dict[int, str]:
+    """One vendor's device names from a ``pci.ids`` file (``\tDDDD  Name`` lines under ``VVVV  Vendor``)."""
+    names: dict[int, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return names
+    header = f"\n{vendor_id:04x}  "
+    start = text.find(header)
+    if start < 0:
+        return names
+    for line in text[start + len(header) :].splitlines()[1:]:
+        if not line.startswith("\t"):
+            if line and not line.startswith("#"):
+                break  # the next vendor
+            continue
+        if line.startswith("\t\t"):
+            continue  # a subsystem
+        device, _, name = line[1:].partition("  ")
+        try:
+            names[int(device, 16)] = name.strip()
+        except ValueError:
+            continue
+    return names
+
+
+def pci_ids_name(vendor_id: int, device_id: int, paths: tuple[Path, ...] = PCI_IDS) -> str | None:
+    """The PCI ID database's name, tidied to the marketing name where it has one:
+    ``Caicos [Radeon HD 6450/7450/8450 / R5 230 OEM]`` → ``Radeon HD 6450/7450/8450 / R5 230 OEM``,
+    ``DG2 [Arc A380]`` → ``Intel Arc A380``."""
+    for path in paths:
+        name = _pci_ids_vendor(path, vendor_id).get(device_id)
+        if name is None:
+            continue
+        if "[" in name and name.endswith("]"):
+            name = name[name.index("[") + 1 : -1].strip() or name
+        if vendor_id == INTEL and not name.startswith("Intel"):
+            name = f"Intel {name}"
+        return name
+    return None
 
 
 def known_integrated(vendor_id: int, device_id: int) -> bool | None:
@@ -185,11 +271,13 @@ def friendly_name(
     compute_units: int | None = None,
     fallback: str | None = None,
     ids_path: Path | None = AMDGPU_IDS,
+    pci_ids: tuple[Path, ...] = (),
 ) -> str:
     """The name a person knows the GPU by.
 
     ``fallback`` is a name the driver gave (sysfs ``product_name``, NVML's name); used when the table
-    and ``amdgpu.ids`` (``ids_path``; None to skip) do not know the id.
+    and ``amdgpu.ids`` (``ids_path``; None to skip) do not know the id. ``pci_ids``: PCI ID database
+    files to try after that (``PCI_IDS`` for the system's; empty to skip).
     """
     product = _TABLE.get((vendor_id, device_id))
     if product is not None:
@@ -200,5 +288,9 @@ def friendly_name(
             return name
     if fallback is not None and fallback.strip():
         return fallback.strip()
+    if pci_ids:
+        name = pci_ids_name(vendor_id, device_id, pci_ids)
+        if name is not None:
+            return name
     vendor = VENDOR_NAMES.get(vendor_id, f"0x{vendor_id:04x}")
     return f"{vendor} GPU 0x{device_id:04x}"

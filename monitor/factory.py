@@ -14,7 +14,8 @@ from gputray.monitor.verdict import BusyThresholds
 
 
 def real_backends(sysfs_root: Path = Path("/sys"), proc_root: Path = Path("/proc")) -> list[Backend]:
-    """NVML first (it knows NVIDIA best), then the vendor-neutral OS sources, then amdsmi to fill gaps."""
+    """NVML first (it knows NVIDIA best), then the OS sources (PDH on Windows; on Linux amdgpu, Intel
+    and every other DRM card, sharing one DRM process reader), then amdsmi to fill gaps."""
     from gputray.monitor.amdsmi_backend import AmdSmiBackend
     from gputray.monitor.nvml_backend import NvmlBackend
 
@@ -28,8 +29,14 @@ def real_backends(sysfs_root: Path = Path("/sys"), proc_root: Path = Path("/proc
         backends.append(WindowsPdhBackend(candidates=nvml.known_devices))
     else:
         from gputray.monitor.amd_sysfs import AmdSysfsBackend
+        from gputray.monitor.drm_other import OtherDrmBackend
+        from gputray.monitor.fdinfo import DrmUsageReader
+        from gputray.monitor.intel_sysfs import IntelSysfsBackend
 
-        backends.append(AmdSysfsBackend(sys_dir=sysfs_root, proc_dir=proc_root))
+        usage = DrmUsageReader(proc_root)  # one walk of /proc per tick, for every DRM backend
+        backends.append(AmdSysfsBackend(sys_dir=sysfs_root, proc_dir=proc_root, usage=usage))
+        backends.append(IntelSysfsBackend(sys_dir=sysfs_root, proc_dir=proc_root, usage=usage))
+        backends.append(OtherDrmBackend(sys_dir=sysfs_root, proc_dir=proc_root, usage=usage))
     backends.append(AmdSmiBackend())
     return backends
 

@@ -1,20 +1,26 @@
 """Per-process GPU use on Linux from DRM fdinfo (``Documentation/gpu/drm-usage-stats.rst``).
 
-A process's DRM file descriptors are found by ``readlink`` of ``<proc>/PID/fd/N`` landing under
-``/dev/dri/`` (no stat, so it works on captured trees too); ``<proc>/PID/fdinfo/N`` then holds
-``drm-pdev``, ``drm-client-id``, ``drm-engine-<name>: <ns> ns`` and memory keys. Memory is taken from
+Which fds are DRM clients is :mod:`proc_walk`'s job (``readlink`` of ``<proc>/PID/fd/N`` landing
+under ``/dev/dri/``, at a cost that does not grow with the desktop); ``<proc>/PID/fdinfo/N`` then holds
+``drm-pdev``, ``drm-client-id``, engine counters and memory keys. Memory is taken from
 ``drm-resident-<region>``, else amdgpu's legacy ``drm-memory-<region>`` (the same figure), else
-``drm-total-<region>``; values carry an optional ``KiB``/``MiB`` unit (bytes without one).
+``drm-total-<region>``; values carry an optional ``KiB``/``MiB`` unit (bytes without one). Regions:
+amdgpu ``vram``/``gtt``, i915 ``local0``/``system0``, xe ``vram0``/``gtt``/``system``.
+
+Engine counters come in two shapes: ``drm-engine-<class>: <ns> ns`` (amdgpu ``gfx``, ``compute``,
+``enc``, ``dec``...; i915 ``render``, ``copy``, ``video``, ``video-enhance``, ``compute``), whose growth
+over wall time is the load, and xe's ``drm-cycles-<class>`` over ``drm-total-cycles-<class>`` (``rcs``,
+``bcs``, ``vcs``, ``vecs``, ``ccs``), a ratio of GPU ticks; both are divided by
+``drm-engine-capacity-<class>`` when given (several engines of one class). A counter that went
+backwards (client id reused, driver reset) gives no figure for that read.
 
 One ``drm_file`` can sit behind several fds (dup, fork); its ``drm-client-id`` is unique per device,
-so clients are counted once per (pid, pdev, client id). Busy % is the growth of the engine counters
-between two reads over the wall time between them, per client, the busier of ``gfx`` and ``compute``
-(divided by ``drm-engine-capacity-<name>`` when given); a counter that went backwards (client id
-reused, driver reset) gives no figure for that read. ROCm compute goes through ``/dev/kfd`` and does
-not show in fdinfo: processes holding ``/dev/kfd`` are listed separately.
+so clients are counted once per (pid, pdev, client id) for a process, and once per (pdev, client id)
+for the device's total. A process's busy % is its busiest graphics/compute engine. ROCm compute goes
+through ``/dev/kfd`` and does not show in fdinfo: processes holding ``/dev/kfd`` are listed separately.
 
-Cost matters (a desktop has hundreds of processes and this runs every second): plain ``os`` calls on
-strings, one read per file, and only processes with a DRM or KFD fd get their fdinfo and comm read.
+Cost matters (this runs every second): plain ``os`` calls on strings, one read per file, an fdinfo
+whose bytes did not change is not parsed again, and ``comm`` is read only for a new GPU client.
 """
 
 from __future__ import annotations
@@ -22,14 +28,19 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
+from gputray.monitor.proc_walk import OpenWatch, ProcWalker, drm_device_nodes
 from gputray.monitor.sysfs import normalize_bdf
 
-BUSY_ENGINES = ("gfx", "compute")
+# Engine classes whose load is "the GPU is busy" (amdgpu, i915, xe names), and how a process's
+# engines read as graphics or compute (for ProcessUse.kind).
+BUSY_ENGINES = frozenset({"gfx", "compute", "render", "rcs", "ccs"})
+GFX_ENGINES = frozenset({"gfx", "render", "rcs"})
+COMPUTE_ENGINES = frozenset({"compute", "ccs"})
 _UNITS = {b"": 1, b"B": 1, b"KiB": 1024, b"MiB": 1024 * 1024, b"GiB": 1024**3}
 _ClientKey = tuple[int, str | None, str]
 
@@ -54,6 +65,10 @@ class DrmClient(NamedTuple):
     NamedTuples rather than frozen dataclasses here and below: they are as immutable and several
     times cheaper to build, which counts for hundreds of clients every second. ``identity`` tells the
     client apart within its process: the client id, else the fd number.
+
+    ``engines_ns`` holds ``drm-engine-<class>`` (ns of busy time: amdgpu, i915); ``cycles`` and
+    ``total_cycles`` xe's ``drm-cycles-<class>`` / ``drm-total-cycles-<class>`` (busy GPU ticks and
+    all GPU ticks in the same time, so their ratio is the load without a wall clock).
     """
 
     pid: int
@@ -64,6 +79,8 @@ class DrmClient(NamedTuple):
     capacities: dict[str, int]
     vram_bytes: int | None
     gtt_bytes: int | None
+    cycles: dict[str, int]
+    total_cycles: dict[str, int]
     fd: str = ""
     identity: str = ""
 
@@ -79,31 +96,24 @@ def _int(value: bytes) -> int | None:
 # starts with a literal newline (fdinfo always opens with "pos:"), which lets the regex engine skip
 # ahead by substring search: about twice as fast as anchoring with ^ in MULTILINE mode.
 _LINE = re.compile(
-    rb"\ndrm-(engine-(?:capacity-)?(?:gfx|compute)|pdev|client-id|driver|(?:resident|memory|total)-(?:vram|gtt))"
-    rb":[ \t]*(\S*)[ \t]*(\S*)"
+    rb"\ndrm-(engine-capacity-|engine-|total-cycles-|cycles-|resident-|memory-|total-|pdev|client-id|driver)"
+    rb"([A-Za-z0-9_.\-]*):[ \t]*(\S*)[ \t]*(\S*)"
 )
-# key -> slot; memory slots 7.. are (resident, legacy memory, total) x (vram, gtt), best first
-_SLOT = {
-    name: slot
-    for slot, name in enumerate(
-        (
-            b"engine-gfx",
-            b"engine-compute",
-            b"engine-capacity-gfx",
-            b"engine-capacity-compute",
-            b"pdev",
-            b"client-id",
-            b"driver",
-            b"resident-vram",
-            b"resident-gtt",
-            b"memory-vram",
-            b"memory-gtt",
-            b"total-vram",
-            b"total-gtt",
-        )
-    )
-}
-_ENGINE_BY_SLOT = ("gfx", "compute", "gfx", "compute")
+_TIER = {b"resident-": 0, b"memory-": 1, b"total-": 2}  # best first: resident, amdgpu legacy, total
+
+
+def _region(name: bytes) -> int | None:
+    """Memory region → 0 VRAM (amdgpu ``vram``, xe ``vram0``, i915 ``local0``), 1 GTT, 2 system RAM.
+
+    amdgpu's ``cpu`` and the stolen regions are not counted (not GPU memory a job holds).
+    """
+    if name.startswith((b"vram", b"local")):
+        return 0
+    if name == b"gtt":
+        return 1
+    if name.startswith(b"system"):
+        return 2
+    return None
 
 
 @functools.lru_cache(maxsize=256)  # a handful of distinct PCI addresses, parsed for every client
@@ -111,11 +121,18 @@ def _pdev(value: bytes) -> str | None:
     return normalize_bdf(value.decode("ascii", "replace"))
 
 
+@functools.lru_cache(maxsize=256)
+def _name(value: bytes) -> str:
+    return value.decode("ascii", "replace")
+
+
 def parse_fdinfo(pid: int, raw: bytes, fd: str = "") -> DrmClient | None:
     """Parse one fdinfo file; None when it is not a DRM client (none of the keys gputray reads).
 
-    Engines other than ``gfx`` and ``compute`` (video, DMA) and memory regions other than VRAM and GTT
-    are not kept. One regular-expression pass: this runs for every DRM fd every second.
+    Every engine class is kept (``gfx``, ``enc``, ``render``, ``video``, ``rcs``, ``vcs``...);
+    memory is VRAM and GPU-mapped system memory (``gtt``, else ``system``), summed over regions of a
+    kind (multi-tile ``vram0`` + ``vram1``), from the best tier present. One regular-expression pass:
+    this runs for every DRM fd whose bytes changed since the last tick.
     """
     lines = _LINE.findall(raw if raw[:4] != b"drm-" else b"\n" + raw)
     if not lines:
@@ -125,31 +142,105 @@ def parse_fdinfo(pid: int, raw: bytes, fd: str = "") -> DrmClient | None:
     client_id: str | None = None
     engines: dict[str, int] = {}
     capacities: dict[str, int] = {}
-    sizes: list[int | None] = [None] * 6
-    for name, value, unit in lines:
-        slot = _SLOT[name]
-        if slot < 4:
+    cycles: dict[str, int] = {}
+    total_cycles: dict[str, int] = {}
+    sizes: list[list[int | None]] = [[None, None, None], [None, None, None], [None, None, None]]
+    for kind, name, value, unit in lines:
+        if kind == b"engine-":
             number = _int(value)
             if number is not None:
-                (engines if slot < 2 else capacities)[_ENGINE_BY_SLOT[slot]] = number
-        elif slot == 4:
+                engines[_name(name)] = number
+        elif kind == b"pdev":
             pdev = _pdev(value)
-        elif slot == 5:
+        elif kind == b"client-id":
             client_id = value.decode("ascii", "replace") or None
-        elif slot == 6:
+        elif kind == b"driver":
             driver = value.decode("ascii", "replace") or None
+        elif kind == b"cycles-" or kind == b"total-cycles-" or kind == b"engine-capacity-":
+            number = _int(value)
+            if number is not None:
+                target = cycles if kind == b"cycles-" else total_cycles if kind[0] == 116 else capacities
+                target[_name(name)] = number
         else:
+            region = _region(name)
             factor = _UNITS.get(unit)
             count = _int(value)
-            if factor is not None and count is not None and count >= 0:
-                sizes[slot - 7] = count * factor
+            if region is None or factor is None or count is None or count < 0:
+                continue
+            row = sizes[_TIER[kind]]
+            have = row[region]
+            row[region] = count * factor if have is None else have + count * factor
     vram = gtt = None
-    for i in (0, 2, 4):
-        if sizes[i] is not None or sizes[i + 1] is not None:
-            vram, gtt = sizes[i], sizes[i + 1]
+    for row in sizes:
+        if row[0] is not None or row[1] is not None or row[2] is not None:
+            vram, gtt = row[0], row[1] if row[1] is not None else row[2]
             break
     identity = client_id if client_id is not None else f"fd{fd}"
-    return DrmClient(pid, client_id, pdev, driver, engines, capacities, vram, gtt, fd, identity)
+    return DrmClient(
+        pid, client_id, pdev, driver, engines, capacities, vram, gtt, cycles, total_cycles, fd, identity
+    )
+
+
+def engine_busy(
+    prev: tuple[float, DrmClient] | None, client: DrmClient, now_s: float
+) -> dict[str, float] | None:
+    """Per engine class, the % of the time between two reads of one client that it kept it busy.
+
+    ns counters over wall time (divided by ``drm-engine-capacity``), xe's cycles over total cycles;
+    None without a previous read, or when a counter went backwards (client id reused, driver reset:
+    no figure this time, the new reading is the next baseline).
+    """
+    if prev is None:
+        return None
+    then_s, before = prev
+    if before is client:  # the very same fdinfo bytes as last time: nothing ran
+        names = client.engines_ns.keys() | client.cycles.keys()
+        return dict.fromkeys(names, 0.0) if names else None
+    busy: dict[str, float] = {}
+    wall_ns = (now_s - then_s) * 1e9
+    caps = client.capacities
+    if wall_ns > 0:
+        old = before.engines_ns
+        for engine, now_ns in client.engines_ns.items():
+            old_ns = old.get(engine)
+            if old_ns is None:
+                continue
+            delta = now_ns - old_ns
+            if delta < 0:
+                return None
+            busy[engine] = min(100.0, 100.0 * delta / wall_ns / max(1, caps.get(engine, 1)))
+    old_cycles, old_total = before.cycles, before.total_cycles
+    for engine, now_c in client.cycles.items():
+        was_c, was_t, now_t = old_cycles.get(engine), old_total.get(engine), client.total_cycles.get(engine)
+        if was_c is None or was_t is None or now_t is None:
+            continue
+        delta, span = now_c - was_c, now_t - was_t
+        if delta < 0 or span < 0:
+            return None
+        if span > 0:
+            busy[engine] = min(100.0, 100.0 * delta / span / max(1, caps.get(engine, 1)))
+        elif delta == 0:
+            busy[engine] = 0.0
+    return busy if busy or client.engines_ns or client.cycles else None
+
+
+def _util(busy: dict[str, float] | None) -> float | None:
+    """A client's or process's busy %: the busiest of its graphics/compute engines (0 if it used none)."""
+    if busy is None:
+        return None
+    return max((v for k, v in busy.items() if k in BUSY_ENGINES), default=0.0)
+
+
+def _used(client: DrmClient) -> set[str]:
+    used: set[str] = set()
+    for counters in (client.engines_ns, client.cycles):
+        for engine, value in counters.items():
+            if value > 0:
+                if engine in GFX_ENGINES:
+                    used.add("gfx")
+                elif engine in COMPUTE_ENGINES:
+                    used.add("compute")
+    return used
 
 
 class DrmProcessUse(NamedTuple):
@@ -162,182 +253,256 @@ class DrmProcessUse(NamedTuple):
     vram_bytes: int | None
     gtt_bytes: int | None
     util_percent: float | None
-    engines_used: tuple[str, ...]  # of BUSY_ENGINES, those with a non-zero counter
+    engines_used: tuple[str, ...]  # "gfx" / "compute": which kinds of engine it has used at all
     holds_kfd: bool
+    # (engine class, %) pairs of this read (a tuple: the record is hashable); None without a baseline
+    engine_percent: tuple[tuple[str, float], ...] | None = None
+
+
+@dataclass(frozen=True)
+class DeviceClients:
+    """All readable clients of one DRM device (``pdev``) together, each client counted once.
+
+    ``engine_percent`` per engine class (summed over clients, capped at 100); empty when no client
+    had a baseline yet. ``measured`` is False on the first read (no figure can exist yet).
+    """
+
+    engine_percent: dict[str, float]
+    vram_bytes: int | None
+    gtt_bytes: int | None
+    clients: int
 
 
 @dataclass(frozen=True)
 class ProcUsage:
     drm: tuple[DrmProcessUse, ...] = ()
     kfd: tuple[tuple[int, str], ...] = ()  # (pid, name) of processes holding /dev/kfd
+    devices: dict[str | None, DeviceClients] = field(default_factory=dict)
+    measured: bool = False  # a previous read exists: per-engine figures can be there
+
+    def drm_pids(self) -> set[int]:
+        return {u.pid for u in self.drm}
+
+
+def device_engine(usage: ProcUsage, pdev: str, prefixes: tuple[str, ...]) -> float | None:
+    """A device's load on the engine classes starting with ``prefixes`` (``("enc",)``: ``enc``,
+    ``enc_1``...), the busiest of them; 0 when no readable client uses it; None before two reads."""
+    if not usage.measured:
+        return None
+    clients = usage.devices.get(pdev)
+    if clients is None:
+        return 0.0  # no DRM client at all: nothing can be running on it
+    if not clients.engine_percent:
+        return None  # clients without a baseline yet
+    return max((v for k, v in clients.engine_percent.items() if k.startswith(prefixes)), default=0.0)
+
+
+def _comm(proc: str, pid: int) -> str:
+    raw = read_file_bytes(f"{proc}/{pid}/comm", 256)
+    if raw is None:
+        return f"pid {pid}"
+    return raw.rstrip(b"\n\x00").decode("utf-8", "replace") or f"pid {pid}"
 
 
 _RawCache = dict[tuple[int, str], tuple[bytes, "DrmClient | None"]]
 
 
-@dataclass
-class _Found:
-    clients: list[DrmClient]
-    kfd_pids: set[int]
-    names: dict[int, str]
-    raw: _RawCache  # (pid, fd) -> the fdinfo bytes read and what they parsed to
-
-
-def _comm(proc: str, pid_name: str) -> str:
-    raw = read_file_bytes(f"{proc}/{pid_name}/comm", 256)
-    if raw is None:
-        return f"pid {pid_name}"
-    return raw.rstrip(b"\n\x00").decode("utf-8", "replace") or f"pid {pid_name}"
-
-
-def _readlink_or_empty(path: str) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:
-        return ""
-
-
-def scan(
-    proc_dir: Path, previous: _RawCache | None = None, previous_names: dict[int, str] | None = None
-) -> _Found:
-    """Every DRM client and /dev/kfd holder under ``proc_dir`` (read as if it were /proc).
-
-    ``previous`` and ``previous_names`` are the last scan's ``raw`` and ``names``: an fdinfo whose
-    bytes did not change since (an idle client: most of them on a desktop) is not parsed again, and
-    a process all of whose fdinfo is unchanged keeps its name without ``comm`` being read (it is
-    the same process: a new one under a reused pid would have new DRM client ids).
-    """
-    proc = str(proc_dir)
-    found = _Found([], set(), {}, {})
-    cache = previous or {}
-    old_names = previous_names or {}
-    listdir, readlink = os.listdir, os.readlink  # bound once: this loop runs for every fd
-    try:
-        pids = listdir(proc)
-    except OSError:
-        return found
-    clients, raw_seen, names = found.clients, found.raw, found.names
-    seen: set[_ClientKey] = set()
-    for pid_name in pids:
-        if not pid_name.isdigit():
-            continue
-        fd_dir = f"{proc}/{pid_name}/fd/"
-        try:
-            fds = listdir(fd_dir)
-        except OSError:
-            continue
-        try:
-            targets = [readlink(fd_dir + fd) for fd in fds]
-        except OSError:  # an fd closed while we looked: go one by one
-            targets = [_readlink_or_empty(fd_dir + fd) for fd in fds]
-        joined = "\n".join(targets)  # one C-level search settles the common case: no GPU fd at all
-        if "/dev/dri/" not in joined and "/dev/kfd" not in joined:
-            continue
-        drm_fds = [fd for fd, target in zip(fds, targets, strict=True) if target[:9] == "/dev/dri/"]
-        kfd = "/dev/kfd" in targets
-        if not drm_fds and not kfd:
-            continue
-        pid = int(pid_name)
-        info_dir = f"{proc}/{pid_name}/fdinfo/"
-        unchanged = bool(drm_fds)
-        for fd in drm_fds:
-            raw = read_file_bytes(info_dir + fd)
-            if raw is None:
-                unchanged = False
-                continue
-            cached = cache.get((pid, fd))
-            if cached is not None and cached[0] == raw:
-                client = cached[1]
-            else:
-                client = parse_fdinfo(pid, raw, fd)
-                unchanged = False
-            raw_seen[pid, fd] = (raw, client)
-            if client is None:
-                continue
-            key: _ClientKey = (pid, client.pdev, client.identity)
-            if key not in seen:
-                seen.add(key)
-                clients.append(client)
-        if kfd:
-            found.kfd_pids.add(pid)
-        name = old_names.get(pid) if unchanged else None
-        names[pid] = name if name is not None else _comm(proc, pid_name)
-    return found
+def _default_open_watch(proc_dir: Path) -> OpenWatch | None:
+    if proc_dir != Path("/proc"):
+        return None  # a captured or built tree: its processes are not this machine's nodes' users
+    return OpenWatch.create(drm_device_nodes())
 
 
 class DrmUsageReader:
-    """Reads DRM fdinfo each poll and turns engine counters into busy % between polls."""
+    """Per-process DRM use each tick, at desktop scale (see ``proc_walk.py``); busy % between reads.
 
-    def __init__(self, proc_dir: Path = Path("/proc")) -> None:
+    One reader serves every Linux DRM backend (amdgpu, Intel, the others): ``read`` does the work
+    once per ``now_s`` and hands the same result to each caller of that tick.
+    """
+
+    def __init__(
+        self,
+        proc_dir: Path = Path("/proc"),
+        *,
+        walker: ProcWalker | None = None,
+    ) -> None:
         self.proc_dir = proc_dir
-        self._previous: dict[_ClientKey, tuple[float, dict[str, int]]] = {}
+        self._watch_nodes = walker is None and proc_dir == Path("/proc")  # the real nodes, and only then
+        self.walker = walker or ProcWalker(str(proc_dir), open_watch=_default_open_watch(proc_dir))
+        self._previous: dict[_ClientKey, tuple[float, DrmClient]] = {}
         self._raw: _RawCache = {}
-        self._names: dict[int, str] = {}
+        self._names: dict[int, tuple[frozenset[str], str]] = {}  # pid -> (client identities, name)
+        self._kfd_names: dict[int, str] = {}
+        self._last: tuple[float, ProcUsage] | None = None
+        self._reads = 0
+        self._nodes_checked_s: float | None = None
+        self._last_listed = False
 
-    def _busy(
-        self, prev: tuple[float, dict[str, int]] | None, client: DrmClient, now_s: float
-    ) -> float | None:
-        if prev is None:
-            return None
-        then_s, before = prev
-        wall_ns = (now_s - then_s) * 1e9
-        if wall_ns <= 0:
-            return None
-        engines = client.engines_ns
-        if before is engines:  # the very same fdinfo bytes as last time: nothing ran
-            return 0.0 if engines else None
-        best: float | None = None
-        for engine, now_ns in engines.items():
-            old_ns = before.get(engine)
-            if old_ns is None:
-                continue
-            delta = now_ns - old_ns
-            if delta < 0:
-                return None  # counter went backwards: no figure this time, new baseline kept
-            percent = 100.0 * delta / wall_ns / max(1, client.capacities.get(engine, 1))
-            best = percent if best is None or percent > best else best
-        return None if best is None else min(100.0, best)
+    def watch_pids(self, pids: frozenset[int]) -> None:
+        """The queue's own jobs: walked every tick, so their GPU use shows at once."""
+        self.walker.watch(pids)
+
+    def close(self) -> None:
+        self.walker.close()
 
     def read(self, now_s: float) -> ProcUsage:
-        found = scan(self.proc_dir, self._raw, self._names)
-        self._raw, self._names = found.raw, found.names
+        last = self._last
+        if last is not None and last[0] == now_s:
+            return last[1]
+        usage = self._read(now_s)
+        self._last = (now_s, usage)
+        return usage
+
+    def _refresh_nodes(self, now_s: float) -> None:
+        """An eGPU plugged in adds a render node: watch it too (looked at every 10 s)."""
+        if not self._watch_nodes:
+            return
+        if self._nodes_checked_s is not None and now_s - self._nodes_checked_s < 10.0:
+            return
+        self._nodes_checked_s = now_s
+        watch = self.walker.open_watch
+        if watch is None:  # no node could be watched at start (no GPU yet, an eGPU plugged in later)
+            self.walker.open_watch = OpenWatch.create(drm_device_nodes())
+        else:
+            watch.set_paths(drm_device_nodes())
+
+    def _clients(self, now_s: float) -> tuple[list[DrmClient], set[int], _RawCache]:
+        walker = self.walker
+        found = walker.tick(now_s)
+        self._last_listed = found.listed  # without a /proc to read no figure can be had
+
+        proc = str(self.proc_dir)
+        cache = self._raw
+        raw_seen: _RawCache = {}
+        clients: list[DrmClient] = []
+        seen: set[_ClientKey] = set()
+        for pid, fds in found.drm.items():
+            info_dir = f"{proc}/{pid}/fdinfo/"
+            retried = False
+            pending = list(fds)
+            while pending:
+                fd = pending.pop()
+                raw = read_file_bytes(info_dir + fd)
+                cached = cache.get((pid, fd))
+                if raw is not None and cached is not None and cached[0] == raw:
+                    client = cached[1]
+                else:
+                    client = parse_fdinfo(pid, raw, fd) if raw is not None else None
+                if client is None or raw is None:
+                    if not retried:  # closed, or its number now holds another file: walk it again
+                        retried = True
+                        pending = [f for f in walker.rewalk(pid, now_s) if (pid, f) not in raw_seen]
+                    continue
+                raw_seen[pid, fd] = (raw, client)
+                key: _ClientKey = (pid, client.pdev, client.identity)
+                if key not in seen:
+                    seen.add(key)
+                    clients.append(client)
+        return clients, found.kfd, raw_seen
+
+    def _read(self, now_s: float) -> ProcUsage:
+        self._refresh_nodes(now_s)
+        clients, kfd_pids, raw_seen = self._clients(now_s)
+        self._raw = raw_seen
+        self._reads += 1
         previous = self._previous
-        baselines: dict[_ClientKey, tuple[float, dict[str, int]]] = {}
-        per_process: dict[tuple[int, str | None], list[tuple[DrmClient, float | None]]] = {}
-        for client in found.clients:
+        baselines: dict[_ClientKey, tuple[float, DrmClient]] = {}
+        per_process: dict[tuple[int, str | None], list[tuple[DrmClient, dict[str, float] | None]]] = {}
+        devices: dict[str | None, tuple[dict[str, float], list[int | None], int]] = {}
+        device_seen: set[tuple[str | None, str]] = set()
+        for client in clients:
             key: _ClientKey = (client.pid, client.pdev, client.identity)
-            prev = previous.get(key)
-            busy = self._busy(prev, client, now_s)
-            baselines[key] = (now_s, client.engines_ns)
+            busy = engine_busy(previous.get(key), client, now_s)
+            baselines[key] = (now_s, client)
             group = per_process.get(key[:2])
             if group is None:
                 per_process[key[:2]] = [(client, busy)]
             else:
                 group.append((client, busy))
+            # The device's total: a drm_file shared by parent and child (fork) counts once.
+            dev_key = (client.pdev, client.client_id or f"{client.pid}/{client.fd}")
+            if dev_key in device_seen:
+                continue
+            device_seen.add(dev_key)
+            engines, memory, count = devices.get(client.pdev) or ({}, [None, None], 0)
+            for engine, pct in (busy or {}).items():
+                engines[engine] = min(100.0, engines.get(engine, 0.0) + pct)
+            for i, value in enumerate((client.vram_bytes, client.gtt_bytes)):
+                if value is not None:
+                    memory[i] = value if memory[i] is None else memory[i] + value  # type: ignore[operator]
+            devices[client.pdev] = (engines, memory, count + 1)
         self._previous = baselines  # clients that went away are forgotten
         uses = []
-        names, kfd_pids = found.names, found.kfd_pids
         for (pid, pdev), items in per_process.items():
             first = items[0][0]
             if len(items) == 1:  # the common case, kept cheap
                 busy = items[0][1]
-                vram, gtt, engines = first.vram_bytes, first.gtt_bytes, first.engines_ns
-                used = tuple(e for e in BUSY_ENGINES if engines.get(e, 0) > 0)
+                vram, gtt = first.vram_bytes, first.gtt_bytes
+                used = _used(first)
             else:
                 busy = vram = gtt = None
-                merged: dict[str, int] = {}
+                used = set()
                 for client, client_busy in items:
-                    if client_busy is not None:
-                        busy = client_busy if busy is None else min(100.0, busy + client_busy)
+                    if client_busy is not None and busy is None:
+                        busy = dict(client_busy)
+                    elif client_busy is not None and busy is not None:
+                        for engine, pct in client_busy.items():
+                            busy[engine] = min(100.0, busy.get(engine, 0.0) + pct)
                     if client.vram_bytes is not None:
                         vram = client.vram_bytes if vram is None else vram + client.vram_bytes
                     if client.gtt_bytes is not None:
                         gtt = client.gtt_bytes if gtt is None else gtt + client.gtt_bytes
-                    for engine, ns in client.engines_ns.items():
-                        merged[engine] = merged.get(engine, 0) + ns
-                used = tuple(e for e in BUSY_ENGINES if merged.get(e, 0) > 0)
-            name = names.get(pid) or f"pid {pid}"
-            uses.append(DrmProcessUse(pid, name, pdev, first.driver, vram, gtt, busy, used, pid in kfd_pids))
+                    used |= _used(client)
+            name = self._name(pid, items)
+            engines_used = tuple(e for e in ("gfx", "compute") if e in used)
+            uses.append(
+                DrmProcessUse(
+                    pid,
+                    name,
+                    pdev,
+                    first.driver,
+                    vram,
+                    gtt,
+                    _util(busy),
+                    engines_used,
+                    pid in kfd_pids,
+                    None if busy is None else tuple(busy.items()),
+                )
+            )
         uses.sort(key=itemgetter(0))
-        kfd = tuple(sorted((pid, names.get(pid) or f"pid {pid}") for pid in kfd_pids))
-        return ProcUsage(drm=tuple(uses), kfd=kfd)
+        live = {u.pid for u in uses}
+        for pid in [p for p in self._names if p not in live]:
+            del self._names[pid]
+        kfd = tuple(sorted((pid, self._kfd_name(pid)) for pid in kfd_pids))
+        for pid in [p for p in self._kfd_names if p not in kfd_pids]:
+            del self._kfd_names[pid]
+        return ProcUsage(
+            drm=tuple(uses),
+            kfd=kfd,
+            devices={
+                pdev: DeviceClients(engines, memory[0], memory[1], count)
+                for pdev, (engines, memory, count) in devices.items()
+            },
+            measured=self._reads > 1 and self._last_listed,
+        )
+
+    def _name(self, pid: int, items: list[tuple[DrmClient, dict[str, float] | None]]) -> str:
+        """A process keeps its name while its DRM clients stay the same ones (a new process under a
+        reused pid has new client ids): ``comm`` is read only when they change."""
+        identities = frozenset(c.identity for c, _ in items)
+        have = self._names.get(pid)
+        if have is not None and have[0] == identities:
+            return have[1]
+        same_process = have is not None and have[0] <= identities  # it opened one more client
+        name = have[1] if have is not None and same_process else _comm(str(self.proc_dir), pid)
+        self._names[pid] = (identities, name)
+        return name
+
+    def _kfd_name(self, pid: int) -> str:
+        name = self._names.get(pid)
+        if name is not None:
+            return name[1]
+        kfd = self._kfd_names.get(pid)
+        if kfd is None:
+            kfd = self._kfd_names[pid] = _comm(str(self.proc_dir), pid)
+        return kfd

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from gputray.monitor.backend import Backend
+from gputray.monitor.backend import Backend, JobAware, PidWatcher
 from gputray.monitor.history import History
 from gputray.monitor.host import HostReader
 from gputray.monitor.records import (
@@ -103,6 +103,8 @@ class Monitor:
         self._own: dict[str, set[int]] = {}
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self.failures = 0  # polls that raised; the poller went on after each
+        self.last_failure: str | None = None
 
     @property
     def simulated(self) -> bool:
@@ -115,14 +117,37 @@ class Monitor:
     def backend(self, name: str) -> Backend | None:
         return next((b for b in self.backends if b.name == name), None)
 
-    # Our own jobs: the scheduler says which processes are ours so that verdicts count only others' use.
-    def job_started(self, device_key: str, pid: int) -> None:
+    # Our own jobs: the scheduler says which processes are ours so that verdicts count only others' use,
+    # and JobAware backends (the simulated one) hear of them too. One announcement per job.
+    def job_started(
+        self,
+        device_key: str,
+        pid: int,
+        *,
+        name: str = "",
+        util_percent: float = 90.0,
+        vram_bytes: int | None = None,
+    ) -> None:
         with self._poll_lock:
             self._own.setdefault(device_key, set()).add(pid)
+        for backend in self.backends:
+            if isinstance(backend, JobAware):
+                try:
+                    backend.job_started(
+                        pid, name, device_key, util_percent=util_percent, vram_bytes=vram_bytes
+                    )
+                except Exception:
+                    log.exception("backend %s: job_started failed", backend.name)
 
     def job_ended(self, device_key: str, pid: int) -> None:
         with self._poll_lock:
             self._own.get(device_key, set()).discard(pid)
+        for backend in self.backends:
+            if isinstance(backend, JobAware):
+                try:
+                    backend.job_ended(pid)
+                except Exception:
+                    log.exception("backend %s: job_ended failed", backend.name)
 
     def set_thresholds(self, thresholds: BusyThresholds) -> None:
         """New limits (the settings dialog) apply from the next sample on; the hysteresis state stays."""
@@ -161,6 +186,13 @@ class Monitor:
 
     def _sample_locked(self) -> Snapshot:
         now = self.clock()
+        own = frozenset(pid for pids in self._own.values() for pid in pids)
+        for backend in self.backends:
+            if isinstance(backend, PidWatcher):  # our jobs' fds are walked every tick
+                try:
+                    backend.watch_pids(own)
+                except Exception:
+                    log.exception("backend %s: watch_pids failed", backend.name)
         polls: list[tuple[DeviceReading, ...]] = []
         processes: list[ProcessUse] = []
         notes: list[str] = []
@@ -259,6 +291,20 @@ class Monitor:
         self._thread.start()
 
     def _run(self) -> None:
+        """The poller. A tick that fails (a bug, a backend that breaks its promise never to raise) is
+        logged with its traceback and counted (``failures``, ``last_failure``: the owner's status says
+        so), and polling goes on after one interval: the monitor thread never silently dies, since a
+        lost GPU would then never stop its job."""
+        while not self._stop.is_set():
+            try:
+                self._poll_forever()
+            except Exception as exc:
+                self.failures += 1
+                self.last_failure = f"{type(exc).__name__}: {exc}"
+                log.exception("monitor: a poll failed (%d so far); polling again", self.failures)
+                self._stop.wait(max(self.interval_s, 0.05))
+
+    def _poll_forever(self) -> None:
         next_due = time.monotonic()
         while not self._stop.is_set():
             self.sample_once()

@@ -96,6 +96,7 @@ class _Attached:
     info: DeviceInfo
     handle: Any
     idle_since_s: float | None = None
+    pcie_max: tuple[int | None, int | None] | None = None  # (gen, lanes) the GPU can do: asked once
 
 
 def throttle_names(mask: int) -> tuple[str, ...]:
@@ -223,6 +224,8 @@ class NvmlBackend:
                 return BackendPoll()
             awake = []
             for gpu in gpus:
+                if gpu.driver == "nouveau":
+                    continue  # a DRM card: the DRM backend lists it with what nouveau offers
                 if gpu.asleep:
                     self._lost.pop(gpu.key, None)
                     readings.append(self._asleep_reading(gpu, now_s))
@@ -611,6 +614,46 @@ class NvmlBackend:
             return throttle_names(int(mask))
         return None
 
+    def _int_metric(self, fn_name: str, *args: Any) -> int | None:
+        value = self._metric(fn_name, *args)
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def _pcie_max(self, dev: _Attached) -> tuple[int | None, int | None]:
+        """What the GPU itself can do: ``GpuMax`` generation (``Max`` is capped by the slot: an eGPU on
+        OCuLink would read "4.0 of 4.0"), and the widest link (as nvidia-smi's "Link Width Max")."""
+        if dev.pcie_max is None:
+            gen = self._int_metric("nvmlDeviceGetGpuMaxPcieLinkGeneration", dev.handle)
+            if gen is None:
+                gen = self._int_metric("nvmlDeviceGetMaxPcieLinkGeneration", dev.handle)
+            dev.pcie_max = (gen, self._int_metric("nvmlDeviceGetMaxPcieLinkWidth", dev.handle))
+        return dev.pcie_max
+
+    def _utilization(self, fn_name: str, handle: Any) -> float | None:
+        """Encoder/decoder utilisation: NVML returns [percent, sampling period µs]."""
+        value = self._metric(fn_name, handle)
+        if isinstance(value, list | tuple) and value and isinstance(value[0], int):
+            return float(value[0]) if 0 <= value[0] <= 100 else None
+        return None
+
+    def _extras(self, dev: _Attached) -> dict[str, Any]:
+        """Link, fan, power limit, video engines: what eGPU users check. Each is None where the board
+        does not report it (fans on a laptop GPU, RPM before driver 520...)."""
+        handle = dev.handle
+        max_gen, max_width = self._pcie_max(dev)
+        fan = self._metric("nvmlDeviceGetFanSpeed", handle)
+        limit_mw = self._metric("nvmlDeviceGetEnforcedPowerLimit", handle)
+        return {
+            "pcie_gen": self._int_metric("nvmlDeviceGetCurrPcieLinkGeneration", handle),
+            "pcie_width": self._int_metric("nvmlDeviceGetCurrPcieLinkWidth", handle),
+            "pcie_max_gen": max_gen,
+            "pcie_max_width": max_width,
+            "fan_percent": float(fan) if isinstance(fan, int) and 0 <= fan <= 200 else None,
+            "fan_rpm": self._int_metric("nvmlDeviceGetFanSpeedRPM", handle),
+            "power_limit_w": limit_mw / 1000.0 if isinstance(limit_mw, int) and limit_mw > 0 else None,
+            "encoder_percent": self._utilization("nvmlDeviceGetEncoderUtilization", handle),
+            "decoder_percent": self._utilization("nvmlDeviceGetDecoderUtilization", handle),
+        }
+
     def _sample(self, dev: _Attached, now_s: float) -> Sample:
         handle = dev.handle
         util = self._metric("nvmlDeviceGetUtilizationRates", handle)
@@ -632,6 +675,7 @@ class NvmlBackend:
         }
         missing = [name for name, value in values.items() if value is None]
         reason = f"not reported by NVML: {', '.join(missing)}" if missing else None
+        values.update(self._extras(dev))
         if memory is not None and dev.info.vram_total_bytes != memory[1]:
             dev.info = replace(dev.info, vram_total_bytes=memory[1])
             self._known[dev.info.key] = dev.info

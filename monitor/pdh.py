@@ -540,6 +540,8 @@ class WindowsPdhBackend:
                         vram_total_bytes=info.vram_total_bytes,
                         shared_used_bytes=sha,
                         shared_total_bytes=info.shared_total_bytes,
+                        encoder_percent=_video_load(au, "encode"),
+                        decoder_percent=_video_load(au, "decode"),
                     ),
                 )
             )
@@ -614,6 +616,16 @@ class WindowsPdhBackend:
             )
         self.unavailable_reason = None if readings else self._error
         return BackendPoll(readings=tuple(readings))
+
+
+def _video_load(util: AdapterUtil | None, word: str) -> float | None:
+    """Task Manager's "Video Encode"/"Video Decode": the busiest engine whose type names it
+    (``VideoEncode``, ``VideoDecode``; ``Video Codec`` engines do both and count for neither); None
+    where the adapter has no such engine."""
+    if util is None:
+        return None
+    loads = [e.percent for e in util.engines if word in e.engtype.lower()]
+    return max(loads) if loads else None
 
 
 def _adapter_luids(arrays: CounterArrays) -> Iterable[str]:

@@ -58,6 +58,17 @@ class Sample:
     sclk_mhz: int | None = None
     mclk_mhz: int | None = None
     throttle: tuple[str, ...] | None = None
+    # The PCIe link to the host now and at best (generation 1-6, lanes). Idle links downclock:
+    # "PCIe 1.1 x16 of 4.0 x16" at idle is power saving, not a fault. An eGPU on OCuLink runs x4.
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pcie_max_gen: int | None = None
+    pcie_max_width: int | None = None
+    fan_percent: float | None = None
+    fan_rpm: int | None = None
+    power_limit_w: float | None = None
+    encoder_percent: float | None = None
+    decoder_percent: float | None = None
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ class Load:
     process: str = "external"
     pid: int = 0
     state: str = "ok"  # "lost": the GPU reports lost in this window; "gone": it vanishes from the bus
+    encoder_percent: float = 0.0  # video engines: a stream being recorded, a video playing
+    decoder_percent: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,10 @@ def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
         if end_s <= start_s:
             raise ScenarioError(f"{where}: `end_s` ({end_s}) must be after `start_s` ({start_s})")
         util = _number(table, "util_percent", where, 0.0)
-        if util > 100:
-            raise ScenarioError(f"{where}: `util_percent` must be at most 100, not {util}")
+        video = {name: _number(table, name, where, 0.0) for name in ("encoder_percent", "decoder_percent")}
+        for name, value in (("util_percent", util), *video.items()):
+            if value > 100:
+                raise ScenarioError(f"{where}: `{name}` must be at most 100, not {value}")
         process = table.get("process", "external")
         if not isinstance(process, str):
             raise ScenarioError(f"{where}: `process` must be a string")
@@ -92,6 +96,7 @@ def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
                 process=process,
                 pid=int(_number(table, "pid", where, 90000 + i)),
                 state=state,
+                **video,
             )
         )
     loop = data.get("loop_s")

@@ -9,8 +9,10 @@ from gputray.monitor.records import DeviceReading, HostSample, ProcessUse, Snaps
 DEVICE_FIELDS = (
     "key", "name", "vendor", "kind", "backend", "pci_bdf", "state", "reason", "util_percent", "temp_c",
     "power_w", "vram_used_bytes", "vram_total_bytes", "shared_used_bytes", "shared_total_bytes",
-    "sclk_mhz", "mclk_mhz", "throttle",
+    "sclk_mhz", "mclk_mhz", "throttle", "pcie_gen", "pcie_width", "pcie_max_gen", "pcie_max_width",
+    "fan_percent", "fan_rpm", "power_limit_w", "encoder_percent", "decoder_percent",
 )  # fmt: skip
+SAMPLE_EXTRA_FIELDS = DEVICE_FIELDS[DEVICE_FIELDS.index("pcie_gen") :]
 HOST_FIELDS = ("cpu_percent", "ram_used_bytes", "ram_total_bytes")
 PROCESS_FIELDS = ("pid", "name", "device", "kind", "vram_bytes", "shared_bytes", "util_percent")
 
@@ -38,6 +40,7 @@ def device_to_json(reading: DeviceReading) -> dict[str, Any]:
         "sclk_mhz": s.sclk_mhz,
         "mclk_mhz": s.mclk_mhz,
         "throttle": None if s.throttle is None else list(s.throttle),
+        **{name: getattr(s, name) for name in SAMPLE_EXTRA_FIELDS},
     }
 
 

@@ -58,7 +58,16 @@ ALIASES = {"5060ti": RTX_5060_TI.key, "780m": RADEON_780M.key}
 DEMO_SCENARIO = Scenario(
     loads=(
         Load("5060ti", 20, 110, 96, vram_bytes=int(13.5 * GIB), process="llama-server", pid=90001),
-        Load("780m", 150, 175, 45, shared_bytes=int(1.5 * GIB), process="firefox", pid=90002),
+        Load(
+            "780m",
+            150,
+            175,
+            45,
+            shared_bytes=int(1.5 * GIB),
+            process="firefox",
+            pid=90002,
+            decoder_percent=22,
+        ),
     ),
     loop_s=240,
 )
@@ -75,12 +84,20 @@ class _Profile:
     base_shared_bytes: int
     sclk_mhz: tuple[int, int]
     mclk_mhz: tuple[int, int]
+    # (gen, lanes) idle and busy, and the GPU's best; None for the APU (no PCIe link of its own)
+    pcie: tuple[tuple[int, int], tuple[int, int], tuple[int, int]] | None = None
+    fan_rpm_full: int | None = None  # None: no fan of its own (the APU shares the laptop's)
+    power_limit_w: float | None = None
 
 
 _PROFILES = {
-    RTX_5060_TI.key: _Profile(1.0, 36.0, 71.0, 8.5, 180.0, 412 * MIB, 0, (210, 2850), (405, 14001)),
+    # An eGPU on OCuLink: a PCIe 5.0 x8 card at 4.0 x4 under load, 1.0 x4 when the idle link downclocks.
+    RTX_5060_TI.key: _Profile(
+        1.0, 36.0, 71.0, 8.5, 180.0, 412 * MIB, 0, (210, 2850), (405, 14001),
+        pcie=((1, 4), (4, 4), (5, 8)), fan_rpm_full=3000, power_limit_w=180.0,
+    ),
     RADEON_780M.key: _Profile(4.0, 41.0, 86.0, 3.1, 27.0, 1272893440, 211398656, (800, 2700), (2800, 2800)),
-}
+}  # fmt: skip
 
 
 @dataclass
@@ -170,6 +187,13 @@ class SimulatedBackend:
         sclk = int(p.sclk_mhz[0] + (p.sclk_mhz[1] - p.sclk_mhz[0]) * min(1.0, load * 1.5))
         mclk = p.mclk_mhz[1] if load > 0.05 else p.mclk_mhz[0]
         throttle = ("thermal",) if info.temp_limit_c is None and temp >= 85 else ()
+        link = None
+        if p.pcie is not None:
+            link = (p.pcie[1] if load > 0.05 else p.pcie[0]) + p.pcie[2]
+        fan_percent = fan_rpm = None
+        if p.fan_rpm_full is not None:  # zero-RPM below 50 °C, then up with temperature
+            fan_percent = 0.0 if temp < 50 else round(min(100.0, 30 + (temp - 50) * 2.5), 1)
+            fan_rpm = round(p.fan_rpm_full * fan_percent / 100)
         return Sample(
             key=info.key,
             timestamp_s=now_s,
@@ -183,6 +207,15 @@ class SimulatedBackend:
             sclk_mhz=sclk,
             mclk_mhz=mclk,
             throttle=throttle,
+            pcie_gen=link[0] if link else None,
+            pcie_width=link[1] if link else None,
+            pcie_max_gen=link[2] if link else None,
+            pcie_max_width=link[3] if link else None,
+            fan_percent=fan_percent,
+            fan_rpm=fan_rpm,
+            power_limit_w=p.power_limit_w,
+            encoder_percent=min(100.0, sum((ld.encoder_percent for ld in loads), 0.0)),
+            decoder_percent=min(100.0, sum((ld.decoder_percent for ld in loads), 0.0)),
         )
 
     @staticmethod

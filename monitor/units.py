@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 GIB = 1024**3
+TIB = 1024**4
 MIB = 1024**2
 DASH = "—"
 
@@ -10,7 +11,7 @@ DASH = "—"
 def format_bytes(n: float | None) -> str:
     if n is None:
         return DASH
-    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
+    for unit, size in (("PiB", 1024 * TIB), ("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
         if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
     return f"{int(n)} B"

@@ -9,6 +9,7 @@ A foreign context that holds memory but has been idle for ``stale_context_s`` st
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gputray.monitor.records import DeviceReading, ProcessUse, Verdict
@@ -119,18 +120,50 @@ class VerdictTracker:
             st.util_high_since = st.util_low_since = None
             st.util_busy = False
 
-        top = max(foreign, key=lambda p: (p.vram_bytes or 0) + (p.shared_bytes or 0), default=None)
-        foreign_bytes = sum((p.vram_bytes or 0) + (p.shared_bytes or 0) for p in foreign)
+        foreign_bytes = sum(_bytes(p) for p in foreign)
+        who, many = _who(foreign)
+        threshold = f"{t.busy_util_percent:.0f} %"
         if st.util_busy:
-            if top is not None and foreign_bytes > 0:
-                reasons.append(f"{top.name} uses {format_bytes(foreign_bytes)}, {util or 0:.0f} %")
-            else:
-                reasons.append(f"in use by another program: {util or 0:.0f} % for ≥ {t.busy_window_s:.0f} s")
-        elif foreign_bytes >= t.external_vram_bytes and top is not None:
-            recently_active = st.last_active_s is not None and now_s - st.last_active_s < t.stale_context_s
-            if recently_active:
-                reasons.append(f"{top.name} holds {format_bytes(foreign_bytes)} and is active")
+            # Name the rule that holds, with the figure now and when it lets go (the free window).
+            now_text = "now —" if util is None else f"now {util:.0f} %"
+            if util is not None and util < t.busy_util_percent and st.util_low_since is not None:
+                left_s = max(0.0, t.free_window_s - (now_s - st.util_low_since))
+                now_text += f", free again in {math.ceil(left_s)} s if it stays low"
+            rule = f"above {threshold} for {t.busy_window_s:.0f} s; {now_text}"  # the panel says "busy: "
+            reasons.append(
+                f"{who} {'use' if many else 'uses'} {format_bytes(foreign_bytes)}; {rule}"
+                if who and foreign_bytes
+                else rule
+            )
+        elif foreign_bytes >= t.external_vram_bytes and who:
+            active_ago_s = None if st.last_active_s is None else now_s - st.last_active_s
+            if active_ago_s is not None and active_ago_s < t.stale_context_s:
+                held = f"{who} {'hold' if many else 'holds'} {format_bytes(foreign_bytes)}"
+                if util is not None and util >= t.busy_util_percent:
+                    reasons.append(f"{held} and the GPU is at {util:.0f} % (busy above {threshold})")
+                else:
+                    left_s = math.ceil(t.stale_context_s - active_ago_s)
+                    reasons.append(
+                        f"{held} and the GPU was above {threshold} {active_ago_s:.0f} s ago; "
+                        f"free again in {left_s} s if it stays low"
+                    )
         return Verdict(key, bool(reasons), tuple(reasons), hot=st.hot)
+
+
+def _bytes(p: ProcessUse) -> int:
+    return (p.vram_bytes or 0) + (p.shared_bytes or 0)
+
+
+def _who(foreign: list[ProcessUse]) -> tuple[str, bool]:
+    """``llama-server`` or ``llama-server and 2 others`` (and whether that is several): the processes
+    behind the memory figure, so that it adds up to what the process lines show."""
+    if not foreign:
+        return "", False
+    top = max(foreign, key=_bytes)
+    others = len({p.pid for p in foreign if p.pid != top.pid})
+    if not others:
+        return top.name, False
+    return f"{top.name} and {others} other{'s' if others > 1 else ''}", True
 
 
 def thresholds_from_mapping(values: dict[str, object]) -> BusyThresholds:

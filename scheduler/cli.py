@@ -11,20 +11,25 @@ from typing import Any
 from gputray.scheduler import console
 
 # Subcommand name → module under gputray.scheduler.commands. A module may register several names
-# (``envs`` registers ``envs``; ``queue_cmds`` registers ``submit``, ``queue``, ``cancel`` ...).
+# (``submit`` registers ``submit`` and ``run``; ``control`` registers ``cancel``, ``retry``, ``pause`` ...).
 COMMAND_MODULES: dict[str, str] = {
     "status": "status",
     "devices": "devices",
-    "daemon": "queue_cmds",
-    "submit": "queue_cmds",
-    "run": "queue_cmds",
-    "queue": "queue_cmds",
-    "cancel": "queue_cmds",
-    "pause": "queue_cmds",
-    "resume": "queue_cmds",
-    "logs": "queue_cmds",
-    "retry": "queue_cmds",
-    "schedule": "queue_cmds",
+    "daemon": "daemon",
+    "submit": "submit",
+    "run": "submit",
+    "queue": "queue_logs",
+    "cancel": "control",
+    "pause": "control",
+    "resume": "control",
+    "logs": "queue_logs",
+    "retry": "control",
+    "wait": "wait",
+    "remove": "tidy",
+    "clean": "tidy",
+    "edit": "edit",
+    "move": "edit",
+    "schedule": "schedule",
     "envs": "envs",
     "doctor": "doctor",
 }
@@ -57,11 +62,66 @@ def command_names() -> set[str]:
     return set(COMMAND_MODULES)
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def glue_negative_values(words: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """``--vram -4GiB`` → ``--vram=-4GiB``: argparse reads a value that starts with "-" as an option
+    ("expected one argument"); glued, the value reaches its check, which says what is wrong in words.
+    Only for options that take a value, never after ``--``."""
+    takes_value = {
+        flag
+        for action in parser._actions
+        if action.option_strings and action.nargs is None and not isinstance(action, _FLAG_ACTIONS)
+        for flag in action.option_strings
+    }
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            return [*out, *words[i:]]
+        nxt = words[i + 1] if i + 1 < len(words) else None
+        value_like = nxt is not None and nxt.startswith("-") and nxt not in ("-", "--")
+        if word in takes_value and value_like and not _is_option(str(nxt), parser):
+            out.append(f"{word}={nxt}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out
+
+
+_FLAG_ACTIONS = (
+    argparse._StoreTrueAction,
+    argparse._StoreFalseAction,
+    argparse._StoreConstAction,
+    argparse._HelpAction,
+    argparse._VersionAction,
+    argparse._CountAction,
+)
+
+
+def _is_option(word: str, parser: argparse.ArgumentParser) -> bool:
+    flags = [flag for action in parser._actions for flag in action.option_strings]
+    return any(word == flag or word.startswith(flag + "=") for flag in flags)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     console.make_streams_safe()  # a cp1252 pipe on Windows gets ASCII bars, not a UnicodeEncodeError
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words[0] if words else None)
-    args = parser.parse_args(words)
+    command = _subparsers(parser).get(words[0]) if words else None
+    if command is not None:
+        words = [words[0], *glue_negative_values(words[1:], command)]
+    args, extra = parser.parse_known_args(words)
+    if extra:  # said by the subcommand, with its own usage line, not gputray's top-level one
+        where = command if command is not None and getattr(args, "func", None) else parser
+        where.error(f"unrecognized arguments: {' '.join(extra)}")
     func: Handler | None = getattr(args, "func", None)
     if func is None:
         parser.print_help()

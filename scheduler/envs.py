@@ -259,13 +259,6 @@ def remove_env(name: str, path: Path | None = None) -> PythonEnv:
     raise EnvError(f"no environment named {name!r} (known: {known})")
 
 
-def find_env(name: str, path: Path | None = None) -> PythonEnv:
-    for env in load_envs(path):
-        if env.name == name:
-            return env
-    raise EnvError(f"no environment named {name!r}; `gputray envs` lists them")
-
-
 def _common_roots(home: Path, cwd: Path) -> list[tuple[Path, str]]:
     """Folders whose subfolders are venvs, with a word for where they come from."""
     return [

@@ -1,20 +1,32 @@
 """The owner's local socket: how the CLI and a second launch talk to the one process that owns the queue.
 
 Transport
-    * Unix: an ``AF_UNIX`` stream socket ``owner.sock`` in a 0700 directory ``ipc/`` under
-      ``app_paths().runtime_dir``; the socket file is 0600 and the server checks the peer's uid
-      (``SO_PEERCRED``) where the kernel offers it. Socket paths are limited to ~107 bytes; when
-      the runtime dir is too deep, the socket moves to ``/tmp/gputray-<uid>-<hash>/`` (created 0700,
-      refused unless it is ours). A flock on ``owner.lock`` next to the socket plus a connect-first
-      check keep a second owner from silently replacing a live one (Qt's ``UserAccessOption`` would):
-      only a socket that refuses connections while nobody holds the lock is unlinked.
+    * Unix: an ``AF_UNIX`` stream socket ``owner.sock`` in a private (0700) folder, the socket 0600;
+      where it lives and what a client checks before it sends anything is ``ipc_location`` (other
+      users can neither squat the location nor receive a byte). The server also checks each peer's
+      uid (``SO_PEERCRED``) and the client the server's. A flock on ``owner.lock`` in the data folder
+      plus a connect-first check keep a second owner from silently replacing a live one: only a
+      socket that refuses connections while nobody holds the lock is unlinked.
     * Windows: a named pipe through ``multiprocessing.connection`` (Python has no ``AF_UNIX`` on
       Windows). Each pipe instance is created with a DACL that admits only this user's SID
-      (``win_pipe.py``; multiprocessing's default DACL would let every local user open it), and every
-      connection must also pass the HMAC challenge with a 32-byte key kept in the user's data dir
-      (``ipc.key``, which only the user can read). A second owner is refused because the first pipe
-      instance is created with ``FILE_FLAG_FIRST_PIPE_INSTANCE`` and because we connect first. Only
-      ``send_bytes``/``recv_bytes`` are used: never ``recv()``, which unpickles.
+      (``win_pipe.py``; multiprocessing passes no security attributes, and ``CreateNamedPipe``'s
+      default DACL gives Everyone read access). The key is the second wall: a 32-byte secret in the
+      user's data folder (``ipc.key``; the data folder is the user's profile, which other users cannot
+      read). Both sides prove they hold it (HMAC challenge one way, then the other), so another user
+      can neither talk to the owner nor, by creating a pipe of that name first, receive what a client
+      would send: the client answers the server's challenge and then demands an answer to its own
+      before it sends a request. A squatted name does not stop the owner either: it listens on a name
+      with a random part and writes it to the pointer file. Only ``send_bytes``/``recv_bytes`` are
+      used: never ``recv()``, which unpickles.
+
+Serving (Unix)
+    One I/O thread waits on every connection with a selector; a connection holds no thread while it is
+    idle. Its first complete frame must arrive within ``first_frame_s`` of the connection (a byte
+    trickled now and then does not extend it), a later frame within ``frame_s`` of its first byte, and
+    between requests it may stay idle ``idle_timeout_s``. At most ``max_connections`` are open; a new
+    one beyond that closes the one idle longest. Complete requests go to worker threads: ``ping`` and
+    ``status`` to their own (one and two), so slow requests (a cancel waits for its job, a status
+    waits for an owner that is still starting) never starve them.
 
 Frames
     A request or reply is one JSON object, UTF-8. On the Unix socket each frame is a 4-byte big-endian
@@ -23,54 +35,65 @@ Frames
     trusted owner and may be larger (``queue`` of 10,000 tasks is ~2.5 MB): the client accepts up to
     ``MAX_REPLY_BYTES``.
 
-Requests are ``{"op": NAME, "args": {...}}``; replies ``{"ok": true, "result": {...}}`` or
-``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is checked against ``OPS``
-(known op, known argument names, argument types and sizes) before a handler sees it, so garbage gets
-an error reply and never reaches the queue.
+Requests are ``{"op": NAME, "args": {...}, "v": 1}``; replies ``{"ok": true, "result": {...}}`` or
+``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is decoded into its op's typed
+Struct (``protocol``: known op, known argument names, types and sizes) before a handler sees it, so
+garbage gets an error reply and never reaches the queue.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
+import functools
 import hashlib
-import json
 import logging
-import math
 import os
+import queue
+import secrets
+import selectors
 import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gputray.scheduler.paths import Paths
+import msgspec
+
+from gputray.scheduler import ipc_location as loc
+from gputray.scheduler.ipc_location import SOCKET_NAME, UntrustedLocation
+from gputray.scheduler.paths import FolderError, Paths, unwritable_reason
+from gputray.scheduler.protocol import (
+    OPS,
+    PROTOCOL_VERSION,
+    BadRequest,
+    Refusal,
+    Request,
+    decode_request,
+)
 
 log = logging.getLogger("gputray.ipc")
 
-PROTOCOL_VERSION = 1
+__all__ = ["OPS", "PROTOCOL_VERSION", "SOCKET_NAME", "BadRequest", "Refusal"]
+
 MAX_FRAME_BYTES = 1 << 20
 MAX_REPLY_BYTES = 256 << 20
-MAX_STR_CHARS = 32_768
-MAX_LIST_ITEMS = 10_000
-SOCKET_NAME = "owner.sock"
-LOCK_NAME = "owner.lock"
 AUTHKEY_NAME = "ipc.key"
-_UNIX_PATH_MAX = 104  # sun_path is 108 on Linux, 104 on the BSDs/macOS; keep a margin
 _HEADER = struct.Struct(">I")
+FIRST_FRAME_S = 5.0  # a new connection's first complete request must arrive within this
+FRAME_S = 10.0  # a later request, once its first byte is in (1 MiB at the slowest sane local rate)
+IDLE_S = 300.0  # a kept connection between requests
+MAX_CONNECTIONS = 256
+WORKERS = 16
+LIGHT_WORKERS = {"ping": 1, "status": 2}  # ops with workers of their own: never behind slow requests
+SEND_TIMEOUT_S = 30.0
 
 HOW_TO_START = "start the tray app (`gputray`) or `gputray daemon`"
-
-
-class RawJson(str):
-    """A handler's result that is already JSON text (an object), sent as it is.
-
-    The owner keeps each task's JSON and joins them for ``queue``: encoding 10,000 task dicts again
-    for every listing would cost more than the listing itself.
-    """
 
 
 class IpcError(Exception):
@@ -78,9 +101,12 @@ class IpcError(Exception):
 
 
 class OwnerNotRunning(IpcError):
-    def __init__(self, detail: str = "") -> None:
+    """No owner of ours answers. ``untrusted``: a socket was there but is not ours (nothing was sent)."""
+
+    def __init__(self, detail: str = "", *, untrusted: str | None = None) -> None:
         message = f"no gputray owner is running: {HOW_TO_START}"
         super().__init__(f"{message} ({detail})" if detail else message)
+        self.untrusted = untrusted
 
 
 class OwnerAlreadyRunning(IpcError):
@@ -88,15 +114,11 @@ class OwnerAlreadyRunning(IpcError):
 
 
 class UnsafeIpcLocation(IpcError):
-    """The socket directory exists but belongs to someone else or is not a plain directory."""
+    """A folder for the socket that someone else controls, and no private one could be made either."""
 
 
 class ProtocolError(IpcError):
     """The other side sent something that is not a valid frame or reply."""
-
-
-class BadRequest(IpcError):
-    """A request that fails validation; the server replies with this message."""
 
 
 class RemoteError(IpcError):
@@ -109,242 +131,33 @@ class RemoteError(IpcError):
 
 
 # --------------------------------------------------------------------------------------------------
-# Request validation
-
-ArgKind = Literal["str", "int", "bool", "str_list", "id", "id_list", "dict"]
-
-
-@dataclass(frozen=True)
-class Arg:
-    kind: ArgKind
-    required: bool = False
-    nullable: bool = True
-
-
-OPS: dict[str, dict[str, Arg]] = {
-    "ping": {},
-    "status": {},
-    "submit": {
-        "task_file": Arg("str"),
-        "spec": Arg("dict"),
-        "overrides": Arg("dict"),
-        "cwd": Arg("str"),
-        "caller_env": Arg("dict"),  # the CLI's os.environ: the job starts from it
-    },
-    "submit_files": {
-        "files": Arg("str_list", required=True, nullable=False),
-        "recipe": Arg("str"),
-        "overrides": Arg("dict"),
-        "cwd": Arg("str"),
-        "caller_env": Arg("dict"),
-    },
-    "open_files": {  # "Open with", "Send To", a second launch: like a drop on the running app
-        "files": Arg("str_list", required=True, nullable=False),
-        "cwd": Arg("str"),
-    },
-    "run": {
-        "argv": Arg("str_list", required=True, nullable=False),
-        "name": Arg("str"),
-        "overrides": Arg("dict"),
-        "cwd": Arg("str"),
-        "caller_env": Arg("dict"),
-    },
-    "queue": {"all": Arg("bool")},
-    "get": {"id": Arg("id", required=True, nullable=False)},
-    "cancel": {"ids": Arg("id_list", required=True, nullable=False)},
-    "retry": {"id": Arg("id", required=True, nullable=False)},
-    "move": {
-        "id": Arg("id", required=True, nullable=False),
-        "delta": Arg("int", required=True, nullable=False),
-    },
-    "pause": {"device": Arg("str")},
-    "resume": {"device": Arg("str")},
-    "logs": {
-        "id": Arg("id", required=True, nullable=False),
-        "offset": Arg("int"),
-        "max_bytes": Arg("int"),
-    },
-    "schedule_add": {
-        "cron": Arg("str", required=True, nullable=False),
-        "task_file": Arg("str", required=True, nullable=False),
-        "overrides": Arg("dict"),
-        "name": Arg("str"),
-        "cwd": Arg("str"),
-    },
-    "schedule_list": {},
-    "schedule_remove": {"id": Arg("id", required=True, nullable=False)},
-    "shutdown": {},
-}
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_str(name: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise BadRequest(f"argument {name!r} must be a string, not {_json_type(value)}")
-    if len(value) > MAX_STR_CHARS:
-        raise BadRequest(f"argument {name!r} is too long ({len(value)} characters, at most {MAX_STR_CHARS})")
-    if "\x00" in value:
-        raise BadRequest(f"argument {name!r} contains a NUL character")
-    return value
-
-
-def _check_id(name: str, value: object) -> int | str:
-    if _is_int(value):
-        assert isinstance(value, int)
-        if value < 0 or value > 2**63 - 1:
-            raise BadRequest(f"argument {name!r} is out of range")
-        return value
-    if isinstance(value, str) and 0 < len(value) <= 64 and value.isprintable():
-        return value
-    raise BadRequest(f"argument {name!r} must be a task id (a number), not {_json_type(value)}")
-
-
-def _check_json_value(name: str, value: object, depth: int = 0) -> None:
-    """Overrides and specs: plain JSON scalars, short lists and flat tables only."""
-    if depth > 4:
-        raise BadRequest(f"argument {name!r} is nested too deeply")
-    if value is None or isinstance(value, bool | str) or _is_int(value):
-        if isinstance(value, str):
-            _check_str(name, value)
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise BadRequest(f"argument {name!r} must be a finite number")
-        return
-    if isinstance(value, list):
-        if len(value) > MAX_LIST_ITEMS:
-            raise BadRequest(f"argument {name!r} has too many items")
-        for item in value:
-            _check_json_value(name, item, depth + 1)
-        return
-    if isinstance(value, dict):
-        if len(value) > 256:
-            raise BadRequest(f"argument {name!r} has too many keys")
-        for key, item in value.items():
-            _check_str(name, key)
-            _check_json_value(f"{name}.{key}", item, depth + 1)
-        return
-    raise BadRequest(f"argument {name!r} has an unsupported value")
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _check_arg(name: str, spec: Arg, value: object) -> object:
-    if value is None:
-        if spec.nullable and not spec.required:
-            return None
-        raise BadRequest(f"argument {name!r} must not be null")
-    if spec.kind == "str":
-        return _check_str(name, value)
-    if spec.kind == "int":
-        if not _is_int(value):
-            raise BadRequest(f"argument {name!r} must be an integer, not {_json_type(value)}")
-        assert isinstance(value, int)
-        if abs(value) > 2**53:
-            raise BadRequest(f"argument {name!r} is out of range")
-        return value
-    if spec.kind == "bool":
-        if not isinstance(value, bool):
-            raise BadRequest(f"argument {name!r} must be true or false, not {_json_type(value)}")
-        return value
-    if spec.kind in ("str_list", "id_list"):
-        if not isinstance(value, list):
-            raise BadRequest(f"argument {name!r} must be a list, not {_json_type(value)}")
-        if not value:
-            raise BadRequest(f"argument {name!r} must not be empty")
-        if len(value) > MAX_LIST_ITEMS:
-            raise BadRequest(f"argument {name!r} has too many items (at most {MAX_LIST_ITEMS})")
-        if spec.kind == "str_list":
-            return [_check_str(name, item) for item in value]
-        return [_check_id(name, item) for item in value]
-    if spec.kind == "id":
-        return _check_id(name, value)
-    if spec.kind == "dict":
-        if not isinstance(value, dict):
-            raise BadRequest(f"argument {name!r} must be an object, not {_json_type(value)}")
-        _check_json_value(name, value)
-        return value
-    raise BadRequest(f"argument {name!r} has an unknown kind")  # pragma: no cover - OPS is static
-
-
-def validate_request(request: object) -> tuple[str, dict[str, Any]]:
-    """Check a decoded request against ``OPS``; return (op, args) or raise BadRequest."""
-    if not isinstance(request, dict):
-        raise BadRequest(f"a request must be a JSON object, not {_json_type(request)}")
-    unknown_top = set(request) - {"op", "args", "v"}
-    if unknown_top:
-        raise BadRequest(f"unknown request field(s): {', '.join(sorted(map(str, unknown_top)))[:200]}")
-    op = request.get("op")
-    if not isinstance(op, str):
-        raise BadRequest("a request needs an 'op' string")
-    if op not in OPS:
-        raise BadRequest(f"unknown op {op[:64]!r}; known: {', '.join(sorted(OPS))}")
-    raw_args = request.get("args", {})
-    if raw_args is None:
-        raw_args = {}
-    if not isinstance(raw_args, dict):
-        raise BadRequest(f"'args' must be an object, not {_json_type(raw_args)}")
-    specs = OPS[op]
-    unknown = set(raw_args) - set(specs)
-    if unknown:
-        names = ", ".join(sorted(map(str, unknown)))[:200]
-        raise BadRequest(f"op {op!r} takes no argument(s) {names}; it takes: {', '.join(specs) or 'none'}")
-    args: dict[str, Any] = {}
-    for name, spec in specs.items():
-        if name not in raw_args:
-            if spec.required:
-                raise BadRequest(f"op {op!r} needs the argument {name!r}")
-            continue
-        args[name] = _check_arg(name, spec, raw_args[name])
-    return op, args
-
-
-# --------------------------------------------------------------------------------------------------
 # Frames
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
+def _printable(obj: object) -> object:
+    """``obj`` with strings that cannot be UTF-8 (surrogate escapes of undecodable bytes) made
+    printable: a reply may name a task or file whose bytes are not UTF-8."""
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+            return obj
+        except UnicodeEncodeError:
+            return obj.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(obj, Mapping):
+        return {_printable(k): _printable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_printable(v) for v in obj]
+    return obj
 
 
-def encode_payload(obj: Mapping[str, Any], *, limit: int = MAX_FRAME_BYTES) -> bytes:
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+def encode_payload(obj: object, *, limit: int = MAX_FRAME_BYTES) -> bytes:
+    try:
+        data = msgspec.json.encode(obj)
+    except UnicodeEncodeError:
+        data = msgspec.json.encode(_printable(obj))
     if len(data) > limit:
         raise ProtocolError(f"message too large ({len(data)} bytes, at most {limit})")
     return data
-
-
-def decode_payload(data: bytes) -> object:
-    """JSON → object; anything malformed (bad UTF-8, bad JSON, NaN, absurd nesting) raises BadRequest."""
-    try:
-        text = data.decode("utf-8")
-        return json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise BadRequest("message is nested too deeply") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BadRequest(f"message is not valid JSON: {str(exc)[:200]}") from None
-
-
-def encode_frame(obj: Mapping[str, Any]) -> bytes:
-    data = encode_payload(obj)
-    return _HEADER.pack(len(data)) + data
 
 
 class FrameTooLarge(IpcError):
@@ -386,7 +199,7 @@ def error_reply(kind: str, message: str) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Where the socket lives
+# Where the socket lives (see ipc_location)
 
 
 def is_windows() -> bool:
@@ -394,17 +207,21 @@ def is_windows() -> bool:
 
 
 def socket_dir(paths: Paths) -> Path:
-    """The 0700 directory holding the socket; a short /tmp fallback when the path would be too long."""
-    preferred = paths.runtime_dir / "ipc"
-    if len(os.fsencode(preferred / SOCKET_NAME)) <= _UNIX_PATH_MAX:
-        return preferred
-    digest = hashlib.sha256(os.fsencode(paths.runtime_dir)).hexdigest()[:16]
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    return Path("/tmp") / f"gputray-{uid}-{digest}"
+    """The usual folder of the socket (the owner moves it to a private one when this one cannot be used)."""
+    return loc.preferred_socket_dir(paths)
 
 
 def socket_path(paths: Paths) -> Path:
-    return socket_dir(paths) / SOCKET_NAME
+    """The socket a client tries: where the running owner's pointer says, else the usual place."""
+    return loc.client_socket_path(paths)
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` as a 0700 folder of ours, or raise UnsafeIpcLocation for one someone else controls."""
+    try:
+        loc.make_private_dir(path)
+    except UntrustedLocation as exc:
+        raise UnsafeIpcLocation(str(exc)) from None
 
 
 def pipe_name(paths: Paths, user: str | None = None) -> str:
@@ -425,9 +242,8 @@ def _resolve_transport(transport: Transport) -> Literal["unix", "pipe"]:
     return transport
 
 
-def _pipe_endpoint(paths: Paths, address: str | None, family: str | None) -> tuple[str, str]:
-    """The pipe transport's (address, family); off Windows it runs over AF_UNIX (tests)."""
-    return address or pipe_name(paths), family or ("AF_PIPE" if is_windows() else "AF_UNIX")
+def _pipe_family(family: str | None) -> str:
+    return family or ("AF_PIPE" if is_windows() else "AF_UNIX")
 
 
 def authkey_path(paths: Paths) -> Path:
@@ -463,35 +279,58 @@ def load_authkey(path: Path, *, create: bool) -> bytes:
     return key
 
 
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` as a 0700 directory owned by us, or refuse one that someone else controls."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    st = os.lstat(path)
-    import stat as _stat
+def _take_owner_lock(paths: Paths) -> int:
+    """The flock that keeps a second owner out (in the data folder: it never moves); its fd."""
+    from gputray.scheduler.supervisor import lock_exclusive
 
-    if not _stat.S_ISDIR(st.st_mode):
-        raise UnsafeIpcLocation(f"{path} is not a directory")
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise UnsafeIpcLocation(f"{path} belongs to another user (uid {st.st_uid}); remove it")
-    if _stat.S_IMODE(st.st_mode) != 0o700:
-        os.chmod(path, 0o700)
+    path = loc.owner_lock_path(paths)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = lock_exclusive(path, blocking=False)
+    except OSError as exc:  # a read-only or someone else's data folder: said in words, not a traceback
+        why = unwritable_reason(path.parent, path)
+        raise FolderError(why or f"cannot take the owner lock {path}: {exc.strerror or exc}") from None
+    if fd is None:
+        raise OwnerAlreadyRunning(
+            f"another gputray owner is running (it holds {path}); "
+            "use `gputray queue` to talk to it, or stop it first"
+        )
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
 
 
 # --------------------------------------------------------------------------------------------------
 # Server
 
-Handler = Callable[[str, dict[str, Any]], "dict[str, Any] | RawJson"]
+Handler = Callable[[Request], dict[str, Any]]
+
+
+class _OpName(msgspec.Struct):
+    op: str = ""
+
+
+@dataclass(eq=False)
+class _Conn:
+    sock: socket.socket
+    deadline: float
+    buf: bytearray = field(default_factory=bytearray)
+    fresh: bool = True  # no complete request yet: the first-frame deadline holds, trickling or not
+    busy: bool = False  # a worker has it (answering); the selector does not watch it meanwhile
+    idle_since: float = 0.0
+
+
+_Work = tuple[_Conn, bytes | None, dict[str, Any] | None]  # a request to answer, or a reply to send and close
 
 
 class IpcServer:
-    """Accepts local connections and answers each validated request with ``handler(op, args)``.
+    """Accepts local connections and answers each decoded request with ``handler(request)``.
 
-    One thread accepts; each connection gets its own thread (at most ``max_connections``; more get an
-    error reply). A connection may carry many requests. The handler's exceptions become error replies:
-    exceptions whose class is listed in ``user_errors`` (by default any ``Exception`` subclass with a
-    ``user_error = True`` attribute, plus ValueError/KeyError/LookupError) carry their message; anything
-    else is logged with its traceback and answered as an internal error. Nothing a client sends can stop
-    the server.
+    See the module docstring for how connections are served. A connection may carry many requests, one
+    at a time. The handler's exceptions become error replies: a ``protocol.Refusal`` carries its
+    message; anything else is logged with its traceback and answered as an internal error. Nothing a
+    client sends, or fails to send, can stop the server or keep other clients out.
     """
 
     def __init__(
@@ -499,8 +338,11 @@ class IpcServer:
         paths: Paths,
         handler: Handler,
         *,
-        max_connections: int = 64,
-        idle_timeout_s: float = 300.0,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout_s: float = IDLE_S,
+        first_frame_s: float = FIRST_FRAME_S,
+        frame_s: float = FRAME_S,
+        workers: int = WORKERS,
         transport: Transport = "auto",
         pipe_address: str | None = None,
         pipe_family: str | None = None,
@@ -509,55 +351,98 @@ class IpcServer:
         self.handler = handler
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
+        self.first_frame_s = first_frame_s
+        self.frame_s = frame_s
+        self.workers = workers
         self.transport = _resolve_transport(transport)
         self._pipe_address = pipe_address
         self._pipe_family = pipe_family
         self._stop = threading.Event()
-        self._slots = threading.BoundedSemaphore(max_connections)
         self._sock: socket.socket | None = None
         self._listener: Any = None
         self._lock_fd: int | None = None
-        self._accept_thread: threading.Thread | None = None
-        self._conns: set[Any] = set()
+        self._threads: list[threading.Thread] = []
+        self._conns: dict[int, _Conn] = {}  # by id: the Unix connections open now
+        self._pipe_conns: set[Any] = set()
         self._conns_lock = threading.Lock()
+        self._returned: collections.deque[_Conn] = collections.deque()
+        # One queue of work per light op (ping, status), and "" for every other request.
+        self._queues: dict[str, queue.Queue[_Work | None]] = {
+            op: queue.Queue() for op in (*LIGHT_WORKERS, "")
+        }
+        self._selector: selectors.BaseSelector | None = None
+        self._wake_r: socket.socket | None = None
+        self._wake_w: socket.socket | None = None
+        self._private_dir: Path | None = None  # a fallback folder of ours, removed at stop
+        self._pipe_slots = threading.BoundedSemaphore(max_connections)
         self.address: str = ""
         self.requests_served = 0
+        self.connections_closed_for_deadline = 0
 
     # --- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._lock_fd = _take_owner_lock(self.paths)
+        try:
+            if self.transport == "unix":
+                self._start_unix()
+            else:
+                self._start_pipe()
+        except BaseException:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            raise
         if self.transport == "unix":
-            self._start_unix()
+            self._spawn(self._io_loop, "gputray-ipc-io")
+            for op, jobs in self._queues.items():
+                for _ in range(LIGHT_WORKERS.get(op, max(1, self.workers))):
+                    self._spawn(functools.partial(self._work, jobs), "gputray-ipc-conn")
         else:
-            self._start_pipe()
-        self._accept_thread = threading.Thread(
-            target=self._accept_loop, name="gputray-ipc-accept", daemon=True
-        )
-        self._accept_thread.start()
+            self._spawn(self._pipe_accept_loop, "gputray-ipc-accept")
         log.info("IPC server listening on %s", self.address)
 
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
     def stop(self) -> None:
+        if self._stop.is_set():
+            return
         self._stop.set()
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                self._sock.close()
+        self._wake()
+        for q in self._queues.values():
+            for _ in range(self.workers + 2):
+                q.put(None)
         if self._listener is not None:
             with contextlib.suppress(OSError):
                 self._listener.close()
         with self._conns_lock:
-            conns = list(self._conns)
+            pipe_conns = list(self._pipe_conns)
+        for pc in pipe_conns:
+            with contextlib.suppress(OSError):
+                pc.close()
+        for thread in self._threads:
+            if thread is not threading.current_thread() and thread.name != "gputray-ipc-conn":
+                thread.join(timeout=2.0)
+        with self._conns_lock:
+            conns = list(self._conns.values())
+            self._conns.clear()
         for conn in conns:
+            _close(conn.sock)
+        if self._sock is not None:
+            _close(self._sock)
+            if self.address:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.address)
+        for s in (self._wake_r, self._wake_w):
+            if s is not None:
+                _close(s)
+        if self._private_dir is not None:
             with contextlib.suppress(OSError):
-                if isinstance(conn, socket.socket):
-                    conn.shutdown(socket.SHUT_RDWR)
-                conn.close()
-        if self._accept_thread is not None and self._accept_thread is not threading.current_thread():
-            self._accept_thread.join(timeout=2.0)
-        if self.transport == "unix" and self._sock is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(socket_path(self.paths))
+                self._private_dir.rmdir()
+        if self.address:
+            loc.remove_pointer(self.paths, self.address)
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._lock_fd)
@@ -567,69 +452,242 @@ class IpcServer:
     # --- Unix ------------------------------------------------------------------------------------
 
     def _start_unix(self) -> None:
-        import fcntl
-
-        directory = socket_dir(self.paths)
-        ensure_private_dir(directory)
+        _remove_stale_private_dir(self.paths)  # we hold the owner lock: an earlier owner's is dead
+        try:
+            directory, why = loc.server_socket_dir(self.paths)
+        except (UntrustedLocation, OSError) as exc:
+            raise UnsafeIpcLocation(f"no private folder for the socket could be made: {exc}") from None
+        if why is not None:
+            log.warning("IPC: not using the usual socket folder (%s): the socket is in %s", why, directory)
+            self._private_dir = directory
         path = directory / SOCKET_NAME
-        lock_fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        if why is None and _unix_socket_answers(path):
+            raise OwnerAlreadyRunning(f"another gputray owner answers on {path}")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # stale: nobody holds the owner lock and nobody answers
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(lock_fd)
-            raise OwnerAlreadyRunning(
-                f"another gputray owner is running (it holds {directory / LOCK_NAME}); "
-                "use `gputray queue` to talk to it, or stop it first"
-            ) from None
-        try:
-            if _unix_socket_answers(path):
-                raise OwnerAlreadyRunning(f"another gputray owner answers on {path}")
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)  # stale: nobody holds the lock and nobody answers
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                sock.bind(str(path))
-                os.chmod(path, 0o600)
-                sock.listen(128)
-                sock.settimeout(0.25)
-            except BaseException:
-                sock.close()
-                raise
+            sock.bind(str(path))
+            os.chmod(path, 0o600)
+            sock.listen(128)
+            sock.setblocking(False)
         except BaseException:
-            os.close(lock_fd)
+            sock.close()
+            if self._private_dir is not None:
+                with contextlib.suppress(OSError):
+                    self._private_dir.rmdir()
             raise
-        os.ftruncate(lock_fd, 0)
-        os.write(lock_fd, f"{os.getpid()}\n".encode())
-        self._lock_fd = lock_fd
         self._sock = sock
         self.address = str(path)
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(sock, selectors.EVENT_READ, "listen")
+        self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        loc.write_pointer(self.paths, self.address)
+
+    def _wake(self) -> None:
+        if self._wake_w is not None:
+            with contextlib.suppress(OSError):
+                self._wake_w.send(b"x")
+
+    def _io_loop(self) -> None:
+        sel = self._selector
+        assert sel is not None
+        while not self._stop.is_set():
+            try:
+                events = sel.select(self._select_timeout())
+            except OSError:
+                if self._stop.is_set():
+                    return
+                continue
+            for key, _mask in events:
+                if key.data == "listen":
+                    self._accept_ready()
+                elif key.data == "wake":
+                    with contextlib.suppress(OSError):
+                        while self._wake_r is not None and self._wake_r.recv(4096):
+                            pass
+                else:
+                    self._read_ready(key.data)
+            self._take_back()
+            self._expire()
+
+    def _select_timeout(self) -> float:
+        now = time.monotonic()
+        with self._conns_lock:
+            deadlines = [c.deadline for c in self._conns.values() if not c.busy]
+        return max(0.0, min(1.0, *(d - now for d in deadlines))) if deadlines else 1.0
+
+    def _accept_ready(self) -> None:
+        assert self._sock is not None and self._selector is not None
+        while True:
+            try:
+                sock, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if not self._stop.is_set():
+                    log.warning("IPC accept failed: %s", exc)
+                return
+            if not _peer_is_us(sock):
+                log.warning("IPC: refused a connection from another user")
+                _send_quick(
+                    sock, error_reply("PermissionDenied", "this gputray owner belongs to another user")
+                )
+                _close(sock)
+                continue
+            sock.setblocking(False)
+            now = time.monotonic()
+            conn = _Conn(sock, deadline=now + self.first_frame_s, idle_since=now)
+            if not self._make_room():
+                _send_quick(sock, error_reply("Busy", "too many connections are being answered; try again"))
+                _close(sock)
+                continue
+            with self._conns_lock:
+                self._conns[id(conn)] = conn
+            self._selector.register(sock, selectors.EVENT_READ, conn)
+
+    def _make_room(self) -> bool:
+        """Room for one more connection: close the one idle the longest when all places are taken."""
+        with self._conns_lock:
+            if len(self._conns) < self.max_connections:
+                return True
+            idle = [c for c in self._conns.values() if not c.busy]
+        if not idle:
+            return False
+        self._drop(min(idle, key=lambda c: c.idle_since))
+        return True
+
+    def _drop(self, conn: _Conn) -> None:
+        with self._conns_lock:
+            self._conns.pop(id(conn), None)
+        if self._selector is not None and not conn.busy:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self._selector.unregister(conn.sock)
+        _close(conn.sock)
+
+    def _read_ready(self, conn: _Conn) -> None:
+        try:
+            data = conn.sock.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._drop(conn)
+            return
+        if not data:
+            self._drop(conn)
+            return
+        if not conn.buf and not conn.fresh:  # the first byte of a later request: it has frame_s
+            conn.deadline = time.monotonic() + self.frame_s
+        conn.buf += data
+        self._try_frame(conn)
+
+    def _try_frame(self, conn: _Conn) -> None:
+        if len(conn.buf) < _HEADER.size:
+            return
+        (length,) = _HEADER.unpack_from(conn.buf)
+        if length > MAX_FRAME_BYTES:
+            self._hand_over(
+                conn,
+                None,
+                error_reply("BadRequest", f"message too large ({length} bytes, at most {MAX_FRAME_BYTES})"),
+            )
+            return
+        end = _HEADER.size + length
+        if len(conn.buf) < end:
+            return
+        payload = bytes(conn.buf[_HEADER.size : end])
+        del conn.buf[:end]
+        self._hand_over(conn, payload, None)
+
+    def _hand_over(self, conn: _Conn, payload: bytes | None, reply: dict[str, Any] | None) -> None:
+        """To a worker: ``payload`` to answer, or ``reply`` to send and then close."""
+        assert self._selector is not None
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.unregister(conn.sock)
+        conn.busy = True
+        conn.fresh = False
+        op = "ping" if payload is None else _op_of(payload)  # an error to send: the ping worker sends it
+        self._queues[op if op in LIGHT_WORKERS else ""].put((conn, payload, reply))
+
+    def _take_back(self) -> None:
+        """Connections the workers have answered: watched again, or their next request handed on."""
+        assert self._selector is not None
+        while True:
+            try:
+                conn = self._returned.popleft()
+            except IndexError:
+                return
+            now = time.monotonic()
+            conn.busy = False
+            conn.idle_since = now
+            conn.deadline = now + (self.frame_s if conn.buf else self.idle_timeout_s)
+            try:
+                self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+            except (KeyError, ValueError, OSError):
+                self._drop(conn)
+                continue
+            self._try_frame(conn)  # a request sent right behind the last one
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        with self._conns_lock:
+            late = [c for c in self._conns.values() if not c.busy and now >= c.deadline]
+        for conn in late:
+            self.connections_closed_for_deadline += 1
+            self._drop(conn)
+
+    def _work(self, jobs: queue.Queue[_Work | None]) -> None:
+        while True:
+            item = jobs.get()
+            if item is None or self._stop.is_set():
+                return
+            conn, payload, reply = item
+            try:
+                answer = reply if reply is not None else self.answer(payload or b"")
+                sent = _send_blocking(conn.sock, self._encoded(answer))
+            except Exception:
+                log.exception("IPC connection failed")
+                sent = False
+            if sent and reply is None and not self._stop.is_set():
+                self._returned.append(conn)
+                self._wake()
+            else:
+                with self._conns_lock:
+                    self._conns.pop(id(conn), None)
+                _close(conn.sock)
+
+    def _encoded(self, reply: Mapping[str, Any]) -> bytes:
+        payload = _reply_payload(reply)
+        return _HEADER.pack(len(payload)) + payload
 
     # --- Windows pipe (also runs over AF_UNIX for tests) -----------------------------------------
 
     def _start_pipe(self) -> None:
-        from multiprocessing.connection import Listener
-
-        address, family = _pipe_endpoint(self.paths, self._pipe_address, self._pipe_family)
+        family = _pipe_family(self._pipe_family)
         self._authkey = load_authkey(authkey_path(self.paths), create=True)
+        address = self._pipe_address or pipe_name(self.paths)
         if _pipe_answers(address, family, self._authkey):
             raise OwnerAlreadyRunning(f"another gputray owner answers on {address}")
         try:
-            if family == "AF_PIPE":  # Windows: every pipe instance admits only this user (win_pipe.py)
-                from gputray.scheduler.win_pipe import private_listener
-
-                self._listener = private_listener(address)
-            else:
-                self._listener = Listener(address=address, family=family)
+            self._listener = _listen(address, family)
         except OSError as exc:
-            raise OwnerAlreadyRunning(f"cannot listen on {address}: {exc}") from exc
+            if self._pipe_address is not None:
+                raise OwnerAlreadyRunning(f"cannot listen on {address}: {exc}") from exc
+            # The name is taken by something that cannot prove our key: listen elsewhere, say where.
+            log.warning("IPC: %s is taken by someone else (%s): listening on a private name", address, exc)
+            address = f"{address}-{secrets.token_hex(8)}"
+            self._listener = _listen(address, family)
         self.address = address
+        if self._pipe_address is None:
+            loc.write_pointer(self.paths, address)
 
-    # --- serving ---------------------------------------------------------------------------------
-
-    def _accept_loop(self) -> None:
+    def _pipe_accept_loop(self) -> None:
         while not self._stop.is_set():
             try:
-                conn = self._accept_one()
+                conn = self._listener.accept()
             except OSError as exc:
                 if self._stop.is_set():
                     return
@@ -640,139 +698,170 @@ class IpcServer:
                     return
                 log.exception("IPC accept failed")
                 continue
-            if conn is None:
-                continue
-            if not self._slots.acquire(blocking=False):
-                self._refuse(conn, "too many connections; try again")
+            if not self._pipe_slots.acquire(blocking=False):
+                with contextlib.suppress(Exception):
+                    conn.send_bytes(encode_payload(error_reply("Busy", "too many connections; try again")))
+                with contextlib.suppress(Exception):
+                    conn.close()
                 continue
             with self._conns_lock:
-                self._conns.add(conn)
-            thread = threading.Thread(
-                target=self._serve_guarded, args=(conn,), name="gputray-ipc-conn", daemon=True
-            )
-            thread.start()
+                self._pipe_conns.add(conn)
+            threading.Thread(
+                target=self._serve_pipe_guarded, args=(conn,), name="gputray-ipc-conn", daemon=True
+            ).start()
 
-    def _accept_one(self) -> Any:
-        if self._sock is not None:
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                return None
-            conn.settimeout(self.idle_timeout_s)
-            return conn
-        return self._listener.accept()
-
-    def _refuse(self, conn: Any, message: str) -> None:
-        with contextlib.suppress(Exception):
-            self._send(conn, error_reply("Busy", message))
-        with contextlib.suppress(Exception):
-            conn.close()
-
-    def _serve_guarded(self, conn: Any) -> None:
+    def _serve_pipe_guarded(self, conn: Any) -> None:
         try:
-            if isinstance(conn, socket.socket):
-                self._serve_socket(conn)
-            else:
-                self._serve_pipe(conn)
+            self._serve_pipe(conn)
         except Exception:
             log.exception("IPC connection failed")
         finally:
             with self._conns_lock:
-                self._conns.discard(conn)
+                self._pipe_conns.discard(conn)
             with contextlib.suppress(Exception):
                 conn.close()
-            self._slots.release()
-
-    def _serve_socket(self, conn: socket.socket) -> None:
-        if not _peer_is_us(conn):
-            log.warning("IPC: refused a connection from another user")
-            self._send(conn, error_reply("PermissionDenied", "this gputray owner belongs to another user"))
-            return
-        while not self._stop.is_set():
-            try:
-                data = read_frame(conn)
-            except FrameTooLarge as exc:
-                self._send(conn, error_reply("BadRequest", str(exc)))
-                return
-            except (ProtocolError, OSError, TimeoutError):
-                return
-            if data is None:
-                return
-            self._send(conn, self.answer(data))
+            self._pipe_slots.release()
 
     def _serve_pipe(self, conn: Any) -> None:
         from multiprocessing import AuthenticationError
-        from multiprocessing.connection import deliver_challenge
+        from multiprocessing.connection import answer_challenge, deliver_challenge
 
+        # Authentication and the first request must be done within first_frame_s: a client that
+        # connects and waits is closed then (closing the handle ends the blocked read).
+        watchdog = threading.Timer(self.first_frame_s, lambda: _close_quietly(conn))
+        watchdog.daemon = True
+        watchdog.start()
         try:
-            deliver_challenge(conn, self._authkey)
+            deliver_challenge(conn, self._authkey)  # the client proves the key ...
+            answer_challenge(conn, self._authkey)  # ... and so do we, before it sends anything
+            first = True
+            while not self._stop.is_set():
+                if not first and not conn.poll(self.idle_timeout_s):
+                    return
+                data = conn.recv_bytes(MAX_FRAME_BYTES)
+                if first:
+                    watchdog.cancel()
+                    first = False
+                conn.send_bytes(_reply_payload(self.answer(data)))
         except AuthenticationError:
             log.warning("IPC: refused a pipe client that failed authentication (wrong key)")
-            return
         except (OSError, EOFError, ValueError):
-            # gone before answering: a second owner's start-up check (_pipe_answers), not an intruder
-            log.debug("IPC: a pipe client left before authenticating")
-            return
-        while not self._stop.is_set():
-            try:
-                data = conn.recv_bytes(MAX_FRAME_BYTES)
-            except (EOFError, OSError):
-                return
-            self._send(conn, self.answer(data))
-
-    def _send(self, conn: Any, reply: Mapping[str, Any]) -> None:
-        try:
-            result = reply.get("result")
-            if isinstance(result, RawJson):
-                payload = ('{"ok":true,"result":' + result + "}").encode("utf-8")
-                if len(payload) > MAX_REPLY_BYTES:
-                    raise ProtocolError(f"message too large ({len(payload)} bytes, limit {MAX_REPLY_BYTES})")
-            else:
-                payload = encode_payload(reply, limit=MAX_REPLY_BYTES)
-        except (ProtocolError, ValueError, TypeError) as exc:
-            log.error("IPC: reply could not be encoded: %s", exc)
-            payload = encode_payload(error_reply("InternalError", f"reply could not be sent: {exc}"))
-        try:
-            if isinstance(conn, socket.socket):
-                conn.sendall(_HEADER.pack(len(payload)) + payload)
-            else:
-                conn.send_bytes(payload)
-        except OSError:
-            pass
+            # gone (a second owner's start-up check, _pipe_answers, leaves before answering) or timed out
+            log.debug("IPC: a pipe client left or was closed")
+        finally:
+            watchdog.cancel()
 
     def answer(self, data: bytes) -> dict[str, Any]:
         """One raw request → one reply. Never raises."""
         self.requests_served += 1
         try:
-            op, args = validate_request(decode_payload(data))
+            req = decode_request(data)
         except BadRequest as exc:
-            return error_reply("BadRequest", str(exc))
+            return error_reply(type(exc).__name__, str(exc))
         try:
-            result = self.handler(op, args)
+            result = self.handler(req)
+        except Refusal as exc:
+            return error_reply(type(exc).__name__, str(exc) or type(exc).__name__)
         except Exception as exc:
-            if _is_user_error(exc):
-                return error_reply(type(exc).__name__, str(exc) or type(exc).__name__)
-            log.exception("IPC: op %s failed", op)
-            return error_reply("InternalError", f"{op} failed inside the owner: {type(exc).__name__}: {exc}")
+            log.exception("IPC: op %s failed", req.op)
+            return error_reply(
+                "InternalError", f"{req.op} failed inside the owner: {type(exc).__name__}: {exc}"
+            )
         return {"ok": True, "result": result}
 
 
-def _is_user_error(exc: BaseException) -> bool:
-    if getattr(exc, "user_error", False):
+def _reply_payload(reply: Mapping[str, Any]) -> bytes:
+    try:
+        return encode_payload(reply, limit=MAX_REPLY_BYTES)
+    except (ProtocolError, ValueError, TypeError, OverflowError) as exc:
+        log.error("IPC: reply could not be encoded: %s", exc)
+        return encode_payload(error_reply("InternalError", f"reply could not be sent: {exc}"))
+
+
+def _remove_stale_private_dir(paths: Paths) -> None:
+    """The private fallback folder an owner killed before it could clean up (named in its pointer)."""
+    old = loc.read_pointer(paths)
+    if old is None:
+        return
+    folder = Path(old).parent
+    if folder == loc.preferred_socket_dir(paths) or not folder.name.startswith(f"gputray-{loc.uid()}-"):
+        return
+    try:
+        loc.check_private_dir(folder)
+    except (UntrustedLocation, OSError):
+        return
+    if not _unix_socket_answers(Path(old)):
+        with contextlib.suppress(OSError):
+            os.unlink(old)
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _op_of(payload: bytes) -> str:
+    try:
+        return msgspec.json.decode(payload, type=_OpName).op
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return ""
+
+
+def _close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+def _listen(address: str, family: str) -> Any:
+    """A listener on ``address``; on Windows every pipe instance admits only this user (``win_pipe.py``)."""
+    from multiprocessing.connection import Listener
+
+    if family == "AF_PIPE":
+        from gputray.scheduler.win_pipe import private_listener
+
+        return private_listener(address)
+    return Listener(address=address, family=family)
+
+
+def _close_quietly(conn: Any) -> None:
+    with contextlib.suppress(Exception):
+        conn.close()
+
+
+def _send_quick(sock: socket.socket, reply: Mapping[str, Any]) -> None:
+    """A short error reply to a connection we are about to close; never blocks for long."""
+    payload = encode_payload(reply)
+    with contextlib.suppress(OSError):
+        sock.settimeout(0.5)
+        sock.sendall(_HEADER.pack(len(payload)) + payload)
+
+
+def _send_blocking(sock: socket.socket, data: bytes) -> bool:
+    """Send a whole reply (a client that reads nothing for SEND_TIMEOUT_S loses its connection)."""
+    try:
+        sock.settimeout(SEND_TIMEOUT_S)
+        sock.sendall(data)
+        sock.setblocking(False)
         return True
-    return isinstance(exc, ValueError | LookupError | BadRequest | OSError | PermissionError)
+    except OSError:
+        return False
 
 
-def _peer_is_us(conn: socket.socket) -> bool:
+def _peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end (SO_PEERCRED), None where the kernel does not say."""
     opt = getattr(socket, "SO_PEERCRED", None)
     if opt is None or not hasattr(os, "getuid"):
-        return True  # the 0700 directory and 0600 socket already keep others out
+        return None
     try:
         creds = conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
     except OSError:
-        return True
+        return None
     _pid, uid, _gid = struct.unpack("3i", creds)
-    return bool(uid == os.getuid())
+    return int(uid)
+
+
+def _peer_is_us(conn: socket.socket) -> bool:
+    uid = _peer_uid(conn)
+    return uid is None or uid == os.getuid()  # None: the 0700 folder and 0600 socket keep others out
 
 
 def _unix_socket_answers(path: Path) -> bool:
@@ -792,14 +881,21 @@ def _unix_socket_answers(path: Path) -> bool:
 
 
 def _pipe_answers(address: str, family: str, authkey: bytes) -> bool:
-    from multiprocessing.connection import Client
+    """Whether an owner of ours (one that proves the key) listens on ``address``."""
+    from multiprocessing.connection import Client, answer_challenge, deliver_challenge
 
     try:
         conn = Client(address, family=family)
     except (OSError, EOFError):
         return False
-    conn.close()
-    return True
+    try:
+        answer_challenge(conn, authkey)
+        deliver_challenge(conn, authkey)
+        return True
+    except Exception:
+        return False
+    finally:
+        _close_quietly(conn)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -807,7 +903,11 @@ def _pipe_answers(address: str, family: str, authkey: bytes) -> bool:
 
 
 class IpcClient:
-    """Talks to the owner. Keeps one connection open across requests (``close()`` or ``with`` ends it)."""
+    """Talks to the owner. Keeps one connection open across requests (``close()`` or ``with`` ends it).
+
+    Before it sends anything it makes sure the other end is this user's owner: on Unix the socket's
+    folder and file are ours and private and the server's uid is ours; on the pipe the server proves it
+    holds the user's key."""
 
     def __init__(
         self,
@@ -845,23 +945,13 @@ class IpcClient:
 
     def _connect(self) -> None:
         if self.transport == "unix":
-            path = socket_path(self.paths)
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(self.timeout_s)
-            try:
-                sock.connect(str(path))
-            except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
-                sock.close()
-                raise OwnerNotRunning() from None
-            except OSError as exc:
-                sock.close()
-                raise OwnerNotRunning(f"{path}: {exc.strerror or exc}") from None
-            self._sock = sock
+            self._sock = _connect_unix(self.paths, self.timeout_s)
             return
         from multiprocessing import AuthenticationError
-        from multiprocessing.connection import Client, answer_challenge
+        from multiprocessing.connection import Client, answer_challenge, deliver_challenge
 
-        address, family = _pipe_endpoint(self.paths, self._pipe_address, self._pipe_family)
+        family = _pipe_family(self._pipe_family)
+        address = self._pipe_address or loc.read_pointer(self.paths) or pipe_name(self.paths)
         key = load_authkey(authkey_path(self.paths), create=False)
         try:
             conn = Client(address, family=family)
@@ -869,9 +959,10 @@ class IpcClient:
             raise OwnerNotRunning() from None
         try:
             answer_challenge(conn, key)
+            deliver_challenge(conn, key)  # the server must prove the key too, before we send a byte
         except (AuthenticationError, OSError, EOFError) as exc:
             conn.close()
-            raise IpcError(f"the gputray owner refused us: {exc}") from None
+            raise IpcError(f"the other end of {address} is not this user's gputray owner: {exc}") from None
         self._conn = conn
 
     def send_raw(self, payload: bytes) -> dict[str, Any]:
@@ -892,15 +983,17 @@ class IpcClient:
             if data is None:
                 self.close()
                 raise IpcError("the gputray owner closed the connection")
-        reply = json.loads(data.decode("utf-8"))
+        try:
+            reply = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            raise ProtocolError(f"the owner's reply is not JSON: {exc}") from None
         if not isinstance(reply, dict):
             raise ProtocolError("the owner's reply is not an object")
         return reply
 
     def request(self, op: str, **args: Any) -> dict[str, Any]:
         """One request; returns the result object or raises RemoteError / OwnerNotRunning / IpcError."""
-        payload = encode_payload({"op": op, "args": args, "v": PROTOCOL_VERSION})
-        reply = self.send_raw(payload)
+        reply = self.send_raw(encode_payload({"op": op, "args": args, "v": PROTOCOL_VERSION}))
         if reply.get("ok") is True:
             result = reply.get("result")
             return result if isinstance(result, dict) else {"value": result}
@@ -908,6 +1001,38 @@ class IpcClient:
         if isinstance(error, dict):
             raise RemoteError(str(error.get("type", "Error")), str(error.get("message", "")))
         raise ProtocolError(f"malformed reply from the owner: {str(reply)[:200]}")
+
+
+def _connect_unix(paths: Paths, timeout_s: float) -> socket.socket:
+    path = socket_path(paths)
+    try:
+        loc.check_private_socket(path)
+    except FileNotFoundError:
+        raise OwnerNotRunning() from None
+    except UntrustedLocation as exc:
+        raise OwnerNotRunning(
+            f"{path} is not this user's; nothing was sent to it", untrusted=str(exc)
+        ) from None
+    except OSError as exc:
+        raise OwnerNotRunning(f"{path}: {exc.strerror or exc}") from None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout_s)
+    try:
+        sock.connect(str(path))
+    except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+        sock.close()
+        raise OwnerNotRunning() from None
+    except OSError as exc:
+        sock.close()
+        raise OwnerNotRunning(f"{path}: {exc.strerror or exc}") from None
+    uid = _peer_uid(sock)
+    if uid is not None and uid != os.getuid():
+        sock.close()
+        raise OwnerNotRunning(
+            f"{path} is served by another user (uid {uid}); nothing was sent to it",
+            untrusted=f"the server on {path} runs as uid {uid}",
+        )
+    return sock
 
 
 def request(paths: Paths, op: str, **args: Any) -> dict[str, Any]:

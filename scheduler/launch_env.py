@@ -18,10 +18,12 @@ passes through a shell or through a second round of substitution.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from gputray.monitor.records import DeviceInfo
+from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.tasks import TaskSpec, substitute
 
 GPU_SELECTION_VARS = (
@@ -39,8 +41,13 @@ def out_path(spec: TaskSpec) -> str:
     stem = first.stem if first else spec.name
     folder = first.parent if first else Path(spec.cwd or ".")
     if spec.out:
-        rendered = substitute(spec.out, {"stem": stem, "file": str(first or "")})
-        p = Path(rendered).expanduser()
+        # Only the user's own template may start with ~ (their home). In a file's name ~ is a
+        # character: "~user.png" must not become another user's home, or an error if there is none.
+        template = spec.out
+        if template == "~" or template.startswith(("~/", "~" + os.sep)):
+            template = str(Path.home()) + template[1:]
+        rendered = substitute(template, {"stem": stem, "file": str(first or "")})
+        p = Path(rendered)
         return str(p if p.is_absolute() else folder / p)
     suffix = first.suffix if first else ""
     return str(folder / f"{stem}_out{suffix}")
@@ -76,7 +83,7 @@ def uses_placeholder(spec: TaskSpec, name: str) -> bool:
     return any(f"{{{name}}}" in t for t in (*spec.argv, *spec.args, *spec.env.values()))
 
 
-class LaunchError(ValueError):
+class LaunchError(Refusal, ValueError):
     """The job cannot be started as asked (a placeholder without a value …); the message says why."""
 
 
@@ -164,7 +171,20 @@ def build_env(
     env["GPUTRAY_TASK_ID"] = str(task_id)
     env["GPUTRAY_DEVICE"] = device.key
     env.setdefault("PYTHONUNBUFFERED", "1")  # logs show up as the job prints, not at exit
-    return env
+    return log_encoding_env(env)
+
+
+def log_encoding_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for a job whose output goes to a log file, which gputray reads as UTF-8.
+
+    On Windows, Python writes to a file in the ANSI code page: in cp1252 a ``print("学習")`` raises
+    UnicodeEncodeError and the job fails, only because it runs under gputray. So a Python job writes its
+    stdio in UTF-8 there, unless the user chose otherwise (``PYTHONIOENCODING`` or ``PYTHONUTF8``).
+    """
+    out = dict(env)
+    if sys.platform == "win32" and "PYTHONIOENCODING" not in out and "PYTHONUTF8" not in out:
+        out["PYTHONIOENCODING"] = "utf-8"
+    return out
 
 
 def activate_python(env: dict[str, str], python: str) -> None:
@@ -177,7 +197,3 @@ def activate_python(env: dict[str, str], python: str) -> None:
         env["VIRTUAL_ENV"] = str(bin_dir.parent)
     else:
         env.pop("VIRTUAL_ENV", None)
-
-
-def current_env() -> dict[str, str]:
-    return dict(os.environ)

@@ -11,55 +11,36 @@ interrupted). Requests that arrive while the rest starts wait for it (``_ready``
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import math
 import os
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
-from gputray.monitor.verdict import BusyThresholds, thresholds_from_mapping
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.queue_lock import QueueLock
+from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
 from gputray.scheduler.timing import Schedule, Timing
 
 log = logging.getLogger("gputray.owner")
 
 
-def monitor_settings(config: dict[str, Any] | None = None) -> tuple[BusyThresholds, float]:
-    """The config's ``[thresholds]`` and ``[monitor] interval_s`` as the Monitor takes them.
-
-    Shared by ``gputray daemon`` and the tray, so both judge busy/hot GPUs by the user's limits. A bad
-    config is logged and the defaults are used: the owner must still start and keep the queue.
-    """
-    from gputray.scheduler.config import ConfigError, load_config
-
-    try:
-        config = load_config() if config is None else config
-        thresholds = thresholds_from_mapping(config.get("thresholds", {}))
-        interval_s = float(config.get("monitor", {}).get("interval_s", 1.0))
-    except (ConfigError, ValueError, TypeError, AttributeError):
-        log.exception("bad [thresholds] or [monitor] in the config: using the defaults")
-        return BusyThresholds(), 1.0
-    return thresholds, interval_s
-
-
 _T = TypeVar("_T")
+_R = TypeVar("_R", bound=rq.Request)
 
 LOG_CHUNK_MAX_BYTES = 128 * 1024  # JSON escaping can grow text ×6; stays under ipc.MAX_FRAME_BYTES
+QUEUE_LOCK_WAIT_S = 30.0  # a client command acting on the saved queue holds its lock a few seconds at most
 IN_FLIGHT_GRACE_S = 15.0  # how long stop() lets requests being answered finish (a cancel waits up to 10 s)
 
 
-class OwnerRequestError(ValueError):
+class OwnerRequestError(rq.Refusal, ValueError):
     """A request the owner understood but cannot do; the message is for the person who asked."""
-
-    user_error = True
 
 
 class OwnerStopping(OwnerRequestError):
@@ -84,12 +65,16 @@ def _abs_path(path: str, cwd: str | None) -> Path:
     return p
 
 
-def _with_caller_env(args: dict[str, Any]) -> dict[str, Any]:
+def _with_caller_env(req: rq.Submit | rq.SubmitFiles | rq.Run) -> dict[str, Any]:
     """A request's task overrides, plus the environment the CLI sent (``caller_env``) as ``base_env``."""
-    overrides = dict(args.get("overrides") or {})
-    if args.get("caller_env") is not None:
-        overrides["base_env"] = args["caller_env"]
+    overrides: dict[str, Any] = dict(req.overrides or {})
+    if req.caller_env is not None:  # values that are not UTF-8 came as bytes: the job gets those bytes
+        overrides["base_env"] = {k: rq.os_str(v) for k, v in req.caller_env.items()}
     return overrides
+
+
+def _cwd(value: str | rq.RawText | None) -> str | None:
+    return None if value is None else rq.os_str(value)
 
 
 def _decode_utf8_prefix(data: bytes) -> tuple[str, int]:
@@ -103,76 +88,6 @@ def _decode_utf8_prefix(data: bytes) -> tuple[str, int]:
         except UnicodeDecodeError:
             continue
     return data.decode("utf-8", errors="replace"), len(data)
-
-
-def _is_refusal(exc: Exception) -> bool:
-    """The queue's and the task files' own errors are answers for the user, not owner bugs."""
-    from gputray.scheduler.queue_service import QueueError
-    from gputray.scheduler.taskfile import TaskFileError
-    from gputray.scheduler.timing import TimingError
-
-    return isinstance(exc, QueueError | TaskFileError | TimingError | ValueError | LookupError | OSError)
-
-
-class DoctorNeeds:
-    """The queue's ``failed_needs``: which of a task's ``needs`` (``fp16``, ``sdpa`` …) the doctor saw fail
-    on a device, read from its cache (``gputray doctor`` writes it; this never probes).
-
-    A need fails on a device when some environment measured it there and failed, and none passed.
-    A need nobody measured (no doctor run, ``--no-bench``, a device it never saw, a word the doctor
-    does not know) blocks nothing. The cache is re-read when ``doctor.json`` changes and at least
-    every ``refresh_s`` (an upgraded torch or driver voids results without touching the file).
-    """
-
-    def __init__(
-        self,
-        cache_path: Path | None = None,
-        *,
-        refresh_s: float = 30.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._cache_path = cache_path
-        self._refresh_s = refresh_s
-        self._clock = clock
-        self._stamp: tuple[int, int] | None = None
-        self._loaded_at = -math.inf
-        self._pairs: list[Any] = []
-        self._lock = threading.Lock()
-
-    def _results(self) -> list[Any]:
-        from gputray.scheduler import doctor
-
-        path = self._cache_path or doctor.cache_file()
-        try:
-            st = path.stat()
-            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamp = None
-        now = self._clock()
-        with self._lock:
-            if stamp != self._stamp or now - self._loaded_at >= self._refresh_s:
-                self._pairs = doctor.cached_results(cache_path=path) if stamp is not None else []
-                self._stamp, self._loaded_at = stamp, now
-            return self._pairs
-
-    def __call__(self, device_key: str, needs: Collection[str]) -> frozenset[str]:
-        from gputray.scheduler.doctor import NEEDS
-
-        pairs = [
-            p
-            for p in self._results()
-            if p.device_key == device_key or (device_key == "cpu" and p.vendor == "cpu")
-        ]
-        failed = set()
-        for need in needs:
-            names = NEEDS.get(need.strip().lower())
-            if not names or any(p.passes(need) for p in pairs):
-                continue
-            if any(
-                p.works and any((c := p.capability(n)) is not None and not c.ok for n in names) for p in pairs
-            ):
-                failed.add(need)
-        return frozenset(failed)
 
 
 class Owner:
@@ -203,6 +118,7 @@ class Owner:
         self._own_monitor = monitor is None
         self._queue: Any = None
         self._store: Any = None
+        self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
         self.server: ipc.IpcServer | None = None
         self._ready = threading.Event()
@@ -210,33 +126,14 @@ class Owner:
         self._in_flight = 0  # requests being answered; stop() lets them finish before closing the store
         self._in_flight_changed = threading.Condition()
         self.shutdown_requested = threading.Event()
+        self.shutdown_jobs: str = "stop"  # what a `shutdown` request asked for the running jobs: keep or stop
         self.started_at: float | None = None
-        self._json_cache: dict[int, tuple[TaskRecord, str]] = {}
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
         self.files_opener: Callable[[list[str]], None] | None = None
-        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            "ping": self._op_ping,
-            "status": self._op_status,
-            "submit": self._op_submit,
-            "submit_files": self._op_submit_files,
-            "open_files": self._op_open_files,
-            "run": self._op_run,
-            "queue": self._op_queue,
-            "get": self._op_get,
-            "cancel": self._op_cancel,
-            "retry": self._op_retry,
-            "move": self._op_move,
-            "pause": self._op_pause,
-            "resume": self._op_resume,
-            "logs": self._op_logs,
-            "schedule_add": self._op_schedule_add,
-            "schedule_list": self._op_schedule_list,
-            "schedule_remove": self._op_schedule_remove,
-            "shutdown": self._op_shutdown,
+        self._handlers: dict[type[rq.Request], Callable[[Any], dict[str, Any]]] = {
+            t: getattr(self, f"_op_{op}") for op, t in rq.REQUEST_TYPES.items()
         }
-        missing = set(ipc.OPS) ^ set(self._handlers)
-        assert not missing, f"ops without handlers (or handlers without ops): {missing}"
 
     # --- public ----------------------------------------------------------------------------------
 
@@ -255,16 +152,20 @@ class Owner:
     def start(self) -> None:
         """Claim the socket, then start monitor, queue and timing. Raises ipc.OwnerAlreadyRunning."""
         from gputray.monitor.factory import build_monitor
+        from gputray.scheduler.paths import prepare_private_folders
         from gputray.scheduler.queue_service import QueueService
         from gputray.scheduler.store import TaskStore
 
-        for folder in (self.paths.data_dir, self.paths.logs_dir, self.paths.state_dir):
-            folder.mkdir(parents=True, exist_ok=True)
+        # 0700 folders, 0600 files (task rows hold the submitter's environment); FolderError if impossible
+        for note in prepare_private_folders(self.paths):
+            log.warning("%s", note)
         if self._serve_ipc:
             self.server = ipc.IpcServer(self.paths, self._handle_ipc)
             self.server.start()
         try:
             if self._monitor is None:
+                from gputray.scheduler.config import monitor_settings
+
                 thresholds, interval_s = monitor_settings()
                 self._monitor = build_monitor(
                     demo=self.demo,
@@ -275,31 +176,27 @@ class Owner:
                     interval_s=interval_s,
                 )
             self._monitor.start()
+            self._take_queue_lock()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
-            env_resolver = self.env_resolver
-            if env_resolver is None:
-                from gputray.scheduler.doctor import env_for_device
+            from gputray.scheduler.config import device_slots
+            from gputray.scheduler.doctor_cache import DoctorNeeds
 
-                env_resolver = env_for_device  # the doctor's cached results; never probes
             self._queue = QueueService(
                 self._store,
                 self._monitor,
                 paths=self.paths,
                 clock=self.clock,
-                env_resolver=env_resolver,
+                env_resolver=self.env_resolver,  # None: the doctor's cache, checking envs in the background
                 failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
                 on_event=self._event,
+                slots=device_slots(),
             )
             self._queue.start()
             self.timing = Timing(
-                self.paths.data_dir / "schedules.sqlite3",
-                submit=self._submit_schedule,
-                wake=self._queue.dispatch,
-                clock=self.clock,
+                self.paths.data_dir / "schedules.sqlite3", submit=self._submit_schedule, clock=self.clock
             )
             self.timing.start()
-            for rec in self._queue.list(include_finished=False):
-                self._plan_wakeups(rec)
+            self._queue.add_timer(self.timing)  # the dispatcher is the one clock: it wakes for schedules too
         except BaseException:
             self._teardown()
             raise
@@ -307,14 +204,27 @@ class Owner:
         self._ready.set()
         log.info("gputray owner started (pid %d, demo=%s)", os.getpid(), self.demo)
 
+    def _take_queue_lock(self) -> None:
+        """The lock beside the queue file, held while this owner owns the queue (``queue_lock``). A
+        client command acting on the saved queue holds it for a moment: wait for that, not longer."""
+        if not self._queue_lock.acquire(timeout_s=QUEUE_LOCK_WAIT_S):
+            holder = self._queue_lock.holder_pid()
+            raise ipc.OwnerAlreadyRunning(
+                f"another gputray process (pid {holder}) holds the queue {self._queue_lock.path}; "
+                "stop it first"
+            )
+
     def stop(self, *, kill_running: bool = True) -> None:
         """Stop serving and dispatching. Running jobs are stopped too (they end ``interrupted`` and follow
-        their retry policy) unless ``kill_running=False``: then they run on unobserved, and the next
-        owner's crash recovery stops and requeues them."""
+        their retry policy) unless ``kill_running=False``: then they run on under their supervisors,
+        which write their exits beside their logs, and the next owner adopts them (records how they
+        ended, never runs them again)."""
         with self._in_flight_changed:
             if self._stopped.is_set():
                 return
             self._stopped.set()  # new requests are refused from here on
+            if self._queue is not None:
+                self._queue.release_waiters()  # `gputray wait` answers now, then finds the owner gone
             if not self._in_flight_changed.wait_for(lambda: self._in_flight == 0, timeout=IN_FLIGHT_GRACE_S):
                 log.warning("stopping with %d request(s) still being answered", self._in_flight)
         self._teardown(kill_running=kill_running)
@@ -345,27 +255,17 @@ class Owner:
         if self._store is not None:
             with contextlib.suppress(Exception):
                 self._store.close()
+        self._queue_lock.release()
 
-    # --- events and wake-ups ---------------------------------------------------------------------
+    # --- events and schedules --------------------------------------------------------------------
 
     def _event(self, event: QueueEvent) -> None:
         log.info("task %s %s: %s", event.task.id, event.kind, event.message)
-        with contextlib.suppress(Exception):
-            self._plan_wakeups(event.task)
         if self._on_event is not None:
             try:
                 self._on_event(event)
             except Exception:
                 log.exception("on_event callback failed")
-
-    def _plan_wakeups(self, rec: TaskRecord) -> None:
-        if self.timing is None or rec.state not in PENDING_STATES:
-            return
-        for when in (rec.spec.start_at, rec.not_before):
-            if when is not None:
-                self.timing.wake_at(when)
-        if rec.spec.window:
-            self.timing.wake_for_window(rec.spec.window)
 
     def _submit_schedule(self, entry: Schedule) -> object:
         from gputray.scheduler.taskfile import load_task_file
@@ -375,60 +275,44 @@ class Owner:
 
     # --- the IPC entry ---------------------------------------------------------------------------
 
-    def handle(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Answer one validated request (also callable in-process, e.g. from the tray)."""
-        return self._answer(op, self._handlers[op], args)
+    def handle(self, req: rq.Request) -> dict[str, Any]:
+        """Answer one request in-process (the tray): checked against the protocol's limits as the
+        socket's requests are, then answered by the same handler."""
+        req = rq.checked(req)
+        return self._answer(req, self._handlers[type(req)])
 
-    def _handle_ipc(self, op: str, args: dict[str, Any]) -> dict[str, Any] | ipc.RawJson:
-        """Requests from the socket: as ``handle``, but ``queue`` answers with ready-made JSON text."""
-        if op == "queue":
-            return self._answer(op, self._op_queue_json, args)
-        return self.handle(op, args)
+    def _handle_ipc(self, req: rq.Request) -> dict[str, Any]:
+        """Requests from the socket, already decoded and checked."""
+        return self._answer(req, self._handlers[type(req)])
 
-    def _answer(self, op: str, handler: Callable[[dict[str, Any]], _T], args: dict[str, Any]) -> _T:
-        if op != "ping" and not self._ready.wait(60.0):
+    def _answer(self, req: _R, handler: Callable[[_R], _T]) -> _T:
+        ping = isinstance(req, rq.Ping)
+        if not ping and not self._ready.wait(60.0):
             raise OwnerRequestError("the gputray owner is still starting; try again")
         with self._in_flight_changed:
-            if self._stopped.is_set() and op != "ping":
+            if self._stopped.is_set() and not ping:
                 raise OwnerStopping("the gputray owner is stopping")
             self._in_flight += 1
         try:
-            return handler(args)
-        except Exception as exc:
-            if _is_refusal(exc):
-                exc.user_error = True  # type: ignore[attr-defined]  # ipc replies with its message
-            raise
+            return handler(req)
         finally:
             with self._in_flight_changed:
                 self._in_flight -= 1
                 self._in_flight_changed.notify_all()
 
-    def _task_json(self, records: list[TaskRecord]) -> str:
-        """``[rec.to_json(), …]`` as JSON text, each task's text kept until its record changes
-        (the store hands out a new record object on every change)."""
-        cache = self._json_cache
-        parts = []
-        for rec in records:
-            hit = cache.get(rec.id)
-            if hit is None or hit[0] is not rec:
-                hit = (rec, json.dumps(rec.to_json(), ensure_ascii=False, separators=(",", ":")))
-                cache[rec.id] = hit
-            parts.append(hit[1])
-        return "[" + ",".join(parts) + "]"
-
     # --- ops -------------------------------------------------------------------------------------
 
-    def _op_ping(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_ping(self, req: rq.Ping) -> dict[str, Any]:
         return {
             "pid": os.getpid(),
-            "protocol": ipc.PROTOCOL_VERSION,
+            "protocol": rq.PROTOCOL_VERSION,
             "demo": self.demo,
             "ready": self._ready.is_set(),
             "started_at": self.started_at,
             "address": self.server.address if self.server else None,
         }
 
-    def _op_status(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_status(self, req: rq.Status) -> dict[str, Any]:
         snap = self.monitor.latest
         devices = []
         if snap is not None:
@@ -459,64 +343,65 @@ class Owner:
             "devices": devices,
             "paused": self.queue.paused(),
             "counts": self._store.counts() if self._store is not None else {},
+            "monitor_failures": self.monitor.failures,  # polls that failed; the poller goes on after each
+            "monitor_last_failure": self.monitor.last_failure,
         }
 
     def _with_overrides(self, spec: TaskSpec, overrides: dict[str, Any] | None, source: str) -> TaskSpec:
-        if not overrides:
-            return spec
-        from gputray.scheduler.taskfile import spec_from_record_dict
+        from gputray.scheduler.taskfile import with_overrides
 
-        return spec_from_record_dict({**spec.to_dict(), **overrides}, source=source)
+        return with_overrides(spec, overrides, source=source)
 
     # QueueService.submit checks that the program, script and files exist (ToolNotFound, SubmitError).
     def _submitted(self, records: list[TaskRecord]) -> dict[str, Any]:
-        notes: list[str] = []
-        for r in records:
-            for name in self.queue.unknown_device_names(r.spec.device_prefs):
-                notes.append(f"#{r.id}: no device here matches {name!r} (see `gputray devices`)")
+        notes = [f"#{r.id}: {note}" for r in records for note in self.queue.absent_device_notes(r.spec)]
         return {"tasks": [r.to_json() for r in records], "notes": notes}
 
-    def _op_submit(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_submit(self, req: rq.Submit) -> dict[str, Any]:
         from gputray.scheduler.taskfile import load_task_file
 
-        overrides = _with_caller_env(args)
-        if args.get("task_file") is not None:
-            path = _abs_path(args["task_file"], args.get("cwd"))
+        overrides = _with_caller_env(req)
+        if req.task_file is not None:
+            path = _abs_path(rq.os_str(req.task_file), _cwd(req.cwd))
             spec = self._with_overrides(load_task_file(path), overrides, str(path))
-        elif args.get("spec") is not None:
-            spec = TaskSpec.from_dict({**args["spec"], **overrides}, source="submitted task")
+        elif req.spec is not None:
+            spec = TaskSpec.from_dict({**req.spec, **overrides}, source="submitted task")
         else:
             raise OwnerRequestError("submit needs a task file or a task spec")
+        if spec.cwd is None and req.cwd:  # no `cwd` key or --cwd: where the command was typed
+            spec = self._with_overrides(spec, {"cwd": req.cwd}, "submitted task")
         return self._submitted([self.queue.submit(spec)])
 
-    def _op_submit_files(self, args: dict[str, Any]) -> dict[str, Any]:
-        files = [_abs_path(f, args.get("cwd")) for f in args["files"]]
-        records = self.queue.submit_files(files, recipe=args.get("recipe"), overrides=_with_caller_env(args))
+    def _op_submit_files(self, req: rq.SubmitFiles) -> dict[str, Any]:
+        files = [_abs_path(rq.os_str(f), _cwd(req.cwd)) for f in req.files]
+        overrides = _with_caller_env(req)
+        if req.cwd and "cwd" not in overrides:  # the CLI's: jobs run where the command was typed
+            overrides["cwd"] = _cwd(req.cwd)
+        records = self.queue.submit_files(files, recipe=req.recipe, overrides=overrides)
         return self._submitted(list(records))
 
-    def _op_open_files(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_open_files(self, req: rq.OpenFiles) -> dict[str, Any]:
         """Files opened with gputray: to the tray's drop confirm when a tray owns the queue, else queued
         as ``submit_files`` would (recipe defaults). Missing files are refused before anything happens."""
-        files = [_abs_path(f, args.get("cwd")) for f in args["files"]]
+        files = [_abs_path(f, req.cwd) for f in req.files]
         opener = self.files_opener
         if opener is None:
-            return {**self._op_submit_files({"files": [str(f) for f in files]}), "handed_to": None}
+            return {**self._op_submit_files(rq.SubmitFiles(files=[str(f) for f in files])), "handed_to": None}
         missing = [str(f) for f in files if not f.exists()]
         if missing:
             raise OwnerRequestError(f"no such file: {', '.join(missing)}")
         opener([str(f) for f in files])
         return {"tasks": [], "handed_to": "tray", "files": len(files)}
 
-    def _op_run(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_run(self, req: rq.Run) -> dict[str, Any]:
         from gputray.scheduler.taskfile import spec_from_mapping
 
-        argv = args["argv"]
-        data: dict[str, Any] = {"kind": "command", "argv": argv}
-        if args.get("cwd"):
-            data["cwd"] = args["cwd"]
-        if args.get("name"):
-            data["name"] = args["name"]
-        data.update(_with_caller_env(args))
+        data: dict[str, Any] = {"kind": "command", "argv": [rq.os_str(a) for a in req.argv]}
+        if req.cwd:
+            data["cwd"] = _cwd(req.cwd)
+        if req.name:
+            data["name"] = req.name
+        data.update(_with_caller_env(req))
         spec = spec_from_mapping(data, source="gputray run")
         return self._submitted([self.queue.submit(spec)])
 
@@ -526,52 +411,75 @@ class Owner:
         names.update({info.key: info.name for info in self.monitor.known_devices()})
         return names
 
-    def _op_queue(self, args: dict[str, Any]) -> dict[str, Any]:
-        records = self.queue.list(include_finished=bool(args.get("all")))
+    def _op_queue(self, req: rq.Queue) -> dict[str, Any]:
+        records = self.queue.list(include_finished=bool(req.all))
+        names = self._device_names()
         return {
-            "tasks": [r.to_json() for r in records],
+            "tasks": [{**r.to_json(), "device_name": names.get(r.device or "")} for r in records],
             "paused": self.queue.paused(),
-            "device_names": self._device_names(),
+            "device_names": names,
+            "devices": self.queue.devices(),
         }
 
-    def _op_queue_json(self, args: dict[str, Any]) -> ipc.RawJson:
-        """``_op_queue``'s document as JSON text, for the socket (see ``_task_json``)."""
-        records = self.queue.list(include_finished=bool(args.get("all")))
-        paused = json.dumps(self.queue.paused(), ensure_ascii=False)
-        names = json.dumps(self._device_names(), ensure_ascii=False)
-        return ipc.RawJson(
-            '{"tasks":' + self._task_json(records) + ',"paused":' + paused + ',"device_names":' + names + "}"
-        )
-
-    def _op_get(self, args: dict[str, Any]) -> dict[str, Any]:
-        rec = self.queue.get(_task_id(args["id"]))
+    def _op_get(self, req: rq.Get) -> dict[str, Any]:
+        rec = self.queue.get(_task_id(req.id))
         return {"task": rec.to_json(), "spec": rec.spec.to_dict(), "pid": rec.pid}
 
-    def _op_cancel(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_cancel(self, req: rq.Cancel) -> dict[str, Any]:
         done: list[dict[str, Any]] = []
         errors: list[str] = []
-        for raw in args["ids"]:
+        for raw in req.ids:
             try:
-                rec = self.queue.cancel(_task_id(raw))
-            except (LookupError, ValueError) as exc:
+                done.append(self.queue.cancel(_task_id(raw)).to_json())
+            except rq.Refusal as exc:
                 errors.append(str(exc))
-                continue
-            done.append(
-                rec.to_json() if isinstance(rec, TaskRecord) else self.queue.get(_task_id(raw)).to_json()
-            )
         return {"tasks": done, "errors": errors}
 
-    def _op_retry(self, args: dict[str, Any]) -> dict[str, Any]:
-        rec = self.queue.retry(_task_id(args["id"]))
-        if not isinstance(rec, TaskRecord):
-            rec = self.queue.get(_task_id(args["id"]))
-        return {"task": rec.to_json()}
+    def _op_retry(self, req: rq.Retry) -> dict[str, Any]:
+        return {"task": self.queue.retry(_task_id(req.id)).to_json()}
 
-    def _op_move(self, args: dict[str, Any]) -> dict[str, Any]:
-        rec = self.queue.move(_task_id(args["id"]), args["delta"])
-        if not isinstance(rec, TaskRecord):
-            rec = self.queue.get(_task_id(args["id"]))
-        return {"task": rec.to_json()}
+    def _op_move(self, req: rq.Move) -> dict[str, Any]:
+        task_id = _task_id(req.id)
+        if req.delta is not None:
+            return {"task": self.queue.move(task_id, req.delta).to_json()}
+        moved = self.queue.move_to(
+            task_id,
+            top=req.top,
+            bottom=req.bottom,
+            before=None if req.before is None else _task_id(req.before),
+            after=None if req.after is None else _task_id(req.after),
+        )
+        return {"task": moved.to_json()}
+
+    def _op_edit(self, req: rq.Edit) -> dict[str, Any]:
+        return {"task": self.queue.edit(_task_id(req.id), dict(req.changes)).to_json()}
+
+    def _op_remove(self, req: rq.Remove) -> dict[str, Any]:
+        ids: list[int] = []
+        errors: list[str] = []
+        for raw in req.ids:
+            try:
+                ids.append(_task_id(raw))
+            except rq.Refusal as exc:
+                errors.append(str(exc))
+        gone, refused = self.queue.remove(ids, force=req.force)
+        return {"tasks": [r.to_json() for r in gone], "errors": errors + refused}
+
+    def _op_clean(self, req: rq.Clean) -> dict[str, Any]:
+        from gputray.scheduler.tasks import FINISHED_STATES
+
+        states = FINISHED_STATES if not req.states else frozenset(req.states)
+        gone, kept = self.queue.clean(older_than_s=req.older_than_s, states=states)
+        return {"tasks": [r.to_json() for r in gone], "kept": kept}
+
+    def _op_wait(self, req: rq.WaitFor) -> dict[str, Any]:
+        ids = [_task_id(raw) for raw in req.ids]
+        now = self.queue.wait_ended(ids, req.timeout_s)
+        tasks = [r.to_json() if not isinstance(r, int) else {"id": r, "state": "removed"} for r in now]
+        return {
+            "tasks": tasks,
+            "done": all(t["state"] in ("succeeded", "failed", "cancelled", "removed") for t in tasks),
+        }
 
     def resolve_device(self, text: str | None) -> str | None:
         """A device key from a key, a name fragment (``5060ti``, ``780m``) or ``cpu``; None for all."""
@@ -589,23 +497,29 @@ class Owner:
         matches = [i for i in infos if squashed in i.name.lower().replace(" ", "")]
         if len(matches) == 1:
             return matches[0].key
-        known = ", ".join(f"{i.key} ({i.name})" for i in infos) or "none seen yet"
         if len(matches) > 1:
+            known = ", ".join(f"{i.key} ({i.name})" for i in infos)
             raise OwnerRequestError(f"{text!r} matches several devices: {known}")
-        raise OwnerRequestError(f"no device {text!r}; known: {known}, cpu")
+        from gputray.scheduler.device_checks import unknown_device_message
 
-    def _op_pause(self, args: dict[str, Any]) -> dict[str, Any]:
-        self.queue.pause(self.resolve_device(args.get("device")))
+        seen = [s.info() for s in self.queue.devices_seen.remembered() if s.key not in {i.key for i in infos}]
+        away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
+        if len(away) == 1:
+            return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
+        raise OwnerRequestError(unknown_device_message(text, [*infos, *seen]))
+
+    def _op_pause(self, req: rq.Pause) -> dict[str, Any]:
+        self.queue.pause(self.resolve_device(req.device))
         return {"paused": self.queue.paused()}
 
-    def _op_resume(self, args: dict[str, Any]) -> dict[str, Any]:
-        self.queue.resume(self.resolve_device(args.get("device")))
+    def _op_resume(self, req: rq.Resume) -> dict[str, Any]:
+        self.queue.resume(self.resolve_device(req.device))
         return {"paused": self.queue.paused()}
 
-    def _op_logs(self, args: dict[str, Any]) -> dict[str, Any]:
-        rec = self.queue.get(_task_id(args["id"]))
-        offset = max(0, args.get("offset") or 0)
-        max_bytes = min(max(1, args.get("max_bytes") or LOG_CHUNK_MAX_BYTES), LOG_CHUNK_MAX_BYTES)
+    def _op_logs(self, req: rq.Logs) -> dict[str, Any]:
+        rec = self.queue.get(_task_id(req.id))
+        offset = max(0, req.offset or 0)
+        max_bytes = min(max(1, req.max_bytes or LOG_CHUNK_MAX_BYTES), LOG_CHUNK_MAX_BYTES)
         text, next_offset, size = "", offset, 0
         if rec.log_path:
             try:
@@ -629,29 +543,45 @@ class Owner:
             "finished": rec.finished,
         }
 
-    def _op_schedule_add(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_schedule_add(self, req: rq.ScheduleAdd) -> dict[str, Any]:
         from gputray.scheduler.taskfile import load_task_file
 
         assert self.timing is not None
-        path = _abs_path(args["task_file"], args.get("cwd"))
-        overrides = args.get("overrides") or {}
-        self._with_overrides(load_task_file(path), overrides, str(path))  # a bad file fails now, not at 3 am
-        entry = self.timing.add(args["cron"], str(path), overrides=overrides, name=args.get("name"))
+        path = _abs_path(req.task_file, req.cwd)
+        overrides = dict(req.overrides or {})
+        spec = self._with_overrides(load_task_file(path), overrides, str(path))  # a bad file fails now,
+        self.queue.check_devices(spec)  # and so does a device name that matches nothing, not at 3 am
+        entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
+        self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)
         return {"schedule": entry.to_json(nxt)}
 
-    def _op_schedule_list(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_schedule_list(self, req: rq.ScheduleList) -> dict[str, Any]:
         assert self.timing is not None
         return {"schedules": [e.to_json(n) for e, n in self.timing.entries()]}
 
-    def _op_schedule_remove(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_schedule_remove(self, req: rq.ScheduleRemove) -> dict[str, Any]:
         assert self.timing is not None
-        entry = self.timing.remove(_task_id(args["id"], "schedule", "gputray schedule list"))
+        entry = self.timing.remove(_task_id(req.id, "schedule", "gputray schedule list"))
         return {"schedule": entry.to_json()}
 
-    def _op_shutdown(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _op_check_envs(self, req: rq.CheckEnvs) -> dict[str, Any]:
+        """Queue a background check of every env without a current result (answers at once)."""
+        return {"checking": self.queue.env_chooser.check_all()}
+
+    def running_jobs(self) -> int:
+        """How many jobs run now (the tray asks before it quits)."""
+        return len(self.queue.running_ids()) if self._queue is not None else 0
+
+    def _op_shutdown(self, req: rq.Shutdown) -> dict[str, Any]:
+        self.shutdown_jobs = req.jobs or "stop"
         # a moment later, so that this reply still reaches the client before the socket closes
         timer = threading.Timer(0.2, self.request_shutdown)
         timer.daemon = True
         timer.start()
-        return {"stopping": True, "pid": os.getpid()}
+        return {
+            "stopping": True,
+            "pid": os.getpid(),
+            "jobs": self.shutdown_jobs,
+            "running": self.running_jobs(),
+        }

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 from gputray.monitor.records import DeviceInfo, Sample, Verdict
 from gputray.monitor.units import format_bytes
-from gputray.scheduler.tasks import TaskRecord, parse_window, window_label, window_open
+from gputray.scheduler.tasks import TaskRecord, window_label, window_open
+from gputray.scheduler.timing import next_window_open
 
 DEFAULT_PREFS = ("discrete", "integrated")
 DEFAULT_TEMP_LIMIT_C = {"integrated": 90.0, "discrete": 85.0}
@@ -68,6 +69,10 @@ class DeviceState:
     host_ram_total_bytes: int | None = None
     temp_limit_c: float | None = None
     capabilities: frozenset[str] | None = None
+    # Torch tasks only (``env_choice``): why no Python env can start one here yet ("checking env cu128
+    # on …", a pass or two), or why none ever can (every configured env failed here: the doctor's words).
+    torch_checking: str | None = None
+    torch_no_env: str | None = None
 
     @property
     def key(self) -> str:
@@ -178,25 +183,31 @@ def _clean(reason: str, name: str) -> str:
     return reason
 
 
+def total_memory_bytes(dev: DeviceState) -> int | None:
+    """All the memory a job could ever have there: VRAM (an iGPU: carve-out + GTT; the CPU: RAM)."""
+    info = dev.info
+    if dev.is_cpu:
+        return dev.host_ram_total_bytes
+    vram = info.vram_total_bytes or (dev.sample.vram_total_bytes if dev.sample else None)
+    if info.kind == "integrated":
+        shared = info.shared_total_bytes or (dev.sample.shared_total_bytes if dev.sample else None)
+        return None if vram is None and shared is None else (vram or 0) + (shared or 0)
+    return vram
+
+
 def never_fits(task: TaskRecord, dev: DeviceState) -> str | None:
     """Why this device can never run the task, or None."""
     need = task.spec.vram_bytes
     if need:
-        info = dev.info
-        if dev.is_cpu:
-            total = dev.host_ram_total_bytes
-        elif info.kind == "integrated":
-            vram = info.vram_total_bytes or (dev.sample.vram_total_bytes if dev.sample else None)
-            shared = info.shared_total_bytes or (dev.sample.shared_total_bytes if dev.sample else None)
-            total = None if vram is None and shared is None else (vram or 0) + (shared or 0)
-        else:
-            total = info.vram_total_bytes or (dev.sample.vram_total_bytes if dev.sample else None)
+        total = total_memory_bytes(dev)
         if total is not None and need > total:
             return f"needs {format_bytes(need)}, {dev.name} has {format_bytes(total)}"
     if dev.capabilities is not None:
         missing = [n for n in task.spec.needs if n not in dev.capabilities]
         if missing:
             return f"{dev.name} lacks {', '.join(missing)} (per the doctor)"
+    if task.spec.kind == "torch" and dev.torch_no_env:
+        return dev.torch_no_env
     return None
 
 
@@ -228,6 +239,8 @@ def busy_reason(task: TaskRecord, dev: DeviceState, *, held: Mapping[str, int] |
         limit = temp_limit_c(dev)
         if sample.temp_c >= limit:
             return f"hot: {sample.temp_c:.0f} °C (limit {limit:.0f} °C)"
+    if task.spec.kind == "torch" and dev.torch_checking:
+        return dev.torch_checking
     return None
 
 
@@ -260,15 +273,6 @@ def free_memory_bytes(dev: DeviceState) -> int | None:
     if s.vram_total_bytes is None or s.vram_used_bytes is None:
         return None
     return s.vram_total_bytes - s.vram_used_bytes - dev.extra_used_bytes
-
-
-def next_window_open(window: str, now_s: float) -> float:
-    start, _ = parse_window(window)
-    local = dt.datetime.fromtimestamp(now_s)
-    opening = local.replace(hour=start // 60, minute=start % 60, second=0, microsecond=0)
-    if opening <= local:
-        opening += dt.timedelta(days=1)
-    return opening.timestamp()
 
 
 def _when(epoch_s: float, now_s: float) -> str:
@@ -356,6 +360,9 @@ def place(
     for d in primary:
         if why_busy[d.key] is None:
             return Placement(d.key, d.name)
+    checking = [d for d in primary if d.torch_checking and why_busy[d.key] == d.torch_checking]
+    if checking:  # free but for the env check, which takes seconds: wait for it rather than redirect
+        return Wait(str(checking[0].torch_checking), checking[0].key, accepts=tuple(d.key for d in primary))
 
     waited = now_s - wait_started_s(task)
     expired = spec.max_wait_s is not None and waited >= spec.max_wait_s
@@ -406,8 +413,10 @@ def place(
             relevant += [d.key for d in rest_raw]
         if spec.on_busy == "cpu" or (can_wait_out and spec.after_max_wait == "cpu"):
             relevant += [d.key for d in devices if d.is_cpu]
-        reasons = [unsuitable[k] for k in dict.fromkeys(relevant) if k in unsuitable]
-        return GiveUp("no device can run it: " + "; ".join(reasons))
+        reasons = {k: unsuitable[k] for k in dict.fromkeys(relevant) if k in unsuitable}
+        return _no_env_wait(task, devices, reasons, waited if expired else None) or GiveUp(
+            "no device can run it: " + "; ".join(reasons.values())
+        )
     if expired and spec.after_max_wait == "fail":
         return GiveUp(f"gave up after waiting {_duration(waited)} for {first_label}: {first_why}")
 
@@ -416,6 +425,23 @@ def place(
         detail = "; ".join(f"{d.name}: {why_busy[d.key]}" for d in [*primary, *alternatives])
         return Wait(f"waiting for a free device: {detail}", head.key if head else None, accepts=accepts)
     return Wait(f"waiting for {first_label}: {first_why}", head.key if head else None, accepts=accepts)
+
+
+def _no_env_wait(
+    task: TaskRecord,
+    devices: Sequence[DeviceState],
+    reasons: Mapping[str, str],
+    expired_after_s: float | None,
+) -> Decision | None:
+    """When only a Python env is missing on every device the task may use (a torch task), it waits:
+    an env may be added or fixed meanwhile. It fails only by its policy (``after_max_wait = "fail"``)."""
+    no_env = {d.key: d for d in devices if d.torch_no_env and task.spec.kind == "torch"}
+    if not reasons or any(k not in no_env or why != no_env[k].torch_no_env for k, why in reasons.items()):
+        return None
+    text = "; ".join(dict.fromkeys(reasons.values()))  # each names its device; said once when alike
+    if expired_after_s is not None and task.spec.after_max_wait == "fail":
+        return GiveUp(f"gave up after waiting {_duration(expired_after_s)}: {text}")
+    return Wait(text)
 
 
 @dataclass(frozen=True)
@@ -466,6 +492,7 @@ def plan(
                 spec.after_max_wait,
                 spec.vram_bytes,
                 spec.needs,
+                spec.kind == "torch",
             )
         cached = same_shape.get(shape) if shape is not None else None
         decision = cached if cached is not None else place(task, current, now_s=now_s, held=held)

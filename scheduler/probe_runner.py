@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -273,7 +272,3 @@ def python_version_info(
 ) -> ProbeResult:
     """Quick: is this a Python, which version, which torch is installed (from metadata, no import)."""
     return run_python(python, ["--version-only"], extra_env=extra_env, timeout_s=timeout_s)
-
-
-def current_python() -> Path:
-    return Path(sys.executable)

@@ -1,11 +1,15 @@
-"""The queue, in-process: submit, cancel, retry, move, pause; dispatch jobs onto free devices.
+"""The queue, in-process: submit, cancel, retry, pause; dispatch jobs onto free devices. Moving,
+editing, removing and waiting for tasks are its base class's (``queue_edits.QueueEdits``).
 
 One QueueService per owner process (tray app or ``gputray daemon``). It reads device states from the
 Monitor, decides with ``placement.plan`` and starts jobs with ``launcher.launch``; the TaskStore
 holds every state change durably.
 
 **Threads.** Public methods are thread-safe. ``dispatch()`` runs one pass synchronously.
-Submits, job exits, cancels, monitor ticks and timers call ``request_dispatch()``, which wakes a
+The dispatcher is the queue's one clock: it sleeps until the earliest of the tasks' own times (start
+at, window, retry backoff, max wait: placement's ``Wait.until_s``) and its timers' ``next_due_s()``
+(the recurring schedules, ``add_timer``). Submits, job exits, cancels and monitor ticks call
+``request_dispatch()``, which wakes a
 dispatcher thread (started by ``start()``); bursts coalesce into one pass, so 10,000 submits do not
 cost 10,000 passes. A job's exit wakes it at once (``urgent``). Events go to ``on_event`` from a
 separate thread, in order, never while a lock is held.
@@ -19,8 +23,13 @@ stops them instead; they end ``interrupted`` and follow their retry policy.
 **Devices.** Each monitor device plus ``cpu``. One job per device by default (``slots`` changes it
 per device key; the iGPU should stay at 1). A device lost mid-job (state ``lost`` or gone from the
 snapshot) kills the job; it ends interrupted and follows its retry/redirect policy.
-Our jobs are announced to the monitor (``job_started``/``job_ended``) so they do not count as
-external use, and in demo mode to the simulated backend (``sim_hooks``) so its load follows them.
+Our jobs are announced once, to the monitor (``job_started``/``job_ended``): they do not count as
+external use, and the monitor forwards them to ``JobAware`` backends (the simulated one's load follows
+them in demo mode).
+
+**Launching.** ``prepare_launch`` (pure: task + device → ``LaunchPlan`` with argv, env, log header,
+``{out}`` file, notes) decides what an attempt runs; ``_start`` marks the task running, launches the
+plan and records the pid.
 """
 
 from __future__ import annotations
@@ -32,16 +41,32 @@ import json
 import logging
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
+from gputray.scheduler import dependencies as deps
+from gputray.scheduler.device_checks import (
+    DEVICES_SEEN_FILE,
+    DevicesSeen,
+    check_submit,
+    remembered_absent_note,
+    torch_device_keys,
+)
+from gputray.scheduler.env_choice import (
+    EnvChecking,
+    EnvChooser,
+    EnvMissing,
+    EnvReady,
+    EnvStatus,
+    ProbingChooser,
+    ResolverChooser,
+)
 from gputray.scheduler.envs import PythonEnv
 from gputray.scheduler.launch_env import (
     LaunchError,
@@ -53,11 +78,20 @@ from gputray.scheduler.launch_env import (
     rocm_index_for,
     uses_placeholder,
 )
-from gputray.scheduler.launcher import Job, LaunchFailed, launch
-from gputray.scheduler.paths import Paths
+from gputray.scheduler.launcher import (
+    Job,
+    LaunchFailed,
+    adopt,
+    find_runs,
+    launch,
+    stop_leftover,
+    supervisor_alive,
+)
+from gputray.scheduler.offline import requeue_changes
+from gputray.scheduler.paths import Paths, job_umask
 from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
 from gputray.scheduler.placement import (
-    GENERIC_PREFS,
+    CPU_INFO,
     DeviceState,
     GiveUp,
     Placement,
@@ -67,11 +101,27 @@ from gputray.scheduler.placement import (
     resolve_pref,
     wait_started_s,
 )
-from gputray.scheduler.recipes import Recipe, check_runnable, specs_for_files
+from gputray.scheduler.protocol import check_epoch_s
+from gputray.scheduler.queue_edits import QueueEdits, QueueError, TaskStateError
+from gputray.scheduler.recipes import check_runnable, specs_for_files
 from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
-from gputray.scheduler.tasks import PENDING_STATES, QueueEvent, TaskRecord, TaskSpec, iso_utc
+from gputray.scheduler.tasks import (
+    PENDING_STATES,
+    QueueEvent,
+    TaskRecord,
+    TaskSpec,
+    local_iso,
+)
 
-__all__ = ["QueueError", "QueueEvent", "QueueService", "SimHooks", "TaskNotFound", "TaskStateError"]
+__all__ = [
+    "LaunchPlan",
+    "QueueError",
+    "QueueEvent",
+    "QueueService",
+    "TaskNotFound",
+    "TaskStateError",
+    "prepare_launch",
+]
 
 log = logging.getLogger(__name__)
 
@@ -83,24 +133,15 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
+SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
 
 
-class QueueError(Exception):
-    """A request the queue cannot honour; the message says why."""
+class Timer(Protocol):
+    """Something the dispatcher wakes for besides the tasks' own times (see ``add_timer``)."""
 
+    def next_due_s(self) -> float | None: ...
 
-class TaskStateError(QueueError, ValueError):
-    """The task is in a state that does not allow this (cancel a finished task, move a running one)."""
-
-
-class SimHooks(Protocol):
-    """What the simulated backend offers so that its load follows our demo jobs."""
-
-    def job_started(
-        self, pid: int, name: str, device_key: str, util_percent: float = 90.0, vram_bytes: int | None = None
-    ) -> None: ...
-
-    def job_ended(self, pid: int) -> None: ...
+    def run_due(self, now_s: float) -> object: ...
 
 
 @dataclass
@@ -111,12 +152,7 @@ class _Running:
     spec: TaskSpec
     pid: int
     out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
-
-
-@dataclass
-class _Gate:
-    due_s: float | None = None
-    reasons: dict[int, str] = field(default_factory=dict)
+    demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
 
 
 def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]) -> int | None:
@@ -136,7 +172,74 @@ def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[D
         return None
 
 
-class QueueService:
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What one attempt runs: argv, environment, the log's header, the ``{out}`` file it writes (kept
+    from other jobs until it ends) and the notes the header carries."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    header: str
+    out: str | None
+    notes: tuple[str, ...]
+
+
+def prepare_launch(
+    task: TaskRecord,
+    info: DeviceInfo,
+    known: Sequence[DeviceInfo],
+    *,
+    python: str | None = None,
+    extra_env: Mapping[str, str] = {},
+    taken_outs: Collection[str] = (),
+    queue_file: str = "",
+    now_s: float = 0.0,
+    vk_index_of: VkIndexResolver = default_vk_index,
+    on_cpu: bool = False,
+) -> LaunchPlan:
+    """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
+    this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``vk_index_of`` (the
+    Vulkan loader). Raises LaunchError when the task cannot be rendered for that device.
+    ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
+    spec = task.spec
+    if on_cpu:
+        info = dataclasses.replace(info, kind="cpu")  # build_env hides CUDA and HIP devices
+    base_env = dict(spec.base_env) if spec.base_env is not None else dict(os.environ)  # the submitter's
+    notes = [task.reason] if task.reason else []
+    out: str | None = None
+    rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
+    values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
+    if spec.fills_placeholders:
+        vk_index = None
+        if uses_placeholder(spec, "vk_index"):
+            probe_env = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
+            vk_index = vk_index_of(info, probe_env, known)
+        values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
+        if uses_placeholder(spec, "out"):
+            wanted = values["out"]
+            out = values["out"] = free_out_path(wanted, set(taken_outs))
+            if out != wanted:
+                notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
+    argv = render_argv(spec, values, python=python)
+    env = build_env(
+        base_env, info, task_id=task.id, extra=extra_env, task_env=spec.env, values=values, rocm_index=rocm
+    )
+    if python is not None:  # a torch task: run by the env chosen for the device
+        activate_python(env, python)
+    env[QUEUE_FILE_VAR] = queue_file  # lets crash recovery find the job before its pid is saved
+    gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+    header = (
+        f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
+        f" at {local_iso(now_s)} ===\n"
+        f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
+        + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
+        + (f"note: {task.reason}\n" if task.reason else "")
+        + "".join(f"{n}\n" for n in notes[1 if task.reason else 0 :])
+    )
+    return LaunchPlan(tuple(argv), env, header, out, tuple(notes))
+
+
+class QueueService(QueueEdits):
     """The queue API used by the IPC owner, the CLI handlers and the tray. See the module docstring."""
 
     def __init__(
@@ -148,26 +251,18 @@ class QueueService:
         clock: Callable[[], float] = time.time,
         env_resolver: EnvResolver | None = None,
         on_event: Callable[[QueueEvent], None] | None = None,
-        sim_hooks: SimHooks | None = None,
-        vk_index_of: VkIndexResolver | None = None,
-        capabilities: Callable[[str], frozenset[str] | None] | None = None,
         failed_needs: FailedNeeds | None = None,
         slots: Mapping[str, int] | None = None,
-        cpu_slots: int = 1,
-        overtake_limit: int = 3,
-        recipes: Sequence[Recipe] | None = None,
-        base_env: Mapping[str, str] | None = None,
-        check_programs: bool = True,
+        env_chooser: EnvChooser | None = None,
     ) -> None:
-        """``env_resolver(device_key, needs)`` picks the Python env for torch jobs (the doctor's
-        ``env_for_device``); None or no env → ``sys.executable``, said in the task's reason.
-        ``sim_hooks`` defaults to the monitor's simulated backend when it has one. ``vk_index_of`` maps a
-        device to its Vulkan index in the job's environment (default: ``monitor.device_map``).
-        ``capabilities(device_key)`` → what the doctor proved there (for ``needs``), None = unknown.
+        """``env_chooser`` finds the Python env of a torch job on a device (default: the doctor's
+        cache, checking envs without a result in the background, ``env_choice.ProbingChooser``);
+        ``env_resolver(device_key, needs)`` is a plain lookup used instead (it never probes). A torch
+        job never runs without an env: it waits, with the chooser's reason.
         ``failed_needs(device_key, needs)`` → which of the pending tasks' ``needs`` the doctor saw
         *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
-        ``capabilities`` wins when both are given.
-        ``base_env`` replaces ``os.environ`` as the base of every job's environment.
+        ``slots`` (the config's ``[devices.<name>] slots``): device name, key or ``cpu`` → how many
+        jobs may run there at once; every other device takes one.
         """
         self.store = store
         self.monitor = monitor
@@ -175,20 +270,16 @@ class QueueService:
         self.clock = clock
         self.env_resolver = env_resolver
         self.on_event = on_event
-        if sim_hooks is None:
-            backend = monitor.backend("simulated") if hasattr(monitor, "backend") else None
-            if backend is not None and hasattr(backend, "job_started") and hasattr(backend, "job_ended"):
-                sim_hooks = backend  # type: ignore[assignment]
-        self.sim_hooks = sim_hooks
-        self.vk_index_of = vk_index_of or default_vk_index
-        self.capabilities = capabilities
         self.failed_needs = failed_needs
+        super().__init__()
         self.slots = dict(slots or {})
-        self.cpu_slots = cpu_slots
-        self.overtake_limit = overtake_limit
-        self.recipes = recipes
-        self.base_env = base_env
-        self.check_programs = check_programs
+        self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
+        if env_chooser is None and env_resolver is not None:
+            env_chooser = ResolverChooser(env_resolver)
+        self.env_chooser: EnvChooser = env_chooser or ProbingChooser(
+            devices=monitor.known_devices, on_change=lambda: self.request_dispatch(urgent=True)
+        )
+        self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
 
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
@@ -202,6 +293,7 @@ class QueueService:
         self._paused_devices: set[str] = set()
         self._load_paused()
         self._closed = False
+        self._recording = True  # False once closed: exits are then left to the next owner
         self._started = False
         self._wake = threading.Event()
         self._urgent = threading.Event()
@@ -209,6 +301,7 @@ class QueueService:
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._events: queue.Queue[QueueEvent | None] = queue.Queue()
+        self._timers: builtins.list[Timer] = []
         self._event_thread: threading.Thread | None = None
         self.passes = 0  # dispatch passes run (for tests and benches)
 
@@ -220,11 +313,13 @@ class QueueService:
                 return
             self._started = True
             self._closed = False
+            self._recording = True
         self._event_thread = threading.Thread(
             target=self._event_loop, name="gputray-queue-events", daemon=True
         )
         self._event_thread.start()
-        for rec in self.store.recover_after_crash():
+        adopted = self._adopt_jobs()
+        for rec in self.store.recover_after_crash(skip=adopted):
             kind = "interrupted"
             self._emit(kind, rec.record, f"{rec.record.name}: {rec.record.reason}")
         if self.monitor.latest is None:
@@ -234,12 +329,75 @@ class QueueService:
         self._dispatcher.start()
         self.request_dispatch(urgent=True)
 
+    def _adopt_jobs(self) -> set[int]:
+        """Jobs an earlier owner started (it crashed, or quit keeping them): a task whose supervisor
+        still runs is watched as running again; one whose job ended meanwhile gets its real exit
+        recorded from the exit file (at once, by its watcher). Also a job started just before a crash
+        that had not yet been marked running (its run file counts one attempt more). The ids."""
+        runs = find_runs(self.paths.logs_dir)
+        adopted: set[int] = set()
+        if not runs:
+            return adopted
+        with self._lock:  # watchers that fire at once wait until each task is set up
+            for rec in self.store.list(states=("running", *PENDING_STATES)):
+                run = runs.pop(rec.id, None)
+                if run is None:
+                    continue
+                ours = (
+                    run.attempt == rec.attempts if rec.state == "running" else run.attempt == rec.attempts + 1
+                )
+                if not ours or (rec.state == "running" and rec.pid not in (None, run.pid)):
+                    runs[rec.id] = run  # someone else's leftover: judged below
+                    continue
+                if rec.state != "running":
+                    marked = self.store.compare_and_update(
+                        rec.id,
+                        rec.state,
+                        state="running",
+                        device=run.device,
+                        attempts=run.attempt,
+                        started_at=run.started_at,
+                        ended_at=None,
+                        exit_code=None,
+                        log_path=str(run.log_path),
+                        pid=run.pid,
+                        pid_create_time=run.pid_create_time,
+                        not_before=None,
+                        reason="",
+                    )
+                    if marked is None:
+                        continue
+                elif rec.pid is None:
+                    self.store.update(rec.id, pid=run.pid, pid_create_time=run.pid_create_time)
+                if run.pid_create_time is None and rec.pid == run.pid and rec.pid_create_time is not None:
+                    run = dataclasses.replace(run, pid_create_time=rec.pid_create_time)  # pid reuse check
+                job = adopt(run, on_exit=functools.partial(self._on_exit, rec.id))
+                self._jobs[rec.id] = _Running(rec.id, job, run.device, rec.spec, run.pid, run.out)
+                self.monitor.job_started(
+                    run.device,
+                    run.pid,
+                    name=rec.spec.name,
+                    util_percent=rec.spec.util_percent,
+                    vram_bytes=rec.spec.vram_bytes,
+                )
+                adopted.add(rec.id)
+                log.info("task #%d: adopted its job (pid %d) from an earlier owner", rec.id, run.pid)
+        for run in runs.values():  # files of tasks that have ended or are gone: a live job there is a stray
+            if supervisor_alive(run.files):
+                log.warning("task #%d: stopping a job the queue does not run (pid %d)", run.task_id, run.pid)
+                stop_leftover(run)
+            run.files.discard()
+        return adopted
+
     def close(self, *, kill_running: bool = False) -> None:
-        """Stop dispatching. Running jobs are left running unless ``kill_running`` (then: interrupted)."""
+        """Stop dispatching. Running jobs are left running unless ``kill_running`` (then: interrupted).
+        Jobs left running are recorded by the next owner (their supervisors write their exits)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            if not kill_running:
+                self._recording = False
             running = list(self._jobs.values())
         if self._unsubscribe is not None:
             self._unsubscribe()
@@ -253,6 +411,9 @@ class QueueService:
                 r.job.cancel("shutdown")
             for r in running:
                 r.job.wait(timeout=15)
+        self.env_chooser.close()
+        with self._lock:
+            self._recording = False  # the store closes after us; later exits are the next owner's
         if self._event_thread is not None:
             self._events.put(None)
             if self._event_thread is not threading.current_thread():
@@ -268,6 +429,16 @@ class QueueService:
         """One task; raises TaskNotFound (a KeyError) whose ``str()`` reads 'no task #N in the queue'."""
         return self.store.get(task_id)
 
+    def running_ids(self) -> builtins.list[int]:
+        """The tasks whose jobs run here now (started or adopted by this queue)."""
+        with self._lock:
+            return sorted(self._jobs)
+
+    def running_job(self, task_id: int) -> Job | None:
+        """The live job of a task running here; None while it is not (yet) running."""
+        running = self._jobs.get(task_id)
+        return running.job if running is not None else None
+
     def paused(self) -> dict[str, bool]:
         """``{"queue": whole-queue pause, <device key>: paused, …}`` for every known device and ``cpu``."""
         out = {PAUSE_ALL: self._paused_all}
@@ -280,8 +451,9 @@ class QueueService:
     # -- commands -------------------------------------------------------------------------------
     def submit(self, spec: TaskSpec) -> TaskRecord:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
-        if self.check_programs:
-            check_runnable(spec)
+        check_runnable(spec)
+        self.check_devices(spec)
+        deps.check_after(None, spec, self.store.view())
         rec = self.store.add(spec, now=self.clock())
         self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
         self.request_dispatch()
@@ -299,9 +471,10 @@ class QueueService:
             [Path(f) for f in files],
             recipe=recipe,
             overrides=overrides,
-            recipes=self.recipes,
-            check=self.check_programs,
         )
+        self.check_devices(*specs)
+        for spec in specs:
+            deps.check_after(None, spec, self.store.view())
         records = self.store.add_many(specs, now=self.clock())
         for rec in records:
             self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
@@ -336,71 +509,30 @@ class QueueService:
         return self.store.get(task_id)
 
     def retry(self, task_id: int) -> TaskRecord:
-        """Queue a finished task again (at the end of the queue, attempts counted afresh)."""
+        """Queue a finished task again (at the end of the queue). Attempts count on ("attempt 2"); its
+        automatic retries start afresh. Tasks it failed through ``after`` are queued again too."""
         with self._lock:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "running":
                 raise TaskStateError(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-            now = self.clock()
-            position = self.store.next_position()
-            new = self.store.compare_and_update(
-                task_id,
-                rec.state,
-                state="queued",
-                reason="queued again by request",
-                attempts=0,
-                exit_code=None,
-                started_at=None,
-                ended_at=None,
-                device=None,
-                env=None,
-                pid=None,
-                pid_create_time=None,
-                not_before=None,
-                queued_at=now,
-                overtakes=0,
-                position=position,
-            )
+            new = self._requeue(rec, "queued again by request")
             if new is None:
                 raise TaskStateError(f"task #{task_id} changed state meanwhile; try again")
+            back = [
+                again
+                for dependant in deps.failed_because_of(task_id, self.store.list())
+                if (again := self._requeue(dependant, f"queued again: #{task_id} was queued again"))
+            ]
         self._emit("queued", new, f"{new.name} queued again as #{new.id}")
+        for again in back:
+            self._emit("queued", again, f"{again.name} (#{again.id}): {again.reason}")
         self.request_dispatch()
         return new
 
-    def move(self, task_id: int, delta: int) -> TaskRecord:
-        """Move a pending task up (negative) or down (positive) among pending tasks.
-
-        It takes the priority of the task it lands next to, so moving across a priority boundary works.
-        """
-        with self._lock:
-            rec = self.store.get(task_id)
-            if rec.state not in PENDING_STATES:
-                raise TaskStateError(f"task #{task_id} is {rec.state}; only queued or waiting tasks move")
-            order = self.store.pending()
-            index = next(i for i, r in enumerate(order) if r.id == task_id)
-            others = [r for r in order if r.id != task_id]
-            target = max(0, min(len(others), index + delta))
-            if target == index or not others:
-                return rec
-            before = others[target - 1] if target > 0 else None
-            after = others[target] if target < len(others) else None
-            if delta < 0:
-                assert after is not None
-                priority = after.spec.priority
-                if before is not None and before.spec.priority == priority:
-                    position = (before.position + after.position) / 2
-                else:
-                    position = after.position - 1
-            else:
-                assert before is not None
-                priority = before.spec.priority
-                if after is not None and after.spec.priority == priority:
-                    position = (before.position + after.position) / 2
-                else:
-                    position = before.position + 1
-            new = self.store.set_priority_position(task_id, priority, position)
-        self.request_dispatch()
-        return new
+    def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
+        """A finished task back in the queue, at its end; None when its state changed meanwhile."""
+        changes = requeue_changes(rec, reason, now_s=self.clock(), position=self.store.next_position())
+        return self.store.compare_and_update(rec.id, rec.state, **changes)
 
     def pause(self, device_key: str | None = None) -> None:
         """Stop starting jobs on one device (a key or a name like ``5060ti``), or everywhere (None)."""
@@ -438,7 +570,8 @@ class QueueService:
                 return
             self.passes += 1
             now = self.clock()
-            pending = self.store.pending()
+            pending = self._fail_unplannable(self.store.pending(), now)
+            pending = self._hold_for_dependencies(pending, now)
             if not pending:
                 self._due_s = None
                 return
@@ -446,10 +579,20 @@ class QueueService:
                 self._record_waits([(r, Wait("the queue is paused")) for r in pending])
                 self._due_s = None
                 return
+            no_space = self.store.space_problem()
+            if no_space is not None:  # a job's log and its exit need room: start nothing until there is
+                self._record_waits(
+                    [(r, Wait(f"{no_space}: nothing starts until there is room")) for r in pending]
+                )
+                self._due_s = now + SPACE_RECHECK_S
+                return
             snapshot = self.monitor.latest
             wanted = frozenset(n for r in pending for n in r.spec.needs)
             devices = self._device_states(snapshot, needs=wanted)
-            result = plan(pending, devices, now_s=now, overtake_limit=self.overtake_limit)
+            torch_keys = torch_device_keys((r.spec for r in pending), devices)
+            if torch_keys:  # an env is looked up (checked) only where a torch task may run
+                devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
+            result = plan(pending, devices, now_s=now)
             waits: builtins.list[tuple[TaskRecord, Wait]] = []
             due: builtins.list[float] = []
             known = [d.info for d in devices]
@@ -471,6 +614,61 @@ class QueueService:
             self._record_waits(waits, result.overtakes)
             self._due_s = min(due) if due else None
 
+    def _fail_unplannable(self, pending: builtins.list[TaskRecord], now: float) -> builtins.list[TaskRecord]:
+        """Fail the records no pass can plan (a start time past the year 9999, stored by an older
+        gputray or written by hand), with the reason; the others go on."""
+        ok = []
+        for rec in pending:
+            try:
+                for value, what in ((rec.spec.start_at, "its start time"), (rec.not_before, "its retry")):
+                    if value is not None:
+                        check_epoch_s(value, what)
+            except ValueError as exc:
+                new = self.store.compare_and_update(
+                    rec.id, rec.state, state="failed", reason=f"cannot be planned: {exc}", ended_at=now
+                )
+                if new is not None:
+                    self._emit("failed", new, f"{new.name}: {new.reason}")
+                continue
+            ok.append(rec)
+        return ok
+
+    def _hold_for_dependencies(
+        self, pending: builtins.list[TaskRecord], now: float
+    ) -> builtins.list[TaskRecord]:
+        """The tasks whose dependencies let them start; the others wait (reason recorded) or, when a
+        dependency failed or was cancelled, fail, down the whole chain in this one pass."""
+        if not any(r.spec.after for r in pending):
+            return pending
+        view = self.store.view()
+        failed: set[int] = set()
+        changed = True
+        while changed:  # a → b → c: b fails because of a, then c because of b
+            changed = False
+            for rec in pending:
+                if rec.id in failed:
+                    continue
+                verdict = deps.gate(rec, view)
+                if isinstance(verdict, deps.Broken):
+                    new = self.store.compare_and_update(
+                        rec.id, rec.state, state="failed", reason=verdict.reason, ended_at=now
+                    )
+                    failed.add(rec.id)
+                    changed = True
+                    if new is not None:
+                        self._emit("failed", new, f"{new.name}: {new.reason}")
+        ready, waits = [], []
+        for rec in pending:
+            if rec.id in failed:
+                continue
+            verdict = deps.gate(rec, view)
+            if verdict is None:
+                ready.append(rec)
+            else:
+                waits.append((rec, Wait(verdict.reason)))
+        self._record_waits(waits)
+        return ready
+
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
     ) -> None:
@@ -486,8 +684,9 @@ class QueueService:
             if cols:
                 updates.append((task.id, cols))
         if updates:
-            # Only rows still pending: a cancel may have raced this pass.
-            self.store.update_many(updates, only_states=PENDING_STATES)
+            # Only rows still pending: a cancel may have raced this pass. Why a task waits is said again by
+            # the next pass: no need to wait for the disk (acknowledged submits are synced by the store).
+            self.store.update_many(updates, only_states=PENDING_STATES, sync=False)
         for task, wait in waits:
             if task.state == "queued":
                 self._emit(
@@ -506,163 +705,166 @@ class QueueService:
         info = next(d.info for d in devices if d.key == decision.device)
         spec = task.spec
         now = self.clock()
-        notes: builtins.list[str] = []
-        if decision.reason:
-            notes.append(decision.reason)
-        python: str | None = None
-        env_name: str | None = None
-        extra: Mapping[str, str] = {}
-        if spec.kind == "torch":
-            pyenv = None
-            if self.env_resolver is not None:
-                try:
-                    pyenv = self.env_resolver(info.key, spec.needs)
-                except Exception as exc:  # the doctor's lookup must not stop the queue
-                    notes.append(f"env lookup failed ({exc})")
-            if pyenv is None:
-                python = sys.executable
-                env_name = None
-                where = "CPU" if info.kind == "cpu" else info.name
-                notes.append(
-                    f"no Python env is known to work on {where}: using gputray's own Python ({python})"
-                )
-            else:
-                python = str(pyenv.python)
-                env_name = pyenv.name
-                extra = pyenv.extra_env
+        notes: builtins.list[str] = [decision.reason] if decision.reason else []
+        chosen = self._python_env(task, info)
+        if chosen is not None and not isinstance(chosen, EnvReady):
+            # The env went away since the pass began (a config change): the task waits, saying why.
+            self.store.compare_and_update(task.id, task.state, state="waiting", reason=chosen.reason)
+            self.request_dispatch()
+            return
+        pyenv = chosen.env if chosen is not None else None
+        if chosen is not None and chosen.on_cpu:
+            notes.insert(0, demo_note(info.name, done=False))
         log_path = self.paths.logs_dir / f"task-{task.id}.log"
-        attempt = task.attempts + 1
-        reason = "; ".join(notes)
-        started = self.store.compare_and_update(
-            task.id,
-            task.state,
+        running = dict(  # what the store says once the process exists, never before
             state="running",
             device=info.key,
-            env=env_name,
-            reason=reason,
-            attempts=attempt,
+            env=pyenv.name if pyenv is not None and pyenv.name else None,
+            reason="; ".join(notes),
+            attempts=task.attempts + 1,
             started_at=now,
             ended_at=None,
             exit_code=None,
             log_path=str(log_path),
-            pid=None,
             not_before=None,
         )
-        if started is None:
-            return  # cancelled or changed meanwhile
-        if spec.base_env is not None:  # the submitter's environment
-            base_env = dict(spec.base_env)
-        else:
-            base_env = dict(self.base_env) if self.base_env is not None else dict(os.environ)
-        out: str | None = None
-        out_note = ""
         try:
-            rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
-            values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
-            if spec.fills_placeholders:
-                vk_index = None
-                if uses_placeholder(spec, "vk_index"):
-                    probe_env = build_env(base_env, info, task_id=task.id, extra=extra, rocm_index=rocm)
-                    vk_index = self.vk_index_of(info, probe_env, known)
-                values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
-                if uses_placeholder(spec, "out"):
-                    wanted = values["out"]
-                    out = values["out"] = free_out_path(wanted, {r.out for r in self._jobs.values() if r.out})
-                    if out != wanted:
-                        out_note = f"output: {Path(wanted).name} is taken, writing {Path(out).name}\n"
-            argv = render_argv(spec, values, python=python)
-            env = build_env(
-                base_env,
+            launch_plan = prepare_launch(
+                task.replace(**running),
                 info,
-                task_id=task.id,
-                extra=extra,
-                task_env=spec.env,
-                values=values,
-                rocm_index=rocm,
-            )
-            if python is not None:  # a torch task: run by the env chosen for the device
-                activate_python(env, python)
-            env[QUEUE_FILE_VAR] = str(self.store.path)  # lets crash recovery find it before its pid is saved
-            header = (
-                f"=== gputray task #{task.id} {spec.name!r}, attempt {attempt}, on {info.name} ({info.key})"
-                f" at {iso_utc(now)} ===\n"
-                f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
-                + "".join(
-                    f"{k}={env.get(k, '(unset)')}\n"
-                    for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-                )
-                + (f"note: {reason}\n" if reason else "")
-                + out_note
+                known,
+                python=None if pyenv is None else str(pyenv.python),
+                extra_env={} if pyenv is None else pyenv.extra_env,
+                taken_outs={r.out for r in self._jobs.values() if r.out},
+                queue_file=str(self.store.path),
+                now_s=now,
+                on_cpu=chosen is not None and chosen.on_cpu,
             )
             job = launch(
-                argv,
-                env=env,
+                list(launch_plan.argv),
+                env=launch_plan.env,
                 log_path=log_path,
                 cwd=spec.cwd,
                 on_exit=functools.partial(self._on_exit, task.id),
                 timeout_s=spec.timeout_s,
-                header=header,
+                header=launch_plan.header,
+                umask=job_umask(),  # the user's own: gputray's private umask is not the job's
+                meta={
+                    "task_id": task.id,
+                    "attempt": task.attempts + 1,
+                    "device": info.key,
+                    "out": launch_plan.out,
+                },
             )
-        except (LaunchError, LaunchFailed, OSError) as exc:
-            failed = self.store.update(
-                task.id, state="failed", reason=f"could not start: {exc}", ended_at=self.clock(), pid=None
+        except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
+            if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
+                log.exception("task #%d could not be prepared", task.id)
+            failed = self.store.compare_and_update(
+                task.id,
+                task.state,
+                **{
+                    **running,
+                    "state": "failed",
+                    "reason": f"could not start: {exc}",
+                    "ended_at": self.clock(),
+                    "pid": None,
+                },
             )
-            self._emit("failed", failed, f"{failed.name} could not start: {exc}")
+            if failed is not None:
+                self._emit("failed", failed, f"{failed.name} could not start: {exc}")
             return
-        self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, out)
+        started = self.store.compare_and_update(
+            task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
+        )
+        if started is None:  # cancelled or changed meanwhile: its process must not run on
+            job.cancel("cancelled")
+            return
+        demo_for = info.name if chosen is not None and chosen.on_cpu else None
+        self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
         self._names_used[info.key] = info.name
-        started = self.store.update(task.id, pid=job.pid, pid_create_time=job.create_time)
-        if hasattr(self.monitor, "job_started"):
-            self.monitor.job_started(info.key, job.pid)
-        if self.sim_hooks is not None:
-            try:
-                self.sim_hooks.job_started(
-                    job.pid, spec.name, info.key, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
-                )
-            except Exception:
-                log.exception("simulated backend hook failed")
+        self.monitor.job_started(
+            info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
+        )
         where = "the CPU" if info.kind == "cpu" else info.name
+        if demo_for is not None:
+            where = f"the CPU (demo: in place of {demo_for})"
         if decision.redirected:
             self._emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
             self._emit("started", started, f"{spec.name} started on {where}")
 
+    def _with_env_status(self, dev: DeviceState) -> DeviceState:
+        """The device as torch tasks see it: whether an env is checked there now, or none works."""
+        try:
+            status = self.env_chooser.status(dev.info)
+        except Exception as exc:  # the doctor's lookups must not stop the queue
+            log.exception("env lookup failed")
+            return dataclasses.replace(dev, torch_no_env=f"env lookup failed ({exc})")
+        if isinstance(status, EnvChecking):
+            return dataclasses.replace(dev, torch_checking=status.reason)
+        if isinstance(status, EnvMissing):
+            return dataclasses.replace(dev, torch_no_env=status.reason)
+        return dev
+
+    def _python_env(self, task: TaskRecord, info: DeviceInfo) -> EnvStatus | None:
+        """A torch task's env on the device (an ``EnvReady``, or why there is none now); None for other
+        kinds of task, which run what they name."""
+        if task.spec.kind != "torch":
+            return None
+        try:
+            return self.env_chooser.status(info, task.spec.needs)
+        except Exception as exc:
+            log.exception("env lookup failed")
+            return EnvMissing(f"env lookup failed ({exc})")
+
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
-        """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one."""
+        """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
+
+        After ``close()`` that kept the jobs running nothing is recorded here: the job's supervisor
+        wrote its exit beside the log, and the next owner records it from there."""
         with self._lock:
+            if not self._recording:
+                return
             running = self._jobs.pop(task_id, None)
             device = running.device if running else None
-            if hasattr(self.monitor, "job_ended") and device is not None:
+            if device is not None:
                 self.monitor.job_ended(device, job.pid)
-            if self.sim_hooks is not None:
-                try:
-                    self.sim_hooks.job_ended(job.pid)
-                except Exception:
-                    log.exception("simulated backend hook failed")
             try:
                 rec = self.store.get(task_id)
             except TaskNotFound:
+                job.files.discard()
                 return
-            now = self.clock()
-            if rec.state != "running":
+            now = job.ended_at or self.clock()
+            if rec.state != "running" or rec.pid not in (None, job.pid):
+                if rec.state != "running":
+                    job.files.discard()
                 self.request_dispatch(urgent=True)
                 return
             reason = job.kill_reason
             base = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
+            demo: dict[str, str] = {}
+            if running is not None and running.demo_for is not None:
+                demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
+            if reason == "orphaned":
+                base["exit_code"] = None
             if reason == "cancelled":
                 new = self.store.update(task_id, state="cancelled", reason="cancelled while running", **base)
                 self._emit("cancelled", new, f"{new.name} cancelled")
-            elif reason in ("lost", "shutdown"):
-                why = (
-                    f"interrupted: {self._device_name(device)} was lost while it ran"
-                    if reason == "lost"
-                    else "interrupted: gputray stopped while it ran"
-                )
+            elif reason in ("lost", "shutdown", "orphaned"):
+                why = {
+                    "lost": f"interrupted: {self._device_name(device)} was lost while it ran",
+                    "shutdown": "interrupted: gputray stopped while it ran",
+                    "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
+                    + (" (its leftover process was stopped)" if job.stopped_leftover else ""),
+                }[reason]
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
-                new = self.store.update(task_id, state="succeeded", **base)
-                self._emit("finished", new, f"{new.name} finished on {self._device_name(device)}")
+                new = self.store.update(task_id, state="succeeded", **base, **demo)
+                where = self._device_name(device)
+                if running is not None and running.demo_for is not None:
+                    where = f"the CPU (demo: in place of {running.demo_for})"
+                self._emit("finished", new, f"{new.name} finished on {where}")
             else:
                 if reason == "timeout":
                     why = f"timed out after {rec.spec.timeout_s:g} s"
@@ -672,6 +874,7 @@ class QueueService:
                     why = f"exited with status {code}"
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
+            job.files.discard()  # recorded: the supervisor's files have said what they had to say
         self.request_dispatch(urgent=True)
 
     # -- monitor ticks ---------------------------------------------------------------------------
@@ -680,6 +883,7 @@ class QueueService:
         with self._lock:
             running = list(self._jobs.values())
         present = {r.info.key: r.sample.state for r in snapshot.readings}
+        self.devices_seen.note(r.info for r in snapshot.readings)
         # Snapshots in a row each device was missing from: counted once per snapshot and per device
         # (not per job), and cleared when it shows again, whether or not a job runs there now.
         watched = set(self._absent_ticks) | {r.device for r in running if r.device != "cpu"}
@@ -716,8 +920,9 @@ class QueueService:
             tick_at = self._last_pass_end + TICK_PASS_BUDGET * self._last_pass_s
             now_mono = time.monotonic()
             deadlines = []
-            if self._due_s is not None:
-                deadlines.append(max(0.0, self._due_s - self.clock()))
+            wall_due = [t for t in (self._due_s, *self._timer_due()) if t is not None]
+            if wall_due:
+                deadlines.append(max(0.0, min(wall_due) - self.clock()))
             if self._tick_pending:
                 deadlines.append(max(0.0, tick_at - now_mono))
             if self._requested:
@@ -729,7 +934,10 @@ class QueueService:
             self._wake.clear()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
-            due = self._due_s is not None and self.clock() >= self._due_s
+            now = self.clock()
+            for timer in self._timers:
+                self._run_timer(timer, now)
+            due = self._due_s is not None and now >= self._due_s
             tick_ok = self._tick_pending and now_mono >= tick_at
             asked = self._requested and (urgent or now_mono >= request_at)
             if not (asked or urgent or due or tick_ok):
@@ -745,6 +953,24 @@ class QueueService:
             self._last_pass_s = time.perf_counter() - started
             self._last_pass_end = time.monotonic()
 
+    def add_timer(self, timer: Timer) -> None:
+        """Wake the dispatcher at ``timer.next_due_s()`` too, and call ``timer.run_due(now)`` then (in the
+        dispatcher thread, outside the lock; the recurring schedules use it). The one clock of the queue."""
+        self._timers.append(timer)
+        self._wake.set()
+
+    def _timer_due(self) -> builtins.list[float | None]:
+        return [timer.next_due_s() for timer in self._timers]
+
+    def _run_timer(self, timer: Timer, now: float) -> None:
+        due = timer.next_due_s()
+        if due is None or due > now:
+            return
+        try:
+            timer.run_due(now)
+        except Exception:
+            log.exception("a timer failed")
+
     def _event_loop(self) -> None:
         while True:
             event = self._events.get()
@@ -758,12 +984,11 @@ class QueueService:
 
     def _emit(self, kind: Any, rec: TaskRecord, message: str) -> None:
         self._events.put(QueueEvent(kind, rec, message))
+        self._notify_waiters()
 
     def _needs_ok(self, key: str, needs: frozenset[str]) -> frozenset[str] | None:
         """What placement checks ``needs`` against: proven capabilities, or (from ``failed_needs``)
         the wanted needs minus those the doctor saw fail here; None = nothing known, nothing blocked."""
-        if self.capabilities is not None:
-            return self.capabilities(key)
         if self.failed_needs is None or not needs:
             return None
         try:
@@ -800,7 +1025,7 @@ class QueueService:
                     sample=reading.sample,
                     verdict=snapshot.verdict(key) if snapshot is not None else None,
                     running=len(mine),
-                    slots=self.slots.get(key, 1),
+                    slots=self._slot_count(reading.info),
                     paused=key in self._paused_devices,
                     running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
                     extra_used_bytes=max(0, declared - seen),
@@ -812,32 +1037,68 @@ class QueueService:
         mine = [r for r in running if r.device == "cpu"]
         cpu = cpu_state(
             running=len(mine),
-            slots=self.cpu_slots,
+            slots=self._slot_count(CPU_INFO),
             paused="cpu" in self._paused_devices,
             running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
             host_ram_free_bytes=ram_free,
             host_ram_total_bytes=ram_total,
             extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
         )
-        if self.failed_needs is not None and self.capabilities is None and needs:
+        if self.failed_needs is not None and needs:
             cpu = dataclasses.replace(cpu, capabilities=self._needs_ok("cpu", needs))
         states.append(cpu)
         return states
+
+    def _slot_count(self, info: DeviceInfo) -> int:
+        """How many jobs may run on the device at once: the config's ``[devices.<name>] slots`` whose
+        name matches it (a key, a name fragment like ``5060ti``, ``cpu``), else 1. One per GPU by
+        default: on the iGPU parallel jobs fight for memory bandwidth."""
+        count = self._slots_of.get(info.key)
+        if count is None:
+            count = 1
+            for name, slots in self.slots.items():
+                if resolve_pref(name, [DeviceState(info)]):
+                    count = slots
+                    break
+            self._slots_of[info.key] = count
+        return count
+
+    def devices(self) -> builtins.list[dict[str, Any]]:
+        """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
+        return [
+            {
+                "key": d.key,
+                "name": d.name,
+                "slots": d.slots,
+                "running": d.running,
+                "paused": d.paused,
+            }
+            for d in self._device_states(self.monitor.latest)
+        ]
 
     def _known_keys(self) -> builtins.list[str]:
         snapshot = self.monitor.latest
         keys = [r.info.key for r in snapshot.readings] if snapshot is not None else []
         return [*keys, "cpu"]
 
-    def unknown_device_names(self, prefs: Sequence[str]) -> builtins.list[str]:
-        """Device names in ``prefs`` that match no device present now: a typo like ``5060it`` would
-        otherwise be skipped quietly (redirected or waited on). Words such as ``nvidia`` or
-        ``integrated`` are never reported; nothing is said before the first sample."""
+    def absent_device_notes(self, spec: TaskSpec) -> builtins.list[str]:
+        """For each device the task names that was seen before but is not present now (an unplugged
+        eGPU): that it waits for it. (Names that match nothing at all are refused at submit.)"""
         snapshot = self.monitor.latest
         if snapshot is None:
             return []
-        devices = self._device_states(snapshot)
-        return [p for p in prefs if p.strip().lower() not in GENERIC_PREFS and not resolve_pref(p, devices)]
+        present = self._device_states(snapshot)
+        return remembered_absent_note(spec.device_prefs, present, self.devices_seen.remembered())
+
+    def check_devices(self, *specs: TaskSpec) -> None:
+        """Refuse device names that match nothing present or seen before (``--device 4090``) and a
+        memory request larger than every device the task may use (``device_checks``)."""
+        snapshot = self.monitor.latest
+        if snapshot is None:
+            return
+        present, seen = self._device_states(snapshot), self.devices_seen.remembered()
+        for spec in specs:
+            check_submit(spec, present, seen)
 
     def _device_key(self, name: str) -> str:
         snapshot = self.monitor.latest
@@ -860,9 +1121,9 @@ class QueueService:
         reading = snapshot.reading(key) if snapshot is not None else None
         if reading is not None:
             return reading.info.name
-        for info in getattr(self.monitor, "known_devices", lambda: [])():
+        for info in self.monitor.known_devices():
             if info.key == key:
-                return str(info.name)
+                return info.name
         return self._names_used.get(key, key)
 
     def _load_paused(self) -> None:
@@ -873,6 +1134,23 @@ class QueueService:
             write_paused(self.paths.data_dir, self._paused_all, self._paused_devices)
         except OSError:
             log.exception("could not save the pause state")
+
+
+def demo_note(device_name: str, *, done: bool) -> str:
+    """What a torch job on a simulated GPU says: it runs (ran) on the CPU instead."""
+    return f"demo: {'ran' if done else 'running'} on the CPU in place of {device_name}"
+
+
+def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
+    """The reason of a demo job that ended (its note in the past tense), also written to its log."""
+    done = demo_note(device_name, done=True)
+    if log_path:
+        try:
+            with open(log_path, "a", encoding="utf-8") as f:
+                f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
+        except OSError:
+            log.warning("could not append to %s", log_path)
+    return reason.replace(demo_note(device_name, done=False), done) if reason else done
 
 
 def _signal_name(number: int) -> str:

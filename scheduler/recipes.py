@@ -20,13 +20,14 @@ from typing import Any
 
 from gputray.resources import resource_path
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.taskfile import KEY_ALIASES, TaskFileError, spec_from_mapping
 from gputray.scheduler.tasks import TaskSpec
 
 _META_KEYS = {"name", "description", "patterns", "install_hint", "vram_per_file_byte"}
 
 
-class SubmitError(ValueError):
+class SubmitError(Refusal, ValueError):
     """A task cannot be submitted; the message says why in words a person can act on."""
 
 
@@ -204,7 +205,12 @@ def spec_for_file(recipe: Recipe, file: Path, overrides: Mapping[str, Any] | Non
         with contextlib.suppress(OSError):
             data["vram"] = int(file.stat().st_size * recipe.vram_per_file_byte)
     overrides = overrides or {}
+    env = overrides.get("env")
+    if isinstance(env, Mapping) and isinstance(data.get("env"), Mapping):
+        env = {**data["env"], **env}  # --env adds to the recipe's variables
     data.update(overrides)
+    if env is not None:
+        data["env"] = env
     # An override replaces the recipe's value under the other spelling too (vram vs vram_bytes …).
     for short, full in KEY_ALIASES.items():
         if full in overrides and short in data and short not in overrides:

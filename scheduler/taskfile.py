@@ -21,7 +21,9 @@ A task file holds the keys at the top level or under ``[task]``::
     timeout = "2h"
     retries = 2
     backoff = "30s"
-    cwd = "."
+    cwd = "."                         # default: where `gputray submit` was typed
+    after = [12, 13]                  # start once tasks 12 and 13 succeeded ...
+    after_any = false                 # ... true: once they ended, however
     [env]                             # [task.env] when the keys are under [task]
     GGML_VK_VISIBLE_DEVICES = "{vk_index}"
 
@@ -41,12 +43,17 @@ import dataclasses
 import datetime as dt
 import difflib
 import math
+import os
 import re
+import stat
+import threading
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from gputray.scheduler.protocol import MAX_ID as MAX_TASK_ID
+from gputray.scheduler.protocol import Refusal, check_duration_s, check_epoch_s, check_size_bytes
 from gputray.scheduler.tasks import (
     AFTER_MAX_WAIT,
     KINDS,
@@ -61,7 +68,7 @@ from gputray.scheduler.tasks import (
 )
 
 
-class TaskFileError(ValueError):
+class TaskFileError(Refusal, ValueError):
     """A task file (or submitted spec) is invalid; the message names the source, the key and the problem."""
 
 
@@ -90,12 +97,14 @@ def parse_duration(value: object) -> float:
     if isinstance(value, int | float):
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"expected a duration ≥ 0, got {value!r}")
-        return float(value)
+        return check_duration_s(float(value))
     if not isinstance(value, str):
         raise ValueError(f"expected a duration like '10m', got {type(value).__name__}")
     text = value.strip().replace(" ", "")
     if not text:
         raise ValueError("expected a duration like '10m', got an empty string")
+    if text.startswith("-"):
+        raise ValueError(f"a duration cannot be negative, got {value!r:.80}")
     total, pos = 0.0, 0
     for m in _DURATION_RE.finditer(text):
         if m.start() != pos or (m.group(2) is None and m.end() != len(text)):
@@ -103,8 +112,8 @@ def parse_duration(value: object) -> float:
         total += float(m.group(1)) * _DURATION_UNITS[(m.group(2) or "s").lower()]
         pos = m.end()
     if pos != len(text):
-        raise ValueError(f"expected a duration like '90s', '10m', '1h30m' or '2d', got {value!r}")
-    return total
+        raise ValueError(f"expected a duration like '90s', '10m', '1h30m' or '2d', got {value!r:.80}")
+    return check_duration_s(total)
 
 
 def parse_size(value: object) -> int:
@@ -114,20 +123,27 @@ def parse_size(value: object) -> int:
     if isinstance(value, int | float):
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"expected a size ≥ 0, got {value!r}")
-        return int(value)
+        return check_size_bytes(value)
     if not isinstance(value, str):
         raise ValueError(f"expected a size like '4GiB', got {type(value).__name__}")
+    if value.strip().startswith("-"):
+        raise ValueError(f"a size cannot be negative, got {value!r:.80}")
     m = _SIZE_RE.match(value)
     if not m or (not m.group(2) and (m.group(3))):
-        raise ValueError(f"expected a size like '512MiB', '4GiB' or '4GB', got {value!r}")
+        raise ValueError(f"expected a size like '512MiB', '4GiB' or '4GB', got {value!r:.80}")
     number, prefix, binary, b = m.groups()
     prefix = prefix.lower()
     base = 1000 if (prefix and b and not binary) else 1024
-    return int(float(number) * base ** _SIZE_POW[prefix])
+    return check_size_bytes(float(number) * base ** _SIZE_POW[prefix])  # float("9" * 400) is inf
 
 
 def parse_start_at(value: object) -> float:
-    """A TOML datetime, an ISO string (local time without an offset) or epoch seconds → epoch seconds."""
+    """A TOML datetime, an ISO string (local time without an offset) or epoch seconds → epoch seconds,
+    within the years 1970–9999."""
+    return check_epoch_s(_start_at(value), "start_at")
+
+
+def _start_at(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}")
     if isinstance(value, int | float):
@@ -144,12 +160,67 @@ def parse_start_at(value: object) -> float:
     raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {type(value).__name__}")
 
 
+MAX_TASK_FILE_BYTES = 1 << 20
+TASK_FILE_READ_S = 10.0
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The bytes of a regular file of at most 1 MiB. Opened without blocking (a FIFO put in its place
+    must not hang the reader) and checked after opening (what was opened is what is read)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = (
+                "folder"
+                if stat.S_ISDIR(st.st_mode)
+                else "FIFO"
+                if stat.S_ISFIFO(st.st_mode)
+                else "device or socket"
+            )
+            raise TaskFileError(f"{path}: not a regular file (a {kind}); a task file is a TOML text file")
+        chunks, size = [], 0
+        while size <= MAX_TASK_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 16, MAX_TASK_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_TASK_FILE_BYTES or st.st_size > MAX_TASK_FILE_BYTES:
+            mib = max(size, st.st_size) / (1 << 20)
+            raise TaskFileError(f"{path}: too large ({mib:.1f} MiB); a task file may be at most 1 MiB")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_task_bytes(path: Path, *, timeout_s: float = TASK_FILE_READ_S) -> bytes:
+    """``_read_regular_file`` in a thread of its own, so that the caller (the owner's socket handler)
+    is never held by a file system that hangs: TaskFileError if it takes more than ``timeout_s``."""
+    result: list[bytes] = []
+    failure: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            result.append(_read_regular_file(path))
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+
+    reader = threading.Thread(target=read, name="gputray-read-task-file", daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    if reader.is_alive():
+        raise TaskFileError(f"{path}: could not be read within {timeout_s:g} s")
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
 def load_task_file(path: Path) -> TaskSpec:
     """Read and validate one task file. Errors (TaskFileError) name the file, the key and the problem."""
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
+        data = tomllib.loads(read_task_bytes(path).decode("utf-8"))
     except FileNotFoundError:
         raise TaskFileError(f"{path}: no such task file") from None
     except OSError as exc:
@@ -158,6 +229,8 @@ def load_task_file(path: Path) -> TaskSpec:
         raise TaskFileError(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise TaskFileError(f"{path}: not valid TOML: the file is not UTF-8 text") from None
+    except RecursionError:
+        raise TaskFileError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
     if "task" in data:
         table = data["task"]
         if not isinstance(table, dict):
@@ -175,12 +248,26 @@ def load_task_file(path: Path) -> TaskSpec:
     return spec_from_mapping(data, source=str(path), base_dir=base)
 
 
+def with_overrides(spec: TaskSpec, overrides: Mapping[str, Any] | None, *, source: str) -> TaskSpec:
+    """``spec`` with some keys replaced (CLI options, a schedule's overrides, an edit), validated as a
+    task file is. ``env`` adds to the spec's variables (``--env`` sets one, it does not drop the rest)."""
+    if not overrides:
+        return spec
+    changes = dict(overrides)
+    env = changes.get("env")
+    if isinstance(env, Mapping):
+        changes["env"] = {**spec.env, **env}
+    return spec_from_record_dict({**spec.to_dict(), **changes}, source=source)
+
+
 def spec_from_record_dict(data: Mapping[str, Any], *, source: str = "task") -> TaskSpec:
     """Validate a ``TaskSpec.to_dict()``-style mapping (the IPC wire form). Paths are kept as given."""
     return spec_from_mapping(data, source=source, base_dir=None)
 
 
-def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskSpec:
+def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
+    data: Mapping[str, Any], *, source: str, base_dir: Path | None = None
+) -> TaskSpec:
     """Validate a task mapping (file keys or field names) into a TaskSpec.
 
     With ``base_dir``, relative ``script``, ``files`` and ``cwd`` are made absolute against it.
@@ -272,6 +359,23 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         if maximum is not None and value > maximum:
             raise err(key, f"must be at most {maximum}, got {value}")
         return value
+
+    def task_ids(key: str) -> tuple[int, ...]:
+        value = get(key, [])
+        if isinstance(value, int | str) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list):
+            raise err(key, f"must be a list of task ids like [12, 13], got {value!r}")
+        ids: list[int] = []
+        for item in value:
+            text = item.strip().lstrip("#") if isinstance(item, str) else None
+            if text is not None and text.isdigit():
+                item = int(text)
+            if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_TASK_ID:
+                raise err(key, f"task ids are whole numbers from 1, got {item!r}")
+            if item not in ids:
+                ids.append(item)
+        return tuple(ids)
 
     def path(key: str, value: str) -> str:
         if base_dir is None:
@@ -374,6 +478,9 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         else:
             name = Path(argv[0]).name
     cwd = string("cwd")
+    after_any = get("after_any", False)
+    if not isinstance(after_any, bool):
+        raise err("after_any", f"must be true or false, got {after_any!r}")
     util = get("util_percent", 90.0)
     if isinstance(util, bool) or not isinstance(util, int | float) or not 0 <= util <= 100:
         raise err("util_percent", f"must be a number from 0 to 100, got {util!r}")
@@ -402,6 +509,8 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str, base_dir: Path | 
         base_env=base_env,
         cwd=path("cwd", cwd) if cwd else None,
         recipe=string("recipe"),
+        after=task_ids("after"),
+        after_any=after_any,
         placeholders=opt_in,
         util_percent=float(util),
     )

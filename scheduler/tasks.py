@@ -62,7 +62,8 @@ class TaskSpec:
     of waiting, ``after_max_wait`` applies (``redirect``, ``cpu`` or ``fail``).
     ``start_at`` is epoch seconds; ``window`` is a daily local-time window ``"01:00-07:00"``
     (may cross midnight). ``retries`` more attempts after a failure or interruption, each after
-    ``backoff_s * 2**(attempt-1)`` seconds, at most ``MAX_BACKOFF_S``.
+    ``backoff_s * 2**(attempt-1)`` seconds, at most ``MAX_BACKOFF_S``. ``after`` names tasks that
+    must succeed first (``after_any``: end, however); one that fails or is cancelled fails this one.
     """
 
     kind: TaskKind
@@ -91,6 +92,9 @@ class TaskSpec:
     base_env: Mapping[str, str] | None = None
     cwd: str | None = None
     recipe: str | None = None
+    # Dependencies: task ids that must have succeeded (or, with ``after_any``, ended however) first.
+    after: tuple[int, ...] = ()
+    after_any: bool = False
     placeholders: bool = False  # opt-in: fill placeholders in a command/torch task too
     util_percent: float = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
 
@@ -145,7 +149,9 @@ class TaskRecord:
     redirected, why it failed). ``attempts`` counts starts. Times are epoch seconds (UTC).
     ``position`` orders the queue within a priority; ``queued_at`` is when it last (re)entered the
     queue (max_wait and aging count from there); ``not_before`` delays a retry (backoff);
-    ``overtakes`` counts how often a later task took a device this one was waiting for.
+    ``overtakes`` counts how often a later task took a device this one was waiting for;
+    ``attempts_before`` is ``attempts`` when it was last queued again by hand (``retry``): attempts
+    count on across a manual retry, while its automatic retries start afresh.
     """
 
     id: int
@@ -166,6 +172,7 @@ class TaskRecord:
     not_before: float | None = None
     overtakes: int = 0
     pid_create_time: float | None = None
+    attempts_before: int = 0
 
     @property
     def name(self) -> str:
@@ -199,6 +206,10 @@ class TaskRecord:
             "started_at": iso_utc(self.started_at),
             "ended_at": iso_utc(self.ended_at),
             "log_path": self.log_path,
+            "priority": self.spec.priority,
+            "after": list(self.spec.after),
+            "after_any": self.spec.after_any,
+            "cwd": self.spec.cwd,
         }
 
     def replace(self, **changes: Any) -> TaskRecord:
@@ -222,6 +233,28 @@ def iso_utc(epoch_s: float | None) -> str | None:
     whole = math.floor(epoch_s)
     millis = min(999, round((epoch_s - whole) * 1000))
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
+def local_time(epoch_s: float | None, now_s: float | None = None, *, short: bool = False) -> str:
+    """A time for listings, in local time: ``14:02`` today, ``11-30 14:02`` this year, else with the
+    year (``short``: the date alone, ``11-30``); "-" for none. (``--json`` keeps ISO 8601 UTC.)"""
+    if epoch_s is None:
+        return "-"
+    try:
+        t = dt.datetime.fromtimestamp(epoch_s)
+        now = dt.datetime.fromtimestamp(time.time() if now_s is None else now_s)
+    except (OverflowError, OSError, ValueError):
+        return "?"
+    if t.date() == now.date():
+        return t.strftime("%H:%M")
+    if short:
+        return t.strftime("%m-%d") if t.year == now.year else t.strftime("%Y-%m")
+    return t.strftime("%m-%d %H:%M") if t.year == now.year else t.strftime("%Y-%m-%d %H:%M")
+
+
+def local_iso(epoch_s: float) -> str:
+    """``2026-11-30 14:02:03 +0100``: a local time with its offset, for a log header."""
+    return dt.datetime.fromtimestamp(epoch_s).astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
 
 
 def parse_window(window: str) -> tuple[int, int]:

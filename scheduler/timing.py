@@ -1,28 +1,26 @@
 """Time: ``--at`` start times, daily windows, and recurring submissions (``schedule add --cron``).
 
-Why our own SQLite table and APScheduler's MemoryJobStore, not its SQLAlchemyJobStore:
-SQLAlchemy is a heavy extra dependency for one table, and APScheduler 3.x pickles job state into
-that store, which ties stored rows to our function signatures. Instead, recurring schedules live in
-``schedules.sqlite3`` in the data dir (id, cron, task file, overrides, ``last_run_at``), owned by the
-one owner process, and the BackgroundScheduler's memory store is rebuilt from it at every start.
-Job callables are ``module:function`` text references (``gputray.scheduler.timing:fire_schedule``),
-as a persistent store would need them.
+One clock wakes the queue: the QueueService's dispatcher. This module only does the arithmetic, with
+APScheduler's triggers (``CronTrigger.get_next_fire_time``; no scheduler, no worker threads):
 
-Missed runs: while the owner runs and the machine sleeps, APScheduler sees the job's run time in the
-past on wake-up; with ``coalesce=True`` and ``misfire_grace_time=None`` (no limit) it runs it once,
-however many runs were missed. While the owner was not running at all, ``catch_up()`` at start does
-the same from ``last_run_at``: at most one run per schedule, never one per missed slot.
+* ``--at``, windows and retry backoffs are task fields that placement checks; placement's ``Wait``
+  carries the time the task can next start (``next_window_open`` for windows), and the dispatcher
+  sleeps until the earliest of them.
+* Recurring schedules live in ``schedules.sqlite3`` in the data dir (id, cron, task file, overrides,
+  ``last_run_at``), owned by the one owner process. ``Timing`` is one of the dispatcher's timers:
+  it tells the dispatcher when its next run is due (``next_due_s``) and submits what is due when
+  woken (``run_due``).
 
-``--at`` and windows are task fields checked by placement (a task never starts before ``start_at`` or
-outside its window); here they only become precise wake-ups (``wake_at``) so the queue dispatches at
-that moment instead of at the next monitor tick.
+Missed runs: at most one run per schedule, never one per missed slot. While the owner runs and the
+machine sleeps, the dispatcher wakes late and ``run_due`` runs each overdue schedule once; while the
+owner was not running at all, ``catch_up()`` at start does the same from ``last_run_at``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import itertools
+import functools
 import json
 import logging
 import re
@@ -34,12 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gputray.scheduler.protocol import Refusal, check_epoch_s
 from gputray.scheduler.tasks import parse_window, window_open
 
 log = logging.getLogger("gputray.timing")
-
-FIRE_SCHEDULE_REF = "gputray.scheduler.timing:fire_schedule"
-WAKE_REF = "gputray.scheduler.timing:fire_wake"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -55,10 +51,8 @@ CREATE TABLE IF NOT EXISTS schedules (
 """
 
 
-class TimingError(ValueError):
+class TimingError(Refusal, ValueError):
     """A bad ``--at``, ``--window`` or ``--cron`` value, or an unknown schedule id."""
-
-    user_error = True
 
 
 @dataclass(frozen=True)
@@ -119,7 +113,9 @@ def parse_at(text: str, now_s: float) -> float:
     rel = _REL_RE.match(text)
     if rel:
         try:
-            return now_s + parse_duration(rel.group(1))
+            return _within_years(now_s + parse_duration(rel.group(1)), text)
+        except TimingError:
+            raise
         except ValueError as exc:
             raise TimingError(f"--at {text!r}: {exc}") from None
     hhmm = _HHMM_RE.match(text)
@@ -141,20 +137,31 @@ def parse_at(text: str, now_s: float) -> float:
     value = stamp.timestamp()
     if value < now_s - 60:
         raise TimingError(f"--at {text!r} is in the past")
-    return value
+    return _within_years(value, text)
+
+
+def _within_years(value: float, text: str) -> float:
+    try:
+        return check_epoch_s(value, f"--at {text!r}")
+    except ValueError as exc:
+        raise TimingError(str(exc)) from None
 
 
 def next_window_open(window: str, now_s: float) -> float:
-    """When the daily local window is next open: ``now_s`` itself if it is open now."""
+    """When the daily local window is next open: ``now_s`` itself if it is open now (DST-aware)."""
     if window_open(window, now_s):
         return now_s
     start_min, _ = parse_window(window)
-    opening = dt.datetime.fromtimestamp(now_s).replace(
-        hour=start_min // 60, minute=start_min % 60, second=0, microsecond=0
-    )
-    if opening.timestamp() <= now_s:
-        opening += dt.timedelta(days=1)
-    return opening.timestamp()
+    tz = local_zone()
+    fire = _opening(start_min, tz).get_next_fire_time(None, _aware(now_s, tz))
+    return float(fire.timestamp())
+
+
+@functools.lru_cache(maxsize=64)
+def _opening(start_min: int, tz: dt.tzinfo) -> Any:
+    from apscheduler.triggers.cron import CronTrigger
+
+    return CronTrigger(hour=start_min // 60, minute=start_min % 60, timezone=tz)
 
 
 _WEEKDAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # cron's numbering: 0 (and 7) = Sunday
@@ -199,7 +206,8 @@ def weekdays_as_names(field: str, expr: str) -> str:
 def cron_trigger(expr: str, tz: dt.tzinfo | None = None) -> Any:
     """A five-field crontab line (``"0 3 * * *"``) → APScheduler CronTrigger, or TimingError.
 
-    Fields mean what they mean in crontab(5), weekdays included (0 or 7 = Sunday)."""
+    Fields mean what they mean in crontab(5), weekdays included (0 or 7 = Sunday), and so does a day
+    of the month together with a weekday: "30 4 1,15 * 5" runs on the 1st, the 15th *and* every Friday."""
     from apscheduler.triggers.cron import CronTrigger
 
     if not isinstance(expr, str) or len(expr.split()) != 5:
@@ -207,15 +215,20 @@ def cron_trigger(expr: str, tz: dt.tzinfo | None = None) -> Any:
             f"--cron {expr!r}: expected five fields 'minute hour day month weekday', e.g. \"0 3 * * *\""
         )
     minute, hour, day, month, weekday = expr.split()
+    zone = tz or local_zone()
+
+    def trigger(day: str, weekday: str) -> Any:
+        return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=weekday, timezone=zone)
+
     try:
-        return CronTrigger(
-            minute=minute,
-            hour=hour,
-            day=day,
-            month=month,
-            day_of_week=weekdays_as_names(weekday, expr),
-            timezone=tz or local_zone(),
-        )
+        days_of_week = weekdays_as_names(weekday, expr)
+        # crontab(5): when both the day of the month and the weekday are restricted (neither starts
+        # with "*"), a run is due when *either* matches; APScheduler alone would need both.
+        if not day.startswith(("*", "?")) and not weekday.startswith(("*", "?")):
+            from apscheduler.triggers.combining import OrTrigger
+
+            return OrTrigger([trigger(day, "*"), trigger("*", days_of_week)])
+        return trigger(day, days_of_week)
     except (ValueError, TypeError, KeyError) as exc:
         raise TimingError(f"--cron {expr!r}: {exc}") from None
 
@@ -318,33 +331,14 @@ class ScheduleStore:
 # --------------------------------------------------------------------------------------------------
 # The live part
 
-#: Live Timing objects by token, so text job references can find them.
-_INSTANCES: dict[str, Timing] = {}
-_TOKENS = itertools.count(1)
-
-
-def fire_schedule(token: str, schedule_id: int) -> None:
-    """APScheduler job target (by reference): one recurring run is due."""
-    timing = _INSTANCES.get(token)
-    if timing is not None:
-        timing.run_schedule(schedule_id)
-
-
-def fire_wake(token: str) -> None:
-    """APScheduler job target (by reference): a start time or a window opened; dispatch now."""
-    timing = _INSTANCES.get(token)
-    if timing is not None:
-        timing.wake()
-
-
 SubmitSchedule = Callable[[Schedule], object]
 
 
 class Timing:
-    """Runs recurring submissions and precise wake-ups on an APScheduler 3.11 BackgroundScheduler.
+    """The recurring submissions: one of the dispatcher's timers (``next_due_s``, ``run_due``).
 
     ``submit(schedule)`` submits a schedule's task file (the owner passes QueueService-backed code);
-    ``wake()`` asks the queue to dispatch. Both are called from APScheduler's worker threads.
+    it is called from the dispatcher thread, outside its lock.
     """
 
     def __init__(
@@ -352,86 +346,71 @@ class Timing:
         db_path: Path,
         *,
         submit: SubmitSchedule,
-        wake: Callable[[], object],
         clock: Callable[[], float] = time.time,
         tz: dt.tzinfo | None = None,
     ) -> None:
         self.store = ScheduleStore(db_path)
         self._submit = submit
-        self._wake = wake
         self.clock = clock
         self.tz = tz or local_zone()
-        self._token = f"t{next(_TOKENS)}"
-        self._scheduler: Any = None
-        self._wake_times: set[float] = set()
+        self._next: dict[int, float | None] = {}  # schedule id → its next run
         self._lock = threading.Lock()
 
     # --- lifecycle -------------------------------------------------------------------------------
 
-    def start(self, *, run_scheduler: bool = True) -> list[int]:
-        """Catch up missed runs once, then schedule every recurring entry. Returns ids caught up."""
-        _INSTANCES[self._token] = self
+    def start(self) -> list[int]:
+        """Catch up missed runs once, then plan every recurring entry. Returns ids caught up."""
         caught_up = self.catch_up()
-        if run_scheduler:
-            from apscheduler.schedulers.background import BackgroundScheduler
-
-            self._scheduler = BackgroundScheduler(
-                timezone=self.tz,
-                job_defaults={"coalesce": True, "misfire_grace_time": None, "max_instances": 1},
-            )
-            self._scheduler.start()
-            for entry in self.store.all():
-                self._add_job(entry)
+        now = self.clock()
+        for entry in self.store.all():
+            self._plan(entry, now)
         return caught_up
 
     def stop(self) -> None:
-        _INSTANCES.pop(self._token, None)
-        if self._scheduler is not None:
-            # APScheduler 3.x race: shutdown() marks the scheduler stopped before it takes the job-store
-            # lock, so a _process_jobs pass in flight then fails to remove a finished date job
-            # (JobLookupError in its thread). Pause, let the pass in flight finish, then shut down.
-            with contextlib.suppress(Exception):
-                self._scheduler.pause()
-                with getattr(self._scheduler, "_jobstores_lock", contextlib.nullcontext()):
-                    pass
-            with contextlib.suppress(Exception):
-                self._scheduler.shutdown(wait=False)
-            self._scheduler = None
         self.store.close()
 
-    def _add_job(self, entry: Schedule) -> None:
-        if self._scheduler is None:
-            return
+    def _plan(self, entry: Schedule, after_s: float) -> None:
         try:
-            trigger = cron_trigger(entry.cron, self.tz)
+            nxt = next_cron_run(entry.cron, after_s, self.tz)
         except TimingError as exc:
             log.error("schedule %s has a bad cron line: %s", entry.id, exc)
-            return
-        self._scheduler.add_job(
-            FIRE_SCHEDULE_REF,
-            trigger,
-            args=[self._token, entry.id],
-            id=f"schedule-{entry.id}",
-            name=entry.name,
-            replace_existing=True,
-        )
+            nxt = None
+        with self._lock:
+            self._next[entry.id] = nxt
+
+    # --- the dispatcher's timer ------------------------------------------------------------------
+
+    def next_due_s(self) -> float | None:
+        with self._lock:
+            times = [t for t in self._next.values() if t is not None]
+        return min(times) if times else None
+
+    def run_due(self, now_s: float) -> list[int]:
+        """Submit each schedule whose run is due (once, however many runs were missed); plan the next."""
+        with self._lock:
+            due = [sid for sid, t in self._next.items() if t is not None and t <= now_s]
+        for schedule_id in due:
+            self.run_schedule(schedule_id)
+            with contextlib.suppress(TimingError):
+                self._plan(self.store.get(schedule_id), now_s)
+        return due
 
     # --- recurring -------------------------------------------------------------------------------
 
     def add(
         self, cron: str, task_file: str, *, overrides: dict[str, Any] | None = None, name: str | None = None
     ) -> Schedule:
-        if next_cron_run(cron, self.clock(), self.tz) is None:  # also checks the line itself
+        now = self.clock()
+        if next_cron_run(cron, now, self.tz) is None:  # also checks the line itself
             raise TimingError(f"--cron {cron!r}: that never happens (no such date)")
-        entry = self.store.add(name or Path(task_file).name, cron, task_file, overrides or {}, self.clock())
-        self._add_job(entry)
+        entry = self.store.add(name or Path(task_file).name, cron, task_file, overrides or {}, now)
+        self._plan(entry, now)
         return entry
 
     def remove(self, schedule_id: int) -> Schedule:
         entry = self.store.remove(schedule_id)
-        if self._scheduler is not None:
-            with contextlib.suppress(Exception):
-                self._scheduler.remove_job(f"schedule-{schedule_id}")
+        with self._lock:
+            self._next.pop(schedule_id, None)
         return entry
 
     def entries(self) -> list[tuple[Schedule, float | None]]:
@@ -475,35 +454,3 @@ class Timing:
                 "schedule %s (%s) could not submit %s: %s", entry.id, entry.name, entry.task_file, error
             )
         self.store.mark_run(schedule_id, self.clock(), error)
-
-    # --- wake-ups --------------------------------------------------------------------------------
-
-    def wake_at(self, when_s: float) -> None:
-        """Dispatch at ``when_s`` (start_at, a window opening, a retry backoff). Past times are ignored."""
-        if self._scheduler is None or when_s <= self.clock():
-            return
-        key = round(when_s, 1)
-        with self._lock:
-            if key in self._wake_times:
-                return
-            self._wake_times.add(key)
-        self._scheduler.add_job(
-            WAKE_REF,
-            "date",
-            run_date=_aware(when_s + 0.05, self.tz),
-            args=[self._token],
-            misfire_grace_time=None,
-        )
-
-    def wake_for_window(self, window: str) -> None:
-        with contextlib.suppress(ValueError):
-            self.wake_at(next_window_open(window, self.clock()))
-
-    def wake(self) -> None:
-        now = self.clock()
-        with self._lock:
-            self._wake_times = {t for t in self._wake_times if t > now}
-        try:
-            self._wake()
-        except Exception:
-            log.exception("dispatch after a timed wake-up failed")

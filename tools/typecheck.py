@@ -1,7 +1,8 @@
 """Run mypy (strict, per pyproject) on the gputray packages, or on the files given.
 
 The folders are installed as ``gputray.<folder>`` through setuptools' package-dir mapping, which mypy
-cannot follow, so this links them into a temporary ``gputray/`` tree and checks that tree.
+cannot follow, so this checks a temporary ``gputray/`` link tree (see ``source_tree.py`` for why not
+setuptools' strict editable mode).
 """
 
 from __future__ import annotations
@@ -9,25 +10,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("gui", "monitor", "scheduler", "resources")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from source_tree import PACKAGES, ROOT, source_tree
+
 SKIP = {"probe.py"}  # scripts run by other interpreters (Python envs without gputray)
 
 
 def main(argv: list[str]) -> int:
-    with tempfile.TemporaryDirectory(prefix="gputray-mypy-") as tmp:
-        tree = Path(tmp) / "gputray"
-        tree.mkdir()
-        for pkg in PACKAGES:
-            os.symlink(ROOT / pkg, tree / pkg)
+    with source_tree() as tmp:
+        tree = tmp / "gputray"
         if argv:
-            targets = []
-            for arg in argv:
-                rel = Path(arg).resolve().relative_to(ROOT)
-                targets.append(str(tree / rel))
+            targets = [str(tree / Path(arg).resolve().relative_to(ROOT)) for arg in argv]
         else:
             targets = [
                 str(p)
@@ -45,7 +40,7 @@ def main(argv: list[str]) -> int:
             str(ROOT / ".mypy_cache"),
             *targets,
         ]
-        return subprocess.run(cmd, cwd=tmp, env={**os.environ, "MYPYPATH": tmp}).returncode
+        return subprocess.run(cmd, cwd=tmp, env={**os.environ, "MYPYPATH": str(tmp)}).returncode
 
 
 if __name__ == "__main__":

@@ -4,56 +4,24 @@
 <context>
     <name>gputray</name>
     <message>
-        <source>Utilisation %</source>
-        <translation>使用率 %</translation>
+        <source>graphics</source>
+        <translation>グラフィックス</translation>
     </message>
     <message>
-        <source>Temperature °C</source>
-        <translation>温度 °C</translation>
+        <source>compute</source>
+        <translation>計算</translation>
     </message>
     <message>
-        <source>Power W</source>
-        <translation>電力 W</translation>
+        <source>rocm</source>
+        <translation>ROCm</translation>
     </message>
     <message>
-        <source>VRAM GiB</source>
-        <translation>VRAM GiB</translation>
+        <source>mixed</source>
+        <translation>混在</translation>
     </message>
     <message>
-        <source>Shared GiB</source>
-        <translation>共有メモリ GiB</translation>
-    </message>
-    <message>
-        <source>minutes ago</source>
-        <translation>分前</translation>
-    </message>
-    <message>
-        <source>History</source>
-        <translation>履歴</translation>
-    </message>
-    <message>
-        <source>Processes</source>
-        <translation>プロセス</translation>
-    </message>
-    <message>
-        <source>Cached results; run the doctor to probe again.</source>
-        <translation>キャッシュされた結果です。再調査するには診断を実行してください。</translation>
-    </message>
-    <message>
-        <source>Run doctor</source>
-        <translation>診断を実行</translation>
-    </message>
-    <message>
-        <source>Doctor</source>
-        <translation>診断</translation>
-    </message>
-    <message>
-        <source>Task logs</source>
-        <translation>タスクログ</translation>
-    </message>
-    <message>
-        <source>Running the doctor…</source>
-        <translation>診断を実行中…</translation>
+        <source>other</source>
+        <translation>その他</translation>
     </message>
     <message>
         <source>PID</source>
@@ -96,28 +64,108 @@
         <translation>測定値</translation>
     </message>
     <message>
-        <source>No doctor results yet: add a Python environment in Settings.</source>
-        <translation>診断結果はまだありません。設定で Python 環境を追加してください。</translation>
+        <source>works</source>
+        <translation>動作</translation>
+    </message>
+    <message>
+        <source>limited</source>
+        <translation>制限あり</translation>
+    </message>
+    <message>
+        <source>fails</source>
+        <translation>失敗</translation>
+    </message>
+    <message>
+        <source>History</source>
+        <translation>履歴</translation>
+    </message>
+    <message>
+        <source>Processes</source>
+        <translation>プロセス</translation>
+    </message>
+    <message>
+        <source>Doctor</source>
+        <translation>診断</translation>
+    </message>
+    <message>
+        <source>Task logs</source>
+        <translation>タスクログ</translation>
+    </message>
+    <message>
+        <source>Utilisation %</source>
+        <translation>使用率 %</translation>
+    </message>
+    <message>
+        <source>Temperature °C</source>
+        <translation>温度 °C</translation>
+    </message>
+    <message>
+        <source>Power W</source>
+        <translation>電力 W</translation>
+    </message>
+    <message>
+        <source>VRAM GiB</source>
+        <translation>VRAM GiB</translation>
+    </message>
+    <message>
+        <source>Shared GiB</source>
+        <translation>共有メモリ GiB</translation>
+    </message>
+    <message>
+        <source>Cached results; run the doctor to probe again.</source>
+        <translation>キャッシュされた結果です。再調査するには診断を実行してください。</translation>
+    </message>
+    <message>
+        <source>minutes ago</source>
+        <translation>分前</translation>
+    </message>
+    <message>
+        <source>Run doctor</source>
+        <translation>診断を実行</translation>
+    </message>
+    <message>
+        <source>Right-click a process of yours to stop it</source>
+        <translation>自分のプロセスを右クリックすると停止できます</translation>
+    </message>
+    <message>
+        <source>Running the doctor…</source>
+        <translation>診断を実行中…</translation>
     </message>
     <message>
         <source>dashboard</source>
         <translation>ダッシュボード</translation>
     </message>
     <message>
+        <source>No doctor results yet: add a Python environment in Settings.</source>
+        <translation>診断結果はまだありません。設定で Python 環境を追加してください。</translation>
+    </message>
+    <message>
         <source>DEMO</source>
         <translation>デモ</translation>
     </message>
     <message>
-        <source>Cannot read {path}: {error}</source>
-        <translation>{path} を読めません: {error}</translation>
+        <source>#{id} {name} has not started yet.</source>
+        <translation>#{id} {name} はまだ開始していません。</translation>
+    </message>
+    <message>
+        <source>State: {state}</source>
+        <translation>状態: {state}</translation>
+    </message>
+    <message>
+        <source>Doctor results could not be read: {error}</source>
+        <translation>診断結果を読めませんでした: {error}</translation>
     </message>
     <message>
         <source>Doctor finished at {time}</source>
         <translation>診断完了 {time}</translation>
     </message>
     <message>
-        <source>Doctor results could not be read: {error}</source>
-        <translation>診断結果を読めませんでした: {error}</translation>
+        <source>Why: {reason}</source>
+        <translation>理由: {reason}</translation>
+    </message>
+    <message>
+        <source>Cannot read {path}: {error}</source>
+        <translation>{path} を読めません: {error}</translation>
     </message>
     <message>
         <source>The doctor failed: {error}</source>
@@ -180,6 +228,14 @@
         <translation>レシピ</translation>
     </message>
     <message>
+        <source>{n} file(s) will become {n} job(s).</source>
+        <translation>{n} 個のファイルから {n} 個のジョブを作ります。</translation>
+    </message>
+    <message>
+        <source>Not queued:</source>
+        <translation>キューに追加されないもの:</translation>
+    </message>
+    <message>
         <source>{item}: only local files can be queued</source>
         <translation>{item}: キューに追加できるのはローカルファイルだけです</translation>
     </message>
@@ -196,20 +252,76 @@
         <translation>{name}: {type} ファイルを扱うレシピがありません</translation>
     </message>
     <message>
-        <source>{n} file(s) will become {n} job(s).</source>
-        <translation>{n} 個のファイルから {n} 個のジョブを作ります。</translation>
+        <source>{tool} is not installed (or not on PATH), so these files cannot be queued.</source>
+        <translation>{tool} がインストールされていない(または PATH にない)ため、これらのファイルはキューに追加できません。</translation>
     </message>
     <message>
         <source>Remember for {type} files</source>
         <translation>{type} ファイルではこの設定を記憶</translation>
     </message>
     <message>
-        <source>Show panel</source>
-        <translation>パネルを表示</translation>
+        <source>{n} of the {total} dropped item(s) will not be queued (see below).</source>
+        <translation>ドロップした {total} 件のうち {n} 件はキューに追加されません(下記参照)。</translation>
     </message>
     <message>
-        <source>Pause queue</source>
-        <translation>キューを一時停止</translation>
+        <source>Get it: {hint}</source>
+        <translation>入手先: {hint}</translation>
+    </message>
+    <message>
+        <source>green</source>
+        <translation>緑</translation>
+    </message>
+    <message>
+        <source>light green</source>
+        <translation>薄緑</translation>
+    </message>
+    <message>
+        <source>dark green</source>
+        <translation>深緑</translation>
+    </message>
+    <message>
+        <source>red</source>
+        <translation>赤</translation>
+    </message>
+    <message>
+        <source>pink</source>
+        <translation>ピンク</translation>
+    </message>
+    <message>
+        <source>dark red</source>
+        <translation>暗赤</translation>
+    </message>
+    <message>
+        <source>blue</source>
+        <translation>青</translation>
+    </message>
+    <message>
+        <source>light blue</source>
+        <translation>水色</translation>
+    </message>
+    <message>
+        <source>dark blue</source>
+        <translation>紺</translation>
+    </message>
+    <message>
+        <source>grey</source>
+        <translation>灰</translation>
+    </message>
+    <message>
+        <source>light grey</source>
+        <translation>薄灰</translation>
+    </message>
+    <message>
+        <source>dark grey</source>
+        <translation>濃灰</translation>
+    </message>
+    <message>
+        <source>{color}: {name}</source>
+        <translation>{color}: {name}</translation>
+    </message>
+    <message>
+        <source>Show panel</source>
+        <translation>パネルを表示</translation>
     </message>
     <message>
         <source>Open dashboard</source>
@@ -234,6 +346,654 @@
     <message>
         <source>Resume queue</source>
         <translation>キューを再開</translation>
+    </message>
+    <message>
+        <source>Pause queue</source>
+        <translation>キューを一時停止</translation>
+    </message>
+    <message>
+        <source>{name} is hot: {temp} °C (limit {limit} °C)</source>
+        <translation>{name} が高温: {temp} °C(上限 {limit} °C)</translation>
+    </message>
+    <message>
+        <source>{name} is hot: {temp} °C (limit {limit})</source>
+        <translation>{name} が高温: {temp} °C(上限 {limit})</translation>
+    </message>
+    <message>
+        <source>{name} is lost: {why}</source>
+        <translation>{name} が失われました: {why}</translation>
+    </message>
+    <message>
+        <source>{name} was lost: {why}</source>
+        <translation>{name} が失われました: {why}</translation>
+    </message>
+    <message>
+        <source>{name} unavailable: {why}</source>
+        <translation>{name} は利用できません: {why}</translation>
+    </message>
+    <message>
+        <source>{name} uses {size}, {util} %</source>
+        <translation>{name} が {size}・{util} % を使用中</translation>
+    </message>
+    <message>
+        <source>in use by another program: {util} % for ≥ {secs} s</source>
+        <translation>他のプログラムが使用中: {secs} 秒以上 {util} %</translation>
+    </message>
+    <message>
+        <source>{name} holds {size} and is active</source>
+        <translation>{name} が {size} を確保して動作中</translation>
+    </message>
+    <message>
+        <source>{name} cooled to {temp} °C</source>
+        <translation>{name} は {temp} °C まで下がりました</translation>
+    </message>
+    <message>
+        <source>{name} went to sleep</source>
+        <translation>{name} がスリープしました</translation>
+    </message>
+    <message>
+        <source>{name} woke up</source>
+        <translation>{name} がスリープから復帰しました</translation>
+    </message>
+    <message>
+        <source>{name} disappeared</source>
+        <translation>{name} が見えなくなりました</translation>
+    </message>
+    <message>
+        <source>{name} appeared</source>
+        <translation>{name} が現れました</translation>
+    </message>
+    <message>
+        <source>{why}; retry {n} of {total} in {secs} s</source>
+        <translation>{why}。{secs} 秒後に再試行 ({n}/{total})</translation>
+    </message>
+    <message>
+        <source>{why}; retrying ({left} left)</source>
+        <translation>{why}。再試行します(残り {left} 回)</translation>
+    </message>
+    <message>
+        <source>waiting for a free device: {detail}</source>
+        <translation>空いているデバイスを待機中: {detail}</translation>
+    </message>
+    <message>
+        <source>gave up after waiting {duration} for {label}: {why}</source>
+        <translation>{label} を {duration} 待って断念: {why}</translation>
+    </message>
+    <message>
+        <source>waiting for {label}: {why}</source>
+        <translation>{label} を待機中: {why}</translation>
+    </message>
+    <message>
+        <source>no device can run it: {reasons}</source>
+        <translation>実行できるデバイスがありません: {reasons}</translation>
+    </message>
+    <message>
+        <source>redirected to {target} after waiting {duration}: {state}</source>
+        <translation>{duration} 待った後 {target} に振り替え: {state}</translation>
+    </message>
+    <message>
+        <source>redirected to {target}: {state}</source>
+        <translation>{target} に振り替え: {state}</translation>
+    </message>
+    <message>
+        <source>on CPU after waiting {duration}: {state}</source>
+        <translation>{duration} 待った後 CPU で実行: {state}</translation>
+    </message>
+    <message>
+        <source>on CPU: {state}</source>
+        <translation>CPU で実行: {state}</translation>
+    </message>
+    <message>
+        <source>{label} busy ({why})</source>
+        <translation>{label} は使用中({why})</translation>
+    </message>
+    <message>
+        <source>{label} cannot run it ({why})</source>
+        <translation>{label} では実行できません({why})</translation>
+    </message>
+    <message>
+        <source>{label} not present</source>
+        <translation>{label} が見つかりません</translation>
+    </message>
+    <message>
+        <source>held for task #{id}, which waited longest</source>
+        <translation>最も長く待っているタスク #{id} のために確保中</translation>
+    </message>
+    <message>
+        <source>running {name}</source>
+        <translation>{name} を実行中</translation>
+    </message>
+    <message>
+        <source>needs {need}, {name} has {total}</source>
+        <translation>{need} 必要ですが {name} は {total} です</translation>
+    </message>
+    <message>
+        <source>needs {need}, {free} {where} free</source>
+        <translation>{need} 必要ですが {where} の空きは {free} です</translation>
+    </message>
+    <message>
+        <source>{name} lacks {what} (per the doctor)</source>
+        <translation>{name} は {what} に対応していません(診断による)</translation>
+    </message>
+    <message>
+        <source>hot: {temp} °C (limit {limit} °C)</source>
+        <translation>高温: {temp} °C(上限 {limit} °C)</translation>
+    </message>
+    <message>
+        <source>lost: {why}</source>
+        <translation>失われました: {why}</translation>
+    </message>
+    <message>
+        <source>unavailable: {why}</source>
+        <translation>利用できません: {why}</translation>
+    </message>
+    <message>
+        <source>retry in {duration}</source>
+        <translation>{duration} 後に再試行</translation>
+    </message>
+    <message>
+        <source>starts at {when}</source>
+        <translation>{when} に開始</translation>
+    </message>
+    <message>
+        <source>waits for its window {window}</source>
+        <translation>実行時間帯 {window} を待機中</translation>
+    </message>
+    <message>
+        <source>env lookup failed ({error})</source>
+        <translation>環境の検索に失敗しました({error})</translation>
+    </message>
+    <message>
+        <source>no Python env is known to work on {where}: using gputray's own Python ({python})</source>
+        <translation>{where} で動作する Python 環境がありません。gputray 自身の Python を使います({python})</translation>
+    </message>
+    <message>
+        <source>interrupted: {name} was lost while it ran</source>
+        <translation>中断: 実行中に {name} が失われました</translation>
+    </message>
+    <message>
+        <source>interrupted: gputray stopped while it ran</source>
+        <translation>中断: 実行中に gputray が終了しました</translation>
+    </message>
+    <message>
+        <source>timed out after {secs} s</source>
+        <translation>{secs} 秒でタイムアウト</translation>
+    </message>
+    <message>
+        <source>killed by signal {signal}</source>
+        <translation>シグナル {signal} で強制終了</translation>
+    </message>
+    <message>
+        <source>exited with status {code}</source>
+        <translation>終了コード {code} で終了</translation>
+    </message>
+    <message>
+        <source>{name} queued again as #{id}</source>
+        <translation>{name} を #{id} として再びキューに追加しました</translation>
+    </message>
+    <message>
+        <source>{name} could not start: {error}</source>
+        <translation>{name} を開始できませんでした: {error}</translation>
+    </message>
+    <message>
+        <source>could not start: {error}</source>
+        <translation>開始できませんでした: {error}</translation>
+    </message>
+    <message>
+        <source>{name} started on {where}</source>
+        <translation>{name} を {where} で開始しました</translation>
+    </message>
+    <message>
+        <source>{name} finished on {where}</source>
+        <translation>{name} が {where} で完了しました</translation>
+    </message>
+    <message>
+        <source>task #{id} already {state}; nothing to cancel</source>
+        <translation>タスク #{id} はすでに{state}です。キャンセルするものはありません</translation>
+    </message>
+    <message>
+        <source>task #{id} changed state meanwhile; try again</source>
+        <translation>タスク #{id} の状態が途中で変わりました。もう一度お試しください</translation>
+    </message>
+    <message>
+        <source>task #{id} is {state}; only queued or waiting tasks move</source>
+        <translation>タスク #{id} は{state}です。移動できるのは待機中のタスクだけです</translation>
+    </message>
+    <message>
+        <source>task #{id} is {state}; retry is for finished tasks</source>
+        <translation>タスク #{id} は{state}です。再試行は終わったタスクにだけ使えます</translation>
+    </message>
+    <message>
+        <source>dependency {dep} failed: {why}</source>
+        <translation>依存先 {dep} が失敗しました: {why}</translation>
+    </message>
+    <message>
+        <source>dependency {dep} cancelled: {why}</source>
+        <translation>依存先 {dep} がキャンセルされました: {why}</translation>
+    </message>
+    <message>
+        <source>because of its own {why}</source>
+        <translation>その依存先のため: {why}</translation>
+    </message>
+    <message>
+        <source>waits for {deps} to succeed</source>
+        <translation>{deps} の成功を待機中</translation>
+    </message>
+    <message>
+        <source>waits for {deps} to end</source>
+        <translation>{deps} の終了を待機中</translation>
+    </message>
+    <message>
+        <source>queued again: #{id} was queued again</source>
+        <translation>再びキューへ: #{id} が再びキューに入りました</translation>
+    </message>
+    <message>
+        <source>task #{id} cannot move next to itself</source>
+        <translation>タスク #{id} は自分自身の隣には移動できません</translation>
+    </message>
+    <message>
+        <source>task #{id} is {state}; tasks move among queued or waiting ones</source>
+        <translation>タスク #{id} は{state}です。移動できるのはキュー内または待機中のタスクの間だけです</translation>
+    </message>
+    <message>
+        <source>{task}: the program '{tool}' is not installed or not on PATH. Get it: {hint}.</source>
+        <translation>{task}: プログラム「{tool}」がインストールされていないか、PATH にありません。入手先: {hint}</translation>
+    </message>
+    <message>
+        <source>{task}: the program '{tool}' is not installed or not on PATH.</source>
+        <translation>{task}: プログラム「{tool}」がインストールされていないか、PATH にありません。</translation>
+    </message>
+    <message>
+        <source>{path}: needs the program '{tool}', which is not installed or not on PATH</source>
+        <translation>{path}: プログラム「{tool}」が必要ですが、インストールされていないか PATH にありません</translation>
+    </message>
+    <message>
+        <source>Get {tool}: {hint}.</source>
+        <translation>{tool} の入手先: {hint}</translation>
+    </message>
+    <message>
+        <source>{file}: no recipe handles this kind of file. Recipes: {known}</source>
+        <translation>{file}: この種類のファイルを扱うレシピがありません。レシピ: {known}</translation>
+    </message>
+    <message>
+        <source>{path}: no recipe handles this kind of file</source>
+        <translation>{path}: この種類のファイルを扱うレシピがありません</translation>
+    </message>
+    <message>
+        <source>Recipes: {known}</source>
+        <translation>レシピ: {known}</translation>
+    </message>
+    <message>
+        <source>{n} of {total} files cannot be queued, so none was queued (all or nothing: fix these and submit the files again):</source>
+        <translation>{total} 個中 {n} 個のファイルをキューに追加できないため、どれも追加しませんでした(全部か無しか: 次の問題を直してからもう一度送ってください):</translation>
+    </message>
+    <message>
+        <source>{task}: the script {script} does not exist</source>
+        <translation>{task}: スクリプト {script} がありません</translation>
+    </message>
+    <message>
+        <source>{task}: the input file {file} does not exist</source>
+        <translation>{task}: 入力ファイル {file} がありません</translation>
+    </message>
+    <message>
+        <source>{task}: the working folder {folder} does not exist</source>
+        <translation>{task}: 作業フォルダー {folder} がありません</translation>
+    </message>
+    <message>
+        <source>{path}: is a folder; give the files in it (one job per file)</source>
+        <translation>{path}: フォルダーです。中のファイルを指定してください(1 ファイル 1 ジョブ)</translation>
+    </message>
+    <message>
+        <source>{path}: no such file</source>
+        <translation>{path}: ファイルがありません</translation>
+    </message>
+    <message>
+        <source>no recipe named '{name}'; known recipes: {known}</source>
+        <translation>「{name}」というレシピはありません。あるレシピ: {known}</translation>
+    </message>
+    <message>
+        <source>{url} (put it on PATH)</source>
+        <translation>{url}(PATH の通った場所に置いてください)</translation>
+    </message>
+    <message>
+        <source>an ffmpeg built with Vulkan ({command} must work)</source>
+        <translation>Vulkan 対応でビルドされた ffmpeg({command} が動くこと)</translation>
+    </message>
+    <message>
+        <source>Run a PyTorch script on a free GPU, in the Python environment that works there</source>
+        <translation>空いている GPU で、その GPU で動く Python 環境を使って PyTorch スクリプトを実行</translation>
+    </message>
+    <message>
+        <source>Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)</source>
+        <translation>Real-ESRGAN(ncnn、Vulkan)で画像を 4 倍に拡大</translation>
+    </message>
+    <message>
+        <source>Upscale a video ×2 with ffmpeg's Vulkan scaler</source>
+        <translation>ffmpeg の Vulkan スケーラーで動画を 2 倍に拡大</translation>
+    </message>
+    <message>
+        <source>Benchmark a GGUF model with llama.cpp on Vulkan</source>
+        <translation>llama.cpp(Vulkan)で GGUF モデルをベンチマーク</translation>
+    </message>
+    <message>
+        <source>works, but {names} failed: {why}</source>
+        <translation>動作しますが {names} は失敗: {why}</translation>
+    </message>
+    <message>
+        <source>a real op and every bench item passed</source>
+        <translation>実際の演算とすべてのベンチ項目に成功</translation>
+    </message>
+    <message>
+        <source>a real op ran (not benchmarked)</source>
+        <translation>実際の演算が動作(ベンチマークは未実施)</translation>
+    </message>
+    <message>
+        <source>the basic op did not run</source>
+        <translation>基本演算が動きませんでした</translation>
+    </message>
+    <message>
+        <source>this env has a CUDA build of torch (CUDA {cuda}); it cannot use AMD GPUs</source>
+        <translation>この環境の torch は CUDA 版(CUDA {cuda})です。AMD の GPU は使えません</translation>
+    </message>
+    <message>
+        <source>this env has a ROCm build of torch (HIP {hip}); it cannot use NVIDIA GPUs</source>
+        <translation>この環境の torch は ROCm 版(HIP {hip})です。NVIDIA の GPU は使えません</translation>
+    </message>
+    <message>
+        <source>use an env with a cu128+ CUDA build for this GPU: {command}</source>
+        <translation>この GPU には cu128 以上の CUDA 版を入れた環境を使ってください: {command}</translation>
+    </message>
+    <message>
+        <source>use an env with {hint} for this GPU</source>
+        <translation>この GPU には {hint} を入れた環境を使ってください</translation>
+    </message>
+    <message>
+        <source>torch in this env does not see this GPU</source>
+        <translation>この環境の torch からこの GPU が見えません</translation>
+    </message>
+    <message>
+        <source>check CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES in this env's settings</source>
+        <translation>この環境の設定の CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES を確認してください</translation>
+    </message>
+    <message>
+        <source>the probe hung {where} and was stopped after {secs} s</source>
+        <translation>検査が{where}止まったため {secs} 秒で中止しました</translation>
+    </message>
+    <message>
+        <source>on this device</source>
+        <translation>このデバイスで</translation>
+    </message>
+    <message>
+        <source>before it reached any device</source>
+        <translation>デバイスに届く前に</translation>
+    </message>
+    <message>
+        <source>remove or change HSA_OVERRIDE_GFX_VERSION={value} for this env</source>
+        <translation>この環境の HSA_OVERRIDE_GFX_VERSION={value} を外すか変えてください</translation>
+    </message>
+    <message>
+        <source>run gputray doctor --refresh once the GPU is idle, or allow more time with --timeout (a first CUDA run can spend minutes compiling kernels)</source>
+        <translation>GPU が空いてから gputray doctor --refresh を実行するか、--timeout で時間を延ばしてください(初回の CUDA 実行はカーネルのコンパイルに数分かかることがあります)</translation>
+    </message>
+    <message>
+        <source>the interpreter {python} does not exist any more</source>
+        <translation>インタープリター {python} はもうありません</translation>
+    </message>
+    <message>
+        <source>gputray envs remove {name}, then add the right path</source>
+        <translation>gputray envs remove {name} の後、正しいパスを追加してください</translation>
+    </message>
+    <message>
+        <source>gputray envs remove {name}, then add a real Python</source>
+        <translation>gputray envs remove {name} の後、本物の Python を追加してください</translation>
+    </message>
+    <message>
+        <source>check that {python} is a Python interpreter</source>
+        <translation>{python} が Python インタープリターか確認してください</translation>
+    </message>
+    <message>
+        <source>{what}: this ROCm build of torch has no kernels for {arch}, even with HSA_OVERRIDE_GFX_VERSION={value}</source>
+        <translation>{what}: この ROCm 版 torch には HSA_OVERRIDE_GFX_VERSION={value} でも {arch} 用のカーネルがありません</translation>
+    </message>
+    <message>
+        <source>{what}: this ROCm build of torch has no kernels for {arch}</source>
+        <translation>{what}: この ROCm 版 torch には {arch} 用のカーネルがありません</translation>
+    </message>
+    <message>
+        <source>install a ROCm build of torch whose arch list has {arch}, or try another override value</source>
+        <translation>{arch} を対象に含む ROCm 版 torch を入れるか、別の上書き値を試してください</translation>
+    </message>
+    <message>
+        <source>install {hint} that supports {arch}</source>
+        <translation>{arch} に対応した{hint}を入れてください</translation>
+    </message>
+    <message>
+        <source>install {hint} in this env</source>
+        <translation>この環境に{hint}を入れてください</translation>
+    </message>
+    <message>
+        <source>a ROCm build of torch (index URL on {url})</source>
+        <translation>ROCm 版 torch(インデックス URL は {url})</translation>
+    </message>
+    <message>
+        <source>try HSA_OVERRIDE_GFX_VERSION={value} for this env only: {command}</source>
+        <translation>この環境だけに HSA_OVERRIDE_GFX_VERSION={value} を試してください: {command}</translation>
+    </message>
+    <message>
+        <source>this torch build has no kernels for {target} (RTX 50-series / Blackwell needs CUDA 12.8+)</source>
+        <translation>この torch には {target} 用のカーネルがありません(RTX 50 シリーズ / Blackwell には CUDA 12.8 以上が必要)</translation>
+    </message>
+    <message>
+        <source>this torch build has no kernels for {target}</source>
+        <translation>この torch には {target} 用のカーネルがありません</translation>
+    </message>
+    <message>
+        <source>install a cu128+ wheel in this env: {command}</source>
+        <translation>この環境に cu128 以上の wheel を入れてください: {command}</translation>
+    </message>
+    <message>
+        <source>the ROCm runtime rejected the GPU code (invalid ISA) with HSA_OVERRIDE_GFX_VERSION={value}: that value does not fit this GPU</source>
+        <translation>HSA_OVERRIDE_GFX_VERSION={value} で ROCm ランタイムが GPU コードを拒否しました(不正な ISA): この値はこの GPU に合いません</translation>
+    </message>
+    <message>
+        <source>use HSA_OVERRIDE_GFX_VERSION=11.0.0 for a gfx1103 (Radeon 780M), or remove the override</source>
+        <translation>gfx1103(Radeon 780M)には HSA_OVERRIDE_GFX_VERSION=11.0.0 を使うか、上書きを外してください</translation>
+    </message>
+    <message>
+        <source>the ROCm runtime rejected the GPU code (invalid ISA)</source>
+        <translation>ROCm ランタイムが GPU コードを拒否しました(不正な ISA)</translation>
+    </message>
+    <message>
+        <source>HIP error: invalid device function</source>
+        <translation>HIP エラー(不正なデバイス関数)</translation>
+    </message>
+    <message>
+        <source>no GPU code for this GPU in the ROCm libraries</source>
+        <translation>ROCm ライブラリにこの GPU 用のコードがありません</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver is too old for this torch build CUDA {cuda} (it supports CUDA {supported})</source>
+        <translation>NVIDIA ドライバーがこの torch(CUDA {cuda})には古すぎます(対応は CUDA {supported} まで)</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver is too old for this torch build CUDA {cuda}</source>
+        <translation>NVIDIA ドライバーがこの torch(CUDA {cuda})には古すぎます</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver is too old for this torch build (it supports CUDA {supported})</source>
+        <translation>NVIDIA ドライバーがこの torch には古すぎます(対応は CUDA {supported} まで)</translation>
+    </message>
+    <message>
+        <source>the NVIDIA driver is too old for this torch build</source>
+        <translation>NVIDIA ドライバーがこの torch には古すぎます</translation>
+    </message>
+    <message>
+        <source>update the NVIDIA driver (570 or newer for CUDA 12.8 and RTX 50-series), or use a torch build for an older CUDA on older GPUs</source>
+        <translation>NVIDIA ドライバーを更新するか(CUDA 12.8 と RTX 50 シリーズには 570 以降)、古い GPU では古い CUDA 向けの torch を使ってください</translation>
+    </message>
+    <message>
+        <source>no NVIDIA driver is loaded</source>
+        <translation>NVIDIA ドライバーが読み込まれていません</translation>
+    </message>
+    <message>
+        <source>install the NVIDIA driver (570+ for RTX 50-series)</source>
+        <translation>NVIDIA ドライバーを入れてください(RTX 50 シリーズには 570 以降)</translation>
+    </message>
+    <message>
+        <source>this env has a CPU-only build of torch</source>
+        <translation>この環境の torch は CPU 専用版です</translation>
+    </message>
+    <message>
+        <source>torch is not installed in this env</source>
+        <translation>この環境には torch が入っていません</translation>
+    </message>
+    <message>
+        <source>{python} -m pip install torch (a cu128 build for NVIDIA, a ROCm build for AMD)</source>
+        <translation>{python} -m pip install torch(NVIDIA には cu128 版、AMD には ROCm 版)</translation>
+    </message>
+    <message>
+        <source>the GPU ran out of memory during the test</source>
+        <translation>検査中に GPU のメモリーが足りなくなりました</translation>
+    </message>
+    <message>
+        <source>close what holds the GPU memory, then run gputray doctor --refresh</source>
+        <translation>GPU メモリーを使っているものを閉じてから gputray doctor --refresh を実行してください</translation>
+    </message>
+    <message>
+        <source>the device computed wrong results</source>
+        <translation>デバイスの計算結果が間違っていました</translation>
+    </message>
+    <message>
+        <source>remove HSA_OVERRIDE_GFX_VERSION={value} from this env</source>
+        <translation>この環境から HSA_OVERRIDE_GFX_VERSION={value} を外してください</translation>
+    </message>
+    <message>
+        <source>torch in this env is broken: {lib} is missing</source>
+        <translation>この環境の torch は壊れています: {lib} がありません</translation>
+    </message>
+    <message>
+        <source>reinstall torch: {command}</source>
+        <translation>torch を入れ直してください: {command}</translation>
+    </message>
+    <message>
+        <source>this GPU</source>
+        <translation>この GPU</translation>
+    </message>
+    <message>
+        <source>the gputray owner is still starting; try again</source>
+        <translation>gputray のキュー管理がまだ起動中です。もう一度お試しください</translation>
+    </message>
+    <message>
+        <source>the gputray owner is stopping</source>
+        <translation>gputray のキュー管理は終了処理中です</translation>
+    </message>
+    <message>
+        <source>no such file: {files}</source>
+        <translation>ファイルがありません: {files}</translation>
+    </message>
+    <message>
+        <source>the queue is paused</source>
+        <translation>キューは一時停止中です</translation>
+    </message>
+    <message>
+        <source>queued again by request</source>
+        <translation>要求によりキューに再追加</translation>
+    </message>
+    <message>
+        <source>cancelled while running</source>
+        <translation>実行中にキャンセル</translation>
+    </message>
+    <message>
+        <source>all its job slots are taken</source>
+        <translation>ジョブの枠がすべて使用中</translation>
+    </message>
+    <message>
+        <source>fell off the bus</source>
+        <translation>バスから切断されました</translation>
+    </message>
+    <message>
+        <source>not present</source>
+        <translation>見つかりません</translation>
+    </message>
+    <message>
+        <source>no data</source>
+        <translation>データなし</translation>
+    </message>
+    <message>
+        <source>the CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>{name} is asleep</source>
+        <translation>{name} はスリープ中</translation>
+    </message>
+    <message>
+        <source>{name} is back</source>
+        <translation>{name} が復帰しました</translation>
+    </message>
+    <message>
+        <source>{name} cancelled</source>
+        <translation>{name} をキャンセルしました</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>キャンセル済み</translation>
+    </message>
+    <message>
+        <source>paused</source>
+        <translation>一時停止中</translation>
+    </message>
+    <message>
+        <source>busy</source>
+        <translation>使用中</translation>
+    </message>
+    <message>
+        <source>lost</source>
+        <translation>消失</translation>
+    </message>
+    <message>
+        <source>asleep</source>
+        <translation>スリープ中</translation>
+    </message>
+    <message>
+        <source>unavailable</source>
+        <translation>利用不可</translation>
+    </message>
+    <message>
+        <source>queued</source>
+        <translation>キュー待ち</translation>
+    </message>
+    <message>
+        <source>waiting</source>
+        <translation>待機中</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>実行中</translation>
+    </message>
+    <message>
+        <source>succeeded</source>
+        <translation>成功</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失敗</translation>
+    </message>
+    <message>
+        <source>interrupted</source>
+        <translation>中断</translation>
+    </message>
+    <message>
+        <source>{h} h {m} min</source>
+        <translation>{h} 時間 {m} 分</translation>
+    </message>
+    <message>
+        <source>{m} min</source>
+        <translation>{m} 分</translation>
+    </message>
+    <message>
+        <source>{s} s</source>
+        <translation>{s} 秒</translation>
     </message>
     <message>
         <source>Job started</source>
@@ -288,10 +1048,6 @@
         <translation>{name} が見えなくなりました</translation>
     </message>
     <message>
-        <source>{name} is back</source>
-        <translation>{name} が復帰しました</translation>
-    </message>
-    <message>
         <source>asleep (not woken to read it)</source>
         <translation>スリープ中 (読み取りのために起こしません)</translation>
     </message>
@@ -300,32 +1056,24 @@
         <translation>プロセスなし</translation>
     </message>
     <message>
-        <source>lost</source>
-        <translation>消失</translation>
-    </message>
-    <message>
-        <source>unavailable</source>
-        <translation>利用不可</translation>
-    </message>
-    <message>
         <source>VRAM {vram}  ·  shared {shared}</source>
         <translation>VRAM {vram}  ·  共有 {shared}</translation>
-    </message>
-    <message>
-        <source>Pause</source>
-        <translation>一時停止</translation>
     </message>
     <message>
         <source>Pause or resume the queue on this device</source>
         <translation>このデバイスのキューを一時停止/再開</translation>
     </message>
     <message>
-        <source>Pin the panel first when you drag from another window: it hides when it loses focus.</source>
-        <translation>別のウィンドウからドラッグするときは先にパネルを固定してください。フォーカスを失うと隠れます。</translation>
+        <source>Right-click to stop a process of yours</source>
+        <translation>右クリックで自分のプロセスを停止できます</translation>
     </message>
     <message>
         <source>Dashboard</source>
         <translation>ダッシュボード</translation>
+    </message>
+    <message>
+        <source>History, processes, the doctor and task logs</source>
+        <translation>履歴、プロセス、診断、タスクのログ</translation>
     </message>
     <message>
         <source>Pin</source>
@@ -334,10 +1082,6 @@
     <message>
         <source>Keep the panel open when it loses focus</source>
         <translation>フォーカスを失ってもパネルを開いたままにする</translation>
-    </message>
-    <message>
-        <source>Looking for GPUs…</source>
-        <translation>GPU を探しています…</translation>
     </message>
     <message>
         <source>Cancel</source>
@@ -360,60 +1104,124 @@
         <translation>ログを開く</translation>
     </message>
     <message>
+        <source>Priority</source>
+        <translation>優先順位</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>一時停止</translation>
+    </message>
+    <message>
         <source>Resume</source>
         <translation>再開</translation>
-    </message>
-    <message>
-        <source>No GPU found.</source>
-        <translation>GPU が見つかりません。</translation>
-    </message>
-    <message>
-        <source>+{n} more</source>
-        <translation>ほか {n} 件</translation>
     </message>
     <message>
         <source>simulated</source>
         <translation>シミュレーション</translation>
     </message>
     <message>
-        <source>Queue: {running} running, {waiting} waiting</source>
-        <translation>キュー: 実行中 {running}、待機中 {waiting}</translation>
+        <source>not in use by other programs</source>
+        <translation>他のプログラムは使用していません</translation>
+    </message>
+    <message>
+        <source>Stop {name} ({pid})…</source>
+        <translation>{name} ({pid}) を停止…</translation>
+    </message>
+    <message>
+        <source>Pinned: the panel stays open while you drag files here.</source>
+        <translation>固定中: ファイルをドラッグする間もパネルは開いたままです。</translation>
+    </message>
+    <message>
+        <source>Dragging from another window? Pin the panel first (Pin, top right).</source>
+        <translation>別のウィンドウからドラッグする前に、右上の「固定」を押してください。</translation>
+    </message>
+    <message>
+        <source>Looking for GPUs…</source>
+        <translation>GPU を探しています…</translation>
+    </message>
+    <message>
+        <source>No GPU found.</source>
+        <translation>GPU が見つかりません。</translation>
     </message>
     <message>
         <source>CPU {cpu}  ·  RAM {ram}</source>
         <translation>CPU {cpu}  ·  RAM {ram}</translation>
     </message>
     <message>
+        <source>jobs {running}/{slots}</source>
+        <translation>ジョブ {running}/{slots}</translation>
+    </message>
+    <message>
+        <source>Jobs running / slots (config: [devices.&lt;name&gt;] slots = N)</source>
+        <translation>実行中のジョブ / スロット数（設定: [devices.&lt;name&gt;] slots = N）</translation>
+    </message>
+    <message>
+        <source>First in the queue</source>
+        <translation>キューの先頭へ</translation>
+    </message>
+    <message>
+        <source>Up one</source>
+        <translation>一つ上へ</translation>
+    </message>
+    <message>
+        <source>Down one</source>
+        <translation>一つ下へ</translation>
+    </message>
+    <message>
+        <source>Last in the queue</source>
+        <translation>キューの最後へ</translation>
+    </message>
+    <message>
+        <source>+{n} more</source>
+        <translation>ほか {n} 件</translation>
+    </message>
+    <message>
+        <source>Queue: {running} running, {waiting} waiting</source>
+        <translation>キュー: 実行中 {running}、待機中 {waiting}</translation>
+    </message>
+    <message>
+        <source>The {color} bar in the tray icon</source>
+        <translation>トレイアイコンの{color}のバー</translation>
+    </message>
+    <message>
         <source>busy: {reasons}</source>
         <translation>使用中: {reasons}</translation>
     </message>
     <message>
-        <source>queued</source>
-        <translation>キュー待ち</translation>
+        <source>Stop process</source>
+        <translation>プロセスを停止</translation>
     </message>
     <message>
-        <source>waiting</source>
-        <translation>待機中</translation>
+        <source>It is asked to end, as `kill` would; whatever it has not saved is lost.</source>
+        <translation>`kill` と同じように終了を求めます。保存していない内容は失われます。</translation>
     </message>
     <message>
-        <source>running</source>
-        <translation>実行中</translation>
+        <source>this is gputray itself</source>
+        <translation>gputray 自身です</translation>
     </message>
     <message>
-        <source>succeeded</source>
-        <translation>成功</translation>
+        <source>another user's process</source>
+        <translation>他のユーザーのプロセスです</translation>
     </message>
     <message>
-        <source>failed</source>
-        <translation>失敗</translation>
+        <source>{name} cannot be stopped: {why}</source>
+        <translation>{name} は停止できません: {why}</translation>
     </message>
     <message>
-        <source>cancelled</source>
-        <translation>キャンセル済み</translation>
+        <source>not running on this machine</source>
+        <translation>このマシンでは動いていません</translation>
     </message>
     <message>
-        <source>interrupted</source>
-        <translation>中断</translation>
+        <source>Stop {name} (PID {pid})?</source>
+        <translation>{name}(PID {pid})を停止しますか?</translation>
+    </message>
+    <message>
+        <source>the PID now belongs to {name}</source>
+        <translation>この PID は今は {name} のものです</translation>
+    </message>
+    <message>
+        <source>{name} could not be stopped: {error}</source>
+        <translation>{name} を停止できませんでした: {error}</translation>
     </message>
     <message>
         <source>Task</source>
@@ -432,12 +1240,16 @@
         <translation>経過</translation>
     </message>
     <message>
-        <source>System (auto)</source>
-        <translation>システム (自動)</translation>
+        <source>exit status {code}</source>
+        <translation>終了コード {code}</translation>
     </message>
     <message>
-        <source>gputray settings</source>
-        <translation>gputray の設定</translation>
+        <source>log: {path}</source>
+        <translation>ログ: {path}</translation>
+    </message>
+    <message>
+        <source>System (auto)</source>
+        <translation>システム (自動)</translation>
     </message>
     <message>
         <source>Poll interval</source>
@@ -458,6 +1270,10 @@
     <message>
         <source>Language</source>
         <translation>言語</translation>
+    </message>
+    <message>
+        <source>gputray settings</source>
+        <translation>gputray の設定</translation>
     </message>
     <message>
         <source>Start gputray when I log in</source>
@@ -492,6 +1308,10 @@
         <translation>Python インタープリターを選択</translation>
     </message>
     <message>
+        <source>Saved in {path}</source>
+        <translation>保存先: {path}</translation>
+    </message>
+    <message>
         <source>Recipes could not be read: {error}</source>
         <translation>レシピを読めませんでした: {error}</translation>
     </message>
@@ -508,20 +1328,24 @@
         <translation>このデスクトップにはシステムトレイがありません (例: AppIndicator 拡張のない標準の GNOME)。そのため gputray はこのウィンドウで動作します。閉じると gputray は終了します。</translation>
     </message>
     <message>
-        <source>gputray is still starting; try again in a moment.</source>
-        <translation>gputray はまだ起動中です。少し待ってからもう一度お試しください。</translation>
+        <source>The GPU backends failed to start ({error}).</source>
+        <translation>GPU バックエンドを開始できませんでした ({error})。</translation>
     </message>
     <message>
         <source>gputray could not start its queue: {error}</source>
         <translation>gputray はキューを開始できませんでした: {error}</translation>
     </message>
     <message>
-        <source>The log {path} does not exist (yet).</source>
-        <translation>ログ {path} は (まだ) ありません。</translation>
+        <source>Your config file has a problem, so the defaults are used: {error}</source>
+        <translation>設定ファイルに問題があるため、既定値を使います: {error}</translation>
     </message>
     <message>
-        <source>The GPU backends failed to start ({error}).</source>
-        <translation>GPU バックエンドを開始できませんでした ({error})。</translation>
+        <source>gputray is still starting; try again in a moment.</source>
+        <translation>gputray はまだ起動中です。少し待ってからもう一度お試しください。</translation>
+    </message>
+    <message>
+        <source>The log {path} does not exist (yet).</source>
+        <translation>ログ {path} は (まだ) ありません。</translation>
     </message>
     <message>
         <source>starting…</source>
@@ -536,8 +1360,184 @@
         <translation>実行中 {running}、待機中 {waiting}</translation>
     </message>
     <message>
-        <source>asleep</source>
-        <translation>スリープ中</translation>
+        <source>hot</source>
+        <translation>高温</translation>
+    </message>
+    <message>
+        <source>Devices</source>
+        <translation>デバイス</translation>
+    </message>
+    <message>
+        <source>PCIe link</source>
+        <translation>PCIe リンク</translation>
+    </message>
+    <message>
+        <source>Fan</source>
+        <translation>ファン</translation>
+    </message>
+    <message>
+        <source>Power limit</source>
+        <translation>電力上限</translation>
+    </message>
+    <message>
+        <source>Memory clock</source>
+        <translation>メモリクロック</translation>
+    </message>
+    <message>
+        <source>Encoder</source>
+        <translation>エンコーダー</translation>
+    </message>
+    <message>
+        <source>Decoder</source>
+        <translation>デコーダー</translation>
+    </message>
+    <message>
+        <source>of</source>
+        <translation>／最大</translation>
+    </message>
+    <message>
+        <source>(idle)</source>
+        <translation>（アイドル）</translation>
+    </message>
+    <message>
+        <source>(idle: links slow down to save power)</source>
+        <translation>（アイドル：省電力のためリンク速度が下がります）</translation>
+    </message>
+    <message>
+        <source>fan</source>
+        <translation>ファン</translation>
+    </message>
+    <message>
+        <source>limit</source>
+        <translation>上限</translation>
+    </message>
+    <message>
+        <source>mem</source>
+        <translation>メモリ</translation>
+    </message>
+    <message>
+        <source>enc</source>
+        <translation>エンコード</translation>
+    </message>
+    <message>
+        <source>dec</source>
+        <translation>デコード</translation>
+    </message>
+    <message>
+        <source>{who} holds {size} and the GPU is at {util} % (busy above {threshold})</source>
+        <translation>{who} が {size} を使用中で、GPU は {util} %（{threshold} 超で使用中）</translation>
+    </message>
+    <message>
+        <source>{who} hold {size} and the GPU is at {util} % (busy above {threshold})</source>
+        <translation>{who} が {size} を使用中で、GPU は {util} %（{threshold} 超で使用中）</translation>
+    </message>
+    <message>
+        <source>{who} holds {size} and the GPU was above {threshold} {secs} s ago</source>
+        <translation>{who} が {size} を使用中で、GPU は {secs} 秒前に {threshold} を超えていました</translation>
+    </message>
+    <message>
+        <source>{who} hold {size} and the GPU was above {threshold} {secs} s ago</source>
+        <translation>{who} が {size} を使用中で、GPU は {secs} 秒前に {threshold} を超えていました</translation>
+    </message>
+    <message>
+        <source>{name} and {n} others</source>
+        <translation>{name} ほか {n} 件</translation>
+    </message>
+    <message>
+        <source>{name} and {n} other</source>
+        <translation>{name} ほか {n} 件</translation>
+    </message>
+    <message>
+        <source>above {threshold} for {secs} s</source>
+        <translation>{secs} 秒間 {threshold} 超</translation>
+    </message>
+    <message>
+        <source>now {util} %, free again in {secs} s if it stays low</source>
+        <translation>現在 {util} %、このまま低ければ {secs} 秒後に空きます</translation>
+    </message>
+    <message>
+        <source>now {util} %</source>
+        <translation>現在 {util} %</translation>
+    </message>
+    <message>
+        <source>now —</source>
+        <translation>現在 —</translation>
+    </message>
+    <message>
+        <source>free again in {secs} s if it stays low</source>
+        <translation>このまま低ければ {secs} 秒後に空きます</translation>
+    </message>
+    <message>
+        <source>{who} uses {size}</source>
+        <translation>{who} が {size} を使用中</translation>
+    </message>
+    <message>
+        <source>{who} use {size}</source>
+        <translation>{who} が {size} を使用中</translation>
+    </message>
+    <message>
+        <source>checking env {env} on {where} (demo: in place of {name})…</source>
+        <translation>{where} で環境 {env} を確認中（デモ：{name} の代わり）…</translation>
+    </message>
+    <message>
+        <source>checking env {env} on {where}…</source>
+        <translation>{where} で環境 {env} を確認中…</translation>
+    </message>
+    <message>
+        <source>no configured Python env works on {where} (demo: in place of {name}): {parts}</source>
+        <translation>{where} で動く Python 環境がありません（デモ：{name} の代わり）：{parts}</translation>
+    </message>
+    <message>
+        <source>no configured Python env works on {where}: {parts}</source>
+        <translation>{where} で動く Python 環境がありません：{parts}</translation>
+    </message>
+    <message>
+        <source>no configured Python env works on {where} (demo: in place of {name})</source>
+        <translation>{where} で動く Python 環境がありません（デモ：{name} の代わり）</translation>
+    </message>
+    <message>
+        <source>no configured Python env works on {where}</source>
+        <translation>{where} で動く Python 環境がありません</translation>
+    </message>
+    <message>
+        <source>no Python env is known to work on {where}</source>
+        <translation>{where} で動くと分かっている Python 環境がありません</translation>
+    </message>
+    <message>
+        <source>demo: torch jobs run on the CPU in an env with torch; add one: {hint}</source>
+        <translation>デモ：torch ジョブは torch のある環境で CPU 上で動きます。追加：{hint}</translation>
+    </message>
+    <message>
+        <source>no Python env is configured for torch jobs; add one: {hint}</source>
+        <translation>torch ジョブ用の Python 環境が設定されていません。追加：{hint}</translation>
+    </message>
+    <message>
+        <source>demo: ran on the CPU in place of {name}</source>
+        <translation>デモ：{name} の代わりに CPU で実行しました</translation>
+    </message>
+    <message>
+        <source>demo: running on the CPU in place of {name}</source>
+        <translation>デモ：{name} の代わりに CPU で実行中</translation>
+    </message>
+    <message>
+        <source>the CPU (demo: in place of {name})</source>
+        <translation>CPU（デモ：{name} の代わり）</translation>
+    </message>
+    <message>
+        <source>{n} job(s) are running. Keep them running after gputray quits?</source>
+        <translation>{n} 件のジョブが実行中です。gputray を終了した後も実行を続けますか?</translation>
+    </message>
+    <message>
+        <source>Kept jobs run to their end; when gputray starts again it records how they ended.</source>
+        <translation>続けたジョブは最後まで実行されます。次に gputray を起動したときに、その結果が記録されます。</translation>
+    </message>
+    <message>
+        <source>Keep running</source>
+        <translation>実行を続ける</translation>
+    </message>
+    <message>
+        <source>Stop them</source>
+        <translation>停止する</translation>
     </message>
 </context>
 </TS>

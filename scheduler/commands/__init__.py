@@ -1,1 +1,2 @@
-"""One module per CLI subcommand. Each exposes ``register(subparsers)``; the parser's ``func`` runs it."""
+"""One module per command family (daemon, submit/run, queue/logs, control, schedule, status, devices,
+envs, doctor), each exposing ``register(subparsers)``; ``client`` holds what the client commands share."""

@@ -100,7 +100,15 @@ def print_json(doc: Any) -> None:
     sys.stdout.write(console.json_text(doc, sys.stdout, indent=2) + "\n")
 
 
-def error(message: str, code: int = 2) -> int:
+# Exit statuses, the same for every command (listed in the README): 0 done, 1 refused (a bad file, an
+# unknown task or env, a task in the wrong state), 2 bad usage (an option or value the parser refuses),
+# 3 no gputray owner is running (or it stopped meanwhile). `gputray wait` adds the task's own.
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_NO_OWNER = 3
+
+
+def error(message: str, code: int = EXIT_USAGE) -> int:
     """``gputray: message`` on stderr; returns ``code`` (default 2, bad usage) as the exit status."""
     print(f"gputray: {message}", file=sys.stderr)
     return code

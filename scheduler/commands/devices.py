@@ -11,17 +11,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gputray.monitor.device_map import (
-    VulkanMapping,
-    drm_nodes,
-    kfd_gpus,
-    map_vulkan_devices,
-)
+from gputray.monitor.device_map import VulkanMapping, drm_nodes, kfd_gpus, map_vulkan_devices
 from gputray.monitor.device_names import friendly_name
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.vulkan import DEFAULT_TIMEOUT_S, VulkanEnumeration, enumerate_devices
 from gputray.scheduler.commands.common import (
+    EXIT_REFUSED,
     add_monitor_source_args,
     error,
     monitor_from_args,
@@ -262,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         known = _monitor_devices(args, notes)
     except ScenarioError as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     except Exception as exc:
         known = []
         notes.append(f"GPU monitor unavailable ({type(exc).__name__}: {exc}); showing Vulkan and sysfs only")

@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from gputray.monitor.records import DeviceInfo
-from gputray.scheduler.commands.common import error, positive_seconds, print_json, terminal_cells
+from gputray.scheduler.commands.common import (
+    EXIT_REFUSED,
+    error,
+    positive_seconds,
+    print_json,
+    terminal_cells,
+)
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.doctor import CAPABILITIES, PairResult, run_doctor, verdict_mark
 from gputray.scheduler.envs import EnvError, PythonEnv, load_envs
@@ -39,6 +45,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--env", action="append", metavar="NAME", help="only this env (repeatable; default: all)"
     )
     parser.add_argument("--no-bench", action="store_true", help="only prove a real op runs; skip the figures")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="also list the demo's simulated RTX 5060 Ti + Radeon 780M (torch jobs placed there run on the "
+        "CPU); implied when the running gputray is a demo",
+    )
     parser.add_argument(
         "--timeout",
         type=positive_seconds,
@@ -130,6 +142,36 @@ def render_envs(envs: Sequence[PythonEnv], pairs: Sequence[PairResult]) -> str:
     return "\n".join(lines)
 
 
+def simulated_rows(pairs: Sequence[PairResult]) -> list[dict[str, Any]]:
+    """The demo's GPUs: simulated, so a torch job placed there runs on the CPU, in the first env that
+    works on the CPU (None: no env with torch yet)."""
+    from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
+
+    on_cpu = next((p.env_name for p in pairs if p.device_key == "cpu" and p.works), None)
+    return [
+        {"key": d.key, "name": d.name, "simulated": True, "runs_on": "cpu", "env": on_cpu}
+        for d in (RTX_5060_TI, RADEON_780M)
+    ]
+
+
+def render_simulated(rows: Sequence[dict[str, Any]]) -> str:
+    from gputray.scheduler.env_choice import ADD_ENV_HINT
+
+    lines = ["Simulated GPUs (demo; they cannot run kernels):"]
+    for row in rows:
+        where = f"in {row['env']}" if row["env"] else f"once an env with torch is added: {ADD_ENV_HINT}"
+        lines.append(f"  {row['name']}: simulated — torch jobs placed here run on the CPU {where}")
+    return "\n".join(lines)
+
+
+def _demo_wanted(args: argparse.Namespace) -> bool:
+    if args.demo:
+        return True
+    from gputray.scheduler.commands.devices import _owner_is_demo
+
+    return _owner_is_demo()
+
+
 def _when(pairs: Sequence[PairResult]) -> str | None:
     cached = [p.probed_at_s for p in pairs if p.from_cache and p.probed_at_s]
     if not cached:
@@ -153,12 +195,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         envs = load_envs()
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     if args.env:
         unknown = [n for n in args.env if n not in {e.name for e in envs}]
         if unknown:
             known = ", ".join(e.name for e in envs) or "none configured"
-            return error(f"no environment named {', '.join(map(repr, unknown))} (known: {known})")
+            return error(
+                f"no environment named {', '.join(map(repr, unknown))} (known: {known})", EXIT_REFUSED
+            )
         envs = [e for e in envs if e.name in args.env]
     if not envs:
         print(
@@ -182,12 +226,16 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         progress=progress,
     )
+    simulated = simulated_rows(pairs) if _demo_wanted(args) else []
     if args.json:
-        print_json(doc_json(envs, devices, pairs))
+        print_json({**doc_json(envs, devices, pairs), "simulated": simulated})
         return 0
     print(render_envs(envs, pairs))
     print()
     print(render_table(pairs))
+    if simulated:
+        print()
+        print(render_simulated(simulated))
     note = _when(pairs)
     if note:
         print()

@@ -7,9 +7,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from gputray.scheduler.commands.common import error, print_json
+from gputray.scheduler.commands.common import EXIT_REFUSED, EXIT_USAGE, error, print_json
 from gputray.scheduler.config import ConfigError
-from gputray.scheduler.doctor import PairResult, cached_results, verdict_mark
+from gputray.scheduler.doctor import verdict_mark
+from gputray.scheduler.doctor_cache import PairResult, cached_results
 from gputray.scheduler.envs import (
     EnvError,
     add_env,
@@ -47,8 +48,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="add an environment",
         description=(
             "Add a Python interpreter (or a venv folder) as an environment. The interpreter is run "
-            "once to check that it is a Python; torch is not imported. Run `gputray doctor` next to "
-            "find which GPUs it works on."
+            "once to check that it is a Python; torch is not imported here. A running gputray then "
+            "checks it on each device in the background (the doctor's probe), and a torch job is "
+            "never started in an env before that check passed. `gputray doctor` shows the results."
         ),
     )
     adder.add_argument(
@@ -98,7 +100,7 @@ def run_list(args: argparse.Namespace) -> int:
     try:
         envs = load_envs()
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     pairs = cached_results(envs)
     if getattr(args, "json", False):
         print_json(
@@ -118,6 +120,7 @@ def run_list(args: argparse.Namespace) -> int:
     if not envs:
         print("No Python environments configured.")
         print("Add one with: gputray envs add PATH   (gputray envs scan suggests some)")
+        print(f"config file: {app_paths().config_file}")
         return 0
     rows = [("NAME", "PYTHON", "EXTRA ENV", "LAST DOCTOR")]
     for env in envs:
@@ -129,39 +132,67 @@ def run_list(args: argparse.Namespace) -> int:
             finding = ", ".join(_finding(p) for p in mine)
             finding = f"torch {torch_version}: {finding}" if torch_version else finding
         else:
-            finding = "not probed yet (run gputray doctor)"
+            finding = "not checked yet (the queue checks it when a job needs it; or run gputray doctor)"
         extra = " ".join(f"{k}={v}" for k, v in env.extra_env.items()) or "—"
         rows.append((env.name, str(env.python), extra, finding))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
-    print(f"\n({app_paths().config_file})")
+    print(f"\nconfig file: {app_paths().config_file}")
     return 0
 
 
 def run_add(args: argparse.Namespace) -> int:
     try:
         extra = parse_env_assignments(args.env)
+    except EnvError as exc:
+        return error(str(exc), EXIT_USAGE)  # an option's value the parser could have refused
+    try:
         python = resolve_python(args.python)
         facts = check_python(python, extra)
         env = add_env(python, name=args.name, extra_env=extra, check=False)
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     torch_version = facts.get("torch_dist_version")
+    checking = _ask_owner_to_check()
     if getattr(args, "json", False):
-        print_json({**env.to_json(), "python_version": facts.get("python_version"), "torch": torch_version})
+        print_json(
+            {
+                **env.to_json(),
+                "python_version": facts.get("python_version"),
+                "torch": torch_version,
+                "checking": checking,
+            }
+        )
         return 0
     torch_text = f"torch {torch_version}" if torch_version else "no torch installed"
     print(f"added {env.name}: Python {facts.get('python_version')}, {torch_text} — {env.python}")
-    print("Run `gputray doctor` to find which devices it works on.")
+    if checking:
+        print("The running gputray is checking it on each device now; `gputray envs` shows the results.")
+    else:
+        print(
+            "gputray checks it on a device the first time a torch job is to run there "
+            "(or run `gputray doctor` now)."
+        )
     return 0
+
+
+def _ask_owner_to_check() -> bool:
+    """Ask a running tray or daemon to check the envs in the background; False when none runs."""
+    from gputray.scheduler import ipc
+
+    try:
+        with ipc.IpcClient(app_paths(), timeout_s=5.0) as client:
+            return int(client.request("check_envs").get("checking") or 0) > 0
+    except ipc.IpcError:
+        return False
 
 
 def run_remove(args: argparse.Namespace) -> int:
     try:
         env = remove_env(args.name)
     except (EnvError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     if getattr(args, "json", False):
         print_json({"removed": env.to_json()})
     else:

@@ -9,11 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 from gputray.monitor.monitor import Monitor
+from gputray.monitor.readings_text import json_extras
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.monitor.units import DASH, format_number, format_pair
 from gputray.scheduler import ipc
 from gputray.scheduler.commands.common import (
+    EXIT_NO_OWNER,
+    EXIT_REFUSED,
     add_monitor_source_args,
     error,
     monitor_from_args,
@@ -33,8 +36,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "status",
         help="show every GPU and the host",
         description=(
-            "Print one line per GPU (utilisation, temperature, power, VRAM, shared memory, clocks) "
-            "and one for the host. A sleeping GPU is shown as asleep and is not woken."
+            "Print one line per GPU (utilisation, temperature, power, VRAM, shared memory, clock), "
+            "under it what the GPU reports of its PCIe link (now and at best: an idle link slows "
+            "down, which is normal), fan, power limit, memory clock and video encoder/decoder load, "
+            "and one line for the host. A sleeping GPU is shown as asleep and is not woken."
         ),
     )
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of text")
@@ -75,7 +80,11 @@ def device_line(dev: dict[str, Any], name_width: int) -> str:
         parts.append(f"{dev['sclk_mhz']} MHz")
     if dev["throttle"]:
         parts.append("throttled: " + ", ".join(dev["throttle"]))
-    return "  ".join(parts)
+    line = "  ".join(parts)
+    extras = json_extras(dev)  # link, fan, power limit, memory clock, video engines: where known
+    if extras:
+        line += "\n" + " " * (name_width + 2) + "  ".join(extras)
+    return line
 
 
 def render_text(doc: dict[str, Any]) -> str:
@@ -147,7 +156,7 @@ def _show_and_watch(
             time.sleep(max(0.2, args.watch))
             refreshed = next_doc()
             if refreshed is None:
-                return error("the gputray owner stopped answering")
+                return error("the gputray owner stopped answering", EXIT_NO_OWNER)
             doc = refreshed
     except KeyboardInterrupt:
         return 0
@@ -175,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             if doc is not None:
                 return _show_and_watch(doc, next_doc, args)
         except ScenarioError as exc:
-            return error(str(exc))
+            return error(str(exc), EXIT_REFUSED)
         finally:
             client.close()
             for monitor in local:
@@ -183,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         monitor = monitor_from_args(args)
     except ScenarioError as exc:
-        return error(str(exc))
+        return error(str(exc), EXIT_REFUSED)
     try:
         monitor.sample_once()
         time.sleep(RATE_GAP_S)

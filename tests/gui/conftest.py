@@ -7,10 +7,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from torch_venv import mark_torch_tests, torch_venv_python
 
 import gputray.gui  # noqa: F401 - before Qt does anything: see gui/__init__.py (None refcount fix)
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_torch_tests(items)
+
+
+@pytest.fixture(scope="session")
+def torch_python() -> Path:
+    """A real venv with torch (CPU build): a dropped .py runs in it (never in gputray's own Python)."""
+    return torch_venv_python()
 
 
 @pytest.fixture(autouse=True)

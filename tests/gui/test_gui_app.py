@@ -15,7 +15,9 @@ from PySide6.QtGui import QDropEvent
 from pytestqt.qtbot import QtBot
 
 from gputray.gui.app import build_parser, hand_over
+from gputray.gui.queue_model import COL_DEVICE, COL_REASON
 from gputray.gui.tray_app import TrayApp, parse_paused
+from gputray.scheduler.envs import add_env
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import app_paths
 
@@ -68,8 +70,9 @@ def test_startup_imports_neither_pyqtgraph_nor_torch(tmp_path: Path) -> None:
 
 
 def test_no_tray_no_gpu_window_says_why_and_a_drop_runs(
-    qtbot: QtBot, tray_app: TrayApp, tmp_path: Path
+    qtbot: QtBot, tray_app: TrayApp, tmp_path: Path, torch_python: Path
 ) -> None:
+    add_env(torch_python, name="torch-cpu")  # a dropped .py runs in an env with torch, found by itself
     panel = tray_app.panel
     assert panel.isVisible()
     assert panel.windowFlags() & Qt.WindowType.WindowType_Mask == Qt.WindowType.Window
@@ -98,8 +101,13 @@ def test_no_tray_no_gpu_window_says_why_and_a_drop_runs(
     )
     panel.dropEvent(drop)
     assert tray_app.model.rowCount() == 1
-    qtbot.waitUntil(lambda: tray_app.model.counts().get("succeeded") == 1, timeout=30_000)
+    qtbot.waitUntil(lambda: tray_app.model.counts().get("succeeded") == 1, timeout=60_000)
     assert marker.read_text() == "ok"
+    # The demo's GPUs are simulated: the job ran on the CPU in the env, and the panel says so.
+    device = tray_app.model.data(tray_app.model.index(0, COL_DEVICE))
+    assert device.endswith(" · torch-cpu")
+    reason = tray_app.model.data(tray_app.model.index(0, COL_REASON))
+    assert reason.startswith("demo: ran on the CPU in place of ")
     kinds = [n.kind for n in tray_app.notifier.shown]
     assert "job_finished" in kinds
     # the folder in the same drop got a clear message instead of a job
@@ -135,10 +143,11 @@ def test_a_second_launch_hands_its_files_to_a_daemon_which_queues_them(
 
 
 def test_files_handed_to_the_tray_go_through_its_drop_confirm_with_the_remembered_choice(
-    qtbot: QtBot, tray_app: TrayApp, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    qtbot: QtBot, tray_app: TrayApp, tmp_path: Path, capsys: pytest.CaptureFixture[str], torch_python: Path
 ) -> None:
     """ "Open with", "Send To" or `gputray FILE` while the tray runs: the same path as a drop, so the
     choice remembered for the file type applies (here: .py files on the CPU)."""
+    add_env(torch_python, name="torch-cpu")
     tray_app.state.set("drop_choices", {".py": {"recipe": "torch", "policy": "cpu"}})
     script = tmp_path / "second launch 'x'; 日本.py"
     script.write_text("print('handed over')\n")
@@ -148,7 +157,8 @@ def test_files_handed_to_the_tray_go_through_its_drop_confirm_with_the_remembere
     assert tray_app.owner is not None
     (task,) = tray_app.owner.queue.list()
     assert task.name == script.name and task.spec.device_prefs == ("cpu",)
-    qtbot.waitUntil(lambda: tray_app.owner.queue.get(task.id).state == "succeeded", timeout=30_000)
+    qtbot.waitUntil(lambda: tray_app.owner.queue.get(task.id).state == "succeeded", timeout=60_000)
+    assert tray_app.owner.queue.get(task.id).env == "torch-cpu"
 
     assert hand_over([str(tmp_path / "gone.py")]) == 1  # refused at once, nothing queued
     assert "no such file" in capsys.readouterr().err
@@ -184,16 +194,23 @@ def test_paused_shapes() -> None:
     assert parse_paused(None) == (False, set())
 
 
-def test_switching_to_japanese_rebuilds_the_windows(qtbot: QtBot, tray_app: TrayApp) -> None:
+def test_switching_language_retranslates_the_open_windows_and_keeps_the_banner(
+    qtbot: QtBot, tray_app: TrayApp
+) -> None:
     from gputray.gui.i18n import install_language
 
-    old_panel = tray_app.panel
+    panel, menu = tray_app.panel, tray_app.menu
     try:
         tray_app._apply_settings({"gui": {"language": "ja", "notifications": {"job_started": False}}})
-        assert tray_app.panel is not old_panel
-        assert tray_app.panel.windowTitle() == "gputray — デモ"
-        assert tray_app.menu.quit_action.text() == "終了"
+        assert tray_app.panel is panel and tray_app.menu is menu  # retranslated, not rebuilt
+        assert panel.windowTitle() == "gputray — デモ"
+        assert menu.quit_action.text() == "終了"
+        assert "GPU が見つからない" in panel.notice_text(), "the demo banner stays, in Japanese"
         assert tray_app.notifier.enabled["job_started"] is False
-        assert tray_app.panel.isVisible()  # it was shown (no tray): it stays shown
+        assert panel.isVisible()  # it was shown (no tray): it stays shown
+        tray_app.set_language("en")
+        assert panel.windowTitle() == "gputray — DEMO" and menu.quit_action.text() == "Quit"
+        assert "No GPU was found on this machine" in panel.notice_text()
+        assert "No system tray was found" in panel.notice_text()
     finally:
         install_language("en")

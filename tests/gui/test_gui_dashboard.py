@@ -7,6 +7,8 @@ from pytestqt.qtbot import QtBot
 from gputray.gui.dashboard import Dashboard
 from gputray.monitor.factory import build_monitor
 
+KEY_5060, KEY_780M = "pci:0000:01:00.0", "pci:0000:64:00.0"
+
 
 def test_dashboard_plots_history_processes_doctor_and_logs(qtbot: QtBot, tmp_path: Path) -> None:
     monitor = build_monitor(demo=True)
@@ -14,18 +16,70 @@ def test_dashboard_plots_history_processes_doctor_and_logs(qtbot: QtBot, tmp_pat
         monitor.sample_once()
     log = tmp_path / "task-1.log"
     log.write_text("=== task 1 ===\nhello from the job\n")
-    tasks = [{"id": 1, "name": "a.py", "state": "succeeded", "log_path": str(log)}]
+    tasks = [
+        {"id": 1, "name": "a.py", "state": "succeeded", "log_path": str(log)},
+        {"id": 2, "name": "b.py", "state": "waiting", "reason": "waiting for GeForce RTX 5060 Ti: paused"},
+    ]
     dash = Dashboard(monitor, tasks=lambda: tasks, demo=True)
     qtbot.addWidget(dash)
     assert dash.windowTitle() == "gputray dashboard — DEMO"
     dash.refresh()
-    xs, ys = dash.curves[("pci:0000:01:00.0", "util_percent")].getData()
+    xs, ys = dash.curves[(KEY_5060, "util_percent")].getData()
     assert len(xs) == 3 and xs[-1] == 0.0 and all(0 <= y <= 100 for y in ys)
-    vram = dash.curves[("pci:0000:64:00.0", "shared_used_bytes")].getData()[1]
-    assert 0 < vram[-1] < 64  # GiB
+    shared = dash.curves[(KEY_780M, "shared_used_bytes")].getData()[1]
+    assert 0 < shared[-1] < 64  # GiB
     assert dash.doctor_table.rowCount() == 0
     assert "No doctor results yet" in dash.doctor_status.text()
+    devices = dash.device_table
+    assert devices.rowCount() == 2
+    row = [devices.item(0, col).text() for col in range(devices.columnCount())]
+    assert row[0] == "GeForce RTX 5060 Ti"
+    assert row[1].startswith("PCIe 1.0 ×4 of 5.0 ×8 (idle")  # the demo eGPU at idle, on OCuLink
+    assert row[3:5] == ["180 W", "405 MHz"] and row[5:] == ["0 %", "0 %"]
+    assert [devices.item(1, col).text() for col in (1, 2, 3)] == ["—", "—", "—"]  # the 780M: an APU
     dash.show_log_of(str(log))
     assert dash.tabs.currentIndex() == 3
     assert "hello from the job" in dash.log_view.toPlainText()
+    # waiting tasks are listed too, and say why they wait until they have a log
+    assert [dash.task_list.item(i).text() for i in range(dash.task_list.count())] == [
+        "#1 a.py — succeeded",
+        "#2 b.py — waiting",
+    ]
+    dash.task_list.setCurrentRow(1)
+    assert dash.log_view.toPlainText().splitlines() == [
+        "#2 b.py has not started yet.",
+        "State: waiting",
+        "Why: waiting for GeForce RTX 5060 Ti: paused",
+    ]
+    monitor.stop()
+
+
+def test_axes_start_at_zero_and_end_at_the_totals_with_their_lines(qtbot: QtBot) -> None:
+    monitor = build_monitor(demo=True)
+    monitor.sample_once()
+    dash = Dashboard(monitor)
+    qtbot.addWidget(dash)
+    dash.refresh()
+    snap = monitor.latest
+    assert snap is not None
+    vram_5060 = next(r for r in snap.readings if r.info.key == KEY_5060).info.vram_total_bytes
+    assert vram_5060 is not None
+    assert dash.y_ranges["util_percent"] == (0.0, 100.0)
+    low, high = dash.y_ranges["vram_used_bytes"]
+    assert low == 0.0 and vram_5060 / 2**30 < high <= vram_5060 / 2**30 * 1.1  # the largest card, with room
+    assert dash.y_ranges["shared_used_bytes"][0] == 0.0  # never below 0 (it once ran to -0.2 GiB)
+    lines = {key: round(line.value(), 1) for key, line in dash.limit_lines.items()}
+    assert lines[(KEY_5060, "vram_used_bytes")] == round(vram_5060 / 2**30, 1)  # its total
+    for r in snap.readings:  # the limits the monitor judges "hot" by
+        assert lines[(r.info.key, "temp_c")] == round(monitor.verdicts.temp_limit_c(r), 1)
+    assert (KEY_780M, "shared_used_bytes") in lines
+    assert dash.y_ranges["temp_c"][1] > 90.0  # the highest limit line shows
+    # the plots line up: one left-axis width for all, so their time axes start at one x
+    dash.show()
+    qtbot.waitUntil(lambda: {p.getAxis("left").width() for p in dash.plots.values()} == {72.0}, timeout=5000)
+    lefts = {round(p.getViewBox().sceneBoundingRect().left()) for p in dash.plots.values()}
+    assert len(lefts) == 1, lefts
+    # the curves use the legend's colours (the icon's bars)
+    assert dash.curves[(KEY_5060, "util_percent")].opts["pen"].color().name() == "#76b900"
+    assert dash.curves[(KEY_780M, "util_percent")].opts["pen"].color().name() == "#ed1c24"
     monitor.stop()

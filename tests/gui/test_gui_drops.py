@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pytestqt.qtbot import QtBot
 
-from gputray.gui.drops import DropChoice, DropConfirmDialog, DropPlan, handle_drop, plan_drop
+from gputray.gui.drops import DropChoice, DropConfirmDialog, DropPlan, handle_drop, plan_drop, tool_check
 from gputray.gui.gui_state import GuiState
 from gputray.scheduler.recipes import load_recipes
 
@@ -70,7 +72,9 @@ def test_several_files_several_jobs_and_remembered_choice(tmp_path: Path) -> Non
         state=state,
     )
     assert out.task_ids == [10, 11]
-    assert out.messages == ["notes.txt: no recipe handles .txt files"]
+    # the dialog is told which files it leaves out (it lists them), so no message repeats them after
+    assert asked[0].problems == ("notes.txt: no recipe handles .txt files",)
+    assert out.messages == []
     assert calls[0] == (
         [str(f["png"]), str(f["png2"])],
         "upscale-image",
@@ -114,3 +118,41 @@ def test_confirm_dialog_offers_recipe_and_policy(qtbot: QtBot, tmp_path: Path) -
     choices = dialog.choices()
     assert choices[".png"] == DropChoice("upscale-image", "redirect", True)
     assert choices[".py"] == DropChoice("torch", "cpu", False)
+
+
+def test_confirm_dialog_says_what_will_not_be_queued_before_anything_is(qtbot: QtBot, tmp_path: Path) -> None:
+    """A missing program (with where to get it) and every file no recipe takes are named in the
+    dialog itself; those rows are left out, and Queue is off when nothing would be queued."""
+    if shutil.which("realesrgan-ncnn-vulkan"):
+        pytest.skip("realesrgan-ncnn-vulkan is installed here: the upscale recipe can run")
+    f = files(tmp_path)
+    recipes = load_recipes()
+    only_bad = plan_drop([str(f["png"]), str(f["txt"]), str(f["dir"])], recipes)
+    dialog = DropConfirmDialog(only_bad, {}, check=tool_check(recipes))
+    qtbot.addWidget(dialog)
+    status = dialog.status[".png"].text()
+    assert "realesrgan-ncnn-vulkan is not installed" in status
+    assert "Get it: https://github.com/xinntao/Real-ESRGAN-ncnn-vulkan/releases" in status
+    assert dialog.left_out.text().splitlines() == [
+        "Not queued:",
+        "• notes.txt: no recipe handles .txt files",
+        "• folder is a folder: drop the files inside it instead",
+    ]
+    assert not dialog.ok.isEnabled()
+    assert dialog.summary.text().startswith("0 file(s) will become 0 job(s).")
+    assert "3 of the 3 dropped item(s) will not be queued" in dialog.summary.text()
+    # with a file that can run, Queue is on and only that one is queued
+    mixed = plan_drop([str(f["png"]), str(f["py"])], recipes)
+    dialog = DropConfirmDialog(mixed, {}, check=tool_check(recipes))
+    qtbot.addWidget(dialog)
+    assert dialog.ok.isEnabled() and dialog.status[".py"].isHidden()
+    choices = dialog.choices()
+    assert choices[".png"].skip and not choices[".py"].skip
+    submitted: list[str | None] = []
+
+    def submit(paths: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+        submitted.append(recipe)
+        return [1]
+
+    out = handle_drop([str(f["png"]), str(f["py"])], recipes=recipes, submit=submit, ask=lambda p, k: choices)
+    assert submitted == ["torch"] and out.task_ids == [1] and out.messages == []

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from gui_snapshots import KEY_780M, KEY_5060, snapshot
-from PySide6.QtCore import QEvent, QMimeData, QPoint, QPointF, QRect, QSize, Qt, QUrl
+from PySide6.QtCore import QEvent, QMimeData, QPointF, QRect, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from gputray.gui.panel import Panel, panel_position
+from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 
 
@@ -29,8 +29,10 @@ def test_cards_show_what_each_gpu_is_doing(qtbot: QtBot) -> None:
     assert card.name_label.text() == "GeForce RTX 5060 Ti"
     assert card.metrics_label.text() == "42 %  ·  61 °C  ·  95 W"
     assert card.memory_label.text() == "VRAM 14.2 / 16.0 GiB  ·  shared –"
-    assert "llama-server (4242) 14.2 GiB 97%" in card.processes_label.text()
-    assert "busy: llama-server uses 14.2 GiB, 97 %" in card.processes_label.text()
+    assert card.processes_label.text() == "llama-server (4242) 14.2 GiB 97%"
+    assert card.busy_label.text() == "busy: llama-server uses 14.2 GiB, 97 %"
+    assert card.swatch.color.name() == "#76b900" and panel.cards[KEY_780M].swatch.color.name() == "#ed1c24"
+    assert "green bar" in card.swatch.toolTip()
     assert len(card.sparkline.points()) == 200
     igpu = panel.cards[KEY_780M]
     assert igpu.memory_label.text() == "VRAM 1.0 / 4.0 GiB  ·  shared 3.0 / 29.0 GiB"
@@ -40,6 +42,26 @@ def test_cards_show_what_each_gpu_is_doing(qtbot: QtBot) -> None:
     only_igpu = snap.__class__(snap.timestamp_s, snap.readings[1:], snap.host)
     panel.update_snapshot(only_igpu)
     assert list(panel.cards) == [KEY_780M]
+
+
+def test_cards_show_jobs_running_and_slots(qtbot: QtBot) -> None:
+    """The queue's slots per device (config `[devices.<name>] slots`) show on each card and for the CPU,
+    whether the listing or the first sample comes first."""
+    panel = make_panel(qtbot)
+    panel.set_jobs([{"key": KEY_5060, "running": 1, "slots": 2, "name": "GeForce RTX 5060 Ti"}])
+    panel.update_snapshot(snapshot())
+    assert panel.cards[KEY_5060].jobs_label.text() == "jobs 1/2"
+    panel.set_jobs(
+        [
+            {"key": KEY_5060, "running": 0, "slots": 2},
+            {"key": KEY_780M, "running": 1, "slots": 1},
+            {"key": "cpu", "running": 3, "slots": 4},
+        ]
+    )
+    assert panel.cards[KEY_5060].jobs_label.text() == "jobs 0/2"
+    assert panel.cards[KEY_780M].jobs_label.text() == "jobs 1/1"
+    panel.update_snapshot(snapshot())
+    assert panel.host_label.text().endswith("jobs 3/4") and "CPU 12 %" in panel.host_label.text()
 
 
 def test_demo_title_and_hot_style(qtbot: QtBot) -> None:
@@ -60,17 +82,6 @@ def test_flags_tool_window_not_popup(qtbot: QtBot) -> None:
     windowed = make_panel(qtbot, windowed=True)
     assert windowed.windowFlags() & Qt.WindowType.WindowType_Mask == Qt.WindowType.Window
     assert windowed.pinned
-
-
-def test_position_next_to_the_icon_or_cursor() -> None:
-    screen = QRect(0, 0, 1920, 1050)
-    size = QSize(460, 560)
-    # bottom-right tray (Windows, KDE): above the icon, right edges aligned
-    assert panel_position(QRect(1800, 1020, 24, 24), size, screen) == QPoint(1823 - 460, 1020 - 560 - 4)
-    # top bar (GNOME-like, SNI cursor anchor 1×1): below, kept on screen
-    assert panel_position(QRect(1900, 5, 1, 1), size, screen) == QPoint(1900 - 460, 5 + 4)
-    # near the left edge: clamped
-    assert panel_position(QRect(10, 5, 24, 24), size, screen).x() == 0
 
 
 def test_hides_on_deactivate_unless_pinned(qtbot: QtBot) -> None:
@@ -130,3 +141,120 @@ def test_dropping_files_on_the_panel(qtbot: QtBot, tmp_path: object) -> None:
     with qtbot.waitSignal(panel.files_dropped) as dropped:
         panel.dropEvent(event)
     assert dropped.args == [["/tmp/a b.png", "/tmp/写真.jpg"]]
+
+
+def test_row_menu_offers_what_fits_the_task(qtbot: QtBot) -> None:
+    panel = make_panel(qtbot)
+    panel.model.apply(
+        [
+            {"id": 7, "name": "a.png", "state": "waiting", "log_path": None},
+            {"id": 8, "name": "b.png", "state": "queued"},
+            {"id": 9, "name": "c.png", "state": "failed", "log_path": "/tmp/9.log"},
+        ]
+    )
+
+    def entries(row: int) -> dict[str, bool]:
+        menu = panel.row_menu(row)
+        out = {a.text(): a.isEnabled() for a in menu.actions() if a.text()}
+        priority = next(a.menu() for a in menu.actions() if a.menu() is not None)
+        out.update(
+            {f"priority: {a.text()}": a.isEnabled() and priority.isEnabled() for a in priority.actions()}
+        )
+        return out
+
+    waiting = entries(0)
+    assert waiting["Cancel"] and not waiting["Retry"] and not waiting["Open log"]
+    assert waiting["priority: First in the queue"] and waiting["priority: Last in the queue"]
+    failed = entries(2)
+    assert failed["Retry"] and failed["Open log"] and not failed["Cancel"]
+    assert not failed["priority: Up one"]  # only waiting tasks move
+    # the menu acts on the row it was opened on
+    menu = panel.row_menu(1)
+    priority = next(a.menu() for a in menu.actions() if a.menu() is not None)
+    with qtbot.waitSignal(panel.move_requested) as moved:
+        next(a for a in priority.actions() if a.text() == "First in the queue").trigger()
+    assert moved.args == [8, -2]  # two tasks wait: to the top
+    with qtbot.waitSignal(panel.cancel_requested) as cancelled:
+        next(a for a in menu.actions() if a.text() == "Cancel").trigger()
+    assert cancelled.args == [[8]]
+    menu = panel.row_menu(2)
+    with qtbot.waitSignal(panel.retry_requested) as retried:
+        next(a for a in menu.actions() if a.text() == "Retry").trigger()
+    assert retried.args == [9]
+    with qtbot.waitSignal(panel.open_log_requested) as opened:
+        next(a for a in menu.actions() if a.text() == "Open log").trigger()
+    assert opened.args == ["/tmp/9.log"]
+
+
+def test_cards_keep_their_height_whatever_their_gpu_does(qtbot: QtBot) -> None:
+    """Busy lines and process lines come and go; the card (and so the queue below it) stays put."""
+    panel = make_panel(qtbot)
+    panel.resize(470, 700)
+    panel.show()
+    heights = []
+    for busy in ((), ("llama-server uses 14.2 GiB, 97 %",), ("a; very; long; " * 20,)):
+        snap = snapshot(busy_5060=busy)
+        if not busy:
+            snap = snap.__class__(
+                snap.timestamp_s, snap.readings, snap.host, processes=(), verdicts=snap.verdicts
+            )
+        panel.update_snapshot(snap)
+        QApplication.processEvents()
+        card = panel.cards[KEY_5060]
+        heights.append(card.sizeHint().height())
+        assert card.busy_label.toolTip() == "" or card.busy_label.text() in card.busy_label.toolTip()
+    assert len(set(heights)) == 1, heights
+    long_line = panel.cards[KEY_5060].busy_label
+    assert long_line.is_elided() and long_line.text() in long_line.toolTip()
+
+
+def test_drop_zone_says_to_pin_before_dragging(qtbot: QtBot) -> None:
+    panel = make_panel(qtbot)
+    assert "Pin the panel first" in panel.drop_zone.hint.text()
+    panel.pin_button.click()
+    assert panel.pinned and "stays open" in panel.drop_zone.hint.text()
+
+
+def test_queue_columns_fit_their_headers_and_device_names(qtbot: QtBot) -> None:
+    from gputray.gui.layout_audit import audit
+
+    panel = make_panel(qtbot)
+    panel.model.apply([{"id": 1, "name": "a.py", "state": "interrupted", "device": KEY_780M}])
+    panel.model.set_device_names({KEY_780M: "Radeon 780M"})
+    panel.fit_columns()
+    panel.show_at(QRect(1200, 770, 24, 24))
+    QApplication.processEvents()
+    assert audit(panel).problems == []
+    fm = panel.table.fontMetrics()
+    assert panel.table.columnWidth(2) >= fm.horizontalAdvance("Radeon 780M") + 8  # not "Radeon 7…"
+
+
+def test_card_shows_the_egpu_readings_and_hides_them_when_there_are_none(qtbot: QtBot) -> None:
+    from dataclasses import replace
+
+    panel = make_panel(qtbot)
+    snap = snapshot()
+    egpu, igpu = snap.readings
+    loaded = replace(
+        egpu.sample,
+        util_percent=95.0,
+        **dict(pcie_gen=4, pcie_width=4, pcie_max_gen=5, pcie_max_width=8, fan_percent=31.0, fan_rpm=1180),
+        **dict(power_limit_w=180.0, mclk_mhz=14001, encoder_percent=12.0, decoder_percent=34.0),
+    )
+    readings = (replace(egpu, sample=loaded), igpu)
+    panel.update_snapshot(replace(snap, readings=readings))
+    card = panel.cards[KEY_5060]
+    assert card.extras_label.text() == "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 % 1180 RPM"
+    assert card.extras_label.toolTip().startswith(  # all of it, in full (then the line itself, if elided)
+        "PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 % 1180 RPM  ·  limit 180 W  ·  mem 14001 MHz"
+        "  ·  enc 12 %  ·  dec 34 %"
+    )
+    assert not card.extras_label.isHidden()
+    idle = replace(loaded, util_percent=0.0, pcie_gen=1)
+    panel.update_snapshot(replace(snap, readings=(replace(egpu, sample=idle), igpu)))
+    assert card.extras_label.text() == "PCIe 1.0 ×4 of 5.0 ×8 (idle)  ·  fan 31 % 1180 RPM"
+    assert "(idle: links slow down to save power)" in card.extras_label.toolTip()
+    blank = replace(igpu.sample, mclk_mhz=None)
+    panel.update_snapshot(replace(snap, readings=(egpu, replace(igpu, sample=blank))))
+    assert panel.cards[KEY_780M].extras_label.text() == ""
+    assert panel.cards[KEY_780M].extras_label.isHidden()  # nothing reported: nothing shown

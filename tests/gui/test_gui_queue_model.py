@@ -111,7 +111,23 @@ def test_device_names_and_tooltips() -> None:
     model = QueueModel()
     model.apply([task(1, "failed", device="pci:0000:64:00.0", reason="HIP error", exit_code=3)])
     assert model.data(model.index(0, COL_DEVICE)) == "pci:0000:64:00.0"
-    model.set_device_names({"pci:0000:64:00.0": "Radeon 780M"})
+    model.set_device_names({"pci:0000:64:00.0": "Radeon 780M"}, {"pci:0000:64:00.0": "AMD Radeon 780M"})
     assert model.data(model.index(0, COL_DEVICE)) == "Radeon 780M"
-    assert model.data(model.index(0, COL_STATE), Qt.ItemDataRole.ToolTipRole) == "HIP error (exit 3)"
+    tip = Qt.ItemDataRole.ToolTipRole
+    assert model.data(model.index(0, COL_STATE), tip) == "failed\nHIP error\nexit status 3"
+    assert model.data(model.index(0, COL_DEVICE), tip) == "AMD Radeon 780M"  # the full name
+    # every cell can elide, so every cell has its whole text in a tooltip
+    for col in range(model.columnCount()):
+        shown = model.data(model.index(0, col))
+        assert shown == "" or shown in model.data(model.index(0, col), tip)
+    model.apply([task(1, "failed", device="pci:0000:64:00.0", reason="exited with status 3", exit_code=3)])
+    assert model.data(model.index(0, COL_STATE), tip) == "failed\nexited with status 3"  # not twice
+
+
+def test_the_device_cell_names_the_env_a_torch_task_runs_in() -> None:
+    model = QueueModel()
+    model.set_device_names({"pci:0000:64:00.0": "Radeon 780M"})
+    model.apply([task(1, "running", device="pci:0000:64:00.0", env="rocm"), task(2, "queued")])
+    assert model.data(model.index(0, COL_DEVICE)) == "Radeon 780M · rocm"
+    assert model.data(model.index(1, COL_DEVICE)) == "–"
     assert format_duration(3725) == "1:02:05"

@@ -46,5 +46,17 @@ def test_help_lists_every_command() -> None:
     from gputray.scheduler.cli import command_names
 
     text = build_parser().format_help()
-    listed = {line.split()[0] for line in text.split("commands (", 1)[1].splitlines()[1:] if line.strip()}
+    section = text.split("commands (", 1)[1].split("\n\n", 1)[0]
+    listed = {line.split()[0] for line in section.splitlines()[1:] if line.strip()}
     assert listed == command_names()
+
+
+def test_help_names_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """default_config.toml sends people to "the config file that `gputray --help` names"."""
+    from gputray.gui.app import build_parser
+    from gputray.scheduler.paths import app_paths
+
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path))
+    text = build_parser().format_help()
+    assert f"config     {app_paths().config_file}" in text
+    assert str(tmp_path) in str(app_paths().config_file)

@@ -48,6 +48,17 @@ class FakeGpu:
     sclk_mhz: int = 2407
     mclk_mhz: int = 13801
     clocks_event_reasons: int = 0
+    # An eGPU on OCuLink: a PCIe 5.0 x8 card running at 4.0 x4 (the slot caps it at 4.0).
+    pcie_gen: int = 4
+    pcie_width: int = 4
+    pcie_gpu_max_gen: int = 5
+    pcie_host_max_gen: int = 4
+    pcie_max_width: int = 8
+    fan_percent: int = 31
+    fan_rpm: int = 1180
+    power_limit_mw: int = 180_000
+    encoder_percent: int = 12
+    decoder_percent: int = 34
     compute: list[tuple[int, int | None]] = field(default_factory=list)
     graphics: list[tuple[int, int | None]] = field(default_factory=list)
     fail: dict[str, int] = field(default_factory=dict)
@@ -268,6 +279,42 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: FakeHandle) -> int:
         return self._gpu("nvmlDeviceGetCurrentClocksThrottleReasons", handle).clocks_event_reasons
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        return self._gpu("nvmlDeviceGetCurrPcieLinkGeneration", handle).pcie_gen
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: FakeHandle) -> int:
+        return self._gpu("nvmlDeviceGetCurrPcieLinkWidth", handle).pcie_width
+
+    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        gpu = self._gpu("nvmlDeviceGetGpuMaxPcieLinkGeneration", handle)
+        if self.old_driver:
+            raise real.NVMLError(real.NVML_ERROR_FUNCTION_NOT_FOUND)
+        return gpu.pcie_gpu_max_gen
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        return self._gpu("nvmlDeviceGetMaxPcieLinkGeneration", handle).pcie_host_max_gen
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: FakeHandle) -> int:
+        return self._gpu("nvmlDeviceGetMaxPcieLinkWidth", handle).pcie_max_width
+
+    def nvmlDeviceGetFanSpeed(self, handle: FakeHandle) -> int:
+        return self._gpu("nvmlDeviceGetFanSpeed", handle).fan_percent
+
+    def nvmlDeviceGetFanSpeedRPM(self, handle: FakeHandle) -> int:
+        gpu = self._gpu("nvmlDeviceGetFanSpeedRPM", handle)
+        if self.old_driver:
+            raise real.NVMLError(real.NVML_ERROR_FUNCTION_NOT_FOUND)
+        return gpu.fan_rpm
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: FakeHandle) -> int:
+        return self._gpu("nvmlDeviceGetEnforcedPowerLimit", handle).power_limit_mw
+
+    def nvmlDeviceGetEncoderUtilization(self, handle: FakeHandle) -> list[int]:
+        return [self._gpu("nvmlDeviceGetEncoderUtilization", handle).encoder_percent, 167_000]
+
+    def nvmlDeviceGetDecoderUtilization(self, handle: FakeHandle) -> list[int]:
+        return [self._gpu("nvmlDeviceGetDecoderUtilization", handle).decoder_percent, 167_000]
 
     # ------------------------------------------------------------ processes
 

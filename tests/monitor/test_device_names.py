@@ -63,7 +63,7 @@ def test_fallbacks_in_order(tmp_path: Path) -> None:
     assert friendly_name(AMD, 0x1114, revision=0xD1, fallback="", ids_path=ids) == "AMD GPU 0x1114"
     assert friendly_name(NVIDIA, 0x9999, fallback="NVIDIA Mystery") == "NVIDIA Mystery"
     assert friendly_name(NVIDIA, 0x9999) == "NVIDIA GPU 0x9999"
-    assert friendly_name(0x1234, 0x0001) == "0x1234 GPU 0x0001"
+    assert friendly_name(0x1235, 0x0001) == "0x1235 GPU 0x0001"
 
 
 def test_missing_ids_file_is_not_an_error(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ def test_amdgpu_legacy_fdinfo() -> None:
     )
     assert c is not None
     assert (c.pid, c.client_id, c.pdev, c.driver, c.fd) == (7, "27", "0000:64:00.0", "amdgpu", "5")
-    assert c.engines_ns == {"gfx": 123, "compute": 4}  # dma, video engines: not kept
+    assert c.engines_ns == {"gfx": 123, "compute": 4, "dma": 0}  # every engine class is kept
     assert (c.vram_bytes, c.gtt_bytes) == (4348 * 1024, 2340 * 1024)
 
 
@@ -39,7 +39,7 @@ def test_standard_memory_keys_units_and_preference() -> None:
 def test_total_keys_when_nothing_else() -> None:
     c = parse_fdinfo(1, b"drm-driver: xe\ndrm-client-id: 1\ndrm-total-vram0: 5 KiB\ndrm-total-gtt: 2 MiB\n")
     assert c is not None
-    assert (c.vram_bytes, c.gtt_bytes) == (None, 2 * 1024 * 1024)  # xe calls its VRAM vram0
+    assert (c.vram_bytes, c.gtt_bytes) == (5 * 1024, 2 * 1024 * 1024)  # xe calls its VRAM vram0
 
 
 def test_garbage_values_are_dropped_not_fatal() -> None:
@@ -131,11 +131,17 @@ def test_state_of_exited_clients_is_dropped(tmp_path: Path) -> None:
     add_process(proc, 9, "x", {3: "/dev/dri/renderD128"}, {3: amdgpu_fdinfo(1, gfx_ns=10)})
     reader = DrmUsageReader(proc)
     reader.read(1.0)
-    os.unlink(proc / "9" / "fd" / "3")
+    os.unlink(proc / "9" / "fd" / "3")  # the client closes the render node: fd and fdinfo go
+    os.unlink(proc / "9" / "fdinfo" / "3")
     assert reader.read(2.0).drm == ()
     assert reader._previous == {}  # nothing kept for a client that is gone
-    (proc / "9" / "fd" / "3").symlink_to("/dev/dri/renderD128")
-    assert reader.read(3.0).drm[0].util_percent is None  # a fresh baseline, not a stale delta
+    (proc / "9" / "fd" / "3").symlink_to("/dev/dri/renderD128")  # ... and opens it again
+    write(proc / "9" / "fdinfo" / "3", amdgpu_fdinfo(1, gfx_ns=10))
+    t = 3.0
+    while not (usage := reader.read(t)).drm:  # found by the sweep, within its 4 s
+        t += 1.0
+        assert t <= 7.0
+    assert usage.drm[0].util_percent is None  # a fresh baseline, not a stale delta
 
 
 def test_missing_proc_is_empty(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from gputray.monitor.monitor import Monitor, merge_readings
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
 from gputray.monitor.scenario import Load, Scenario
@@ -162,3 +164,32 @@ def test_processes_reported_by_two_backends_show_once_with_the_best_of_both() ->
     b2 = ScriptedBackend([BackendPoll((), (from_amdsmi,))])
     (proc,) = Monitor([b1, b2]).sample_once().processes
     assert (proc.vram_bytes, proc.shared_bytes, proc.util_percent) == (10, 5, 42.0)
+
+
+def test_a_poll_that_fails_outside_the_backends_is_reported_and_polling_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A reading the merge cannot use (a backend breaking its contract) makes one tick raise: the
+    monitor thread used to die with it, silently, and a lost GPU would never stop its job again."""
+    good = BackendPoll(readings=(reading(SYSFS_INFO, util_percent=5.0),))
+    broken = BackendPoll(readings=(object(),))  # type: ignore[arg-type]
+    backend = ScriptedBackend([good, broken, good])
+    monitor = Monitor([backend], interval_s=0.01)
+    seen = threading.Event()
+    after: list[float] = []
+
+    def note(snap: object) -> None:
+        if monitor.failures:
+            after.append(1.0)
+            if len(after) >= 3:
+                seen.set()
+
+    monitor.subscribe(note)
+    monitor.start()
+    try:
+        assert seen.wait(30), "the monitor stopped polling after the failed tick"
+    finally:
+        monitor.stop()
+    assert monitor.failures == 1 and monitor.last_failure is not None
+    assert "AttributeError" in monitor.last_failure
+    assert "monitor: a poll failed (1 so far); polling again" in caplog.text

@@ -496,7 +496,7 @@ def test_no_nvidia_on_the_bus_means_no_nvml(tmp_path: Path) -> None:
     assert fake.calls == []
 
 
-@pytest.mark.parametrize("driver", ["nouveau", "vfio-pci"])
+@pytest.mark.parametrize("driver", ["vfio-pci", "pci-stub"])
 def test_gpu_on_another_driver_is_not_given_to_nvml(driver: str, tmp_path: Path) -> None:
     sys_dir = make_sys(tmp_path, {"0000:01:00.0": "active"})
     (sys_dir / "bus" / "pci" / "drivers" / driver).mkdir(parents=True)
@@ -506,6 +506,18 @@ def test_gpu_on_another_driver_is_not_given_to_nvml(driver: str, tmp_path: Path)
     assert reading.sample.state == "unavailable"
     assert driver in (reading.sample.reason or "")
     assert fake.calls == []
+
+
+def test_gpu_on_nouveau_is_left_to_the_drm_backend(tmp_path: Path) -> None:
+    """nouveau makes it a DRM card: the DRM backend lists it with its hwmon; NVML neither lists nor opens."""
+    sys_dir = make_sys(tmp_path, {"0000:01:00.0": "active"})
+    (sys_dir / "bus" / "pci" / "drivers" / "nouveau").mkdir(parents=True)
+    (sys_dir / "bus" / "pci" / "devices" / "0000:01:00.0" / "driver").symlink_to("../../drivers/nouveau")
+    fake = FakeNvml([rtx5060ti()])
+    backend = NvmlBackend(fake, sys_dir, use_sysfs=True)
+    assert backend.poll(0.0).readings == ()
+    assert fake.calls == []
+    assert backend.unavailable_reason == "no awake NVIDIA GPU uses the NVIDIA driver"
 
 
 def test_gpu_on_the_nvidia_driver_is_read(tmp_path: Path) -> None:

@@ -262,6 +262,9 @@ def test_rates_need_two_collections_memory_does_not() -> None:
     second = {r.info.key: r for r in b.poll(1.0).readings}
     assert second[KEY_5060].sample.util_percent == pytest.approx(97.5)
     assert second[KEY_780M].sample.util_percent == pytest.approx(70.0)
+    assert second[KEY_780M].sample.decoder_percent == pytest.approx(35.0)  # Chrome's VideoDecode engine
+    assert second[KEY_780M].sample.encoder_percent is None  # no VideoEncode engine in the counters
+    assert second[KEY_5060].sample.decoder_percent is None
     assert second[KEY_5060].sample.reason is None
     assert reader.opens == 1
 

@@ -93,6 +93,8 @@ def test_scenario_file_and_its_errors(tmp_path: Path) -> None:
         "[[load]]\nstart_s = 0\n": "`device`",
         '[[load]]\ndevice = "780m"\nstart_s = 10\nend_s = 5\n': "`end_s`",
         '[[load]]\ndevice = "780m"\nutil_percent = 150\n': "at most 100",
+        '[[load]]\ndevice = "780m"\ndecoder_percent = 101\n': "`decoder_percent` must be at most 100",
+        '[[load]]\ndevice = "780m"\nencoder_percent = "lots"\n': "`encoder_percent` must be a number",
         '[[load]]\ndevice = "780m"\nstate = "melted"\n': "`state`",
         "[[load]\n": "bad.toml",
     }
@@ -103,3 +105,30 @@ def test_scenario_file_and_its_errors(tmp_path: Path) -> None:
             load_scenario(bad)
     with pytest.raises(ScenarioError, match="cannot read scenario"):
         load_scenario(tmp_path / "missing.toml")
+
+
+def test_the_egpu_link_downclocks_at_idle_and_video_loads_show() -> None:
+    """The simulated 5060 Ti is an eGPU on OCuLink: PCIe 4.0 x4 of 5.0 x8 busy, 1.0 x4 idle."""
+    clock = Clock()
+    scenario = Scenario(
+        (Load("5060ti", 10, 200, 90, encoder_percent=40), Load("780m", 10, 200, 30, decoder_percent=22))
+    )
+    sim = SimulatedBackend(scenario, clock)
+    idle = {r.info.key: r.sample for r in poll(sim, clock).readings}
+    egpu = idle[RTX_5060_TI.key]
+    assert (egpu.pcie_gen, egpu.pcie_width, egpu.pcie_max_gen, egpu.pcie_max_width) == (1, 4, 5, 8)
+    assert (egpu.fan_percent, egpu.fan_rpm, egpu.power_limit_w) == (0.0, 0, 180.0)  # zero-RPM when cool
+    apu = idle[RADEON_780M.key]
+    assert (apu.pcie_gen, apu.fan_rpm, apu.power_limit_w, apu.decoder_percent) == (None, None, None, 0.0)
+    for _ in range(60):  # a minute of load: it heats up, the fan spins
+        clock.t += 1
+        busy = {r.info.key: r.sample for r in poll(sim, clock).readings}
+    egpu = busy[RTX_5060_TI.key]
+    assert (egpu.pcie_gen, egpu.pcie_width) == (4, 4)
+    assert (
+        egpu.fan_percent is not None
+        and egpu.fan_percent > 30
+        and egpu.fan_rpm is not None
+        and egpu.fan_rpm > 900
+    )
+    assert (egpu.encoder_percent, busy[RADEON_780M.key].decoder_percent) == (40.0, 22.0)

@@ -35,14 +35,34 @@ def test_short_spike_does_not_mark_busy_but_sustained_load_does() -> None:
     assert not any(v.busy for v in spike)
     sustained = run(tracker, DGPU, [97] * 12, start=10)  # no per-process data (e.g. Windows WDDM)
     assert not sustained[9].busy and sustained[10].busy
-    assert sustained[-1].reasons == ("in use by another program: 97 % for ≥ 10 s",)
+    assert sustained[-1].reasons == ("above 30 % for 10 s; now 97 %",)
+
+
+def test_a_busy_reason_names_the_rule_the_figure_now_and_when_it_lets_go() -> None:
+    tracker = VerdictTracker(BusyThresholds(busy_util_percent=30, busy_window_s=10, free_window_s=10))
+    assert run(tracker, DGPU, [97] * 11)[-1].busy
+    calm = run(tracker, DGPU, [2, 2, 2], start=11)
+    assert calm[0].reasons == ("above 30 % for 10 s; now 2 %, free again in 10 s if it stays low",)
+    assert calm[2].reasons == ("above 30 % for 10 s; now 2 %, free again in 8 s if it stays low",)
+    assert run(tracker, DGPU, [50], start=14)[0].reasons == ("above 30 % for 10 s; now 50 %",)
 
 
 def test_foreign_process_holding_memory_while_active_is_busy_at_once() -> None:
     tracker = VerdictTracker(BusyThresholds(busy_window_s=10))
     verdicts = run(tracker, DGPU, [97] * 12, foreign=[LLAMA])
-    assert verdicts[0].busy and verdicts[0].reasons == ("llama-server holds 14.2 GiB and is active",)
-    assert verdicts[-1].reasons == ("llama-server uses 14.2 GiB, 97 %",)
+    assert verdicts[0].busy
+    assert verdicts[0].reasons == ("llama-server holds 14.2 GiB and the GPU is at 97 % (busy above 30 %)",)
+    assert verdicts[-1].reasons == ("llama-server uses 14.2 GiB; above 30 % for 10 s; now 97 %",)
+
+
+def test_the_memory_in_a_busy_reason_adds_up_to_the_processes_it_names() -> None:
+    """Two foreign processes: the figure is theirs together, and the line says there are two."""
+    tracker = VerdictTracker(BusyThresholds(busy_window_s=10))
+    viewer = ProcessUse(4343, "comfyui", DGPU.key, "compute", vram_bytes=int(0.8 * GIB))
+    first = run(tracker, DGPU, [97], foreign=[LLAMA, viewer])[0]
+    assert first.reasons == (
+        "llama-server and 1 other hold 15.0 GiB and the GPU is at 97 % (busy above 30 %)",
+    )
 
 
 def test_busy_gpu_frees_only_after_the_free_window() -> None:
@@ -65,7 +85,10 @@ def test_stale_idle_context_stops_pinning_the_gpu() -> None:
     holder = ProcessUse(7, "python", DGPU.key, "compute", vram_bytes=2 * GIB)
     run(tracker, DGPU, [80, 80, 80], foreign=[holder])  # was active
     idle = run(tracker, DGPU, [0] * 40, start=3, foreign=[holder])
-    assert idle[10].busy and idle[10].reasons == ("python holds 2.0 GiB and is active",)
+    assert idle[10].busy
+    assert idle[10].reasons == (
+        "python holds 2.0 GiB and the GPU was above 30 % 11 s ago; free again in 19 s if it stays low",
+    )
     assert not idle[-1].busy
     small = ProcessUse(8, "Xorg", DGPU.key, "graphics", vram_bytes=600 * 1024**2)
     assert not run(VerdictTracker(), DGPU, [0], foreign=[small])[0].busy

@@ -131,7 +131,7 @@ def test_queue_and_logs_on_a_code_page_pipe(saved_queue: Path, encoding: str) ->
     code, out, err = run(saved_queue, encoding, "queue", "--all")
     assert code == 0 and "no gputray owner is running" in err
     rows = out.splitlines()
-    assert rows[0].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
+    assert rows[0].split() == ["ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON"]
     japanese = "学習.py" if encoding == "cp932" else "????.py"
     assert any(japanese in r and "exit 4" in r for r in rows), out
     assert any("upscale - cat.png" in r or "upscale — cat.png" in r for r in rows), out
@@ -139,7 +139,7 @@ def test_queue_and_logs_on_a_code_page_pipe(saved_queue: Path, encoding: str) ->
 
     code, out, _ = run(saved_queue, encoding, "queue", "--all", "--json")
     assert code == 0
-    names = [t["name"] for t in json.loads(out)]
+    names = [t["name"] for t in json.loads(out)["tasks"]]
     assert sorted(names) == ["upscale — cat.png", "学習.py"]  # JSON loses nothing: \u escapes where needed
 
     code, out, _ = run(saved_queue, encoding, "logs", "1")
@@ -175,7 +175,7 @@ def test_doctor_and_envs_on_a_code_page_pipe(tmp_path: Path, notorch_python: Pat
 def test_error_messages_on_a_code_page_pipe(tmp_path: Path, encoding: str) -> None:
     missing = tmp_path / "シナリオ — 1.toml"
     code, out, err = run(tmp_path, encoding, "status", "--demo-scenario", str(missing))
-    assert code == 2 and out == ""
+    assert code == 1 and out == ""  # EXIT_REFUSED: a file that cannot be read
     assert err.startswith("gputray: ") and "1.toml" in err
     code, _, err = run(tmp_path, encoding, "statsu")  # argparse-free message with a repr() of the word
     assert code == 2 and "did you mean `gputray status`" in err

@@ -236,7 +236,8 @@ def test_cli_add_list_remove(
 
     assert cli.main(["envs"]) == 0
     listing = capsys.readouterr().out
-    assert "plain" in listing and "A=1" in listing and "not probed yet" in listing
+    assert "plain" in listing and "A=1" in listing and "not checked yet" in listing
+    assert f"config file: {app_paths().config_file}" in listing  # where the list is kept
 
     assert cli.main(["envs", "list", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -248,12 +249,15 @@ def test_cli_add_list_remove(
     assert "removed plain" in capsys.readouterr().out
     assert cli.main(["envs", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["envs"] == []
+    assert cli.main(["envs"]) == 0
+    assert f"config file: {app_paths().config_file}" in capsys.readouterr().out  # also when empty
 
 
 def test_cli_errors_are_clear(gputray_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["envs", "add", str(tmp_path / "missing python")]) == 2
+    # Exit statuses as every command gives them: 1 for a refusal, 2 for bad usage.
+    assert cli.main(["envs", "add", str(tmp_path / "missing python")]) == 1
     assert "does not exist" in capsys.readouterr().err
     assert cli.main(["envs", "add", str(tmp_path), "--env", "oops"]) == 2
     assert "KEY=VALUE" in capsys.readouterr().err
-    assert cli.main(["envs", "remove", "ghost"]) == 2
+    assert cli.main(["envs", "remove", "ghost"]) == 1
     assert "no environment named 'ghost'" in capsys.readouterr().err

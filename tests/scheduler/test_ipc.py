@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths, app_paths
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="AF_UNIX socket transport")
@@ -32,15 +33,19 @@ class Recorder:
     """A handler that records what reached it: validation must keep garbage from getting here."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.calls: list[tuple[str, rq.Request]] = []
 
-    def __call__(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        self.calls.append((op, args))
-        if op == "get" and args["id"] == 404:
-            raise LookupError("task 404 does not exist")
-        if op == "get" and args["id"] == 500:
-            raise RuntimeError("boom")
-        return {"op": op, "args": args}
+    def __call__(self, req: rq.Request) -> dict[str, Any]:
+        self.calls.append((req.op, req))
+        if isinstance(req, rq.Get) and req.id == 404:
+            raise NoSuchThing("task 404 does not exist")
+        if isinstance(req, rq.Get) and req.id == 500:
+            raise LookupError("a bug in the owner that happens to be a LookupError")
+        return {"op": req.op, "args": req}
+
+
+class NoSuchThing(rq.Refusal):
+    pass
 
 
 @pytest.fixture
@@ -53,9 +58,14 @@ def server(paths: Paths) -> Any:
     srv.stop()
 
 
+def decode(request: object) -> rq.Request:
+    return rq.decode_request(json.dumps(request).encode())
+
+
 def test_validate_accepts_known_ops_and_rejects_garbage() -> None:
-    assert ipc.validate_request({"op": "cancel", "args": {"ids": [3, 4]}}) == ("cancel", {"ids": [3, 4]})
-    assert ipc.validate_request({"op": "ping"}) == ("ping", {})
+    assert decode({"op": "cancel", "args": {"ids": [3, 4]}}) == rq.Cancel(ids=[3, 4])
+    assert decode({"op": "ping"}) == rq.Ping()
+    assert decode({"op": "ping", "v": rq.PROTOCOL_VERSION}) == rq.Ping()
     bad = [
         [],
         "ping",
@@ -77,13 +87,31 @@ def test_validate_accepts_known_ops_and_rejects_garbage() -> None:
     ]
     for request in bad:
         with pytest.raises(ipc.BadRequest):
-            ipc.validate_request(request)
+            decode(request)
 
 
 def test_decode_rejects_nan_bad_utf8_and_deep_nesting() -> None:
-    for data in (b"NaN", b"\xff\xfe", b"{", b"[" * 100_000 + b"]" * 100_000, b'{"op": Infinity}'):
+    deep_args = b'{"op": "submit", "args": {"spec": {"a": ' + b"[" * 5_000 + b"]" * 5_000 + b"}}}"
+    for data in (b"NaN", b"\xff\xfe", b"{", b"[" * 100_000 + b"]" * 100_000, b'{"op": Infinity}', deep_args):
         with pytest.raises(ipc.BadRequest):
-            ipc.decode_payload(data)
+            rq.decode_request(data)
+
+
+def test_in_process_requests_get_the_same_limits() -> None:
+    """The tray builds Structs directly; ``checked`` holds them to what the socket would accept."""
+    assert rq.checked(rq.Move(id=3, delta=-1)) == rq.Move(id=3, delta=-1)
+    for bad in (rq.Move(id=3, delta=2**60), rq.Cancel(ids=[]), rq.Run(argv=["a\x00b"])):
+        with pytest.raises(ipc.BadRequest):
+            rq.checked(bad)
+
+
+@unix_only
+def test_a_client_of_another_protocol_version_is_told_to_restart_the_owner(server: Any, paths: Paths) -> None:
+    with ipc.IpcClient(paths) as client:
+        reply = client.send_raw(json.dumps({"op": "ping", "v": rq.PROTOCOL_VERSION + 1}).encode())
+    assert reply["ok"] is False and reply["error"]["type"] == "VersionMismatch"
+    assert "restart the owner" in reply["error"]["message"]
+    assert server.recorder.calls == []
 
 
 @unix_only
@@ -94,7 +122,7 @@ def test_request_round_trip_and_errors(server: Any, paths: Paths) -> None:
         assert result["args"]["files"] == ["a b.png", "日本語 'x'; rm.png"]
         with pytest.raises(ipc.RemoteError) as missing:
             client.request("get", id=404)
-        assert missing.value.kind == "LookupError"
+        assert missing.value.kind == "NoSuchThing"
         assert "404" in missing.value.message
         with pytest.raises(ipc.RemoteError) as internal:
             client.request("get", id=500)
@@ -215,12 +243,27 @@ def test_authkey_is_created_private_and_reused(tmp_path: Path) -> None:
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
+@unix_only
 def test_long_runtime_dir_falls_back_to_a_short_private_dir(tmp_path: Path) -> None:
+    """Too long for AF_UNIX: the owner makes a private folder with a name nobody can predict and says
+    where in the pointer file; the client finds it there."""
     deep = tmp_path / ("x" * 120)
     paths = Paths(deep / "c", deep / "d", deep / "s", deep / "r")
-    path = ipc.socket_path(paths)
-    assert len(os.fsencode(path)) <= 104
-    assert path == ipc.socket_path(paths)  # client and server agree
+    srv = ipc.IpcServer(paths, Recorder())
+    srv.start()
+    try:
+        path = ipc.socket_path(paths)  # the client's view: from the pointer
+        assert str(path) == srv.address and len(os.fsencode(path)) <= 104
+        assert (
+            stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700 and os.stat(path.parent).st_uid == os.getuid()
+        )
+        assert path.parent.name.startswith(f"gputray-{os.getuid()}-") and path.parent != ipc.socket_dir(paths)
+        assert ipc.request(paths, "ping")["op"] == "ping"
+    finally:
+        srv.stop()
+    assert not path.parent.exists()  # its private folder goes with it
+    with pytest.raises(ipc.OwnerNotRunning):
+        ipc.request(paths, "ping")
 
 
 @unix_only
@@ -306,12 +349,36 @@ def test_permissions_hold_under_a_permissive_umask_and_a_loose_existing_dir(path
 
 
 @unix_only
-def test_a_symlink_in_place_of_the_socket_dir_is_refused(paths: Paths, tmp_path: Path) -> None:
+def test_a_symlink_in_place_of_the_socket_dir_is_not_followed(paths: Paths, tmp_path: Path) -> None:
+    """A symlink where the socket folder should be: the owner does not put its socket behind it (it
+    uses a private folder of its own instead), and a client does not talk through it."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     directory = ipc.socket_dir(paths)
     directory.parent.mkdir(parents=True, exist_ok=True)
     directory.symlink_to(elsewhere)
-    with pytest.raises(ipc.UnsafeIpcLocation):
-        ipc.IpcServer(paths, Recorder()).start()
+    srv = ipc.IpcServer(paths, Recorder())
+    srv.start()
+    try:
+        assert Path(srv.address).parent != directory and ipc.request(paths, "ping")["op"] == "ping"
+    finally:
+        srv.stop()
     assert list(elsewhere.iterdir()) == []
+
+
+def test_platformdirs_refusing_its_runtime_fallback_does_not_stop_gputray(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """platformdirs raises PermissionError when /tmp/runtime-<uid> is someone else's: gputray then
+    keeps its runtime files under the data folder (the IPC layer finds a private place for the socket)."""
+    import platformdirs
+
+    from gputray.scheduler.paths import app_paths
+
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise PermissionError("/tmp/runtime-0 is owned by another user")
+
+    monkeypatch.delenv("GPUTRAY_HOME", raising=False)
+    monkeypatch.setattr(platformdirs, "user_runtime_dir", refuse)
+    paths = app_paths()
+    assert paths.runtime_dir == paths.data_dir / "run"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.launch_env import (
     LaunchError,
     build_env,
+    log_encoding_env,
     placeholder_values,
     render_argv,
     rocm_index_for,
@@ -122,3 +124,37 @@ def test_rocm_index_without_kfd_is_the_rank_among_amd_gpus(tmp_path: Path) -> No
     mine = dataclasses.replace(RADEON_780M, simulated=False)
     assert rocm_index_for(mine, [other, mine, RTX_5060_TI], sysfs_root=tmp_path) == 1
     assert rocm_index_for(mine, [], sysfs_root=tmp_path) == 0
+
+
+def test_a_tilde_in_a_file_name_is_a_character(tmp_path: Path) -> None:
+    """`~user.png` must not be read as another user's home (or fail because there is no such user)."""
+    from gputray.scheduler.launch_env import out_path
+
+    image = tmp_path / "~nosuchuser.png"
+    spec = TaskSpec(kind="vulkan", name="x", argv=("t", "{out}"), files=(str(image),), out="{stem}_x4.png")
+    assert out_path(spec) == str(tmp_path / "~nosuchuser_x4.png")
+    root_named = TaskSpec(
+        kind="vulkan", name="x", argv=("t", "{out}"), files=(str(tmp_path / "~root.png"),), out="{stem}.jpg"
+    )
+    assert out_path(root_named) == str(tmp_path / "~root.jpg")
+    home_template = TaskSpec(
+        kind="vulkan", name="x", argv=("t", "{out}"), files=(str(image),), out="~/done/{stem}.png"
+    )
+    assert out_path(home_template) == str(
+        Path.home() / "done" / "~nosuchuser.png"
+    )  # the template's own ~ is home
+
+
+def test_python_jobs_on_windows_write_their_log_in_utf8(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log is read as UTF-8; Windows would have Python write it in cp1252 (and fail on 学習)."""
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert log_encoding_env({"PATH": "C:\\bin"}) == {"PATH": "C:\\bin", "PYTHONIOENCODING": "utf-8"}
+    assert log_encoding_env({"PYTHONIOENCODING": "cp932"}) == {"PYTHONIOENCODING": "cp932"}  # the user's
+    assert log_encoding_env({"PYTHONUTF8": "0"}) == {"PYTHONUTF8": "0"}
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert log_encoding_env({"PATH": "/bin"}) == {"PATH": "/bin"}  # the locale's encoding, as in a shell
+
+
+def test_a_job_env_built_for_windows_carries_utf8_for_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert build_env({"PATH": "C:\\bin"}, CPU_INFO, task_id=3)["PYTHONIOENCODING"] == "utf-8"

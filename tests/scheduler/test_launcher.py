@@ -9,7 +9,7 @@ import psutil
 import pytest
 from waiting import wait_for
 
-from gputray.scheduler.launcher import Job, LaunchFailed, launch, log_encoding_env
+from gputray.scheduler.launcher import Job, LaunchFailed, launch
 
 PY = sys.executable
 
@@ -134,13 +134,3 @@ def test_an_environment_the_os_refuses_is_a_launch_failure_not_a_crash(tmp_path:
     with pytest.raises(LaunchFailed, match=r"cannot start .*illegal environment variable name"):
         launch([PY, "-c", "pass"], env={"A=B": "1"}, log_path=tmp_path / "l.log")
     assert "illegal environment variable name" in (tmp_path / "l.log").read_text()
-
-
-def test_python_jobs_on_windows_write_their_log_in_utf8(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The log is read as UTF-8; Windows would have Python write it in cp1252 (and fail on 学習)."""
-    monkeypatch.setattr(sys, "platform", "win32")
-    assert log_encoding_env({"PATH": "C:\\bin"}) == {"PATH": "C:\\bin", "PYTHONIOENCODING": "utf-8"}
-    assert log_encoding_env({"PYTHONIOENCODING": "cp932"}) == {"PYTHONIOENCODING": "cp932"}  # the user's
-    assert log_encoding_env({"PYTHONUTF8": "0"}) == {"PYTHONUTF8": "0"}
-    monkeypatch.setattr(sys, "platform", "linux")
-    assert log_encoding_env({"PATH": "/bin"}) == {"PATH": "/bin"}  # the locale's encoding, as in a shell

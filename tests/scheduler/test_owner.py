@@ -12,6 +12,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner, _decode_utf8_prefix
 from gputray.scheduler.paths import Paths, app_paths
 
@@ -46,8 +47,28 @@ def state_of(client: ipc.IpcClient, task_id: int) -> str:
     return str(client.request("get", id=task_id)["task"]["state"])
 
 
-def test_every_protocol_op_has_a_handler(owner: Owner) -> None:
-    assert set(owner._handlers) == set(ipc.OPS)
+def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
+    """Each op reaches a handler: it answers, or refuses in words, never 'unknown op' or an internal error."""
+    minimal: dict[str, dict[str, Any]] = {
+        "submit_files": {"files": ["/nonexistent.png"]},
+        "open_files": {"files": ["/nonexistent.png"]},
+        "run": {"argv": ["/nonexistent-program"]},
+        "get": {"id": 999},
+        "cancel": {"ids": [999]},
+        "retry": {"id": 999},
+        "move": {"id": 999, "delta": 1},
+        "edit": {"id": 999, "changes": {"priority": 1}},
+        "remove": {"ids": [999]},
+        "wait": {"ids": [999], "timeout_s": 0},
+        "logs": {"id": 999},
+        "schedule_add": {"cron": "0 3 * * *", "task_file": "/nonexistent.toml"},
+        "schedule_remove": {"id": 999},
+    }
+    for op in sorted(ipc.OPS - {"shutdown"}):
+        try:
+            client.request(op, **minimal.get(op, {}))
+        except ipc.RemoteError as exc:
+            assert exc.kind not in ("InternalError", "BadRequest"), (op, exc.kind, exc.message)
 
 
 def test_status_lists_the_simulated_pair(client: ipc.IpcClient) -> None:
@@ -125,22 +146,26 @@ def test_pause_resolves_device_names(owner: Owner, client: ipc.IpcClient) -> Non
     assert client.request("resume", device="780m")["paused"].get(AMD) is not True
 
 
-def test_a_device_name_that_matches_nothing_is_queued_with_a_note(
+def test_a_device_name_that_matches_nothing_is_refused_with_the_closest(
     owner: Owner, client: ipc.IpcClient, tmp_path: Path
 ) -> None:
     wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
-    result = client.request(
-        "run",
-        argv=[PY, "-c", "pass"],
-        cwd=str(tmp_path),
-        overrides={"device_prefs": ["5060it", "nvidia", "780m", "cpu"], "on_busy": "wait"},
+    with pytest.raises(ipc.RemoteError) as err:
+        client.request(
+            "run",
+            argv=[PY, "-c", "pass"],
+            cwd=str(tmp_path),
+            overrides={"device_prefs": ["5060it", "nvidia", "780m", "cpu"], "on_busy": "wait"},
+        )
+    assert err.value.message == (
+        "python: no device matches '5060it'; closest: GeForce RTX 5060 Ti (5060ti); known: "
+        f"GeForce RTX 5060 Ti (5060ti, {NVIDIA}), Radeon 780M (780m, {AMD}), cpu — see `gputray devices`"
     )
-    (task,) = result["tasks"]
-    assert result["notes"] == [f"#{task['id']}: no device here matches '5060it' (see `gputray devices`)"]
+    assert client.request("queue", all=True)["tasks"] == []  # nothing was queued
     fine = client.request(
         "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["780m", "amd"]}
     )
-    assert fine["notes"] == []
+    assert fine["notes"] == [] and len(fine["tasks"]) == 1
 
 
 def test_schedules_round_trip(client: ipc.IpcClient, tmp_path: Path) -> None:
@@ -360,6 +385,7 @@ def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
     """A doctor cache written by the doctor's own code: fp16 failed on the 780M. An fp16 task goes
     elsewhere, or gives up when only the 780M may run it; bf16 (passed) and unmeasured needs run."""
     from gputray.scheduler import doctor
+    from gputray.scheduler.doctor_cache import record_results
     from gputray.scheduler.envs import add_env
 
     env = add_env(Path(PY), name="rocm", check=False)
@@ -369,8 +395,7 @@ def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
     facts = doctor._EnvFacts("2.9.0+rocm7.1", None, "7.1", time.time(), True)
     pair = doctor.pair_from_device(env, RADEON_PROBE, known, facts)
     assert pair.device_key == AMD and not pair.passes("fp16") and pair.passes("bf16")
-    driver = doctor._driver_for(pair.vendor, doctor.driver_versions())
-    doctor._save_cache(doctor.cache_file(), [doctor._CacheEntry(fp, driver, True, pair)])
+    record_results(doctor.cache_file(), fp, [pair], doctor.driver_versions(), bench=True)
     assert [p.device_key for p in doctor.cached_results()] == [AMD]
 
     def run(needs: list[str], devices: list[str], on_busy: str = "redirect") -> dict[str, Any]:
@@ -415,13 +440,13 @@ def test_queue_over_the_socket_is_the_same_document_and_follows_changes(
         return listing if all(t["state"] == "waiting" for t in listing["tasks"]) else None
 
     first = wait_for(all_waiting, what="the tasks to wait")
-    assert first == owner.handle("queue", {"all": True})
+    assert first == owner.handle(rq.Queue(all=True))
     assert [t["name"] for t in first["tasks"]] == [f"t{i} ✓" for i in range(5)]
     assert first["paused"]["queue"] is True
     client.request("cancel", ids=[ids[2]])
     again = client.request("queue", all=True)
     assert {t["id"]: t["state"] for t in again["tasks"]}[ids[2]] == "cancelled"
-    assert again == owner.handle("queue", {"all": True})
+    assert again == owner.handle(rq.Queue(all=True))
     assert [t["id"] for t in client.request("queue")["tasks"]] == [i for i in ids if i != ids[2]]
 
 
@@ -511,7 +536,7 @@ def test_stop_lets_a_request_being_answered_finish_and_refuses_new_ones(owner: O
     dropped.write_text("pass\n")
     answers: dict[str, Any] = {}
     request = threading.Thread(
-        target=lambda: answers.update(owner.handle("open_files", {"files": [str(dropped)]}))
+        target=lambda: answers.update(owner.handle(rq.OpenFiles(files=[str(dropped)])))
     )
     request.start()
     assert entered.wait(10)
@@ -520,7 +545,7 @@ def test_stop_lets_a_request_being_answered_finish_and_refuses_new_ones(owner: O
     time.sleep(0.3)
     assert stopper.is_alive()  # waiting for the request
     with pytest.raises(OwnerStopping, match="stopping"):
-        owner.handle("queue", {})
+        owner.handle(rq.Queue())
     release.set()
     request.join(10)
     stopper.join(30)
@@ -531,6 +556,6 @@ def test_bad_ids_are_named_for_what_they_are(owner: Owner) -> None:
     from gputray.scheduler.owner import OwnerRequestError
 
     with pytest.raises(OwnerRequestError, match=r"schedule ids .*'abc'; see `gputray schedule list`"):
-        owner.handle("schedule_remove", {"id": "abc"})
+        owner.handle(rq.ScheduleRemove(id="abc"))
     with pytest.raises(OwnerRequestError, match=r"task ids are whole numbers from 1, not '-1'"):
-        owner.handle("get", {"id": "-1"})
+        owner.handle(rq.Get(id="-1"))

@@ -359,3 +359,16 @@ def test_place_always_decides_with_a_reason(
         assert not d.redirected or d.reason  # a redirect always says why
     else:
         assert d.reason
+
+
+def test_with_two_slots_a_second_job_starts_only_if_its_memory_fits() -> None:
+    """More slots let jobs share the 5060 Ti, but the memory each declares still has to fit: with 2 of
+    16 GiB used, two 6 GiB jobs start and a third waits, saying why, though a slot is open."""
+    tasks = [task(i, device_prefs=("5060ti",), vram_bytes=6 * GIB) for i in (1, 2, 3)]
+    result = plan(tasks, [nvidia(slots=3, used=2 * GIB)], now_s=NOW)
+    kinds = [type(d).__name__ for _, d in result.decisions]
+    assert kinds == ["Placement", "Placement", "Wait"]
+    wait = result.decisions[2][1]
+    assert isinstance(wait, Wait) and "needs 6.0 GiB, 2.0 GiB VRAM free" in wait.reason
+    one_slot = plan(tasks[:2], [nvidia(slots=1, used=2 * GIB)], now_s=NOW)
+    assert [type(d).__name__ for _, d in one_slot.decisions] == ["Placement", "Wait"]

@@ -15,7 +15,8 @@ import pytest
 from cli import gputray
 
 from gputray.scheduler import cli
-from gputray.scheduler.commands import queue_cmds
+from gputray.scheduler.commands import client, submit
+from gputray.scheduler.commands.common import terminal_cells
 
 QUEUE_COMMANDS = [
     "daemon",
@@ -37,7 +38,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_every_queue_command_is_registered_with_help(capsys: pytest.CaptureFixture[str]) -> None:
     for name in QUEUE_COMMANDS:
-        assert cli.COMMAND_MODULES[name] == "queue_cmds"
+        assert cli.COMMAND_MODULES[name] in ("daemon", "submit", "queue_logs", "control", "schedule")
         with pytest.raises(SystemExit) as done:
             parse(name, "--help")
         assert done.value.code == 0
@@ -57,7 +58,7 @@ def test_submit_options_become_task_overrides() -> None:
         "submit", "a.png", "--device", "5060ti, 780m,cpu", "--on-busy", "redirect", "--max-wait", "10m",
         "--vram", "4GiB", "--priority", "3", "--at", "+30m", "--window", "01:00-07:00", "--retries", "2",
     )  # fmt: skip
-    assert queue_cmds.overrides_from_args(args, now_s=now) == {
+    assert submit.overrides_from_args(args, now_s=now) == {
         "device_prefs": ["5060ti", "780m", "cpu"],
         "on_busy": "redirect",
         "max_wait_s": 600.0,
@@ -67,7 +68,7 @@ def test_submit_options_become_task_overrides() -> None:
         "window": "01:00-07:00",
         "retries": 2,
     }
-    assert queue_cmds.overrides_from_args(parse("submit", "a.png")) == {}
+    assert submit.overrides_from_args(parse("submit", "a.png")) == {}
 
 
 @pytest.mark.parametrize(
@@ -85,8 +86,8 @@ def test_submit_options_become_task_overrides() -> None:
     ],
 )
 def test_bad_options_are_usage_errors_that_say_what_is_expected(option: str, value: str, words: str) -> None:
-    with pytest.raises(queue_cmds._UsageError) as err:
-        queue_cmds.overrides_from_args(parse("submit", "a.png", option, value))
+    with pytest.raises(client._UsageError) as err:
+        submit.overrides_from_args(parse("submit", "a.png", option, value))
     assert words in str(err.value)
 
 
@@ -100,31 +101,56 @@ def test_listing_shows_state_device_and_why() -> None:
     waiting = {"id": 7, "name": "upscale cat.png", "state": "waiting", "device": None, "exit_code": None}
     failed = {"id": 8, "name": "train.py", "state": "failed", "device": "cpu", "reason": "", "exit_code": 4}
     tasks = [{**waiting, "reason": "waiting for GeForce RTX 5060 Ti"}, failed]
-    text = queue_cmds.format_tasks(tasks).splitlines()
-    assert text[0].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
+    text = client.format_tasks(tasks).splitlines()
+    assert text[0].split() == ["ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON"]
     assert text[1].startswith("7") and "waiting for GeForce RTX 5060 Ti" in text[1]
     assert "exit 4" in text[2]
-    assert queue_cmds.format_tasks([]) == "the queue is empty"
+    assert client.format_tasks([]) == "the queue is empty"
+
+
+def test_listing_shows_the_env_and_says_each_fact_once() -> None:
+    """The env a torch task runs in is a column; an exit status the reason states is not said twice,
+    and a task that succeeded shows no exit code."""
+    base = {"device": "cpu", "name": "train.py"}
+    tasks = [
+        {
+            **base,
+            "id": 1,
+            "state": "failed",
+            "env": "cu128",
+            "reason": "exited with status 1",
+            "exit_code": 1,
+        },
+        {**base, "id": 2, "state": "succeeded", "env": "cu128", "reason": "", "exit_code": 0},
+        {**base, "id": 3, "state": "failed", "env": None, "reason": "", "exit_code": 3},
+    ]
+    header, failed, ok, bare = client.format_tasks(tasks).splitlines()
+    env_at = header.index("ENV")
+    assert failed[env_at:].startswith("cu128") and ok[env_at:].startswith("cu128")
+    assert bare[env_at:].startswith("-")
+    assert failed.endswith("exited with status 1") and "exit 1" not in failed
+    assert "exit" not in ok
+    assert bare.endswith("exit 3")
 
 
 def test_listing_names_the_gpu_when_the_owner_knows_it() -> None:
     task = {"id": 3, "name": "a.py", "state": "running", "device": "pci:0000:64:00.0", "exit_code": None}
-    named = queue_cmds.format_tasks([task], {"pci:0000:64:00.0": "Radeon 780M"}).splitlines()[1]
+    named = client.format_tasks([task], {"pci:0000:64:00.0": "Radeon 780M"}).splitlines()[1]
     assert "Radeon 780M" in named and "pci:" not in named
-    assert "pci:0000:64:00.0" in queue_cmds.format_tasks([task]).splitlines()[1]
+    assert "pci:0000:64:00.0" in client.format_tasks([task]).splitlines()[1]
 
 
 def test_listing_columns_line_up_with_japanese_names() -> None:
-    base = {"state": "succeeded", "device": "cpu", "exit_code": 0}
+    base = {"state": "failed", "device": "cpu", "exit_code": 2}
     tasks = [
-        {**base, "id": 1, "name": "学習 スクリプト.py", "reason": "ok"},
+        {**base, "id": 1, "name": "学習 スクリプト.py", "reason": "oops"},
         {**base, "id": 2, "name": "a.py"},
     ]
-    header, first, second = queue_cmds.format_tasks(tasks).splitlines()
+    header, first, second = client.format_tasks(tasks).splitlines()
     # REASON starts in the same terminal column on every line (a CJK character is two columns wide).
     column = header.index("REASON")
-    assert queue_cmds._cells(first[: first.index("exit 0")]) == column
-    assert queue_cmds._cells(second[: second.index("exit 0")]) == column
+    assert terminal_cells(first[: first.index("exit 2")]) == column
+    assert terminal_cells(second[: second.index("exit 2")]) == column
 
 
 def test_names_with_newlines_or_escape_sequences_stay_one_line_and_harmless() -> None:
@@ -134,7 +160,7 @@ def test_names_with_newlines_or_escape_sequences_stay_one_line_and_harmless() ->
         {**base, "id": 2, "name": "esc\x1b[31mRED", "reason": ""},
         {**base, "id": 3, "name": "日本語 ok.py", "reason": ""},
     ]
-    lines = queue_cmds.format_tasks(tasks).splitlines()
+    lines = client.format_tasks(tasks).splitlines()
     assert len(lines) == 4 and "\x1b" not in "".join(lines)
     assert "two\\nlines.py" in lines[1] and "waiting for\\rx" in lines[1]
     assert "esc\\x1b[31mRED" in lines[2] and "日本語 ok.py" in lines[3]
@@ -168,11 +194,17 @@ def test_queue_imports_only_what_it_needs(tmp_path: Path) -> None:
     """`gputray queue` starts fast: it never loads the monitor, the owner, the doctor, APScheduler or
     psutil (those belong to the daemon). Commands that need the owner load no SQLite either."""
     done = _main_in_child(tmp_path, ["queue", "--json"], HEAVY)
-    assert done.stdout.splitlines() == ["[]", "EXIT 0 []"], done.stdout + done.stderr  # nothing saved yet
+    lines = done.stdout.splitlines()
+    assert lines[1:] == ["EXIT 0 []"] and json.loads(lines[0])["tasks"] == [], done.stdout + done.stderr
     store = ("sqlite3", "gputray.scheduler.store")
-    done = _main_in_child(tmp_path, ["cancel", "1"], (*HEAVY, *store))
+    done = _main_in_child(tmp_path, ["logs", "1", "--follow"], (*HEAVY, *store))
     assert done.stdout.strip() == "EXIT 3 []", done.stdout + done.stderr  # 3: no owner running
     assert "gputray daemon" in done.stderr
+    # With no owner, cancel acts on the saved queue (never created for it) without the daemon's parts.
+    done = _main_in_child(tmp_path, ["cancel", "1"], HEAVY)
+    assert done.stdout.strip() == "EXIT 1 []", done.stdout + done.stderr
+    assert "no task #1 in the queue" in done.stderr
+    assert not (tmp_path / "data" / "queue.sqlite3").exists()
 
 
 @pytest.fixture
@@ -218,16 +250,36 @@ def test_queue_without_an_owner_shows_the_saved_queue(saved_queue: tuple[Path, l
     before = _db_files(home)
     as_json = gputray("queue", "--all", "--json", home=home)
     assert as_json.returncode == 0, as_json.stderr
-    assert json.loads(as_json.stdout) == [r.to_json() for r in records]  # the owner's document, unchanged
+    doc = json.loads(as_json.stdout)
+    assert doc["tasks"] == [{**r.to_json(), "device_name": None} for r in records]  # the owner's document
+    assert doc["queue"] == {"paused": False}
+    assert {
+        "key": "pci:0000:64:00.0",
+        "name": "pci:0000:64:00.0",
+        "slots": None,
+        "running": 1,
+        "paused": True,
+    } in doc["devices"]
     assert NOTE in as_json.stderr and NOTE not in as_json.stdout
-    pending = json.loads(gputray("queue", "--json", home=home).stdout)
+    pending = json.loads(gputray("queue", "--json", home=home).stdout)["tasks"]
     assert [t["state"] for t in pending] == ["running", "waiting"]  # a crash's `running` is shown as saved
 
     text = gputray("queue", "--all", home=home)
     assert text.returncode == 0 and NOTE in text.stderr
     lines = text.stdout.splitlines()
     assert lines[0] == "paused: pci:0000:64:00.0"
-    assert lines[1].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
+    assert lines[1].split() == [
+        "ID",
+        "STATE",
+        "PRI",
+        "DEVICE",
+        "ENV",
+        "START",
+        "END",
+        "DUR",
+        "NAME",
+        "REASON",
+    ]
     assert "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB" in text.stdout
     assert any("学習.py" in line and "exit 4" in line for line in lines)
     assert _db_files(home) == before  # read only: nothing recovered, migrated or checkpointed
@@ -252,11 +304,8 @@ def test_logs_without_an_owner_print_the_saved_log(saved_queue: tuple[Path, list
     assert word.returncode == 1 and "task ids are whole numbers from 1" in word.stderr
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [["cancel", "1"], ["retry", "1"], ["pause"], ["resume"], ["queue", "--watch"], ["logs", "1", "--follow"]],
-)
-def test_changing_or_watching_the_queue_still_needs_the_owner(
+@pytest.mark.parametrize("argv", [["queue", "--watch"], ["logs", "1", "--follow"]])
+def test_watching_the_queue_still_needs_the_owner(
     saved_queue: tuple[Path, list[Any]], argv: list[str]
 ) -> None:
     home, _ = saved_queue
@@ -276,15 +325,16 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
     from gputray.scheduler import ipc
     from gputray.scheduler.owner import OwnerStopping
     from gputray.scheduler.paths import app_paths
+    from gputray.scheduler.protocol import Request
 
     monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
     asked: list[str] = []
 
-    def owner_that_stops_after_one_answer(op: str, args: dict[str, Any]) -> dict[str, Any]:
-        asked.append(op)
+    def owner_that_stops_after_one_answer(req: Request) -> dict[str, Any]:
+        asked.append(req.op)
         if len(asked) > 1:
             raise OwnerStopping("the gputray owner is stopping")
-        if op == "logs":
+        if req.op == "logs":
             return {"text": "job says hi\n", "offset": 12, "state": "running", "done": False}
         return {"tasks": [], "paused": {"queue": False, "devices": []}, "device_names": {}}
 
@@ -300,3 +350,137 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
     assert len(asked) == 2
     if command[0] == "logs":
         assert "job says hi" in out
+
+
+# -- issue 13: listing columns, filters, negative values, subcommand usage ---------------------------
+
+NOW_S = dt.datetime(2026, 11, 30, 14, 0).timestamp()
+
+
+def _iso(epoch_s: float) -> str:
+    from gputray.scheduler.tasks import iso_utc
+
+    return str(iso_utc(epoch_s))
+
+
+def _listed() -> list[dict[str, Any]]:
+    running = {
+        "id": 12, "name": "train a very long model name.py", "state": "running", "device": "pci:0000:01:00.0",
+        "env": "cu128", "priority": 5, "exit_code": None, "started_at": _iso(NOW_S - 125), "ended_at": None,
+        "reason": "redirected to GeForce RTX 5060 Ti: Radeon 780M busy (running 'upscale' (#11)); more words",
+    }  # fmt: skip
+    done = {
+        "id": 9, "name": "bench", "state": "failed", "device": "cpu", "env": None, "priority": -3,
+        "exit_code": 4, "started_at": _iso(NOW_S - 86_400 * 3), "ended_at": _iso(NOW_S - 86_400 * 3 + 3725),
+        "reason": "exited with status 4",
+    }  # fmt: skip
+    return [running, done]
+
+
+def test_listing_fits_80_columns_and_widens_when_there_is_room() -> None:
+    names = {"pci:0000:01:00.0": "GeForce RTX 5060 Ti"}
+    narrow = client.format_tasks(_listed(), names, width=80, now_s=NOW_S).splitlines()
+    assert all(terminal_cells(line) <= 80 for line in narrow), narrow
+    assert narrow[0].split() == [
+        "ID",
+        "STATE",
+        "PRI",
+        "DEVICE",
+        "ENV",
+        "START",
+        "END",
+        "DUR",
+        "NAME",
+        "REASON",
+    ]
+    row = narrow[1].split()
+    assert row[:3] == ["12", "running", "5"] and "cu128" in narrow[1] and "…" in narrow[1]
+    assert dt.datetime.fromtimestamp(NOW_S - 125).strftime("%H:%M") in narrow[1]  # local time, today
+    assert "2:05" in narrow[1]  # running for 2 min 5 s
+    assert "1:02:05" in narrow[2] and "exited with" in narrow[2] and "-3" in narrow[2]
+    wide = client.format_tasks(_listed(), names, width=240, now_s=NOW_S).splitlines()
+    assert "train a very long model name.py" in wide[1] and "more words" in wide[1]
+    assert "GeForce RTX 5060 Ti" in wide[1]
+    assert "exited with status 4" in wide[2] and "exit 4" not in wide[2]  # the status is said once
+    assert dt.datetime.fromtimestamp(NOW_S - 86_400 * 3).strftime("%m-%d %H:%M") in wide[2]  # another day
+    assert client.format_tasks(_listed(), names, now_s=NOW_S) == "\n".join(wide)  # a pipe: in full
+
+
+def test_filters_match_state_device_and_name() -> None:
+    from gputray.scheduler.commands.listing import parse_filter
+    from gputray.scheduler.tasks import STATES
+
+    names = {"pci:0000:01:00.0": "GeForce RTX 5060 Ti"}
+    tasks = _listed()
+    f = parse_filter(["state=failed,device=cpu"], STATES)
+    assert [t["id"] for t in tasks if f.matches(t, names)] == [9]
+    f = parse_filter(["device=5060ti", "state=running,state=failed"], STATES)
+    assert [t["id"] for t in tasks if f.matches(t, names)] == [12]
+    assert [t["id"] for t in tasks if parse_filter(["name=BENCH"], STATES).matches(t, names)] == [9]
+    for bad, words in (("colour=red", "filter by state, device, name, env"), ("state=done", "the states are"),
+                       ("state", "KEY=VALUE")):  # fmt: skip
+        with pytest.raises(ValueError, match=words):
+            parse_filter([bad], STATES)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["submit", "a.png", "--vram", "-4GiB"], "--vram a size cannot be negative, got '-4GiB'"),
+        (["run", "--max-wait", "-10m", "--", "true"], "--max-wait a duration cannot be negative"),
+        (["run", "--retries", "-1", "--", "true"], "--retries must be between 0 and 100"),
+        (["run", "--after", "-3", "--", "true"], "--after takes task ids like 3 or 3,4, not '-3'"),
+        (["edit", "3", "--vram", "-1"], "--vram a size cannot be negative"),
+    ],
+)
+def test_negative_values_are_refused_in_words_not_read_as_options(
+    argv: list[str], words: str, tmp_path: Path
+) -> None:
+    done = gputray(*argv, home=tmp_path)
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert "expected one argument" not in done.stderr
+
+
+def test_a_negative_priority_is_a_value_and_run_keeps_its_program_line() -> None:
+    from gputray.scheduler.cli import build_parser, glue_negative_values
+
+    parser = build_parser("run")
+    run_parser = parser._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    words = ["--priority", "-5", "--vram", "-1G", "--", "prog", "--vram", "-2"]
+    assert glue_negative_values(words, run_parser) == [
+        "--priority=-5",
+        "--vram=-1G",
+        "--",
+        "prog",
+        "--vram",
+        "-2",
+    ]
+    assert glue_negative_values(["--device", "--json"], run_parser) == ["--device", "--json"]  # an option
+
+
+def test_submit_name_and_unknown_options_get_the_subcommands_usage(tmp_path: Path) -> None:
+    assert parse("submit", "a.png", "--name", "my upscale").name == "my upscale"
+    done = gputray("submit", "a.png", "--naem", "x", home=tmp_path)
+    assert done.returncode == 2
+    assert "usage: gputray submit" in done.stderr and "unrecognized arguments: --naem x" in done.stderr
+    assert "usage: gputray [-h]" not in done.stderr  # not the top-level usage
+    no_name = gputray("submit", "--name", home=tmp_path)
+    assert no_name.returncode == 2 and "usage: gputray submit" in no_name.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["wait", "1"], ["remove", "1"], ["clean"], ["edit", "1", "--priority", "2"], ["move", "1", "--top"]],
+)
+def test_the_new_commands_need_the_owner(argv: list[str], tmp_path: Path) -> None:
+    done = gputray(*argv, home=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "no gputray owner is running" in done.stderr
+
+
+def test_schedule_times_are_listed_in_local_time() -> None:
+    from gputray.scheduler.commands.schedule import _local
+
+    at = dt.datetime(2026, 12, 1, 3, 0).timestamp()  # 03:00 here, whatever UTC says
+    text = _local(_iso(at))
+    assert text.startswith("2026-12-01 03:00") and "Z" not in text.split()[1]

@@ -137,7 +137,11 @@ def test_wait_redirect_and_cpu_with_the_environment_each_job_gets(harness: Calla
     h.until(lambda: q.get(waits.id).state == "waiting")
 
     w = q.get(waits.id)
-    assert w.reason == "waiting for GeForce RTX 5060 Ti: llama-server holds 14.0 GiB and is active"
+    assert re.fullmatch(
+        r"waiting for GeForce RTX 5060 Ti: llama-server holds 14\.0 GiB and the GPU is at \d+ % "
+        r"\(busy above 30 %\)",
+        w.reason,
+    )
     m = q.get(moves.id)
     assert m.device == AMD and m.exit_code == 0 and m.attempts == 1
     assert m.reason.startswith("redirected to Radeon 780M: GeForce RTX 5060 Ti busy (llama-server")
@@ -173,7 +177,8 @@ def test_a_waiting_job_starts_when_the_external_load_ends(harness: Callable[...,
         h.tick(step)
     q.dispatch()
     assert re.fullmatch(
-        r"waiting for GeForce RTX 5060 Ti: llama-server uses 14\.2 GiB, \d+ %", q.get(rec.id).reason
+        r"waiting for GeForce RTX 5060 Ti: llama-server uses 14\.2 GiB; above 30 % for 10 s; now \d+ %",
+        q.get(rec.id).reason,
     )
     h.tick(14)  # t = 25: the LLM server has gone, the free window starts
     h.tick(6)  # t = 31: free for 6 s
@@ -271,7 +276,7 @@ def test_a_cancel_while_a_timeout_kill_is_under_way_still_cancels(harness: Calla
         command("stubborn", IGNORES_SIGTERM, device_prefs=("cpu",), timeout_s=1, retries=1, backoff_s=0)
     )
     h.until(lambda: "up" in h.log_text(rec.id))
-    h.until(lambda: q._jobs[rec.id].job.kill_reason == "timeout")
+    h.until(lambda: (job := q.running_job(rec.id)) is not None and job.kill_reason == "timeout")
     stopped = q.cancel(rec.id)
     assert (stopped.state, stopped.reason, stopped.attempts) == ("cancelled", "cancelled while running", 1)
 
@@ -287,10 +292,11 @@ def test_a_job_that_exited_is_not_relabelled_by_a_late_lost_device(
     wait_then_exit = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)"
     rec = q.submit(command("quick", wait_then_exit, device_prefs=("5060ti",), retries=1, backoff_s=0))
     h.until(lambda: q.get(rec.id).pid is not None)
-    job = q._jobs[rec.id].job
+    job = q.running_job(rec.id)
+    assert job is not None
     with q._lock:  # stands for a long dispatch pass
         go.touch()
-        wait_for(lambda: job.proc.poll() is not None, what="the job to exit")
+        wait_for(job.exited, what="the job to exit")
         h.tick(11)  # the 5060 Ti is reported lost: the monitor tick asks the job to stop
         assert job.kill_reason is None
     h.until(h.state(rec.id, "succeeded"))
@@ -322,7 +328,8 @@ def test_one_missing_snapshot_after_an_earlier_hiccup_does_not_kill_the_next_job
     b = q.submit(command("B", "import time; time.sleep(60)", device_prefs=("5060ti",)))
     h.until(h.state(b.id, "running"))
     h.tick(8)  # one snapshot without it
-    assert q._jobs[b.id].job.kill_reason is None
+    job = q.running_job(b.id)
+    assert job is not None and job.kill_reason is None
     h.tick(1)  # back again
     assert q.get(b.id).state == "running", q.get(b.id).reason
 
@@ -349,8 +356,10 @@ def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
     with pytest.raises(TaskStateError, match="only queued or waiting tasks move"):
         q.move(a.id, 1)
     again = q.retry(a.id)
-    assert again.state == "queued" and again.attempts == 0
+    assert again.state == "queued" and again.attempts == 1  # attempts count on: the next is attempt 2
     h.until(h.state(a.id, "succeeded"))
+    assert q.get(a.id).attempts == 2
+    assert "attempt 2," in Path(q.get(a.id).log_path or "").read_text()
     with pytest.raises(Exception, match="'4090' matches no device"):
         q.pause("4090")
 
@@ -456,7 +465,7 @@ def test_a_missing_tool_is_refused_at_submit_and_nothing_is_queued(
     assert q.list() == []
 
 
-def test_torch_scripts_use_the_env_for_the_device_or_say_they_fell_back(
+def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
     harness: Callable[..., Harness], tmp_path: Path
 ) -> None:
     script = tmp_path / "my script.py"
@@ -472,15 +481,23 @@ def test_torch_scripts_use_the_env_for_the_device_or_say_they_fell_back(
     h = harness(env_resolver=resolver)
     q = h.start()
     (on_amd,) = q.submit_files([script], overrides={"devices": ["780m"]})
-    (on_cpu,) = q.submit_files([script], overrides={"devices": ["cpu"], "needs": ["fp16"]})
+    (cpu_only,) = q.submit_files([script], overrides={"devices": ["cpu"], "on_busy": "wait"})
+    (moved,) = q.submit_files([script], overrides={"devices": ["cpu"], "needs": ["fp16"]})  # redirect
     h.until(h.state(on_amd.id, "succeeded"))
-    h.until(h.state(on_cpu.id, "succeeded"))
+    h.until(h.state(moved.id, "succeeded"))
     amd = q.get(on_amd.id)
     assert amd.env == "rocm" and h.job_env(amd)["HSA_OVERRIDE_GFX_VERSION"] == "11.0.0"
-    cpu = q.get(on_cpu.id)
-    assert cpu.env is None
-    assert cpu.reason == f"no Python env is known to work on CPU: using gputray's own Python ({PY})"
-    assert ("cpu", ("fp16",)) in seen
+    assert "gputray's own Python" not in amd.reason
+    # No env on the CPU: the CPU-only task waits (never runs without torch) ...
+    h.until(lambda: q.get(cpu_only.id).reason == "no Python env is known to work on the CPU")
+    assert q.get(cpu_only.id).state == "waiting" and q.get(cpu_only.id).log_path is None
+    # ... and the redirecting one goes where an env works.
+    done = q.get(moved.id)
+    assert done.env == "rocm" and done.device == AMD
+    assert done.reason == (
+        "redirected to Radeon 780M: CPU cannot run it (no Python env is known to work on the CPU)"
+    )
+    assert ("cpu", ()) in seen and (AMD, ("fp16",)) in seen
 
 
 def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
@@ -554,3 +571,187 @@ def test_time_gates_and_max_wait_wake_the_dispatcher_without_ticks(harness: Call
     done = q.get(impatient.id)
     assert done.device == "cpu"
     assert re.match(r"on CPU after waiting \d+ s: GeForce RTX 5060 Ti busy \(llama-server", done.reason)
+
+
+def test_the_dispatcher_alone_wakes_for_a_timer(harness: Callable[..., Harness]) -> None:
+    """No monitor tick, no request: the dispatcher sleeps until the timer's due time and runs it."""
+    h = harness()
+    q = h.start()
+    fired: list[float] = []
+
+    class Soon:
+        at: float | None = time.time() + 0.3
+
+        def next_due_s(self) -> float | None:
+            return self.at
+
+        def run_due(self, now_s: float) -> None:
+            assert self.at is not None and now_s >= self.at
+            self.at = None
+            fired.append(now_s)
+
+    q.add_timer(Soon())
+    wait_for(lambda: fired, 10.0)
+    assert len(fired) == 1
+
+
+def test_a_stored_record_that_cannot_be_planned_fails_and_the_pass_goes_on(
+    harness: Callable[..., Harness],
+) -> None:
+    """A start time past the year 9999 (stored before the limits existed) fails that task with its
+    reason; the task behind it still runs."""
+    h = harness()
+    far = h.store.add(command("far", "pass", start_at=1e12), now=time.time())
+    fine = h.store.add(command("fine", "pass"), now=time.time())
+    h.start()
+    h.until(h.state(fine.id, "succeeded"))
+    rec = h.q.get(far.id)
+    assert rec.state == "failed"
+    assert rec.reason is not None and "1970 and 9999" in rec.reason
+
+
+def test_prepare_launch_is_a_plan_tests_can_read() -> None:
+    """The pure part of a start: the argv, environment and header one attempt gets on a device."""
+    from gputray.monitor.records import DeviceInfo
+    from gputray.scheduler.queue_service import prepare_launch
+    from gputray.scheduler.tasks import TaskRecord
+
+    gpu = DeviceInfo(
+        key="pci:0000:01:00.0",
+        name="GeForce RTX 5060 Ti",
+        vendor="nvidia",
+        kind="discrete",
+        backend="nvml",
+        uuid="GPU-1234",
+    )
+    spec = TaskSpec(
+        kind="vulkan",
+        name="up",
+        argv=("tool", "-i", "{file}", "-o", "{out}"),
+        files=("/in/a.png",),
+        out="/out/{stem}.png",
+        base_env={"HOME": "/home/me"},
+    )
+    rec = TaskRecord(
+        id=7, spec=spec, state="running", submitted_at=0.0, attempts=2, reason="redirected from the 780M"
+    )
+    plan = prepare_launch(rec, gpu, [gpu], taken_outs={"/out/a.png"}, queue_file="/q.sqlite3", now_s=0.0)
+    assert plan.argv[:3] == ("tool", "-i", "/in/a.png")
+    assert plan.out is not None and plan.out != "/out/a.png" and plan.argv[4] == plan.out
+    assert plan.env["CUDA_VISIBLE_DEVICES"] == "GPU-1234" and plan.env["HOME"] == "/home/me"
+    assert "attempt 2" in plan.header and "note: redirected from the 780M" in plan.header
+    assert "a.png is taken" in plan.notes[-1] and plan.notes[-1] in plan.header
+
+
+# -- the queue a pueue / task-spooler user expects (issue 13) ------------------------------------------
+
+
+def test_a_chain_runs_in_order_and_a_failure_fails_the_rest_until_retried(
+    harness: Callable[..., Harness], tmp_path: Path
+) -> None:
+    h = harness()
+    q = h.start()
+    flag = tmp_path / "b may succeed"
+    a = q.submit(command("a", "print('a')", device_prefs=("cpu",)))
+    b = q.submit(command("b", f"import os, sys; sys.exit(0 if os.path.exists({str(flag)!r}) else 4)",
+                         device_prefs=("cpu",), after=(a.id,)))  # fmt: skip
+    c = q.submit(command("c", "print('c')", device_prefs=("cpu",), after=(b.id,)))
+    h.until(h.state(c.id, "failed"))
+    assert q.get(b.id).exit_code == 4 and q.get(c.id).attempts == 0  # c never ran
+    assert q.get(c.id).reason == "dependency #2 'b' failed: exited with status 4"
+    assert q.get(a.id).ended_at <= q.get(b.id).started_at  # type: ignore[operator]
+    flag.write_text("yes")
+    q.retry(b.id)  # brings c back with it
+    h.until(h.state(c.id, "succeeded"))
+    assert q.get(b.id).attempts == 2 and "attempt 2," in h.log_text(b.id)
+    assert q.get(b.id).ended_at <= q.get(c.id).started_at  # type: ignore[operator]
+    with pytest.raises(Exception, match=r"--after names #99, which is no task"):
+        q.submit(command("d", device_prefs=("cpu",), after=(99,)))
+
+
+def test_edit_and_move_a_task_that_has_not_started(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    q = h.start()
+    q.pause()
+    a, b, c = (q.submit(command(n, "pass", device_prefs=("cpu",))) for n in "abc")
+    q.move_to(c.id, top=True)
+    assert [r.id for r in q.list()] == [c.id, a.id, b.id]
+    q.move_to(a.id, after=b.id)
+    assert [r.id for r in q.list()] == [c.id, b.id, a.id]
+    q.move_to(c.id, before=a.id)
+    assert [r.id for r in q.list()] == [b.id, c.id, a.id]
+    q.move_to(b.id, bottom=True)
+    assert [r.id for r in q.list()] == [c.id, a.id, b.id]
+    edited = q.edit(b.id, {"priority": 5, "name": "bee", "env": {"K": "v"}, "device_prefs": ["780m"]})
+    assert (edited.spec.name, edited.spec.priority, dict(edited.spec.env)) == ("bee", 5, {"K": "v"})
+    assert [r.id for r in q.list()] == [b.id, c.id, a.id]
+    with pytest.raises(Exception, match=r"task #1 would wait for itself: #1 → #3 → #1"):
+        q.edit(c.id, {"after": [a.id]})
+        q.edit(a.id, {"after": [c.id]})
+    with pytest.raises(Exception, match=r"edit cannot change 'argv'"):
+        q.edit(a.id, {"argv": ["rm", "-rf", "/"]})
+    with pytest.raises(Exception, match=r"task #3 cannot move next to itself"):
+        q.move_to(c.id, before=c.id)
+    q.resume()
+    for r in (a, b, c):
+        h.until(h.state(r.id, "succeeded"))
+    with pytest.raises(TaskStateError, match=r"task #1 already succeeded; edit is for tasks that have not"):
+        q.edit(a.id, {"priority": 1})
+
+
+def test_remove_and_clean_take_the_logs_with_them(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    q = h.start()
+    ok = q.submit(command("ok", "print('fine')", device_prefs=("cpu",)))
+    bad = q.submit(command("bad", "raise SystemExit(2)", device_prefs=("cpu",)))
+    long = q.submit(command("long", "import time; time.sleep(60)", device_prefs=("780m",)))
+    h.until(lambda: q.get(ok.id).finished and q.get(bad.id).finished and q.get(long.id).state == "running")
+    logs = {r.id: Path(q.get(r.id).log_path or "") for r in (ok, bad, long)}
+    assert all(p.is_file() for p in logs.values())
+    waiter = q.submit(command("waiter", "pass", device_prefs=("cpu",), after=(long.id,)))
+    gone, errors = q.remove([long.id, 99])
+    assert gone == [] and errors == [
+        f"task #{long.id} is running; `gputray remove --force {long.id}` cancels it first",
+        "no task #99 in the queue",
+    ]
+    gone, errors = q.remove([long.id], force=True)
+    assert gone == [] and errors == [
+        f"task #{long.id} stays: #{waiter.id} wait(s) for it (--after); remove or cancel them first"
+    ]
+    gone, errors = q.remove([long.id, waiter.id], force=True)
+    assert {r.id for r in gone} == {long.id, waiter.id} and errors == []
+    assert not logs[long.id].exists()
+    gone, kept = q.clean(states={"failed"})
+    assert [r.id for r in gone] == [bad.id] and kept == [] and not logs[bad.id].exists()
+    assert logs[ok.id].is_file()
+    gone, _ = q.clean(older_than_s=3600)  # it ended just now
+    assert gone == [] and logs[ok.id].is_file()
+    gone, _ = q.clean(older_than_s=0)
+    assert [r.id for r in gone] == [ok.id] and not logs[ok.id].exists() and q.list() == []
+
+
+def test_slots_come_from_the_config_by_device_name(harness: Callable[..., Harness]) -> None:
+    h = harness(slots={"780m": 2, "cpu": 3})
+    q = h.start()
+    assert {d["name"]: d["slots"] for d in q.devices()} == {
+        "GeForce RTX 5060 Ti": 1,  # the default: one job per GPU
+        "Radeon 780M": 2,
+        "CPU": 3,
+    }
+
+
+def test_wait_ended_answers_when_the_tasks_end_or_the_owner_stops(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    q = h.start()
+    quick = q.submit(command("quick", "pass", device_prefs=("cpu",)))
+    ended = q.wait_ended([quick.id], timeout_s=60)
+    assert [r.state for r in ended if not isinstance(r, int)] == ["succeeded"]
+    q.pause()
+    held = q.submit(command("held", "pass", device_prefs=("cpu",)))
+    assert [r.state for r in q.wait_ended([held.id], timeout_s=0.05) if not isinstance(r, int)] == ["waiting"]
+    with pytest.raises(TaskNotFound):
+        q.wait_ended([99], timeout_s=1)
+    q.release_waiters()
+    started = time.monotonic()
+    q.wait_ended([held.id], timeout_s=60)
+    assert time.monotonic() - started < 30  # answered at once, not after the minute

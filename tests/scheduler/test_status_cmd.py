@@ -16,7 +16,8 @@ from waiting import wait_for
 DEVICE_FIELDS = [
     "key", "name", "vendor", "kind", "backend", "pci_bdf", "state", "reason", "util_percent", "temp_c",
     "power_w", "vram_used_bytes", "vram_total_bytes", "shared_used_bytes", "shared_total_bytes",
-    "sclk_mhz", "mclk_mhz", "throttle",
+    "sclk_mhz", "mclk_mhz", "throttle", "pcie_gen", "pcie_width", "pcie_max_gen", "pcie_max_width",
+    "fan_percent", "fan_rpm", "power_limit_w", "encoder_percent", "decoder_percent",
 ]  # fmt: skip
 
 
@@ -58,7 +59,18 @@ def test_status_json_has_exactly_the_documented_fields(tmp_path: Path) -> None:
     names = {d["name"]: d for d in doc["devices"]}
     apu = names["Radeon 780M"]
     assert apu["kind"] == "integrated" and apu["shared_total_bytes"] == 31433977856
-    assert names["GeForce RTX 5060 Ti"]["vram_total_bytes"] > 15 * 1024**3
+    egpu = names["GeForce RTX 5060 Ti"]
+    assert egpu["vram_total_bytes"] > 15 * 1024**3
+    # the simulated eGPU: a PCIe 5.0 x8 card on OCuLink (x4); at idle its link has dropped to 2.5 GT/s
+    assert (egpu["pcie_gen"], egpu["pcie_width"], egpu["pcie_max_gen"], egpu["pcie_max_width"]) == (
+        1,
+        4,
+        5,
+        8,
+    )
+    assert (egpu["fan_percent"], egpu["fan_rpm"], egpu["power_limit_w"]) == (0.0, 0, 180.0)
+    assert (egpu["encoder_percent"], egpu["decoder_percent"]) == (0.0, 0.0)
+    assert [apu[f] for f in ("pcie_gen", "fan_rpm", "power_limit_w")] == [None, None, None]  # an APU has none
 
 
 def test_status_text_labels_the_demo_and_shows_humane_units(tmp_path: Path) -> None:
@@ -68,13 +80,29 @@ def test_status_text_labels_the_demo_and_shows_humane_units(tmp_path: Path) -> N
     assert lines[0].startswith("DEMO")
     apu = next(line for line in lines if line.startswith("Radeon 780M"))
     assert "VRAM 1.2/4.0 GiB" in apu and "shared 0.2/29.3 GiB" in apu and "°C" in apu
+    egpu = lines.index(next(line for line in lines if line.startswith("GeForce RTX 5060 Ti")))
+    assert lines[egpu + 1].split()[:8] == ["PCIe", "1.0", "×4", "of", "5.0", "×8", "(idle:", "links"]
+    assert "limit 180 W" in lines[egpu + 1] and "mem 405 MHz" in lines[egpu + 1]
+
+
+def test_status_text_shows_the_egpu_link_under_load_without_an_idle_note(tmp_path: Path) -> None:
+    busy = tmp_path / "busy.toml"
+    busy.write_text(
+        '[[load]]\ndevice = "5060ti"\nutil_percent = 90\nencoder_percent = 40\n', encoding="utf-8"
+    )
+    result = gputray("status", "--demo-scenario", str(busy), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    egpu = lines.index(next(line for line in lines if line.startswith("GeForce RTX 5060 Ti")))
+    assert "PCIe 4.0 ×4 of 5.0 ×8  fan" in lines[egpu + 1]  # 4.0 x4 is how it is connected: no alarm
+    assert "idle" not in lines[egpu + 1] and "enc 40 %" in lines[egpu + 1]
 
 
 def test_status_with_a_malformed_scenario_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad scenario ☃.toml"
     bad.write_text("[[load]]\nutil_percent = 5\n", encoding="utf-8")
     result = gputray("status", "--demo-scenario", str(bad), home=tmp_path)
-    assert result.returncode == 2
+    assert result.returncode == 1  # a refusal (the file's content), as a bad task file is
     assert "`device` must name a GPU" in result.stderr and "Traceback" not in result.stderr
 
 

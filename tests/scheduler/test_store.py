@@ -65,11 +65,16 @@ def test_a_newer_schema_is_refused_not_damaged(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 99
 
 
-def test_a_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
+def test_a_garbage_file_is_kept_beside_a_fresh_queue_with_a_note(tmp_path: Path) -> None:
     db = tmp_path / "q.db"
-    db.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match="unreadable"):
-        TaskStore(db)
+    garbage = b"this is not a database" * 100
+    db.write_bytes(garbage)
+    store = TaskStore(db)
+    assert store.list() == [] and store.add(spec()).id == 1
+    (kept,) = tmp_path.glob("q.db.damaged-*")
+    assert kept.read_bytes() == garbage
+    assert store.recovery_note is not None
+    assert "not an SQLite database" in store.recovery_note and str(kept) in store.recovery_note
 
 
 def test_retry_policy_requeues_with_doubling_backoff_then_fails(tmp_path: Path) -> None:
@@ -153,6 +158,24 @@ def test_recovery_never_kills_a_reused_pid(tmp_path: Path) -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="zombies are POSIX")
+def test_recovery_does_not_claim_to_stop_a_job_that_had_already_ended(tmp_path: Path) -> None:
+    """A job that ended while no owner was up may linger as a zombie until it is reaped: recovery
+    must not say "its leftover process was stopped" about it."""
+    job = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    try:
+        wait_for(lambda: psutil.Process(job.pid).status() == psutil.STATUS_ZOMBIE, what="the job to end")
+        store = TaskStore(tmp_path / "q.db")
+        rec = store.add(spec())
+        create_time = psutil.Process(job.pid).create_time()
+        store.update(rec.id, state="running", attempts=1, pid=job.pid, pid_create_time=create_time)
+        (r,) = store.recover_after_crash()
+        assert not r.killed_orphan
+        assert "leftover process" not in store.get(rec.id).reason
+    finally:
+        job.wait()
 
 
 def _gone(pid: int) -> bool:
@@ -386,3 +409,56 @@ def test_reading_a_newer_or_garbage_queue_file_is_a_clear_error_that_changes_not
     garbage.write_bytes(b"not a database at all" * 100)
     with pytest.raises(StoreError, match=r"garbage\.db"):
         read_saved_tasks(garbage)
+
+
+def _schema_1_file(db: Path) -> None:
+    """A queue file as gputray with schema 1 (before ``attempts_before``) left it: one failed task."""
+    from gputray.scheduler.store import MIGRATIONS
+
+    conn = sqlite3.connect(db)
+    MIGRATIONS[0](conn)
+    text = json.dumps(spec("old").to_dict())
+    conn.execute(
+        "INSERT INTO tasks (spec, name, kind, state, attempts, submitted_at, position, queued_at, exit_code)"
+        " VALUES (?, 'old', 'command', 'failed', 2, 5.0, 1.0, 5.0, 3)",
+        (text,),
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+
+
+def test_a_schema_1_file_is_read_as_it_is_and_migrated_by_the_owner(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    _schema_1_file(db)
+    (saved,) = read_saved_tasks(db)  # the CLI without an owner: read-only, never migrated
+    assert (saved.name, saved.state, saved.attempts, saved.attempts_before) == ("old", "failed", 2, 0)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    store = TaskStore(db)  # the owner: migrated, the row kept
+    assert store.schema_version == SCHEMA_VERSION == 2
+    assert store.get(saved.id).attempts == 2 and store.get(saved.id).exit_code == 3
+    store.update(saved.id, attempts_before=2)
+    store.close()
+    assert read_saved_task(db, saved.id).attempts_before == 2
+
+
+def test_delete_and_replace_spec(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    store = TaskStore(db)
+    a, b, c = store.add_many(spec(n) for n in "abc")
+    edited = store.replace_spec(b.id, spec("b2", priority=7, env={"K": "v"}), only_states=("queued",))
+    assert edited is not None and edited.spec.name == "b2" and edited.spec.priority == 7
+    assert [r.id for r in store.pending()] == [b.id, a.id, c.id]  # the priority column moved too
+    store.update(c.id, state="running")
+    assert store.replace_spec(c.id, spec("c2"), only_states=("queued", "waiting")) is None
+    assert store.get(c.id).spec.name == "c"
+    with pytest.raises(TaskNotFound):
+        store.replace_spec(99, spec("x"), only_states=("queued",))
+    assert [r.id for r in store.delete([a.id, b.id])] == [a.id, b.id]
+    with pytest.raises(TaskNotFound):
+        store.delete([a.id])
+    store.close()
+    again = TaskStore(db)
+    assert [r.id for r in again.list()] == [c.id]  # durable
+    assert again.add(spec("d")).id == c.id + 1  # ids are never reused: an old --after cannot hit a new task

@@ -29,6 +29,10 @@ JSON_KEYS = [
     "started_at",
     "ended_at",
     "log_path",
+    "priority",
+    "after",
+    "after_any",
+    "cwd",
 ]
 
 

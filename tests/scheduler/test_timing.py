@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from pathlib import Path
 
 import pytest
@@ -103,7 +102,7 @@ def test_missed_run() -> None:
 
 
 def make_timing(tmp_path: Path, clock: FakeClock, submitted: list[Schedule]) -> Timing:
-    return Timing(tmp_path / "schedules.sqlite3", submit=submitted.append, wake=lambda: None, clock=clock)
+    return Timing(tmp_path / "schedules.sqlite3", submit=submitted.append, clock=clock)
 
 
 def test_runs_missed_while_off_are_caught_up_once(tmp_path: Path) -> None:
@@ -111,19 +110,19 @@ def test_runs_missed_while_off_are_caught_up_once(tmp_path: Path) -> None:
     submitted: list[Schedule] = []
     t = make_timing(tmp_path, clock, submitted)
     entry = t.add("0 3 * * *", "/jobs/nightly.toml", overrides={"priority": 2})
-    assert t.start(run_scheduler=False) == []  # nothing due yet
+    assert t.start() == []  # nothing due yet
     t.stop()
 
     clock.now_s = local(2026, 11, 30, 9, 0)  # three 03:00 runs missed while the owner was off
     t = make_timing(tmp_path, clock, submitted)
-    assert t.start(run_scheduler=False) == [entry.id]
+    assert t.start() == [entry.id]
     assert [s.task_file for s in submitted] == ["/jobs/nightly.toml"]
     assert submitted[0].overrides == {"priority": 2}
     assert t.store.get(entry.id).last_run_at == clock.now_s
     t.stop()
 
     t = make_timing(tmp_path, clock, submitted)  # a restart right after: not again
-    assert t.start(run_scheduler=False) == []
+    assert t.start() == []
     assert len(submitted) == 1
     t.stop()
 
@@ -134,10 +133,10 @@ def test_a_failing_submit_is_recorded_and_the_schedule_stays(tmp_path: Path) -> 
     def broken(entry: Schedule) -> None:
         raise ValueError(f"{entry.task_file}: no such task file")
 
-    t = Timing(tmp_path / "s.sqlite3", submit=broken, wake=lambda: None, clock=clock)
+    t = Timing(tmp_path / "s.sqlite3", submit=broken, clock=clock)
     entry = t.add("0 3 * * *", "/gone.toml")
     clock.now_s = local(2026, 11, 30, 12, 0)
-    assert t.start(run_scheduler=False) == [entry.id]
+    assert t.start() == [entry.id]
     stored = t.store.get(entry.id)
     assert stored.last_error is not None and "no such task file" in stored.last_error
     assert [e.id for e, _ in t.entries()] == [entry.id]
@@ -156,27 +155,43 @@ def test_bad_cron_is_refused_before_it_is_stored(tmp_path: Path) -> None:
     t.stop()
 
 
-def test_wake_at_fires_through_apscheduler(tmp_path: Path) -> None:
-    woke = threading.Event()
-    t = Timing(tmp_path / "s.sqlite3", submit=lambda e: None, wake=woke.set)
+def test_the_next_run_is_the_dispatchers_due_time_and_missed_runs_coalesce(tmp_path: Path) -> None:
+    clock = FakeClock(local(2026, 11, 29, 12, 0))
+    submitted: list[Schedule] = []
+    t = make_timing(tmp_path, clock, submitted)
     t.start()
-    try:
-        import time
+    assert t.next_due_s() is None
+    entry = t.add("0 3 * * *", "/jobs/nightly.toml")
+    assert t.next_due_s() == local(2026, 11, 30, 3, 0)
+    assert t.run_due(local(2026, 11, 30, 2, 59)) == [] and submitted == []
+    # the machine slept through three runs: the dispatcher wakes late and submits once
+    clock.now_s = local(2026, 12, 3, 9, 0)
+    assert t.run_due(clock.now_s) == [entry.id]
+    assert len(submitted) == 1
+    assert t.next_due_s() == local(2026, 12, 4, 3, 0)
+    t.remove(entry.id)
+    assert t.next_due_s() is None
+    t.stop()
 
-        t.wake_at(time.time() + 0.2)
-        assert woke.wait(10.0)
-    finally:
-        t.stop()
 
-
-def test_recurring_job_uses_a_text_reference(tmp_path: Path) -> None:
-    t = Timing(tmp_path / "s.sqlite3", submit=lambda e: None, wake=lambda: None)
-    t.start()
-    try:
-        entry = t.add("*/5 * * * *", "/x.toml")
-        job = t._scheduler.get_job(f"schedule-{entry.id}")
-        assert job.func_ref == timing.FIRE_SCHEDULE_REF
-        assert job.coalesce is True
-        assert job.misfire_grace_time is None
-    finally:
-        t.stop()
+def test_day_of_month_and_weekday_combine_with_or_as_in_crontab() -> None:
+    """crontab(5): "30 4 1,15 * 5" runs at 4:30 on the 1st and 15th of each month, *plus* every Friday.
+    When one of the two fields is "*", only the other one restricts the days."""
+    after = local(2026, 1, 1, 5, 0)  # a Thursday, past 4:30
+    runs = []
+    for _ in range(7):
+        after = timing.next_cron_run("30 4 1,15 * 5", after)  # type: ignore[assignment]
+        runs.append(dt.datetime.fromtimestamp(after).strftime("%a %m-%d %H:%M"))
+    assert runs == [
+        "Fri 01-02 04:30",
+        "Fri 01-09 04:30",
+        "Thu 01-15 04:30",
+        "Fri 01-16 04:30",
+        "Fri 01-23 04:30",
+        "Fri 01-30 04:30",
+        "Sun 02-01 04:30",
+    ]
+    fridays = timing.next_cron_run("30 4 * * 5", local(2026, 1, 1, 5, 0))
+    assert fridays is not None and dt.datetime.fromtimestamp(fridays).strftime("%a %d") == "Fri 02"
+    firsts = timing.next_cron_run("30 4 1,15 * *", local(2026, 1, 1, 5, 0))
+    assert firsts is not None and dt.datetime.fromtimestamp(firsts).strftime("%a %d") == "Thu 15"

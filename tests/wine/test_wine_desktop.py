@@ -134,7 +134,7 @@ def test_send_to_is_a_real_link_that_queues_the_files(win: WinePython, home: Pat
 
         def queued() -> list[dict[str, object]]:
             listed = win.gputray("queue", "--all", "--json", home=home)
-            return list(json.loads(listed.stdout)) if listed.returncode == 0 else []
+            return list(json.loads(listed.stdout)["tasks"]) if listed.returncode == 0 else []
 
         (task,) = wait_for(queued, 60, "the file handed over by the Send To link")
         assert task["name"] == "学習 script (1).py", task
@@ -148,4 +148,4 @@ def test_send_to_is_a_real_link_that_queues_the_files(win: WinePython, home: Pat
 
 def state_of(win: WinePython, home: Path) -> str:
     listed = win.gputray("queue", "--all", "--json", home=home)
-    return str(json.loads(listed.stdout)[0]["state"])
+    return str(json.loads(listed.stdout)["tasks"][0]["state"])

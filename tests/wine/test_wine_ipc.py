@@ -83,7 +83,7 @@ def test_a_second_owner_is_refused_and_a_killed_ones_pipe_is_taken_over(win: Win
             pong = replacement.ping()
             assert pong is not None and pong["pid"] == replacement.pid != first.pid
             listed = win.gputray("queue", "--json", home=home)
-            assert listed.returncode == 0 and json.loads(listed.stdout) == []
+            assert listed.returncode == 0 and json.loads(listed.stdout)["tasks"] == []
         finally:
             replacement.stop()
     finally:

@@ -72,7 +72,7 @@ def jobs(tmp_path: Path) -> Path:
 def tasks(win: WinePython, home: Path) -> dict[int, dict[str, Any]]:
     listed = win.gputray("queue", "--all", "--json", home=home)
     assert listed.returncode == 0, listed.text
-    return {t["id"]: t for t in json.loads(listed.stdout)}
+    return {t["id"]: t for t in json.loads(listed.stdout)["tasks"]}
 
 
 def state(win: WinePython, home: Path, task_id: int) -> str:

@@ -1,0 +1,439 @@
+"""Reasons, errors and notices from the queue and the monitor, shown in the user's language.
+
+``monitor/`` and ``scheduler/`` never import Qt and speak English (their words also go to logs, the
+CLI and ``--json``). The tray translates what they say here, at the moment it is shown: each known
+sentence is a template below (the English format string the scheduler uses, marked for the ``.ts``);
+a message is matched against the templates, and the fields that are messages themselves (``{why}``)
+are translated the same way, so "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %"
+becomes one Japanese sentence. Names, sizes and numbers are kept as they are. A sentence that no
+template knows is shown as written (the Japanese walk test in tests/gui catches new ones).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from gputray.gui import i18n
+from gputray.gui.i18n import tr, tr_noop
+from gputray.monitor.pcie import LinkWords
+from gputray.monitor.readings_text import Words
+
+
+@dataclass(frozen=True)
+class Template:
+    source: str  # the English format string, also the key of its translation
+    nested: tuple[str, ...] = ()  # fields that hold a message of their own
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        parts = re.split(r"\{(\w+)\}", self.source)
+        rx = ""
+        for i, part in enumerate(parts):
+            rx += re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)"
+        return re.compile(f"^{rx}$", re.DOTALL)
+
+
+def _t(source: str, *nested: str) -> Template:
+    return Template(source, nested)
+
+
+# Most specific first: the first template that matches the whole message wins.
+TEMPLATES: tuple[Template, ...] = (
+    # monitor/verdict.py and monitor/monitor.py
+    _t(tr_noop("{name} is hot: {temp} °C (limit {limit} °C)")),
+    _t(tr_noop("{name} is hot: {temp} °C (limit {limit})")),
+    _t(tr_noop("{name} is lost: {why}"), "why"),
+    _t(tr_noop("{name} was lost: {why}"), "why"),
+    _t(tr_noop("{name} unavailable: {why}"), "why"),
+    _t(tr_noop("{name} uses {size}, {util} %")),
+    _t(tr_noop("in use by another program: {util} % for ≥ {secs} s")),
+    _t(tr_noop("{name} holds {size} and is active")),
+    _t(tr_noop("{name} cooled to {temp} °C")),
+    _t(tr_noop("{name} went to sleep")),
+    _t(tr_noop("{name} woke up")),
+    _t(tr_noop("{name} disappeared")),
+    _t(tr_noop("{name} appeared")),
+    # scheduler/store.py: the retry policy appends to the reason
+    _t(tr_noop("{why}; retry {n} of {total} in {secs} s"), "why"),
+    _t(tr_noop("{why}; retrying ({left} left)"), "why"),
+    # scheduler/placement.py
+    _t(tr_noop("waiting for a free device: {detail}"), "detail"),
+    _t(tr_noop("gave up after waiting {duration} for {label}: {why}"), "why"),
+    _t(tr_noop("waiting for {label}: {why}"), "why"),
+    _t(tr_noop("no device can run it: {reasons}"), "reasons"),
+    _t(tr_noop("redirected to {target} after waiting {duration}: {state}"), "state"),
+    _t(tr_noop("redirected to {target}: {state}"), "state"),
+    _t(tr_noop("on CPU after waiting {duration}: {state}"), "state"),
+    _t(tr_noop("on CPU: {state}"), "state"),
+    _t(tr_noop("{label} busy ({why})"), "why"),
+    _t(tr_noop("{label} cannot run it ({why})"), "why"),
+    _t(tr_noop("{label} not present")),
+    _t(tr_noop("held for task #{id}, which waited longest")),
+    _t(tr_noop("running {name}")),
+    _t(tr_noop("needs {need}, {name} has {total}")),
+    _t(tr_noop("needs {need}, {free} {where} free")),
+    _t(tr_noop("{name} lacks {what} (per the doctor)")),
+    _t(tr_noop("hot: {temp} °C (limit {limit} °C)")),
+    _t(tr_noop("lost: {why}"), "why"),
+    _t(tr_noop("unavailable: {why}"), "why"),
+    _t(tr_noop("retry in {duration}")),
+    _t(tr_noop("starts at {when}")),
+    _t(tr_noop("waits for its window {window}")),
+    # scheduler/env_choice.py and the demo's notes (scheduler/queue_service.py)
+    _t(tr_noop("checking env {env} on {where} (demo: in place of {name})…")),
+    _t(tr_noop("checking env {env} on {where}…")),
+    _t(tr_noop("no configured Python env works on {where} (demo: in place of {name}): {parts}"), "parts"),
+    _t(tr_noop("no configured Python env works on {where}: {parts}"), "parts"),
+    _t(tr_noop("no configured Python env works on {where} (demo: in place of {name})")),
+    _t(tr_noop("no configured Python env works on {where}")),
+    _t(tr_noop("no Python env is known to work on {where}")),
+    _t(tr_noop("demo: torch jobs run on the CPU in an env with torch; add one: {hint}")),
+    _t(tr_noop("no Python env is configured for torch jobs; add one: {hint}")),
+    _t(tr_noop("demo: ran on the CPU in place of {name}")),
+    _t(tr_noop("demo: running on the CPU in place of {name}")),
+    _t(tr_noop("the CPU (demo: in place of {name})")),
+    # scheduler/queue_service.py
+    _t(tr_noop("env lookup failed ({error})")),
+    _t(tr_noop("no Python env is known to work on {where}: using gputray's own Python ({python})"), "where"),
+    _t(tr_noop("interrupted: {name} was lost while it ran")),
+    _t(tr_noop("interrupted: gputray stopped while it ran")),
+    _t(tr_noop("timed out after {secs} s")),
+    _t(tr_noop("killed by signal {signal}")),
+    _t(tr_noop("exited with status {code}")),
+    _t(tr_noop("{name} queued again as #{id}")),
+    _t(tr_noop("{name} could not start: {error}"), "error"),
+    _t(tr_noop("could not start: {error}"), "error"),
+    _t(tr_noop("{name} started on {where}"), "where"),
+    _t(tr_noop("{name} finished on {where}"), "where"),
+    _t(tr_noop("task #{id} already {state}; nothing to cancel"), "state"),
+    _t(tr_noop("task #{id} changed state meanwhile; try again")),
+    _t(tr_noop("task #{id} is {state}; only queued or waiting tasks move"), "state"),
+    _t(tr_noop("task #{id} is {state}; retry is for finished tasks"), "state"),
+    # scheduler/dependencies.py and queue_edits.py: --after, move
+    _t(tr_noop("dependency {dep} failed: {why}"), "why"),
+    _t(tr_noop("dependency {dep} cancelled: {why}"), "why"),
+    _t(tr_noop("because of its own {why}"), "why"),
+    _t(tr_noop("waits for {deps} to succeed")),
+    _t(tr_noop("waits for {deps} to end")),
+    _t(tr_noop("queued again: #{id} was queued again")),
+    _t(tr_noop("task #{id} cannot move next to itself")),
+    _t(tr_noop("task #{id} is {state}; tasks move among queued or waiting ones"), "state"),
+    # scheduler/recipes.py: submit errors and the shipped recipes' words
+    _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH. Get it: {hint}."), "hint"),
+    _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH.")),
+    _t(tr_noop("{path}: needs the program '{tool}', which is not installed or not on PATH")),
+    _t(tr_noop("Get {tool}: {hint}."), "hint"),
+    _t(tr_noop("{file}: no recipe handles this kind of file. Recipes: {known}")),
+    _t(tr_noop("{path}: no recipe handles this kind of file")),
+    _t(tr_noop("Recipes: {known}")),
+    _t(
+        tr_noop(
+            "{n} of {total} files cannot be queued, so none was queued "
+            "(all or nothing: fix these and submit the files again):"
+        )
+    ),
+    _t(tr_noop("{task}: the script {script} does not exist")),
+    _t(tr_noop("{task}: the input file {file} does not exist")),
+    _t(tr_noop("{task}: the working folder {folder} does not exist")),
+    _t(tr_noop("{path}: is a folder; give the files in it (one job per file)")),
+    _t(tr_noop("{path}: no such file")),
+    _t(tr_noop("no recipe named '{name}'; known recipes: {known}")),
+    _t(tr_noop("{url} (put it on PATH)")),
+    _t(tr_noop("an ffmpeg built with Vulkan ({command} must work)")),
+    _t(tr_noop("Run a PyTorch script on a free GPU, in the Python environment that works there")),
+    _t(tr_noop("Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)")),
+    _t(tr_noop("Upscale a video ×2 with ffmpeg's Vulkan scaler")),
+    _t(tr_noop("Benchmark a GGUF model with llama.cpp on Vulkan")),
+    # scheduler/doctor.py and doctor_messages.py: the doctor's findings and fixes
+    _t(tr_noop("works, but {names} failed: {why}"), "why"),
+    _t(tr_noop("a real op and every bench item passed")),
+    _t(tr_noop("a real op ran (not benchmarked)")),
+    _t(tr_noop("the basic op did not run")),
+    _t(tr_noop("this env has a CUDA build of torch (CUDA {cuda}); it cannot use AMD GPUs")),
+    _t(tr_noop("this env has a ROCm build of torch (HIP {hip}); it cannot use NVIDIA GPUs")),
+    _t(tr_noop("use an env with a cu128+ CUDA build for this GPU: {command}")),
+    _t(tr_noop("use an env with {hint} for this GPU"), "hint"),
+    _t(tr_noop("torch in this env does not see this GPU")),
+    _t(
+        tr_noop(
+            "check CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES in this env's settings"
+        )
+    ),
+    _t(tr_noop("the probe hung {where} and was stopped after {secs} s"), "where"),
+    _t(tr_noop("on this device")),
+    _t(tr_noop("before it reached any device")),
+    _t(tr_noop("remove or change HSA_OVERRIDE_GFX_VERSION={value} for this env")),
+    _t(
+        tr_noop(
+            "run gputray doctor --refresh once the GPU is idle, or allow more time with --timeout "
+            "(a first CUDA run can spend minutes compiling kernels)"
+        )
+    ),
+    _t(tr_noop("the interpreter {python} does not exist any more")),
+    _t(tr_noop("gputray envs remove {name}, then add the right path")),
+    _t(tr_noop("gputray envs remove {name}, then add a real Python")),
+    _t(tr_noop("check that {python} is a Python interpreter")),
+    _t(
+        tr_noop(
+            "{what}: this ROCm build of torch has no kernels for {arch}, "
+            "even with HSA_OVERRIDE_GFX_VERSION={value}"
+        ),
+        "what",
+    ),
+    _t(tr_noop("{what}: this ROCm build of torch has no kernels for {arch}"), "what"),
+    _t(tr_noop("install a ROCm build of torch whose arch list has {arch}, or try another override value")),
+    _t(tr_noop("install {hint} that supports {arch}"), "hint"),
+    _t(tr_noop("install {hint} in this env"), "hint"),
+    _t(tr_noop("a ROCm build of torch (index URL on {url})")),
+    _t(tr_noop("try HSA_OVERRIDE_GFX_VERSION={value} for this env only: {command}")),
+    _t(
+        tr_noop("this torch build has no kernels for {target} (RTX 50-series / Blackwell needs CUDA 12.8+)"),
+        "target",
+    ),
+    _t(tr_noop("this torch build has no kernels for {target}"), "target"),
+    _t(tr_noop("install a cu128+ wheel in this env: {command}")),
+    _t(
+        tr_noop(
+            "the ROCm runtime rejected the GPU code (invalid ISA) with HSA_OVERRIDE_GFX_VERSION={value}: "
+            "that value does not fit this GPU"
+        )
+    ),
+    _t(tr_noop("use HSA_OVERRIDE_GFX_VERSION=11.0.0 for a gfx1103 (Radeon 780M), or remove the override")),
+    _t(tr_noop("the ROCm runtime rejected the GPU code (invalid ISA)")),
+    _t(tr_noop("HIP error: invalid device function")),
+    _t(tr_noop("no GPU code for this GPU in the ROCm libraries")),
+    _t(
+        tr_noop(
+            "the NVIDIA driver is too old for this torch build CUDA {cuda} (it supports CUDA {supported})"
+        )
+    ),
+    _t(tr_noop("the NVIDIA driver is too old for this torch build CUDA {cuda}")),
+    _t(tr_noop("the NVIDIA driver is too old for this torch build (it supports CUDA {supported})")),
+    _t(tr_noop("the NVIDIA driver is too old for this torch build")),
+    _t(
+        tr_noop(
+            "update the NVIDIA driver (570 or newer for CUDA 12.8 and RTX 50-series), "
+            "or use a torch build for an older CUDA on older GPUs"
+        )
+    ),
+    _t(tr_noop("no NVIDIA driver is loaded")),
+    _t(tr_noop("install the NVIDIA driver (570+ for RTX 50-series)")),
+    _t(tr_noop("this env has a CPU-only build of torch")),
+    _t(tr_noop("torch is not installed in this env")),
+    _t(tr_noop("{python} -m pip install torch (a cu128 build for NVIDIA, a ROCm build for AMD)")),
+    _t(tr_noop("the GPU ran out of memory during the test")),
+    _t(tr_noop("close what holds the GPU memory, then run gputray doctor --refresh")),
+    _t(tr_noop("the device computed wrong results")),
+    _t(tr_noop("remove HSA_OVERRIDE_GFX_VERSION={value} from this env")),
+    _t(tr_noop("torch in this env is broken: {lib} is missing")),
+    _t(tr_noop("reinstall torch: {command}")),
+    _t(tr_noop("this GPU")),
+    # scheduler/owner.py
+    _t(tr_noop("the gputray owner is still starting; try again")),
+    _t(tr_noop("the gputray owner is stopping")),
+    _t(tr_noop("no such file: {files}")),
+    # single words and short phrases
+    _t(tr_noop("the queue is paused")),
+    _t(tr_noop("queued again by request")),
+    _t(tr_noop("cancelled while running")),
+    _t(tr_noop("all its job slots are taken")),
+    _t(tr_noop("fell off the bus")),
+    _t(tr_noop("not present")),
+    _t(tr_noop("no data")),
+    _t(tr_noop("the CPU")),
+    _t(tr_noop("{name} is asleep")),
+    _t(tr_noop("{name} is back")),
+    _t(tr_noop("{name} cancelled")),
+    _t(tr_noop("cancelled")),
+    _t(tr_noop("paused")),
+    _t(tr_noop("busy")),
+    _t(tr_noop("lost")),
+    _t(tr_noop("asleep")),
+    _t(tr_noop("unavailable")),
+    _t(tr_noop("queued")),
+    _t(tr_noop("waiting")),
+    _t(tr_noop("running")),
+    _t(tr_noop("succeeded")),
+    _t(tr_noop("failed")),
+    _t(tr_noop("interrupted")),
+    # monitor/verdict.py's busy rules; last: {who} may hold a label, so every specific sentence goes first
+    _t(tr_noop("{who} holds {size} and the GPU is at {util} % (busy above {threshold})"), "who"),
+    _t(tr_noop("{who} hold {size} and the GPU is at {util} % (busy above {threshold})"), "who"),
+    _t(tr_noop("{who} holds {size} and the GPU was above {threshold} {secs} s ago"), "who"),
+    _t(tr_noop("{who} hold {size} and the GPU was above {threshold} {secs} s ago"), "who"),
+    _t(tr_noop("{name} and {n} others")),
+    _t(tr_noop("{name} and {n} other")),
+    _t(tr_noop("above {threshold} for {secs} s")),
+    _t(tr_noop("now {util} %, free again in {secs} s if it stays low")),
+    _t(tr_noop("now {util} %")),
+    _t(tr_noop("now —")),
+    _t(tr_noop("free again in {secs} s if it stays low")),
+    _t(tr_noop("{who} uses {size}"), "who"),
+    _t(tr_noop("{who} use {size}"), "who"),
+)
+
+# Sentences that have "; " of their own are tried before a text is split into reasons at "; ".
+SEMICOLON_TEMPLATES = tuple(t for t in TEMPLATES if "; " in t.source)
+
+# Last resort for "<device or task>: <message>" (a per-device detail, an event's "name: reason").
+LABELLED = Template("{label}: {why}", ("why",))
+
+
+def translate(message: str | None) -> str:
+    """``message`` in the current language (as it is when English is on or nothing matches)."""
+    if not message:
+        return ""
+    if i18n.current_language() == "en":
+        return message
+    return _translate_cached(i18n.generation(), message)
+
+
+@functools.lru_cache(maxsize=4096)
+def _translate_cached(_generation: int, message: str) -> str:
+    return _translate(message, depth=0)
+
+
+def _translate(message: str, depth: int) -> str:
+    if depth > 8 or not message:
+        return message
+    if "\n" in message:
+        return "\n".join(_translate_line(line, depth) for line in message.split("\n"))
+    return _translate_line(message, depth)
+
+
+def _translate_line(line: str, depth: int) -> str:
+    stripped = line.lstrip(" ")
+    indent = line[: len(line) - len(stripped)]
+    return indent + _translate_sentence(stripped, depth)
+
+
+def split_top(text: str) -> list[str]:
+    """``a; b (c; d); e`` → ``["a", "b (c; d)", "e"]``: reasons in a row, not the ones in brackets."""
+    parts: list[str] = []
+    depth = start = i = 0
+    while i < len(text):
+        c = text[i]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith("; ", i):
+            parts.append(text[start:i])
+            start = i = i + 2
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _match(template: Template, text: str) -> re.Match[str] | None:
+    m = template.pattern.match(text)
+    if m is None:
+        return None
+    # a data field (a name, a size) holding "; " or ": " means the text is a composite: another
+    # template, the split into reasons or the "label: message" rule takes it instead
+    if any("; " in v or ": " in v for k, v in m.groupdict().items() if k not in template.nested):
+        return None
+    return m
+
+
+def _translate_sentence(text: str, depth: int) -> str:
+    if depth > 12:
+        return text
+    for template in SEMICOLON_TEMPLATES:  # "<why>; retry …" wraps a whole chain of reasons
+        m = _match(template, text)
+        if m is not None:
+            return _fill(template, m, depth)
+    parts = split_top(text)
+    if len(parts) > 1:  # several reasons in a row
+        return "; ".join(_translate_sentence(part, depth + 1) for part in parts)
+    for template in TEMPLATES:
+        m = _match(template, text)
+        if m is not None:
+            return _fill(template, m, depth)
+    m = LABELLED.pattern.match(text)
+    if m is not None and ":" not in m.group("label"):
+        return f"{m.group('label')}: {_translate_sentence(m.group('why'), depth + 1)}"
+    return text
+
+
+DURATIONS = (
+    (re.compile(r"^(\d+) h (\d+) min$"), tr_noop("{h} h {m} min")),
+    (re.compile(r"^(\d+) min$"), tr_noop("{m} min")),
+    (re.compile(r"^(\d+) s$"), tr_noop("{s} s")),
+)
+
+
+def _duration(value: str) -> str:
+    """``2 min`` / ``1 h 05 min`` / ``45 s`` (placement's own format) in the current language."""
+    for rx, source in DURATIONS:
+        m = rx.match(value)
+        if m is not None:
+            keys = re.findall(r"{(\w+)}", source)
+            return tr(source).format(**dict(zip(keys, m.groups(), strict=True)))
+    return value
+
+
+_DEPENDENCY = re.compile(r"^(#\d+ .+) \((\w+)\)$")
+
+
+def _dependencies(value: str) -> str:
+    """``#2 'b' (running), #3 'c' (queued)`` (dependencies.py's list) with each state translated; a
+    name holding ", " only leaves its states in English."""
+    out = []
+    for part in value.split(", "):
+        m = _DEPENDENCY.match(part)
+        out.append(part if m is None else f"{m.group(1)} ({_translate_sentence(m.group(2), 1)})")
+    return ", ".join(out)
+
+
+def _fill(template: Template, m: re.Match[str], depth: int) -> str:
+    values = {
+        k: (_translate_sentence(v, depth + 1) if k in template.nested else v)
+        for k, v in m.groupdict().items()
+    }
+    if "duration" in values:
+        values["duration"] = _duration(values["duration"])
+    if "deps" in values:
+        values["deps"] = _dependencies(values["deps"])
+    translated = tr(template.source)
+    try:
+        return translated.format(**values)
+    except (KeyError, IndexError, ValueError):  # a broken translation must not hide the message
+        return template.source.format(**values)
+
+
+@dataclass(frozen=True)
+class Note:
+    """A sentence kept untranslated until shown (the demo banner, a start-up error), so it follows a
+    language switch. ``values`` are filled in; those from the queue are translated as messages."""
+
+    source: str
+    values: tuple[tuple[str, str], ...] = ()
+
+    def text(self) -> str:
+        filled = {k: translate(v) for k, v in self.values}
+        try:
+            return tr(self.source).format(**filled)
+        except (KeyError, IndexError, ValueError):
+            return self.source.format(**filled)
+
+
+def note(source: str, **values: object) -> Note:
+    return Note(source, tuple((k, str(v)) for k, v in values.items()))
+
+
+def reading_words() -> Words:
+    """The words of the eGPU readings line ("PCIe 4.0 ×4 of 5.0 ×8 · fan 31 %") in the current language."""
+    return Words(
+        link=LinkWords(
+            of=tr("of"), idle_short=tr("(idle)"), idle_long=tr("(idle: links slow down to save power)")
+        ),
+        fan=tr("fan"),
+        limit=tr("limit"),
+        mem=tr("mem"),
+        enc=tr("enc"),
+        dec=tr("dec"),
+    )

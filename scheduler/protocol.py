@@ -1,0 +1,345 @@
+"""The owner's protocol: one typed request per op, shared by the CLI, the tray (in-process) and the server.
+
+On the wire a request is ``{"op": NAME, "args": {...}, "v": PROTOCOL_VERSION}`` (see ``ipc`` for the
+frames). ``decode_request`` turns one into the op's Struct, or raises ``BadRequest``; ``checked``
+does the same for a Struct built in-process (the tray), so both paths see the same limits. The limits
+live on the types (``Meta``): strings, lists and tables are bounded, ids are whole numbers or short
+text, numbers are finite. The limits on task values (times within the years 1970–9999, durations up
+to 10 years, sizes up to 1 PiB) are here too, and ``taskfile`` applies them to every task key.
+
+A handler's exception that a user caused (a missing file, a task id that does not exist, a bad task
+file) derives from ``Refusal``: its message is the answer. Anything else is a bug in the owner, logged
+with its traceback and answered as an internal error.
+
+To add an op: a Struct here with ``op = "name"`` (fields = its arguments, defaults for optional ones),
+add it to ``Request``, and a handler ``Owner._op_<name>(req)`` in ``owner.py`` (the owner checks at
+start that every request type has one).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, ClassVar, Literal
+
+import msgspec
+from msgspec import Meta
+
+PROTOCOL_VERSION = 1
+MAX_STR_CHARS = 32_768
+MAX_LIST_ITEMS = 10_000
+MAX_TABLE_KEYS = 4_096
+MAX_ID = 2**63 - 1
+
+# Task values. 1970-01-01 to 9999-12-31 UTC: what datetime (and so every time shown) can represent.
+MIN_EPOCH_S = 0.0
+MAX_EPOCH_S = 253_402_300_799.0
+MAX_DURATION_S = 10 * 365.25 * 86_400.0
+MAX_SIZE_BYTES = 1 << 50  # 1 PiB
+MAX_RETRIES = 100
+
+
+class Refusal(Exception):
+    """Something a user asked for that cannot be done; ``str()`` says why, in words they can act on."""
+
+
+class BadRequest(Refusal):
+    """A request that fails validation; the reply carries this message."""
+
+
+class VersionMismatch(BadRequest):
+    def __init__(self, theirs: object) -> None:
+        super().__init__(
+            f"this gputray talks protocol {theirs!r} to an owner that talks {PROTOCOL_VERSION}: "
+            "restart the owner (quit the tray, or `gputray shutdown` then `gputray daemon`)"
+        )
+
+
+def check_epoch_s(value: float, what: str = "the time") -> float:
+    """Finite and within 1970–9999, or ValueError naming the limit."""
+    if not math.isfinite(value) or not MIN_EPOCH_S <= value <= MAX_EPOCH_S:
+        raise ValueError(f"{what} must be a date between the years 1970 and 9999")
+    return value
+
+
+def check_duration_s(value: float) -> float:
+    if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_S:
+        raise ValueError(
+            f"a duration must be between 0 and 10 years ({MAX_DURATION_S:.0f} s), got {value:g} s"
+        )
+    return value
+
+
+def check_size_bytes(value: float) -> int:
+    if not math.isfinite(value) or not 0 <= value <= MAX_SIZE_BYTES:
+        raise ValueError(f"a size must be between 0 and 1 PiB ({MAX_SIZE_BYTES} bytes), got {value:g}")
+    return int(value)
+
+
+Str = Annotated[str, Meta(max_length=MAX_STR_CHARS, pattern=r"^[^\x00]*$")]
+Name = Annotated[str, Meta(max_length=4_096, pattern=r"^[^\x00]*$")]
+StrList = Annotated[list[Str], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
+TaskId = Annotated[int, Meta(ge=0, le=MAX_ID)] | Annotated[str, Meta(min_length=1, max_length=64)]
+Int = Annotated[int, Meta(ge=-(2**53), le=2**53)]
+Float = Annotated[float, Meta(ge=-1e300, le=1e300)]  # finite: NaN fails every comparison
+Scalar = Str | Int | Float | bool | None
+Value = Scalar | Annotated[list[Scalar], Meta(max_length=MAX_LIST_ITEMS)]
+Table = Annotated[
+    dict[Name, Value | Annotated[dict[Name, Value], Meta(max_length=MAX_TABLE_KEYS)]], Meta(max_length=256)
+]
+MAX_ENV_VALUE_CHARS = 131_072  # Linux refuses a single environment string over 128 KiB (MAX_ARG_STRLEN)
+
+
+class RawText(msgspec.Struct, forbid_unknown_fields=True):
+    """Text that is not UTF-8 (a file name or a variable in another encoding, as POSIX allows): its
+    bytes in base64, so that they reach the job unchanged. ``os_str`` turns it back into the str Python
+    uses for such bytes (surrogate escapes); ``wire_str`` makes one on the client."""
+
+    b64: Annotated[str, Meta(max_length=MAX_ENV_VALUE_CHARS * 2, pattern=r"^[A-Za-z0-9+/=]*$")]
+
+
+EnvValue = Annotated[str, Meta(max_length=MAX_ENV_VALUE_CHARS, pattern=r"^[^\x00]*$")]
+OsStr = Str | RawText
+Env = Annotated[dict[Name, EnvValue | RawText], Meta(max_length=MAX_TABLE_KEYS)]
+
+
+def wire_str(text: str) -> str | dict[str, str]:
+    """``text`` as it can travel as JSON: itself, or its OS bytes in base64 when it is not UTF-8."""
+    import base64
+    import os
+
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return {"b64": base64.b64encode(os.fsencode(text)).decode("ascii")}
+
+
+def os_str(value: str | RawText) -> str:
+    """The str for a wire value: text as is; a RawText's bytes as the OS decodes them (surrogate
+    escapes for what is not UTF-8: ``os.fsencode`` gives the same bytes back)."""
+    if isinstance(value, RawText):
+        import base64
+        import binascii
+        import os
+
+        try:
+            return os.fsdecode(base64.b64decode(value.b64, validate=True))
+        except (binascii.Error, ValueError):
+            raise BadRequest("a RawText value is not valid base64") from None
+    return value
+
+
+class Request(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """Base of every request; ``op`` is its name on the wire."""
+
+    op: ClassVar[str] = ""
+
+
+class Ping(Request):
+    op = "ping"
+
+
+class Status(Request):
+    op = "status"
+
+
+class Submit(Request):
+    op = "submit"
+    task_file: OsStr | None = None
+    spec: Table | None = None
+    overrides: Table | None = None
+    cwd: OsStr | None = None
+    caller_env: Env | None = None  # the CLI's os.environ: the job starts from it
+
+
+class SubmitFiles(Request):
+    op = "submit_files"
+    files: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
+    recipe: Str | None = None
+    overrides: Table | None = None
+    cwd: OsStr | None = None
+    caller_env: Env | None = None
+
+
+class OpenFiles(Request):
+    """ "Open with", "Send To", a second launch: like a drop on the running app."""
+
+    op = "open_files"
+    files: StrList
+    cwd: Str | None = None
+
+
+class Run(Request):
+    op = "run"
+    argv: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
+    name: Str | None = None
+    overrides: Table | None = None
+    cwd: OsStr | None = None
+    caller_env: Env | None = None
+
+
+class Queue(Request):
+    op = "queue"
+    all: bool | None = None
+
+
+class Get(Request):
+    op = "get"
+    id: TaskId
+
+
+class Cancel(Request):
+    op = "cancel"
+    ids: Annotated[list[TaskId], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
+
+
+class Retry(Request):
+    op = "retry"
+    id: TaskId
+
+
+class Move(Request):
+    """By ``delta`` places (the panel's ▲▼), or ``top``/``bottom``/``before``/``after`` another task."""
+
+    op = "move"
+    id: TaskId
+    delta: Int | None = None
+    top: bool = False
+    bottom: bool = False
+    before: TaskId | None = None
+    after: TaskId | None = None
+
+
+class Edit(Request):
+    """Change a task that has not started; ``changes`` are task-file keys (``priority``, ``devices`` …)."""
+
+    op = "edit"
+    id: TaskId
+    changes: Table
+
+
+class Remove(Request):
+    op = "remove"
+    ids: Annotated[list[TaskId], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
+    force: bool = False
+
+
+class Clean(Request):
+    op = "clean"
+    older_than_s: Annotated[float, Meta(ge=0, le=MAX_DURATION_S)] | None = None
+    states: Annotated[list[Annotated[str, Meta(max_length=32)]], Meta(max_length=16)] | None = None
+
+
+class WaitFor(Request):
+    """Answered when every task has ended, or after ``timeout_s`` (then ``done`` is false: ask again)."""
+
+    op = "wait"
+    ids: Annotated[list[TaskId], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
+    timeout_s: Annotated[float, Meta(ge=0, le=60)] = 10.0
+
+
+class Pause(Request):
+    op = "pause"
+    device: Str | None = None
+
+
+class Resume(Request):
+    op = "resume"
+    device: Str | None = None
+
+
+class Logs(Request):
+    op = "logs"
+    id: TaskId
+    offset: Int | None = None
+    max_bytes: Int | None = None
+
+
+class ScheduleAdd(Request):
+    op = "schedule_add"
+    cron: Str
+    task_file: Str
+    overrides: Table | None = None
+    name: Str | None = None
+    cwd: Str | None = None
+
+
+class ScheduleList(Request):
+    op = "schedule_list"
+
+
+class ScheduleRemove(Request):
+    op = "schedule_remove"
+    id: TaskId
+
+
+class Shutdown(Request):
+    op = "shutdown"
+    jobs: Literal["keep", "stop"] | None = (
+        None  # running jobs: run on (the next owner records them) or stop; None: stop
+    )
+
+
+class CheckEnvs(Request):
+    """Check the configured Python envs on every device in the background (``envs add`` asks it)."""
+
+    op = "check_envs"
+
+
+REQUEST_TYPES: dict[str, type[Request]] = {t.op: t for t in Request.__subclasses__()}
+OPS = frozenset(REQUEST_TYPES)
+
+
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
+    op: Annotated[str, Meta(max_length=64)]
+    args: dict[str, Any] | None = None
+    v: int | None = None
+
+
+def _refuse(exc: msgspec.ValidationError, op: str) -> BadRequest:
+    text = str(exc)
+    where = text.rpartition(" - at `$.")
+    if where[1]:  # "Expected `int`, got `str` - at `$.ids[0]`" → "argument 'ids[0]': expected `int` ..."
+        return BadRequest(
+            f"op {op!r}, argument {where[2].rstrip('`')!r}: {where[0][:1].lower()}{where[0][1:]}"
+        )
+    if "missing required field" in text:
+        return BadRequest(f"op {op!r} needs the argument {text.rpartition(' ')[2].strip('`')!r}")
+    if "unknown field" in text:
+        takes = ", ".join(REQUEST_TYPES[op].__struct_fields__) or "none"
+        return BadRequest(f"op {op!r} takes no argument {text.rpartition(' ')[2]}; it takes: {takes}")
+    return BadRequest(f"op {op!r}: {text}")
+
+
+def request_from(op: str, args: dict[str, Any] | None = None) -> Request:
+    """``op`` and its arguments (plain JSON values) → the op's Struct, or BadRequest."""
+    kind = REQUEST_TYPES.get(op)
+    if kind is None:
+        raise BadRequest(f"unknown op {op[:64]!r}; known: {', '.join(sorted(OPS))}")
+    try:
+        return msgspec.convert(args or {}, kind, strict=True)
+    except msgspec.ValidationError as exc:
+        raise _refuse(exc, op) from None
+    except RecursionError:
+        raise BadRequest(f"op {op!r}: an argument is nested too deeply") from None
+
+
+def decode_request(data: bytes) -> Request:
+    """One request as sent on the wire → its Struct; anything malformed raises BadRequest."""
+    try:
+        envelope = msgspec.json.decode(data, type=_Envelope)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"a request is an object {{op, args, v}}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"message is not valid JSON: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise BadRequest("message is nested too deeply") from None
+    if envelope.v is not None and envelope.v != PROTOCOL_VERSION:
+        raise VersionMismatch(envelope.v)
+    return request_from(envelope.op, envelope.args)
+
+
+def checked(req: Request) -> Request:
+    """A Struct built in-process (Structs check types but not ``Meta`` limits when constructed):
+    validated as if it had come over the socket."""
+    return request_from(req.op, msgspec.to_builtins(req))

@@ -1,0 +1,128 @@
+"""With no owner running, `cancel`, `retry`, `pause` and `resume` act on the saved queue (the real CLI in a
+subprocess, a real queue file), under the lock the owner holds while it owns the queue."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from cli import gputray
+
+from gputray.scheduler import ipc
+from gputray.scheduler.owner import Owner
+from gputray.scheduler.paths import Paths
+from gputray.scheduler.pause_file import read_paused
+from gputray.scheduler.queue_lock import QueueLock
+from gputray.scheduler.store import TaskStore
+from gputray.scheduler.tasks import TaskSpec
+
+PY = sys.executable
+
+
+def paths_of(home: Path) -> Paths:
+    return Paths(home / "config", home / "data", home / "state", home / "run")
+
+
+def saved(home: Path, *specs: TaskSpec) -> list[int]:
+    store = TaskStore(paths_of(home).queue_db)
+    try:
+        return [store.add(s).id for s in specs]
+    finally:
+        store.close()
+
+
+def state_of(home: Path, task_id: int) -> tuple[str, str]:
+    store = TaskStore(paths_of(home).queue_db)
+    try:
+        rec = store.get(task_id)
+        return rec.state, rec.reason
+    finally:
+        store.close()
+
+
+def job(name: str) -> TaskSpec:
+    return TaskSpec(kind="command", name=name, argv=(PY, "-c", "pass"))
+
+
+def test_cancel_and_retry_act_on_the_saved_queue(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    a, b = saved(home, job("a"), job("b"))
+    out = gputray("cancel", str(a), "--json", home=home)
+    assert out.returncode == 0, out.stderr
+    assert "no gputray owner is running: acted on the saved queue" in out.stderr
+    assert [t["state"] for t in json.loads(out.stdout)["tasks"]] == ["cancelled"]
+    assert state_of(home, a) == ("cancelled", "cancelled") and state_of(home, b)[0] == "queued"
+
+    out = gputray("retry", str(a), home=home)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"#{a} a: queued"
+    assert state_of(home, a) == ("queued", "queued again by request")
+
+    refused = gputray("retry", str(b), home=home)  # the owner's rules apply: b is not finished
+    assert refused.returncode == 1 and f"task #{b} is queued; retry is for finished tasks" in refused.stderr
+    missing = gputray("cancel", "99", home=home)
+    assert missing.returncode == 1 and "no task #99 in the queue" in missing.stderr
+
+
+def test_pause_and_resume_write_the_saved_pause_state(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    data = paths_of(home).data_dir
+    out = gputray("pause", home=home)
+    assert out.returncode == 0, out.stderr
+    assert "paused: the whole queue" in out.stdout
+    out = gputray("pause", "cpu", home=home)
+    assert out.returncode == 0 and read_paused(data) == (True, {"cpu"})
+    out = gputray("resume", "cpu", home=home)
+    assert out.returncode == 0 and read_paused(data) == (True, set())
+    out = gputray("resume", home=home)
+    assert out.returncode == 0 and "nothing is paused" in out.stdout and read_paused(data) == (False, set())
+    saved(home, job("a"))
+    owner = Owner(paths_of(home), demo=True)  # the next owner starts with what was saved
+    gputray("pause", home=home)
+    owner.start()
+    try:
+        assert owner.queue.paused()["queue"] is True
+    finally:
+        owner.stop()
+
+
+def test_an_owner_that_holds_the_queue_but_does_not_answer_is_named(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (a,) = saved(home, job("a"))
+    lock = QueueLock(paths_of(home).queue_db)
+    assert lock.acquire()
+    try:
+        out = gputray("cancel", str(a), home=home)
+    finally:
+        lock.release()
+    assert out.returncode == 3, out.stderr
+    assert "held by another gputray process" in out.stderr and "try again" in out.stderr
+    assert state_of(home, a)[0] == "queued"  # nothing was written behind its back
+
+
+def test_the_owner_holds_the_queue_lock_while_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    owner = Owner(paths_of(home), demo=True)
+    owner.start()
+    try:
+        assert not QueueLock(paths_of(home).queue_db).acquire()
+    finally:
+        owner.stop()
+    after = QueueLock(paths_of(home).queue_db)
+    assert after.acquire()  # given back when it stops
+    after.release()
+    import gputray.scheduler.owner as owner_module
+
+    monkeypatch.setattr(owner_module, "QUEUE_LOCK_WAIT_S", 0.2)
+    lock = QueueLock(paths_of(home).queue_db)
+    assert lock.acquire()
+    try:
+        second = Owner(paths_of(home), demo=True)
+        with pytest.raises(ipc.OwnerAlreadyRunning, match="holds the queue"):
+            second.start()
+    finally:
+        lock.release()
