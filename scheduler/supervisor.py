@@ -200,6 +200,23 @@ def _record_exit(exit_file: Path, run_file: Path, doc: dict[str, Any]) -> None:
             continue
 
 
+def _open_log(path: str) -> int:
+    """An fd appending to the task's log, for the job's stdout and stderr.
+
+    Windows: ``O_APPEND`` is the C runtime's, not the file handle's, and the job is handed the handle:
+    it would write from offset 0 over the header. A handle opened with ``FILE_APPEND_DATA`` alone
+    appends every write, as ``O_APPEND`` does on POSIX.
+    """
+    if sys.platform == "win32":
+        import _winapi  # type: ignore[import-not-found,unused-ignore]
+        import msvcrt
+
+        file_append_data, share_all, open_always, normal = 0x0004, 0x0007, 4, 0x80
+        handle = _winapi.CreateFile(path, file_append_data, share_all, 0, open_always, normal, 0)
+        return int(msvcrt.open_osfhandle(handle, os.O_APPEND | os.O_BINARY))  # type: ignore[attr-defined,unused-ignore]
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+
 def _refusal(exc: BaseException) -> dict[str, Any]:
     return {
         "error": {
@@ -220,7 +237,7 @@ def supervise(req: dict[str, Any]) -> int:
         return 1
     with contextlib.suppress(FileNotFoundError):
         os.unlink(exit_file)  # an earlier attempt's
-    log_fd = os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+    log_fd = _open_log(req["log"])
     popen_kwargs: dict[str, Any] = {
         "env": req["env"],
         "cwd": req.get("cwd") or None,
