@@ -122,8 +122,10 @@ def test_run_submit_queue_and_logs_follow(win: WinePython, home: Path, jobs: Pat
         listing = win.gputray("queue", "--all", home=home)
         assert listing.returncode == 0
         rows = listing.stdout.splitlines()
-        assert rows[0].split() == ["ID", "STATE", "DEVICE", "NAME", "REASON"]
-        assert any(r.split()[:3] == ["2", "succeeded", "CPU"] and "nightly ??" in r for r in rows), rows
+        header = next(r for r in rows if r.startswith("ID "))  # after the owner's one-line summary
+        columns = ["ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON"]
+        assert header.split() == columns
+        assert any(r.split()[:4] == ["2", "succeeded", "0", "CPU"] and "nightly ??" in r for r in rows), rows
         assert "from a task file" in win.gputray("logs", "2", home=home).stdout
     finally:
         owner.stop()
