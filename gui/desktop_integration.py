@@ -107,47 +107,34 @@ def install_desktop_entry(data_home: Path | None = None) -> Path:
 
 
 # -- Windows Send To ---------------------------------------------------------------------------------
-def _ps_quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+def windows_gui_launcher() -> tuple[Path, str]:
+    """What starts the tray without a console window, as (program, arguments).
 
-
-def send_to_powershell_script(link: Path, target: Path, icon: Path | None = None) -> str:
-    """PowerShell that creates ``link`` (a .lnk) pointing at ``target`` through WScript.Shell."""
-    lines = [
-        "$s = New-Object -ComObject WScript.Shell",
-        f"$l = $s.CreateShortcut({_ps_quote(str(link))})",
-        f"$l.TargetPath = {_ps_quote(str(target))}",
-        "$l.Description = 'Queue these files in gputray'",
-    ]
-    if icon is not None:
-        lines.append(f"$l.IconLocation = {_ps_quote(str(icon))}")
-    lines.append("$l.Save()")
-    return "; ".join(lines)
-
-
-def windows_gui_launcher() -> Path:
-    """``gputrayw.exe`` next to the interpreter's Scripts (the console-less entry point)."""
+    ``gputrayw.exe`` beside the interpreter when pip made one; otherwise (the embeddable Python, an
+    install without launchers) its equivalent, ``pythonw.exe -m gputray.gui.entry``.
+    """
     exe = Path(sys.executable)
     for folder in (exe.parent, exe.parent / "Scripts"):
-        for name in ("gputrayw.exe", "gputray.exe"):
-            if (folder / name).exists():
-                return folder / name
-    return exe.parent / "Scripts" / "gputrayw.exe"
+        if (folder / "gputrayw.exe").exists():
+            return folder / "gputrayw.exe", ""
+    pythonw = exe.with_name("pythonw.exe")
+    return (pythonw if pythonw.exists() else exe), "-m gputray.gui.entry"
 
 
 def install_send_to(appdata: Path | None = None) -> Path:
+    """A "gputray" entry in Explorer's Send To menu: a .lnk to the console-less tray launcher."""
     if sys.platform != "win32":
         raise OSError("the Send To shortcut exists only on Windows; use --install-desktop-entry on Linux")
+    from gputray.gui.windows_shortcut import read_shortcut, write_shortcut
+
     base = appdata or Path(os.environ["APPDATA"])
     link = base / "Microsoft" / "Windows" / "SendTo" / "gputray.lnk"
     link.parent.mkdir(parents=True, exist_ok=True)
-    script = send_to_powershell_script(link, windows_gui_launcher())
-    subprocess.run(
-        ["powershell", "-NoProfile", "-NonInteractive", "-Command", script],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    target, arguments = windows_gui_launcher()
+    write_shortcut(link, target, arguments, description="Queue these files in gputray")
+    written = read_shortcut(link)
+    if Path(written.target) != target:
+        raise OSError(f"{link} was written but points at {written.target!r}, not {str(target)!r}")
     return link
 
 
@@ -178,7 +165,8 @@ def set_autostart(enabled: bool) -> None:
 
         with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
             if enabled:
-                winreg.SetValueEx(key, "gputray", 0, winreg.REG_SZ, f'"{windows_gui_launcher()}"')
+                target, arguments = windows_gui_launcher()
+                winreg.SetValueEx(key, "gputray", 0, winreg.REG_SZ, f'"{target}" {arguments}'.rstrip())
             else:
                 with contextlib.suppress(FileNotFoundError):
                     winreg.DeleteValue(key, "gputray")

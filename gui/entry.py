@@ -10,8 +10,10 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from gputray.scheduler import cli, console
+
+    console.make_streams_safe()
     args = list(sys.argv[1:] if argv is None else argv)
-    from gputray.scheduler import cli
     from gputray.scheduler.paths import use_private_umask
 
     use_private_umask()  # queue, logs, config and doctor cache are the user's alone; jobs get theirs back
@@ -51,8 +53,10 @@ def _looks_like_a_command(arg: str) -> bool:
 def main_windowed() -> int:
     """The console-less entry (Windows gui-script): starts the tray, never the CLI."""
     from gputray.gui.app import run_tray
+    from gputray.scheduler import console
     from gputray.scheduler.paths import use_private_umask
 
+    console.make_streams_safe()
     use_private_umask()
 
     return run_tray(list(sys.argv[1:]))

@@ -60,6 +60,17 @@ COUNTER_PATHS: dict[str, str] = {
 }
 RATE_COUNTERS = frozenset({ENGINE_UTIL})
 
+# PdhAddEnglishCounterW's answer where Windows has no GPU counter set at all: no WDDM 2.x display driver
+# (or no GPU), or not Windows but Wine, whose pdh.dll has only a few processor and process counters.
+PDH_CSTATUS_NO_OBJECT = 0xC0000BB8
+PDH_CSTATUS_NO_COUNTER = 0xC0000BB9
+NO_COUNTER_STATUSES = frozenset({PDH_CSTATUS_NO_OBJECT, PDH_CSTATUS_NO_COUNTER})
+NO_COUNTERS_RETRY_S = 60.0  # a driver installed meanwhile shows up within a minute
+NO_GPU_COUNTERS = (
+    "Windows has no GPU performance counters here (no \\GPU Engine counter set): a WDDM 2.0 or later "
+    "display driver provides them (Windows 10 1709+); without one, GPU load and memory are unknown"
+)
+
 MICROSOFT_VENDOR_ID = 0x1414  # "Microsoft Basic Render Driver": software, not a GPU
 _VENDORS: dict[int, Vendor] = {0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x8086: "intel"}
 
@@ -434,6 +445,9 @@ class WindowsPdhBackend:
         self.rebuilds = 0
         self.last_rebuild_reason: str | None = None
         self._error: str | None = None
+        self._retry_at_s: float | None = None
+        # Why the poll has no GPU at all (the monitor shows it as a note); None while PDH reads.
+        self.unavailable_reason: str | None = None
 
     # -- query lifecycle ------------------------------------------------------------------------
 
@@ -485,14 +499,20 @@ class WindowsPdhBackend:
     # -- Backend protocol ----------------------------------------------------------------------
 
     def poll(self, now_s: float) -> BackendPoll:
+        if self._retry_at_s is not None and now_s < self._retry_at_s:
+            return self._unavailable(now_s)
         try:
             arrays = self._collect(now_s)
         except Exception as exc:
-            self._error = f"PDH counters unavailable: {exc}"
+            no_counters = isinstance(exc, PdhError) and exc.status in NO_COUNTER_STATUSES
+            self._error = NO_GPU_COUNTERS if no_counters else f"PDH counters unavailable: {exc}"
+            self._retry_at_s = now_s + NO_COUNTERS_RETRY_S if no_counters else None
             self._open = False  # rebuild on the next poll
             self._last_poll_s = now_s
             return self._unavailable(now_s)
         self._error = None
+        self._retry_at_s = None
+        self.unavailable_reason = None
         self._last_poll_s = now_s
         rates_valid = self._collections >= 2
         util = adapter_utilization(arrays.get(ENGINE_UTIL, ())) if rates_valid else {}
@@ -594,6 +614,7 @@ class WindowsPdhBackend:
                     info, Sample(key=info.key, timestamp_s=now_s, state="unavailable", reason=self._error)
                 )
             )
+        self.unavailable_reason = None if readings else self._error
         return BackendPoll(readings=tuple(readings))
 
 

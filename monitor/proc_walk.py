@@ -101,7 +101,7 @@ class OpenWatch:
     """
 
     IN_OPEN = 0x20
-    _IN_NONBLOCK = os.O_NONBLOCK
+    _IN_NONBLOCK = getattr(os, "O_NONBLOCK", 0o4000)  # the attribute exists only where inotify can
     _IN_CLOEXEC = 0o2000000
 
     def __init__(self, fd: int, libc: ctypes.CDLL) -> None:

@@ -9,6 +9,7 @@ is only meaningful for the environment it was computed in) and a timeout, and ne
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import json
@@ -729,7 +730,8 @@ def enumerate_devices(
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         kill_group(proc)
-        proc.communicate()
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a process it started may hold the pipes
+            proc.communicate(timeout=5)
         return VulkanEnumeration(
             reason=f"Vulkan enumeration hung for {timeout_s:g} s and was killed (a broken Vulkan driver?)"
         )

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gputray.scheduler import console
+
 # Subcommand name → module under gputray.scheduler.commands. A module may register several names
 # (``submit`` registers ``submit`` and ``run``; ``control`` registers ``cancel``, ``retry``, ``pause`` ...).
 COMMAND_MODULES: dict[str, str] = {
@@ -112,6 +114,7 @@ def _is_option(word: str, parser: argparse.ArgumentParser) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    console.make_streams_safe()  # a cp1252 pipe on Windows gets ASCII bars, not a UnicodeEncodeError
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words[0] if words else None)
     command = _subparsers(parser).get(words[0]) if words else None

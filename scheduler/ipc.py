@@ -8,9 +8,9 @@ Transport
       plus a connect-first check keep a second owner from silently replacing a live one: only a
       socket that refuses connections while nobody holds the lock is unlinked.
     * Windows: a named pipe through ``multiprocessing.connection`` (Python has no ``AF_UNIX`` on
-      Windows). The pipe keeps the default DACL that ``CreateNamedPipe`` gives it (multiprocessing
-      passes no security attributes): full control for LocalSystem, Administrators and the creating
-      user, read access for Everyone. What keeps other users out is the key: a 32-byte secret in the
+      Windows). Each pipe instance is created with a DACL that admits only this user's SID
+      (``win_pipe.py``; multiprocessing passes no security attributes, and ``CreateNamedPipe``'s
+      default DACL gives Everyone read access). The key is the second wall: a 32-byte secret in the
       user's data folder (``ipc.key``; the data folder is the user's profile, which other users cannot
       read). Both sides prove they hold it (HMAC challenge one way, then the other), so another user
       can neither talk to the owner nor, by creating a pipe of that name first, receive what a client
@@ -261,10 +261,16 @@ def load_authkey(path: Path, *, create: bool) -> bytes:
     except FileNotFoundError:
         if not create:
             raise OwnerNotRunning(f"no key file at {path}") from None
+    except OSError as exc:  # a folder that cannot exist (GPUTRAY_HOME=C:\a|b), no access: say which file
+        if not create:
+            raise OwnerNotRunning(f"cannot read the key file {path}: {exc.strerror or exc}") from None
+        raise
     path.parent.mkdir(parents=True, exist_ok=True)
     key = os.urandom(32)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # O_BINARY: Windows opens in text mode by default and would write each 0x0A byte of the key as
+    # CR LF, so one key in eight would never match the owner's copy
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
     try:
         os.write(fd, key)
     finally:
@@ -660,22 +666,20 @@ class IpcServer:
     # --- Windows pipe (also runs over AF_UNIX for tests) -----------------------------------------
 
     def _start_pipe(self) -> None:
-        from multiprocessing.connection import Listener
-
         family = _pipe_family(self._pipe_family)
         self._authkey = load_authkey(authkey_path(self.paths), create=True)
         address = self._pipe_address or pipe_name(self.paths)
         if _pipe_answers(address, family, self._authkey):
             raise OwnerAlreadyRunning(f"another gputray owner answers on {address}")
         try:
-            self._listener = Listener(address=address, family=family)
+            self._listener = _listen(address, family)
         except OSError as exc:
             if self._pipe_address is not None:
                 raise OwnerAlreadyRunning(f"cannot listen on {address}: {exc}") from exc
             # The name is taken by something that cannot prove our key: listen elsewhere, say where.
             log.warning("IPC: %s is taken by someone else (%s): listening on a private name", address, exc)
             address = f"{address}-{secrets.token_hex(8)}"
-            self._listener = Listener(address=address, family=family)
+            self._listener = _listen(address, family)
         self.address = address
         if self._pipe_address is None:
             loc.write_pointer(self.paths, address)
@@ -739,8 +743,11 @@ class IpcServer:
                     watchdog.cancel()
                     first = False
                 conn.send_bytes(_reply_payload(self.answer(data)))
-        except (AuthenticationError, OSError, EOFError, ValueError):
-            return
+        except AuthenticationError:
+            log.warning("IPC: refused a pipe client that failed authentication (wrong key)")
+        except (OSError, EOFError, ValueError):
+            # gone (a second owner's start-up check, _pipe_answers, leaves before answering) or timed out
+            log.debug("IPC: a pipe client left or was closed")
         finally:
             watchdog.cancel()
 
@@ -802,6 +809,17 @@ def _close(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     with contextlib.suppress(OSError):
         sock.close()
+
+
+def _listen(address: str, family: str) -> Any:
+    """A listener on ``address``; on Windows every pipe instance admits only this user (``win_pipe.py``)."""
+    from multiprocessing.connection import Listener
+
+    if family == "AF_PIPE":
+        from gputray.scheduler.win_pipe import private_listener
+
+        return private_listener(address)
+    return Listener(address=address, family=family)
 
 
 def _close_quietly(conn: Any) -> None:

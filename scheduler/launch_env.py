@@ -18,6 +18,7 @@ passes through a shell or through a second round of substitution.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
@@ -170,7 +171,20 @@ def build_env(
     env["GPUTRAY_TASK_ID"] = str(task_id)
     env["GPUTRAY_DEVICE"] = device.key
     env.setdefault("PYTHONUNBUFFERED", "1")  # logs show up as the job prints, not at exit
-    return env
+    return log_encoding_env(env)
+
+
+def log_encoding_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for a job whose output goes to a log file, which gputray reads as UTF-8.
+
+    On Windows, Python writes to a file in the ANSI code page: in cp1252 a ``print("学習")`` raises
+    UnicodeEncodeError and the job fails, only because it runs under gputray. So a Python job writes its
+    stdio in UTF-8 there, unless the user chose otherwise (``PYTHONIOENCODING`` or ``PYTHONUTF8``).
+    """
+    out = dict(env)
+    if sys.platform == "win32" and "PYTHONIOENCODING" not in out and "PYTHONUTF8" not in out:
+        out["PYTHONIOENCODING"] = "utf-8"
+    return out
 
 
 def activate_python(env: dict[str, str], python: str) -> None:

@@ -32,7 +32,7 @@ from typing import Any, Literal, cast
 import psutil
 
 from gputray.monitor.process_group import popen_own_group
-from gputray.scheduler import supervisor
+from gputray.scheduler import supervisor, win_job
 from gputray.scheduler.paths import make_private_dir, open_private_append
 
 #: Why a job ended other than by itself. ``orphaned``: its supervisor vanished without writing the exit
@@ -213,6 +213,9 @@ class Job:
         self._grace_s = grace_s
         self._supervisor = supervisor_proc
         self._done = threading.Event()
+        # Windows: a handle on the job's job object keeps its name valid while we watch, even if the
+        # supervisor that created it is killed (win_job.py)
+        self._job_object = win_job.open_job(pid)
         self._watcher = threading.Thread(target=self._watch, name=f"gputray-job-{pid}", daemon=True)
         self._watcher.start()
         if timeout_s is not None:  # the supervisor stops it; this only says why, as soon as it is so
@@ -276,6 +279,8 @@ class Job:
             else:  # the supervisor vanished without a word: nobody knows how the job ends
                 self.kill_reason = "orphaned"
                 self.stopped_leftover = _kill_tree(self.pid, self.create_time, grace_s=0.0)
+                if self._job_object is not None:  # Windows: what the job left, orphans included
+                    self._job_object.terminate()
                 code = -int(getattr(signal, "SIGKILL", 9))
                 self.ended_at = time.time()
             self.returncode = code  # from here on, a late cancel cannot relabel how it ended
@@ -284,6 +289,8 @@ class Job:
                 self._on_exit(self, code)
         finally:
             self._done.set()
+            if self._job_object is not None:
+                self._job_object.close()
             if self._supervisor is not None:  # reap it once it has written the exit file too
                 with contextlib.suppress(OSError, ValueError):
                     self._supervisor.stdout.close()  # type: ignore[union-attr]
@@ -404,7 +411,11 @@ def _alive(p: psutil.Process) -> bool:
 
 def _signal_group(pgid: int, *, graceful: bool) -> None:
     if sys.platform == "win32":
-        return  # no process groups to signal as such; psutil handles each process
+        # No process groups: psutil handles each process it finds, and SIGKILL's stand-in is the job
+        # object, which holds the orphans the psutil walk cannot see (win_job.py).
+        if not graceful:
+            win_job.terminate_job(pgid)
+        return
     with contextlib.suppress(OSError):
         os.killpg(pgid, signal.SIGTERM if graceful else signal.SIGKILL)
 

@@ -102,10 +102,39 @@ def _group_popen_kwargs() -> dict[str, Any]:
     return {"start_new_session": True}
 
 
+_SIGKILL = int(getattr(signal, "SIGKILL", 9))  # Windows has no SIGKILL: there it means the job object
+
+#: Windows: the job object holding the job's tree (``win_job.py``), what its process group is on POSIX.
+_job_object: Any = None
+
+
+def _contain(proc: subprocess.Popen[bytes]) -> None:
+    """Windows: put the job in a job object named after its pid, so its whole tree can be ended (an
+    orphaned grandchild included) by us and by the owner. ``win_job.py`` is loaded by path: with
+    ``-I -S`` the files beside this one are not importable."""
+    global _job_object
+    if sys.platform != "win32":
+        return
+    try:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "_gputray_win_job", Path(__file__).with_name("win_job.py")
+        )
+        assert spec is not None and spec.loader is not None
+        win_job = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(win_job)
+        _job_object = win_job.contain(proc)
+    except Exception:  # no job object: the psutil walk is all there is, as before
+        _job_object = None
+
+
 def _signal_group(pid: int, sig: int) -> None:
     if sys.platform != "win32":
         with contextlib.suppress(OSError):
             os.killpg(pid, sig)
+    elif sig != signal.SIGTERM and _job_object is not None:  # SIGKILL's stand-in: the whole job object
+        _job_object.terminate()
 
 
 def linux_create_time(pid: int) -> float | None:
@@ -140,7 +169,7 @@ def _stop_tree(proc: subprocess.Popen[bytes], grace_s: float, psutil_path: str |
         proc.terminate()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
-    _signal_group(proc.pid, signal.SIGKILL)
+    _signal_group(proc.pid, _SIGKILL)
     for p in tree:
         with contextlib.suppress(Exception):
             p.kill()
@@ -171,6 +200,23 @@ def _record_exit(exit_file: Path, run_file: Path, doc: dict[str, Any]) -> None:
             continue
 
 
+def _open_log(path: str) -> int:
+    """An fd appending to the task's log, for the job's stdout and stderr.
+
+    Windows: ``O_APPEND`` is the C runtime's, not the file handle's, and the job is handed the handle:
+    it would write from offset 0 over the header. A handle opened with ``FILE_APPEND_DATA`` alone
+    appends every write, as ``O_APPEND`` does on POSIX.
+    """
+    if sys.platform == "win32":
+        import _winapi  # type: ignore[import-not-found,unused-ignore]
+        import msvcrt
+
+        file_append_data, share_all, open_always, normal = 0x0004, 0x0007, 4, 0x80
+        handle = _winapi.CreateFile(path, file_append_data, share_all, 0, open_always, normal, 0)
+        return int(msvcrt.open_osfhandle(handle, os.O_APPEND | os.O_BINARY))  # type: ignore[attr-defined,unused-ignore]
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+
 def _refusal(exc: BaseException) -> dict[str, Any]:
     return {
         "error": {
@@ -191,7 +237,7 @@ def supervise(req: dict[str, Any]) -> int:
         return 1
     with contextlib.suppress(FileNotFoundError):
         os.unlink(exit_file)  # an earlier attempt's
-    log_fd = os.open(req["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+    log_fd = _open_log(req["log"])
     popen_kwargs: dict[str, Any] = {
         "env": req["env"],
         "cwd": req.get("cwd") or None,
@@ -210,6 +256,7 @@ def supervise(req: dict[str, Any]) -> int:
         return 0
     finally:
         os.close(log_fd)
+    _contain(proc)
     stopping: list[int] = []
 
     def on_term(signum: int, frame: object) -> None:
@@ -248,7 +295,7 @@ def supervise(req: dict[str, Any]) -> int:
             timed_out = True
             deadline = None
             _stop_tree(proc, float(req.get("grace_s", 3.0)), req.get("psutil_path"))
-    _signal_group(proc.pid, signal.SIGKILL)  # stragglers left in its group must not hold the GPU
+    _signal_group(proc.pid, _SIGKILL)  # stragglers left in its group must not hold the GPU
     doc = {
         "format": FORMAT,
         **meta,

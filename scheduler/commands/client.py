@@ -5,12 +5,11 @@ tasks are printed."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
-from gputray.scheduler import ipc
+from gputray.scheduler import console, ipc
 from gputray.scheduler.commands.common import (
     EXIT_NO_OWNER,
     EXIT_REFUSED,
@@ -156,8 +155,7 @@ def print_task_json(doc: Any) -> None:
     if sys.stdout.isatty():
         print_json(doc)
     else:
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False))
-        sys.stdout.write("\n")
+        sys.stdout.write(console.json_text(doc, sys.stdout) + "\n")
 
 
 def _print_submitted(result: dict[str, Any], as_json: bool) -> None:

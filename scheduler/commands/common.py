@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from gputray.scheduler import console
 
 if TYPE_CHECKING:
     from gputray.monitor.monitor import Monitor
@@ -96,8 +97,7 @@ def shown(text: str) -> str:
 
 
 def print_json(doc: Any) -> None:
-    json.dump(doc, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
+    sys.stdout.write(console.json_text(doc, sys.stdout, indent=2) + "\n")
 
 
 # Exit statuses, the same for every command (listed in the README): 0 done, 1 refused (a bad file, an

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from gputray.scheduler import ipc
+from gputray.scheduler import console, ipc
 from gputray.scheduler.commands.client import (
     EXIT_REFUSED,
     NO_OWNER_NOTE,
@@ -192,6 +192,7 @@ def _register_logs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _cmd_logs(args: argparse.Namespace) -> int:
     offset = 0
     out = sys.stdout
+    console.keep_line_ends(out)  # a job's CR LF stays CR LF on Windows, not CR CR LF
     with ipc.IpcClient(app_paths()) as client:
         while True:
             what = f"task {args.id}'s log above is complete up to then"
@@ -229,6 +230,7 @@ def _saved_log(args: argparse.Namespace) -> int:
         print(f"gputray: {_no_log(args.id, rec.state)}", file=sys.stderr)
         return 0
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    console.keep_line_ends(sys.stdout)
     try:
         with open(rec.log_path, "rb") as f:
             while chunk := f.read(1 << 20):

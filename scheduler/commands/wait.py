@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from gputray.scheduler import ipc
+from gputray.scheduler import console, ipc
 from gputray.scheduler.commands.client import _ask_again, _client_call, print_task_json
 from gputray.scheduler.commands.common import shown
 from gputray.scheduler.paths import app_paths
@@ -110,6 +110,7 @@ def _follow(client: ipc.IpcClient, task_id: Any) -> None:
     """Print one task's log from the start until the task has ended and its log is read to the end."""
     offset = 0
     out = sys.stdout
+    console.keep_line_ends(out)  # a job's CR LF stays CR LF on Windows, not CR CR LF
     what = f"task {task_id}'s log above is complete up to then"
     while True:
         try:

@@ -31,14 +31,20 @@ def test_exec_is_plain_gputray_on_path_or_a_quoted_absolute_path(monkeypatch: py
     assert di._desktop_quote("/opt/$x") == '"/opt/\\$x"'
 
 
-def test_send_to_script_quotes_paths_for_powershell() -> None:
-    script = di.send_to_powershell_script(
-        Path("C:/Users/O'Brien/AppData/Roaming/Microsoft/Windows/SendTo/gputray.lnk"),
-        Path("C:/Python/Scripts/gputrayw.exe"),
-    )
-    assert "CreateShortcut('C:/Users/O''Brien/AppData" in script
-    assert "$l.TargetPath = 'C:/Python/Scripts/gputrayw.exe'" in script
-    assert script.endswith("$l.Save()")
+def test_send_to_target_is_gputrayw_or_its_pythonw_equivalent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = tmp_path / "Python 3.13" / "python.exe"
+    python.parent.mkdir()
+    python.touch()
+    monkeypatch.setattr(di.sys, "executable", str(python))
+    assert di.windows_gui_launcher() == (python, "-m gputray.gui.entry")  # no pythonw: still a program
+    python.with_name("pythonw.exe").touch()
+    assert di.windows_gui_launcher() == (python.with_name("pythonw.exe"), "-m gputray.gui.entry")
+    scripts = python.parent / "Scripts"
+    scripts.mkdir()
+    (scripts / "gputrayw.exe").touch()
+    assert di.windows_gui_launcher() == (scripts / "gputrayw.exe", "")
 
 
 def test_send_to_refuses_politely_off_windows() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gputray.monitor import pdh
-from gputray.monitor.monitor import merge_readings
+from gputray.monitor.monitor import Monitor, merge_readings
 from gputray.monitor.pdh import (
     ADAPTER_DEDICATED,
     ADAPTER_SHARED,
@@ -536,3 +536,36 @@ def test_windows_struct_layouts_64bit() -> None:
     assert ctypes.sizeof(pdh._D3dkmtAdapterAddress) == 12
     if sys.platform == "win32":  # WCHAR is 2 bytes only there
         assert ctypes.sizeof(pdh._DxgiAdapterDesc1) == 312
+
+
+class NoGpuCountersReader(RecordedReader):
+    """pdh.dll without the GPU counter set, as on Windows without a WDDM 2.x driver (and under Wine)."""
+
+    driver_installed = False
+
+    def open(self) -> None:
+        self.opens += 1
+        if not self.driver_installed:
+            raise pdh.PdhError(r"PdhAddEnglishCounterW(\GPU Engine(*)\Utilization Percentage)", 0xC0000BB9)
+
+
+def test_missing_gpu_counters_are_a_note_that_names_the_driver() -> None:
+    reader = NoGpuCountersReader([FRAME])
+    ticks = iter([0.0, 1.0])
+    monitor = Monitor([backend(reader)], host=None, clock=lambda: next(ticks))
+    snap = monitor.sample_once()
+    assert snap.readings == ()
+    (note,) = snap.notes
+    assert note.startswith("pdh: Windows has no GPU performance counters") and "WDDM" in note
+    monitor.sample_once()
+    assert reader.opens == 1  # not rebuilt on every tick: the counters come with a driver install
+
+
+def test_the_note_goes_once_pdh_reads_again() -> None:
+    reader = NoGpuCountersReader([FRAME])
+    b = backend(reader)
+    b.poll(0.0)
+    assert b.unavailable_reason is not None
+    reader.driver_installed = True
+    assert b.poll(30.0).readings == ()  # retried after a minute, not before
+    assert b.poll(61.0).readings and b.unavailable_reason is None

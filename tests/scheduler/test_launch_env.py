@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.launch_env import (
     LaunchError,
     build_env,
+    log_encoding_env,
     placeholder_values,
     render_argv,
     rocm_index_for,
@@ -141,3 +143,18 @@ def test_a_tilde_in_a_file_name_is_a_character(tmp_path: Path) -> None:
     assert out_path(home_template) == str(
         Path.home() / "done" / "~nosuchuser.png"
     )  # the template's own ~ is home
+
+
+def test_python_jobs_on_windows_write_their_log_in_utf8(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log is read as UTF-8; Windows would have Python write it in cp1252 (and fail on 学習)."""
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert log_encoding_env({"PATH": "C:\\bin"}) == {"PATH": "C:\\bin", "PYTHONIOENCODING": "utf-8"}
+    assert log_encoding_env({"PYTHONIOENCODING": "cp932"}) == {"PYTHONIOENCODING": "cp932"}  # the user's
+    assert log_encoding_env({"PYTHONUTF8": "0"}) == {"PYTHONUTF8": "0"}
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert log_encoding_env({"PATH": "/bin"}) == {"PATH": "/bin"}  # the locale's encoding, as in a shell
+
+
+def test_a_job_env_built_for_windows_carries_utf8_for_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert build_env({"PATH": "C:\\bin"}, CPU_INFO, task_id=3)["PYTHONIOENCODING"] == "utf-8"

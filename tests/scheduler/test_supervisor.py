@@ -163,3 +163,22 @@ def test_bytes_that_are_not_utf8_reach_the_job_unchanged(tmp_path: Path) -> None
     )
     assert job.wait(30) == 0
     assert (tmp_path / "logs" / "task-1.log").read_bytes().endswith(b"caf\xe9-\xff|caf\xe9-\xff\n")
+
+
+def test_the_supervisor_loads_win_job_beside_it_with_the_standard_library_alone() -> None:
+    """On Windows the supervisor (``python -I -S``, nothing importable but the standard library) loads
+    ``win_job.py`` by path to put the job in a job object; a gputray import there would silently cost
+    Windows its whole-tree kill. Loaded the same way here, off Windows it names the object and makes none."""
+    from gputray.scheduler import supervisor
+
+    here = Path(supervisor.__file__).with_name("win_job.py")
+    code = (
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('w', {str(here)!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "print(m.job_name(42), m.contain(object()), m.terminate_job(42))"
+    )
+    argv = [sys.executable, "-I", "-S", "-c", code]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["Local\\gputray-job-42", "None", "False"]
