@@ -42,14 +42,13 @@ from gputray.monitor.records import (
     ProcessUse,
     Sample,
 )
-from gputray.monitor.sysfs import int_of, normalize_bdf, pci_key, text_of
+from gputray.monitor.sysfs import drm_cards, drm_class_dir, int_of, normalize_bdf, pci_key, text_of
 from gputray.monitor.units import GIB
 
 log = logging.getLogger(__name__)
 
 BACKEND_NAME = "amdgpu-sysfs"
 ASLEEP_REASON = "runtime-suspended (not woken)"
-_CARD_RE = re.compile(r"^card(\d+)$")
 _LEVEL_RE = re.compile(rb"(\d+)\s*mhz", re.IGNORECASE)
 
 
@@ -148,9 +147,7 @@ class AmdSysfsBackend:
     # -- layout -------------------------------------------------------------------------------------
 
     def _drm_dir(self) -> str:
-        root = str(self.sys_dir)
-        drm = f"{root}/class/drm"
-        return drm if os.path.isdir(drm) else root  # else a captured /sys/class/drm (LACT layout)
+        return drm_class_dir(Path(self.sys_dir))
 
     # -- poll ---------------------------------------------------------------------------------------
 
@@ -163,12 +160,10 @@ class AmdSysfsBackend:
 
     def _poll(self, now_s: float) -> BackendPoll:
         drm = self._drm_dir()
-        cards = sorted(
-            (int(m.group(1)), name) for name in _listdir(drm) if (m := _CARD_RE.match(name)) is not None
-        )
+        cards = drm_cards(drm)
         readings: list[DeviceReading] = []
         seen: set[str] = set()
-        for _, card_name in cards:
+        for card_name in cards:
             try:
                 reading = self._read_card(f"{drm}/{card_name}", card_name, now_s)
             except Exception:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from gputray.monitor.records import (
     Sample,
     Vendor,
 )
-from gputray.monitor.sysfs import int_of, normalize_bdf, pci_key, text_of
+from gputray.monitor.sysfs import drm_cards, drm_class_dir, int_of, normalize_bdf, pci_key, text_of
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +53,6 @@ _KNOWN_NAMES = {
     (0x1234, 0x1111): "QEMU standard VGA",
 }
 _VENDORS: dict[int, Vendor] = {AMD: "amd", NVIDIA: "nvidia", INTEL: "intel"}
-_CARD_RE = re.compile(r"^card(\d+)$")
 
 
 def _uevent(path: str) -> dict[str, str]:
@@ -108,8 +106,7 @@ class OtherDrmBackend:
         self._cards.clear()
 
     def _drm_dir(self) -> str:
-        drm = f"{self.sys_dir}/class/drm"
-        return drm if os.path.isdir(drm) else str(self.sys_dir)
+        return drm_class_dir(Path(self.sys_dir))
 
     def poll(self, now_s: float) -> BackendPoll:
         try:
@@ -120,12 +117,10 @@ class OtherDrmBackend:
 
     def _poll(self, now_s: float) -> BackendPoll:
         drm = self._drm_dir()
-        names = sorted(
-            (int(m.group(1)), n) for n in hwmon.listdir(drm) if (m := _CARD_RE.match(n)) is not None
-        )
+        names = drm_cards(drm)
         readings: list[DeviceReading] = []
         seen: set[str] = set()
-        for _, card_name in names:
+        for card_name in names:
             card = self._card(f"{drm}/{card_name}", card_name)
             if card is None:
                 continue

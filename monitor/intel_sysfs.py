@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -41,14 +40,13 @@ from gputray.monitor.records import (
     ProcessUse,
     Sample,
 )
-from gputray.monitor.sysfs import int_of, normalize_bdf, pci_key, text_of
+from gputray.monitor.sysfs import drm_cards, drm_class_dir, int_of, normalize_bdf, pci_key, text_of
 
 log = logging.getLogger(__name__)
 
 BACKEND_NAME = "intel-sysfs"
 DRIVERS = ("i915", "xe")
 ASLEEP_REASON = "runtime-suspended (not woken)"
-_CARD_RE = re.compile(r"^card(\d+)$")
 
 
 def _uevent(raw: bytes | None) -> dict[str, str]:
@@ -119,8 +117,7 @@ class IntelSysfsBackend:
             self._usage.watch_pids(pids)
 
     def _drm_dir(self) -> str:
-        drm = f"{self.sys_dir}/class/drm"
-        return drm if os.path.isdir(drm) else str(self.sys_dir)
+        return drm_class_dir(Path(self.sys_dir))
 
     def poll(self, now_s: float) -> BackendPoll:
         try:
@@ -131,11 +128,9 @@ class IntelSysfsBackend:
 
     def _poll(self, now_s: float) -> BackendPoll:
         drm = self._drm_dir()
-        names = sorted(
-            (int(m.group(1)), n) for n in hwmon.listdir(drm) if (m := _CARD_RE.match(n)) is not None
-        )
+        names = drm_cards(drm)
         found: list[tuple[_Card, str | None]] = []
-        for _, card_name in names:
+        for card_name in names:
             try:
                 card = self._card(f"{drm}/{card_name}", card_name)
             except Exception:

@@ -6,6 +6,7 @@ or unreadable: every reader returns None then, so one bad file costs one metric,
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -71,3 +72,23 @@ def runtime_status(sysfs_root: Path, bdf: str) -> str | None:
 
 def is_asleep(sysfs_root: Path, bdf: str) -> bool:
     return runtime_status(sysfs_root, bdf) in {"suspended", "suspending"}
+
+
+_CARD_NAME = re.compile(r"^card(\d+)$")
+
+
+def drm_class_dir(sys_dir: Path) -> str:
+    """``<sys>/class/drm``, or ``sys_dir`` itself when it is a captured ``/sys/class/drm`` (LACT layout)."""
+    root = str(sys_dir)
+    drm = f"{root}/class/drm"
+    return drm if os.path.isdir(drm) else root
+
+
+def drm_cards(drm_dir: str) -> list[str]:
+    """The ``cardN`` entries of a DRM class folder in number order (no connectors like ``card0-DP-1``)."""
+    try:
+        names = os.listdir(drm_dir)
+    except OSError:
+        return []
+    numbered = [(int(m.group(1)), n) for n in names if (m := _CARD_NAME.match(n)) is not None]
+    return [n for _, n in sorted(numbered)]
