@@ -376,7 +376,7 @@ class AmdSysfsBackend:
         if all(v is None for v in values) and not os.path.isdir(device):
             return None  # the card went away while being read
         fan_percent, fan_rpm = hwmon.fan(card.hw)
-        link = pcie.read_link(card.link_dir, card.link_max) if card.link_dir is not None else None
+        link = pcie.link_fields(card.link_dir, card.link_max)
         missing = [
             label
             for label, value in (("util", util), ("temperature", temp_c), ("power", power_w))
@@ -396,10 +396,7 @@ class AmdSysfsBackend:
             sclk_mhz=sclk,
             mclk_mhz=mclk,
             throttle=throttle,
-            pcie_gen=link.gen if link else None,
-            pcie_width=link.width if link else None,
-            pcie_max_gen=link.max_gen if link else None,
-            pcie_max_width=link.max_width if link else None,
+            **link,
             fan_percent=fan_percent,
             fan_rpm=fan_rpm,
             power_limit_w=hwmon.power_limit_w(card.hw),

@@ -202,7 +202,7 @@ class OtherDrmBackend:
         temp = hwmon.temp_c(hw)
         power = hwmon.power_w(hw)
         fan_percent, fan_rpm = hwmon.fan(hw)
-        link = pcie.read_link(card.link_dir, card.link_max) if card.link_dir is not None else None
+        link = pcie.link_fields(card.link_dir, card.link_max)
         missing = ["load"] + (["temperature"] if temp is None else []) + ["memory"]
         label = _DRIVER_LABELS.get(card.driver, f"{card.driver} driver")
         return Sample(
@@ -211,10 +211,7 @@ class OtherDrmBackend:
             reason=f"{label}: no {_words(missing)} figures",
             temp_c=temp,
             power_w=power,
-            pcie_gen=link.gen if link else None,
-            pcie_width=link.width if link else None,
-            pcie_max_gen=link.max_gen if link else None,
-            pcie_max_width=link.max_width if link else None,
+            **link,
             fan_percent=fan_percent,
             fan_rpm=fan_rpm,
             power_limit_w=hwmon.power_limit_w(hw),

@@ -261,7 +261,7 @@ class IntelSysfsBackend:
             vram_used = 0 if info.kind == "discrete" else None
             shared_used = 0
         fan_percent, fan_rpm = hwmon.fan(hw)
-        link = pcie.read_link(card.link_dir, card.link_max) if card.link_dir is not None else None
+        link = pcie.link_fields(card.link_dir, card.link_max)
         temp = hwmon.temp_c(hw)
         missing = [
             label
@@ -281,10 +281,7 @@ class IntelSysfsBackend:
             shared_used_bytes=shared_used,
             shared_total_bytes=info.shared_total_bytes,
             sclk_mhz=self._clock_mhz(card),
-            pcie_gen=link.gen if link else None,
-            pcie_width=link.width if link else None,
-            pcie_max_gen=link.max_gen if link else None,
-            pcie_max_width=link.max_width if link else None,
+            **link,
             fan_percent=fan_percent,
             fan_rpm=fan_rpm,
             power_limit_w=hwmon.power_limit_w(hw),

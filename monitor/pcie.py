@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import TypedDict
 
 from gputray.monitor.fdinfo import read_file_bytes
 from gputray.monitor.sysfs import int_of, text_of
@@ -87,6 +88,26 @@ def read_link(folder: str, maximum: tuple[int | None, int | None] | None = None)
 
 
 GEN_NAMES = {1: "1.0", 2: "2.0", 3: "3.0", 4: "4.0", 5: "5.0", 6: "6.0"}
+
+
+class LinkFields(TypedDict):
+    """The link as the Sample's four fields (None where unknown), for ``Sample(..., **link_fields(...))``."""
+
+    pcie_gen: int | None
+    pcie_width: int | None
+    pcie_max_gen: int | None
+    pcie_max_width: int | None
+
+
+def link_fields(folder: str | None, maximum: tuple[int | None, int | None] | None = None) -> LinkFields:
+    """The host link read from ``folder`` (None: an integrated GPU, no link of its own)."""
+    link = read_link(folder, maximum) if folder is not None else None
+    return LinkFields(
+        pcie_gen=link.gen if link else None,
+        pcie_width=link.width if link else None,
+        pcie_max_gen=link.max_gen if link else None,
+        pcie_max_width=link.max_width if link else None,
+    )
 
 
 @dataclass(frozen=True)
