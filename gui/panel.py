@@ -637,6 +637,7 @@ class Panel(QWidget):
             self.setStyleSheet("QWidget#gputrayPanel { border: 1px solid palette(dark); }")
         self.drop_zone.set_highlight(False)
         self.model.restyle()
+        self._render_cluster()  # the other machines' headers and "busy" words take the scheme's colours
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)

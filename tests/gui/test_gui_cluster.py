@@ -179,6 +179,28 @@ def test_in_a_cluster_the_drop_dialog_offers_this_any_and_each_other_machine(
     assert dialog.choices()[".py"].machine == "laptop"
 
 
+def test_a_remembered_run_on_applies_to_the_next_drop_of_that_type(tmp_path: Path) -> None:
+    from gputray.gui.drops import DropChoice, handle_drop
+    from gputray.gui.gui_state import GuiState
+
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    state = GuiState(tmp_path / "state.json")
+    submitted: list[dict[str, object]] = []
+
+    def submit(files: list[str], recipe: str | None, overrides: dict[str, object]) -> list[object]:
+        submitted.append(overrides)
+        return [len(submitted)]
+
+    def ask(plan: DropPlan, known: object) -> dict[str, DropChoice]:
+        return {".py": DropChoice("torch", "recipe", remember=True, machine="any")}
+
+    handle_drop([str(script)], recipes=load_recipes(), submit=submit, ask=ask, state=state)
+    handle_drop([str(script)], recipes=load_recipes(), submit=submit, ask=None, state=state)
+    assert submitted == [{"machine": "any"}, {"machine": "any"}]  # as `submit --machine any` sets it
+    assert GuiState(tmp_path / "state.json").get("drop_choices")[".py"]["machine"] == "any"
+
+
 @pytest.fixture
 def tray_in_cluster(
     qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, japan_time: None
