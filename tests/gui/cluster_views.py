@@ -105,23 +105,28 @@ def laptop_view(util_4070: float = 97.0) -> MachineView:
     )
 
 
-def bridge_report(paths: Paths, local: MachineView, *, util_4070: float = 97.0) -> dict[str, Any]:
-    """What the bridge of ``desk`` reports with laptop online and nas gone since 14:02."""
+def bridge_report(
+    paths: Paths, local: MachineView, *, util_4070: float = 97.0, head_ok: bool = True
+) -> dict[str, Any]:
+    """What the bridge of ``desk`` reports with laptop online and nas gone since 14:02 (with
+    ``head_ok=False``: the Ray head has not answered for a minute, so nobody else is seen)."""
     bridge = Bridge(paths, load_cluster_config(paths.config_file), owner_pid=None)
     bridge.local_view = local
-    bridge.connected, bridge.gcs_ok_mono = True, time.monotonic()  # the Ray head answers
+    bridge.connected = True
+    bridge.gcs_ok_mono = time.monotonic() - (0.0 if head_ok else 60.0)
     bridge.machines["laptop"] = _Machine(last_contact=time.time(), view=laptop_view(util_4070))
     bridge.machines["nas"] = _Machine(last_contact=LEFT_AT_S, left_at=LEFT_AT_S)
     return bridge.report()
 
 
-def three_machines(paths: Paths, *, util_4070: float = 97.0) -> ClusterPicture:
+def three_machines(paths: Paths, *, util_4070: float = 97.0, head_ok: bool = True) -> ClusterPicture:
     """The picture the tray gets of desk + laptop + nas, through a real (unstarted) ClusterLink."""
     join(paths)
     store = TaskStore(paths.queue_db)
     try:
         link = ClusterLink(paths, store)
-        link.sync(rq.ClusterSync(report=bridge_report(paths, desk_view(), util_4070=util_4070)))
+        report = bridge_report(paths, desk_view(), util_4070=util_4070, head_ok=head_ok)
+        link.sync(rq.ClusterSync(report=report))
         picture = cluster_picture(link)
     finally:
         store.close()

@@ -95,6 +95,21 @@ def test_the_panel_groups_gpus_by_machine_and_says_since_when_one_is_offline(
     assert audit(panel).problems == []
 
 
+def test_with_the_ray_head_away_the_others_show_offline(qtbot: QtBot, japan_time: None) -> None:
+    """The bridge still talks to the owner but has not reached the head for a minute: nothing it
+    says about the other machines is current, so they show as offline and this machine says why."""
+    panel = make_panel(qtbot)
+    panel.set_cluster(three_machines(app_paths(), head_ok=False), NOW_S)
+    assert panel.local_machine.state_label.text() == "this machine, not connected to the cluster"
+    groups = panel.cluster_section.groups
+    assert groups["laptop"].state_label.text() == "offline" and groups["laptop"].cards == {}
+    assert groups["nas"].state_label.text() == "offline since 14:02"
+    # the head answers again: laptop's GPUs are back
+    panel.set_cluster(three_machines(app_paths()), NOW_S)
+    assert list(groups["laptop"].cards) == ["pci:0000:01:00.0", "pci:0000:05:00.0"]
+    assert panel.local_machine.state_label.text() == "this machine"
+
+
 def test_readings_update_in_place_and_the_panel_keeps_its_size(qtbot: QtBot, japan_time: None) -> None:
     panel = make_panel(qtbot)
     panel.set_cluster(three_machines(app_paths()), NOW_S)
