@@ -9,6 +9,7 @@ back through ``ClusterLink.report_doc``. No Ray runs: the views are the records 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ def hide_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = tmp_path / "no-ray" / "ray"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text('raise ImportError("Ray is hidden from this test")\n')
-    monkeypatch.setenv("PYTHONPATH", str(fake.parent))
+    paths = [str(fake.parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
 
 
 def gpu(key: str, name: str, vendor: str, kind: str, **fields: Any) -> DeviceView:
