@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ from pytestqt.qtbot import QtBot
 from ui_walk import widget_texts
 
 from gputray.gui.app import build_parser
-from gputray.gui.drops import DropConfirmDialog, DropPlan, plan_drop
+from gputray.gui.drops import DropConfirmDialog, DropOutcome, DropPlan, plan_drop
 from gputray.gui.layout_audit import audit
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
@@ -216,13 +216,19 @@ def test_a_remembered_run_on_applies_to_the_next_drop_of_that_type(tmp_path: Pat
     assert GuiState(tmp_path / "state.json").get("drop_choices")[".py"]["machine"] == "any"
 
 
-@pytest.fixture
-def tray_in_cluster(
-    qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, japan_time: None
+@pytest.fixture(params=[True], ids=["in a cluster"])
+def tray(
+    request: pytest.FixtureRequest,
+    qtbot: QtBot,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    japan_time: None,
 ) -> Iterator[TrayApp]:
-    """The real tray app and owner (demo GPUs), joined to a cluster as desk; the test plays the bridge."""
-    hide_ray(tmp_path, monkeypatch)
-    join(app_paths())
+    """The real tray app and owner (demo GPUs), joined to a cluster as desk (the test plays the bridge),
+    or (param False) in none."""
+    if request.param:
+        hide_ray(tmp_path, monkeypatch)
+        join(app_paths())
     app = TrayApp(build_parser().parse_args(["--demo"]), tray_available=True)
     app.start()
     try:
@@ -233,10 +239,23 @@ def tray_in_cluster(
         app.panel.hide()
 
 
+def drop_answering(app: TrayApp, script: Path, answer: Callable[[DropConfirmDialog], None]) -> DropOutcome:
+    """``app.drop_files`` with its modal dialog answered as a person would, by ``answer``."""
+
+    def exec_(dialog: DropConfirmDialog) -> int:
+        answer(dialog)
+        dialog.accept()
+        return dialog.result()
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DropConfirmDialog, "exec", exec_)
+        return app.drop_files([str(script)])
+
+
 def test_a_drop_for_any_machine_becomes_a_task_for_any_machine(
-    qtbot: QtBot, tray_in_cluster: TrayApp, tmp_path: Path
+    qtbot: QtBot, tray: TrayApp, tmp_path: Path
 ) -> None:
-    app = tray_in_cluster
+    app = tray
     report_as_the_bridge(app.owner, app_paths())
     assert app._run_on_machines() == ["laptop"]  # nas is offline: nothing can be sent there
     seen: list[list[str]] = []
@@ -245,13 +264,10 @@ def test_a_drop_for_any_machine_becomes_a_task_for_any_machine(
         assert dialog.machine_box is not None
         seen.append([dialog.machine_box.itemText(i) for i in range(dialog.machine_box.count())])
         dialog.machine_box.setCurrentIndex(dialog.machine_box.findData("any"))
-        dialog.accept()
 
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
-    with pytest.MonkeyPatch.context() as mp:  # the modal dialog: answered as a person would
-        mp.setattr(DropConfirmDialog, "exec", lambda self: (choose_any(self), self.result())[1])
-        outcome = app.drop_files([str(script)])
+    outcome = drop_answering(app, script, choose_any)
     assert seen == [["this machine", "any machine", "laptop"]]
     assert outcome.messages == [] and len(outcome.task_ids) == 1
     assert app.owner is not None
@@ -261,3 +277,18 @@ def test_a_drop_for_any_machine_becomes_a_task_for_any_machine(
     app.show_panel(QRect(1200, 770, 24, 24))
     qtbot.waitUntil(lambda: list(app.panel.cluster_section.groups) == ["laptop", "nas"], timeout=5000)
     assert app.panel.local_machine.name_label.text() == "desk"
+
+
+@pytest.mark.parametrize("tray", [False], ids=["alone"], indirect=True)
+def test_alone_the_tray_offers_no_run_on_and_shows_no_machines(
+    qtbot: QtBot, tray: TrayApp, tmp_path: Path
+) -> None:
+    app = tray
+    boxes: list[object] = []
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    outcome = drop_answering(app, script, lambda dialog: boxes.append(dialog.machine_box))
+    assert boxes == [None] and app._run_on_machines() is None
+    assert app.owner is not None and app.owner.queue.get(outcome.task_ids[0]).spec.machine is None
+    app.show_panel(QRect(1200, 770, 24, 24))
+    assert app.panel.local_machine.isHidden() and app.panel.cluster_section.isHidden()
