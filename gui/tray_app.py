@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
+from gputray.cluster.picture import ClusterPicture, cluster_picture
 from gputray.gui import messages
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
@@ -450,7 +451,7 @@ class TrayApp(QObject):
                 items,
                 recipes=recipes,
                 submit=self.submit_files,
-                ask=ask_with_dialog(parent, recipes),
+                ask=ask_with_dialog(parent, recipes, machines=self._run_on_machines()),
                 state=self.state,
             )
         finally:
@@ -478,7 +479,18 @@ class TrayApp(QObject):
         if self.model.set_device_names(names, full):
             self.panel.fit_columns()  # as wide as the names it now shows
         if self.panel.isVisible():
+            self.panel.set_cluster(self.cluster_picture())
             self.panel.update_snapshot(snap, self.monitor.history if self.monitor else None)
+
+    # -- cluster (gputray.cluster: the owner's link to the other machines) ------------------------------
+    def cluster_picture(self) -> ClusterPicture | None:
+        """Every machine of the cluster this owner is in, as its bridge last reported; None outside one."""
+        return cluster_picture(self.owner.cluster if self.owner is not None else None)
+
+    def _run_on_machines(self) -> list[str] | None:
+        """The drop dialog's "Run on" choices besides this machine and any; None outside a cluster."""
+        picture = self.cluster_picture()
+        return None if picture is None else list(picture.online_others())
 
     def _on_queue_event(self, kind: str, task: dict[str, Any], message: str) -> None:
         if task:
@@ -534,6 +546,7 @@ class TrayApp(QObject):
         self.show_panel(self.tray.geometry())
 
     def show_panel(self, anchor: Any) -> None:
+        self.panel.set_cluster(self.cluster_picture())
         if self.latest is not None:  # fill the cards first: the panel is sized for what it will show
             self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
         self.panel.update_queue_label()
