@@ -265,4 +265,5 @@ def test_a_misspelt_cluster_key_is_named_but_does_not_stop_the_cluster(tmp_path:
     cfg = load_cluster_config(config)
     assert cfg.address == "h:1" and cfg.machine == "desk" and cfg.lost_after_s == 20.0
     (problem,) = read_config(config).problems
-    assert str(problem) == f"{config}: unknown key cluster.lost_afer (did you mean cluster.lost_after?); ignored"
+    expected = f"{config}: unknown key cluster.lost_afer (did you mean cluster.lost_after?); ignored"
+    assert str(problem) == expected

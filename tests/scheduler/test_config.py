@@ -148,3 +148,24 @@ def test_the_owner_starts_with_a_bad_config_and_logs_each_problem(
             assert f"{paths.config_file}: {needle}" in logged
     finally:
         owner.stop()
+
+
+def test_gputray_config_lists_the_problems_and_exits_1(tmp_path: Path) -> None:
+    from cli import gputray
+
+    home = tmp_path / "home"
+    done = gputray("config", home=home)
+    assert done.returncode == 0 and "(absent: the defaults apply)" in done.stdout
+    assert "no problems" in done.stdout
+    path = home / "config" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text('[thresholds]\ntemp_limit_c = "hot"\n[gui]\nlangauge = "ja"\n', encoding="utf-8")
+    done = gputray("config", home=home)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        f"{path}: thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0",
+        f"{path}: unknown key gui.langauge (did you mean gui.language?); ignored",
+    ]
+    path.write_text("[thresholds\n", encoding="utf-8")
+    done = gputray("config", home=home)
+    assert done.returncode == 1 and f"{path}: " in done.stderr and "line 1" in done.stderr
