@@ -155,17 +155,19 @@ def read_config(path: Path | None = None) -> Config:
     return dataclasses.replace(config, problems=tuple(problems))
 
 
-def read_config_logged(path: Path) -> Config:
-    """``read_config`` for whoever must start anyway (the owner): problems logged, a malformed file
-    logged and the defaults used."""
+def read_config_or_defaults(path: Path) -> Config:
+    """``read_config`` for whoever must start anyway (the owner): a malformed file is logged and the
+    defaults used."""
     try:
-        config = read_config(path)
+        return read_config(path)
     except ConfigError:
         log.exception("the config cannot be read: using the defaults")
         return Config(str(path))
+
+
+def log_problems(config: Config) -> None:
     for problem in config.problems:
         log.warning("%s", problem)
-    return config
 
 
 _AT_FIELD = re.compile(r" - at `\$\.([^.\[`]+)")

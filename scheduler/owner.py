@@ -23,7 +23,7 @@ from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.config import Config, read_config_logged
+from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue_lock import QueueLock
 from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
@@ -171,7 +171,8 @@ class Owner:
             self.server = ipc.IpcServer(self.paths, self._handle_ipc)
             self.server.start()
         try:
-            config = self._config or read_config_logged(self.paths.config_file)
+            config = self._config or read_config_or_defaults(self.paths.config_file)
+            log_problems(config)  # the daemon's log, or the tray's: a bad value never stops the owner
             if self._monitor is None:
                 self._monitor = build_monitor(
                     demo=self.demo,
