@@ -170,16 +170,3 @@ def _who(foreign: list[ProcessUse]) -> tuple[str, bool]:
     if not others:
         return top.name, False
     return f"{top.name} and {others} other{'s' if others > 1 else ''}", True
-
-
-def thresholds_from_mapping(values: dict[str, object]) -> BusyThresholds:
-    """Thresholds from the config's ``[thresholds]`` table: unknown keys ignored, bad values refused."""
-    known = {f for f in BusyThresholds.__dataclass_fields__}
-    kwargs: dict[str, float | int] = {}
-    for key, value in values.items():
-        if key not in known:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"thresholds.{key} must be a number, not {value!r}")
-        kwargs[key] = int(value) if key == "external_vram_bytes" else float(value)
-    return BusyThresholds(**kwargs)  # type: ignore[arg-type]
