@@ -129,7 +129,9 @@ def test_the_owner_starts_with_a_bad_config_and_logs_each_problem(
     paths.config_file.parent.mkdir(parents=True)
     paths.config_file.write_text(
         '[thresholds]\ntemp_limit_c = "hot"\nigpu_temp_limit_c = 30\n'
-        '[devices.cpu]\nslots = 0\n[gui]\nlangauge = "ja"\n',
+        '[devices.cpu]\nslots = 0\n[gui]\nlangauge = "ja"\n'
+        '[[env]]\nname = "ロクム"\npython = "/home/ユーザー/venvs/ロクム/bin/python"\n'
+        'extra_env = { "番号" = "1" }\n',
         encoding="utf-8",
     )
     owner = Owner(paths, demo=True)
@@ -144,6 +146,7 @@ def test_the_owner_starts_with_a_bad_config_and_logs_each_problem(
             "thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0",
             "devices.cpu.slots = 0 is not a whole number in 1 … 64; using 1",
             "unknown key gui.langauge (did you mean gui.language?)",
+            "[[env]] #1 (ロクム): extra_env: '番号' is not a valid environment variable name",
         ):
             assert f"{paths.config_file}: {needle}" in logged
     finally:
