@@ -183,7 +183,7 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
     info = msgspec.inspect.type_info(kind)
     assert isinstance(info, msgspec.inspect.DataclassType)
     known = {f.name: f for f in info.fields}
-    values = {k: v for k, v in table.items() if k in known}
+    values = {k: _whole(v, known[k].type) for k, v in table.items() if k in known}
     _unknown_keys(table, tuple(known), key, source, problems)
     while True:
         try:
@@ -201,6 +201,14 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
                     f"{key}.{name}", f"{source}: {key}.{name} = {bad!r} is not {allowed}; using {default!r}"
                 )
             )
+
+
+def _whole(value: object, t: msgspec.inspect.Type) -> object:
+    """``2e9`` where a whole number is wanted: TOML has no integer exponent form, so a float that is a
+    whole number is taken as one."""
+    if isinstance(t, msgspec.inspect.IntType) and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _allowed(t: msgspec.inspect.Type) -> str:
