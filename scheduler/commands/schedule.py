@@ -51,12 +51,12 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
             name=args.name,
             cwd=os.getcwd(),
         )
-        entries = [result["schedule"]]
+        entries = [result.schedule]
     elif args.schedule_cmd == "remove":
         result = _ask("schedule_remove", id=args.id)
-        entries = [result["schedule"]]
+        entries = [result.schedule]
     elif args.schedule_cmd == "list":
-        entries = _ask("schedule_list")["schedules"]
+        entries = list(_ask("schedule_list").schedules)
     else:
         args._parser.print_help()
         return EXIT_USAGE
@@ -76,9 +76,8 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
 
 def _local(iso: str) -> str:
     """A schedule time (ISO 8601 UTC in the JSON) as local time, as the cron fields are read."""
-    from gputray.scheduler.commands.listing import epoch_of
-
-    epoch = epoch_of(iso)
-    if epoch is None:
+    try:
+        when = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
         return iso
-    return dt.datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return when.astimezone().strftime("%Y-%m-%d %H:%M %Z")
