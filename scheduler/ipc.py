@@ -915,7 +915,7 @@ class _Frame(msgspec.Struct):
     """A reply as it arrives; ``result`` is decoded into the op's type once the op is known."""
 
     ok: bool
-    result: msgspec.Raw | None = None
+    result: msgspec.Raw = msgspec.Raw()
     error: _Error | None = None
 
 
@@ -1016,7 +1016,7 @@ class IpcClient:
             reply = msgspec.json.decode(data, type=_Frame)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ProtocolError(f"malformed reply from the owner: {exc}") from None
-        if reply.error is not None or reply.result is None:
+        if not reply.ok or reply.error is not None:
             error = reply.error or _Error(type="Error", message="the owner answered nothing")
             raise RemoteError(error.type, error.message)
         try:

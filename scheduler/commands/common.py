@@ -107,6 +107,7 @@ def task_json(t: TaskView) -> dict[str, Any]:
     doc = msgspec.structs.asdict(t)
     for key in ("submitted_at", "started_at", "ended_at"):
         doc[key] = iso_utc(doc[key])
+    doc["after"] = list(t.after)
     return doc
 
 
