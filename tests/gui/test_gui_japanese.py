@@ -138,9 +138,7 @@ def all_window_texts(app: TrayApp, qtbot: QtBot, tmp_path: Path) -> dict[str, li
     dialog = DropConfirmDialog(plan_drop(items, recipes), {}, check=tool_check(recipes))
     qtbot.addWidget(dialog)
     texts["drop dialog"] = widget_texts(dialog)
-    app.cancel(
-        [next(t.id for t in app.model.tasks() if t.name == NAMES[0])]
-    )  # nothing to cancel
+    app.cancel([next(t.id for t in app.model.tasks() if t.name == NAMES[0])])  # nothing to cancel
     texts["warning box"] = widget_texts(app._last_warning)
     mine = ProcessUse(os.getpid() + 0, "python", "cpu", "compute")
     box, _stop = confirmation_box(None, mine)
