@@ -21,7 +21,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.pause_file import read_paused, write_paused
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue_lock import QueueLock
-from gputray.scheduler.replies import Paused, PausedReply, TaskReply, TasksDone, TaskView, views
+from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
 from gputray.scheduler.store import TaskNotFound, TaskStore
 from gputray.scheduler.tasks import PENDING_STATES, TaskRecord
 
@@ -175,16 +175,6 @@ class OfflineQueue:
             raise OfflineRefusal(f"task #{task_id} changed state meanwhile; try again")
         return new
 
-    def pause(self, device_key: str | None) -> Paused:
-        paused = read_paused(self.paths.data_dir).pausing(device_key)
-        write_paused(self.paths.data_dir, paused)
-        return paused
-
-    def resume(self, device_key: str | None) -> Paused:
-        paused = read_paused(self.paths.data_dir).resuming(device_key)
-        write_paused(self.paths.data_dir, paused)
-        return paused
-
 
 def _task_id(value: str) -> int:
     text = value.strip().lstrip("#")
@@ -263,7 +253,9 @@ def pause(paths: Paths, op: str, device: str | None) -> PausedReply:
     key = None if device is None or device.strip().lower() in ("", "all") else resolve_device_offline(device)
 
     def run(q: OfflineQueue) -> PausedReply:
-        return PausedReply(paused=q.pause(key) if op == "pause" else q.resume(key))
+        was = read_paused(paths.data_dir)
+        write_paused(paths.data_dir, now := was.pausing(key) if op == "pause" else was.resuming(key))
+        return PausedReply(paused=now)
 
     return act(paths, run)
 

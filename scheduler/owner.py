@@ -568,7 +568,7 @@ class Owner:
             finished=rec.finished,
         )
 
-    def _op_schedule_add(self, req: rq.ScheduleAdd) -> rp.ScheduleReply:
+    def _op_schedule_add(self, req: rq.ScheduleAdd) -> rp.Schedules:
         from gputray.scheduler.taskfile import load_task_file
 
         assert self.timing is not None
@@ -579,16 +579,16 @@ class Owner:
         entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
         self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)
-        return rp.ScheduleReply(schedule=entry.to_json(nxt))
+        return rp.Schedules(schedules=(entry.to_json(nxt),))
 
     def _op_schedule_list(self, req: rq.ScheduleList) -> rp.Schedules:
         assert self.timing is not None
         return rp.Schedules(schedules=tuple(e.to_json(n) for e, n in self.timing.entries()))
 
-    def _op_schedule_remove(self, req: rq.ScheduleRemove) -> rp.ScheduleReply:
+    def _op_schedule_remove(self, req: rq.ScheduleRemove) -> rp.Schedules:
         assert self.timing is not None
         entry = self.timing.remove(_task_id(req.id, "schedule", "gputray schedule list"))
-        return rp.ScheduleReply(schedule=entry.to_json())
+        return rp.Schedules(schedules=(entry.to_json(),))
 
     def _op_check_envs(self, req: rq.CheckEnvs) -> rp.Checking:
         """Queue a background check of every env without a current result (answers at once)."""

@@ -262,7 +262,7 @@ class Logs(Request[rp.LogChunk]):
     max_bytes: Int | None = None
 
 
-class ScheduleAdd(Request[rp.ScheduleReply]):
+class ScheduleAdd(Request[rp.Schedules]):
     op = "schedule_add"
     cron: Str
     task_file: Str
@@ -275,7 +275,7 @@ class ScheduleList(Request[rp.Schedules]):
     op = "schedule_list"
 
 
-class ScheduleRemove(Request[rp.ScheduleReply]):
+class ScheduleRemove(Request[rp.Schedules]):
     op = "schedule_remove"
     id: TaskId
 

@@ -188,12 +188,10 @@ class LogChunk(Reply, frozen=True):
     finished: bool
 
 
-class ScheduleReply(Reply, frozen=True):
-    schedule: dict[str, Any]  # Schedule.to_json: the `schedule --json` document
-
-
 class Schedules(Reply, frozen=True):
-    schedules: tuple[dict[str, Any], ...]
+    """``schedule_list``; ``schedule_add`` and ``schedule_remove``: the one entry."""
+
+    schedules: tuple[dict[str, Any], ...]  # Schedule.to_json: the `schedule --json` documents
 
 
 class Checking(Reply, frozen=True):

@@ -44,22 +44,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
     if args.schedule_cmd == "add":
-        result = _ask(
-            "schedule_add",
-            cron=args.cron,
-            task_file=str(Path(args.task).absolute()),
-            name=args.name,
-            cwd=os.getcwd(),
-        )
-        entries = [result.schedule]
+        task_file = str(Path(args.task).absolute())
+        result = _ask("schedule_add", cron=args.cron, task_file=task_file, name=args.name, cwd=os.getcwd())
     elif args.schedule_cmd == "remove":
         result = _ask("schedule_remove", id=args.id)
-        entries = [result.schedule]
     elif args.schedule_cmd == "list":
-        entries = list(_ask("schedule_list").schedules)
+        result = _ask("schedule_list")
     else:
         args._parser.print_help()
         return EXIT_USAGE
+    entries = list(result.schedules)
     if args.json:
         print_json(entries if args.schedule_cmd == "list" else entries[0])
         return 0

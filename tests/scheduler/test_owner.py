@@ -176,7 +176,7 @@ def test_a_device_name_that_matches_nothing_is_refused_with_the_closest(
 def test_schedules_round_trip(client: ipc.IpcClient, tmp_path: Path) -> None:
     task = tmp_path / "nightly.toml"
     task.write_text(f'kind = "command"\nargv = [{PY!r}, "-c", "pass"]\n'.replace("'", '"'))
-    added = client.request("schedule_add", cron="0 3 * * *", task_file=str(task)).schedule
+    added = client.request("schedule_add", cron="0 3 * * *", task_file=str(task)).schedules[0]
     assert added["task_file"] == str(task) and added["next_run_at"]
     assert [s["id"] for s in client.request("schedule_list").schedules] == [added["id"]]
     with pytest.raises(ipc.RemoteError) as err:
@@ -321,7 +321,7 @@ def test_a_due_schedule_submits_its_task_file(owner: Owner, client: ipc.IpcClien
     task.write_text(
         f'kind = "command"\nname = "nightly"\nargv = [{PY!r}, "-c", "print(7)"]\n'.replace("'", '"')
     )
-    entry = client.request("schedule_add", cron="0 3 * * *", task_file=str(task)).schedule
+    entry = client.request("schedule_add", cron="0 3 * * *", task_file=str(task)).schedules[0]
     assert owner.timing is not None
     owner.timing.run_schedule(entry["id"])  # what APScheduler calls at 03:00
     tasks = client.request("queue", all=True).tasks
