@@ -333,25 +333,26 @@ class Owner:
     def _op_status(self, req: rq.Status) -> rp.StatusReply:
         snap = self.monitor.latest
         devices = []
-        for reading in snap.readings if snap is not None else ():
-            info, sample = reading.info, reading.sample
-            verdict = snap.verdict(info.key) if snap is not None else None
-            devices.append(
-                rp.DeviceStatus(
-                    key=info.key,
-                    name=info.name,
-                    vendor=info.vendor,
-                    kind=info.kind,
-                    state=sample.state,
-                    busy=verdict.busy if verdict else None,
-                    reasons=tuple(verdict.reasons) if verdict else (),
-                    util_percent=sample.util_percent,
-                    vram_used_bytes=sample.vram_used_bytes,
-                    vram_total_bytes=sample.vram_total_bytes,
-                    temp_c=sample.temp_c,
-                    simulated=info.simulated,
+        if snap is not None:
+            for reading in snap.readings:
+                info, sample = reading.info, reading.sample
+                verdict = snap.verdict(info.key)
+                devices.append(
+                    rp.DeviceStatus(
+                        key=info.key,
+                        name=info.name,
+                        vendor=info.vendor,
+                        kind=info.kind,
+                        state=sample.state,
+                        busy=verdict.busy if verdict else None,
+                        reasons=tuple(verdict.reasons) if verdict else (),
+                        util_percent=sample.util_percent,
+                        vram_used_bytes=sample.vram_used_bytes,
+                        vram_total_bytes=sample.vram_total_bytes,
+                        temp_c=sample.temp_c,
+                        simulated=info.simulated,
+                    )
                 )
-            )
         assert self._store is not None  # started: _ready is set
         return rp.StatusReply(
             pid=os.getpid(),
