@@ -335,23 +335,10 @@ class Owner:
         devices = []
         if snap is not None:
             for reading in snap.readings:
-                info, sample = reading.info, reading.sample
-                verdict = snap.verdict(info.key)
+                info, verdict = reading.info, snap.verdict(reading.info.key)
+                busy, reasons = (verdict.busy, tuple(verdict.reasons)) if verdict else (None, ())
                 devices.append(
-                    rp.DeviceStatus(
-                        key=info.key,
-                        name=info.name,
-                        vendor=info.vendor,
-                        kind=info.kind,
-                        state=sample.state,
-                        busy=verdict.busy if verdict else None,
-                        reasons=tuple(verdict.reasons) if verdict else (),
-                        util_percent=sample.util_percent,
-                        vram_used_bytes=sample.vram_used_bytes,
-                        vram_total_bytes=sample.vram_total_bytes,
-                        temp_c=sample.temp_c,
-                        simulated=info.simulated,
-                    )
+                    rp.DeviceVerdict(key=info.key, busy=busy, reasons=reasons, simulated=info.simulated)
                 )
         assert self._store is not None  # started: _ready is set
         return rp.StatusReply(
@@ -417,7 +404,7 @@ class Owner:
         if missing:
             raise OwnerRequestError(f"no such file: {', '.join(missing)}")
         opener([str(f) for f in files])
-        return rp.Submitted(tasks=(), handed_to="tray", files=len(files))
+        return rp.Submitted(tasks=(), handed_to="tray")
 
     def _op_run(self, req: rq.Run) -> rp.Submitted:
         from gputray.scheduler.taskfile import spec_from_mapping
@@ -445,9 +432,9 @@ class Owner:
             devices=self.queue.devices(),
         )
 
-    def _op_get(self, req: rq.Get) -> rp.TaskDetail:
+    def _op_get(self, req: rq.Get) -> rp.TaskReply:
         rec = self.queue.get(_task_id(req.id))
-        return rp.TaskDetail(task=rp.TaskView.of(rec), spec=rec.spec.to_dict(), pid=rec.pid)
+        return rp.TaskReply(task=rp.TaskView.of(rec), spec=rec.spec.to_dict(), pid=rec.pid)
 
     def _op_cancel(self, req: rq.Cancel) -> rp.TasksDone:
         done: list[TaskRecord] = []

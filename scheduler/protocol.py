@@ -190,7 +190,7 @@ class Queue(Request[rp.QueueReply]):
     all: bool | None = None
 
 
-class Get(Request[rp.TaskDetail]):
+class Get(Request[rp.TaskReply]):
     op = "get"
     id: TaskId
 

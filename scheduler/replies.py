@@ -1,10 +1,8 @@
-"""The owner's replies: one typed record per op (``protocol`` names each request's ``reply``).
+"""The owner's replies, one typed record per op (``class Queue(Request[QueueReply])`` in ``protocol``).
 
-The owner's handlers return these; the tray gets them as they are (``Owner.handle``), the IPC server
-encodes them with msgspec, and the client decodes each reply into its op's type, so a reply from an
-owner of another version that does not fit (a field this one does not know, a wrong type) is a clear
-error, not a KeyError later. Times are epoch seconds (UTC) or None; the CLI turns a ``TaskView`` into
-the promised ``--json`` document (ISO 8601 strings) in one place, ``commands.common.task_json``.
+The tray gets them as the handlers return them; the IPC client decodes each into its op's type, so an
+owner of another version answering a field this one does not know, or a wrong type, is a clear error.
+Times are epoch seconds or None; ``commands.common.task_json`` writes the ``--json`` document.
 """
 
 from __future__ import annotations
@@ -91,18 +89,12 @@ class Pong(Reply, frozen=True):
     address: str | None
 
 
-class DeviceStatus(Reply, frozen=True):
+class DeviceVerdict(Reply, frozen=True):
+    """The monitor's judgement of one device; its readings are in ``StatusReply.snapshot``."""
+
     key: str
-    name: str
-    vendor: str
-    kind: str
-    state: str
     busy: bool | None
     reasons: tuple[str, ...]
-    util_percent: float | None
-    vram_used_bytes: int | None
-    vram_total_bytes: int | None
-    temp_c: float | None
     simulated: bool
 
 
@@ -110,7 +102,7 @@ class StatusReply(Reply, frozen=True):
     pid: int
     demo: bool
     snapshot: dict[str, Any] | None  # the `gputray status --json` document (monitor.serialize)
-    devices: tuple[DeviceStatus, ...]
+    devices: tuple[DeviceVerdict, ...]
     paused: Paused
     counts: dict[str, int]
     monitor_failures: int
@@ -124,7 +116,6 @@ class Submitted(Reply, frozen=True):
     tasks: Tasks
     notes: tuple[str, ...] = ()
     handed_to: str | None = None
-    files: int = 0
 
 
 class DeviceSlots(Reply, frozen=True):
@@ -144,14 +135,12 @@ class QueueReply(Reply, frozen=True):
     devices: tuple[DeviceSlots, ...]
 
 
-class TaskDetail(Reply, frozen=True):
-    task: TaskView
-    spec: dict[str, Any]  # TaskSpec.to_dict(): the wire form of a spec
-    pid: int | None
-
-
 class TaskReply(Reply, frozen=True):
+    """``retry``, ``move``, ``edit``: the task; ``get`` also its spec (``TaskSpec.to_dict``) and pid."""
+
     task: TaskView
+    spec: dict[str, Any] | None = None
+    pid: int | None = None
 
 
 class TasksDone(Reply, frozen=True):

@@ -32,5 +32,5 @@ def echo_reply(req: rq.Request[rp.Reply]) -> rp.Reply:
     if isinstance(req, rq.Move):
         return rp.TaskReply(task=rp.TaskView(id=int(req.id), state="queued", priority=req.delta or 0))
     if isinstance(req, rq.Get):
-        return rp.TaskDetail(task=rp.TaskView(id=int(req.id), state="queued"), spec={}, pid=None)
+        return rp.TaskReply(task=rp.TaskView(id=int(req.id), state="queued"), spec={})
     raise NotImplementedError(req.op)
