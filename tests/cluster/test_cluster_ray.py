@@ -158,7 +158,7 @@ def test_a_script_with_machine_any_runs_on_the_other_machines_free_gpu(
     doc = _json(desk.cli("queue", "--all", "--json"))
     assert isinstance(doc, dict)  # {"tasks": [...], "queue": {...}, "devices": [...]}
     listing = {t["id"]: t for t in doc["tasks"]}
-    assert listing[task_id]["machine"] == "laptop" and listing[task_id]["remote_id"] == done["remote_id"]
+    assert listing[task_id]["machine"] == "laptop" and listing[task_id]["remote_id"] == done.remote_id
     assert listing[task_id]["origin"] is None  # it was submitted here
 
     # the result lands beside the input here, with the log
