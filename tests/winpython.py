@@ -428,7 +428,8 @@ class Owner:
 
     def ping(self) -> dict[str, object] | None:
         code = (
-            "import json, msgspec; from gputray.scheduler import ipc; from gputray.scheduler.paths import app_paths\n"
+            "import json, msgspec; from gputray.scheduler import ipc\n"
+            "from gputray.scheduler.paths import app_paths\n"
             "try: print(json.dumps(msgspec.to_builtins(ipc.request(app_paths(), 'ping'))))\n"
             "except ipc.IpcError: print('null')"
         )
