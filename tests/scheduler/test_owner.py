@@ -558,3 +558,29 @@ def test_bad_ids_are_named_for_what_they_are(owner: Owner) -> None:
         owner.handle(rq.ScheduleRemove(id="abc"))
     with pytest.raises(OwnerRequestError, match=r"task ids are whole numbers from 1, not '-1'"):
         owner.handle(rq.Get(id="-1"))
+
+
+def test_a_reply_is_the_typed_record_with_its_epoch_times(
+    owner: Owner, client: ipc.IpcClient, tmp_path: Path
+) -> None:
+    """What the CLI and the tray read: the task's own epoch seconds (nothing to parse back from text),
+    the same record over the socket as in-process."""
+    run = client.request(
+        "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["cpu"]}
+    )
+    (task,) = run.tasks
+    assert isinstance(run, Submitted) and isinstance(task, TaskView) and task.state == "queued"
+    done = wait_for(
+        lambda: (t := client.request("get", id=task.id).task).state == "succeeded" and t,
+        what="the job to end",
+    )
+    rec = owner.queue.get(task.id)
+    assert (done.submitted_at, done.started_at, done.ended_at) == (
+        rec.submitted_at,
+        rec.started_at,
+        rec.ended_at,
+    )
+    assert (
+        isinstance(done.ended_at, float) and done.started_at is not None and done.started_at <= done.ended_at
+    )
+    assert owner.handle(rq.Get(id=task.id)).task == done
