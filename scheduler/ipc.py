@@ -1021,7 +1021,7 @@ class IpcClient:
             raise RemoteError(error.type, error.message)
         try:
             return msgspec.json.decode(reply.result, type=REPLY_TYPES.get(op, Any))
-        except msgspec.ValidationError as exc:
+        except msgspec.DecodeError as exc:  # a wrong type or unknown field, or no result at all
             raise ProtocolError(
                 f"the owner's reply to {op!r} does not fit this gputray ({exc}): is the owner another "
                 "version? Restart it (quit the tray, or `gputray shutdown` then `gputray daemon`)"

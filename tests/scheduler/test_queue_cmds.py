@@ -364,10 +364,11 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
         ({"tasks": [], "paused": {}, "device_names": {}, "devices": [], "shiny": 1}, "unknown field `shiny`"),
         ({"tasks": [{"id": 1, "state": "queued", "submitted_at": "2026-11-30T02:30:00Z"}], "paused": {},
           "device_names": {}, "devices": []}, "Expected `float | null`, got `str`"),
+        (None, "Expected `object`, got `null`"),
     ],
 )  # fmt: skip
 def test_a_reply_from_an_owner_of_another_version_is_a_clear_error(
-    reply: dict[str, Any],
+    reply: dict[str, Any] | None,
     words: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
