@@ -72,9 +72,9 @@ def gputray_latency(desk: object, samples: int) -> list[float]:
             cwd=str(desk.work),  # type: ignore[attr-defined]
             overrides={"machine": "laptop", "device_prefs": ["780m"]},
         )
-        task_id = int(got["tasks"][0]["id"])
-        wait(lambda tid=task_id: desk.task(tid)["state"] in ("succeeded", "failed"))  # type: ignore[attr-defined]
-        stamp = stamp_of(desk.ask("logs", id=task_id)["text"])  # type: ignore[attr-defined]
+        task_id = int(got.tasks[0].id)
+        wait(lambda tid=task_id: desk.task(tid).state in ("succeeded", "failed"))  # type: ignore[attr-defined]
+        stamp = stamp_of(desk.ask("logs", id=task_id).text)  # type: ignore[attr-defined]
         if stamp is not None:
             out.append(stamp - t0)
     return out
@@ -123,16 +123,16 @@ def throughput(desk: object, count: int) -> tuple[float, int]:
             "run", argv=[PY, "-S", "-c", "pass"], cwd=str(desk.work),  # type: ignore[attr-defined]
             overrides={"machine": "laptop", "device_prefs": ["780m"]},
         )  # fmt: skip
-        ids.append(int(got["tasks"][0]["id"]))
+        ids.append(int(got.tasks[0].id))
 
     def all_done() -> bool:
-        tasks = {t["id"]: t for t in desk.ask("queue", all=True)["tasks"]}  # type: ignore[attr-defined]
-        return all(tasks[i]["state"] in ("succeeded", "failed", "cancelled") for i in ids)
+        tasks = {t.id: t for t in desk.ask("queue", all=True).tasks}  # type: ignore[attr-defined]
+        return all(tasks[i].state in ("succeeded", "failed", "cancelled") for i in ids)
 
     wait(all_done, 600)
     elapsed = time.monotonic() - t0
-    tasks = {t["id"]: t for t in desk.ask("queue", all=True)["tasks"]}  # type: ignore[attr-defined]
-    return elapsed, sum(1 for i in ids if tasks[i]["state"] == "succeeded")
+    tasks = {t.id: t for t in desk.ask("queue", all=True).tasks}  # type: ignore[attr-defined]
+    return elapsed, sum(1 for i in ids if tasks[i].state == "succeeded")
 
 
 def rss_mib(pid: int | None) -> float | None:

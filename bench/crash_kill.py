@@ -36,6 +36,7 @@ from typing import Any
 
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.replies import Tasks, TaskView
 
 PY = sys.executable
 FINISHED = {"succeeded", "failed", "cancelled"}
@@ -124,7 +125,7 @@ class Owner:
                     f"the daemon exited with {self.proc.returncode}: {self.stderr.read_text()[-2000:]}"
                 )
             with contextlib.suppress(ipc.IpcError):
-                if ipc.request(self.paths, "ping").get("ready"):
+                if ipc.request(self.paths, "ping").ready:
                     return time.time()
             if time.monotonic() > deadline:
                 raise RuntimeError("the daemon did not answer")
@@ -183,7 +184,7 @@ def run_crash_test(
                     }
                     argv = [PY, str(script), str(marks), name, str(code), str(sleep_s)]
                     reply = client.request("run", argv=argv, name=name, overrides=overrides)
-                    acknowledged[name] = int(reply["tasks"][0]["id"])
+                    acknowledged[name] = int(reply.tasks[0].id)
         except ipc.IpcError:
             pass  # the owner was killed mid-submit: what was not acknowledged may or may not be stored
 
@@ -228,8 +229,8 @@ def _drain(owner: Owner, timeout_s: float = 300.0) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout_s
     with ipc.IpcClient(owner.paths, timeout_s=30) as client:
         while True:
-            tasks: list[dict[str, Any]] = client.request("queue", all=True)["tasks"]
-            if all(t["state"] in FINISHED for t in tasks) or time.monotonic() > deadline:
+            tasks: Tasks = client.request("queue", all=True).tasks
+            if all(t.state in FINISHED for t in tasks) or time.monotonic() > deadline:
                 return tasks
             time.sleep(0.2)
 
@@ -250,13 +251,13 @@ def _runs(path: Path) -> list[Run]:
 def _judge(
     report: CrashReport,
     acknowledged: dict[str, int],
-    tasks: list[dict[str, Any]],
+    tasks: Tasks,
     marks: Path,
     down: list[tuple[float, float]],
 ) -> None:
-    by_name: dict[str, list[dict[str, Any]]] = {}
+    by_name: dict[str, list[TaskView]] = {}
     for t in tasks:
-        by_name.setdefault(t["name"], []).append(t)
+        by_name.setdefault(t.name, []).append(t)
 
     def unobserved(run: Run) -> bool:
         return run.ended_at is not None and any(
@@ -273,7 +274,7 @@ def _judge(
         rec = found[0]
         runs = _runs(marks / name)
         report.runs += len(runs)
-        if rec["state"] not in FINISHED:
+        if rec.state not in FINISHED:
             report.stuck.append(name)
             continue
         problems: list[tuple[str, str]] = []  # (cause, what)
@@ -282,17 +283,17 @@ def _judge(
             report.rerun_after_completion += len(runs) - 1 - completed[0]
             cause = NO_OWNER if unobserved(runs[completed[0]]) else OTHER
             problems.append((cause, "ran again after it had completed"))
-        if rec["attempts"] != len(runs):
+        if rec.attempts != len(runs):
             if any(unobserved(r) for r in runs):
                 cause = NO_OWNER  # a lost exit made it run again
             else:
-                cause = NEVER_RAN if rec["attempts"] > len(runs) else OTHER
+                cause = NEVER_RAN if rec.attempts > len(runs) else OTHER
             problems.append((cause, f"the queue counts {rec['attempts']} start(s), the job ran {len(runs)}"))
         if runs:
             last = runs[-1]
             if last.exit_code is not None:
                 want = "succeeded" if last.exit_code == 0 else "failed"
-                if rec["state"] != want or rec["exit_code"] != last.exit_code:
+                if rec.state != want or rec.exit_code != last.exit_code:
                     problems.append(
                         (
                             NO_OWNER if unobserved(last) else OTHER,
@@ -300,9 +301,9 @@ def _judge(
                             f"the job exited {last.exit_code}",
                         )
                     )
-            elif rec["state"] == "succeeded":
+            elif rec.state == "succeeded":
                 problems.append((OTHER, "the queue says succeeded, the job's last run never ended"))
-        elif rec["state"] == "succeeded":
+        elif rec.state == "succeeded":
             problems.append((OTHER, "the queue says succeeded, the job never ran"))
         if problems:
             causes = {c for c, _ in problems}

@@ -29,7 +29,7 @@ class BenchDaemon:
         deadline = time.monotonic() + 30
         while True:
             try:
-                if ipc.request(self.paths, "ping").get("ready"):
+                if ipc.request(self.paths, "ping").ready:
                     break
             except ipc.IpcError:
                 pass

@@ -11,7 +11,6 @@ Goal (issue 5): p50 ≤ 50 ms, p99 ≤ 200 ms.   Usage: python bench/dispatch_la
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
 import shutil
 import sys
@@ -20,10 +19,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from daemon_harness import BenchDaemon, percentile
-
-
-def _epoch(iso: str) -> float:
-    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def main(n: int = 200) -> int:
@@ -37,14 +32,14 @@ def main(n: int = 200) -> int:
         ids = [
             c.request("run", argv=[bash, "-c", script], name=f"j{i}", overrides={"device_prefs": ["780m"]})[
                 "tasks"
-            ][0]["id"]
+            ][0].id
             for i in range(n)
         ]
         c.request("resume", device=None)
         deadline = time.monotonic() + 60 + n
         while True:
-            tasks = {t["id"]: t for t in c.request("queue", all=True)["tasks"]}
-            if all(tasks[i]["state"] in ("succeeded", "failed", "cancelled") for i in ids):
+            tasks = {t.id: t for t in c.request("queue", all=True).tasks}
+            if all(tasks[i].state in ("succeeded", "failed", "cancelled") for i in ids):
                 break
             if time.monotonic() > deadline:
                 print("timed out")
@@ -53,7 +48,7 @@ def main(n: int = 200) -> int:
         starts: dict[int, float] = {}
         ends: dict[int, float] = {}
         for i in ids:
-            text = c.request("logs", id=i)["text"]
+            text = c.request("logs", id=i).text
             for line in text.splitlines():
                 if line.startswith("S "):
                     starts[i] = float(line[2:])
@@ -63,11 +58,11 @@ def main(n: int = 200) -> int:
             (starts[b] - ends[a]) * 1000 for a, b in itertools.pairwise(ids) if a in ends and b in starts
         ]
         inside = [
-            (_epoch(tasks[b]["started_at"]) - _epoch(tasks[a]["ended_at"])) * 1000
+            (tasks[b].started_at - tasks[a].ended_at) * 1000
             for a, b in itertools.pairwise(ids)
-            if tasks[a]["ended_at"] and tasks[b]["started_at"]
+            if tasks[a].ended_at and tasks[b].started_at
         ]
-        failed = sum(tasks[i]["state"] != "succeeded" for i in ids)
+        failed = sum(tasks[i].state != "succeeded" for i in ids)
     print(f"jobs: {n} on the simulated Radeon 780M (serial), failed: {failed}")
     for label, values in (
         ("job exit → next job's first line", outside),

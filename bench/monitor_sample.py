@@ -321,7 +321,7 @@ def daemons(base: Path, sys_dir: Path, trees: dict[str, Path], seconds: float, w
             deadline = time.monotonic() + 60
             while True:
                 try:
-                    if ipc.request(paths, "ping").get("ready"):
+                    if ipc.request(paths, "ping").ready:
                         break
                 except ipc.IpcError:
                     pass

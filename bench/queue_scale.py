@@ -82,7 +82,7 @@ def concurrent_rate(n: int, *, durable: bool, clients: int = CLIENTS) -> float:
         spans = [out.get(timeout=600) for _ in procs]
         for p in procs:
             p.join()
-        stored = len(ipc.request(d.paths, "queue", all=True)["tasks"])
+        stored = len(ipc.request(d.paths, "queue", all=True).tasks)
     assert stored == (n // clients) * clients, f"{stored} tasks stored"
     return stored / (max(e for _, e in spans) - min(s for s, _ in spans))
 
@@ -98,7 +98,7 @@ def main(n: int = 10_000, concurrent_n: int = 8_000) -> int:
         submit_s = time.perf_counter() - t0
         time.sleep(1.0)  # let the dispatcher's last pass over the burst finish
         t0 = time.perf_counter()
-        tasks = c.request("queue", all=True)["tasks"]
+        tasks = c.request("queue", all=True).tasks
         ipc_first_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         c.request("queue", all=True)

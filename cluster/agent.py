@@ -17,6 +17,7 @@ from gputray.cluster.staging import list_outputs, safe_rel, write_manifest
 from gputray.cluster.view import local_view
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.replies import TasksDone, TaskView
 
 LOG_CHUNK_BYTES = 1 << 20
 
@@ -43,7 +44,7 @@ class Agent:
         )
         self._client = ipc.IpcClient(self.paths, timeout_s=30.0)
 
-    def _ask(self, op: str, **args: Any) -> dict[str, Any]:
+    def _ask(self, op: str, **args: Any) -> Any:
         try:
             return self._client.request(op, **args)
         except ipc.IpcError:
@@ -80,19 +81,18 @@ class Agent:
         staging.mkdir(parents=True, exist_ok=True, mode=0o700)  # the job's working folder, inputs or not
         if staged:
             write_manifest(staging, staged)
-        return self._ask("cluster_submit", origin=origin, spec=spec)["task"]  # type: ignore[no-any-return]
+        return self._ask("cluster_submit", origin=origin, spec=spec).task  # type: ignore[no-any-return]
 
     # --- state, log, results -----------------------------------------------------------------------
 
     def task(self, task_id: int, log_offset: int) -> dict[str, Any]:
-        """The task's listing entry and its log's raw bytes from ``log_offset`` (at most 1 MiB)."""
-        got = self._ask("get", id=task_id)
-        task = got["task"]
+        """The task (a ``TaskView``) and its log's raw bytes from ``log_offset`` (at most 1 MiB)."""
+        task: TaskView = self._ask("get", id=task_id).task
         data = b""
         size = 0
-        if task.get("log_path"):
+        if task.log_path:
             try:
-                with open(task["log_path"], "rb") as f:
+                with open(task.log_path, "rb") as f:
                     size = os.fstat(f.fileno()).st_size
                     f.seek(log_offset)
                     data = f.read(LOG_CHUNK_BYTES)
@@ -109,8 +109,8 @@ class Agent:
             f.seek(offset)
             return f.read(size)
 
-    def cancel(self, task_id: int) -> dict[str, Any]:
-        return self._ask("cancel", ids=[task_id])
+    def cancel(self, task_id: int) -> TasksDone:
+        return self._ask("cancel", ids=[task_id])  # type: ignore[no-any-return]
 
     def cleanup(self, key: str) -> None:
         shutil.rmtree(self._staging(key), ignore_errors=True)

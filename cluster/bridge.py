@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import datetime as dt
 import importlib
 import json
 import logging
@@ -59,6 +58,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler.launch_env import free_out_path
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.placement import GiveUp, Placement, Wait
+from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks import FINISHED_STATES, PENDING_STATES, TaskRecord
 
 log = logging.getLogger("gputray.cluster.bridge")
@@ -75,12 +75,6 @@ RECONNECT_AFTER_S = 10.0  # ... for this long: start afresh (Ray does not reconn
 
 def _ray() -> Any:
     return importlib.import_module("ray")
-
-
-def _epoch(iso: str | None) -> float | None:
-    if not iso:
-        return None
-    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def _prepare_env(config: ClusterConfig) -> None:
@@ -342,14 +336,14 @@ class Bridge:
                     break
                 self.stop_event.wait(0.5)
                 continue
-            if reply.get("stopping"):
+            if reply.stopping:
                 break
             if self.connected and time.monotonic() - self.gcs_ok_mono > RECONNECT_AFTER_S:
                 log.warning("the Ray head has not answered for %.0f s: reconnecting", RECONNECT_AFTER_S)
                 self.exit_code = EXIT_RECONNECT
                 break
-            self.local = str(reply.get("machine") or self.local)
-            rows = [record_from_wire(t) for t in reply.get("tasks") or ()]
+            self.local = reply.machine or self.local
+            rows = [record_from_wire(t) for t in reply.tasks]
             try:
                 self._refresh_local_view()
                 following = self.step(rows)
@@ -368,7 +362,7 @@ class Bridge:
             _ray().shutdown()
         return self.exit_code
 
-    def _ask(self, op: str, **args: Any) -> dict[str, Any]:
+    def _ask(self, op: str, **args: Any) -> Any:
         return self.client.request(op, **args)
 
     def _refresh_local_view(self) -> None:
@@ -461,8 +455,7 @@ class Bridge:
     def _update(self, rec: TaskRecord, **changes: Any) -> TaskRecord | None:
         """Change the local row if it is still in the state we saw (a cancel may have come between)."""
         got = self._ask("cluster_update", id=rec.id, expect_state=rec.state, changes=changes)
-        task = got.get("task")
-        return record_from_wire(task) if task else None
+        return record_from_wire(got.task) if got.task else None
 
     # sending
 
@@ -568,8 +561,8 @@ class Bridge:
         if data:
             with open(log_path, "ab") as f:
                 f.write(data)
-        t = info["task"]
-        remote_state = str(t["state"])
+        t: TaskView = info["task"]
+        remote_state = t.state
         log_complete = offset + len(data) >= int(info["log_size"])
         remote_done = remote_state in FINISHED_STATES
         if rec.finished:  # cancelled (or failed) here while it still ran there
@@ -588,17 +581,15 @@ class Bridge:
             return  # the rest of the log first: `logs --follow` stops at the final state
         changes: dict[str, Any] = {"remote_state": remote_state}
         where = f"on {machine} (#{rec.remote_id})"
-        reason = f"{where}: {t['reason']}" if t.get("reason") else where
+        reason = f"{where}: {t.reason}" if t.reason else where
         if remote_state == "running":
-            changes.update(state="running", started_at=_epoch(t.get("started_at")))
+            changes.update(state="running", started_at=t.started_at)
         elif remote_done:
-            changes.update(
-                state=remote_state, exit_code=t.get("exit_code"), ended_at=_epoch(t.get("ended_at"))
-            )
+            changes.update(state=remote_state, exit_code=t.exit_code, ended_at=t.ended_at)
         else:
             changes.update(state="waiting")
-        if t.get("device"):
-            changes["device"] = qualified(machine, t["device"])
+        if t.device:
+            changes["device"] = qualified(machine, t.device)
         changes["reason"] = reason
         if remote_done:
             self._fetch(rec, handle)
@@ -703,17 +694,17 @@ class Bridge:
                 ):
                     continue
                 try:
-                    now = self._ask("get", id=int(task_id))["task"]
+                    now: TaskView | None = self._ask("get", id=int(task_id)).task
                 except ipc.RemoteError:
                     now = None  # no such task here (any more): nobody waits for that copy
                 if now is not None and _is_that_copy(
-                    now.get("machine"),
-                    now.get("remote_id"),
-                    now.get("attempts"),
+                    now.machine,
+                    now.remote_id,
+                    now.attempts,
                     machine,
                     t.id,
                     attempt,
-                    row_finished=now.get("state") in FINISHED_STATES,
+                    row_finished=now.state in FINISHED_STATES,
                 ):
                     continue
                 key = (machine, t.id)

@@ -74,10 +74,10 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def _owner_cluster() -> dict[str, Any] | None:
     try:
         with ipc.IpcClient(app_paths(), timeout_s=10.0) as client:
-            doc = client.request("status", cluster=True).get("cluster")
+            doc: dict[str, Any] | None = client.request("status", cluster=True).cluster
     except ipc.IpcError:
         return None
-    return doc if isinstance(doc, dict) else None
+    return doc
 
 
 def _iso(epoch: float | None) -> str | None:

@@ -35,6 +35,7 @@ from gputray.cluster.config import (
 from gputray.cluster.wire import record_to_wire
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.replies import ClusterSynced, ClusterTask
 from gputray.scheduler.store import TaskStore
 from gputray.scheduler.tasks import FINISHED_STATES, QueueEvent, TaskRecord, TaskSpec
 
@@ -210,7 +211,7 @@ class ClusterLink:
 
     # --- ops ---------------------------------------------------------------------------------------
 
-    def sync(self, req: rq.ClusterSync) -> dict[str, Any]:
+    def sync(self, req: rq.ClusterSync) -> ClusterSynced:
         self._last_sync_mono = time.monotonic()
         self.bridge_note = ""
         if req.report is not None:
@@ -221,8 +222,8 @@ class ClusterLink:
                 self._changed.wait(wait_s)
             self._dirty = False
         self._last_sync_mono = time.monotonic()
-        tasks = [record_to_wire(r) for r in self.store.list() if self._concerns(r)]
-        return {"machine": self.local_machine, "tasks": tasks, "stopping": self._stop.is_set()}
+        tasks = tuple(record_to_wire(r) for r in self.store.list() if self._concerns(r))
+        return ClusterSynced(machine=self.local_machine, tasks=tasks, stopping=self._stop.is_set())
 
     def _concerns(self, rec: TaskRecord) -> bool:
         if rec.spec.machine is None:
@@ -233,7 +234,7 @@ class ClusterLink:
             return rec.machine not in (None, self.local_machine) and rec.remote_state not in TERMINAL_REMOTE
         return True
 
-    def update(self, req: rq.ClusterUpdate) -> dict[str, Any]:
+    def update(self, req: rq.ClusterUpdate) -> ClusterTask:
         task_id = int(req.id)
         changes = dict(req.changes or {})
         bad = set(changes) - _UPDATABLE
@@ -260,7 +261,7 @@ class ClusterLink:
             got = self.store.compare_and_update(task_id, req.expect_state, **changes)
             if got is None:
                 self._wake()
-                return {"task": None, "now": record_to_wire(self.store.get(task_id))}
+                return ClusterTask(task=None, now=record_to_wire(self.store.get(task_id)))
             new = got
         else:
             new = self.store.update(task_id, **changes)
@@ -272,22 +273,22 @@ class ClusterLink:
         if self.queue is not None and (new.machine == self.local_machine or new.state == "queued"):
             self.queue.request_dispatch()
         self._wake()
-        return {"task": record_to_wire(new)}
+        return ClusterTask(task=record_to_wire(new))
 
-    def submit(self, req: rq.ClusterSubmit) -> dict[str, Any]:
+    def submit(self, req: rq.ClusterSubmit) -> ClusterTask:
         from gputray.scheduler.taskfile import spec_from_record_dict
 
         origin = req.origin
         with self._submit_lock:
             for rec in self.store.list():
                 if rec.spec.origin == origin:
-                    return {"task": record_to_wire(rec), "existing": True}
+                    return ClusterTask(task=record_to_wire(rec), existing=True)
             data = {**req.spec, "origin": origin, "machine": None, "base_env": None}
             spec = spec_from_record_dict(data, source=f"a task from {origin.partition('#')[0]}")
             if self.queue is None:
                 raise ClusterRequestError("the queue is not started")
             rec = self.queue.submit(spec)
-        return {"task": record_to_wire(rec), "existing": False}
+        return ClusterTask(task=record_to_wire(rec), existing=False)
 
     def report_doc(self) -> dict[str, Any]:
         cfg = self._config

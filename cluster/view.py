@@ -8,6 +8,7 @@ from typing import Any
 
 from gputray.cluster.wire import DeviceView, InboundTask, MachineView
 from gputray.scheduler import ipc
+from gputray.scheduler.replies import QueueReply, StatusReply
 
 CPU_KEY = "cpu"
 
@@ -37,24 +38,24 @@ def _doctor_verdicts(keys: list[tuple[str, str]]) -> dict[str, tuple[tuple[str, 
 
 def local_view(client: ipc.IpcClient, machine: str, *, now_s: float | None = None) -> MachineView:
     """Ask this machine's owner. Raises ipc.IpcError when it does not answer."""
-    status = client.request("status")
-    listing = client.request("queue")
-    snap: dict[str, Any] = status.get("snapshot") or {}
-    verdicts = {d["key"]: d for d in status.get("devices") or ()}
-    paused: dict[str, bool] = status.get("paused") or {}
+    status: StatusReply = client.request("status")
+    listing: QueueReply = client.request("queue")
+    snap: dict[str, Any] = status.snapshot or {}
+    verdicts = {d.key: d for d in status.devices}
+    paused = status.paused.devices
     running: dict[str, list[str]] = {}
     inbound: list[InboundTask] = []
-    for t in listing.get("tasks") or ():
-        if t.get("state") == "running" and t.get("device"):
-            running.setdefault(t["device"], []).append(f"{t['name']} (#{t['id']})")
-        if t.get("origin") and t.get("state") not in ("succeeded", "failed", "cancelled"):
-            inbound.append(InboundTask(int(t["id"]), str(t["origin"]), str(t["state"])))
+    for t in listing.tasks:
+        if t.state == "running" and t.device:
+            running.setdefault(t.device, []).append(f"{t.name} (#{t.id})")
+        if t.origin and t.state not in ("succeeded", "failed", "cancelled"):
+            inbound.append(InboundTask(t.id, t.origin, t.state))
     raw = list(snap.get("devices") or ())
     doctor = _doctor_verdicts([(d["key"], d.get("vendor", "other")) for d in raw] + [(CPU_KEY, "cpu")])
     devices = []
     for d in raw:
         key = d["key"]
-        v = verdicts.get(key, {})
+        v = verdicts.get(key)
         failed, torch_ok = doctor.get(key, ((), None))
         devices.append(
             DeviceView(
@@ -74,14 +75,14 @@ def local_view(client: ipc.IpcClient, machine: str, *, now_s: float | None = Non
                 shared_total_bytes=d.get("shared_total_bytes"),
                 sclk_mhz=d.get("sclk_mhz"),
                 mclk_mhz=d.get("mclk_mhz"),
-                busy=v.get("busy"),
-                reasons=tuple(v.get("reasons") or ()),
+                busy=v.busy if v else None,
+                reasons=v.reasons if v else (),
                 running=len(running.get(key, ())),
                 running_names=tuple(running.get(key, ())),
-                paused=bool(paused.get(key)),
+                paused=key in paused,
                 failed_needs=failed,
                 torch_ok=torch_ok,
-                simulated=bool(v.get("simulated")),
+                simulated=bool(v and v.simulated),
             )
         )
     failed, torch_ok = doctor.get(CPU_KEY, ((), None))
@@ -93,7 +94,7 @@ def local_view(client: ipc.IpcClient, machine: str, *, now_s: float | None = Non
             kind="cpu",
             running=len(running.get(CPU_KEY, ())),
             running_names=tuple(running.get(CPU_KEY, ())),
-            paused=bool(paused.get(CPU_KEY)),
+            paused=CPU_KEY in paused,
             failed_needs=failed,
             torch_ok=torch_ok,
         )
@@ -105,8 +106,8 @@ def local_view(client: ipc.IpcClient, machine: str, *, now_s: float | None = Non
         devices=tuple(devices),
         ram_used_bytes=host.get("ram_used_bytes"),
         ram_total_bytes=host.get("ram_total_bytes"),
-        queue_paused=bool(paused.get("queue")),
-        demo=bool(status.get("demo")),
+        queue_paused=status.paused.all,
+        demo=status.demo,
         inbound=tuple(inbound),
-        gputray_pid=status.get("pid"),
+        gputray_pid=status.pid,
     )

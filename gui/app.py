@@ -98,7 +98,7 @@ def hand_over(files: Sequence[str]) -> int | None:
         with ipc.IpcClient(paths, timeout_s=30.0) as client:
             pong = client.request("ping")
             if not files:
-                print(f"gputray is already running (pid {pong.get('pid')}).")
+                print(f"gputray is already running (pid {pong.pid}).")
                 return 0
             absolute = [str(Path(f).expanduser().absolute()) for f in files]
             try:
@@ -106,10 +106,10 @@ def hand_over(files: Sequence[str]) -> int | None:
             except ipc.RemoteError as exc:
                 print(f"gputray: {exc}", file=sys.stderr)
                 return 1
-            if result.get("handed_to") == "tray":
+            if result.handed_to == "tray":
                 print(f"gave {len(absolute)} file(s) to the running gputray: confirm the jobs there.")
-            for task in result.get("tasks", []):
-                print(f"queued #{task.get('id')}: {task.get('name')}")
+            for task in result.tasks:
+                print(f"queued #{task.id}: {task.name}")
             return 0
     except ipc.OwnerNotRunning:
         return None

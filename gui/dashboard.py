@@ -42,6 +42,7 @@ from gputray.gui.theme import colors, is_dark
 from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB
+from gputray.scheduler.replies import TaskView
 
 METRICS: tuple[tuple[str, str, float], ...] = (
     ("util_percent", tr_noop("Utilisation %"), 1.0),
@@ -144,7 +145,7 @@ class Dashboard(QWidget):
         self,
         monitor: MonitorLike,
         *,
-        tasks: Callable[[], Sequence[dict[str, Any]]] | None = None,
+        tasks: Callable[[], Sequence[TaskView]] | None = None,
         demo: bool = False,
     ) -> None:
         super().__init__(None)
@@ -419,8 +420,8 @@ class Dashboard(QWidget):
         menu.exec(self.proc_table.viewport().mapToGlobal(pos))
         menu.deleteLater()
 
-    def _task_text(self, t: dict[str, Any]) -> str:
-        return f"#{t.get('id')} {t.get('name')} — {tr(str(t.get('state') or ''))}"
+    def _task_text(self, t: TaskView) -> str:
+        return f"#{t.id} {t.name} — {tr(t.state)}"
 
     def _fill_tasks(self) -> None:
         tasks = list(self.tasks())[-200:]
@@ -436,32 +437,32 @@ class Dashboard(QWidget):
         self.task_list.clear()
         for t, text in zip(tasks, texts, strict=True):
             item = QListWidgetItem(text)
-            item.setData(ID_ROLE, t.get("id"))
-            item.setData(LOG_ROLE, t.get("log_path"))
-            reason = messages.translate(str(t.get("reason") or ""))
+            item.setData(ID_ROLE, t.id)
+            item.setData(LOG_ROLE, t.log_path)
+            reason = messages.translate(t.reason)
             item.setToolTip(f"{text}\n{reason}" if reason else text)
             self.task_list.addItem(item)
-            if t.get("id") == current_id:
+            if t.id == current_id:
                 self.task_list.setCurrentItem(item)
         self.task_list.blockSignals(False)
         if self.task_list.currentItem() is not None:
             self._show_log(self.task_list.currentItem(), None)
 
-    def _task(self, task_id: Any) -> dict[str, Any] | None:
-        return next((t for t in self.tasks() if t.get("id") == task_id), None)
+    def _task(self, task_id: Any) -> TaskView | None:
+        return next((t for t in self.tasks() if t.id == task_id), None)
 
     def _show_log(self, item: QListWidgetItem | None, _previous: object) -> None:
         if item is None:
             return
         log_path = item.data(LOG_ROLE)
         if not log_path:  # waiting or queued: no log yet, so say why it waits
-            t = self._task(item.data(ID_ROLE)) or {}
+            t = self._task(item.data(ID_ROLE)) or TaskView(id=item.data(ID_ROLE), state="")
             lines = [
-                tr("#{id} {name} has not started yet.").format(id=t.get("id"), name=t.get("name")),
-                tr("State: {state}").format(state=tr(str(t.get("state") or ""))),
+                tr("#{id} {name} has not started yet.").format(id=t.id, name=t.name),
+                tr("State: {state}").format(state=tr(t.state)),
             ]
-            if t.get("reason"):
-                lines.append(tr("Why: {reason}").format(reason=messages.translate(str(t.get("reason")))))
+            if t.reason:
+                lines.append(tr("Why: {reason}").format(reason=messages.translate(t.reason)))
             text = "\n".join(lines)
         else:
             path = Path(str(log_path))

@@ -13,11 +13,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.monitor.records import DeviceEvent
+from gputray.scheduler.replies import TaskView
 
 log = logging.getLogger("gputray.gui.notifications")
 
@@ -121,12 +121,11 @@ class Notifier:
                 Notice(kind, title.format(name=ev.name), messages.translate(ev.message), critical, key=ev.key)
             )
 
-    def on_queue_event(self, kind: str, task: Mapping[str, Any] | None, message: str) -> None:
-        """A scheduler QueueEvent (kind, task record as dict, message) → maybe a notice."""
-        task = task or {}
-        name = str(task.get("name") or task.get("id") or "")
-        log_path = task.get("log_path")
-        key = str(task.get("id", ""))
+    def on_queue_event(self, kind: str, task: TaskView, message: str) -> None:
+        """A scheduler QueueEvent (kind, the task, message) → maybe a notice."""
+        name = task.name or str(task.id)
+        log_path = task.log_path
+        key = str(task.id)
         notice_kind = queue_event_kind(kind, task)
         if notice_kind is None:
             return
@@ -140,7 +139,7 @@ class Notifier:
             Notice(
                 notice_kind,
                 titles[notice_kind].format(name=name),
-                messages.translate(message or str(task.get("reason") or "")),
+                messages.translate(message or task.reason),
                 critical=notice_kind == "job_failed",
                 log_path=str(log_path) if log_path else None,
                 key=f"{key}:{notice_kind}",
@@ -148,7 +147,7 @@ class Notifier:
         )
 
 
-def queue_event_kind(kind: str, task: Mapping[str, Any]) -> str | None:
+def queue_event_kind(kind: str, task: TaskView) -> str | None:
     """Map the scheduler's event names (and, as a fallback, the task's state) to a notice kind."""
     k = kind.lower()
     if "redirect" in k:
@@ -160,7 +159,7 @@ def queue_event_kind(kind: str, task: Mapping[str, Any]) -> str | None:
     if k in ("succeeded", "finished", "done", "job_finished"):
         return "job_finished"
     if k in ("ended", "exited", "state"):
-        state = str(task.get("state"))
+        state = task.state
         if state == "succeeded":
             return "job_finished"
         if state in ("failed", "interrupted"):

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import (
@@ -71,6 +70,7 @@ from gputray.gui.widgets import ElidedLabel, Swatch
 from gputray.monitor.readings_text import panel_extras, sample_extras
 from gputray.monitor.records import DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB
+from gputray.scheduler.replies import DeviceSlots, TaskView
 
 log = logging.getLogger("gputray.gui")
 HistoryFn = Callable[[str, str, float], list[tuple[float, float | None]]]
@@ -833,14 +833,13 @@ class Panel(QWidget):
         running, slots = self._jobs["cpu"]
         return "  ·  " + tr("jobs {running}/{slots}").format(running=running, slots=slots)
 
-    def set_jobs(self, devices: Iterable[Mapping[str, Any]]) -> None:
+    def set_jobs(self, devices: Iterable[DeviceSlots]) -> None:
         """Jobs running / slots per device, from the queue listing (``QueueService.devices``)."""
         for d in devices:
-            key, running, slots = d.get("key"), d.get("running"), d.get("slots")
-            if isinstance(key, str) and isinstance(running, int) and isinstance(slots, int):
-                self._jobs[key] = (running, slots)
-                if key in self.cards:
-                    self.cards[key].set_jobs(running, slots)
+            if d.slots is not None:
+                self._jobs[d.key] = (d.running, d.slots)
+                if d.key in self.cards:
+                    self.cards[d.key].set_jobs(d.running, d.slots)
         self.host_label.setText(self._host_text())
 
     def set_paused(self, paused_all: bool, devices: Iterable[str]) -> None:
@@ -860,7 +859,7 @@ class Panel(QWidget):
         )
 
     # -- actions ---------------------------------------------------------------------------------------
-    def selected_tasks(self) -> list[dict[str, object]]:
+    def selected_tasks(self) -> list[TaskView]:
         rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
         return [t for t in (self.model.task(r) for r in rows) if t is not None]
 
@@ -874,41 +873,41 @@ class Panel(QWidget):
         (self.pause_requested if pause else self.resume_requested).emit(key)
 
     def _cancel(self) -> None:
-        ids = [t.get("id") for t in self.selected_tasks() if t.get("state") in ACTIVE_STATES]
+        ids = [t.id for t in self.selected_tasks() if t.state in ACTIVE_STATES]
         if ids:
             self.cancel_requested.emit(ids)
 
     def _retry(self) -> None:
         for t in self.selected_tasks():
-            if t.get("state") in RETRYABLE_STATES:
-                self.retry_requested.emit(t.get("id"))
+            if t.state in RETRYABLE_STATES:
+                self.retry_requested.emit(t.id)
 
     def _move(self, delta: int) -> None:
         tasks = self.selected_tasks()
-        if len(tasks) == 1 and tasks[0].get("state") in PENDING_STATES:
-            self.move_requested.emit(tasks[0].get("id"), delta)
+        if len(tasks) == 1 and tasks[0].state in PENDING_STATES:
+            self.move_requested.emit(tasks[0].id, delta)
 
     def _open_log(self) -> None:
         for t in self.selected_tasks()[:1]:
-            if t.get("log_path"):
-                self.open_log_requested.emit(str(t.get("log_path")))
+            if t.log_path:
+                self.open_log_requested.emit(t.log_path)
 
     def _open_log_at(self, index: QModelIndex) -> None:
         t = self.model.task(index.row())
-        if t and t.get("log_path"):
-            self.open_log_requested.emit(str(t.get("log_path")))
+        if t and t.log_path:
+            self.open_log_requested.emit(t.log_path)
 
     def row_menu(self, row: int) -> QMenu:
         """The right-click menu of a queue row (the row is selected first, as a click would)."""
         if not any(i.row() == row for i in self.table.selectionModel().selectedRows()):
             self.table.selectRow(row)
         tasks = self.selected_tasks()
-        states = {str(t.get("state")) for t in tasks}
+        states = {t.state for t in tasks}
         single = tasks[0] if len(tasks) == 1 else None
         pending = sum(self.model.counts().get(s, 0) for s in PENDING_STATES)
         menu = QMenu(self)
         log_action = menu.addAction(tr("Open log"))
-        log_action.setEnabled(bool(single and single.get("log_path")))
+        log_action.setEnabled(bool(single and single.log_path))
         log_action.triggered.connect(self._open_log)
         menu.addSeparator()
         cancel = menu.addAction(tr("Cancel"))
@@ -917,7 +916,7 @@ class Panel(QWidget):
         retry = menu.addAction(tr("Retry"))
         retry.setEnabled(bool(states & RETRYABLE_STATES))
         retry.triggered.connect(self._retry)
-        movable = single is not None and single.get("state") in PENDING_STATES
+        movable = single is not None and single.state in PENDING_STATES
         priority = menu.addMenu(tr("Priority"))
         priority.setEnabled(movable)
         for text, delta in (
@@ -939,19 +938,19 @@ class Panel(QWidget):
         from gputray.scheduler.tasks import MAX_PRIORITY
 
         tasks = self.selected_tasks()
-        if len(tasks) != 1 or tasks[0].get("state") not in PENDING_STATES:
+        if len(tasks) != 1 or tasks[0].state not in PENDING_STATES:
             return
         task = tasks[0]
         value, ok = QInputDialog.getInt(
             self,
             tr("Set priority"),
-            tr("Priority of {name} (higher starts first):").format(name=task.get("name") or ""),
-            _whole(task.get("priority")),
+            tr("Priority of {name} (higher starts first):").format(name=task.name),
+            task.priority,
             -MAX_PRIORITY,
             MAX_PRIORITY,
         )
         if ok:
-            self.priority_requested.emit(task.get("id"), value)
+            self.priority_requested.emit(task.id, value)
 
     def _row_menu(self, pos: QPoint) -> None:
         index = self.table.indexAt(pos)
@@ -984,7 +983,3 @@ class Panel(QWidget):
             return
         event.acceptProposedAction()
         self.files_dropped.emit([u.toLocalFile() or u.toString() for u in urls])
-
-
-def _whole(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,4 +1,4 @@
-"""The queue as a Qt table model over task records (``TaskRecord.to_json()`` dicts).
+"""The queue as a Qt table model over the owner's task views (``replies.TaskView``, times in epoch s).
 
 Updates are incremental: :meth:`QueueModel.apply` diffs the new list against the rows it holds and emits
 row inserts, removals, a layout change for reorders, and ``dataChanged`` for only the rows that changed,
@@ -9,8 +9,7 @@ column of running tasks is refreshed by :meth:`tick` without touching any other 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -19,8 +18,8 @@ from PySide6.QtGui import QColor
 from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.theme import colors
+from gputray.scheduler.replies import TaskView
 
-TaskDict = Mapping[str, Any]
 Index = QModelIndex | QPersistentModelIndex
 
 COLUMNS = ("name", "state", "device", "reason", "elapsed")
@@ -40,23 +39,6 @@ ID_ROLE = Qt.ItemDataRole.UserRole + 1
 RECORD_ROLE = Qt.ItemDataRole.UserRole + 2
 
 
-def to_epoch_s(value: Any) -> float | None:
-    """Task times arrive as epoch seconds or ISO-8601 strings; None when absent or unparseable."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            try:
-                return float(value)
-            except ValueError:
-                return None
-    return None
-
-
 def format_duration(seconds: float) -> str:
     seconds = max(0, int(seconds))
     h, rest = divmod(seconds, 3600)
@@ -64,19 +46,17 @@ def format_duration(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-def elapsed_s(task: TaskDict, now_epoch_s: float) -> float | None:
-    started = to_epoch_s(task.get("started_at"))
-    if started is None:
+def elapsed_s(task: TaskView, now_epoch_s: float) -> float | None:
+    if task.started_at is None:
         return None
-    ended = to_epoch_s(task.get("ended_at"))
-    return (ended if ended is not None else now_epoch_s) - started
+    return (task.ended_at if task.ended_at is not None else now_epoch_s) - task.started_at
 
 
 class QueueModel(QAbstractTableModel):
     def __init__(self, parent: Any = None, *, wall_clock: Any = time.time) -> None:
         super().__init__(parent)
-        self._rows: list[dict[str, Any]] = []
-        self._row_of: dict[Any, int] = {}
+        self._rows: list[TaskView] = []
+        self._row_of: dict[int, int] = {}
         self._device_names: dict[str, str] = {}
         self._device_full_names: dict[str, str] = {}
         self._wall_clock = wall_clock
@@ -122,43 +102,43 @@ class QueueModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return self.tooltip(task, col) or None
         if role == Qt.ItemDataRole.ForegroundRole and col == COL_STATE:
-            return self._state_colors.get(str(task.get("state")))
+            return self._state_colors.get(task.state)
         if role == ID_ROLE:
-            return task.get("id")
+            return task.id
         if role == RECORD_ROLE:
             return task
         return None
 
-    def display(self, task: TaskDict, col: int) -> str:
+    def display(self, task: TaskView, col: int) -> str:
         if col == COL_NAME:
-            return str(task.get("name") or task.get("id"))
+            return task.name or str(task.id)
         if col == COL_STATE:
-            return tr(str(task.get("state") or ""))
+            return tr(task.state)
         if col == COL_DEVICE:
-            device = task.get("device")
+            device = task.device
             shown = self._device_names.get(str(device), str(device)) if device else "–"
-            env = task.get("env")
+            env = task.env
             return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
-            return messages.translate(str(task.get("reason") or ""))
+            return messages.translate(task.reason)
         if col == COL_ELAPSED:
             took = elapsed_s(task, self._now)
             return "" if took is None else format_duration(took)
         return ""
 
-    def tooltip(self, task: TaskDict, col: int) -> str:
+    def tooltip(self, task: TaskView, col: int) -> str:
         """The whole of what a cell shows (cells elide), and a little more: every cell has one."""
-        exit_code = task.get("exit_code")
-        reason_text = str(task.get("reason") or "")
+        exit_code = task.exit_code
+        reason_text = task.reason
         said = (
             f"status {exit_code}" in reason_text or "signal" in reason_text
         )  # the reason says it: not twice
         failed = exit_code not in (None, 0) and not said
         exit_text = tr("exit status {code}").format(code=exit_code) if failed else ""
         if col == COL_NAME:
-            lines = [f"#{task.get('id')} {task.get('name') or ''}".strip()]
-            if task.get("log_path"):
-                lines.append(tr("log: {path}").format(path=task.get("log_path")))
+            lines = [f"#{task.id} {task.name or ''}".strip()]
+            if task.log_path:
+                lines.append(tr("log: {path}").format(path=task.log_path))
             return "\n".join(lines)
         if col in (COL_STATE, COL_REASON):
             parts = [self.display(task, COL_STATE)] if col == COL_STATE else []
@@ -166,11 +146,11 @@ class QueueModel(QAbstractTableModel):
             parts += [p for p in (reason, exit_text) if p]
             return "\n".join(parts)
         if col == COL_DEVICE:
-            device = task.get("device")
+            device = task.device
             if not device:
                 return ""
-            full = self._device_full_names.get(str(device))
-            env = task.get("env")
+            full = self._device_full_names.get(device)
+            env = task.env
             if full is None:
                 return self.display(task, col)
             return f"{full} · {env}" if env else full
@@ -179,20 +159,19 @@ class QueueModel(QAbstractTableModel):
         return ""
 
     # -- our API --------------------------------------------------------------------------------------
-    def task(self, row: int) -> dict[str, Any] | None:
+    def task(self, row: int) -> TaskView | None:
         return self._rows[row] if 0 <= row < len(self._rows) else None
 
-    def row_of(self, task_id: Any) -> int | None:
+    def row_of(self, task_id: int) -> int | None:
         return self._row_of.get(task_id)
 
-    def tasks(self) -> list[dict[str, Any]]:
+    def tasks(self) -> list[TaskView]:
         return list(self._rows)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for t in self._rows:
-            state = str(t.get("state"))
-            out[state] = out.get(state, 0) + 1
+            out[t.state] = out.get(t.state, 0) + 1
         return out
 
     def device_names(self) -> list[str]:
@@ -211,15 +190,15 @@ class QueueModel(QAbstractTableModel):
 
     def _reindex(self, start: int = 0) -> None:
         for i in range(start, len(self._rows)):
-            self._row_of[self._rows[i].get("id")] = i
+            self._row_of[self._rows[i].id] = i
 
-    def apply(self, records: Iterable[TaskDict]) -> None:
+    def apply(self, records: Iterable[TaskView]) -> None:
         """Make the rows equal to ``records`` (in that order) with the fewest signals."""
-        new = [dict(r) for r in records]
-        new_ids = [r.get("id") for r in new]
+        new = list(records)
+        new_ids = [r.id for r in new]
         new_set = set(new_ids)
         # 1. removals, as contiguous runs from the bottom up
-        gone = [i for i, t in enumerate(self._rows) if t.get("id") not in new_set]
+        gone = [i for i, t in enumerate(self._rows) if t.id not in new_set]
         if gone:
             runs: list[tuple[int, int]] = []
             for i in gone:
@@ -236,10 +215,10 @@ class QueueModel(QAbstractTableModel):
         # 2. reorder of the rows that stay
         old_set = set(self._row_of)
         wanted_order = [i for i in new_ids if i in old_set]
-        if wanted_order != [t.get("id") for t in self._rows]:
+        if wanted_order != [t.id for t in self._rows]:
             self.layoutAboutToBeChanged.emit()
-            old_ids = [t.get("id") for t in self._rows]
-            by_id = {t.get("id"): t for t in self._rows}
+            old_ids = [t.id for t in self._rows]
+            by_id = {t.id: t for t in self._rows}
             self._rows = [by_id[i] for i in wanted_order]
             self._row_of = {}
             self._reindex()
@@ -250,7 +229,7 @@ class QueueModel(QAbstractTableModel):
         # 3. inserts, grouped into runs
         i = 0
         while i < len(new):
-            if i < len(self._rows) and self._rows[i].get("id") == new_ids[i]:
+            if i < len(self._rows) and self._rows[i].id == new_ids[i]:
                 i += 1
                 continue
             j = i
@@ -275,15 +254,15 @@ class QueueModel(QAbstractTableModel):
         if run_start is not None:
             self._emit_rows_changed(run_start, len(new) - 1)
 
-    def upsert(self, record: TaskDict) -> None:
+    def upsert(self, record: TaskView) -> None:
         """One task changed (an event from the queue): update its row, or append it."""
-        rec = dict(record)
-        row = self._row_of.get(rec.get("id"))
+        rec = record
+        row = self._row_of.get(rec.id)
         if row is None:
             n = len(self._rows)
             self.beginInsertRows(QModelIndex(), n, n)
             self._rows.append(rec)
-            self._row_of[rec.get("id")] = n
+            self._row_of[rec.id] = n
             self.endInsertRows()
         elif self._rows[row] != rec:
             self._rows[row] = rec
@@ -297,12 +276,8 @@ class QueueModel(QAbstractTableModel):
         self._now = self._wall_clock() if now_epoch_s is None else now_epoch_s
         touched = 0
         for n, t in enumerate(self._rows):
-            if t.get("state") == "running":
+            if t.state == "running":
                 idx = self.index(n, COL_ELAPSED)
                 self.dataChanged.emit(idx, idx, [Qt.ItemDataRole.DisplayRole])
                 touched += 1
         return touched
-
-
-def task_ids(records: Sequence[TaskDict]) -> list[Any]:
-    return [r.get("id") for r in records]

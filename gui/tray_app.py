@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -35,11 +35,14 @@ from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, s
 from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.replies import Paused, Reply, TaskView
+from gputray.scheduler.tasks import QueueEvent
 
 if TYPE_CHECKING:
     from gputray.scheduler.owner import Owner
 
 log = logging.getLogger("gputray.gui")
+R = TypeVar("R", bound=Reply)
 
 NO_GPU_NOTE = tr_noop("No GPU was found on this machine, so gputray shows two simulated GPUs (DEMO).")
 NO_TRAY_NOTE = tr_noop(
@@ -49,18 +52,6 @@ NO_TRAY_NOTE = tr_noop(
 BACKENDS_FAILED_NOTE = tr_noop("The GPU backends failed to start ({error}).")
 OWNER_FAILED_NOTE = tr_noop("gputray could not start its queue: {error}")
 CONFIG_NOTE = tr_noop("Your config file has a problem, so the defaults are used: {error}")
-
-
-def parse_paused(value: Any) -> tuple[bool, set[str]]:
-    """(whole queue paused, paused device keys) from QueueService.paused()'s ``{"queue": bool, <key>: bool}``,
-    or from the ``{"all": bool, "devices": [...]}`` the app keeps across a window rebuild."""
-    if not isinstance(value, dict):
-        return False, set()
-    all_paused = bool(value.get("all") or value.get("queue"))
-    devices = value.get("devices")
-    if isinstance(devices, list | tuple | set):
-        return all_paused, {str(d) for d in devices}
-    return all_paused, {str(k) for k, v in value.items() if v is True and k not in ("queue", "all")}
 
 
 class TrayApp(QObject):
@@ -101,8 +92,7 @@ class TrayApp(QObject):
         self._starting = False
         self.dashboard: Any = None
         self.bubble: Any = None
-        self.paused_all = False
-        self.paused_devices: set[str] = set()
+        self.paused = Paused()
         self.tray_available = (
             QSystemTrayIcon.isSystemTrayAvailable() if tray_available is None else tray_available
         )
@@ -252,9 +242,8 @@ class TrayApp(QObject):
             raise
         return owner, monitor, demo, notes
 
-    def _event_from_thread(self, event: Any) -> None:
-        task = event.task.to_json() if hasattr(event.task, "to_json") else dict(event.task or {})
-        self.queue_event_arrived.emit(str(event.kind), task, str(event.message))
+    def _event_from_thread(self, event: QueueEvent) -> None:
+        self.queue_event_arrived.emit(event.kind, TaskView.of(event.task), event.message)
 
     def _on_owner_started(self, result: Any) -> None:
         self._starting = False
@@ -354,7 +343,7 @@ class TrayApp(QObject):
         return "keep" if clicked is keep else "stop" if clicked is stop else None
 
     # -- owner requests (in-process: the same handler the socket uses) ---------------------------------
-    def request(self, req: rq.Request) -> dict[str, Any] | None:
+    def request(self, req: rq.Request[R]) -> R | None:
         if self.owner is None:
             self._warn(tr("gputray is still starting; try again in a moment."))
             return None
@@ -373,20 +362,20 @@ class TrayApp(QObject):
         except Exception as exc:
             log.warning("queue listing failed: %s", exc)
             return
-        self.model.apply(result.get("tasks", []))
-        self._apply_paused(result.get("paused"))
-        self.panel.set_jobs(result.get("devices") or [])
+        self.model.apply(result.tasks)
+        self._apply_paused(result.paused)
+        self.panel.set_jobs(result.devices)
         self.panel.update_queue_label()
 
-    def _apply_paused(self, value: Any) -> None:
-        self.paused_all, self.paused_devices = parse_paused(value)
-        self.panel.set_paused(self.paused_all, self.paused_devices)
-        self.menu.set_paused(self.paused_all)
+    def _apply_paused(self, paused: Paused) -> None:
+        self.paused = paused
+        self.panel.set_paused(paused.all, paused.devices)
+        self.menu.set_paused(paused.all)
 
     def cancel(self, ids: list[Any]) -> None:
         result = self.request(rq.Cancel(ids=list(ids)))
-        if result and result.get("errors"):
-            self._warn("\n".join(result["errors"]))
+        if result and result.errors:
+            self._warn("\n".join(result.errors))
         self.reload_queue()
 
     def retry(self, task_id: Any) -> None:
@@ -407,24 +396,23 @@ class TrayApp(QObject):
     def pause(self, device: str | None) -> None:
         result = self.request(rq.Pause(device=device))
         if result is not None:
-            self._apply_paused(result.get("paused"))
+            self._apply_paused(result.paused)
 
     def resume(self, device: str | None) -> None:
         result = self.request(rq.Resume(device=device))
         if result is not None:
-            self._apply_paused(result.get("paused"))
+            self._apply_paused(result.paused)
 
     def submit_files(self, files: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
         """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
         if self.owner is None:
             raise RuntimeError(tr("gputray is still starting; try again in a moment."))
         result = self.owner.handle(rq.SubmitFiles(files=[*files], recipe=recipe, overrides=overrides))
-        tasks = result.get("tasks", [])
-        for t in tasks:
+        for t in result.tasks:
             self.model.upsert(t)
         self.panel.update_queue_label()
-        log.info("queued %d job(s) from %d file(s)", len(tasks), len(files))
-        return [t.get("id") for t in tasks]
+        log.info("queued %d job(s) from %d file(s)", len(result.tasks), len(files))
+        return [t.id for t in result.tasks]
 
     def _on_files_opened(self, files: list[str]) -> None:
         if self.owner is None:  # handed over while the owner was still being announced
@@ -489,9 +477,8 @@ class TrayApp(QObject):
         picture = self.cluster_picture()
         return None if picture is None else list(picture.online_others())
 
-    def _on_queue_event(self, kind: str, task: dict[str, Any], message: str) -> None:
-        if task:
-            self.model.upsert(task)
+    def _on_queue_event(self, kind: str, task: TaskView, message: str) -> None:
+        self.model.upsert(task)
         self.notifier.on_queue_event(kind, task, message)
         self.panel.update_queue_label()
         if self.latest is not None:

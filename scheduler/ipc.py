@@ -38,7 +38,9 @@ Frames
 Requests are ``{"op": NAME, "args": {...}, "v": 1}``; replies ``{"ok": true, "result": {...}}`` or
 ``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is decoded into its op's typed
 Struct (``protocol``: known op, known argument names, types and sizes) before a handler sees it, so
-garbage gets an error reply and never reaches the queue.
+garbage gets an error reply and never reaches the queue. The handler answers with the op's reply Struct
+(``replies``), encoded by msgspec; the client decodes the result into the same type
+(``protocol.REPLY_TYPES``), and one that does not fit is a ``ProtocolError`` saying so.
 """
 
 from __future__ import annotations
@@ -71,11 +73,13 @@ from gputray.scheduler.paths import FolderError, Paths, unwritable_reason
 from gputray.scheduler.protocol import (
     OPS,
     PROTOCOL_VERSION,
+    REPLY_TYPES,
     BadRequest,
     Refusal,
     Request,
     decode_request,
 )
+from gputray.scheduler.replies import Reply
 
 log = logging.getLogger("gputray.ipc")
 
@@ -154,7 +158,7 @@ def encode_payload(obj: object, *, limit: int = MAX_FRAME_BYTES) -> bytes:
     try:
         data = msgspec.json.encode(obj)
     except UnicodeEncodeError:
-        data = msgspec.json.encode(_printable(obj))
+        data = msgspec.json.encode(_printable(msgspec.to_builtins(obj)))
     if len(data) > limit:
         raise ProtocolError(f"message too large ({len(data)} bytes, at most {limit})")
     return data
@@ -304,7 +308,7 @@ def _take_owner_lock(paths: Paths) -> int:
 # --------------------------------------------------------------------------------------------------
 # Server
 
-Handler = Callable[[Request], dict[str, Any]]
+Handler = Callable[[Request[Any]], Reply]
 
 
 class _OpName(msgspec.Struct):
@@ -902,6 +906,19 @@ def _pipe_answers(address: str, family: str, authkey: bytes) -> bool:
 # Client
 
 
+class _Error(msgspec.Struct):
+    type: str = "Error"
+    message: str = ""
+
+
+class _Frame(msgspec.Struct):
+    """A reply as it arrives; ``result`` is decoded into the op's type once the op is known."""
+
+    ok: bool
+    result: msgspec.Raw = msgspec.Raw()
+    error: _Error | None = None
+
+
 class IpcClient:
     """Talks to the owner. Keeps one connection open across requests (``close()`` or ``with`` ends it).
 
@@ -967,6 +984,12 @@ class IpcClient:
 
     def send_raw(self, payload: bytes) -> dict[str, Any]:
         """Send already-encoded bytes as one frame (tests use it for garbage) and return the reply."""
+        reply = msgspec.json.decode(self._exchange(payload))
+        if not isinstance(reply, dict):
+            raise ProtocolError("the owner's reply is not an object")
+        return reply
+
+    def _exchange(self, payload: bytes) -> bytes:
         with self._lock:
             if self._sock is None and self._conn is None:
                 self._connect()
@@ -983,24 +1006,26 @@ class IpcClient:
             if data is None:
                 self.close()
                 raise IpcError("the gputray owner closed the connection")
-        try:
-            reply = msgspec.json.decode(data)
-        except msgspec.DecodeError as exc:
-            raise ProtocolError(f"the owner's reply is not JSON: {exc}") from None
-        if not isinstance(reply, dict):
-            raise ProtocolError("the owner's reply is not an object")
-        return reply
+        return bytes(data)
 
-    def request(self, op: str, **args: Any) -> dict[str, Any]:
-        """One request; returns the result object or raises RemoteError / OwnerNotRunning / IpcError."""
-        reply = self.send_raw(encode_payload({"op": op, "args": args, "v": PROTOCOL_VERSION}))
-        if reply.get("ok") is True:
-            result = reply.get("result")
-            return result if isinstance(result, dict) else {"value": result}
-        error = reply.get("error")
-        if isinstance(error, dict):
-            raise RemoteError(str(error.get("type", "Error")), str(error.get("message", "")))
-        raise ProtocolError(f"malformed reply from the owner: {str(reply)[:200]}")
+    def request(self, op: str, **args: Any) -> Any:
+        """One request; returns its op's reply (``protocol.REPLY_TYPES[op]``), or raises RemoteError /
+        OwnerNotRunning / IpcError (ProtocolError: a reply this gputray cannot read)."""
+        data = self._exchange(encode_payload({"op": op, "args": args, "v": PROTOCOL_VERSION}))
+        try:
+            reply = msgspec.json.decode(data, type=_Frame)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ProtocolError(f"malformed reply from the owner: {exc}") from None
+        if not reply.ok or reply.error is not None:
+            error = reply.error or _Error(type="Error", message="the owner answered nothing")
+            raise RemoteError(error.type, error.message)
+        try:
+            return msgspec.json.decode(reply.result, type=REPLY_TYPES.get(op, Any))
+        except msgspec.DecodeError as exc:  # a wrong type or unknown field, or no result at all
+            raise ProtocolError(
+                f"the owner's reply to {op!r} does not fit this gputray ({exc}): is the owner another "
+                "version? Restart it (quit the tray, or `gputray shutdown` then `gputray daemon`)"
+            ) from None
 
 
 def _connect_unix(paths: Paths, timeout_s: float) -> socket.socket:
@@ -1035,7 +1060,7 @@ def _connect_unix(paths: Paths, timeout_s: float) -> socket.socket:
     return sock
 
 
-def request(paths: Paths, op: str, **args: Any) -> dict[str, Any]:
+def request(paths: Paths, op: str, **args: Any) -> Any:
     """One-shot convenience: connect, ask, close."""
     with IpcClient(paths) as client:
         return client.request(op, **args)

@@ -5,7 +5,7 @@ never locked out of their own tasks.
 ``act(paths, fn)`` is the one way in: it takes the lock (refusing, with the holder's pid, when an owner
 that does not answer holds it), opens the store, calls ``fn(OfflineQueue)`` and closes everything.
 Another operation is a method on ``OfflineQueue`` (or a function given to ``act``). Replies have the
-shapes the owner's ops answer with, so the CLI prints them the same way.
+types the owner's ops answer with (``replies``), so the CLI prints them the same way.
 
 A running task found here belongs to no owner: its job may still run under its supervisor (an owner
 crashed, or quit keeping its jobs). Cancelling it stops that job and records the cancel; a job that
@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
+from gputray.scheduler.pause_file import read_paused, write_paused
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue_lock import QueueLock
+from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
 from gputray.scheduler.store import TaskNotFound, TaskStore
 from gputray.scheduler.tasks import PENDING_STATES, TaskRecord
 
@@ -174,28 +175,6 @@ class OfflineQueue:
             raise OfflineRefusal(f"task #{task_id} changed state meanwhile; try again")
         return new
 
-    def paused(self) -> dict[str, bool]:
-        paused_all, devices = read_paused(self.paths.data_dir)
-        return {PAUSE_ALL: paused_all, **dict.fromkeys(sorted(devices), True)}
-
-    def pause(self, device_key: str | None) -> dict[str, bool]:
-        paused_all, devices = read_paused(self.paths.data_dir)
-        if device_key is None:
-            paused_all = True
-        else:
-            devices.add(device_key)
-        write_paused(self.paths.data_dir, paused_all, devices)
-        return self.paused()
-
-    def resume(self, device_key: str | None) -> dict[str, bool]:
-        paused_all, devices = read_paused(self.paths.data_dir)
-        if device_key is None:
-            paused_all, devices = False, set()
-        else:
-            devices.discard(device_key)
-        write_paused(self.paths.data_dir, paused_all, devices)
-        return self.paused()
-
 
 def _task_id(value: str) -> int:
     text = value.strip().lstrip("#")
@@ -204,34 +183,34 @@ def _task_id(value: str) -> int:
     return int(text)
 
 
-def cancel(paths: Paths, ids: list[str]) -> dict[str, Any]:
-    """The ``cancel`` op on the saved queue: ``{"tasks": [...], "errors": [...]}`` as the owner answers."""
+def cancel(paths: Paths, ids: list[str]) -> TasksDone:
+    """The ``cancel`` op on the saved queue, answered as the owner answers it."""
 
-    def run(q: OfflineQueue) -> dict[str, Any]:
-        done: list[dict[str, Any]] = []
+    def run(q: OfflineQueue) -> TasksDone:
+        done: list[TaskView] = []
         errors: list[str] = []
         for raw in ids:
             try:
-                done.append(q.cancel(_task_id(raw)).to_json())
+                done.append(TaskView.of(q.cancel(_task_id(raw))))
             except Refusal as exc:
                 errors.append(str(exc))
-        return {"tasks": done, "errors": errors}
+        return TasksDone(tasks=tuple(done), errors=tuple(errors))
 
     return act(paths, run)
 
 
-def retry(paths: Paths, raw_id: str) -> dict[str, Any]:
-    return act(paths, lambda q: {"task": q.retry(_task_id(raw_id)).to_json()})
+def retry(paths: Paths, raw_id: str) -> TaskReply:
+    return act(paths, lambda q: TaskReply(task=TaskView.of(q.retry(_task_id(raw_id)))))
 
 
-def remove(paths: Paths, ids: list[str], *, force: bool = False) -> dict[str, Any]:
+def remove(paths: Paths, ids: list[str], *, force: bool = False) -> TasksDone:
     """The ``remove`` op on the saved queue, as the owner answers it: ended and pending tasks go with
     their logs; a running one only with ``force`` (cancelled here first); a task that a pending one
     waits for (``after``) stays, with the reason."""
     from gputray.scheduler.dependencies import dependants
     from gputray.scheduler.queue_edits import delete_task_log
 
-    def run(q: OfflineQueue) -> dict[str, Any]:
+    def run(q: OfflineQueue) -> TasksDone:
         errors: list[str] = []
         chosen: list[TaskRecord] = []
         for raw in dict.fromkeys(ids):
@@ -263,18 +242,20 @@ def remove(paths: Paths, ids: list[str], *, force: bool = False) -> dict[str, An
         gone = q.store.delete(r.id for r in ok)
         for rec in gone:
             delete_task_log(paths.logs_dir, rec)
-        return {"tasks": [r.to_json() for r in gone], "errors": errors}
+        return TasksDone(tasks=views(gone), errors=tuple(errors))
 
     return act(paths, run)
 
 
-def pause(paths: Paths, op: str, device: str | None) -> dict[str, Any]:
+def pause(paths: Paths, op: str, device: str | None) -> PausedReply:
     """``pause``/``resume`` on the saved pause file; a device by key (``pci:…``, ``cpu``) or by a name
     the GPUs on this machine answer to (``5060ti``), looked up with one sample of the real backends."""
     key = None if device is None or device.strip().lower() in ("", "all") else resolve_device_offline(device)
 
-    def run(q: OfflineQueue) -> dict[str, Any]:
-        return {"paused": q.pause(key) if op == "pause" else q.resume(key)}
+    def run(q: OfflineQueue) -> PausedReply:
+        was = read_paused(paths.data_dir)
+        write_paused(paths.data_dir, now := was.pausing(key) if op == "pause" else was.resuming(key))
+        return PausedReply(paused=now)
 
     return act(paths, run)
 

@@ -17,12 +17,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue_lock import QueueLock
@@ -31,12 +32,13 @@ from gputray.scheduler.timing import Schedule, Timing
 
 if TYPE_CHECKING:
     from gputray.cluster.link import ClusterLink
+    from gputray.scheduler.queue_service import EnvResolver, QueueService
+    from gputray.scheduler.store import TaskStore
 
 log = logging.getLogger("gputray.owner")
 
 
-_T = TypeVar("_T")
-_R = TypeVar("_R", bound=rq.Request)
+_R = TypeVar("_R", bound=rp.Reply)
 
 LOG_CHUNK_MAX_BYTES = 128 * 1024  # JSON escaping can grow text ×6; stays under ipc.MAX_FRAME_BYTES
 QUEUE_LOCK_WAIT_S = 30.0  # a client command acting on the saved queue holds its lock a few seconds at most
@@ -105,7 +107,7 @@ class Owner:
         proc_root: Path = Path("/proc"),
         monitor: Monitor | None = None,
         clock: Callable[[], float] = time.time,
-        env_resolver: Any = None,
+        env_resolver: EnvResolver | None = None,
         on_event: Callable[[QueueEvent], None] | None = None,
         serve_ipc: bool = True,
         config: Config | None = None,
@@ -122,8 +124,8 @@ class Owner:
         self._serve_ipc = serve_ipc
         self._monitor: Monitor | None = monitor
         self._own_monitor = monitor is None
-        self._queue: Any = None
-        self._store: Any = None
+        self._queue: QueueService | None = None
+        self._store: TaskStore | None = None
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
         self.server: ipc.IpcServer | None = None
@@ -138,14 +140,14 @@ class Owner:
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
         self.files_opener: Callable[[list[str]], None] | None = None
-        self._handlers: dict[type[rq.Request], Callable[[Any], dict[str, Any]]] = {
+        self._handlers: dict[type[rq.Request[Any]], Callable[[Any], rp.Reply]] = {
             t: getattr(self, f"_op_{op}") for op, t in rq.REQUEST_TYPES.items()
         }
 
     # --- public ----------------------------------------------------------------------------------
 
     @property
-    def queue(self) -> Any:
+    def queue(self) -> QueueService:
         if self._queue is None:
             raise RuntimeError("the owner is not started")
         return self._queue
@@ -293,17 +295,17 @@ class Owner:
 
     # --- the IPC entry ---------------------------------------------------------------------------
 
-    def handle(self, req: rq.Request) -> dict[str, Any]:
-        """Answer one request in-process (the tray): checked against the protocol's limits as the
-        socket's requests are, then answered by the same handler."""
-        req = rq.checked(req)
-        return self._answer(req, self._handlers[type(req)])
+    def handle(self, req: rq.Request[_R]) -> _R:
+        """Answer one request in-process (the tray) with its typed reply: checked against the
+        protocol's limits as the socket's requests are, then answered by the same handler."""
+        return self._answer(rq.checked(req))
 
-    def _handle_ipc(self, req: rq.Request) -> dict[str, Any]:
+    def _handle_ipc(self, req: rq.Request[Any]) -> rp.Reply:
         """Requests from the socket, already decoded and checked."""
-        return self._answer(req, self._handlers[type(req)])
+        reply: rp.Reply = self._answer(req)
+        return reply
 
-    def _answer(self, req: _R, handler: Callable[[_R], _T]) -> _T:
+    def _answer(self, req: rq.Request[_R]) -> _R:
         ping = isinstance(req, rq.Ping)
         if not ping and not self._ready.wait(60.0):
             raise OwnerRequestError("the gputray owner is still starting; try again")
@@ -312,7 +314,7 @@ class Owner:
                 raise OwnerStopping("the gputray owner is stopping")
             self._in_flight += 1
         try:
-            return handler(req)
+            return cast(_R, self._handlers[type(req)](req))
         finally:
             with self._in_flight_changed:
                 self._in_flight -= 1
@@ -320,51 +322,39 @@ class Owner:
 
     # --- ops -------------------------------------------------------------------------------------
 
-    def _op_ping(self, req: rq.Ping) -> dict[str, Any]:
-        return {
-            "pid": os.getpid(),
-            "protocol": rq.PROTOCOL_VERSION,
-            "demo": self.demo,
-            "ready": self._ready.is_set(),
-            "started_at": self.started_at,
-            "address": self.server.address if self.server else None,
-        }
+    def _op_ping(self, req: rq.Ping) -> rp.Pong:
+        return rp.Pong(
+            pid=os.getpid(),
+            protocol=rq.PROTOCOL_VERSION,
+            demo=self.demo,
+            ready=self._ready.is_set(),
+            started_at=self.started_at,
+            address=self.server.address if self.server else None,
+        )
 
-    def _op_status(self, req: rq.Status) -> dict[str, Any]:
+    def _op_status(self, req: rq.Status) -> rp.StatusReply:
         snap = self.monitor.latest
         devices = []
         if snap is not None:
             for reading in snap.readings:
-                info, sample = reading.info, reading.sample
-                verdict = snap.verdict(info.key)
+                info, verdict = reading.info, snap.verdict(reading.info.key)
+                busy, reasons = (verdict.busy, tuple(verdict.reasons)) if verdict else (None, ())
                 devices.append(
-                    {
-                        "key": info.key,
-                        "name": info.name,
-                        "vendor": info.vendor,
-                        "kind": info.kind,
-                        "state": sample.state,
-                        "busy": verdict.busy if verdict else None,
-                        "reasons": list(verdict.reasons) if verdict else [],
-                        "util_percent": sample.util_percent,
-                        "vram_used_bytes": sample.vram_used_bytes,
-                        "vram_total_bytes": sample.vram_total_bytes,
-                        "temp_c": sample.temp_c,
-                        "simulated": info.simulated,
-                    }
+                    rp.DeviceVerdict(key=info.key, busy=busy, reasons=reasons, simulated=info.simulated)
                 )
-        return {
-            "pid": os.getpid(),
-            "demo": self.demo,
+        assert self._store is not None  # started: _ready is set
+        return rp.StatusReply(
+            pid=os.getpid(),
+            demo=self.demo,
             # The `gputray status --json` document, so the CLI shows the owner's readings instead of polling.
-            "snapshot": snapshot_to_json(snap) if snap is not None else None,
-            "devices": devices,
-            "paused": self.queue.paused(),
-            "counts": self._store.counts() if self._store is not None else {},
-            "monitor_failures": self.monitor.failures,  # polls that failed; the poller goes on after each
-            "monitor_last_failure": self.monitor.last_failure,
-            **({"cluster": self.cluster.report_doc()} if req.cluster and self.cluster is not None else {}),
-        }
+            snapshot=snapshot_to_json(snap) if snap is not None else None,
+            devices=tuple(devices),
+            paused=self.queue.paused(),
+            counts=self._store.counts(),
+            monitor_failures=self.monitor.failures,  # polls that failed; the poller goes on after each
+            monitor_last_failure=self.monitor.last_failure,
+            cluster=self.cluster.report_doc() if req.cluster and self.cluster is not None else None,
+        )
 
     def _with_overrides(self, spec: TaskSpec, overrides: dict[str, Any] | None, source: str) -> TaskSpec:
         from gputray.scheduler.taskfile import with_overrides
@@ -372,7 +362,7 @@ class Owner:
         return with_overrides(spec, overrides, source=source)
 
     # QueueService.submit checks that the program, script and files exist (ToolNotFound, SubmitError).
-    def _submitted(self, records: list[TaskRecord]) -> dict[str, Any]:
+    def _submitted(self, records: list[TaskRecord]) -> rp.Submitted:
         # A task for another machine (or any): its devices may be another machine's, the bridge places it.
         notes = [
             f"#{r.id}: {note}"
@@ -380,9 +370,9 @@ class Owner:
             if r.spec.machine is None
             for note in self.queue.absent_device_notes(r.spec)
         ]
-        return {"tasks": [r.to_json() for r in records], "notes": notes}
+        return rp.Submitted(tasks=rp.views(records), notes=tuple(notes))
 
-    def _op_submit(self, req: rq.Submit) -> dict[str, Any]:
+    def _op_submit(self, req: rq.Submit) -> rp.Submitted:
         from gputray.scheduler.taskfile import load_task_file
 
         overrides = _with_caller_env(req)
@@ -397,7 +387,7 @@ class Owner:
             spec = self._with_overrides(spec, {"cwd": req.cwd}, "submitted task")
         return self._submitted([self.queue.submit(spec)])
 
-    def _op_submit_files(self, req: rq.SubmitFiles) -> dict[str, Any]:
+    def _op_submit_files(self, req: rq.SubmitFiles) -> rp.Submitted:
         files = [_abs_path(rq.os_str(f), _cwd(req.cwd)) for f in req.files]
         overrides = _with_caller_env(req)
         if req.cwd and "cwd" not in overrides:  # the CLI's: jobs run where the command was typed
@@ -405,20 +395,20 @@ class Owner:
         records = self.queue.submit_files(files, recipe=req.recipe, overrides=overrides)
         return self._submitted(list(records))
 
-    def _op_open_files(self, req: rq.OpenFiles) -> dict[str, Any]:
+    def _op_open_files(self, req: rq.OpenFiles) -> rp.Submitted:
         """Files opened with gputray: to the tray's drop confirm when a tray owns the queue, else queued
         as ``submit_files`` would (recipe defaults). Missing files are refused before anything happens."""
         files = [_abs_path(f, req.cwd) for f in req.files]
         opener = self.files_opener
         if opener is None:
-            return {**self._op_submit_files(rq.SubmitFiles(files=[str(f) for f in files])), "handed_to": None}
+            return self._op_submit_files(rq.SubmitFiles(files=[str(f) for f in files]))
         missing = [str(f) for f in files if not f.exists()]
         if missing:
             raise OwnerRequestError(f"no such file: {', '.join(missing)}")
         opener([str(f) for f in files])
-        return {"tasks": [], "handed_to": "tray", "files": len(files)}
+        return rp.Submitted(tasks=(), handed_to="tray")
 
-    def _op_run(self, req: rq.Run) -> dict[str, Any]:
+    def _op_run(self, req: rq.Run) -> rp.Submitted:
         from gputray.scheduler.taskfile import spec_from_mapping
 
         data: dict[str, Any] = {"kind": "command", "argv": [rq.os_str(a) for a in req.argv]}
@@ -436,37 +426,35 @@ class Owner:
         names.update({info.key: info.name for info in self.monitor.known_devices()})
         return names
 
-    def _op_queue(self, req: rq.Queue) -> dict[str, Any]:
-        records = self.queue.list(include_finished=bool(req.all))
-        names = self._device_names()
-        return {
-            "tasks": [{**r.to_json(), "device_name": names.get(r.device or "")} for r in records],
-            "paused": self.queue.paused(),
-            "device_names": names,
-            "devices": self.queue.devices(),
-        }
+    def _op_queue(self, req: rq.Queue) -> rp.QueueReply:
+        return rp.QueueReply(
+            tasks=rp.views(self.queue.list(include_finished=bool(req.all))),
+            paused=self.queue.paused(),
+            device_names=self._device_names(),
+            devices=self.queue.devices(),
+        )
 
-    def _op_get(self, req: rq.Get) -> dict[str, Any]:
+    def _op_get(self, req: rq.Get) -> rp.TaskReply:
         rec = self.queue.get(_task_id(req.id))
-        return {"task": rec.to_json(), "spec": rec.spec.to_dict(), "pid": rec.pid}
+        return rp.TaskReply(task=rp.TaskView.of(rec), spec=rec.spec.to_dict(), pid=rec.pid)
 
-    def _op_cancel(self, req: rq.Cancel) -> dict[str, Any]:
-        done: list[dict[str, Any]] = []
+    def _op_cancel(self, req: rq.Cancel) -> rp.TasksDone:
+        done: list[TaskRecord] = []
         errors: list[str] = []
         for raw in req.ids:
             try:
-                done.append(self.queue.cancel(_task_id(raw)).to_json())
+                done.append(self.queue.cancel(_task_id(raw)))
             except rq.Refusal as exc:
                 errors.append(str(exc))
-        return {"tasks": done, "errors": errors}
+        return rp.TasksDone(tasks=rp.views(done), errors=tuple(errors))
 
-    def _op_retry(self, req: rq.Retry) -> dict[str, Any]:
-        return {"task": self.queue.retry(_task_id(req.id)).to_json()}
+    def _op_retry(self, req: rq.Retry) -> rp.TaskReply:
+        return rp.TaskReply(task=rp.TaskView.of(self.queue.retry(_task_id(req.id))))
 
-    def _op_move(self, req: rq.Move) -> dict[str, Any]:
+    def _op_move(self, req: rq.Move) -> rp.TaskReply:
         task_id = _task_id(req.id)
         if req.delta is not None:
-            return {"task": self.queue.move(task_id, req.delta).to_json()}
+            return rp.TaskReply(task=rp.TaskView.of(self.queue.move(task_id, req.delta)))
         moved = self.queue.move_to(
             task_id,
             top=req.top,
@@ -474,12 +462,12 @@ class Owner:
             before=None if req.before is None else _task_id(req.before),
             after=None if req.after is None else _task_id(req.after),
         )
-        return {"task": moved.to_json()}
+        return rp.TaskReply(task=rp.TaskView.of(moved))
 
-    def _op_edit(self, req: rq.Edit) -> dict[str, Any]:
-        return {"task": self.queue.edit(_task_id(req.id), dict(req.changes)).to_json()}
+    def _op_edit(self, req: rq.Edit) -> rp.TaskReply:
+        return rp.TaskReply(task=rp.TaskView.of(self.queue.edit(_task_id(req.id), dict(req.changes))))
 
-    def _op_remove(self, req: rq.Remove) -> dict[str, Any]:
+    def _op_remove(self, req: rq.Remove) -> rp.TasksDone:
         ids: list[int] = []
         errors: list[str] = []
         for raw in req.ids:
@@ -488,23 +476,25 @@ class Owner:
             except rq.Refusal as exc:
                 errors.append(str(exc))
         gone, refused = self.queue.remove(ids, force=req.force)
-        return {"tasks": [r.to_json() for r in gone], "errors": errors + refused}
+        return rp.TasksDone(tasks=rp.views(gone), errors=(*errors, *refused))
 
-    def _op_clean(self, req: rq.Clean) -> dict[str, Any]:
+    def _op_clean(self, req: rq.Clean) -> rp.Cleaned:
         from gputray.scheduler.tasks import FINISHED_STATES
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
         gone, kept = self.queue.clean(older_than_s=req.older_than_s, states=states)
-        return {"tasks": [r.to_json() for r in gone], "kept": kept}
+        return rp.Cleaned(tasks=rp.views(gone), kept=tuple(kept))
 
-    def _op_wait(self, req: rq.WaitFor) -> dict[str, Any]:
+    def _op_wait(self, req: rq.WaitFor) -> rp.Waited:
         ids = [_task_id(raw) for raw in req.ids]
         now = self.queue.wait_ended(ids, req.timeout_s)
-        tasks = [r.to_json() if not isinstance(r, int) else {"id": r, "state": "removed"} for r in now]
-        return {
-            "tasks": tasks,
-            "done": all(t["state"] in ("succeeded", "failed", "cancelled", "removed") for t in tasks),
-        }
+        tasks = tuple(
+            rp.TaskView.of(r) if not isinstance(r, int) else rp.TaskView(id=r, state="removed") for r in now
+        )
+        return rp.Waited(
+            tasks=tasks,
+            done=all(t.state in ("succeeded", "failed", "cancelled", "removed") for t in tasks),
+        )
 
     def resolve_device(self, text: str | None) -> str | None:
         """A device key from a key, a name fragment (``5060ti``, ``780m``) or ``cpu``; None for all."""
@@ -533,15 +523,15 @@ class Owner:
             return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
         raise OwnerRequestError(unknown_device_message(text, [*infos, *seen]))
 
-    def _op_pause(self, req: rq.Pause) -> dict[str, Any]:
+    def _op_pause(self, req: rq.Pause) -> rp.PausedReply:
         self.queue.pause(self.resolve_device(req.device))
-        return {"paused": self.queue.paused()}
+        return rp.PausedReply(paused=self.queue.paused(), known=tuple(self.queue.known_keys()))
 
-    def _op_resume(self, req: rq.Resume) -> dict[str, Any]:
+    def _op_resume(self, req: rq.Resume) -> rp.PausedReply:
         self.queue.resume(self.resolve_device(req.device))
-        return {"paused": self.queue.paused()}
+        return rp.PausedReply(paused=self.queue.paused(), known=tuple(self.queue.known_keys()))
 
-    def _op_logs(self, req: rq.Logs) -> dict[str, Any]:
+    def _op_logs(self, req: rq.Logs) -> rp.LogChunk:
         rec = self.queue.get(_task_id(req.id))
         offset = max(0, req.offset or 0)
         max_bytes = min(max(1, req.max_bytes or LOG_CHUNK_MAX_BYTES), LOG_CHUNK_MAX_BYTES)
@@ -558,17 +548,17 @@ class Owner:
                 pass
             except OSError as exc:
                 raise OwnerRequestError(f"cannot read the log {rec.log_path}: {exc.strerror}") from None
-        return {
-            "id": rec.id,
-            "state": rec.state,
-            "log_path": rec.log_path,
-            "text": text,
-            "offset": next_offset,
-            "size": size,
-            "finished": rec.finished,
-        }
+        return rp.LogChunk(
+            id=rec.id,
+            state=rec.state,
+            log_path=rec.log_path,
+            text=text,
+            offset=next_offset,
+            size=size,
+            finished=rec.finished,
+        )
 
-    def _op_schedule_add(self, req: rq.ScheduleAdd) -> dict[str, Any]:
+    def _op_schedule_add(self, req: rq.ScheduleAdd) -> rp.Schedules:
         from gputray.scheduler.taskfile import load_task_file
 
         assert self.timing is not None
@@ -579,33 +569,33 @@ class Owner:
         entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
         self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)
-        return {"schedule": entry.to_json(nxt)}
+        return rp.Schedules(schedules=(entry.to_json(nxt),))
 
-    def _op_schedule_list(self, req: rq.ScheduleList) -> dict[str, Any]:
+    def _op_schedule_list(self, req: rq.ScheduleList) -> rp.Schedules:
         assert self.timing is not None
-        return {"schedules": [e.to_json(n) for e, n in self.timing.entries()]}
+        return rp.Schedules(schedules=tuple(e.to_json(n) for e, n in self.timing.entries()))
 
-    def _op_schedule_remove(self, req: rq.ScheduleRemove) -> dict[str, Any]:
+    def _op_schedule_remove(self, req: rq.ScheduleRemove) -> rp.Schedules:
         assert self.timing is not None
         entry = self.timing.remove(_task_id(req.id, "schedule", "gputray schedule list"))
-        return {"schedule": entry.to_json()}
+        return rp.Schedules(schedules=(entry.to_json(),))
 
-    def _op_check_envs(self, req: rq.CheckEnvs) -> dict[str, Any]:
+    def _op_check_envs(self, req: rq.CheckEnvs) -> rp.Checking:
         """Queue a background check of every env without a current result (answers at once)."""
-        return {"checking": self.queue.env_chooser.check_all()}
+        return rp.Checking(checking=self.queue.env_chooser.check_all())
 
     def running_jobs(self) -> int:
         """How many jobs run now (the tray asks before it quits)."""
         return len(self.queue.running_ids()) if self._queue is not None else 0
 
     # gputray.cluster: the bridge beside this owner, and this machine's agent (both local clients).
-    def _op_cluster_sync(self, req: rq.ClusterSync) -> dict[str, Any]:
+    def _op_cluster_sync(self, req: rq.ClusterSync) -> rp.ClusterSynced:
         return self._cluster_link().sync(req)
 
-    def _op_cluster_update(self, req: rq.ClusterUpdate) -> dict[str, Any]:
+    def _op_cluster_update(self, req: rq.ClusterUpdate) -> rp.ClusterTask:
         return self._cluster_link().update(req)
 
-    def _op_cluster_submit(self, req: rq.ClusterSubmit) -> dict[str, Any]:
+    def _op_cluster_submit(self, req: rq.ClusterSubmit) -> rp.ClusterTask:
         return self._cluster_link().submit(req)
 
     def _cluster_link(self) -> ClusterLink:
@@ -613,15 +603,12 @@ class Owner:
             raise OwnerRequestError("the owner is not started")
         return self.cluster
 
-    def _op_shutdown(self, req: rq.Shutdown) -> dict[str, Any]:
+    def _op_shutdown(self, req: rq.Shutdown) -> rp.Stopping:
         self.shutdown_jobs = req.jobs or "stop"
         # a moment later, so that this reply still reaches the client before the socket closes
         timer = threading.Timer(0.2, self.request_shutdown)
         timer.daemon = True
         timer.start()
-        return {
-            "stopping": True,
-            "pid": os.getpid(),
-            "jobs": self.shutdown_jobs,
-            "running": self.running_jobs(),
-        }
+        return rp.Stopping(
+            stopping=True, pid=os.getpid(), jobs=self.shutdown_jobs, running=self.running_jobs()
+        )

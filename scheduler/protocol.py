@@ -11,18 +11,21 @@ A handler's exception that a user caused (a missing file, a task id that does no
 file) derives from ``Refusal``: its message is the answer. Anything else is a bug in the owner, logged
 with its traceback and answered as an internal error.
 
-To add an op: a Struct here with ``op = "name"`` (fields = its arguments, defaults for optional ones),
-add it to ``Request``, and a handler ``Owner._op_<name>(req)`` in ``owner.py`` (the owner checks at
+To add an op: a Struct here, ``class Name(Request[NameReply])`` with ``op = "name"`` (fields = its
+arguments, defaults for optional ones), its reply type in ``replies`` (or one an op of the same answer
+uses), and a handler ``Owner._op_<name>(req)`` in ``owner.py`` (the owner checks at
 start that every request type has one).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 import msgspec
 from msgspec import Meta
+
+from gputray.scheduler import replies as rp
 
 PROTOCOL_VERSION = 1
 MAX_STR_CHARS = 32_768
@@ -129,22 +132,25 @@ def os_str(value: str | RawText) -> str:
     return value
 
 
-class Request(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
-    """Base of every request; ``op`` is its name on the wire."""
+R = TypeVar("R", bound=rp.Reply)
+
+
+class Request(msgspec.Struct, Generic[R], kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """Base of every request; ``op`` is its name on the wire, ``R`` the type of its reply."""
 
     op: ClassVar[str] = ""
 
 
-class Ping(Request):
+class Ping(Request[rp.Pong]):
     op = "ping"
 
 
-class Status(Request):
+class Status(Request[rp.StatusReply]):
     op = "status"
     cluster: bool = False  # add every machine's view (gputray.cluster)
 
 
-class Submit(Request):
+class Submit(Request[rp.Submitted]):
     op = "submit"
     task_file: OsStr | None = None
     spec: Table | None = None
@@ -153,7 +159,7 @@ class Submit(Request):
     caller_env: Env | None = None  # the CLI's os.environ: the job starts from it
 
 
-class SubmitFiles(Request):
+class SubmitFiles(Request[rp.Submitted]):
     op = "submit_files"
     files: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     recipe: Str | None = None
@@ -162,7 +168,7 @@ class SubmitFiles(Request):
     caller_env: Env | None = None
 
 
-class OpenFiles(Request):
+class OpenFiles(Request[rp.Submitted]):
     """ "Open with", "Send To", a second launch: like a drop on the running app."""
 
     op = "open_files"
@@ -170,7 +176,7 @@ class OpenFiles(Request):
     cwd: Str | None = None
 
 
-class Run(Request):
+class Run(Request[rp.Submitted]):
     op = "run"
     argv: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     name: Str | None = None
@@ -179,27 +185,27 @@ class Run(Request):
     caller_env: Env | None = None
 
 
-class Queue(Request):
+class Queue(Request[rp.QueueReply]):
     op = "queue"
     all: bool | None = None
 
 
-class Get(Request):
+class Get(Request[rp.TaskReply]):
     op = "get"
     id: TaskId
 
 
-class Cancel(Request):
+class Cancel(Request[rp.TasksDone]):
     op = "cancel"
     ids: Annotated[list[TaskId], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
 
 
-class Retry(Request):
+class Retry(Request[rp.TaskReply]):
     op = "retry"
     id: TaskId
 
 
-class Move(Request):
+class Move(Request[rp.TaskReply]):
     """By ``delta`` places (the panel's ▲▼), or ``top``/``bottom``/``before``/``after`` another task."""
 
     op = "move"
@@ -211,7 +217,7 @@ class Move(Request):
     after: TaskId | None = None
 
 
-class Edit(Request):
+class Edit(Request[rp.TaskReply]):
     """Change a task that has not started; ``changes`` are task-file keys (``priority``, ``devices`` …)."""
 
     op = "edit"
@@ -219,19 +225,19 @@ class Edit(Request):
     changes: Table
 
 
-class Remove(Request):
+class Remove(Request[rp.TasksDone]):
     op = "remove"
     ids: Annotated[list[TaskId], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     force: bool = False
 
 
-class Clean(Request):
+class Clean(Request[rp.Cleaned]):
     op = "clean"
     older_than_s: Annotated[float, Meta(ge=0, le=MAX_DURATION_S)] | None = None
     states: Annotated[list[Annotated[str, Meta(max_length=32)]], Meta(max_length=16)] | None = None
 
 
-class WaitFor(Request):
+class WaitFor(Request[rp.Waited]):
     """Answered when every task has ended, or after ``timeout_s`` (then ``done`` is false: ask again)."""
 
     op = "wait"
@@ -239,24 +245,24 @@ class WaitFor(Request):
     timeout_s: Annotated[float, Meta(ge=0, le=60)] = 10.0
 
 
-class Pause(Request):
+class Pause(Request[rp.PausedReply]):
     op = "pause"
     device: Str | None = None
 
 
-class Resume(Request):
+class Resume(Request[rp.PausedReply]):
     op = "resume"
     device: Str | None = None
 
 
-class Logs(Request):
+class Logs(Request[rp.LogChunk]):
     op = "logs"
     id: TaskId
     offset: Int | None = None
     max_bytes: Int | None = None
 
 
-class ScheduleAdd(Request):
+class ScheduleAdd(Request[rp.Schedules]):
     op = "schedule_add"
     cron: Str
     task_file: Str
@@ -265,23 +271,23 @@ class ScheduleAdd(Request):
     cwd: Str | None = None
 
 
-class ScheduleList(Request):
+class ScheduleList(Request[rp.Schedules]):
     op = "schedule_list"
 
 
-class ScheduleRemove(Request):
+class ScheduleRemove(Request[rp.Schedules]):
     op = "schedule_remove"
     id: TaskId
 
 
-class Shutdown(Request):
+class Shutdown(Request[rp.Stopping]):
     op = "shutdown"
     jobs: Literal["keep", "stop"] | None = (
         None  # running jobs: run on (the next owner records them) or stop; None: stop
     )
 
 
-class CheckEnvs(Request):
+class CheckEnvs(Request[rp.Checking]):
     """Check the configured Python envs on every device in the background (``envs add`` asks it)."""
 
     op = "check_envs"
@@ -326,7 +332,7 @@ def _check_json(value: object, where: str, depth: int = 0) -> None:
 JsonObject = Annotated[dict[Name, Any], Meta(max_length=MAX_TABLE_KEYS)]
 
 
-class ClusterSync(Request):
+class ClusterSync(Request[rp.ClusterSynced]):
     """The cluster bridge beside this owner (gputray.cluster): its report (every machine's view) in,
     the tasks that concern the cluster out; long-polled for up to ``wait_ms``."""
 
@@ -338,7 +344,7 @@ class ClusterSync(Request):
         _check_json(self.report, "report")
 
 
-class ClusterUpdate(Request):
+class ClusterUpdate(Request[rp.ClusterTask]):
     """The bridge: what became of one task another machine runs (``changes`` are record fields)."""
 
     op = "cluster_update"
@@ -351,7 +357,7 @@ class ClusterUpdate(Request):
         _check_json(self.changes, "changes")
 
 
-class ClusterSubmit(Request):
+class ClusterSubmit(Request[rp.ClusterTask]):
     """This machine's agent: a task another machine hands here (``spec`` as ``TaskSpec.to_dict``);
     ``origin`` (``desk#12.1``) makes a second hand-over of the same attempt a no-op."""
 
@@ -363,7 +369,11 @@ class ClusterSubmit(Request):
         _check_json(self.spec, "spec")
 
 
-REQUEST_TYPES: dict[str, type[Request]] = {t.op: t for t in Request.__subclasses__()}
+REQUEST_TYPES: dict[str, type[Request[Any]]] = {t.op: t for t in Request.__subclasses__()}
+REPLY_TYPES: dict[str, type[rp.Reply]] = {  # R of each `class Name(Request[R])`
+    t.op: get_args(t.__orig_bases__[0])[0]  # type: ignore[attr-defined]
+    for t in REQUEST_TYPES.values()
+}
 OPS = frozenset(REQUEST_TYPES)
 
 
@@ -388,20 +398,21 @@ def _refuse(exc: msgspec.ValidationError, op: str) -> BadRequest:
     return BadRequest(f"op {op!r}: {text}")
 
 
-def request_from(op: str, args: dict[str, Any] | None = None) -> Request:
+def request_from(op: str, args: dict[str, Any] | None = None) -> Request[Any]:
     """``op`` and its arguments (plain JSON values) → the op's Struct, or BadRequest."""
     kind = REQUEST_TYPES.get(op)
     if kind is None:
         raise BadRequest(f"unknown op {op[:64]!r}; known: {', '.join(sorted(OPS))}")
     try:
-        return msgspec.convert(args or {}, kind, strict=True)
+        req: Request[Any] = msgspec.convert(args or {}, kind, strict=True)
     except msgspec.ValidationError as exc:
         raise _refuse(exc, op) from None
     except RecursionError:
         raise BadRequest(f"op {op!r}: an argument is nested too deeply") from None
+    return req
 
 
-def decode_request(data: bytes) -> Request:
+def decode_request(data: bytes) -> Request[Any]:
     """One request as sent on the wire → its Struct; anything malformed raises BadRequest."""
     try:
         envelope = msgspec.json.decode(data, type=_Envelope)
@@ -416,7 +427,7 @@ def decode_request(data: bytes) -> Request:
     return request_from(envelope.op, envelope.args)
 
 
-def checked(req: Request) -> Request:
+def checked(req: Request[R]) -> Request[R]:
     """A Struct built in-process (Structs check types but not ``Meta`` limits when constructed):
     validated as if it had come over the socket."""
     return request_from(req.op, msgspec.to_builtins(req))

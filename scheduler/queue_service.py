@@ -89,7 +89,7 @@ from gputray.scheduler.launcher import (
 )
 from gputray.scheduler.offline import requeue_changes
 from gputray.scheduler.paths import Paths, job_umask
-from gputray.scheduler.pause_file import PAUSE_ALL, read_paused, write_paused
+from gputray.scheduler.pause_file import read_paused, write_paused
 from gputray.scheduler.placement import (
     CPU_INFO,
     DeviceState,
@@ -104,6 +104,7 @@ from gputray.scheduler.placement import (
 from gputray.scheduler.protocol import check_epoch_s
 from gputray.scheduler.queue_edits import QueueEdits, QueueError, TaskStateError
 from gputray.scheduler.recipes import check_runnable, specs_for_files
+from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
 from gputray.scheduler.tasks import (
     PENDING_STATES,
@@ -296,9 +297,7 @@ class QueueService(QueueEdits):
         self._last_pass_end = 0.0
         self._requested = False
         self._tick_pending = False
-        self._paused_all = False
-        self._paused_devices: set[str] = set()
-        self._load_paused()
+        self._paused = read_paused(self.paths.data_dir)
         self._closed = False
         self._recording = True  # False once closed: exits are then left to the next owner
         self._started = False
@@ -446,14 +445,8 @@ class QueueService(QueueEdits):
         running = self._jobs.get(task_id)
         return running.job if running is not None else None
 
-    def paused(self) -> dict[str, bool]:
-        """``{"queue": whole-queue pause, <device key>: paused, …}`` for every known device and ``cpu``."""
-        out = {PAUSE_ALL: self._paused_all}
-        for key in self._known_keys():
-            out[key] = key in self._paused_devices
-        for key in self._paused_devices:
-            out[key] = True
-        return out
+    def paused(self) -> Paused:
+        return self._paused
 
     # -- commands -------------------------------------------------------------------------------
     def submit(self, spec: TaskSpec) -> TaskRecord:
@@ -547,22 +540,13 @@ class QueueService(QueueEdits):
     def pause(self, device_key: str | None = None) -> None:
         """Stop starting jobs on one device (a key or a name like ``5060ti``), or everywhere (None)."""
         with self._lock:
-            if device_key is None:
-                self._paused_all = True
-            else:
-                self._paused_devices.add(self._device_key(device_key))
-            self._save_paused()
+            self._save_paused(self._paused.pausing(device_key and self._device_key(device_key)))
         self.request_dispatch()
 
     def resume(self, device_key: str | None = None) -> None:
         """Undo ``pause``; ``None`` resumes the whole queue *and* every device."""
         with self._lock:
-            if device_key is None:
-                self._paused_all = False
-                self._paused_devices.clear()
-            else:
-                self._paused_devices.discard(self._device_key(device_key))
-            self._save_paused()
+            self._save_paused(self._paused.resuming(device_key and self._device_key(device_key)))
         self.request_dispatch(urgent=True)
 
     # -- dispatch -------------------------------------------------------------------------------
@@ -587,7 +571,7 @@ class QueueService(QueueEdits):
             if not pending:
                 self._due_s = None
                 return
-            if self._paused_all:
+            if self._paused.all:
                 self._record_waits([(r, Wait("the queue is paused")) for r in pending])
                 self._due_s = None
                 return
@@ -1038,7 +1022,7 @@ class QueueService(QueueEdits):
                     verdict=snapshot.verdict(key) if snapshot is not None else None,
                     running=len(mine),
                     slots=self._slot_count(reading.info),
-                    paused=key in self._paused_devices,
+                    paused=key in self._paused.devices,
                     running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
                     extra_used_bytes=max(0, declared - seen),
                     host_ram_free_bytes=ram_free,
@@ -1050,7 +1034,7 @@ class QueueService(QueueEdits):
         cpu = cpu_state(
             running=len(mine),
             slots=self._slot_count(CPU_INFO),
-            paused="cpu" in self._paused_devices,
+            paused="cpu" in self._paused.devices,
             running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
             host_ram_free_bytes=ram_free,
             host_ram_total_bytes=ram_total,
@@ -1075,20 +1059,14 @@ class QueueService(QueueEdits):
             self._slots_of[info.key] = count
         return count
 
-    def devices(self) -> builtins.list[dict[str, Any]]:
+    def devices(self) -> tuple[DeviceSlots, ...]:
         """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
-        return [
-            {
-                "key": d.key,
-                "name": d.name,
-                "slots": d.slots,
-                "running": d.running,
-                "paused": d.paused,
-            }
+        return tuple(
+            DeviceSlots(key=d.key, name=d.name, slots=d.slots, running=d.running, paused=d.paused)
             for d in self._device_states(self.monitor.latest)
-        ]
+        )
 
-    def _known_keys(self) -> builtins.list[str]:
+    def known_keys(self) -> builtins.list[str]:
         snapshot = self.monitor.latest
         keys = [r.info.key for r in snapshot.readings] if snapshot is not None else []
         return [*keys, "cpu"]
@@ -1143,12 +1121,10 @@ class QueueService(QueueEdits):
                 return info.name
         return self._names_used.get(key, key)
 
-    def _load_paused(self) -> None:
-        self._paused_all, self._paused_devices = read_paused(self.paths.data_dir)
-
-    def _save_paused(self) -> None:
+    def _save_paused(self, paused: Paused) -> None:
+        self._paused = paused
         try:
-            write_paused(self.paths.data_dir, self._paused_all, self._paused_devices)
+            write_paused(self.paths.data_dir, paused)
         except OSError:
             log.exception("could not save the pause state")
 

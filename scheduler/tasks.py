@@ -1,8 +1,8 @@
 """Task records: what to run (TaskSpec) and what became of it (TaskRecord).
 
-Times are epoch seconds (floats, UTC by definition) in every record and in the store;
-``TaskRecord.to_json()`` renders them as ISO 8601 UTC strings (``2026-11-30T02:30:00.125Z``) for
-people and scripts. Sizes are bytes, durations are seconds.
+Times are epoch seconds (floats, UTC by definition) in every record, in the store and in the owner's
+replies (``replies.TaskView``); ``iso_utc`` renders them as ISO 8601 UTC strings
+(``2026-11-30T02:30:00.125Z``) for ``--json``. Sizes are bytes, durations are seconds.
 
 ``TaskSpec.to_dict()`` / ``TaskSpec.from_dict()`` are the wire and storage form of a spec (plain JSON
 types); ``from_dict`` validates like a task file does (see ``gputray.scheduler.taskfile``).
@@ -202,31 +202,6 @@ class TaskRecord:
     @property
     def finished(self) -> bool:
         return self.state in FINISHED_STATES
-
-    def to_json(self) -> dict[str, Any]:
-        """Exactly the keys ``queue --json`` promises; times as ISO 8601 UTC strings or null."""
-        return {
-            "id": self.id,
-            "name": self.spec.name,
-            "kind": self.spec.kind,
-            "state": self.state,
-            "device": self.device,
-            "env": self.env,
-            "reason": self.reason,
-            "exit_code": self.exit_code,
-            "attempts": self.attempts,
-            "submitted_at": iso_utc(self.submitted_at),
-            "started_at": iso_utc(self.started_at),
-            "ended_at": iso_utc(self.ended_at),
-            "log_path": self.log_path,
-            "priority": self.spec.priority,
-            "after": list(self.spec.after),
-            "after_any": self.spec.after_any,
-            "cwd": self.spec.cwd,
-            "machine": self.machine or self.spec.machine,  # where it runs, else where it was asked to
-            "remote_id": self.remote_id,
-            "origin": self.spec.origin,  # "desk#12.1" on a task another machine handed here
-        }
 
     def replace(self, **changes: Any) -> TaskRecord:
         return dataclasses.replace(self, **changes)

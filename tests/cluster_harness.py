@@ -28,6 +28,7 @@ import tomli_w
 
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.replies import TaskView
 
 PY = sys.executable
 
@@ -198,24 +199,24 @@ class Machine:
 
     def _ready(self) -> bool:
         try:
-            return bool(ipc.request(self.paths, "ping").get("ready"))
+            return bool(ipc.request(self.paths, "ping").ready)
         except ipc.IpcError:
             return False
 
-    def ask(self, op: str, **args: Any) -> dict[str, Any]:
+    def ask(self, op: str, **args: Any) -> Any:
         with ipc.IpcClient(self.paths, timeout_s=30.0) as client:
             return client.request(op, **args)
 
     def cluster(self) -> dict[str, Any]:
-        return dict(self.ask("status", cluster=True)["cluster"])
+        return dict(self.ask("status", cluster=True).cluster)
 
     def sees(self, *machines: str) -> bool:
         report = self.cluster().get("report") or {}
         known = report.get("machines") or {}
         return report.get("state") == "connected" and all(known.get(m, {}).get("alive") for m in machines)
 
-    def task(self, task_id: int) -> dict[str, Any]:
-        return dict(self.ask("get", id=task_id)["task"])
+    def task(self, task_id: int) -> TaskView:
+        return self.ask("get", id=task_id).task  # type: ignore[no-any-return]
 
     def cli(
         self, *args: str, cwd: Path | None = None, timeout_s: float = 60.0

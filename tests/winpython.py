@@ -428,8 +428,9 @@ class Owner:
 
     def ping(self) -> dict[str, object] | None:
         code = (
-            "import json; from gputray.scheduler import ipc; from gputray.scheduler.paths import app_paths\n"
-            "try: print(json.dumps(ipc.request(app_paths(), 'ping')))\n"
+            "import json, msgspec; from gputray.scheduler import ipc\n"
+            "from gputray.scheduler.paths import app_paths\n"
+            "try: print(json.dumps(msgspec.to_builtins(ipc.request(app_paths(), 'ping'))))\n"
             "except ipc.IpcError: print('null')"
         )
         doc = self.win.value(code, env=self.home_env)

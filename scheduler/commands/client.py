@@ -17,9 +17,11 @@ from gputray.scheduler.commands.common import (
     error,
     print_json,
     shown,
+    task_json,
 )
 from gputray.scheduler.commands.listing import format_tasks
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.replies import Paused, Submitted
 
 __all__ = ["EXIT_NO_OWNER", "EXIT_REFUSED", "EXIT_USAGE", "format_tasks"]
 
@@ -27,7 +29,8 @@ __all__ = ["EXIT_NO_OWNER", "EXIT_REFUSED", "EXIT_USAGE", "format_tasks"]
 STATES_HELP = "states: queued, waiting, running, succeeded, failed, cancelled, interrupted"
 
 
-def _ask(op: str, **args: Any) -> dict[str, Any]:
+def _ask(op: str, **args: Any) -> Any:
+    """The owner's reply to ``op``: its type in ``protocol.REPLY_TYPES``."""
     return ipc.request(app_paths(), op, **args)
 
 
@@ -126,7 +129,7 @@ class _OwnerGone(Exception):
     """The owner stopped (or crashed) while `queue --watch` or `logs --follow` was talking to it."""
 
 
-def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> dict[str, Any]:
+def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> Any:
     """One request of a watching loop: a lost owner ends the loop with a message, not a traceback."""
     try:
         return client.request(op, **args)
@@ -158,17 +161,17 @@ def print_task_json(doc: Any) -> None:
         sys.stdout.write(console.json_text(doc, sys.stdout) + "\n")
 
 
-def _print_submitted(result: dict[str, Any], as_json: bool) -> None:
-    tasks = result.get("tasks", [])
-    for note in result.get("notes", []):
+def _print_submitted(result: Submitted, as_json: bool) -> None:
+    for note in result.notes:
         print(f"gputray: note: {note}", file=sys.stderr)
     if as_json:
-        print_json(tasks)
+        print_json([task_json(t) for t in result.tasks])
         return
-    for t in tasks:
-        reason = f" ({shown(t['reason'])})" if t.get("reason") else ""
-        print(f"#{t['id']} {shown(t['name'])}: {t['state']}{reason}")
+    for t in result.tasks:
+        reason = f" ({shown(t.reason)})" if t.reason else ""
+        print(f"#{t.id} {shown(t.name)}: {t.state}{reason}")
 
 
-def _pause_label(key: str) -> str:
-    return "the whole queue" if key == "queue" else key
+def paused_labels(paused: Paused) -> str:
+    """``the whole queue, pci:0000:01:00.0``: what ``pause`` stopped, for people; "" for nothing."""
+    return ", ".join([*(["the whole queue"] if paused.all else []), *sorted(paused.devices)])

@@ -8,7 +8,11 @@ import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from gputray.scheduler import console
+from gputray.scheduler.replies import PausedReply, TaskView
+from gputray.scheduler.tasks import iso_utc
 
 if TYPE_CHECKING:
     from gputray.monitor.monitor import Monitor
@@ -94,6 +98,24 @@ def shown(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def task_json(t: TaskView) -> dict[str, Any]:
+    """A task as ``--json`` prints it (docs/queue.md): its fields, times as ISO 8601 UTC strings."""
+    if t.state == "removed":  # gone before `wait` saw it end
+        return {"id": t.id, "state": t.state}
+    doc = msgspec.structs.asdict(t)
+    for key in ("submitted_at", "started_at", "ended_at"):
+        doc[key] = iso_utc(doc[key])
+    doc["after"] = list(t.after)
+    return doc
+
+
+def paused_json(reply: PausedReply) -> dict[str, bool]:
+    """``{"queue": bool, <device key>: bool, …}``: what ``pause --json`` prints (known devices too)."""
+    paused = reply.paused
+    keys = dict.fromkeys([*reply.known, *sorted(paused.devices)])
+    return {"queue": paused.all, **{k: k in paused.devices for k in keys}}
 
 
 def print_json(doc: Any) -> None:

@@ -8,9 +8,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from gputray.scheduler.commands.client import EXIT_NO_OWNER, EXIT_REFUSED, _ask, _client_call, _pause_label
-from gputray.scheduler.commands.common import error, print_json, shown
+from gputray.scheduler.commands.client import EXIT_NO_OWNER, EXIT_REFUSED, _ask, _client_call, paused_labels
+from gputray.scheduler.commands.common import error, paused_json, print_json, shown, task_json
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,7 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 OFFLINE_NOTE = "no gputray owner is running: acted on the saved queue"
 
 
-def _offline(printer: Callable[[argparse.Namespace, dict[str, Any]], int], answer: Any) -> Any:
+def _offline(printer: Callable[[argparse.Namespace, Any], int], answer: Any) -> Any:
     """The command against the saved queue (no owner answered): the same printing, a note first."""
 
     def run(args: argparse.Namespace) -> int:
@@ -72,19 +73,19 @@ def _offline(printer: Callable[[argparse.Namespace, dict[str, Any]], int], answe
     return run
 
 
-def _offline_cancel(args: argparse.Namespace) -> dict[str, Any]:
+def _offline_cancel(args: argparse.Namespace) -> TasksDone:
     from gputray.scheduler import offline
 
     return offline.cancel(app_paths(), list(args.ids))
 
 
-def _offline_retry(args: argparse.Namespace) -> dict[str, Any]:
+def _offline_retry(args: argparse.Namespace) -> TaskReply:
     from gputray.scheduler import offline
 
     return offline.retry(app_paths(), args.id)
 
 
-def _offline_pause(args: argparse.Namespace, op: str) -> dict[str, Any]:
+def _offline_pause(args: argparse.Namespace, op: str) -> PausedReply:
     from gputray.scheduler import offline
 
     return offline.pause(app_paths(), op, args.device)
@@ -94,35 +95,34 @@ def _cmd_cancel(args: argparse.Namespace) -> int:
     return _print_cancel(args, _ask("cancel", ids=list(args.ids)))
 
 
-def _print_cancel(args: argparse.Namespace, result: dict[str, Any]) -> int:
+def _print_cancel(args: argparse.Namespace, result: TasksDone) -> int:
     if args.json:
-        print_json(result)
+        print_json({"tasks": [task_json(t) for t in result.tasks], "errors": result.errors})
     else:
-        for t in result.get("tasks", []):
-            print(f"#{t['id']} {shown(t['name'])}: {t['state']}")
-    for err in result.get("errors", []):
+        for t in result.tasks:
+            print(f"#{t.id} {shown(t.name)}: {t.state}")
+    for err in result.errors:
         print(f"gputray: {err}", file=sys.stderr)
-    return EXIT_REFUSED if result.get("errors") else 0
+    return EXIT_REFUSED if result.errors else 0
 
 
 def _cmd_retry(args: argparse.Namespace) -> int:
     return _print_retry(args, _ask("retry", id=args.id))
 
 
-def _print_retry(args: argparse.Namespace, result: dict[str, Any]) -> int:
+def _print_retry(args: argparse.Namespace, result: TaskReply) -> int:
+    t = result.task
     if args.json:
-        print_json(result["task"])
+        print_json(task_json(t))
     else:
-        t = result["task"]
-        print(f"#{t['id']} {shown(t['name'])}: {t['state']}")
+        print(f"#{t.id} {shown(t.name)}: {t.state}")
     return 0
 
 
-def _print_pause(args: argparse.Namespace, result: dict[str, Any]) -> int:
-    paused = result.get("paused") or {}
+def _print_pause(args: argparse.Namespace, result: PausedReply) -> int:
     if args.json:
-        print_json(paused)
+        print_json(paused_json(result))
     else:
-        on = [_pause_label(k) for k, v in paused.items() if v]
-        print(f"paused: {', '.join(on)}" if on else "nothing is paused")
+        on = paused_labels(result.paused)
+        print(f"paused: {on}" if on else "nothing is paused")
     return 0

@@ -8,12 +8,12 @@ import contextlib
 import os
 import signal
 from pathlib import Path
-from typing import Any
 
 from gputray.scheduler import ipc
 from gputray.scheduler.commands.client import EXIT_REFUSED, _ask, _client_call
 from gputray.scheduler.commands.common import EXIT_USAGE, add_monitor_source_args, error
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.replies import Stopping
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -106,17 +106,17 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_stop(result: dict[str, Any]) -> int:
-    running = int(result.get("running") or 0)
+def _print_stop(result: Stopping) -> int:
+    running = result.running
     one = running == 1
     jobs = f"{running} running job" + ("" if one else "s")
     if not running:
         what = "no job was running"
-    elif result.get("jobs") == "keep":
+    elif result.jobs == "keep":
         ends = "it ends" if one else "they end"
         what = f"{jobs} {'keeps' if one else 'keep'} running; the next owner records how {ends}"
     else:
         policy = "follows its" if one else "follow their"
         what = f"{jobs} {'is' if one else 'are'} stopped too (and {policy} retry policy)"
-    print(f"asked the owner (pid {result.get('pid')}) to stop; {what}")
+    print(f"asked the owner (pid {result.pid}) to stop; {what}")
     return 0

@@ -245,7 +245,7 @@ def _owner_is_demo() -> bool:
 
     try:
         with ipc.IpcClient(app_paths(), timeout_s=2.0) as client:
-            return bool(client.request("ping").get("demo"))
+            return bool(client.request("ping").demo)
     except ipc.IpcError:
         return False
 

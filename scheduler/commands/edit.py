@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 
 from gputray.scheduler.commands.client import _ask, _client_call, _UsageError
-from gputray.scheduler.commands.common import print_json, shown
+from gputray.scheduler.commands.common import print_json, shown, task_json
 from gputray.scheduler.commands.submit import add_placement_args, overrides_from_args
+from gputray.scheduler.replies import TaskView
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,19 +53,18 @@ def _cmd_edit(args: argparse.Namespace) -> int:
         changes["name"] = args.name
     if not changes:
         raise _UsageError("nothing to change: give --priority, --device, --at, --name … (see --help)")
-    result = _ask("edit", id=args.id, changes=changes)
-    _print_task(result["task"], args.json)
+    _print_task(_ask("edit", id=args.id, changes=changes).task, args.json)
     return 0
 
 
 def _cmd_move(args: argparse.Namespace) -> int:
     result = _ask("move", id=args.id, top=args.top, bottom=args.bottom, before=args.before, after=args.after)
-    _print_task(result["task"], args.json)
+    _print_task(result.task, args.json)
     return 0
 
 
-def _print_task(task: dict[str, object], as_json: bool) -> None:
+def _print_task(task: TaskView, as_json: bool) -> None:
     if as_json:
-        print_json(task)
+        print_json(task_json(task))
     else:
-        print(f"#{task['id']} {shown(str(task['name']))}: {task['state']}, priority {task['priority']}")
+        print(f"#{task.id} {shown(task.name)}: {task.state}, priority {task.priority}")

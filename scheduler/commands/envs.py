@@ -183,7 +183,7 @@ def _ask_owner_to_check() -> bool:
 
     try:
         with ipc.IpcClient(app_paths(), timeout_s=5.0) as client:
-            return int(client.request("check_envs").get("checking") or 0) > 0
+            return int(client.request("check_envs").checking) > 0
     except ipc.IpcError:
         return False
 

@@ -11,7 +11,6 @@ the gaps narrow, then times of other days show only the date. A pipe gets every 
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 import shutil
@@ -19,12 +18,11 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gputray.scheduler.commands.common import shown, terminal_cells
+from gputray.scheduler.replies import DeviceSlots, TaskView
 from gputray.scheduler.tasks import local_time
 
-TaskDict = Mapping[str, Any]
 FILTER_KEYS = ("state", "device", "name", "env")
 HEADERS = ("ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON")
 # The columns that give way when the terminal is narrow, and the narrowest each is cut to.
@@ -38,40 +36,19 @@ def device_label(device: str | None, names: Mapping[str, str]) -> str:
     return names.get(device, device)
 
 
-def reason_shown(t: TaskDict) -> str:
+def reason_shown(t: TaskView) -> str:
     """The task's reason, with its exit status where the reason does not already say how it ended."""
-    reason = str(t.get("reason") or "")
-    code = t.get("exit_code")
-    if t.get("state") != "failed" or code is None:
+    reason, code = t.reason, t.exit_code
+    if t.state != "failed" or code is None:
         return reason
     if f"status {code}" in reason or "signal" in reason or "timed out" in reason:
         return reason
     return f"exit {code}" + (f"; {reason}" if reason else "")
 
 
-def epoch_of(value: Any) -> float | None:
-    """A task time as ``to_json`` gives it (ISO 8601 UTC) → epoch seconds; None when absent."""
-    if isinstance(value, int | float):
-        return float(value)
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def when(value: Any, now_s: float, *, short: bool = False) -> str:
-    """Local time for a listing: ``14:02`` today, ``11-30 14:02`` this year (``short``: ``11-30``)."""
-    return local_time(epoch_of(value), now_s, short=short)
-
-
-def duration(task: TaskDict, now_s: float) -> str:
-    started = epoch_of(task.get("started_at"))
-    if started is None:
-        return "-"
-    ended = epoch_of(task.get("ended_at"))
-    if ended is None and task.get("state") != "running":
+def duration(task: TaskView, now_s: float) -> str:
+    started, ended = task.started_at, task.ended_at
+    if started is None or (ended is None and task.state != "running"):
         return "-"
     seconds = max(0, round((ended if ended is not None else now_s) - started))
     h, rest = divmod(seconds, 3600)
@@ -104,20 +81,20 @@ def _cut(text: str, width: int) -> str:
     return out + "…"
 
 
-def _rows(tasks: Sequence[TaskDict], names: Mapping[str, str], now_s: float, short: bool) -> list[list[str]]:
+def _rows(tasks: Sequence[TaskView], names: Mapping[str, str], now_s: float, short: bool) -> list[list[str]]:
     rows = [list(HEADERS)]
     for t in tasks:
         rows.append(
             [
-                str(t["id"]),
-                str(t["state"]),
-                str(t.get("priority", 0)),
-                shown(device_label(t.get("device"), names)),
-                shown(t.get("env") or "-"),
-                when(t.get("started_at"), now_s, short=short),
-                when(t.get("ended_at"), now_s, short=short),
+                str(t.id),
+                t.state,
+                str(t.priority),
+                shown(device_label(t.device, names)),
+                shown(t.env or "-"),
+                local_time(t.started_at, now_s, short=short),
+                local_time(t.ended_at, now_s, short=short),
                 duration(t, now_s),
-                shown(str(t.get("name", ""))),
+                shown(t.name),
                 shown(reason_shown(t)),
             ]
         )
@@ -159,7 +136,7 @@ def _fit(rows: list[list[str]], width: int | None, gap: int) -> list[int] | None
 
 
 def format_tasks(
-    tasks: Sequence[TaskDict],
+    tasks: Sequence[TaskView],
     device_names: Mapping[str, str] | None = None,
     *,
     width: int | None = None,
@@ -192,17 +169,15 @@ def format_tasks(
     return "\n".join(lines)
 
 
-def format_devices(devices: Sequence[TaskDict]) -> str:
+def format_devices(devices: Sequence[DeviceSlots]) -> str:
     """``jobs: GeForce RTX 5060 Ti 0/1 · Radeon 780M 1/1 · CPU 2/4 (paused)``: running/slots per device
     (only the owner knows the slots: "" without it)."""
     parts = []
     for d in devices:
-        slots = d.get("slots")
-        if slots is None:
+        if d.slots is None:
             continue
-        count = f"{d.get('running', 0)}/{slots}"
-        paused = " (paused)" if d.get("paused") else ""
-        parts.append(f"{shown(str(d.get('name') or d.get('key')))} {count}{paused}")
+        paused = " (paused)" if d.paused else ""
+        parts.append(f"{shown(d.name or d.key)} {d.running}/{d.slots}{paused}")
     return "jobs: " + " · ".join(parts) if parts else ""
 
 
@@ -216,18 +191,18 @@ class TaskFilter:
     def names_a_state(self) -> bool:
         return "state" in self.wanted
 
-    def matches(self, task: TaskDict, names: Mapping[str, str]) -> bool:
+    def matches(self, task: TaskView, names: Mapping[str, str]) -> bool:
         for key, values in self.wanted.items():
             if key == "state":
-                ok = task.get("state") in values
+                ok = task.state in values
             elif key == "device":
-                device = str(task.get("device") or "")
+                device = task.device or ""
                 label = _squash(device_label(device, names) + " " + device)
                 ok = bool(device) and any(_squash(v) in label for v in values)
             elif key == "env":
-                ok = (task.get("env") or "") in values
+                ok = (task.env or "") in values
             else:
-                ok = any(v.lower() in str(task.get("name", "")).lower() for v in values)
+                ok = any(v.lower() in task.name.lower() for v in values)
             if not ok:
                 return False
         return True

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+
+from msgspec import to_builtins
 
 from gputray.scheduler import console, ipc
 from gputray.scheduler.commands.client import (
@@ -17,14 +18,15 @@ from gputray.scheduler.commands.client import (
     _ask_again,
     _client_call,
     _no_log,
-    _pause_label,
     _UsageError,
     format_tasks,
+    paused_labels,
     print_task_json,
 )
-from gputray.scheduler.commands.common import error, positive_seconds, shown
+from gputray.scheduler.commands.common import error, positive_seconds, shown, task_json
 from gputray.scheduler.commands.listing import TaskFilter, format_devices, parse_filter, terminal_width
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.replies import DeviceSlots, LogChunk, QueueReply, views
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -89,7 +91,9 @@ def _cmd_queue(args: argparse.Namespace) -> int:
     with ipc.IpcClient(app_paths()) as client:
         while True:
             if args.watch:
-                result = _ask_again(client, "queue", "the list above is the last one seen", all=everything)
+                result: QueueReply = _ask_again(
+                    client, "queue", "the list above is the last one seen", all=everything
+                )
             else:
                 result = client.request("queue", all=everything)
             if args.watch and not args.json:
@@ -108,37 +112,30 @@ def _cmd_queue(args: argparse.Namespace) -> int:
                 return 0
 
 
-def _print_queue(result: dict[str, Any], args: argparse.Namespace, wanted: TaskFilter | None) -> None:
+def _print_queue(result: QueueReply, args: argparse.Namespace, wanted: TaskFilter | None) -> None:
     from gputray.scheduler.tasks import FINISHED_STATES
 
-    names = result.get("device_names") or {}
-    tasks = result.get("tasks", [])
+    names = result.device_names
+    tasks = list(result.tasks)
     if wanted is not None:
         tasks = [t for t in tasks if wanted.matches(t, names)]
         if not args.all and not wanted.names_a_state:
-            tasks = [t for t in tasks if t.get("state") not in FINISHED_STATES]
-    paused = result.get("paused") or {}
-    devices = result.get("devices") or []
+            tasks = [t for t in tasks if t.state not in FINISHED_STATES]
+    devices = result.devices
     if args.json:
-        print_task_json({"tasks": tasks, "queue": {"paused": bool(paused.get("queue"))}, "devices": devices})
+        listed = [{**task_json(t), "device_name": names.get(t.device or "")} for t in tasks]
+        print_task_json(
+            {"tasks": listed, "queue": {"paused": result.paused.all}, "devices": to_builtins(devices)}
+        )
         return
-    on = [_pause_label(k) for k, v in paused.items() if v]
-    if on:
-        print(f"paused: {', '.join(on)}")
+    if paused_labels(result.paused):
+        print(f"paused: {paused_labels(result.paused)}")
     if format_devices(devices):
         print(format_devices(devices))
     if not tasks and wanted is not None:
         print("no task matches the filter")
         return
     print(format_tasks(tasks, names, width=terminal_width()))
-
-
-def _saved_paused(paths: Any) -> dict[str, bool]:
-    """What ``pause`` left on disk, in the owner's ``paused`` reply shape."""
-    from gputray.scheduler.pause_file import PAUSE_ALL, read_paused
-
-    paused_all, devices = read_paused(paths.data_dir)
-    return {PAUSE_ALL: paused_all, **dict.fromkeys(devices, True)}
 
 
 def _saved_queue(args: argparse.Namespace) -> int:
@@ -153,21 +150,21 @@ def _saved_queue(args: argparse.Namespace) -> int:
     print(f"gputray: {NO_OWNER_NOTE}", file=sys.stderr)
     for note in saved.notes:  # a damaged file, a row that is no task: the rest is shown all the same
         print(f"gputray: note: {shown(note)}", file=sys.stderr)
-    paused = _saved_paused(paths)
+    from gputray.scheduler.pause_file import read_paused
+
+    paused = read_paused(paths.data_dir)
     names = {"cpu": "CPU"}
-    tasks = [{**r.to_json(), "device_name": names.get(r.device or "")} for r in records]
-    keys = dict.fromkeys(["cpu", *(k for k in paused if k != "queue")])
-    devices = [
-        {
-            "key": key,
-            "name": names.get(key, key),
-            "slots": None,
-            "running": sum(1 for r in records if r.device == key and r.state == "running"),
-            "paused": bool(paused.get(key)),
-        }
-        for key in keys
-    ]
-    result = {"tasks": tasks, "paused": paused, "device_names": names, "devices": devices}
+    devices = tuple(
+        DeviceSlots(
+            key=key,
+            name=names.get(key, key),
+            slots=None,
+            running=sum(1 for r in records if r.device == key and r.state == "running"),
+            paused=key in paused.devices,
+        )
+        for key in dict.fromkeys(["cpu", *sorted(paused.devices)])
+    )
+    result = QueueReply(tasks=views(records), paused=paused, device_names=names, devices=devices)
     _print_queue(result, args, wanted)
     sys.stdout.flush()
     return 0
@@ -196,18 +193,17 @@ def _cmd_logs(args: argparse.Namespace) -> int:
     with ipc.IpcClient(app_paths()) as client:
         while True:
             what = f"task {args.id}'s log above is complete up to then"
-            chunk = _ask_again(client, "logs", what, id=args.id, offset=offset)
-            text = chunk.get("text", "")
-            if text:
-                out.write(text)
+            chunk: LogChunk = _ask_again(client, "logs", what, id=args.id, offset=offset)
+            if chunk.text:
+                out.write(chunk.text)
                 out.flush()
-            moved = chunk["offset"] != offset
-            offset = chunk["offset"]
+            moved = chunk.offset != offset
+            offset = chunk.offset
             if moved:
                 continue
-            if not args.follow or chunk.get("finished") or chunk.get("state") == "interrupted":
-                if not chunk.get("log_path") and not args.follow:
-                    print(f"gputray: {_no_log(args.id, str(chunk.get('state')))}", file=sys.stderr)
+            if not args.follow or chunk.finished or chunk.state == "interrupted":
+                if not chunk.log_path and not args.follow:
+                    print(f"gputray: {_no_log(args.id, chunk.state)}", file=sys.stderr)
                 return 0
             try:
                 time.sleep(0.25)

@@ -44,22 +44,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
     if args.schedule_cmd == "add":
-        result = _ask(
-            "schedule_add",
-            cron=args.cron,
-            task_file=str(Path(args.task).absolute()),
-            name=args.name,
-            cwd=os.getcwd(),
-        )
-        entries = [result["schedule"]]
+        task_file = str(Path(args.task).absolute())
+        result = _ask("schedule_add", cron=args.cron, task_file=task_file, name=args.name, cwd=os.getcwd())
     elif args.schedule_cmd == "remove":
         result = _ask("schedule_remove", id=args.id)
-        entries = [result["schedule"]]
     elif args.schedule_cmd == "list":
-        entries = _ask("schedule_list")["schedules"]
+        result = _ask("schedule_list")
     else:
         args._parser.print_help()
         return EXIT_USAGE
+    entries = list(result.schedules)
     if args.json:
         print_json(entries if args.schedule_cmd == "list" else entries[0])
         return 0
@@ -76,9 +70,8 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
 
 def _local(iso: str) -> str:
     """A schedule time (ISO 8601 UTC in the JSON) as local time, as the cron fields are read."""
-    from gputray.scheduler.commands.listing import epoch_of
-
-    epoch = epoch_of(iso)
-    if epoch is None:
+    try:
+        when = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
         return iso
-    return dt.datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return when.astimezone().strftime("%Y-%m-%d %H:%M %Z")

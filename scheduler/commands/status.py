@@ -134,8 +134,7 @@ def _owner_doc(client: ipc.IpcClient) -> dict[str, Any] | None:
         reply = client.request("status")
     except ipc.IpcError:
         return None
-    doc = reply.get("snapshot")
-    return doc if isinstance(doc, dict) else None
+    return reply.snapshot  # type: ignore[no-any-return]
 
 
 def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from gputray.scheduler.commands.client import _ask, _client_call, _print_submitted, _UsageError, caller_args
 from gputray.scheduler.commands.common import shown
 from gputray.scheduler.protocol import wire_str
+from gputray.scheduler.replies import Submitted
 from gputray.scheduler.tasks import MAX_PRIORITY, MAX_RETRIES
 
 
@@ -237,17 +238,16 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     return _submitted(result, args)
 
 
-def _submitted(result: dict[str, Any], args: argparse.Namespace) -> int:
+def _submitted(result: Submitted, args: argparse.Namespace) -> int:
     """Print what was queued; with ``--wait``, stay until it ended and exit with its status."""
     if args.wait:
         from gputray.scheduler.commands.wait import wait_for_tasks
 
-        for note in result.get("notes", []):
+        for note in result.notes:
             print(f"gputray: note: {note}", file=sys.stderr)
-        ids = [t["id"] for t in result.get("tasks", [])]
-        for t in result.get("tasks", []):
-            print(f"gputray: queued #{t['id']} {shown(t['name'])}; waiting for it to end", file=sys.stderr)
-        return wait_for_tasks(ids, follow=True, as_json=args.json)
+        for t in result.tasks:
+            print(f"gputray: queued #{t.id} {shown(t.name)}; waiting for it to end", file=sys.stderr)
+        return wait_for_tasks([t.id for t in result.tasks], follow=True, as_json=args.json)
     _print_submitted(result, args.json)
     return 0
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from gputray.scheduler.commands.client import EXIT_REFUSED, _ask, _client_call, _UsageError
-from gputray.scheduler.commands.common import print_json, shown
+from gputray.scheduler.commands.common import print_json, shown, task_json
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.replies import Tasks
 
 CLEAN_STATES = ("succeeded", "failed", "cancelled")
 
@@ -51,13 +51,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=lambda a: _client_call(_cmd_clean, a))
 
 
-def _print_removed(result: dict[str, Any], as_json: bool, notes: list[str]) -> None:
-    tasks = result.get("tasks", [])
+def _print_removed(tasks: Tasks, as_json: bool, notes: tuple[str, ...]) -> None:
     if as_json:
-        print_json(tasks)
+        print_json([task_json(t) for t in tasks])
     else:
         for t in tasks:
-            print(f"removed #{t['id']} {shown(t['name'])} ({t['state']})")
+            print(f"removed #{t.id} {shown(t.name)} ({t.state})")
         if not tasks:
             print("nothing removed")
     for note in notes:
@@ -78,16 +77,14 @@ def _offline_remove(args: argparse.Namespace) -> int:
     except Refusal as exc:
         return error(str(exc), EXIT_REFUSED)
     print(f"gputray: {OFFLINE_NOTE}", file=sys.stderr)
-    errors = list(result.get("errors", []))
-    _print_removed(result, args.json, errors)
-    return EXIT_REFUSED if errors else 0
+    _print_removed(result.tasks, args.json, result.errors)
+    return EXIT_REFUSED if result.errors else 0
 
 
 def _cmd_remove(args: argparse.Namespace) -> int:
     result = _ask("remove", ids=list(args.ids), force=args.force)
-    errors = list(result.get("errors", []))
-    _print_removed(result, args.json, errors)
-    return EXIT_REFUSED if errors else 0
+    _print_removed(result.tasks, args.json, result.errors)
+    return EXIT_REFUSED if result.errors else 0
 
 
 def _cmd_clean(args: argparse.Namespace) -> int:
@@ -104,5 +101,5 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     if bad:
         raise _UsageError(f"--state {bad[0]!r}: clean removes tasks that ended: {', '.join(CLEAN_STATES)}")
     result = _ask("clean", older_than_s=older_than_s, states=states or None)
-    _print_removed(result, args.json, list(result.get("kept", [])))
+    _print_removed(result.tasks, args.json, result.kept)
     return 0

@@ -15,8 +15,9 @@ from typing import Any
 
 from gputray.scheduler import console, ipc
 from gputray.scheduler.commands.client import _ask_again, _client_call, print_task_json
-from gputray.scheduler.commands.common import shown
+from gputray.scheduler.commands.common import shown, task_json
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.replies import LogChunk, Tasks, TaskView, Waited
 
 ENDED = frozenset({"succeeded", "failed", "cancelled", "removed"})
 EXIT_INTERRUPTED = 130
@@ -51,11 +52,11 @@ def _cmd_wait(args: argparse.Namespace) -> int:
     return wait_for_tasks(list(args.ids), follow=args.follow and not args.json, as_json=args.json)
 
 
-def exit_status(task: dict[str, Any]) -> int:
+def exit_status(task: TaskView) -> int:
     """What a shell would say for this task: see the module docstring."""
-    if task.get("state") == "succeeded":
+    if task.state == "succeeded":
         return 0
-    code = task.get("exit_code")
+    code = task.exit_code
     if isinstance(code, int) and code > 0:
         return code
     if isinstance(code, int) and code < 0:
@@ -81,7 +82,7 @@ def wait_for_tasks(ids: Sequence[Any], *, follow: bool, as_json: bool = False) -
             )
             return EXIT_INTERRUPTED
     if as_json:
-        print_task_json(tasks)
+        print_task_json([task_json(t) for t in tasks])
     else:
         out = sys.stderr if follow else sys.stdout
         for t in tasks:
@@ -89,21 +90,21 @@ def wait_for_tasks(ids: Sequence[Any], *, follow: bool, as_json: bool = False) -
     return next((code for code in map(exit_status, tasks) if code), 0)
 
 
-def _summary(task: dict[str, Any]) -> str:
-    if task.get("state") == "removed":
-        return f"#{task['id']}: removed from the queue before it ended"
-    code = task.get("exit_code")
-    detail = f" (exit {code})" if code is not None else ""
-    reason = task.get("reason") or ""
-    why = f": {shown(reason)}" if reason and task.get("state") != "succeeded" else ""
-    return f"#{task['id']} {shown(task.get('name', ''))}: {task['state']}{detail}{why}"
+def _summary(task: TaskView) -> str:
+    if task.state == "removed":
+        return f"#{task.id}: removed from the queue before it ended"
+    detail = f" (exit {task.exit_code})" if task.exit_code is not None else ""
+    why = f": {shown(task.reason)}" if task.reason and task.state != "succeeded" else ""
+    return f"#{task.id} {shown(task.name)}: {task.state}{detail}{why}"
 
 
-def _until_ended(client: ipc.IpcClient, ids: Sequence[Any]) -> list[dict[str, Any]]:
+def _until_ended(client: ipc.IpcClient, ids: Sequence[Any]) -> Tasks:
     while True:
-        result = _ask_again(client, "wait", "it was still running then", ids=list(ids), timeout_s=WAIT_S)
-        if result.get("done"):
-            return list(result.get("tasks", []))
+        result: Waited = _ask_again(
+            client, "wait", "it was still running then", ids=list(ids), timeout_s=WAIT_S
+        )
+        if result.done:
+            return result.tasks
 
 
 def _follow(client: ipc.IpcClient, task_id: Any) -> None:
@@ -114,19 +115,18 @@ def _follow(client: ipc.IpcClient, task_id: Any) -> None:
     what = f"task {task_id}'s log above is complete up to then"
     while True:
         try:
-            chunk = _ask_again(client, "logs", what, id=task_id, offset=offset)
+            chunk: LogChunk = _ask_again(client, "logs", what, id=task_id, offset=offset)
         except ipc.RemoteError as exc:
             if exc.kind == "TaskNotFound":
                 return  # removed meanwhile: the summary says so
             raise
-        text = chunk.get("text", "")
-        if text:
-            out.write(text)
+        if chunk.text:
+            out.write(chunk.text)
             out.flush()
-        moved = chunk["offset"] != offset
-        offset = chunk["offset"]
+        moved = chunk.offset != offset
+        offset = chunk.offset
         if moved:
             continue
-        if chunk.get("finished"):
+        if chunk.finished:
             return
         _ask_again(client, "wait", what, ids=[task_id], timeout_s=POLL_S)

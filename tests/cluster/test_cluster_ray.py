@@ -30,6 +30,8 @@ from cluster_harness import (
 from torch_venv import torch_venv_python
 from waiting import wait_for
 
+from gputray.scheduler.replies import TaskView
+
 _why_not = ray_available()
 pytestmark = [
     pytest.mark.skipif(_why_not is not None, reason=f"needs a real Ray cluster: {_why_not}"),
@@ -94,17 +96,17 @@ def _submitted_id(done: subprocess.CompletedProcess[str]) -> int:
     return int(tasks[0]["id"])
 
 
-def _state(m: Machine, task_id: int, states: set[str], timeout_s: float = 60.0) -> dict[str, object]:
+def _state(m: Machine, task_id: int, states: set[str], timeout_s: float = 60.0) -> TaskView:
     return wait_for(
-        lambda: (t := m.task(task_id))["state"] in states and t,
+        lambda: (t := m.task(task_id)).state in states and t,
         timeout_s,
         f"{m.name} task {task_id} to reach {states}; now {m.task(task_id)}; logs:\n{m.logs()}",
     )
 
 
-def _inbound(m: Machine, origin_prefix: str) -> list[dict[str, object]]:
-    tasks = m.ask("queue", all=True)["tasks"]
-    return [t for t in tasks if str(t.get("origin") or "").startswith(origin_prefix)]
+def _inbound(m: Machine, origin_prefix: str) -> list[TaskView]:
+    tasks = m.ask("queue", all=True).tasks
+    return [t for t in tasks if str(t.origin or "").startswith(origin_prefix)]
 
 
 def test_cluster_status_lists_both_machines_their_gpus_and_token_auth(
@@ -142,7 +144,7 @@ def test_a_script_with_machine_any_runs_on_the_other_machines_free_gpu(
 
     # the log streams here while it runs there
     wait_for(
-        lambda: desk.task(task_id)["state"] == "running" and "step 0" in desk.ask("logs", id=task_id)["text"],
+        lambda: desk.task(task_id).state == "running" and "step 0" in desk.ask("logs", id=task_id).text,
         60,
         f"desk to show the running job's first lines: {desk.task(task_id)}",
     )
@@ -151,12 +153,12 @@ def test_a_script_with_machine_any_runs_on_the_other_machines_free_gpu(
     assert "step 2" in follow.stdout and "wrote result.txt" in follow.stdout
 
     done = _state(desk, task_id, {"succeeded"})
-    assert done["machine"] == "laptop" and isinstance(done["remote_id"], int)
-    assert done["device"] == LAPTOP_GPU
+    assert done.machine == "laptop" and isinstance(done.remote_id, int)
+    assert done.device == LAPTOP_GPU
     doc = _json(desk.cli("queue", "--all", "--json"))
     assert isinstance(doc, dict)  # {"tasks": [...], "queue": {...}, "devices": [...]}
     listing = {t["id"]: t for t in doc["tasks"]}
-    assert listing[task_id]["machine"] == "laptop" and listing[task_id]["remote_id"] == done["remote_id"]
+    assert listing[task_id]["machine"] == "laptop" and listing[task_id]["remote_id"] == done.remote_id
     assert listing[task_id]["origin"] is None  # it was submitted here
 
     # the result lands beside the input here, with the log
@@ -164,7 +166,7 @@ def test_a_script_with_machine_any_runs_on_the_other_machines_free_gpu(
     assert "step 2" in (desk.work / "job.log").read_text()
     # ... and the laptop ran it once, in its own queue, and kept no copy of the files
     (theirs,) = [t for t in _inbound(laptop, f"desk#{task_id}.")]
-    assert theirs["state"] == "succeeded" and theirs["device"] == "pci:0000:64:00.0"
+    assert theirs.state == "succeeded" and theirs.device == "pci:0000:64:00.0"
     assert not any((laptop.paths.data_dir / "cluster" / "inbox").iterdir())
 
     # the same again: the first result is never overwritten
@@ -206,13 +208,13 @@ def test_cancel_on_the_submitter_stops_the_job_on_the_other_machine(
     )
     _state(desk, task_id, {"running"})
     (theirs,) = _inbound(laptop, f"desk#{task_id}.")
-    pid = laptop.ask("get", id=theirs["id"])["pid"]
+    pid = laptop.ask("get", id=theirs.id).pid
     assert pid is not None and psutil.pid_exists(pid)
 
     out = desk.cli("cancel", str(task_id))
     assert out.returncode == 0, out.stderr
-    assert desk.task(task_id)["state"] == "cancelled"
-    wait_for(lambda: laptop.task(int(theirs["id"]))["state"] == "cancelled", 30, "the laptop's copy to stop")
+    assert desk.task(task_id).state == "cancelled"
+    wait_for(lambda: laptop.task(int(theirs.id)).state == "cancelled", 30, "the laptop's copy to stop")
     wait_for(
         lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie", 15, "its process"
     )
@@ -250,7 +252,7 @@ def test_inputs_over_the_transfer_limit_are_refused_unless_in_a_shared_folder(
         )
     )
     _state(desk, task_id, {"succeeded"})
-    assert f"size {3 << 30}" in desk.ask("logs", id=task_id)["text"]  # read in place on the laptop
+    assert f"size {3 << 30}" in desk.ask("logs", id=task_id).text  # read in place on the laptop
     os.unlink(big)
     os.unlink(shared_big)
 
@@ -267,15 +269,15 @@ def test_the_submitter_going_down_leaves_the_remote_job_running_and_fetches_it_o
     (theirs,) = _inbound(laptop, f"desk#{task_id}.")
     desk.stop()  # the tray quits, the bridge with it
 
-    staged_cwd = laptop.ask("get", id=theirs["id"])["spec"]["cwd"]
+    staged_cwd = laptop.ask("get", id=theirs.id).spec["cwd"]
     Path(staged_cwd, "stop").write_text("")  # (the same disk here) the job finishes while desk is down
-    _state(laptop, int(theirs["id"]), {"succeeded"})
+    _state(laptop, int(theirs.id), {"succeeded"})
 
     desk.start()
     done = _state(desk, task_id, {"succeeded"}, timeout_s=90)
-    assert done["machine"] == "laptop"
+    assert done.machine == "laptop"
     assert (desk.work / "long-result.txt").read_text() == "pci:0000:64:00.0"
-    assert "finished" in desk.ask("logs", id=task_id)["text"]
+    assert "finished" in desk.ask("logs", id=task_id).text
     (desk.work / "long-result.txt").unlink()
 
 
@@ -292,21 +294,21 @@ def test_a_machine_that_leaves_mid_job_has_its_task_follow_the_retry_policy_and_
     )
     task_id = _submitted_id(desk.cli("submit", "--task", str(task_file), "--json"))
     running = _state(desk, task_id, {"running"})
-    assert running["machine"] == "laptop"
+    assert running.machine == "laptop"
     (theirs,) = _inbound(laptop, f"desk#{task_id}.")
 
     cluster.remove_machine("laptop")  # its Ray node goes; its gputray (and the job) go on
-    wait_for(lambda: desk.task(task_id)["machine"] == "desk", 90, f"the retry here: {desk.task(task_id)}")
+    wait_for(lambda: desk.task(task_id).machine == "desk", 90, f"the retry here: {desk.task(task_id)}")
     # the retry policy, with the reason (the row's reason is the local queue's now: see the event log)
     events = (desk.paths.state_dir / "daemon.log").read_text()
     assert f"task {task_id} queued: " in events
     assert "laptop left the cluster while it ran; retry 1 of 1" in events
     # the laptop, cut off, stopped its copy before desk placed it again: it never finished there
-    laptop_copy = _state(laptop, int(theirs["id"]), {"cancelled", "succeeded", "failed"})
-    assert laptop_copy["state"] == "cancelled"
+    laptop_copy = _state(laptop, int(theirs.id), {"cancelled", "succeeded", "failed"})
+    assert laptop_copy.state == "cancelled"
     (desk.work / "stop").write_text("")
     done = _state(desk, task_id, {"succeeded"})
-    assert done["device"] == "cpu" and done["machine"] == "desk" and done["attempts"] == 2
+    assert done.device == "cpu" and done.machine == "desk" and done.attempts == 2
     assert (desk.work / "long-result.txt").read_text() == "cpu"
     (desk.work / "stop").unlink()
     (desk.work / "long-result.txt").unlink()
@@ -335,10 +337,10 @@ def test_with_the_head_down_every_local_queue_goes_on_and_the_bridges_rejoin(
         cwd=str(desk.work),
         overrides={"machine": "any", "device_prefs": ["780m"], "on_busy": "cpu"},
     )
-    _state(desk, int(here["tasks"][0]["id"]), {"succeeded"})
-    _state(laptop, int(there["tasks"][0]["id"]), {"succeeded"})
-    on_desk = _state(desk, int(anywhere["tasks"][0]["id"]), {"succeeded"})
-    assert on_desk["machine"] == "desk"  # "any machine" is the machines one can see
+    _state(desk, int(here.tasks[0].id), {"succeeded"})
+    _state(laptop, int(there.tasks[0].id), {"succeeded"})
+    on_desk = _state(desk, int(anywhere.tasks[0].id), {"succeeded"})
+    assert on_desk.machine == "desk"  # "any machine" is the machines one can see
     wait_for(
         lambda: desk.cluster()["report"].get("state") != "connected", 30, "desk to notice the head is gone"
     )

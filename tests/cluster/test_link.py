@@ -75,7 +75,7 @@ def test_in_a_cluster_the_bridge_places_any_while_it_talks_to_us(tmp_path: Path)
     assert link.runs_here(placed_here)
     handed = store.update(other.id, machine="laptop", remote_id=7, remote_state="running", state="running")
     assert not link.runs_here(handed)
-    ids = {t["id"] for t in link.sync(request("cluster_sync"))["tasks"]}
+    ids = {t["id"] for t in link.sync(request("cluster_sync")).tasks}
     assert ids == {other.id}  # placed here (the local queue has it) and plain tasks are not the bridge's
 
 
@@ -91,15 +91,17 @@ def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason
     link.attach(FakeQueue(store))
     rec = store.add(spec(machine="any", retries=1, backoff_s=0.0))
     store.update(rec.id, machine="laptop", remote_id=3, remote_state="running", state="running", attempts=1)
-    got = link.update(request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran"))[
-        "task"
-    ]
+    got = link.update(
+        request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran")
+    ).task
+    assert got is not None
     assert got["state"] == "queued" and got["machine"] is None and got["remote_id"] is None
     assert "laptop left the cluster while it ran" in got["reason"]
     store.update(rec.id, machine="laptop", remote_id=4, remote_state="running", state="running", attempts=2)
-    got = link.update(request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran"))[
-        "task"
-    ]
+    got = link.update(
+        request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran")
+    ).task
+    assert got is not None
     assert got["state"] == "failed" and got["machine"] == "laptop" and got["remote_state"] == "lost"
     assert got["reason"].startswith("laptop left the cluster while it ran")
 
@@ -111,7 +113,8 @@ def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path
     got = link.update(
         request("cluster_update", id=rec.id, expect_state="queued", changes={"machine": "laptop"})
     )
-    assert got["task"] is None and got["now"]["state"] == "cancelled" and got["now"]["machine"] is None
+    assert got.task is None and got.now is not None
+    assert got.now["state"] == "cancelled" and got.now["machine"] is None
     with pytest.raises(ValueError, match="cannot change"):
         link.update(request("cluster_update", id=rec.id, changes={"spec": {}}))
 
@@ -122,7 +125,8 @@ def test_a_task_sent_twice_is_queued_once(tmp_path: Path) -> None:
     wire = spec(base_env={"SECRET": "x"}).to_dict()
     first = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
     again = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
-    assert first["task"]["id"] == again["task"]["id"] and again["existing"]
+    assert first.task is not None and again.task is not None and again.existing
+    assert first.task["id"] == again.task["id"]
     (rec,) = store.list()
     assert rec.spec.origin == "desk#4.1" and rec.spec.base_env is None  # the sender's env stays there
 

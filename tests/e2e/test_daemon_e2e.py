@@ -29,6 +29,7 @@ from waiting import wait_for
 from gputray.resources import resource_path
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.replies import TaskView
 from gputray.scheduler.taskfile import TASK_KEYS
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the e2e daemon tests use POSIX signals")
@@ -76,23 +77,23 @@ class Daemon:
         if self.proc.poll() is not None:
             raise AssertionError(f"daemon exited with {self.proc.returncode}: {self.stderr_text()}")
         try:
-            return bool(ipc.request(self.paths, "ping").get("ready"))
+            return bool(ipc.request(self.paths, "ping").ready)
         except ipc.IpcError:
             return False
 
     def stderr_text(self) -> str:
         return "".join(p.read_text(errors="replace") for p in sorted(self.home.glob("daemon-stderr-*.txt")))
 
-    def ask(self, op: str, **args: Any) -> dict[str, Any]:
+    def ask(self, op: str, **args: Any) -> Any:
         assert self.client is not None
         return self.client.request(op, **args)
 
-    def task(self, task_id: int) -> dict[str, Any]:
-        return self.ask("get", id=task_id)["task"]
+    def task(self, task_id: int) -> TaskView:
+        return self.ask("get", id=task_id).task
 
-    def wait_state(self, task_id: int, states: set[str], timeout_s: float = 30.0) -> dict[str, Any]:
+    def wait_state(self, task_id: int, states: set[str], timeout_s: float = 30.0) -> TaskView:
         return wait_for(
-            lambda: (t := self.task(task_id))["state"] in states and t,
+            lambda: (t := self.task(task_id)).state in states and t,
             timeout_s,
             f"task {task_id} to reach {states} (now {self.task(task_id)})",
         )
@@ -111,10 +112,10 @@ class Daemon:
 
     def run_job(self, argv: list[str], **overrides: Any) -> int:
         result = self.ask("run", argv=argv, overrides=overrides, cwd=str(self.home))
-        return int(result["tasks"][0]["id"])
+        return int(result.tasks[0].id)
 
     def log_text(self, task_id: int) -> str:
-        return str(self.ask("logs", id=task_id)["text"])
+        return str(self.ask("logs", id=task_id).text)
 
     def kill9(self) -> None:
         assert self.proc is not None
@@ -180,14 +181,14 @@ def test_wait_redirect_and_cpu_while_an_llm_holds_the_5060ti(daemons: Callable[.
     on_cpu = d.run_job(job, device_prefs=["5060ti"], on_busy="cpu", name="cpu instead")
 
     r = d.wait_state(redirected, {"succeeded"})
-    assert r["device"] == AMD
-    assert "5060" in r["reason"] or "redirect" in r["reason"].lower()
+    assert r.device == AMD
+    assert "5060" in r.reason or "redirect" in r.reason.lower()
     c = d.wait_state(on_cpu, {"succeeded"})
-    assert c["device"] == "cpu"
+    assert c.device == "cpu"
 
     w = d.task(waiting)
-    assert w["state"] in ("queued", "waiting"), w
-    assert "llama-server" in w["reason"], w["reason"]  # a reason a person can read
+    assert w.state in ("queued", "waiting"), w
+    assert "llama-server" in w.reason, w.reason  # a reason a person can read
 
     amd_env = env_lines(d.log_text(redirected))
     assert amd_env["GPUTRAY_DEVICE"] == AMD
@@ -214,7 +215,7 @@ def test_wait_redirect_and_cpu_while_an_llm_holds_the_5060ti(daemons: Callable[.
 
     out = d.cli("cancel", str(waiting))
     assert out.returncode == 0, out.stderr
-    assert d.task(waiting)["state"] == "cancelled"
+    assert d.task(waiting).state == "cancelled"
 
 
 @pytest.mark.slow
@@ -239,9 +240,9 @@ def test_kill_9_mid_run_loses_nothing(daemons: Callable[..., Daemon], home: Path
     d.wait_state(a, {"running"})
     rb = d.wait_state(b, {"running"})
     wait_for(lambda: "attempt 1" in d.log_text(a) and "b runs" in d.log_text(b), 30, "both jobs to print")
-    assert d.task(c)["state"] in ("queued", "waiting")
-    b_log = rb["log_path"]
-    pids = [d.ask("get", id=x)["pid"] for x in (a, b)]
+    assert d.task(c).state in ("queued", "waiting")
+    b_log = rb.log_path
+    pids = [d.ask("get", id=x).pid for x in (a, b)]
     assert all(isinstance(pid, int) and psutil.pid_exists(pid) for pid in pids)  # saved with "running"
 
     d.kill9()
@@ -254,15 +255,15 @@ def test_kill_9_mid_run_loses_nothing(daemons: Callable[..., Daemon], home: Path
     assert "b runs" in d.cli("logs", str(b)).stdout
     d2 = daemons()
 
-    assert [d2.ask("get", id=x)["pid"] for x in (a, b)] == pids  # adopted: the same processes run on
-    assert d2.task(a)["state"] == d2.task(b)["state"] == "running"
+    assert [d2.ask("get", id=x).pid for x in (a, b)] == pids  # adopted: the same processes run on
+    assert d2.task(a).state == d2.task(b).state == "running"
     assert d2.cli("cancel", str(b)).returncode == 0
-    assert d2.task(b)["state"] == "cancelled"
+    assert d2.task(b).state == "cancelled"
     go.touch()
     fa = d2.wait_state(a, {"succeeded"}, 40)
-    assert fa["attempts"] == 1 and marker.read_text() == "x"  # no second attempt beside the first
+    assert fa.attempts == 1 and marker.read_text() == "x"  # no second attempt beside the first
     fc = d2.wait_state(c, {"succeeded"}, 40)
-    assert fc["exit_code"] == 0
+    assert fc.exit_code == 0
     assert Path(b_log).exists() and "b runs" in Path(b_log).read_text()  # logs kept
     for pid in pids:
         wait_for(
@@ -286,7 +287,7 @@ def test_socket_permissions_and_a_single_owner(daemons: Callable[..., Daemon]) -
     )
     assert second.returncode == 1
     assert "another gputray owner" in second.stderr
-    assert d.ask("ping")["pid"] == d.proc.pid  # type: ignore[union-attr]  # the first one still owns it
+    assert d.ask("ping").pid == d.proc.pid  # type: ignore[union-attr]  # the first one still owns it
 
 
 def test_no_owner_tells_how_to_start_one(home: Path) -> None:
@@ -372,18 +373,16 @@ def test_cli_round_trip_logs_retry_pause(daemons: Callable[..., Daemon], home: P
     failing = d.cli("run", "--device", "cpu", "--json", "--", PY, "-c", "print('oops'); raise SystemExit(4)")
     fail_id = json.loads(failing.stdout)[0]["id"]
     t = d.wait_state(fail_id, {"failed"})
-    assert t["exit_code"] == 4
+    assert t.exit_code == 4
     logs = d.cli("logs", str(fail_id))
     assert logs.returncode == 0 and "oops" in logs.stdout
-    assert d.task(held_id)["state"] in ("queued", "waiting")  # its device is paused
+    assert d.task(held_id).state in ("queued", "waiting")  # its device is paused
     assert d.cli("resume", "780m").returncode == 0
     d.wait_state(held_id, {"succeeded"})
-    first_end = t["ended_at"]
+    first_end = t.ended_at
     again = d.cli("retry", str(fail_id))
     assert again.returncode == 0, again.stderr
-    wait_for(
-        lambda: (x := d.task(fail_id))["state"] == "failed" and x["ended_at"] != first_end, 30, "the retry"
-    )
+    wait_for(lambda: (x := d.task(fail_id)).state == "failed" and x.ended_at != first_end, 30, "the retry")
     assert d.log_text(fail_id).splitlines().count("oops") == 2  # one log per task, both runs kept
     (home / "photos").mkdir()
     (home / "notes.txt").write_text("x")
@@ -499,7 +498,7 @@ def test_1000_malformed_messages_and_task_files_never_stop_the_daemon(
     fuzz_task_files()
     client.close()
     assert d.proc is not None and d.proc.poll() is None
-    assert d.ask("ping")["ready"] is True
+    assert d.ask("ping").ready is True
     assert "InternalError" not in kinds, [k for k in kinds if k == "InternalError"]
     out = d.cli("queue", "--all", "--json")
     assert out.returncode == 0 and isinstance(json.loads(out.stdout)["tasks"], list)
@@ -511,7 +510,7 @@ def test_daemon_stop_is_graceful(daemons: Callable[..., Daemon]) -> None:
     job = d.run_job(
         [PY, "-c", "import time; print('long', flush=True); time.sleep(60)"], device_prefs=["cpu"]
     )
-    pid = wait_for(lambda: d.ask("get", id=job)["pid"], 30, "the job's pid")
+    pid = wait_for(lambda: d.ask("get", id=job).pid, 30, "the job's pid")
     out = d.cli("daemon", "--stop")
     assert out.returncode == 0, out.stderr
     assert d.proc is not None and d.proc.wait(20) == 0

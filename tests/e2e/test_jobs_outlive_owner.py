@@ -43,7 +43,7 @@ def start_three(d: Daemon, home: Path) -> tuple[Path, dict[str, int]]:
             waits_for(go, home / "again", 0), device_prefs=["cpu"], retries=2, backoff_s=0, name="again"
         ),
     }
-    wait_for(lambda: all(isinstance(d.ask("get", id=i)["pid"], int) for i in ids.values()), what="three pids")
+    wait_for(lambda: all(isinstance(d.ask("get", id=i).pid, int) for i in ids.values()), what="three pids")
     wait_for(lambda: all((home / n).exists() for n in ids), what="the three jobs to start")
     return go, ids
 
@@ -53,7 +53,7 @@ def test_jobs_that_end_while_no_owner_is_up_get_their_real_exit(
 ) -> None:
     d = daemons()
     go, ids = start_three(d, home)
-    pids = {n: d.ask("get", id=i)["pid"] for n, i in ids.items()}
+    pids = {n: d.ask("get", id=i).pid for n, i in ids.items()}
     d.kill9()
     assert all(psutil.pid_exists(p) for p in pids.values())  # the jobs outlive the owner
     go.touch()  # they end now, with nobody to tell
@@ -61,31 +61,31 @@ def test_jobs_that_end_while_no_owner_is_up_get_their_real_exit(
 
     d2 = daemons()
     ok = d2.wait_state(ids["ok"], {"succeeded"}, 40)
-    assert (ok["exit_code"], ok["attempts"]) == (0, 1), ok
+    assert (ok.exit_code, ok.attempts) == (0, 1), ok
     three = d2.wait_state(ids["three"], {"failed"})
-    assert (three["exit_code"], three["reason"]) == (3, "exited with status 3"), three
+    assert (three.exit_code, three.reason) == (3, "exited with status 3"), three
     again = d2.wait_state(ids["again"], {"succeeded"})
-    assert again["attempts"] == 1
+    assert again.attempts == 1
     for name in ids:  # completed once: none ran again, none was called interrupted
         assert (home / name).read_text() == "start\nexit\n", name
-        assert "interrupted" not in d2.task(ids[name])["reason"]
+        assert "interrupted" not in d2.task(ids[name]).reason
 
 
 def test_jobs_still_running_after_a_kill_9_are_adopted(daemons: Callable[..., Daemon], home: Path) -> None:
     d = daemons()
     go, ids = start_three(d, home)
-    pid = d.ask("get", id=ids["ok"])["pid"]
+    pid = d.ask("get", id=ids["ok"]).pid
     d.kill9()
     d2 = daemons()
     got = d2.ask("get", id=ids["ok"])
-    assert (got["task"]["state"], got["pid"]) == ("running", pid)  # watched again, not interrupted
+    assert (got.task.state, got.pid) == ("running", pid)  # watched again, not interrupted
     cancelled = d2.cli("cancel", str(ids["again"]))
     assert cancelled.returncode == 0, cancelled.stderr
-    assert d2.task(ids["again"])["state"] == "cancelled"
+    assert d2.task(ids["again"]).state == "cancelled"
     go.touch()
     ok = d2.wait_state(ids["ok"], {"succeeded"})
-    assert (ok["exit_code"], ok["attempts"]) == (0, 1)
-    assert d2.wait_state(ids["three"], {"failed"})["exit_code"] == 3
+    assert (ok.exit_code, ok.attempts) == (0, 1)
+    assert d2.wait_state(ids["three"], {"failed"}).exit_code == 3
     assert (home / "ok").read_text() == "start\nexit\n"
 
 
@@ -106,7 +106,7 @@ def test_stop_keeping_jobs_then_the_next_owner_records_exit_0(
     wait_for(lambda: (home / "kept").read_text() == "start\nexit\n", what="the kept job to end")
     d2 = daemons()
     rec = d2.wait_state(task, {"succeeded"})
-    assert (rec["exit_code"], rec["attempts"]) == (0, 1)
+    assert (rec.exit_code, rec.attempts) == (0, 1)
     assert (home / "kept").read_text() == "start\nexit\n"  # not run again
 
 
@@ -114,14 +114,14 @@ def test_stop_stopping_jobs_says_so(daemons: Callable[..., Daemon], home: Path) 
     d = daemons()
     task = d.run_job(waits_for(home / "never", home / "marks", 0), device_prefs=["cpu"], name="stopped")
     wait_for(lambda: (home / "marks").exists(), what="the job to start")
-    pid = d.ask("get", id=task)["pid"]
+    pid = d.ask("get", id=task).pid
     out = d.cli("daemon", "--stop")  # the default: the jobs stop with it
     assert out.returncode == 0, out.stderr
     assert "1 running job is stopped too" in out.stdout
     assert d.proc is not None and d.proc.wait(30) == 0
     wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     d2 = daemons()
-    assert "interrupted: gputray stopped while it ran" in d2.wait_state(task, {"failed"})["reason"]
+    assert "interrupted: gputray stopped while it ran" in d2.wait_state(task, {"failed"}).reason
 
 
 def test_keep_jobs_needs_stop(home: Path) -> None:
@@ -137,7 +137,7 @@ def test_with_no_owner_up_a_kept_job_can_be_cancelled(daemons: Callable[..., Dae
     d = daemons()
     task = d.run_job(waits_for(home / "never", home / "marks", 0), device_prefs=["cpu"], retries=2, name="x")
     wait_for(lambda: (home / "marks").exists(), what="the job to start")
-    pid = d.ask("get", id=task)["pid"]
+    pid = d.ask("get", id=task).pid
     d.kill9()
     out = d.cli("cancel", str(task))
     assert out.returncode == 0, out.stderr
@@ -145,5 +145,5 @@ def test_with_no_owner_up_a_kept_job_can_be_cancelled(daemons: Callable[..., Dae
     wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     d2 = daemons()
     rec = d2.task(task)
-    assert (rec["state"], rec["reason"]) == ("cancelled", "cancelled while running (no owner was up)")
+    assert (rec.state, rec.reason) == ("cancelled", "cancelled while running (no owner was up)")
     assert (home / "marks").read_text() == "start\n"  # not started again

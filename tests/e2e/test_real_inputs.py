@@ -66,7 +66,7 @@ def test_a_real_environment_and_odd_bytes_reach_the_job_unchanged(
     assert env_got[b"ODD"] == odd
     assert env_got[b"BIG"] == b"x" * (100 * 1024)
     assert all(env_got[f"MANY_{i}".encode()] == f"value {i}".encode() for i in range(300))
-    assert d.wait_state(int(queued.group(1)), {"succeeded"})["exit_code"] == 0
+    assert d.wait_state(int(queued.group(1)), {"succeeded"}).exit_code == 0
     listing = d.cli("queue", "--all")  # the task's name and folder print, odd bytes and all
     assert listing.returncode == 0, listing.stderr
     logged = d.stderr_text()
@@ -109,6 +109,6 @@ def test_task_files_that_are_not_small_regular_files_are_refused_and_the_owner_s
     for path, said in cases:
         out = d.cli("submit", "--task", str(path))
         assert out.returncode == 1 and said in out.stderr, (path, out.stderr)
-    assert d.ask("ping")["ready"] is True
+    assert d.ask("ping").ready is True
     rss_after = psutil.Process(d.proc.pid).memory_info().rss
     assert rss_after - rss_before < 64 << 20  # it never read them in

@@ -16,7 +16,7 @@ from pytestqt.qtbot import QtBot
 
 from gputray.gui.app import build_parser, hand_over
 from gputray.gui.queue_model import COL_DEVICE, COL_REASON
-from gputray.gui.tray_app import TrayApp, parse_paused
+from gputray.gui.tray_app import TrayApp
 from gputray.scheduler.envs import add_env
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import app_paths
@@ -116,12 +116,12 @@ def test_no_tray_no_gpu_window_says_why_and_a_drop_runs(
 
 def test_pause_and_resume_from_the_panel(qtbot: QtBot, tray_app: TrayApp) -> None:
     tray_app.panel.pause_all_button.click()
-    assert tray_app.paused_all and tray_app.menu.pause_action.isChecked()
+    assert tray_app.paused.all and tray_app.menu.pause_action.isChecked()
     assert tray_app.panel.pause_all_button.text() == "Resume queue"
     tray_app.panel.cards["pci:0000:64:00.0"].pause_button.click()
-    assert tray_app.paused_devices == {"pci:0000:64:00.0"}
+    assert tray_app.paused.devices == {"pci:0000:64:00.0"}
     tray_app.panel.pause_all_button.click()  # resuming the whole queue resumes every device
-    assert not tray_app.paused_all and not tray_app.panel.cards["pci:0000:64:00.0"].pause_button.isChecked()
+    assert not tray_app.paused.all and not tray_app.panel.cards["pci:0000:64:00.0"].pause_button.isChecked()
 
 
 def test_a_second_launch_hands_its_files_to_a_daemon_which_queues_them(
@@ -185,15 +185,6 @@ def test_files_given_at_launch_are_queued_like_a_drop(qtbot: QtBot, tmp_path: Pa
         app.panel.hide()
 
 
-def test_paused_shapes() -> None:
-    assert parse_paused({"queue": True, "pci:0000:64:00.0": True, "cpu": False}) == (
-        True,
-        {"pci:0000:64:00.0"},
-    )
-    assert parse_paused({"all": False, "devices": ["cpu"]}) == (False, {"cpu"})
-    assert parse_paused(None) == (False, set())
-
-
 def test_switching_language_retranslates_the_open_windows_and_keeps_the_banner(
     qtbot: QtBot, tray_app: TrayApp
 ) -> None:
@@ -233,7 +224,7 @@ def test_set_priority_from_the_row_menu_changes_what_the_owner_starts_first(
             rq.Run(argv=[sys.executable, "-c", "pass"], name=name, overrides={"devices": ["cpu"]})
         )
     tray_app.reload_queue()
-    row = next(i for i, t in enumerate(tray_app.model.tasks()) if t.get("name") == "second")
+    row = next(i for i, t in enumerate(tray_app.model.tasks()) if t.name == "second")
     asked: list[int] = []
 
     def get_int(*args: object) -> tuple[int, bool]:  # the user types 50 and presses OK
@@ -247,10 +238,11 @@ def test_set_priority_from_the_row_menu_changes_what_the_owner_starts_first(
     assert asked == [0]  # the dialog started from the task's priority
     listed = tray_app.request(rq.Queue(all=True))
     assert listed is not None
-    by_name = {t["name"]: t for t in listed["tasks"]}
-    assert by_name["second"]["priority"] == 50 and by_name["first"]["priority"] == 0
+    assert listed is not None
+    by_name = {t.name: t for t in listed.tasks}
+    assert by_name["second"].priority == 50 and by_name["first"].priority == 0
     tray_app.reload_queue()
-    assert [t.get("name") for t in tray_app.model.tasks()][:2] == ["second", "first"]
+    assert [t.name for t in tray_app.model.tasks()][:2] == ["second", "first"]
 
 
 def test_the_tray_starts_with_a_bad_config_using_its_good_keys(

@@ -6,6 +6,7 @@ from pytestqt.qtbot import QtBot
 
 from gputray.gui.dashboard import Dashboard
 from gputray.monitor.factory import build_monitor
+from gputray.scheduler.replies import TaskView
 
 KEY_5060, KEY_780M = "pci:0000:01:00.0", "pci:0000:64:00.0"
 
@@ -17,8 +18,8 @@ def test_dashboard_plots_history_processes_doctor_and_logs(qtbot: QtBot, tmp_pat
     log = tmp_path / "task-1.log"
     log.write_text("=== task 1 ===\nhello from the job\n")
     tasks = [
-        {"id": 1, "name": "a.py", "state": "succeeded", "log_path": str(log)},
-        {"id": 2, "name": "b.py", "state": "waiting", "reason": "waiting for GeForce RTX 5060 Ti: paused"},
+        TaskView(id=1, name="a.py", state="succeeded", log_path=str(log)),
+        TaskView(id=2, name="b.py", state="waiting", reason="waiting for GeForce RTX 5060 Ti: paused"),
     ]
     dash = Dashboard(monitor, tasks=lambda: tasks, demo=True)
     qtbot.addWidget(dash)

@@ -41,6 +41,7 @@ from gputray.gui.layout_audit import audit
 from gputray.gui.panel import Panel, screen_for
 from gputray.gui.queue_model import QueueModel
 from gputray.monitor.records import ProcessUse
+from gputray.scheduler.replies import TaskView
 
 language = sys.argv[1]
 install_language(language)
@@ -51,8 +52,8 @@ if cluster:
     pictures = [three_machines(app_paths(), util_4070=u) for u in (97.0, 3.0)]
 model = QueueModel()
 model.apply([
-    {"id": i, "name": f"job {i} with a long name.py", "state": ("waiting", "running", "failed")[i % 3],
-     "reason": "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %", "started_at": None}
+    TaskView(id=i, name=f"job {i} with a long name.py", state=("waiting", "running", "failed")[i % 3],
+             reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %", started_at=None)
     for i in range(1, 9)
 ])
 panel = Panel(model, demo=True)

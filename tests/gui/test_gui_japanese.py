@@ -82,7 +82,7 @@ def queue_real_tasks(app: TrayApp, qtbot: QtBot) -> None:
 
     def settled() -> bool:
         app.reload_queue()
-        states = {t.get("name"): t.get("state") for t in app.model.tasks()}
+        states = {t.name: t.state for t in app.model.tasks()}
         return states == {NAMES[0]: "failed", NAMES[1]: "waiting", NAMES[2]: "failed", NAMES[3]: "succeeded"}
 
     qtbot.waitUntil(settled, timeout=30_000)
@@ -93,7 +93,7 @@ def data_strings(app: TrayApp, tmp_path: Path) -> list[str]:
     """What is data, not the app's words: names of tasks, processes and devices, paths."""
     data = [*NAMES, sys.executable, str(tmp_path), str(app_paths().config_file), "python"]
     data += [p.name for p in (app.latest.processes if app.latest else ())]
-    data += [str(t.get("log_path")) for t in app.model.tasks() if t.get("log_path")]
+    data += [str(t.log_path) for t in app.model.tasks() if t.log_path]
     data += ["photo (1).png", "notes.txt", "a folder", "gputray-test-no-such-tool", "日本語"]
     data += ["[devices.<name>] slots = N"]  # config syntax, in the jobs label's tooltip
     data += DATA_NAMES  # the cluster's machines and their GPUs
@@ -111,7 +111,7 @@ def all_window_texts(app: TrayApp, qtbot: QtBot, tmp_path: Path) -> dict[str, li
     texts["panel"] = widget_texts(app.panel)
     texts["tray tooltip"] = [app.icon_ctl.tooltip]
     texts["tray menu"] = menu_texts(app.menu)
-    rows = {str(t.get("name")): i for i, t in enumerate(app.model.tasks())}
+    rows = {str(t.name): i for i, t in enumerate(app.model.tasks())}
     card = next(iter(app.panel.cards.values()))
     for name, menu in (
         ("queue row menu (waiting)", app.panel.row_menu(rows[NAMES[1]])),
@@ -146,9 +146,7 @@ def all_window_texts(app: TrayApp, qtbot: QtBot, tmp_path: Path) -> dict[str, li
     dialog = DropConfirmDialog(plan_drop(items, recipes), {}, check=tool_check(recipes), machines=machines)
     qtbot.addWidget(dialog)
     texts["drop dialog"] = widget_texts(dialog)
-    app.cancel(
-        [next(t.get("id") for t in app.model.tasks() if t.get("name") == NAMES[0])]
-    )  # nothing to cancel
+    app.cancel([next(t.id for t in app.model.tasks() if t.name == NAMES[0])])  # nothing to cancel
     texts["warning box"] = widget_texts(app._last_warning)
     mine = ProcessUse(os.getpid() + 0, "python", "cpu", "compute")
     box, _stop = confirmation_box(None, mine)

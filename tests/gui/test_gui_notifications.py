@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import msgspec
+
 from gputray.gui.notifications import Notice, Notifier, queue_event_kind
 from gputray.monitor.records import DeviceEvent
+from gputray.scheduler.replies import TaskView
 
 
 def make(**kw: object) -> tuple[Notifier, list[Notice], list[float]]:
@@ -13,11 +16,11 @@ def make(**kw: object) -> tuple[Notifier, list[Notice], list[float]]:
 
 def test_job_events_become_notices_with_their_log() -> None:
     n, shown, _ = make()
-    task = {"id": 3, "name": "cat.png", "state": "running", "log_path": "/logs/3.log"}
+    task = TaskView(id=3, name="cat.png", state="running", log_path="/logs/3.log")
     n.on_queue_event("started", task, "on GeForce RTX 5060 Ti")
     n.on_queue_event("redirected", task, "redirected to Radeon 780M: 5060 Ti busy")
-    n.on_queue_event("finished", {**task, "state": "succeeded"}, "done in 12 s")
-    n.on_queue_event("failed", {**task, "id": 4, "state": "failed"}, "exit 1")
+    n.on_queue_event("finished", msgspec.structs.replace(task, state="succeeded"), "done in 12 s")
+    n.on_queue_event("failed", msgspec.structs.replace(task, id=4, state="failed"), "exit 1")
     n.on_queue_event("queued", task, "")  # not worth a notification
     assert [s.kind for s in shown] == ["job_started", "job_redirected", "job_finished", "job_failed"]
     assert shown[0].title == "Started: cat.png" and shown[0].message == "on GeForce RTX 5060 Ti"
@@ -36,11 +39,11 @@ def test_rate_limits_and_switches() -> None:
     n.on_device_events([lost])
     assert len(shown) == 2
     for i in range(5):  # burst: at most 3 per minute (non-critical), the lost notice counts
-        n.on_queue_event("started", {"id": 100 + i, "name": f"j{i}"}, "")
+        n.on_queue_event("started", TaskView(id=100 + i, name=f"j{i}", state="running"), "")
     assert [s.title for s in shown[2:]] == ["Started: j0", "Started: j1"]
 
 
 def test_event_kind_mapping() -> None:
-    assert queue_event_kind("interrupted", {}) == "job_failed"
-    assert queue_event_kind("cancelled", {}) is None
-    assert queue_event_kind("waiting", {}) is None
+    assert queue_event_kind("interrupted", TaskView(id=1, state="queued")) == "job_failed"
+    assert queue_event_kind("cancelled", TaskView(id=1, state="queued")) is None
+    assert queue_event_kind("waiting", TaskView(id=1, state="queued")) is None

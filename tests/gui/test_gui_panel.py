@@ -8,6 +8,7 @@ from pytestqt.qtbot import QtBot
 
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
+from gputray.scheduler.replies import DeviceSlots, TaskView
 
 
 def make_panel(qtbot: QtBot, **kw: bool) -> Panel:
@@ -48,14 +49,14 @@ def test_cards_show_jobs_running_and_slots(qtbot: QtBot) -> None:
     """The queue's slots per device (config `[devices.<name>] slots`) show on each card and for the CPU,
     whether the listing or the first sample comes first."""
     panel = make_panel(qtbot)
-    panel.set_jobs([{"key": KEY_5060, "running": 1, "slots": 2, "name": "GeForce RTX 5060 Ti"}])
+    panel.set_jobs([DeviceSlots(key=KEY_5060, running=1, slots=2, name="GeForce RTX 5060 Ti", paused=False)])
     panel.update_snapshot(snapshot())
     assert panel.cards[KEY_5060].jobs_label.text() == "jobs 1/2"
     panel.set_jobs(
         [
-            {"key": KEY_5060, "running": 0, "slots": 2},
-            {"key": KEY_780M, "running": 1, "slots": 1},
-            {"key": "cpu", "running": 3, "slots": 4},
+            DeviceSlots(key=KEY_5060, name="", running=0, slots=2, paused=False),
+            DeviceSlots(key=KEY_780M, name="", running=1, slots=1, paused=False),
+            DeviceSlots(key="cpu", name="CPU", running=3, slots=4, paused=False),
         ]
     )
     assert panel.cards[KEY_5060].jobs_label.text() == "jobs 0/2"
@@ -99,8 +100,8 @@ def test_queue_buttons_emit_the_selected_task(qtbot: QtBot) -> None:
     panel = make_panel(qtbot)
     panel.model.apply(
         [
-            {"id": 7, "name": "a.png", "state": "waiting", "log_path": "/tmp/7.log"},
-            {"id": 8, "name": "b.png", "state": "queued", "log_path": "/tmp/8.log"},
+            TaskView(id=7, name="a.png", state="waiting", log_path="/tmp/7.log"),
+            TaskView(id=8, name="b.png", state="queued", log_path="/tmp/8.log"),
         ]
     )
     panel.table.selectRow(1)
@@ -147,9 +148,9 @@ def test_row_menu_offers_what_fits_the_task(qtbot: QtBot) -> None:
     panel = make_panel(qtbot)
     panel.model.apply(
         [
-            {"id": 7, "name": "a.png", "state": "waiting", "log_path": None},
-            {"id": 8, "name": "b.png", "state": "queued"},
-            {"id": 9, "name": "c.png", "state": "failed", "log_path": "/tmp/9.log"},
+            TaskView(id=7, name="a.png", state="waiting", log_path=None),
+            TaskView(id=8, name="b.png", state="queued"),
+            TaskView(id=9, name="c.png", state="failed", log_path="/tmp/9.log"),
         ]
     )
 
@@ -219,7 +220,7 @@ def test_queue_columns_fit_their_headers_and_device_names(qtbot: QtBot) -> None:
     from gputray.gui.layout_audit import audit
 
     panel = make_panel(qtbot)
-    panel.model.apply([{"id": 1, "name": "a.py", "state": "interrupted", "device": KEY_780M}])
+    panel.model.apply([TaskView(id=1, name="a.py", state="interrupted", device=KEY_780M)])
     panel.model.set_device_names({KEY_780M: "Radeon 780M"})
     panel.fit_columns()
     panel.show_at(QRect(1200, 770, 24, 24))

@@ -7,9 +7,11 @@ from PySide6.QtWidgets import QTableView
 from pytestqt.qtbot import QtBot
 
 from gputray.gui.queue_model import COL_DEVICE, COL_ELAPSED, COL_NAME, COL_STATE, QueueModel, format_duration
+from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks import TaskRecord, TaskSpec
 
 
-def task(i: int, state: str = "queued", **extra: Any) -> dict[str, Any]:
+def task(i: int, state: str = "queued", **extra: Any) -> TaskView:
     base: dict[str, Any] = {
         "id": i,
         "name": f"job {i}.png",
@@ -20,13 +22,13 @@ def task(i: int, state: str = "queued", **extra: Any) -> dict[str, Any]:
         "reason": "",
         "exit_code": None,
         "attempts": 0,
-        "submitted_at": "2026-11-30T02:00:00.000Z",
+        "submitted_at": 1_764_468_000.0,
         "started_at": None,
         "ended_at": None,
         "log_path": f"/tmp/logs/{i}.log",
     }
     base.update(extra)
-    return base
+    return TaskView(**base)
 
 
 class Recorder:
@@ -131,3 +133,17 @@ def test_the_device_cell_names_the_env_a_torch_task_runs_in() -> None:
     assert model.data(model.index(0, COL_DEVICE)) == "Radeon 780M · rocm"
     assert model.data(model.index(1, COL_DEVICE)) == "–"
     assert format_duration(3725) == "1:02:05"
+
+
+def test_a_task_from_the_owner_shows_how_long_it_ran_from_its_epoch_times() -> None:
+    """The owner's reply (TaskView.of a record) carries epoch seconds: a finished task shows started →
+    ended, a running one started → now (the model's clock); no time is parsed from text."""
+    spec = TaskSpec(kind="command", name="train.py", argv=("python", "train.py"))
+    ran = TaskRecord(id=1, spec=spec, state="succeeded", submitted_at=100.0, started_at=1_764_468_000.5,
+                     ended_at=1_764_468_000.5 + 3725, device="cpu")  # fmt: skip
+    runs = TaskRecord(id=2, spec=spec, state="running", submitted_at=100.0, started_at=1_764_468_000.0)
+    model = QueueModel(wall_clock=lambda: 1_764_468_000.0 + 75.4)
+    model.apply([TaskView.of(ran), TaskView.of(runs)])
+    assert model.data(model.index(0, COL_ELAPSED)) == "1:02:05"
+    assert model.data(model.index(1, COL_ELAPSED)) == "1:15"
+    assert model.task(0) == TaskView.of(ran) and model.task(0).started_at == 1_764_468_000.5  # type: ignore[union-attr]

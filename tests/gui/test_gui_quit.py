@@ -61,7 +61,7 @@ def _start_job(app: TrayApp, go: Path, marks: Path, code: int = 0) -> int:
     reply = app.owner.handle(
         rq.Run(argv=_job_waiting_for(go, marks, code), name="kept", overrides={"retries": 2, "backoff_s": 0})
     )
-    task_id = int(reply["tasks"][0]["id"])
+    task_id = reply.tasks[0].id
     owner = app.owner
     wait_for(lambda: owner.queue.get(task_id).pid is not None and marks.exists(), what="the job to start")
     return task_id

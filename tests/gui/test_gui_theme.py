@@ -18,6 +18,7 @@ from pytestqt.qtbot import QtBot
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import COL_STATE, QueueModel
 from gputray.gui.theme import DARK, LIGHT, colors, is_dark
+from gputray.scheduler.replies import TaskView
 
 
 def contrast(a: str, b: str) -> float:
@@ -54,7 +55,7 @@ def test_each_scheme_keeps_its_colours_readable() -> None:
 
 def test_panel_and_queue_restyle_when_the_palette_turns_dark(qtbot: QtBot, dark_palette: None) -> None:
     model = QueueModel()
-    model.apply([{"id": 1, "name": "a.py", "state": "running"}])
+    model.apply([TaskView(id=1, name="a.py", state="running")])
     panel = Panel(model, demo=True)
     qtbot.addWidget(panel)
     panel.set_notice("a notice")

@@ -161,15 +161,13 @@ def test_a_remembered_absent_device_is_accepted_and_waits_not_present(
             result = client.request(
                 "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["4090"]}
             )
-            (task,) = result["tasks"]
-            (note,) = result["notes"]
-            assert note.startswith(f"#{task['id']}: GeForce RTX 4090 is not present now (last seen ")
+            (task,) = result.tasks
+            (note,) = result.notes
+            assert note.startswith(f"#{task.id}: GeForce RTX 4090 is not present now (last seen ")
             assert note.endswith("); the task waits for it")
-            waiting = wait_for(
-                lambda: (t := client.request("get", id=task["id"])["task"])["state"] == "waiting" and t
-            )
-            assert waiting["reason"] == "waiting for 4090: not present"
+            waiting = wait_for(lambda: (t := client.request("get", id=task.id).task).state == "waiting" and t)
+            assert waiting.reason == "waiting for 4090: not present"
             # The unplugged eGPU may be paused by name too.
-            assert client.request("pause", device="4090")["paused"][EGPU.key] is True
+            assert EGPU.key in client.request("pause", device="4090").paused.devices
     finally:
         o.stop()

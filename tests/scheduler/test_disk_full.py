@@ -104,7 +104,7 @@ class Daemon:
     def _ready(self) -> bool:
         assert self.proc is not None and self.proc.poll() is None, self.stderr_path.read_text()
         try:
-            return bool(ipc.request(self.paths, "ping").get("ready"))
+            return bool(ipc.request(self.paths, "ping").ready)
         except ipc.IpcError:
             return False
 
@@ -125,12 +125,12 @@ def test_a_job_that_ends_on_a_full_disk_is_recorded_when_space_returns(
     data = daemon.paths.data_dir
     try:
         wait_job = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
-        (task,) = daemon.ask("run", argv=[PY, "-c", wait_job], name="ends on a full disk")["tasks"]  # type: ignore[misc]
-        task_id = int(task["id"])
+        (task,) = daemon.ask("run", argv=[PY, "-c", wait_job], name="ends on a full disk").tasks  # type: ignore[misc]
+        task_id = int(task.id)
 
         def running_pid() -> int | None:
             got = daemon.ask("get", id=task_id)
-            return got["pid"] if got["task"]["state"] == "running" else None  # type: ignore[index,return-value]
+            return got.pid if got.task.state == "running" else None  # type: ignore[index,return-value]
 
         pid = wait_for(running_pid, 30, "the job to run")
         filler = fill(small_fs)
@@ -139,7 +139,7 @@ def test_a_job_that_ends_on_a_full_disk_is_recorded_when_space_returns(
         wait_for(lambda: not _alive(pid), 30, "the job to end")
 
         # The owner knows at once; the disk does not yet (nothing can be written there).
-        wait_for(lambda: daemon.ask("get", id=task_id)["task"]["state"] == "succeeded", 30, "the exit")  # type: ignore[index]
+        wait_for(lambda: daemon.ask("get", id=task_id).task.state == "succeeded", 30, "the exit")  # type: ignore[index]
         assert read_saved_task(daemon.paths.queue_db, task_id).state == "running"
         with pytest.raises(ipc.RemoteError) as refused:
             daemon.ask("run", argv=[PY, "-c", "pass"], name="refused")
@@ -151,9 +151,9 @@ def test_a_job_that_ends_on_a_full_disk_is_recorded_when_space_returns(
         )
         daemon.kill()  # a crash after space returned: what the disk says is what counts
         daemon.start()
-        after = daemon.ask("get", id=task_id)["task"]
-        assert after["state"] == "succeeded" and after["exit_code"] == 0  # type: ignore[index]
-        assert daemon.ask("run", argv=[PY, "-c", "pass"], name="room again")["tasks"]
+        after = daemon.ask("get", id=task_id).task
+        assert after.state == "succeeded" and after.exit_code == 0  # type: ignore[index]
+        assert daemon.ask("run", argv=[PY, "-c", "pass"], name="room again").tasks
     finally:
         daemon.kill()
     out = daemon.stderr_path.read_text()

@@ -32,6 +32,7 @@ from gputray.scheduler.env_choice import ProbingChooser, doctor_probe
 from gputray.scheduler.envs import PythonEnv, add_env
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.queue_service import QueueService
+from gputray.scheduler.replies import TaskView
 from gputray.scheduler.store import TaskStore
 from gputray.scheduler.tasks import TaskRecord
 
@@ -99,7 +100,7 @@ class Queue:
         try:
             return wait_for(check, timeout_s)
         except AssertionError:
-            raise AssertionError(f"timed out; queue: {[r.to_json() for r in self.q.list()]}") from None
+            raise AssertionError(f"timed out; queue: {[TaskView.of(r) for r in self.q.list()]}") from None
 
     def ended(self, rec: TaskRecord, timeout_s: float = 120.0) -> TaskRecord:
         return self.until(lambda: (r := self.q.get(rec.id)).finished and r, timeout_s)  # type: ignore[no-any-return]

@@ -14,13 +14,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.replies import TaskView
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="stops the daemon with SIGTERM")
 
@@ -69,16 +69,16 @@ class Home:
         if self.daemon.poll() is not None:
             raise AssertionError(f"the daemon exited: {(self.root / 'daemon-stderr.txt').read_text()}")
         try:
-            return bool(ipc.request(self.paths, "ping").get("ready"))
+            return bool(ipc.request(self.paths, "ping").ready)
         except ipc.IpcError:
             return False
 
-    def task(self, task_id: int) -> dict[str, Any]:
-        return dict(ipc.request(self.paths, "get", id=task_id)["task"])
+    def task(self, task_id: int) -> TaskView:
+        return ipc.request(self.paths, "get", id=task_id).task  # type: ignore[no-any-return]
 
-    def ended(self, task_id: int, timeout_s: float = 180.0) -> dict[str, Any]:
+    def ended(self, task_id: int, timeout_s: float = 180.0) -> TaskView:
         return wait_for(  # type: ignore[no-any-return]
-            lambda: (t := self.task(task_id))["state"] in ("succeeded", "failed", "cancelled") and t,
+            lambda: (t := self.task(task_id)).state in ("succeeded", "failed", "cancelled") and t,
             timeout_s,
             f"task {task_id} to end",
         )
@@ -115,7 +115,7 @@ def test_a_new_users_first_torch_job_runs_in_the_env_they_added(
     early_id = json.loads(early.stdout)[0]["id"]
     wait_for(
         lambda: (
-            home.task(early_id)["reason"] == "no Python env is configured for torch jobs; add one: "
+            home.task(early_id).reason == "no Python env is configured for torch jobs; add one: "
             "gputray envs add PATH/TO/VENV (a venv where `pip install torch` ran)"
         ),
         60,
@@ -130,11 +130,11 @@ def test_a_new_users_first_torch_job_runs_in_the_env_they_added(
     for tid in (early_id, task_id):
         done = home.ended(tid)
         log = home.cli("logs", str(tid)).stdout
-        assert done["state"] == "succeeded", log
-        assert done["env"] == "cpu-torch" and done["device"] == "cpu" and done["kind"] == "torch"
+        assert done.state == "succeeded", log
+        assert done.env == "cpu-torch" and done.device == "cpu" and done.kind == "torch"
         assert "TORCH 2.13.0" in log and "SUM 1.0" in log and f"PY {torch_python}" in log
         assert "CUDA_VISIBLE_DEVICES=''" in log
-        assert "gputray's own Python" not in log and done["reason"] == ""
+        assert "gputray's own Python" not in log and done.reason == ""
     listing = home.cli("queue", "--all").stdout.splitlines()
     header = next(line for line in listing if line.startswith("ID "))  # after the "jobs:" line
     row = next(line for line in listing if line.startswith(str(task_id)))

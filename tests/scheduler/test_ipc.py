@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_replies import PONG, echo_reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler import replies as rp
 from gputray.scheduler.paths import Paths, app_paths
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="AF_UNIX socket transport")
@@ -35,13 +37,13 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, rq.Request]] = []
 
-    def __call__(self, req: rq.Request) -> dict[str, Any]:
+    def __call__(self, req: rq.Request[Any]) -> rp.Reply:
         self.calls.append((req.op, req))
         if isinstance(req, rq.Get) and req.id == 404:
             raise NoSuchThing("task 404 does not exist")
         if isinstance(req, rq.Get) and req.id == 500:
             raise LookupError("a bug in the owner that happens to be a LookupError")
-        return {"op": req.op, "args": req}
+        return echo_reply(req)
 
 
 class NoSuchThing(rq.Refusal):
@@ -117,9 +119,9 @@ def test_a_client_of_another_protocol_version_is_told_to_restart_the_owner(serve
 @unix_only
 def test_request_round_trip_and_errors(server: Any, paths: Paths) -> None:
     with ipc.IpcClient(paths) as client:
-        assert client.request("ping") == {"op": "ping", "args": {}}
+        assert client.request("ping") == PONG
         result = client.request("submit_files", files=["a b.png", "日本語 'x'; rm.png"], recipe=None)
-        assert result["args"]["files"] == ["a b.png", "日本語 'x'; rm.png"]
+        assert result.notes == ("a b.png", "日本語 'x'; rm.png")
         with pytest.raises(ipc.RemoteError) as missing:
             client.request("get", id=404)
         assert missing.value.kind == "NoSuchThing"
@@ -132,7 +134,7 @@ def test_request_round_trip_and_errors(server: Any, paths: Paths) -> None:
         assert bad.value.kind == "BadRequest"
         assert "unknown op" in bad.value.message
         # the same connection still works after all of that
-        assert client.request("ping")["op"] == "ping"
+        assert client.request("ping") == PONG
     assert [op for op, _ in server.recorder.calls] == ["ping", "submit_files", "get", "get", "ping"]
 
 
@@ -149,7 +151,7 @@ def test_a_second_owner_is_refused_and_the_first_keeps_serving(server: Any, path
     second = ipc.IpcServer(paths, Recorder())
     with pytest.raises(ipc.OwnerAlreadyRunning):
         second.start()
-    assert ipc.request(paths, "ping")["op"] == "ping"
+    assert ipc.request(paths, "ping") == PONG
 
 
 @unix_only
@@ -162,7 +164,7 @@ def test_a_stale_socket_is_replaced(paths: Paths) -> None:
     srv = ipc.IpcServer(paths, Recorder())
     srv.start()
     try:
-        assert ipc.request(paths, "ping")["op"] == "ping"
+        assert ipc.request(paths, "ping") == PONG
     finally:
         srv.stop()
     assert not (directory / ipc.SOCKET_NAME).exists()
@@ -189,7 +191,7 @@ def test_oversized_frame_gets_an_error_and_server_survives(server: Any, paths: P
     sock.connect(str(ipc.socket_path(paths)))
     sock.sendall(struct.pack(">I", 100) + b"{")
     sock.close()
-    assert ipc.request(paths, "ping")["op"] == "ping"
+    assert ipc.request(paths, "ping") == PONG
 
 
 @unix_only
@@ -220,7 +222,7 @@ def test_garbage_never_crashes_the_server(server: Any, paths: Paths, payload: by
         assert isinstance(reply, dict) and "ok" in reply
         if reply["ok"] is False:
             assert reply["error"]["message"]
-        assert client.request("ping")["op"] == "ping"
+        assert client.request("ping") == PONG
 
 
 def test_pipe_name_is_per_user_and_home(tmp_path: Path) -> None:
@@ -258,7 +260,7 @@ def test_long_runtime_dir_falls_back_to_a_short_private_dir(tmp_path: Path) -> N
             stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700 and os.stat(path.parent).st_uid == os.getuid()
         )
         assert path.parent.name.startswith(f"gputray-{os.getuid()}-") and path.parent != ipc.socket_dir(paths)
-        assert ipc.request(paths, "ping")["op"] == "ping"
+        assert ipc.request(paths, "ping") == PONG
     finally:
         srv.stop()
     assert not path.parent.exists()  # its private folder goes with it
@@ -287,9 +289,9 @@ def test_pipe_transport_authenticates(paths: Paths, tmp_path: Path) -> None:
     try:
         client = ipc.IpcClient(paths, transport="pipe", pipe_address=address, pipe_family="AF_UNIX")
         with client:
-            assert client.request("cancel", ids=[1, 2])["args"] == {"ids": [1, 2]}
+            assert client.request("cancel", ids=[1, 2]).errors == ("1", "2")
             assert client.send_raw(b"\x80garbage")["ok"] is False
-            assert client.request("ping")["op"] == "ping"
+            assert client.request("ping") == PONG
         # a client with the wrong key is refused and never reaches the handler
         from multiprocessing.connection import Client, answer_challenge
 
@@ -317,7 +319,9 @@ def test_many_concurrent_clients(server: Any, paths: Paths) -> None:
         try:
             with ipc.IpcClient(paths) as client:
                 for i in range(20):
-                    assert client.request("move", id=n, delta=i)["args"] == {"id": n, "delta": i}
+                    assert client.request("move", id=n, delta=i).task == rp.TaskView(
+                        id=n, state="queued", priority=i
+                    )
         except BaseException as exc:
             errors.append(exc)
 
@@ -360,7 +364,7 @@ def test_a_symlink_in_place_of_the_socket_dir_is_not_followed(paths: Paths, tmp_
     srv = ipc.IpcServer(paths, Recorder())
     srv.start()
     try:
-        assert Path(srv.address).parent != directory and ipc.request(paths, "ping")["op"] == "ping"
+        assert Path(srv.address).parent != directory and ipc.request(paths, "ping") == PONG
     finally:
         srv.stop()
     assert list(elsewhere.iterdir()) == []

@@ -82,7 +82,7 @@ def test_the_owner_refuses_impossible_start_times_at_submit(
         assert reply["ok"] is False, reply
         assert reply["error"]["type"] in ("BadRequest", "TaskFileError"), reply
         assert "InternalError" not in reply["error"]["type"]
-        assert client.request("queue", all=True)["tasks"] == []
+        assert client.request("queue", all=True).tasks == ()
 
 
 @unix_only

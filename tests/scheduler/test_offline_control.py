@@ -15,6 +15,7 @@ from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.pause_file import read_paused
 from gputray.scheduler.queue_lock import QueueLock
+from gputray.scheduler.replies import Paused
 from gputray.scheduler.store import TaskStore
 from gputray.scheduler.tasks import TaskSpec
 
@@ -66,6 +67,29 @@ def test_cancel_and_retry_act_on_the_saved_queue(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "no task #99 in the queue" in missing.stderr
 
 
+def test_a_pause_file_written_by_an_earlier_gputray_keeps_working(tmp_path: Path) -> None:
+    """paused.json as gputray wrote it before the Paused type (``json.dumps``, spaces and all): the
+    owner starts paused, `pause --json` shows it, `resume` edits it; a garbled one pauses nothing."""
+    home = tmp_path / "home"
+    data = paths_of(home).data_dir
+    data.mkdir(parents=True)
+    (data / "paused.json").write_text('{"queue": true, "devices": ["cpu", "pci:0000:64:00.0"]}')
+    out = gputray("pause", "--json", "cpu", home=home)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"queue": True, "cpu": True, "pci:0000:64:00.0": True}
+    out = gputray("resume", "cpu", home=home)
+    assert out.returncode == 0 and out.stdout == "paused: the whole queue, pci:0000:64:00.0\n"
+    assert json.loads((data / "paused.json").read_text()) == {"queue": True, "devices": ["pci:0000:64:00.0"]}
+    owner = Owner(paths_of(home), demo=True)
+    owner.start()
+    try:
+        assert owner.queue.paused() == Paused(all=True, devices=frozenset({"pci:0000:64:00.0"}))
+    finally:
+        owner.stop()
+    (data / "paused.json").write_text('{"queue": tru')
+    assert read_paused(data) == Paused()
+
+
 def test_pause_and_resume_write_the_saved_pause_state(tmp_path: Path) -> None:
     home = tmp_path / "home"
     data = paths_of(home).data_dir
@@ -73,17 +97,17 @@ def test_pause_and_resume_write_the_saved_pause_state(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "paused: the whole queue" in out.stdout
     out = gputray("pause", "cpu", home=home)
-    assert out.returncode == 0 and read_paused(data) == (True, {"cpu"})
+    assert out.returncode == 0 and read_paused(data) == Paused(all=True, devices=frozenset({"cpu"}))
     out = gputray("resume", "cpu", home=home)
-    assert out.returncode == 0 and read_paused(data) == (True, set())
+    assert out.returncode == 0 and read_paused(data) == Paused(all=True)
     out = gputray("resume", home=home)
-    assert out.returncode == 0 and "nothing is paused" in out.stdout and read_paused(data) == (False, set())
+    assert out.returncode == 0 and "nothing is paused" in out.stdout and read_paused(data) == Paused()
     saved(home, job("a"))
     owner = Owner(paths_of(home), demo=True)  # the next owner starts with what was saved
     gputray("pause", home=home)
     owner.start()
     try:
-        assert owner.queue.paused()["queue"] is True
+        assert owner.queue.paused().all is True
     finally:
         owner.stop()
 

@@ -199,7 +199,7 @@ def test_a_runtime_folder_another_user_made_first_is_not_trusted(
         try:
             assert owner.server is not None and not owner.server.address.startswith(str(squat))
             reply = ipc.request(paths, "run", argv=[PY, "-c", "pass"], caller_env={"SECRET_TOKEN": SECRET})
-            assert reply["tasks"][0]["state"] == "queued"
+            assert reply.tasks[0].state == "queued"
         finally:
             owner.stop()
         assert fake.received() == b""

@@ -15,6 +15,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner, _decode_utf8_prefix
 from gputray.scheduler.paths import Paths, app_paths
+from gputray.scheduler.replies import QueueReply, Submitted, TaskView
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
 
@@ -44,7 +45,7 @@ def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
 
 
 def state_of(client: ipc.IpcClient, task_id: int) -> str:
-    return str(client.request("get", id=task_id)["task"]["state"])
+    return str(client.request("get", id=task_id).task.state)
 
 
 def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
@@ -77,10 +78,10 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
 
 
 def test_status_lists_the_simulated_pair(client: ipc.IpcClient) -> None:
-    status = wait_for(lambda: (s := client.request("status"))["devices"] and s, what="a first sample")
-    keys = {d["key"] for d in status["devices"]}
+    status = wait_for(lambda: (s := client.request("status")).devices and s, what="a first sample")
+    keys = {d.key for d in status.devices}
     assert {AMD, NVIDIA} <= keys
-    assert all(d["simulated"] for d in status["devices"] if d["key"] in (AMD, NVIDIA))
+    assert all(d.simulated for d in status.devices if d.key in (AMD, NVIDIA))
 
 
 def test_run_then_logs_and_get(client: ipc.IpcClient, tmp_path: Path) -> None:
@@ -91,19 +92,19 @@ def test_run_then_logs_and_get(client: ipc.IpcClient, tmp_path: Path) -> None:
         overrides={"device_prefs": ["cpu"]},
         name="hello",
     )
-    task = result["tasks"][0]
-    assert task["name"] == "hello" and task["kind"] == "command"
-    wait_for(lambda: state_of(client, task["id"]) == "succeeded", what="the job to succeed")
-    logs = client.request("logs", id=task["id"])
-    assert "héllo from the job" in logs["text"]
-    assert logs["finished"] is True
-    assert client.request("logs", id=task["id"], offset=logs["offset"])["text"] == ""
-    got = client.request("get", id=str(task["id"]))
-    assert got["spec"]["argv"][0] == PY
-    assert got["task"]["device"] == "cpu"
-    listing = client.request("queue", all=True)["tasks"]
-    assert [t["id"] for t in listing] == [task["id"]]
-    assert client.request("queue", all=False)["tasks"] == []
+    task = result.tasks[0]
+    assert task.name == "hello" and task.kind == "command"
+    wait_for(lambda: state_of(client, task.id) == "succeeded", what="the job to succeed")
+    logs = client.request("logs", id=task.id)
+    assert "héllo from the job" in logs.text
+    assert logs.finished is True
+    assert client.request("logs", id=task.id, offset=logs.offset).text == ""
+    got = client.request("get", id=str(task.id))
+    assert got.spec["argv"][0] == PY
+    assert got.task.device == "cpu"
+    listing = client.request("queue", all=True).tasks
+    assert [t.id for t in listing] == [task.id]
+    assert client.request("queue", all=False).tasks == ()
 
 
 def test_relative_paths_need_the_callers_folder(client: ipc.IpcClient) -> None:
@@ -123,7 +124,7 @@ def test_bad_task_file_names_file_and_key(client: ipc.IpcClient, tmp_path: Path)
     with pytest.raises(ipc.RemoteError) as err:
         client.request("submit", task_file=str(missing_tool))
     assert "realesrgan-ncnn-vulkan-not-here" in err.value.message
-    assert client.request("queue", all=True)["tasks"] == []
+    assert client.request("queue", all=True).tasks == ()
 
 
 def test_cancel_reports_unknown_ids_and_cancels_known(client: ipc.IpcClient, tmp_path: Path) -> None:
@@ -132,23 +133,22 @@ def test_cancel_reports_unknown_ids_and_cancels_known(client: ipc.IpcClient, tmp
         argv=[PY, "-c", "import time; time.sleep(60)"],
         cwd=str(tmp_path),
         overrides={"device_prefs": ["780m"]},
-    )["tasks"][0]
-    wait_for(lambda: state_of(client, long["id"]) == "running", what="the job to start")
-    result = client.request("cancel", ids=[long["id"], 424242])
-    assert [t["id"] for t in result["tasks"]] == [long["id"]]
-    assert any("424242" in e for e in result["errors"])
-    wait_for(lambda: state_of(client, long["id"]) == "cancelled", what="the job to be cancelled")
+    ).tasks[0]
+    wait_for(lambda: state_of(client, long.id) == "running", what="the job to start")
+    result = client.request("cancel", ids=[long.id, 424242])
+    assert [t.id for t in result.tasks] == [long.id]
+    assert any("424242" in e for e in result.errors)
+    wait_for(lambda: state_of(client, long.id) == "cancelled", what="the job to be cancelled")
 
 
 def test_pause_resolves_device_names(owner: Owner, client: ipc.IpcClient) -> None:
     wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
-    paused = client.request("pause", device="780m")["paused"]
-    assert paused.get(AMD) is True
-    assert not paused.get(NVIDIA)
+    paused = client.request("pause", device="780m").paused
+    assert AMD in paused.devices and NVIDIA not in paused.devices and not paused.all
     with pytest.raises(ipc.RemoteError) as err:
         client.request("pause", device="voodoo2")
     assert "voodoo2" in err.value.message and AMD in err.value.message
-    assert client.request("resume", device="780m")["paused"].get(AMD) is not True
+    assert AMD not in client.request("resume", device="780m").paused.devices
 
 
 def test_a_device_name_that_matches_nothing_is_refused_with_the_closest(
@@ -166,19 +166,19 @@ def test_a_device_name_that_matches_nothing_is_refused_with_the_closest(
         "python: no device matches '5060it'; closest: GeForce RTX 5060 Ti (5060ti); known: "
         f"GeForce RTX 5060 Ti (5060ti, {NVIDIA}), Radeon 780M (780m, {AMD}), cpu — see `gputray devices`"
     )
-    assert client.request("queue", all=True)["tasks"] == []  # nothing was queued
+    assert client.request("queue", all=True).tasks == ()  # nothing was queued
     fine = client.request(
         "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["780m", "amd"]}
     )
-    assert fine["notes"] == [] and len(fine["tasks"]) == 1
+    assert fine.notes == () and len(fine.tasks) == 1
 
 
 def test_schedules_round_trip(client: ipc.IpcClient, tmp_path: Path) -> None:
     task = tmp_path / "nightly.toml"
     task.write_text(f'kind = "command"\nargv = [{PY!r}, "-c", "pass"]\n'.replace("'", '"'))
-    added = client.request("schedule_add", cron="0 3 * * *", task_file=str(task))["schedule"]
+    added = client.request("schedule_add", cron="0 3 * * *", task_file=str(task)).schedules[0]
     assert added["task_file"] == str(task) and added["next_run_at"]
-    assert [s["id"] for s in client.request("schedule_list")["schedules"]] == [added["id"]]
+    assert [s["id"] for s in client.request("schedule_list").schedules] == [added["id"]]
     with pytest.raises(ipc.RemoteError) as err:
         client.request("schedule_add", cron="at three", task_file=str(task))
     assert "cron" in err.value.message
@@ -187,7 +187,7 @@ def test_schedules_round_trip(client: ipc.IpcClient, tmp_path: Path) -> None:
     with pytest.raises(ipc.RemoteError):
         client.request("schedule_add", cron="0 3 * * *", task_file=str(broken))
     client.request("schedule_remove", id=added["id"])
-    assert client.request("schedule_list")["schedules"] == []
+    assert client.request("schedule_list").schedules == ()
 
 
 def test_a_second_owner_is_refused_before_it_touches_the_queue(
@@ -198,17 +198,17 @@ def test_a_second_owner_is_refused_before_it_touches_the_queue(
         argv=[PY, "-c", "import time; time.sleep(60)"],
         cwd=str(tmp_path),
         overrides={"device_prefs": ["cpu"]},
-    )["tasks"][0]
-    wait_for(lambda: state_of(client, long["id"]) == "running", what="the job to start")
+    ).tasks[0]
+    wait_for(lambda: state_of(client, long.id) == "running", what="the job to start")
     with pytest.raises(ipc.OwnerAlreadyRunning):
         Owner(paths, demo=True).start()
     # crash recovery would have marked it interrupted: it must still be running under the first owner
-    assert state_of(client, long["id"]) == "running"
-    client.request("cancel", ids=[long["id"]])
+    assert state_of(client, long.id) == "running"
+    client.request("cancel", ids=[long.id])
 
 
 def test_shutdown_request(owner: Owner, client: ipc.IpcClient) -> None:
-    assert client.request("shutdown")["stopping"] is True
+    assert client.request("shutdown").stopping is True
     assert owner.wait(5.0)
 
 
@@ -267,10 +267,10 @@ def test_a_real_torch_cpu_job_through_the_whole_path(
         task_id = json.loads(out.stdout)[0]["id"]
         with ipc.IpcClient(paths) as client:
             wait_for(lambda: state_of(client, task_id) in ("succeeded", "failed"), 120, "the torch job")
-            task = client.request("get", id=task_id)["task"]
-            log = client.request("logs", id=task_id)["text"]
-        assert task["state"] == "succeeded", log
-        assert task["kind"] == "torch" and task["env"] == "torchcpu" and task["device"] == "cpu"
+            task = client.request("get", id=task_id).task
+            log = client.request("logs", id=task_id).text
+        assert task.state == "succeeded", log
+        assert task.kind == "torch" and task.env == "torchcpu" and task.device == "cpu"
         assert "TORCH 2.13.0" in log and "ON cpu" in log and "GRAD True" in log
         assert f"PY {torch_python}" in log or str(torch_python.parent) in log
     finally:
@@ -283,13 +283,11 @@ def test_a_start_time_holds_the_task_then_it_runs(client: ipc.IpcClient, tmp_pat
         argv=[PY, "-c", "print('on time')"],
         cwd=str(tmp_path),
         overrides={"device_prefs": ["cpu"], "start_at": time.time() + 1.5},
-    )["tasks"][0]
-    waiting = wait_for(
-        lambda: (t := client.request("get", id=task["id"])["task"])["state"] == "waiting" and t
-    )
-    assert "starts at" in waiting["reason"]
-    done = wait_for(lambda: (t := client.request("get", id=task["id"])["task"])["state"] == "succeeded" and t)
-    assert done["started_at"] >= waiting["submitted_at"]
+    ).tasks[0]
+    waiting = wait_for(lambda: (t := client.request("get", id=task.id).task).state == "waiting" and t)
+    assert "starts at" in waiting.reason
+    done = wait_for(lambda: (t := client.request("get", id=task.id).task).state == "succeeded" and t)
+    assert done.started_at >= waiting.submitted_at
 
 
 def test_stopping_the_owner_stops_running_jobs_and_requeues_by_policy(paths: Paths, tmp_path: Path) -> None:
@@ -301,9 +299,9 @@ def test_stopping_the_owner_stops_running_jobs_and_requeues_by_policy(paths: Pat
             argv=[PY, "-c", "import time; time.sleep(60)"],
             cwd=str(tmp_path),
             overrides={"device_prefs": ["cpu"], "retries": 1},
-        )["tasks"][0]
-        wait_for(lambda: state_of(client, task["id"]) == "running", what="the job to start")
-        pid = wait_for(lambda: client.request("get", id=task["id"])["pid"], what="the job's pid")
+        ).tasks[0]
+        wait_for(lambda: state_of(client, task.id) == "running", what="the job to start")
+        pid = wait_for(lambda: client.request("get", id=task.id).pid, what="the job's pid")
     owner.stop()
     import psutil
 
@@ -311,7 +309,7 @@ def test_stopping_the_owner_stops_running_jobs_and_requeues_by_policy(paths: Pat
     again = Owner(paths, demo=True, serve_ipc=False)
     again.start()
     try:
-        rec = again.queue.get(task["id"])
+        rec = again.queue.get(task.id)
         assert rec.attempts == 1 and rec.state in ("queued", "waiting")  # requeued: one retry left
         assert "retry" in rec.reason and rec.not_before is not None  # after its backoff
     finally:
@@ -323,16 +321,16 @@ def test_a_due_schedule_submits_its_task_file(owner: Owner, client: ipc.IpcClien
     task.write_text(
         f'kind = "command"\nname = "nightly"\nargv = [{PY!r}, "-c", "print(7)"]\n'.replace("'", '"')
     )
-    entry = client.request("schedule_add", cron="0 3 * * *", task_file=str(task))["schedule"]
+    entry = client.request("schedule_add", cron="0 3 * * *", task_file=str(task)).schedules[0]
     assert owner.timing is not None
     owner.timing.run_schedule(entry["id"])  # what APScheduler calls at 03:00
-    tasks = client.request("queue", all=True)["tasks"]
-    assert [t["name"] for t in tasks] == ["nightly"]
-    listed = client.request("schedule_list")["schedules"][0]
+    tasks = client.request("queue", all=True).tasks
+    assert [t.name for t in tasks] == ["nightly"]
+    listed = client.request("schedule_list").schedules[0]
     assert listed["last_run_at"] is not None and listed["last_error"] is None
     task.unlink()  # the file went away: the run is recorded as failed, the schedule stays
     owner.timing.run_schedule(entry["id"])
-    listed = client.request("schedule_list")["schedules"][0]
+    listed = client.request("schedule_list").schedules[0]
     assert "nightly.toml" in listed["last_error"]
 
 
@@ -342,7 +340,7 @@ def test_run_and_command_task_files_pass_braces_verbatim(client: ipc.IpcClient, 
     extra = ['{"a": {"b": 1}}', "{file}", "{vk_index}", "{"]
     ran = client.request(
         "run", argv=[PY, "-c", code, *extra], cwd=str(tmp_path), overrides={"device_prefs": ["cpu"]}
-    )["tasks"][0]
+    ).tasks[0]
     task_file = tmp_path / "braces.toml"
     task_file.write_text(
         'kind = "command"\n'
@@ -350,13 +348,11 @@ def test_run_and_command_task_files_pass_braces_verbatim(client: ipc.IpcClient, 
         'devices = ["cpu"]\n'
         '[env]\nCONF = "{device} {x}"\n'
     )
-    filed = client.request("submit", task_file=str(task_file))["tasks"][0]
+    filed = client.request("submit", task_file=str(task_file)).tasks[0]
     for task in (ran, filed):
-        wait_for(
-            lambda t=task: state_of(client, t["id"]) == "succeeded", what=f"task {task['id']} to succeed"
-        )
-    assert "42 " + " ".join(extra) in client.request("logs", id=ran["id"])["text"]
-    assert "ENV {device} {x}" in client.request("logs", id=filed["id"])["text"]
+        wait_for(lambda t=task: state_of(client, t.id) == "succeeded", what=f"task {task.id} to succeed")
+    assert "42 " + " ".join(extra) in client.request("logs", id=ran.id).text
+    assert "ENV {device} {x}" in client.request("logs", id=filed.id).text
 
 
 # The 780M's recorded probe shape under a ROCm wheel: fp16 matmul and attention fail, the rest works.
@@ -403,30 +399,28 @@ def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
     record_results(doctor.cache_file(), fp, [pair], doctor.driver_versions(), bench=True)
     assert [p.device_key for p in doctor.cached_results()] == [AMD]
 
-    def run(needs: list[str], devices: list[str], on_busy: str = "redirect") -> dict[str, Any]:
+    def run(needs: list[str], devices: list[str], on_busy: str = "redirect") -> TaskView:
         task = client.request(
             "run",
             argv=[PY, "-c", "print('ok')"],
             cwd=str(tmp_path),
             overrides={"needs": needs, "device_prefs": devices, "on_busy": on_busy},
-        )["tasks"][0]
+        ).tasks[0]
         return wait_for(
-            lambda: (
-                (t := client.request("get", id=task["id"])["task"])["state"] in ("succeeded", "failed") and t
-            ),
-            what=f"task {task['id']} to end",
+            lambda: (t := client.request("get", id=task.id).task).state in ("succeeded", "failed") and t,
+            what=f"task {task.id} to end",
         )
 
     redirected = run(["fp16"], ["780m", "5060ti"])
-    assert redirected["state"] == "succeeded" and redirected["device"] == NVIDIA
-    assert "Radeon 780M" in redirected["reason"] and "fp16" in redirected["reason"]
-    assert "doctor" in redirected["reason"]
+    assert redirected.state == "succeeded" and redirected.device == NVIDIA
+    assert "Radeon 780M" in redirected.reason and "fp16" in redirected.reason
+    assert "doctor" in redirected.reason
     only_igpu = run(["fp16"], ["780m"], on_busy="wait")
-    assert only_igpu["state"] == "failed" and only_igpu["device"] is None
-    assert "Radeon 780M" in only_igpu["reason"] and "fp16" in only_igpu["reason"]
-    assert run(["bf16"], ["780m"])["device"] == AMD  # passed in the doctor
-    assert run(["fp16"], ["5060ti"])["device"] == NVIDIA  # never measured there: unknown does not block
-    assert run([], ["780m"])["device"] == AMD
+    assert only_igpu.state == "failed" and only_igpu.device is None
+    assert "Radeon 780M" in only_igpu.reason and "fp16" in only_igpu.reason
+    assert run(["bf16"], ["780m"]).device == AMD  # passed in the doctor
+    assert run(["fp16"], ["5060ti"]).device == NVIDIA  # never measured there: unknown does not block
+    assert run([], ["780m"]).device == AMD
 
 
 def test_queue_over_the_socket_is_the_same_document_and_follows_changes(
@@ -436,23 +430,23 @@ def test_queue_over_the_socket_is_the_same_document_and_follows_changes(
     in-process answer, and a task's change must show in the next listing."""
     client.request("pause")
     ids = [
-        client.request("run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), name=f"t{i} ✓")["tasks"][0]["id"]
+        client.request("run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), name=f"t{i} ✓").tasks[0].id
         for i in range(5)
     ]
 
-    def all_waiting() -> dict[str, Any] | None:
+    def all_waiting() -> QueueReply | None:
         listing = client.request("queue", all=True)
-        return listing if all(t["state"] == "waiting" for t in listing["tasks"]) else None
+        return listing if all(t.state == "waiting" for t in listing.tasks) else None
 
     first = wait_for(all_waiting, what="the tasks to wait")
     assert first == owner.handle(rq.Queue(all=True))
-    assert [t["name"] for t in first["tasks"]] == [f"t{i} ✓" for i in range(5)]
-    assert first["paused"]["queue"] is True
+    assert [t.name for t in first.tasks] == [f"t{i} ✓" for i in range(5)]
+    assert first.paused.all is True
     client.request("cancel", ids=[ids[2]])
     again = client.request("queue", all=True)
-    assert {t["id"]: t["state"] for t in again["tasks"]}[ids[2]] == "cancelled"
+    assert {t.id: t.state for t in again.tasks}[ids[2]] == "cancelled"
     assert again == owner.handle(rq.Queue(all=True))
-    assert [t["id"] for t in client.request("queue")["tasks"]] == [i for i in ids if i != ids[2]]
+    assert [t.id for t in client.request("queue").tasks] == [i for i in ids if i != ids[2]]
 
 
 def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
@@ -468,8 +462,8 @@ def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
         argv=[PY, "-c", "import time; print('job says hi', flush=True); time.sleep(60)"],
         cwd=str(tmp_path),
         overrides={"device_prefs": ["cpu"]},
-    )["tasks"][0]
-    wait_for(lambda: "job says hi" in client.request("logs", id=task["id"])["text"], what="the job's output")
+    ).tasks[0]
+    wait_for(lambda: "job says hi" in client.request("logs", id=task.id).text, what="the job's output")
     env = {**os.environ, "GPUTRAY_HOME": os.environ["GPUTRAY_HOME"]}
     cli = [PY, "-m", "gputray.gui.entry"]
     procs = {
@@ -481,7 +475,7 @@ def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
             text=True,
         ),
         "follow": subprocess.Popen(
-            [*cli, "logs", str(task["id"]), "--follow"],
+            [*cli, "logs", str(task.id), "--follow"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -504,7 +498,7 @@ def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
 
 def test_queue_listing_carries_the_names_people_know_the_gpus_by(owner: Owner, client: ipc.IpcClient) -> None:
     wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
-    names = client.request("queue", all=True)["device_names"]
+    names = client.request("queue", all=True).device_names
     assert names[AMD] == "Radeon 780M" and names[NVIDIA] == "GeForce RTX 5060 Ti" and names["cpu"] == "CPU"
 
 
@@ -539,9 +533,9 @@ def test_stop_lets_a_request_being_answered_finish_and_refuses_new_ones(owner: O
     owner.files_opener = slow_tray
     dropped = tmp_path / "a.py"
     dropped.write_text("pass\n")
-    answers: dict[str, Any] = {}
+    answers: list[Submitted] = []
     request = threading.Thread(
-        target=lambda: answers.update(owner.handle(rq.OpenFiles(files=[str(dropped)])))
+        target=lambda: answers.append(owner.handle(rq.OpenFiles(files=[str(dropped)])))
     )
     request.start()
     assert entered.wait(10)
@@ -554,7 +548,7 @@ def test_stop_lets_a_request_being_answered_finish_and_refuses_new_ones(owner: O
     release.set()
     request.join(10)
     stopper.join(30)
-    assert answers["handed_to"] == "tray" and not stopper.is_alive()
+    assert answers[0].handed_to == "tray" and not stopper.is_alive()
 
 
 def test_bad_ids_are_named_for_what_they_are(owner: Owner) -> None:
@@ -564,3 +558,29 @@ def test_bad_ids_are_named_for_what_they_are(owner: Owner) -> None:
         owner.handle(rq.ScheduleRemove(id="abc"))
     with pytest.raises(OwnerRequestError, match=r"task ids are whole numbers from 1, not '-1'"):
         owner.handle(rq.Get(id="-1"))
+
+
+def test_a_reply_is_the_typed_record_with_its_epoch_times(
+    owner: Owner, client: ipc.IpcClient, tmp_path: Path
+) -> None:
+    """What the CLI and the tray read: the task's own epoch seconds (nothing to parse back from text),
+    the same record over the socket as in-process."""
+    run = client.request(
+        "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["cpu"]}
+    )
+    (task,) = run.tasks
+    assert isinstance(run, Submitted) and isinstance(task, TaskView) and task.state == "queued"
+    done = wait_for(
+        lambda: (t := client.request("get", id=task.id).task).state == "succeeded" and t,
+        what="the job to end",
+    )
+    rec = owner.queue.get(task.id)
+    assert (done.submitted_at, done.started_at, done.ended_at) == (
+        rec.submitted_at,
+        rec.started_at,
+        rec.ended_at,
+    )
+    assert (
+        isinstance(done.ended_at, float) and done.started_at is not None and done.started_at <= done.ended_at
+    )
+    assert owner.handle(rq.Get(id=task.id)).task == done

@@ -84,14 +84,14 @@ def populate(home: Path, python: Path, job_output: Path) -> None:
 def _ready(paths: Paths, daemon: subprocess.Popen[bytes]) -> bool:
     assert daemon.poll() is None, "the daemon exited"
     try:
-        return bool(ipc.request(paths, "ping").get("ready"))
+        return bool(ipc.request(paths, "ping").ready)
     except ipc.IpcError:
         return False
 
 
 def _finished(paths: Paths) -> bool:
-    tasks = ipc.request(paths, "queue", all=True)["tasks"]
-    return bool(tasks) and all(t["state"] == "succeeded" for t in tasks)
+    tasks = ipc.request(paths, "queue", all=True).tasks
+    return bool(tasks) and all(t.state == "succeeded" for t in tasks)
 
 
 def open_to_others(home: Path) -> list[str]:

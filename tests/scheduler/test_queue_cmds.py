@@ -16,7 +16,9 @@ from cli import gputray
 
 from gputray.scheduler import cli
 from gputray.scheduler.commands import client, submit
-from gputray.scheduler.commands.common import terminal_cells
+from gputray.scheduler.commands.common import task_json, terminal_cells
+from gputray.scheduler.replies import LogChunk, Paused, QueueReply, Reply, TaskView
+from gputray.scheduler.tasks import iso_utc
 
 QUEUE_COMMANDS = [
     "daemon",
@@ -101,7 +103,7 @@ def test_listing_shows_state_device_and_why() -> None:
     waiting = {"id": 7, "name": "upscale cat.png", "state": "waiting", "device": None, "exit_code": None}
     failed = {"id": 8, "name": "train.py", "state": "failed", "device": "cpu", "reason": "", "exit_code": 4}
     tasks = [{**waiting, "reason": "waiting for GeForce RTX 5060 Ti"}, failed]
-    text = client.format_tasks(tasks).splitlines()
+    text = client.format_tasks(_views(tasks)).splitlines()
     assert text[0].split() == ["ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON"]
     assert text[1].startswith("7") and "waiting for GeForce RTX 5060 Ti" in text[1]
     assert "exit 4" in text[2]
@@ -124,7 +126,7 @@ def test_listing_shows_the_env_and_says_each_fact_once() -> None:
         {**base, "id": 2, "state": "succeeded", "env": "cu128", "reason": "", "exit_code": 0},
         {**base, "id": 3, "state": "failed", "env": None, "reason": "", "exit_code": 3},
     ]
-    header, failed, ok, bare = client.format_tasks(tasks).splitlines()
+    header, failed, ok, bare = client.format_tasks(_views(tasks)).splitlines()
     env_at = header.index("ENV")
     assert failed[env_at:].startswith("cu128") and ok[env_at:].startswith("cu128")
     assert bare[env_at:].startswith("-")
@@ -135,9 +137,9 @@ def test_listing_shows_the_env_and_says_each_fact_once() -> None:
 
 def test_listing_names_the_gpu_when_the_owner_knows_it() -> None:
     task = {"id": 3, "name": "a.py", "state": "running", "device": "pci:0000:64:00.0", "exit_code": None}
-    named = client.format_tasks([task], {"pci:0000:64:00.0": "Radeon 780M"}).splitlines()[1]
+    named = client.format_tasks(_views([task]), {"pci:0000:64:00.0": "Radeon 780M"}).splitlines()[1]
     assert "Radeon 780M" in named and "pci:" not in named
-    assert "pci:0000:64:00.0" in client.format_tasks([task]).splitlines()[1]
+    assert "pci:0000:64:00.0" in client.format_tasks(_views([task])).splitlines()[1]
 
 
 def test_listing_columns_line_up_with_japanese_names() -> None:
@@ -146,7 +148,7 @@ def test_listing_columns_line_up_with_japanese_names() -> None:
         {**base, "id": 1, "name": "学習 スクリプト.py", "reason": "oops"},
         {**base, "id": 2, "name": "a.py"},
     ]
-    header, first, second = client.format_tasks(tasks).splitlines()
+    header, first, second = client.format_tasks(_views(tasks)).splitlines()
     # REASON starts in the same terminal column on every line (a CJK character is two columns wide).
     column = header.index("REASON")
     assert terminal_cells(first[: first.index("exit 2")]) == column
@@ -160,7 +162,7 @@ def test_names_with_newlines_or_escape_sequences_stay_one_line_and_harmless() ->
         {**base, "id": 2, "name": "esc\x1b[31mRED", "reason": ""},
         {**base, "id": 3, "name": "日本語 ok.py", "reason": ""},
     ]
-    lines = client.format_tasks(tasks).splitlines()
+    lines = client.format_tasks(_views(tasks)).splitlines()
     assert len(lines) == 4 and "\x1b" not in "".join(lines)
     assert "two\\nlines.py" in lines[1] and "waiting for\\rx" in lines[1]
     assert "esc\\x1b[31mRED" in lines[2] and "日本語 ok.py" in lines[3]
@@ -251,7 +253,9 @@ def test_queue_without_an_owner_shows_the_saved_queue(saved_queue: tuple[Path, l
     as_json = gputray("queue", "--all", "--json", home=home)
     assert as_json.returncode == 0, as_json.stderr
     doc = json.loads(as_json.stdout)
-    assert doc["tasks"] == [{**r.to_json(), "device_name": None} for r in records]  # the owner's document
+    assert doc["tasks"] == [
+        {**task_json(TaskView.of(r)), "device_name": None} for r in records
+    ]  # as with an owner
     assert doc["queue"] == {"paused": False}
     assert {
         "key": "pci:0000:64:00.0",
@@ -330,13 +334,15 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
     monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
     asked: list[str] = []
 
-    def owner_that_stops_after_one_answer(req: Request) -> dict[str, Any]:
+    def owner_that_stops_after_one_answer(req: Request[Any]) -> Reply:
         asked.append(req.op)
         if len(asked) > 1:
             raise OwnerStopping("the gputray owner is stopping")
         if req.op == "logs":
-            return {"text": "job says hi\n", "offset": 12, "state": "running", "done": False}
-        return {"tasks": [], "paused": {"queue": False, "devices": []}, "device_names": {}}
+            return LogChunk(
+                id=1, state="running", log_path=None, text="job says hi\n", offset=12, size=12, finished=False
+            )
+        return QueueReply(tasks=(), paused=Paused(), device_names={}, devices=())
 
     server = ipc.IpcServer(app_paths(), owner_that_stops_after_one_answer)
     server.start()
@@ -352,26 +358,58 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
         assert "job says hi" in out
 
 
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        ({"tasks": [], "paused": {}, "device_names": {}, "devices": [], "shiny": 1}, "unknown field `shiny`"),
+        ({"tasks": [{"id": 1, "state": "queued", "submitted_at": "2026-11-30T02:30:00Z"}], "paused": {},
+          "device_names": {}, "devices": []}, "Expected `float | null`, got `str`"),
+        (None, "Expected `object`, got `null`"),
+    ],
+)  # fmt: skip
+def test_a_reply_from_an_owner_of_another_version_is_a_clear_error(
+    reply: dict[str, Any] | None,
+    words: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An owner that answers with a field this gputray does not know, or a time as text (the old ISO
+    strings): `gputray queue` says the reply does not fit and how to fix it, exit 1, no traceback."""
+    from gputray.scheduler import ipc
+    from gputray.scheduler.paths import app_paths
+
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    server = ipc.IpcServer(app_paths(), lambda req: reply)  # type: ignore[arg-type, return-value]
+    server.start()
+    try:
+        code = cli.main(["queue", "--json"])
+    finally:
+        server.stop()
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert "the owner's reply to 'queue' does not fit this gputray" in err and words in err
+    assert "gputray shutdown" in err and "Traceback" not in err
+
+
 # -- issue 13: listing columns, filters, negative values, subcommand usage ---------------------------
 
 NOW_S = dt.datetime(2026, 11, 30, 14, 0).timestamp()
 
 
-def _iso(epoch_s: float) -> str:
-    from gputray.scheduler.tasks import iso_utc
-
-    return str(iso_utc(epoch_s))
+def _views(tasks: list[dict[str, Any]]) -> list[TaskView]:
+    return [TaskView(**t) for t in tasks]
 
 
 def _listed() -> list[dict[str, Any]]:
     running = {
         "id": 12, "name": "train a very long model name.py", "state": "running", "device": "pci:0000:01:00.0",
-        "env": "cu128", "priority": 5, "exit_code": None, "started_at": _iso(NOW_S - 125), "ended_at": None,
+        "env": "cu128", "priority": 5, "exit_code": None, "started_at": NOW_S - 125, "ended_at": None,
         "reason": "redirected to GeForce RTX 5060 Ti: Radeon 780M busy (running 'upscale' (#11)); more words",
     }  # fmt: skip
     done = {
         "id": 9, "name": "bench", "state": "failed", "device": "cpu", "env": None, "priority": -3,
-        "exit_code": 4, "started_at": _iso(NOW_S - 86_400 * 3), "ended_at": _iso(NOW_S - 86_400 * 3 + 3725),
+        "exit_code": 4, "started_at": NOW_S - 86_400 * 3, "ended_at": NOW_S - 86_400 * 3 + 3725,
         "reason": "exited with status 4",
     }  # fmt: skip
     return [running, done]
@@ -379,7 +417,7 @@ def _listed() -> list[dict[str, Any]]:
 
 def test_listing_fits_80_columns_and_widens_when_there_is_room() -> None:
     names = {"pci:0000:01:00.0": "GeForce RTX 5060 Ti"}
-    narrow = client.format_tasks(_listed(), names, width=80, now_s=NOW_S).splitlines()
+    narrow = client.format_tasks(_views(_listed()), names, width=80, now_s=NOW_S).splitlines()
     assert all(terminal_cells(line) <= 80 for line in narrow), narrow
     assert narrow[0].split() == [
         "ID",
@@ -398,12 +436,12 @@ def test_listing_fits_80_columns_and_widens_when_there_is_room() -> None:
     assert dt.datetime.fromtimestamp(NOW_S - 125).strftime("%H:%M") in narrow[1]  # local time, today
     assert "2:05" in narrow[1]  # running for 2 min 5 s
     assert "1:02:05" in narrow[2] and "exited with" in narrow[2] and "-3" in narrow[2]
-    wide = client.format_tasks(_listed(), names, width=240, now_s=NOW_S).splitlines()
+    wide = client.format_tasks(_views(_listed()), names, width=240, now_s=NOW_S).splitlines()
     assert "train a very long model name.py" in wide[1] and "more words" in wide[1]
     assert "GeForce RTX 5060 Ti" in wide[1]
     assert "exited with status 4" in wide[2] and "exit 4" not in wide[2]  # the status is said once
     assert dt.datetime.fromtimestamp(NOW_S - 86_400 * 3).strftime("%m-%d %H:%M") in wide[2]  # another day
-    assert client.format_tasks(_listed(), names, now_s=NOW_S) == "\n".join(wide)  # a pipe: in full
+    assert client.format_tasks(_views(_listed()), names, now_s=NOW_S) == "\n".join(wide)  # a pipe: in full
 
 
 def test_filters_match_state_device_and_name() -> None:
@@ -411,12 +449,12 @@ def test_filters_match_state_device_and_name() -> None:
     from gputray.scheduler.tasks import STATES
 
     names = {"pci:0000:01:00.0": "GeForce RTX 5060 Ti"}
-    tasks = _listed()
+    tasks = _views(_listed())
     f = parse_filter(["state=failed,device=cpu"], STATES)
-    assert [t["id"] for t in tasks if f.matches(t, names)] == [9]
+    assert [t.id for t in tasks if f.matches(t, names)] == [9]
     f = parse_filter(["device=5060ti", "state=running,state=failed"], STATES)
-    assert [t["id"] for t in tasks if f.matches(t, names)] == [12]
-    assert [t["id"] for t in tasks if parse_filter(["name=BENCH"], STATES).matches(t, names)] == [9]
+    assert [t.id for t in tasks if f.matches(t, names)] == [12]
+    assert [t.id for t in tasks if parse_filter(["name=BENCH"], STATES).matches(t, names)] == [9]
     for bad, words in (("colour=red", "filter by state, device, name, env"), ("state=done", "the states are"),
                        ("state", "KEY=VALUE")):  # fmt: skip
         with pytest.raises(ValueError, match=words):
@@ -482,5 +520,5 @@ def test_schedule_times_are_listed_in_local_time() -> None:
     from gputray.scheduler.commands.schedule import _local
 
     at = dt.datetime(2026, 12, 1, 3, 0).timestamp()  # 03:00 here, whatever UTC says
-    text = _local(_iso(at))
+    text = _local(str(iso_utc(at)))
     assert text.startswith("2026-12-01 03:00") and "Z" not in text.split()[1]

@@ -23,6 +23,7 @@ from gputray.scheduler.envs import PythonEnv
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.queue_service import QueueService, TaskStateError
 from gputray.scheduler.recipes import ToolNotFound
+from gputray.scheduler.replies import Paused, TaskView
 from gputray.scheduler.store import TaskNotFound, TaskStore
 from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
 
@@ -78,7 +79,7 @@ class Harness:
         try:
             wait_for(check, timeout_s)
         except AssertionError:
-            raise AssertionError(f"timed out; queue: {[r.to_json() for r in self.q.list()]}") from None
+            raise AssertionError(f"timed out; queue: {[TaskView.of(r) for r in self.q.list()]}") from None
 
     def state(self, task_id: int, *states: str) -> Callable[[], bool]:
         return lambda: self.q.get(task_id).state in states
@@ -346,9 +347,9 @@ def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
     q.move(c.id, +1)
     assert [r.id for r in q.list()] == [a.id, c.id, b.id]
     q.pause("780m")
-    assert q.paused() == {"queue": True, NV: False, AMD: True, "cpu": False}
+    assert q.paused() == Paused(all=True, devices=frozenset({AMD}))
     q.resume()  # everything
-    assert q.paused()[AMD] is False
+    assert q.paused() == Paused()
     for r in (a, b, c):
         h.until(h.state(r.id, "succeeded"))
     starts = sorted((q.get(r.id).started_at or 0, r.id) for r in (a, b, c))
@@ -733,7 +734,7 @@ def test_remove_and_clean_take_the_logs_with_them(harness: Callable[..., Harness
 def test_slots_come_from_the_config_by_device_name(harness: Callable[..., Harness]) -> None:
     h = harness(slots={"780m": 2, "cpu": 3})
     q = h.start()
-    assert {d["name"]: d["slots"] for d in q.devices()} == {
+    assert {d.name: d.slots for d in q.devices()} == {
         "GeForce RTX 5060 Ti": 1,  # the default: one job per GPU
         "Radeon 780M": 2,
         "CPU": 3,

@@ -13,6 +13,8 @@ import psutil
 import pytest
 from waiting import wait_for
 
+from gputray.scheduler.commands.common import task_json
+from gputray.scheduler.replies import TaskView
 from gputray.scheduler.store import (
     SCHEMA_VERSION,
     StoreError,
@@ -304,7 +306,7 @@ def test_ten_thousand_tasks_list_in_order_with_json(tmp_path: Path) -> None:
     records = fresh.list()
     assert len(records) == 10_000
     assert [r.id for r in records[:3]] == [1, 2, 3]
-    text = json.dumps([r.to_json() for r in records])
+    text = json.dumps([task_json(TaskView.of(r)) for r in records])
     assert json.loads(text)[-1]["name"] == "t9999"
     assert fresh.counts() == {"queued": 10_000}
 
@@ -379,7 +381,7 @@ def test_the_saved_queue_reads_back_read_only_after_a_crash(tmp_path: Path) -> N
     assert [(r.name, r.state) for r in pending] == [("a", "running"), ("b", "queued")]
     everything = read_saved_tasks(db)
     assert [r.name for r in everything] == ["a", "b", "done"]
-    assert everything[2].to_json()["exit_code"] == 0 and everything[2].to_json()["ended_at"]
+    assert everything[2].exit_code == 0 and everything[2].ended_at
     assert read_saved_task(db, 1).log_path == "/x/1.log"
     with pytest.raises(TaskNotFound, match="no task #9 in the queue"):
         read_saved_task(db, 9)

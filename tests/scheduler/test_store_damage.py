@@ -277,8 +277,8 @@ def test_the_owner_and_the_offline_cli_start_over_rows_that_are_no_task(tmp_path
     owner = Owner(paths, demo=True, serve_ipc=False)
     owner.start()
     try:
-        listed = owner.handle(rq.Queue(all=True))["tasks"]
-        assert sorted(t["id"] for t in listed) == [1, 2, 3, 4, 5, 6]
+        listed = owner.handle(rq.Queue(all=True)).tasks
+        assert sorted(t.id for t in listed) == [1, 2, 3, 4, 5, 6]
         with pytest.raises(ValueError, match="cannot run again"):
             owner.handle(rq.Retry(id=2))
     finally:

@@ -129,7 +129,7 @@ def test_each_acknowledged_submit_is_synced_before_its_reply(tmp_path: Path) -> 
         def ready() -> bool:
             assert proc.poll() is None, (tmp_path / "stderr.txt").read_text()
             try:
-                return bool(ipc.request(paths, "ping").get("ready"))
+                return bool(ipc.request(paths, "ping").ready)
             except ipc.IpcError:
                 return False
 
@@ -137,7 +137,7 @@ def test_each_acknowledged_submit_is_synced_before_its_reply(tmp_path: Path) -> 
         with ipc.IpcClient(paths, timeout_s=60) as client:
             client.request("pause", device=None)
             acked = [
-                client.request("run", argv=[PY, "-c", "pass"], name=f"durable {i}")["tasks"][0]["id"]
+                client.request("run", argv=[PY, "-c", "pass"], name=f"durable {i}").tasks[0].id
                 for i in range(20)
             ]
             client.request("shutdown")

@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from gputray.scheduler.commands.common import task_json
+from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks import (
     TaskRecord,
     TaskSpec,
@@ -39,7 +41,8 @@ JSON_KEYS = [
 ]
 
 
-def test_to_json_has_exactly_the_promised_keys_and_iso_times() -> None:
+def test_json_has_exactly_the_promised_keys_and_iso_times() -> None:
+    """The owner's reply carries epoch times; `--json` (``task_json``) prints the promised document."""
     spec = TaskSpec(kind="command", name="echo", argv=("echo", "hi"))
     rec = TaskRecord(
         id=7,
@@ -51,7 +54,9 @@ def test_to_json_has_exactly_the_promised_keys_and_iso_times() -> None:
         attempts=1,
         log_path="/x/task-7.log",
     )
-    data = rec.to_json()
+    view = TaskView.of(rec)
+    assert (view.submitted_at, view.started_at, view.ended_at) == (0.25, 1764469800.125, None)
+    data = task_json(view)
     assert list(data) == JSON_KEYS
     assert data["submitted_at"] == "1970-01-01T00:00:00.250Z"
     assert data["started_at"] == "2025-11-30T02:30:00.125Z"

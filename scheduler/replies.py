@@ -1,0 +1,208 @@
+"""The owner's replies, one typed record per op (``class Queue(Request[QueueReply])`` in ``protocol``).
+
+The tray gets them as the handlers return them; the IPC client decodes each into its op's type, so an
+owner of another version answering a field this one does not know, or a wrong type, is a clear error.
+Times are epoch seconds or None; ``commands.common.task_json`` writes the ``--json`` document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from gputray.scheduler.tasks import TaskRecord
+
+
+class Reply(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every reply."""
+
+
+class Paused(msgspec.Struct, frozen=True, rename={"all": "queue"}):
+    """What ``gputray pause`` stopped: the whole queue (``all``) and devices by key. Also the shape of
+    ``paused.json`` (``{"queue": bool, "devices": [...]}``, as gputray has always written it)."""
+
+    all: bool = False
+    devices: frozenset[str] = frozenset()
+
+    def pausing(self, key: str | None) -> Paused:
+        """Paused also: the device ``key``, or the whole queue (None)."""
+        return Paused(all=key is None or self.all, devices=self.devices | ({key} if key else set()))
+
+    def resuming(self, key: str | None) -> Paused:
+        """Resumed: the device ``key``, or (None) the whole queue *and* every device."""
+        return Paused() if key is None else Paused(all=self.all, devices=self.devices - {key})
+
+
+class TaskView(Reply, frozen=True, kw_only=True):
+    """What a client may know of a task (``TaskView.of`` a record; the spec stays with the owner).
+    ``machine`` is where it runs, else where it was asked to run; ``origin`` is set on a task another
+    machine handed here. A task removed before ``wait`` saw it end has ``state="removed"`` and no more."""
+
+    id: int
+    name: str = ""
+    kind: str = ""
+    state: str
+    device: str | None = None
+    env: str | None = None
+    reason: str = ""
+    exit_code: int | None = None
+    attempts: int = 0
+    submitted_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    log_path: str | None = None
+    priority: int = 0
+    after: tuple[int, ...] = ()
+    after_any: bool = False
+    cwd: str | None = None
+    machine: str | None = None
+    remote_id: int | None = None
+    origin: str | None = None
+
+    @classmethod
+    def of(cls, r: TaskRecord) -> TaskView:
+        s = r.spec
+        return cls(
+            id=r.id, state=r.state, name=s.name, kind=s.kind, device=r.device, env=r.env, reason=r.reason,
+            exit_code=r.exit_code, attempts=r.attempts, submitted_at=r.submitted_at, started_at=r.started_at,
+            ended_at=r.ended_at, log_path=r.log_path, priority=s.priority, after=s.after,
+            after_any=s.after_any, cwd=s.cwd, machine=r.machine or s.machine, remote_id=r.remote_id,
+            origin=s.origin,
+        )  # fmt: skip
+
+
+Tasks = tuple[TaskView, ...]
+
+
+def views(records: Iterable[TaskRecord]) -> Tasks:
+    return tuple(TaskView.of(r) for r in records)
+
+
+class Pong(Reply, frozen=True):
+    pid: int
+    protocol: int
+    demo: bool
+    ready: bool
+    started_at: float | None
+    address: str | None
+
+
+class DeviceVerdict(Reply, frozen=True):
+    """The monitor's judgement of one device; its readings are in ``StatusReply.snapshot``."""
+
+    key: str
+    busy: bool | None
+    reasons: tuple[str, ...]
+    simulated: bool
+
+
+class StatusReply(Reply, frozen=True):
+    pid: int
+    demo: bool
+    snapshot: dict[str, Any] | None  # the `gputray status --json` document (monitor.serialize)
+    devices: tuple[DeviceVerdict, ...]
+    paused: Paused
+    counts: dict[str, int]
+    monitor_failures: int
+    monitor_last_failure: str | None
+    cluster: dict[str, Any] | None = None  # `gputray cluster status`'s document (gputray.cluster)
+
+
+class Submitted(Reply, frozen=True):
+    """``submit``, ``submit_files``, ``run``, ``open_files`` (``handed_to="tray"``: to its drop confirm)."""
+
+    tasks: Tasks
+    notes: tuple[str, ...] = ()
+    handed_to: str | None = None
+
+
+class DeviceSlots(Reply, frozen=True):
+    """A device the queue can use, for listings; ``slots`` is None where only the owner knows it."""
+
+    key: str
+    name: str
+    slots: int | None
+    running: int
+    paused: bool
+
+
+class QueueReply(Reply, frozen=True):
+    tasks: Tasks
+    paused: Paused
+    device_names: dict[str, str]
+    devices: tuple[DeviceSlots, ...]
+
+
+class TaskReply(Reply, frozen=True):
+    """``retry``, ``move``, ``edit``: the task; ``get`` also its spec (``TaskSpec.to_dict``) and pid."""
+
+    task: TaskView
+    spec: dict[str, Any] | None = None
+    pid: int | None = None
+
+
+class TasksDone(Reply, frozen=True):
+    """``cancel`` and ``remove``: the tasks acted on, and what could not be done (one line each)."""
+
+    tasks: Tasks
+    errors: tuple[str, ...] = ()
+
+
+class Cleaned(Reply, frozen=True):
+    tasks: Tasks
+    kept: tuple[str, ...] = ()
+
+
+class Waited(Reply, frozen=True):
+    tasks: Tasks
+    done: bool
+
+
+class PausedReply(Reply, frozen=True):
+    """``pause`` and ``resume``; ``known`` are the devices the owner knows (listed as not paused)."""
+
+    paused: Paused
+    known: tuple[str, ...] = ()
+
+
+class LogChunk(Reply, frozen=True):
+    id: int
+    state: str
+    log_path: str | None
+    text: str
+    offset: int
+    size: int
+    finished: bool
+
+
+class Schedules(Reply, frozen=True):
+    """``schedule_list``; ``schedule_add`` and ``schedule_remove``: the one entry."""
+
+    schedules: tuple[dict[str, Any], ...]  # Schedule.to_json: the `schedule --json` documents
+
+
+class Checking(Reply, frozen=True):
+    checking: int
+
+
+class ClusterSynced(Reply, frozen=True):
+    """The cluster bridge's view of the tasks that concern it, as ``cluster.wire`` records."""
+
+    machine: str
+    tasks: tuple[dict[str, Any], ...]
+    stopping: bool
+
+
+class ClusterTask(Reply, frozen=True):
+    task: dict[str, Any] | None  # a ``cluster.wire`` record; None: not in the expected state, see ``now``
+    now: dict[str, Any] | None = None
+    existing: bool | None = None
+
+
+class Stopping(Reply, frozen=True):
+    stopping: bool
+    pid: int
+    jobs: str
+    running: int
