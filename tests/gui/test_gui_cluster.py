@@ -28,6 +28,7 @@ from gputray.gui.queue_model import QueueModel
 from gputray.gui.tray_app import TrayApp
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.recipes import load_recipes
+from gputray.scheduler.replies import TaskView
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "panel-cluster.png"
 
@@ -149,8 +150,8 @@ def test_screenshot_of_the_panel_with_three_machines(qtbot: QtBot, japan_time: N
     panel.model.set_device_names({KEY_5060: "RTX 5060 Ti"})
     panel.model.apply(
         [
-            {"id": 7, "name": "upscale.py", "state": "running", "device": KEY_5060, "started_at": NOW_S - 75},
-            {"id": 8, "name": "train.py", "state": "queued"},
+            TaskView(id=7, name="upscale.py", state="running", device=KEY_5060, started_at=NOW_S - 75),
+            TaskView(id=8, name="train.py", state="queued"),
         ]
     )
     panel.model.tick(NOW_S)
