@@ -762,6 +762,7 @@ class Bridge:
                 "left_at": None if alive else m.left_at,
                 "devices": len(view.devices) if view else None,
                 "demo": view.demo if view else None,
+                "ram_total_bytes": view.ram_total_bytes if view else None,
             }
             if view is not None:
                 for d in view.devices:

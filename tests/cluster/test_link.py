@@ -51,6 +51,12 @@ class FakeQueue:
     def request_dispatch(self, *, urgent: bool = False) -> None:
         self.passes += 1
 
+    def task_changed_elsewhere(self) -> None:
+        pass
+
+    def devices_for_checks(self) -> None:
+        return None  # no reading yet: nothing to check devices against
+
 
 def test_without_a_cluster_any_machine_is_this_one_and_another_is_refused(tmp_path: Path) -> None:
     link, store = _link(tmp_path, None)
