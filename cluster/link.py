@@ -313,7 +313,15 @@ class ClusterLink:
             for rec in self.store.list():
                 if rec.spec.origin == origin:
                     return {"task": record_to_wire(rec), "existing": True}
-            data = {**req.spec, "origin": origin, "machine": None, "base_env": None}
+            # ``after`` names the sender's task ids (met there before it was sent), never ours
+            data = {
+                **req.spec,
+                "origin": origin,
+                "machine": None,
+                "base_env": None,
+                "after": [],
+                "after_any": False,
+            }
             spec = spec_from_record_dict(data, source=f"a task from {origin.partition('#')[0]}")
             if self.queue is None:
                 raise ClusterRequestError("the queue is not started")
