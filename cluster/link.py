@@ -206,13 +206,13 @@ class ClusterLink:
 
     def _check_devices(self, spec: TaskSpec) -> None:
         """Device names and ``--vram`` of a task with a machine: against that machine's devices (this
-        machine's own for itself, and for ``any`` while no other machine is online)."""
+        machine's own for itself, and for ``any`` outside a cluster or where no other machine is known)."""
         if spec.machine is None or self.queue is None:
             return
         local_devices = self.queue.devices_for_checks()
         cluster = self.cluster_view()
-        others = set(cluster.online) - {self.local_machine}
-        if spec.machine == self.local_machine or (spec.machine == "any" and not others):
+        alone = not self._config.enabled or bool(cluster.known and cluster.known <= {self.local_machine})
+        if spec.machine == self.local_machine or (spec.machine == "any" and alone):
             if local_devices is not None:
                 check_submit(spec, *local_devices)
             return

@@ -4,8 +4,9 @@
 laptop reports them (its own keys, ``pci:…``, or ``laptop/pci:…``); ``--machine any``: against every
 machine's devices together, this machine's devices seen before included (keys ``desk/pci:…``, as the
 bridge's placement names them). The messages are ``device_checks``' own, saying where they looked. A
-machine name the cluster has never seen is refused with the closest name; a machine seen before but
-away now is not checked (nothing here knows its devices): the task waits for it.
+machine name the cluster has never seen is refused with the closest name. What cannot be known is not
+refused: a task for a machine away now (nothing here knows its devices: the task waits for it), or for
+``any`` while some machine is away (it may have the device), or before the bridge's first report.
 
 Pure functions: the link hands in the bridge's report and this machine's own devices.
 """
@@ -111,6 +112,8 @@ def _check_anywhere(
     local_devices: tuple[Sequence[DeviceState], Sequence[SeenDevice]] | None,
     cluster: ClusterView,
 ) -> None:
+    if not cluster.online or cluster.known - set(cluster.online):
+        return  # no report yet, or a machine away now: it may have what the task asks for
     devices: list[tuple[str, DeviceState]] = []
     if local_devices is not None:
         present, seen = local_devices

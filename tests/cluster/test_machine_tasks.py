@@ -80,16 +80,19 @@ class Desk:
         self.link.attach(self.queue)
         self.bridge = Bridge(self.paths, load_cluster_config(self.paths.config_file), None)
 
-    def report(self, laptop_online: bool = True) -> None:
-        """What the bridge tells the owner: desk as it sees itself, the laptop, and a machine away now."""
+    def report(self, laptop: str | None = "online", oldbox: bool = False, head_up: bool = True) -> None:
+        """What the bridge tells the owner: desk as it sees itself; the laptop "online", "away" or not
+        known (None); ``oldbox``: a machine seen long ago, away now."""
         b = self.bridge
-        b.connected, b.gcs_ok_mono = True, time.monotonic()
+        b.connected, b.gcs_ok_mono = True, time.monotonic() - (0 if head_up else 60)
         b.local_view = _view("desk", *[r.info for r in self.monitor.latest.readings], ram_total_bytes=RAM)
-        laptop = _view("laptop", RADEON_780M, ram_total_bytes=LAPTOP_RAM)
-        b.machines["laptop"] = _Machine(last_contact=time.time(), view=laptop if laptop_online else None)
-        if not laptop_online:
-            b.machines["laptop"].left_at = time.time()
-        b.machines["oldbox"] = _Machine(last_contact=time.time() - 3600, left_at=time.time() - 3600)
+        if laptop is not None:
+            view = _view("laptop", RADEON_780M, ram_total_bytes=LAPTOP_RAM)
+            b.machines["laptop"] = _Machine(last_contact=time.time(), view=view)
+            if laptop == "away":
+                b.machines["laptop"].left_at = time.time()
+        if oldbox:
+            b.machines["oldbox"] = _Machine(last_contact=time.time() - 3600, left_at=time.time() - 3600)
         self.link.sync(rq.ClusterSync(report=b.report()))
 
     def synced(self) -> list[int]:
@@ -158,7 +161,7 @@ def test_a_task_for_any_machine_is_checked_against_every_machines_devices(desk: 
 
 
 def test_a_machine_never_seen_is_refused_one_away_now_is_not_checked(desk: Desk) -> None:
-    desk.report(laptop_online=False)
+    desk.report(laptop="away", oldbox=True)
     assert refusal(desk, machine="lapto") == (
         "job: --machine lapto: no machine of that name in the cluster; closest: laptop; machines: desk, "
         "laptop, oldbox — see `gputray cluster status`"
@@ -166,11 +169,19 @@ def test_a_machine_never_seen_is_refused_one_away_now_is_not_checked(desk: Desk)
     # away now: nothing here knows its devices, so the task is taken and waits for the machine
     desk.queue.submit(job(machine="oldbox", device_prefs=("4090",)))
     desk.queue.submit(job(machine="laptop", device_prefs=("4090",)))
-    # any machine, with no other machine online: this machine's devices, as for a local task
-    assert "no device matches '780m'" in refusal(desk, machine="any", device_prefs=("780m",))
+    # any machine, with one away: that one may have it (desk has no 780M)
+    desk.queue.submit(job(machine="any", device_prefs=("780m",), on_busy="cpu"))
 
 
-def test_without_a_bridge_report_a_task_for_another_machine_is_taken_unchecked(desk: Desk) -> None:
+def test_any_machine_where_no_other_is_known_is_this_machine(desk: Desk) -> None:
+    desk.report(laptop=None)
+    assert refusal(desk, machine="any", device_prefs=("780m",)).startswith("job: no device matches '780m'")
+
+
+def test_without_a_connected_bridge_a_task_for_another_machine_is_taken_unchecked(desk: Desk) -> None:
+    desk.queue.submit(job(machine="laptop", device_prefs=("4090",)))  # no report yet
+    desk.report(head_up=False)  # the Ray head is down: "any" may yet mean the laptop
+    desk.queue.submit(job(machine="any", device_prefs=("780m",), on_busy="cpu"))
     desk.queue.submit(job(machine="laptop", device_prefs=("4090",)))
 
 
