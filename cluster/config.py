@@ -22,9 +22,12 @@ import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputray.scheduler.tasks import MACHINE_RE
+
+if TYPE_CHECKING:
+    from gputray.scheduler.config import ClusterSection
 
 DEFAULT_MAX_TRANSFER_BYTES = 2 << 30
 CHUNK_BYTES = 8 << 20  # one object-store object per chunk; a few are in flight at once
@@ -70,37 +73,23 @@ def check_machine_name(name: str, what: str = "machine") -> str:
     return name
 
 
-def cluster_config(config: dict[str, Any]) -> ClusterConfig:
-    """The typed ``[cluster]`` table of a loaded config (``scheduler.config.load_config``)."""
+def cluster_config(section: ClusterSection) -> ClusterConfig:
+    """The cluster's settings from the typed ``[cluster]`` table (``scheduler.config.read_config`` checked
+    its types): sizes and durations parsed, the machine name checked, the defaults filled in."""
     from gputray.scheduler.taskfile import parse_duration, parse_size
 
-    table = config.get("cluster") or {}
-    if not isinstance(table, dict):
-        raise ClusterConfigError("[cluster] must be a table")
-
-    def text(key: str) -> str | None:
-        value = table.get(key)
-        if value is None or value == "":
-            return None
-        if not isinstance(value, str):
-            raise ClusterConfigError(f"[cluster] {key} must be a string, not {value!r}")
-        return value.strip()
+    def text(value: str | None) -> str | None:
+        return value.strip() or None if value else None
 
     try:
-        address = text("address")
-        machine = check_machine_name(text("machine") or default_machine_name(), "[cluster] machine")
-        insecure = table.get("insecure", False)
-        if not isinstance(insecure, bool):
-            raise ClusterConfigError(f"[cluster] insecure must be true or false, not {insecure!r}")
-        shared_raw = table.get("shared", [])
-        if isinstance(shared_raw, str):
-            shared_raw = [shared_raw]
-        if not isinstance(shared_raw, list) or not all(isinstance(p, str) for p in shared_raw):
-            raise ClusterConfigError("[cluster] shared must be a list of folders")
+        machine = check_machine_name(text(section.machine) or default_machine_name(), "[cluster] machine")
+        shared_raw = [section.shared] if isinstance(section.shared, str) else section.shared or []
         shared = tuple(Path(os.path.abspath(Path(p).expanduser())) for p in shared_raw)
-        max_transfer = parse_size(table.get("max_transfer", DEFAULT_MAX_TRANSFER_BYTES))
-        lost_after_s = parse_duration(table.get("lost_after", 20.0))
-        fence_after_s = parse_duration(table.get("fence_after", 5.0))
+        max_transfer = parse_size(
+            DEFAULT_MAX_TRANSFER_BYTES if section.max_transfer is None else section.max_transfer
+        )
+        lost_after_s = parse_duration(20.0 if section.lost_after is None else section.lost_after)
+        fence_after_s = parse_duration(5.0 if section.fence_after is None else section.fence_after)
     except ValueError as exc:
         if isinstance(exc, ClusterConfigError):
             raise
@@ -110,30 +99,40 @@ def cluster_config(config: dict[str, Any]) -> ClusterConfig:
             "[cluster] fence_after must be shorter than lost_after: a machine cut off must stop the "
             "tasks it was handed before their submitter places them again"
         )
-    return ClusterConfig(address, machine, insecure, shared, max_transfer, lost_after_s, fence_after_s)
+    address = text(section.address)
+    return ClusterConfig(
+        address, machine, section.insecure, shared, max_transfer, lost_after_s, fence_after_s
+    )
 
 
 def load_cluster_config(config_file: Path) -> ClusterConfig:
-    from gputray.scheduler.config import load_config
+    """The one way the cluster reads its settings: the config file's typed ``[cluster]`` section.
 
-    return cluster_config(load_config(config_file))
+    A ``[cluster]`` value of the wrong type is a ClusterConfigError (the config's own problem message,
+    naming file, key and value): the machine then joins no cluster rather than a guessed one.
+    """
+    from gputray.scheduler.config import read_config
+
+    config = read_config(config_file)
+    bad = [p for p in config.problems_in("cluster") if not p.unknown]
+    if bad:
+        raise ClusterConfigError("; ".join(p.message for p in bad))
+    return cluster_config(config.cluster)
 
 
 def write_cluster_table(config_file: Path, values: dict[str, Any] | None) -> None:
     """Set (or, with None, remove) the ``[cluster]`` table of the user's config, keeping the rest."""
     import tomli_w
 
-    from gputray.scheduler.config import read_user_config
+    from gputray.scheduler.config import read_user_config, write_user_config
 
     data = read_user_config(config_file)
     if values is None:
         data.pop("cluster", None)
     else:
-        data["cluster"] = {**(data.get("cluster") or {}), **values}
-    config_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = config_file.with_name(config_file.name + f".{os.getpid()}.tmp")
-    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
-    os.replace(tmp, config_file)
+        current = data.get("cluster")
+        data["cluster"] = {**(current if isinstance(current, dict) else {}), **values}
+    write_user_config(config_file, tomli_w.dumps(data))
 
 
 def is_windows() -> bool:

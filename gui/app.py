@@ -46,6 +46,7 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   schedule   submit a task file on a cron schedule
   envs       the Python environments jobs run in
   doctor     prove which env works on which GPU, with a real kernel
+  config     check the config file: bad values, unknown keys
   cluster    several machines in one queue, on Ray: join, leave, status
 """
 

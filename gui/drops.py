@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QGridLayout,
+    QHBoxLayout,
     QLabel,
     QVBoxLayout,
     QWidget,
@@ -76,6 +77,7 @@ class DropChoice:
     policy: str = "recipe"
     remember: bool = False
     skip: bool = False  # the dialog showed why these files cannot be queued (a missing program)
+    machine: str | None = None  # in a cluster: "any" or a machine's name (the task's `machine`); None: here
 
 
 @dataclass
@@ -138,7 +140,13 @@ def remembered_choices(state: GuiState | None) -> dict[str, DropChoice]:
     if isinstance(raw, dict):
         for kind, v in raw.items():
             if isinstance(v, dict) and isinstance(v.get("recipe"), str):
-                out[kind] = DropChoice(v["recipe"], str(v.get("policy", "recipe")), True)
+                machine = v.get("machine")
+                out[kind] = DropChoice(
+                    v["recipe"],
+                    str(v.get("policy", "recipe")),
+                    True,
+                    machine=machine if isinstance(machine, str) else None,
+                )
     return out
 
 
@@ -147,6 +155,8 @@ def remember(state: GuiState | None, kind: str, choice: DropChoice) -> None:
         return
     raw = dict(state.get("drop_choices", {}) or {})
     raw[kind] = {"recipe": choice.recipe, "policy": choice.policy}
+    if choice.machine is not None:
+        raw[kind]["machine"] = choice.machine
     state.set("drop_choices", raw)
 
 
@@ -192,6 +202,8 @@ def handle_drop(
         if choice.remember and g.file_type in choices:
             remember(state, g.file_type, choice)
         overrides = dict(policies().get(choice.policy, ("", {}))[1])
+        if choice.machine is not None:
+            overrides["machine"] = choice.machine  # as `gputray submit --machine` sets it
         try:
             ids = submit([str(f) for f in g.files], choice.recipe, overrides)
         except Exception as exc:  # the queue's own readable message (missing tool, bad recipe …)
@@ -237,6 +249,9 @@ class DropConfirmDialog(QDialog):
     Before anything is queued it says which files will not be: each file no recipe takes (and
     folders, missing files), and each type whose recipe needs a program that is not installed, with
     where to get it. Those rows are left out; Queue is off when nothing would be queued.
+
+    In a cluster (``machines``: the other machines online now) a "Run on" choice applies to every
+    file: this machine (the default), any machine, or one by name. Outside a cluster it is not shown.
     """
 
     def __init__(
@@ -246,6 +261,7 @@ class DropConfirmDialog(QDialog):
         parent: QWidget | None = None,
         *,
         check: ToolCheck | None = None,
+        machines: Sequence[str] | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle(tr("Queue dropped files"))
@@ -299,6 +315,20 @@ class DropConfirmDialog(QDialog):
             self.status[g.file_type] = status
             recipe_box.currentTextChanged.connect(lambda _t, kind=g.file_type: self._recheck(kind))
         layout.addLayout(grid)
+        self.machine_box: QComboBox | None = None
+        if machines is not None:
+            run_on = QHBoxLayout()
+            run_on.addWidget(QLabel(tr("Run on:"), self))
+            self.machine_box = QComboBox(self)
+            self.machine_box.addItem(tr("this machine"), None)
+            self.machine_box.addItem(tr("any machine"), "any")
+            for name in machines:
+                self.machine_box.addItem(name, name)
+            self.machine_box.setToolTip(
+                tr("Any machine: the first free GPU that fits, on any machine of the cluster (this one too)")
+            )
+            run_on.addWidget(self.machine_box, 1)
+            layout.addLayout(run_on)
         self.left_out = QLabel(self)
         self.left_out.setWordWrap(True)
         self.left_out.setTextFormat(Qt.TextFormat.PlainText)
@@ -347,18 +377,36 @@ class DropConfirmDialog(QDialog):
         self.summary.setText(text)
         self.ok.setEnabled(jobs > 0)
 
+    def machine(self) -> str | None:
+        """Where the jobs run: None (this machine), "any", or another machine's name."""
+        data = self.machine_box.currentData() if self.machine_box is not None else None
+        return data if isinstance(data, str) else None
+
     def choices(self) -> dict[str, DropChoice]:
+        machine = self.machine()
         return {
-            kind: DropChoice(r.currentText(), str(p.currentData()), c.isChecked(), skip=kind in self.blocked)
+            kind: DropChoice(
+                r.currentText(),
+                str(p.currentData()),
+                c.isChecked(),
+                skip=kind in self.blocked,
+                machine=machine,
+            )
             for kind, (r, p, c) in self.rows.items()
         }
 
 
-def ask_with_dialog(parent: QWidget | None, recipes: Sequence[Recipe] | None = None) -> AskFn:
+def ask_with_dialog(
+    parent: QWidget | None,
+    recipes: Sequence[Recipe] | None = None,
+    *,
+    machines: Sequence[str] | None = None,
+) -> AskFn:
+    """``machines``: in a cluster, the other machines online now (the dialog offers "Run on")."""
     check = tool_check(recipes) if recipes is not None else None
 
     def ask(plan: DropPlan, known: Mapping[str, DropChoice]) -> dict[str, DropChoice] | None:
-        dialog = DropConfirmDialog(plan, known, parent, check=check)
+        dialog = DropConfirmDialog(plan, known, parent, check=check, machines=machines)
         dialog.raise_()
         dialog.activateWindow()
         if dialog.exec() != QDialog.DialogCode.Accepted:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QSize, Qt, Signal
@@ -48,7 +49,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gputray.cluster.picture import ClusterPicture
 from gputray.gui import messages
+from gputray.gui.cluster_cards import ClusterSection, MachineGroup
 from gputray.gui.i18n import tr
 from gputray.gui.legend import LegendEntry, gpu_readings, legend_for
 from gputray.gui.queue_model import (
@@ -531,6 +534,10 @@ class Panel(QWidget):
         self.notice_label.hide()
         body.addWidget(self.notice_label)
 
+        # In a cluster: this machine's name above its cards, the other machines below (cluster_cards).
+        self.local_machine = MachineGroup("", self.content)
+        self.local_machine.hide()
+        body.addWidget(self.local_machine)
         self.devices_box = QVBoxLayout()
         self.devices_box.setSpacing(6)
         body.addLayout(self.devices_box)
@@ -538,6 +545,10 @@ class Panel(QWidget):
         self.devices_box.addWidget(self.no_gpu_label)
         self.host_label = ElidedLabel("", self.content)
         body.addWidget(self.host_label)
+        self.cluster_section = ClusterSection(self.content)
+        body.addWidget(self.cluster_section)
+        self._cluster: ClusterPicture | None = None
+        self._cluster_now_s = 0.0
 
         queue_head = QHBoxLayout()
         self.queue_label = ElidedLabel("", self.content)
@@ -609,6 +620,7 @@ class Panel(QWidget):
         self.host_label.setText(self._host_text())
         self.update_queue_label()
         self._render_notice()
+        self._render_cluster()
         self.fit_columns()
         if self.isVisible() and not self.windowed:
             self.refit()
@@ -625,6 +637,7 @@ class Panel(QWidget):
             self.setStyleSheet("QWidget#gputrayPanel { border: 1px solid palette(dark); }")
         self.drop_zone.set_highlight(False)
         self.model.restyle()
+        self._render_cluster()  # the other machines' headers and "busy" words take the scheme's colours
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -785,6 +798,24 @@ class Panel(QWidget):
         self.host_label.setText(self._host_text())
         if list(self.cards) != cards_before and self.isVisible() and not self.windowed:
             self.refit()  # a GPU came or went: the only time the panel changes size while shown
+
+    def set_cluster(self, picture: ClusterPicture | None, now_s: float | None = None) -> None:
+        """The cluster this machine is in (None: none): a header over this machine's cards, a group
+        per other machine below them. ``now_s`` decides whether "offline since" needs a date."""
+        self._cluster = picture
+        self._cluster_now_s = time.time() if now_s is None else now_s
+        if self._render_cluster() and self.isVisible() and not self.windowed:
+            self.refit()  # a machine or one of its GPUs came or went
+
+    def _render_cluster(self) -> bool:
+        picture, now_s = self._cluster, self._cluster_now_s
+        was_shown = not self.local_machine.isHidden()
+        if picture is not None:
+            here = next(m for m in picture.machines if m.local)
+            self.local_machine.show_machine(replace(here, devices=()), now_s, connected=picture.connected)
+        self.local_machine.setVisible(picture is not None)
+        changed = self.cluster_section.show_picture(picture, now_s)
+        return changed or was_shown != (picture is not None)
 
     def _host_text(self) -> str:
         if self._snapshot is None:

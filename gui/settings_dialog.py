@@ -1,13 +1,12 @@
 """Settings: poll interval, thresholds, Python environments, recipes, notifications, autostart, language.
 
-Values are written to the user's config file (TOML), keeping every table the dialog does not own
-(``[[env]]`` entries are edited through ``gputray.scheduler.envs``, the one writer of that table).
+The dialog shows the typed ``Config`` it is given and writes only the values the user changed to the
+user's config file (TOML), keeping every other key (``[[env]]`` entries are edited through
+``gputray.scheduler.envs``, the one writer of that table): defaults the user never set stay unwritten.
 """
 
 from __future__ import annotations
 
-import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,8 @@ from PySide6.QtWidgets import (
 from gputray.gui import desktop_integration, messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.notifications import KINDS, kind_labels
-from gputray.scheduler.config import load_config
+from gputray.scheduler.config import Config, ConfigError, read_config, read_user_config
+from gputray.scheduler.config import write_user_config as write_config_text
 from gputray.scheduler.paths import app_paths
 
 LANGUAGE_LABELS = {"auto": tr_noop("System (auto)"), "en": "English", "ja": "日本語"}
@@ -44,10 +44,7 @@ LANGUAGE_LABELS = {"auto": tr_noop("System (auto)"), "en": "English", "ja": "日
 def write_user_config(updates: Mapping[str, Mapping[str, Any]], path: Path | None = None) -> Path:
     """Merge ``{table: {key: value}}`` into the user's config file; other tables stay as they are."""
     path = path or app_paths().config_file
-    data: dict[str, Any] = {}
-    if path.exists():
-        with path.open("rb") as f:
-            data = tomllib.load(f)
+    data = read_user_config(path, malformed_hint=" (fix the file first; gputray will not overwrite it)")
     for table, values in updates.items():
         current = data.get(table)
         merged = dict(current) if isinstance(current, dict) else {}
@@ -58,22 +55,30 @@ def write_user_config(updates: Mapping[str, Mapping[str, Any]], path: Path | Non
             else:
                 merged[key] = value
         data[table] = merged
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(tomli_w.dumps(data).encode("utf-8"))
-    os.replace(tmp, path)
+    write_config_text(path, tomli_w.dumps(data))
     return path
+
+
+def changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of ``after`` (tables of tables) whose value differs from ``before``."""
+    out: dict[str, Any] = {}
+    for key, value in after.items():
+        if isinstance(value, Mapping):
+            inner = changed(before.get(key, {}), value)
+            if inner:
+                out[key] = inner
+        elif before.get(key) != value:
+            out[key] = value
+    return out
 
 
 class SettingsDialog(QDialog):
     saved = Signal(dict)
 
-    def __init__(self, parent: QWidget | None = None, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, config: Config | None = None) -> None:
         super().__init__(parent)
-        cfg = dict(config) if config is not None else load_config()
-        mon = cfg.get("monitor", {})
-        th = cfg.get("thresholds", {})
-        gui = cfg.get("gui", {})
+        cfg = config if config is not None else read_config()
+        th = cfg.thresholds
         layout = QVBoxLayout(self)
 
         form = QFormLayout()
@@ -88,18 +93,18 @@ class SettingsDialog(QDialog):
         self.interval.setRange(0.25, 60.0)
         self.interval.setSingleStep(0.25)
         self.interval.setSuffix(" s")
-        self.interval.setValue(float(mon.get("interval_s", 1.0)))
+        self.interval.setValue(cfg.monitor.interval_s)
         add_row(tr_noop("Poll interval"), self.interval)
-        self.busy_util = self._spin(float(th.get("busy_util_percent", 30.0)), 1, 100, " %")
+        self.busy_util = self._spin(th.busy_util_percent, 1, 100, " %")
         add_row(tr_noop("Busy above (external use)"), self.busy_util)
-        self.temp_limit = self._spin(float(th.get("temp_limit_c", 85.0)), 40, 120, " °C")
+        self.temp_limit = self._spin(th.temp_limit_c, 40, 120, " °C")
         add_row(tr_noop("Temperature limit, discrete GPU"), self.temp_limit)
-        self.igpu_temp_limit = self._spin(float(th.get("igpu_temp_limit_c", 90.0)), 40, 120, " °C")
+        self.igpu_temp_limit = self._spin(th.igpu_temp_limit_c, 40, 120, " °C")
         add_row(tr_noop("Temperature limit, integrated GPU"), self.igpu_temp_limit)
         self.language = QComboBox(self)
         for key, label in LANGUAGE_LABELS.items():
             self.language.addItem(tr(label) if key == "auto" else label, key)
-        idx = self.language.findData(str(gui.get("language", "auto")))
+        idx = self.language.findData(cfg.gui.language)
         self.language.setCurrentIndex(max(idx, 0))
         add_row(tr_noop("Language"), self.language)
         self.autostart = QCheckBox(self)
@@ -138,11 +143,11 @@ class SettingsDialog(QDialog):
         notes_box = QGroupBox(self)
         self.notes_box = notes_box
         nl = QVBoxLayout(notes_box)
-        enabled = gui.get("notifications", {})
+        enabled = cfg.gui.notifications
         self.notify_checks: dict[str, QCheckBox] = {}
         for kind in kind_labels():
             box = QCheckBox(notes_box)
-            box.setChecked(bool(enabled.get(kind, True)) if isinstance(enabled, dict) else True)
+            box.setChecked(enabled.get(kind, True))
             nl.addWidget(box)
             self.notify_checks[kind] = box
         layout.addWidget(notes_box)
@@ -158,6 +163,7 @@ class SettingsDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
         self.retranslate()
+        self.shown = self.values()  # what the user saw: only what differs from it is written
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("gputray settings"))
@@ -264,10 +270,12 @@ class SettingsDialog(QDialog):
     def _save(self) -> None:
         values = self.values()
         try:
-            write_user_config(values)
+            edits = changed(self.shown, values)
+            if edits:
+                write_user_config(edits)
             if self.autostart.isChecked() != desktop_integration.autostart_enabled():
                 desktop_integration.set_autostart(self.autostart.isChecked())
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ConfigError) as exc:  # ConfigError: a malformed file, left alone
             QMessageBox.warning(self, tr("gputray settings"), str(exc))
             return
         self.saved.emit(values)

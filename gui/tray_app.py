@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
+from gputray.cluster.picture import ClusterPicture, cluster_picture
 from gputray.gui import messages
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
@@ -76,21 +77,18 @@ class TrayApp(QObject):
         tray: QSystemTrayIcon | None = None,
     ) -> None:
         super().__init__(None)
-        from gputray.scheduler.config import ConfigError, load_config
+        from gputray.scheduler.config import Config, ConfigError, read_config
 
         self.args = args
         self.paths = app_paths()
         self.exit_code = 0
         try:
-            self.config = load_config()
+            self.config = read_config(self.paths.config_file)
             self.config_error: str | None = None
         except ConfigError as exc:
-            from gputray.scheduler.config import default_config
-
-            self.config = default_config()
+            self.config = Config(str(self.paths.config_file))
             self.config_error = str(exc)
-        gui_cfg = self.config.get("gui", {})
-        install_language(resolve_language(gui_cfg.get("language")))
+        install_language(resolve_language(self.config.gui.language))
         self.state = GuiState(self.paths.state_dir / "gui_state.json")
         self.demo = bool(args.demo or args.demo_scenario)
         self.owner: Owner | None = None
@@ -116,7 +114,7 @@ class TrayApp(QObject):
         self.tray = tray if tray is not None else QSystemTrayIcon(self)
         self.tray.setParent(self)
         self.icon_ctl = TrayIconController(self.tray)
-        self.notifier = Notifier(self._show_notice, enabled=gui_cfg.get("notifications") or None)
+        self.notifier = Notifier(self._show_notice, enabled=dict(self.config.gui.notifications) or None)
         self.tray.activated.connect(self._on_activated)
         self.tray.messageClicked.connect(self._on_message_clicked)
         self._build_windows()
@@ -209,10 +207,9 @@ class TrayApp(QObject):
 
     def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, list[Note]]:
         from gputray.monitor.factory import build_monitor, has_gpu
-        from gputray.scheduler.config import monitor_settings
         from gputray.scheduler.owner import Owner
 
-        thresholds, interval_s = monitor_settings(self.config)
+        thresholds, interval_s = self.config.thresholds, self.config.monitor.interval_s
         notes: list[Note] = []
         demo = force_demo
         monitor = None
@@ -245,6 +242,7 @@ class TrayApp(QObject):
             scenario=args.demo_scenario,
             monitor=monitor,
             on_event=self._event_from_thread,
+            config=self.config,  # the owner logs its problems
         )
         owner.files_opener = self.files_opened.emit
         try:
@@ -450,7 +448,7 @@ class TrayApp(QObject):
                 items,
                 recipes=recipes,
                 submit=self.submit_files,
-                ask=ask_with_dialog(parent, recipes),
+                ask=ask_with_dialog(parent, recipes, machines=self._run_on_machines()),
                 state=self.state,
             )
         finally:
@@ -478,7 +476,18 @@ class TrayApp(QObject):
         if self.model.set_device_names(names, full):
             self.panel.fit_columns()  # as wide as the names it now shows
         if self.panel.isVisible():
+            self.panel.set_cluster(self.cluster_picture())
             self.panel.update_snapshot(snap, self.monitor.history if self.monitor else None)
+
+    # -- cluster (gputray.cluster: the owner's link to the other machines) ------------------------------
+    def cluster_picture(self) -> ClusterPicture | None:
+        """Every machine of the cluster this owner is in, as its bridge last reported; None outside one."""
+        return cluster_picture(self.owner.cluster if self.owner is not None else None)
+
+    def _run_on_machines(self) -> list[str] | None:
+        """The drop dialog's "Run on" choices besides this machine and any; None outside a cluster."""
+        picture = self.cluster_picture()
+        return None if picture is None else list(picture.online_others())
 
     def _on_queue_event(self, kind: str, task: dict[str, Any], message: str) -> None:
         if task:
@@ -534,6 +543,7 @@ class TrayApp(QObject):
         self.show_panel(self.tray.geometry())
 
     def show_panel(self, anchor: Any) -> None:
+        self.panel.set_cluster(self.cluster_picture())
         if self.latest is not None:  # fill the cards first: the panel is sized for what it will show
             self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
         self.panel.update_queue_label()
@@ -616,16 +626,15 @@ class TrayApp(QObject):
         dialog.exec()
 
     def _apply_settings(self, values: dict[str, Any]) -> None:
-        from gputray.scheduler.config import ConfigError, load_config, monitor_settings
+        from gputray.scheduler.config import ConfigError, read_config
 
-        with contextlib.suppress(ConfigError):
-            self.config = load_config()
-        gui = values.get("gui", {})
-        self.notifier.enabled.update(gui.get("notifications", {}))
-        if self.monitor is not None:  # the config just written, read as `gputray daemon` reads it
-            thresholds, self.monitor.interval_s = monitor_settings(self.config)
-            self.monitor.set_thresholds(thresholds)
-        self.set_language(resolve_language(gui.get("language")))
+        with contextlib.suppress(ConfigError):  # the file just written, read as `gputray daemon` reads it
+            self.config = read_config(self.paths.config_file)
+        self.notifier.enabled.update(self.config.gui.notifications)
+        if self.monitor is not None:
+            self.monitor.interval_s = self.config.monitor.interval_s
+            self.monitor.set_thresholds(self.config.thresholds)
+        self.set_language(resolve_language(self.config.gui.language))
 
     def set_language(self, language: str) -> None:
         """Switch the language of every open window at once (Qt sends each a LanguageChange); the

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
+
+from msgspec import Meta
 
 from gputray.monitor.records import DeviceReading, ProcessUse, Verdict
 from gputray.monitor.units import GIB, format_bytes
@@ -18,15 +21,18 @@ from gputray.monitor.units import GIB, format_bytes
 
 @dataclass(frozen=True)
 class BusyThresholds:
-    busy_util_percent: float = 30.0
-    busy_window_s: float = 10.0
-    free_window_s: float = 5.0
-    external_vram_bytes: int = GIB
-    stale_context_s: float = 60.0
-    temp_limit_c: float = 85.0
-    igpu_temp_limit_c: float = 90.0
-    temp_hysteresis_c: float = 5.0
-    own_grace_s: float = 3.0
+    """The config's ``[thresholds]``; each range is checked when the config is read (a value outside it is
+    reported and the default used: ``gputray.scheduler.config``)."""
+
+    busy_util_percent: Annotated[float, Meta(ge=0.0, le=100.0)] = 30.0
+    busy_window_s: Annotated[float, Meta(ge=0.0, le=86_400.0)] = 10.0
+    free_window_s: Annotated[float, Meta(ge=0.0, le=86_400.0)] = 5.0
+    external_vram_bytes: Annotated[int, Meta(ge=0, le=1 << 50)] = GIB
+    stale_context_s: Annotated[float, Meta(ge=0.0, le=86_400.0)] = 60.0
+    temp_limit_c: Annotated[float, Meta(ge=20.0, le=150.0)] = 85.0
+    igpu_temp_limit_c: Annotated[float, Meta(ge=20.0, le=150.0)] = 90.0
+    temp_hysteresis_c: Annotated[float, Meta(ge=0.0, le=50.0)] = 5.0
+    own_grace_s: Annotated[float, Meta(ge=0.0, le=3600.0)] = 3.0
 
 
 @dataclass
@@ -164,16 +170,3 @@ def _who(foreign: list[ProcessUse]) -> tuple[str, bool]:
     if not others:
         return top.name, False
     return f"{top.name} and {others} other{'s' if others > 1 else ''}", True
-
-
-def thresholds_from_mapping(values: dict[str, object]) -> BusyThresholds:
-    """Thresholds from the config's ``[thresholds]`` table: unknown keys ignored, bad values refused."""
-    known = {f for f in BusyThresholds.__dataclass_fields__}
-    kwargs: dict[str, float | int] = {}
-    for key, value in values.items():
-        if key not in known:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"thresholds.{key} must be a number, not {value!r}")
-        kwargs[key] = int(value) if key == "external_vram_bytes" else float(value)
-    return BusyThresholds(**kwargs)  # type: ignore[arg-type]

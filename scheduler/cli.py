@@ -32,6 +32,7 @@ COMMAND_MODULES: dict[str, str] = {
     "schedule": "schedule",
     "envs": "envs",
     "doctor": "doctor",
+    "config": "config_cmd",
     "cluster": "gputray.cluster.commands",  # a full module name: outside this package
 }
 

@@ -1,50 +1,112 @@
-"""The user's config file (TOML), merged over the shipped defaults, and the typed settings read from it.
+"""The user's config file (TOML), read once into a typed ``Config``; and the raw file for its writers.
 
-To add a monitor/threshold key: a field with its default (``BusyThresholds`` or ``MonitorSettings``),
-its range in ``RANGES``, and the key in ``resources/default_config.toml``. A value outside its range
-(or not a number: ``nan`` and ``inf`` are TOML floats) is reported naming the file, the key, the value
-and the range, and that key's default is used; the other keys keep the user's values.
+Each table is a frozen dataclass whose fields carry their default and, as ``Annotated[..., Meta(...)]``,
+their range; ``msgspec.convert`` checks types and ranges. A bad value is a ``ConfigProblem`` naming the
+file, the key, the value and what is allowed, and that key's default is used (the owner must still
+start). An unknown key is a problem too, naming the closest known key. Only a malformed file (or one
+that cannot be read) raises ``ConfigError``, naming the file and line.
+
+Past ``read_config`` nobody sees the TOML as a dict; the writers (settings dialog, ``envs add``,
+``cluster join``) read the user's own keys with ``read_user_config`` and write them back with
+``write_user_config``, so nothing the user did not set is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
-import math
+import os
+import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar
+
+import msgspec
+from msgspec import Meta
 
 from gputray.monitor.verdict import BusyThresholds
-from gputray.resources import resource_path
+from gputray.scheduler.env_record import KEYS as ENV_KEYS
+from gputray.scheduler.env_record import EnvError, PythonEnv, parse_env
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.protocol import Refusal
+
+log = logging.getLogger("gputray.config")
+
+MAX_SLOTS = 64
 
 
 class ConfigError(Refusal):
     pass
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+@dataclass(frozen=True)
+class MonitorSection:
+    interval_s: Annotated[float, Meta(ge=0.1, le=3600.0)] = 1.0
+    history_s: Annotated[float, Meta(ge=60.0, le=7 * 86_400.0)] = 3900.0
 
 
-def default_config() -> dict[str, Any]:
-    with resource_path("default_config.toml").open("rb") as f:
-        return tomllib.load(f)
+@dataclass(frozen=True)
+class DeviceSection:
+    """``[devices.<name>]``: how many jobs may run on that device at once."""
+
+    slots: Annotated[int, Meta(ge=1, le=MAX_SLOTS)] = 1
+
+
+@dataclass(frozen=True)
+class GuiSection:
+    language: str = "auto"  # "auto", or a language the tray ships ("en", "ja")
+    notifications: dict[str, bool] = field(default_factory=dict)  # kind → shown; absent: shown
+
+
+@dataclass(frozen=True)
+class ClusterSection:
+    """``[cluster]`` as written (None: not set); ``gputray.cluster.config.cluster_config`` turns it into
+    the cluster's ``ClusterConfig`` (sizes and durations parsed, its defaults filled in)."""
+
+    address: str | None = None
+    machine: str | None = None
+    insecure: bool = False
+    shared: str | list[str] | None = None
+    max_transfer: int | str | None = None
+    lost_after: float | str | None = None
+    fence_after: float | str | None = None
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    key: str  # "thresholds.temp_limit_c", "devices.780m.slots", "env", "gui.langauge"
+    message: str  # names the file, the key, the value and what is allowed
+    unknown: bool = False  # a key gputray does not know (ignored), not a bad value
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class Config:
+    source: str = "the defaults"  # the file read
+    monitor: MonitorSection = field(default_factory=MonitorSection)
+    thresholds: BusyThresholds = field(default_factory=BusyThresholds)
+    device_slots: Mapping[str, int] = field(default_factory=dict)  # a key, a name fragment or "cpu"
+    envs: tuple[PythonEnv, ...] = ()
+    gui: GuiSection = field(default_factory=GuiSection)
+    cluster: ClusterSection = field(default_factory=ClusterSection)
+    problems: tuple[ConfigProblem, ...] = ()
+
+    def problems_in(self, table: str) -> list[ConfigProblem]:
+        return [p for p in self.problems if p.key == table or p.key.startswith(table + ".")]
+
+
+T = TypeVar("T")
+_TOP_KEYS = ("monitor", "thresholds", "devices", "env", "gui", "cluster")
 
 
 def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
-    """The user's file alone ({} when absent); a malformed one raises ConfigError naming the file and line
-    (``malformed_hint`` is appended to that message)."""
+    """The user's file as written ({} when absent), for the writers only; a malformed one raises
+    ConfigError naming the file and line (``malformed_hint`` is appended to that message)."""
     if not path.exists():
         return {}
     try:
@@ -56,129 +118,165 @@ def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
 
 
-def load_config(path: Path | None = None) -> dict[str, Any]:
-    """Defaults merged with the user's file; a malformed file raises ConfigError naming the file and line."""
-    return _merge(default_config(), read_user_config(path or app_paths().config_file))
+def write_user_config(path: Path, text: str, *, backup: bool = False) -> None:
+    """Replace the user's file with ``text`` at once (tmp + rename); ``backup`` keeps the old one as
+    ``config.toml.bak`` (TOML writers drop comments)."""
+    import shutil
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if backup and path.exists():
+        shutil.copy2(path, path.with_name(path.name + ".bak"))
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(text.encode("utf-8"))
+    os.replace(tmp, path)
 
 
-log = logging.getLogger("gputray.config")
+def read_config(path: Path | None = None) -> Config:
+    """The user's file (default: the one ``gputray --help`` names) as a typed ``Config``: defaults for
+    what is absent, bad values listed in ``problems``. ConfigError only for a malformed file."""
+    path = path or app_paths().config_file
+    source = str(path)
+    raw = read_user_config(path)
+    problems: list[ConfigProblem] = []
+    _unknown_keys(raw, _TOP_KEYS, "", source, problems)
 
-#: (table, key) → (lowest, highest) allowed value.
-RANGES: dict[tuple[str, str], tuple[float, float]] = {
-    ("monitor", "interval_s"): (0.1, 3600.0),
-    ("monitor", "history_s"): (60.0, 7 * 86_400.0),
-    ("thresholds", "busy_util_percent"): (0.0, 100.0),
-    ("thresholds", "busy_window_s"): (0.0, 86_400.0),
-    ("thresholds", "free_window_s"): (0.0, 86_400.0),
-    ("thresholds", "external_vram_bytes"): (0.0, float(1 << 50)),
-    ("thresholds", "stale_context_s"): (0.0, 86_400.0),
-    ("thresholds", "temp_limit_c"): (20.0, 150.0),
-    ("thresholds", "igpu_temp_limit_c"): (20.0, 150.0),
-    ("thresholds", "temp_hysteresis_c"): (0.0, 50.0),
-    ("thresholds", "own_grace_s"): (0.0, 3600.0),
-}
+    def table(name: str, kind: type[T]) -> T:
+        return _section(raw.get(name, {}), kind, name, source, problems)
 
-
-@dataclass(frozen=True)
-class MonitorSettings:
-    """``[monitor]`` and ``[thresholds]``, checked; ``problems`` says which values were replaced."""
-
-    thresholds: BusyThresholds = dataclasses.field(default_factory=BusyThresholds)
-    interval_s: float = 1.0
-    history_s: float = 3900.0
-    problems: tuple[str, ...] = ()
+    config = Config(
+        source,
+        monitor=table("monitor", MonitorSection),
+        thresholds=table("thresholds", BusyThresholds),
+        device_slots=_device_slots(raw.get("devices", {}), source, problems),
+        envs=_envs(raw.get("env", []), source, problems),
+        gui=table("gui", GuiSection),
+        cluster=table("cluster", ClusterSection),
+    )
+    return dataclasses.replace(config, problems=tuple(problems))
 
 
-def _checked(
-    table: str, values: object, defaults: object, source: str, problems: list[str]
-) -> dict[str, Any]:
-    """The known keys of one table whose values are numbers within their range."""
-    out: dict[str, Any] = {}
-    if not isinstance(values, Mapping):
-        problems.append(f"{source}: [{table}] must be a table, not {values!r}; using the defaults")
-        return out
-    for key, value in values.items():
-        if (table, key) not in RANGES:
-            continue
-        lo, hi = RANGES[table, key]
-        default = getattr(defaults, key)
-        number = not isinstance(value, bool) and isinstance(value, int | float)
-        if not number or not math.isfinite(value) or not lo <= value <= hi:
+def read_config_or_defaults(path: Path) -> Config:
+    """``read_config`` for whoever must start anyway (the owner): a malformed file is logged and the
+    defaults used."""
+    try:
+        return read_config(path)
+    except ConfigError:
+        log.exception("the config cannot be read: using the defaults")
+        return Config(str(path))
+
+
+def log_problems(config: Config) -> None:
+    for problem in config.problems:
+        log.warning("%s", problem)
+
+
+_AT_FIELD = re.compile(r" - at `\$\.([^.\[`]+)")
+
+
+def _section(table: object, kind: type[T], key: str, source: str, problems: list[ConfigProblem]) -> T:
+    """One table converted to its dataclass; each bad value reported and left to its default."""
+    if not isinstance(table, dict):
+        problems.append(
+            ConfigProblem(key, f"{source}: [{key}] must be a table, not {table!r}; using the defaults")
+        )
+        return kind()
+    info = msgspec.inspect.type_info(kind)
+    assert isinstance(info, msgspec.inspect.DataclassType)
+    known = {f.name: f for f in info.fields}
+    values = {k: _whole(v, known[k].type) for k, v in table.items() if k in known}
+    _unknown_keys(table, tuple(known), key, source, problems)
+    while True:
+        try:
+            return msgspec.convert(values, kind)
+        except msgspec.ValidationError as exc:
+            at = _AT_FIELD.search(str(exc))
+            if at is None or at.group(1) not in values:
+                raise  # every field has a default: a problem is always one field's value
+            name = at.group(1)
+            bad = values.pop(name)
+            default = getattr(kind(), name)
+            allowed = _allowed(known[name].type) or str(exc).partition(" - at")[0]
             problems.append(
-                f"{source}: {table}.{key} = {value!r} is outside {lo:g} … {hi:g}; using {default!r}"
+                ConfigProblem(
+                    f"{key}.{name}", f"{source}: {key}.{name} = {bad!r} is not {allowed}; using {default!r}"
+                )
             )
+
+
+def _whole(value: object, t: msgspec.inspect.Type) -> object:
+    """``2e9`` where a whole number is wanted: TOML has no integer exponent form, so a float that is a
+    whole number is taken as one."""
+    if isinstance(t, msgspec.inspect.IntType) and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _allowed(t: msgspec.inspect.Type) -> str:
+    """What a field takes, in words: "a number in 20 … 150", "text", "true or false" …"""
+    if isinstance(t, msgspec.inspect.FloatType | msgspec.inspect.IntType):
+        what = "a number" if isinstance(t, msgspec.inspect.FloatType) else "a whole number"
+        if t.ge is not None and t.le is not None:
+            return f"{what} in {t.ge:g} … {t.le:g}"
+        return what
+    if isinstance(t, msgspec.inspect.UnionType):
+        return " or ".join(a for a in map(_allowed, t.types) if a)
+    words = {
+        msgspec.inspect.StrType: "text",
+        msgspec.inspect.BoolType: "true or false",
+        msgspec.inspect.ListType: "a list of text",
+        msgspec.inspect.DictType: "a table of true/false values",
+    }
+    return words.get(type(t), "")
+
+
+def _unknown_keys(
+    table: Mapping[str, object], known: tuple[str, ...], key: str, source: str, problems: list[ConfigProblem]
+) -> None:
+    prefix = f"{key}." if key else ""
+    for name in table:
+        if name in known:
             continue
-        out[key] = type(default)(value)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"did you mean {prefix}{close[0]}?" if close else f"known: {', '.join(known)}"
+        message = f"{source}: unknown key {prefix}{name} ({hint}); ignored"
+        problems.append(ConfigProblem(prefix + name, message, unknown=True))
+
+
+def _device_slots(table: object, source: str, problems: list[ConfigProblem]) -> dict[str, int]:
+    """``[devices.<name>] slots = N`` → {name: N}; a bad value is reported and that device keeps one."""
+    if not isinstance(table, dict):
+        message = f"{source}: [devices] must be a table of [devices.<name>] tables, not {table!r}"
+        problems.append(ConfigProblem("devices", message))
+        return {}
+    out: dict[str, int] = {}
+    for name, entry in table.items():
+        if not isinstance(entry, dict):
+            message = f"{source}: devices.{name} must be a table like `slots = 2`, not {entry!r}"
+            problems.append(ConfigProblem(f"devices.{name}", message))
+            continue
+        before = len(problems)
+        slots = _section(entry, DeviceSection, f"devices.{name}", source, problems).slots
+        if "slots" in entry and all(p.key != f"devices.{name}.slots" for p in problems[before:]):
+            out[str(name)] = slots  # a bad value: the device is left out, so it keeps one slot
     return out
 
 
-def read_monitor_settings(config: Mapping[str, Any], *, source: str = "the config") -> MonitorSettings:
-    problems: list[str] = []
-    defaults = MonitorSettings()
-    monitor = _checked("monitor", config.get("monitor", {}), defaults, source, problems)
-    thresholds = _checked("thresholds", config.get("thresholds", {}), BusyThresholds(), source, problems)
-    return dataclasses.replace(
-        defaults, thresholds=BusyThresholds(**thresholds), problems=tuple(problems), **monitor
-    )
-
-
-def monitor_settings(config: Mapping[str, Any] | None = None) -> tuple[BusyThresholds, float]:
-    """The config's ``[thresholds]`` and ``[monitor] interval_s`` as the Monitor takes them.
-
-    Shared by ``gputray daemon`` and the tray, so both judge busy/hot GPUs by the user's limits. A bad
-    value is logged (file, key, value, range) and its default used: the owner must still start.
-    """
-    source = str(app_paths().config_file)
-    try:
-        config = load_config() if config is None else config
-    except ConfigError:
-        log.exception("the config cannot be read: using the defaults")
-        config = {}
-    settings = read_monitor_settings(config, source=source)
-    for problem in settings.problems:
-        log.warning("%s", problem)
-    return settings.thresholds, settings.interval_s
-
-
-MAX_SLOTS = 64
-
-
-def read_device_slots(
-    config: Mapping[str, Any], *, source: str = "the config"
-) -> tuple[dict[str, int], list[str]]:
-    """``[devices.<name>] slots = N`` → {name: N} (a key, a name fragment like ``5060ti``, or ``cpu``),
-    and the problems found (a bad value is reported and that device keeps one slot)."""
-    problems: list[str] = []
-    table = config.get("devices", {})
-    if not isinstance(table, Mapping):
-        return {}, [f"{source}: [devices] must be a table of [devices.<name>] tables, not {table!r}"]
-    out: dict[str, int] = {}
-    for name, entry in table.items():
-        if not isinstance(entry, Mapping):
-            problems.append(f"{source}: devices.{name} must be a table like `slots = 2`, not {entry!r}")
+def _envs(tables: object, source: str, problems: list[ConfigProblem]) -> tuple[PythonEnv, ...]:
+    """The ``[[env]]`` tables; a bad one is reported (``envs.load_envs`` refuses to go on with it)."""
+    if not isinstance(tables, list):
+        problems.append(ConfigProblem("env", f"{source}: env must be written as [[env]] tables"))
+        return ()
+    envs: list[PythonEnv] = []
+    for i, table in enumerate(tables):
+        try:
+            env = parse_env(i, table, source)
+        except EnvError as exc:
+            problems.append(ConfigProblem("env", str(exc)))
             continue
-        value = entry.get("slots")
-        if value is None:
+        _unknown_keys(table, ENV_KEYS, f"env.{env.name}", source, problems)
+        if any(e.name == env.name for e in envs):
+            message = f"{source}: two environments are named {env.name!r}; names must be unique"
+            problems.append(ConfigProblem("env", message))
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SLOTS:
-            problems.append(
-                f"{source}: devices.{name}.slots = {value!r} is not a whole number "
-                f"from 1 to {MAX_SLOTS}; using 1"
-            )
-            continue
-        out[str(name)] = value
-    return out, problems
-
-
-def device_slots(config: Mapping[str, Any] | None = None) -> dict[str, int]:
-    """The config's slots per device, as the queue takes them; problems are logged, never fatal."""
-    source = str(app_paths().config_file)
-    try:
-        config = load_config() if config is None else config
-    except ConfigError:
-        log.exception("the config cannot be read: one job per device")
-        config = {}
-    slots, problems = read_device_slots(config, source=source)
-    for problem in problems:
-        log.warning("%s", problem)
-    return slots
+        envs.append(env)
+    return tuple(envs)

@@ -20,36 +20,19 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import tomli_w
 
-from gputray.scheduler.config import ConfigError, load_config, read_user_config
+from gputray.scheduler.config import ConfigError, read_config, read_user_config, write_user_config
+from gputray.scheduler.env_record import EnvError as EnvError
+from gputray.scheduler.env_record import PythonEnv as PythonEnv
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.probe_runner import python_version_info
 
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class EnvError(Exception):
-    """A bad environment entry or request, with a message for the user."""
-
-
-@dataclass(frozen=True)
-class PythonEnv:
-    name: str
-    python: Path
-    extra_env: Mapping[str, str] = field(default_factory=dict, hash=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "python", Path(self.python))
-        object.__setattr__(self, "extra_env", MappingProxyType(dict(sorted(dict(self.extra_env).items()))))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "python": str(self.python), "extra_env": dict(self.extra_env)}
 
 
 @dataclass(frozen=True)
@@ -66,46 +49,14 @@ def _config_path(path: Path | None) -> Path:
     return path or app_paths().config_file
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # as task files allow
-
-
-def _parse_env(index: int, table: object, where: Path) -> PythonEnv:
-    label = f"{where}: [[env]] #{index + 1}"
-    if not isinstance(table, dict):
-        raise EnvError(f"{label} is not a table")
-    name = table.get("name")
-    python = table.get("python")
-    if not isinstance(name, str) or not name.strip():
-        raise EnvError(f"{label} needs a name (a non-empty string)")
-    if not isinstance(python, str) or not python.strip():
-        raise EnvError(f"{label} ({name}) needs python = the path to its interpreter")
-    extra = table.get("extra_env", {})
-    if not isinstance(extra, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in extra.items()
-    ):
-        raise EnvError(f'{label} ({name}): extra_env must be a table of strings, like {{ KEY = "value" }}')
-    for key, value in extra.items():
-        if not _ENV_NAME.fullmatch(key):
-            raise EnvError(f"{label} ({name}): extra_env: {key!r} is not a valid environment variable name")
-        if "\x00" in value:
-            raise EnvError(f"{label} ({name}): extra_env: {key}: the value contains a NUL character")
-    return PythonEnv(name=name, python=Path(python).expanduser(), extra_env=extra)
-
-
 def load_envs(path: Path | None = None) -> list[PythonEnv]:
-    """The configured environments, in the order of the file. Raises EnvError or ConfigError."""
-    where = _config_path(path)
-    config = load_config(where)
-    tables = config.get("env", [])
-    if not isinstance(tables, list):
-        raise EnvError(f"{where}: env must be written as [[env]] tables")
-    envs = [_parse_env(i, table, where) for i, table in enumerate(tables)]
-    seen: set[str] = set()
-    for env in envs:
-        if env.name in seen:
-            raise EnvError(f"{where}: two environments are named {env.name!r}; names must be unique")
-        seen.add(env.name)
-    return envs
+    """The configured environments, in the order of the file. Raises EnvError (a bad ``[[env]]`` entry:
+    nothing is decided, or written back, until it is fixed) or ConfigError (a malformed file)."""
+    config = read_config(_config_path(path))
+    bad = [p.message for p in config.problems if p.key == "env"]
+    if bad:
+        raise EnvError(bad[0])
+    return list(config.envs)
 
 
 def save_envs(envs: Iterable[PythonEnv], path: Path | None = None) -> None:
@@ -120,12 +71,7 @@ def save_envs(envs: Iterable[PythonEnv], path: Path | None = None) -> None:
     blocks = [_env_block(env) for env in envs]
     if blocks:
         text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + "\n".join(blocks)
-    where.parent.mkdir(parents=True, exist_ok=True)
-    if where.exists():
-        shutil.copy2(where, where.with_name(where.name + ".bak"))
-    tmp = where.with_name(where.name + ".tmp")
-    tmp.write_bytes(text.encode("utf-8"))
-    os.replace(tmp, where)
+    write_user_config(where, text, backup=True)
 
 
 def _toml_pair(key: str, value: str) -> str:

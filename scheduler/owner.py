@@ -23,6 +23,7 @@ from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue_lock import QueueLock
 from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
@@ -107,8 +108,10 @@ class Owner:
         env_resolver: Any = None,
         on_event: Callable[[QueueEvent], None] | None = None,
         serve_ipc: bool = True,
+        config: Config | None = None,
     ) -> None:
         self.paths = paths
+        self._config = config  # None: read at start (the tray passes the one it read)
         self.demo = demo
         self.scenario = scenario
         self.sysfs_root = sysfs_root
@@ -168,24 +171,23 @@ class Owner:
             self.server = ipc.IpcServer(self.paths, self._handle_ipc)
             self.server.start()
         try:
+            config = self._config or read_config_or_defaults(self.paths.config_file)
+            log_problems(config)  # the daemon's log, or the tray's: a bad value never stops the owner
             if self._monitor is None:
-                from gputray.scheduler.config import monitor_settings
-
-                thresholds, interval_s = monitor_settings()
                 self._monitor = build_monitor(
                     demo=self.demo,
                     scenario=self.scenario,
                     sysfs_root=self.sysfs_root,
                     proc_root=self.proc_root,
-                    thresholds=thresholds,
-                    interval_s=interval_s,
+                    thresholds=config.thresholds,
+                    interval_s=config.monitor.interval_s,
+                    history_s=config.monitor.history_s,
                 )
             self._monitor.start()
             self._take_queue_lock()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
             # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
             self.cluster = ClusterLink(self.paths, self._store, clock=self.clock, emit=self._event)
-            from gputray.scheduler.config import device_slots
             from gputray.scheduler.doctor_cache import DoctorNeeds
 
             self._queue = QueueService(
@@ -196,7 +198,7 @@ class Owner:
                 env_resolver=self.env_resolver,  # None: the doctor's cache, checking envs in the background
                 failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
                 on_event=self._event,
-                slots=device_slots(),
+                slots=dict(config.device_slots),
                 runs_here=self.cluster.runs_here,
                 check_spec=self.cluster.check_spec,
             )

@@ -1156,6 +1156,42 @@
         <translation>実行中のジョブ / スロット数（設定: [devices.&lt;name&gt;] slots = N）</translation>
     </message>
     <message>
+        <source>this machine</source>
+        <translation>このマシン</translation>
+    </message>
+    <message>
+        <source>this machine, not connected to the cluster</source>
+        <translation>このマシン（クラスタに未接続）</translation>
+    </message>
+    <message>
+        <source>offline</source>
+        <translation>オフライン</translation>
+    </message>
+    <message>
+        <source>offline since {time}</source>
+        <translation>{time} からオフライン</translation>
+    </message>
+    <message>
+        <source>our jobs here: {names}</source>
+        <translation>ここで実行中のジョブ: {names}</translation>
+    </message>
+    <message>
+        <source>the queue is paused on this GPU</source>
+        <translation>この GPU ではキューが一時停止中</translation>
+    </message>
+    <message>
+        <source>Run on:</source>
+        <translation>実行するマシン:</translation>
+    </message>
+    <message>
+        <source>any machine</source>
+        <translation>どのマシンでも</translation>
+    </message>
+    <message>
+        <source>Any machine: the first free GPU that fits, on any machine of the cluster (this one too)</source>
+        <translation>どのマシンでも: クラスタ内のどのマシン（このマシンも含む）でも、条件に合う最初の空き GPU で実行します</translation>
+    </message>
+    <message>
         <source>First in the queue</source>
         <translation>キューの先頭へ</translation>
     </message>

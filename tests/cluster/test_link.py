@@ -154,6 +154,8 @@ def test_bad_cluster_values_are_refused_naming_the_key(tmp_path: Path) -> None:
         ({"machine": "any"}, "machine"),
         ({"lost_after": "5s", "fence_after": "10s"}, "fence_after"),
         ({"max_transfer": "lots"}, "cluster"),
+        ({"insecure": "yes"}, r"config\.toml: cluster\.insecure = 'yes' is not true or false"),
+        ({"shared": 5}, r"cluster\.shared = 5 is not text or a list of text"),
     ):
         config.write_text(tomli_w.dumps({"cluster": {"address": "h:1", **table}}))
         with pytest.raises(ClusterConfigError, match=match):
@@ -262,3 +264,15 @@ def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> 
         request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
     with pytest.raises(BadRequest, match="needs the argument 'id'"):
         request_from("cluster_update", {"changes": {}})
+
+
+def test_a_misspelt_cluster_key_is_named_but_does_not_stop_the_cluster(tmp_path: Path) -> None:
+    from gputray.scheduler.config import read_config
+
+    config = tmp_path / "config.toml"
+    config.write_text(tomli_w.dumps({"cluster": {"address": "h:1", "machine": "desk", "lost_afer": "9s"}}))
+    cfg = load_cluster_config(config)
+    assert cfg.address == "h:1" and cfg.machine == "desk" and cfg.lost_after_s == 20.0
+    (problem,) = read_config(config).problems
+    expected = f"{config}: unknown key cluster.lost_afer (did you mean cluster.lost_after?); ignored"
+    assert str(problem) == expected

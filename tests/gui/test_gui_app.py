@@ -201,7 +201,11 @@ def test_switching_language_retranslates_the_open_windows_and_keeps_the_banner(
 
     panel, menu = tray_app.panel, tray_app.menu
     try:
-        tray_app._apply_settings({"gui": {"language": "ja", "notifications": {"job_started": False}}})
+        from gputray.gui.settings_dialog import write_user_config
+
+        saved = {"gui": {"language": "ja", "notifications": {"job_started": False}}}
+        write_user_config(saved)  # what Settings does before it tells the tray
+        tray_app._apply_settings(saved)
         assert tray_app.panel is panel and tray_app.menu is menu  # retranslated, not rebuilt
         assert panel.windowTitle() == "gputray — デモ"
         assert menu.quit_action.text() == "終了"
@@ -247,3 +251,34 @@ def test_set_priority_from_the_row_menu_changes_what_the_owner_starts_first(
     assert by_name["second"]["priority"] == 50 and by_name["first"]["priority"] == 0
     tray_app.reload_queue()
     assert [t.get("name") for t in tray_app.model.tasks()][:2] == ["second", "first"]
+
+
+def test_the_tray_starts_with_a_bad_config_using_its_good_keys(
+    qtbot: QtBot, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A typo and a bad value do not stop the tray: each is logged (file, key, value), the rest is used."""
+    import logging
+
+    from gputray.gui.i18n import install_language
+
+    path = app_paths().config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        '[gui]\nlanguage = "ja"\nnotifcations = { gpu_hot = false }\n'
+        '[gui.notifications]\njob_started = false\n[thresholds]\ntemp_limit_c = "hot"\n',
+        encoding="utf-8",
+    )
+    app = TrayApp(build_parser().parse_args(["--demo"]), tray_available=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="gputray.config"):
+            app.start()
+            qtbot.waitUntil(lambda: app.owner is not None and app.latest is not None, timeout=30_000)
+        assert app.panel.windowTitle() == "gputray — デモ"  # [gui] language is used
+        assert app.notifier.enabled["job_started"] is False and app.notifier.enabled["gpu_hot"] is True
+        logged = [r.getMessage() for r in caplog.records]
+        assert f"{path}: thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0" in logged
+        assert f"{path}: unknown key gui.notifcations (did you mean gui.notifications?); ignored" in logged
+    finally:
+        app.shutdown()
+        app.panel.hide()
+        install_language("en")

@@ -1,6 +1,7 @@
 """Panel geometry on several monitors with different scales (Qt's offscreen platform with a screens
 file): wholly on the screen that holds the icon for every panel edge, a fixed size while cards
-change, queue rows that stay put, nothing cut off, in English and Japanese.
+change, queue rows that stay put, nothing cut off, in English and Japanese, alone and in a cluster of
+three machines × two GPUs (one machine offline).
 
 Runs in a subprocess: the screens are fixed when the QGuiApplication starts.
 """
@@ -43,6 +44,11 @@ from gputray.monitor.records import ProcessUse
 
 language = sys.argv[1]
 install_language(language)
+cluster = sys.argv[3] == "cluster"
+if cluster:
+    from cluster_views import NOW_S, three_machines
+    from gputray.scheduler.paths import app_paths
+    pictures = [three_machines(app_paths(), util_4070=u) for u in (97.0, 3.0)]
 model = QueueModel()
 model.apply([
     {"id": i, "name": f"job {i} with a long name.py", "state": ("waiting", "running", "failed")[i % 3],
@@ -67,6 +73,8 @@ busy_states = [
 ]
 for name, anchor in anchors.items():
     panel.hide()
+    if cluster:
+        panel.set_cluster(pictures[0], NOW_S)
     panel.update_snapshot(snapshot(**busy_states[0]))
     panel.show_at(anchor)
     app.processEvents()
@@ -82,6 +90,8 @@ for name, anchor in anchors.items():
                 snap.timestamp_s, snap.readings, snap.host, processes=(), verdicts=snap.verdicts
             )
         panel.update_snapshot(snap)
+        if cluster:  # the other machines' readings change too
+            panel.set_cluster(pictures[t % 2], NOW_S)
         model.tick(2000.0 + t)
         app.processEvents()
         sizes.append([panel.width(), panel.height(), panel.x(), panel.y()])
@@ -93,12 +103,13 @@ for name, anchor in anchors.items():
         "frame": frame.getRect(), "icon": anchor.getRect(), "sizes": sizes, "table_y": [table_y, *table_ys],
         "row_y": [row_y, *row_ys], "problems": [str(p) for p in report.problems], "checked": report.checked,
         "scrolls": panel.scroll_area.verticalScrollBar().maximum() > 0,
+        "machines": sorted(panel.cluster_section.groups),
     })
 print(json.dumps(out))
 """
 
 
-def run_probe(language: str, tmp_path: Path) -> list[dict[str, object]]:
+def run_probe(language: str, tmp_path: Path, cluster: bool = False) -> list[dict[str, object]]:
     screens = tmp_path / "screens.json"
     screens.write_text(json.dumps(SCREENS))
     env = {
@@ -108,7 +119,7 @@ def run_probe(language: str, tmp_path: Path) -> list[dict[str, object]]:
     }
     tests_gui = str(Path(__file__).resolve().parent)
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, language, tests_gui],
+        [sys.executable, "-c", PROBE, language, tests_gui, "cluster" if cluster else ""],
         env=env,
         capture_output=True,
         text=True,
@@ -129,12 +140,14 @@ def overlaps(a: list[int], b: list[int]) -> bool:
     return not (a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1])
 
 
+@pytest.mark.parametrize("cluster", [False, True], ids=["alone", "cluster"])
 @pytest.mark.parametrize("language", ["en", "ja"])
 def test_panel_stays_on_the_icons_screen_keeps_its_size_and_cuts_nothing(
-    language: str, tmp_path: Path
+    language: str, cluster: bool, tmp_path: Path
 ) -> None:
-    results = run_probe(language, tmp_path)
+    results = run_probe(language, tmp_path, cluster)
     assert len(results) == 8
+    assert all(r["machines"] == (["laptop", "nas"] if cluster else []) for r in results)
     expected_screen = {"desk": "desk", "hidpi": "hidpi", "laptop-2x": "laptop-2x"}
     for r in results:
         anchor = str(r["anchor"])

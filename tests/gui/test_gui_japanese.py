@@ -4,7 +4,8 @@ at once and keeps the demo banner.
 
 The app is the real one (demo GPUs with an external llama-server on the 5060 Ti, the real queue)
 with real tasks whose reasons come from the real scheduler: one waiting for the busy GPU, one that
-failed with an exit status, one that no device can take, one that succeeded.
+failed with an exit status, one that no device can take, one that succeeded. It is in a cluster with
+two other machines (one offline), as its bridge reports them (tests/gui/cluster_views.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import shiboken6
+from cluster_views import DATA_NAMES, hide_ray, join, report_as_the_bridge
 from pytestqt.qtbot import QtBot
 from ui_walk import JAPANESE, english_words, menu_texts, widget_texts
 
@@ -31,6 +33,7 @@ from gputray.gui.tray_app import NO_GPU_NOTE, TrayApp
 from gputray.monitor.records import ProcessUse
 from gputray.resources import resource_path
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.paths import app_paths
 from gputray.scheduler.recipes import load_recipes
 
 SCENARIO = resource_path("scenarios/llm_busy.toml")
@@ -38,7 +41,9 @@ NAMES = ("失敗するジョブ", "待つジョブ", "大きすぎるジョブ",
 
 
 @pytest.fixture
-def app(qtbot: QtBot, tmp_path: Path, gputray_home: Path) -> Iterator[TrayApp]:
+def app(
+    qtbot: QtBot, tmp_path: Path, gputray_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TrayApp]:
     # a recipe whose program is missing (with where to get it), for the drop dialog
     config = gputray_home / "config"
     config.mkdir(parents=True)
@@ -47,6 +52,8 @@ def app(qtbot: QtBot, tmp_path: Path, gputray_home: Path) -> Iterator[TrayApp]:
         'argv = ["gputray-test-no-such-tool", "{file}"]\n'
         'install_hint = "https://example.org/tool (put it on PATH)"\n'
     )
+    hide_ray(tmp_path, monkeypatch)  # the test plays the bridge (report_as_the_bridge)
+    join(app_paths())
     args = build_parser().parse_args(["--demo-scenario", str(SCENARIO)])
     tray_app = TrayApp(args, tray_available=True)
     tray_app.start()
@@ -84,13 +91,12 @@ def queue_real_tasks(app: TrayApp, qtbot: QtBot) -> None:
 
 def data_strings(app: TrayApp, tmp_path: Path) -> list[str]:
     """What is data, not the app's words: names of tasks, processes and devices, paths."""
-    from gputray.scheduler.paths import app_paths
-
     data = [*NAMES, sys.executable, str(tmp_path), str(app_paths().config_file), "python"]
     data += [p.name for p in (app.latest.processes if app.latest else ())]
     data += [str(t.get("log_path")) for t in app.model.tasks() if t.get("log_path")]
     data += ["photo (1).png", "notes.txt", "a folder", "gputray-test-no-such-tool", "日本語"]
     data += ["[devices.<name>] slots = N"]  # config syntax, in the jobs label's tooltip
+    data += DATA_NAMES  # the cluster's machines and their GPUs
     return data
 
 
@@ -99,6 +105,7 @@ def all_window_texts(app: TrayApp, qtbot: QtBot, tmp_path: Path) -> dict[str, li
     from PySide6.QtCore import QRect
 
     texts: dict[str, list[str]] = {}
+    report_as_the_bridge(app.owner, app_paths())  # laptop online with two GPUs, nas offline
     app.show_panel(QRect(1200, 770, 24, 24))
     qtbot.waitUntil(app.panel.isVisible)
     texts["panel"] = widget_texts(app.panel)
@@ -135,7 +142,8 @@ def all_window_texts(app: TrayApp, qtbot: QtBot, tmp_path: Path) -> dict[str, li
     (tmp_path / "a folder").mkdir(exist_ok=True)
     recipes = load_recipes()
     items = [str(photo), str(tmp_path / "notes.txt"), str(tmp_path / "a folder")]
-    dialog = DropConfirmDialog(plan_drop(items, recipes), {}, check=tool_check(recipes))
+    machines = app._run_on_machines()  # in a cluster: "Run on" this machine, any machine, laptop
+    dialog = DropConfirmDialog(plan_drop(items, recipes), {}, check=tool_check(recipes), machines=machines)
     qtbot.addWidget(dialog)
     texts["drop dialog"] = widget_texts(dialog)
     app.cancel(
@@ -175,6 +183,8 @@ def test_every_window_in_japanese_and_back(qtbot: QtBot, app: TrayApp, tmp_path:
     )
     assert any("入手先" in t for t in texts["drop dialog"]), "where to get the missing program"
     assert any("デモ" in t for t in texts["panel"]) and "GPU が見つからない" in app.panel.notice_text()
+    assert any("からオフライン" in t for t in texts["panel"]), "nas, offline: the cluster was walked"
+    assert "どのマシンでも" in texts["drop dialog"]
     assert sum(len(v) for v in texts.values()) > 300
     # nothing is cut off in Japanese either
     for window in (app.panel, app.dashboard):

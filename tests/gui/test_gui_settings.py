@@ -6,7 +6,7 @@ from pathlib import Path
 from pytestqt.qtbot import QtBot
 
 from gputray.gui.settings_dialog import SettingsDialog, write_user_config
-from gputray.scheduler.config import load_config
+from gputray.scheduler.config import read_config
 from gputray.scheduler.paths import app_paths
 
 
@@ -21,7 +21,7 @@ def test_write_keeps_tables_it_does_not_own(tmp_path: Path) -> None:
 
 
 def test_dialog_saves_what_the_user_set(qtbot: QtBot, gputray_home: Path) -> None:
-    dialog = SettingsDialog(None, load_config())
+    dialog = SettingsDialog(None, read_config())
     qtbot.addWidget(dialog)
     assert dialog.interval.value() == 1.0
     assert dialog.recipes_list.count() >= 4  # the shipped recipes are listed
@@ -32,9 +32,48 @@ def test_dialog_saves_what_the_user_set(qtbot: QtBot, gputray_home: Path) -> Non
     with qtbot.waitSignal(dialog.saved) as saved:
         dialog._save()
     assert saved.args[0]["gui"]["language"] == "ja"
-    config = load_config()
-    assert config["monitor"]["interval_s"] == 2.5
-    assert config["thresholds"]["temp_limit_c"] == 80.0
-    assert config["gui"]["language"] == "ja"
-    assert config["gui"]["notifications"]["job_started"] is False
+    config = read_config()
+    assert config.monitor.interval_s == 2.5
+    assert config.thresholds.temp_limit_c == 80.0
+    assert config.gui.language == "ja"
+    assert config.gui.notifications == {"job_started": False}
+    assert config.problems == ()
+    # only what the user changed is written: no defaults they never set
+    assert tomllib.loads(app_paths().config_file.read_text(encoding="utf-8")) == {
+        "monitor": {"interval_s": 2.5},
+        "thresholds": {"temp_limit_c": 80.0},
+        "gui": {"language": "ja", "notifications": {"job_started": False}},
+    }
     assert app_paths().config_file.is_file()
+
+
+def test_saved_settings_read_back_to_the_same_typed_values_keeping_the_rest(
+    qtbot: QtBot, gputray_home: Path
+) -> None:
+    path = app_paths().config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    user = (
+        '[[env]]\nname = "ロクム"\npython = "/home/ユーザー/venvs/rocm/bin/python"\n\n'
+        "[thresholds]\nbusy_util_percent = 55.0\nstale_context_s = 30.0\n\n"
+        '[cluster]\naddress = "10.0.0.5:6379"\n'
+    )
+    path.write_text(user, encoding="utf-8")
+    dialog = SettingsDialog(None, read_config())
+    qtbot.addWidget(dialog)
+    assert dialog.busy_util.value() == 55.0
+    dialog._save()
+    assert path.read_text(encoding="utf-8") == user  # nothing changed: nothing written
+
+    dialog = SettingsDialog(None, read_config())
+    qtbot.addWidget(dialog)
+    dialog.igpu_temp_limit.setValue(75.0)
+    dialog.notify_checks["gpu_hot"].setChecked(False)
+    dialog._save()
+    config = read_config()
+    assert config.thresholds.igpu_temp_limit_c == 75.0
+    assert config.thresholds.busy_util_percent == 55.0 and config.thresholds.stale_context_s == 30.0
+    assert config.gui.notifications == {"gpu_hot": False}
+    assert [e.name for e in config.envs] == ["ロクム"] and config.cluster.address == "10.0.0.5:6379"
+    again = SettingsDialog(None, config)
+    qtbot.addWidget(again)
+    assert again.values() == dialog.values()  # the file reads back to what was saved

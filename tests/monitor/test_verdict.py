@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Sample
-from gputray.monitor.verdict import BusyThresholds, VerdictTracker, thresholds_from_mapping
+from gputray.monitor.verdict import BusyThresholds, VerdictTracker
 
 GIB = 1024**3
 DGPU = DeviceInfo("pci:0000:01:00.0", "GeForce RTX 5060 Ti", "nvidia", "discrete", "nvml", temp_limit_c=90.0)
@@ -111,14 +111,3 @@ def test_lost_unavailable_and_asleep_states() -> None:
     assert lost.busy and "lost" in lost.reasons[0]
     asleep = tracker.update(reading(DGPU, 1, None, None, "asleep"), [], own_active=False, now_s=1)
     assert not asleep.busy and asleep.reasons == ("GeForce RTX 5060 Ti is asleep",)
-
-
-def test_thresholds_from_config_table() -> None:
-    t = thresholds_from_mapping({"busy_util_percent": 50, "external_vram_bytes": 2.0, "unknown": 1})
-    assert t.busy_util_percent == 50.0 and t.external_vram_bytes == 2
-    try:
-        thresholds_from_mapping({"busy_window_s": "ten"})
-    except ValueError as exc:
-        assert "busy_window_s" in str(exc)
-    else:
-        raise AssertionError("a non-number threshold must be refused")

@@ -1,5 +1,6 @@
-"""The config's numbers have ranges: a bad value is reported (file, key, value, range) and its default
-used, while the other keys keep the user's values; the owner and the tray still start."""
+"""The config file is read once into a typed ``Config``: a bad value is reported (file, key, value,
+what is allowed) and its default used while the other keys keep the user's values; an unknown key is
+reported with the closest known one; the owner still starts with such a file."""
 
 from __future__ import annotations
 
@@ -7,57 +8,176 @@ import logging
 from pathlib import Path
 
 import pytest
+from waiting import wait_for
 
 from gputray.monitor.verdict import BusyThresholds
-from gputray.scheduler.config import load_config, monitor_settings, read_monitor_settings
+from gputray.resources import resource_path
+from gputray.scheduler.config import Config, ConfigError, read_config
+from gputray.scheduler.paths import app_paths
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "1e-9", "nan", "inf", "1e9"])
-def test_a_bad_interval_is_named_and_replaced_by_the_default(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, text: str
-) -> None:
-    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+def _config(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "config.toml"
-    text = f"[monitor]\ninterval_s = {text}\n[thresholds]\nbusy_util_percent = 50\n"
     path.write_text(text, encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="gputray.config"):
-        thresholds, interval_s = monitor_settings(load_config(path))
-    assert interval_s == 1.0
-    assert thresholds.busy_util_percent == 50.0  # the good key keeps the user's value
-    (problem,) = [r.getMessage() for r in caplog.records]
-    assert "config.toml" in problem and "monitor.interval_s" in problem and "0.1 … 3600" in problem
+    return path
 
 
-def test_every_bad_threshold_is_reported_and_the_rest_kept() -> None:
-    config = {
-        "monitor": {"history_s": -5},
-        "thresholds": {"temp_limit_c": -300, "busy_util_percent": float("nan"), "free_window_s": 7},
-    }
-    settings = read_monitor_settings(config, source="/home/me/.config/gputray/config.toml")
-    assert settings.thresholds == BusyThresholds(free_window_s=7.0)
-    assert settings.history_s == 3900.0
-    assert len(settings.problems) == 3
-    joined = "\n".join(settings.problems)
-    for needle in ("history_s = -5", "temp_limit_c = -300", "busy_util_percent = nan", "config.toml"):
-        assert needle in joined
+@pytest.mark.parametrize("text", ["0", "-1", "1e-9", "nan", "inf", "1e9", '"fast"', "true"])
+def test_a_bad_interval_is_named_and_replaced_by_the_default(tmp_path: Path, text: str) -> None:
+    path = _config(tmp_path, f"[monitor]\ninterval_s = {text}\n[thresholds]\nbusy_util_percent = 50\n")
+    config = read_config(path)
+    assert config.monitor.interval_s == 1.0
+    assert config.thresholds.busy_util_percent == 50.0  # the good key keeps the user's value
+    (problem,) = config.problems
+    assert problem.key == "monitor.interval_s"
+    assert str(path) in problem.message and "monitor.interval_s = " in problem.message
+    assert "a number in 0.1 … 3600; using 1.0" in problem.message
 
 
-def test_slots_per_device_from_the_config() -> None:
-    from gputray.scheduler.config import read_device_slots
-
-    config = {
-        "devices": {
-            "cpu": {"slots": 4},
-            "5060ti": {"slots": 2},
-            "780m": {"slots": 0},
-            "pci:0000:09:00.0": {"slots": "two"},
-            "other": {"note": "no slots key"},
-        }
-    }
-    slots, problems = read_device_slots(config, source="config.toml")
-    assert slots == {"cpu": 4, "5060ti": 2}
-    assert problems == [
-        "config.toml: devices.780m.slots = 0 is not a whole number from 1 to 64; using 1",
-        "config.toml: devices.pci:0000:09:00.0.slots = 'two' is not a whole number from 1 to 64; using 1",
+def test_every_bad_threshold_is_reported_and_the_rest_kept(tmp_path: Path) -> None:
+    path = _config(
+        tmp_path,
+        "[monitor]\nhistory_s = -5\n"
+        '[thresholds]\ntemp_limit_c = "hot"\nbusy_util_percent = nan\nfree_window_s = 7\n',
+    )
+    config = read_config(path)
+    assert config.thresholds == BusyThresholds(free_window_s=7.0)
+    assert config.monitor.history_s == 3900.0
+    assert [str(p) for p in config.problems] == [
+        f"{path}: monitor.history_s = -5 is not a number in 60 … 604800; using 3900.0",
+        f"{path}: thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0",
+        f"{path}: thresholds.busy_util_percent = nan is not a number in 0 … 100; using 30.0",
     ]
-    assert read_device_slots({}) == ({}, [])
+
+
+def test_a_whole_number_written_with_an_exponent_is_taken(tmp_path: Path) -> None:
+    """TOML has no integer exponent form: ``2e9`` bytes is a float that is a whole number (the old reader
+    took it; a typed field must too), while ``1.5`` slots is still refused."""
+    path = _config(tmp_path, "[thresholds]\nexternal_vram_bytes = 2e9\n[devices.cpu]\nslots = 1.5\n")
+    config = read_config(path)
+    assert config.thresholds.external_vram_bytes == 2_000_000_000
+    assert [p.key for p in config.problems] == ["devices.cpu.slots"]
+
+
+def test_slots_per_device_from_the_config(tmp_path: Path) -> None:
+    path = _config(
+        tmp_path,
+        "[devices.cpu]\nslots = 4\n"
+        '[devices."5060ti"]\nslots = 2\n'
+        "[devices.780m]\nslots = 0\n"
+        '[devices."pci:0000:09:00.0"]\nslots = "two"\n'
+        "[devices.other]\nslot = 3\n",
+    )
+    config = read_config(path)
+    assert config.device_slots == {"cpu": 4, "5060ti": 2}  # a bad value: that device keeps one slot
+    assert [str(p) for p in config.problems] == [
+        f"{path}: devices.780m.slots = 0 is not a whole number in 1 … 64; using 1",
+        f"{path}: devices.pci:0000:09:00.0.slots = 'two' is not a whole number in 1 … 64; using 1",
+        f"{path}: unknown key devices.other.slot (did you mean devices.other.slots?); ignored",
+    ]
+
+
+def test_an_unknown_key_names_the_closest_known_one(tmp_path: Path) -> None:
+    path = _config(tmp_path, '[gui]\nlangauge = "ja"\n[thresholds]\ntemp_limt_c = 70\n[moniter]\n')
+    config = read_config(path)
+    assert config.gui.language == "auto" and config.thresholds.temp_limit_c == 85.0
+    assert [str(p) for p in config.problems] == [
+        f"{path}: unknown key moniter (did you mean monitor?); ignored",
+        f"{path}: unknown key thresholds.temp_limt_c (did you mean thresholds.temp_limit_c?); ignored",
+        f"{path}: unknown key gui.langauge (did you mean gui.language?); ignored",
+    ]
+    assert all(p.unknown for p in config.problems)
+
+
+def test_a_table_of_the_wrong_type_is_named_and_the_defaults_used(tmp_path: Path) -> None:
+    path = _config(tmp_path, 'gui = "ja"\ndevices = 2\n[thresholds]\ntemp_limit_c = 70\n')
+    config = read_config(path)
+    assert config.gui.language == "auto" and config.device_slots == {}
+    assert config.thresholds.temp_limit_c == 70.0
+    assert [str(p) for p in config.problems] == [
+        f"{path}: [devices] must be a table of [devices.<name>] tables, not 2",
+        f"{path}: [gui] must be a table, not 'ja'; using the defaults",
+    ]
+
+
+def test_japanese_paths_in_an_env_entry_are_read_as_written(tmp_path: Path) -> None:
+    folder = tmp_path / "環境" / "ロクム"
+    path = _config(
+        tmp_path,
+        f'[[env]]\nname = "ロクム"\npython = "{folder}/bin/python"\n'
+        'extra_env = { HSA_OVERRIDE_GFX_VERSION = "11.0.0" }\n',
+    )
+    config = read_config(path)
+    (env,) = config.envs
+    assert env.name == "ロクム" and env.python == folder / "bin" / "python"
+    assert dict(env.extra_env) == {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}
+    assert config.problems == ()
+
+
+def test_an_absent_file_is_the_defaults_and_a_malformed_one_names_its_line(tmp_path: Path) -> None:
+    assert read_config(tmp_path / "none.toml") == Config(str(tmp_path / "none.toml"))
+    path = _config(tmp_path, "[monitor]\ninterval_s = 1\ninterval_s = 2\n")
+    with pytest.raises(ConfigError, match=r"config\.toml: .*line 3"):
+        read_config(path)
+
+
+def test_the_shipped_default_config_is_the_typed_defaults() -> None:
+    """resources/default_config.toml documents the defaults: it must say what the records hold."""
+    path = Path(str(resource_path("default_config.toml")))
+    assert read_config(path) == Config(str(path))
+
+
+def test_the_owner_starts_with_a_bad_config_and_logs_each_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`gputray daemon`'s owner: bad values are logged by name and replaced; the good ones are used."""
+    from gputray.scheduler.owner import Owner
+
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    paths = app_paths()
+    paths.config_file.parent.mkdir(parents=True)
+    paths.config_file.write_text(
+        '[thresholds]\ntemp_limit_c = "hot"\nigpu_temp_limit_c = 30\n'
+        '[devices.cpu]\nslots = 0\n[gui]\nlangauge = "ja"\n'
+        '[[env]]\nname = "ロクム"\npython = "/home/ユーザー/venvs/ロクム/bin/python"\n'
+        'extra_env = { "番号" = "1" }\n',
+        encoding="utf-8",
+    )
+    owner = Owner(paths, demo=True)
+    with caplog.at_level(logging.WARNING, logger="gputray.config"):
+        owner.start()
+    try:
+        snap = wait_for(lambda: owner.monitor.latest, what="a first sample")
+        hot = [v for v in snap.verdicts if v.hot]
+        assert hot and "limit 30 °C" in hot[0].reasons[0]  # the good key is used
+        logged = "\n".join(r.getMessage() for r in caplog.records)
+        for needle in (
+            "thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0",
+            "devices.cpu.slots = 0 is not a whole number in 1 … 64; using 1",
+            "unknown key gui.langauge (did you mean gui.language?)",
+            "[[env]] #1 (ロクム): extra_env: '番号' is not a valid environment variable name",
+        ):
+            assert f"{paths.config_file}: {needle}" in logged
+    finally:
+        owner.stop()
+
+
+def test_gputray_config_lists_the_problems_and_exits_1(tmp_path: Path) -> None:
+    from cli import gputray
+
+    home = tmp_path / "home"
+    done = gputray("config", home=home)
+    assert done.returncode == 0 and "(absent: the defaults apply)" in done.stdout
+    assert "no problems" in done.stdout
+    path = home / "config" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text('[thresholds]\ntemp_limit_c = "hot"\n[gui]\nlangauge = "ja"\n', encoding="utf-8")
+    done = gputray("config", home=home)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        f"{path}: thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0",
+        f"{path}: unknown key gui.langauge (did you mean gui.language?); ignored",
+    ]
+    path.write_text("[thresholds\n", encoding="utf-8")
+    done = gputray("config", home=home)
+    assert done.returncode == 1 and f"{path}: " in done.stderr and "line 1" in done.stderr

@@ -10,9 +10,10 @@ import venv
 from pathlib import Path
 
 import pytest
+import tomli_w
 
 from gputray.scheduler import cli
-from gputray.scheduler.config import ConfigError, load_config
+from gputray.scheduler.config import ConfigError, read_config
 from gputray.scheduler.envs import (
     EnvError,
     PythonEnv,
@@ -47,15 +48,33 @@ def test_add_list_remove_round_trip_keeps_the_users_other_settings(
     env = add_env(notorch_python, name="plain", extra_env={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})
     assert env == PythonEnv("plain", notorch_python, {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})
     assert load_envs() == [env]
-    merged = load_config()
-    assert merged["monitor"]["interval_s"] == 2.5
-    assert merged["thresholds"]["temp_limit_c"] == 80.0
+    typed = read_config()
+    assert typed.monitor.interval_s == 2.5
+    assert typed.thresholds.temp_limit_c == 80.0
     assert "[[env]]" in _config_text()  # real tables, editable by hand
     assert config.with_name("config.toml.bak").read_text(encoding="utf-8").startswith("[monitor]")
 
     assert remove_env("plain") == env
     assert load_envs() == []
-    assert load_config()["monitor"]["interval_s"] == 2.5
+    assert read_config().monitor.interval_s == 2.5
+
+
+def test_add_keeps_the_users_unrelated_keys_and_writes_no_defaults(
+    gputray_home: Path, notorch_python: Path
+) -> None:
+    config = app_paths().config_file
+    config.parent.mkdir(parents=True)
+    user = {
+        "gui": {"language": "ja", "notifications": {"gpu_hot": False}},
+        "devices": {"5060ti": {"slots": 2}},
+        "cluster": {"address": "10.0.0.5:6379", "machine": "desk"},
+        "thresholds": {"temp_limit_c": 80.0},
+    }
+    config.write_text(tomli_w.dumps(user), encoding="utf-8")
+    add_env(notorch_python, name="日本語")
+    data = tomllib.loads(_config_text())
+    assert data.pop("env") == [{"name": "日本語", "python": str(notorch_python)}]
+    assert data == user  # nothing else changed, and no default (interval_s, busy_util_percent …) added
 
 
 def test_a_venv_folder_stands_for_its_interpreter_and_names_itself(
