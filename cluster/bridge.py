@@ -497,6 +497,8 @@ class Bridge:
                 machine=None,
                 origin=origin,
                 base_env=None,  # the submitter's shell environment stays here: the task's [env] goes
+                after=(),  # met here before it was placed; the ids are ours, not the target's
+                after_any=False,
             )
             remote = ray.get(
                 handle.submit.remote(origin, spec.to_dict(), [f.rel for f in plan.files]),
