@@ -490,6 +490,8 @@ class Bridge:
                 machine=None,
                 origin=origin,
                 base_env=None,  # the submitter's shell environment stays here: the task's [env] goes
+                after=(),  # met here before it was placed; the ids are ours, not the target's
+                after_any=False,
             )
             remote = ray.get(
                 handle.submit.remote(origin, spec.to_dict(), [f.rel for f in plan.files]),
@@ -753,6 +755,7 @@ class Bridge:
                 "left_at": None if alive else m.left_at,
                 "devices": len(view.devices) if view else None,
                 "demo": view.demo if view else None,
+                "ram_total_bytes": view.ram_total_bytes if view else None,
             }
             if view is not None:
                 for d in view.devices:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,15 @@ from gputray.cluster.config import (
     is_windows,
     load_cluster_config,
 )
+from gputray.cluster.submit_checks import ClusterView, check_machine_task, view_from_report
 from gputray.cluster.wire import record_to_wire
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.dependencies import gate
+from gputray.scheduler.device_checks import check_submit
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.replies import ClusterSynced, ClusterTask
 from gputray.scheduler.store import TaskStore
-from gputray.scheduler.tasks import FINISHED_STATES, QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks import FINISHED_STATES, PENDING_STATES, QueueEvent, TaskRecord, TaskSpec
 
 log = logging.getLogger("gputray.cluster")
 
@@ -184,6 +187,7 @@ class ClusterLink:
         wanted = spec.machine
         if wanted is None or wanted == self.local_machine or (wanted == "any" and not self._config.enabled):
             check_runnable(spec)
+            self._check_devices(spec)
             return
         if not self._config.enabled:
             raise SubmitError(
@@ -196,9 +200,31 @@ class ClusterLink:
             check_runnable(spec)  # it may well run here
         else:
             check_runnable(_without_program(spec))
+        self._check_devices(spec)
         plan = plan_inputs(spec, self._config)
         if wanted != "any" and not plan.shared_in_place:
             check_size(plan, self._config, wanted)
+
+    def _check_devices(self, spec: TaskSpec) -> None:
+        """Device names and ``--vram`` of a task with a machine: against that machine's devices (this
+        machine's own for itself, and for ``any`` outside a cluster or where no other machine is known)."""
+        if spec.machine is None or self.queue is None:
+            return
+        local_devices = self.queue.devices_for_checks()
+        cluster = self.cluster_view()
+        alone = not self._config.enabled or bool(cluster.known and cluster.known <= {self.local_machine})
+        if spec.machine == self.local_machine or (spec.machine == "any" and alone):
+            if local_devices is not None:
+                check_submit(spec, *local_devices)
+            return
+        check_machine_task(spec, local=self.local_machine, local_devices=local_devices, cluster=cluster)
+
+    def cluster_view(self) -> ClusterView:
+        """The machines and devices the bridge last reported; nothing while no bridge is connected."""
+        report = self._report
+        if not (self._config.enabled and self.bridge_active() and report.get("state") == "connected"):
+            return ClusterView({}, frozenset())
+        return view_from_report(report)
 
     def on_event(self, event: QueueEvent) -> None:
         if event.task.spec.machine is not None or event.task.spec.origin is not None:
@@ -222,12 +248,15 @@ class ClusterLink:
                 self._changed.wait(wait_s)
             self._dirty = False
         self._last_sync_mono = time.monotonic()
-        tasks = tuple(record_to_wire(r) for r in self.store.list() if self._concerns(r))
+        rows = self.store.view()
+        tasks = tuple(record_to_wire(r) for r in self.store.list() if self._concerns(r, rows))
         return ClusterSynced(machine=self.local_machine, tasks=tasks, stopping=self._stop.is_set())
 
-    def _concerns(self, rec: TaskRecord) -> bool:
+    def _concerns(self, rec: TaskRecord, rows: Mapping[int, TaskRecord]) -> bool:
         if rec.spec.machine is None:
             return False
+        if rec.machine is None and rec.state in PENDING_STATES and gate(rec, rows) is not None:
+            return False  # its dependencies hold it (the local queue says why): not to be placed yet
         if rec.remote_id is None and (rec.machine or rec.spec.machine) == self.local_machine:
             return False  # placed here, or asked for here: the local queue has it
         if rec.finished or rec.state == "interrupted":
@@ -270,8 +299,10 @@ class ClusterLink:
             if kind is not None:
                 where = f" on {new.machine}" if new.machine else ""
                 self.emit(QueueEvent(kind, new, f"{new.name}{where}: {new.reason or new.state}"))
-        if self.queue is not None and (new.machine == self.local_machine or new.state == "queued"):
-            self.queue.request_dispatch()
+        if self.queue is not None:
+            self.queue.task_changed_elsewhere()  # `gputray wait` on this row answers now
+            if new.machine == self.local_machine or new.state == "queued" or new.finished:
+                self.queue.request_dispatch()  # ... and its dependants may start
         self._wake()
         return ClusterTask(task=record_to_wire(new))
 
@@ -283,7 +314,15 @@ class ClusterLink:
             for rec in self.store.list():
                 if rec.spec.origin == origin:
                     return ClusterTask(task=record_to_wire(rec), existing=True)
-            data = {**req.spec, "origin": origin, "machine": None, "base_env": None}
+            # ``after`` names the sender's task ids (met there before it was sent), never ours
+            data = {
+                **req.spec,
+                "origin": origin,
+                "machine": None,
+                "base_env": None,
+                "after": [],
+                "after_any": False,
+            }
             spec = spec_from_record_dict(data, source=f"a task from {origin.partition('#')[0]}")
             if self.queue is None:
                 raise ClusterRequestError("the queue is not started")

@@ -161,14 +161,16 @@ def closest_device(text: str, infos: Sequence[DeviceInfo]) -> DeviceInfo | None:
     return best[1] if best[0] >= 0.3 else None
 
 
-def unknown_device_message(text: str, infos: Sequence[DeviceInfo], *, what: str = "no device") -> str:
+def unknown_device_message(
+    text: str, infos: Sequence[DeviceInfo], *, what: str = "no device", see: str = "gputray devices"
+) -> str:
     """``no device matches '4090'; closest: GeForce RTX 5060 Ti (5060ti); known: …, cpu — see …``."""
     gpus = [i for i in infos if i.kind != "cpu" and i.key != "cpu"]
     known = ", ".join(f"{i.name} ({short_name(i.name)}, {i.key})" for i in gpus)
     known = f"{known}, cpu" if known else "cpu (no GPU seen yet)"
     near = closest_device(text, gpus)
     closest = f"; closest: {near.name} ({short_name(near.name)})" if near is not None else ""
-    return f"{what} matches {text!r}{closest}; known: {known} — see `gputray devices`"
+    return f"{what} matches {text!r}{closest}; known: {known} — see `{see}`"
 
 
 def allowed_devices(spec: TaskSpec, devices: Sequence[DeviceState]) -> list[DeviceState]:
@@ -206,14 +208,27 @@ def check_submit(spec: TaskSpec, present: Sequence[DeviceState], remembered: Seq
     here = {d.key for d in present}
     absent = [DeviceState(info=s.info()) for s in remembered if s.key not in here]
     everything = [*present, *absent]
+    check_device_names(spec, everything)
+    check_memory(spec, everything)
+
+
+def check_device_names(
+    spec: TaskSpec, devices: Sequence[DeviceState], *, where: str = "", see: str = "gputray devices"
+) -> None:
+    """Refuse a device preference that names none of ``devices`` (``where``: `` on laptop``)."""
     for pref in spec.device_prefs:
-        if pref.strip().lower() in GENERIC_PREFS or resolve_pref(pref, everything):
+        if pref.strip().lower() in GENERIC_PREFS or resolve_pref(pref, devices):
             continue
-        raise SubmitRefused(f"{spec.name}: " + unknown_device_message(pref, [d.info for d in everything]))
+        message = unknown_device_message(pref, [d.info for d in devices], what=f"no device{where}", see=see)
+        raise SubmitRefused(f"{spec.name}: {message}")
+
+
+def check_memory(spec: TaskSpec, devices: Sequence[DeviceState], *, where: str = "") -> None:
+    """Refuse a memory request larger than every one of ``devices`` the task may use."""
     need = spec.vram_bytes
     if not need:
         return
-    allowed = allowed_devices(spec, everything)
+    allowed = allowed_devices(spec, devices)
     totals = [(d, total_memory_bytes(d)) for d in allowed]
     if not totals or any(total is None for _, total in totals):
         return  # a device that does not say how much it has might fit
@@ -221,7 +236,7 @@ def check_submit(spec: TaskSpec, present: Sequence[DeviceState], remembered: Seq
     if most is not None and need > most:
         name = "the CPU (RAM)" if largest.is_cpu else largest.name
         raise SubmitRefused(
-            f"{spec.name}: memory asks {format_bytes(need)}; the largest allowed device, {name}, "
+            f"{spec.name}: memory asks {format_bytes(need)}; the largest allowed device{where}, {name}, "
             f"has {format_bytes(most)}"
         )
 

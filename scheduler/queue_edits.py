@@ -80,6 +80,11 @@ class QueueEdits:
         with self._ended:
             self._ended.notify_all()
 
+    def task_changed_elsewhere(self) -> None:
+        """A row changed outside this queue's own paths (the cluster bridge mirrored a task another
+        machine runs): ``wait_ended`` looks again now, not at its timeout."""
+        self._notify_waiters()
+
     def move(self, task_id: int, delta: int) -> TaskRecord:
         """Move a pending task up (negative) or down (positive) among pending tasks.
 

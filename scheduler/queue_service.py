@@ -54,6 +54,7 @@ from gputray.scheduler import dependencies as deps
 from gputray.scheduler.device_checks import (
     DEVICES_SEEN_FILE,
     DevicesSeen,
+    SeenDevice,
     check_submit,
     remembered_absent_note,
     torch_device_keys,
@@ -566,8 +567,13 @@ class QueueService(QueueEdits):
             now = self.clock()
             pending = self._fail_unplannable(self.store.pending(), now)
             if self.runs_here is not None:
-                pending = [r for r in pending if self.runs_here(r)]
-            pending = self._hold_for_dependencies(pending, now)
+                # Dependencies hold a task for another machine too, until it is placed: the cluster
+                # link hands the bridge only those whose dependencies let them start.
+                runs_here = self.runs_here
+                unplaced = [r for r in pending if runs_here(r) or r.machine is None]
+                pending = [r for r in self._hold_for_dependencies(unplaced, now) if runs_here(r)]
+            else:
+                pending = self._hold_for_dependencies(pending, now)
             if not pending:
                 self._due_s = None
                 return
@@ -1080,20 +1086,27 @@ class QueueService(QueueEdits):
         present = self._device_states(snapshot)
         return remembered_absent_note(spec.device_prefs, present, self.devices_seen.remembered())
 
+    def devices_for_checks(self) -> tuple[builtins.list[DeviceState], builtins.list[SeenDevice]] | None:
+        """The devices present now (the CPU included) and those seen before, for the submit-time checks;
+        None before the first reading."""
+        snapshot = self.monitor.latest
+        if snapshot is None:
+            return None
+        return self._device_states(snapshot), self.devices_seen.remembered()
+
     def check_devices(self, *specs: TaskSpec) -> None:
         """Refuse device names that match nothing present or seen before (``--device 4090``) and a
         memory request larger than every device the task may use (``device_checks``)."""
-        snapshot = self.monitor.latest
-        if snapshot is None:
+        known = self.devices_for_checks()
+        if known is None:
             return
-        present, seen = self._device_states(snapshot), self.devices_seen.remembered()
         for spec in specs:
             if spec.machine is not None or spec.origin is not None:
-                # gputray.cluster: one bound for another machine names that machine's devices (its
-                # bridge places it); one another machine handed here keeps the sender's preferences
-                # after the device chosen for it, and the sender's placement checked its memory.
+                # gputray.cluster: the link checked one with a machine against that machine's devices
+                # (``check_spec``); one another machine handed here keeps the sender's preferences
+                # after the device chosen for it, and the sender checked those.
                 continue
-            check_submit(spec, present, seen)
+            check_submit(spec, *known)
 
     def _device_key(self, name: str) -> str:
         snapshot = self.monitor.latest

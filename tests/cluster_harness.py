@@ -219,11 +219,12 @@ class Machine:
         return self.ask("get", id=task_id).task  # type: ignore[no-any-return]
 
     def cli(
-        self, *args: str, cwd: Path | None = None, timeout_s: float = 60.0
+        self, *args: str, cwd: Path | None = None, timeout_s: float = 60.0, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
+        """``gputray ARGS`` as this machine's user types it; ``env``: more of the shell's environment."""
         return subprocess.run(
             [PY, "-m", "gputray.gui.entry", *args],
-            env=self.env,
+            env={**self.env, **(env or {})},
             cwd=cwd or self.work,
             capture_output=True,
             text=True,

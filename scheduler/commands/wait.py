@@ -4,6 +4,8 @@ The exit status is the task's own, as a shell gives it: the job's exit code, 128
 by signal N, 1 for a task that ended without one (cancelled before it started, failed because of a
 dependency, could not start). With several ids: the first non-zero in the order given. 3 when no
 owner runs (or it stops meanwhile). Ctrl+C stops the waiting, never the task: exit status 130.
+A task that another machine of a cluster runs is waited for through its row here, which the cluster
+bridge ends (with the job's exit code there) once the job's log and results are back.
 """
 
 from __future__ import annotations

@@ -66,6 +66,23 @@ LONG_JOB = textwrap.dedent(
     """
 )
 
+# Runs until a file "go" appears beside it, then exits with status 3.
+GATED_JOB = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    print("gated: waiting for go", flush=True)
+    for _ in range(1200):
+        if pathlib.Path("go").exists():
+            break
+        time.sleep(0.1)
+    print("gated: exit 3", flush=True)
+    sys.exit(3)
+    """
+)
+SHOW_ENV = (
+    "import os; e = os.environ; print('GREETING', e.get('GREETING'), 'SECRET', e.get('SUBMITTER_SECRET'))"
+)
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RayCluster, Machine, Machine]]:
@@ -255,6 +272,51 @@ def test_inputs_over_the_transfer_limit_are_refused_unless_in_a_shared_folder(
     assert f"size {3 << 30}" in desk.ask("logs", id=task_id).text  # read in place on the laptop
     os.unlink(big)
     os.unlink(shared_big)
+
+
+def test_wait_after_and_env_work_across_machines_and_the_submitters_environment_stays_here(
+    world: tuple[RayCluster, Machine, Machine],
+) -> None:
+    _, desk, laptop = world
+    (desk.work / "gated.py").write_text(GATED_JOB, encoding="utf-8")
+    first = _submitted_id(
+        desk.cli("run", "--machine", "laptop", "--device", "780m", "--json", "--", PY, "gated.py")
+    )
+    _state(desk, first, {"running"})
+    second = _submitted_id(
+        desk.cli(
+            *("run", "--machine", "laptop", "--device", "cpu", "--after", str(first), "--after-any"),
+            *("--env", "GREETING=hello there", "--json", "--", PY, "-c", SHOW_ENV),
+            env={"SUBMITTER_SECRET": "s3cret"},  # in the submitting shell only
+        )
+    )
+    # held here until the first has ended: not handed to the laptop meanwhile
+    wait_for(
+        lambda: desk.task(second)["reason"].startswith(f"waits for #{first} "),
+        30,
+        f"#{second} to wait for #{first}: {desk.task(second)}",
+    )
+    assert desk.task(first)["state"] == "running" and not _inbound(laptop, f"desk#{second}.")
+
+    waiting = subprocess.Popen(  # `gputray wait` on the remote task, from before it ends
+        [PY, "-m", "gputray.gui.entry", "wait", str(first)],
+        env=desk.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    (theirs,) = _inbound(laptop, f"desk#{first}.")
+    Path(laptop.ask("get", id=theirs["id"])["spec"]["cwd"], "go").write_text("")
+    out, err = waiting.communicate(timeout=90)
+    assert waiting.returncode == 3, out + err  # the job's own exit status, from the other machine
+    assert ": failed (exit 3)" in out and f"#{first} " in out
+
+    done = _state(desk, second, {"succeeded"})
+    assert done["machine"] == "laptop" and done["device"] == "laptop/cpu"
+    # the task's --env went with it; the submitting shell's environment did not
+    assert "GREETING hello there SECRET None" in desk.ask("logs", id=second)["text"]
+    both = desk.cli("wait", str(first), str(second))
+    assert both.returncode == 3, both.stdout + both.stderr
 
 
 def test_the_submitter_going_down_leaves_the_remote_job_running_and_fetches_it_on_return(

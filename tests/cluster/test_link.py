@@ -51,6 +51,12 @@ class FakeQueue:
     def request_dispatch(self, *, urgent: bool = False) -> None:
         self.passes += 1
 
+    def task_changed_elsewhere(self) -> None:
+        pass
+
+    def devices_for_checks(self) -> None:
+        return None  # no reading yet: nothing to check devices against
+
 
 def test_without_a_cluster_any_machine_is_this_one_and_another_is_refused(tmp_path: Path) -> None:
     link, store = _link(tmp_path, None)
@@ -122,13 +128,16 @@ def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path
 def test_a_task_sent_twice_is_queued_once(tmp_path: Path) -> None:
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "laptop"})
     link.attach(FakeQueue(store))
-    wire = spec(base_env={"SECRET": "x"}).to_dict()
+    wire = spec(base_env={"SECRET": "x"}, env={"GREETING": "hi"}, after=(2, 3), after_any=True).to_dict()
     first = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
     again = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
     assert first.task is not None and again.task is not None and again.existing
     assert first.task["id"] == again.task["id"]
     (rec,) = store.list()
     assert rec.spec.origin == "desk#4.1" and rec.spec.base_env is None  # the sender's env stays there
+    assert rec.spec.env == {"GREETING": "hi"}  # the task's own variables come with it
+    # its dependencies name the sender's tasks and were met there before it was sent: none here
+    assert rec.spec.after == () and not rec.spec.after_any
 
 
 def test_join_writes_the_cluster_table_and_leave_removes_it_keeping_the_rest(tmp_path: Path) -> None:
