@@ -97,7 +97,7 @@ class Desk:
 
     def synced(self) -> list[int]:
         """The task ids the owner hands the bridge to place or follow."""
-        return [int(t["id"]) for t in self.link.sync(rq.ClusterSync())["tasks"]]
+        return [int(t["id"]) for t in self.link.sync(rq.ClusterSync()).tasks]
 
     def close(self) -> None:
         self.queue.close(kill_running=True)
