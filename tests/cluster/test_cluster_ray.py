@@ -292,11 +292,11 @@ def test_wait_after_and_env_work_across_machines_and_the_submitters_environment_
     )
     # held here until the first has ended: not handed to the laptop meanwhile
     wait_for(
-        lambda: desk.task(second)["reason"].startswith(f"waits for #{first} "),
+        lambda: desk.task(second).reason.startswith(f"waits for #{first} "),
         30,
         f"#{second} to wait for #{first}: {desk.task(second)}",
     )
-    assert desk.task(first)["state"] == "running" and not _inbound(laptop, f"desk#{second}.")
+    assert desk.task(first).state == "running" and not _inbound(laptop, f"desk#{second}.")
 
     waiting = subprocess.Popen(  # `gputray wait` on the remote task, from before it ends
         [PY, "-m", "gputray.gui.entry", "wait", str(first)],
@@ -306,15 +306,15 @@ def test_wait_after_and_env_work_across_machines_and_the_submitters_environment_
         text=True,
     )
     (theirs,) = _inbound(laptop, f"desk#{first}.")
-    Path(laptop.ask("get", id=theirs["id"])["spec"]["cwd"], "go").write_text("")
+    Path(laptop.ask("get", id=theirs.id).spec["cwd"], "go").write_text("")
     out, err = waiting.communicate(timeout=90)
     assert waiting.returncode == 3, out + err  # the job's own exit status, from the other machine
     assert ": failed (exit 3)" in out and f"#{first} " in out
 
     done = _state(desk, second, {"succeeded"})
-    assert done["machine"] == "laptop" and done["device"] == "laptop/cpu"
+    assert done.machine == "laptop" and done.device == "laptop/cpu"
     # the task's --env went with it; the submitting shell's environment did not
-    assert "GREETING hello there SECRET None" in desk.ask("logs", id=second)["text"]
+    assert "GREETING hello there SECRET None" in desk.ask("logs", id=second).text
     both = desk.cli("wait", str(first), str(second))
     assert both.returncode == 3, both.stdout + both.stderr
 
