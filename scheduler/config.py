@@ -13,6 +13,7 @@ Past ``read_config`` nobody sees the TOML as a dict; the writers (settings dialo
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import difflib
 import logging
@@ -110,12 +111,21 @@ def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}{malformed_hint}") from exc
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        # Notepad's "UTF-8 with BOM" is still UTF-8; tomllib refuses the mark itself.
+        text = data.removeprefix(codecs.BOM_UTF8).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: line {line} is not UTF-8 text; save the file as UTF-8{malformed_hint}"
+        ) from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}{malformed_hint}") from exc
 
 
 def write_user_config(path: Path, text: str, *, backup: bool = False) -> None:

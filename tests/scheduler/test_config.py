@@ -4,6 +4,7 @@ reported with the closest known one; the owner still starts with such a file."""
 
 from __future__ import annotations
 
+import codecs
 import logging
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from waiting import wait_for
 
 from gputray.monitor.verdict import BusyThresholds
 from gputray.resources import resource_path
-from gputray.scheduler.config import Config, ConfigError, read_config
+from gputray.scheduler.config import Config, ConfigError, read_config, read_config_or_defaults
 from gputray.scheduler.paths import app_paths
 
 
@@ -119,6 +120,18 @@ def test_an_absent_file_is_the_defaults_and_a_malformed_one_names_its_line(tmp_p
     path = _config(tmp_path, "[monitor]\ninterval_s = 1\ninterval_s = 2\n")
     with pytest.raises(ConfigError, match=r"config\.toml: .*line 3"):
         read_config(path)
+
+
+def test_a_file_not_in_utf8_names_its_line_and_a_bom_is_read(tmp_path: Path) -> None:
+    """A Japanese comment saved as Shift-JIS (or Notepad's UTF-16) is a ConfigError naming the file and
+    line, not a traceback (the owner then starts on the defaults); Notepad's UTF-8 BOM is just UTF-8."""
+    path = tmp_path / "config.toml"
+    path.write_bytes('[gui]\n# 日本語\nlanguage = "ja"\n'.encode("shift_jis"))
+    with pytest.raises(ConfigError, match=r"config\.toml: line 2 is not UTF-8 text; save the file as UTF-8"):
+        read_config(path)
+    assert read_config_or_defaults(path) == Config(str(path))
+    path.write_bytes(codecs.BOM_UTF8 + b'[gui]\nlanguage = "ja"\n')
+    assert read_config(path).gui.language == "ja"
 
 
 def test_the_shipped_default_config_is_the_typed_defaults() -> None:
