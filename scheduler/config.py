@@ -23,7 +23,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 from msgspec import Meta
@@ -58,7 +58,7 @@ class DeviceSection:
 
 @dataclass(frozen=True)
 class GuiSection:
-    language: str = "auto"  # "auto", or a language the tray ships ("en", "ja")
+    language: Literal["auto", "en", "ja"] = "auto"  # "auto" (the locale's), or a language the tray ships
     notifications: dict[str, bool] = field(default_factory=dict)  # kind → shown; absent: shown
 
 
@@ -228,6 +228,8 @@ def _allowed(t: msgspec.inspect.Type) -> str:
         if t.ge is not None and t.le is not None:
             return f"{what} in {t.ge:g} … {t.le:g}"
         return what
+    if isinstance(t, msgspec.inspect.LiteralType):
+        return "one of " + ", ".join(f'"{v}"' for v in t.values)
     if isinstance(t, msgspec.inspect.UnionType):
         return " or ".join(a for a in map(_allowed, t.types) if a)
     words = {

@@ -90,6 +90,16 @@ def test_an_unknown_key_names_the_closest_known_one(tmp_path: Path) -> None:
     assert all(p.unknown for p in config.problems)
 
 
+def test_a_language_the_tray_does_not_ship_is_named_with_those_it_does(tmp_path: Path) -> None:
+    """`language = "jp"` (or "日本語") used to follow the locale silently: `gputray config` said nothing."""
+    path = _config(tmp_path, '[gui]\nlanguage = "jp"\n')
+    config = read_config(path)
+    assert config.gui.language == "auto"
+    assert [str(p) for p in config.problems] == [
+        f'{path}: gui.language = \'jp\' is not one of "auto", "en", "ja"; using \'auto\''
+    ]
+
+
 def test_a_table_of_the_wrong_type_is_named_and_the_defaults_used(tmp_path: Path) -> None:
     path = _config(tmp_path, 'gui = "ja"\ndevices = 2\n[thresholds]\ntemp_limit_c = 70\n')
     config = read_config(path)
