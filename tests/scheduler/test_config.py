@@ -204,3 +204,19 @@ def test_gputray_config_lists_the_problems_and_exits_1(tmp_path: Path) -> None:
     path.write_text("[thresholds\n", encoding="utf-8")
     done = gputray("config", home=home)
     assert done.returncode == 1 and f"{path}: " in done.stderr and "line 1" in done.stderr
+
+
+def test_gputray_config_names_a_bad_cluster_size_or_duration_by_file_and_key(tmp_path: Path) -> None:
+    """`max_transfer = "lots"` passed `gputray config` ("no problems") and the bridge later logged
+    "[cluster]: expected a size …" naming neither the file nor the key."""
+    from cli import gputray
+
+    home = tmp_path / "home"
+    path = home / "config" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text('[cluster]\naddress = "h:1"\nmax_transfer = "lots"\n', encoding="utf-8")
+    done = gputray("config", home=home)
+    assert done.returncode == 1, done.stdout
+    (line,) = done.stdout.splitlines()[1:]
+    assert line.startswith(f"{path}: [cluster] max_transfer: expected a size like")
+    assert line.endswith("got 'lots'")
