@@ -431,13 +431,15 @@ class TrayApp(QObject):
         parent = self.panel if self.panel.isVisible() else None
         pinned = self.panel.pinned
         self.panel.pinned = True  # the dialog takes focus: keep the panel open meanwhile
+        machines = self._run_on_machines()
         try:
             outcome = handle_drop(
                 items,
                 recipes=recipes,
                 submit=self.submit_files,
-                ask=ask_with_dialog(parent, recipes, machines=self._run_on_machines()),
+                ask=ask_with_dialog(parent, recipes, machines=machines),
                 state=self.state,
+                machines=machines,
             )
         finally:
             self.panel.pinned = pinned
