@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import difflib
+import json
 import logging
 import os
 import re
@@ -187,7 +188,7 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
     """One table converted to its dataclass; each bad value reported and left to its default."""
     if not isinstance(table, dict):
         problems.append(
-            ConfigProblem(key, f"{source}: [{key}] must be a table, not {table!r}; using the defaults")
+            ConfigProblem(key, f"{source}: [{key}] must be a table, not {_toml(table)}; using the defaults")
         )
         return kind()
     info = msgspec.inspect.type_info(kind)
@@ -208,7 +209,9 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
             allowed = _allowed(known[name].type) or str(exc).partition(" - at")[0]
             problems.append(
                 ConfigProblem(
-                    f"{key}.{name}", f"{source}: {key}.{name} = {bad!r} is not {allowed}; using {default!r}"
+                    f"{key}.{name}",
+                    f"{source}: {key}.{name} = {_toml(bad)} is not {allowed}; "
+                    + ("left unset" if default is None else f"using {_toml(default)}"),
                 )
             )
 
@@ -221,12 +224,25 @@ def _whole(value: object, t: msgspec.inspect.Type) -> object:
     return value
 
 
+def _toml(value: object) -> str:
+    """A value as the file writes it (``"hot"``, ``true``, ``{done = "yes"}``), not as Python does."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(_toml, value)) + "]"
+    return str(value)
+
+
 def _allowed(t: msgspec.inspect.Type) -> str:
     """What a field takes, in words: "a number in 20 … 150", "text", "true or false" …"""
     if isinstance(t, msgspec.inspect.FloatType | msgspec.inspect.IntType):
         what = "a number" if isinstance(t, msgspec.inspect.FloatType) else "a whole number"
         if t.ge is not None and t.le is not None:
-            return f"{what} in {t.ge:g} … {t.le:g}"
+            return f"{what} in {t.ge:g} … {t.le:g}" if what == "a number" else f"{what} in {t.ge} … {t.le}"
         return what
     if isinstance(t, msgspec.inspect.LiteralType):
         return "one of " + ", ".join(f'"{v}"' for v in t.values)
@@ -257,13 +273,13 @@ def _unknown_keys(
 def _device_slots(table: object, source: str, problems: list[ConfigProblem]) -> dict[str, int]:
     """``[devices.<name>] slots = N`` → {name: N}; a bad value is reported and that device keeps one."""
     if not isinstance(table, dict):
-        message = f"{source}: [devices] must be a table of [devices.<name>] tables, not {table!r}"
+        message = f"{source}: [devices] must be a table of [devices.<name>] tables, not {_toml(table)}"
         problems.append(ConfigProblem("devices", message))
         return {}
     out: dict[str, int] = {}
     for name, entry in table.items():
         if not isinstance(entry, dict):
-            message = f"{source}: devices.{name} must be a table like `slots = 2`, not {entry!r}"
+            message = f"{source}: devices.{name} must be a table like `slots = 2`, not {_toml(entry)}"
             problems.append(ConfigProblem(f"devices.{name}", message))
             continue
         before = len(problems)

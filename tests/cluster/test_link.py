@@ -158,7 +158,7 @@ def test_bad_cluster_values_are_refused_naming_the_key(tmp_path: Path) -> None:
         ({"machine": "any"}, "machine"),
         ({"lost_after": "5s", "fence_after": "10s"}, "fence_after"),
         ({"max_transfer": "lots"}, r"config\.toml: \[cluster\] max_transfer: expected a size"),
-        ({"insecure": "yes"}, r"config\.toml: cluster\.insecure = 'yes' is not true or false"),
+        ({"insecure": "yes"}, r'config\.toml: cluster\.insecure = "yes" is not true or false'),
         ({"shared": 5}, r"cluster\.shared = 5 is not text or a list of text"),
     ):
         config.write_text(tomli_w.dumps({"cluster": {"address": "h:1", **table}}))

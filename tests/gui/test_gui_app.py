@@ -268,7 +268,7 @@ def test_the_tray_starts_with_a_bad_config_using_its_good_keys(
         assert app.panel.windowTitle() == "gputray — デモ"  # [gui] language is used
         assert app.notifier.enabled["job_started"] is False and app.notifier.enabled["gpu_hot"] is True
         logged = [r.getMessage() for r in caplog.records]
-        assert f"{path}: thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0" in logged
+        assert f'{path}: thresholds.temp_limit_c = "hot" is not a number in 20 … 150; using 85.0' in logged
         assert f"{path}: unknown key gui.notifcations (did you mean gui.notifications?); ignored" in logged
     finally:
         app.shutdown()

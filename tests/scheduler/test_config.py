@@ -46,7 +46,7 @@ def test_every_bad_threshold_is_reported_and_the_rest_kept(tmp_path: Path) -> No
     assert config.monitor.history_s == 3900.0
     assert [str(p) for p in config.problems] == [
         f"{path}: monitor.history_s = -5 is not a number in 60 … 604800; using 3900.0",
-        f"{path}: thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0",
+        f'{path}: thresholds.temp_limit_c = "hot" is not a number in 20 … 150; using 85.0',
         f"{path}: thresholds.busy_util_percent = nan is not a number in 0 … 100; using 30.0",
     ]
 
@@ -73,7 +73,7 @@ def test_slots_per_device_from_the_config(tmp_path: Path) -> None:
     assert config.device_slots == {"cpu": 4, "5060ti": 2}  # a bad value: that device keeps one slot
     assert [str(p) for p in config.problems] == [
         f"{path}: devices.780m.slots = 0 is not a whole number in 1 … 64; using 1",
-        f"{path}: devices.pci:0000:09:00.0.slots = 'two' is not a whole number in 1 … 64; using 1",
+        f'{path}: devices.pci:0000:09:00.0.slots = "two" is not a whole number in 1 … 64; using 1',
         f"{path}: unknown key devices.other.slot (did you mean devices.other.slots?); ignored",
     ]
 
@@ -96,7 +96,24 @@ def test_a_language_the_tray_does_not_ship_is_named_with_those_it_does(tmp_path:
     config = read_config(path)
     assert config.gui.language == "auto"
     assert [str(p) for p in config.problems] == [
-        f'{path}: gui.language = \'jp\' is not one of "auto", "en", "ja"; using \'auto\''
+        f'{path}: gui.language = "jp" is not one of "auto", "en", "ja"; using "auto"'
+    ]
+
+
+def test_values_are_named_as_the_file_writes_them(tmp_path: Path) -> None:
+    """`true`, `"yes"`, `{done = "yes"}` and an exact bound, as in TOML: not Python's `True`, `'yes'`,
+    `{'done': 'yes'}`, `None` or a rounded `1.1259e+15`."""
+    path = _config(
+        tmp_path,
+        "[thresholds]\nigpu_temp_limit_c = true\nexternal_vram_bytes = -5\n"
+        '[gui.notifications]\ndone = "yes"\n[cluster]\naddress = 5\n',
+    )
+    assert [str(p) for p in read_config(path).problems] == [
+        f"{path}: thresholds.igpu_temp_limit_c = true is not a number in 20 … 150; using 90.0",
+        f"{path}: thresholds.external_vram_bytes = -5 is not a whole number in 0 … 1125899906842624; "
+        "using 1073741824",
+        f'{path}: gui.notifications = {{done = "yes"}} is not a table of true/false values; using {{}}',
+        f"{path}: cluster.address = 5 is not text; left unset",
     ]
 
 
@@ -107,7 +124,7 @@ def test_a_table_of_the_wrong_type_is_named_and_the_defaults_used(tmp_path: Path
     assert config.thresholds.temp_limit_c == 70.0
     assert [str(p) for p in config.problems] == [
         f"{path}: [devices] must be a table of [devices.<name>] tables, not 2",
-        f"{path}: [gui] must be a table, not 'ja'; using the defaults",
+        f'{path}: [gui] must be a table, not "ja"; using the defaults',
     ]
 
 
@@ -175,7 +192,7 @@ def test_the_owner_starts_with_a_bad_config_and_logs_each_problem(
         assert hot and "limit 30 °C" in hot[0].reasons[0]  # the good key is used
         logged = "\n".join(r.getMessage() for r in caplog.records)
         for needle in (
-            "thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0",
+            'thresholds.temp_limit_c = "hot" is not a number in 20 … 150; using 85.0',
             "devices.cpu.slots = 0 is not a whole number in 1 … 64; using 1",
             "unknown key gui.langauge (did you mean gui.language?)",
             "[[env]] #1 (ロクム): extra_env: '番号' is not a valid environment variable name",
@@ -198,7 +215,7 @@ def test_gputray_config_lists_the_problems_and_exits_1(tmp_path: Path) -> None:
     done = gputray("config", home=home)
     assert done.returncode == 1, done.stderr
     assert done.stdout.splitlines()[1:] == [
-        f"{path}: thresholds.temp_limit_c = 'hot' is not a number in 20 … 150; using 85.0",
+        f'{path}: thresholds.temp_limit_c = "hot" is not a number in 20 … 150; using 85.0',
         f"{path}: unknown key gui.langauge (did you mean gui.language?); ignored",
     ]
     path.write_text("[thresholds\n", encoding="utf-8")
