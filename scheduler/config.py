@@ -300,6 +300,8 @@ def _envs(tables: object, source: str, problems: list[ConfigProblem]) -> tuple[P
             env = parse_env(i, table, source)
         except EnvError as exc:
             problems.append(ConfigProblem("env", str(exc)))
+            if isinstance(table, dict):  # `path = ...` for `python = ...`: the typo is the problem
+                _unknown_keys(table, ENV_KEYS, f"env.{table.get('name') or f'#{i + 1}'}", source, problems)
             continue
         _unknown_keys(table, ENV_KEYS, f"env.{env.name}", source, problems)
         if any(e.name == env.name for e in envs):

@@ -117,6 +117,14 @@ def test_values_are_named_as_the_file_writes_them(tmp_path: Path) -> None:
     ]
 
 
+def test_an_env_without_python_names_the_key_written_instead(tmp_path: Path) -> None:
+    path = _config(tmp_path, '[[env]]\nname = "rocm"\npath = "/v/bin/python"\n')
+    assert [str(p) for p in read_config(path).problems] == [
+        f"{path}: [[env]] #1 (rocm) needs python = the path to its interpreter",
+        f"{path}: unknown key env.rocm.path (did you mean env.rocm.python?); ignored",
+    ]
+
+
 def test_a_table_of_the_wrong_type_is_named_and_the_defaults_used(tmp_path: Path) -> None:
     path = _config(tmp_path, 'gui = "ja"\ndevices = 2\n[thresholds]\ntemp_limit_c = 70\n')
     config = read_config(path)
