@@ -57,6 +57,18 @@ class DeviceSection:
     slots: Annotated[int, Meta(ge=1, le=MAX_SLOTS)] = 1
 
 
+# the tray's notifications, each one ``[gui.notifications] <kind> = false`` can turn off
+NOTIFICATION_KINDS = (
+    "job_started",
+    "job_redirected",
+    "job_finished",
+    "job_failed",
+    "gpu_hot",
+    "gpu_lost",
+    "gpu_back",
+)
+
+
 @dataclass(frozen=True)
 class GuiSection:
     language: Literal["auto", "en", "ja"] = "auto"  # "auto" (the locale's), or a language the tray ships
@@ -154,6 +166,7 @@ def read_config(path: Path | None = None) -> Config:
     def table(name: str, kind: type[T]) -> T:
         return _section(raw.get(name, {}), kind, name, source, problems)
 
+    notifications = raw.get("gui", {}).get("notifications") if isinstance(raw.get("gui"), dict) else None
     config = Config(
         source,
         monitor=table("monitor", MonitorSection),
@@ -163,6 +176,8 @@ def read_config(path: Path | None = None) -> Config:
         gui=table("gui", GuiSection),
         cluster=table("cluster", ClusterSection),
     )
+    if isinstance(notifications, dict):  # `job_faild = false` would silently turn nothing off
+        _unknown_keys(notifications, NOTIFICATION_KINDS, "gui.notifications", source, problems)
     return dataclasses.replace(config, problems=tuple(problems))
 
 

@@ -101,18 +101,18 @@ def test_a_language_the_tray_does_not_ship_is_named_with_those_it_does(tmp_path:
 
 
 def test_values_are_named_as_the_file_writes_them(tmp_path: Path) -> None:
-    """`true`, `"yes"`, `{done = "yes"}` and an exact bound, as in TOML: not Python's `True`, `'yes'`,
-    `{'done': 'yes'}`, `None` or a rounded `1.1259e+15`."""
+    """`true`, `"yes"`, `{gpu_hot = "yes"}` and an exact bound, as in TOML: not Python's `True`, `'yes'`,
+    `{'gpu_hot': 'yes'}`, `None` or a rounded `1.1259e+15`."""
     path = _config(
         tmp_path,
         "[thresholds]\nigpu_temp_limit_c = true\nexternal_vram_bytes = -5\n"
-        '[gui.notifications]\ndone = "yes"\n[cluster]\naddress = 5\n',
+        '[gui.notifications]\ngpu_hot = "yes"\n[cluster]\naddress = 5\n',
     )
     assert [str(p) for p in read_config(path).problems] == [
         f"{path}: thresholds.igpu_temp_limit_c = true is not a number in 20 … 150; using 90.0",
         f"{path}: thresholds.external_vram_bytes = -5 is not a whole number in 0 … 1125899906842624; "
         "using 1073741824",
-        f'{path}: gui.notifications = {{done = "yes"}} is not a table of true/false values; using {{}}',
+        f'{path}: gui.notifications = {{gpu_hot = "yes"}} is not a table of true/false values; using {{}}',
         f"{path}: cluster.address = 5 is not text; left unset",
     ]
 
@@ -122,6 +122,16 @@ def test_an_env_without_python_names_the_key_written_instead(tmp_path: Path) -> 
     assert [str(p) for p in read_config(path).problems] == [
         f"{path}: [[env]] #1 (rocm) needs python = the path to its interpreter",
         f"{path}: unknown key env.rocm.path (did you mean env.rocm.python?); ignored",
+    ]
+
+
+def test_a_misspelt_notification_kind_is_named(tmp_path: Path) -> None:
+    path = _config(tmp_path, "[gui.notifications]\njob_faild = false\ngpu_hot = false\n")
+    config = read_config(path)
+    assert config.gui.notifications["gpu_hot"] is False
+    assert [str(p) for p in config.problems] == [
+        f"{path}: unknown key gui.notifications.job_faild (did you mean gui.notifications.job_failed?); "
+        "ignored"
     ]
 
 
