@@ -125,7 +125,8 @@ def load_cluster_config(config_file: Path) -> ClusterConfig:
 
 
 def write_cluster_table(config_file: Path, values: dict[str, Any] | None) -> None:
-    """Set (or, with None, remove) the ``[cluster]`` table of the user's config, keeping the rest."""
+    """Set (or, with None, remove) the ``[cluster]`` table of the user's config, keeping the rest (the
+    file as it was stays as ``config.toml.bak``, as with ``envs add`` and Settings)."""
     import tomli_w
 
     from gputray.scheduler.config import read_user_config, write_user_config
@@ -136,7 +137,7 @@ def write_cluster_table(config_file: Path, values: dict[str, Any] | None) -> Non
     else:
         current = data.get("cluster")
         data["cluster"] = {**(current if isinstance(current, dict) else {}), **values}
-    write_user_config(config_file, tomli_w.dumps(data))
+    write_user_config(config_file, tomli_w.dumps(data), backup=True)  # comments are not written back
 
 
 def is_windows() -> bool:
