@@ -186,8 +186,8 @@ def read_config_or_defaults(path: Path) -> Config:
     defaults used."""
     try:
         return read_config(path)
-    except ConfigError:
-        log.exception("the config cannot be read: using the defaults")
+    except ConfigError as exc:  # the user's typo: its line, not a traceback
+        log.error("%s; using the defaults", exc)
         return Config(str(path))
 
 

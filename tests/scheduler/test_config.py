@@ -179,6 +179,18 @@ def test_a_file_not_in_utf8_names_its_line_and_a_bom_is_read(tmp_path: Path) -> 
     assert read_config(path).gui.language == "ja"
 
 
+def test_the_owner_logs_a_malformed_file_in_one_line_not_a_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = _config(tmp_path, "[thresholds\n")
+    with caplog.at_level(logging.ERROR, logger="gputray.config"):
+        assert read_config_or_defaults(path) == Config(str(path))
+    (record,) = caplog.records
+    assert record.exc_info is None
+    assert record.getMessage().startswith(f"{path}: Expected ']'") and "line 1" in record.getMessage()
+    assert record.getMessage().endswith("; using the defaults")
+
+
 def test_the_shipped_default_config_is_the_typed_defaults() -> None:
     """resources/default_config.toml documents the defaults: it must say what the records hold."""
     path = Path(str(resource_path("default_config.toml")))
