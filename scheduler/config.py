@@ -234,7 +234,11 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
 def _whole(value: object, t: msgspec.inspect.Type) -> object:
     """``2e9`` where a whole number is wanted: TOML has no integer exponent form, so a float that is a
     whole number is taken as one."""
-    if isinstance(t, msgspec.inspect.IntType) and isinstance(value, float) and value.is_integer():
+    wants_int = isinstance(t, msgspec.inspect.IntType) or (
+        isinstance(t, msgspec.inspect.UnionType)
+        and any(isinstance(a, msgspec.inspect.IntType) for a in t.types)  # max_transfer = 2e9
+    )
+    if wants_int and isinstance(value, float) and value.is_integer():
         return int(value)
     return value
 

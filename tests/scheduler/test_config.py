@@ -54,9 +54,14 @@ def test_every_bad_threshold_is_reported_and_the_rest_kept(tmp_path: Path) -> No
 def test_a_whole_number_written_with_an_exponent_is_taken(tmp_path: Path) -> None:
     """TOML has no integer exponent form: ``2e9`` bytes is a float that is a whole number (the old reader
     took it; a typed field must too), while ``1.5`` slots is still refused."""
-    path = _config(tmp_path, "[thresholds]\nexternal_vram_bytes = 2e9\n[devices.cpu]\nslots = 1.5\n")
+    path = _config(
+        tmp_path,
+        "[thresholds]\nexternal_vram_bytes = 2e9\n[devices.cpu]\nslots = 1.5\n"
+        "[cluster]\nmax_transfer = 2e9\n",
+    )
     config = read_config(path)
     assert config.thresholds.external_vram_bytes == 2_000_000_000
+    assert config.cluster.max_transfer == 2_000_000_000  # a whole number or a size: 2e9 was refused
     assert [p.key for p in config.problems] == ["devices.cpu.slots"]
 
 
