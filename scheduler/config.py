@@ -167,6 +167,13 @@ def read_config(path: Path | None = None) -> Config:
         return _section(raw.get(name, {}), kind, name, source, problems)
 
     notifications = raw.get("gui", {}).get("notifications") if isinstance(raw.get("gui"), dict) else None
+    if isinstance(notifications, dict):  # one bad entry must not undo the others (Settings adds to them)
+        kept = {k: v for k, v in notifications.items() if isinstance(v, bool)}
+        for kind, value in notifications.items():
+            if kind not in kept:
+                message = f"{source}: gui.notifications.{kind} = {_toml(value)} is not true or false; ignored"
+                problems.append(ConfigProblem(f"gui.notifications.{kind}", message))
+        raw = {**raw, "gui": {**raw["gui"], "notifications": kept}}
     config = Config(
         source,
         monitor=table("monitor", MonitorSection),

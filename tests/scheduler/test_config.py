@@ -106,18 +106,17 @@ def test_a_language_the_tray_does_not_ship_is_named_with_those_it_does(tmp_path:
 
 
 def test_values_are_named_as_the_file_writes_them(tmp_path: Path) -> None:
-    """`true`, `"yes"`, `{gpu_hot = "yes"}` and an exact bound, as in TOML: not Python's `True`, `'yes'`,
-    `{'gpu_hot': 'yes'}`, `None` or a rounded `1.1259e+15`."""
+    """`true` and an exact bound, as in TOML: not Python's `True`, `None` or a rounded `1.1259e+15`."""
     path = _config(
         tmp_path,
         "[thresholds]\nigpu_temp_limit_c = true\nexternal_vram_bytes = -5\n"
-        '[gui.notifications]\ngpu_hot = "yes"\n[cluster]\naddress = 5\n',
+        "[gui]\nnotifications = 5\n[cluster]\naddress = 5\n",
     )
     assert [str(p) for p in read_config(path).problems] == [
         f"{path}: thresholds.igpu_temp_limit_c = true is not a number in 20 … 150; using 90.0",
         f"{path}: thresholds.external_vram_bytes = -5 is not a whole number in 0 … 1125899906842624; "
         "using 1073741824",
-        f'{path}: gui.notifications = {{gpu_hot = "yes"}} is not a table of true/false values; using {{}}',
+        f"{path}: gui.notifications = 5 is not a table of true/false values; using {{}}",
         f"{path}: cluster.address = 5 is not text; left unset",
     ]
 
@@ -137,6 +136,17 @@ def test_a_misspelt_notification_kind_is_named(tmp_path: Path) -> None:
     assert [str(p) for p in config.problems] == [
         f"{path}: unknown key gui.notifications.job_faild (did you mean gui.notifications.job_failed?); "
         "ignored"
+    ]
+
+
+def test_one_bad_notification_entry_leaves_the_others(tmp_path: Path) -> None:
+    """`gpu_hot = "yes"` beside `job_started = false` (which Settings adds): the whole table was
+    dropped, so the job notifications the user had just turned off came back."""
+    path = _config(tmp_path, '[gui.notifications]\ngpu_hot = "yes"\njob_started = false\n')
+    config = read_config(path)
+    assert config.gui.notifications == {"job_started": False}
+    assert [str(p) for p in config.problems] == [
+        f'{path}: gui.notifications.gpu_hot = "yes" is not true or false; ignored'
     ]
 
 
