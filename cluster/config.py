@@ -20,9 +20,10 @@ import os
 import re
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gputray.scheduler.tasks import MACHINE_RE
 
@@ -33,6 +34,7 @@ DEFAULT_MAX_TRANSFER_BYTES = 2 << 30
 CHUNK_BYTES = 8 << 20  # one object-store object per chunk; a few are in flight at once
 RESOURCE_PREFIX = "gputray-machine-"  # the Ray custom resource naming a machine: gputray-machine-desk
 LABEL_KEY = "gputray-machine"  # ... or the node label gputray-machine=desk
+T = TypeVar("T")
 
 
 class ClusterConfigError(ValueError):
@@ -81,19 +83,18 @@ def cluster_config(section: ClusterSection) -> ClusterConfig:
     def text(value: str | None) -> str | None:
         return value.strip() or None if value else None
 
-    try:
-        machine = check_machine_name(text(section.machine) or default_machine_name(), "[cluster] machine")
-        shared_raw = [section.shared] if isinstance(section.shared, str) else section.shared or []
-        shared = tuple(Path(os.path.abspath(Path(p).expanduser())) for p in shared_raw)
-        max_transfer = parse_size(
-            DEFAULT_MAX_TRANSFER_BYTES if section.max_transfer is None else section.max_transfer
-        )
-        lost_after_s = parse_duration(20.0 if section.lost_after is None else section.lost_after)
-        fence_after_s = parse_duration(5.0 if section.fence_after is None else section.fence_after)
-    except ValueError as exc:
-        if isinstance(exc, ClusterConfigError):
-            raise
-        raise ClusterConfigError(f"[cluster]: {exc}") from None
+    def parsed(key: str, parse: Callable[[Any], T], value: object, default: object) -> T:
+        try:
+            return parse(default if value is None else value)
+        except ValueError as exc:
+            raise ClusterConfigError(f"[cluster] {key}: {exc}") from None
+
+    machine = check_machine_name(text(section.machine) or default_machine_name(), "[cluster] machine")
+    shared_raw = [section.shared] if isinstance(section.shared, str) else section.shared or []
+    shared = tuple(Path(os.path.abspath(Path(p).expanduser())) for p in shared_raw)
+    max_transfer = parsed("max_transfer", parse_size, section.max_transfer, DEFAULT_MAX_TRANSFER_BYTES)
+    lost_after_s = parsed("lost_after", parse_duration, section.lost_after, 20.0)
+    fence_after_s = parsed("fence_after", parse_duration, section.fence_after, 5.0)
     if fence_after_s >= lost_after_s:
         raise ClusterConfigError(
             "[cluster] fence_after must be shorter than lost_after: a machine cut off must stop the "
@@ -117,11 +118,15 @@ def load_cluster_config(config_file: Path) -> ClusterConfig:
     bad = [p for p in config.problems_in("cluster") if not p.unknown]
     if bad:
         raise ClusterConfigError("; ".join(p.message for p in bad))
-    return cluster_config(config.cluster)
+    try:
+        return cluster_config(config.cluster)
+    except ClusterConfigError as exc:
+        raise ClusterConfigError(f"{config.source}: {exc}") from None
 
 
 def write_cluster_table(config_file: Path, values: dict[str, Any] | None) -> None:
-    """Set (or, with None, remove) the ``[cluster]`` table of the user's config, keeping the rest."""
+    """Set (or, with None, remove) the ``[cluster]`` table of the user's config, keeping the rest (the
+    file as it was stays as ``config.toml.bak``, as with ``envs add`` and Settings)."""
     import tomli_w
 
     from gputray.scheduler.config import read_user_config, write_user_config
@@ -132,7 +137,7 @@ def write_cluster_table(config_file: Path, values: dict[str, Any] | None) -> Non
     else:
         current = data.get("cluster")
         data["cluster"] = {**(current if isinstance(current, dict) else {}), **values}
-    write_user_config(config_file, tomli_w.dumps(data))
+    write_user_config(config_file, tomli_w.dumps(data), backup=True)  # comments are not written back
 
 
 def is_windows() -> bool:

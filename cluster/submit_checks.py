@@ -123,7 +123,8 @@ def _check_anywhere(
             info = dataclasses.replace(d.info, key=qualified(local, d.key))
             devices.append((local, dataclasses.replace(d, info=info)))
     for machine, view in sorted(cluster.online.items()):
-        if machine != local:
+        # this machine as the report has it only before its own first reading (right after start)
+        if machine != local or local_devices is None:
             devices.extend(
                 (machine, _state(d, qualified(machine, d.key), d.name, view.ram_total_bytes))
                 for d in view.devices

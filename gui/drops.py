@@ -171,11 +171,13 @@ def handle_drop(
     submit: SubmitFn,
     ask: AskFn | None,
     state: GuiState | None = None,
+    machines: Sequence[str] | None = None,
 ) -> DropOutcome:
     """Plan, confirm (unless every type has a remembered choice), submit one job per file.
 
     ``submit(files, recipe, overrides)`` returns the new task ids and raises with a readable message
-    (a missing tool, say) when it cannot queue them.
+    (a missing tool, say) when it cannot queue them. ``machines``: the other machines of the cluster
+    online now (None: in no cluster); a remembered "Run on" machine not among them is asked again.
     """
     plan = plan_drop(items, recipes)
     outcome = DropOutcome(messages=list(plan.problems))
@@ -183,9 +185,12 @@ def handle_drop(
         return outcome
     known = remembered_choices(state)
     choices: dict[str, DropChoice] = {}
-    pending = [
-        g for g in plan.groups if g.file_type not in known or known[g.file_type].recipe not in g.recipes
-    ]
+
+    def still_fits(choice: DropChoice, g: DropGroup) -> bool:
+        there = choice.machine in (None, "any") or choice.machine in (machines or ())
+        return choice.recipe in g.recipes and there
+
+    pending = [g for g in plan.groups if g.file_type not in known or not still_fits(known[g.file_type], g)]
     if pending and ask is not None:
         # The dialog lists the files left out itself: they are not repeated in a message afterwards.
         asked = ask(DropPlan(tuple(pending), plan.problems), known)

@@ -17,19 +17,12 @@ from dataclasses import dataclass
 from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.monitor.records import DeviceEvent
+from gputray.scheduler.config import NOTIFICATION_KINDS
 from gputray.scheduler.replies import TaskView
 
 log = logging.getLogger("gputray.gui.notifications")
 
-KINDS = (
-    "job_started",
-    "job_redirected",
-    "job_finished",
-    "job_failed",
-    "gpu_hot",
-    "gpu_lost",
-    "gpu_back",
-)
+KINDS = NOTIFICATION_KINDS  # the config checks their names
 
 
 def kind_labels() -> dict[str, str]:

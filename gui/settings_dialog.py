@@ -42,7 +42,8 @@ LANGUAGE_LABELS = {"auto": tr_noop("System (auto)"), "en": "English", "ja": "日
 
 
 def write_user_config(updates: Mapping[str, Mapping[str, Any]], path: Path | None = None) -> Path:
-    """Merge ``{table: {key: value}}`` into the user's config file; other tables stay as they are."""
+    """Merge ``{table: {key: value}}`` into the user's config file; other tables stay as they are, and
+    the file as it was is kept as ``config.toml.bak`` (its comments are not written back)."""
     path = path or app_paths().config_file
     data = read_user_config(path, malformed_hint=" (fix the file first; gputray will not overwrite it)")
     for table, values in updates.items():
@@ -55,7 +56,7 @@ def write_user_config(updates: Mapping[str, Mapping[str, Any]], path: Path | Non
             else:
                 merged[key] = value
         data[table] = merged
-    write_config_text(path, tomli_w.dumps(data))
+    write_config_text(path, tomli_w.dumps(data), backup=True)  # TOML writers drop comments
     return path
 
 

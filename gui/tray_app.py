@@ -52,6 +52,9 @@ NO_TRAY_NOTE = tr_noop(
 BACKENDS_FAILED_NOTE = tr_noop("The GPU backends failed to start ({error}).")
 OWNER_FAILED_NOTE = tr_noop("gputray could not start its queue: {error}")
 CONFIG_NOTE = tr_noop("Your config file has a problem, so the defaults are used: {error}")
+CONFIG_PROBLEMS_NOTE = tr_noop(
+    "Your config file has {count} problem(s) (`gputray config` lists them): {first}"
+)
 
 
 class TrayApp(QObject):
@@ -85,9 +88,7 @@ class TrayApp(QObject):
         self.owner: Owner | None = None
         self.monitor: Any = None
         self.latest: Snapshot | None = None
-        self.notes: list[Note] = (
-            [] if self.config_error is None else [note(CONFIG_NOTE, error=self.config_error)]
-        )
+        self.notes: list[Note] = self._config_notes()
         self._unsubscribe: Any = None
         self._starting = False
         self.dashboard: Any = None
@@ -144,6 +145,14 @@ class TrayApp(QObject):
         self.menu.quit_action.triggered.connect(lambda: self.quit_asking())
         self.tray.setContextMenu(self.menu)
         self.panel.set_notice(self.notice_text)
+
+    def _config_notes(self) -> list[Note]:
+        """The banner's word on the config file: unreadable, or its bad values and unknown keys (only
+        logged before, so a typo in a tray-only setup went unseen)."""
+        if self.config_error is not None:
+            return [note(CONFIG_NOTE, error=self.config_error)]
+        problems = self.config.problems
+        return [note(CONFIG_PROBLEMS_NOTE, count=len(problems), first=problems[0])] if problems else []
 
     def notice_text(self) -> str:
         """The panel's banner, in the current language: no tray, no GPU (demo), start-up problems."""
@@ -431,13 +440,15 @@ class TrayApp(QObject):
         parent = self.panel if self.panel.isVisible() else None
         pinned = self.panel.pinned
         self.panel.pinned = True  # the dialog takes focus: keep the panel open meanwhile
+        machines = self._run_on_machines()
         try:
             outcome = handle_drop(
                 items,
                 recipes=recipes,
                 submit=self.submit_files,
-                ask=ask_with_dialog(parent, recipes, machines=self._run_on_machines()),
+                ask=ask_with_dialog(parent, recipes, machines=machines),
                 state=self.state,
+                machines=machines,
             )
         finally:
             self.panel.pinned = pinned
@@ -617,6 +628,10 @@ class TrayApp(QObject):
 
         with contextlib.suppress(ConfigError):  # the file just written, read as `gputray daemon` reads it
             self.config = read_config(self.paths.config_file)
+            self.config_error = None
+        kinds = (CONFIG_NOTE, CONFIG_PROBLEMS_NOTE)
+        self.notes = [n for n in self.notes if n.source not in kinds] + self._config_notes()
+        self.panel.set_notice(self.notice_text)
         self.notifier.enabled.update(self.config.gui.notifications)
         if self.monitor is not None:
             self.monitor.interval_s = self.config.monitor.interval_s
@@ -663,7 +678,7 @@ class TrayApp(QObject):
             return
         self.stop_owner()
         self.latest = None
-        self.notes = []
+        self.notes = self._config_notes()  # the owner's notes go with it; the config's stay
         self.panel.set_notice(self.notice_text)
         self.icon_ctl.update(
             picture_for(None, waiting=0, demo=demo), summary_line(None, waiting=0, running=0, demo=demo)

@@ -13,8 +13,10 @@ Past ``read_config`` nobody sees the TOML as a dict; the writers (settings dialo
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import difflib
+import json
 import logging
 import os
 import re
@@ -22,7 +24,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 from msgspec import Meta
@@ -55,9 +57,21 @@ class DeviceSection:
     slots: Annotated[int, Meta(ge=1, le=MAX_SLOTS)] = 1
 
 
+# the tray's notifications, each one ``[gui.notifications] <kind> = false`` can turn off
+NOTIFICATION_KINDS = (
+    "job_started",
+    "job_redirected",
+    "job_finished",
+    "job_failed",
+    "gpu_hot",
+    "gpu_lost",
+    "gpu_back",
+)
+
+
 @dataclass(frozen=True)
 class GuiSection:
-    language: str = "auto"  # "auto", or a language the tray ships ("en", "ja")
+    language: Literal["auto", "en", "ja"] = "auto"  # "auto" (the locale's), or a language the tray ships
     notifications: dict[str, bool] = field(default_factory=dict)  # kind → shown; absent: shown
 
 
@@ -110,12 +124,21 @@ def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}{malformed_hint}") from exc
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        # Notepad's "UTF-8 with BOM" is still UTF-8; tomllib refuses the mark itself.
+        text = data.removeprefix(codecs.BOM_UTF8).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: line {line} is not UTF-8 text; save the file as UTF-8{malformed_hint}"
+        ) from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}{malformed_hint}") from exc
 
 
 def write_user_config(path: Path, text: str, *, backup: bool = False) -> None:
@@ -143,6 +166,14 @@ def read_config(path: Path | None = None) -> Config:
     def table(name: str, kind: type[T]) -> T:
         return _section(raw.get(name, {}), kind, name, source, problems)
 
+    notifications = raw.get("gui", {}).get("notifications") if isinstance(raw.get("gui"), dict) else None
+    if isinstance(notifications, dict):  # one bad entry must not undo the others (Settings adds to them)
+        kept = {k: v for k, v in notifications.items() if isinstance(v, bool)}
+        for kind, value in notifications.items():
+            if kind not in kept:
+                message = f"{source}: gui.notifications.{kind} = {_toml(value)} is not true or false; ignored"
+                problems.append(ConfigProblem(f"gui.notifications.{kind}", message))
+        raw = {**raw, "gui": {**raw["gui"], "notifications": kept}}
     config = Config(
         source,
         monitor=table("monitor", MonitorSection),
@@ -152,6 +183,8 @@ def read_config(path: Path | None = None) -> Config:
         gui=table("gui", GuiSection),
         cluster=table("cluster", ClusterSection),
     )
+    if isinstance(notifications, dict):  # `job_faild = false` would silently turn nothing off
+        _unknown_keys(notifications, NOTIFICATION_KINDS, "gui.notifications", source, problems)
     return dataclasses.replace(config, problems=tuple(problems))
 
 
@@ -160,8 +193,8 @@ def read_config_or_defaults(path: Path) -> Config:
     defaults used."""
     try:
         return read_config(path)
-    except ConfigError:
-        log.exception("the config cannot be read: using the defaults")
+    except ConfigError as exc:  # the user's typo: its line, not a traceback
+        log.error("%s; using the defaults", exc)
         return Config(str(path))
 
 
@@ -177,7 +210,7 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
     """One table converted to its dataclass; each bad value reported and left to its default."""
     if not isinstance(table, dict):
         problems.append(
-            ConfigProblem(key, f"{source}: [{key}] must be a table, not {table!r}; using the defaults")
+            ConfigProblem(key, f"{source}: [{key}] must be a table, not {_toml(table)}; using the defaults")
         )
         return kind()
     info = msgspec.inspect.type_info(kind)
@@ -198,7 +231,9 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
             allowed = _allowed(known[name].type) or str(exc).partition(" - at")[0]
             problems.append(
                 ConfigProblem(
-                    f"{key}.{name}", f"{source}: {key}.{name} = {bad!r} is not {allowed}; using {default!r}"
+                    f"{key}.{name}",
+                    f"{source}: {key}.{name} = {_toml(bad)} is not {allowed}; "
+                    + ("left unset" if default is None else f"using {_toml(default)}"),
                 )
             )
 
@@ -206,9 +241,26 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
 def _whole(value: object, t: msgspec.inspect.Type) -> object:
     """``2e9`` where a whole number is wanted: TOML has no integer exponent form, so a float that is a
     whole number is taken as one."""
-    if isinstance(t, msgspec.inspect.IntType) and isinstance(value, float) and value.is_integer():
+    wants_int = isinstance(t, msgspec.inspect.IntType) or (
+        isinstance(t, msgspec.inspect.UnionType)
+        and any(isinstance(a, msgspec.inspect.IntType) for a in t.types)  # max_transfer = 2e9
+    )
+    if wants_int and isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+def _toml(value: object) -> str:
+    """A value as the file writes it (``"hot"``, ``true``, ``{done = "yes"}``), not as Python does."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(_toml, value)) + "]"
+    return str(value)
 
 
 def _allowed(t: msgspec.inspect.Type) -> str:
@@ -216,8 +268,10 @@ def _allowed(t: msgspec.inspect.Type) -> str:
     if isinstance(t, msgspec.inspect.FloatType | msgspec.inspect.IntType):
         what = "a number" if isinstance(t, msgspec.inspect.FloatType) else "a whole number"
         if t.ge is not None and t.le is not None:
-            return f"{what} in {t.ge:g} … {t.le:g}"
+            return f"{what} in {t.ge:g} … {t.le:g}" if what == "a number" else f"{what} in {t.ge} … {t.le}"
         return what
+    if isinstance(t, msgspec.inspect.LiteralType):
+        return "one of " + ", ".join(f'"{v}"' for v in t.values)
     if isinstance(t, msgspec.inspect.UnionType):
         return " or ".join(a for a in map(_allowed, t.types) if a)
     words = {
@@ -245,13 +299,13 @@ def _unknown_keys(
 def _device_slots(table: object, source: str, problems: list[ConfigProblem]) -> dict[str, int]:
     """``[devices.<name>] slots = N`` → {name: N}; a bad value is reported and that device keeps one."""
     if not isinstance(table, dict):
-        message = f"{source}: [devices] must be a table of [devices.<name>] tables, not {table!r}"
+        message = f"{source}: [devices] must be a table of [devices.<name>] tables, not {_toml(table)}"
         problems.append(ConfigProblem("devices", message))
         return {}
     out: dict[str, int] = {}
     for name, entry in table.items():
         if not isinstance(entry, dict):
-            message = f"{source}: devices.{name} must be a table like `slots = 2`, not {entry!r}"
+            message = f"{source}: devices.{name} must be a table like `slots = 2`, not {_toml(entry)}"
             problems.append(ConfigProblem(f"devices.{name}", message))
             continue
         before = len(problems)
@@ -272,6 +326,8 @@ def _envs(tables: object, source: str, problems: list[ConfigProblem]) -> tuple[P
             env = parse_env(i, table, source)
         except EnvError as exc:
             problems.append(ConfigProblem("env", str(exc)))
+            if isinstance(table, dict):  # `path = ...` for `python = ...`: the typo is the problem
+                _unknown_keys(table, ENV_KEYS, f"env.{table.get('name') or f'#{i + 1}'}", source, problems)
             continue
         _unknown_keys(table, ENV_KEYS, f"env.{env.name}", source, problems)
         if any(e.name == env.name for e in envs):

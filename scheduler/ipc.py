@@ -35,7 +35,7 @@ Frames
     trusted owner and may be larger (``queue`` of 10,000 tasks is ~2.5 MB): the client accepts up to
     ``MAX_REPLY_BYTES``.
 
-Requests are ``{"op": NAME, "args": {...}, "v": 1}``; replies ``{"ok": true, "result": {...}}`` or
+Requests are ``{"op": NAME, "args": {...}, "v": 2}``; replies ``{"ok": true, "result": {...}}`` or
 ``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is decoded into its op's typed
 Struct (``protocol``: known op, known argument names, types and sizes) before a handler sees it, so
 garbage gets an error reply and never reaches the queue. The handler answers with the op's reply Struct
@@ -1024,7 +1024,7 @@ class IpcClient:
         except msgspec.DecodeError as exc:  # a wrong type or unknown field, or no result at all
             raise ProtocolError(
                 f"the owner's reply to {op!r} does not fit this gputray ({exc}): is the owner another "
-                "version? Restart it (quit the tray, or `gputray shutdown` then `gputray daemon`)"
+                "version? Restart it (quit the tray, or `gputray daemon --stop` then `gputray daemon`)"
             ) from None
 
 

@@ -27,7 +27,9 @@ from msgspec import Meta
 
 from gputray.scheduler import replies as rp
 
-PROTOCOL_VERSION = 1
+# 2: typed replies, task times as epoch seconds (1 sent ISO 8601 strings): an owner and a client of
+# different versions refuse each other before acting, not after (a `run` done but reported failed).
+PROTOCOL_VERSION = 2
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 MAX_TABLE_KEYS = 4_096
@@ -53,7 +55,7 @@ class VersionMismatch(BadRequest):
     def __init__(self, theirs: object) -> None:
         super().__init__(
             f"this gputray talks protocol {theirs!r} to an owner that talks {PROTOCOL_VERSION}: "
-            "restart the owner (quit the tray, or `gputray shutdown` then `gputray daemon`)"
+            "restart the owner (quit the tray, or `gputray daemon --stop` then `gputray daemon`)"
         )
 
 

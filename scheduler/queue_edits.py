@@ -20,7 +20,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.recipes import check_runnable
 from gputray.scheduler.store import TaskNotFound, TaskStore
-from gputray.scheduler.tasks import FINISHED_STATES, PENDING_STATES, TaskRecord, local_time
+from gputray.scheduler.tasks import FINISHED_STATES, PENDING_STATES, TaskRecord, TaskSpec, local_time
 
 log = logging.getLogger("gputray.scheduler.queue_service")
 
@@ -69,6 +69,8 @@ class QueueEdits:
         def cancel(self, task_id: int) -> TaskRecord: ...
 
         def request_dispatch(self, *, urgent: bool = False) -> None: ...
+
+        def check_devices(self, *specs: TaskSpec) -> None: ...
 
         def _device_name(self, key: str | None) -> str: ...
 
@@ -178,6 +180,8 @@ class QueueEdits:
             spec = with_overrides(rec.spec, changes, source=f"edit of task #{task_id}")
             if spec.cwd != rec.spec.cwd:
                 check_runnable(spec)
+            if (spec.device_prefs, spec.vram_bytes) != (rec.spec.device_prefs, rec.spec.vram_bytes):
+                self.check_devices(spec)  # as at submit: `--device 4090` would wait for ever
             deps.check_after(task_id, spec, self.store.view())
             new = self.store.replace_spec(task_id, spec, only_states=PENDING_STATES)
             if new is None:

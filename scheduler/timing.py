@@ -229,6 +229,8 @@ def cron_trigger(expr: str, tz: dt.tzinfo | None = None) -> Any:
 
             return OrTrigger([trigger(day, "*"), trigger("*", days_of_week)])
         return trigger(day, days_of_week)
+    except TimingError:
+        raise  # already names the line
     except (ValueError, TypeError, KeyError) as exc:
         raise TimingError(f"--cron {expr!r}: {exc}") from None
 

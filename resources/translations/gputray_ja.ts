@@ -1376,6 +1376,10 @@
         <translation>設定ファイルに問題があるため、既定値を使います: {error}</translation>
     </message>
     <message>
+        <source>Your config file has {count} problem(s) (`gputray config` lists them): {first}</source>
+        <translation>設定ファイルに問題が {count} 件あります（`gputray config` で一覧できます）: {first}</translation>
+    </message>
+    <message>
         <source>gputray is still starting; try again in a moment.</source>
         <translation>gputray はまだ起動中です。少し待ってからもう一度お試しください。</translation>
     </message>

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gputray.scheduler.commands.common import EXIT_REFUSED, error, print_json
-from gputray.scheduler.config import ConfigError, read_config
+from gputray.scheduler.config import ClusterSection, ConfigError, read_config
 from gputray.scheduler.paths import app_paths
 
 
@@ -26,9 +26,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run_check(args: argparse.Namespace) -> int:
     path = app_paths().config_file
     try:
-        problems = [p.message for p in read_config(path).problems]
+        config = read_config(path)
     except ConfigError as exc:
         return error(str(exc), EXIT_REFUSED)
+    problems = [p.message for p in config.problems]
+    if config.cluster != ClusterSection() and not any(not p.unknown for p in config.problems_in("cluster")):
+        from gputray.cluster.config import ClusterConfigError, cluster_config
+
+        try:  # sizes, durations and the machine name: what the cluster bridge checks when it starts
+            cluster_config(config.cluster)
+        except ClusterConfigError as exc:
+            problems.append(f"{path}: {exc}")
     if args.json:
         print_json({"config_file": str(path), "exists": path.exists(), "problems": problems})
     else:

@@ -125,7 +125,7 @@ def render_table(pairs: Sequence[PairResult]) -> str:
 
 def render_envs(envs: Sequence[PythonEnv], pairs: Sequence[PairResult]) -> str:
     lines = []
-    width = max((len(e.name) for e in envs), default=0)
+    width = max((terminal_cells(e.name) for e in envs), default=0)
     for env in envs:
         mine = [p for p in pairs if p.env_name == env.name]
         first = next((p for p in mine if p.torch_version), None)
@@ -138,7 +138,7 @@ def render_envs(envs: Sequence[PythonEnv], pairs: Sequence[PairResult]) -> str:
         else:
             build = f"torch {first.torch_version} (CPU-only build)"
         extra = " ".join(f"{k}={v}" for k, v in env.extra_env.items())
-        lines.append(f"{env.name.ljust(width)}  {build}  {env.python}" + (f"  [{extra}]" if extra else ""))
+        lines.append(f"{_pad(env.name, width)}  {build}  {env.python}" + (f"  [{extra}]" if extra else ""))
     return "\n".join(lines)
 
 

@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from gputray.scheduler.commands.common import EXIT_REFUSED, EXIT_USAGE, error, print_json
+from gputray.scheduler.commands.common import EXIT_REFUSED, EXIT_USAGE, error, print_json, terminal_cells
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.doctor import verdict_mark
 from gputray.scheduler.doctor_cache import PairResult, cached_results
@@ -135,9 +135,10 @@ def run_list(args: argparse.Namespace) -> int:
             finding = "not checked yet (the queue checks it when a job needs it; or run gputray doctor)"
         extra = " ".join(f"{k}={v}" for k, v in env.extra_env.items()) or "—"
         rows.append((env.name, str(env.python), extra, finding))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    widths = [max(terminal_cells(r[i]) for r in rows) for i in range(3)]  # 学習 takes four columns
     for row in rows:
-        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+        cells = (cell + " " * (widths[i] - terminal_cells(cell)) for i, cell in enumerate(row[:3]))
+        print("  ".join(cells) + "  " + row[3])
     print(f"\nconfig file: {app_paths().config_file}")
     return 0
 

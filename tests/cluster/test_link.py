@@ -142,8 +142,11 @@ def test_a_task_sent_twice_is_queued_once(tmp_path: Path) -> None:
 
 def test_join_writes_the_cluster_table_and_leave_removes_it_keeping_the_rest(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text("[thresholds]\nbusy_util_percent = 50.0\n")
+    config.write_text("# 私の設定\n[thresholds]\nbusy_util_percent = 50.0\n", encoding="utf-8")
     write_cluster_table(config, {"address": "10.0.0.5:6379", "machine": "desk"})
+    assert (
+        config.with_name("config.toml.bak").read_text("utf-8").startswith("# 私の設定\n")
+    )  # the comment kept
     cfg = load_cluster_config(config)
     assert cfg.address == "10.0.0.5:6379" and cfg.machine == "desk" and not cfg.insecure
     assert cfg.max_transfer_bytes == 2 << 30
@@ -157,8 +160,8 @@ def test_bad_cluster_values_are_refused_naming_the_key(tmp_path: Path) -> None:
         ({"machine": "no spaces"}, "machine"),
         ({"machine": "any"}, "machine"),
         ({"lost_after": "5s", "fence_after": "10s"}, "fence_after"),
-        ({"max_transfer": "lots"}, "cluster"),
-        ({"insecure": "yes"}, r"config\.toml: cluster\.insecure = 'yes' is not true or false"),
+        ({"max_transfer": "lots"}, r"config\.toml: \[cluster\] max_transfer: expected a size"),
+        ({"insecure": "yes"}, r'config\.toml: cluster\.insecure = "yes" is not true or false'),
         ({"shared": 5}, r"cluster\.shared = 5 is not text or a list of text"),
     ):
         config.write_text(tomli_w.dumps({"cluster": {"address": "h:1", **table}}))

@@ -21,6 +21,7 @@ from waiting import wait_for
 from gputray.cluster.bridge import Bridge, _Machine
 from gputray.cluster.config import load_cluster_config
 from gputray.cluster.link import ClusterLink
+from gputray.cluster.submit_checks import check_machine_task
 from gputray.cluster.wire import DeviceView, MachineView
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
@@ -158,6 +159,19 @@ def test_a_task_for_any_machine_is_checked_against_every_machines_devices(desk: 
         "has 33.3 GiB"
     )
     desk.queue.submit(job(machine="any", device_prefs=("780m",), vram_bytes=20 * GIB))  # fits the laptop's
+
+
+def test_any_machine_before_this_machines_first_reading_counts_its_reported_devices(desk: Desk) -> None:
+    """Right after the owner starts (no reading of its own yet), desk's GPU is still in the bridge's
+    report: `--machine any --device 5060ti` was refused as matching only the laptop's 780M."""
+    desk.report()
+    view = desk.link.cluster_view()
+    spec = job(machine="any", device_prefs=("5060ti",))
+    check_machine_task(spec, local="desk", local_devices=None, cluster=view)  # not refused
+    with pytest.raises(SubmitRefused, match="no device on any machine matches '4090'"):
+        check_machine_task(
+            job(machine="any", device_prefs=("4090",)), local="desk", local_devices=None, cluster=view
+        )
 
 
 def test_a_machine_never_seen_is_refused_one_away_now_is_not_checked(desk: Desk) -> None:

@@ -217,6 +217,41 @@ def test_a_remembered_run_on_applies_to_the_next_drop_of_that_type(tmp_path: Pat
     assert GuiState(tmp_path / "state.json").get("drop_choices")[".py"]["machine"] == "any"
 
 
+def test_a_remembered_machine_that_is_gone_is_asked_again(tmp_path: Path) -> None:
+    """ "Run on laptop", remembered: after `gputray cluster leave` (or with the laptop gone) every drop
+    of that type was refused ("not in a cluster") with no dialog to choose again; now it asks."""
+    from gputray.gui.drops import DropChoice, handle_drop
+    from gputray.gui.gui_state import GuiState
+
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    state = GuiState(tmp_path / "state.json")
+    submitted: list[dict[str, object]] = []
+    asked: list[object] = []
+
+    def submit(files: list[str], recipe: str | None, overrides: dict[str, object]) -> list[object]:
+        submitted.append(overrides)
+        return [len(submitted)]
+
+    def ask(machine: str | None) -> Callable[[DropPlan, object], dict[str, DropChoice]]:
+        def answer(plan: DropPlan, known: object) -> dict[str, DropChoice]:
+            asked.append(machine)
+            return {".py": DropChoice("torch", "recipe", remember=True, machine=machine)}
+
+        return answer
+
+    drop = [str(script)]
+    handle_drop(
+        drop, recipes=load_recipes(), submit=submit, ask=ask("laptop"), state=state, machines=["laptop"]
+    )
+    handle_drop(drop, recipes=load_recipes(), submit=submit, ask=ask("x"), state=state, machines=["laptop"])
+    assert asked == ["laptop"] and submitted == [{"machine": "laptop"}] * 2  # remembered: not asked
+    handle_drop(drop, recipes=load_recipes(), submit=submit, ask=ask(None), state=state, machines=None)
+    assert asked == ["laptop", None] and submitted[-1] == {}  # out of the cluster: asked again
+    handle_drop(drop, recipes=load_recipes(), submit=submit, ask=ask("x"), state=state, machines=None)
+    assert asked == ["laptop", None] and submitted[-1] == {}  # the new answer is remembered
+
+
 @pytest.fixture(params=[True], ids=["in a cluster"])
 def tray(
     request: pytest.FixtureRequest,

@@ -77,3 +77,18 @@ def test_saved_settings_read_back_to_the_same_typed_values_keeping_the_rest(
     again = SettingsDialog(None, config)
     qtbot.addWidget(again)
     assert again.values() == dialog.values()  # the file reads back to what was saved
+
+
+def test_saving_keeps_the_commented_file_as_a_backup(qtbot: QtBot, gputray_home: Path) -> None:
+    """The TOML writer drops comments: like `gputray envs add`, Save keeps the file as it was in
+    config.toml.bak instead of losing the user's notes."""
+    path = app_paths().config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    user = "# 私の設定: 85 °C is too hot for this laptop\n[thresholds]\ntemp_limit_c = 80.0  # summer\n"
+    path.write_text(user, encoding="utf-8")
+    dialog = SettingsDialog(None, read_config())
+    qtbot.addWidget(dialog)
+    dialog.language.setCurrentIndex(dialog.language.findData("ja"))
+    dialog._save()
+    assert read_config().gui.language == "ja" and read_config().thresholds.temp_limit_c == 80.0
+    assert path.with_name("config.toml.bak").read_text(encoding="utf-8") == user

@@ -449,3 +449,14 @@ def test_cli_doctor_without_envs_says_what_to_do(tmp_path: Path) -> None:
     result = _gputray(["doctor", "--env", "ghost"], tmp_path / "home")
     assert result.returncode == 1  # a refusal (an unknown name), as every command says it
     assert "no environment named 'ghost'" in result.stderr
+
+
+def test_the_env_list_lines_up_with_japanese_env_names() -> None:
+    """`学習` takes four terminal columns: the builds start in one column under each other."""
+    from gputray.scheduler.commands.common import terminal_cells
+    from gputray.scheduler.commands.doctor import render_envs
+    from gputray.scheduler.env_record import PythonEnv
+
+    envs = [PythonEnv("学習", Path("/v1/bin/python")), PythonEnv("rocm", Path("/v2/bin/python"))]
+    lines = render_envs(envs, []).splitlines()
+    assert [terminal_cells(line[: line.index("not probed")]) for line in lines] == [6, 6]

@@ -272,6 +272,20 @@ def test_cli_add_list_remove(
     assert f"config file: {app_paths().config_file}" in capsys.readouterr().out  # also when empty
 
 
+def test_cli_list_columns_line_up_with_japanese_paths(
+    gputray_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CJK character takes two terminal columns: the listing padded by characters, not columns."""
+    from gputray.scheduler.commands.common import terminal_cells
+
+    python = _make_venv(tmp_path / "学習 venv")
+    assert cli.main(["envs", "add", str(python), "--name", "ml"]) == 0
+    capsys.readouterr()
+    assert cli.main(["envs"]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert terminal_cells(row[: row.index("—")]) == terminal_cells(header[: header.index("EXTRA ENV")])
+
+
 def test_cli_errors_are_clear(gputray_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Exit statuses as every command gives them: 1 for a refusal, 2 for bad usage.
     assert cli.main(["envs", "add", str(tmp_path / "missing python")]) == 1

@@ -117,6 +117,19 @@ def test_a_client_of_another_protocol_version_is_told_to_restart_the_owner(serve
 
 
 @unix_only
+def test_a_client_from_before_typed_replies_is_refused_before_anything_is_done(
+    server: Any, paths: Paths
+) -> None:
+    """Protocol 1 clients read task times as ISO strings: the owner refuses their `run` up front, so a
+    task is not queued behind a client that then reports a reply it cannot read (and is run again)."""
+    with ipc.IpcClient(paths) as client:
+        reply = client.send_raw(json.dumps({"op": "run", "args": {"argv": ["echo"]}, "v": 1}).encode())
+    assert reply["ok"] is False and reply["error"]["type"] == "VersionMismatch"
+    assert "`gputray daemon --stop` then `gputray daemon`" in reply["error"]["message"]
+    assert server.recorder.calls == []
+
+
+@unix_only
 def test_request_round_trip_and_errors(server: Any, paths: Paths) -> None:
     with ipc.IpcClient(paths) as client:
         assert client.request("ping") == PONG

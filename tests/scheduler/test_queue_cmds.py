@@ -389,7 +389,7 @@ def test_a_reply_from_an_owner_of_another_version_is_a_clear_error(
     out, err = capsys.readouterr()
     assert code == 1 and out == ""
     assert "the owner's reply to 'queue' does not fit this gputray" in err and words in err
-    assert "gputray shutdown" in err and "Traceback" not in err
+    assert "`gputray daemon --stop` then `gputray daemon`" in err and "Traceback" not in err
 
 
 # -- issue 13: listing columns, filters, negative values, subcommand usage ---------------------------

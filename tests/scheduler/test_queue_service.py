@@ -19,6 +19,7 @@ from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
+from gputray.scheduler.device_checks import SubmitRefused
 from gputray.scheduler.envs import PythonEnv
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.queue_service import QueueService, TaskStateError
@@ -691,6 +692,12 @@ def test_edit_and_move_a_task_that_has_not_started(harness: Callable[..., Harnes
         q.edit(a.id, {"after": [c.id]})
     with pytest.raises(Exception, match=r"edit cannot change 'argv'"):
         q.edit(a.id, {"argv": ["rm", "-rf", "/"]})
+    # a device or memory no device here has is refused as at submit (it would wait for ever)
+    with pytest.raises(SubmitRefused, match=r"a: no device matches '4090'; closest: "):
+        q.edit(a.id, {"device_prefs": ["4090"]})
+    with pytest.raises(SubmitRefused, match=r"a: memory asks 999.0 TiB; the largest allowed device"):
+        q.edit(a.id, {"vram": "999TiB"})
+    assert q.get(a.id).spec.device_prefs == ("cpu",) and q.get(a.id).spec.vram_bytes is None
     with pytest.raises(Exception, match=r"task #3 cannot move next to itself"):
         q.move_to(c.id, before=c.id)
     q.resume()

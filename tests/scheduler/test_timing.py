@@ -85,8 +85,9 @@ def test_cron_weekdays_mean_what_crontab_says(weekdays: str, expected: list[str]
 
 def test_cron_lines_that_never_run_or_name_no_weekday_are_refused(tmp_path: Path) -> None:
     for bad in ("0 3 * * 8", "0 3 * * funday", "0 3 * * 5-1", "0 3 * * */0"):
-        with pytest.raises(TimingError, match="--cron"):
+        with pytest.raises(TimingError, match="--cron") as refused:
             timing.cron_trigger(bad)
+        assert str(refused.value).count("--cron") == 1, refused.value  # named once, not twice
     t = make_timing(tmp_path, FakeClock(local(2026, 11, 30, 1, 0)), [])
     with pytest.raises(TimingError, match="never happens"):
         t.add("0 3 31 2 *", "/x.toml")  # 31 February
