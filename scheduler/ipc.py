@@ -380,7 +380,6 @@ class IpcServer:
         self._private_dir: Path | None = None  # a fallback folder of ours, removed at stop
         self._pipe_slots = threading.BoundedSemaphore(max_connections)
         self.address: str = ""
-        self.requests_served = 0
         self.connections_closed_for_deadline = 0
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -757,7 +756,6 @@ class IpcServer:
 
     def answer(self, data: bytes) -> dict[str, Any]:
         """One raw request → one reply. Never raises."""
-        self.requests_served += 1
         try:
             req = decode_request(data)
         except BadRequest as exc:

@@ -593,12 +593,6 @@ class TaskStore:
             return no_space_message(self.path.parent)
         return None
 
-    @property
-    def held_changes(self) -> int:
-        """Changes kept in memory because the disk was full (0 when everything is on disk)."""
-        with self._lock:
-            return len(self._held)
-
     # -- API ------------------------------------------------------------------------------------
     def add(self, spec: TaskSpec, *, now: float | None = None) -> TaskRecord:
         return self.add_many([spec], now=now)[0]
