@@ -54,7 +54,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
@@ -214,28 +214,8 @@ def _create_schema(db: sqlite3.Connection) -> None:
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
-# Fields of TaskRecord that map 1:1 to columns (everything but id and spec).
-_UPDATABLE = {
-    "state",
-    "device",
-    "env",
-    "reason",
-    "exit_code",
-    "attempts",
-    "started_at",
-    "ended_at",
-    "log_path",
-    "pid",
-    "pid_create_time",
-    "position",
-    "queued_at",
-    "not_before",
-    "overtakes",
-    "attempts_before",
-    "machine",
-    "remote_id",
-    "remote_state",
-}
+# Fields of TaskRecord that map 1:1 to columns and change after submit (all but id, spec, submitted_at).
+_UPDATABLE = {f.name for f in fields(TaskRecord)} - {"id", "spec", "submitted_at"}
 
 
 @dataclass(frozen=True)
