@@ -158,14 +158,12 @@ class ProbingChooser:
         *,
         devices: Callable[[], Sequence[DeviceInfo]],
         on_change: Callable[[], None],
-        config_path: Path | None = None,
         cache_path: Path | None = None,
         probe: Prober = doctor_probe,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._devices = devices
         self._on_change = on_change
-        self._config_path = config_path
         self._cache_path = cache_path
         self._probe = probe
         self._clock = clock
@@ -192,14 +190,14 @@ class ProbingChooser:
         return (st.st_mtime_ns, st.st_size)
 
     def _refresh(self) -> None:
-        config = self._config_path or app_paths().config_file
+        config = app_paths().config_file
         cache = self._cache_path or cache_file()
         stamp = (self._file_stamp(config), self._file_stamp(cache))
         now = self._clock()
         if stamp == self._stamp and now - self._loaded_at < REFRESH_S:
             return
         try:
-            self._envs, self._config_error = load_envs(self._config_path), None
+            self._envs, self._config_error = load_envs(config), None
         except (EnvError, ConfigError) as exc:
             self._envs, self._config_error = [], str(exc)
         self._pairs = cached_results(self._envs, cache_path=cache) if self._envs else []

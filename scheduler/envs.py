@@ -45,14 +45,10 @@ class Candidate:
     configured_as: str | None = None
 
 
-def _config_path(path: Path | None) -> Path:
-    return path or app_paths().config_file
-
-
 def load_envs(path: Path | None = None) -> list[PythonEnv]:
     """The configured environments, in the order of the file. Raises EnvError (a bad ``[[env]]`` entry:
     nothing is decided, or written back, until it is fixed) or ConfigError (a malformed file)."""
-    config = read_config(_config_path(path))
+    config = read_config(path)
     bad = [p.message for p in config.problems if p.key == "env"]
     if bad:
         raise EnvError(bad[0])
@@ -64,7 +60,7 @@ def save_envs(envs: Iterable[PythonEnv], path: Path | None = None) -> None:
 
     The previous file is kept as ``config.toml.bak`` (TOML writers drop comments).
     """
-    where = _config_path(path)
+    where = path or app_paths().config_file
     user = read_user_config(where, malformed_hint=" (fix the file first; gputray will not overwrite it)")
     user.pop("env", None)
     text = tomli_w.dumps(user)
@@ -247,13 +243,12 @@ def scan_candidates(
     cwd: Path | None = None,
     which: Callable[[str], str | None] = shutil.which,
     current: Path | None = None,
-    config_path: Path | None = None,
 ) -> list[Candidate]:
     """Interpreters worth suggesting: this one, venvs in the usual folders, conda envs. Adds nothing."""
     home = home or Path.home()
     cwd = cwd or Path.cwd()
     try:
-        configured = {env.python: env.name for env in load_envs(config_path)}
+        configured = {env.python: env.name for env in load_envs()}
     except (EnvError, ConfigError):
         configured = {}
     found: dict[Path, Candidate] = {}

@@ -38,26 +38,23 @@ class OfflineRefusal(Refusal):
     """The saved queue does not allow this (cancel a finished task …); the message says why."""
 
 
-def act(paths: Paths, fn: Callable[[OfflineQueue], _T], *, lock_wait_s: float = LOCK_WAIT_S) -> _T:
+def act(paths: Paths, fn: Callable[[OfflineQueue], _T]) -> _T:
     """``fn`` on the saved queue, under the queue lock. Raises QueueBusy when the lock stays held."""
-    if not paths.data_dir.exists():  # nothing saved, no owner ever ran here: no lock to take either
-        queue = OfflineQueue(paths)
-        try:
-            return fn(queue)
-        finally:
-            queue.close()
-    lock = QueueLock(paths.queue_db)
-    if not lock.acquire(timeout_s=lock_wait_s):
-        raise QueueBusy(
-            f"the queue is held by another gputray process (pid {lock.holder_pid()}, {lock.path}) that "
-            "does not answer on its socket: it may be starting; try again, or stop it"
-        )
+    lock = None  # nothing saved, no owner ever ran here: no lock to take either
+    if paths.data_dir.exists():
+        lock = QueueLock(paths.queue_db)
+        if not lock.acquire(timeout_s=LOCK_WAIT_S):
+            raise QueueBusy(
+                f"the queue is held by another gputray process (pid {lock.holder_pid()}, {lock.path}) "
+                "that does not answer on its socket: it may be starting; try again, or stop it"
+            )
     queue = OfflineQueue(paths)
     try:
         return fn(queue)
     finally:
         queue.close()
-        lock.release()
+        if lock is not None:
+            lock.release()
 
 
 def requeue_changes(

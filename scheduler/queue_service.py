@@ -255,14 +255,13 @@ class QueueService(QueueEdits):
         on_event: Callable[[QueueEvent], None] | None = None,
         failed_needs: FailedNeeds | None = None,
         slots: Mapping[str, int] | None = None,
-        env_chooser: EnvChooser | None = None,
         runs_here: Callable[[TaskRecord], bool] | None = None,
         check_spec: Callable[[TaskSpec], None] | None = None,
     ) -> None:
-        """``env_chooser`` finds the Python env of a torch job on a device (default: the doctor's
-        cache, checking envs without a result in the background, ``env_choice.ProbingChooser``);
-        ``env_resolver(device_key, needs)`` is a plain lookup used instead (it never probes). A torch
-        job never runs without an env: it waits, with the chooser's reason.
+        """A torch job's Python env on a device comes from the doctor's cache, checking envs without a
+        result in the background (``env_choice.ProbingChooser``); ``env_resolver(device_key, needs)``
+        is a plain lookup used instead (it never probes). A torch job never runs without an env: it
+        waits, with the chooser's reason.
         ``failed_needs(device_key, needs)`` → which of the pending tasks' ``needs`` the doctor saw
         *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
         ``slots`` (the config's ``[devices.<name>] slots``): device name, key or ``cpu`` → how many
@@ -281,10 +280,12 @@ class QueueService(QueueEdits):
         super().__init__()
         self.slots = dict(slots or {})
         self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
-        if env_chooser is None and env_resolver is not None:
-            env_chooser = ResolverChooser(env_resolver)
-        self.env_chooser: EnvChooser = env_chooser or ProbingChooser(
-            devices=monitor.known_devices, on_change=lambda: self.request_dispatch(urgent=True)
+        self.env_chooser: EnvChooser = (
+            ResolverChooser(env_resolver)
+            if env_resolver is not None
+            else ProbingChooser(
+                devices=monitor.known_devices, on_change=lambda: self.request_dispatch(urgent=True)
+            )
         )
         self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
         self.runs_here = runs_here

@@ -44,11 +44,10 @@ def caller_environment(environ: Any = None) -> tuple[dict[str, Any], list[str]]:
     each with a note saying so; the job is never refused for it."""
     from gputray.scheduler.protocol import MAX_ENV_VALUE_CHARS, MAX_TABLE_KEYS, wire_str
 
-    source = dict(os.environ if environ is None else environ)
     env: dict[str, Any] = {}
     notes: list[str] = []
     sizes: dict[str, int] = {}
-    for name, value in source.items():
+    for name, value in dict(os.environ if environ is None else environ).items():
         try:
             name.encode("utf-8")
         except UnicodeEncodeError:
