@@ -22,7 +22,7 @@ from gputray.scheduler.pause_file import read_paused, write_paused
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue_lock import QueueLock
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
-from gputray.scheduler.store import TaskNotFound, TaskStore
+from gputray.scheduler.store import TaskNotFound, TaskStore, _kill_orphan
 from gputray.scheduler.tasks import PENDING_STATES, TaskRecord
 
 _T = TypeVar("_T")
@@ -125,39 +125,33 @@ class OfflineQueue:
 
         files = JobFiles.beside(self.paths.logs_dir / f"task-{task_id}.log")
         run = read_run(files)
-        if run is not None and run.attempt == rec.attempts:
+        end = None
+        supervised = run is not None and run.attempt == rec.attempts
+        if run is not None and supervised:
             end = read_exit(files, run.pid)
-            if end is None and supervisor_alive(files):
-                write_atomic(files.stop, {"reason": "cancelled"})  # what the next owner reads, too
-                stop_leftover(run, grace_s=CANCEL_GRACE_S)
-                end = read_exit(files, run.pid)
-            elif end is not None:
+            if end is not None:
                 raise OfflineRefusal(
                     f"task #{task_id} ended by itself while no owner was up (exit {end.returncode}); "
                     "start an owner (`gputray daemon` or the tray) to record it"
                 )
-            new = self.store.update(
-                task_id,
-                state="cancelled",
-                reason="cancelled while running (no owner was up)",
-                exit_code=None if end is None else end.returncode,
-                ended_at=now if end is None else end.ended_at,
-                pid=None,
-                pid_create_time=None,
-            )
-            files.discard()
-            return new
-        from gputray.scheduler.store import _kill_orphan
-
-        _kill_orphan(rec.pid, rec.pid_create_time)  # started by a gputray without supervisors
-        return self.store.update(
+            if supervisor_alive(files):
+                write_atomic(files.stop, {"reason": "cancelled"})  # what the next owner reads, too
+                stop_leftover(run, grace_s=CANCEL_GRACE_S)
+                end = read_exit(files, run.pid)
+        else:
+            _kill_orphan(rec.pid, rec.pid_create_time)  # started by a gputray without supervisors
+        new = self.store.update(
             task_id,
             state="cancelled",
             reason="cancelled while running (no owner was up)",
-            ended_at=now,
+            exit_code=None if end is None else end.returncode,
+            ended_at=now if end is None else end.ended_at,
             pid=None,
             pid_create_time=None,
         )
+        if supervised:
+            files.discard()
+        return new
 
     def retry(self, task_id: int) -> TaskRecord:
         rec = self.get(task_id)
