@@ -53,7 +53,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
@@ -205,6 +205,20 @@ def _migrate_2_to_3(db: sqlite3.Connection) -> None:
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3]
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back when anything raises (and SQLite has not already)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        raise
 
 
 def _create_schema(db: sqlite3.Connection) -> None:
@@ -389,15 +403,10 @@ class TaskStore:
         with self._lock:
             version = _schema_version(self._db, self.path)
             while version < SCHEMA_VERSION:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
+                with _transaction(self._db):
                     MIGRATIONS[version](self._db)
                     version += 1
                     self._db.execute(f"PRAGMA user_version={version}")
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
 
     @property
     def schema_version(self) -> int:
@@ -494,16 +503,9 @@ class TaskStore:
         if unsynced:
             db.execute("PRAGMA synchronous=NORMAL")
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(db):
                 for sql, params in statements:
                     db.execute(sql, params)
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                raise
         finally:
             if unsynced:
                 db.execute("PRAGMA synchronous=FULL")
@@ -625,8 +627,7 @@ class TaskStore:
         added: builtins.list[builtins.list[TaskRecord]] = []
         db = self._db
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(db):
                 for t in batch:
                     records = []
                     for spec, text in zip(t.specs, t.texts, strict=True):
@@ -648,12 +649,6 @@ class TaskStore:
                             )
                         )
                     added.append(records)
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                raise
         except sqlite3.Error as exc:
             full = _is_full(exc, folder)
             for t in batch:
