@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -87,26 +88,8 @@ class DeviceState:
         return self.info.kind == "cpu"
 
 
-def cpu_state(
-    *,
-    running: int = 0,
-    slots: int = 1,
-    paused: bool = False,
-    running_names: tuple[str, ...] = (),
-    host_ram_free_bytes: int | None = None,
-    host_ram_total_bytes: int | None = None,
-    extra_used_bytes: int = 0,
-) -> DeviceState:
-    return DeviceState(
-        CPU_INFO,
-        running=running,
-        slots=slots,
-        paused=paused,
-        running_names=running_names,
-        host_ram_free_bytes=host_ram_free_bytes,
-        host_ram_total_bytes=host_ram_total_bytes,
-        extra_used_bytes=extra_used_bytes,
-    )
+#: The CPU as a device state: ``cpu_state(running=1, host_ram_free_bytes=…)``.
+cpu_state = functools.partial(DeviceState, CPU_INFO)
 
 
 @dataclass(frozen=True)

@@ -1038,18 +1038,18 @@ class QueueService(QueueEdits):
                 )
             )
         mine = [r for r in running if r.device == "cpu"]
-        cpu = cpu_state(
-            running=len(mine),
-            slots=self._slot_count(CPU_INFO),
-            paused="cpu" in self._paused.devices,
-            running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
-            host_ram_free_bytes=ram_free,
-            host_ram_total_bytes=ram_total,
-            extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
+        states.append(
+            cpu_state(
+                running=len(mine),
+                slots=self._slot_count(CPU_INFO),
+                paused="cpu" in self._paused.devices,
+                running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
+                host_ram_free_bytes=ram_free,
+                host_ram_total_bytes=ram_total,
+                extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
+                capabilities=self._needs_ok("cpu", needs),
+            )
         )
-        if self.failed_needs is not None and needs:
-            cpu = dataclasses.replace(cpu, capabilities=self._needs_ok("cpu", needs))
-        states.append(cpu)
         return states
 
     def _slot_count(self, info: DeviceInfo) -> int:
