@@ -453,13 +453,7 @@ class QueueService(QueueEdits):
     # -- commands -------------------------------------------------------------------------------
     def submit(self, spec: TaskSpec) -> TaskRecord:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
-        (self.check_spec or check_runnable)(spec)
-        self.check_devices(spec)
-        deps.check_after(None, spec, self.store.view())
-        rec = self.store.add(spec, now=self.clock())
-        self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
-        self.request_dispatch()
-        return rec
+        return self._add([spec], self.check_spec or check_runnable)[0]
 
     def submit_files(
         self, files: Sequence[Path], *, recipe: str | None = None, overrides: Mapping[str, Any] = {}
@@ -469,14 +463,16 @@ class QueueService(QueueEdits):
         ``overrides`` are task-file keys (``devices``, ``on_busy``, ``vram``, ``max_wait`` …).
         Raises SubmitError / RecipeError / ToolNotFound with a message naming the file or program.
         """
-        specs = specs_for_files(
-            [Path(f) for f in files],
-            recipe=recipe,
-            overrides=overrides,
-        )
-        if self.check_spec is not None:
-            for spec in specs:
-                self.check_spec(spec)
+        specs = specs_for_files([Path(f) for f in files], recipe=recipe, overrides=overrides)
+        return self._add(specs, self.check_spec)
+
+    def _add(
+        self, specs: Sequence[TaskSpec], check: Callable[[TaskSpec], None] | None
+    ) -> builtins.list[TaskRecord]:
+        """Check every spec (``check``, its devices, its ``after``), then queue them all in one commit."""
+        for spec in specs:
+            if check is not None:
+                check(spec)
         self.check_devices(*specs)
         for spec in specs:
             deps.check_after(None, spec, self.store.view())
