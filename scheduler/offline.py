@@ -198,8 +198,7 @@ def remove(paths: Paths, ids: list[str], *, force: bool = False) -> TasksDone:
     """The ``remove`` op on the saved queue, as the owner answers it: ended and pending tasks go with
     their logs; a running one only with ``force`` (cancelled here first); a task that a pending one
     waits for (``after``) stays, with the reason."""
-    from gputray.scheduler.dependencies import dependants
-    from gputray.scheduler.queue_edits import delete_task_log
+    from gputray.scheduler.queue_edits import delete_task_log, keep_depended_on
 
     def run(q: OfflineQueue) -> TasksDone:
         errors: list[str] = []
@@ -218,18 +217,8 @@ def remove(paths: Paths, ids: list[str], *, force: bool = False) -> TasksDone:
                 errors.append(str(exc))
                 continue
             chosen.append(rec)
-        going = {r.id for r in chosen}
-        pending = [r for r in q.store.pending() if r.id not in going]
-        ok: list[TaskRecord] = []
-        for rec in chosen:
-            waiting = dependants(rec.id, pending)
-            if waiting:
-                names = ", ".join(f"#{w.id}" for w in waiting)
-                errors.append(
-                    f"task #{rec.id} stays: {names} wait(s) for it (--after); remove or cancel them first"
-                )
-                continue
-            ok.append(rec)
+        ok, kept = keep_depended_on(chosen, {r.id for r in chosen}, q.store.pending())
+        errors += kept
         gone = q.store.delete(r.id for r in ok)
         for rec in gone:
             delete_task_log(paths.logs_dir, rec)
