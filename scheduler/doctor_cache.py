@@ -169,6 +169,15 @@ def cache_file() -> Path:
     return app_paths().cache_dir / "doctor.json"
 
 
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """A file's (mtime, size), None when it cannot be read: what tells a reader the file changed."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 def _mtime_ns(path: Path | str | None) -> int | None:
     if not path:
         return None
@@ -378,11 +387,7 @@ class DoctorNeeds:
 
     def _results(self) -> list[PairResult]:
         path = self._cache_path or cache_file()
-        try:
-            st = path.stat()
-            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamp = None
+        stamp = file_stamp(path)
         now = self._clock()
         with self._lock:
             if stamp != self._stamp or now - self._loaded_at >= self._refresh_s:

@@ -31,7 +31,14 @@ from typing import Protocol
 
 from gputray.monitor.records import DeviceInfo
 from gputray.scheduler.config import ConfigError
-from gputray.scheduler.doctor_cache import EnvFingerprint, PairResult, cache_file, cached_results
+from gputray.scheduler.doctor_cache import (
+    EnvFingerprint,
+    PairResult,
+    _mtime_ns,
+    cache_file,
+    cached_results,
+    file_stamp,
+)
 from gputray.scheduler.envs import EnvError, PythonEnv, load_envs
 from gputray.scheduler.paths import app_paths
 
@@ -126,13 +133,6 @@ class _Checked:
         return _mtime_ns(env.python) == self.python_mtime_ns
 
 
-def _mtime_ns(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
-
-
 def _identity(env: PythonEnv) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     return (env.name, str(env.python), tuple(sorted(env.extra_env.items())))
 
@@ -182,17 +182,10 @@ class ProbingChooser:
         self.checks = 0  # envs checked (for tests and the log)
 
     # -- reading ------------------------------------------------------------------------------
-    def _file_stamp(self, path: Path) -> tuple[int, int] | None:
-        try:
-            st = path.stat()
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
-
     def _refresh(self) -> None:
         config = app_paths().config_file
         cache = self._cache_path or cache_file()
-        stamp = (self._file_stamp(config), self._file_stamp(cache))
+        stamp = (file_stamp(config), file_stamp(cache))
         now = self._clock()
         if stamp == self._stamp and now - self._loaded_at < REFRESH_S:
             return
