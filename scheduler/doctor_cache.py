@@ -28,6 +28,7 @@ from gputray.scheduler.paths import app_paths
 
 Verdict = Literal["works", "limited", "fails"]
 CACHE_FORMAT = 1
+NEEDS_REFRESH_S = 30.0  # DoctorNeeds reads the cache again at least this often
 
 # Bench items the probe measures, in table order, with a short column title.
 CAPABILITIES: tuple[tuple[str, str], ...] = (
@@ -367,18 +368,16 @@ class DoctorNeeds:
     A need fails on a device when some environment measured it there and failed, and none passed.
     A need nobody measured (no doctor run, ``--no-bench``, a device it never saw, a word the doctor
     does not know) blocks nothing. The cache is re-read when ``doctor.json`` changes and at least
-    every ``refresh_s`` (an upgraded torch or driver voids results without touching the file).
+    every ``NEEDS_REFRESH_S`` (an upgraded torch or driver voids results without touching the file).
     """
 
     def __init__(
         self,
         cache_path: Path | None = None,
         *,
-        refresh_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._cache_path = cache_path
-        self._refresh_s = refresh_s
         self._clock = clock
         self._stamp: tuple[int, int] | None = None
         self._loaded_at = -math.inf
@@ -390,7 +389,7 @@ class DoctorNeeds:
         stamp = file_stamp(path)
         now = self._clock()
         with self._lock:
-            if stamp != self._stamp or now - self._loaded_at >= self._refresh_s:
+            if stamp != self._stamp or now - self._loaded_at >= NEEDS_REFRESH_S:
                 self._pairs = cached_results(cache_path=path) if stamp is not None else []
                 self._stamp, self._loaded_at = stamp, now
             return self._pairs

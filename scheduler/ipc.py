@@ -21,9 +21,9 @@ Transport
 
 Serving (Unix)
     One I/O thread waits on every connection with a selector; a connection holds no thread while it is
-    idle. Its first complete frame must arrive within ``first_frame_s`` of the connection (a byte
-    trickled now and then does not extend it), a later frame within ``frame_s`` of its first byte, and
-    between requests it may stay idle ``idle_timeout_s``. At most ``max_connections`` are open; a new
+    idle. Its first complete frame must arrive within ``FIRST_FRAME_S`` of the connection (a byte
+    trickled now and then does not extend it), a later frame within ``FRAME_S`` of its first byte, and
+    between requests it may stay idle ``IDLE_S``. At most ``MAX_CONNECTIONS`` are open; a new
     one beyond that closes the one idle longest. Complete requests go to worker threads: ``ping`` and
     ``status`` to their own (one and two), so slow requests (a cancel waits for its job, a status
     waits for an owner that is still starting) never starve them.
@@ -342,22 +342,14 @@ class IpcServer:
         paths: Paths,
         handler: Handler,
         *,
-        max_connections: int = MAX_CONNECTIONS,
-        idle_timeout_s: float = IDLE_S,
         first_frame_s: float = FIRST_FRAME_S,
-        frame_s: float = FRAME_S,
-        workers: int = WORKERS,
         transport: Transport = "auto",
         pipe_address: str | None = None,
         pipe_family: str | None = None,
     ) -> None:
         self.paths = paths
         self.handler = handler
-        self.max_connections = max_connections
-        self.idle_timeout_s = idle_timeout_s
         self.first_frame_s = first_frame_s
-        self.frame_s = frame_s
-        self.workers = workers
         self.transport = _resolve_transport(transport)
         self._pipe_address = pipe_address
         self._pipe_family = pipe_family
@@ -378,7 +370,7 @@ class IpcServer:
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
         self._private_dir: Path | None = None  # a fallback folder of ours, removed at stop
-        self._pipe_slots = threading.BoundedSemaphore(max_connections)
+        self._pipe_slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.address: str = ""
         self.connections_closed_for_deadline = 0
 
@@ -398,7 +390,7 @@ class IpcServer:
         if self.transport == "unix":
             self._spawn(self._io_loop, "gputray-ipc-io")
             for op, jobs in self._queues.items():
-                for _ in range(LIGHT_WORKERS.get(op, max(1, self.workers))):
+                for _ in range(LIGHT_WORKERS.get(op, WORKERS)):
                     self._spawn(functools.partial(self._work, jobs), "gputray-ipc-conn")
         else:
             self._spawn(self._pipe_accept_loop, "gputray-ipc-accept")
@@ -415,7 +407,7 @@ class IpcServer:
         self._stop.set()
         self._wake()
         for q in self._queues.values():
-            for _ in range(self.workers + 2):
+            for _ in range(WORKERS + 2):
                 q.put(None)
         if self._listener is not None:
             with contextlib.suppress(OSError):
@@ -555,7 +547,7 @@ class IpcServer:
     def _make_room(self) -> bool:
         """Room for one more connection: close the one idle the longest when all places are taken."""
         with self._conns_lock:
-            if len(self._conns) < self.max_connections:
+            if len(self._conns) < MAX_CONNECTIONS:
                 return True
             idle = [c for c in self._conns.values() if not c.busy]
         if not idle:
@@ -582,8 +574,8 @@ class IpcServer:
         if not data:
             self._drop(conn)
             return
-        if not conn.buf and not conn.fresh:  # the first byte of a later request: it has frame_s
-            conn.deadline = time.monotonic() + self.frame_s
+        if not conn.buf and not conn.fresh:  # the first byte of a later request: it has FRAME_S
+            conn.deadline = time.monotonic() + FRAME_S
         conn.buf += data
         self._try_frame(conn)
 
@@ -626,7 +618,7 @@ class IpcServer:
             now = time.monotonic()
             conn.busy = False
             conn.idle_since = now
-            conn.deadline = now + (self.frame_s if conn.buf else self.idle_timeout_s)
+            conn.deadline = now + (FRAME_S if conn.buf else IDLE_S)
             try:
                 self._selector.register(conn.sock, selectors.EVENT_READ, conn)
             except (KeyError, ValueError, OSError):
@@ -739,7 +731,7 @@ class IpcServer:
             answer_challenge(conn, self._authkey)  # ... and so do we, before it sends anything
             first = True
             while not self._stop.is_set():
-                if not first and not conn.poll(self.idle_timeout_s):
+                if not first and not conn.poll(IDLE_S):
                     return
                 data = conn.recv_bytes(MAX_FRAME_BYTES)
                 if first:

@@ -20,7 +20,7 @@ waiting, ``after_max_wait`` adds ``redirect`` or ``cpu`` to the choices, or give
 big task waiting at the head never blocks a small task that can run elsewhere (or that fits next to
 what runs now). To keep the big task from being overtaken forever, every time a task further back
 starts on a device that a waiting task ahead of it would accept, the waiting task's ``overtakes``
-counter goes up. Once it reaches ``overtake_limit`` (default 3) the waiting task *holds* the device
+counter goes up. Once it reaches ``OVERTAKE_LIMIT`` (3) the waiting task *holds* the device
 it waits for: later tasks no longer start there until it has started, so the device drains and
 the big task gets it. Tasks that are ahead in the queue are never held back by a hold.
 """
@@ -40,6 +40,7 @@ from gputray.scheduler.tasks import TaskRecord, window_label, window_open
 from gputray.scheduler.timing import next_window_open
 
 DEFAULT_PREFS = ("discrete", "integrated")
+OVERTAKE_LIMIT = 3  # overtakes before a waiting task holds the device it waits for
 DEFAULT_TEMP_LIMIT_C = {"integrated": 90.0, "discrete": 85.0}
 CPU_INFO = DeviceInfo(key="cpu", name="CPU", vendor="other", kind="cpu", backend="host")
 _VENDORS = {"nvidia", "amd", "intel"}
@@ -441,7 +442,6 @@ def plan(
     devices: Sequence[DeviceState],
     *,
     now_s: float,
-    overtake_limit: int = 3,
 ) -> Plan:
     """Decide for every pending task in queue order, as if each placement had already started.
 
@@ -498,7 +498,7 @@ def plan(
         elif isinstance(decision, Wait) and decision.accepts:
             waiting.append((task, decision.accepts))
             count = overtakes.get(task.id, task.overtakes)
-            if count >= overtake_limit and decision.device is not None and decision.device not in held:
+            if count >= OVERTAKE_LIMIT and decision.device is not None and decision.device not in held:
                 held[decision.device] = task.id
                 version += 1
     return Plan(tuple(decisions), overtakes, held)

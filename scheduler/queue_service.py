@@ -128,7 +128,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 EnvResolver = Callable[[str, Sequence[str]], PythonEnv | None]
-VkIndexResolver = Callable[[DeviceInfo, Mapping[str, str], Sequence[DeviceInfo]], int | None]
 #: ``failed_needs(device_key, needs)`` → the needs among ``needs`` the doctor saw fail on that device.
 FailedNeeds = Callable[[str, frozenset[str]], Collection[str]]
 TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one ended 20x its duration ago
@@ -196,11 +195,10 @@ def prepare_launch(
     taken_outs: Collection[str] = (),
     queue_file: str = "",
     now_s: float = 0.0,
-    vk_index_of: VkIndexResolver = default_vk_index,
     on_cpu: bool = False,
 ) -> LaunchPlan:
     """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
-    this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``vk_index_of`` (the
+    this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``default_vk_index`` (the
     Vulkan loader). Raises LaunchError when the task cannot be rendered for that device.
     ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
     spec = task.spec
@@ -215,7 +213,7 @@ def prepare_launch(
         vk_index = None
         if uses_placeholder(spec, "vk_index"):
             probe_env = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
-            vk_index = vk_index_of(info, probe_env, known)
+            vk_index = default_vk_index(info, probe_env, known)
         values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
         if uses_placeholder(spec, "out"):
             wanted = values["out"]

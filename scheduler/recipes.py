@@ -134,14 +134,13 @@ def _read(path: Path) -> list[Recipe]:
     return _parse(data, str(path))
 
 
-def load_recipes(user_file: Path | None = None) -> list[Recipe]:
+def load_recipes() -> list[Recipe]:
     """Shipped recipes, then the user's (same name replaces, new names come first so they win matches).
 
-    ``user_file`` defaults to ``recipes.toml`` in the config folder (``app_paths().config_dir``).
+    The user's are ``recipes.toml`` in the config folder (``app_paths().config_dir``).
     """
     shipped = _read(resource_path("recipes.toml"))
-    if user_file is None:
-        user_file = app_paths().config_dir / "recipes.toml"
+    user_file = app_paths().config_dir / "recipes.toml"
     if not user_file.exists():
         return shipped
     user = _read(user_file)
