@@ -135,14 +135,18 @@ def read_run(files: JobFiles) -> RunInfo | None:
         return None
 
 
-def read_exit(files: JobFiles, pid: int) -> ExitInfo | None:
-    """The exit file, if it is this job's (the same pid)."""
-    doc = _read_json(files.exit)
+def _exit_info(doc: object, pid: int) -> ExitInfo | None:
+    """An exit document (the exit file, or the supervisor's last line), if it is this job's (the same pid)."""
     try:
-        assert doc is not None and int(doc["pid"]) == pid
+        assert isinstance(doc, dict) and int(doc["pid"]) == pid
         return ExitInfo(pid, int(doc["returncode"]), bool(doc.get("timed_out")), float(doc["ended_at"]))
     except (AssertionError, KeyError, TypeError, ValueError):
         return None
+
+
+def read_exit(files: JobFiles, pid: int) -> ExitInfo | None:
+    """The exit file, if it is this job's (the same pid)."""
+    return _exit_info(_read_json(files.exit), pid)
 
 
 def read_stop_reason(files: JobFiles) -> KillReason | None:
@@ -256,12 +260,7 @@ class Job:
         if out is None:
             return None
         with contextlib.suppress(OSError, ValueError):
-            line = out.readline()
-            doc = json.loads(line.decode("ascii"))
-            if int(doc["pid"]) == self.pid:
-                return ExitInfo(
-                    self.pid, int(doc["returncode"]), bool(doc.get("timed_out")), float(doc["ended_at"])
-                )
+            return _exit_info(json.loads(out.readline().decode("ascii")), self.pid)
         return None
 
     def _watch(self) -> None:
