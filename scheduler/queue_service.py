@@ -597,11 +597,7 @@ class QueueService(QueueEdits):
                 if isinstance(decision, Placement):
                     self._start(task, decision, devices, known)
                 elif isinstance(decision, GiveUp):
-                    new = self.store.compare_and_update(
-                        task.id, task.state, state="failed", reason=decision.reason, ended_at=now
-                    )
-                    if new is not None:
-                        self._emit("failed", new, f"{new.name}: {decision.reason}")
+                    self._fail(task, decision.reason, now)
                 else:
                     waits.append((task, decision))
                     if decision.until_s is not None:
@@ -621,11 +617,7 @@ class QueueService(QueueEdits):
                     if value is not None:
                         check_epoch_s(value, what)
             except ValueError as exc:
-                new = self.store.compare_and_update(
-                    rec.id, rec.state, state="failed", reason=f"cannot be planned: {exc}", ended_at=now
-                )
-                if new is not None:
-                    self._emit("failed", new, f"{new.name}: {new.reason}")
+                self._fail(rec, f"cannot be planned: {exc}", now)
                 continue
             ok.append(rec)
         return ok
@@ -647,13 +639,9 @@ class QueueService(QueueEdits):
                     continue
                 verdict = deps.gate(rec, view)
                 if isinstance(verdict, deps.Broken):
-                    new = self.store.compare_and_update(
-                        rec.id, rec.state, state="failed", reason=verdict.reason, ended_at=now
-                    )
+                    self._fail(rec, verdict.reason, now)
                     failed.add(rec.id)
                     changed = True
-                    if new is not None:
-                        self._emit("failed", new, f"{new.name}: {new.reason}")
         ready, waits = [], []
         for rec in pending:
             if rec.id in failed:
@@ -665,6 +653,12 @@ class QueueService(QueueEdits):
                 waits.append((rec, Wait(verdict.reason)))
         self._record_waits(waits)
         return ready
+
+    def _fail(self, rec: TaskRecord, reason: str, now: float) -> None:
+        """A pending task fails with ``reason`` (unless its state changed meanwhile: a race lost)."""
+        new = self.store.compare_and_update(rec.id, rec.state, state="failed", reason=reason, ended_at=now)
+        if new is not None:
+            self._emit("failed", new, f"{new.name}: {reason}")
 
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
