@@ -300,11 +300,9 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
         value = values[key][1] if key in values else None
         return default if value is None else value
 
-    def string(key: str, *, required: bool = False) -> str | None:
+    def string(key: str) -> str | None:
         value = get(key)
         if value is None:
-            if required:
-                raise err(key, "missing")
             return None
         if not isinstance(value, str) or not value.strip():
             raise err(key, f"must be a non-empty string, got {value!r}")
@@ -352,13 +350,13 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
             raise err(key, f"must be more than 0 (leave it out for no limit), got {value:g} s")
         return value
 
-    def integer(key: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
+    def integer(key: str, default: int, *, minimum: int, maximum: int) -> int:
         value = get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise err(key, f"must be a whole number, got {value!r}")
-        if minimum is not None and value < minimum:
+        if value < minimum:
             raise err(key, f"must be at least {minimum}, got {value}")
-        if maximum is not None and value > maximum:
+        if value > maximum:
             raise err(key, f"must be at most {maximum}, got {value}")
         return value
 
