@@ -312,7 +312,6 @@ def cached_results(
     envs: Sequence[PythonEnv] | None = None,
     *,
     cache_path: Path | None = None,
-    drivers: Mapping[str, str] | None = None,
 ) -> list[PairResult]:
     """The cached pairs that still hold for the configured envs (cheap: stats files, runs nothing)."""
     if envs is None:
@@ -320,7 +319,7 @@ def cached_results(
             envs = load_envs()
         except (EnvError, ConfigError):
             return []
-    drivers = driver_versions() if drivers is None else drivers
+    drivers = driver_versions()
     by_identity = {(str(e.python), tuple(sorted(e.extra_env.items()))): e for e in envs}
     out: list[PairResult] = []
     for entry in _load_cache(cache_path or cache_file()):

@@ -55,12 +55,12 @@ def load_envs(path: Path | None = None) -> list[PythonEnv]:
     return list(config.envs)
 
 
-def save_envs(envs: Iterable[PythonEnv], path: Path | None = None) -> None:
+def save_envs(envs: Iterable[PythonEnv]) -> None:
     """Write the env list into the user's config file, keeping every other key of that file.
 
     The previous file is kept as ``config.toml.bak`` (TOML writers drop comments).
     """
-    where = path or app_paths().config_file
+    where = app_paths().config_file
     user = read_user_config(where, malformed_hint=" (fix the file first; gputray will not overwrite it)")
     user.pop("env", None)
     text = tomli_w.dumps(user)
@@ -166,14 +166,13 @@ def add_env(
     *,
     name: str | None = None,
     extra_env: Mapping[str, str] | None = None,
-    path: Path | None = None,
     check: bool = True,
 ) -> PythonEnv:
     """Add an environment to the config file. ``python`` may be the interpreter or the venv folder."""
     python = resolve_python(python)
     if check:
         check_python(python, extra_env)
-    envs = load_envs(path)
+    envs = load_envs()
     for env in envs:
         if env.python == python and dict(env.extra_env) == dict(extra_env or {}):
             raise EnvError(f"{python} is already configured as {env.name!r}")
@@ -187,15 +186,15 @@ def add_env(
     else:
         name = _unique_name(suggest_name(python), taken)
     env = PythonEnv(name=name, python=python, extra_env=dict(extra_env or {}))
-    save_envs([*envs, env], path)
+    save_envs([*envs, env])
     return env
 
 
-def remove_env(name: str, path: Path | None = None) -> PythonEnv:
-    envs = load_envs(path)
+def remove_env(name: str) -> PythonEnv:
+    envs = load_envs()
     for env in envs:
         if env.name == name:
-            save_envs([e for e in envs if e.name != name], path)
+            save_envs([e for e in envs if e.name != name])
             return env
     known = ", ".join(e.name for e in envs) or "none configured"
     raise EnvError(f"no environment named {name!r} (known: {known})")

@@ -196,9 +196,9 @@ def _read_regular_file(path: Path) -> bytes:
         os.close(fd)
 
 
-def read_task_bytes(path: Path, *, timeout_s: float = TASK_FILE_READ_S) -> bytes:
+def read_task_bytes(path: Path) -> bytes:
     """``_read_regular_file`` in a thread of its own, so that the caller (the owner's socket handler)
-    is never held by a file system that hangs: TaskFileError if it takes more than ``timeout_s``."""
+    is never held by a file system that hangs: TaskFileError if it takes more than ``TASK_FILE_READ_S``."""
     result: list[bytes] = []
     failure: list[BaseException] = []
 
@@ -210,9 +210,9 @@ def read_task_bytes(path: Path, *, timeout_s: float = TASK_FILE_READ_S) -> bytes
 
     reader = threading.Thread(target=read, name="gputray-read-task-file", daemon=True)
     reader.start()
-    reader.join(timeout_s)
+    reader.join(TASK_FILE_READ_S)
     if reader.is_alive():
-        raise TaskFileError(f"{path}: could not be read within {timeout_s:g} s")
+        raise TaskFileError(f"{path}: could not be read within {TASK_FILE_READ_S:g} s")
     if failure:
         raise failure[0]
     return result[0]
