@@ -683,15 +683,13 @@ class IpcServer:
         while not self._stop.is_set():
             try:
                 conn = self._listener.accept()
-            except OSError as exc:
+            except Exception as exc:
                 if self._stop.is_set():
                     return
-                log.warning("IPC accept failed: %s", exc)
-                continue
-            except Exception:
-                if self._stop.is_set():
-                    return
-                log.exception("IPC accept failed")
+                if isinstance(exc, OSError):
+                    log.warning("IPC accept failed: %s", exc)
+                else:
+                    log.exception("IPC accept failed")
                 continue
             if not self._pipe_slots.acquire(blocking=False):
                 with contextlib.suppress(Exception):
