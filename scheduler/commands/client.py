@@ -133,17 +133,14 @@ def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> Any:
     try:
         return client.request(op, **args)
     except ipc.RemoteError as exc:
-        if exc.kind == "OwnerStopping":  # caught it mid-shutdown: the same as finding it gone
-            raise _OwnerGone(
-                f"the gputray owner went away ({exc.message}); {what}. To go on, {ipc.HOW_TO_START}"
-            ) from None
-        raise  # a refusal: said as for any command
+        if exc.kind != "OwnerStopping":
+            raise  # a refusal: said as for any command
+        why = exc.message  # caught it mid-shutdown: the same as finding it gone
     except ipc.OwnerNotRunning:
         raise  # no owner in the first place: said as for any command
     except ipc.IpcError as exc:
-        raise _OwnerGone(
-            f"the gputray owner went away ({exc}); {what}. To go on, {ipc.HOW_TO_START}"
-        ) from None
+        why = str(exc)
+    raise _OwnerGone(f"the gputray owner went away ({why}); {what}. To go on, {ipc.HOW_TO_START}") from None
 
 
 def _no_log(task_id: object, state: str) -> str:
