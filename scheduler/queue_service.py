@@ -115,16 +115,6 @@ from gputray.scheduler.tasks import (
     local_iso,
 )
 
-__all__ = [
-    "LaunchPlan",
-    "QueueError",
-    "QueueEvent",
-    "QueueService",
-    "TaskNotFound",
-    "TaskStateError",
-    "prepare_launch",
-]
-
 log = logging.getLogger(__name__)
 
 EnvResolver = Callable[[str, Sequence[str]], PythonEnv | None]
