@@ -405,17 +405,12 @@ class Owner:
         spec = spec_from_mapping(data, source="gputray run")
         return self._submitted([self.queue.submit(spec)])
 
-    def _device_names(self) -> dict[str, str]:
-        """Device key → the name people know it by, for listings (the JSON keeps the key)."""
-        names = {"cpu": "CPU"}
-        names.update({info.key: info.name for info in self.monitor.known_devices()})
-        return names
-
     def _op_queue(self, req: rq.Queue) -> rp.QueueReply:
         return rp.QueueReply(
             tasks=rp.views(self.queue.list(include_finished=bool(req.all))),
             paused=self.queue.paused(),
-            device_names=self._device_names(),
+            # device key → the name people know it by, for listings (the JSON keeps the key)
+            device_names={"cpu": "CPU", **{info.key: info.name for info in self.monitor.known_devices()}},
             devices=self.queue.devices(),
         )
 
