@@ -766,13 +766,10 @@ class QueueService(QueueEdits):
         self.monitor.job_started(
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
         )
-        where = "the CPU" if info.kind == "cpu" else info.name
-        if demo_for is not None:
-            where = f"the CPU (demo: in place of {demo_for})"
         if decision.redirected:
             self._emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
-            self._emit("started", started, f"{spec.name} started on {where}")
+            self._emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
 
     def _with_env_status(self, dev: DeviceState) -> DeviceState:
         """The device as torch tasks see it: whether an env is checked there now, or none works."""
@@ -842,9 +839,7 @@ class QueueService(QueueEdits):
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
                 new = self.store.update(task_id, state="succeeded", **base, **demo)
-                where = self._device_name(device)
-                if running is not None and running.demo_for is not None:
-                    where = f"the CPU (demo: in place of {running.demo_for})"
+                where = self._where(device, running.demo_for if running is not None else None)
                 self._emit("finished", new, f"{new.name} finished on {where}")
             else:
                 if reason == "timeout":
@@ -1112,6 +1107,10 @@ class QueueService(QueueEdits):
             if info.key == key:
                 return info.name
         return self._names_used.get(key, key)
+
+    def _where(self, key: str | None, demo_for: str | None) -> str:
+        """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
+        return f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self._device_name(key)
 
     def _save_paused(self, paused: Paused) -> None:
         self._paused = paused
