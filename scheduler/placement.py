@@ -348,29 +348,30 @@ def place(
     if checking:  # free but for the env check, which takes seconds: wait for it rather than redirect
         return Wait(str(checking[0].torch_checking), checking[0].key, accepts=tuple(d.key for d in primary))
 
+    def goes(where: str, later: bool) -> bool:
+        """Whether a busy first choice sends the task ``where`` ("redirect", "cpu"): at once
+        (``on_busy``) or, when ``later`` (its max wait is over, or can be), by ``after_max_wait``."""
+        return spec.on_busy == where or (later and spec.after_max_wait == where)
+
     waited = now_s - wait_started_s(task)
     expired = spec.max_wait_s is not None and waited >= spec.max_wait_s
     alternatives: list[DeviceState] = []
-    if spec.on_busy == "redirect" or (expired and spec.after_max_wait == "redirect"):
+    if goes("redirect", expired):
         alternatives += rest
-    if spec.on_busy == "cpu" or (expired and spec.after_max_wait == "cpu"):
+    if goes("cpu", expired):
         alternatives += [c for c in cpu if all(c.key != a.key for a in alternatives)]
 
-    if primary:
-        head = primary[0]
-        first_label = _pref_label(first_pref, first_matched)
-        first_why = "; ".join(f"{why_busy[d.key]}" for d in primary[:1])
+    head = primary[0] if primary else None
+    first_label = _pref_label(first_pref, first_matched)  # the preference itself unless one device
+    if head is not None:
+        first_why = str(why_busy[head.key])
         if len(primary) > 1:
             first_why = "; ".join(f"{d.name}: {why_busy[d.key]}" for d in primary)
         first_state = f"{first_label} busy ({first_why})"
     elif first_matched:
-        head = None
-        first_label = _pref_label(first_pref, first_matched)
         first_why = "; ".join(unsuitable[d.key] for d in first_matched)
         first_state = f"{first_label} cannot run it ({first_why})"
     else:
-        head = None
-        first_label = first_pref
         first_why = "not present"
         first_state = f"{first_label} not present"
 
@@ -386,16 +387,13 @@ def place(
             )
 
     can_wait_out = spec.max_wait_s is not None
-    ever = list(primary)
-    if spec.on_busy == "redirect" or (can_wait_out and spec.after_max_wait == "redirect"):
-        ever += rest
-    if spec.on_busy == "cpu" or (can_wait_out and spec.after_max_wait == "cpu"):
-        ever += cpu
+    redirects, to_cpu = goes("redirect", can_wait_out), goes("cpu", can_wait_out)
+    ever = [*primary, *(rest if redirects else ()), *(cpu if to_cpu else ())]
     if not ever and first_matched:
         relevant = [d.key for d in first_matched]
-        if spec.on_busy == "redirect" or (can_wait_out and spec.after_max_wait == "redirect"):
+        if redirects:
             relevant += [d.key for d in rest_raw]
-        if spec.on_busy == "cpu" or (can_wait_out and spec.after_max_wait == "cpu"):
+        if to_cpu:
             relevant += [d.key for d in devices if d.is_cpu]
         reasons = {k: unsuitable[k] for k in dict.fromkeys(relevant) if k in unsuitable}
         return _no_env_wait(task, devices, reasons, waited if expired else None) or GiveUp(
