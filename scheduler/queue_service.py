@@ -896,7 +896,7 @@ class QueueService(QueueEdits):
             tick_at = self._last_pass_end + TICK_PASS_BUDGET * self._last_pass_s
             now_mono = time.monotonic()
             deadlines = []
-            wall_due = [t for t in (self._due_s, *self._timer_due()) if t is not None]
+            wall_due = [t for t in (self._due_s, *(x.next_due_s() for x in self._timers)) if t is not None]
             if wall_due:
                 deadlines.append(max(0.0, min(wall_due) - self.clock()))
             if self._tick_pending:
@@ -934,9 +934,6 @@ class QueueService(QueueEdits):
         dispatcher thread, outside the lock; the recurring schedules use it). The one clock of the queue."""
         self._timers.append(timer)
         self._wake.set()
-
-    def _timer_due(self) -> builtins.list[float | None]:
-        return [timer.next_due_s() for timer in self._timers]
 
     def _run_timer(self, timer: Timer, now: float) -> None:
         due = timer.next_due_s()
