@@ -79,6 +79,7 @@ from gputray.scheduler.protocol import (
     Request,
     decode_request,
 )
+from gputray.scheduler.queue_lock import PidLock
 from gputray.scheduler.replies import Reply
 
 log = logging.getLogger("gputray.ipc")
@@ -283,26 +284,20 @@ def load_authkey(path: Path, *, create: bool) -> bytes:
     return key
 
 
-def _take_owner_lock(paths: Paths) -> int:
-    """The flock that keeps a second owner out (in the data folder: it never moves); its fd."""
-    from gputray.scheduler.supervisor import lock_exclusive
-
-    path = loc.owner_lock_path(paths)
+def _take_owner_lock(paths: Paths) -> PidLock:
+    """The flock that keeps a second owner out (in the data folder: it never moves)."""
+    lock = PidLock(loc.owner_lock_path(paths))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = lock_exclusive(path, blocking=False)
+        taken = lock.acquire()
     except OSError as exc:  # a read-only or someone else's data folder: said in words, not a traceback
-        why = unwritable_reason(path.parent, path)
-        raise FolderError(why or f"cannot take the owner lock {path}: {exc.strerror or exc}") from None
-    if fd is None:
+        why = unwritable_reason(lock.path.parent, lock.path)
+        raise FolderError(why or f"cannot take the owner lock {lock.path}: {exc.strerror or exc}") from None
+    if not taken:
         raise OwnerAlreadyRunning(
-            f"another gputray owner is running (it holds {path}); "
+            f"another gputray owner is running (it holds {lock.path}); "
             "use `gputray queue` to talk to it, or stop it first"
         )
-    with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
+    return lock
 
 
 # --------------------------------------------------------------------------------------------------
@@ -356,7 +351,7 @@ class IpcServer:
         self._stop = threading.Event()
         self._sock: socket.socket | None = None
         self._listener: Any = None
-        self._lock_fd: int | None = None
+        self._owner_lock: PidLock | None = None
         self._threads: list[threading.Thread] = []
         self._conns: dict[int, _Conn] = {}  # by id: the Unix connections open now
         self._pipe_conns: set[Any] = set()
@@ -377,15 +372,14 @@ class IpcServer:
     # --- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._lock_fd = _take_owner_lock(self.paths)
+        self._owner_lock = _take_owner_lock(self.paths)
         try:
             if self.transport == "unix":
                 self._start_unix()
             else:
                 self._start_pipe()
         except BaseException:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+            self._owner_lock.release()
             raise
         if self.transport == "unix":
             self._spawn(self._io_loop, "gputray-ipc-io")
@@ -438,10 +432,8 @@ class IpcServer:
                 self._private_dir.rmdir()
         if self.address:
             loc.remove_pointer(self.paths, self.address)
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._owner_lock is not None:
+            self._owner_lock.release()
         self._sock = None
 
     # --- Unix ------------------------------------------------------------------------------------
