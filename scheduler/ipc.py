@@ -634,7 +634,8 @@ class IpcServer:
             conn, payload, reply = item
             try:
                 answer = reply if reply is not None else self.answer(payload or b"")
-                sent = _send_blocking(conn.sock, self._encoded(answer))
+                data = _reply_payload(answer)
+                sent = _send_blocking(conn.sock, _HEADER.pack(len(data)) + data)
             except Exception:
                 log.exception("IPC connection failed")
                 sent = False
@@ -645,10 +646,6 @@ class IpcServer:
                 with self._conns_lock:
                     self._conns.pop(id(conn), None)
                 _close(conn.sock)
-
-    def _encoded(self, reply: Mapping[str, Any]) -> bytes:
-        payload = _reply_payload(reply)
-        return _HEADER.pack(len(payload)) + payload
 
     # --- Windows pipe (also runs over AF_UNIX for tests) -----------------------------------------
 

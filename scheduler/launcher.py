@@ -451,7 +451,9 @@ def launch(
     files = JobFiles.beside(log_path)
     with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
         if header:
-            log.write(header.encode("utf-8", "surrogateescape" if _unix() else "replace") + b"\n")
+            log.write(
+                header.encode("utf-8", "surrogateescape" if sys.platform != "win32" else "replace") + b"\n"
+            )
             log.flush()
         request = {
             "argv": list(argv),
@@ -535,7 +537,3 @@ def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
     if job.kill_reason is not None and job.running:
         job._stop()  # that owner was stopping it when it went: finish the stop
     return job
-
-
-def _unix() -> bool:
-    return sys.platform != "win32"

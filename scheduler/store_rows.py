@@ -59,18 +59,13 @@ def decode_rows(
         problem = _row_problem(row)
         if problem is None:
             try:
-                out[row[0]] = record_from_row(row, spec_of(row[1]))
+                out[row[0]] = TaskRecord(spec=spec_of(row[1]), **{n: row[i] for i, n in _RECORD_COLUMNS})
                 continue
             except BadSpec as exc:
                 problem = str(exc)
         out[row[0]] = unreadable_record(row, problem)
         bad[row[0]] = (problem, row)
     return out, bad
-
-
-def record_from_row(row: Sequence[Any], spec: TaskSpec) -> TaskRecord:
-    """A checked ``SELECT {COLUMNS}`` row as a record."""
-    return TaskRecord(spec=spec, **{name: row[i] for i, name in _RECORD_COLUMNS})
 
 
 def _is_num(v: Any) -> bool:
