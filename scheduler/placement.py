@@ -152,12 +152,6 @@ def resolve_pref(pref: str, devices: Sequence[DeviceState]) -> list[DeviceState]
     return [d for d in gpus if frag and frag in _norm(d.info.name)] if frag else []
 
 
-def _pref_label(pref: str, matched: Sequence[DeviceState]) -> str:
-    if len(matched) == 1:
-        return matched[0].name
-    return pref
-
-
 def _clean(reason: str, name: str) -> str:
     """'Radeon 780M is hot: 91 °C' → 'hot: 91 °C' (the device is already named around it)."""
     if reason.startswith(name + " "):
@@ -362,7 +356,8 @@ def place(
         alternatives += [c for c in cpu if all(c.key != a.key for a in alternatives)]
 
     head = primary[0] if primary else None
-    first_label = _pref_label(first_pref, first_matched)  # the preference itself unless one device
+    # The device's name when the first preference names one device, else the preference itself.
+    first_label = first_matched[0].name if len(first_matched) == 1 else first_pref
     if head is not None:
         first_why = str(why_busy[head.key])
         if len(primary) > 1:
