@@ -48,10 +48,6 @@ def uid() -> int:
     return os.getuid() if hasattr(os, "getuid") else 0
 
 
-def _trusted_owner(owner_uid: int) -> bool:
-    return owner_uid in (0, uid())
-
-
 def check_dir_chain(path: Path) -> None:
     """Raise UntrustedLocation unless ``path`` (resolved) and every folder above it belong to root or
     to us, and any of them that other users may write has the sticky bit (they cannot rename or
@@ -66,7 +62,7 @@ def check_dir_chain(path: Path) -> None:
             continue  # not there yet: we create it (0700) below a checked parent
         if not stat.S_ISDIR(st.st_mode):
             raise UntrustedLocation(f"{folder} is not a folder")
-        if not _trusted_owner(st.st_uid):
+        if st.st_uid not in (0, uid()):  # root's or ours
             raise UntrustedLocation(f"{folder} belongs to another user (uid {st.st_uid})")
         if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
             raise UntrustedLocation(
