@@ -537,7 +537,11 @@ class TaskStore:
                 "%s: changes to the queue are kept in memory and written when space returns",
                 no_space_message(self.path.parent),
             )
-            self._start_flusher()
+            if self._flusher is None and not self._closing.is_set():
+                self._flusher = threading.Thread(
+                    target=self._flush_loop, name="gputray-store-flush", daemon=True
+                )
+                self._flusher.start()
             return False
 
     def _flush(self) -> bool:
@@ -556,11 +560,6 @@ class TaskStore:
         self._held.clear()
         self._held_error = ""
         return True
-
-    def _start_flusher(self) -> None:
-        if self._flusher is None and not self._closing.is_set():
-            self._flusher = threading.Thread(target=self._flush_loop, name="gputray-store-flush", daemon=True)
-            self._flusher.start()
 
     def _flush_loop(self) -> None:
         while not self._closing.wait(HELD_RETRY_S):
