@@ -988,10 +988,8 @@ class QueueService(QueueEdits):
             key = reading.info.key
             mine = [r for r in running if r.device == key]
             declared = sum(r.spec.vram_bytes or 0 for r in mine)
-            seen = 0
-            for p in processes:
-                if p.device == key and p.pid in our_pids:
-                    seen += (p.vram_bytes or 0) + (p.shared_bytes or 0)
+            ours = (p for p in processes if p.device == key and p.pid in our_pids)
+            seen = sum((p.vram_bytes or 0) + (p.shared_bytes or 0) for p in ours)
             states.append(
                 DeviceState(
                     info=reading.info,
@@ -1026,15 +1024,10 @@ class QueueService(QueueEdits):
         """How many jobs may run on the device at once: the config's ``[devices.<name>] slots`` whose
         name matches it (a key, a name fragment like ``5060ti``, ``cpu``), else 1. One per GPU by
         default: on the iGPU parallel jobs fight for memory bandwidth."""
-        count = self._slots_of.get(info.key)
-        if count is None:
-            count = 1
-            for name, slots in self.slots.items():
-                if resolve_pref(name, [DeviceState(info)]):
-                    count = slots
-                    break
-            self._slots_of[info.key] = count
-        return count
+        if info.key not in self._slots_of:
+            matching = (n for name, n in self.slots.items() if resolve_pref(name, [DeviceState(info)]))
+            self._slots_of[info.key] = next(matching, 1)
+        return self._slots_of[info.key]
 
     def devices(self) -> tuple[DeviceSlots, ...]:
         """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
