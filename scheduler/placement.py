@@ -323,15 +323,9 @@ def place(
         rest_raw = [d for _, ds in groups[1:] for d in ds]
     else:
         rest_raw = [d for d in sorted(devices, key=_gpu_order) if not d.is_cpu]
-    rest: list[DeviceState] = []
-    for d in usable(rest_raw):
-        if d.key not in primary_keys and all(d.key != r.key for r in rest) and not d.is_cpu:
-            rest.append(d)
-    if len(groups) > 1:  # an explicit "cpu" among later preferences is a redirect target too
-        for _, ds in groups[1:]:
-            for d in usable(ds):
-                if d.is_cpu and d.key not in primary_keys and all(d.key != r.key for r in rest):
-                    rest.append(d)
+    # Each device once, GPUs first; an explicit "cpu" among later preferences is a redirect target too.
+    later = sorted((d for d in usable(rest_raw) if d.key not in primary_keys), key=lambda d: d.is_cpu)
+    rest = list({d.key: d for d in later}.values())
     cpu = [d for d in usable([d for d in devices if d.is_cpu]) if d.key not in primary_keys]
 
     why_busy = {d.key: busy_reason(task, d, held=held) for d in [*primary, *rest, *cpu]}
