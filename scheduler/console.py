@@ -56,7 +56,8 @@ _STAND_INS: dict[str, str] = {
 }
 
 
-def _cells(char: str) -> int:
+def cells(char: str) -> int:
+    """Terminal columns of one character: two for CJK and emoji like ✅, none for a combining mark."""
     if unicodedata.combining(char):
         return 0
     return 2 if unicodedata.east_asian_width(char) in "WF" else 1
@@ -72,7 +73,7 @@ def stand_in(char: str) -> str:
     ascii_form = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode("ascii")
     if ascii_form and ascii_form.isprintable():
         return ascii_form  # é → e, ﬁ → fi, full-width Ａ → A
-    return "?" * _cells(char)
+    return "?" * cells(char)
 
 
 def _fallback(exc: UnicodeError) -> tuple[str, int]:
@@ -95,11 +96,7 @@ codecs.register_error(ERRORS, _fallback)
 
 def make_safe(stream: TextIO | None) -> None:
     """Keep ``stream``'s encoding but write stand-ins for what it cannot encode (no-op where it can't)."""
-    reconfigure = getattr(stream, "reconfigure", None)
-    if reconfigure is None:  # None under pythonw.exe; io.StringIO takes any text anyway
-        return
-    with contextlib.suppress(ValueError, OSError, AttributeError):
-        reconfigure(errors=ERRORS)
+    _reconfigure(stream, errors=ERRORS)
 
 
 def make_streams_safe() -> None:
@@ -114,10 +111,14 @@ def keep_line_ends(stream: TextIO | None) -> None:
     Windows text streams turn each ``\n`` into ``\r\n``, so a Windows program's ``\r\n`` would come
     out as ``\r\r\n`` (a blank line between lines in some viewers, stray ``^M`` in others).
     """
+    _reconfigure(stream, newline="")
+
+
+def _reconfigure(stream: TextIO | None, **settings: str) -> None:
     reconfigure = getattr(stream, "reconfigure", None)
-    if reconfigure is not None:
+    if reconfigure is not None:  # None under pythonw.exe; io.StringIO takes any text anyway
         with contextlib.suppress(ValueError, OSError, AttributeError):
-            reconfigure(newline="")
+            reconfigure(**settings)
 
 
 def can_encode(text: str, stream: TextIO | None = None) -> bool:

@@ -333,16 +333,14 @@ def _real_gpus(known: Sequence[DeviceInfo]) -> list[DeviceInfo]:
     return [i for i in known if i.kind != "cpu" and i.key != "cpu" and not i.simulated]
 
 
-def pairs_from_probe(
-    env: PythonEnv, result: ProbeResult, known: Sequence[DeviceInfo], *, now_s: float | None = None
-) -> list[PairResult]:
+def pairs_from_probe(env: PythonEnv, result: ProbeResult, known: Sequence[DeviceInfo]) -> list[PairResult]:
     """Every (env, device) pair one probe run tells about: torch's devices, CPU, and the monitor's GPUs."""
     data = result.data or {}
     facts = _EnvFacts(
         torch_version=data.get("torch_version") or data.get("torch_dist_version"),
         cuda_version=data.get("cuda_version"),
         hip_version=data.get("hip_version"),
-        probed_at_s=time.time() if now_s is None else now_s,
+        probed_at_s=time.time(),
         bench=bool(data.get("bench")),
         warnings=tuple(str(w) for w in data.get("warnings") or ()),
     )

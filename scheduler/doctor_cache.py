@@ -28,6 +28,7 @@ from gputray.scheduler.paths import app_paths
 
 Verdict = Literal["works", "limited", "fails"]
 CACHE_FORMAT = 1
+NEEDS_REFRESH_S = 30.0  # DoctorNeeds reads the cache again at least this often
 
 # Bench items the probe measures, in table order, with a short column title.
 CAPABILITIES: tuple[tuple[str, str], ...] = (
@@ -169,6 +170,15 @@ def cache_file() -> Path:
     return app_paths().cache_dir / "doctor.json"
 
 
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """A file's (mtime, size), None when it cannot be read: what tells a reader the file changed."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 def _mtime_ns(path: Path | str | None) -> int | None:
     if not path:
         return None
@@ -302,7 +312,6 @@ def cached_results(
     envs: Sequence[PythonEnv] | None = None,
     *,
     cache_path: Path | None = None,
-    drivers: Mapping[str, str] | None = None,
 ) -> list[PairResult]:
     """The cached pairs that still hold for the configured envs (cheap: stats files, runs nothing)."""
     if envs is None:
@@ -310,7 +319,7 @@ def cached_results(
             envs = load_envs()
         except (EnvError, ConfigError):
             return []
-    drivers = driver_versions() if drivers is None else drivers
+    drivers = driver_versions()
     by_identity = {(str(e.python), tuple(sorted(e.extra_env.items()))): e for e in envs}
     out: list[PairResult] = []
     for entry in _load_cache(cache_path or cache_file()):
@@ -358,18 +367,16 @@ class DoctorNeeds:
     A need fails on a device when some environment measured it there and failed, and none passed.
     A need nobody measured (no doctor run, ``--no-bench``, a device it never saw, a word the doctor
     does not know) blocks nothing. The cache is re-read when ``doctor.json`` changes and at least
-    every ``refresh_s`` (an upgraded torch or driver voids results without touching the file).
+    every ``NEEDS_REFRESH_S`` (an upgraded torch or driver voids results without touching the file).
     """
 
     def __init__(
         self,
         cache_path: Path | None = None,
         *,
-        refresh_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._cache_path = cache_path
-        self._refresh_s = refresh_s
         self._clock = clock
         self._stamp: tuple[int, int] | None = None
         self._loaded_at = -math.inf
@@ -378,14 +385,10 @@ class DoctorNeeds:
 
     def _results(self) -> list[PairResult]:
         path = self._cache_path or cache_file()
-        try:
-            st = path.stat()
-            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamp = None
+        stamp = file_stamp(path)
         now = self._clock()
         with self._lock:
-            if stamp != self._stamp or now - self._loaded_at >= self._refresh_s:
+            if stamp != self._stamp or now - self._loaded_at >= NEEDS_REFRESH_S:
                 self._pairs = cached_results(cache_path=path) if stamp is not None else []
                 self._stamp, self._loaded_at = stamp, now
             return self._pairs

@@ -31,7 +31,14 @@ from typing import Protocol
 
 from gputray.monitor.records import DeviceInfo
 from gputray.scheduler.config import ConfigError
-from gputray.scheduler.doctor_cache import EnvFingerprint, PairResult, cache_file, cached_results
+from gputray.scheduler.doctor_cache import (
+    EnvFingerprint,
+    PairResult,
+    _mtime_ns,
+    cache_file,
+    cached_results,
+    file_stamp,
+)
 from gputray.scheduler.envs import EnvError, PythonEnv, load_envs
 from gputray.scheduler.paths import app_paths
 
@@ -126,13 +133,6 @@ class _Checked:
         return _mtime_ns(env.python) == self.python_mtime_ns
 
 
-def _mtime_ns(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
-
-
 def _identity(env: PythonEnv) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     return (env.name, str(env.python), tuple(sorted(env.extra_env.items())))
 
@@ -158,14 +158,12 @@ class ProbingChooser:
         *,
         devices: Callable[[], Sequence[DeviceInfo]],
         on_change: Callable[[], None],
-        config_path: Path | None = None,
         cache_path: Path | None = None,
         probe: Prober = doctor_probe,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._devices = devices
         self._on_change = on_change
-        self._config_path = config_path
         self._cache_path = cache_path
         self._probe = probe
         self._clock = clock
@@ -184,22 +182,15 @@ class ProbingChooser:
         self.checks = 0  # envs checked (for tests and the log)
 
     # -- reading ------------------------------------------------------------------------------
-    def _file_stamp(self, path: Path) -> tuple[int, int] | None:
-        try:
-            st = path.stat()
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
-
     def _refresh(self) -> None:
-        config = self._config_path or app_paths().config_file
+        config = app_paths().config_file
         cache = self._cache_path or cache_file()
-        stamp = (self._file_stamp(config), self._file_stamp(cache))
+        stamp = (file_stamp(config), file_stamp(cache))
         now = self._clock()
         if stamp == self._stamp and now - self._loaded_at < REFRESH_S:
             return
         try:
-            self._envs, self._config_error = load_envs(self._config_path), None
+            self._envs, self._config_error = load_envs(config), None
         except (EnvError, ConfigError) as exc:
             self._envs, self._config_error = [], str(exc)
         self._pairs = cached_results(self._envs, cache_path=cache) if self._envs else []

@@ -45,26 +45,22 @@ class Candidate:
     configured_as: str | None = None
 
 
-def _config_path(path: Path | None) -> Path:
-    return path or app_paths().config_file
-
-
 def load_envs(path: Path | None = None) -> list[PythonEnv]:
     """The configured environments, in the order of the file. Raises EnvError (a bad ``[[env]]`` entry:
     nothing is decided, or written back, until it is fixed) or ConfigError (a malformed file)."""
-    config = read_config(_config_path(path))
+    config = read_config(path)
     bad = [p.message for p in config.problems if p.key == "env"]
     if bad:
         raise EnvError(bad[0])
     return list(config.envs)
 
 
-def save_envs(envs: Iterable[PythonEnv], path: Path | None = None) -> None:
+def save_envs(envs: Iterable[PythonEnv]) -> None:
     """Write the env list into the user's config file, keeping every other key of that file.
 
     The previous file is kept as ``config.toml.bak`` (TOML writers drop comments).
     """
-    where = _config_path(path)
+    where = app_paths().config_file
     user = read_user_config(where, malformed_hint=" (fix the file first; gputray will not overwrite it)")
     user.pop("env", None)
     text = tomli_w.dumps(user)
@@ -170,14 +166,13 @@ def add_env(
     *,
     name: str | None = None,
     extra_env: Mapping[str, str] | None = None,
-    path: Path | None = None,
     check: bool = True,
 ) -> PythonEnv:
     """Add an environment to the config file. ``python`` may be the interpreter or the venv folder."""
     python = resolve_python(python)
     if check:
         check_python(python, extra_env)
-    envs = load_envs(path)
+    envs = load_envs()
     for env in envs:
         if env.python == python and dict(env.extra_env) == dict(extra_env or {}):
             raise EnvError(f"{python} is already configured as {env.name!r}")
@@ -191,15 +186,15 @@ def add_env(
     else:
         name = _unique_name(suggest_name(python), taken)
     env = PythonEnv(name=name, python=python, extra_env=dict(extra_env or {}))
-    save_envs([*envs, env], path)
+    save_envs([*envs, env])
     return env
 
 
-def remove_env(name: str, path: Path | None = None) -> PythonEnv:
-    envs = load_envs(path)
+def remove_env(name: str) -> PythonEnv:
+    envs = load_envs()
     for env in envs:
         if env.name == name:
-            save_envs([e for e in envs if e.name != name], path)
+            save_envs([e for e in envs if e.name != name])
             return env
     known = ", ".join(e.name for e in envs) or "none configured"
     raise EnvError(f"no environment named {name!r} (known: {known})")
@@ -247,13 +242,12 @@ def scan_candidates(
     cwd: Path | None = None,
     which: Callable[[str], str | None] = shutil.which,
     current: Path | None = None,
-    config_path: Path | None = None,
 ) -> list[Candidate]:
     """Interpreters worth suggesting: this one, venvs in the usual folders, conda envs. Adds nothing."""
     home = home or Path.home()
     cwd = cwd or Path.cwd()
     try:
-        configured = {env.python: env.name for env in load_envs(config_path)}
+        configured = {env.python: env.name for env in load_envs()}
     except (EnvError, ConfigError):
         configured = {}
     found: dict[Path, Candidate] = {}

@@ -21,9 +21,9 @@ Transport
 
 Serving (Unix)
     One I/O thread waits on every connection with a selector; a connection holds no thread while it is
-    idle. Its first complete frame must arrive within ``first_frame_s`` of the connection (a byte
-    trickled now and then does not extend it), a later frame within ``frame_s`` of its first byte, and
-    between requests it may stay idle ``idle_timeout_s``. At most ``max_connections`` are open; a new
+    idle. Its first complete frame must arrive within ``FIRST_FRAME_S`` of the connection (a byte
+    trickled now and then does not extend it), a later frame within ``FRAME_S`` of its first byte, and
+    between requests it may stay idle ``IDLE_S``. At most ``MAX_CONNECTIONS`` are open; a new
     one beyond that closes the one idle longest. Complete requests go to worker threads: ``ping`` and
     ``status`` to their own (one and two), so slow requests (a cancel waits for its job, a status
     waits for an owner that is still starting) never starve them.
@@ -79,6 +79,7 @@ from gputray.scheduler.protocol import (
     Request,
     decode_request,
 )
+from gputray.scheduler.queue_lock import PidLock
 from gputray.scheduler.replies import Reply
 
 log = logging.getLogger("gputray.ipc")
@@ -283,26 +284,20 @@ def load_authkey(path: Path, *, create: bool) -> bytes:
     return key
 
 
-def _take_owner_lock(paths: Paths) -> int:
-    """The flock that keeps a second owner out (in the data folder: it never moves); its fd."""
-    from gputray.scheduler.supervisor import lock_exclusive
-
-    path = loc.owner_lock_path(paths)
+def _take_owner_lock(paths: Paths) -> PidLock:
+    """The flock that keeps a second owner out (in the data folder: it never moves)."""
+    lock = PidLock(loc.owner_lock_path(paths))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = lock_exclusive(path, blocking=False)
+        taken = lock.acquire()
     except OSError as exc:  # a read-only or someone else's data folder: said in words, not a traceback
-        why = unwritable_reason(path.parent, path)
-        raise FolderError(why or f"cannot take the owner lock {path}: {exc.strerror or exc}") from None
-    if fd is None:
+        why = unwritable_reason(lock.path.parent, lock.path)
+        raise FolderError(why or f"cannot take the owner lock {lock.path}: {exc.strerror or exc}") from None
+    if not taken:
         raise OwnerAlreadyRunning(
-            f"another gputray owner is running (it holds {path}); "
+            f"another gputray owner is running (it holds {lock.path}); "
             "use `gputray queue` to talk to it, or stop it first"
         )
-    with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
+    return lock
 
 
 # --------------------------------------------------------------------------------------------------
@@ -342,29 +337,21 @@ class IpcServer:
         paths: Paths,
         handler: Handler,
         *,
-        max_connections: int = MAX_CONNECTIONS,
-        idle_timeout_s: float = IDLE_S,
         first_frame_s: float = FIRST_FRAME_S,
-        frame_s: float = FRAME_S,
-        workers: int = WORKERS,
         transport: Transport = "auto",
         pipe_address: str | None = None,
         pipe_family: str | None = None,
     ) -> None:
         self.paths = paths
         self.handler = handler
-        self.max_connections = max_connections
-        self.idle_timeout_s = idle_timeout_s
         self.first_frame_s = first_frame_s
-        self.frame_s = frame_s
-        self.workers = workers
         self.transport = _resolve_transport(transport)
         self._pipe_address = pipe_address
         self._pipe_family = pipe_family
         self._stop = threading.Event()
         self._sock: socket.socket | None = None
         self._listener: Any = None
-        self._lock_fd: int | None = None
+        self._owner_lock: PidLock | None = None
         self._threads: list[threading.Thread] = []
         self._conns: dict[int, _Conn] = {}  # by id: the Unix connections open now
         self._pipe_conns: set[Any] = set()
@@ -378,28 +365,26 @@ class IpcServer:
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
         self._private_dir: Path | None = None  # a fallback folder of ours, removed at stop
-        self._pipe_slots = threading.BoundedSemaphore(max_connections)
+        self._pipe_slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.address: str = ""
-        self.requests_served = 0
         self.connections_closed_for_deadline = 0
 
     # --- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._lock_fd = _take_owner_lock(self.paths)
+        self._owner_lock = _take_owner_lock(self.paths)
         try:
             if self.transport == "unix":
                 self._start_unix()
             else:
                 self._start_pipe()
         except BaseException:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+            self._owner_lock.release()
             raise
         if self.transport == "unix":
             self._spawn(self._io_loop, "gputray-ipc-io")
             for op, jobs in self._queues.items():
-                for _ in range(LIGHT_WORKERS.get(op, max(1, self.workers))):
+                for _ in range(LIGHT_WORKERS.get(op, WORKERS)):
                     self._spawn(functools.partial(self._work, jobs), "gputray-ipc-conn")
         else:
             self._spawn(self._pipe_accept_loop, "gputray-ipc-accept")
@@ -416,7 +401,7 @@ class IpcServer:
         self._stop.set()
         self._wake()
         for q in self._queues.values():
-            for _ in range(self.workers + 2):
+            for _ in range(WORKERS + 2):
                 q.put(None)
         if self._listener is not None:
             with contextlib.suppress(OSError):
@@ -447,10 +432,8 @@ class IpcServer:
                 self._private_dir.rmdir()
         if self.address:
             loc.remove_pointer(self.paths, self.address)
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._owner_lock is not None:
+            self._owner_lock.release()
         self._sock = None
 
     # --- Unix ------------------------------------------------------------------------------------
@@ -556,7 +539,7 @@ class IpcServer:
     def _make_room(self) -> bool:
         """Room for one more connection: close the one idle the longest when all places are taken."""
         with self._conns_lock:
-            if len(self._conns) < self.max_connections:
+            if len(self._conns) < MAX_CONNECTIONS:
                 return True
             idle = [c for c in self._conns.values() if not c.busy]
         if not idle:
@@ -583,8 +566,8 @@ class IpcServer:
         if not data:
             self._drop(conn)
             return
-        if not conn.buf and not conn.fresh:  # the first byte of a later request: it has frame_s
-            conn.deadline = time.monotonic() + self.frame_s
+        if not conn.buf and not conn.fresh:  # the first byte of a later request: it has FRAME_S
+            conn.deadline = time.monotonic() + FRAME_S
         conn.buf += data
         self._try_frame(conn)
 
@@ -627,7 +610,7 @@ class IpcServer:
             now = time.monotonic()
             conn.busy = False
             conn.idle_since = now
-            conn.deadline = now + (self.frame_s if conn.buf else self.idle_timeout_s)
+            conn.deadline = now + (FRAME_S if conn.buf else IDLE_S)
             try:
                 self._selector.register(conn.sock, selectors.EVENT_READ, conn)
             except (KeyError, ValueError, OSError):
@@ -651,7 +634,8 @@ class IpcServer:
             conn, payload, reply = item
             try:
                 answer = reply if reply is not None else self.answer(payload or b"")
-                sent = _send_blocking(conn.sock, self._encoded(answer))
+                data = _reply_payload(answer)
+                sent = _send_blocking(conn.sock, _HEADER.pack(len(data)) + data)
             except Exception:
                 log.exception("IPC connection failed")
                 sent = False
@@ -662,10 +646,6 @@ class IpcServer:
                 with self._conns_lock:
                     self._conns.pop(id(conn), None)
                 _close(conn.sock)
-
-    def _encoded(self, reply: Mapping[str, Any]) -> bytes:
-        payload = _reply_payload(reply)
-        return _HEADER.pack(len(payload)) + payload
 
     # --- Windows pipe (also runs over AF_UNIX for tests) -----------------------------------------
 
@@ -692,15 +672,13 @@ class IpcServer:
         while not self._stop.is_set():
             try:
                 conn = self._listener.accept()
-            except OSError as exc:
+            except Exception as exc:
                 if self._stop.is_set():
                     return
-                log.warning("IPC accept failed: %s", exc)
-                continue
-            except Exception:
-                if self._stop.is_set():
-                    return
-                log.exception("IPC accept failed")
+                if isinstance(exc, OSError):
+                    log.warning("IPC accept failed: %s", exc)
+                else:
+                    log.exception("IPC accept failed")
                 continue
             if not self._pipe_slots.acquire(blocking=False):
                 with contextlib.suppress(Exception):
@@ -740,7 +718,7 @@ class IpcServer:
             answer_challenge(conn, self._authkey)  # ... and so do we, before it sends anything
             first = True
             while not self._stop.is_set():
-                if not first and not conn.poll(self.idle_timeout_s):
+                if not first and not conn.poll(IDLE_S):
                     return
                 data = conn.recv_bytes(MAX_FRAME_BYTES)
                 if first:
@@ -757,7 +735,6 @@ class IpcServer:
 
     def answer(self, data: bytes) -> dict[str, Any]:
         """One raw request → one reply. Never raises."""
-        self.requests_served += 1
         try:
             req = decode_request(data)
         except BadRequest as exc:

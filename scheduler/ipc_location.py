@@ -28,6 +28,7 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from gputray.scheduler.paths import Paths
@@ -47,10 +48,6 @@ def uid() -> int:
     return os.getuid() if hasattr(os, "getuid") else 0
 
 
-def _trusted_owner(owner_uid: int) -> bool:
-    return owner_uid in (0, uid())
-
-
 def check_dir_chain(path: Path) -> None:
     """Raise UntrustedLocation unless ``path`` (resolved) and every folder above it belong to root or
     to us, and any of them that other users may write has the sticky bit (they cannot rename or
@@ -65,7 +62,7 @@ def check_dir_chain(path: Path) -> None:
             continue  # not there yet: we create it (0700) below a checked parent
         if not stat.S_ISDIR(st.st_mode):
             raise UntrustedLocation(f"{folder} is not a folder")
-        if not _trusted_owner(st.st_uid):
+        if st.st_uid not in (0, uid()):  # root's or ours
             raise UntrustedLocation(f"{folder} belongs to another user (uid {st.st_uid})")
         if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
             raise UntrustedLocation(
@@ -73,17 +70,22 @@ def check_dir_chain(path: Path) -> None:
             )
 
 
-def check_private_dir(path: Path) -> None:
-    """``path`` is a real folder (not a symlink), ours, 0700, below a trusted chain."""
-    if sys.platform == "win32":
-        return
+def _check_ours(path: Path, is_kind: Callable[[int], bool], not_kind: str) -> None:
+    """``path`` itself (not a symlink) is of the kind ``is_kind`` says, ours, and closed to others."""
     st = os.lstat(path)  # FileNotFoundError: nothing there (no owner), not someone else's
-    if not stat.S_ISDIR(st.st_mode):
-        raise UntrustedLocation(f"{path} is not a folder (a symlink?)")
+    if not is_kind(st.st_mode):
+        raise UntrustedLocation(f"{path} is not {not_kind}")
     if st.st_uid != uid():
         raise UntrustedLocation(f"{path} belongs to another user (uid {st.st_uid})")
     if stat.S_IMODE(st.st_mode) & 0o077:
         raise UntrustedLocation(f"{path} is open to other users (mode {stat.S_IMODE(st.st_mode):o})")
+
+
+def check_private_dir(path: Path) -> None:
+    """``path`` is a real folder (not a symlink), ours, 0700, below a trusted chain."""
+    if sys.platform == "win32":
+        return
+    _check_ours(path, stat.S_ISDIR, "a folder (a symlink?)")
     check_dir_chain(path.parent)
 
 
@@ -91,15 +93,8 @@ def check_private_socket(path: Path) -> None:
     """What a client checks before it connects: the folder as ``check_private_dir``, the socket a
     socket (not a symlink), ours, nobody else may use it."""
     check_private_dir(path.parent)
-    if sys.platform == "win32":
-        return
-    st = os.lstat(path)  # FileNotFoundError: no owner there
-    if not stat.S_ISSOCK(st.st_mode):
-        raise UntrustedLocation(f"{path} is not a socket")
-    if st.st_uid != uid():
-        raise UntrustedLocation(f"{path} belongs to another user (uid {st.st_uid})")
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        raise UntrustedLocation(f"{path} is open to other users (mode {stat.S_IMODE(st.st_mode):o})")
+    if sys.platform != "win32":
+        _check_ours(path, stat.S_ISSOCK, "a socket")
 
 
 def make_private_dir(path: Path) -> None:

@@ -40,6 +40,7 @@ from gputray.scheduler.paths import make_private_dir, open_private_append
 KillReason = Literal["cancelled", "timeout", "lost", "shutdown", "orphaned"]
 _REASONS: frozenset[str] = frozenset({"cancelled", "timeout", "lost", "shutdown"})
 SUPERVISOR_START_TIMEOUT_S = 60.0
+GRACE_S = 3.0  # from SIGTERM to SIGKILL when a job is stopped
 
 
 class LaunchFailed(OSError):
@@ -135,14 +136,18 @@ def read_run(files: JobFiles) -> RunInfo | None:
         return None
 
 
-def read_exit(files: JobFiles, pid: int) -> ExitInfo | None:
-    """The exit file, if it is this job's (the same pid)."""
-    doc = _read_json(files.exit)
+def _exit_info(doc: object, pid: int) -> ExitInfo | None:
+    """An exit document (the exit file, or the supervisor's last line), if it is this job's (the same pid)."""
     try:
-        assert doc is not None and int(doc["pid"]) == pid
+        assert isinstance(doc, dict) and int(doc["pid"]) == pid
         return ExitInfo(pid, int(doc["returncode"]), bool(doc.get("timed_out")), float(doc["ended_at"]))
     except (AssertionError, KeyError, TypeError, ValueError):
         return None
+
+
+def read_exit(files: JobFiles, pid: int) -> ExitInfo | None:
+    """The exit file, if it is this job's (the same pid)."""
+    return _exit_info(_read_json(files.exit), pid)
 
 
 def read_stop_reason(files: JobFiles) -> KillReason | None:
@@ -256,12 +261,7 @@ class Job:
         if out is None:
             return None
         with contextlib.suppress(OSError, ValueError):
-            line = out.readline()
-            doc = json.loads(line.decode("ascii"))
-            if int(doc["pid"]) == self.pid:
-                return ExitInfo(
-                    self.pid, int(doc["returncode"]), bool(doc.get("timed_out")), float(doc["ended_at"])
-                )
+            return _exit_info(json.loads(out.readline().decode("ascii")), self.pid)
         return None
 
     def _watch(self) -> None:
@@ -296,10 +296,10 @@ class Job:
                     self._supervisor.stdout.close()  # type: ignore[union-attr]
                 self._supervisor.wait()
 
-    def cancel(self, reason: KillReason = "cancelled", *, wait: bool = False) -> None:
+    def cancel(self, reason: KillReason = "cancelled") -> None:
         """Stop the whole process tree: SIGTERM (CTRL_BREAK on Windows), then SIGKILL after the grace time.
 
-        Returns at once unless ``wait``; the exit callback reports the end either way. The first reason
+        Returns at once; the exit callback reports the end. The first reason
         stays, except that a person's "cancelled" wins over a timeout or a lost device already being
         handled: otherwise the retry policy would start the job again. Once the process has exited
         nothing changes: a job that finished is not relabelled by a kill that came too late. The reason
@@ -311,26 +311,19 @@ class Job:
                 self.kill_reason = reason
                 with contextlib.suppress(OSError):
                     supervisor.write_atomic(self.files.stop, {"reason": reason})
-        if exited:
-            if wait:
-                self.wait()
-            return
-        self._stop(wait=wait)
+        if not exited:
+            self._stop()
 
-    def _stop(self, *, wait: bool) -> None:
+    def _stop(self) -> None:
         # SIGTERM now, from this thread: an owner that dies a moment later has still asked for the stop.
         procs = _terminate(self.pid, self.create_time)
-        if wait:
-            _escalate(self.pid, procs, grace_s=self._grace_s)
-            self.wait()
-        else:
-            threading.Thread(
-                target=_escalate,
-                args=(self.pid, procs),
-                kwargs={"grace_s": self._grace_s},
-                name=f"gputray-kill-{self.pid}",
-                daemon=True,
-            ).start()
+        threading.Thread(
+            target=_escalate,
+            args=(self.pid, procs),
+            kwargs={"grace_s": self._grace_s},
+            name=f"gputray-kill-{self.pid}",
+            daemon=True,
+        ).start()
 
 
 def _create_time(pid: int) -> float | None:
@@ -440,7 +433,7 @@ def launch(
     on_exit: Callable[[Job, int], None] | None = None,
     timeout_s: float | None = None,
     header: str | None = None,
-    grace_s: float = 3.0,
+    grace_s: float = GRACE_S,
     meta: Mapping[str, Any] | None = None,
     umask: int = -1,
 ) -> Job:
@@ -458,7 +451,9 @@ def launch(
     files = JobFiles.beside(log_path)
     with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
         if header:
-            log.write(header.encode("utf-8", "surrogateescape" if _unix() else "replace") + b"\n")
+            log.write(
+                header.encode("utf-8", "surrogateescape" if sys.platform != "win32" else "replace") + b"\n"
+            )
             log.flush()
         request = {
             "argv": list(argv),
@@ -524,7 +519,7 @@ def launch(
     )
 
 
-def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None, grace_s: float = 3.0) -> Job:
+def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
     """Watch a job a previous owner started: its exit is recorded when its supervisor ends (at once if
     it already has). ``kill_reason`` is what that owner asked, if it was stopping it."""
     job = Job(
@@ -534,15 +529,11 @@ def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None, grace_s: 
         log_path=run.log_path,
         files=run.files,
         on_exit=on_exit,
-        grace_s=grace_s,
+        grace_s=GRACE_S,
         supervisor_proc=None,
         timeout_s=run.timeout_s,
         adopted=True,
     )
     if job.kill_reason is not None and job.running:
-        job._stop(wait=False)  # that owner was stopping it when it went: finish the stop
+        job._stop()  # that owner was stopping it when it went: finish the stop
     return job
-
-
-def _unix() -> bool:
-    return sys.platform != "win32"

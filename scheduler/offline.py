@@ -22,7 +22,7 @@ from gputray.scheduler.pause_file import read_paused, write_paused
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue_lock import QueueLock
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
-from gputray.scheduler.store import TaskNotFound, TaskStore
+from gputray.scheduler.store import TaskNotFound, TaskStore, _kill_orphan
 from gputray.scheduler.tasks import PENDING_STATES, TaskRecord
 
 _T = TypeVar("_T")
@@ -38,26 +38,23 @@ class OfflineRefusal(Refusal):
     """The saved queue does not allow this (cancel a finished task …); the message says why."""
 
 
-def act(paths: Paths, fn: Callable[[OfflineQueue], _T], *, lock_wait_s: float = LOCK_WAIT_S) -> _T:
+def act(paths: Paths, fn: Callable[[OfflineQueue], _T]) -> _T:
     """``fn`` on the saved queue, under the queue lock. Raises QueueBusy when the lock stays held."""
-    if not paths.data_dir.exists():  # nothing saved, no owner ever ran here: no lock to take either
-        queue = OfflineQueue(paths)
-        try:
-            return fn(queue)
-        finally:
-            queue.close()
-    lock = QueueLock(paths.queue_db)
-    if not lock.acquire(timeout_s=lock_wait_s):
-        raise QueueBusy(
-            f"the queue is held by another gputray process (pid {lock.holder_pid()}, {lock.path}) that "
-            "does not answer on its socket: it may be starting; try again, or stop it"
-        )
+    lock = None  # nothing saved, no owner ever ran here: no lock to take either
+    if paths.data_dir.exists():
+        lock = QueueLock(paths.queue_db)
+        if not lock.acquire(timeout_s=LOCK_WAIT_S):
+            raise QueueBusy(
+                f"the queue is held by another gputray process (pid {lock.holder_pid()}, {lock.path}) "
+                "that does not answer on its socket: it may be starting; try again, or stop it"
+            )
     queue = OfflineQueue(paths)
     try:
         return fn(queue)
     finally:
         queue.close()
-        lock.release()
+        if lock is not None:
+            lock.release()
 
 
 def requeue_changes(
@@ -128,39 +125,33 @@ class OfflineQueue:
 
         files = JobFiles.beside(self.paths.logs_dir / f"task-{task_id}.log")
         run = read_run(files)
-        if run is not None and run.attempt == rec.attempts:
+        end = None
+        supervised = run is not None and run.attempt == rec.attempts
+        if run is not None and supervised:
             end = read_exit(files, run.pid)
-            if end is None and supervisor_alive(files):
-                write_atomic(files.stop, {"reason": "cancelled"})  # what the next owner reads, too
-                stop_leftover(run, grace_s=CANCEL_GRACE_S)
-                end = read_exit(files, run.pid)
-            elif end is not None:
+            if end is not None:
                 raise OfflineRefusal(
                     f"task #{task_id} ended by itself while no owner was up (exit {end.returncode}); "
                     "start an owner (`gputray daemon` or the tray) to record it"
                 )
-            new = self.store.update(
-                task_id,
-                state="cancelled",
-                reason="cancelled while running (no owner was up)",
-                exit_code=None if end is None else end.returncode,
-                ended_at=now if end is None else end.ended_at,
-                pid=None,
-                pid_create_time=None,
-            )
-            files.discard()
-            return new
-        from gputray.scheduler.store import _kill_orphan
-
-        _kill_orphan(rec.pid, rec.pid_create_time)  # started by a gputray without supervisors
-        return self.store.update(
+            if supervisor_alive(files):
+                write_atomic(files.stop, {"reason": "cancelled"})  # what the next owner reads, too
+                stop_leftover(run, grace_s=CANCEL_GRACE_S)
+                end = read_exit(files, run.pid)
+        else:
+            _kill_orphan(rec.pid, rec.pid_create_time)  # started by a gputray without supervisors
+        new = self.store.update(
             task_id,
             state="cancelled",
             reason="cancelled while running (no owner was up)",
-            ended_at=now,
+            exit_code=None if end is None else end.returncode,
+            ended_at=now if end is None else end.ended_at,
             pid=None,
             pid_create_time=None,
         )
+        if supervised:
+            files.discard()
+        return new
 
     def retry(self, task_id: int) -> TaskRecord:
         rec = self.get(task_id)
@@ -207,8 +198,7 @@ def remove(paths: Paths, ids: list[str], *, force: bool = False) -> TasksDone:
     """The ``remove`` op on the saved queue, as the owner answers it: ended and pending tasks go with
     their logs; a running one only with ``force`` (cancelled here first); a task that a pending one
     waits for (``after``) stays, with the reason."""
-    from gputray.scheduler.dependencies import dependants
-    from gputray.scheduler.queue_edits import delete_task_log
+    from gputray.scheduler.queue_edits import delete_task_log, keep_depended_on
 
     def run(q: OfflineQueue) -> TasksDone:
         errors: list[str] = []
@@ -227,18 +217,8 @@ def remove(paths: Paths, ids: list[str], *, force: bool = False) -> TasksDone:
                 errors.append(str(exc))
                 continue
             chosen.append(rec)
-        going = {r.id for r in chosen}
-        pending = [r for r in q.store.pending() if r.id not in going]
-        ok: list[TaskRecord] = []
-        for rec in chosen:
-            waiting = dependants(rec.id, pending)
-            if waiting:
-                names = ", ".join(f"#{w.id}" for w in waiting)
-                errors.append(
-                    f"task #{rec.id} stays: {names} wait(s) for it (--after); remove or cancel them first"
-                )
-                continue
-            ok.append(rec)
+        ok, kept = keep_depended_on(chosen, {r.id for r in chosen}, q.store.pending())
+        errors += kept
         gone = q.store.delete(r.id for r in ok)
         for rec in gone:
             delete_task_log(paths.logs_dir, rec)

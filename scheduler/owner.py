@@ -27,6 +27,7 @@ from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue_lock import QueueLock
+from gputray.scheduler.taskfile import load_task_file, spec_from_mapping, with_overrides
 from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
 from gputray.scheduler.timing import Schedule, Timing
 
@@ -170,7 +171,7 @@ class Owner:
         for note in prepare_private_folders(self.paths):
             log.warning("%s", note)
         if self._serve_ipc:
-            self.server = ipc.IpcServer(self.paths, self._handle_ipc)
+            self.server = ipc.IpcServer(self.paths, self._answer)  # requests already decoded and checked
             self.server.start()
         try:
             config = self._config or read_config_or_defaults(self.paths.config_file)
@@ -288,9 +289,7 @@ class Owner:
                 log.exception("on_event callback failed")
 
     def _submit_schedule(self, entry: Schedule) -> object:
-        from gputray.scheduler.taskfile import load_task_file
-
-        spec = self._with_overrides(load_task_file(Path(entry.task_file)), entry.overrides, entry.task_file)
+        spec = with_overrides(load_task_file(Path(entry.task_file)), entry.overrides, source=entry.task_file)
         return self.queue.submit(spec)
 
     # --- the IPC entry ---------------------------------------------------------------------------
@@ -299,11 +298,6 @@ class Owner:
         """Answer one request in-process (the tray) with its typed reply: checked against the
         protocol's limits as the socket's requests are, then answered by the same handler."""
         return self._answer(rq.checked(req))
-
-    def _handle_ipc(self, req: rq.Request[Any]) -> rp.Reply:
-        """Requests from the socket, already decoded and checked."""
-        reply: rp.Reply = self._answer(req)
-        return reply
 
     def _answer(self, req: rq.Request[_R]) -> _R:
         ping = isinstance(req, rq.Ping)
@@ -356,11 +350,6 @@ class Owner:
             cluster=self.cluster.report_doc() if req.cluster and self.cluster is not None else None,
         )
 
-    def _with_overrides(self, spec: TaskSpec, overrides: dict[str, Any] | None, source: str) -> TaskSpec:
-        from gputray.scheduler.taskfile import with_overrides
-
-        return with_overrides(spec, overrides, source=source)
-
     # QueueService.submit checks that the program, script and files exist (ToolNotFound, SubmitError).
     def _submitted(self, records: list[TaskRecord]) -> rp.Submitted:
         # A task for another machine (or any): its devices may be another machine's, the bridge places it.
@@ -373,18 +362,16 @@ class Owner:
         return rp.Submitted(tasks=rp.views(records), notes=tuple(notes))
 
     def _op_submit(self, req: rq.Submit) -> rp.Submitted:
-        from gputray.scheduler.taskfile import load_task_file
-
         overrides = _with_caller_env(req)
         if req.task_file is not None:
             path = _abs_path(rq.os_str(req.task_file), _cwd(req.cwd))
-            spec = self._with_overrides(load_task_file(path), overrides, str(path))
+            spec = with_overrides(load_task_file(path), overrides, source=str(path))
         elif req.spec is not None:
             spec = TaskSpec.from_dict({**req.spec, **overrides}, source="submitted task")
         else:
             raise OwnerRequestError("submit needs a task file or a task spec")
         if spec.cwd is None and req.cwd:  # no `cwd` key or --cwd: where the command was typed
-            spec = self._with_overrides(spec, {"cwd": req.cwd}, "submitted task")
+            spec = with_overrides(spec, {"cwd": req.cwd}, source="submitted task")
         return self._submitted([self.queue.submit(spec)])
 
     def _op_submit_files(self, req: rq.SubmitFiles) -> rp.Submitted:
@@ -409,8 +396,6 @@ class Owner:
         return rp.Submitted(tasks=(), handed_to="tray")
 
     def _op_run(self, req: rq.Run) -> rp.Submitted:
-        from gputray.scheduler.taskfile import spec_from_mapping
-
         data: dict[str, Any] = {"kind": "command", "argv": [rq.os_str(a) for a in req.argv]}
         if req.cwd:
             data["cwd"] = _cwd(req.cwd)
@@ -420,17 +405,12 @@ class Owner:
         spec = spec_from_mapping(data, source="gputray run")
         return self._submitted([self.queue.submit(spec)])
 
-    def _device_names(self) -> dict[str, str]:
-        """Device key → the name people know it by, for listings (the JSON keeps the key)."""
-        names = {"cpu": "CPU"}
-        names.update({info.key: info.name for info in self.monitor.known_devices()})
-        return names
-
     def _op_queue(self, req: rq.Queue) -> rp.QueueReply:
         return rp.QueueReply(
             tasks=rp.views(self.queue.list(include_finished=bool(req.all))),
             paused=self.queue.paused(),
-            device_names=self._device_names(),
+            # device key → the name people know it by, for listings (the JSON keeps the key)
+            device_names={"cpu": "CPU", **{info.key: info.name for info in self.monitor.known_devices()}},
             devices=self.queue.devices(),
         )
 
@@ -559,12 +539,10 @@ class Owner:
         )
 
     def _op_schedule_add(self, req: rq.ScheduleAdd) -> rp.Schedules:
-        from gputray.scheduler.taskfile import load_task_file
-
         assert self.timing is not None
         path = _abs_path(req.task_file, req.cwd)
         overrides = dict(req.overrides or {})
-        spec = self._with_overrides(load_task_file(path), overrides, str(path))  # a bad file fails now,
+        spec = with_overrides(load_task_file(path), overrides, source=str(path))  # a bad file fails now,
         self.queue.check_devices(spec)  # and so does a device name that matches nothing, not at 3 am
         entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
         self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it

@@ -20,7 +20,7 @@ waiting, ``after_max_wait`` adds ``redirect`` or ``cpu`` to the choices, or give
 big task waiting at the head never blocks a small task that can run elsewhere (or that fits next to
 what runs now). To keep the big task from being overtaken forever, every time a task further back
 starts on a device that a waiting task ahead of it would accept, the waiting task's ``overtakes``
-counter goes up. Once it reaches ``overtake_limit`` (default 3) the waiting task *holds* the device
+counter goes up. Once it reaches ``OVERTAKE_LIMIT`` (3) the waiting task *holds* the device
 it waits for: later tasks no longer start there until it has started, so the device drains and
 the big task gets it. Tasks that are ahead in the queue are never held back by a hold.
 """
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from gputray.scheduler.tasks import TaskRecord, window_label, window_open
 from gputray.scheduler.timing import next_window_open
 
 DEFAULT_PREFS = ("discrete", "integrated")
+OVERTAKE_LIMIT = 3  # overtakes before a waiting task holds the device it waits for
 DEFAULT_TEMP_LIMIT_C = {"integrated": 90.0, "discrete": 85.0}
 CPU_INFO = DeviceInfo(key="cpu", name="CPU", vendor="other", kind="cpu", backend="host")
 _VENDORS = {"nvidia", "amd", "intel"}
@@ -87,26 +89,8 @@ class DeviceState:
         return self.info.kind == "cpu"
 
 
-def cpu_state(
-    *,
-    running: int = 0,
-    slots: int = 1,
-    paused: bool = False,
-    running_names: tuple[str, ...] = (),
-    host_ram_free_bytes: int | None = None,
-    host_ram_total_bytes: int | None = None,
-    extra_used_bytes: int = 0,
-) -> DeviceState:
-    return DeviceState(
-        CPU_INFO,
-        running=running,
-        slots=slots,
-        paused=paused,
-        running_names=running_names,
-        host_ram_free_bytes=host_ram_free_bytes,
-        host_ram_total_bytes=host_ram_total_bytes,
-        extra_used_bytes=extra_used_bytes,
-    )
+#: The CPU as a device state: ``cpu_state(running=1, host_ram_free_bytes=…)``.
+cpu_state = functools.partial(DeviceState, CPU_INFO)
 
 
 @dataclass(frozen=True)
@@ -166,12 +150,6 @@ def resolve_pref(pref: str, devices: Sequence[DeviceState]) -> list[DeviceState]
         return gpus
     frag = _norm(p)
     return [d for d in gpus if frag and frag in _norm(d.info.name)] if frag else []
-
-
-def _pref_label(pref: str, matched: Sequence[DeviceState]) -> str:
-    if len(matched) == 1:
-        return matched[0].name
-    return pref
 
 
 def _clean(reason: str, name: str) -> str:
@@ -345,15 +323,9 @@ def place(
         rest_raw = [d for _, ds in groups[1:] for d in ds]
     else:
         rest_raw = [d for d in sorted(devices, key=_gpu_order) if not d.is_cpu]
-    rest: list[DeviceState] = []
-    for d in usable(rest_raw):
-        if d.key not in primary_keys and all(d.key != r.key for r in rest) and not d.is_cpu:
-            rest.append(d)
-    if len(groups) > 1:  # an explicit "cpu" among later preferences is a redirect target too
-        for _, ds in groups[1:]:
-            for d in usable(ds):
-                if d.is_cpu and d.key not in primary_keys and all(d.key != r.key for r in rest):
-                    rest.append(d)
+    # Each device once, GPUs first; an explicit "cpu" among later preferences is a redirect target too.
+    later = sorted((d for d in usable(rest_raw) if d.key not in primary_keys), key=lambda d: d.is_cpu)
+    rest = list({d.key: d for d in later}.values())
     cpu = [d for d in usable([d for d in devices if d.is_cpu]) if d.key not in primary_keys]
 
     why_busy = {d.key: busy_reason(task, d, held=held) for d in [*primary, *rest, *cpu]}
@@ -364,29 +336,31 @@ def place(
     if checking:  # free but for the env check, which takes seconds: wait for it rather than redirect
         return Wait(str(checking[0].torch_checking), checking[0].key, accepts=tuple(d.key for d in primary))
 
+    def goes(where: str, later: bool) -> bool:
+        """Whether a busy first choice sends the task ``where`` ("redirect", "cpu"): at once
+        (``on_busy``) or, when ``later`` (its max wait is over, or can be), by ``after_max_wait``."""
+        return spec.on_busy == where or (later and spec.after_max_wait == where)
+
     waited = now_s - wait_started_s(task)
     expired = spec.max_wait_s is not None and waited >= spec.max_wait_s
     alternatives: list[DeviceState] = []
-    if spec.on_busy == "redirect" or (expired and spec.after_max_wait == "redirect"):
+    if goes("redirect", expired):
         alternatives += rest
-    if spec.on_busy == "cpu" or (expired and spec.after_max_wait == "cpu"):
+    if goes("cpu", expired):
         alternatives += [c for c in cpu if all(c.key != a.key for a in alternatives)]
 
-    if primary:
-        head = primary[0]
-        first_label = _pref_label(first_pref, first_matched)
-        first_why = "; ".join(f"{why_busy[d.key]}" for d in primary[:1])
+    head = primary[0] if primary else None
+    # The device's name when the first preference names one device, else the preference itself.
+    first_label = first_matched[0].name if len(first_matched) == 1 else first_pref
+    if head is not None:
+        first_why = str(why_busy[head.key])
         if len(primary) > 1:
             first_why = "; ".join(f"{d.name}: {why_busy[d.key]}" for d in primary)
         first_state = f"{first_label} busy ({first_why})"
     elif first_matched:
-        head = None
-        first_label = _pref_label(first_pref, first_matched)
         first_why = "; ".join(unsuitable[d.key] for d in first_matched)
         first_state = f"{first_label} cannot run it ({first_why})"
     else:
-        head = None
-        first_label = first_pref
         first_why = "not present"
         first_state = f"{first_label} not present"
 
@@ -402,16 +376,13 @@ def place(
             )
 
     can_wait_out = spec.max_wait_s is not None
-    ever = list(primary)
-    if spec.on_busy == "redirect" or (can_wait_out and spec.after_max_wait == "redirect"):
-        ever += rest
-    if spec.on_busy == "cpu" or (can_wait_out and spec.after_max_wait == "cpu"):
-        ever += cpu
+    redirects, to_cpu = goes("redirect", can_wait_out), goes("cpu", can_wait_out)
+    ever = [*primary, *(rest if redirects else ()), *(cpu if to_cpu else ())]
     if not ever and first_matched:
         relevant = [d.key for d in first_matched]
-        if spec.on_busy == "redirect" or (can_wait_out and spec.after_max_wait == "redirect"):
+        if redirects:
             relevant += [d.key for d in rest_raw]
-        if spec.on_busy == "cpu" or (can_wait_out and spec.after_max_wait == "cpu"):
+        if to_cpu:
             relevant += [d.key for d in devices if d.is_cpu]
         reasons = {k: unsuitable[k] for k in dict.fromkeys(relevant) if k in unsuitable}
         return _no_env_wait(task, devices, reasons, waited if expired else None) or GiveUp(
@@ -458,7 +429,6 @@ def plan(
     devices: Sequence[DeviceState],
     *,
     now_s: float,
-    overtake_limit: int = 3,
 ) -> Plan:
     """Decide for every pending task in queue order, as if each placement had already started.
 
@@ -515,7 +485,7 @@ def plan(
         elif isinstance(decision, Wait) and decision.accepts:
             waiting.append((task, decision.accepts))
             count = overtakes.get(task.id, task.overtakes)
-            if count >= overtake_limit and decision.device is not None and decision.device not in held:
+            if count >= OVERTAKE_LIMIT and decision.device is not None and decision.device not in held:
                 held[decision.device] = task.id
                 version += 1
     return Plan(tuple(decisions), overtakes, held)

@@ -131,12 +131,6 @@ def _read_stderr(
             kept -= len(tail.pop(0))
 
 
-def _child_env(extra_env: Mapping[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(extra_env)
-    return env
-
-
 def run_python(
     python: Path,
     args: Sequence[str],
@@ -159,7 +153,7 @@ def run_python(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=_child_env(extra_env or {}),
+            env={**os.environ, **(extra_env or {})},
             cwd=str(probe_script().parent),
         )
     except OSError as exc:

@@ -223,7 +223,7 @@ class QueueEdits:
                     )
                     continue
                 ok.append(rec)
-            ok, blocked = self._keep_depended_on(ok, set(wanted))
+            ok, blocked = keep_depended_on(ok, set(wanted), self.store.pending())
             errors += blocked
             gone = self.store.delete(r.id for r in ok if r.state != "running")  # nothing starts meanwhile
         running = [r for r in ok if r.state == "running"]
@@ -238,7 +238,7 @@ class QueueEdits:
                     stopped.append(rec.id)
             gone += self.store.delete(stopped)
         for rec in gone:
-            self._delete_log(rec)
+            delete_task_log(self.paths.logs_dir, rec)
         if gone:
             self.request_dispatch()
         return gone, errors
@@ -258,31 +258,11 @@ class QueueEdits:
                 for r in self.store.list(states=states)
                 if older_than_s is None or (r.ended_at or r.submitted_at) <= now - older_than_s
             ]
-            ok, kept = self._keep_depended_on(chosen, {r.id for r in chosen})
+            ok, kept = keep_depended_on(chosen, {r.id for r in chosen}, self.store.pending())
             gone = self.store.delete(r.id for r in ok)
         for rec in gone:
-            self._delete_log(rec)
+            delete_task_log(self.paths.logs_dir, rec)
         return gone, kept
-
-    def _keep_depended_on(
-        self, records: builtins.list[TaskRecord], going: set[int]
-    ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
-        """``records`` minus those a pending task (not itself going) waits for, and why each stays."""
-        pending = [r for r in self.store.pending() if r.id not in going]
-        ok, kept = [], []
-        for rec in records:
-            waiting = deps.dependants(rec.id, pending)
-            if waiting:
-                ids = ", ".join(f"#{w.id}" for w in waiting)
-                kept.append(
-                    f"task #{rec.id} stays: {ids} wait(s) for it (--after); remove or cancel them first"
-                )
-            else:
-                ok.append(rec)
-        return ok, kept
-
-    def _delete_log(self, rec: TaskRecord) -> None:
-        delete_task_log(self.paths.logs_dir, rec)
 
     def release_waiters(self) -> None:
         """Answer every ``wait_ended`` now, and later ones at once (the owner is stopping)."""
@@ -314,6 +294,22 @@ class QueueEdits:
                 if done or left <= 0 or self._closed or self._waiters_released:
                     return records
                 self._ended.wait(left)
+
+
+def keep_depended_on(
+    records: builtins.list[TaskRecord], going: set[int], pending: Sequence[TaskRecord]
+) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
+    """``records`` minus those a pending task (not itself ``going``) waits for, and why each stays."""
+    staying = [r for r in pending if r.id not in going]
+    ok, kept = [], []
+    for rec in records:
+        waiting = deps.dependants(rec.id, staying)
+        if waiting:
+            ids = ", ".join(f"#{w.id}" for w in waiting)
+            kept.append(f"task #{rec.id} stays: {ids} wait(s) for it (--after); remove or cancel them first")
+        else:
+            ok.append(rec)
+    return ok, kept
 
 
 def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:

@@ -19,9 +19,11 @@ from pathlib import Path
 from gputray.scheduler.supervisor import lock_exclusive
 
 
-class QueueLock:
-    def __init__(self, queue_db: Path) -> None:
-        self.path = queue_db.with_name(queue_db.name + ".lock")
+class PidLock:
+    """An exclusive lock on the file ``path``; its holder writes its pid there, for messages."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self._fd: int | None = None
 
     @property
@@ -59,3 +61,8 @@ class QueueLock:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = None
+
+
+class QueueLock(PidLock):
+    def __init__(self, queue_db: Path) -> None:
+        super().__init__(queue_db.with_name(queue_db.name + ".lock"))

@@ -115,20 +115,9 @@ from gputray.scheduler.tasks import (
     local_iso,
 )
 
-__all__ = [
-    "LaunchPlan",
-    "QueueError",
-    "QueueEvent",
-    "QueueService",
-    "TaskNotFound",
-    "TaskStateError",
-    "prepare_launch",
-]
-
 log = logging.getLogger(__name__)
 
 EnvResolver = Callable[[str, Sequence[str]], PythonEnv | None]
-VkIndexResolver = Callable[[DeviceInfo, Mapping[str, str], Sequence[DeviceInfo]], int | None]
 #: ``failed_needs(device_key, needs)`` → the needs among ``needs`` the doctor saw fail on that device.
 FailedNeeds = Callable[[str, frozenset[str]], Collection[str]]
 TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one ended 20x its duration ago
@@ -196,11 +185,10 @@ def prepare_launch(
     taken_outs: Collection[str] = (),
     queue_file: str = "",
     now_s: float = 0.0,
-    vk_index_of: VkIndexResolver = default_vk_index,
     on_cpu: bool = False,
 ) -> LaunchPlan:
     """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
-    this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``vk_index_of`` (the
+    this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``default_vk_index`` (the
     Vulkan loader). Raises LaunchError when the task cannot be rendered for that device.
     ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
     spec = task.spec
@@ -215,7 +203,7 @@ def prepare_launch(
         vk_index = None
         if uses_placeholder(spec, "vk_index"):
             probe_env = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
-            vk_index = vk_index_of(info, probe_env, known)
+            vk_index = default_vk_index(info, probe_env, known)
         values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
         if uses_placeholder(spec, "out"):
             wanted = values["out"]
@@ -255,14 +243,13 @@ class QueueService(QueueEdits):
         on_event: Callable[[QueueEvent], None] | None = None,
         failed_needs: FailedNeeds | None = None,
         slots: Mapping[str, int] | None = None,
-        env_chooser: EnvChooser | None = None,
         runs_here: Callable[[TaskRecord], bool] | None = None,
         check_spec: Callable[[TaskSpec], None] | None = None,
     ) -> None:
-        """``env_chooser`` finds the Python env of a torch job on a device (default: the doctor's
-        cache, checking envs without a result in the background, ``env_choice.ProbingChooser``);
-        ``env_resolver(device_key, needs)`` is a plain lookup used instead (it never probes). A torch
-        job never runs without an env: it waits, with the chooser's reason.
+        """A torch job's Python env on a device comes from the doctor's cache, checking envs without a
+        result in the background (``env_choice.ProbingChooser``); ``env_resolver(device_key, needs)``
+        is a plain lookup used instead (it never probes). A torch job never runs without an env: it
+        waits, with the chooser's reason.
         ``failed_needs(device_key, needs)`` → which of the pending tasks' ``needs`` the doctor saw
         *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
         ``slots`` (the config's ``[devices.<name>] slots``): device name, key or ``cpu`` → how many
@@ -281,10 +268,12 @@ class QueueService(QueueEdits):
         super().__init__()
         self.slots = dict(slots or {})
         self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
-        if env_chooser is None and env_resolver is not None:
-            env_chooser = ResolverChooser(env_resolver)
-        self.env_chooser: EnvChooser = env_chooser or ProbingChooser(
-            devices=monitor.known_devices, on_change=lambda: self.request_dispatch(urgent=True)
+        self.env_chooser: EnvChooser = (
+            ResolverChooser(env_resolver)
+            if env_resolver is not None
+            else ProbingChooser(
+                devices=monitor.known_devices, on_change=lambda: self.request_dispatch(urgent=True)
+            )
         )
         self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
         self.runs_here = runs_here
@@ -452,13 +441,7 @@ class QueueService(QueueEdits):
     # -- commands -------------------------------------------------------------------------------
     def submit(self, spec: TaskSpec) -> TaskRecord:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
-        (self.check_spec or check_runnable)(spec)
-        self.check_devices(spec)
-        deps.check_after(None, spec, self.store.view())
-        rec = self.store.add(spec, now=self.clock())
-        self._emit("queued", rec, f"{rec.name} queued as #{rec.id}")
-        self.request_dispatch()
-        return rec
+        return self._add([spec], self.check_spec or check_runnable)[0]
 
     def submit_files(
         self, files: Sequence[Path], *, recipe: str | None = None, overrides: Mapping[str, Any] = {}
@@ -468,14 +451,16 @@ class QueueService(QueueEdits):
         ``overrides`` are task-file keys (``devices``, ``on_busy``, ``vram``, ``max_wait`` …).
         Raises SubmitError / RecipeError / ToolNotFound with a message naming the file or program.
         """
-        specs = specs_for_files(
-            [Path(f) for f in files],
-            recipe=recipe,
-            overrides=overrides,
-        )
-        if self.check_spec is not None:
-            for spec in specs:
-                self.check_spec(spec)
+        specs = specs_for_files([Path(f) for f in files], recipe=recipe, overrides=overrides)
+        return self._add(specs, self.check_spec)
+
+    def _add(
+        self, specs: Sequence[TaskSpec], check: Callable[[TaskSpec], None] | None
+    ) -> builtins.list[TaskRecord]:
+        """Check every spec (``check``, its devices, its ``after``), then queue them all in one commit."""
+        for spec in specs:
+            if check is not None:
+                check(spec)
         self.check_devices(*specs)
         for spec in specs:
             deps.check_after(None, spec, self.store.view())
@@ -602,11 +587,7 @@ class QueueService(QueueEdits):
                 if isinstance(decision, Placement):
                     self._start(task, decision, devices, known)
                 elif isinstance(decision, GiveUp):
-                    new = self.store.compare_and_update(
-                        task.id, task.state, state="failed", reason=decision.reason, ended_at=now
-                    )
-                    if new is not None:
-                        self._emit("failed", new, f"{new.name}: {decision.reason}")
+                    self._fail(task, decision.reason, now)
                 else:
                     waits.append((task, decision))
                     if decision.until_s is not None:
@@ -626,11 +607,7 @@ class QueueService(QueueEdits):
                     if value is not None:
                         check_epoch_s(value, what)
             except ValueError as exc:
-                new = self.store.compare_and_update(
-                    rec.id, rec.state, state="failed", reason=f"cannot be planned: {exc}", ended_at=now
-                )
-                if new is not None:
-                    self._emit("failed", new, f"{new.name}: {new.reason}")
+                self._fail(rec, f"cannot be planned: {exc}", now)
                 continue
             ok.append(rec)
         return ok
@@ -652,13 +629,9 @@ class QueueService(QueueEdits):
                     continue
                 verdict = deps.gate(rec, view)
                 if isinstance(verdict, deps.Broken):
-                    new = self.store.compare_and_update(
-                        rec.id, rec.state, state="failed", reason=verdict.reason, ended_at=now
-                    )
+                    self._fail(rec, verdict.reason, now)
                     failed.add(rec.id)
                     changed = True
-                    if new is not None:
-                        self._emit("failed", new, f"{new.name}: {new.reason}")
         ready, waits = [], []
         for rec in pending:
             if rec.id in failed:
@@ -670,6 +643,12 @@ class QueueService(QueueEdits):
                 waits.append((rec, Wait(verdict.reason)))
         self._record_waits(waits)
         return ready
+
+    def _fail(self, rec: TaskRecord, reason: str, now: float) -> None:
+        """A pending task fails with ``reason`` (unless its state changed meanwhile: a race lost)."""
+        new = self.store.compare_and_update(rec.id, rec.state, state="failed", reason=reason, ended_at=now)
+        if new is not None:
+            self._emit("failed", new, f"{new.name}: {reason}")
 
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
@@ -787,13 +766,10 @@ class QueueService(QueueEdits):
         self.monitor.job_started(
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
         )
-        where = "the CPU" if info.kind == "cpu" else info.name
-        if demo_for is not None:
-            where = f"the CPU (demo: in place of {demo_for})"
         if decision.redirected:
             self._emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
-            self._emit("started", started, f"{spec.name} started on {where}")
+            self._emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
 
     def _with_env_status(self, dev: DeviceState) -> DeviceState:
         """The device as torch tasks see it: whether an env is checked there now, or none works."""
@@ -863,9 +839,7 @@ class QueueService(QueueEdits):
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
                 new = self.store.update(task_id, state="succeeded", **base, **demo)
-                where = self._device_name(device)
-                if running is not None and running.demo_for is not None:
-                    where = f"the CPU (demo: in place of {running.demo_for})"
+                where = self._where(device, running.demo_for if running is not None else None)
                 self._emit("finished", new, f"{new.name} finished on {where}")
             else:
                 if reason == "timeout":
@@ -922,7 +896,7 @@ class QueueService(QueueEdits):
             tick_at = self._last_pass_end + TICK_PASS_BUDGET * self._last_pass_s
             now_mono = time.monotonic()
             deadlines = []
-            wall_due = [t for t in (self._due_s, *self._timer_due()) if t is not None]
+            wall_due = [t for t in (self._due_s, *(x.next_due_s() for x in self._timers)) if t is not None]
             if wall_due:
                 deadlines.append(max(0.0, min(wall_due) - self.clock()))
             if self._tick_pending:
@@ -960,9 +934,6 @@ class QueueService(QueueEdits):
         dispatcher thread, outside the lock; the recurring schedules use it). The one clock of the queue."""
         self._timers.append(timer)
         self._wake.set()
-
-    def _timer_due(self) -> builtins.list[float | None]:
-        return [timer.next_due_s() for timer in self._timers]
 
     def _run_timer(self, timer: Timer, now: float) -> None:
         due = timer.next_due_s()
@@ -1017,10 +988,8 @@ class QueueService(QueueEdits):
             key = reading.info.key
             mine = [r for r in running if r.device == key]
             declared = sum(r.spec.vram_bytes or 0 for r in mine)
-            seen = 0
-            for p in processes:
-                if p.device == key and p.pid in our_pids:
-                    seen += (p.vram_bytes or 0) + (p.shared_bytes or 0)
+            ours = (p for p in processes if p.device == key and p.pid in our_pids)
+            seen = sum((p.vram_bytes or 0) + (p.shared_bytes or 0) for p in ours)
             states.append(
                 DeviceState(
                     info=reading.info,
@@ -1037,33 +1006,28 @@ class QueueService(QueueEdits):
                 )
             )
         mine = [r for r in running if r.device == "cpu"]
-        cpu = cpu_state(
-            running=len(mine),
-            slots=self._slot_count(CPU_INFO),
-            paused="cpu" in self._paused.devices,
-            running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
-            host_ram_free_bytes=ram_free,
-            host_ram_total_bytes=ram_total,
-            extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
+        states.append(
+            cpu_state(
+                running=len(mine),
+                slots=self._slot_count(CPU_INFO),
+                paused="cpu" in self._paused.devices,
+                running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
+                host_ram_free_bytes=ram_free,
+                host_ram_total_bytes=ram_total,
+                extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
+                capabilities=self._needs_ok("cpu", needs),
+            )
         )
-        if self.failed_needs is not None and needs:
-            cpu = dataclasses.replace(cpu, capabilities=self._needs_ok("cpu", needs))
-        states.append(cpu)
         return states
 
     def _slot_count(self, info: DeviceInfo) -> int:
         """How many jobs may run on the device at once: the config's ``[devices.<name>] slots`` whose
         name matches it (a key, a name fragment like ``5060ti``, ``cpu``), else 1. One per GPU by
         default: on the iGPU parallel jobs fight for memory bandwidth."""
-        count = self._slots_of.get(info.key)
-        if count is None:
-            count = 1
-            for name, slots in self.slots.items():
-                if resolve_pref(name, [DeviceState(info)]):
-                    count = slots
-                    break
-            self._slots_of[info.key] = count
-        return count
+        if info.key not in self._slots_of:
+            matching = (n for name, n in self.slots.items() if resolve_pref(name, [DeviceState(info)]))
+            self._slots_of[info.key] = next(matching, 1)
+        return self._slots_of[info.key]
 
     def devices(self) -> tuple[DeviceSlots, ...]:
         """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
@@ -1133,6 +1097,10 @@ class QueueService(QueueEdits):
             if info.key == key:
                 return info.name
         return self._names_used.get(key, key)
+
+    def _where(self, key: str | None, demo_for: str | None) -> str:
+        """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
+        return f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self._device_name(key)
 
     def _save_paused(self, paused: Paused) -> None:
         self._paused = paused

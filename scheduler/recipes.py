@@ -134,14 +134,13 @@ def _read(path: Path) -> list[Recipe]:
     return _parse(data, str(path))
 
 
-def load_recipes(user_file: Path | None = None) -> list[Recipe]:
+def load_recipes() -> list[Recipe]:
     """Shipped recipes, then the user's (same name replaces, new names come first so they win matches).
 
-    ``user_file`` defaults to ``recipes.toml`` in the config folder (``app_paths().config_dir``).
+    The user's are ``recipes.toml`` in the config folder (``app_paths().config_dir``).
     """
     shipped = _read(resource_path("recipes.toml"))
-    if user_file is None:
-        user_file = app_paths().config_dir / "recipes.toml"
+    user_file = app_paths().config_dir / "recipes.toml"
     if not user_file.exists():
         return shipped
     user = _read(user_file)
@@ -228,15 +227,13 @@ def specs_for_files(
     *,
     recipe: str | None = None,
     overrides: Mapping[str, Any] | None = None,
-    recipes: Sequence[Recipe] | None = None,
-    check: bool = True,
 ) -> list[TaskSpec]:
     """Specs for dropped/submitted files; all are checked before any is returned (all or nothing).
 
     Every file is checked, so one error names every problem (SubmitProblems, one line per file);
     a single file's problem is raised as it is (ToolNotFound, NoRecipe …).
     """
-    recipes = load_recipes() if recipes is None else recipes
+    recipes = load_recipes()
     if recipe is not None:
         find_recipe(recipes, Path(), recipe)  # an unknown --recipe is one problem, not one per file
     specs = []
@@ -244,7 +241,7 @@ def specs_for_files(
     for file in files:
         path = Path(file)
         try:
-            specs.append(_spec_checked(path, recipes, recipe, overrides, check))
+            specs.append(_spec_checked(path, recipes, recipe, overrides))
         except SubmitError as exc:
             problems.append((path, exc))
     if len(problems) == 1 and len(files) == 1:
@@ -266,7 +263,6 @@ def _spec_checked(
     recipes: Sequence[Recipe],
     recipe: str | None,
     overrides: Mapping[str, Any] | None,
-    check: bool,
 ) -> TaskSpec:
     if not path.exists():
         raise SubmitError(f"{path}: no such file")
@@ -274,8 +270,7 @@ def _spec_checked(
         raise SubmitError(f"{path}: is a folder; give the files in it (one job per file)")
     chosen = find_recipe(recipes, path, recipe)
     spec = spec_for_file(chosen, path, overrides)
-    if check:
-        check_runnable(spec, hint=chosen.install_hint)
+    check_runnable(spec, hint=chosen.install_hint)
     return spec
 
 

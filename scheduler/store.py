@@ -53,8 +53,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
@@ -207,6 +207,26 @@ def _migrate_2_to_3(db: sqlite3.Connection) -> None:
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3]
 
 
+def _check_columns(changes: Mapping[str, Any]) -> None:
+    bad = set(changes) - _UPDATABLE
+    if bad:
+        raise ValueError(f"cannot update {sorted(bad)}")
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back when anything raises (and SQLite has not already)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        raise
+
+
 def _create_schema(db: sqlite3.Connection) -> None:
     """The current schema on an empty database, inside the caller's transaction."""
     for step in MIGRATIONS:
@@ -214,28 +234,8 @@ def _create_schema(db: sqlite3.Connection) -> None:
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
-# Fields of TaskRecord that map 1:1 to columns (everything but id and spec).
-_UPDATABLE = {
-    "state",
-    "device",
-    "env",
-    "reason",
-    "exit_code",
-    "attempts",
-    "started_at",
-    "ended_at",
-    "log_path",
-    "pid",
-    "pid_create_time",
-    "position",
-    "queued_at",
-    "not_before",
-    "overtakes",
-    "attempts_before",
-    "machine",
-    "remote_id",
-    "remote_state",
-}
+# Fields of TaskRecord that map 1:1 to columns and change after submit (all but id, spec, submitted_at).
+_UPDATABLE = {f.name for f in fields(TaskRecord)} - {"id", "spec", "submitted_at"}
 
 
 @dataclass(frozen=True)
@@ -409,15 +409,10 @@ class TaskStore:
         with self._lock:
             version = _schema_version(self._db, self.path)
             while version < SCHEMA_VERSION:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
+                with _transaction(self._db):
                     MIGRATIONS[version](self._db)
                     version += 1
                     self._db.execute(f"PRAGMA user_version={version}")
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
 
     @property
     def schema_version(self) -> int:
@@ -514,16 +509,9 @@ class TaskStore:
         if unsynced:
             db.execute("PRAGMA synchronous=NORMAL")
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(db):
                 for sql, params in statements:
                     db.execute(sql, params)
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                raise
         finally:
             if unsynced:
                 db.execute("PRAGMA synchronous=FULL")
@@ -549,7 +537,11 @@ class TaskStore:
                 "%s: changes to the queue are kept in memory and written when space returns",
                 no_space_message(self.path.parent),
             )
-            self._start_flusher()
+            if self._flusher is None and not self._closing.is_set():
+                self._flusher = threading.Thread(
+                    target=self._flush_loop, name="gputray-store-flush", daemon=True
+                )
+                self._flusher.start()
             return False
 
     def _flush(self) -> bool:
@@ -569,11 +561,6 @@ class TaskStore:
         self._held_error = ""
         return True
 
-    def _start_flusher(self) -> None:
-        if self._flusher is None and not self._closing.is_set():
-            self._flusher = threading.Thread(target=self._flush_loop, name="gputray-store-flush", daemon=True)
-            self._flusher.start()
-
     def _flush_loop(self) -> None:
         while not self._closing.wait(HELD_RETRY_S):
             with self._lock:
@@ -592,12 +579,6 @@ class TaskStore:
         if held or (free is not None and free < LOW_SPACE_BYTES):
             return no_space_message(self.path.parent)
         return None
-
-    @property
-    def held_changes(self) -> int:
-        """Changes kept in memory because the disk was full (0 when everything is on disk)."""
-        with self._lock:
-            return len(self._held)
 
     # -- API ------------------------------------------------------------------------------------
     def add(self, spec: TaskSpec, *, now: float | None = None) -> TaskRecord:
@@ -651,8 +632,7 @@ class TaskStore:
         added: builtins.list[builtins.list[TaskRecord]] = []
         db = self._db
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(db):
                 for t in batch:
                     records = []
                     for spec, text in zip(t.specs, t.texts, strict=True):
@@ -674,12 +654,6 @@ class TaskStore:
                             )
                         )
                     added.append(records)
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                raise
         except sqlite3.Error as exc:
             full = _is_full(exc, folder)
             for t in batch:
@@ -731,16 +705,30 @@ class TaskStore:
 
     def update(self, task_id: int, **changes: Any) -> TaskRecord:
         """Change columns of one task in one transaction; returns the new record."""
-        bad = set(changes) - _UPDATABLE
-        if bad:
-            raise ValueError(f"cannot update {sorted(bad)}")
+        new = self._update(task_id, None, changes)
+        assert new is not None  # no state expected: never a race lost
+        return new
+
+    def compare_and_update(self, task_id: int, expect_state: str, **changes: Any) -> TaskRecord | None:
+        """Update only if the task is still in ``expect_state``; None when it was not (a race lost)."""
+        return self._update(task_id, expect_state, changes)
+
+    def _update(self, task_id: int, expect_state: str | None, changes: dict[str, Any]) -> TaskRecord | None:
+        _check_columns(changes)
         with self._lock:
-            if task_id not in self._mirror():
+            rec = self._mirror().get(task_id)
+            if rec is None:
                 raise TaskNotFound(task_id)
+            # The mirror is the table (one writer), held changes included.
+            if expect_state is not None and rec.state != expect_state:
+                return None
             self._refuse_unreadable(task_id, changes)
             if changes:
                 cols = ", ".join(f"{k} = ?" for k in changes)
-                self._write([(f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id))])
+                sql, params = f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id)
+                if expect_state is not None:
+                    sql, params = f"{sql} AND state = ?", (*params, expect_state)
+                self._write([(sql, params)])
             return self._changed(task_id, **changes)
 
     def update_many(
@@ -763,9 +751,7 @@ class TaskStore:
             guard = f" AND state IN ({','.join('?' * len(extra))})"
         changes = builtins.list(changes)
         for _task_id, cols in changes:
-            bad = set(cols) - _UPDATABLE
-            if bad:
-                raise ValueError(f"cannot update {sorted(bad)}")
+            _check_columns(cols)
         with self._lock:
             mirror = self._mirror()
             after: dict[int, TaskRecord] = {}  # the mirror as these changes leave it, applied once written
@@ -796,50 +782,14 @@ class TaskStore:
             self._max_position = top
             return top
 
-    def compare_and_update(self, task_id: int, expect_state: str, **changes: Any) -> TaskRecord | None:
-        """Update only if the task is still in ``expect_state``; None when it was not (a race lost)."""
-        bad = set(changes) - _UPDATABLE
-        if bad:
-            raise ValueError(f"cannot update {sorted(bad)}")
-        with self._lock:
-            rec = self._mirror().get(task_id)
-            if rec is None:
-                raise TaskNotFound(task_id)
-            if rec.state != expect_state:  # the mirror is the table (one writer), held changes included
-                return None
-            self._refuse_unreadable(task_id, changes)
-            if changes:
-                cols = ", ".join(f"{k} = ?" for k in changes)
-                self._write(
-                    [
-                        (
-                            f"UPDATE tasks SET {cols} WHERE id = ? AND state = ?",
-                            (*changes.values(), task_id, expect_state),
-                        )
-                    ]
-                )
-            return self._changed(task_id, **changes)
-
     def set_priority_position(self, task_id: int, priority: int, position: float) -> TaskRecord:
         with self._lock:
             if task_id not in self._mirror():
                 raise TaskNotFound(task_id)
             self._refuse_unreadable(task_id, {"state": "queued"})
-            # The stored text, not the mirror's spec: keys from another gputray version survive.
-            row = self._db.execute("SELECT spec FROM tasks WHERE id = ?", (task_id,)).fetchone()
-            if row is None:
-                raise TaskNotFound(task_id)
-            data = json.loads(row[0])
-            data["priority"] = priority
-            text = _spec_text(data)
-            self._write(
-                [
-                    (
-                        "UPDATE tasks SET spec = ?, priority = ?, position = ? WHERE id = ?",
-                        (text, priority, position, task_id),
-                    )
-                ]
-            )
+            text = _spec_text({**self._stored_spec(task_id), "priority": priority})
+            sql = "UPDATE tasks SET spec = ?, priority = ?, position = ? WHERE id = ?"
+            self._write([(sql, (text, priority, position, task_id))])
             self._max_position = max(self._top_position(), position)
             return self._changed(task_id, spec=self._spec(text), position=position)
 
@@ -854,24 +804,20 @@ class TaskStore:
                 raise TaskNotFound(task_id)
             if rec.state not in wanted:  # the mirror is the table (one writer), held changes included
                 return None
-            # The stored text, not the mirror's spec: keys from another gputray version survive.
-            row = self._db.execute("SELECT spec FROM tasks WHERE id = ?", (task_id,)).fetchone()
-            if row is None:
-                raise TaskNotFound(task_id)
-            data = {**json.loads(row[0]), **spec.to_dict()}
+            data = {**self._stored_spec(task_id), **spec.to_dict()}
             text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
             marks = ",".join("?" * len(wanted))
             sql = f"UPDATE tasks SET spec = ?, name = ?, priority = ? WHERE id = ? AND state IN ({marks})"
-            self._write(
-                [
-                    (
-                        sql,
-                        (text, spec.name, spec.priority, task_id, *wanted),
-                    )
-                ]
-            )
+            self._write([(sql, (text, spec.name, spec.priority, task_id, *wanted))])
             self._spec_cache[text] = spec
             return self._changed(task_id, spec=spec)
+
+    def _stored_spec(self, task_id: int) -> dict[str, Any]:
+        """The stored text, not the mirror's spec: keys from another gputray version survive."""
+        row = self._db.execute("SELECT spec FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        if row is None:
+            raise TaskNotFound(task_id)
+        return cast(dict[str, Any], json.loads(row[0]))
 
     def delete(self, task_ids: Iterable[int]) -> builtins.list[TaskRecord]:
         """Remove tasks (their rows only; the caller deletes logs) in one transaction; returns them."""

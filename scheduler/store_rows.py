@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, cast
+from typing import Any
 
-from gputray.scheduler.tasks import AFTER_MAX_WAIT, KINDS, ON_BUSY, STATES, TaskRecord, TaskSpec, TaskState
+from gputray.scheduler.tasks import AFTER_MAX_WAIT, KINDS, ON_BUSY, STATES, TaskRecord, TaskSpec
 
 COLUMNS = (
     "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
@@ -21,6 +21,9 @@ COLUMNS = (
     "machine, remote_id, remote_state"
 )
 COLUMN_NAMES = tuple(c.strip() for c in COLUMNS.split(","))
+# (index, name) of the columns that are TaskRecord fields as they are (the spec is decoded; the name is
+# the spec's, stored for SQL's sake).
+_RECORD_COLUMNS = tuple((i, n) for i, n in enumerate(COLUMN_NAMES) if n not in ("spec", "name"))
 # Columns added by a later schema, with what a file of an older schema reads as in their place (the
 # read-only readers never migrate; a salvaged row of an older file lacks them): schema -> columns.
 ADDED_COLUMNS: dict[int, dict[str, Any]] = {
@@ -56,41 +59,13 @@ def decode_rows(
         problem = _row_problem(row)
         if problem is None:
             try:
-                out[row[0]] = record_from_row(row, spec_of(row[1]))
+                out[row[0]] = TaskRecord(spec=spec_of(row[1]), **{n: row[i] for i, n in _RECORD_COLUMNS})
                 continue
             except BadSpec as exc:
                 problem = str(exc)
         out[row[0]] = unreadable_record(row, problem)
         bad[row[0]] = (problem, row)
     return out, bad
-
-
-def record_from_row(row: Sequence[Any], spec: TaskSpec) -> TaskRecord:
-    """A checked ``SELECT {COLUMNS}`` row as a record."""
-    return TaskRecord(
-        id=row[0],
-        spec=spec,
-        state=cast(TaskState, row[2]),
-        device=row[3],
-        env=row[4],
-        reason=row[5],
-        exit_code=row[6],
-        attempts=row[7],
-        submitted_at=row[8],
-        started_at=row[9],
-        ended_at=row[10],
-        log_path=row[11],
-        pid=row[12],
-        pid_create_time=row[13],
-        position=row[14],
-        queued_at=row[15],
-        not_before=row[16],
-        overtakes=row[17],
-        attempts_before=row[19],
-        machine=row[20],
-        remote_id=row[21],
-        remote_state=row[22],
-    )
 
 
 def _is_num(v: Any) -> bool:

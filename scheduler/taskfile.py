@@ -196,9 +196,9 @@ def _read_regular_file(path: Path) -> bytes:
         os.close(fd)
 
 
-def read_task_bytes(path: Path, *, timeout_s: float = TASK_FILE_READ_S) -> bytes:
+def read_task_bytes(path: Path) -> bytes:
     """``_read_regular_file`` in a thread of its own, so that the caller (the owner's socket handler)
-    is never held by a file system that hangs: TaskFileError if it takes more than ``timeout_s``."""
+    is never held by a file system that hangs: TaskFileError if it takes more than ``TASK_FILE_READ_S``."""
     result: list[bytes] = []
     failure: list[BaseException] = []
 
@@ -210,9 +210,9 @@ def read_task_bytes(path: Path, *, timeout_s: float = TASK_FILE_READ_S) -> bytes
 
     reader = threading.Thread(target=read, name="gputray-read-task-file", daemon=True)
     reader.start()
-    reader.join(timeout_s)
+    reader.join(TASK_FILE_READ_S)
     if reader.is_alive():
-        raise TaskFileError(f"{path}: could not be read within {timeout_s:g} s")
+        raise TaskFileError(f"{path}: could not be read within {TASK_FILE_READ_S:g} s")
     if failure:
         raise failure[0]
     return result[0]
@@ -300,11 +300,9 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
         value = values[key][1] if key in values else None
         return default if value is None else value
 
-    def string(key: str, *, required: bool = False) -> str | None:
+    def string(key: str) -> str | None:
         value = get(key)
         if value is None:
-            if required:
-                raise err(key, "missing")
             return None
         if not isinstance(value, str) or not value.strip():
             raise err(key, f"must be a non-empty string, got {value!r}")
@@ -352,13 +350,13 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
             raise err(key, f"must be more than 0 (leave it out for no limit), got {value:g} s")
         return value
 
-    def integer(key: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
+    def integer(key: str, default: int, *, minimum: int, maximum: int) -> int:
         value = get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise err(key, f"must be a whole number, got {value!r}")
-        if minimum is not None and value < minimum:
+        if value < minimum:
             raise err(key, f"must be at least {minimum}, got {value}")
-        if maximum is not None and value > maximum:
+        if value > maximum:
             raise err(key, f"must be at most {maximum}, got {value}")
         return value
 

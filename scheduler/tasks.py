@@ -28,8 +28,6 @@ KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
 STATES: tuple[str, ...] = ("queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted")
 ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
 AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
-#: Device classes a preference may name besides a device key (``pci:…``) or a name fragment (``5060ti``).
-DEVICE_CLASSES: tuple[str, ...] = ("nvidia", "amd", "intel", "discrete", "integrated", "gpu", "cpu")
 #: Tasks in these states are still in the queue (waiting to be placed).
 PENDING_STATES: frozenset[str] = frozenset({"queued", "waiting"})
 #: Final states. ``interrupted`` is transient: the retry policy turns it into ``queued`` or ``failed``.

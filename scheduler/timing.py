@@ -51,6 +51,9 @@ CREATE TABLE IF NOT EXISTS schedules (
 """
 
 
+_SELECT = "SELECT id, name, cron, task_file, overrides, created_at, last_run_at, last_error FROM schedules"
+
+
 class TimingError(Refusal, ValueError):
     """A bad ``--at``, ``--window`` or ``--cron`` value, or an unknown schedule id."""
 
@@ -299,21 +302,14 @@ class ScheduleStore:
 
     def get(self, schedule_id: int) -> Schedule:
         with self._lock:
-            row = self._db.execute(
-                "SELECT id, name, cron, task_file, overrides, created_at, last_run_at, last_error "
-                "FROM schedules WHERE id = ?",
-                (schedule_id,),
-            ).fetchone()
+            row = self._db.execute(f"{_SELECT} WHERE id = ?", (schedule_id,)).fetchone()
         if row is None:
             raise TimingError(f"no schedule with id {schedule_id}; see `gputray schedule list`")
         return self._row(row)
 
     def all(self) -> list[Schedule]:
         with self._lock:
-            rows = self._db.execute(
-                "SELECT id, name, cron, task_file, overrides, created_at, last_run_at, last_error "
-                "FROM schedules ORDER BY id"
-            ).fetchall()
+            rows = self._db.execute(f"{_SELECT} ORDER BY id").fetchall()
         return [self._row(r) for r in rows]
 
     def remove(self, schedule_id: int) -> Schedule:

@@ -44,11 +44,10 @@ def caller_environment(environ: Any = None) -> tuple[dict[str, Any], list[str]]:
     each with a note saying so; the job is never refused for it."""
     from gputray.scheduler.protocol import MAX_ENV_VALUE_CHARS, MAX_TABLE_KEYS, wire_str
 
-    source = dict(os.environ if environ is None else environ)
     env: dict[str, Any] = {}
     notes: list[str] = []
     sizes: dict[str, int] = {}
-    for name, value in source.items():
+    for name, value in dict(os.environ if environ is None else environ).items():
         try:
             name.encode("utf-8")
         except UnicodeEncodeError:
@@ -134,17 +133,14 @@ def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> Any:
     try:
         return client.request(op, **args)
     except ipc.RemoteError as exc:
-        if exc.kind == "OwnerStopping":  # caught it mid-shutdown: the same as finding it gone
-            raise _OwnerGone(
-                f"the gputray owner went away ({exc.message}); {what}. To go on, {ipc.HOW_TO_START}"
-            ) from None
-        raise  # a refusal: said as for any command
+        if exc.kind != "OwnerStopping":
+            raise  # a refusal: said as for any command
+        why = exc.message  # caught it mid-shutdown: the same as finding it gone
     except ipc.OwnerNotRunning:
         raise  # no owner in the first place: said as for any command
     except ipc.IpcError as exc:
-        raise _OwnerGone(
-            f"the gputray owner went away ({exc}); {what}. To go on, {ipc.HOW_TO_START}"
-        ) from None
+        why = str(exc)
+    raise _OwnerGone(f"the gputray owner went away ({why}); {what}. To go on, {ipc.HOW_TO_START}") from None
 
 
 def _no_log(task_id: object, state: str) -> str:

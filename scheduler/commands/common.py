@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,9 +86,7 @@ def monitor_from_args(args: argparse.Namespace) -> Monitor:
 def terminal_cells(text: str) -> int:
     """Terminal columns: CJK characters (a file called 学習.py) and emoji like ✅ take two, combining marks
     none."""
-    return sum(
-        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text
-    )
+    return sum(map(console.cells, text))
 
 
 def shown(text: str) -> str:

@@ -22,7 +22,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=lambda a: _client_call(_cmd_cancel, a, _offline(_print_cancel, _offline_cancel)))
+    _answer_with(
+        p,
+        _print_cancel,
+        lambda a: _ask("cancel", ids=list(a.ids)),
+        lambda offline, a: offline.cancel(app_paths(), list(a.ids)),
+    )
 
     p = sub.add_parser(
         "retry",
@@ -31,7 +36,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("id", metavar="ID")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=lambda a: _client_call(_cmd_retry, a, _offline(_print_retry, _offline_retry)))
+    _answer_with(
+        p,
+        _print_retry,
+        lambda a: _ask("retry", id=a.id),
+        lambda offline, a: offline.retry(app_paths(), a.id),
+    )
 
     for name, verb in (("pause", "Stop starting"), ("resume", "Start again")):
         p = sub.add_parser(
@@ -42,27 +52,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         )
         p.add_argument("device", nargs="?", metavar="DEVICE")
         p.add_argument("--json", action="store_true")
-        p.set_defaults(
-            func=lambda a, op=name: _client_call(
-                lambda x: _print_pause(x, _ask(op, device=x.device)),
-                a,
-                _offline(_print_pause, lambda x, op=op: _offline_pause(x, op)),
-            )
+        p.set_defaults(op=name)
+        _answer_with(
+            p,
+            _print_pause,
+            lambda a: _ask(a.op, device=a.device),
+            lambda offline, a: offline.pause(app_paths(), a.op, a.device),
         )
 
 
 OFFLINE_NOTE = "no gputray owner is running: acted on the saved queue"
 
 
-def _offline(printer: Callable[[argparse.Namespace, Any], int], answer: Any) -> Any:
-    """The command against the saved queue (no owner answered): the same printing, a note first."""
+def _answer_with(
+    parser: argparse.ArgumentParser,
+    printer: Callable[[argparse.Namespace, Any], int],
+    ask: Callable[[argparse.Namespace], Any],
+    answer_offline: Callable[[Any, argparse.Namespace], Any],
+) -> None:
+    """The command prints ``printer(args, reply)``: the owner's reply (``ask``), or with no owner
+    running, ``answer_offline(offline, args)`` on the saved queue (the same printing, a note first)."""
 
-    def run(args: argparse.Namespace) -> int:
+    def run_offline(args: argparse.Namespace) -> int:
         from gputray.scheduler import offline
         from gputray.scheduler.protocol import Refusal
 
         try:
-            result = answer(args)
+            result = answer_offline(offline, args)
         except offline.QueueBusy as exc:
             return error(str(exc), EXIT_NO_OWNER)
         except Refusal as exc:
@@ -70,29 +86,7 @@ def _offline(printer: Callable[[argparse.Namespace, Any], int], answer: Any) -> 
         print(f"gputray: {OFFLINE_NOTE}", file=sys.stderr)
         return printer(args, result)
 
-    return run
-
-
-def _offline_cancel(args: argparse.Namespace) -> TasksDone:
-    from gputray.scheduler import offline
-
-    return offline.cancel(app_paths(), list(args.ids))
-
-
-def _offline_retry(args: argparse.Namespace) -> TaskReply:
-    from gputray.scheduler import offline
-
-    return offline.retry(app_paths(), args.id)
-
-
-def _offline_pause(args: argparse.Namespace, op: str) -> PausedReply:
-    from gputray.scheduler import offline
-
-    return offline.pause(app_paths(), op, args.device)
-
-
-def _cmd_cancel(args: argparse.Namespace) -> int:
-    return _print_cancel(args, _ask("cancel", ids=list(args.ids)))
+    parser.set_defaults(func=lambda a: _client_call(lambda x: printer(x, ask(x)), a, run_offline))
 
 
 def _print_cancel(args: argparse.Namespace, result: TasksDone) -> int:
@@ -104,10 +98,6 @@ def _print_cancel(args: argparse.Namespace, result: TasksDone) -> int:
     for err in result.errors:
         print(f"gputray: {err}", file=sys.stderr)
     return EXIT_REFUSED if result.errors else 0
-
-
-def _cmd_retry(args: argparse.Namespace) -> int:
-    return _print_retry(args, _ask("retry", id=args.id))
 
 
 def _print_retry(args: argparse.Namespace, result: TaskReply) -> int:

@@ -7,7 +7,6 @@ import argparse
 import contextlib
 import os
 import signal
-from pathlib import Path
 
 from gputray.scheduler import ipc
 from gputray.scheduler.commands.client import EXIT_REFUSED, _ask, _client_call
@@ -51,26 +50,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_daemon)
 
 
-def _setup_daemon_logging(level: str) -> Path:
-    from gputray.scheduler.log_setup import setup_logging
-
-    log_file = app_paths().state_dir / "daemon.log"
-    setup_logging(log_file, level=level)
-    return log_file
-
-
 def cmd_daemon(args: argparse.Namespace) -> int:
     if args.jobs is not None and not args.stop:
         return error("--keep-jobs and --stop-jobs go with --stop", EXIT_USAGE)
     if args.stop:
         return _client_call(lambda a: _print_stop(_ask("shutdown", jobs=a.jobs or "stop")), args)
     from gputray.monitor.scenario import ScenarioError
+    from gputray.scheduler.log_setup import setup_logging
     from gputray.scheduler.owner import Owner
     from gputray.scheduler.paths import FolderError
     from gputray.scheduler.store import StoreError
 
     paths = app_paths()
-    log_file = _setup_daemon_logging(args.log_level)
+    log_file = paths.state_dir / "daemon.log"
+    setup_logging(log_file, level=args.log_level)
     demo = bool(args.demo or args.demo_scenario is not None)
     owner = Owner(
         paths,

@@ -15,6 +15,7 @@ from gputray.monitor.device_map import VulkanMapping, drm_nodes, kfd_gpus, map_v
 from gputray.monitor.device_names import friendly_name
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.scenario import ScenarioError
+from gputray.monitor.units import DASH
 from gputray.monitor.vulkan import DEFAULT_TIMEOUT_S, VulkanEnumeration, enumerate_devices
 from gputray.scheduler.commands.common import (
     EXIT_REFUSED,
@@ -26,7 +27,6 @@ from gputray.scheduler.commands.common import (
     uses_custom_source,
 )
 
-DASH = "—"
 VENDOR_BY_PCI = {0x10DE: "nvidia", 0x1002: "amd", 0x8086: "intel"}
 
 

@@ -164,14 +164,6 @@ def render_simulated(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _demo_wanted(args: argparse.Namespace) -> bool:
-    if args.demo:
-        return True
-    from gputray.scheduler.commands.devices import _owner_is_demo
-
-    return _owner_is_demo()
-
-
 def _when(pairs: Sequence[PairResult]) -> str | None:
     cached = [p.probed_at_s for p in pairs if p.from_cache and p.probed_at_s]
     if not cached:
@@ -226,7 +218,9 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         progress=progress,
     )
-    simulated = simulated_rows(pairs) if _demo_wanted(args) else []
+    from gputray.scheduler.commands.devices import _owner_is_demo
+
+    simulated = simulated_rows(pairs) if args.demo or _owner_is_demo() else []
     if args.json:
         print_json({**doc_json(envs, devices, pairs), "simulated": simulated})
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -208,19 +209,7 @@ def _quote(path: Path) -> str:
 def run_scan(args: argparse.Namespace) -> int:
     candidates = scan_candidates()
     if getattr(args, "json", False):
-        print_json(
-            {
-                "candidates": [
-                    {
-                        "python": str(c.python),
-                        "source": c.source,
-                        "suggested_name": c.suggested_name,
-                        "configured_as": c.configured_as,
-                    }
-                    for c in candidates
-                ]
-            }
-        )
+        print_json({"candidates": [{**dataclasses.asdict(c), "python": str(c.python)} for c in candidates]})
         return 0
     new = [c for c in candidates if c.configured_as is None]
     for c in candidates:

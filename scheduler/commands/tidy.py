@@ -7,8 +7,9 @@ import sys
 
 from gputray.scheduler.commands.client import EXIT_REFUSED, _ask, _client_call, _UsageError
 from gputray.scheduler.commands.common import print_json, shown, task_json
+from gputray.scheduler.commands.control import _answer_with
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.replies import Tasks
+from gputray.scheduler.replies import Tasks, TasksDone
 
 CLEAN_STATES = ("succeeded", "failed", "cancelled")
 
@@ -26,7 +27,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--force", action="store_true", help="cancel a running task first, then remove it")
     p.add_argument("--json", action="store_true", help="print the removed tasks as JSON")
-    p.set_defaults(func=lambda a: _client_call(_cmd_remove, a, _offline_remove))
+    _answer_with(
+        p,
+        _print_remove,
+        lambda a: _ask("remove", ids=list(a.ids), force=a.force),
+        lambda offline, a: offline.remove(app_paths(), list(a.ids), force=a.force),
+    )
 
     p = sub.add_parser(
         "clean",
@@ -63,26 +69,7 @@ def _print_removed(tasks: Tasks, as_json: bool, notes: tuple[str, ...]) -> None:
         print(f"gputray: {note}", file=sys.stderr)
 
 
-def _offline_remove(args: argparse.Namespace) -> int:
-    """``remove`` with no owner running: on the saved queue, under the lock an owner takes."""
-    from gputray.scheduler import offline
-    from gputray.scheduler.commands.common import EXIT_NO_OWNER, error
-    from gputray.scheduler.commands.control import OFFLINE_NOTE
-    from gputray.scheduler.protocol import Refusal
-
-    try:
-        result = offline.remove(app_paths(), list(args.ids), force=args.force)
-    except offline.QueueBusy as exc:
-        return error(str(exc), EXIT_NO_OWNER)
-    except Refusal as exc:
-        return error(str(exc), EXIT_REFUSED)
-    print(f"gputray: {OFFLINE_NOTE}", file=sys.stderr)
-    _print_removed(result.tasks, args.json, result.errors)
-    return EXIT_REFUSED if result.errors else 0
-
-
-def _cmd_remove(args: argparse.Namespace) -> int:
-    result = _ask("remove", ids=list(args.ids), force=args.force)
+def _print_remove(args: argparse.Namespace, result: TasksDone) -> int:
     _print_removed(result.tasks, args.json, result.errors)
     return EXIT_REFUSED if result.errors else 0
 
