@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gputray.cluster.wire import DeviceView, MachineView, qualified, split_qualified
-from gputray.monitor.records import DeviceInfo, Sample, Verdict
+from gputray.monitor.records import Sample, Verdict
 from gputray.scheduler.placement import Decision, DeviceState, Placement, plan
 from gputray.scheduler.tasks import TaskRecord
 
@@ -23,17 +23,7 @@ TORCH_NEED = "torch"  # a pseudo-need: some Python env runs torch on the device 
 def _device_state(machine: str, view: MachineView, d: DeviceView, needs: frozenset[str]) -> DeviceState:
     key = qualified(machine, d.key)
     name = f"{d.name} on {machine}"
-    info = DeviceInfo(
-        key=key,
-        name=name,
-        vendor=d.vendor if d.vendor in ("nvidia", "amd", "intel") else "other",  # type: ignore[arg-type]
-        kind=d.kind if d.kind in ("integrated", "discrete", "cpu") else "other",  # type: ignore[arg-type]
-        backend="cluster",
-        pci_bdf=d.pci_bdf,
-        vram_total_bytes=d.vram_total_bytes,
-        shared_total_bytes=d.shared_total_bytes,
-        simulated=d.simulated,
-    )
+    info = d.info(key, name)
     failed = set(d.failed_needs) & needs
     if d.torch_ok is False and TORCH_NEED in needs:
         failed.add(TORCH_NEED)

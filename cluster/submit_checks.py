@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gputray.cluster.wire import DeviceView, MachineView, qualified
-from gputray.monitor.records import DeviceInfo
 from gputray.scheduler.device_checks import SeenDevice, SubmitRefused, check_device_names, check_memory
 from gputray.scheduler.placement import DeviceState
 from gputray.scheduler.tasks import TaskSpec
@@ -57,17 +56,7 @@ def view_from_report(report: Mapping[str, Any]) -> ClusterView:
 
 
 def _state(d: DeviceView, key: str, name: str, ram_total_bytes: int | None) -> DeviceState:
-    info = DeviceInfo(
-        key=key,
-        name=name,
-        vendor=d.vendor if d.vendor in ("nvidia", "amd", "intel") else "other",  # type: ignore[arg-type]
-        kind=d.kind if d.kind in ("integrated", "discrete", "cpu") else "other",  # type: ignore[arg-type]
-        backend="cluster",
-        pci_bdf=d.pci_bdf,
-        vram_total_bytes=d.vram_total_bytes,
-        shared_total_bytes=d.shared_total_bytes,
-    )
-    return DeviceState(info=info, host_ram_total_bytes=ram_total_bytes)
+    return DeviceState(info=d.info(key, name), host_ram_total_bytes=ram_total_bytes)
 
 
 def _with_machine(d: DeviceState, machine: str) -> DeviceState:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from gputray.monitor.records import DeviceInfo
 from gputray.scheduler.tasks import TaskRecord, TaskSpec, TaskState
 
 _RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(TaskRecord) if f.name != "spec")
@@ -69,6 +70,21 @@ class DeviceView:
     failed_needs: tuple[str, ...] = ()  # needs the doctor saw fail here (and pass nowhere here)
     torch_ok: bool | None = None  # some Python env runs torch here (None: the doctor never looked)
     simulated: bool = False
+
+    def info(self, key: str, name: str) -> DeviceInfo:
+        """This device as the placement's ``DeviceInfo``, under ``key`` (``desk/pci:…`` across machines)
+        and ``name`` (``Radeon 780M on laptop`` in messages that span machines)."""
+        return DeviceInfo(
+            key=key,
+            name=name,
+            vendor=self.vendor if self.vendor in ("nvidia", "amd", "intel") else "other",  # type: ignore[arg-type]
+            kind=self.kind if self.kind in ("integrated", "discrete", "cpu") else "other",  # type: ignore[arg-type]
+            backend="cluster",
+            pci_bdf=self.pci_bdf,
+            vram_total_bytes=self.vram_total_bytes,
+            shared_total_bytes=self.shared_total_bytes,
+            simulated=self.simulated,
+        )
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
