@@ -31,7 +31,7 @@ import dataclasses
 import datetime as dt
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gputray.monitor.records import DeviceInfo, Sample, Verdict
@@ -398,6 +398,16 @@ def place(
     return Wait(f"waiting for {first_label}: {first_why}", head.key if head else None, accepts=accepts)
 
 
+def _said_once(reasons: Iterable[str]) -> list[str]:
+    """Each reason once, and the same advice once: of reasons that end in one "; add one: …" (the
+    demo's GPUs and the CPU both lack an env with torch), the first is kept."""
+    kept: dict[str, str] = {}
+    for why in reasons:
+        _, sep, advice = why.rpartition("; add one: ")
+        kept.setdefault(advice if sep else why, why)
+    return list(kept.values())
+
+
 def _no_env_wait(
     task: TaskRecord,
     devices: Sequence[DeviceState],
@@ -409,7 +419,7 @@ def _no_env_wait(
     no_env = {d.key: d for d in devices if d.torch_no_env and task.spec.kind == "torch"}
     if not reasons or any(k not in no_env or why != no_env[k].torch_no_env for k, why in reasons.items()):
         return None
-    text = "; ".join(dict.fromkeys(reasons.values()))  # each names its device; said once when alike
+    text = "; ".join(_said_once(reasons.values()))
     if expired_after_s is not None and task.spec.after_max_wait == "fail":
         return GiveUp(f"gave up after waiting {_duration(expired_after_s)}: {text}")
     return Wait(text)

@@ -296,6 +296,18 @@ def test_demo_a_torch_job_on_the_simulated_5060_ti_runs_on_the_cpu_and_says_so(
     assert h.chooser.checks == 1
 
 
+def test_demo_with_no_env_anywhere_the_advice_is_said_once(queues: Callable[..., Queue], script: Path) -> None:
+    """The simulated GPUs and the CPU all lack an env: one reason that says how to add one, not the
+    demo's line and the CPU's line each with the same advice."""
+    h = queues()
+    (rec,) = h.q.submit_files([script])
+    hint = "gputray envs add PATH/TO/VENV (a venv where `pip install torch` ran)"
+    h.until(lambda: h.q.get(rec.id).reason.endswith(hint))
+    reason = h.q.get(rec.id).reason
+    assert reason == f"demo: torch jobs run on the CPU in an env with torch; add one: {hint}"
+    assert reason.count("add one") == 1
+
+
 def test_the_chooser_checks_an_env_once_and_says_which_it_checks(
     gputray_home: Path, notorch_python: Path
 ) -> None:
