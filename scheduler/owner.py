@@ -410,7 +410,7 @@ class Owner:
             tasks=rp.views(self.queue.list(include_finished=bool(req.all))),
             paused=self.queue.paused(),
             # device key → the name people know it by, for listings (the JSON keeps the key)
-            device_names={"cpu": "CPU", **{info.key: info.name for info in self.monitor.known_devices()}},
+            device_names=self._device_names(),
             devices=self.queue.devices(),
         )
 
@@ -503,13 +503,21 @@ class Owner:
             return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
         raise OwnerRequestError(unknown_device_message(text, [*infos, *seen]))
 
+    def _device_names(self) -> dict[str, str]:
+        """Device key → the name people know it by, for listings (the JSON keeps the key)."""
+        return {"cpu": "CPU", **{info.key: info.name for info in self.monitor.known_devices()}}
+
     def _op_pause(self, req: rq.Pause) -> rp.PausedReply:
         self.queue.pause(self.resolve_device(req.device))
-        return rp.PausedReply(paused=self.queue.paused(), known=tuple(self.queue.known_keys()))
+        return self._paused_reply()
 
     def _op_resume(self, req: rq.Resume) -> rp.PausedReply:
         self.queue.resume(self.resolve_device(req.device))
-        return rp.PausedReply(paused=self.queue.paused(), known=tuple(self.queue.known_keys()))
+        return self._paused_reply()
+
+    def _paused_reply(self) -> rp.PausedReply:
+        known = tuple(self.queue.known_keys())
+        return rp.PausedReply(paused=self.queue.paused(), known=known, device_names=self._device_names())
 
     def _op_logs(self, req: rq.Logs) -> rp.LogChunk:
         rec = self.queue.get(_task_id(req.id))

@@ -165,6 +165,7 @@ class PausedReply(Reply, frozen=True):
 
     paused: Paused
     known: tuple[str, ...] = ()
+    device_names: dict[str, str] = {}  # key → the name people know it by (none from the saved queue)
 
 
 class LogChunk(Reply, frozen=True):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from gputray.scheduler import console, ipc
@@ -168,6 +169,8 @@ def _print_submitted(result: Submitted, as_json: bool) -> None:
         print(f"#{t.id} {shown(t.name)}: {t.state}{reason}")
 
 
-def paused_labels(paused: Paused) -> str:
-    """``the whole queue, pci:0000:01:00.0``: what ``pause`` stopped, for people; "" for nothing."""
-    return ", ".join([*(["the whole queue"] if paused.all else []), *sorted(paused.devices)])
+def paused_labels(paused: Paused, names: Mapping[str, str]) -> str:
+    """``the whole queue, Radeon 780M``: what ``pause`` stopped, for people (a device by its name where
+    ``names`` knows it, else its key); "" for nothing."""
+    devices = sorted(names.get(key, key) for key in paused.devices)
+    return ", ".join([*(["the whole queue"] if paused.all else []), *devices])

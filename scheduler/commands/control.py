@@ -113,6 +113,6 @@ def _print_pause(args: argparse.Namespace, result: PausedReply) -> int:
     if args.json:
         print_json(paused_json(result))
     else:
-        on = paused_labels(result.paused)
+        on = paused_labels(result.paused, result.device_names)
         print(f"paused: {on}" if on else "nothing is paused")
     return 0

@@ -128,8 +128,8 @@ def _print_queue(result: QueueReply, args: argparse.Namespace, wanted: TaskFilte
             {"tasks": listed, "queue": {"paused": result.paused.all}, "devices": to_builtins(devices)}
         )
         return
-    if paused_labels(result.paused):
-        print(f"paused: {paused_labels(result.paused)}")
+    if paused_labels(result.paused, names):
+        print(f"paused: {paused_labels(result.paused, names)}")
     if format_devices(devices):
         print(format_devices(devices))
     if not tasks and wanted is not None:

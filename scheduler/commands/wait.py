@@ -96,7 +96,10 @@ def _summary(task: TaskView) -> str:
     if task.state == "removed":
         return f"#{task.id}: removed from the queue before it ended"
     detail = f" (exit {task.exit_code})" if task.exit_code is not None else ""
-    why = f": {shown(task.reason)}" if task.reason and task.state != "succeeded" else ""
+    said = (
+        task.reason and task.state != "succeeded" and task.reason != task.state
+    )  # not "cancelled: cancelled"
+    why = f": {shown(task.reason)}" if said else ""
     return f"#{task.id} {shown(task.name)}: {task.state}{detail}{why}"
 
 

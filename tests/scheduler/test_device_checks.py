@@ -148,6 +148,16 @@ def test_cli_submit_refuses_4090_and_too_much_memory_and_queues_nothing(
     assert owner.queue.list() == []
 
 
+def test_pause_and_the_queue_name_a_paused_gpu_as_people_know_it(owner: Owner, gputray_home: Path) -> None:
+    """`gputray pause 780m` answers with the GPU's name, as the queue listing does (the JSON keeps keys)."""
+    pause = gputray("pause", "780m", home=gputray_home)
+    assert pause.returncode == 0 and pause.stdout == "paused: Radeon 780M\n", pause.stdout + pause.stderr
+    listing = gputray("queue", home=gputray_home)
+    assert listing.stdout.splitlines()[0] == "paused: Radeon 780M"
+    as_json = json.loads(gputray("pause", "--json", "cpu", home=gputray_home).stdout)
+    assert as_json["pci:0000:64:00.0"] is True and as_json["cpu"] is True
+
+
 def test_a_remembered_absent_device_is_accepted_and_waits_not_present(
     gputray_home: Path, tmp_path: Path
 ) -> None:

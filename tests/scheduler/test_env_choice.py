@@ -296,7 +296,9 @@ def test_demo_a_torch_job_on_the_simulated_5060_ti_runs_on_the_cpu_and_says_so(
     assert h.chooser.checks == 1
 
 
-def test_demo_with_no_env_anywhere_the_advice_is_said_once(queues: Callable[..., Queue], script: Path) -> None:
+def test_demo_with_no_env_anywhere_the_advice_is_said_once(
+    queues: Callable[..., Queue], script: Path
+) -> None:
     """The simulated GPUs and the CPU all lack an env: one reason that says how to add one, not the
     demo's line and the CPU's line each with the same advice."""
     h = queues()

@@ -522,3 +522,12 @@ def test_schedule_times_are_listed_in_local_time() -> None:
     at = dt.datetime(2026, 12, 1, 3, 0).timestamp()  # 03:00 here, whatever UTC says
     text = _local(str(iso_utc(at)))
     assert text.startswith("2026-12-01 03:00") and "Z" not in text.split()[1]
+
+
+def test_wait_says_how_a_task_ended_without_saying_it_twice() -> None:
+    from gputray.scheduler.commands.wait import _summary
+
+    cancelled = TaskView(id=2, name="sleep", state="cancelled", reason="cancelled")
+    assert _summary(cancelled) == "#2 sleep: cancelled"  # not "cancelled: cancelled"
+    failed = TaskView(id=3, name="train.py", state="failed", exit_code=3, reason="exit 3 after 2 attempts")
+    assert _summary(failed) == "#3 train.py: failed (exit 3): exit 3 after 2 attempts"
