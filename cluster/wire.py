@@ -1,9 +1,9 @@
 """What crosses the local socket and the Ray calls: task records and machine views as plain JSON types.
 
 ``record_to_wire``/``record_from_wire`` carry a whole TaskRecord (the spec, the queue fields the
-placement reads), unlike ``TaskRecord.to_json`` which is the listing. ``MachineView`` is one
-machine's devices as its own owner judges them: readings, busy verdicts (external use counted), our
-jobs on each, pauses, and what its GPU doctor saw fail.
+placement reads), unlike ``replies.TaskView``, which is what a client may know of a task.
+``MachineView`` is one machine's devices as its own owner judges them: readings, busy verdicts
+(external use counted), our jobs on each, pauses, and what its GPU doctor saw fail.
 """
 
 from __future__ import annotations
