@@ -396,7 +396,7 @@ def fingerprint(
         torch_version=info.data.get("torch_dist_version"),
         torch_origin=str(origin) if origin else None,
         torch_mtime_ns=_mtime_ns(origin),
-        extra_env=tuple(sorted(env.extra_env.items())),
+        extra_env=env.extra_env,
     ), info
 
 
