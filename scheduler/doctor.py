@@ -247,22 +247,18 @@ def _unseen_pair(
             "torch in this env does not see this GPU",
             "check CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES in this env's settings",
         )
-    return PairResult(
-        env_name=env.name,
-        python=str(env.python),
-        device_key=info.key,
-        device_name=info.name,
-        vendor=info.vendor,
-        verdict="fails",
-        reason=found.reason,
-        fix=found.fix,
+    return _failed_pair(
+        env,
+        info.key,
+        info.name,
+        info.vendor,
+        found,
+        facts,
+        error=data.get("accelerator_error"),
         torch_version=facts.torch_version,
         cuda_version=cuda,
         hip_version=hip,
         arch=info.gfx_target,
-        extra_env=env.extra_env,
-        probed_at_s=facts.probed_at_s,
-        error=data.get("accelerator_error"),
     )
 
 
@@ -297,21 +293,14 @@ def _failed_probe_pair(
             else Diagnosis(result.message)
         )
     error = (result.message + "\n" + result.stderr_tail).strip()
-    return _failed_pair(env, key, name, vendor, found, facts, error, torch_version=facts.torch_version)
+    return _failed_pair(env, key, name, vendor, found, facts, error=error, torch_version=facts.torch_version)
 
 
 def _failed_pair(
-    env: PythonEnv,
-    key: str,
-    name: str,
-    vendor: str,
-    found: Diagnosis,
-    facts: _EnvFacts,
-    error: str,
-    *,
-    torch_version: str | None,
+    env: PythonEnv, key: str, name: str, vendor: str, found: Diagnosis, facts: _EnvFacts, **more: Any
 ) -> PairResult:
-    """A "fails" row for a device the probe gave no report on (it crashed, hung, or torch did not import)."""
+    """A "fails" row for a device the probe gave no report on (it crashed, hung, torch did not import,
+    or did not see it); ``more`` are the PairResult fields known beyond these."""
     return PairResult(
         env_name=env.name,
         python=str(env.python),
@@ -321,10 +310,9 @@ def _failed_pair(
         verdict="fails",
         reason=found.reason,
         fix=found.fix,
-        torch_version=torch_version,
         extra_env=env.extra_env,
         probed_at_s=facts.probed_at_s,
-        error=error,
+        **more,
     )
 
 
@@ -351,7 +339,7 @@ def pairs_from_probe(env: PythonEnv, result: ProbeResult, known: Sequence[Device
         pairs = []
         for key, name, vendor in [("cpu", "CPU", "cpu"), *((i.key, i.name, i.vendor) for i in gpus)]:
             found = diagnose(text, vendor=vendor, env=env)
-            pairs.append(_failed_pair(env, key, name, vendor, found, facts, error, torch_version=None))
+            pairs.append(_failed_pair(env, key, name, vendor, found, facts, error=error))
         return pairs
     if result.status == "ok" and "devices" in data:
         devices = list(data["devices"])
