@@ -434,40 +434,35 @@ def run_doctor(
     results: list[PairResult] = []
     for env in envs:
         fp, version_info = fingerprint(env, min(timeout_s, VERSION_TIMEOUT_S))
+        reported: set[str] = set()  # the devices the probe's progress already said
+        cached = (
+            None if fp is None or refresh else _cached_for(entries, fp, ["cpu", *gpu_keys], drivers, bench)
+        )
         if fp is None:
             # Not even `python -I probe.py --version-only` works: no point importing torch.
             pairs = pairs_from_probe(env, version_info, devices)
-            for pair in pairs:
-                say(progress_text(pair))
-            results += pairs
-            continue
-        if not refresh:
-            cached = _cached_for(entries, fp, ["cpu", *gpu_keys], drivers, bench)
-            if cached is not None:
-                for pair in cached:
+        elif cached is not None:
+            pairs = cached
+        else:
+            say(f"{env.name}: probing {env.python} (importing torch, then each device)…")
+
+            def on_progress(
+                payload: Mapping[str, Any], env: PythonEnv = env, reported: set[str] = reported
+            ) -> None:
+                if payload.get("stage") == "device" and isinstance(payload.get("device"), dict):
+                    facts = _EnvFacts(None, None, None, time.time(), bench)
+                    pair = pair_from_device(env, payload["device"], devices, facts)
+                    reported.add(pair.device_key)
                     say(progress_text(pair))
-                results += cached
-                continue
-        say(f"{env.name}: probing {env.python} (importing torch, then each device)…")
-        reported: set[str] = set()
 
-        def on_progress(
-            payload: Mapping[str, Any], env: PythonEnv = env, reported: set[str] = reported
-        ) -> None:
-            if payload.get("stage") == "device" and isinstance(payload.get("device"), dict):
-                facts = _EnvFacts(None, None, None, time.time(), bench)
-                pair = pair_from_device(env, payload["device"], devices, facts)
-                reported.add(pair.device_key)
-                say(progress_text(pair))
-
-        result = probe_env(
-            env.python, extra_env=env.extra_env, bench=bench, timeout_s=timeout_s, on_progress=on_progress
-        )
-        pairs = pairs_from_probe(env, result, devices)
+            result = probe_env(
+                env.python, extra_env=env.extra_env, bench=bench, timeout_s=timeout_s, on_progress=on_progress
+            )
+            pairs = pairs_from_probe(env, result, devices)
+            with contextlib.suppress(OSError):
+                record_results(path, fp, pairs, drivers, bench=bench)
         for pair in pairs:
             if pair.device_key not in reported:
                 say(progress_text(pair))
         results += pairs
-        with contextlib.suppress(OSError):
-            record_results(path, fp, pairs, drivers, bench=bench)
     return results
