@@ -79,10 +79,7 @@ __all__ = [
 def _hex_only(text: str | None) -> str:
     if not text:
         return ""
-    text = text.strip().lower()
-    for prefix in ("gpu-", "mig-"):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
+    text = text.strip().lower().removeprefix("gpu-").removeprefix("mig-")
     return re.sub(r"[^0-9a-f]", "", text)
 
 
