@@ -79,7 +79,7 @@ def glue_negative_values(words: list[str], parser: argparse.ArgumentParser) -> l
     takes_value = {
         flag
         for action in parser._actions
-        if action.option_strings and action.nargs is None and not isinstance(action, _FLAG_ACTIONS)
+        if action.option_strings and action.nargs is None  # flags (store_true, --help …) take nargs=0
         for flag in action.option_strings
     }
     out: list[str] = []
@@ -97,16 +97,6 @@ def glue_negative_values(words: list[str], parser: argparse.ArgumentParser) -> l
         out.append(word)
         i += 1
     return out
-
-
-_FLAG_ACTIONS = (
-    argparse._StoreTrueAction,
-    argparse._StoreFalseAction,
-    argparse._StoreConstAction,
-    argparse._HelpAction,
-    argparse._VersionAction,
-    argparse._CountAction,
-)
 
 
 def _is_option(word: str, parser: argparse.ArgumentParser) -> bool:

@@ -79,10 +79,7 @@ __all__ = [
 def _hex_only(text: str | None) -> str:
     if not text:
         return ""
-    text = text.strip().lower()
-    for prefix in ("gpu-", "mig-"):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
+    text = text.strip().lower().removeprefix("gpu-").removeprefix("mig-")
     return re.sub(r"[^0-9a-f]", "", text)
 
 
@@ -247,22 +244,18 @@ def _unseen_pair(
             "torch in this env does not see this GPU",
             "check CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES in this env's settings",
         )
-    return PairResult(
-        env_name=env.name,
-        python=str(env.python),
-        device_key=info.key,
-        device_name=info.name,
-        vendor=info.vendor,
-        verdict="fails",
-        reason=found.reason,
-        fix=found.fix,
+    return _failed_pair(
+        env,
+        info.key,
+        info.name,
+        info.vendor,
+        found,
+        facts,
+        error=data.get("accelerator_error"),
         torch_version=facts.torch_version,
         cuda_version=cuda,
         hip_version=hip,
         arch=info.gfx_target,
-        extra_env=env.extra_env,
-        probed_at_s=facts.probed_at_s,
-        error=data.get("accelerator_error"),
     )
 
 
@@ -297,21 +290,14 @@ def _failed_probe_pair(
             else Diagnosis(result.message)
         )
     error = (result.message + "\n" + result.stderr_tail).strip()
-    return _failed_pair(env, key, name, vendor, found, facts, error, torch_version=facts.torch_version)
+    return _failed_pair(env, key, name, vendor, found, facts, error=error, torch_version=facts.torch_version)
 
 
 def _failed_pair(
-    env: PythonEnv,
-    key: str,
-    name: str,
-    vendor: str,
-    found: Diagnosis,
-    facts: _EnvFacts,
-    error: str,
-    *,
-    torch_version: str | None,
+    env: PythonEnv, key: str, name: str, vendor: str, found: Diagnosis, facts: _EnvFacts, **more: Any
 ) -> PairResult:
-    """A "fails" row for a device the probe gave no report on (it crashed, hung, or torch did not import)."""
+    """A "fails" row for a device the probe gave no report on (it crashed, hung, torch did not import,
+    or did not see it); ``more`` are the PairResult fields known beyond these."""
     return PairResult(
         env_name=env.name,
         python=str(env.python),
@@ -321,10 +307,9 @@ def _failed_pair(
         verdict="fails",
         reason=found.reason,
         fix=found.fix,
-        torch_version=torch_version,
         extra_env=env.extra_env,
         probed_at_s=facts.probed_at_s,
-        error=error,
+        **more,
     )
 
 
@@ -351,7 +336,7 @@ def pairs_from_probe(env: PythonEnv, result: ProbeResult, known: Sequence[Device
         pairs = []
         for key, name, vendor in [("cpu", "CPU", "cpu"), *((i.key, i.name, i.vendor) for i in gpus)]:
             found = diagnose(text, vendor=vendor, env=env)
-            pairs.append(_failed_pair(env, key, name, vendor, found, facts, error, torch_version=None))
+            pairs.append(_failed_pair(env, key, name, vendor, found, facts, error=error))
         return pairs
     if result.status == "ok" and "devices" in data:
         devices = list(data["devices"])
@@ -396,7 +381,7 @@ def fingerprint(
         torch_version=info.data.get("torch_dist_version"),
         torch_origin=str(origin) if origin else None,
         torch_mtime_ns=_mtime_ns(origin),
-        extra_env=tuple(sorted(env.extra_env.items())),
+        extra_env=env.extra_env,
     ), info
 
 
@@ -446,40 +431,35 @@ def run_doctor(
     results: list[PairResult] = []
     for env in envs:
         fp, version_info = fingerprint(env, min(timeout_s, VERSION_TIMEOUT_S))
+        reported: set[str] = set()  # the devices the probe's progress already said
+        cached = (
+            None if fp is None or refresh else _cached_for(entries, fp, ["cpu", *gpu_keys], drivers, bench)
+        )
         if fp is None:
             # Not even `python -I probe.py --version-only` works: no point importing torch.
             pairs = pairs_from_probe(env, version_info, devices)
-            for pair in pairs:
-                say(progress_text(pair))
-            results += pairs
-            continue
-        if not refresh:
-            cached = _cached_for(entries, fp, ["cpu", *gpu_keys], drivers, bench)
-            if cached is not None:
-                for pair in cached:
+        elif cached is not None:
+            pairs = cached
+        else:
+            say(f"{env.name}: probing {env.python} (importing torch, then each device)…")
+
+            def on_progress(
+                payload: Mapping[str, Any], env: PythonEnv = env, reported: set[str] = reported
+            ) -> None:
+                if payload.get("stage") == "device" and isinstance(payload.get("device"), dict):
+                    facts = _EnvFacts(None, None, None, time.time(), bench)
+                    pair = pair_from_device(env, payload["device"], devices, facts)
+                    reported.add(pair.device_key)
                     say(progress_text(pair))
-                results += cached
-                continue
-        say(f"{env.name}: probing {env.python} (importing torch, then each device)…")
-        reported: set[str] = set()
 
-        def on_progress(
-            payload: Mapping[str, Any], env: PythonEnv = env, reported: set[str] = reported
-        ) -> None:
-            if payload.get("stage") == "device" and isinstance(payload.get("device"), dict):
-                facts = _EnvFacts(None, None, None, time.time(), bench)
-                pair = pair_from_device(env, payload["device"], devices, facts)
-                reported.add(pair.device_key)
-                say(progress_text(pair))
-
-        result = probe_env(
-            env.python, extra_env=env.extra_env, bench=bench, timeout_s=timeout_s, on_progress=on_progress
-        )
-        pairs = pairs_from_probe(env, result, devices)
+            result = probe_env(
+                env.python, extra_env=env.extra_env, bench=bench, timeout_s=timeout_s, on_progress=on_progress
+            )
+            pairs = pairs_from_probe(env, result, devices)
+            with contextlib.suppress(OSError):
+                record_results(path, fp, pairs, drivers, bench=bench)
         for pair in pairs:
             if pair.device_key not in reported:
                 say(progress_text(pair))
         results += pairs
-        with contextlib.suppress(OSError):
-            record_results(path, fp, pairs, drivers, bench=bench)
     return results

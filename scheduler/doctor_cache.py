@@ -16,10 +16,12 @@ import platform
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
+
+import msgspec
 
 from gputray.monitor.sysfs import read_str
 from gputray.scheduler.config import ConfigError
@@ -117,16 +119,8 @@ class PairResult:
         return all(c is not None and c.ok for c in caps)
 
     def to_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["extra_env"] = dict(self.extra_env)
-        data["capabilities"] = [asdict(c) for c in self.capabilities]
+        data: dict[str, Any] = _builtins(self)
         return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PairResult:
-        values = dict(data)
-        values["capabilities"] = tuple(Capability(**c) for c in values.get("capabilities", ()))
-        return cls(**values)
 
 
 def driver_versions() -> dict[str, str]:
@@ -197,23 +191,10 @@ class EnvFingerprint:
     torch_version: str | None
     torch_origin: str | None
     torch_mtime_ns: int | None
-    extra_env: tuple[tuple[str, str], ...]
+    extra_env: Mapping[str, str] = field(default_factory=dict, hash=False)
 
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["extra_env"] = dict(self.extra_env)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EnvFingerprint:
-        return cls(
-            python=str(data.get("python")),
-            python_mtime_ns=data.get("python_mtime_ns"),
-            torch_version=data.get("torch_version"),
-            torch_origin=data.get("torch_origin"),
-            torch_mtime_ns=data.get("torch_mtime_ns"),
-            extra_env=tuple(sorted(dict(data.get("extra_env") or {}).items())),
-        )
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_env", MappingProxyType(dict(sorted(dict(self.extra_env).items()))))
 
     def still_holds(self) -> bool:
         """Cheap check without running Python: interpreter and torch files unchanged."""
@@ -230,37 +211,29 @@ class _CacheEntry:
     pair: PairResult
 
 
+@dataclass(frozen=True)
+class _CacheFile:
+    """``doctor.json`` as written: entries of another ``format`` are not read."""
+
+    format: int
+    entries: list[_CacheEntry] = field(default_factory=list)
+
+
+def _builtins(record: object) -> Any:
+    """A record as JSON-ready values; its read-only mappings as plain dicts."""
+    return msgspec.to_builtins(record, enc_hook=dict)
+
+
 def _load_cache(path: Path) -> list[_CacheEntry]:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if raw.get("format") != CACHE_FORMAT:
-            return []
-        return [
-            _CacheEntry(
-                EnvFingerprint.from_dict(e["fingerprint"]),
-                str(e.get("driver", "")),
-                bool(e.get("bench_requested")),
-                PairResult.from_json(e["pair"]),
-            )
-            for e in raw.get("entries", [])
-        ]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        doc = msgspec.json.decode(path.read_bytes(), type=_CacheFile)
+    except (OSError, msgspec.DecodeError):
         return []  # no cache or a damaged one: probe again
+    return doc.entries if doc.format == CACHE_FORMAT else []
 
 
 def _save_cache(path: Path, entries: Sequence[_CacheEntry]) -> None:
-    doc = {
-        "format": CACHE_FORMAT,
-        "entries": [
-            {
-                "fingerprint": e.fingerprint.as_dict(),
-                "driver": e.driver,
-                "bench_requested": e.bench_requested,
-                "pair": e.pair.to_json(),
-            }
-            for e in entries
-        ],
-    }
+    doc = _builtins(_CacheFile(CACHE_FORMAT, list(entries)))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -323,7 +296,7 @@ def cached_results(
     by_identity = {(str(e.python), tuple(sorted(e.extra_env.items()))): e for e in envs}
     out: list[PairResult] = []
     for entry in _load_cache(cache_path or cache_file()):
-        env = by_identity.get((entry.fingerprint.python, entry.fingerprint.extra_env))
+        env = by_identity.get((entry.fingerprint.python, tuple(entry.fingerprint.extra_env.items())))
         if env is None or not entry.fingerprint.still_holds():
             continue
         if entry.driver != _driver_for(entry.pair.vendor, drivers):

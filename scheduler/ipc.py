@@ -683,8 +683,7 @@ class IpcServer:
             if not self._pipe_slots.acquire(blocking=False):
                 with contextlib.suppress(Exception):
                     conn.send_bytes(encode_payload(error_reply("Busy", "too many connections; try again")))
-                with contextlib.suppress(Exception):
-                    conn.close()
+                _close_quietly(conn)
                 continue
             with self._conns_lock:
                 self._pipe_conns.add(conn)
@@ -700,8 +699,7 @@ class IpcServer:
         finally:
             with self._conns_lock:
                 self._pipe_conns.discard(conn)
-            with contextlib.suppress(Exception):
-                conn.close()
+            _close_quietly(conn)
             self._pipe_slots.release()
 
     def _serve_pipe(self, conn: Any) -> None:

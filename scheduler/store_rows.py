@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -76,28 +77,18 @@ def _num_or(v: Any, default: float | None) -> float | None:
     return float(v) if _is_num(v) else default
 
 
-# (column index, column name, kind): "s" text, "s?" text or NULL, "i" integer, "i?", "n" number, "n?".
-_ROW_CHECKS = (
-    (3, "device", "s?"),
-    (4, "env", "s?"),
-    (5, "reason", "s"),
-    (6, "exit_code", "i?"),
-    (7, "attempts", "i"),
-    (8, "submitted_at", "n"),
-    (9, "started_at", "n?"),
-    (10, "ended_at", "n?"),
-    (11, "log_path", "s?"),
-    (12, "pid", "i?"),
-    (13, "pid_create_time", "n?"),
-    (14, "position", "n"),
-    (15, "queued_at", "n"),
-    (16, "not_before", "n?"),
-    (17, "overtakes", "i"),
-    (19, "attempts_before", "i"),
-    (20, "machine", "s?"),
-    (21, "remote_id", "i?"),
-    (22, "remote_state", "s?"),
-)
+def _kind(hint: object) -> str:
+    """A record field's kind of value: "s" text, "i" integer, "n" number; "?" added where NULL may be."""
+    args = typing.get_args(hint)
+    base = next((a for a in args if a is not type(None)), hint)
+    kinds: dict[object, str] = {str: "s", int: "i", float: "n"}
+    return kinds[base] + ("?" if type(None) in args else "")
+
+
+# (column index, column name, kind) for each column read into the record as it is, in column order;
+# the id is SQLite's own integer, the state is checked against STATES.
+_HINTS = typing.get_type_hints(TaskRecord)
+_ROW_CHECKS = tuple((i, n, _kind(_HINTS[n])) for i, n in _RECORD_COLUMNS if n not in ("id", "state"))
 _CHECK: dict[str, Callable[[Any], bool]] = {
     "s": lambda v: type(v) is str,
     "s?": lambda v: v is None or type(v) is str,

@@ -460,3 +460,34 @@ def test_the_env_list_lines_up_with_japanese_env_names() -> None:
     envs = [PythonEnv("学習", Path("/v1/bin/python")), PythonEnv("rocm", Path("/v2/bin/python"))]
     lines = render_envs(envs, []).splitlines()
     assert [terminal_cells(line[: line.index("not probed")]) for line in lines] == [6, 6]
+
+
+def test_a_cache_written_by_an_earlier_gputray_is_still_read(tmp_path: Path) -> None:
+    python = tmp_path / "python3"
+    python.write_text("#!/bin/sh\n", encoding="utf-8")
+    extra = {"HSA_OVERRIDE_GFX_VERSION": "11.0.0", "A": "1"}
+    pair = {
+        "env_name": "old", "python": str(python), "device_key": "cpu", "device_name": "CPU",
+        "vendor": "cpu", "verdict": "works", "reason": "ok", "fix": None, "torch_device": "cpu",
+        "torch_version": "2.5.1", "cuda_version": None, "hip_version": None, "arch": None,
+        "capabilities": [
+            {"name": "matmul_fp32", "ok": True, "value": 12.5, "unit": "GFLOP/s", "error": None,
+             "detail": None},
+            {"name": "sdpa", "ok": False, "value": None, "unit": "GFLOP/s", "error": "boom", "detail": None},
+        ],
+        "error": None, "extra_env": extra, "probed_at_s": 1.5, "probe_seconds": 0.25, "bench": True,
+        "from_cache": False,
+    }  # fmt: skip
+    fingerprint = {
+        "python": str(python), "python_mtime_ns": python.stat().st_mtime_ns, "torch_version": "2.5.1",
+        "torch_origin": None, "torch_mtime_ns": None, "extra_env": dict(sorted(extra.items())),
+    }  # fmt: skip
+    entry = {"fingerprint": fingerprint, "driver": "", "bench_requested": True, "pair": pair}
+    cache = tmp_path / "doctor.json"
+    cache.write_text(json.dumps({"format": 1, "entries": [entry]}, indent=1), encoding="utf-8")
+
+    (result,) = cached_results([PythonEnv("renamed", python, extra)], cache_path=cache)
+
+    assert result.from_cache and result.env_name == "renamed"
+    assert result.passes("fp32") and not result.passes("sdpa")
+    assert json.loads(json.dumps(result.to_json())) == {**pair, "env_name": "renamed", "from_cache": True}
