@@ -149,12 +149,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=100)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gputray-bench-cluster-"))
-    try:
-        import ray.dashboard  # noqa: F401
+    import ray._private.utils
 
-        dashboard = True
-    except ImportError:
-        dashboard = False
+    # `import ray.dashboard` works with plain `ray` too; Ray's own check says whether the job server's
+    # packages (ray[default]) are there.
+    dashboard = ray._private.utils.get_dashboard_dependency_error() is None
     cluster = RayCluster(root, ["desk", "laptop"], dashboard=dashboard)
     try:
         with machines_on(cluster, root, desk=SCENARIO_DESK, laptop=SCENARIO_LAPTOP) as m:
