@@ -346,11 +346,16 @@ def test_tray_is_available_on_this_display(tmp_path: Path) -> None:
         stop(xvfb)
 
 
-def test_icon_click_panel_drop_job_notification_dashboard(tmp_path: Path, torch_python: Path) -> None:
+def test_icon_click_panel_drop_job_notification_dashboard(
+    tmp_path: Path, torch_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    # a dropped .py runs in an env with torch (the queue checks it by itself), never gputray's Python
-    add_env(torch_python, name="torch-cpu", path=tmp_path / "home" / "config" / "config.toml")
+    # a dropped .py runs in an env with torch (the queue checks it by itself), never gputray's Python:
+    # added to the config of the home the tray gets (GPUTRAY_HOME, as `gputray envs add` would)
+    with monkeypatch.context() as env:
+        env.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+        add_env(torch_python, name="torch-cpu")
     # remembered drop choice for .py (so the drop needs no dialog) and the bubble switched on
     state = {
         "drop_choices": {".py": {"recipe": "torch", "policy": "redirect"}},
