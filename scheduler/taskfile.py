@@ -267,6 +267,10 @@ def spec_from_record_dict(data: Mapping[str, Any], *, source: str = "task") -> T
     return spec_from_mapping(data, source=source, base_dir=None)
 
 
+#: Keys people write that mean another (a command is its argument list, ``argv = ["ffmpeg", …]``).
+GUESSES = {"command": "argv", "cmd": "argv", "program": "argv", "gpu": "device", "gpus": "devices"}
+
+
 def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
     data: Mapping[str, Any], *, source: str, base_dir: Path | None = None
 ) -> TaskSpec:
@@ -282,9 +286,11 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
             raise TaskFileError(f"{source}: keys must be strings, got {raw_key!r}")
         key = KEY_ALIASES.get(raw_key, raw_key)
         if key not in _FIELDS:
-            known = sorted(TASK_KEYS)
-            hint = difflib.get_close_matches(raw_key, known, n=1)
-            suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
+            known = sorted(TASK_KEYS - {"base_env", "origin"})  # those two gputray writes itself
+            hint = (
+                [GUESSES[raw_key]] if raw_key in GUESSES else difflib.get_close_matches(raw_key, known, n=1)
+            )
+            suggestion = f" (did you mean '{hint[0]}'?)" if hint else f"; the keys are: {', '.join(known)}"
             raise TaskFileError(f"{source}: key '{raw_key}': unknown key{suggestion}")
         if key in values and value is None:
             continue  # ``{**spec.to_dict(), "vram": "4GiB"}``: an unset field under the other spelling
