@@ -30,9 +30,9 @@ def main(n: int = 200) -> int:
     with BenchDaemon() as d, d.client() as c:
         c.request("pause", device=None)  # queue everything first, so each start is an exit-driven dispatch
         ids = [
-            c.request("run", argv=[bash, "-c", script], name=f"j{i}", overrides={"device_prefs": ["780m"]})[
-                "tasks"
-            ][0].id
+            c.request("run", argv=[bash, "-c", script], name=f"j{i}", overrides={"device_prefs": ["780m"]})
+            .tasks[0]
+            .id
             for i in range(n)
         ]
         c.request("resume", device=None)
