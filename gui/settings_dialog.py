@@ -7,7 +7,8 @@ user's config file (TOML), keeping every other key (``[[env]]`` entries are edit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,19 @@ def changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, An
                 out[key] = inner
         elif before.get(key) != value:
             out[key] = value
+    return out
+
+
+def _without(tables: dict[str, dict[str, Any]], dotted: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``tables`` less the keys named ``"table.key"`` (or ``"table.inner.key"``)."""
+    out = copy.deepcopy(tables)
+    for name in dotted:
+        *path, last = name.split(".")
+        inner: Any = out
+        for part in path:
+            inner = inner.get(part) if isinstance(inner, dict) else None
+        if isinstance(inner, dict):
+            inner.pop(last, None)
     return out
 
 
@@ -164,7 +178,9 @@ class SettingsDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
         self.retranslate()
-        self.shown = self.values()  # what the user saw: only what differs from it is written
+        # What the user saw: only what differs from it is written, and a value the file has wrong (shown
+        # as its default) counts as not seen, so Save writes the shown value over the bad one.
+        self.shown = _without(self.values(), [p.key for p in cfg.problems if not p.unknown])
 
     def retranslate(self) -> None:
         self.setWindowTitle(tr("gputray settings"))

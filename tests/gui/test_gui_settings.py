@@ -92,3 +92,23 @@ def test_saving_keeps_the_commented_file_as_a_backup(qtbot: QtBot, gputray_home:
     dialog._save()
     assert read_config().gui.language == "ja" and read_config().thresholds.temp_limit_c == 80.0
     assert path.with_name("config.toml.bak").read_text(encoding="utf-8") == user
+
+
+def test_save_writes_the_shown_value_over_a_bad_one(qtbot: QtBot, gputray_home: Path) -> None:
+    """A value out of its range is shown as its default; Save puts that value in the file, so the
+    banner's problem goes away without the user having to pick some other number first."""
+    path = app_paths().config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[thresholds]\ntemp_limit_c = 200\nbusy_util_percent = 55.0\n", encoding="utf-8")
+    bad = read_config()
+    assert [p.key for p in bad.problems] == ["thresholds.temp_limit_c"]
+    dialog = SettingsDialog(None, bad)
+    qtbot.addWidget(dialog)
+    assert dialog.temp_limit.value() == 85.0
+    dialog._save()
+    fixed = read_config()
+    assert fixed.problems == () and fixed.thresholds.temp_limit_c == 85.0
+    assert tomllib.loads(path.read_text(encoding="utf-8"))["thresholds"] == {
+        "temp_limit_c": 85.0,
+        "busy_util_percent": 55.0,
+    }
