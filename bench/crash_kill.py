@@ -225,7 +225,7 @@ def run_crash_test(
     return report
 
 
-def _drain(owner: Owner, timeout_s: float = 300.0) -> list[dict[str, Any]]:
+def _drain(owner: Owner, timeout_s: float = 300.0) -> Tasks:
     deadline = time.monotonic() + timeout_s
     with ipc.IpcClient(owner.paths, timeout_s=30) as client:
         while True:
@@ -288,7 +288,7 @@ def _judge(
                 cause = NO_OWNER  # a lost exit made it run again
             else:
                 cause = NEVER_RAN if rec.attempts > len(runs) else OTHER
-            problems.append((cause, f"the queue counts {rec['attempts']} start(s), the job ran {len(runs)}"))
+            problems.append((cause, f"the queue counts {rec.attempts} start(s), the job ran {len(runs)}"))
         if runs:
             last = runs[-1]
             if last.exit_code is not None:
@@ -297,7 +297,7 @@ def _judge(
                     problems.append(
                         (
                             NO_OWNER if unobserved(last) else OTHER,
-                            f"the queue says {rec['state']} (exit {rec['exit_code']}, {rec['reason']!r}), "
+                            f"the queue says {rec.state} (exit {rec.exit_code}, {rec.reason!r}), "
                             f"the job exited {last.exit_code}",
                         )
                     )
