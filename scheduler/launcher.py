@@ -139,9 +139,10 @@ def read_run(files: JobFiles) -> RunInfo | None:
 def _exit_info(doc: object, pid: int) -> ExitInfo | None:
     """An exit document (the exit file, or the supervisor's last line), if it is this job's (the same pid)."""
     try:
-        assert isinstance(doc, dict) and int(doc["pid"]) == pid
+        if not isinstance(doc, dict) or int(doc["pid"]) != pid:  # not an assert: `python -O` drops those
+            return None
         return ExitInfo(pid, int(doc["returncode"]), bool(doc.get("timed_out")), float(doc["ended_at"]))
-    except (AssertionError, KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError):
         return None
 
 
