@@ -235,7 +235,7 @@ def pause(paths: Paths, op: str, device: str | None) -> PausedReply:
     def run(q: OfflineQueue) -> PausedReply:
         was = read_paused(paths.data_dir)
         write_paused(paths.data_dir, now := was.pausing(key) if op == "pause" else was.resuming(key))
-        return PausedReply(paused=now)
+        return PausedReply(paused=now, device_names={"cpu": "CPU"})  # GPUs by key: none sampled here
 
     return act(paths, run)
 
