@@ -121,6 +121,7 @@ class Bridge:
         self.local_view: MachineView | None = None
         self.local_view_mono = -1e9
         self._cancel_sent: set[tuple[str, int]] = set()
+        self._other_version: set[str] = set()  # machines whose agent answers in another version's shape
         self._state_file = paths.state_dir / "cluster-machines.json"
         self._load_machines()
 
@@ -559,11 +560,20 @@ class Bridge:
         except Exception as exc:
             log.info("task #%d on %s: no answer (%s)", rec.id, machine, _short(exc))
             return
+        t = info.get("task") if isinstance(info, dict) else None
+        if not isinstance(t, TaskView):  # an agent of another gputray version (a dict with ISO times)
+            if machine not in self._other_version:
+                self._other_version.add(machine)
+                log.warning(
+                    "%s runs another gputray version: its tasks are not followed until every machine "
+                    "runs the same one (docs/cluster.md)",
+                    machine,
+                )
+            return
         data: bytes = info["log"]
         if data:
             with open(log_path, "ab") as f:
                 f.write(data)
-        t: TaskView = info["task"]
         remote_state = t.state
         log_complete = offset + len(data) >= int(info["log_size"])
         remote_done = remote_state in FINISHED_STATES
