@@ -240,3 +240,40 @@ def test_wait_on_a_task_another_machine_runs_answers_when_the_bridge_records_its
     (got,) = answers[0]
     assert isinstance(got, TaskRecord) and got.state == "failed" and got.exit_code == 3
     waiter.join()
+
+
+class _OldAgent:
+    """The laptop's agent as a gputray before protocol 2 answers ``task``: a dict with ISO times (Ray's
+    handle stood in for at the library boundary: ``handle.task.remote(...)`` and ``ray.get``)."""
+
+    class task:
+        @staticmethod
+        def remote(remote_id: int, offset: int) -> dict[str, object]:
+            old = {"id": remote_id, "state": "running", "started_at": "2026-12-02T04:00:00Z"}
+            return {"task": old, "log": b"", "log_size": 0}
+
+
+def test_an_agent_of_another_version_is_named_once_and_its_tasks_left_alone(
+    desk: Desk, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import types
+
+    import gputray.cluster.bridge as bridge_module
+
+    rec = desk.queue.submit(job(machine="laptop"))
+    running = {"machine": "laptop", "remote_id": 7, "remote_state": "running", "state": "running"}
+    desk.link.update(rq.ClusterUpdate(id=rec.id, changes=running))
+    fake_ray = types.SimpleNamespace(get=lambda ref, timeout=None: ref)
+    monkeypatch.setattr(bridge_module, "_ray", lambda: fake_ray)
+    b = desk.bridge
+    b.connected, b.gcs_ok_mono = True, time.monotonic()
+    b.machines["laptop"] = _Machine(last_contact=time.time(), handle=_OldAgent())
+    with caplog.at_level("WARNING", logger="gputray"):
+        for _ in range(3):  # each bridge step follows it again: no exception, one warning
+            b._follow(desk.queue.get(rec.id))
+    warned = [r.getMessage() for r in caplog.records if "another gputray version" in r.getMessage()]
+    assert warned == [
+        "laptop runs another gputray version: its tasks are not followed until every machine "
+        "runs the same one (docs/cluster.md)"
+    ]
+    assert desk.queue.get(rec.id).state == "running" and desk.queue.get(rec.id).remote_state == "running"
