@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gputray.cluster.wire import DeviceView
+from gputray.cluster.wire import DeviceView, report_devices
 
 if TYPE_CHECKING:
     from gputray.cluster.link import ClusterLink
@@ -50,11 +50,7 @@ def picture_from_doc(doc: Mapping[str, Any]) -> ClusterPicture | None:
     bridge = doc.get("bridge") or {}
     report = doc.get("report") or {}
     connected = bool(bridge.get("active")) and report.get("state") == "connected"
-    by_machine: dict[str, list[DeviceView]] = {}
-    for d in report.get("devices") or ():
-        view = DeviceView.from_json({**d, "key": d.get("local_key", d.get("key"))})
-        if view.kind != "cpu":
-            by_machine.setdefault(str(d.get("machine")), []).append(view)
+    by_machine = report_devices(report)
     machines: dict[str, MachineSummary] = {local: MachineSummary(local, True, True)}
     for name, m in (report.get("machines") or {}).items():
         is_local = name == local

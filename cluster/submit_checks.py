@@ -18,7 +18,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gputray.cluster.wire import DeviceView, MachineView, qualified
+from gputray.cluster.wire import DeviceView, MachineView, qualified, report_devices
 from gputray.scheduler.device_checks import SeenDevice, SubmitRefused, check_device_names, check_memory
 from gputray.scheduler.placement import DeviceState
 from gputray.scheduler.tasks import TaskSpec
@@ -39,9 +39,7 @@ class ClusterView:
 def view_from_report(report: Mapping[str, Any]) -> ClusterView:
     """The bridge's report (``Bridge.report``: devices without the CPU, keyed ``machine/key``) as views."""
     machines: Mapping[str, Any] = report.get("machines") or {}
-    devices: dict[str, list[DeviceView]] = {}
-    for d in report.get("devices") or ():
-        devices.setdefault(str(d["machine"]), []).append(DeviceView.from_json({**d, "key": d["local_key"]}))
+    devices = report_devices(report)
     online = {
         name: MachineView(
             machine=name,

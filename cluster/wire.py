@@ -156,6 +156,15 @@ def qualified(machine: str, key: str) -> str:
     return f"{machine}/{key}"
 
 
+def report_devices(report: Mapping[str, Any]) -> dict[str, list[DeviceView]]:
+    """The GPUs of a bridge's report (``Bridge.report``: keyed ``machine/key``, no CPU) per machine, each
+    under its own machine's key."""
+    out: dict[str, list[DeviceView]] = {}
+    for d in report.get("devices") or ():
+        out.setdefault(str(d["machine"]), []).append(DeviceView.from_json({**d, "key": d["local_key"]}))
+    return out
+
+
 def split_qualified(key: str) -> tuple[str, str]:
     machine, _, local = key.partition("/")
     return machine, local
