@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "amdgpu-sysfs"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"
 PHOENIX = FIXTURES / "phoenix"
 STRIX = FIXTURES / "strixpoint"
 RX6900XT = FIXTURES / "rx6900xt"

@@ -29,7 +29,7 @@ from gputray.monitor.records import DeviceInfo
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice, VulkanEnumeration
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "amdgpu-sysfs"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"
 
 KEY_5060 = "pci:0000:01:00.0"
 KEY_780M = "pci:0000:64:00.0"

@@ -16,7 +16,7 @@ from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice, VulkanEnumeration
 from gputray.scheduler.commands.devices import build_document, render_text
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "amdgpu-sysfs"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"
 LVP_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 FIELDS = {
     "key",

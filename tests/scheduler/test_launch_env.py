@@ -18,7 +18,7 @@ from gputray.scheduler.launch_env import (
 from gputray.scheduler.placement import CPU_INFO
 from gputray.scheduler.tasks import TaskSpec
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "amdgpu-sysfs"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"
 # What a user's shell may already have: none of it may leak into a job's GPU selection.
 BASE = {
     "PATH": "/usr/bin",
