@@ -110,6 +110,7 @@ from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
 from gputray.scheduler.tasks import (
     PENDING_STATES,
     QueueEvent,
+    TaskPatch,
     TaskRecord,
     TaskSpec,
     local_iso,
@@ -444,11 +445,11 @@ class QueueService(QueueEdits):
         return self._add([spec], self.check_spec or check_runnable)[0]
 
     def submit_files(
-        self, files: Sequence[Path], *, recipe: str | None = None, overrides: Mapping[str, Any] = {}
+        self, files: Sequence[Path], *, recipe: str | None = None, overrides: TaskPatch | None = None
     ) -> builtins.list[TaskRecord]:
         """One task per file from its recipe (``recipe`` forces one); all are checked before any is queued.
 
-        ``overrides`` are task-file keys (``devices``, ``on_busy``, ``vram``, ``max_wait`` …).
+        ``overrides`` are laid over what the recipe says (the submit's options, a drop's device policy).
         Raises SubmitError / RecipeError / ToolNotFound with a message naming the file or program.
         """
         specs = specs_for_files([Path(f) for f in files], recipe=recipe, overrides=overrides)
