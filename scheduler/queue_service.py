@@ -121,6 +121,7 @@ from gputray.scheduler.tasks import (
     TaskSpec,
     local_iso,
 )
+from gputray.scheduler.timing import ClockJumps
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,7 @@ REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
 SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
+WALL_RECHECK_S = 60.0  # a wait for a wall-clock time looks at the clock at least this often (it may be set)
 
 
 class Timer(Protocol):
@@ -303,6 +305,7 @@ class QueueService(QueueEdits):
         self._due_s: float | None = None
         self._parked: dict[int, float] = {}  # task id -> when its start time or window opens
         self._parked_due: builtins.list[tuple[float, int]] = []  # a heap of (that time, task id)
+        self._clock_jumps = ClockJumps(clock)  # the wall clock set: every time gate is planned afresh
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._events: queue.Queue[QueueEvent | None] = queue.Queue()
@@ -945,7 +948,7 @@ class QueueService(QueueEdits):
             deadlines = []
             wall_due = [t for t in (self._due_s, *(x.next_due_s() for x in self._timers)) if t is not None]
             if wall_due:
-                deadlines.append(max(0.0, min(wall_due) - self.clock()))
+                deadlines.append(min(WALL_RECHECK_S, max(0.0, min(wall_due) - self.clock())))
             if self._tick_pending:
                 deadlines.append(max(0.0, tick_at - now_mono))
             if self._requested:
@@ -955,6 +958,13 @@ class QueueService(QueueEdits):
             if self._closed:
                 return
             self._wake.clear()
+            jump = self._clock_jumps.jumped()
+            if jump is not None:  # the times tasks were put aside until mean something else now
+                log.info("the wall clock was set %+.0f s: planning every waiting task afresh", jump)
+                with self._lock:
+                    self._parked.clear()
+                    self._parked_due.clear()
+                self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
             now = self.clock()
