@@ -58,7 +58,9 @@ class AcceptGuard:
                 os.close(self._spare)
             self._spare = None
 
-    def on_shortage(self, listener: socket.socket, exc: OSError, refuse: Callable[[socket.socket], None]) -> bool:
+    def on_shortage(
+        self, listener: socket.socket, exc: OSError, refuse: Callable[[socket.socket], None]
+    ) -> bool:
         """After ``accept`` failed with ``exc`` (``is_shortage``): True when one waiting connection was
         taken off the backlog and refused (accept again); False when the loop must pause
         (``paused_until``)."""
@@ -103,6 +105,4 @@ class AcceptGuard:
         """A connection was accepted: the episode, if any, is over."""
         if self.short:
             self.short = False
-            log.warning(
-                "IPC: accepting connections again (%d refused while out of open files)", self.refused
-            )
+            log.warning("IPC: accepting connections again (%d refused while out of open files)", self.refused)

@@ -37,7 +37,16 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Paths, Path, subprocess.Popen[bytes
     log_file = tmp_path / "daemon-stderr.txt"
     with log_file.open("wb") as err:
         proc = subprocess.Popen(
-            ["prlimit", f"--nofile={NOFILE}:{NOFILE}", "--", PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
+            [
+                "prlimit",
+                f"--nofile={NOFILE}:{NOFILE}",
+                "--",
+                PY,
+                "-m",
+                "gputray.gui.entry",
+                "daemon",
+                "--demo",
+            ],
             env={**os.environ, "GPUTRAY_HOME": str(home)},
             stdout=subprocess.DEVNULL,
             stderr=err,
