@@ -106,6 +106,7 @@ from gputray.scheduler.protocol import check_epoch_s
 from gputray.scheduler.queue_edits import QueueEdits, QueueError, TaskStateError
 from gputray.scheduler.recipes import check_runnable, specs_for_files
 from gputray.scheduler.replies import DeviceSlots, Paused
+from gputray.scheduler.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
 from gputray.scheduler.tasks import (
     PENDING_STATES,
@@ -294,6 +295,7 @@ class QueueService(QueueEdits):
         self._wake = threading.Event()
         self._urgent = threading.Event()
         self._due_s: float | None = None
+        self._start_backoff = StartBackoff()  # tasks whose start failed for want of fds, processes, memory
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._events: queue.Queue[QueueEvent | None] = queue.Queue()
@@ -559,8 +561,10 @@ class QueueService(QueueEdits):
                 pending = [r for r in self._hold_for_dependencies(unplaced, now) if runs_here(r)]
             else:
                 pending = self._hold_for_dependencies(pending, now)
+            pending, held_back = self._start_backoff.split(pending, now)
+            self._record_waits(held_back)
             if not pending:
-                self._due_s = None
+                self._due_s = self._start_backoff.next_due_s(now)
                 return
             if self._paused.all:
                 self._record_waits([(r, Wait("the queue is paused")) for r in pending])
@@ -595,6 +599,9 @@ class QueueService(QueueEdits):
                     elif task.spec.max_wait_s is not None:
                         due.append(wait_started_s(task) + task.spec.max_wait_s)
             self._record_waits(waits, result.overtakes)
+            backoff_due = self._start_backoff.next_due_s(now)
+            if backoff_due is not None:
+                due.append(backoff_due)
             self._due_s = min(due) if due else None
 
     def _fail_unplannable(self, pending: builtins.list[TaskRecord], now: float) -> builtins.list[TaskRecord]:
@@ -738,6 +745,9 @@ class QueueService(QueueEdits):
                 },
             )
         except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
+            if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
+                self._hold_back(task, exc, now)
+                return
             if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
                 log.exception("task #%d could not be prepared", task.id)
             failed = self.store.compare_and_update(
@@ -754,12 +764,19 @@ class QueueService(QueueEdits):
             if failed is not None:
                 self._emit("failed", failed, f"{failed.name} could not start: {exc}")
             return
-        started = self.store.compare_and_update(
-            task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
-        )
+        try:
+            started = self.store.compare_and_update(
+                task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
+            )
+        except Exception as exc:  # the job runs but its row says otherwise: stop it, try again later
+            log.exception("task #%d: its start could not be recorded", task.id)
+            job.cancel("cancelled")
+            self._hold_back(task, exc, now)
+            return
         if started is None:  # cancelled or changed meanwhile: its process must not run on
             job.cancel("cancelled")
             return
+        self._start_backoff.started(task.id)
         demo_for = info.name if chosen is not None and chosen.on_cpu else None
         self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
         self._names_used[info.key] = info.name
@@ -770,6 +787,15 @@ class QueueService(QueueEdits):
             self._emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
             self._emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
+
+    def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
+        """A start that failed for want of a resource now: the task waits, saying why, and is tried
+        again after a back-off (``start_backoff``)."""
+        wait = self._start_backoff.hold(task.id, exc, now)
+        log.warning("task #%d: %s", task.id, wait.reason)
+        new = self.store.compare_and_update(task.id, task.state, state="waiting", reason=wait.reason)
+        if new is not None:
+            self._emit("waiting", new, f"{new.name}: {wait.reason}")
 
     def _with_env_status(self, dev: DeviceState) -> DeviceState:
         """The device as torch tasks see it: whether an env is checked there now, or none works."""

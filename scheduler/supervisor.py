@@ -224,6 +224,7 @@ def _refusal(exc: BaseException) -> dict[str, Any]:
             "message": str(exc),
             "filename": getattr(exc, "filename", None),
             "strerror": getattr(exc, "strerror", None),
+            "errno": getattr(exc, "errno", None),
         }
     }
 
@@ -292,6 +293,7 @@ def supervise(req: dict[str, Any]) -> int:
             code = proc.wait(timeout=remaining)
             break
         except subprocess.TimeoutExpired:
+            _answer({"timing_out": True}, last=False)  # the owner knows why it ends before it has
             timed_out = True
             deadline = None
             _stop_tree(proc, float(req.get("grace_s", 3.0)), req.get("psutil_path"))
