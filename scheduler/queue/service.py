@@ -27,6 +27,11 @@ Our jobs are announced once, to the monitor (``job_started``/``job_ended``): the
 external use, and the monitor forwards them to ``JobAware`` backends (the simulated one's load follows
 them in demo mode).
 
+**A backlog costs nothing.** A task held back only by its start time or its daily window is planned
+once, then put aside (``_parked``: by the time its gate opens, in a heap) until that time comes or the
+task changes (``TaskStore.take_touched``): 10,000 tasks waiting on ``--at +10h`` do not slow the
+passes that start the tasks that can run now.
+
 **Launching.** ``prepare_launch`` (pure: task + device → ``LaunchPlan`` with argv, env, log header,
 ``{out}`` file, notes) decides what an attempt runs; ``_start`` marks the task running, launches the
 plan and records the pid.
@@ -37,6 +42,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import functools
+import heapq
 import json
 import logging
 import os
@@ -102,6 +108,7 @@ from gputray.scheduler.queue.placement import (
     cpu_state,
     plan,
     resolve_pref,
+    time_gate,
     wait_started_s,
 )
 from gputray.scheduler.queue.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
@@ -294,6 +301,8 @@ class QueueService(QueueEdits):
         self._wake = threading.Event()
         self._urgent = threading.Event()
         self._due_s: float | None = None
+        self._parked: dict[int, float] = {}  # task id -> when its start time or window opens
+        self._parked_due: builtins.list[tuple[float, int]] = []  # a heap of (that time, task id)
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._events: queue.Queue[QueueEvent | None] = queue.Queue()
@@ -550,7 +559,7 @@ class QueueService(QueueEdits):
                 return
             self.passes += 1
             now = self.clock()
-            pending = self._fail_unplannable(self.store.pending(), now)
+            pending = self._fail_unplannable(self.store.pending(skip=self._unpark(now)), now)
             if self.runs_here is not None:
                 # Dependencies hold a task for another machine too, until it is placed: the cluster
                 # link hands the bridge only those whose dependencies let them start.
@@ -560,7 +569,7 @@ class QueueService(QueueEdits):
             else:
                 pending = self._hold_for_dependencies(pending, now)
             if not pending:
-                self._due_s = None
+                self._due_s = self._parked_due[0][0] if self._parked_due else None
                 return
             if self._paused.all:
                 self._record_waits([(r, Wait("the queue is paused")) for r in pending])
@@ -573,6 +582,7 @@ class QueueService(QueueEdits):
                 )
                 self._due_s = now + SPACE_RECHECK_S
                 return
+            pending, parking = self._time_gated(pending, now)
             snapshot = self.monitor.latest
             wanted = frozenset(n for r in pending for n in r.spec.needs)
             devices = self._device_states(snapshot, needs=wanted)
@@ -580,8 +590,8 @@ class QueueService(QueueEdits):
             if torch_keys:  # an env is looked up (checked) only where a torch task may run
                 devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
             result = plan(pending, devices, now_s=now)
-            waits: builtins.list[tuple[TaskRecord, Wait]] = []
-            due: builtins.list[float] = []
+            waits: builtins.list[tuple[TaskRecord, Wait]] = parking
+            due: builtins.list[float] = [self._parked_due[0][0]] if self._parked_due else []
             known = [d.info for d in devices]
             for task, decision in result.decisions:
                 if isinstance(decision, Placement):
@@ -596,6 +606,43 @@ class QueueService(QueueEdits):
                         due.append(wait_started_s(task) + task.spec.max_wait_s)
             self._record_waits(waits, result.overtakes)
             self._due_s = min(due) if due else None
+
+    def _unpark(self, now: float) -> Mapping[int, float]:
+        """The tasks still put aside to wait for a time: those whose time came, or that changed since
+        (edited, moved, cancelled, removed), are planned again. Callers hold the lock."""
+        for task_id in self.store.take_touched():
+            self._parked.pop(task_id, None)  # its heap entry goes stale: skipped when it comes up
+        heap = self._parked_due
+        while heap and (heap[0][0] <= now or self._parked.get(heap[0][1]) != heap[0][0]):
+            _until, task_id = heapq.heappop(heap)
+            if _until <= now:
+                self._parked.pop(task_id, None)
+        if len(heap) > 2 * len(self._parked) + 1024:  # many stale entries: rebuild
+            self._parked_due = [(until, task_id) for task_id, until in self._parked.items()]
+            heapq.heapify(self._parked_due)
+        return self._parked
+
+    def _time_gated(
+        self, pending: builtins.list[TaskRecord], now: float
+    ) -> tuple[builtins.list[TaskRecord], builtins.list[tuple[TaskRecord, Wait]]]:
+        """Split off the tasks that only a start time or a daily window holds back (not a retry's
+        backoff: its "retry in 20 s" is said afresh each pass; not one with ``after``: a dependency
+        that fails fails it at once) and put them aside until then. Callers hold the lock."""
+        rest: builtins.list[TaskRecord] = []
+        parking: builtins.list[tuple[TaskRecord, Wait]] = []
+        for task in pending:
+            spec = task.spec
+            if (spec.start_at is None and spec.window is None) or spec.after or task.not_before is not None:
+                rest.append(task)
+                continue
+            gate = time_gate(task, now)
+            if gate is None or gate.until_s is None:
+                rest.append(task)
+                continue
+            self._parked[task.id] = gate.until_s
+            heapq.heappush(self._parked_due, (gate.until_s, task.id))
+            parking.append((task, gate))
+        return rest, parking
 
     def _fail_unplannable(self, pending: builtins.list[TaskRecord], now: float) -> builtins.list[TaskRecord]:
         """Fail the records no pass can plan (a start time past the year 9999, stored by an older

@@ -36,12 +36,18 @@ created private (0600 in a 0700 folder): task rows hold the submitter's environm
 a dict mirroring the table, updated after each committed (or held) write and never after a rolled-back
 one. Listing 10,000 tasks, or a dispatch pass reading the pending ones, then costs no SQLite query and
 no spec decoding; SQLite stays the durable truth that a restart reads back.
+
+**Bounded memory per task.** The caller's environment (``base_env``, often 4 KiB) stays in the file:
+the mirror's specs hold a :class:`StoredEnv` that reads it back when a job is launched. The mirror
+also keeps the ids of the pending tasks (a pass reads those, not every task ever run) and the ids
+changed since the dispatcher last asked (``take_touched``).
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import errno
 import json
 import logging
@@ -91,6 +97,7 @@ LOW_SPACE_BYTES = 1 << 20  # with less free than this no job starts: its log and
 _SQLITE_IOERR = 10
 
 _Records = list[TaskRecord]  # TaskStore.list shadows the builtin inside the class
+SPEC_CACHE_SIZE = 256  # decoded specs kept by their text while the file is read (identical ones share)
 _Statement = tuple[str, tuple[Any, ...]]
 
 
@@ -234,6 +241,67 @@ def _create_schema(db: sqlite3.Connection) -> None:
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
+class StoredEnv(Mapping[str, str]):
+    """A task's caller environment, left in the queue file and read back when it is read (at launch).
+
+    The owner holds one of these per task instead of the environment itself: 10,000 waiting tasks
+    from a shell with a 4 KiB environment would otherwise hold 40 MiB of copies of it."""
+
+    __slots__ = ("_load", "task_id")
+
+    def __init__(self, load: Callable[[int], dict[str, str]], task_id: int) -> None:
+        self._load = load
+        self.task_id = task_id
+
+    def __getitem__(self, key: str) -> str:
+        return self._load(self.task_id)[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load(self.task_id))
+
+    def __len__(self) -> int:
+        return len(self._load(self.task_id))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StoredEnv) and other.task_id == self.task_id and other._load == self._load:
+            return True
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping
+
+    def __repr__(self) -> str:
+        return f"StoredEnv(task #{self.task_id})"
+
+
+class _Mirror(dict[int, TaskRecord]):
+    """The table in memory (see the module docstring): every write goes through ``__setitem__`` or
+    ``pop``, which keep ``pending_ids`` and ``touched`` and leave each caller environment in the file."""
+
+    def __init__(self, light: Callable[[TaskRecord], TaskRecord]) -> None:
+        super().__init__()
+        self._light = light
+        self.pending_ids: set[int] = set()
+        self.touched: set[int] = set()  # changed since the dispatcher last took them
+
+    def __setitem__(self, task_id: int, rec: TaskRecord) -> None:
+        rec = self._light(rec)
+        super().__setitem__(task_id, rec)
+        if rec.state in PENDING_STATES:
+            self.pending_ids.add(task_id)
+        else:
+            self.pending_ids.discard(task_id)
+        self.touched.add(task_id)
+
+    def pop(self, task_id: int, *default: Any) -> Any:
+        self.pending_ids.discard(task_id)
+        self.touched.add(task_id)
+        return super().pop(task_id, *default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for task_id, rec in dict(*args, **kwargs).items():
+            self[task_id] = rec
+
+
 # Fields of TaskRecord that map 1:1 to columns and change after submit (all but id, spec, submitted_at).
 _UPDATABLE = {f.name for f in fields(TaskRecord)} - {"id", "spec", "submitted_at"}
 
@@ -284,7 +352,8 @@ class TaskStore:
         self._lock = threading.RLock()
         self._spec_cache: dict[str, TaskSpec] = {}
         self._max_position: float | None = None
-        self._rows: dict[int, TaskRecord] | None = None  # the mirror
+        self._rows: _Mirror | None = None
+        self._env_cache: tuple[int, dict[str, str]] | None = None  # the last environment read back
         self._unreadable: dict[int, str] = {}  # task id -> why its saved row cannot be read
         self._held: builtins.list[_Statement] = []  # written when the disk has room again
         self._held_error = ""
@@ -438,23 +507,53 @@ class TaskStore:
 
     # -- rows ↔ records -------------------------------------------------------------------------
     def _spec(self, text: Any) -> TaskSpec:
+        """The spec a stored text holds, its caller environment left in the file (``StoredEnv``)."""
         spec = self._spec_cache.get(text) if isinstance(text, str) else None
         if spec is None:
             spec = spec_from_json(text)
-            if len(self._spec_cache) > 50_000:
+            if spec.base_env is not None:
+                spec = dataclasses.replace(spec, base_env=StoredEnv(self._stored_env, -1))
+            if len(self._spec_cache) >= SPEC_CACHE_SIZE:
                 self._spec_cache.clear()
             self._spec_cache[text] = spec
         return spec
 
+    def _light(self, rec: TaskRecord) -> TaskRecord:
+        """``rec`` as the mirror holds it: its caller environment read from the file when needed."""
+        env = rec.spec.base_env
+        if env is None or (isinstance(env, StoredEnv) and env.task_id == rec.id):
+            return rec
+        return rec.replace(spec=dataclasses.replace(rec.spec, base_env=StoredEnv(self._stored_env, rec.id)))
+
+    def _stored_env(self, task_id: int) -> dict[str, str]:
+        """A task's caller environment as saved (empty once the task is gone from the file)."""
+        with self._lock:
+            cached = self._env_cache
+            if cached is not None and cached[0] == task_id:
+                return cached[1]
+            row = self._db.execute("SELECT spec FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            try:
+                env = json.loads(row[0]).get("base_env") if row is not None else None
+            except (ValueError, AttributeError):
+                env = None
+            loaded = {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+            self._env_cache = (task_id, loaded)
+            return loaded
+
     def _load(self) -> dict[int, tuple[str, Sequence[Any]]]:
         """Read the mirror; the rows that cannot be read as records, with why. Callers hold the lock."""
         rows = self._db.execute(f"SELECT {COLUMNS} FROM tasks ORDER BY id").fetchall()
-        self._rows, bad = decode_rows(rows, self._spec)
+        records, bad = decode_rows(rows, self._spec)
+        del rows
+        self._spec_cache.clear()
+        self._rows = _Mirror(self._light)
+        self._rows.update(records)
+        self._rows.touched.clear()
         self._unreadable = {task_id: problem for task_id, (problem, _row) in bad.items()}
         self._max_position = max((r.position for r in self._rows.values()), default=0.0)
         return bad
 
-    def _mirror(self) -> dict[int, TaskRecord]:
+    def _mirror(self) -> _Mirror:
         """Every task by id (in id order); callers hold ``self._lock``."""
         if self._rows is None:
             self._load()
@@ -667,8 +766,7 @@ class TaskStore:
         self._max_position = top
         mirror = self._mirror()  # committed: now the mirror
         for t, records in zip(batch, added, strict=True):
-            for spec, text, rec in zip(t.specs, t.texts, records, strict=True):
-                self._spec_cache[text] = spec
+            for rec in records:
                 mirror[rec.id] = rec
             t.records = records
 
@@ -696,9 +794,22 @@ class TaskStore:
         with self._lock:
             return MappingProxyType(self._mirror())
 
-    def pending(self) -> _Records:
-        """Queued and waiting tasks in dispatch order (priority high first, then position)."""
-        return self.list(states=PENDING_STATES)
+    def pending(self, *, skip: Collection[int] = ()) -> _Records:
+        """Queued and waiting tasks in dispatch order (priority high first, then position); ``skip``:
+        ids left out (the tasks the dispatcher knows wait for a time). Costs what it returns."""
+        with self._lock:
+            mirror = self._mirror()
+            ids = mirror.pending_ids.difference(skip) if skip else mirror.pending_ids
+            records = [mirror[i] for i in ids]
+        return sorted(records, key=_display_order)
+
+    def take_touched(self) -> set[int]:
+        """The ids of the tasks added, changed or deleted since the last call (for the dispatcher,
+        the one caller: it re-plans those of the tasks it had put aside to wait for a time)."""
+        with self._lock:
+            mirror = self._mirror()
+            touched, mirror.touched = mirror.touched, set()
+        return touched
 
     def running(self) -> _Records:
         return self.list(states=("running",))
@@ -809,7 +920,6 @@ class TaskStore:
             marks = ",".join("?" * len(wanted))
             sql = f"UPDATE tasks SET spec = ?, name = ?, priority = ? WHERE id = ? AND state IN ({marks})"
             self._write([(sql, (text, spec.name, spec.priority, task_id, *wanted))])
-            self._spec_cache[text] = spec
             return self._changed(task_id, spec=spec)
 
     def _stored_spec(self, task_id: int) -> dict[str, Any]:
