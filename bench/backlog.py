@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from daemon_harness import BenchDaemon, percentile
 
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.store import NO_FSYNC_VAR, TaskStore
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue.store import NO_FSYNC_VAR, TaskStore
+from gputray.scheduler.tasks.records import TaskSpec
 
 BURST = 60
 ENV_BYTES = 4096

@@ -496,7 +496,7 @@ class Dashboard(QWidget):
 
     def load_cached_doctor(self) -> None:
         try:
-            from gputray.scheduler.doctor import cached_results
+            from gputray.scheduler.pyenvs.doctor import cached_results
 
             self.show_doctor(cached_results())
         except Exception as exc:
@@ -505,7 +505,7 @@ class Dashboard(QWidget):
             )
 
     def show_doctor(self, pairs: list[Any], *, keep_status: bool = False) -> None:
-        from gputray.scheduler.doctor import verdict_mark
+        from gputray.scheduler.pyenvs.doctor import verdict_mark
 
         self._doctor_pairs = list(pairs)
         self.doctor_table.setRowCount(len(pairs))
@@ -534,8 +534,8 @@ class Dashboard(QWidget):
 
         def work() -> None:
             try:
-                from gputray.scheduler.doctor import run_doctor
-                from gputray.scheduler.envs import load_envs
+                from gputray.scheduler.pyenvs.doctor import run_doctor
+                from gputray.scheduler.pyenvs.registry import load_envs
 
                 results = run_doctor(load_envs(), devices, progress=self.doctor_line.emit)
             except Exception as exc:

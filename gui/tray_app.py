@@ -37,7 +37,7 @@ from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import Paused, Reply, TaskView
-from gputray.scheduler.tasks import QueueEvent
+from gputray.scheduler.tasks.records import QueueEvent
 
 if TYPE_CHECKING:
     from gputray.scheduler.owner import Owner
@@ -463,7 +463,7 @@ class TrayApp(QObject):
         self.drop_files(files)
 
     def drop_files(self, items: list[str]) -> DropOutcome:
-        from gputray.scheduler.recipes import load_recipes
+        from gputray.scheduler.tasks.recipes import load_recipes
 
         try:
             recipes = load_recipes()

@@ -18,12 +18,12 @@ from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Scenario
 from gputray.monitor.simulated import SimulatedBackend
-from gputray.scheduler import queue_service
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.placement import Plan
-from gputray.scheduler.queue_service import QueueService
-from gputray.scheduler.store import TaskStore
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue import service as queue_service
+from gputray.scheduler.queue.placement import Plan
+from gputray.scheduler.queue.service import QueueService
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.tasks.records import TaskSpec
 
 BACKLOG = 2_000
 PAD = "x" * 4000  # a caller environment of about 4 KiB, as a shell's often is
