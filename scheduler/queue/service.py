@@ -113,6 +113,7 @@ from gputray.scheduler.queue.placement import (
 )
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
+from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
 from gputray.scheduler.tasks.records import (
@@ -122,7 +123,6 @@ from gputray.scheduler.tasks.records import (
     TaskSpec,
     local_iso,
 )
-from gputray.scheduler.timing import ClockJumps
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from waiting import wait_for
 from gputray.scheduler import ipc
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths, app_paths
-from gputray.scheduler.tasks import iso_utc
+from gputray.scheduler.tasks.records import iso_utc
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
 PY = sys.executable
