@@ -18,7 +18,7 @@ from gputray.cluster.view import local_view
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.replies import TasksDone, TaskView
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.tasks.records import TaskSpec
 
 LOG_CHUNK_BYTES = 1 << 20
 

@@ -26,7 +26,7 @@ import msgspec
 from msgspec import Meta
 
 from gputray.scheduler import replies as rp
-from gputray.scheduler.tasks import (  # the limits of task values live with the task model
+from gputray.scheduler.tasks.records import (  # the limits of task values live with the task model
     MAX_DURATION_S,
     MAX_EPOCH_S,
     MAX_RETRIES,

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from gputray.scheduler.tasks import TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
 class Reply(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -17,10 +17,10 @@ from pytestqt.qtbot import QtBot
 from gputray.gui.app import build_parser, hand_over
 from gputray.gui.queue_model import COL_DEVICE, COL_REASON
 from gputray.gui.tray_app import TrayApp
-from gputray.scheduler.envs import add_env
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.tasks import TaskPatch
+from gputray.scheduler.pyenvs.registry import add_env
+from gputray.scheduler.tasks.records import TaskPatch
 
 PROBE = r"""
 import json, sys, time

@@ -17,7 +17,7 @@ from gputray.gui.tray_app import TrayApp
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.tasks import TaskPatch
+from gputray.scheduler.tasks.records import TaskPatch
 
 PY = sys.executable
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the job script uses POSIX paths")

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputray.scheduler.taskfile import (
+from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
+from gputray.scheduler.tasks.taskfile import (
     TASK_KEYS,
     TaskFileError,
     load_task_file,
@@ -19,7 +20,6 @@ from gputray.scheduler.taskfile import (
     spec_from_patch,
     spec_from_table,
 )
-from gputray.scheduler.tasks import TaskPatch, TaskSpec
 
 GIB = 1024**3
 
@@ -77,7 +77,7 @@ def test_the_commented_example_in_the_module_docstring_loads(tmp_path: Path) -> 
     """The README sends people to this example; copying it as written must give a valid task."""
     import textwrap
 
-    from gputray.scheduler import taskfile
+    from gputray.scheduler.tasks.records import taskfile
 
     doc = taskfile.__doc__ or ""
     example = textwrap.dedent(doc.split("::\n", 1)[1].split("\n\n", 1)[0])
