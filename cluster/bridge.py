@@ -494,7 +494,7 @@ class Bridge:
                 after_any=False,
             )
             remote = ray.get(
-                handle.submit.remote(origin, spec, [f.rel for f in plan.files]),
+                handle.submit.remote(origin, spec.plain(), [f.rel for f in plan.files]),
                 timeout=CALL_TIMEOUT_S,
             )
         except Exception as exc:

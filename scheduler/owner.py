@@ -419,7 +419,7 @@ class Owner:
 
     def _op_get(self, req: rq.Get) -> rp.TaskReply:
         rec = self.queue.get(_task_id(req.id))
-        return rp.TaskReply(task=rp.TaskView.of(rec), spec=rec.spec, pid=rec.pid)
+        return rp.TaskReply(task=rp.TaskView.of(rec), spec=rec.spec.plain(), pid=rec.pid)
 
     def _op_cancel(self, req: rq.Cancel) -> rp.TasksDone:
         done: list[TaskRecord] = []

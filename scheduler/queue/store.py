@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dataclasses
 import errno
 import json
 import logging

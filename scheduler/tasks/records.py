@@ -105,7 +105,8 @@ Env = Annotated[
 ]
 #: The submitter's environment, as ``os.environ`` holds it: any name the OS takes.
 BaseEnv = Annotated[
-    Mapping[Annotated[str, Meta(min_length=1, pattern=r"^[^=\x00]+$")], EnvText], Meta(max_length=MAX_ENV_KEYS)
+    Mapping[Annotated[str, Meta(min_length=1, pattern=r"^[^=\x00]+$")], EnvText],
+    Meta(max_length=MAX_ENV_KEYS),
 ]
 
 
@@ -174,11 +175,16 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
 
     def to_dict(self) -> dict[str, Any]:
         """The storage form (plain JSON types, every field): what the store writes as text."""
-        plain = msgspec.structs.replace(  # the store's StoredEnv reads its variables back here
-            self, env=dict(self.env), base_env=None if self.base_env is None else dict(self.base_env)
-        )
-        data = cast(dict[str, Any], msgspec.to_builtins(plain))
+        data = cast(dict[str, Any], msgspec.to_builtins(self.plain()))
         return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+
+    def plain(self) -> TaskSpec:
+        """This spec with its environments as dicts, as it is sent: the store keeps a task's caller
+        environment in the file (``StoredEnv``) until it is needed, and this is when it is read."""
+        if type(self.env) is dict and (self.base_env is None or type(self.base_env) is dict):
+            return self
+        base_env = None if self.base_env is None else dict(self.base_env)
+        return msgspec.structs.replace(self, env=dict(self.env), base_env=base_env)
 
     def replace(self, **changes: Any) -> TaskSpec:
         return msgspec.structs.replace(self, **changes)

@@ -77,7 +77,7 @@ def test_the_commented_example_in_the_module_docstring_loads(tmp_path: Path) -> 
     """The README sends people to this example; copying it as written must give a valid task."""
     import textwrap
 
-    from gputray.scheduler.tasks.records import taskfile
+    from gputray.scheduler.tasks import taskfile
 
     doc = taskfile.__doc__ or ""
     example = textwrap.dedent(doc.split("::\n", 1)[1].split("\n\n", 1)[0])
