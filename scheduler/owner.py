@@ -25,6 +25,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
+from gputray.scheduler.ipc.server import IpcServer
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.timing import Schedule, Timing
@@ -133,7 +134,7 @@ class Owner:
         self._store: TaskStore | None = None
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
-        self.server: ipc.IpcServer | None = None
+        self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self._in_flight = 0  # requests being answered; stop() lets them finish before closing the store
@@ -175,7 +176,7 @@ class Owner:
         for note in prepare_private_folders(self.paths):
             log.warning("%s", note)
         if self._serve_ipc:
-            self.server = ipc.IpcServer(self.paths, self._answer)  # requests already decoded and checked
+            self.server = IpcServer(self.paths, self._answer)  # requests already decoded and checked
             self.server.start()
         try:
             config = self._config or read_config_or_defaults(self.paths.config_file)
