@@ -89,7 +89,7 @@ from gputray.scheduler.launcher import (
     supervisor_alive,
 )
 from gputray.scheduler.offline import requeue_changes
-from gputray.scheduler.paths import Paths, job_umask
+from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pause_file import read_paused, write_paused
 from gputray.scheduler.placement import (
     CPU_INFO,
@@ -107,6 +107,7 @@ from gputray.scheduler.queue_edits import QueueEdits, QueueError, TaskStateError
 from gputray.scheduler.recipes import check_runnable, specs_for_files
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
+from gputray.scheduler.supervisor import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.tasks import (
     PENDING_STATES,
     QueueEvent,
@@ -245,6 +246,7 @@ class QueueService(QueueEdits):
         slots: Mapping[str, int] | None = None,
         runs_here: Callable[[TaskRecord], bool] | None = None,
         check_spec: Callable[[TaskSpec], None] | None = None,
+        log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
     ) -> None:
         """A torch job's Python env on a device comes from the doctor's cache, checking envs without a
         result in the background (``env_choice.ProbingChooser``); ``env_resolver(device_key, needs)``
@@ -257,6 +259,7 @@ class QueueService(QueueEdits):
         ``runs_here(task)`` (the cluster link): False for a pending task another machine runs or the
         cluster bridge has still to place; this queue then leaves it alone. ``check_spec`` replaces
         the submit-time ``check_runnable`` (the cluster link checks a task bound for another machine).
+        ``log_max_bytes`` (the config's ``[logs] max_size``): the most a job's log keeps.
         """
         self.store = store
         self.monitor = monitor
@@ -278,6 +281,7 @@ class QueueService(QueueEdits):
         self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
         self.runs_here = runs_here
         self.check_spec = check_spec
+        self.log_max_bytes = log_max_bytes
 
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
@@ -730,6 +734,7 @@ class QueueService(QueueEdits):
                 timeout_s=spec.timeout_s,
                 header=launch_plan.header,
                 umask=job_umask(),  # the user's own: gputray's private umask is not the job's
+                log_max_bytes=self.log_max_bytes,
                 meta={
                     "task_id": task.id,
                     "attempt": task.attempts + 1,
@@ -1120,7 +1125,7 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
     done = demo_note(device_name, done=True)
     if log_path:
         try:
-            with open(log_path, "a", encoding="utf-8") as f:
+            with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
                 f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
         except OSError:
             log.warning("could not append to %s", log_path)
