@@ -30,10 +30,10 @@ import msgspec
 from msgspec import Meta
 
 from gputray.monitor.verdict import BusyThresholds
-from gputray.scheduler.env_record import KEYS as ENV_KEYS
-from gputray.scheduler.env_record import EnvError, PythonEnv, parse_env
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.pyenvs.record import KEYS as ENV_KEYS
+from gputray.scheduler.pyenvs.record import EnvError, PythonEnv, parse_env
 
 log = logging.getLogger("gputray.config")
 

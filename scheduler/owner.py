@@ -25,17 +25,17 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
-from gputray.scheduler.log_files import read_log
+from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.queue_lock import QueueLock
-from gputray.scheduler.taskfile import load_task_file, spec_from_mapping, with_overrides
-from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
-from gputray.scheduler.timing import Schedule, Timing
+from gputray.scheduler.queue.lock import QueueLock
+from gputray.scheduler.queue.timing import Schedule, Timing
+from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_mapping, with_overrides
 
 if TYPE_CHECKING:
     from gputray.cluster.link import ClusterLink
-    from gputray.scheduler.queue_service import EnvResolver, QueueService
-    from gputray.scheduler.store import TaskStore
+    from gputray.scheduler.queue.service import EnvResolver, QueueService
+    from gputray.scheduler.queue.store import TaskStore
 
 log = logging.getLogger("gputray.owner")
 
@@ -165,8 +165,8 @@ class Owner:
         from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor
         from gputray.scheduler.paths import prepare_private_folders
-        from gputray.scheduler.queue_service import QueueService
-        from gputray.scheduler.store import TaskStore
+        from gputray.scheduler.queue.service import QueueService
+        from gputray.scheduler.queue.store import TaskStore
 
         # 0700 folders, 0600 files (task rows hold the submitter's environment); FolderError if impossible
         for note in prepare_private_folders(self.paths):
@@ -192,7 +192,7 @@ class Owner:
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
             # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
             self.cluster = ClusterLink(self.paths, self._store, clock=self.clock, emit=self._event)
-            from gputray.scheduler.doctor_cache import DoctorNeeds
+            from gputray.scheduler.pyenvs.doctor_cache import DoctorNeeds
 
             self._queue = QueueService(
                 self._store,
@@ -461,7 +461,7 @@ class Owner:
         return rp.TasksDone(tasks=rp.views(gone), errors=(*errors, *refused))
 
     def _op_clean(self, req: rq.Clean) -> rp.Cleaned:
-        from gputray.scheduler.tasks import FINISHED_STATES
+        from gputray.scheduler.tasks.records import FINISHED_STATES
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
         gone, kept = self.queue.clean(older_than_s=req.older_than_s, states=states)
@@ -497,7 +497,7 @@ class Owner:
         if len(matches) > 1:
             known = ", ".join(f"{i.key} ({i.name})" for i in infos)
             raise OwnerRequestError(f"{text!r} matches several devices: {known}")
-        from gputray.scheduler.device_checks import unknown_device_message
+        from gputray.scheduler.queue.device_checks import unknown_device_message
 
         seen = [s.info() for s in self.queue.devices_seen.remembered() if s.key not in {i.key for i in infos}]
         away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]

@@ -16,7 +16,7 @@ import pytest
 from test_daemon_e2e import Daemon
 from waiting import wait_for
 
-from gputray.scheduler.commands.client import caller_environment
+from gputray.scheduler.cli.commands.client import caller_environment
 
 PY = sys.executable
 pytestmark = [

@@ -14,9 +14,8 @@ import psutil
 import pytest
 from waiting import wait_for
 
-from gputray.scheduler.commands.common import task_json
-from gputray.scheduler.replies import TaskView
-from gputray.scheduler.store import (
+from gputray.scheduler.cli.commands.common import task_json
+from gputray.scheduler.queue.store import (
     SCHEMA_VERSION,
     StoreError,
     TaskNotFound,
@@ -24,7 +23,8 @@ from gputray.scheduler.store import (
     read_saved_task,
     read_saved_tasks,
 )
-from gputray.scheduler.tasks import TaskRecord, TaskSpec
+from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
 def spec(name: str = "job", **kw: object) -> TaskSpec:
@@ -191,7 +191,7 @@ def _gone(pid: int) -> bool:
 def test_recovery_finds_a_job_whose_pid_was_never_saved_by_its_environment(tmp_path: Path) -> None:
     """The owner died between launching the job and saving its pid: the job is found by the task id and
     queue file in its environment; the same task id from another queue is left alone."""
-    from gputray.scheduler.store import QUEUE_FILE_VAR
+    from gputray.scheduler.queue.store import QUEUE_FILE_VAR
 
     db = tmp_path / "q.db"
     store = TaskStore(db)
@@ -254,8 +254,8 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from gputray.scheduler.store import TaskStore
-    from gputray.scheduler.tasks import TaskSpec
+    from gputray.scheduler.queue.store import TaskStore
+    from gputray.scheduler.tasks.records import TaskSpec
     store = TaskStore(Path(sys.argv[1]))
     i = 0
     while True:
@@ -363,8 +363,8 @@ def test_the_saved_queue_reads_back_read_only_after_a_crash(tmp_path: Path) -> N
         f"""
         import os
         from pathlib import Path
-        from gputray.scheduler.store import TaskStore
-        from gputray.scheduler.tasks import TaskSpec
+        from gputray.scheduler.queue.store import TaskStore
+        from gputray.scheduler.tasks.records import TaskSpec
         store = TaskStore(Path({str(db)!r}), clock=lambda: 100.0)
         a = store.add(TaskSpec(kind="command", name="a", argv=("echo", "a")))
         b = store.add(TaskSpec(kind="command", name="b", argv=("echo", "b"), priority=5))
@@ -416,7 +416,7 @@ def test_reading_a_newer_or_garbage_queue_file_is_a_clear_error_that_changes_not
 
 def _schema_1_file(db: Path) -> None:
     """A queue file as gputray with schema 1 (before ``attempts_before``) left it: one failed task."""
-    from gputray.scheduler.store import MIGRATIONS
+    from gputray.scheduler.queue.store import MIGRATIONS
 
     conn = sqlite3.connect(db)
     MIGRATIONS[0](conn)
