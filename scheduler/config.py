@@ -103,7 +103,7 @@ class LogsSection:
 
     @property
     def max_bytes(self) -> int:
-        from gputray.scheduler.taskfile import parse_size
+        from gputray.scheduler.tasks.taskfile import parse_size
 
         return parse_size(self.max_size)  # checked by read_config
 
