@@ -26,6 +26,7 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
 from gputray.scheduler.ipc.server import IpcServer
+from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.timing import Schedule, Timing
@@ -216,6 +217,7 @@ class Owner:
                 ),
                 on_event=self._event,
                 slots=dict(config.device_slots),
+                log_max_bytes=config.logs.max_bytes,
                 cluster=self.cluster,
             )
             if self.cluster is not None:
@@ -539,18 +541,10 @@ class Owner:
         offset = max(0, req.offset or 0)
         max_bytes = min(max(1, req.max_bytes or LOG_CHUNK_MAX_BYTES), LOG_CHUNK_MAX_BYTES)
         text, next_offset, size = "", offset, 0
-        if rec.log_path:
-            try:
-                with open(rec.log_path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    f.seek(offset)
-                    data = f.read(max_bytes)
-                text, used = _decode_utf8_prefix(data)
-                next_offset = offset + used
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise OwnerRequestError(f"cannot read the log {rec.log_path}: {exc.strerror}") from None
+        if rec.log_path:  # a FIFO, a link, /dev/zero in its place: refused, never waited on or followed
+            data, size = read_log(rec.log_path, offset, max_bytes)
+            text, used = _decode_utf8_prefix(data)
+            next_offset = offset + used
         return rp.LogChunk(
             id=rec.id,
             state=rec.state,

@@ -46,7 +46,6 @@ import socket
 import struct
 import sys
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -61,6 +60,8 @@ from gputray.scheduler.protocol import (
     REPLY_TYPES,
     BadRequest,
     Refusal,
+    decode_json,
+    encode_json,
 )
 
 log = logging.getLogger("gputray.ipc")
@@ -113,27 +114,8 @@ class RemoteError(IpcError):
 # Frames
 
 
-def _printable(obj: object) -> object:
-    """``obj`` with strings that cannot be UTF-8 (surrogate escapes of undecodable bytes) made
-    printable: a reply may name a task or file whose bytes are not UTF-8."""
-    if isinstance(obj, str):
-        try:
-            obj.encode("utf-8")
-            return obj
-        except UnicodeEncodeError:
-            return obj.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    if isinstance(obj, Mapping):
-        return {_printable(k): _printable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_printable(v) for v in obj]
-    return obj
-
-
 def encode_payload(obj: object, *, limit: int = MAX_FRAME_BYTES) -> bytes:
-    try:
-        data = msgspec.json.encode(obj)
-    except UnicodeEncodeError:
-        data = msgspec.json.encode(_printable(msgspec.to_builtins(obj)))
+    data = encode_json(obj)
     if len(data) > limit:
         raise ProtocolError(f"message too large ({len(data)} bytes, at most {limit})")
     return data
@@ -288,6 +270,15 @@ class _Frame(msgspec.Struct):
     error: _Error | None = None
 
 
+class _LooseFrame(msgspec.Struct):
+    """A reply whose text holds ``\\udcXX`` escapes (names that are not UTF-8), as the standard library
+    reads it (``protocol.decode_json``); ``result`` is converted into the op's type."""
+
+    ok: bool
+    result: Any = None
+    error: _Error | None = None
+
+
 class IpcClient:
     """Talks to the owner. Keeps one connection open across requests (``close()`` or ``with`` ends it).
 
@@ -381,15 +372,23 @@ class IpcClient:
         """One request; returns its op's reply (``protocol.REPLY_TYPES[op]``), or raises RemoteError /
         OwnerNotRunning / IpcError (ProtocolError: a reply this gputray cannot read)."""
         data = self._exchange(encode_payload({"op": op, "args": args, "v": PROTOCOL_VERSION}))
+        reply: _Frame | _LooseFrame
         try:
-            reply = msgspec.json.decode(data, type=_Frame)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            try:
+                reply = msgspec.json.decode(data, type=_Frame)
+            except msgspec.ValidationError:
+                raise
+            except msgspec.DecodeError:  # text with \\udcXX escapes, or not JSON at all
+                reply = decode_json(data, _LooseFrame)
+        except msgspec.DecodeError as exc:
             raise ProtocolError(f"malformed reply from the owner: {exc}") from None
         if not reply.ok or reply.error is not None:
             error = reply.error or _Error(type="Error", message="the owner answered nothing")
             raise RemoteError(error.type, error.message)
         try:
-            return msgspec.json.decode(reply.result, type=REPLY_TYPES.get(op, Any))
+            if isinstance(reply.result, msgspec.Raw):
+                return msgspec.json.decode(reply.result, type=REPLY_TYPES.get(op, Any))
+            return msgspec.convert(reply.result, REPLY_TYPES.get(op, Any))  # it had \\udcXX escapes
         except msgspec.DecodeError as exc:  # a wrong type or unknown field, or no result at all
             raise ProtocolError(
                 f"the owner's reply to {op!r} does not fit this gputray ({exc}): is the owner another "

@@ -51,6 +51,7 @@ from gputray.scheduler.ipc import (
     resolve_transport,
 )
 from gputray.scheduler.ipc import location as loc
+from gputray.scheduler.ipc.fd_shortage import AcceptGuard, is_shortage
 from gputray.scheduler.ipc.location import SOCKET_NAME, UntrustedLocation
 from gputray.scheduler.paths import FolderError, Paths, unwritable_reason
 from gputray.scheduler.protocol import BadRequest, Refusal, Request, decode_request
@@ -143,6 +144,7 @@ class IpcServer:
             op: queue.Queue() for op in (*LIGHT_WORKERS, "")
         }
         self._selector: selectors.BaseSelector | None = None
+        self._accept_guard: AcceptGuard | None = None  # out of fds: refuse in words, or pause (Unix)
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
         self._private_dir: Path | None = None  # a fallback folder of ours, removed at stop
@@ -208,6 +210,8 @@ class IpcServer:
         for s in (self._wake_r, self._wake_w):
             if s is not None:
                 _close(s)
+        if self._accept_guard is not None:
+            self._accept_guard.close()
         if self._private_dir is not None:
             with contextlib.suppress(OSError):
                 self._private_dir.rmdir()
@@ -253,6 +257,7 @@ class IpcServer:
         self._wake_w.setblocking(False)
         self._selector.register(sock, selectors.EVENT_READ, "listen")
         self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._accept_guard = AcceptGuard()
         loc.write_pointer(self.paths, self.address)
 
     def _wake(self) -> None:
@@ -264,6 +269,10 @@ class IpcServer:
         sel = self._selector
         assert sel is not None
         while not self._stop.is_set():
+            guard = self._accept_guard
+            if guard is not None and self._sock is not None and guard.resume_due():
+                with contextlib.suppress(KeyError, ValueError, OSError):
+                    sel.register(self._sock, selectors.EVENT_READ, "listen")
             try:
                 events = sel.select(self._select_timeout())
             except OSError:
@@ -286,6 +295,8 @@ class IpcServer:
         now = time.monotonic()
         with self._conns_lock:
             deadlines = [c.deadline for c in self._conns.values() if not c.busy]
+        if self._accept_guard is not None and self._accept_guard.paused_until is not None:
+            deadlines.append(self._accept_guard.paused_until)
         return max(0.0, min(1.0, *(d - now for d in deadlines))) if deadlines else 1.0
 
     def _accept_ready(self) -> None:
@@ -296,9 +307,18 @@ class IpcServer:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                if not self._stop.is_set():
-                    log.warning("IPC accept failed: %s", exc)
+                if self._stop.is_set():
+                    return
+                if is_shortage(exc) and self._accept_guard is not None:
+                    if self._accept_guard.on_shortage(self._sock, exc, _refuse_out_of_files):
+                        continue
+                    with contextlib.suppress(KeyError, ValueError, OSError):
+                        self._selector.unregister(self._sock)  # no spinning on a listener kept readable
+                    return
+                log.warning("IPC accept failed: %s", exc)
                 return
+            if self._accept_guard is not None:
+                self._accept_guard.on_accepted()
             if not _peer_is_us(sock):
                 log.warning("IPC: refused a connection from another user")
                 _send_quick(
@@ -593,6 +613,15 @@ def _send_quick(sock: socket.socket, reply: Mapping[str, Any]) -> None:
     with contextlib.suppress(OSError):
         sock.settimeout(0.5)
         sock.sendall(FRAME_HEADER.pack(len(payload)) + payload)
+
+
+def _refuse_out_of_files(sock: socket.socket) -> None:
+    _send_quick(
+        sock,
+        error_reply(
+            "Busy", "the gputray owner has run out of open files: nothing was done; try again in a moment"
+        ),
+    )
 
 
 def _send_blocking(sock: socket.socket, data: bytes) -> bool:

@@ -17,6 +17,7 @@ Files beside ``task-N.log`` (``JobFiles``): ``task-N.lock`` (held by the supervi
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -43,8 +44,43 @@ SUPERVISOR_START_TIMEOUT_S = 60.0
 GRACE_S = 3.0  # from SIGTERM to SIGKILL when a job is stopped
 
 
+#: start failures for want of a resource now (fds, processes or threads, memory), not the task's fault
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM})
+
+
 class LaunchFailed(OSError):
-    """The program could not be started (not found, not executable, bad folder); the message says which."""
+    """The program could not be started (not found, not executable, bad folder); the message says which.
+
+    ``transient``: only for want of a resource now (out of fds, processes, threads, memory): the queue
+    tries again later instead of failing the task."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class _WatchThread:
+    """A job's watcher thread, started *before* the job: a thread that cannot start (RLIMIT_NPROC, a
+    pids limit) then fails the launch while nothing runs yet, instead of leaving a started job
+    unwatched, its task marked failed and its device counted free."""
+
+    def __init__(self, name: str) -> None:
+        self._job: Job | None = None
+        self._go = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()  # RuntimeError: can't start new thread
+
+    def _run(self) -> None:
+        self._go.wait()
+        if self._job is not None:
+            self._job._watch()
+
+    def watch(self, job: Job) -> None:
+        self._job = job
+        self._go.set()
+
+    def abandon(self) -> None:
+        self._go.set()
 
 
 @dataclass(frozen=True)
@@ -203,6 +239,7 @@ class Job:
         supervisor_proc: subprocess.Popen[bytes] | None,
         timeout_s: float | None = None,
         adopted: bool = False,
+        watch: _WatchThread | None = None,
     ) -> None:
         self.pid = pid
         self.log_path = log_path
@@ -222,12 +259,15 @@ class Job:
         # Windows: a handle on the job's job object keeps its name valid while we watch, even if the
         # supervisor that created it is killed (win_job.py)
         self._job_object = win_job.open_job(pid)
-        self._watcher = threading.Thread(target=self._watch, name=f"gputray-job-{pid}", daemon=True)
-        self._watcher.start()
+        if watch is not None:  # launched: its supervisor says on its pipe when the timeout passes
+            watch.watch(self)
+            return
+        threading.Thread(target=self._watch, name=f"gputray-job-{pid}", daemon=True).start()
         if timeout_s is not None:  # the supervisor stops it; this only says why, as soon as it is so
             timer = threading.Timer(max(0.0, started_at + timeout_s - time.time()), self._timed_out)
             timer.daemon = True
-            timer.start()
+            with contextlib.suppress(RuntimeError):  # no thread: its exit file says it timed out
+                timer.start()
 
     def _timed_out(self) -> None:
         with self._reason_lock:
@@ -262,7 +302,12 @@ class Job:
         if out is None:
             return None
         with contextlib.suppress(OSError, ValueError):
-            return _exit_info(json.loads(out.readline().decode("ascii")), self.pid)
+            while True:
+                doc = json.loads(out.readline().decode("ascii"))
+                if isinstance(doc, dict) and doc.get("timing_out"):  # it is stopping the job: say why now
+                    self._timed_out()
+                    continue
+                return _exit_info(doc, self.pid)
         return None
 
     def _watch(self) -> None:
@@ -425,6 +470,13 @@ def _failure_message(argv: Sequence[str], cwd: str | Path | None, error: Mapping
     return f"cannot start {argv[0]}: {strerror or error.get('message') or kind}"
 
 
+def _start_watcher(log_path: Path) -> _WatchThread:
+    try:
+        return _WatchThread(f"gputray-job-{log_path.stem}")
+    except RuntimeError as exc:  # can't start new thread: nothing started yet
+        raise LaunchFailed(f"cannot start a thread to watch the job: {exc}", transient=True) from None
+
+
 def launch(
     argv: Sequence[str],
     *,
@@ -437,11 +489,13 @@ def launch(
     grace_s: float = GRACE_S,
     meta: Mapping[str, Any] | None = None,
     umask: int = -1,
+    log_max_bytes: int = supervisor.DEFAULT_LOG_MAX_BYTES,
 ) -> Job:
     """Start ``argv`` (a list; element 0 is looked up on PATH, nothing is ever parsed by a shell) under
     its supervisor, and return once the job's process exists.
 
-    Output (stdout and stderr together) is appended to ``log_path``; ``header`` is written first.
+    Output (stdout and stderr together) is appended to ``log_path``; ``header`` is written first; the
+    log keeps at most ``log_max_bytes`` (its head and its tail: ``supervisor.CappedLog``).
     ``on_exit(job, returncode)`` runs in the watcher thread as soon as the process ends (negative
     return code: killed by that signal on POSIX). ``meta`` (task id, attempt, device …) goes into the
     run and exit files. Raises LaunchFailed when the program cannot start.
@@ -450,6 +504,43 @@ def launch(
         raise LaunchFailed("nothing to run: the argument list is empty")
     make_private_dir(log_path.parent)
     files = JobFiles.beside(log_path)
+    watch = _start_watcher(log_path)
+    try:
+        sup, answer = _start_supervised(
+            argv, env, log_path, files, cwd, timeout_s, header, grace_s, meta, umask, log_max_bytes
+        )
+    except BaseException:
+        watch.abandon()
+        raise
+    pid = int(answer["pid"])
+    return Job(
+        pid=pid,
+        create_time=_create_time(pid),
+        started_at=float(answer.get("started_at") or time.time()),
+        log_path=log_path,
+        files=files,
+        on_exit=on_exit,
+        grace_s=grace_s,
+        supervisor_proc=sup,
+        timeout_s=timeout_s,
+        watch=watch,
+    )
+
+
+def _start_supervised(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    log_path: Path,
+    files: JobFiles,
+    cwd: str | Path | None,
+    timeout_s: float | None,
+    header: str | None,
+    grace_s: float,
+    meta: Mapping[str, Any] | None,
+    umask: int,
+    log_max_bytes: int,
+) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """Start the job under a supervisor: the supervisor and its answer (the job's pid), or LaunchFailed."""
     with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
         if header:
             log.write(
@@ -467,6 +558,7 @@ def launch(
             "timeout_s": timeout_s,
             "grace_s": grace_s,
             "umask": umask,
+            "log_max_bytes": log_max_bytes,
             "meta": dict(meta or {"task_id": 0, "attempt": 0, "device": ""}),
             "psutil_path": str(Path(psutil.__file__).parent.parent),
         }
@@ -481,7 +573,10 @@ def launch(
                 close_fds=True,  # gputray's private umask: the supervisor's files (run, exit) are 0600
             )
         except OSError as exc:
-            raise LaunchFailed(f"cannot start the job's supervisor: {exc.strerror or exc}") from None
+            raise LaunchFailed(
+                f"cannot start the job's supervisor: {exc.strerror or exc}",
+                transient=exc.errno in TRANSIENT_ERRNOS,
+            ) from None
         assert sup.stdin is not None and sup.stdout is not None
         try:
             # It reads the whole request before it writes anything: no deadlock on a large environment.
@@ -505,19 +600,8 @@ def launch(
             log.write(f"gputray: {msg}\n".encode())
             with contextlib.suppress(subprocess.TimeoutExpired):
                 sup.wait(timeout=SUPERVISOR_START_TIMEOUT_S)
-            raise LaunchFailed(msg)
-    pid = int(answer["pid"])
-    return Job(
-        pid=pid,
-        create_time=_create_time(pid),
-        started_at=float(answer.get("started_at") or time.time()),
-        log_path=log_path,
-        files=files,
-        on_exit=on_exit,
-        grace_s=grace_s,
-        supervisor_proc=sup,
-        timeout_s=timeout_s,
-    )
+            raise LaunchFailed(msg, transient=error.get("errno") in TRANSIENT_ERRNOS)
+    return sup, answer
 
 
 def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:

@@ -76,7 +76,8 @@ from gputray.scheduler.jobs.launcher import (
     stop_leftover,
     supervisor_alive,
 )
-from gputray.scheduler.paths import Paths, job_umask
+from gputray.scheduler.jobs.supervisor import DEFAULT_LOG_MAX_BYTES
+from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.protocol import check_epoch_s
 from gputray.scheduler.pyenvs.choice import (
     EnvChecking,
@@ -110,7 +111,9 @@ from gputray.scheduler.queue.placement import (
     time_gate,
     wait_started_s,
 )
+from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
+from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
 from gputray.scheduler.tasks.records import (
@@ -128,6 +131,7 @@ REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
 SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
+WALL_RECHECK_S = 60.0  # a wait for a wall-clock time looks at the clock at least this often (it may be set)
 
 
 class Timer(Protocol):
@@ -245,6 +249,7 @@ class QueueService(QueueEdits):
         env_chooser: EnvChooser | None = None,
         on_event: Callable[[QueueEvent], None] | None = None,
         slots: Mapping[str, int] | None = None,
+        log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         cluster: ClusterPort | None = None,
     ) -> None:
         """``env_chooser`` says which Python env a torch job runs in on a device and which of a task's
@@ -253,6 +258,7 @@ class QueueService(QueueEdits):
         lookup that never probes). A torch job never runs without an env: it waits, with the reason.
         ``slots`` (the config's ``[devices.<name>] slots``): device name, key or ``cpu`` → how many
         jobs may run there at once; every other device takes one.
+        ``log_max_bytes`` (the config's ``[logs] max_size``): the most a job's log keeps.
         ``cluster`` (the owner's link to the other machines): ``cluster.runs_here(task)`` is False for a
         pending task another machine runs or the bridge has still to place, which this queue then
         leaves alone; ``cluster.check_spec`` replaces the submit-time ``check_runnable`` (it checks a
@@ -274,6 +280,7 @@ class QueueService(QueueEdits):
             )
         )
         self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
+        self.log_max_bytes = log_max_bytes
         self.cluster = cluster
 
         self._lock = threading.RLock()
@@ -291,8 +298,10 @@ class QueueService(QueueEdits):
         self._wake = threading.Event()
         self._urgent = threading.Event()
         self._due_s: float | None = None
+        self._start_backoff = StartBackoff()  # tasks whose start failed for want of fds, processes, memory
         self._parked: dict[int, float] = {}  # task id -> when its start time or window opens
         self._parked_due: builtins.list[tuple[float, int]] = []  # a heap of (that time, task id)
+        self._clock_jumps = ClockJumps(clock)  # the wall clock set: every time gate is planned afresh
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._events: queue.Queue[QueueEvent | None] = queue.Queue()
@@ -558,8 +567,14 @@ class QueueService(QueueEdits):
                 pending = [r for r in self._hold_for_dependencies(unplaced, now) if runs_here(r)]
             else:
                 pending = self._hold_for_dependencies(pending, now)
+            pending, held_back = self._start_backoff.split(pending, now)
+            self._record_waits(held_back)
             if not pending:
-                self._due_s = self._parked_due[0][0] if self._parked_due else None
+                dues = [self._parked_due[0][0]] if self._parked_due else []
+                backoff_due = self._start_backoff.next_due_s(now)
+                self._due_s = (
+                    min([*dues, backoff_due]) if backoff_due is not None else min(dues, default=None)
+                )
                 return
             if self._paused.all:
                 self._record_waits([(r, Wait("the queue is paused")) for r in pending])
@@ -595,6 +610,9 @@ class QueueService(QueueEdits):
                     elif task.spec.max_wait_s is not None:
                         due.append(wait_started_s(task) + task.spec.max_wait_s)
             self._record_waits(waits, result.overtakes)
+            backoff_due = self._start_backoff.next_due_s(now)
+            if backoff_due is not None:
+                due.append(backoff_due)
             self._due_s = min(due) if due else None
 
     def _unpark(self, now: float) -> Mapping[int, float]:
@@ -767,6 +785,7 @@ class QueueService(QueueEdits):
                 timeout_s=spec.timeout_s,
                 header=launch_plan.header,
                 umask=job_umask(),  # the user's own: gputray's private umask is not the job's
+                log_max_bytes=self.log_max_bytes,
                 meta={
                     "task_id": task.id,
                     "attempt": task.attempts + 1,
@@ -775,6 +794,9 @@ class QueueService(QueueEdits):
                 },
             )
         except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
+            if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
+                self._hold_back(task, exc, now)
+                return
             if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
                 log.exception("task #%d could not be prepared", task.id)
             failed = self.store.compare_and_update(
@@ -791,12 +813,19 @@ class QueueService(QueueEdits):
             if failed is not None:
                 self._emit("failed", failed, f"{failed.name} could not start: {exc}")
             return
-        started = self.store.compare_and_update(
-            task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
-        )
+        try:
+            started = self.store.compare_and_update(
+                task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
+            )
+        except Exception as exc:  # the job runs but its row says otherwise: stop it, try again later
+            log.exception("task #%d: its start could not be recorded", task.id)
+            job.cancel("cancelled")
+            self._hold_back(task, exc, now)
+            return
         if started is None:  # cancelled or changed meanwhile: its process must not run on
             job.cancel("cancelled")
             return
+        self._start_backoff.started(task.id)
         demo_for = info.name if chosen is not None and chosen.on_cpu else None
         self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
         self._names_used[info.key] = info.name
@@ -807,6 +836,15 @@ class QueueService(QueueEdits):
             self._emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
             self._emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
+
+    def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
+        """A start that failed for want of a resource now: the task waits, saying why, and is tried
+        again after a back-off (``start_backoff``)."""
+        wait = self._start_backoff.hold(task.id, exc, now)
+        log.warning("task #%d: %s", task.id, wait.reason)
+        new = self.store.compare_and_update(task.id, task.state, state="waiting", reason=wait.reason)
+        if new is not None:
+            self._emit("waiting", new, f"{new.name}: {wait.reason}")
 
     def _with_env_status(self, dev: DeviceState) -> DeviceState:
         """The device as torch tasks see it: whether an env is checked there now, or none works."""
@@ -935,7 +973,7 @@ class QueueService(QueueEdits):
             deadlines = []
             wall_due = [t for t in (self._due_s, *(x.next_due_s() for x in self._timers)) if t is not None]
             if wall_due:
-                deadlines.append(max(0.0, min(wall_due) - self.clock()))
+                deadlines.append(min(WALL_RECHECK_S, max(0.0, min(wall_due) - self.clock())))
             if self._tick_pending:
                 deadlines.append(max(0.0, tick_at - now_mono))
             if self._requested:
@@ -945,6 +983,13 @@ class QueueService(QueueEdits):
             if self._closed:
                 return
             self._wake.clear()
+            jump = self._clock_jumps.jumped()
+            if jump is not None:  # the times tasks were put aside until mean something else now
+                log.info("the wall clock was set %+.0f s: planning every waiting task afresh", jump)
+                with self._lock:
+                    self._parked.clear()
+                    self._parked_due.clear()
+                self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
             now = self.clock()
@@ -1157,7 +1202,7 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
     done = demo_note(device_name, done=True)
     if log_path:
         try:
-            with open(log_path, "a", encoding="utf-8") as f:
+            with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
                 f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
         except OSError:
             log.warning("could not append to %s", log_path)

@@ -14,6 +14,12 @@ APScheduler's triggers (``CronTrigger.get_next_fire_time``; no scheduler, no wor
 Missed runs: at most one run per schedule, never one per missed slot. While the owner runs and the
 machine sleeps, the dispatcher wakes late and ``run_due`` runs each overdue schedule once; while the
 owner was not running at all, ``catch_up()`` at start does the same from ``last_run_at``.
+
+A wall clock that is set (by hand, by NTP, a time zone change): each look at the plan compares how far
+the wall clock and the monotonic clock moved since the last (``ClockJumps``). After a jump the next
+runs are planned afresh from the new time: set back an hour, a ``*/5`` schedule runs at the next five
+minutes of the new time, not an hour later; set forward, a run that became due runs once, as after
+sleep. ``schedule list`` shows that same plan (``Timing.planned``: the dispatcher's and the listing's).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from gputray.scheduler.protocol import Refusal, check_epoch_s
 from gputray.scheduler.tasks.records import parse_window, window_open
 
 log = logging.getLogger("gputray.timing")
+
+CLOCK_JUMP_S = 2.0  # the wall clock moved this much more (or less) than the monotonic one: it was set
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -260,6 +268,35 @@ def missed_run(expr: str, last_run_s: float, now_s: float, tz: dt.tzinfo | None 
     return None
 
 
+class ClockJumps:
+    """Notices the wall clock being set: since the last look it moved more than ``threshold_s`` away
+    from the monotonic clock (which nobody sets). Waking from sleep reads as a jump forward (the
+    monotonic clock stops while the machine sleeps). Thread-safe."""
+
+    def __init__(
+        self,
+        wall: Callable[[], float],
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        threshold_s: float = CLOCK_JUMP_S,
+    ) -> None:
+        self.wall = wall
+        self.monotonic = monotonic
+        self.threshold_s = threshold_s
+        self._last: tuple[float, float] | None = None
+        self._lock = threading.Lock()
+
+    def jumped(self) -> float | None:
+        """Seconds the wall clock was set by since the last call (negative: back), else None."""
+        wall, mono = self.wall(), self.monotonic()
+        with self._lock:
+            last, self._last = self._last, (wall, mono)
+        if last is None:
+            return None
+        drift = (wall - last[0]) - (mono - last[1])
+        return drift if abs(drift) > self.threshold_s else None
+
+
 # --------------------------------------------------------------------------------------------------
 # The store
 
@@ -345,6 +382,7 @@ class Timing:
         *,
         submit: SubmitSchedule,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         tz: dt.tzinfo | None = None,
     ) -> None:
         self.store = ScheduleStore(db_path)
@@ -353,12 +391,14 @@ class Timing:
         self.tz = tz or local_zone()
         self._next: dict[int, float | None] = {}  # schedule id → its next run
         self._lock = threading.Lock()
+        self._jumps = ClockJumps(clock, monotonic=monotonic)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> list[int]:
         """Catch up missed runs once, then plan every recurring entry. Returns ids caught up."""
         caught_up = self.catch_up()
+        self._jumps.jumped()  # the reference the next look compares with
         now = self.clock()
         for entry in self.store.all():
             self._plan(entry, now)
@@ -378,15 +418,34 @@ class Timing:
 
     # --- the dispatcher's timer ------------------------------------------------------------------
 
-    def next_due_s(self) -> float | None:
+    def planned(self) -> dict[int, float | None]:
+        """Each schedule's next run: what the dispatcher waits for and ``schedule list`` shows. Planned
+        afresh from the new time when the wall clock was set since the last look (see the module
+        docstring): a run planned later than the new time's next one moves to it; one that became
+        due stays due (it runs once)."""
+        jump = self._jumps.jumped()
+        if jump is not None:
+            now = self.clock()
+            log.info("the wall clock was set %+.0f s: planning the schedules' next runs afresh", jump)
+            for entry in self.store.all():
+                try:
+                    fresh = next_cron_run(entry.cron, now, self.tz)
+                except TimingError:
+                    continue
+                with self._lock:
+                    old = self._next.get(entry.id)
+                    if fresh is not None and (old is None or fresh < old):
+                        self._next[entry.id] = fresh
         with self._lock:
-            times = [t for t in self._next.values() if t is not None]
+            return dict(self._next)
+
+    def next_due_s(self) -> float | None:
+        times = [t for t in self.planned().values() if t is not None]
         return min(times) if times else None
 
     def run_due(self, now_s: float) -> list[int]:
         """Submit each schedule whose run is due (once, however many runs were missed); plan the next."""
-        with self._lock:
-            due = [sid for sid, t in self._next.items() if t is not None and t <= now_s]
+        due = [sid for sid, t in self.planned().items() if t is not None and t <= now_s]
         for schedule_id in due:
             self.run_schedule(schedule_id)
             with contextlib.suppress(TimingError):
@@ -412,14 +471,14 @@ class Timing:
         return entry
 
     def entries(self) -> list[tuple[Schedule, float | None]]:
-        now = self.clock()
+        """Every schedule with its next run as the dispatcher plans it (``planned``)."""
+        plan = self.planned()
         out = []
         for entry in self.store.all():
-            try:
-                nxt = next_cron_run(entry.cron, now, self.tz)
-            except TimingError:
-                nxt = None
-            out.append((entry, nxt))
+            if entry.id not in plan:  # added by another process meanwhile: plan it now
+                self._plan(entry, self.clock())
+                plan = self.planned()
+            out.append((entry, plan.get(entry.id)))
         return out
 
     def catch_up(self) -> list[int]:
