@@ -45,7 +45,7 @@ from gputray.monitor.host import HostReader  # noqa: E402
 from gputray.monitor.monitor import Monitor  # noqa: E402
 from gputray.monitor.nvml_backend import NvmlBackend  # noqa: E402
 
-PHOENIX = ROOT.parent / "shared" / "fixtures" / "amdgpu-sysfs" / "phoenix"
+PHOENIX = ROOT / "tests" / "fixtures" / "amdgpu-sysfs" / "phoenix"
 PROCESSES = 200
 FDS_PER_PROCESS = 8  # stdin/out/err, a few files and sockets, one or two DRM fds
 

@@ -229,6 +229,9 @@ def run_tray(argv: list[str]) -> int:
     from gputray.scheduler.paths import app_paths
 
     setup_logging(app_paths().state_dir / "gputray.log", stderr_level=logging.WARNING)
+    from gputray.gui import slot_errors
+
+    slot_errors.install()
     qapp = make_application()
     tray = show_first_icon(demo=bool(args.demo or args.demo_scenario))
     from gputray.gui.tray_app import TrayApp

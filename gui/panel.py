@@ -671,7 +671,7 @@ class Panel(QWidget):
         """A priority number for the selected waiting task (higher starts first), as `gputray edit` sets."""
         from PySide6.QtWidgets import QInputDialog
 
-        from gputray.scheduler.tasks import MAX_PRIORITY
+        from gputray.scheduler.tasks.records import MAX_PRIORITY
 
         tasks = self.selected_tasks() if tasks is None else tasks
         if len(tasks) != 1 or tasks[0].state not in PENDING_STATES:

@@ -25,16 +25,17 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
+from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.queue_lock import QueueLock
-from gputray.scheduler.taskfile import load_task_file, spec_from_mapping, with_overrides
-from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
-from gputray.scheduler.timing import Schedule, Timing
+from gputray.scheduler.queue.lock import QueueLock
+from gputray.scheduler.queue.timing import Schedule, Timing
+from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_mapping, with_overrides
 
 if TYPE_CHECKING:
     from gputray.cluster.link import ClusterLink
-    from gputray.scheduler.queue_service import EnvResolver, QueueService
-    from gputray.scheduler.store import TaskStore
+    from gputray.scheduler.queue.service import EnvResolver, QueueService
+    from gputray.scheduler.queue.store import TaskStore
 
 log = logging.getLogger("gputray.owner")
 
@@ -164,8 +165,8 @@ class Owner:
         from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor
         from gputray.scheduler.paths import prepare_private_folders
-        from gputray.scheduler.queue_service import QueueService
-        from gputray.scheduler.store import TaskStore
+        from gputray.scheduler.queue.service import QueueService
+        from gputray.scheduler.queue.store import TaskStore
 
         # 0700 folders, 0600 files (task rows hold the submitter's environment); FolderError if impossible
         for note in prepare_private_folders(self.paths):
@@ -191,7 +192,7 @@ class Owner:
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
             # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
             self.cluster = ClusterLink(self.paths, self._store, clock=self.clock, emit=self._event)
-            from gputray.scheduler.doctor_cache import DoctorNeeds
+            from gputray.scheduler.pyenvs.doctor_cache import DoctorNeeds
 
             self._queue = QueueService(
                 self._store,
@@ -202,6 +203,7 @@ class Owner:
                 failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
                 on_event=self._event,
                 slots=dict(config.device_slots),
+                log_max_bytes=config.logs.max_bytes,
                 runs_here=self.cluster.runs_here,
                 check_spec=self.cluster.check_spec,
             )
@@ -459,7 +461,7 @@ class Owner:
         return rp.TasksDone(tasks=rp.views(gone), errors=(*errors, *refused))
 
     def _op_clean(self, req: rq.Clean) -> rp.Cleaned:
-        from gputray.scheduler.tasks import FINISHED_STATES
+        from gputray.scheduler.tasks.records import FINISHED_STATES
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
         gone, kept = self.queue.clean(older_than_s=req.older_than_s, states=states)
@@ -495,7 +497,7 @@ class Owner:
         if len(matches) > 1:
             known = ", ".join(f"{i.key} ({i.name})" for i in infos)
             raise OwnerRequestError(f"{text!r} matches several devices: {known}")
-        from gputray.scheduler.device_checks import unknown_device_message
+        from gputray.scheduler.queue.device_checks import unknown_device_message
 
         seen = [s.info() for s in self.queue.devices_seen.remembered() if s.key not in {i.key for i in infos}]
         away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
@@ -524,18 +526,10 @@ class Owner:
         offset = max(0, req.offset or 0)
         max_bytes = min(max(1, req.max_bytes or LOG_CHUNK_MAX_BYTES), LOG_CHUNK_MAX_BYTES)
         text, next_offset, size = "", offset, 0
-        if rec.log_path:
-            try:
-                with open(rec.log_path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    f.seek(offset)
-                    data = f.read(max_bytes)
-                text, used = _decode_utf8_prefix(data)
-                next_offset = offset + used
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise OwnerRequestError(f"cannot read the log {rec.log_path}: {exc.strerror}") from None
+        if rec.log_path:  # a FIFO, a link, /dev/zero in its place: refused, never waited on or followed
+            data, size = read_log(rec.log_path, offset, max_bytes)
+            text, used = _decode_utf8_prefix(data)
+            next_offset = offset + used
         return rp.LogChunk(
             id=rec.id,
             state=rec.state,

@@ -80,12 +80,46 @@ def test_installed_wheel_runs_the_cli_from_outside_the_checkout(wheel: Path, tmp
     assert out.stdout.strip().startswith(str(target))
 
 
-def test_ci_runs_the_readme_test_command_verbatim() -> None:
-    """README.md opens with two set-up commands; .ci/run must run the second one exactly as written."""
+def readme_commands() -> list[str]:
+    """The README's two set-up commands: the first code block, right after the title and its paragraph."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    assert readme[0].startswith("```")
-    closing = readme.index("```", 1)
-    commands = [line for line in readme[1:closing] if line.strip()]
+    assert readme[0] == "# gputray"
+    opening = readme.index("```sh")
+    assert all(not line.startswith("#") for line in readme[1:opening]), "the commands come before any section"
+    closing = readme.index("```", opening + 1)
+    commands = [line for line in readme[opening + 1 : closing] if line.strip()]
     assert len(commands) == 2
-    ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    assert commands[1] in ci_lines
+    return commands
+
+
+def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_clone() -> None:
+    """.ci/run ends with README's second command, exactly as written, run in a clone of this commit in
+    an empty folder: the lines that make that clone are run here and the folder they leave is looked at."""
+    command = readme_commands()[1]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci[-1] == command
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout (an sdist): no commit to clone")
+    prelude = ci[ci.index('tmp="$(mktemp -d)"') : -1]
+    assert prelude[-1].startswith("cd ")
+    probe = "\n".join(["set -euo pipefail", *prelude, 'echo "$PWD"', "ls -A ..", "git rev-parse HEAD"])
+    done = subprocess.run(["bash", "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    where, *beside, commit = done.stdout.splitlines()
+    assert Path(where).name == "gputray" and not Path(where).is_relative_to(ROOT)
+    assert beside == ["gputray"]  # no shared/ or anything else beside the clone
+    assert commit == head.stdout.strip()
+    assert not Path(where).exists()  # the clone is removed when .ci/run exits
+
+
+def test_the_first_install_brings_the_dashboard_and_the_old_extra_still_installs(wheel: Path) -> None:
+    """`pip install .` gives the whole app: pyqtgraph (dashboard, doctor window) is a plain dependency;
+    `gputray[dashboard]`, the old install line, still resolves (an empty extra)."""
+    zf = zipfile.ZipFile(wheel)
+    (meta_name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+    meta = zf.read(meta_name).decode().splitlines()
+    requires = [line.removeprefix("Requires-Dist: ") for line in meta if line.startswith("Requires-Dist: ")]
+    assert any(r.startswith("pyqtgraph") and ";" not in r for r in requires), requires
+    assert "Provides-Extra: dashboard" in meta
+    assert not any('extra == "dashboard"' in r for r in requires), "nothing is left only in the extra"

@@ -30,11 +30,11 @@ from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RADEON_780M, SimulatedBackend
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.device_checks import SubmitRefused
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.queue_service import QueueService
-from gputray.scheduler.store import TaskStore
-from gputray.scheduler.tasks import TaskRecord, TaskSpec
+from gputray.scheduler.queue.device_checks import SubmitRefused
+from gputray.scheduler.queue.service import QueueService
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 RAM = 64 * GIB
 LAPTOP_RAM = 32 * GIB

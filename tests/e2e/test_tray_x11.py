@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 import x11_tree
 
-from gputray.scheduler.envs import add_env
+from gputray.scheduler.pyenvs.registry import add_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "resources" / "scenarios" / "llm_busy.toml"

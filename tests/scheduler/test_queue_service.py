@@ -19,14 +19,14 @@ from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
-from gputray.scheduler.device_checks import SubmitRefused
-from gputray.scheduler.envs import PythonEnv
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.queue_service import QueueService, TaskStateError
-from gputray.scheduler.recipes import ToolNotFound
+from gputray.scheduler.pyenvs.registry import PythonEnv
+from gputray.scheduler.queue.device_checks import SubmitRefused
+from gputray.scheduler.queue.service import QueueService, TaskStateError
+from gputray.scheduler.queue.store import TaskNotFound, TaskStore
 from gputray.scheduler.replies import Paused, TaskView
-from gputray.scheduler.store import TaskNotFound, TaskStore
-from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.recipes import ToolNotFound
+from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
 
 GIB = 1024**3
 NV, AMD = RTX_5060_TI.key, RADEON_780M.key
@@ -615,8 +615,8 @@ def test_a_stored_record_that_cannot_be_planned_fails_and_the_pass_goes_on(
 def test_prepare_launch_is_a_plan_tests_can_read() -> None:
     """The pure part of a start: the argv, environment and header one attempt gets on a device."""
     from gputray.monitor.records import DeviceInfo
-    from gputray.scheduler.queue_service import prepare_launch
-    from gputray.scheduler.tasks import TaskRecord
+    from gputray.scheduler.queue.service import prepare_launch
+    from gputray.scheduler.tasks.records import TaskRecord
 
     gpu = DeviceInfo(
         key="pci:0000:01:00.0",
