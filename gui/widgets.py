@@ -204,7 +204,7 @@ class WrappedLabel(QLabel):
         if height != self.minimumHeight() or height != self.maximumHeight():
             self.setFixedHeight(height)
 
-    def setText(self, text: str) -> None:  # type: ignore[override]
+    def setText(self, text: str) -> None:
         super().setText(text)
         self.fit_width(self.width())
 
