@@ -57,6 +57,7 @@ from typing import Any
 import msgspec
 
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.tasks.needs import NEEDS
 from gputray.scheduler.tasks.records import (
     AFTER_MAX_WAIT,
     ENV_NAME_RE,
@@ -473,8 +474,6 @@ def spec_from_patch(patch: TaskPatch, *, source: str, base: TaskSpec | None = No
             raise err("window", str(exc)) from None
     needs = given.get("needs", ())
     if needs:
-        from gputray.scheduler.pyenvs.doctor import NEEDS  # what the doctor measures; loaded only when used
-
         unknown = [n for n in needs if n.strip().lower() not in NEEDS]
         if unknown:
             raise err("needs", f"unknown {unknown[0]!r}; known: {', '.join(sorted(NEEDS))}")
