@@ -20,6 +20,7 @@ from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.pyenvs.choice import ResolverChooser
 from gputray.scheduler.pyenvs.registry import PythonEnv
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService, TaskStateError
@@ -549,7 +550,7 @@ def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
             return PythonEnv("rocm", Path(PY), {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})
         return None
 
-    h = harness(env_resolver=resolver)
+    h = harness(env_chooser=ResolverChooser(resolver))
     q = h.start()
     (on_amd,) = q.submit_files([script], overrides={"devices": ["780m"]})
     (cpu_only,) = q.submit_files([script], overrides={"devices": ["cpu"], "on_busy": "wait"})
@@ -588,7 +589,7 @@ def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
         "print('WHICH ' + json.dumps([shutil.which('python'), os.environ.get('VIRTUAL_ENV')]), flush=True)\n"
     )
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "the callers venv"))
-    h = harness(env_resolver=lambda key, needs: PythonEnv("rocm", venv_python, {}))
+    h = harness(env_chooser=ResolverChooser(lambda key, needs: PythonEnv("rocm", venv_python, {})))
     q = h.start()
     (rec,) = q.submit_files([script], overrides={"devices": ["780m"]})
     h.until(h.state(rec.id, "succeeded"))
@@ -618,7 +619,9 @@ def test_a_real_torch_job_on_the_cpu(
         encoding="utf-8",
     )
     h = harness(
-        env_resolver=lambda key, needs: PythonEnv("torch-cpu", torch_python) if key == "cpu" else None
+        env_chooser=ResolverChooser(
+            lambda key, needs: PythonEnv("torch-cpu", torch_python) if key == "cpu" else None
+        )
     )
     q = h.start()
     (rec,) = q.submit_files([script], overrides={"devices": ["cpu"]})
