@@ -38,7 +38,7 @@ class ElidedLabel(QLabel):
         self.setText(text)
 
     # -- text ------------------------------------------------------------------------------------------
-    def setText(self, text: str) -> None:  # type: ignore[override]
+    def setText(self, text: str) -> None:
         text = text or ""
         if text == self._full and self._shown_is_current():
             return
@@ -46,7 +46,7 @@ class ElidedLabel(QLabel):
         self.updateGeometry()
         self._elide()
 
-    def text(self) -> str:  # type: ignore[override]
+    def text(self) -> str:
         return self._full
 
     def shown_text(self) -> str:
@@ -204,7 +204,7 @@ class WrappedLabel(QLabel):
         if height != self.minimumHeight() or height != self.maximumHeight():
             self.setFixedHeight(height)
 
-    def setText(self, text: str) -> None:  # type: ignore[override]
+    def setText(self, text: str) -> None:
         super().setText(text)
         self.fit_width(self.width())
 

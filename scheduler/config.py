@@ -77,7 +77,7 @@ class GuiSection:
 
 @dataclass(frozen=True)
 class ClusterSection:
-    """``[cluster]`` as written (None: not set); ``gputray.cluster.config.cluster_config`` turns it into
+    """``[cluster]`` as written (None: not set); the cluster's ``config.cluster_config`` turns it into
     the cluster's ``ClusterConfig`` (sizes and durations parsed, its defaults filled in)."""
 
     address: str | None = None

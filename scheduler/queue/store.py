@@ -205,7 +205,7 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
 
 
 def _migrate_2_to_3(db: sqlite3.Connection) -> None:
-    """Cluster bookkeeping (gputray.cluster): the machine a task was placed on, its id in that
+    """Cluster bookkeeping (the cluster package's): the machine a task was placed on, its id in that
     machine's queue and the last state seen there (all NULL for a task that runs here)."""
     for column in ("machine TEXT", "remote_id INTEGER", "remote_state TEXT"):
         db.execute(f"ALTER TABLE tasks ADD COLUMN {column}")
