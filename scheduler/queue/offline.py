@@ -21,7 +21,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
-from gputray.scheduler.queue.store import TaskNotFound, TaskStore, _kill_orphan
+from gputray.scheduler.queue.store import TaskNotFound, TaskStore, kill_orphan
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
 
@@ -145,7 +145,7 @@ class OfflineQueue:
                 stop_leftover(run, grace_s=CANCEL_GRACE_S)
                 end = read_exit(files, run.pid)
         else:
-            _kill_orphan(rec.pid, rec.pid_create_time)  # started by a gputray without supervisors
+            kill_orphan(rec.pid, rec.pid_create_time)  # started by a gputray without supervisors
         new = self.store.update(
             task_id,
             state="cancelled",

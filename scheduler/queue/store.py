@@ -571,7 +571,7 @@ class TaskStore:
             log.warning("task #%d: %s", task_id, rec.reason)
             pid, create_time = row[12], row[13]
             if row[2] == "running" and type(pid) is int and isinstance(create_time, float):
-                _kill_orphan(pid, create_time)
+                kill_orphan(pid, create_time)
             if row[2] != "failed" or row[5] != rec.reason:
                 ended = rec.ended_at if rec.ended_at is not None else now
                 statements.append(
@@ -996,7 +996,7 @@ class TaskStore:
             if rec.state == "running" and rec.pid is None:
                 killed = kill_orphans and _kill_unrecorded_job(rec.id, str(self.path))
             else:
-                killed = kill_orphans and _kill_orphan(rec.pid, rec.pid_create_time)
+                killed = kill_orphans and kill_orphan(rec.pid, rec.pid_create_time)
             why = "gputray stopped while it ran" + (" (its leftover process was stopped)" if killed else "")
             new = self.apply_retry_policy(rec.id, f"interrupted: {why}", now=now)
             out.append(Recovered(new, new.state == "queued", killed))
@@ -1213,7 +1213,7 @@ def _spec_text(data: dict[str, Any]) -> str:
 # Files
 
 
-def _kill_orphan(pid: int | None, create_time: float | None) -> bool:
+def kill_orphan(pid: int | None, create_time: float | None) -> bool:
     """Kill a leftover job process tree, but only if pid and start time both match (no pid reuse)."""
     if pid is None or create_time is None:
         return False

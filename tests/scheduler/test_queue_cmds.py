@@ -88,7 +88,7 @@ def test_submit_options_become_task_overrides() -> None:
     ],
 )
 def test_bad_options_are_usage_errors_that_say_what_is_expected(option: str, value: str, words: str) -> None:
-    with pytest.raises(client._UsageError) as err:
+    with pytest.raises(client.UsageError) as err:
         submit.patch_from_args(parse("submit", "a.png", option, value))
     assert words in str(err.value)
 

@@ -6,14 +6,15 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
 from gputray.monitor.monitor import Monitor
-from gputray.monitor.readings_text import json_extras
+from gputray.monitor.readings_text import extra_parts
+from gputray.monitor.records import DeviceReading, Snapshot
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.monitor.units import DASH, format_number, format_pair
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.common import (
     EXIT_NO_OWNER,
     EXIT_REFUSED,
@@ -68,80 +69,78 @@ def bar(percent: float | None) -> str:
     return "[" + "█" * filled + "░" * (BAR_CELLS - filled) + "]"
 
 
-def device_line(dev: dict[str, Any], name_width: int) -> str:
-    name = dev["name"].ljust(name_width)
-    if dev["state"] != "ok":
-        return f"{name}  {dev['state']}: {dev['reason'] or DASH}"
+def device_line(reading: DeviceReading, name_width: int) -> str:
+    info, s = reading.info, reading.sample
+    name = info.name.ljust(name_width)
+    if s.state != "ok":
+        return f"{name}  {s.state}: {s.reason or DASH}"
+    vram_total = s.vram_total_bytes if s.vram_total_bytes is not None else info.vram_total_bytes
+    shared_total = s.shared_total_bytes if s.shared_total_bytes is not None else info.shared_total_bytes
     parts = [
         name,
-        bar(dev["util_percent"]),
-        format_number(dev["util_percent"], " %").rjust(5),
-        format_number(dev["temp_c"], " °C").rjust(6),
-        format_number(dev["power_w"], " W", 1).rjust(8),
-        "VRAM " + format_pair(dev["vram_used_bytes"], dev["vram_total_bytes"]),
+        bar(s.util_percent),
+        format_number(s.util_percent, " %").rjust(5),
+        format_number(s.temp_c, " °C").rjust(6),
+        format_number(s.power_w, " W", 1).rjust(8),
+        "VRAM " + format_pair(s.vram_used_bytes, vram_total),
     ]
-    if dev["shared_total_bytes"] is not None or dev["shared_used_bytes"] is not None:
-        parts.append("shared " + format_pair(dev["shared_used_bytes"], dev["shared_total_bytes"]))
-    if dev["sclk_mhz"] is not None:
-        parts.append(f"{dev['sclk_mhz']} MHz")
-    if dev["throttle"]:
-        parts.append("throttled: " + ", ".join(dev["throttle"]))
+    if shared_total is not None or s.shared_used_bytes is not None:
+        parts.append("shared " + format_pair(s.shared_used_bytes, shared_total))
+    if s.sclk_mhz is not None:
+        parts.append(f"{s.sclk_mhz} MHz")
+    if s.throttle:
+        parts.append("throttled: " + ", ".join(s.throttle))
     line = "  ".join(parts)
-    extras = json_extras(dev)  # link, fan, power limit, memory clock, video engines: where known
+    extras = extra_parts(s)  # link, fan, power limit, memory clock, video engines: where known
     if extras:
         line += "\n" + " " * (name_width + 2) + "  ".join(extras)
     return line
 
 
-def render_text(doc: dict[str, Any]) -> str:
+def render_text(snap: Snapshot) -> str:
     lines: list[str] = []
-    if doc.get("demo"):
+    if snap.simulated:
         lines.append("DEMO — simulated GPUs, not this machine's")
-    devices = doc["devices"]
-    if not devices:
+    readings = snap.readings
+    if not readings:
         lines.append("No GPU found. (`gputray status --demo` shows a simulated RTX 5060 Ti + Radeon 780M.)")
-        lines.extend(f"  {note}" for note in doc.get("notes", []))
-    width = max((len(d["name"]) for d in devices), default=4)
-    lines.extend(device_line(d, width) for d in devices)
-    host = doc["host"]
+        lines.extend(f"  {note}" for note in snap.notes)
+    width = max((len(r.info.name) for r in readings), default=4)
+    lines.extend(device_line(r, width) for r in readings)
+    host = snap.host
     lines.append(
-        f"{'Host'.ljust(width)}  {bar(host['cpu_percent'])}"
-        f" {format_number(host['cpu_percent'], ' %').rjust(5)} CPU"
-        f"  RAM {format_pair(host['ram_used_bytes'], host['ram_total_bytes'])}"
+        f"{'Host'.ljust(width)}  {bar(host.cpu_percent)}"
+        f" {format_number(host.cpu_percent, ' %').rjust(5)} CPU"
+        f"  RAM {format_pair(host.ram_used_bytes, host.ram_total_bytes)}"
     )
-    procs = doc["processes"]
-    if procs:
-        names = {d["key"]: d["name"] for d in devices}
+    if snap.processes:
+        names = {r.info.key: r.info.name for r in readings}
         lines.append("")
         lines.append(f"{'PID':>7}  {'process':<20} {'GPU':<22} {'memory':>10} {'busy':>6}")
-        for p in sorted(procs, key=lambda p: -((p["vram_bytes"] or 0) + (p["shared_bytes"] or 0))):
-            mem = (p["vram_bytes"] or 0) + (p["shared_bytes"] or 0)
-            mem_text = format_pair(mem, None) if p["vram_bytes"] or p["shared_bytes"] else DASH
+        for p in sorted(snap.processes, key=lambda p: -((p.vram_bytes or 0) + (p.shared_bytes or 0))):
+            mem = (p.vram_bytes or 0) + (p.shared_bytes or 0)
+            mem_text = format_pair(mem, None) if p.vram_bytes or p.shared_bytes else DASH
             lines.append(
-                f"{p['pid']:>7}  {p['name'][:20]:<20} {names.get(p['device'], p['device'])[:22]:<22}"
-                f" {mem_text:>10} {format_number(p['util_percent'], ' %'):>6}"
+                f"{p.pid:>7}  {p.name[:20]:<20} {names.get(p.device, p.device)[:22]:<22}"
+                f" {mem_text:>10} {format_number(p.util_percent, ' %'):>6}"
             )
     return "\n".join(lines)
 
 
-def _snapshot_doc(monitor: Monitor) -> dict[str, Any]:
-    return snapshot_to_json(monitor.sample_once())
-
-
-def _owner_doc(client: ipc.IpcClient) -> dict[str, Any] | None:
+def _owner_snapshot(client: ipc.IpcClient) -> Snapshot | None:
     """The running owner's latest readings, or None when no owner answers (or it has no sample yet)."""
     try:
-        reply = client.request("status")
+        reply = client.ask(rq.Status())
     except ipc.IpcError:
         return None
-    return reply.snapshot  # type: ignore[no-any-return]
+    return reply.snapshot
 
 
-def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:
+def _show(snap: Snapshot, as_json: bool, refresh: bool) -> None:
     if as_json:
-        print_json(doc)
+        print_json(snapshot_to_json(snap))
         return
-    text = render_text(doc)
+    text = render_text(snap)
     tty = sys.stdout.isatty()
     sys.stdout.write(
         ("\x1b[H\x1b[J" if tty and refresh else "") + text + "\n" + ("\n" if refresh and not tty else "")
@@ -150,19 +149,19 @@ def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:
 
 
 def _show_and_watch(
-    doc: dict[str, Any], next_doc: Callable[[], dict[str, Any] | None], args: argparse.Namespace
+    snap: Snapshot, next_snap: Callable[[], Snapshot | None], args: argparse.Namespace
 ) -> int:
-    """Show ``doc``; with --watch, show ``next_doc()`` every interval until Ctrl+C (or the owner goes)."""
+    """Show ``snap``; with --watch, show ``next_snap()`` every interval until Ctrl+C (or the owner goes)."""
     try:
         while True:
-            _show(doc, args.json, args.watch is not None)
+            _show(snap, args.json, args.watch is not None)
             if args.watch is None:
                 return 0
             time.sleep(max(0.2, args.watch))
-            refreshed = next_doc()
+            refreshed = next_snap()
             if refreshed is None:
                 return error("the gputray owner stopped answering", EXIT_NO_OWNER)
-            doc = refreshed
+            snap = refreshed
     except KeyboardInterrupt:
         return 0
 
@@ -179,21 +178,21 @@ def run(args: argparse.Namespace) -> int:
         client = ipc.IpcClient(app_paths(), timeout_s=5.0)
         local: list[Monitor] = []  # read the GPUs ourselves once the owner is gone
 
-        def next_doc() -> dict[str, Any] | None:
-            doc = None if local else _owner_doc(client)
-            if doc is not None:
-                return doc
+        def next_snap() -> Snapshot | None:
+            snap = None if local else _owner_snapshot(client)
+            if snap is not None:
+                return snap
             if not local:
                 print("gputray: the gputray owner stopped; reading the GPUs directly", file=sys.stderr)
                 local.append(monitor_from_args(args))
                 local[0].sample_once()
                 time.sleep(RATE_GAP_S)
-            return _snapshot_doc(local[0])
+            return local[0].sample_once()
 
         try:
-            doc = _owner_doc(client)
-            if doc is not None:
-                return _show_and_watch(doc, next_doc, args)
+            first = _owner_snapshot(client)
+            if first is not None:
+                return _show_and_watch(first, next_snap, args)
         except ScenarioError as exc:
             return error(str(exc), EXIT_REFUSED)
         finally:
@@ -207,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         monitor.sample_once()
         time.sleep(RATE_GAP_S)
-        return _show_and_watch(_snapshot_doc(monitor), lambda: _snapshot_doc(monitor), args)
+        return _show_and_watch(monitor.sample_once(), monitor.sample_once, args)
     except KeyboardInterrupt:
         return 0
     finally:
