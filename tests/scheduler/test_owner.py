@@ -507,7 +507,7 @@ def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
 def test_queue_listing_carries_the_names_people_know_the_gpus_by(owner: Owner, client: ipc.IpcClient) -> None:
     wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
     names = client.ask(rq.Queue(all=True)).device_names
-    assert names[AMD] == "Radeon 780M" and names[NVIDIA] == "GeForce RTX 5060 Ti" and names.cpu == "CPU"
+    assert names[AMD] == "Radeon 780M" and names[NVIDIA] == "GeForce RTX 5060 Ti" and names["cpu"] == "CPU"
 
 
 def test_the_owner_judges_gpus_by_the_users_configured_limits(paths: Paths) -> None:
