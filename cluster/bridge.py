@@ -55,11 +55,11 @@ from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, st
 from gputray.cluster.view import local_view
 from gputray.cluster.wire import MachineView, qualified, record_from_wire, split_qualified
 from gputray.scheduler import ipc
-from gputray.scheduler.launch_env import free_out_path
+from gputray.scheduler.jobs.invocation import free_out_path
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.placement import GiveUp, Placement, Wait
+from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks import FINISHED_STATES, PENDING_STATES, TaskRecord
+from gputray.scheduler.tasks.records import FINISHED_STATES, PENDING_STATES, TaskRecord
 
 log = logging.getLogger("gputray.cluster.bridge")
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from gputray.cluster.wire import DeviceView, MachineView, qualified, split_qualified
 from gputray.monitor.records import Sample, Verdict
-from gputray.scheduler.placement import Decision, DeviceState, Placement, plan
-from gputray.scheduler.tasks import TaskRecord
+from gputray.scheduler.queue.placement import Decision, DeviceState, Placement, plan
+from gputray.scheduler.tasks.records import TaskRecord
 
 TORCH_NEED = "torch"  # a pseudo-need: some Python env runs torch on the device (per the doctor)
 

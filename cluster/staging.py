@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from gputray.cluster.config import ClusterConfig
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.protocol import Refusal
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.tasks.records import TaskSpec
 
 MANIFEST = ".gputray-inputs.json"
 

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gputray.cluster.wire import DeviceView, MachineView, qualified, report_devices
-from gputray.scheduler.device_checks import SeenDevice, SubmitRefused, check_device_names, check_memory
-from gputray.scheduler.placement import DeviceState
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue.device_checks import SeenDevice, SubmitRefused, check_device_names, check_memory
+from gputray.scheduler.queue.placement import DeviceState
+from gputray.scheduler.tasks.records import TaskSpec
 
 SEE = "gputray status --cluster"
 CPU_VIEW = DeviceView(key="cpu", name="CPU", vendor="other", kind="cpu")

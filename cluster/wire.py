@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from gputray.monitor.records import DeviceInfo
-from gputray.scheduler.tasks import TaskRecord, TaskSpec, TaskState
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec, TaskState
 
 _RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(TaskRecord) if f.name != "spec")
 

@@ -513,7 +513,7 @@ class Dashboard(QWidget):
 
     def load_cached_doctor(self) -> None:
         try:
-            from gputray.scheduler.doctor import cached_results
+            from gputray.scheduler.pyenvs.doctor import cached_results
 
             self.show_doctor(cached_results())
         except Exception as exc:
@@ -553,8 +553,8 @@ class Dashboard(QWidget):
 
         def work() -> None:
             try:
-                from gputray.scheduler.doctor import run_doctor
-                from gputray.scheduler.envs import load_envs
+                from gputray.scheduler.pyenvs.doctor import run_doctor
+                from gputray.scheduler.pyenvs.registry import load_envs
 
                 results = run_doctor(load_envs(), devices, progress=self.doctor_line.emit)
             except Exception as exc:

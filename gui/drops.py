@@ -35,7 +35,7 @@ from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import tr
 from gputray.gui.theme import colors
 from gputray.gui.widgets import ElidedLabel
-from gputray.scheduler.recipes import Recipe
+from gputray.scheduler.tasks.recipes import Recipe
 
 
 def policies() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -224,7 +224,7 @@ ToolCheck = Callable[[str, Path], str | None]
 def tool_check(recipes: Sequence[Recipe]) -> ToolCheck:
     """``check(recipe name, file)``: why the recipe's program cannot run (missing, with where to get
     it), or None. The same test the queue makes at submit time, made before anything is queued."""
-    from gputray.scheduler.recipes import ToolNotFound, check_runnable, spec_for_file
+    from gputray.scheduler.tasks.recipes import ToolNotFound, check_runnable, spec_for_file
 
     by_name = {r.name: r for r in recipes}
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from gputray.scheduler.tasks import TaskRecord
+from gputray.scheduler.tasks.records import TaskRecord
 
 
 class Reply(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

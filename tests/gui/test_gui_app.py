@@ -17,9 +17,9 @@ from pytestqt.qtbot import QtBot
 from gputray.gui.app import build_parser, hand_over
 from gputray.gui.queue_model import COL_DEVICE, COL_REASON
 from gputray.gui.tray_app import TrayApp
-from gputray.scheduler.envs import add_env
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.pyenvs.registry import add_env
 
 PROBE = r"""
 import json, sys, time

@@ -9,7 +9,7 @@ from pytestqt.qtbot import QtBot
 
 from gputray.gui.drops import DropChoice, DropConfirmDialog, DropPlan, handle_drop, plan_drop, tool_check
 from gputray.gui.gui_state import GuiState
-from gputray.scheduler.recipes import load_recipes
+from gputray.scheduler.tasks.recipes import load_recipes
 
 
 def files(tmp_path: Path) -> dict[str, Path]:

@@ -34,7 +34,7 @@ from gputray.monitor.records import ProcessUse
 from gputray.resources import resource_path
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.recipes import load_recipes
+from gputray.scheduler.tasks.recipes import load_recipes
 
 SCENARIO = resource_path("scenarios/llm_busy.toml")
 NAMES = ("失敗するジョブ", "待つジョブ", "大きすぎるジョブ", "終わるジョブ")

@@ -9,7 +9,7 @@ from pytestqt.qtbot import QtBot
 from gputray.gui.dashboard import DOCTOR_RESULT_COLUMN, Dashboard
 from gputray.gui.status_marks import COLORS, VERDICTS, mark_icon
 from gputray.monitor.factory import build_monitor
-from gputray.scheduler.doctor_cache import PairResult
+from gputray.scheduler.pyenvs.doctor_cache import PairResult
 
 EMOJI = "✅⚠❌\ufe0f"
 
@@ -66,7 +66,7 @@ def test_the_doctor_table_and_its_progress_line_show_drawn_marks_and_no_emoji(qt
         for c in range(dash.doctor_table.columnCount())
     ]
     assert not any(ch in cell for cell in cells for ch in EMOJI), cells
-    # a progress line as scheduler/doctor.py writes it for the CLI
+    # a progress line as scheduler/pyenvs/doctor.py writes it for the CLI
     dash._set_doctor_status_text("torch-cpu × CPU: ✅ works in 1.2 s — matmul 40 GFLOP/s")
     assert dash.doctor_status.text() == "torch-cpu × CPU: works in 1.2 s — matmul 40 GFLOP/s"
     assert not dash.doctor_status_mark.isHidden() and not dash.doctor_status_mark.pixmap().isNull()

@@ -26,15 +26,15 @@ from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
-from gputray.scheduler import doctor
-from gputray.scheduler.doctor_cache import PairResult, cache_file, record_results
-from gputray.scheduler.env_choice import ProbingChooser, doctor_probe
-from gputray.scheduler.envs import PythonEnv, add_env
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.queue_service import QueueService
+from gputray.scheduler.pyenvs import doctor
+from gputray.scheduler.pyenvs.choice import ProbingChooser, doctor_probe
+from gputray.scheduler.pyenvs.doctor_cache import PairResult, cache_file, record_results
+from gputray.scheduler.pyenvs.registry import PythonEnv, add_env
+from gputray.scheduler.queue.service import QueueService
+from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.store import TaskStore
-from gputray.scheduler.tasks import TaskRecord
+from gputray.scheduler.tasks.records import TaskRecord
 
 GIB = 1024**3
 NV, AMD = RTX_5060_TI.key, RADEON_780M.key
@@ -326,7 +326,7 @@ def test_the_chooser_checks_an_env_once_and_says_which_it_checks(
     changes = threading.Event()
     chooser = ProbingChooser(devices=lambda: [RTX_5060_TI], on_change=changes.set, probe=slow)
     try:
-        from gputray.scheduler.env_choice import EnvChecking, EnvMissing
+        from gputray.scheduler.pyenvs.choice import EnvChecking, EnvMissing
 
         first = chooser.status(RTX_5060_TI)
         assert isinstance(first, EnvChecking)
@@ -345,8 +345,8 @@ def test_the_chooser_checks_an_env_once_and_says_which_it_checks(
 
 
 def test_with_no_env_configured_the_reason_says_how_to_add_one(gputray_home: Path) -> None:
-    from gputray.scheduler.env_choice import EnvMissing
-    from gputray.scheduler.placement import CPU_INFO
+    from gputray.scheduler.pyenvs.choice import EnvMissing
+    from gputray.scheduler.queue.placement import CPU_INFO
 
     chooser = ProbingChooser(devices=lambda: [], on_change=lambda: None)
     status = chooser.status(CPU_INFO)

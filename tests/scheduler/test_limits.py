@@ -16,9 +16,9 @@ from waiting import wait_for
 from gputray.scheduler import cli, ipc
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths, app_paths
-from gputray.scheduler.store import TaskStore
-from gputray.scheduler.taskfile import TaskFileError, load_task_file, spec_from_mapping
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.taskfile import TaskFileError, load_task_file, spec_from_mapping
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
 NINES = "9" * 400

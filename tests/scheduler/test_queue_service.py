@@ -19,14 +19,15 @@ from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
-from gputray.scheduler.device_checks import SubmitRefused
-from gputray.scheduler.envs import PythonEnv
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.queue_service import QueueService, TaskStateError
-from gputray.scheduler.recipes import ToolNotFound
+from gputray.scheduler.pyenvs.choice import ResolverChooser
+from gputray.scheduler.pyenvs.registry import PythonEnv
+from gputray.scheduler.queue.device_checks import SubmitRefused
+from gputray.scheduler.queue.service import QueueService, TaskStateError
+from gputray.scheduler.queue.store import TaskNotFound, TaskStore
 from gputray.scheduler.replies import Paused, TaskView
-from gputray.scheduler.store import TaskNotFound, TaskStore
-from gputray.scheduler.tasks import QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.recipes import ToolNotFound
+from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
 
 GIB = 1024**3
 NV, AMD = RTX_5060_TI.key, RADEON_780M.key
@@ -480,7 +481,7 @@ def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
             return PythonEnv("rocm", Path(PY), {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})
         return None
 
-    h = harness(env_resolver=resolver)
+    h = harness(env_chooser=ResolverChooser(resolver))
     q = h.start()
     (on_amd,) = q.submit_files([script], overrides={"devices": ["780m"]})
     (cpu_only,) = q.submit_files([script], overrides={"devices": ["cpu"], "on_busy": "wait"})
@@ -519,7 +520,7 @@ def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
         "print('WHICH ' + json.dumps([shutil.which('python'), os.environ.get('VIRTUAL_ENV')]), flush=True)\n"
     )
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "the callers venv"))
-    h = harness(env_resolver=lambda key, needs: PythonEnv("rocm", venv_python, {}))
+    h = harness(env_chooser=ResolverChooser(lambda key, needs: PythonEnv("rocm", venv_python, {})))
     q = h.start()
     (rec,) = q.submit_files([script], overrides={"devices": ["780m"]})
     h.until(h.state(rec.id, "succeeded"))
@@ -549,7 +550,9 @@ def test_a_real_torch_job_on_the_cpu(
         encoding="utf-8",
     )
     h = harness(
-        env_resolver=lambda key, needs: PythonEnv("torch-cpu", torch_python) if key == "cpu" else None
+        env_chooser=ResolverChooser(
+            lambda key, needs: PythonEnv("torch-cpu", torch_python) if key == "cpu" else None
+        )
     )
     q = h.start()
     (rec,) = q.submit_files([script], overrides={"devices": ["cpu"]})
@@ -615,8 +618,8 @@ def test_a_stored_record_that_cannot_be_planned_fails_and_the_pass_goes_on(
 def test_prepare_launch_is_a_plan_tests_can_read() -> None:
     """The pure part of a start: the argv, environment and header one attempt gets on a device."""
     from gputray.monitor.records import DeviceInfo
-    from gputray.scheduler.queue_service import prepare_launch
-    from gputray.scheduler.tasks import TaskRecord
+    from gputray.scheduler.queue.service import prepare_launch
+    from gputray.scheduler.tasks.records import TaskRecord
 
     gpu = DeviceInfo(
         key="pci:0000:01:00.0",

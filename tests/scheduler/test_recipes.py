@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gputray.scheduler.launch_env import placeholder_values, render_argv
-from gputray.scheduler.recipes import (
+from gputray.scheduler.jobs.invocation import placeholder_values, render_argv
+from gputray.scheduler.tasks.recipes import (
     RecipeError,
     SubmitError,
     ToolNotFound,
@@ -176,8 +176,8 @@ def test_a_broken_user_recipe_names_its_file(home: Path) -> None:
 
 
 def test_a_program_given_as_a_path_is_looked_up_relative_to_the_working_folder(home: Path) -> None:
-    from gputray.scheduler.recipes import check_runnable
-    from gputray.scheduler.tasks import TaskSpec
+    from gputray.scheduler.tasks.recipes import check_runnable
+    from gputray.scheduler.tasks.records import TaskSpec
 
     tool = fake_tool(home / "tools", "conv")
     check_runnable(TaskSpec(kind="command", name="c", argv=("./conv",), cwd=str(tool.parent)))
@@ -187,7 +187,7 @@ def test_a_program_given_as_a_path_is_looked_up_relative_to_the_working_folder(h
 
 
 def test_every_problem_is_reported_at_once_and_nothing_is_returned(home: Path) -> None:
-    from gputray.scheduler.recipes import SubmitProblems
+    from gputray.scheduler.tasks.recipes import SubmitProblems
 
     good = home / "a.py"
     good.write_text("")

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputray.scheduler.taskfile import (
+from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.taskfile import (
     TASK_KEYS,
     TaskFileError,
     load_task_file,
@@ -16,7 +17,6 @@ from gputray.scheduler.taskfile import (
     parse_size,
     spec_from_mapping,
 )
-from gputray.scheduler.tasks import TaskSpec
 
 GIB = 1024**3
 
@@ -74,7 +74,7 @@ def test_the_commented_example_in_the_module_docstring_loads(tmp_path: Path) -> 
     """The README sends people to this example; copying it as written must give a valid task."""
     import textwrap
 
-    from gputray.scheduler import taskfile
+    from gputray.scheduler.tasks import taskfile
 
     doc = taskfile.__doc__ or ""
     example = textwrap.dedent(doc.split("::\n", 1)[1].split("\n\n", 1)[0])

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from gputray.scheduler.commands.common import task_json
+from gputray.scheduler.cli.commands.common import task_json
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks import (
+from gputray.scheduler.tasks.records import (
     TaskRecord,
     TaskSpec,
     iso_utc,

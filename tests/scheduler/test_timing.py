@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gputray.scheduler import timing
-from gputray.scheduler.timing import Schedule, Timing, TimingError
+from gputray.scheduler.queue import timing
+from gputray.scheduler.queue.timing import Schedule, Timing, TimingError
 
 
 def local(y: int, mo: int, d: int, h: int, mi: int = 0, s: int = 0) -> float:
