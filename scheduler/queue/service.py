@@ -61,6 +61,7 @@ from gputray.scheduler.jobs.invocation import (
     LaunchError,
     activate_python,
     build_env,
+    drop_unused_out,
     free_out_path,
     placeholder_values,
     render_argv,
@@ -196,7 +197,8 @@ def prepare_launch(
 ) -> LaunchPlan:
     """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
     this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``default_vk_index`` (the
-    Vulkan loader). Raises LaunchError when the task cannot be rendered for that device.
+    Vulkan loader) and ``{out}``, which is taken by creating it (``free_out_path``). Raises LaunchError
+    when the task cannot be rendered for that device.
     ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
     spec = task.spec
     if on_cpu:
@@ -214,7 +216,7 @@ def prepare_launch(
         values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
         if uses_placeholder(spec, "out"):
             wanted = values["out"]
-            out = values["out"] = free_out_path(wanted, set(taken_outs))
+            out = values["out"] = free_out_path(wanted, set(taken_outs), umask=job_umask())
             if out != wanted:
                 notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
     argv = render_argv(spec, values, python=python)
@@ -764,6 +766,7 @@ class QueueService(QueueEdits):
             log_path=str(log_path),
             not_before=None,
         )
+        launch_plan: LaunchPlan | None = None
         try:
             launch_plan = prepare_launch(
                 task.replace(**running),
@@ -794,6 +797,8 @@ class QueueService(QueueEdits):
                 },
             )
         except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
+            if launch_plan is not None and launch_plan.out is not None:
+                drop_unused_out(launch_plan.out)
             if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
                 self._hold_back(task, exc, now)
                 return
@@ -879,6 +884,8 @@ class QueueService(QueueEdits):
             if not self._recording:
                 return
             running = self._jobs.pop(task_id, None)
+            if running is not None and running.out is not None and (code != 0 or job.kill_reason):
+                drop_unused_out(running.out)  # the file taken for its result, if it wrote none
             device = running.device if running else None
             if device is not None:
                 self.monitor.job_ended(device, job.pid)
