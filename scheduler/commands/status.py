@@ -152,19 +152,17 @@ def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:
 def _show_and_watch(
     doc: dict[str, Any], next_doc: Callable[[], dict[str, Any] | None], args: argparse.Namespace
 ) -> int:
-    """Show ``doc``; with --watch, show ``next_doc()`` every interval until Ctrl+C (or the owner goes)."""
-    try:
-        while True:
-            _show(doc, args.json, args.watch is not None)
-            if args.watch is None:
-                return 0
-            time.sleep(max(0.2, args.watch))
-            refreshed = next_doc()
-            if refreshed is None:
-                return error("the gputray owner stopped answering", EXIT_NO_OWNER)
-            doc = refreshed
-    except KeyboardInterrupt:
-        return 0
+    """Show ``doc``; with --watch, show ``next_doc()`` every interval until Ctrl+C (exit status 130, from
+    ``cli.main``) or the owner goes."""
+    while True:
+        _show(doc, args.json, args.watch is not None)
+        if args.watch is None:
+            return 0
+        time.sleep(max(0.2, args.watch))
+        refreshed = next_doc()
+        if refreshed is None:
+            return error("the gputray owner stopped answering", EXIT_NO_OWNER)
+        doc = refreshed
 
 
 def run(args: argparse.Namespace) -> int:
@@ -206,7 +204,5 @@ def run(args: argparse.Namespace) -> int:
         monitor.sample_once()
         time.sleep(RATE_GAP_S)
         return _show_and_watch(_snapshot_doc(monitor), lambda: _snapshot_doc(monitor), args)
-    except KeyboardInterrupt:
-        return 0
     finally:
         monitor.stop()

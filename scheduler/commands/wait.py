@@ -17,12 +17,11 @@ from typing import Any
 
 from gputray.scheduler import console, ipc
 from gputray.scheduler.commands.client import _ask_again, _client_call, print_task_json
-from gputray.scheduler.commands.common import shown, task_json
+from gputray.scheduler.commands.common import EXIT_INTERRUPTED, shown, task_json
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import LogChunk, Tasks, TaskView, Waited
 
 ENDED = frozenset({"succeeded", "failed", "cancelled", "removed"})
-EXIT_INTERRUPTED = 130
 POLL_S = 0.25  # while following: how long one `wait` request may block when the log did not grow
 WAIT_S = 10.0  # otherwise: one request at most this long, then ask again (the owner may stop meanwhile)
 
