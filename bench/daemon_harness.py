@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -16,11 +17,19 @@ from gputray.scheduler.paths import Paths
 
 
 class BenchDaemon:
-    def __init__(self, scenario: Path | None = None, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Path | None = None,
+        extra_env: dict[str, str] | None = None,
+        prepare: Callable[[Paths], None] | None = None,
+    ) -> None:
+        """``prepare(paths)`` runs before the daemon starts (a bench fills the queue file there)."""
         self._tmp = tempfile.TemporaryDirectory(prefix="gputray-bench-")
         self.home = Path(self._tmp.name)
         self.env = {**os.environ, "GPUTRAY_HOME": str(self.home), **(extra_env or {})}
         self.paths = Paths(self.home / "config", self.home / "data", self.home / "state", self.home / "run")
+        if prepare is not None:
+            prepare(self.paths)
         cmd = [sys.executable, "-m", "gputray.gui.entry", "daemon", "--demo", "--log-level", "WARNING"]
         if scenario is not None:
             cmd += ["--demo-scenario", str(scenario)]

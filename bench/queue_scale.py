@@ -34,7 +34,7 @@ from daemon_harness import BenchDaemon
 
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.store import NO_FSYNC_VAR
+from gputray.scheduler.queue.store import NO_FSYNC_VAR
 
 CLIENTS = 8
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from gputray.monitor.records import Sample, Verdict
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
-from gputray.scheduler.placement import DeviceState, GiveUp, Placement, plan
-from gputray.scheduler.tasks import TaskRecord, TaskSpec
+from gputray.scheduler.queue.placement import DeviceState, GiveUp, Placement, plan
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 GIB = 1024**3
 NV, AMD = RTX_5060_TI.key, RADEON_780M.key

@@ -18,7 +18,7 @@ from gputray.cluster.config import (
 )
 from gputray.monitor.units import DASH
 from gputray.scheduler import ipc
-from gputray.scheduler.commands.common import error, print_json
+from gputray.scheduler.cli.commands.common import error, print_json
 from gputray.scheduler.paths import app_paths
 
 EXIT_REFUSED = 1
@@ -239,7 +239,7 @@ def _leave(args: argparse.Namespace) -> int:
 def status_cluster(args: argparse.Namespace) -> int:
     """``gputray status --cluster``: every machine's GPUs, grouped by machine."""
     from gputray.monitor.serialize import DEVICE_FIELDS
-    from gputray.scheduler.commands.status import device_line
+    from gputray.scheduler.cli.commands.status import device_line
 
     doc = _owner_cluster()
     if doc is None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gputray.scheduler.tasks import MACHINE_RE
+from gputray.scheduler.tasks.records import MACHINE_RE
 
 if TYPE_CHECKING:
     from gputray.scheduler.config import ClusterSection
@@ -78,7 +78,7 @@ def check_machine_name(name: str, what: str = "machine") -> str:
 def cluster_config(section: ClusterSection) -> ClusterConfig:
     """The cluster's settings from the typed ``[cluster]`` table (``scheduler.config.read_config`` checked
     its types): sizes and durations parsed, the machine name checked, the defaults filled in."""
-    from gputray.scheduler.taskfile import parse_duration, parse_size
+    from gputray.scheduler.tasks.taskfile import parse_duration, parse_size
 
     def text(value: str | None) -> str | None:
         return value.strip() or None if value else None

@@ -35,12 +35,19 @@ from gputray.cluster.config import (
 from gputray.cluster.submit_checks import ClusterView, check_machine_task, view_from_report
 from gputray.cluster.wire import record_to_wire
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.dependencies import gate
-from gputray.scheduler.device_checks import check_submit
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue.dependencies import gate
+from gputray.scheduler.queue.device_checks import check_submit
+from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.replies import ClusterSynced, ClusterTask
-from gputray.scheduler.store import TaskStore
-from gputray.scheduler.tasks import FINISHED_STATES, PENDING_STATES, QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import (
+    FINISHED_STATES,
+    PENDING_STATES,
+    QueueEvent,
+    TaskPatch,
+    TaskRecord,
+    TaskSpec,
+)
 
 log = logging.getLogger("gputray.cluster")
 
@@ -182,7 +189,7 @@ class ClusterLink:
         """Submit-time checks (instead of ``check_runnable``): a task for another machine must be
         sendable there (a cluster, inputs within ``max_transfer``); its program need not exist here."""
         from gputray.cluster.staging import check_size, plan_inputs
-        from gputray.scheduler.recipes import SubmitError, check_runnable
+        from gputray.scheduler.tasks.recipes import SubmitError, check_runnable
 
         wanted = spec.machine
         if wanted is None or wanted == self.local_machine or (wanted == "any" and not self._config.enabled):
@@ -307,7 +314,7 @@ class ClusterLink:
         return ClusterTask(task=record_to_wire(new))
 
     def submit(self, req: rq.ClusterSubmit) -> ClusterTask:
-        from gputray.scheduler.taskfile import spec_from_record_dict
+        from gputray.scheduler.tasks.taskfile import spec_from_patch
 
         origin = req.origin
         with self._submit_lock:
@@ -315,15 +322,8 @@ class ClusterLink:
                 if rec.spec.origin == origin:
                     return ClusterTask(task=record_to_wire(rec), existing=True)
             # ``after`` names the sender's task ids (met there before it was sent), never ours
-            data = {
-                **req.spec,
-                "origin": origin,
-                "machine": None,
-                "base_env": None,
-                "after": [],
-                "after_any": False,
-            }
-            spec = spec_from_record_dict(data, source=f"a task from {origin.partition('#')[0]}")
+            here = TaskPatch(origin=origin, machine=None, base_env=None, after=(), after_any=False)
+            spec = spec_from_patch(here, base=req.spec, source=f"a task from {origin.partition('#')[0]}")
             if self.queue is None:
                 raise ClusterRequestError("the queue is not started")
             rec = self.queue.submit(spec)
@@ -438,11 +438,10 @@ class ClusterLink:
 
 def _without_program(spec: TaskSpec) -> TaskSpec:
     """The spec minus its program, for checking only the files: the program runs on another machine."""
-    import dataclasses
 
     if spec.kind == "torch" or not spec.argv:
         return spec
-    return dataclasses.replace(spec, argv=(sys.executable, *spec.argv[1:]), base_env=None)
+    return spec.replace(argv=(sys.executable, *spec.argv[1:]), base_env=None)
 
 
 def _is_loopback(address: str) -> bool:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from gputray.cluster.wire import DeviceView, MachineView, qualified, split_qualified
 from gputray.monitor.records import Sample, Verdict
-from gputray.scheduler.placement import Decision, DeviceState, Placement, plan
-from gputray.scheduler.tasks import TaskRecord
+from gputray.scheduler.queue.placement import Decision, DeviceState, Placement, plan
+from gputray.scheduler.tasks.records import TaskRecord
 
 TORCH_NEED = "torch"  # a pseudo-need: some Python env runs torch on the device (per the doctor)
 
@@ -137,7 +137,7 @@ def _for_placement(task: TaskRecord, bound: str | None) -> TaskRecord:
     prefs = rewrite_prefs(spec.device_prefs, bound)
     if needs == spec.needs and prefs == spec.device_prefs:
         return task
-    return task.replace(spec=dataclasses.replace(spec, needs=needs, device_prefs=prefs))
+    return task.replace(spec=spec.replace(needs=needs, device_prefs=prefs))
 
 
 def handed_prefs(prefs: Sequence[str], machine: str, device_key: str) -> tuple[str, ...]:

@@ -11,7 +11,6 @@ place and do not travel.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Iterable
@@ -21,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from gputray.cluster.config import ClusterConfig
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.protocol import Refusal
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.tasks.records import TaskSpec
 
 MANIFEST = ".gputray-inputs.json"
 
@@ -141,8 +140,7 @@ def staged_spec(spec: TaskSpec, plan: StagePlan, staging_dir: str) -> TaskSpec:
         # a relative argument: relative to the job's (staged) working folder, as it was to its own
         return os.path.relpath(root / rel, cwd)
 
-    return dataclasses.replace(
-        spec,
+    return spec.replace(
         script=moved(spec.script) if spec.script else None,
         files=tuple(str(root / table[f]) if f in table else f for f in spec.files),
         args=tuple(moved(a) for a in spec.args) if spec.kind == "torch" else spec.args,

@@ -16,8 +16,8 @@ CPU_KEY = "cpu"
 def _doctor_verdicts(keys: list[tuple[str, str]]) -> dict[str, tuple[tuple[str, ...], bool | None]]:
     """key → (needs that failed there, torch works there or None), from the doctor's cache only."""
     try:
-        from gputray.scheduler import doctor
-        from gputray.scheduler.doctor_cache import DoctorNeeds
+        from gputray.scheduler.pyenvs import doctor
+        from gputray.scheduler.pyenvs.doctor_cache import DoctorNeeds
 
         pairs = doctor.cached_results()
         failed_needs = DoctorNeeds()

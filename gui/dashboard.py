@@ -5,7 +5,11 @@ temperature limit), with a dashed line per GPU at its own total or limit, in tha
 (the icon's bar colour). The plots share their left-axis width, so their time axes line up. The task
 log tab lists every task, waiting ones included, with why it waits until it has a log.
 
-pyqtgraph is imported only when this window is built, never at app start (it costs memory and time).
+This module is imported only when the window is first built, never at app start: pyqtgraph costs
+memory and time. pyqtgraph is imported here at the top, not inside ``Dashboard.__init__``: a widget
+whose ``__init__`` fails after ``super().__init__()`` leaves a live C++ window behind a half-built Python
+object, and Qt calling into that object crashed the tray (issue 21). An import that fails now fails
+before any widget exists.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -149,8 +154,6 @@ class Dashboard(QWidget):
         demo: bool = False,
     ) -> None:
         super().__init__(None)
-        import pyqtgraph as pg
-
         self.monitor = monitor
         self.tasks = tasks or (lambda: [])
         self.demo = demo
@@ -309,8 +312,6 @@ class Dashboard(QWidget):
         self._fill_tasks()
         if snap is None:
             return
-        import pyqtgraph as pg
-
         now = snap.timestamp_s
         gpus = gpu_readings(snap)
         entries = legend_for(gpus)
@@ -343,8 +344,6 @@ class Dashboard(QWidget):
         self._fill_processes(snap)
 
     def _limit_line(self, metric: str, limit: Limit, color: str) -> None:
-        import pyqtgraph as pg
-
         line = self.limit_lines.get((limit.key, metric))
         if line is None:
             pen = pg.mkPen(color, width=1.2, style=Qt.PenStyle.DashLine)
@@ -497,7 +496,7 @@ class Dashboard(QWidget):
 
     def load_cached_doctor(self) -> None:
         try:
-            from gputray.scheduler.doctor import cached_results
+            from gputray.scheduler.pyenvs.doctor import cached_results
 
             self.show_doctor(cached_results())
         except Exception as exc:
@@ -506,7 +505,7 @@ class Dashboard(QWidget):
             )
 
     def show_doctor(self, pairs: list[Any], *, keep_status: bool = False) -> None:
-        from gputray.scheduler.doctor import verdict_mark
+        from gputray.scheduler.pyenvs.doctor import verdict_mark
 
         self._doctor_pairs = list(pairs)
         self.doctor_table.setRowCount(len(pairs))
@@ -535,8 +534,8 @@ class Dashboard(QWidget):
 
         def work() -> None:
             try:
-                from gputray.scheduler.doctor import run_doctor
-                from gputray.scheduler.envs import load_envs
+                from gputray.scheduler.pyenvs.doctor import run_doctor
+                from gputray.scheduler.pyenvs.registry import load_envs
 
                 results = run_doctor(load_envs(), devices, progress=self.doctor_line.emit)
             except Exception as exc:

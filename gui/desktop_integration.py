@@ -39,11 +39,11 @@ def mime_types_for_patterns(patterns: Iterable[str]) -> list[str]:
 
 def recipe_patterns() -> list[str]:
     try:
-        from gputray.scheduler.recipes import load_recipes
+        from gputray.scheduler.tasks.recipes import load_recipes
 
         return [p for r in load_recipes() for p in r.patterns]
     except Exception:  # a broken user recipes file must not stop the install
-        from gputray.scheduler.recipes import _read
+        from gputray.scheduler.tasks.recipes import _read
 
         return [p for r in _read(resource_path("recipes.toml")) for p in r.patterns]
 

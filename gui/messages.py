@@ -55,10 +55,10 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("{name} woke up")),
     _t(tr_noop("{name} disappeared")),
     _t(tr_noop("{name} appeared")),
-    # scheduler/store.py: the retry policy appends to the reason
+    # scheduler/queue/store.py: the retry policy appends to the reason
     _t(tr_noop("{why}; retry {n} of {total} in {secs} s"), "why"),
     _t(tr_noop("{why}; retrying ({left} left)"), "why"),
-    # scheduler/placement.py
+    # scheduler/queue/placement.py
     _t(tr_noop("waiting for a free device: {detail}"), "detail"),
     _t(tr_noop("gave up after waiting {duration} for {label}: {why}"), "why"),
     _t(tr_noop("waiting for {label}: {why}"), "why"),
@@ -81,7 +81,7 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("retry in {duration}")),
     _t(tr_noop("starts at {when}")),
     _t(tr_noop("waits for its window {window}")),
-    # scheduler/env_choice.py and the demo's notes (scheduler/queue_service.py)
+    # scheduler/pyenvs/choice.py and the demo's notes (scheduler/queue/service.py)
     _t(tr_noop("checking env {env} on {where} (demo: in place of {name})…")),
     _t(tr_noop("checking env {env} on {where}…")),
     _t(tr_noop("no configured Python env works on {where} (demo: in place of {name}): {parts}"), "parts"),
@@ -94,7 +94,7 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("demo: ran on the CPU in place of {name}")),
     _t(tr_noop("demo: running on the CPU in place of {name}")),
     _t(tr_noop("the CPU (demo: in place of {name})")),
-    # scheduler/queue_service.py
+    # scheduler/queue/service.py
     _t(tr_noop("env lookup failed ({error})")),
     _t(tr_noop("no Python env is known to work on {where}: using gputray's own Python ({python})"), "where"),
     _t(tr_noop("interrupted: {name} was lost while it ran")),
@@ -111,7 +111,7 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("task #{id} changed state meanwhile; try again")),
     _t(tr_noop("task #{id} is {state}; only queued or waiting tasks move"), "state"),
     _t(tr_noop("task #{id} is {state}; retry is for finished tasks"), "state"),
-    # scheduler/dependencies.py and queue_edits.py: --after, move
+    # scheduler/queue/dependencies.py and queue_edits.py: --after, move
     _t(tr_noop("dependency {dep} failed: {why}"), "why"),
     _t(tr_noop("dependency {dep} cancelled: {why}"), "why"),
     _t(tr_noop("because of its own {why}"), "why"),
@@ -120,7 +120,7 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("queued again: #{id} was queued again")),
     _t(tr_noop("task #{id} cannot move next to itself")),
     _t(tr_noop("task #{id} is {state}; tasks move among queued or waiting ones"), "state"),
-    # scheduler/recipes.py: submit errors and the shipped recipes' words
+    # scheduler/tasks/recipes.py: submit errors and the shipped recipes' words
     _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH. Get it: {hint}."), "hint"),
     _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH.")),
     _t(tr_noop("{path}: needs the program '{tool}', which is not installed or not on PATH")),
@@ -146,7 +146,7 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)")),
     _t(tr_noop("Upscale a video ×2 with ffmpeg's Vulkan scaler")),
     _t(tr_noop("Benchmark a GGUF model with llama.cpp on Vulkan")),
-    # scheduler/doctor.py and doctor_messages.py: the doctor's findings and fixes
+    # scheduler/pyenvs/doctor.py and doctor_messages.py: the doctor's findings and fixes
     _t(tr_noop("works, but {names} failed: {why}"), "why"),
     _t(tr_noop("a real op and every bench item passed")),
     _t(tr_noop("a real op ran (not benchmarked)")),

@@ -2,7 +2,8 @@
 
 The dialog shows the typed ``Config`` it is given and writes only the values the user changed to the
 user's config file (TOML), keeping every other key (``[[env]]`` entries are edited through
-``gputray.scheduler.envs``, the one writer of that table): defaults the user never set stay unwritten.
+``gputray.scheduler.pyenvs.registry``, the one writer of that table): defaults the user never set stay
+unwritten.
 """
 
 from __future__ import annotations
@@ -207,7 +208,7 @@ class SettingsDialog(QDialog):
     def _load_recipes(self) -> None:
         self.recipes_list.clear()
         try:
-            from gputray.scheduler.recipes import load_recipes
+            from gputray.scheduler.tasks.recipes import load_recipes
 
             for r in load_recipes():
                 description = messages.translate(r.description)
@@ -225,7 +226,7 @@ class SettingsDialog(QDialog):
         return spin
 
     def _load_envs(self) -> None:
-        from gputray.scheduler.envs import load_envs
+        from gputray.scheduler.pyenvs.registry import load_envs
 
         self.envs_list.clear()
         try:
@@ -236,7 +237,7 @@ class SettingsDialog(QDialog):
             self.envs_list.addItem(tr("Environments could not be read: {error}").format(error=exc))
 
     def _add_env(self) -> None:
-        from gputray.scheduler.envs import add_env
+        from gputray.scheduler.pyenvs.registry import add_env
 
         path, _ = QFileDialog.getOpenFileName(self, tr("Choose a Python interpreter"))
         if not path:
@@ -248,7 +249,7 @@ class SettingsDialog(QDialog):
         self._load_envs()
 
     def _remove_env(self) -> None:
-        from gputray.scheduler.envs import remove_env
+        from gputray.scheduler.pyenvs.registry import remove_env
 
         item = self.envs_list.currentItem()
         if item is None:

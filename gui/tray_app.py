@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import Paused, Reply, TaskView
-from gputray.scheduler.tasks import QueueEvent
+from gputray.scheduler.tasks.records import QueueEvent, TaskPatch
 
 if TYPE_CHECKING:
     from gputray.scheduler.owner import Owner
@@ -55,6 +56,38 @@ CONFIG_NOTE = tr_noop("Your config file has a problem, so the defaults are used:
 CONFIG_PROBLEMS_NOTE = tr_noop(
     "Your config file has {count} problem(s) (`gputray config` lists them): {first}"
 )
+
+
+WINDOW_MISSING_PART = tr_noop(
+    "{window} needs {module}, which this Python does not have. Install it with\n\n"
+    "{python} -m pip install {package}\n\n"
+    "(or reinstall gputray, which depends on it), then open it again."
+)
+WINDOW_FAILED = tr_noop(
+    "{window} could not be opened: {error}\n\nIf gputray was updated or reinstalled while it ran, quit and "
+    "start it again. The full error is in {log}."
+)
+
+
+def missing_package(exc: BaseException) -> str | None:
+    """The third-party package whose absence ``exc`` reports; None for anything else (gputray's own
+    modules missing means an install changed under the running app, not a package to add)."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name and not exc.name.startswith("gputray"):
+        return exc.name.split(".")[0]
+    return None
+
+
+def window_failed_text(window: str, exc: BaseException) -> str:
+    """What a window that failed to build tells the user: the missing package and the command that
+    installs it into this very Python, or the error and where its traceback is logged."""
+    package = missing_package(exc)
+    if package is not None:
+        return tr(WINDOW_MISSING_PART).format(
+            window=window, module=package, python=sys.executable, package=package
+        )
+    return tr(WINDOW_FAILED).format(
+        window=window, error=messages.translate(str(exc)), log=app_paths().state_dir / "gputray.log"
+    )
 
 
 class TrayApp(QObject):
@@ -205,6 +238,7 @@ class TrayApp(QObject):
         threading.Thread(target=work, name="gputray-owner-start", daemon=True).start()
 
     def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, list[Note]]:
+        from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor, has_gpu
         from gputray.scheduler.owner import Owner
 
@@ -242,6 +276,7 @@ class TrayApp(QObject):
             monitor=monitor,
             on_event=self._event_from_thread,
             config=self.config,  # the owner logs its problems
+            cluster=ClusterLink,  # the link to the other machines; the scheduler never imports the cluster
         )
         owner.files_opener = self.files_opened.emit
         try:
@@ -261,7 +296,7 @@ class TrayApp(QObject):
 
             if isinstance(result, ipc.OwnerAlreadyRunning):
                 log.warning("another gputray became the owner first: handing over and quitting")
-                from gputray.gui.app import hand_over
+                from gputray.gui.hand_over import hand_over
 
                 hand_over(self.args.files)
                 self.exit_code = 0
@@ -392,7 +427,7 @@ class TrayApp(QObject):
         self.reload_queue()
 
     def set_priority(self, task_id: Any, priority: int) -> None:
-        self.request(rq.Edit(id=task_id, changes={"priority": priority}))
+        self.request(rq.Edit(id=task_id, changes=TaskPatch(priority=priority)))
         self.reload_queue()
 
     def move(self, task_id: Any, delta: int) -> None:
@@ -412,7 +447,7 @@ class TrayApp(QObject):
         if result is not None:
             self._apply_paused(result.paused)
 
-    def submit_files(self, files: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+    def submit_files(self, files: list[str], recipe: str | None, overrides: TaskPatch) -> list[Any]:
         """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
         if self.owner is None:
             raise RuntimeError(tr("gputray is still starting; try again in a moment."))
@@ -430,7 +465,7 @@ class TrayApp(QObject):
         self.drop_files(files)
 
     def drop_files(self, items: list[str]) -> DropOutcome:
-        from gputray.scheduler.recipes import load_recipes
+        from gputray.scheduler.tasks.recipes import load_recipes
 
         try:
             recipes = load_recipes()
@@ -583,6 +618,21 @@ class TrayApp(QObject):
         box.show()
         self._last_warning = box
 
+    def _window_failed(self, window: str, exc: Exception) -> None:
+        """A window that could not be built: a message box; the traceback goes to the log unless the
+        reason is a missing package (the message says all there is to say)."""
+        log.error("%s could not be built: %s", window, exc, exc_info=missing_package(exc) is None)
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "gputray",
+            window_failed_text(window, exc),
+            QMessageBox.StandardButton.Ok,
+        )
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setWindowModality(Qt.WindowModality.NonModal)
+        box.show()
+        self._last_warning = box
+
     # -- menu actions ----------------------------------------------------------------------------------
     def open_log(self, path: str) -> None:
         log.info("open log %s", path)
@@ -594,14 +644,22 @@ class TrayApp(QObject):
             if self.dashboard is not None:
                 self.dashboard.show_log_of(path)
 
-    def open_dashboard(self, *, tab: int = 0) -> None:
+    def open_dashboard(self, *, tab: int = 0) -> bool:
+        """Show the dashboard on ``tab``; False (and a message box saying why and what to do) when it
+        cannot be built. No exception leaves here: one escaping a Qt slot is kept by Python in
+        ``sys.last_traceback`` with every frame's locals, and a half-built window kept that way is what
+        Qt crashed on (issue 21)."""
         if self.monitor is None:
             self._warn(tr("gputray is still starting; try again in a moment."))
-            return
+            return False
         if self.dashboard is None:
-            from gputray.gui.dashboard import Dashboard
+            try:
+                from gputray.gui.dashboard import Dashboard
 
-            self.dashboard = Dashboard(self.monitor, tasks=self.model.tasks, demo=self.demo)
+                self.dashboard = Dashboard(self.monitor, tasks=self.model.tasks, demo=self.demo)
+            except Exception as exc:
+                self._window_failed(tr("The dashboard"), exc)
+                return False
             self.dashboard.stop_process_requested.connect(self.stop_process)
         self.dashboard.tabs.setCurrentIndex(tab)
         log.info("dashboard opened")
@@ -610,16 +668,20 @@ class TrayApp(QObject):
         self.dashboard.activateWindow()
         if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":
             QTimer.singleShot(1500, lambda: self.audit_layout("dashboard", self.dashboard))
+        return True
 
     def run_doctor(self) -> None:
-        self.open_dashboard(tab=2)
-        if self.dashboard is not None:
+        if self.open_dashboard(tab=2) and self.dashboard is not None:
             self.dashboard.run_doctor()
 
     def open_settings(self) -> None:
-        from gputray.gui.settings_dialog import SettingsDialog
+        try:
+            from gputray.gui.settings_dialog import SettingsDialog
 
-        dialog = SettingsDialog(None, self.config)
+            dialog = SettingsDialog(None, self.config)
+        except Exception as exc:
+            self._window_failed(tr("The settings window"), exc)
+            return
         dialog.saved.connect(self._apply_settings)
         dialog.exec()
 

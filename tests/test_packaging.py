@@ -111,3 +111,15 @@ def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_clone() -> None:
     assert beside == ["gputray"]  # no shared/ or anything else beside the clone
     assert commit == head.stdout.strip()
     assert not Path(where).exists()  # the clone is removed when .ci/run exits
+
+
+def test_the_first_install_brings_the_dashboard_and_the_old_extra_still_installs(wheel: Path) -> None:
+    """`pip install .` gives the whole app: pyqtgraph (dashboard, doctor window) is a plain dependency;
+    `gputray[dashboard]`, the old install line, still resolves (an empty extra)."""
+    zf = zipfile.ZipFile(wheel)
+    (meta_name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+    meta = zf.read(meta_name).decode().splitlines()
+    requires = [line.removeprefix("Requires-Dist: ") for line in meta if line.startswith("Requires-Dist: ")]
+    assert any(r.startswith("pyqtgraph") and ";" not in r for r in requires), requires
+    assert "Provides-Extra: dashboard" in meta
+    assert not any('extra == "dashboard"' in r for r in requires), "nothing is left only in the extra"

@@ -1056,8 +1056,12 @@
         <translation>プロセスなし</translation>
     </message>
     <message>
-        <source>VRAM {vram}  ·  shared {shared}</source>
-        <translation>VRAM {vram}  ·  共有 {shared}</translation>
+        <source>VRAM {memory}</source>
+        <translation>VRAM {memory}</translation>
+    </message>
+    <message>
+        <source>shared {memory}</source>
+        <translation>共有 {memory}</translation>
     </message>
     <message>
         <source>Pause or resume the queue on this device</source>
@@ -1590,6 +1594,34 @@
     <message>
         <source>Priority of {name} (higher starts first):</source>
         <translation>{name} の優先度（大きいほど先に開始）：</translation>
+    </message>
+    <message>
+        <source>The dashboard</source>
+        <translation>ダッシュボード</translation>
+    </message>
+    <message>
+        <source>The settings window</source>
+        <translation>設定ウィンドウ</translation>
+    </message>
+    <message>
+        <source>{window} needs {module}, which this Python does not have. Install it with
+
+{python} -m pip install {package}
+
+(or reinstall gputray, which depends on it), then open it again.</source>
+        <translation>{window}には {module} が必要ですが、この Python にはありません。次のコマンドでインストールしてください:
+
+{python} -m pip install {package}
+
+(gputray を入れ直しても一緒に入ります)。その後もう一度開いてください。</translation>
+    </message>
+    <message>
+        <source>{window} could not be opened: {error}
+
+If gputray was updated or reinstalled while it ran, quit and start it again. The full error is in {log}.</source>
+        <translation>{window}を開けませんでした: {error}
+
+gputray の実行中に更新または再インストールした場合は、終了してから起動し直してください。エラーの詳細は {log} にあります。</translation>
     </message>
 </context>
 </TS>

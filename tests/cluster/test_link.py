@@ -14,9 +14,9 @@ from gputray.cluster.config import ClusterConfigError, load_cluster_config, writ
 from gputray.cluster.link import ClusterLink
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Request, request_from
-from gputray.scheduler.recipes import SubmitError
-from gputray.scheduler.store import TaskStore, read_saved_tasks
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue.store import TaskStore, read_saved_tasks
+from gputray.scheduler.tasks.recipes import SubmitError
+from gputray.scheduler.tasks.records import TaskSpec
 
 
 def _paths(tmp_path: Path) -> Paths:
@@ -181,7 +181,7 @@ def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(
 ) -> None:
     import sqlite3
 
-    from gputray.scheduler.store import MIGRATIONS, SCHEMA_VERSION
+    from gputray.scheduler.queue.store import MIGRATIONS, SCHEMA_VERSION
 
     path = tmp_path / "queue.sqlite3"
     db = sqlite3.connect(path)
@@ -221,8 +221,8 @@ def test_only_the_bridge_process_imports_ray() -> None:
 
     code = (
         "import sys, pkgutil, importlib\n"
-        "import gputray.monitor, gputray.scheduler, gputray.scheduler.commands, gputray.cluster\n"
-        "for pkg in (gputray.monitor, gputray.scheduler, gputray.scheduler.commands, gputray.cluster):\n"
+        "import gputray.monitor, gputray.scheduler, gputray.scheduler.cli.commands, gputray.cluster\n"
+        "for pkg in (gputray.monitor, gputray.scheduler, gputray.scheduler.cli.commands, gputray.cluster):\n"
         "    for m in pkgutil.iter_modules(pkg.__path__):\n"
         "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
         "print(','.join(sorted(n for n in sys.modules if n == 'ray' or n.startswith('ray.'))))\n"
@@ -267,7 +267,7 @@ def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> 
         deep = {"x": deep}
     with pytest.raises(BadRequest, match="nested too deeply"):
         request_from("cluster_sync", {"report": deep})
-    with pytest.raises(BadRequest, match="finite"):
+    with pytest.raises(BadRequest, match=r"argument 'spec\.util_percent'"):
         request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
     with pytest.raises(BadRequest, match="needs the argument 'id'"):
         request_from("cluster_update", {"changes": {}})

@@ -30,11 +30,11 @@ from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RADEON_780M, SimulatedBackend
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.device_checks import SubmitRefused
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.queue_service import QueueService
-from gputray.scheduler.store import TaskStore
-from gputray.scheduler.tasks import TaskRecord, TaskSpec
+from gputray.scheduler.queue.device_checks import SubmitRefused
+from gputray.scheduler.queue.service import QueueService
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 RAM = 64 * GIB
 LAPTOP_RAM = 32 * GIB
@@ -71,13 +71,7 @@ class Desk:
         gone = Load("780m", 0, 1e9, 0, state="gone")
         self.monitor = Monitor([SimulatedBackend(Scenario((gone,)))], host=HostReader())
         self.monitor.sample_once()
-        self.queue = QueueService(
-            self.store,
-            self.monitor,
-            paths=self.paths,
-            runs_here=self.link.runs_here,
-            check_spec=self.link.check_spec,
-        )
+        self.queue = QueueService(self.store, self.monitor, paths=self.paths, cluster=self.link)
         self.link.attach(self.queue)
         self.bridge = Bridge(self.paths, load_cluster_config(self.paths.config_file), None)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.wire import DeviceView, MachineView
 from gputray.monitor.units import GIB
-from gputray.scheduler.placement import GiveUp, Placement, Wait
-from gputray.scheduler.tasks import TaskRecord, TaskSpec
+from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 NOW = 1_000_000.0
 GTI = DeviceView(

@@ -15,7 +15,7 @@ from gputray.cluster.staging import (
     staged_spec,
     write_manifest,
 )
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.tasks.records import TaskSpec
 
 
 def test_inputs_are_staged_at_their_place_relative_to_the_task_and_arguments_rewritten(

@@ -30,7 +30,7 @@ from gputray.resources import resource_path
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.taskfile import TASK_KEYS
+from gputray.scheduler.tasks.taskfile import TASK_KEYS
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the e2e daemon tests use POSIX signals")
 

@@ -26,7 +26,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.store import TaskStore
+from gputray.scheduler.queue.store import TaskStore
 
 GIB = 1024**3
 JST = dt.timezone(dt.timedelta(hours=9))

@@ -27,8 +27,8 @@ from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.tray_app import TrayApp
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.recipes import load_recipes
 from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks.recipes import load_recipes
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "panel-cluster.png"
 

@@ -10,7 +10,7 @@ from ui_walk import JAPANESE, english_words
 from gputray.gui.i18n import install_language
 from gputray.gui.messages import TEMPLATES, translate
 
-# Sentences as the scheduler and the monitor write them (scheduler/placement.py, queue_service.py,
+# Sentences as the scheduler and the monitor write them (scheduler/queue/placement.py, queue_service.py,
 # store.py, recipes.py, monitor/verdict.py), composites included.
 REAL = [
     "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %",
@@ -39,7 +39,7 @@ REAL = [
     "the queue is paused",
     "waits for its window 01:00–07:00",
     "retry in 45 s",
-    # scheduler/dependencies.py: a chain a → b → c where a failed
+    # scheduler/queue/dependencies.py: a chain a → b → c where a failed
     "dependency #2 'b' failed: because of its own dependency #1 'a' failed: exited with status 3",
     "dependency #4 'prep' cancelled: cancelled while running",
     "waits for #2 'b' (running), #3 'c' (queued) to succeed",
@@ -90,8 +90,8 @@ def test_templates_are_distinct_and_ordered_most_specific_first() -> None:
 
 
 def test_the_doctors_findings_become_japanese(japanese: None) -> None:
-    """Real diagnoses from scheduler/doctor_messages.py (the errors its own tests quote)."""
-    from gputray.scheduler.doctor_messages import diagnose
+    """Real diagnoses from scheduler/pyenvs/doctor_messages.py (the errors its own tests quote)."""
+    from gputray.scheduler.pyenvs.doctor_messages import diagnose
 
     errors = [
         ("RuntimeError: HIP error: invalid device function", "amd", "gfx1103"),

@@ -8,7 +8,7 @@ from pytestqt.qtbot import QtBot
 
 from gputray.gui.queue_model import COL_DEVICE, COL_ELAPSED, COL_NAME, COL_STATE, QueueModel, format_duration
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks import TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
 def task(i: int, state: str = "queued", **extra: Any) -> TaskView:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from gputray.scheduler import console
-from gputray.scheduler.commands.common import terminal_cells
+from gputray.scheduler.cli.commands.common import terminal_cells
 
 CODE_PAGES = ["cp1252", "cp932"]
 GLYPHS = "█░°—✅⚠❌×↳→…"
@@ -95,8 +95,8 @@ def test_streams_without_reconfigure_are_left_alone() -> None:
 def saved_queue(tmp_path: Path) -> Path:
     """A queue on disk with Japanese and dashed names, one failed job with a log, no owner running."""
     from gputray.scheduler.paths import Paths
-    from gputray.scheduler.store import TaskStore
-    from gputray.scheduler.tasks import TaskSpec
+    from gputray.scheduler.queue.store import TaskStore
+    from gputray.scheduler.tasks.records import TaskSpec
 
     home = tmp_path / "home"
     paths = Paths(home / "config", home / "data", home / "state", home / "run")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gputray.scheduler.dependencies import (
+from gputray.scheduler.queue.dependencies import (
     Blocked,
     Broken,
     DependencyError,
@@ -16,7 +16,7 @@ from gputray.scheduler.dependencies import (
     failed_because_of,
     gate,
 )
-from gputray.scheduler.tasks import TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
 def rec(task_id: int, state: str = "queued", after: tuple[int, ...] = (), **kw: Any) -> TaskRecord:

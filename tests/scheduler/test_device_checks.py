@@ -18,7 +18,9 @@ from waiting import wait_for
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.units import GIB
 from gputray.scheduler import ipc
-from gputray.scheduler.device_checks import (
+from gputray.scheduler.owner import Owner
+from gputray.scheduler.paths import Paths, app_paths
+from gputray.scheduler.queue.device_checks import (
     DEVICES_SEEN_FILE,
     DevicesSeen,
     SubmitRefused,
@@ -27,10 +29,8 @@ from gputray.scheduler.device_checks import (
     short_name,
     unknown_device_message,
 )
-from gputray.scheduler.owner import Owner
-from gputray.scheduler.paths import Paths, app_paths
-from gputray.scheduler.placement import DeviceState, cpu_state
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue.placement import DeviceState, cpu_state
+from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
 RTX = replace(RTX_5060_TI, simulated=False, backend="nvml")

@@ -14,7 +14,7 @@ from cli import gputray
 
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice, VulkanEnumeration
-from gputray.scheduler.commands.devices import build_document, render_text
+from gputray.scheduler.cli.commands.devices import build_document, render_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"
 LVP_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")

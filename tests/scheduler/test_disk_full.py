@@ -26,8 +26,8 @@ from waiting import wait_for
 from gputray.scheduler import ipc
 from gputray.scheduler.log_setup import PrivateRotatingFileHandler
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.store import TaskStore, read_saved_task
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue.store import TaskStore, read_saved_task
+from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
 

@@ -18,7 +18,7 @@ import pytest
 
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
-from gputray.scheduler.doctor import (
+from gputray.scheduler.pyenvs.doctor import (
     PairResult,
     cache_file,
     cached_results,
@@ -28,8 +28,8 @@ from gputray.scheduler.doctor import (
     pair_from_device,
     run_doctor,
 )
-from gputray.scheduler.doctor import _EnvFacts as EnvFacts
-from gputray.scheduler.envs import PythonEnv, add_env, remove_env
+from gputray.scheduler.pyenvs.doctor import _EnvFacts as EnvFacts
+from gputray.scheduler.pyenvs.registry import PythonEnv, add_env, remove_env
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="shell-script interpreters need a POSIX shell")
 
@@ -453,9 +453,9 @@ def test_cli_doctor_without_envs_says_what_to_do(tmp_path: Path) -> None:
 
 def test_the_env_list_lines_up_with_japanese_env_names() -> None:
     """`学習` takes four terminal columns: the builds start in one column under each other."""
-    from gputray.scheduler.commands.common import terminal_cells
-    from gputray.scheduler.commands.doctor import render_envs
-    from gputray.scheduler.env_record import PythonEnv
+    from gputray.scheduler.cli.commands.common import terminal_cells
+    from gputray.scheduler.cli.commands.doctor import render_envs
+    from gputray.scheduler.pyenvs.record import PythonEnv
 
     envs = [PythonEnv("学習", Path("/v1/bin/python")), PythonEnv("rocm", Path("/v2/bin/python"))]
     lines = render_envs(envs, []).splitlines()

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gputray.scheduler.doctor_messages import diagnose, explain
-from gputray.scheduler.envs import PythonEnv
+from gputray.scheduler.pyenvs.doctor_messages import diagnose, explain
+from gputray.scheduler.pyenvs.registry import PythonEnv
 
 CUDA_ENV = PythonEnv("cu124", Path("/home/ana/venvs/cu124/bin/python"))
 ROCM_ENV = PythonEnv("rocm", Path("/home/ana/venvs/rocm/bin/python"))

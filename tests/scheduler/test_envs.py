@@ -14,7 +14,8 @@ import tomli_w
 
 from gputray.scheduler import cli
 from gputray.scheduler.config import ConfigError, read_config
-from gputray.scheduler.envs import (
+from gputray.scheduler.paths import app_paths
+from gputray.scheduler.pyenvs.registry import (
     EnvError,
     PythonEnv,
     add_env,
@@ -24,7 +25,6 @@ from gputray.scheduler.envs import (
     scan_candidates,
     suggest_name,
 )
-from gputray.scheduler.paths import app_paths
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="shell scripts and symlinked venvs")
 
@@ -295,7 +295,7 @@ def test_cli_list_columns_line_up_with_japanese_paths(
     gputray_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A CJK character takes two terminal columns: the listing padded by characters, not columns."""
-    from gputray.scheduler.commands.common import terminal_cells
+    from gputray.scheduler.cli.commands.common import terminal_cells
 
     python = _make_venv(tmp_path / "学習 venv")
     assert cli.main(["envs", "add", str(python), "--name", "ml"]) == 0

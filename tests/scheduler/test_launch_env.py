@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
-from gputray.scheduler.launch_env import (
+from gputray.scheduler.jobs.invocation import (
     LaunchError,
     build_env,
     log_encoding_env,
@@ -15,8 +15,8 @@ from gputray.scheduler.launch_env import (
     render_argv,
     rocm_index_for,
 )
-from gputray.scheduler.placement import CPU_INFO
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue.placement import CPU_INFO
+from gputray.scheduler.tasks.records import TaskSpec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"
 # What a user's shell may already have: none of it may leak into a job's GPU selection.
@@ -128,7 +128,7 @@ def test_rocm_index_without_kfd_is_the_rank_among_amd_gpus(tmp_path: Path) -> No
 
 def test_a_tilde_in_a_file_name_is_a_character(tmp_path: Path) -> None:
     """`~user.png` must not be read as another user's home (or fail because there is no such user)."""
-    from gputray.scheduler.launch_env import out_path
+    from gputray.scheduler.jobs.invocation import out_path
 
     image = tmp_path / "~nosuchuser.png"
     spec = TaskSpec(kind="vulkan", name="x", argv=("t", "{out}"), files=(str(image),), out="{stem}_x4.png")

@@ -9,7 +9,7 @@ import psutil
 import pytest
 from waiting import wait_for
 
-from gputray.scheduler.launcher import Job, LaunchFailed, launch
+from gputray.scheduler.jobs.launcher import Job, LaunchFailed, launch
 
 PY = sys.executable
 

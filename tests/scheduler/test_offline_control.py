@@ -13,11 +13,11 @@ from cli import gputray
 from gputray.scheduler import ipc
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.pause_file import read_paused
-from gputray.scheduler.queue_lock import QueueLock
+from gputray.scheduler.queue.lock import QueueLock
+from gputray.scheduler.queue.pause_file import read_paused
+from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.replies import Paused
-from gputray.scheduler.store import TaskStore
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
 

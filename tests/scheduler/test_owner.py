@@ -100,7 +100,7 @@ def test_run_then_logs_and_get(client: ipc.IpcClient, tmp_path: Path) -> None:
     assert logs.finished is True
     assert client.request("logs", id=task.id, offset=logs.offset).text == ""
     got = client.request("get", id=str(task.id))
-    assert got.spec["argv"][0] == PY
+    assert got.spec is not None and got.spec.argv[0] == PY
     assert got.task.device == "cpu"
     listing = client.request("queue", all=True).tasks
     assert [t.id for t in listing] == [task.id]
@@ -385,9 +385,9 @@ def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
 ) -> None:
     """A doctor cache written by the doctor's own code: fp16 failed on the 780M. An fp16 task goes
     elsewhere, or gives up when only the 780M may run it; bf16 (passed) and unmeasured needs run."""
-    from gputray.scheduler import doctor
-    from gputray.scheduler.doctor_cache import record_results
-    from gputray.scheduler.envs import add_env
+    from gputray.scheduler.pyenvs import doctor
+    from gputray.scheduler.pyenvs.doctor_cache import record_results
+    from gputray.scheduler.pyenvs.registry import add_env
 
     env = add_env(Path(PY), name="rocm", check=False)
     fp, _ = doctor.fingerprint(env)

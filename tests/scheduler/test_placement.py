@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gputray.monitor.records import Sample, Verdict
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
-from gputray.scheduler.placement import (
+from gputray.scheduler.queue.placement import (
     DeviceState,
     GiveUp,
     Placement,
@@ -20,7 +20,7 @@ from gputray.scheduler.placement import (
     plan,
     resolve_pref,
 )
-from gputray.scheduler.tasks import TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 GIB = 1024**3
 NOW = 10_000.0

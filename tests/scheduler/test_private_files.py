@@ -131,7 +131,7 @@ def test_folders_and_files_an_older_gputray_left_open_are_tightened_with_a_note(
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_bytes(b"")
     paths.queue_db.unlink()  # an empty file would be a damaged queue: let the store create it, then open it
-    from gputray.scheduler.store import TaskStore
+    from gputray.scheduler.queue.store import TaskStore
 
     TaskStore(paths.queue_db).close()
     for folder, _dirs, files in os.walk(home):
@@ -250,7 +250,7 @@ def test_the_offline_queue_shows_a_second_user_nothing(
     other_user: str, shared_parent: Path, notorch_python: Path
 ) -> None:
     """`gputray queue` with no owner reads the queue file: as another user it cannot."""
-    reach = as_user(other_user, PY, "-c", "import gputray.scheduler.store")
+    reach = as_user(other_user, PY, "-c", "import gputray.scheduler.queue.store")
     if reach.returncode != 0:
         pytest.skip(f"this checkout's Python is not reachable by another user: {reach.stderr.strip()[-200:]}")
     home = shared_parent / "home"

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputray.scheduler.probe_runner import probe_env, python_version_info, run_python
+from gputray.scheduler.pyenvs.probe_runner import probe_env, python_version_info, run_python
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="shell-script interpreters need a POSIX shell")
 
@@ -118,7 +118,7 @@ def test_ctrl_c_while_probing_stops_the_probe_too(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     hang = _script(tmp_path / "python", f'echo $$ >> "{pids}"\nsleep 600 &\necho $! >> "{pids}"\nsleep 600\n')
     code = (
-        "from gputray.scheduler.probe_runner import run_python\n"
+        "from gputray.scheduler.pyenvs.probe_runner import run_python\n"
         f"run_python({str(hang)!r}, ['--bench'], timeout_s=300)\n"
     )
     doctor = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)

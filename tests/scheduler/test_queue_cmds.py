@@ -15,10 +15,10 @@ import pytest
 from cli import gputray
 
 from gputray.scheduler import cli
-from gputray.scheduler.commands import client, submit
-from gputray.scheduler.commands.common import task_json, terminal_cells
+from gputray.scheduler.cli.commands import client, submit
+from gputray.scheduler.cli.commands.common import task_json, terminal_cells
 from gputray.scheduler.replies import LogChunk, Paused, QueueReply, Reply, TaskView
-from gputray.scheduler.tasks import iso_utc
+from gputray.scheduler.tasks.records import TaskPatch, iso_utc
 
 QUEUE_COMMANDS = [
     "daemon",
@@ -60,17 +60,17 @@ def test_submit_options_become_task_overrides() -> None:
         "submit", "a.png", "--device", "5060ti, 780m,cpu", "--on-busy", "redirect", "--max-wait", "10m",
         "--vram", "4GiB", "--priority", "3", "--at", "+30m", "--window", "01:00-07:00", "--retries", "2",
     )  # fmt: skip
-    assert submit.overrides_from_args(args, now_s=now) == {
-        "device_prefs": ["5060ti", "780m", "cpu"],
-        "on_busy": "redirect",
-        "max_wait_s": 600.0,
-        "vram_bytes": 4 * 1024**3,
-        "priority": 3,
-        "start_at": now + 1800,
-        "window": "01:00-07:00",
-        "retries": 2,
-    }
-    assert submit.overrides_from_args(parse("submit", "a.png")) == {}
+    assert submit.patch_from_args(args, now_s=now) == TaskPatch(
+        device_prefs=("5060ti", "780m", "cpu"),
+        on_busy="redirect",
+        max_wait_s=600.0,
+        vram_bytes=4 * 1024**3,
+        priority=3,
+        start_at=now + 1800,
+        window="01:00-07:00",
+        retries=2,
+    )
+    assert submit.patch_from_args(parse("submit", "a.png")) == TaskPatch()
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_submit_options_become_task_overrides() -> None:
 )
 def test_bad_options_are_usage_errors_that_say_what_is_expected(option: str, value: str, words: str) -> None:
     with pytest.raises(client._UsageError) as err:
-        submit.overrides_from_args(parse("submit", "a.png", option, value))
+        submit.patch_from_args(parse("submit", "a.png", option, value))
     assert words in str(err.value)
 
 
@@ -173,8 +173,8 @@ HEAVY = (
     "apscheduler",
     "psutil",
     "gputray.scheduler.owner",
-    "gputray.scheduler.doctor",
-    "gputray.scheduler.queue_service",
+    "gputray.scheduler.pyenvs.doctor",
+    "gputray.scheduler.queue.service",
     "PySide6",
 )
 
@@ -198,7 +198,7 @@ def test_queue_imports_only_what_it_needs(tmp_path: Path) -> None:
     done = _main_in_child(tmp_path, ["queue", "--json"], HEAVY)
     lines = done.stdout.splitlines()
     assert lines[1:] == ["EXIT 0 []"] and json.loads(lines[0])["tasks"] == [], done.stdout + done.stderr
-    store = ("sqlite3", "gputray.scheduler.store")
+    store = ("sqlite3", "gputray.scheduler.queue.store")
     done = _main_in_child(tmp_path, ["logs", "1", "--follow"], (*HEAVY, *store))
     assert done.stdout.strip() == "EXIT 3 []", done.stdout + done.stderr  # 3: no owner running
     assert "gputray daemon" in done.stderr
@@ -213,8 +213,8 @@ def test_queue_imports_only_what_it_needs(tmp_path: Path) -> None:
 def saved_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Any]]:
     """A queue left on disk by an owner that is gone: a failed job with a log, a waiting and a running one."""
     from gputray.scheduler.paths import app_paths
-    from gputray.scheduler.store import TaskStore
-    from gputray.scheduler.tasks import TaskSpec
+    from gputray.scheduler.queue.store import TaskStore
+    from gputray.scheduler.tasks.records import TaskSpec
 
     home = tmp_path / "home"
     monkeypatch.setenv("GPUTRAY_HOME", str(home))
@@ -233,7 +233,7 @@ def saved_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, 
     store.update(running.id, state="running", device="pci:0000:64:00.0", pid=1)
     store.close()
     paths.data_dir.joinpath("paused.json").write_text('{"queue": false, "devices": ["pci:0000:64:00.0"]}')
-    from gputray.scheduler.store import read_saved_tasks
+    from gputray.scheduler.queue.store import read_saved_tasks
 
     return home, read_saved_tasks(paths.queue_db)
 
@@ -326,7 +326,7 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
 ) -> None:
     """A request that reaches the owner while it stops is answered "stopping", not dropped: the
     watching commands must read that as the owner going away (exit 3), not as a refusal (exit 1)."""
-    from gputray.scheduler import ipc
+    from gputray.scheduler.ipc.server import IpcServer
     from gputray.scheduler.owner import OwnerStopping
     from gputray.scheduler.paths import app_paths
     from gputray.scheduler.protocol import Request
@@ -344,7 +344,7 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
             )
         return QueueReply(tasks=(), paused=Paused(), device_names={}, devices=())
 
-    server = ipc.IpcServer(app_paths(), owner_that_stops_after_one_answer)
+    server = IpcServer(app_paths(), owner_that_stops_after_one_answer)
     server.start()
     try:
         code = cli.main(command)
@@ -376,11 +376,11 @@ def test_a_reply_from_an_owner_of_another_version_is_a_clear_error(
 ) -> None:
     """An owner that answers with a field this gputray does not know, or a time as text (the old ISO
     strings): `gputray queue` says the reply does not fit and how to fix it, exit 1, no traceback."""
-    from gputray.scheduler import ipc
+    from gputray.scheduler.ipc.server import IpcServer
     from gputray.scheduler.paths import app_paths
 
     monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
-    server = ipc.IpcServer(app_paths(), lambda req: reply)  # type: ignore[arg-type, return-value]
+    server = IpcServer(app_paths(), lambda req: reply)  # type: ignore[arg-type, return-value]
     server.start()
     try:
         code = cli.main(["queue", "--json"])
@@ -445,8 +445,8 @@ def test_listing_fits_80_columns_and_widens_when_there_is_room() -> None:
 
 
 def test_filters_match_state_device_and_name() -> None:
-    from gputray.scheduler.commands.listing import parse_filter
-    from gputray.scheduler.tasks import STATES
+    from gputray.scheduler.cli.commands.listing import parse_filter
+    from gputray.scheduler.tasks.records import STATES
 
     names = {"pci:0000:01:00.0": "GeForce RTX 5060 Ti"}
     tasks = _views(_listed())
@@ -517,7 +517,7 @@ def test_the_new_commands_need_the_owner(argv: list[str], tmp_path: Path) -> Non
 
 
 def test_schedule_times_are_listed_in_local_time() -> None:
-    from gputray.scheduler.commands.schedule import _local
+    from gputray.scheduler.cli.commands.schedule import _local
 
     at = dt.datetime(2026, 12, 1, 3, 0).timestamp()  # 03:00 here, whatever UTC says
     text = _local(str(iso_utc(at)))
@@ -525,7 +525,7 @@ def test_schedule_times_are_listed_in_local_time() -> None:
 
 
 def test_wait_says_how_a_task_ended_without_saying_it_twice() -> None:
-    from gputray.scheduler.commands.wait import _summary
+    from gputray.scheduler.cli.commands.wait import _summary
 
     cancelled = TaskView(id=2, name="sleep", state="cancelled", reason="cancelled")
     assert _summary(cancelled) == "#2 sleep: cancelled"  # not "cancelled: cancelled"

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from gputray.scheduler.launch_env import placeholder_values, render_argv
-from gputray.scheduler.recipes import (
+from gputray.scheduler.jobs.invocation import placeholder_values, render_argv
+from gputray.scheduler.tasks.recipes import (
     RecipeError,
     SubmitError,
     ToolNotFound,
     load_recipes,
     specs_for_files,
 )
+from gputray.scheduler.tasks.records import TaskPatch
 
 HOSTILE = [
     "a'; touch pwned #.png",
@@ -148,7 +149,9 @@ def test_all_or_nothing(home: Path) -> None:
 def test_overrides_change_placement_keys(home: Path) -> None:
     script = home / "a.py"
     script.write_text("")
-    (spec,) = specs_for_files([script], overrides={"devices": ["780m"], "on_busy": "cpu", "vram": "3GiB"})
+    (spec,) = specs_for_files(
+        [script], overrides=TaskPatch(device_prefs=("780m",), on_busy="cpu", vram_bytes=3 * 1024**3)
+    )
     assert spec.device_prefs == ("780m",) and spec.on_busy == "cpu" and spec.vram_bytes == 3 * 1024**3
 
 
@@ -176,8 +179,8 @@ def test_a_broken_user_recipe_names_its_file(home: Path) -> None:
 
 
 def test_a_program_given_as_a_path_is_looked_up_relative_to_the_working_folder(home: Path) -> None:
-    from gputray.scheduler.recipes import check_runnable
-    from gputray.scheduler.tasks import TaskSpec
+    from gputray.scheduler.tasks.recipes import check_runnable
+    from gputray.scheduler.tasks.records import TaskSpec
 
     tool = fake_tool(home / "tools", "conv")
     check_runnable(TaskSpec(kind="command", name="c", argv=("./conv",), cwd=str(tool.parent)))
@@ -187,7 +190,7 @@ def test_a_program_given_as_a_path_is_looked_up_relative_to_the_working_folder(h
 
 
 def test_every_problem_is_reported_at_once_and_nothing_is_returned(home: Path) -> None:
-    from gputray.scheduler.recipes import SubmitProblems
+    from gputray.scheduler.tasks.recipes import SubmitProblems
 
     good = home / "a.py"
     good.write_text("")

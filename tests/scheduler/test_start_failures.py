@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from test_queue_service import Harness, command, harness  # noqa: F401  (the fixture)
 
-from gputray.scheduler import queue_service
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue import service as queue_service
+from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gputray.scheduler.commands.common import terminal_cells
+from gputray.scheduler.cli.commands.common import terminal_cells
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pty")
 

@@ -7,15 +7,15 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import psutil
 import pytest
 from waiting import wait_for
 
-from gputray.scheduler.commands.common import task_json
-from gputray.scheduler.replies import TaskView
-from gputray.scheduler.store import (
+from gputray.scheduler.cli.commands.common import task_json
+from gputray.scheduler.queue.store import (
     SCHEMA_VERSION,
     StoreError,
     TaskNotFound,
@@ -23,7 +23,8 @@ from gputray.scheduler.store import (
     read_saved_task,
     read_saved_tasks,
 )
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
 def spec(name: str = "job", **kw: object) -> TaskSpec:
@@ -190,7 +191,7 @@ def _gone(pid: int) -> bool:
 def test_recovery_finds_a_job_whose_pid_was_never_saved_by_its_environment(tmp_path: Path) -> None:
     """The owner died between launching the job and saving its pid: the job is found by the task id and
     queue file in its environment; the same task id from another queue is left alone."""
-    from gputray.scheduler.store import QUEUE_FILE_VAR
+    from gputray.scheduler.queue.store import QUEUE_FILE_VAR
 
     db = tmp_path / "q.db"
     store = TaskStore(db)
@@ -253,8 +254,8 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from gputray.scheduler.store import TaskStore
-    from gputray.scheduler.tasks import TaskSpec
+    from gputray.scheduler.queue.store import TaskStore
+    from gputray.scheduler.tasks.records import TaskSpec
     store = TaskStore(Path(sys.argv[1]))
     i = 0
     while True:
@@ -362,8 +363,8 @@ def test_the_saved_queue_reads_back_read_only_after_a_crash(tmp_path: Path) -> N
         f"""
         import os
         from pathlib import Path
-        from gputray.scheduler.store import TaskStore
-        from gputray.scheduler.tasks import TaskSpec
+        from gputray.scheduler.queue.store import TaskStore
+        from gputray.scheduler.tasks.records import TaskSpec
         store = TaskStore(Path({str(db)!r}), clock=lambda: 100.0)
         a = store.add(TaskSpec(kind="command", name="a", argv=("echo", "a")))
         b = store.add(TaskSpec(kind="command", name="b", argv=("echo", "b"), priority=5))
@@ -415,7 +416,7 @@ def test_reading_a_newer_or_garbage_queue_file_is_a_clear_error_that_changes_not
 
 def _schema_1_file(db: Path) -> None:
     """A queue file as gputray with schema 1 (before ``attempts_before``) left it: one failed task."""
-    from gputray.scheduler.store import MIGRATIONS
+    from gputray.scheduler.queue.store import MIGRATIONS
 
     conn = sqlite3.connect(db)
     MIGRATIONS[0](conn)
@@ -471,3 +472,48 @@ def test_delete_and_replace_spec(tmp_path: Path) -> None:
     again = TaskStore(db)
     assert [r.id for r in again.list()] == [c.id]  # durable
     assert again.add(spec("d")).id == c.id + 1  # ids are never reused: an old --after cannot hit a new task
+
+
+def test_a_name_that_is_not_utf8_is_saved_and_read_back_as_submitted(tmp_path: Path) -> None:
+    """The name column refused surrogate escapes (UnicodeEncodeError: surrogates not allowed)."""
+    db = tmp_path / "q.db"
+    odd = os.fsdecode(b"caf\xe9.py")
+    store = TaskStore(db)
+    rec = store.add(spec(odd))
+    store.update(rec.id, state="failed", reason=f"could not start: no such file: {odd}")
+    store.replace_spec(rec.id, spec(odd, priority=3), only_states=("failed",))
+    store.close()
+    again = TaskStore(db)
+    got = again.get(rec.id)
+    assert got.spec.name == odd and got.spec.argv == ("echo", odd) and got.spec.priority == 3
+    assert got.reason == "could not start: no such file: caf\\xe9.py"  # the byte, as the console shows it
+    again.close()
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT name FROM tasks").fetchone() == ("caf\\xe9.py",)
+
+
+def test_one_record_that_cannot_be_saved_fails_alone_not_its_group_commit(tmp_path: Path) -> None:
+    """Submits from several clients share one commit; a record SQLite refuses failed every one of them."""
+    store = TaskStore(tmp_path / "q.db")
+    results: dict[str, object] = {}
+
+    def add(name: str, priority: int) -> None:
+        try:
+            results[name] = store.add(spec(name, priority=priority))
+        except Exception as exc:
+            results[name] = exc
+
+    calls = [("first", 0), ("too big", 2**70), ("last", 0)]  # 2**70: no SQLite INTEGER holds it
+    threads = [threading.Thread(target=add, args=call) for call in calls]
+    with store._lock:  # the first add leads the commit and waits here; the others join its batch
+        for t in threads:
+            t.start()
+        wait_for(lambda: len(store._commit_queue) == 3, what="three adds in one group commit")
+    for t in threads:
+        t.join(10)
+    assert isinstance(results["first"], TaskRecord) and isinstance(results["last"], TaskRecord)
+    assert isinstance(results["too big"], StoreError) and "'too big'" in str(results["too big"])
+    assert store.commits == 1
+    assert [r.spec.name for r in store.list()] == ["first", "last"]
+    store.close()
+    assert [r.spec.name for r in TaskStore(tmp_path / "q.db").list()] == ["first", "last"]

@@ -24,7 +24,7 @@ from cli import gputray
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.store import (
+from gputray.scheduler.queue.store import (
     StoreError,
     TaskStore,
     UnreadableTask,
@@ -32,8 +32,8 @@ from gputray.scheduler.store import (
     read_saved_task,
     read_saved_tasks,
 )
-from gputray.scheduler.store_salvage import inspect_files, scan_wal
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue.store_salvage import inspect_files, scan_wal
+from gputray.scheduler.tasks.records import TaskSpec
 
 PAGE = 4096
 TASKS = 35
@@ -42,8 +42,8 @@ CRASHED_OWNER = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from gputray.scheduler.store import TaskStore
-    from gputray.scheduler.tasks import TaskSpec
+    from gputray.scheduler.queue.store import TaskStore
+    from gputray.scheduler.tasks.records import TaskSpec
     store = TaskStore(Path(sys.argv[1]), clock=lambda: 1000.0)
     for i in range(1, int(sys.argv[2]) + 1):
         spec = TaskSpec(kind="command", name=f"task-{i}", argv=("echo", str(i)), env={"K": "v" * 40})
@@ -332,8 +332,8 @@ def test_kept_copies_and_the_repaired_file_are_private(tmp_path: Path) -> None:
 def schema_1_queue(folder: Path, n: int = TASKS, schema: int = 1) -> Path:
     """A queue file as a schema-1 gputray left it (no ``attempts_before``): ``n`` tasks, checkpointed.
     ``schema=2``: as a schema-2 gputray left it (``attempts_before``, no cluster columns)."""
-    from gputray.scheduler.store import MIGRATIONS
-    from gputray.scheduler.store_salvage import SCHEMA_1_COLUMN_COUNT, TASK_TABLE_COLUMNS
+    from gputray.scheduler.queue.store import MIGRATIONS
+    from gputray.scheduler.queue.store_salvage import SCHEMA_1_COLUMN_COUNT, TASK_TABLE_COLUMNS
 
     source = checkpointed_queue(folder / "source", n)
     db = folder / "queue.sqlite3"

@@ -21,8 +21,8 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.store import NO_FSYNC_VAR, TaskStore
-from gputray.scheduler.tasks import TaskSpec
+from gputray.scheduler.queue.store import NO_FSYNC_VAR, TaskStore
+from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
 

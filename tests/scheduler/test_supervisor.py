@@ -16,7 +16,7 @@ import psutil
 import pytest
 from waiting import wait_for
 
-from gputray.scheduler.launcher import JobFiles, adopt, read_exit, read_run, supervisor_alive
+from gputray.scheduler.jobs.launcher import JobFiles, adopt, read_exit, read_run, supervisor_alive
 
 PY = sys.executable
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
@@ -26,7 +26,7 @@ OWNER = textwrap.dedent(
     """
     import json, os, sys
     from pathlib import Path
-    from gputray.scheduler.launcher import launch
+    from gputray.scheduler.jobs.launcher import launch
     argv, log, timeout, cancel = json.loads(sys.argv[1])
     job = launch(argv, env=dict(os.environ), log_path=Path(log), timeout_s=timeout, grace_s=0.5,
                  meta={"task_id": 1, "attempt": 1, "device": "cpu", "out": None})
@@ -149,7 +149,7 @@ def test_an_orphan_that_already_ended_is_not_said_to_be_stopped(tmp_path: Path) 
 
 def test_bytes_that_are_not_utf8_reach_the_job_unchanged(tmp_path: Path) -> None:
     """argv and environment values with surrogate escapes (undecodable bytes) end as the same bytes."""
-    from gputray.scheduler.launcher import launch
+    from gputray.scheduler.jobs.launcher import launch
 
     shows = "import os, sys; out = sys.stdout.buffer; out.write(os.fsencode(sys.argv[1]) + b'|')\n"
     shows += "out.write(os.environb[b'ODD'] + b'\\n')"
@@ -169,7 +169,7 @@ def test_the_supervisor_loads_win_job_beside_it_with_the_standard_library_alone(
     """On Windows the supervisor (``python -I -S``, nothing importable but the standard library) loads
     ``win_job.py`` by path to put the job in a job object; a gputray import there would silently cost
     Windows its whole-tree kill. Loaded the same way here, off Windows it names the object and makes none."""
-    from gputray.scheduler import supervisor
+    from gputray.scheduler.jobs import supervisor
 
     here = Path(supervisor.__file__).with_name("win_job.py")
     code = (

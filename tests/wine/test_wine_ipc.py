@@ -56,7 +56,7 @@ def test_owner_listens_on_a_per_user_pipe_that_needs_the_key(win: WinePython, ho
         # the pipe's DACL, read by name as another process sees it: one ACE, this user only. (Wine keeps
         # the DACL but does not enforce it; only real Windows can show another user refused.)
         acl = win.value(
-            "import json; from gputray.scheduler import win_pipe\n"
+            "import json; from gputray.scheduler.ipc import win_pipe\n"
             f"print(json.dumps([win_pipe.pipe_dacl({address!r}), win_pipe.current_user_sid()]))"
         )
         assert isinstance(acl, list)

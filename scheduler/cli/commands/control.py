@@ -1,0 +1,131 @@
+"""``gputray cancel``, ``retry``, ``pause`` and ``resume``: thin clients of the owner's socket. With no
+owner running they act on the saved queue itself (``offline``), under the lock the owner takes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from gputray.scheduler.cli.commands.client import (
+    EXIT_NO_OWNER,
+    EXIT_REFUSED,
+    _ask,
+    _client_call,
+    paused_labels,
+)
+from gputray.scheduler.cli.commands.common import error, paused_json, print_json, shown, task_json
+from gputray.scheduler.paths import app_paths
+from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "cancel",
+        help="cancel tasks",
+        description="Cancel tasks; a running one is stopped with its whole process tree.",
+    )
+    p.add_argument("ids", nargs="+", metavar="ID")
+    p.add_argument("--json", action="store_true")
+    _answer_with(
+        p,
+        _print_cancel,
+        lambda a: _ask("cancel", ids=list(a.ids)),
+        lambda offline, a: offline.cancel(app_paths(), list(a.ids)),
+    )
+
+    p = sub.add_parser(
+        "retry",
+        help="queue a finished task again (and the tasks it failed through --after)",
+        description=(
+            "Queue a finished task (failed, cancelled, interrupted or succeeded) again: the same ID, "
+            "command, options and files, at the end of the queue. Its device and Python env are chosen "
+            "afresh (as when it was submitted); attempts count on (its log keeps the earlier output and "
+            "the new run starts with an 'attempt N' header) and its automatic retries (--retries) start "
+            "afresh. Tasks that failed because this one failed or was cancelled (--after, down the "
+            "chain) are queued again too. Without a running owner it acts on the saved queue."
+        ),
+    )
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true")
+    _answer_with(
+        p,
+        _print_retry,
+        lambda a: _ask("retry", id=a.id),
+        lambda offline, a: offline.retry(app_paths(), a.id),
+    )
+
+    for name, verb in (("pause", "Stop starting"), ("resume", "Start again")):
+        p = sub.add_parser(
+            name,
+            help=f"{name} the queue or one device",
+            description=f"{verb} new tasks on DEVICE (5060ti, 780m, cpu or a device key), or on all devices. "
+            "Running tasks are not touched.",
+        )
+        p.add_argument("device", nargs="?", metavar="DEVICE")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(op=name)
+        _answer_with(
+            p,
+            _print_pause,
+            lambda a: _ask(a.op, device=a.device),
+            lambda offline, a: offline.pause(app_paths(), a.op, a.device),
+        )
+
+
+OFFLINE_NOTE = "no gputray owner is running: acted on the saved queue"
+
+
+def _answer_with(
+    parser: argparse.ArgumentParser,
+    printer: Callable[[argparse.Namespace, Any], int],
+    ask: Callable[[argparse.Namespace], Any],
+    answer_offline: Callable[[Any, argparse.Namespace], Any],
+) -> None:
+    """The command prints ``printer(args, reply)``: the owner's reply (``ask``), or with no owner
+    running, ``answer_offline(offline, args)`` on the saved queue (the same printing, a note first)."""
+
+    def run_offline(args: argparse.Namespace) -> int:
+        from gputray.scheduler.protocol import Refusal
+        from gputray.scheduler.queue import offline
+
+        try:
+            result = answer_offline(offline, args)
+        except offline.QueueBusy as exc:
+            return error(str(exc), EXIT_NO_OWNER)
+        except Refusal as exc:
+            return error(str(exc), EXIT_REFUSED)
+        print(f"gputray: {OFFLINE_NOTE}", file=sys.stderr)
+        return printer(args, result)
+
+    parser.set_defaults(func=lambda a: _client_call(lambda x: printer(x, ask(x)), a, run_offline))
+
+
+def _print_cancel(args: argparse.Namespace, result: TasksDone) -> int:
+    if args.json:
+        print_json({"tasks": [task_json(t) for t in result.tasks], "errors": result.errors})
+    else:
+        for t in result.tasks:
+            print(f"#{t.id} {shown(t.name)}: {t.state}")
+    for err in result.errors:
+        print(f"gputray: {err}", file=sys.stderr)
+    return EXIT_REFUSED if result.errors else 0
+
+
+def _print_retry(args: argparse.Namespace, result: TaskReply) -> int:
+    t = result.task
+    if args.json:
+        print_json(task_json(t))
+    else:
+        print(f"#{t.id} {shown(t.name)}: {t.state}")
+    return 0
+
+
+def _print_pause(args: argparse.Namespace, result: PausedReply) -> int:
+    if args.json:
+        print_json(paused_json(result))
+    else:
+        on = paused_labels(result.paused, result.device_names)
+        print(f"paused: {on}" if on else "nothing is paused")
+    return 0

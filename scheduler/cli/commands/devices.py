@@ -1,0 +1,271 @@
+"""``gputray devices``: every name each physical GPU goes by — NVML, CUDA, ROCm, Vulkan, DRM, Windows.
+
+The Vulkan index is computed for the current environment (Mesa's device-select layer, ``DRI_PRIME`` and
+``MESA_VK_DEVICE_SELECT`` reorder devices), so run it with the variables your job will get.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from gputray.monitor.device_map import VulkanMapping, drm_nodes, kfd_gpus, map_vulkan_devices
+from gputray.monitor.device_names import friendly_name
+from gputray.monitor.records import DeviceInfo
+from gputray.monitor.scenario import ScenarioError
+from gputray.monitor.units import DASH
+from gputray.monitor.vulkan import DEFAULT_TIMEOUT_S, VulkanEnumeration, enumerate_devices
+from gputray.scheduler.cli.commands.common import (
+    EXIT_REFUSED,
+    add_monitor_source_args,
+    error,
+    monitor_from_args,
+    positive_seconds,
+    print_json,
+    uses_custom_source,
+)
+
+VENDOR_BY_PCI = {0x10DE: "nvidia", 0x1002: "amd", 0x8086: "intel"}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "devices",
+        help="list every GPU with all the names it goes by (NVML, CUDA, ROCm, Vulkan, DRM, Windows)",
+        description=(
+            "One entry per physical GPU: its key (PCI address), friendly name, NVML index, CUDA UUID "
+            "(use it in CUDA_VISIBLE_DEVICES), ROCm index (ROCR_VISIBLE_DEVICES), Vulkan index "
+            "(GGML_VK_VISIBLE_DEVICES, -g N) for the current environment, DRM card and render node, and "
+            "Windows adapter LUID. Vulkan devices that are not one of these GPUs (lavapipe/llvmpipe, a "
+            "second driver for the same GPU) are listed separately with the reason."
+        ),
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON document instead of text")
+    parser.add_argument(
+        "--vulkan-timeout",
+        type=positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"give up on a hanging Vulkan driver after SECONDS (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    add_monitor_source_args(parser)
+    parser.set_defaults(func=run)
+
+
+def _monitor_devices(args: argparse.Namespace, notes: list[str]) -> list[DeviceInfo]:
+    """The GPUs the monitor sees. A monitor that cannot start costs a note, not the whole listing."""
+    monitor = monitor_from_args(args)
+    try:
+        snapshot = monitor.sample_once()
+    finally:
+        monitor.stop()
+    notes.extend(snapshot.notes)
+    return [r.info for r in snapshot.readings if r.info.kind != "cpu"]
+
+
+def _vendor_of(vendor_id: int | None) -> str:
+    return VENDOR_BY_PCI.get(vendor_id or 0, "other")
+
+
+def build_document(
+    known: list[DeviceInfo],
+    vulkan: VulkanEnumeration | None,
+    sysfs_root: Path,
+    *,
+    demo: bool = False,
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    """The ``--json`` document. Pure apart from reading ``sysfs_root``; the text view renders it."""
+    mappings: tuple[VulkanMapping, ...] = map_vulkan_devices(vulkan.devices, known) if vulkan else ()
+    kfd = {} if demo else {g.key: g for g in kfd_gpus(sysfs_root)}
+    drm = {} if demo else drm_nodes(sysfs_root)
+
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(key: str) -> dict[str, Any]:
+        if key not in rows:
+            rows[key] = {
+                "key": key,
+                "name": None,
+                "vendor": None,
+                "kind": None,
+                "pci_bdf": key.removeprefix("pci:") if key.startswith("pci:") else None,
+                "nvml_index": None,
+                "cuda_uuid": None,
+                "rocm_index": None,
+                "gfx_target": None,
+                "vulkan_index": None,
+                "vulkan_name": None,
+                "vulkan_driver": None,
+                "vulkan_other_indices": [],
+                "drm_card": None,
+                "render_node": None,
+                "windows_luid": None,
+                "seen_by": [],
+            }
+        return rows[key]
+
+    for info in known:
+        r = row(info.key)
+        r.update(name=info.name, vendor=info.vendor, kind=info.kind, nvml_index=info.nvml_index)
+        r["pci_bdf"] = info.pci_bdf or r["pci_bdf"]
+        if info.vendor == "nvidia" and info.uuid:
+            r["cuda_uuid"] = info.uuid
+        r["drm_card"] = info.drm_card
+        r["render_node"] = info.render_node
+        r["gfx_target"] = info.gfx_target
+        r["windows_luid"] = info.windows_luid
+        r["seen_by"].append("monitor")
+    for key, gpu in kfd.items():
+        r = row(key)
+        r["rocm_index"] = gpu.rocm_index
+        r["gfx_target"] = r["gfx_target"] or gpu.gfx_target
+        r["vendor"] = r["vendor"] or "amd"
+        if r["name"] is None and gpu.pci_vendor_id is not None and gpu.pci_device_id is not None:
+            r["name"] = friendly_name(gpu.pci_vendor_id, gpu.pci_device_id, compute_units=gpu.compute_units)
+        if r["kind"] is None and gpu.integrated is not None:
+            r["kind"] = "integrated" if gpu.integrated else "discrete"
+        r["seen_by"].append("kfd")
+    unmapped: list[dict[str, Any]] = []
+    for m in mappings:
+        dev = m.device
+        if m.key is None:
+            unmapped.append(
+                {
+                    "vulkan_index": dev.index,
+                    "name": dev.name,
+                    "device_type": dev.device_type,
+                    "driver": dev.driver_name,
+                    "vendor_id": dev.vendor_id,
+                    "device_id": dev.device_id,
+                    "uuid": dev.uuid,
+                    "reason": m.note,
+                }
+            )
+            continue
+        r = row(m.key)
+        if m.status == "duplicate":
+            r["vulkan_other_indices"].append(
+                {"index": dev.index, "driver": dev.driver_name, "reason": m.note}
+            )
+            continue
+        r.update(vulkan_index=dev.index, vulkan_name=dev.name, vulkan_driver=dev.driver_name)
+        if r["name"] is None:
+            r["name"] = friendly_name(dev.vendor_id, dev.device_id, fallback=dev.name)
+        r["vendor"] = r["vendor"] or _vendor_of(dev.vendor_id)
+        r["kind"] = r["kind"] or (
+            dev.device_type if dev.device_type in ("integrated", "discrete") else "other"
+        )
+        r["windows_luid"] = r["windows_luid"] or dev.luid
+        if r["cuda_uuid"] is None and dev.vendor_id == 0x10DE and dev.nvidia_uuid:
+            r["cuda_uuid"] = dev.nvidia_uuid
+        r["seen_by"].append("vulkan")
+    for key, nodes in drm.items():
+        if key in rows:  # a DRM node alone (a display-only GPU the monitor skips) is not listed
+            rows[key]["drm_card"] = rows[key]["drm_card"] or nodes.card
+            rows[key]["render_node"] = rows[key]["render_node"] or nodes.render_node
+    for r in rows.values():
+        if r["name"] is None:
+            r["name"] = f"GPU {r['key']}"
+
+    vulkan_doc: dict[str, Any]
+    if vulkan is None:
+        vulkan_doc = {"available": False, "reason": "not enumerated in demo mode", "instance_version": None}
+    else:
+        vulkan_doc = {
+            "available": vulkan.available,
+            "reason": vulkan.reason,
+            "instance_version": vulkan.instance_version,
+            "device_count": len(vulkan.devices),
+        }
+    return {
+        "devices": sorted(rows.values(), key=lambda r: r["key"]),
+        "unmapped_vulkan": unmapped,
+        "vulkan": vulkan_doc,
+        "demo": demo,
+        "notes": list(notes or []),
+    }
+
+
+def _value(v: Any) -> str:
+    return DASH if v is None else str(v)
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    lines: list[str] = []
+    if doc["demo"]:
+        lines.append("DEMO — simulated GPUs, not this machine's")
+    if not doc["devices"]:
+        lines.append("No GPU found.")
+    for d in doc["devices"]:
+        lines.append(f"{d['name']}  ({d['key']})")
+        vk = _value(d["vulkan_index"])
+        if d["vulkan_index"] is not None and d["vulkan_driver"]:
+            vk += f"  [{d['vulkan_driver']}]"
+        for other in d["vulkan_other_indices"]:
+            vk += f"; also {other['index']} [{other['driver'] or '?'}, second driver]"
+        rocm = _value(d["rocm_index"])
+        if d["gfx_target"]:
+            rocm += f"  [{d['gfx_target']}]"
+        for label, value in (
+            ("NVML index", _value(d["nvml_index"])),
+            ("CUDA UUID", _value(d["cuda_uuid"])),
+            ("ROCm index", rocm),
+            ("Vulkan index", vk),
+            ("DRM", f"{_value(d['drm_card'])} / {_value(d['render_node'])}"),
+            ("Windows LUID", _value(d["windows_luid"])),
+        ):
+            lines.append(f"  {label:<13} {value}")
+    vulkan = doc["vulkan"]
+    if not vulkan["available"]:
+        lines.append(f"Vulkan: {vulkan['reason']}")
+    if doc["unmapped_vulkan"]:
+        lines.append("Vulkan devices that are not one of these GPUs:")
+        for u in doc["unmapped_vulkan"]:
+            lines.append(
+                f"  Vulkan {u['vulkan_index']}  {u['name']}  [{u['device_type']}, {u['driver'] or '?'}]"
+                f" — {u['reason']}"
+            )
+    lines.extend(f"note: {n}" for n in doc["notes"])
+    return "\n".join(lines)
+
+
+DEMO_OWNER_NOTE = (
+    "the running gputray is a demo (a simulated RTX 5060 Ti + Radeon 780M); the list above is this "
+    "machine's real hardware. `gputray devices --demo` lists the simulated pair."
+)
+
+
+def _owner_is_demo() -> bool:
+    """Whether a running tray or daemon shows the demo, so `devices` can say why it lists other GPUs."""
+    from gputray.scheduler import ipc
+    from gputray.scheduler.paths import app_paths
+
+    try:
+        with ipc.IpcClient(app_paths(), timeout_s=2.0) as client:
+            return bool(client.request("ping").demo)
+    except ipc.IpcError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    notes: list[str] = []
+    demo = bool(args.demo or args.demo_scenario is not None)
+    if not demo and not uses_custom_source(args) and _owner_is_demo():
+        notes.append(DEMO_OWNER_NOTE)
+    try:
+        known = _monitor_devices(args, notes)
+    except ScenarioError as exc:
+        return error(str(exc), EXIT_REFUSED)
+    except Exception as exc:
+        known = []
+        notes.append(f"GPU monitor unavailable ({type(exc).__name__}: {exc}); showing Vulkan and sysfs only")
+    vulkan = None if demo else enumerate_devices(dict(os.environ), timeout_s=args.vulkan_timeout)
+    doc = build_document(known, vulkan, args.sysfs_root, demo=demo, notes=notes)
+    if args.json:
+        print_json(doc)
+    else:
+        print(render_text(doc))
+    return 0

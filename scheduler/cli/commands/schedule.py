@@ -1,0 +1,77 @@
+"""``gputray schedule add|list|remove``: recurring submissions (cron), kept by the owner."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+from pathlib import Path
+
+from gputray.scheduler.cli.commands.client import EXIT_USAGE, _ask, _client_call
+from gputray.scheduler.cli.commands.common import print_json, shown
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "schedule",
+        help="recurring submissions (cron)",
+        description=(
+            "Submit a task file on a schedule. Runs missed while the computer slept or gputray was not "
+            "running are made up once, not once per missed run."
+        ),
+    )
+    s = p.add_subparsers(dest="schedule_cmd", metavar="ACTION")
+    add = s.add_parser(
+        "add", help="add a schedule", description='e.g. gputray schedule add --cron "0 3 * * *" nightly.toml'
+    )
+    add.add_argument(
+        "--cron",
+        required=True,
+        metavar="'M H DOM MON DOW'",
+        help='five crontab fields, local time: "0 3 * * *" (weekday 0 or 7 = Sunday, or sun..sat; a '
+        "day of the month and a weekday both given: either one, as in crontab)",
+    )
+    add.add_argument("task", metavar="TASKFILE")
+    add.add_argument("--name", help="a name for the listing")
+    add.add_argument("--json", action="store_true")
+    lst = s.add_parser("list", help="list schedules")
+    lst.add_argument("--json", action="store_true")
+    rm = s.add_parser("remove", help="remove a schedule")
+    rm.add_argument("id", metavar="ID")
+    rm.add_argument("--json", action="store_true")
+    p.set_defaults(func=lambda a: _client_call(_cmd_schedule, a), _parser=p)
+
+
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    if args.schedule_cmd == "add":
+        task_file = str(Path(args.task).absolute())
+        result = _ask("schedule_add", cron=args.cron, task_file=task_file, name=args.name, cwd=os.getcwd())
+    elif args.schedule_cmd == "remove":
+        result = _ask("schedule_remove", id=args.id)
+    elif args.schedule_cmd == "list":
+        result = _ask("schedule_list")
+    else:
+        args._parser.print_help()
+        return EXIT_USAGE
+    entries = list(result.schedules)
+    if args.json:
+        print_json(entries if args.schedule_cmd == "list" else entries[0])
+        return 0
+    if not entries:
+        print("no schedules")
+    for e in entries:
+        prefix = "removed " if args.schedule_cmd == "remove" else ""
+        nxt = f", next {_local(e['next_run_at'])}" if e.get("next_run_at") else ""
+        last = f", last {_local(e['last_run_at'])}" if e.get("last_run_at") else ""
+        err = f", last error: {e['last_error']}" if e.get("last_error") else ""
+        print(f"{prefix}#{e['id']} {shown(e['name'])}: {e['cron']} → {shown(e['task_file'])}{nxt}{last}{err}")
+    return 0
+
+
+def _local(iso: str) -> str:
+    """A schedule time (ISO 8601 UTC in the JSON) as local time, as the cron fields are read."""
+    try:
+        when = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    return when.astimezone().strftime("%Y-%m-%d %H:%M %Z")

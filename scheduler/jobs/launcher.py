@@ -1,0 +1,624 @@
+"""Start a job and watch it: argv list (never a shell), its own process group/session, stdout+stderr
+appended to the task's log file, optional timeout, whole-tree kill, exit callback.
+
+Every job runs under a supervisor (``supervisor.py``), a small process that outlives the owner: it
+starts the job, waits for it, enforces its timeout, stops stragglers left in its group and writes its
+exit status atomically beside the log. The owner watches the supervisor; a watcher thread per job
+calls ``on_exit(job, returncode)`` the moment the exit file is written, so the next job can be
+dispatched at once. An owner that starts later ``adopt``\\s the jobs a previous owner left: still
+running, it goes on watching them; ended, it reads their exit from the file. So a job's exit status
+is recorded whoever is around when it ends, and a job that completed is never taken for interrupted.
+
+Files beside ``task-N.log`` (``JobFiles``): ``task-N.lock`` (held by the supervisor while it lives),
+``task-N.run.json`` (written when the job started), ``task-N.exit.json`` (when it ended),
+``task-N.stop.json`` (why the owner stopped it: a later owner that records the exit needs the reason).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import psutil
+
+from gputray.monitor.process_group import popen_own_group
+from gputray.scheduler.jobs import supervisor, win_job
+from gputray.scheduler.paths import make_private_dir, open_private_append
+
+#: Why a job ended other than by itself. ``orphaned``: its supervisor vanished without writing the exit
+#: (killed with SIGKILL, a power cut): the exit status is unknown.
+KillReason = Literal["cancelled", "timeout", "lost", "shutdown", "orphaned"]
+_REASONS: frozenset[str] = frozenset({"cancelled", "timeout", "lost", "shutdown"})
+SUPERVISOR_START_TIMEOUT_S = 60.0
+GRACE_S = 3.0  # from SIGTERM to SIGKILL when a job is stopped
+
+
+#: start failures for want of a resource now (fds, processes or threads, memory), not the task's fault
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM})
+
+
+class LaunchFailed(OSError):
+    """The program could not be started (not found, not executable, bad folder); the message says which.
+
+    ``transient``: only for want of a resource now (out of fds, processes, threads, memory): the queue
+    tries again later instead of failing the task."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class _WatchThread:
+    """A job's watcher thread, started *before* the job: a thread that cannot start (RLIMIT_NPROC, a
+    pids limit) then fails the launch while nothing runs yet, instead of leaving a started job
+    unwatched, its task marked failed and its device counted free."""
+
+    def __init__(self, name: str) -> None:
+        self._job: Job | None = None
+        self._go = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()  # RuntimeError: can't start new thread
+
+    def _run(self) -> None:
+        self._go.wait()
+        if self._job is not None:
+            self._job._watch()
+
+    def watch(self, job: Job) -> None:
+        self._job = job
+        self._go.set()
+
+    def abandon(self) -> None:
+        self._go.set()
+
+
+@dataclass(frozen=True)
+class JobFiles:
+    """The supervisor's files beside a task's log."""
+
+    run: Path
+    exit: Path
+    lock: Path
+    stop: Path
+
+    @classmethod
+    def beside(cls, log_path: Path) -> JobFiles:
+        stem = log_path.name[: -len(".log")] if log_path.name.endswith(".log") else log_path.name
+        folder = log_path.parent
+        return cls(
+            folder / f"{stem}.run.json",
+            folder / f"{stem}.exit.json",
+            folder / f"{stem}.lock",
+            folder / f"{stem}.stop.json",
+        )
+
+    def discard(self) -> None:
+        """Remove the files once the exit is recorded (the lock only when no supervisor holds it)."""
+        for path in (self.exit, self.run, self.stop):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        if not supervisor_alive(self):
+            with contextlib.suppress(OSError):
+                self.lock.unlink()
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A ``task-N.run.json``: what a supervisor started."""
+
+    files: JobFiles
+    task_id: int
+    attempt: int
+    pid: int
+    pid_create_time: float | None
+    supervisor_pid: int
+    started_at: float
+    device: str
+    log_path: Path
+    out: str | None
+    timeout_s: float | None
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    """A ``task-N.exit.json``: how the job ended."""
+
+    pid: int
+    returncode: int
+    timed_out: bool
+    ended_at: float
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def read_run(files: JobFiles) -> RunInfo | None:
+    doc = _read_json(files.run)
+    try:
+        assert doc is not None
+        ct = doc.get("pid_create_time")
+        out = doc.get("out")
+        timeout_s = doc.get("timeout_s")
+        return RunInfo(
+            files=files,
+            task_id=int(doc["task_id"]),
+            attempt=int(doc["attempt"]),
+            pid=int(doc["pid"]),
+            pid_create_time=None if ct is None else float(ct),
+            supervisor_pid=int(doc["supervisor_pid"]),
+            started_at=float(doc["started_at"]),
+            device=str(doc["device"]),
+            log_path=Path(str(doc["log_path"])),
+            out=None if out is None else str(out),
+            timeout_s=None if timeout_s is None else float(timeout_s),
+        )
+    except (AssertionError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _exit_info(doc: object, pid: int) -> ExitInfo | None:
+    """An exit document (the exit file, or the supervisor's last line), if it is this job's (the same pid)."""
+    try:
+        if not isinstance(doc, dict) or int(doc["pid"]) != pid:  # not an assert: `python -O` drops those
+            return None
+        return ExitInfo(pid, int(doc["returncode"]), bool(doc.get("timed_out")), float(doc["ended_at"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def read_exit(files: JobFiles, pid: int) -> ExitInfo | None:
+    """The exit file, if it is this job's (the same pid)."""
+    return _exit_info(_read_json(files.exit), pid)
+
+
+def read_stop_reason(files: JobFiles) -> KillReason | None:
+    doc = _read_json(files.stop)
+    reason = doc.get("reason") if doc else None
+    return cast(KillReason, reason) if reason in _REASONS else None
+
+
+def supervisor_alive(files: JobFiles) -> bool:
+    """Whether a supervisor holds the task's lock (it does for as long as it lives)."""
+    if not files.lock.exists():
+        return False
+    try:
+        fd = supervisor.lock_exclusive(files.lock, blocking=False)
+    except OSError:
+        return False
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
+
+
+def find_runs(logs_dir: Path) -> dict[int, RunInfo]:
+    """Every readable run file in ``logs_dir`` by task id (one ``scandir``, not a stat per task)."""
+    found: dict[int, RunInfo] = {}
+    try:
+        entries = list(os.scandir(logs_dir))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.name.startswith("task-") and entry.name.endswith(".run.json"):
+            log_path = logs_dir / (entry.name[: -len(".run.json")] + ".log")
+            run = read_run(JobFiles.beside(log_path))
+            if run is not None:
+                found[run.task_id] = run
+    return found
+
+
+class Job:
+    """A running (or finished) job. ``kill_reason`` says why we stopped it, None if it ended by itself."""
+
+    def __init__(
+        self,
+        *,
+        pid: int,
+        create_time: float | None,
+        started_at: float,
+        log_path: Path,
+        files: JobFiles,
+        on_exit: Callable[[Job, int], None] | None,
+        grace_s: float,
+        supervisor_proc: subprocess.Popen[bytes] | None,
+        timeout_s: float | None = None,
+        adopted: bool = False,
+        watch: _WatchThread | None = None,
+    ) -> None:
+        self.pid = pid
+        self.log_path = log_path
+        self.files = files
+        self.started_at = started_at
+        self.create_time = create_time
+        self.adopted = adopted
+        self.kill_reason: KillReason | None = read_stop_reason(files) if adopted else None
+        self.returncode: int | None = None
+        self.ended_at: float | None = None
+        self.stopped_leftover = False  # orphaned: whether a process was still alive to be stopped
+        self._reason_lock = threading.Lock()  # kill_reason is fixed once the process has exited
+        self._on_exit = on_exit
+        self._grace_s = grace_s
+        self._supervisor = supervisor_proc
+        self._done = threading.Event()
+        # Windows: a handle on the job's job object keeps its name valid while we watch, even if the
+        # supervisor that created it is killed (win_job.py)
+        self._job_object = win_job.open_job(pid)
+        if watch is not None:  # launched: its supervisor says on its pipe when the timeout passes
+            watch.watch(self)
+            return
+        threading.Thread(target=self._watch, name=f"gputray-job-{pid}", daemon=True).start()
+        if timeout_s is not None:  # the supervisor stops it; this only says why, as soon as it is so
+            timer = threading.Timer(max(0.0, started_at + timeout_s - time.time()), self._timed_out)
+            timer.daemon = True
+            with contextlib.suppress(RuntimeError):  # no thread: its exit file says it timed out
+                timer.start()
+
+    def _timed_out(self) -> None:
+        with self._reason_lock:
+            if self.returncode is None and self.kill_reason is None:
+                self.kill_reason = "timeout"
+
+    def exited(self) -> bool:
+        """Whether the process has ended (its supervisor wrote the exit), even before ``on_exit`` ran."""
+        return read_exit(self.files, self.pid) is not None
+
+    @property
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait until the job has ended *and* its exit callback has run; the return code, None on timeout."""
+        self._done.wait(timeout)
+        return self.returncode
+
+    def _wait_supervisor(self) -> None:
+        if self._supervisor is not None:
+            self._supervisor.wait()  # ours: reaps it too
+            return
+        fd = supervisor.lock_exclusive(self.files.lock, blocking=True)  # free once it has exited
+        if fd is not None:
+            os.close(fd)
+
+    def _last_word(self) -> ExitInfo | None:
+        """How the job ended, as our own supervisor tells us on its pipe (it may still be waiting for
+        disk space to write the exit file); None for an adopted job or a supervisor that died."""
+        out = self._supervisor.stdout if self._supervisor is not None else None
+        if out is None:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            while True:
+                doc = json.loads(out.readline().decode("ascii"))
+                if isinstance(doc, dict) and doc.get("timing_out"):  # it is stopping the job: say why now
+                    self._timed_out()
+                    continue
+                return _exit_info(doc, self.pid)
+        return None
+
+    def _watch(self) -> None:
+        end = self._last_word()
+        if end is None:
+            with contextlib.suppress(OSError):
+                self._wait_supervisor()
+            end = read_exit(self.files, self.pid)
+        with self._reason_lock:
+            if end is not None:
+                code = end.returncode
+                if end.timed_out and self.kill_reason is None:
+                    self.kill_reason = "timeout"
+                self.ended_at = end.ended_at
+            else:  # the supervisor vanished without a word: nobody knows how the job ends
+                self.kill_reason = "orphaned"
+                self.stopped_leftover = _kill_tree(self.pid, self.create_time, grace_s=0.0)
+                if self._job_object is not None:  # Windows: what the job left, orphans included
+                    self._job_object.terminate()
+                code = -int(getattr(signal, "SIGKILL", 9))
+                self.ended_at = time.time()
+            self.returncode = code  # from here on, a late cancel cannot relabel how it ended
+        try:
+            if self._on_exit is not None:
+                self._on_exit(self, code)
+        finally:
+            self._done.set()
+            if self._job_object is not None:
+                self._job_object.close()
+            if self._supervisor is not None:  # reap it once it has written the exit file too
+                with contextlib.suppress(OSError, ValueError):
+                    self._supervisor.stdout.close()  # type: ignore[union-attr]
+                self._supervisor.wait()
+
+    def cancel(self, reason: KillReason = "cancelled") -> None:
+        """Stop the whole process tree: SIGTERM (CTRL_BREAK on Windows), then SIGKILL after the grace time.
+
+        Returns at once; the exit callback reports the end. The first reason
+        stays, except that a person's "cancelled" wins over a timeout or a lost device already being
+        handled: otherwise the retry policy would start the job again. Once the process has exited
+        nothing changes: a job that finished is not relabelled by a kill that came too late. The reason
+        is written beside the log first, so an owner that records the end after a crash knows it too.
+        """
+        with self._reason_lock:
+            exited = self.returncode is not None or self.exited()  # the exit file: ended, not yet seen
+            if not exited and (self.kill_reason is None or reason == "cancelled"):
+                self.kill_reason = reason
+                with contextlib.suppress(OSError):
+                    supervisor.write_atomic(self.files.stop, {"reason": reason})
+        if not exited:
+            self._stop()
+
+    def _stop(self) -> None:
+        # SIGTERM now, from this thread: an owner that dies a moment later has still asked for the stop.
+        procs = _terminate(self.pid, self.create_time)
+        threading.Thread(
+            target=_escalate,
+            args=(self.pid, procs),
+            kwargs={"grace_s": self._grace_s},
+            name=f"gputray-kill-{self.pid}",
+            daemon=True,
+        ).start()
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.Error, OSError):  # already gone
+        return None
+
+
+def _same_process(pid: int, create_time: float | None) -> psutil.Process | None:
+    """The live (not zombie) process ``pid``, if it is the one started at ``create_time``."""
+    try:
+        proc = psutil.Process(pid)
+        if create_time is not None and abs(proc.create_time() - create_time) > 0.5:
+            return None
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc
+    except (psutil.Error, OSError):
+        return None
+
+
+def _terminate(pid: int, create_time: float | None) -> list[psutil.Process]:
+    """SIGTERM the job's group and its whole tree; the processes it found (none: it was not alive)."""
+    parent = _same_process(pid, create_time)
+    if parent is None:
+        return []
+    try:
+        procs = [*parent.children(recursive=True), parent]
+    except (psutil.Error, OSError):
+        procs = [parent]
+    _signal_group(pid, graceful=True)
+    for p in procs:
+        with contextlib.suppress(psutil.Error, OSError):
+            p.terminate()
+    return procs
+
+
+def _escalate(pid: int, procs: list[psutil.Process], *, grace_s: float) -> None:
+    """SIGKILL what is left of a terminated tree after ``grace_s``."""
+    # Poll, never wait: the job is the supervisor's child, whose wait records its exit status.
+    if not procs:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_alive(p) for p in procs):
+        time.sleep(0.05)
+    _signal_group(pid, graceful=False)
+    for p in procs:
+        if _alive(p):
+            with contextlib.suppress(psutil.Error, OSError):
+                p.kill()
+
+
+def _kill_tree(pid: int, create_time: float | None, *, grace_s: float) -> bool:
+    """SIGTERM the job's group and tree, SIGKILL what is left after ``grace_s``; whether it was alive."""
+    procs = _terminate(pid, create_time)
+    _escalate(pid, procs, grace_s=grace_s)
+    return bool(procs)
+
+
+def stop_leftover(run: RunInfo, *, grace_s: float = 0.0) -> bool:
+    """Stop a job (and its supervisor) found after a crash; True only when a process was alive to stop."""
+    stopped = _kill_tree(run.pid, run.pid_create_time, grace_s=grace_s)
+    sup = _same_process(run.supervisor_pid, None)
+    if sup is not None and supervisor_alive(run.files):
+        with contextlib.suppress(psutil.Error, OSError):
+            sup.kill()
+        stopped = True
+    return stopped
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
+
+
+def _signal_group(pgid: int, *, graceful: bool) -> None:
+    if sys.platform == "win32":
+        # No process groups: psutil handles each process it finds, and SIGKILL's stand-in is the job
+        # object, which holds the orphans the psutil walk cannot see (win_job.py).
+        if not graceful:
+            win_job.terminate_job(pgid)
+        return
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, signal.SIGTERM if graceful else signal.SIGKILL)
+
+
+def _failure_message(argv: Sequence[str], cwd: str | Path | None, error: Mapping[str, Any]) -> str:
+    kind = error.get("type")
+    filename = error.get("filename")
+    strerror = error.get("strerror")
+    if kind == "FileNotFoundError":
+        missing = argv[0] if filename in (None, argv[0]) else filename
+        what = "folder" if cwd and filename == str(cwd) else "program"
+        return f"cannot start {argv[0]}: the {what} {missing} does not exist"
+    return f"cannot start {argv[0]}: {strerror or error.get('message') or kind}"
+
+
+def _start_watcher(log_path: Path) -> _WatchThread:
+    try:
+        return _WatchThread(f"gputray-job-{log_path.stem}")
+    except RuntimeError as exc:  # can't start new thread: nothing started yet
+        raise LaunchFailed(f"cannot start a thread to watch the job: {exc}", transient=True) from None
+
+
+def launch(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    log_path: Path,
+    cwd: str | Path | None = None,
+    on_exit: Callable[[Job, int], None] | None = None,
+    timeout_s: float | None = None,
+    header: str | None = None,
+    grace_s: float = GRACE_S,
+    meta: Mapping[str, Any] | None = None,
+    umask: int = -1,
+    log_max_bytes: int = supervisor.DEFAULT_LOG_MAX_BYTES,
+) -> Job:
+    """Start ``argv`` (a list; element 0 is looked up on PATH, nothing is ever parsed by a shell) under
+    its supervisor, and return once the job's process exists.
+
+    Output (stdout and stderr together) is appended to ``log_path``; ``header`` is written first; the
+    log keeps at most ``log_max_bytes`` (its head and its tail: ``supervisor.CappedLog``).
+    ``on_exit(job, returncode)`` runs in the watcher thread as soon as the process ends (negative
+    return code: killed by that signal on POSIX). ``meta`` (task id, attempt, device …) goes into the
+    run and exit files. Raises LaunchFailed when the program cannot start.
+    """
+    if not argv:
+        raise LaunchFailed("nothing to run: the argument list is empty")
+    make_private_dir(log_path.parent)
+    files = JobFiles.beside(log_path)
+    watch = _start_watcher(log_path)
+    try:
+        sup, answer = _start_supervised(
+            argv, env, log_path, files, cwd, timeout_s, header, grace_s, meta, umask, log_max_bytes
+        )
+    except BaseException:
+        watch.abandon()
+        raise
+    pid = int(answer["pid"])
+    return Job(
+        pid=pid,
+        create_time=_create_time(pid),
+        started_at=float(answer.get("started_at") or time.time()),
+        log_path=log_path,
+        files=files,
+        on_exit=on_exit,
+        grace_s=grace_s,
+        supervisor_proc=sup,
+        timeout_s=timeout_s,
+        watch=watch,
+    )
+
+
+def _start_supervised(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    log_path: Path,
+    files: JobFiles,
+    cwd: str | Path | None,
+    timeout_s: float | None,
+    header: str | None,
+    grace_s: float,
+    meta: Mapping[str, Any] | None,
+    umask: int,
+    log_max_bytes: int,
+) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """Start the job under a supervisor: the supervisor and its answer (the job's pid), or LaunchFailed."""
+    with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
+        if header:
+            log.write(
+                header.encode("utf-8", "surrogateescape" if sys.platform != "win32" else "replace") + b"\n"
+            )
+            log.flush()
+        request = {
+            "argv": list(argv),
+            "env": dict(env),
+            "cwd": str(cwd) if cwd else None,
+            "log": str(log_path),
+            "run_file": str(files.run),
+            "exit_file": str(files.exit),
+            "lock_file": str(files.lock),
+            "timeout_s": timeout_s,
+            "grace_s": grace_s,
+            "umask": umask,
+            "log_max_bytes": log_max_bytes,
+            "meta": dict(meta or {"task_id": 0, "attempt": 0, "device": ""}),
+            "psutil_path": str(Path(psutil.__file__).parent.parent),
+        }
+        with contextlib.suppress(FileNotFoundError):
+            files.stop.unlink()  # an earlier attempt's reason
+        try:
+            sup = popen_own_group(
+                [sys.executable, "-I", "-S", supervisor.__file__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,  # its own trouble, if any, shows in the log
+                close_fds=True,  # gputray's private umask: the supervisor's files (run, exit) are 0600
+            )
+        except OSError as exc:
+            raise LaunchFailed(
+                f"cannot start the job's supervisor: {exc.strerror or exc}",
+                transient=exc.errno in TRANSIENT_ERRNOS,
+            ) from None
+        assert sup.stdin is not None and sup.stdout is not None
+        try:
+            # It reads the whole request before it writes anything: no deadlock on a large environment.
+            with contextlib.suppress(BrokenPipeError):
+                sup.stdin.write(json.dumps(request, ensure_ascii=True).encode("ascii"))
+            with contextlib.suppress(BrokenPipeError):
+                sup.stdin.close()
+            line = sup.stdout.readline()  # the pid; its last line (how the job ended) comes later
+        except BaseException:
+            sup.kill()
+            sup.wait()
+            raise
+        try:
+            answer = json.loads(line.decode("ascii").strip() or "{}")
+        except (UnicodeDecodeError, ValueError):
+            answer = {}
+        if "pid" not in answer:
+            sup.stdout.close()
+            error = answer.get("error") or {"message": "its supervisor ended without starting it"}
+            msg = _failure_message(argv, cwd, error)
+            log.write(f"gputray: {msg}\n".encode())
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                sup.wait(timeout=SUPERVISOR_START_TIMEOUT_S)
+            raise LaunchFailed(msg, transient=error.get("errno") in TRANSIENT_ERRNOS)
+    return sup, answer
+
+
+def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
+    """Watch a job a previous owner started: its exit is recorded when its supervisor ends (at once if
+    it already has). ``kill_reason`` is what that owner asked, if it was stopping it."""
+    job = Job(
+        pid=run.pid,
+        create_time=run.pid_create_time,
+        started_at=run.started_at,
+        log_path=run.log_path,
+        files=run.files,
+        on_exit=on_exit,
+        grace_s=GRACE_S,
+        supervisor_proc=None,
+        timeout_s=run.timeout_s,
+        adopted=True,
+    )
+    if job.kill_reason is not None and job.running:
+        job._stop()  # that owner was stopping it when it went: finish the stop
+    return job

@@ -1,0 +1,330 @@
+"""What a person does to queued tasks besides submit, cancel and retry: reorder (``move``), change
+(``edit``), forget (``remove``, ``clean``: their logs go too) and wait for them to end (``wait_ended``).
+
+``QueueEdits`` is the base of ``QueueService``, kept apart so that module stays about dispatching.
+Its methods take the queue's lock as the service's own do, and every change asks for a dispatch pass.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gputray.scheduler.paths import Paths
+from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.queue import dependencies as deps
+from gputray.scheduler.queue.store import TaskNotFound, TaskStore
+from gputray.scheduler.tasks.recipes import check_runnable
+from gputray.scheduler.tasks.records import (
+    FINISHED_STATES,
+    PENDING_STATES,
+    TaskPatch,
+    TaskRecord,
+    TaskSpec,
+    local_time,
+)
+
+log = logging.getLogger("gputray.scheduler.queue.service")
+
+#: What ``edit`` may change: where, when and how a task that has not started runs.
+EDITABLE = frozenset(
+    {
+        "name",
+        "device_prefs",
+        "on_busy",
+        "max_wait_s",
+        "after_max_wait",
+        "vram_bytes",
+        "priority",
+        "start_at",
+        "window",
+        "timeout_s",
+        "retries",
+        "backoff_s",
+        "env",
+        "cwd",
+        "after",
+        "after_any",
+        "needs",
+    }
+)
+
+
+class QueueError(Refusal):
+    """A request the queue cannot honour; the message says why."""
+
+
+class TaskStateError(QueueError, ValueError):
+    """The task is in a state that does not allow this (cancel a finished task, move a running one)."""
+
+
+class QueueEdits:
+    """Reorder, edit, remove, clean and wait; see the module docstring."""
+
+    if TYPE_CHECKING:  # provided by QueueService
+        store: TaskStore
+        paths: Paths
+        clock: Callable[[], float]
+        _lock: threading.RLock
+        _closed: bool
+
+        def cancel(self, task_id: int) -> TaskRecord: ...
+
+        def request_dispatch(self, *, urgent: bool = False) -> None: ...
+
+        def check_devices(self, *specs: TaskSpec) -> None: ...
+
+        def _device_name(self, key: str | None) -> str: ...
+
+    def __init__(self) -> None:
+        self._ended = threading.Condition()  # notified on every queue event: `wait_ended` watches for ends
+        self._waiters_released = False
+
+    def _notify_waiters(self) -> None:
+        with self._ended:
+            self._ended.notify_all()
+
+    def task_changed_elsewhere(self) -> None:
+        """A row changed outside this queue's own paths (the cluster bridge mirrored a task another
+        machine runs): ``wait_ended`` looks again now, not at its timeout."""
+        self._notify_waiters()
+
+    def move(self, task_id: int, delta: int) -> TaskRecord:
+        """Move a pending task up (negative) or down (positive) among pending tasks.
+
+        It takes the priority of the task it lands next to, so moving across a priority boundary works.
+        """
+        with self._lock:
+            order, index = self._pending_order(task_id)
+            return self._move_to(order, index, index + delta, toward_front=delta < 0)
+
+    def move_to(
+        self,
+        task_id: int,
+        *,
+        top: bool = False,
+        bottom: bool = False,
+        before: int | None = None,
+        after: int | None = None,
+    ) -> TaskRecord:
+        """Move a pending task to the front or the end of the queue, or just before or after another
+        pending task (taking that one's priority, as ``move`` does)."""
+        with self._lock:
+            order, index = self._pending_order(task_id)
+            others = [r for r in order if r.id != task_id]
+            anchor_id = before if before is not None else after
+            if anchor_id is not None:
+                if anchor_id == task_id:
+                    raise TaskStateError(f"task #{task_id} cannot move next to itself")
+                anchor = self.store.get(anchor_id)
+                at = next((i for i, r in enumerate(others) if r.id == anchor_id), None)
+                if at is None:
+                    raise TaskStateError(
+                        f"task #{anchor_id} is {anchor.state}; tasks move among queued or waiting ones"
+                    )
+                target = at if before is not None else at + 1
+                return self._move_to(order, index, target, toward_front=before is not None)
+            if top == bottom:
+                raise QueueError("move needs one of: to the top, to the bottom, before ID, after ID")
+            return self._move_to(order, index, 0 if top else len(others), toward_front=top)
+
+    def _pending_order(self, task_id: int) -> tuple[builtins.list[TaskRecord], int]:
+        rec = self.store.get(task_id)
+        if rec.state not in PENDING_STATES:
+            raise TaskStateError(f"task #{task_id} is {rec.state}; only queued or waiting tasks move")
+        order = self.store.pending()
+        return order, next(i for i, r in enumerate(order) if r.id == task_id)
+
+    def _move_to(
+        self, order: Sequence[TaskRecord], index: int, target: int, *, toward_front: bool
+    ) -> TaskRecord:
+        """Put ``order[index]`` at ``target`` among the others; it takes the priority of the task it
+        lands next to (after it when moving toward the front, before it otherwise)."""
+        rec = order[index]
+        others = [r for r in order if r.id != rec.id]
+        target = max(0, min(len(others), target))
+        if target == index or not others:
+            return rec
+        before = others[target - 1] if target > 0 else None
+        after = others[target] if target < len(others) else None
+        if (toward_front and after is not None) or before is None:
+            assert after is not None
+            priority = after.spec.priority
+            if before is not None and before.spec.priority == priority:
+                position = (before.position + after.position) / 2
+            else:
+                position = after.position - 1
+        else:
+            priority = before.spec.priority
+            if after is not None and after.spec.priority == priority:
+                position = (before.position + after.position) / 2
+            else:
+                position = before.position + 1
+        new = self.store.set_priority_position(rec.id, priority, position)
+        self.request_dispatch()
+        return new
+
+    def edit(self, task_id: int, changes: TaskPatch) -> TaskRecord:
+        """Change where, when and how a task that has not started runs (``EDITABLE`` fields); refused
+        with the reason for a task that runs or has ended."""
+        from gputray.scheduler.tasks.taskfile import spec_from_patch
+
+        bad = sorted(set(changes.given()) - EDITABLE)
+        if bad:
+            raise QueueError(
+                f"edit cannot change {', '.join(map(repr, bad))}; it changes: {', '.join(sorted(EDITABLE))}"
+            )
+        with self._lock:
+            rec = self.store.get(task_id)
+            if rec.state not in PENDING_STATES:
+                raise TaskStateError(self._not_editable(rec))
+            spec = spec_from_patch(changes, base=rec.spec, source=f"edit of task #{task_id}")
+            if spec.cwd != rec.spec.cwd:
+                check_runnable(spec)
+            if (spec.device_prefs, spec.vram_bytes) != (rec.spec.device_prefs, rec.spec.vram_bytes):
+                self.check_devices(spec)  # as at submit: `--device 4090` would wait for ever
+            deps.check_after(task_id, spec, self.store.view())
+            new = self.store.replace_spec(task_id, spec, only_states=PENDING_STATES)
+            if new is None:
+                raise TaskStateError(self._not_editable(self.store.get(task_id)))
+        self.request_dispatch()
+        return new
+
+    def _not_editable(self, rec: TaskRecord) -> str:
+        if rec.state == "running":
+            since = local_time(rec.started_at, self.clock())
+            return (
+                f"task #{rec.id} is running on {self._device_name(rec.device)} since {since}; "
+                "edit is for tasks that have not started (cancel it, or edit its retry after it ends)"
+            )
+        return (
+            f"task #{rec.id} already {rec.state}; edit is for tasks that have not started "
+            "(`gputray retry` queues it again)"
+        )
+
+    def remove(
+        self, task_ids: Sequence[int], *, force: bool = False
+    ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
+        """Forget tasks and delete their logs. Ended and pending tasks go at once; a running one only
+        with ``force`` (cancelled first). A task that a pending task waits for (``after``) stays unless
+        that one goes too. Returns (removed, one error per id that stays)."""
+        wanted = builtins.list(dict.fromkeys(task_ids))
+        errors: builtins.list[str] = []
+        with self._lock:
+            ok: builtins.list[TaskRecord] = []
+            for task_id in wanted:
+                try:
+                    rec = self.store.get(task_id)
+                except TaskNotFound as exc:
+                    errors.append(str(exc))
+                    continue
+                if rec.state == "running" and not force:
+                    errors.append(
+                        f"task #{task_id} is running; `gputray remove --force {task_id}` cancels it first"
+                    )
+                    continue
+                ok.append(rec)
+            ok, blocked = keep_depended_on(ok, set(wanted), self.store.pending())
+            errors += blocked
+            gone = self.store.delete(r.id for r in ok if r.state != "running")  # nothing starts meanwhile
+        running = [r for r in ok if r.state == "running"]
+        for rec in running:
+            self.cancel(rec.id)  # waits up to ~10 s for the job to stop
+        with self._lock:
+            stopped = []
+            for rec in running:
+                if self.store.get(rec.id).state == "running":
+                    errors.append(f"task #{rec.id} did not stop yet; try again")
+                else:
+                    stopped.append(rec.id)
+            gone += self.store.delete(stopped)
+        for rec in gone:
+            delete_task_log(self.paths.logs_dir, rec)
+        if gone:
+            self.request_dispatch()
+        return gone, errors
+
+    def clean(
+        self, *, older_than_s: float | None = None, states: Collection[str] = FINISHED_STATES
+    ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
+        """Remove ended tasks (``states``, ended more than ``older_than_s`` ago) and their logs; one a
+        pending task still waits for stays. Returns (removed, why some stayed)."""
+        bad = sorted(set(states) - FINISHED_STATES)
+        if bad:
+            raise QueueError(f"clean removes ended tasks: {', '.join(sorted(FINISHED_STATES))}; not {bad[0]}")
+        now = self.clock()
+        with self._lock:
+            chosen = [
+                r
+                for r in self.store.list(states=states)
+                if older_than_s is None or (r.ended_at or r.submitted_at) <= now - older_than_s
+            ]
+            ok, kept = keep_depended_on(chosen, {r.id for r in chosen}, self.store.pending())
+            gone = self.store.delete(r.id for r in ok)
+        for rec in gone:
+            delete_task_log(self.paths.logs_dir, rec)
+        return gone, kept
+
+    def release_waiters(self) -> None:
+        """Answer every ``wait_ended`` now, and later ones at once (the owner is stopping)."""
+        with self._ended:
+            self._waiters_released = True
+            self._ended.notify_all()
+
+    def wait_ended(self, task_ids: Sequence[int], timeout_s: float) -> builtins.list[TaskRecord | int]:
+        """Block until every task has ended (succeeded, failed, cancelled) or ``timeout_s`` passed; the
+        tasks as they are then (the id of one that no longer exists). Raises TaskNotFound at once for an
+        id that names no task."""
+        records: builtins.list[TaskRecord | int] = [self.store.get(i) for i in task_ids]
+        deadline = time.monotonic() + timeout_s
+
+        def now_states() -> builtins.list[TaskRecord | int]:
+            out: builtins.list[TaskRecord | int] = []
+            for i in task_ids:
+                try:
+                    out.append(self.store.get(i))
+                except TaskNotFound:
+                    out.append(i)  # removed meanwhile
+            return out
+
+        with self._ended:
+            while True:
+                records = now_states()
+                done = all(isinstance(r, int) or r.finished for r in records)
+                left = deadline - time.monotonic()
+                if done or left <= 0 or self._closed or self._waiters_released:
+                    return records
+                self._ended.wait(left)
+
+
+def keep_depended_on(
+    records: builtins.list[TaskRecord], going: set[int], pending: Sequence[TaskRecord]
+) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
+    """``records`` minus those a pending task (not itself ``going``) waits for, and why each stays."""
+    staying = [r for r in pending if r.id not in going]
+    ok, kept = [], []
+    for rec in records:
+        waiting = deps.dependants(rec.id, staying)
+        if waiting:
+            ids = ", ".join(f"#{w.id}" for w in waiting)
+            kept.append(f"task #{rec.id} stays: {ids} wait(s) for it (--after); remove or cancel them first")
+        else:
+            ok.append(rec)
+    return ok, kept
+
+
+def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:
+    """A removed task's log, if it is one of ours (a stored path outside the logs folder is left)."""
+    if not rec.log_path:
+        return
+    path = Path(rec.log_path)
+    try:
+        if path.parent.resolve() == logs_dir.resolve():
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("could not delete the log %s: %s", path, exc)

@@ -1,0 +1,501 @@
+"""Where a task runs, decided by pure functions of (task, device states, time).
+
+``place()`` decides for one task; ``plan()`` walks the whole queue for one dispatch pass, accounting
+for the slots and memory each placement takes and for the no-starvation rule. Nothing here does
+I/O or reads a clock: the queue service and ``bench/schedule_quality.py`` both call it.
+
+A device is **free** for a task when: it is present and not lost, not paused, not held for another
+task (below), a slot is open (one job per GPU by default; the iGPU stays serial), the monitor's
+verdict is free (external use only: our own jobs are announced to the monitor), the memory estimate
+fits (discrete: VRAM; integrated: carve-out + GTT, and system RAM headroom, since GTT *is* RAM; CPU:
+RAM) and it is not over its temperature limit. A device that can never run the task (estimate above
+its total memory, a ``needs`` capability the doctor did not prove) is skipped, not waited for.
+
+**Policy.** The first preference (all devices matching it) is tried first. When none of them is free:
+``wait`` keeps waiting; ``redirect`` takes the first free device among the remaining preferences (or,
+when only one preference was given, any other GPU); ``cpu`` runs on the CPU. After ``max_wait_s`` of
+waiting, ``after_max_wait`` adds ``redirect`` or ``cpu`` to the choices, or gives up (``fail``).
+
+**No starvation.** The dispatcher walks the *whole* queue in order (priority, then position), so a
+big task waiting at the head never blocks a small task that can run elsewhere (or that fits next to
+what runs now). To keep the big task from being overtaken forever, every time a task further back
+starts on a device that a waiting task ahead of it would accept, the waiting task's ``overtakes``
+counter goes up. Once it reaches ``OVERTAKE_LIMIT`` (3) the waiting task *holds* the device
+it waits for: later tasks no longer start there until it has started, so the device drains and
+the big task gets it. Tasks that are ahead in the queue are never held back by a hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from gputray.monitor.records import DeviceInfo, Sample, Verdict
+from gputray.monitor.units import format_bytes
+from gputray.scheduler.queue.timing import next_window_open
+from gputray.scheduler.tasks.records import TaskRecord, window_label, window_open
+
+DEFAULT_PREFS = ("discrete", "integrated")
+OVERTAKE_LIMIT = 3  # overtakes before a waiting task holds the device it waits for
+DEFAULT_TEMP_LIMIT_C = {"integrated": 90.0, "discrete": 85.0}
+CPU_INFO = DeviceInfo(key="cpu", name="CPU", vendor="other", kind="cpu", backend="host")
+_VENDORS = {"nvidia", "amd", "intel"}
+_KINDS = {"discrete", "integrated"}
+# Preference words that name a class of device rather than one GPU (matching none is not a typo).
+GENERIC_PREFS = frozenset({"cpu", "gpu", "any", *_VENDORS, *_KINDS})
+
+
+@dataclass(frozen=True)
+class DeviceState:
+    """One device as the scheduler sees it at one instant.
+
+    ``running`` counts *our* jobs on it (``running_names`` names them); ``extra_used_bytes`` is
+    memory our jobs declared that the latest sample does not show yet (a job just started);
+    ``host_ram_free_bytes`` matters for the iGPU and the CPU; ``capabilities`` is what the doctor
+    proved for this device (``"fp16"`` …), None when unknown (then ``needs`` are not checked).
+    """
+
+    info: DeviceInfo
+    sample: Sample | None = None
+    verdict: Verdict | None = None
+    running: int = 0
+    slots: int = 1
+    paused: bool = False
+    running_names: tuple[str, ...] = ()
+    extra_used_bytes: int = 0
+    host_ram_free_bytes: int | None = None
+    host_ram_total_bytes: int | None = None
+    temp_limit_c: float | None = None
+    capabilities: frozenset[str] | None = None
+    # Torch tasks only (``env_choice``): why no Python env can start one here yet ("checking env cu128
+    # on …", a pass or two), or why none ever can (every configured env failed here: the doctor's words).
+    torch_checking: str | None = None
+    torch_no_env: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.info.key
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.info.kind == "cpu"
+
+
+#: The CPU as a device state: ``cpu_state(running=1, host_ram_free_bytes=…)``.
+cpu_state = functools.partial(DeviceState, CPU_INFO)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Run the task on ``device`` now. ``reason`` is empty on the first choice, else says why not there."""
+
+    device: str
+    device_name: str
+    reason: str = ""
+    redirected: bool = False
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Not yet. ``device`` is the device it waits for (None: for time, or for any of several);
+    ``until_s`` is when a time gate opens; ``accepts`` are the devices it would take if freed
+    (used to count overtakes)."""
+
+    reason: str
+    device: str | None = None
+    until_s: float | None = None
+    accepts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """The task cannot run: no device could ever take it, or it waited longer than allowed (``fail``)."""
+
+    reason: str
+
+
+Decision = Placement | Wait | GiveUp
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _gpu_order(d: DeviceState) -> tuple[int, str]:
+    return (0 if d.info.kind == "discrete" else 1, d.key)
+
+
+def resolve_pref(pref: str, devices: Sequence[DeviceState]) -> list[DeviceState]:
+    """The devices one preference names: a key, ``cpu``, a vendor, a kind, ``gpu`` or a name fragment."""
+    p = pref.strip().lower()
+    gpus = sorted((d for d in devices if not d.is_cpu), key=_gpu_order)
+    if p == "cpu":
+        return [d for d in devices if d.is_cpu]
+    exact = [d for d in devices if d.key.lower() == p or (d.info.pci_bdf or "").lower() == p]
+    if exact:
+        return exact
+    if p in _VENDORS:
+        return [d for d in gpus if d.info.vendor == p]
+    if p in _KINDS:
+        return [d for d in gpus if d.info.kind == p]
+    if p in {"gpu", "any"}:
+        return gpus
+    frag = _norm(p)
+    return [d for d in gpus if frag and frag in _norm(d.info.name)] if frag else []
+
+
+def _clean(reason: str, name: str) -> str:
+    """'Radeon 780M is hot: 91 °C' → 'hot: 91 °C' (the device is already named around it)."""
+    if reason.startswith(name + " "):
+        reason = reason[len(name) + 1 :]
+        if reason.startswith("is "):
+            reason = reason[3:]
+    return reason
+
+
+def total_memory_bytes(dev: DeviceState) -> int | None:
+    """All the memory a job could ever have there: VRAM (an iGPU: carve-out + GTT; the CPU: RAM)."""
+    info = dev.info
+    if dev.is_cpu:
+        return dev.host_ram_total_bytes
+    vram = info.vram_total_bytes or (dev.sample.vram_total_bytes if dev.sample else None)
+    if info.kind == "integrated":
+        shared = info.shared_total_bytes or (dev.sample.shared_total_bytes if dev.sample else None)
+        return None if vram is None and shared is None else (vram or 0) + (shared or 0)
+    return vram
+
+
+def never_fits(task: TaskRecord, dev: DeviceState) -> str | None:
+    """Why this device can never run the task, or None."""
+    need = task.spec.vram_bytes
+    if need:
+        total = total_memory_bytes(dev)
+        if total is not None and need > total:
+            return f"needs {format_bytes(need)}, {dev.name} has {format_bytes(total)}"
+    if dev.capabilities is not None:
+        missing = [n for n in task.spec.needs if n not in dev.capabilities]
+        if missing:
+            return f"{dev.name} lacks {', '.join(missing)} (per the doctor)"
+    if task.spec.kind == "torch" and dev.torch_no_env:
+        return dev.torch_no_env
+    return None
+
+
+def busy_reason(task: TaskRecord, dev: DeviceState, *, held: Mapping[str, int] | None = None) -> str | None:
+    """Why the device is not free for this task right now, in words; None when it is free."""
+    name = dev.name
+    sample = dev.sample
+    if sample is not None and sample.state in {"lost", "unavailable"}:
+        why = dev.verdict.reasons[0] if dev.verdict and dev.verdict.reasons else sample.reason or sample.state
+        return _clean(why, name) if why.startswith(name) else f"{sample.state}: {why}"
+    if dev.paused:
+        return "paused"
+    holder = (held or {}).get(dev.key)
+    if holder is not None and holder != task.id:
+        return f"held for task #{holder}, which waited longest"
+    if dev.running >= dev.slots:
+        if dev.running_names:
+            return f"running {dev.running_names[0]!r}"
+        return "all its job slots are taken"
+    if dev.verdict is not None and dev.verdict.busy:
+        return "; ".join(_clean(r, name) for r in dev.verdict.reasons) or "busy"
+    need = task.spec.vram_bytes or 0
+    if need:
+        free = free_memory_bytes(dev)
+        if free is not None and need > free:
+            where = "GTT + carve-out" if dev.info.kind == "integrated" else ("RAM" if dev.is_cpu else "VRAM")
+            return f"needs {format_bytes(need)}, {format_bytes(max(0, free))} {where} free"
+    if dev.verdict is None and sample is not None and sample.temp_c is not None:
+        limit = temp_limit_c(dev)
+        if sample.temp_c >= limit:
+            return f"hot: {sample.temp_c:.0f} °C (limit {limit:.0f} °C)"
+    if task.spec.kind == "torch" and dev.torch_checking:
+        return dev.torch_checking
+    return None
+
+
+def temp_limit_c(dev: DeviceState) -> float:
+    if dev.temp_limit_c is not None:
+        return dev.temp_limit_c
+    if dev.info.temp_limit_c is not None:
+        return dev.info.temp_limit_c
+    return DEFAULT_TEMP_LIMIT_C.get(dev.info.kind, 85.0)
+
+
+def free_memory_bytes(dev: DeviceState) -> int | None:
+    """Memory a new job could use, minus what our just-started jobs will take; None when unknown."""
+    s = dev.sample
+    ram_free = None if dev.host_ram_free_bytes is None else dev.host_ram_free_bytes - dev.extra_used_bytes
+    if dev.is_cpu:
+        return ram_free
+    if s is None:
+        return None
+    if dev.info.kind == "integrated":
+        parts = []
+        if s.vram_total_bytes is not None and s.vram_used_bytes is not None:
+            parts.append(s.vram_total_bytes - s.vram_used_bytes)
+        if s.shared_total_bytes is not None and s.shared_used_bytes is not None:
+            parts.append(s.shared_total_bytes - s.shared_used_bytes)
+        gpu_free = sum(parts) - dev.extra_used_bytes if parts else None
+        if gpu_free is None:
+            return ram_free
+        return gpu_free if ram_free is None else min(gpu_free, ram_free)
+    if s.vram_total_bytes is None or s.vram_used_bytes is None:
+        return None
+    return s.vram_total_bytes - s.vram_used_bytes - dev.extra_used_bytes
+
+
+def _when(epoch_s: float, now_s: float) -> str:
+    t = dt.datetime.fromtimestamp(epoch_s)
+    if t.date() == dt.datetime.fromtimestamp(now_s).date():
+        return t.strftime("%H:%M")
+    return t.strftime("%Y-%m-%d %H:%M")
+
+
+def _duration(seconds: float) -> str:
+    s = round(seconds)
+    if s < 90:
+        return f"{s} s"
+    if s < 5400:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def time_gate(task: TaskRecord, now_s: float) -> Wait | None:
+    """A Wait while the task's retry backoff, start time or daily window keeps it back."""
+    spec = task.spec
+    if task.not_before is not None and task.not_before > now_s:
+        return Wait(f"retry in {_duration(task.not_before - now_s)}", until_s=task.not_before)
+    if spec.start_at is not None and spec.start_at > now_s:
+        return Wait(f"starts at {_when(spec.start_at, now_s)}", until_s=spec.start_at)
+    if spec.window is not None and not window_open(spec.window, now_s):
+        return Wait(
+            f"waits for its window {window_label(spec.window)}", until_s=next_window_open(spec.window, now_s)
+        )
+    return None
+
+
+def wait_started_s(task: TaskRecord) -> float:
+    """When the task's wait began: it entered the queue, or its start time / backoff passed."""
+    gates = [task.queued_at, task.spec.start_at or 0.0, task.not_before or 0.0]
+    return max(gates)
+
+
+def place(
+    task: TaskRecord,
+    devices: Sequence[DeviceState],
+    *,
+    now_s: float,
+    held: Mapping[str, int] | None = None,
+) -> Decision:
+    """Decide for one task. Pure: same inputs, same answer. See the module docstring for the rules."""
+    gate = time_gate(task, now_s)
+    if gate is not None:
+        return gate
+    spec = task.spec
+    prefs = spec.device_prefs or DEFAULT_PREFS
+
+    groups: list[tuple[str, list[DeviceState]]] = [(p, resolve_pref(p, devices)) for p in prefs]
+    unsuitable: dict[str, str] = {}
+
+    def usable(devs: Sequence[DeviceState]) -> list[DeviceState]:
+        out = []
+        for d in devs:
+            why = never_fits(task, d)
+            if why is None:
+                out.append(d)
+            else:
+                unsuitable[d.key] = why
+        return out
+
+    first_pref, first_matched = groups[0]
+    primary = usable(first_matched)
+    primary_keys = {d.key for d in primary}
+    if len(groups) > 1:
+        rest_raw = [d for _, ds in groups[1:] for d in ds]
+    else:
+        rest_raw = [d for d in sorted(devices, key=_gpu_order) if not d.is_cpu]
+    # Each device once, GPUs first; an explicit "cpu" among later preferences is a redirect target too.
+    later = sorted((d for d in usable(rest_raw) if d.key not in primary_keys), key=lambda d: d.is_cpu)
+    rest = list({d.key: d for d in later}.values())
+    cpu = [d for d in usable([d for d in devices if d.is_cpu]) if d.key not in primary_keys]
+
+    why_busy = {d.key: busy_reason(task, d, held=held) for d in [*primary, *rest, *cpu]}
+    for d in primary:
+        if why_busy[d.key] is None:
+            return Placement(d.key, d.name)
+    checking = [d for d in primary if d.torch_checking and why_busy[d.key] == d.torch_checking]
+    if checking:  # free but for the env check, which takes seconds: wait for it rather than redirect
+        return Wait(str(checking[0].torch_checking), checking[0].key, accepts=tuple(d.key for d in primary))
+
+    def goes(where: str, later: bool) -> bool:
+        """Whether a busy first choice sends the task ``where`` ("redirect", "cpu"): at once
+        (``on_busy``) or, when ``later`` (its max wait is over, or can be), by ``after_max_wait``."""
+        return spec.on_busy == where or (later and spec.after_max_wait == where)
+
+    waited = now_s - wait_started_s(task)
+    expired = spec.max_wait_s is not None and waited >= spec.max_wait_s
+    alternatives: list[DeviceState] = []
+    if goes("redirect", expired):
+        alternatives += rest
+    if goes("cpu", expired):
+        alternatives += [c for c in cpu if all(c.key != a.key for a in alternatives)]
+
+    head = primary[0] if primary else None
+    # The device's name when the first preference names one device, else the preference itself.
+    first_label = first_matched[0].name if len(first_matched) == 1 else first_pref
+    if head is not None:
+        first_why = str(why_busy[head.key])
+        if len(primary) > 1:
+            first_why = "; ".join(f"{d.name}: {why_busy[d.key]}" for d in primary)
+        first_state = f"{first_label} busy ({first_why})"
+    elif first_matched:
+        first_why = "; ".join(unsuitable[d.key] for d in first_matched)
+        first_state = f"{first_label} cannot run it ({first_why})"
+    else:
+        first_why = "not present"
+        first_state = f"{first_label} not present"
+
+    for alt in alternatives:
+        if why_busy[alt.key] is None:
+            target = "CPU" if alt.is_cpu else alt.name
+            after = f" after waiting {_duration(waited)}" if expired and spec.on_busy == "wait" else ""
+            return Placement(
+                alt.key,
+                alt.name,
+                f"{'on' if alt.is_cpu else 'redirected to'} {target}{after}: {first_state}",
+                redirected=True,
+            )
+
+    can_wait_out = spec.max_wait_s is not None
+    redirects, to_cpu = goes("redirect", can_wait_out), goes("cpu", can_wait_out)
+    ever = [*primary, *(rest if redirects else ()), *(cpu if to_cpu else ())]
+    if not ever and first_matched:
+        relevant = [d.key for d in first_matched]
+        if redirects:
+            relevant += [d.key for d in rest_raw]
+        if to_cpu:
+            relevant += [d.key for d in devices if d.is_cpu]
+        reasons = {k: unsuitable[k] for k in dict.fromkeys(relevant) if k in unsuitable}
+        return _no_env_wait(task, devices, reasons, waited if expired else None) or GiveUp(
+            "no device can run it: " + "; ".join(reasons.values())
+        )
+    if expired and spec.after_max_wait == "fail":
+        return GiveUp(f"gave up after waiting {_duration(waited)} for {first_label}: {first_why}")
+
+    accepts = tuple(d.key for d in [*primary, *alternatives])
+    if alternatives:
+        detail = "; ".join(f"{d.name}: {why_busy[d.key]}" for d in [*primary, *alternatives])
+        return Wait(f"waiting for a free device: {detail}", head.key if head else None, accepts=accepts)
+    return Wait(f"waiting for {first_label}: {first_why}", head.key if head else None, accepts=accepts)
+
+
+def _said_once(reasons: Iterable[str]) -> list[str]:
+    """Each reason once, and the same advice once: of reasons that end in one "; add one: …" (the
+    demo's GPUs and the CPU both lack an env with torch), the first is kept."""
+    kept: dict[str, str] = {}
+    for why in reasons:
+        _, sep, advice = why.rpartition("; add one: ")
+        kept.setdefault(advice if sep else why, why)
+    return list(kept.values())
+
+
+def _no_env_wait(
+    task: TaskRecord,
+    devices: Sequence[DeviceState],
+    reasons: Mapping[str, str],
+    expired_after_s: float | None,
+) -> Decision | None:
+    """When only a Python env is missing on every device the task may use (a torch task), it waits:
+    an env may be added or fixed meanwhile. It fails only by its policy (``after_max_wait = "fail"``)."""
+    no_env = {d.key: d for d in devices if d.torch_no_env and task.spec.kind == "torch"}
+    if not reasons or any(k not in no_env or why != no_env[k].torch_no_env for k, why in reasons.items()):
+        return None
+    text = "; ".join(_said_once(reasons.values()))
+    if expired_after_s is not None and task.spec.after_max_wait == "fail":
+        return GiveUp(f"gave up after waiting {_duration(expired_after_s)}: {text}")
+    return Wait(text)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One dispatch pass: a decision per pending task (queue order), and the new overtake counts."""
+
+    decisions: tuple[tuple[TaskRecord, Decision], ...]
+    overtakes: Mapping[int, int]
+    held: Mapping[str, int]
+
+
+def plan(
+    tasks: Sequence[TaskRecord],
+    devices: Sequence[DeviceState],
+    *,
+    now_s: float,
+) -> Plan:
+    """Decide for every pending task in queue order, as if each placement had already started.
+
+    ``tasks`` must be in dispatch order (priority high first, then position). Each placement takes a
+    slot and its memory estimate on its device for the rest of the pass. Overtakes and holds follow
+    the no-starvation rule in the module docstring.
+    """
+    states = {d.key: d for d in devices}
+    held: dict[str, int] = {}
+    decisions: list[tuple[TaskRecord, Decision]] = []
+    waiting: list[tuple[TaskRecord, tuple[str, ...]]] = []
+    overtakes: dict[int, int] = {}
+    # Tasks of the same shape waiting for the same devices get the same answer: reuse it while no
+    # placement or hold changed the picture (a queue of 10,000 similar tasks costs a few shapes).
+    version = 0
+    same_shape: dict[tuple[object, ...], Decision] = {}
+    current = list(states.values())
+    for task in tasks:
+        spec = task.spec
+        shape: tuple[object, ...] | None = None
+        if (
+            time_gate(task, now_s) is None
+            and task.id not in held.values()
+            and (spec.max_wait_s is None or now_s - wait_started_s(task) < spec.max_wait_s)
+        ):
+            shape = (
+                version,
+                spec.device_prefs,
+                spec.on_busy,
+                spec.max_wait_s is None,
+                spec.after_max_wait,
+                spec.vram_bytes,
+                spec.needs,
+                spec.kind == "torch",
+            )
+        cached = same_shape.get(shape) if shape is not None else None
+        decision = cached if cached is not None else place(task, current, now_s=now_s, held=held)
+        if shape is not None and isinstance(decision, Wait):
+            same_shape[shape] = decision
+        decisions.append((task, decision))
+        if isinstance(decision, Placement):
+            version += 1
+            d = states[decision.device]
+            states[d.key] = dataclasses.replace(
+                d,
+                running=d.running + 1,
+                running_names=(*d.running_names, f"{task.spec.name} (#{task.id})"),
+                extra_used_bytes=d.extra_used_bytes + (task.spec.vram_bytes or 0),
+            )
+            current = list(states.values())
+            for ahead, accepts in waiting:
+                if decision.device in accepts:
+                    overtakes[ahead.id] = overtakes.get(ahead.id, ahead.overtakes) + 1
+        elif isinstance(decision, Wait) and decision.accepts:
+            waiting.append((task, decision.accepts))
+            count = overtakes.get(task.id, task.overtakes)
+            if count >= OVERTAKE_LIMIT and decision.device is not None and decision.device not in held:
+                held[decision.device] = task.id
+                version += 1
+    return Plan(tuple(decisions), overtakes, held)

@@ -1,0 +1,275 @@
+"""Recipes: files → tasks. ``*.py`` → a torch job, images → Real-ESRGAN ×4, videos → an ffmpeg Vulkan
+upscale, ``*.gguf`` → llama-bench. Shipped in ``resources/recipes.toml``; a ``recipes.toml`` in the
+user's config folder adds recipes or replaces shipped ones of the same name.
+
+Placeholders stay in the spec; they are filled per argv element when the task is launched (the Vulkan
+index is only known once a device is chosen). Missing programs are reported at submit time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import shutil
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gputray.resources import resource_path
+from gputray.scheduler.paths import app_paths
+from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
+from gputray.scheduler.tasks.taskfile import TaskFileError, patch_from_table, spec_from_patch, spec_from_table
+
+_META_KEYS = {"name", "description", "patterns", "install_hint", "vram_per_file_byte"}
+
+
+class SubmitError(Refusal, ValueError):
+    """A task cannot be submitted; the message says why in words a person can act on."""
+
+
+class ToolNotFound(SubmitError):
+    def __init__(self, tool: str, hint: str | None, task: str) -> None:
+        self.tool = tool
+        self.hint = hint
+        more = f" Get it: {hint}." if hint else ""
+        super().__init__(f"{task}: the program '{tool}' is not installed or not on PATH.{more}")
+
+
+class RecipeError(SubmitError):
+    pass
+
+
+class NoRecipe(RecipeError):
+    def __init__(self, file: Path, known: str) -> None:
+        self.known = known
+        if file.suffix.lower() == ".toml":  # most likely a task file given as a FILE
+            self.known = f"{known}. A TOML task file is queued with `gputray submit --task {file.name}`"
+        super().__init__(f"{file.name}: no recipe handles this kind of file. Recipes: {self.known}")
+
+
+class SubmitProblems(SubmitError):
+    """Several submitted files cannot be queued: one line per file, then what would help (once)."""
+
+    def __init__(self, total: int, lines: Sequence[str], footer: Sequence[str] = ()) -> None:
+        self.lines = tuple(lines)
+        head = (
+            f"{len(lines)} of {total} files cannot be queued, so none was queued "
+            "(all or nothing: fix these and submit the files again):"
+        )
+        super().__init__("\n".join([head, *(f"  {x}" for x in [*lines, *footer])]))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    patterns: tuple[str, ...]
+    template: Mapping[str, Any] = field(default_factory=dict)  # task-file keys
+    description: str = ""
+    install_hint: str | None = None
+    vram_per_file_byte: float | None = None
+    source: str = ""
+
+    def matches(self, path: Path) -> bool:
+        name = path.name.lower()
+        return any(fnmatch.fnmatchcase(name, p.lower()) for p in self.patterns)
+
+    def label(self) -> str:
+        return f"{self.name} ({', '.join(self.patterns)})"
+
+
+def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
+    raw = data.get("recipe", [])
+    if not isinstance(raw, list):
+        raise RecipeError(f"{source}: key 'recipe': must be an array of tables ([[recipe]])")
+    out = []
+    for i, table in enumerate(raw, start=1):
+        where = f"{source}: recipe #{i}"
+        if not isinstance(table, dict):
+            raise RecipeError(f"{where}: must be a table")
+        name = table.get("name")
+        if not isinstance(name, str) or not name:
+            raise RecipeError(f"{where}: key 'name': missing or not a string")
+        where = f"{source}: recipe '{name}'"
+        patterns = table.get("patterns", [])
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise RecipeError(f"{where}: key 'patterns': must be a list of strings like ['*.png']")
+        factor = table.get("vram_per_file_byte")
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)):
+            raise RecipeError(f"{where}: key 'vram_per_file_byte': must be a number")
+        template = {k: v for k, v in table.items() if k not in _META_KEYS}
+        # Validate the template now with a stand-in file, so a broken recipe is reported on load.
+        try:
+            probe = {**template, "files": ["x"], "recipe": name}
+            if probe.get("kind") == "torch":
+                probe.setdefault("script", "x.py")
+            spec_from_table(probe, source=where)
+        except TaskFileError as exc:
+            raise RecipeError(str(exc)) from None
+        out.append(
+            Recipe(
+                name=name,
+                patterns=tuple(patterns),
+                template=template,
+                description=str(table.get("description", "")),
+                install_hint=table.get("install_hint"),
+                vram_per_file_byte=None if factor is None else float(factor),
+                source=source,
+            )
+        )
+    return out
+
+
+def _read(path: Path) -> list[Recipe]:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise RecipeError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeError(f"{path}: not valid TOML: {exc}") from None
+    return _parse(data, str(path))
+
+
+def load_recipes() -> list[Recipe]:
+    """Shipped recipes, then the user's (same name replaces, new names come first so they win matches).
+
+    The user's are ``recipes.toml`` in the config folder (``app_paths().config_dir``).
+    """
+    shipped = _read(resource_path("recipes.toml"))
+    user_file = app_paths().config_dir / "recipes.toml"
+    if not user_file.exists():
+        return shipped
+    user = _read(user_file)
+    names = {r.name for r in user}
+    return user + [r for r in shipped if r.name not in names]
+
+
+def find_recipe(recipes: Sequence[Recipe], file: Path, name: str | None = None) -> Recipe:
+    if name is not None:
+        for recipe in recipes:
+            if recipe.name == name:
+                return recipe
+        known = ", ".join(r.name for r in recipes)
+        raise RecipeError(f"no recipe named '{name}'; known recipes: {known}")
+    for recipe in recipes:
+        if recipe.matches(file):
+            return recipe
+    raise NoRecipe(file, "; ".join(r.label() for r in recipes))
+
+
+def check_runnable(spec: TaskSpec, *, hint: str | None = None) -> None:
+    """Submit-time checks: the program exists (shutil.which), the script and input files exist."""
+    program = spec.program
+    if program is not None:
+        as_path = Path(program).expanduser()
+        if as_path.parent != Path(".") or program.startswith("."):  # a path, not a name on PATH
+            if not as_path.is_absolute() and spec.cwd:
+                as_path = Path(spec.cwd) / as_path
+            found = as_path.is_file() and os.access(as_path, os.X_OK)
+        else:  # on the PATH the job will get: the submitter's when it came with the task
+            search = spec.base_env.get("PATH", os.defpath) if spec.base_env is not None else None
+            found = shutil.which(program, path=search) is not None
+        if not found:
+            raise ToolNotFound(program, hint, spec.name)
+    if spec.kind == "torch" and spec.script is not None:
+        script = Path(spec.script)
+        if spec.cwd and not script.is_absolute():
+            script = Path(spec.cwd) / script
+        if not script.is_file():
+            raise SubmitError(f"{spec.name}: the script {spec.script} does not exist")
+    for f in spec.files:
+        if not Path(f).exists():
+            raise SubmitError(f"{spec.name}: the input file {f} does not exist")
+    if spec.cwd and not Path(spec.cwd).is_dir():
+        raise SubmitError(f"{spec.name}: the working folder {spec.cwd} does not exist")
+
+
+def spec_for_file(recipe: Recipe, file: Path, overrides: TaskPatch | None = None) -> TaskSpec:
+    """One task for one file: the recipe's template (task-file keys) for ``file``, ``overrides`` laid
+    over it (``--env`` adds to the recipe's variables)."""
+    file = Path(file).expanduser().resolve()
+    data: dict[str, Any] = dict(recipe.template)
+    data["recipe"] = recipe.name
+    data["files"] = [str(file)]
+    if data.get("kind", "command") == "torch":
+        data.setdefault("script", str(file))
+        data.setdefault("cwd", str(file.parent))
+        data.setdefault("name", file.name)
+    else:
+        data.setdefault("name", f"{recipe.name}: {file.name}")
+    if recipe.vram_per_file_byte and "vram" not in data and "vram_bytes" not in data:
+        with contextlib.suppress(OSError):
+            data["vram"] = int(file.stat().st_size * recipe.vram_per_file_byte)
+    where = f"recipe '{recipe.name}' for {file.name}"
+    try:
+        patch = patch_from_table(data, source=where)
+        return spec_from_patch(patch.then(overrides) if overrides else patch, source=where)
+    except TaskFileError as exc:
+        raise RecipeError(str(exc)) from None
+
+
+def specs_for_files(
+    files: Sequence[Path],
+    *,
+    recipe: str | None = None,
+    overrides: TaskPatch | None = None,
+) -> list[TaskSpec]:
+    """Specs for dropped/submitted files; all are checked before any is returned (all or nothing).
+
+    Every file is checked, so one error names every problem (SubmitProblems, one line per file);
+    a single file's problem is raised as it is (ToolNotFound, NoRecipe …).
+    """
+    recipes = load_recipes()
+    if recipe is not None:
+        find_recipe(recipes, Path(), recipe)  # an unknown --recipe is one problem, not one per file
+    specs = []
+    problems: list[tuple[Path, SubmitError]] = []
+    for file in files:
+        path = Path(file)
+        try:
+            specs.append(_spec_checked(path, recipes, recipe, overrides))
+        except SubmitError as exc:
+            problems.append((path, exc))
+    if len(problems) == 1 and len(files) == 1:
+        raise problems[0][1]
+    if problems:
+        lines: list[str] = []
+        footer: dict[str, None] = {}  # ordered, each hint once
+        for path, err in problems:
+            line, hint = _problem_line(path, err)
+            lines.append(line)
+            if hint:
+                footer[hint] = None
+        raise SubmitProblems(len(files), lines, list(footer))
+    return specs
+
+
+def _spec_checked(
+    path: Path,
+    recipes: Sequence[Recipe],
+    recipe: str | None,
+    overrides: TaskPatch | None,
+) -> TaskSpec:
+    if not path.exists():
+        raise SubmitError(f"{path}: no such file")
+    if path.is_dir():
+        raise SubmitError(f"{path}: is a folder; give the files in it (one job per file)")
+    chosen = find_recipe(recipes, path, recipe)
+    spec = spec_for_file(chosen, path, overrides)
+    check_runnable(spec, hint=chosen.install_hint)
+    return spec
+
+
+def _problem_line(path: Path, exc: SubmitError) -> tuple[str, str | None]:
+    """One file's line of SubmitProblems, starting with the file, and a hint to print once after all."""
+    if isinstance(exc, NoRecipe):
+        return f"{path}: no recipe handles this kind of file", f"Recipes: {exc.known}"
+    if isinstance(exc, ToolNotFound):
+        hint = f"Get {exc.tool}: {exc.hint}." if exc.hint else None
+        return f"{path}: needs the program '{exc.tool}', which is not installed or not on PATH", hint
+    text = str(exc)
+    return (text if text.startswith(str(path)) else f"{path}: {text}"), None

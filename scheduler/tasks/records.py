@@ -1,0 +1,415 @@
+"""Task records: what to run (TaskSpec) and what became of it (TaskRecord).
+
+Times are epoch seconds (floats, UTC by definition) in every record, in the store and in the owner's
+replies (``replies.TaskView``); ``iso_utc`` renders them as ISO 8601 UTC strings
+(``2026-11-30T02:30:00.125Z``) for ``--json``. Sizes are bytes, durations are seconds.
+
+``TaskSpec`` and ``TaskPatch`` are msgspec Structs: the same record on the wire, in the store
+(``TaskSpec.to_dict``) and in every process. A task file's spelling (``vram = "4GiB"``) is turned into
+them by ``gputray.scheduler.tasks.taskfile``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, cast
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+TaskKind = Literal["torch", "vulkan", "command"]
+TaskState = Literal["queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted"]
+OnBusy = Literal["wait", "redirect", "cpu"]
+AfterMaxWait = Literal["redirect", "cpu", "fail"]
+
+KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
+STATES: tuple[str, ...] = ("queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted")
+ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
+AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
+#: Tasks in these states are still in the queue (waiting to be placed).
+PENDING_STATES: frozenset[str] = frozenset({"queued", "waiting"})
+#: Final states. ``interrupted`` is transient: the retry policy turns it into ``queued`` or ``failed``.
+FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+#: Placeholders substituted per argv element (and in env values) when a vulkan or recipe task is
+#: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
+PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
+MAX_RETRIES = 100
+#: A machine name in a cluster (``[cluster] machine``, ``--machine``): letters, digits, ``.``, ``_``, ``-``.
+MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
+MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
+PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
+
+
+# Limits of task values, checked by msgspec wherever a spec or a patch is decoded (a task file, a
+# request, a cluster hand-over). 1970-01-01 to 9999-12-31 UTC: what datetime (and so every time shown)
+# can represent; durations up to 10 years; sizes up to 1 PiB.
+MIN_EPOCH_S = 0.0
+MAX_EPOCH_S = 253_402_300_799.0
+MAX_DURATION_S = 10 * 365.25 * 86_400.0
+MAX_SIZE_BYTES = 1 << 50  # 1 PiB
+MAX_TASK_ID = 2**63 - 1
+MAX_TEXT_CHARS = 131_072  # Linux refuses a single argument or environment string over 128 KiB
+MAX_ITEMS = 10_000
+MAX_ENV_KEYS = 4_096
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_epoch_s(value: float, what: str = "the time") -> float:
+    """Finite and within 1970–9999, or ValueError naming the limit."""
+    if not math.isfinite(value) or not MIN_EPOCH_S <= value <= MAX_EPOCH_S:
+        raise ValueError(f"{what} must be a date between the years 1970 and 9999")
+    return value
+
+
+def check_duration_s(value: float) -> float:
+    if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_S:
+        raise ValueError(
+            f"a duration must be between 0 and 10 years ({MAX_DURATION_S:.0f} s), got {value:g} s"
+        )
+    return value
+
+
+def check_size_bytes(value: float) -> int:
+    if not math.isfinite(value) or not 0 <= value <= MAX_SIZE_BYTES:
+        raise ValueError(f"a size must be between 0 and 1 PiB ({MAX_SIZE_BYTES} bytes), got {value:g}")
+    return int(value)
+
+
+_NO_NUL = r"^[^\x00]*$"
+_WORD = r"^[^\x00]*\S[^\x00]*$"  # not blank, no NUL
+Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS, pattern=_NO_NUL)]
+Word = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT_CHARS, pattern=_WORD)]
+Texts = Annotated[tuple[Text, ...], Meta(max_length=MAX_ITEMS)]
+Words = Annotated[tuple[Word, ...], Meta(max_length=MAX_ITEMS)]
+DurationS = Annotated[float, Meta(ge=0, le=MAX_DURATION_S)]
+PositiveS = Annotated[float, Meta(gt=0, le=MAX_DURATION_S)]
+SizeBytes = Annotated[int, Meta(ge=0, le=MAX_SIZE_BYTES)]
+EpochS = Annotated[float, Meta(ge=MIN_EPOCH_S, le=MAX_EPOCH_S)]
+Priority = Annotated[int, Meta(ge=-MAX_PRIORITY, le=MAX_PRIORITY)]
+Retries = Annotated[int, Meta(ge=0, le=MAX_RETRIES)]
+Percent = Annotated[float, Meta(ge=0, le=100)]
+Machine = Annotated[str, Meta(pattern=MACHINE_RE.pattern)]
+TaskIds = Annotated[tuple[Annotated[int, Meta(ge=1, le=MAX_TASK_ID)], ...], Meta(max_length=MAX_ITEMS)]
+EnvText = Annotated[str, Meta(max_length=MAX_TEXT_CHARS, pattern=_NO_NUL)]
+#: ``[env]`` of a task: names a shell takes; values are text.
+Env = Annotated[
+    Mapping[Annotated[str, Meta(pattern=ENV_NAME_RE.pattern)], EnvText], Meta(max_length=MAX_ENV_KEYS)
+]
+#: The submitter's environment, as ``os.environ`` holds it: any name the OS takes.
+BaseEnv = Annotated[
+    Mapping[Annotated[str, Meta(min_length=1, pattern=r"^[^=\x00]+$")], EnvText],
+    Meta(max_length=MAX_ENV_KEYS),
+]
+
+
+class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What to run and where it may run. Immutable; build it with a task file, a recipe, a
+    ``TaskPatch`` (``taskfile.spec_from_patch``) or directly. Its fields' limits are ``Meta`` on the
+    types, checked wherever one is decoded; what relates fields to each other (kind vs script/argv,
+    placeholders) is checked by ``taskfile.checked_spec``.
+
+    - ``kind="torch"``: ``script`` (a .py path) + ``args``, run by the Python env chosen for the device.
+    - ``kind="vulkan"``: ``argv`` is a template; ``{file}`` ``{stem}`` ``{out}`` ``{vk_index}`` ``{device}``
+      are replaced inside each element (never through a shell), also in ``env`` values.
+    - ``kind="command"``: any ``argv``, passed verbatim (no placeholders); the GPU is selected only
+      through environment variables. See ``fills_placeholders``.
+
+    ``device_prefs`` is an ordered preference of device keys (``pci:0000:01:00.0``), classes
+    (``nvidia`` ``amd`` ``discrete`` ``integrated`` ``gpu`` ``cpu``) or name fragments (``5060ti``,
+    ``780m``: matched against the device name without spaces, case-insensitive). Empty means
+    ``("discrete", "integrated")``. When the first choice is busy ``on_busy`` decides: ``wait`` for it,
+    ``redirect`` to the first free one among the rest, or run on the ``cpu``. After ``max_wait_s``
+    of waiting, ``after_max_wait`` applies (``redirect``, ``cpu`` or ``fail``).
+    ``start_at`` is epoch seconds; ``window`` is a daily local-time window ``"01:00-07:00"``
+    (may cross midnight). ``retries`` more attempts after a failure or interruption, each after
+    ``backoff_s * 2**(attempt-1)`` seconds, at most ``MAX_BACKOFF_S``. ``after`` names tasks that
+    must succeed first (``after_any``: end, however); one that fails or is cancelled fails this one.
+    """
+
+    kind: TaskKind
+    name: Word
+    argv: Texts = ()
+    script: Word | None = None
+    args: Texts = ()
+    files: Texts = ()
+    out: Word | None = None
+    device_prefs: Words = ()
+    on_busy: OnBusy = "wait"
+    max_wait_s: DurationS | None = None
+    after_max_wait: AfterMaxWait = "redirect"
+    vram_bytes: SizeBytes | None = None
+    priority: Priority = 0
+    needs: Texts = ()
+    start_at: EpochS | None = None
+    window: Word | None = None
+    timeout_s: PositiveS | None = None
+    retries: Retries = 0
+    backoff_s: DurationS = 30.0
+    env: Env = {}
+    # The environment the job starts from: the submitter's (``gputray run``/``submit`` send theirs, so
+    # an activated venv's python3 or a tool on their PATH is found), None for the owner's own. Under
+    # the GPU selection, the Python env's variables and ``env``, which gputray sets on top.
+    base_env: BaseEnv | None = None
+    cwd: Word | None = None
+    recipe: Word | None = None
+    # Dependencies: task ids that must have succeeded (or, with ``after_any``, ended however) first.
+    after: TaskIds = ()
+    after_any: bool = False
+    placeholders: bool = False  # opt-in: fill placeholders in a command/torch task too
+    util_percent: Percent = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
+    # Cluster (gputray.cluster): the machine it should run on ("any" or a machine name; None = here),
+    # and, on a task another machine handed here, where it came from ("desk#12.1": machine, id, attempt).
+    machine: Machine | None = None
+    origin: Word | None = None
+
+    def __hash__(self) -> int:  # env is a dict; hash the rest
+        return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The storage form (plain JSON types, every field): what the store writes as text."""
+        data = cast(dict[str, Any], msgspec.to_builtins(self.plain()))
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+
+    def plain(self) -> TaskSpec:
+        """This spec with its environments as dicts, as it is sent: the store keeps a task's caller
+        environment in the file (``StoredEnv``) until it is needed, and this is when it is read."""
+        if type(self.env) is dict and (self.base_env is None or type(self.base_env) is dict):
+            return self
+        base_env = None if self.base_env is None else dict(self.base_env)
+        return msgspec.structs.replace(self, env=dict(self.env), base_env=base_env)
+
+    def replace(self, **changes: Any) -> TaskSpec:
+        return msgspec.structs.replace(self, **changes)
+
+    @property
+    def fills_placeholders(self) -> bool:
+        """Whether ``{file} {stem} {out} {vk_index} {device}`` are filled in (argv, args, env values).
+
+        Only argv *templates* have placeholders: ``vulkan`` tasks and tasks a recipe made. A ``command``
+        or ``torch`` task's arguments are the user's own program line and are passed verbatim, so
+        braces, JSON and f-strings (``python -c "print(f'{x}')"``) reach the program untouched,
+        unless the task opts in with ``placeholders = true``.
+        """
+        return fills_placeholders(self.kind, self.recipe, self.placeholders)
+
+    @property
+    def program(self) -> str | None:
+        """The program a vulkan/command task starts (argv[0]), or None for torch tasks."""
+        return self.argv[0] if self.argv and self.kind != "torch" else None
+
+
+class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """Some of a task's fields: what a submit's options, an ``edit``, a drop's device policy, a
+    schedule or a recipe sets. ``UNSET`` (the default) leaves a field as it is; ``None`` clears one that
+    may be empty (``gputray edit --at none``). The same fields and limits as ``TaskSpec``; on the wire
+    only the fields given travel. ``then`` lays one patch over another; ``taskfile.spec_from_patch``
+    makes a spec of one (alone, or over a spec)."""
+
+    kind: TaskKind | UnsetType = UNSET
+    name: Word | UnsetType = UNSET
+    argv: Texts | UnsetType = UNSET
+    script: Word | UnsetType | None = UNSET
+    args: Texts | UnsetType = UNSET
+    files: Texts | UnsetType = UNSET
+    out: Word | UnsetType | None = UNSET
+    device_prefs: Words | UnsetType = UNSET
+    on_busy: OnBusy | UnsetType = UNSET
+    max_wait_s: DurationS | UnsetType | None = UNSET
+    after_max_wait: AfterMaxWait | UnsetType = UNSET
+    vram_bytes: SizeBytes | UnsetType | None = UNSET
+    priority: Priority | UnsetType = UNSET
+    needs: Texts | UnsetType = UNSET
+    start_at: EpochS | UnsetType | None = UNSET
+    window: Word | UnsetType | None = UNSET
+    timeout_s: PositiveS | UnsetType | None = UNSET
+    retries: Retries | UnsetType = UNSET
+    backoff_s: DurationS | UnsetType = UNSET
+    env: Env | UnsetType = UNSET
+    base_env: BaseEnv | UnsetType | None = UNSET
+    cwd: Word | UnsetType | None = UNSET
+    recipe: Word | UnsetType | None = UNSET
+    after: TaskIds | UnsetType = UNSET
+    after_any: bool | UnsetType = UNSET
+    placeholders: bool | UnsetType = UNSET
+    util_percent: Percent | UnsetType = UNSET
+    machine: Machine | UnsetType | None = UNSET
+    origin: Word | UnsetType | None = UNSET
+
+    def given(self) -> dict[str, Any]:
+        """The fields this patch sets, by name."""
+        return {f: v for f in self.__struct_fields__ if (v := getattr(self, f)) is not UNSET}
+
+    def then(self, later: TaskPatch) -> TaskPatch:
+        """This patch with ``later`` laid over it: its fields win, except ``env``, which adds to ours
+        (``--env`` sets one variable, it does not drop the task file's or the recipe's)."""
+        changes = later.given()
+        if isinstance(self.env, Mapping) and isinstance(later.env, Mapping):
+            changes["env"] = {**self.env, **later.env}
+        return msgspec.structs.replace(self, **changes)
+
+    @classmethod
+    def of(cls, spec: TaskSpec) -> TaskPatch:
+        """Every field of ``spec``: the patch that makes it again."""
+        return cls(**msgspec.structs.asdict(spec))
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """A task in the queue and what became of it.
+
+    ``device`` is the device key it runs/ran on (``cpu`` for the CPU), ``env`` the Python env name
+    (torch tasks) and ``reason`` the latest human-readable explanation (why it waits, where it was
+    redirected, why it failed). ``attempts`` counts starts. Times are epoch seconds (UTC).
+    ``position`` orders the queue within a priority; ``queued_at`` is when it last (re)entered the
+    queue (max_wait and aging count from there); ``not_before`` delays a retry (backoff);
+    ``overtakes`` counts how often a later task took a device this one was waiting for;
+    ``attempts_before`` is ``attempts`` when it was last queued again by hand (``retry``): attempts
+    count on across a manual retry, while its automatic retries start afresh.
+    ``machine``/``remote_id``/``remote_state``: see ``gputray.cluster`` (a task run by another machine).
+    """
+
+    id: int
+    spec: TaskSpec
+    state: TaskState
+    submitted_at: float
+    device: str | None = None
+    env: str | None = None
+    reason: str = ""
+    exit_code: int | None = None
+    attempts: int = 0
+    started_at: float | None = None
+    ended_at: float | None = None
+    log_path: str | None = None
+    pid: int | None = None
+    position: float = 0.0
+    queued_at: float = 0.0
+    not_before: float | None = None
+    overtakes: int = 0
+    pid_create_time: float | None = None
+    attempts_before: int = 0
+    # Cluster bookkeeping (gputray.cluster), None for a task that runs here: the machine the task was
+    # placed on, its id in that machine's queue, and the last state seen there ("sending" before it
+    # arrived, "fetched" once its outputs and log are back).
+    machine: str | None = None
+    remote_id: int | None = None
+    remote_state: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def pending(self) -> bool:
+        return self.state in PENDING_STATES
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    def replace(self, **changes: Any) -> TaskRecord:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class QueueEvent:
+    """Something a person may want to hear about; the tray turns these into notifications."""
+
+    kind: Literal[
+        "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted"
+    ]
+    task: TaskRecord
+    message: str
+
+
+def iso_utc(epoch_s: float | None) -> str | None:
+    if epoch_s is None:
+        return None
+    whole = math.floor(epoch_s)
+    millis = min(999, round((epoch_s - whole) * 1000))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
+def local_time(epoch_s: float | None, now_s: float | None = None, *, short: bool = False) -> str:
+    """A time for listings, in local time: ``14:02`` today, ``11-30 14:02`` this year, else with the
+    year (``short``: the date alone, ``11-30``); "-" for none. (``--json`` keeps ISO 8601 UTC.)"""
+    if epoch_s is None:
+        return "-"
+    try:
+        t = dt.datetime.fromtimestamp(epoch_s)
+        now = dt.datetime.fromtimestamp(time.time() if now_s is None else now_s)
+    except (OverflowError, OSError, ValueError):
+        return "?"
+    if t.date() == now.date():
+        return t.strftime("%H:%M")
+    if short:
+        return t.strftime("%m-%d") if t.year == now.year else t.strftime("%Y-%m")
+    return t.strftime("%m-%d %H:%M") if t.year == now.year else t.strftime("%Y-%m-%d %H:%M")
+
+
+def local_iso(epoch_s: float) -> str:
+    """``2026-11-30 14:02:03 +0100``: a local time with its offset, for a log header."""
+    return dt.datetime.fromtimestamp(epoch_s).astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
+
+
+def parse_window(window: str) -> tuple[int, int]:
+    """``"01:00-07:00"`` (or with an en dash) → (start, end) in minutes after local midnight."""
+    m = WINDOW_RE.match(window)
+    if not m:
+        raise ValueError(f"expected a daily window like '01:00-07:00', got {window!r}")
+    h1, m1, h2, m2 = (int(g) for g in m.groups())
+    if h1 > 23 or h2 > 24 or m1 > 59 or m2 > 59 or (h2 == 24 and m2):
+        raise ValueError(f"expected times between 00:00 and 24:00 in {window!r}")
+    start, end = h1 * 60 + m1, h2 * 60 + m2
+    if start == end:
+        raise ValueError(f"window {window!r} is empty: start and end are the same")
+    return start, end
+
+
+def window_open(window: str, now_s: float) -> bool:
+    """Whether the daily window is open at ``now_s`` (local time). Windows may cross midnight."""
+    start, end = parse_window(window)
+    local = dt.datetime.fromtimestamp(now_s)
+    minute = local.hour * 60 + local.minute
+    if start < end:
+        return start <= minute < end
+    return minute >= start or minute < end
+
+
+def window_label(window: str) -> str:
+    start, end = parse_window(window)
+    return f"{start // 60:02d}:{start % 60:02d}–{end // 60:02d}:{end % 60:02d}"
+
+
+def substitute(template: str, values: Mapping[str, str]) -> str:
+    """Replace ``{name}`` placeholders in one string, in a single pass.
+
+    Values are data: a file name containing ``{out}`` or ``;`` is inserted verbatim and never
+    re-scanned. Unknown names are left as written (validation reports them earlier).
+    """
+
+    def repl(m: re.Match[str]) -> str:
+        key = m.group(1)
+        return values[key] if key in values else m.group(0)
+
+    return PLACEHOLDER_RE.sub(repl, template)
+
+
+def fills_placeholders(kind: str, recipe: object, opt_in: bool) -> bool:
+    """The rule behind ``TaskSpec.fills_placeholders``, for validating a task before its spec exists."""
+    return kind == "vulkan" or recipe is not None or opt_in
+
+
+def unknown_placeholders(template: str) -> list[str]:
+    return [m.group(1) for m in PLACEHOLDER_RE.finditer(template) if m.group(1) not in PLACEHOLDERS]

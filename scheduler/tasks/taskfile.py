@@ -1,0 +1,513 @@
+"""TOML task files → TaskSpec: the task-file spelling (``vram = "4GiB"``, ``devices``) read into a
+``TaskPatch`` (``patch_from_table``; the fields' limits are on the Struct), then the checks that relate
+fields to each other (``spec_from_patch``). Errors name the file, the key as written and what is wrong.
+
+A task file holds the keys at the top level or under ``[task]``::
+
+    name = "train"
+    kind = "torch"                    # torch | vulkan | command
+    script = "train.py"               # torch: the script (relative to this file) ...
+    args = ["--epochs", "3"]          # ... and its arguments
+    # argv = ["realesrgan-ncnn-vulkan", "-i", "{file}", "-o", "{out}", "-g", "{vk_index}"]  (vulkan)
+    files = ["photo.png"]
+    out = "{stem}_x4.png"
+    devices = ["5060ti", "780m", "cpu"]
+    on_busy = "redirect"              # wait | redirect | cpu
+    max_wait = "10m"
+    after_max_wait = "cpu"            # redirect | cpu | fail
+    vram = "4GiB"
+    priority = 0
+    needs = ["fp16"]
+    start_at = 2026-12-01T01:00:00    # TOML datetime or ISO string; local time when no offset
+    window = "01:00-07:00"
+    timeout = "2h"
+    retries = 2
+    backoff = "30s"
+    cwd = "."                         # default: where `gputray submit` was typed
+    after = [12, 13]                  # start once tasks 12 and 13 succeeded ...
+    after_any = false                 # ... true: once they ended, however
+    machine = "any"                   # cluster: "any" machine, or one by name (gputray cluster status)
+    [env]                             # [task.env] when the keys are under [task]
+    GGML_VK_VISIBLE_DEVICES = "{vk_index}"
+
+Placeholders (``{file}`` ``{stem}`` ``{out}`` ``{vk_index}`` ``{device}``) are filled only in
+``vulkan`` tasks (argv, out, env values) and in tasks made by a recipe. A ``command`` task's argv and
+env, and a ``torch`` task's args, are passed verbatim: ``argv = ["python", "-c", "print(f'{x}')"]``
+runs exactly that. ``placeholders = true`` opts a command or torch task in to the filling.
+
+Durations: a number of seconds or ``"90s"``, ``"10m"``, ``"1h30m"``, ``"2d"``. Sizes: a number of
+bytes or ``"512MiB"``, ``"4GiB"``, ``"4 GB"`` (SI), ``"1.5G"`` (binary). Relative paths are relative
+to the task file's folder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import math
+import os
+import re
+import stat
+import threading
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.tasks.needs import NEEDS
+from gputray.scheduler.tasks.records import (
+    AFTER_MAX_WAIT,
+    ENV_NAME_RE,
+    KINDS,
+    MAX_PRIORITY,
+    MAX_RETRIES,
+    MAX_TASK_ID,
+    ON_BUSY,
+    PLACEHOLDERS,
+    TaskPatch,
+    TaskSpec,
+    check_duration_s,
+    check_epoch_s,
+    check_size_bytes,
+    fills_placeholders,
+    parse_window,
+    unknown_placeholders,
+)
+
+
+class TaskFileError(Refusal, ValueError):
+    """A task file (or submitted spec) is invalid; the message names the source, the key and the problem."""
+
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|hr|s|m|h|d)?", re.IGNORECASE)
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
+_SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+
+# The one table of spellings: task-file key → TaskSpec field. Every field name is a key too; the
+# short spellings are what people write.
+KEY_ALIASES = {
+    "devices": "device_prefs",
+    "device": "device_prefs",
+    "max_wait": "max_wait_s",
+    "vram": "vram_bytes",
+    "timeout": "timeout_s",
+    "backoff": "backoff_s",
+}
+KEYS: dict[str, str] = {**{f: f for f in TaskSpec.__struct_fields__}, **KEY_ALIASES}
+TASK_KEYS = frozenset(KEYS)  # every key a task file may use
+#: Keys people write that mean another (a command is its argument list, ``argv = ["ffmpeg", …]``).
+GUESSES = {"command": "argv", "cmd": "argv", "program": "argv", "gpu": "device", "gpus": "devices"}
+
+
+def parse_duration(value: object) -> float:
+    """``"10m"`` → 600.0; numbers are seconds. Raises ValueError with a readable message."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like '10m' or a number of seconds, got {value!r}")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"expected a duration ≥ 0, got {value!r}")
+        return check_duration_s(float(value))
+    if not isinstance(value, str):
+        raise ValueError(f"expected a duration like '10m', got {type(value).__name__}")
+    text = value.strip().replace(" ", "")
+    if not text:
+        raise ValueError("expected a duration like '10m', got an empty string")
+    if text.startswith("-"):
+        raise ValueError(f"a duration cannot be negative, got {value!r:.80}")
+    total, pos = 0.0, 0
+    for m in _DURATION_RE.finditer(text):
+        if m.start() != pos or (m.group(2) is None and m.end() != len(text)):
+            break
+        total += float(m.group(1)) * _DURATION_UNITS[(m.group(2) or "s").lower()]
+        pos = m.end()
+    if pos != len(text):
+        raise ValueError(f"expected a duration like '90s', '10m', '1h30m' or '2d', got {value!r:.80}")
+    return check_duration_s(total)
+
+
+def parse_size(value: object) -> int:
+    """``"4GiB"`` → 4294967296; ``"4GB"`` is SI (4e9); bare ``"4G"`` is binary. Numbers are bytes."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size like '4GiB' or a number of bytes, got {value!r}")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"expected a size ≥ 0, got {value!r}")
+        return check_size_bytes(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a size like '4GiB', got {type(value).__name__}")
+    if value.strip().startswith("-"):
+        raise ValueError(f"a size cannot be negative, got {value!r:.80}")
+    m = _SIZE_RE.match(value)
+    if not m or (not m.group(2) and (m.group(3))):
+        raise ValueError(f"expected a size like '512MiB', '4GiB' or '4GB', got {value!r:.80}")
+    number, prefix, binary, b = m.groups()
+    prefix = prefix.lower()
+    base = 1000 if (prefix and b and not binary) else 1024
+    return check_size_bytes(float(number) * base ** _SIZE_POW[prefix])  # float("9" * 400) is inf
+
+
+def parse_start_at(value: object) -> float:
+    """A TOML datetime, an ISO string (local time without an offset) or epoch seconds → epoch seconds,
+    within the years 1970–9999."""
+    return check_epoch_s(_start_at(value), "start_at")
+
+
+def _start_at(value: object) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}") from None
+    if isinstance(value, dt.datetime):
+        return value.timestamp()  # naive → local time, as a person means it
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day).timestamp()
+    raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {type(value).__name__}")
+
+
+MAX_TASK_FILE_BYTES = 1 << 20
+TASK_FILE_READ_S = 10.0
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The bytes of a regular file of at most 1 MiB. Opened without blocking (a FIFO put in its place
+    must not hang the reader) and checked after opening (what was opened is what is read)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = (
+                "folder"
+                if stat.S_ISDIR(st.st_mode)
+                else "FIFO"
+                if stat.S_ISFIFO(st.st_mode)
+                else "device or socket"
+            )
+            raise TaskFileError(f"{path}: not a regular file (a {kind}); a task file is a TOML text file")
+        chunks, size = [], 0
+        while size <= MAX_TASK_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 16, MAX_TASK_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_TASK_FILE_BYTES or st.st_size > MAX_TASK_FILE_BYTES:
+            mib = max(size, st.st_size) / (1 << 20)
+            raise TaskFileError(f"{path}: too large ({mib:.1f} MiB); a task file may be at most 1 MiB")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_task_bytes(path: Path) -> bytes:
+    """``_read_regular_file`` in a thread of its own, so that the caller (the owner's socket handler)
+    is never held by a file system that hangs: TaskFileError if it takes more than ``TASK_FILE_READ_S``."""
+    result: list[bytes] = []
+    failure: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            result.append(_read_regular_file(path))
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+
+    reader = threading.Thread(target=read, name="gputray-read-task-file", daemon=True)
+    reader.start()
+    reader.join(TASK_FILE_READ_S)
+    if reader.is_alive():
+        raise TaskFileError(f"{path}: could not be read within {TASK_FILE_READ_S:g} s")
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def load_task_file(path: Path) -> TaskSpec:
+    """Read and validate one task file. Errors (TaskFileError) name the file, the key and the problem."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(read_task_bytes(path).decode("utf-8"))
+    except FileNotFoundError:
+        raise TaskFileError(f"{path}: no such task file") from None
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskFileError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise TaskFileError(f"{path}: not valid TOML: the file is not UTF-8 text") from None
+    except RecursionError:
+        raise TaskFileError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+    if "task" in data:
+        table = data["task"]
+        if not isinstance(table, dict):
+            raise TaskFileError(f"{path}: key 'task': must be a table ([task])")
+        rest = {k: v for k, v in data.items() if k != "task"}
+        if set(rest) - {"env"}:
+            extra = sorted(set(rest) - {"env"})
+            raise TaskFileError(
+                f"{path}: key '{extra[0]}': put task keys under [task] or all at the top level"
+            )
+        if "env" in rest and "env" not in table:
+            table = {**table, "env": rest["env"]}
+        data = table
+    base = path.resolve().parent
+    return spec_from_table(data, source=str(path), base_dir=base)
+
+
+def spec_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskSpec:
+    """A task table in task-file spelling → a checked TaskSpec (``patch_from_table`` then
+    ``spec_from_patch``). With ``base_dir``, relative ``script``, ``files`` and ``cwd`` are made
+    absolute against it."""
+    return spec_from_patch(patch_from_table(data, source=source, base_dir=base_dir), source=source)
+
+
+# --- task-file spelling → TaskPatch -----------------------------------------------------------------
+
+_DURATIONS = frozenset({"max_wait_s", "timeout_s", "backoff_s"})
+_ONE_OR_MORE = frozenset({"device_prefs", "needs", "files"})  # a single string means a list of one
+_PATHS = frozenset({"script", "cwd"})
+
+
+def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskPatch:
+    """A task table as people write it (``vram = "4GiB"``, ``max_wait = "10m"``, ``devices = "cpu"``)
+    → the TaskPatch it means, each value within the limits of its field. Errors (TaskFileError) name
+    ``source``, the key as written and what it takes. Only keys present are set."""
+    if not isinstance(data, Mapping):
+        raise TaskFileError(f"{source}: a task must be a table of keys, got {type(data).__name__}")
+    spelled: dict[str, str] = {}  # field → the key as written, for messages
+    raw: dict[str, Any] = {}  # field → the value as written
+    for key, value in data.items():
+        if not isinstance(key, str):
+            raise TaskFileError(f"{source}: keys must be strings, got {key!r}")
+        field = KEYS.get(key)
+        if field is None:
+            raise TaskFileError(f"{source}: key '{key}': unknown key{_suggestion(key)}")
+        if value is None and field in raw:
+            continue
+        if field in spelled and raw[field] is not None:
+            raise TaskFileError(f"{source}: key '{key}': given twice (under two spellings)")
+        spelled[field], raw[field] = key, value
+    values: dict[str, Any] = {}
+    for field, value in raw.items():
+        if value is None and field not in _MAY_BE_NONE:
+            continue  # "not given", as a stored table of an older gputray may say
+        try:
+            values[field] = _spelled_value(field, value, base_dir)
+        except ValueError as exc:
+            raise TaskFileError(f"{source}: key '{spelled[field]}': {exc}") from None
+    try:
+        return msgspec.convert(values, TaskPatch, strict=True)
+    except msgspec.ValidationError as exc:
+        found = re.search(r"`\$\.(\w+)", str(exc))
+        if found is None or found.group(1) not in spelled:
+            raise TaskFileError(f"{source}: {exc}") from None
+        field = found.group(1)
+        problem = _problem(field, values[field]) or str(exc).partition(" - at ")[0].lower()
+        raise TaskFileError(f"{source}: key '{spelled[field]}': {problem}") from None
+
+
+#: Fields that may be empty (script, out, max_wait_s …): None in a patch clears them.
+_MAY_BE_NONE = frozenset(f.name for f in msgspec.structs.fields(TaskSpec) if f.default is None)
+
+
+def _suggestion(key: str) -> str:
+    known = sorted(TASK_KEYS - {"base_env", "origin"})  # those two gputray writes itself
+    hint = [GUESSES[key]] if key in GUESSES else difflib.get_close_matches(key, known, n=1)
+    return f" (did you mean '{hint[0]}'?)" if hint else f"; the keys are: {', '.join(known)}"
+
+
+def _spelled_value(field: str, value: Any, base_dir: Path | None) -> Any:
+    """One value as written → as its field holds it (units read, paths made absolute); anything it
+    cannot read is left for the field's type to refuse. ValueError says what is wrong."""
+    if value is None:
+        return None
+    if field in _DURATIONS:
+        return parse_duration(value)
+    if field == "vram_bytes":
+        return parse_size(value)
+    if field == "start_at":
+        return parse_start_at(value)
+    if field == "after":
+        return _task_ids(value)
+    if field in _ONE_OR_MORE and isinstance(value, str):
+        value = [value]
+    if field == "env" and isinstance(value, Mapping):  # numbers are written as numbers, meant as text
+        return {k: str(v) if type(v) in (int, float) else v for k, v in value.items()}
+    if base_dir is not None and field in _PATHS and _pathlike(value):
+        return _absolute(value, base_dir)
+    if base_dir is not None and field == "files" and isinstance(value, list) and all(map(_pathlike, value)):
+        return [_absolute(v, base_dir) for v in value]
+    return value
+
+
+def _pathlike(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip()) and "\x00" not in value
+
+
+def _absolute(value: str, base_dir: Path) -> str:
+    p = Path(value).expanduser()
+    return str(p if p.is_absolute() else base_dir / p)
+
+
+def _task_ids(value: object) -> list[int]:
+    """``after = [12, "#13"]`` (or one id) → ``[12, 13]``, each once."""
+    if isinstance(value, int | str) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list):
+        raise ValueError(f"must be a list of task ids like [12, 13], got {value!r}")
+    ids: list[int] = []
+    for item in value:
+        text = item.strip().lstrip("#") if isinstance(item, str) else None
+        if text is not None and text.isdigit():
+            item = int(text)
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_TASK_ID:
+            raise ValueError(f"task ids are whole numbers from 1, got {item!r}")
+        if item not in ids:
+            ids.append(item)
+    return ids
+
+
+_CHOICES = {"kind": KINDS, "on_busy": ON_BUSY, "after_max_wait": AFTER_MAX_WAIT}
+_WHOLE = {"priority": (-MAX_PRIORITY, MAX_PRIORITY), "retries": (0, MAX_RETRIES)}
+_STRING_LISTS = frozenset({"argv", "args", "files", "needs", "device_prefs"})
+
+
+def _problem(field: str, value: Any) -> str | None:
+    """What a field takes, said for a value its type refused (msgspec names only the field)."""
+    if field in _CHOICES:
+        return f"must be one of {', '.join(_CHOICES[field])}; got {value!r}"
+    if field in _WHOLE:
+        low, high = _WHOLE[field]
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be a whole number, got {value!r}"
+        if value < low:
+            return f"must be at least {low}, got {value}"
+        return f"must be at most {high}, got {value}"
+    if field in _STRING_LISTS:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"must be a list of strings, got {value!r}"
+        if any("\x00" in v for v in value):
+            return "contains a NUL character"
+        return "contains an empty device name" if field == "device_prefs" else None
+    if field in ("placeholders", "after_any"):
+        return f"must be true or false, got {value!r}"
+    if field == "util_percent":
+        return f"must be a number from 0 to 100, got {value!r}"
+    if field == "timeout_s" and isinstance(value, float) and value <= 0:
+        return f"must be more than 0 (leave it out for no limit), got {value:g} s"
+    if field == "env":
+        return _env_problem(value)
+    if field == "base_env":
+        return "must be a table of environment variables (names without '=', no NUL)"
+    if not isinstance(value, str) or not value.strip():
+        return f"must be a non-empty string, got {value!r}"
+    if "\x00" in value:
+        return "contains a NUL character"
+    if field == "machine":
+        return f'must be "any" or a machine name (letters, digits, . _ -), got {value!r}'
+    return None
+
+
+def _env_problem(env: Any) -> str | None:
+    if not isinstance(env, Mapping):
+        return f'must be a table of NAME = "value", got {env!r}'
+    for name, value in env.items():
+        if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+            return f"{name!r} is not a valid environment variable name"
+        if not isinstance(value, str):
+            return f"{name}: value must be a string, got {value!r}"
+        if "\x00" in value:
+            return f"{name}: value contains a NUL character"
+    return None
+
+
+# --- TaskPatch → TaskSpec: what relates fields to each other ---------------------------------------
+
+
+def spec_from_patch(patch: TaskPatch, *, source: str, base: TaskSpec | None = None) -> TaskSpec:
+    """The task ``patch`` makes, alone or laid over ``base`` (an edit, a schedule's overrides): the
+    checks that relate fields to each other (kind vs script/argv, placeholders, ``needs``, ``window``),
+    and the defaults that depend on others (kind, name). The fields' own limits were checked where the
+    patch was decoded. TaskFileError names ``source``, the key and the problem."""
+    if base is not None:
+        patch = TaskPatch.of(base).then(patch)
+    given = patch.given()
+
+    def err(key: str, problem: str) -> TaskFileError:
+        return TaskFileError(f"{source}: key '{key}': {problem}")
+
+    script, argv, args = given.get("script"), given.get("argv", ()), given.get("args", ())
+    kind = given.get("kind") or ("torch" if "script" in given else "command")
+    if kind == "torch":
+        if script is None:
+            raise err("script", "missing: a torch task needs the Python script to run")
+        if argv:
+            raise err("argv", "not used by torch tasks: give 'script' and 'args'")
+    else:
+        if script is not None:
+            raise err("script", f"only torch tasks take a script; a {kind} task takes 'argv'")
+        if not argv:
+            raise err("argv", f"missing: a {kind} task needs the program and its arguments as a list")
+        if not argv[0].strip():
+            raise err("argv", "the program name (first element) is empty")
+        if args:
+            raise err("args", f"not used by {kind} tasks: put every argument in 'argv'")
+    # Placeholders exist only in templates (vulkan tasks, recipes): a command's argv is the user's own
+    # program line and may hold braces, JSON or f-strings that must reach the program verbatim.
+    templated = fills_placeholders(kind, given.get("recipe"), bool(given.get("placeholders")))
+    out, env, files = given.get("out"), given.get("env", {}), given.get("files", ())
+    if templated:
+        _check_placeholders(err, argv, args, out, env)
+    if templated and not files and any("{file}" in t for t in (*argv, *args, out or "", *env.values())):
+        raise err("files", 'the command uses {file} but no input file is given (files = ["…"])')
+    if given.get("window") is not None:
+        try:
+            parse_window(given["window"])
+        except ValueError as exc:
+            raise err("window", str(exc)) from None
+    needs = given.get("needs", ())
+    if needs:
+        unknown = [n for n in needs if n.strip().lower() not in NEEDS]
+        if unknown:
+            raise err("needs", f"unknown {unknown[0]!r}; known: {', '.join(sorted(NEEDS))}")
+    name = given.get("name")
+    if name is None:
+        if kind == "torch":
+            name = Path(str(script)).name
+        elif files:
+            name = f"{Path(argv[0]).name} {Path(files[0]).name}"
+        else:
+            name = Path(argv[0]).name
+    after = tuple(dict.fromkeys(given.get("after", ())))
+    return TaskSpec(**{**given, "kind": kind, "name": name, "after": after})
+
+
+def _check_placeholders(
+    err: Callable[[str, str], TaskFileError],
+    argv: Sequence[str],
+    args: Sequence[str],
+    out: str | None,
+    env: Mapping[str, str],
+) -> None:
+    for key, items in (("argv", argv), ("args", args)):
+        for item in items:
+            bad = unknown_placeholders(item)
+            if bad:
+                raise err(
+                    key,
+                    f"unknown placeholder {{{bad[0]}}} in {item!r}; known: "
+                    + " ".join(f"{{{p}}}" for p in PLACEHOLDERS),
+                )
+    if out is not None and unknown_placeholders(out):
+        raise err("out", f"unknown placeholder {{{unknown_placeholders(out)[0]}}} in {out!r}")
+    for name, text in env.items():
+        bad = unknown_placeholders(text)
+        if bad:
+            raise err("env", f"{name}: unknown placeholder {{{bad[0]}}}")

@@ -1,0 +1,125 @@
+"""An owner out of file descriptors (a real `gputray daemon --demo` under a real `prlimit --nofile`):
+the accept loop neither spins nor floods its log, and a client it cannot take is told so at once
+(before: 99 % CPU, a log line per turn, and clients that timed out while their request later ran)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from waiting import wait_for
+
+from gputray.scheduler import ipc
+from gputray.scheduler.paths import Paths
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or shutil.which("prlimit") is None, reason="needs Linux and prlimit"
+)
+
+PY = sys.executable
+NOFILE = 64
+CLIENT_TIMEOUT_S = 10.0  # a client the owner leaves waiting fails the test after this
+
+
+def paths_of(home: Path) -> Paths:
+    return Paths(home / "config", home / "data", home / "state", home / "run")
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[tuple[Paths, Path, subprocess.Popen[bytes]]]:
+    home = tmp_path / "home"
+    log_file = tmp_path / "daemon-stderr.txt"
+    with log_file.open("wb") as err:
+        proc = subprocess.Popen(
+            [
+                "prlimit",
+                f"--nofile={NOFILE}:{NOFILE}",
+                "--",
+                PY,
+                "-m",
+                "gputray.gui.entry",
+                "daemon",
+                "--demo",
+            ],
+            env={**os.environ, "GPUTRAY_HOME": str(home)},
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    paths = paths_of(home)
+    try:
+        wait_for(lambda: _answers(paths, proc), 60, "the daemon")
+        yield paths, log_file, proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _answers(paths: Paths, proc: subprocess.Popen[bytes]) -> bool:
+    assert proc.poll() is None, "the daemon exited"
+    try:
+        return bool(ipc.request(paths, "ping").ready)
+    except ipc.IpcError:
+        return False
+
+
+def _ping(paths: Paths) -> tuple[ipc.IpcClient, str | None]:
+    """A client that pinged: kept open (it holds one of the owner's fds), or the owner's refusal."""
+    client = ipc.IpcClient(paths, timeout_s=CLIENT_TIMEOUT_S)
+    try:
+        client.request("ping")
+        return client, None
+    except ipc.RemoteError as exc:
+        client.close()
+        return client, f"{exc.kind}: {exc}"
+    except ipc.IpcError as exc:
+        client.close()
+        raise AssertionError(f"the owner left a client without an answer: {exc}") from None
+
+
+def _log_text(paths: Paths, stderr_file: Path) -> str:
+    """The daemon's log as it went to stderr (the same lines as ``daemon.log``, which rotates)."""
+    return stderr_file.read_text(errors="replace")
+
+
+def test_an_owner_out_of_fds_refuses_in_words_logs_once_and_recovers(
+    daemon: tuple[Paths, Path, subprocess.Popen[bytes]],
+) -> None:
+    paths, stderr_file, proc = daemon
+    held: list[ipc.IpcClient] = []
+    refusal = None
+    for _ in range(NOFILE * 2):
+        client, refusal = _ping(paths)
+        if refusal is not None:
+            break
+        held.append(client)
+    assert refusal is not None, "the owner accepted more connections than it has fds"
+    assert "run out of open files" in refusal and "nothing was done" in refusal
+    refusals = 1
+    for _ in range(NOFILE * 2):  # each further client is told at once too (or taken: the owner's own
+        client, again = _ping(paths)  # use of fds goes up and down as it reads files)
+        if again is None:
+            held.append(client)
+            continue
+        assert "run out of open files" in again
+        refusals += 1
+        if refusals == 20:
+            break
+    assert refusals == 20
+    text = _log_text(paths, stderr_file)
+    assert text.count("cannot accept connections") == 1, text[-3000:]
+    assert "IPC accept failed" not in text
+    for client in held:
+        client.close()
+    wait_for(lambda: _ping(paths)[1] is None, 30, "the owner to accept connections again")
+    wait_for(lambda: "accepting connections again" in _log_text(paths, stderr_file), 10, "the recovery line")
+    assert proc.poll() is None

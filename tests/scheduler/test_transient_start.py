@@ -1,0 +1,173 @@
+"""A start that fails only for want of a resource now is not the task's failure (issue 22): a real
+`gputray daemon --demo` out of file descriptors (`prlimit --nofile`) or out of processes and threads
+(a real pids cgroup limit, which binds root too, as RLIMIT_NPROC binds a user) puts the task back to
+waiting with the reason, tries again with a back-off, and runs it exactly once when the resource is
+back. Before: `failed: could not start: [Errno 24] Too many open files`, and at the process limit a
+job started whose watcher thread could not: it ran unwatched while its task said failed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from waiting import wait_for
+
+from gputray.scheduler import ipc
+from gputray.scheduler.paths import Paths
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux resource limits")
+
+PY = sys.executable
+NOFILE = 64
+
+
+def paths_of(home: Path) -> Paths:
+    return Paths(home / "config", home / "data", home / "state", home / "run")
+
+
+def start_daemon(home: Path, stderr_file: Path, *prefix: str) -> subprocess.Popen[bytes]:
+    with stderr_file.open("wb") as err:
+        proc = subprocess.Popen(
+            [*prefix, PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
+            env={**os.environ, "GPUTRAY_HOME": str(home)},
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    wait_for(lambda: _answers(paths_of(home), proc), 60, "the daemon")
+    return proc
+
+
+def stop_daemon(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _answers(paths: Paths, proc: subprocess.Popen[bytes]) -> bool:
+    assert proc.poll() is None, "the daemon exited"
+    try:
+        return bool(ipc.request(paths, "ping").ready)
+    except ipc.IpcError:
+        return False
+
+
+def appends_a_line(out: Path) -> list[str]:
+    return [PY, "-c", f"open({str(out)!r}, 'a').write('ran\\n')"]
+
+
+def held_back(client: ipc.IpcClient, task_id: int) -> bool:
+    task = next(t for t in client.request("queue", all=True).tasks if t.id == task_id)
+    assert task.state not in ("failed", "cancelled", "succeeded"), f"{task.state}: {task.reason}"
+    return task.state == "waiting" and "could not start for now" in (task.reason or "")
+
+
+def finished(client: ipc.IpcClient, task_id: int) -> object:
+    task = next(t for t in client.request("queue", all=True).tasks if t.id == task_id)
+    return task if task.state in ("failed", "cancelled", "succeeded") else None
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit")
+def test_out_of_file_descriptors_a_task_waits_and_then_runs_once(tmp_path: Path) -> None:
+    home, out = tmp_path / "home", tmp_path / "ran.txt"
+    proc = start_daemon(home, tmp_path / "daemon.txt", "prlimit", f"--nofile={NOFILE}:{NOFILE}", "--")
+    paths = paths_of(home)
+    hogs: list[ipc.IpcClient] = []
+    try:
+        with ipc.IpcClient(paths, timeout_s=20) as control:
+            control.request("pause", device=None)
+            task_id = control.request("run", argv=appends_a_line(out), name="once").tasks[0].id
+            for _ in range(NOFILE * 2):  # connections hold the owner's fds until it has none left
+                hog = ipc.IpcClient(paths, timeout_s=20)
+                try:
+                    hog.request("ping")
+                except ipc.RemoteError:
+                    hog.close()
+                    break
+                hogs.append(hog)
+            control.request("resume", device=None)
+            wait_for(lambda: held_back(control, task_id), 30, "the task to wait for file descriptors")
+            reason = next(t for t in control.request("queue", all=True).tasks if t.id == task_id).reason
+            assert "Too many open files" in reason
+            for hog in hogs:
+                hog.close()
+            hogs.clear()
+            task = wait_for(lambda: finished(control, task_id), 60, "the task to run")
+            assert task.state == "succeeded", task.reason
+            assert task.attempts == 1
+        assert out.read_text() == "ran\n"
+    finally:
+        for hog in hogs:
+            hog.close()
+        stop_daemon(proc)
+
+
+def _pids_hierarchy() -> Path | None:
+    """A cgroup v1 ``pids`` hierarchy we may make a group in (the root may: this test needs it)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/mounts").read_text().splitlines():
+            _dev, mount, fstype, options, *_ = line.split()
+            if fstype == "cgroup" and "pids" in options.split(","):
+                return Path(mount)
+    return None
+
+
+@pytest.fixture
+def pids_group() -> Iterator[Path]:
+    root = _pids_hierarchy()
+    if root is None or not os.access(root, os.W_OK):
+        pytest.skip("no writable cgroup v1 pids hierarchy here")
+    group = root / f"gputray-test-{os.getpid()}"
+    try:
+        group.mkdir()
+    except OSError as exc:
+        pytest.skip(f"cannot make a pids cgroup: {exc}")
+    try:
+        yield group
+    finally:
+        with contextlib.suppress(OSError):
+            (group / "pids.max").write_text("max")
+        for pid in (group / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):
+                (root / "cgroup.procs").write_text(pid)
+        with contextlib.suppress(OSError):
+            group.rmdir()
+
+
+@pytest.mark.parametrize("headroom", [0, 1, 2], ids=["no-thread", "no-supervisor", "no-job-process"])
+def test_out_of_processes_a_task_waits_and_then_runs_once(
+    tmp_path: Path, pids_group: Path, headroom: int
+) -> None:
+    """headroom = processes and threads the owner may still start: none (the watcher thread fails),
+    one (its supervisor cannot start), two (the job's own process cannot; before, the watcher then
+    failed after the job had started)."""
+    home, out = tmp_path / "home", tmp_path / "ran.txt"
+    proc = start_daemon(home, tmp_path / "daemon.txt")
+    paths = paths_of(home)
+    try:
+        (pids_group / "cgroup.procs").write_text(str(proc.pid))
+        with ipc.IpcClient(paths, timeout_s=20) as control:
+            control.request("pause", device=None)
+            task_id = control.request("run", argv=appends_a_line(out), name="once").tasks[0].id
+            current = int((pids_group / "pids.current").read_text())
+            (pids_group / "pids.max").write_text(str(current + headroom))
+            control.request("resume", device=None)
+            wait_for(lambda: held_back(control, task_id), 30, "the task to wait for processes")
+            (pids_group / "pids.max").write_text("max")
+            task = wait_for(lambda: finished(control, task_id), 60, "the task to run")
+            assert task.state == "succeeded", task.reason
+            assert task.attempts == 1
+        assert out.read_text() == "ran\n"
+    finally:
+        with contextlib.suppress(OSError):
+            (pids_group / "pids.max").write_text("max")
+        stop_daemon(proc)
