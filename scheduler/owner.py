@@ -33,6 +33,7 @@ from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_mapping, 
 
 if TYPE_CHECKING:
     from gputray.cluster.link import ClusterLink
+    from gputray.scheduler.queue.retention import Retention
     from gputray.scheduler.queue.service import EnvResolver, QueueService
     from gputray.scheduler.queue.store import TaskStore
 
@@ -129,6 +130,7 @@ class Owner:
         self._store: TaskStore | None = None
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
+        self.retention: Retention | None = None
         self.server: ipc.IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -212,6 +214,15 @@ class Owner:
             )
             self.timing.start()
             self._queue.add_timer(self.timing)  # the dispatcher is the one clock: it wakes for schedules too
+            from gputray.scheduler.queue.retention import Retention
+
+            self.retention = Retention(
+                self._queue,
+                keep_days=config.retention.keep_days,
+                keep_tasks=config.retention.keep_tasks,
+                clock=self.clock,
+            )
+            self._queue.add_timer(self.retention)  # ended tasks and logs past [retention]'s limits go
         except BaseException:
             self._teardown()
             raise
@@ -462,7 +473,7 @@ class Owner:
         from gputray.scheduler.tasks.records import FINISHED_STATES
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
-        gone, kept = self.queue.clean(older_than_s=req.older_than_s, states=states)
+        gone, kept = self.queue.clean(older_than_s=req.older_than_s, keep=req.keep, states=states)
         return rp.Cleaned(tasks=rp.views(gone), kept=tuple(kept))
 
     def _op_wait(self, req: rq.WaitFor) -> rp.Waited:
