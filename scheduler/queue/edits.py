@@ -339,7 +339,7 @@ def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:
         return
     path = Path(rec.log_path)
     try:
-        if path.parent.resolve() == logs_dir.resolve():
+        if path.parent == logs_dir or path.parent.resolve() == logs_dir.resolve():
             path.unlink(missing_ok=True)
     except OSError as exc:
         log.warning("could not delete the log %s: %s", path, exc)
