@@ -618,10 +618,11 @@ class Bridge:
         notes = []
         if not plan.shared_in_place:
             for rel, size in ray.get(handle.outputs.remote(origin), timeout=CALL_TIMEOUT_S):
-                dest = Path(free_out_path(str(base / rel), set()))
-                dest.parent.mkdir(parents=True, exist_ok=True)
+                (base / rel).parent.mkdir(parents=True, exist_ok=True)
+                dest = Path(free_out_path(str(base / rel), set()))  # taken: created empty, exclusively
                 part = dest.with_name(dest.name + ".gputray-part")
-                with open(part, "wb") as f:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+                with open(os.open(part, flags | getattr(os, "O_BINARY", 0), 0o666), "wb") as f:  # no link
                     offset = 0
                     while offset < size:
                         chunk = ray.get(

@@ -238,6 +238,7 @@ class TrayApp(QObject):
         threading.Thread(target=work, name="gputray-owner-start", daemon=True).start()
 
     def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, list[Note]]:
+        from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor, has_gpu
         from gputray.scheduler.owner import Owner
 
@@ -275,6 +276,7 @@ class TrayApp(QObject):
             monitor=monitor,
             on_event=self._event_from_thread,
             config=self.config,  # the owner logs its problems
+            cluster=ClusterLink,  # the link to the other machines; the scheduler never imports the cluster
         )
         owner.files_opener = self.files_opened.emit
         try:
@@ -294,7 +296,7 @@ class TrayApp(QObject):
 
             if isinstance(result, ipc.OwnerAlreadyRunning):
                 log.warning("another gputray became the owner first: handing over and quitting")
-                from gputray.gui.app import hand_over
+                from gputray.gui.hand_over import hand_over
 
                 hand_over(self.args.files)
                 self.exit_code = 0

@@ -25,6 +25,8 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
+from gputray.scheduler.ipc.server import IpcServer
+from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.timing import Schedule, Timing
@@ -32,9 +34,10 @@ from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_mapping, with_overrides
 
 if TYPE_CHECKING:
-    from gputray.cluster.link import ClusterLink
+    from gputray.scheduler.cluster_port import ClusterLinkFactory, ClusterPort
+    from gputray.scheduler.pyenvs.choice import EnvResolver
     from gputray.scheduler.queue.retention import Retention
-    from gputray.scheduler.queue.service import EnvResolver, QueueService
+    from gputray.scheduler.queue.service import QueueService
     from gputray.scheduler.queue.store import TaskStore
 
 log = logging.getLogger("gputray.owner")
@@ -113,7 +116,10 @@ class Owner:
         on_event: Callable[[QueueEvent], None] | None = None,
         serve_ipc: bool = True,
         config: Config | None = None,
+        cluster: ClusterLinkFactory | None = None,
     ) -> None:
+        """``cluster`` (``cluster.link.ClusterLink``, handed from above: the scheduler never imports the
+        cluster) makes the link to the other machines once the store is open; None: no cluster."""
         self.paths = paths
         self._config = config  # None: read at start (the tray passes the one it read)
         self.demo = demo
@@ -131,7 +137,7 @@ class Owner:
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
         self.retention: Retention | None = None
-        self.server: ipc.IpcServer | None = None
+        self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self._in_flight = 0  # requests being answered; stop() lets them finish before closing the store
@@ -139,7 +145,8 @@ class Owner:
         self.shutdown_requested = threading.Event()
         self.shutdown_jobs: str = "stop"  # what a `shutdown` request asked for the running jobs: keep or stop
         self.started_at: float | None = None
-        self.cluster: ClusterLink | None = None  # the bridge to the other machines of a cluster
+        self._cluster_factory = cluster
+        self.cluster: ClusterPort | None = None  # the bridge to the other machines of a cluster
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
         self.files_opener: Callable[[list[str]], None] | None = None
@@ -163,7 +170,6 @@ class Owner:
 
     def start(self) -> None:
         """Claim the socket, then start monitor, queue and timing. Raises ipc.OwnerAlreadyRunning."""
-        from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor
         from gputray.scheduler.paths import prepare_private_folders
         from gputray.scheduler.queue.service import QueueService
@@ -173,7 +179,7 @@ class Owner:
         for note in prepare_private_folders(self.paths):
             log.warning("%s", note)
         if self._serve_ipc:
-            self.server = ipc.IpcServer(self.paths, self._answer)  # requests already decoded and checked
+            self.server = IpcServer(self.paths, self._answer)  # requests already decoded and checked
             self.server.start()
         try:
             config = self._config or read_config_or_defaults(self.paths.config_file)
@@ -191,8 +197,12 @@ class Owner:
             self._monitor.start()
             self._take_queue_lock()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
-            # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
-            self.cluster = ClusterLink(self.paths, self._store, clock=self.clock, emit=self._event)
+            if self._cluster_factory is not None:
+                # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
+                self.cluster = self._cluster_factory(
+                    self.paths, self._store, clock=self.clock, emit=self._event
+                )
+            from gputray.scheduler.pyenvs.choice import ResolverChooser
             from gputray.scheduler.pyenvs.doctor_cache import DoctorNeeds
 
             self._queue = QueueService(
@@ -200,14 +210,20 @@ class Owner:
                 self._monitor,
                 paths=self.paths,
                 clock=self.clock,
-                env_resolver=self.env_resolver,  # None: the doctor's cache, checking envs in the background
-                failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
+                # None: the doctor's cache, checking envs in the background. Either way, `needs` (fp16 …)
+                # avoid devices where the doctor saw them fail.
+                env_chooser=(
+                    ResolverChooser(self.env_resolver, failed_needs=DoctorNeeds())
+                    if self.env_resolver is not None
+                    else None
+                ),
                 on_event=self._event,
                 slots=dict(config.device_slots),
-                runs_here=self.cluster.runs_here,
-                check_spec=self.cluster.check_spec,
+                log_max_bytes=config.logs.max_bytes,
+                cluster=self.cluster,
             )
-            self.cluster.attach(self._queue)
+            if self.cluster is not None:
+                self.cluster.attach(self._queue)
             self._queue.start()
             self.timing = Timing(
                 self.paths.data_dir / "schedules.sqlite3", submit=self._submit_schedule, clock=self.clock
@@ -228,7 +244,8 @@ class Owner:
             raise
         self.started_at = self.clock()
         self._ready.set()
-        self.cluster.start()
+        if self.cluster is not None:
+            self.cluster.start()
         log.info("gputray owner started (pid %d, demo=%s)", os.getpid(), self.demo)
 
     def _take_queue_lock(self) -> None:
@@ -535,18 +552,10 @@ class Owner:
         offset = max(0, req.offset or 0)
         max_bytes = min(max(1, req.max_bytes or LOG_CHUNK_MAX_BYTES), LOG_CHUNK_MAX_BYTES)
         text, next_offset, size = "", offset, 0
-        if rec.log_path:
-            try:
-                with open(rec.log_path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    f.seek(offset)
-                    data = f.read(max_bytes)
-                text, used = _decode_utf8_prefix(data)
-                next_offset = offset + used
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise OwnerRequestError(f"cannot read the log {rec.log_path}: {exc.strerror}") from None
+        if rec.log_path:  # a FIFO, a link, /dev/zero in its place: refused, never waited on or followed
+            data, size = read_log(rec.log_path, offset, max_bytes)
+            text, used = _decode_utf8_prefix(data)
+            next_offset = offset + used
         return rp.LogChunk(
             id=rec.id,
             state=rec.state,
@@ -585,7 +594,7 @@ class Owner:
         """How many jobs run now (the tray asks before it quits)."""
         return len(self.queue.running_ids()) if self._queue is not None else 0
 
-    # gputray.cluster: the bridge beside this owner, and this machine's agent (both local clients).
+    # The cluster: the bridge beside this owner, and this machine's agent (both local clients).
     def _op_cluster_sync(self, req: rq.ClusterSync) -> rp.ClusterSynced:
         return self._cluster_link().sync(req)
 
@@ -595,8 +604,10 @@ class Owner:
     def _op_cluster_submit(self, req: rq.ClusterSubmit) -> rp.ClusterTask:
         return self._cluster_link().submit(req)
 
-    def _cluster_link(self) -> ClusterLink:
+    def _cluster_link(self) -> ClusterPort:
         if self.cluster is None:
+            if self._cluster_factory is None:
+                raise OwnerRequestError("this gputray owner runs without the cluster")
             raise OwnerRequestError("the owner is not started")
         return self.cluster
 

@@ -415,10 +415,45 @@ def request_from(op: str, args: dict[str, Any] | None = None) -> Request[Any]:
     return req
 
 
+T = TypeVar("T")
+
+
+def encode_json(obj: object) -> bytes:
+    """``obj`` (Structs, builtins) as JSON. Text holding surrogate escapes (a file name's bytes that are
+    not UTF-8, as Python reads them) keeps them as ``\\udcXX`` escapes, which ``decode_json`` turns
+    back into the same str: the name reaches the other side as the OS has it, not as U+FFFD."""
+    try:
+        return msgspec.json.encode(obj)
+    except UnicodeEncodeError:
+        import json
+
+        text = json.dumps(msgspec.to_builtins(obj), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+        return text.encode("ascii")
+
+
+def decode_json(data: bytes, kind: type[T]) -> T:
+    """JSON → ``kind``, as ``msgspec.json.decode``; a message with ``\\udcXX`` escapes (which msgspec
+    refuses: lone surrogates) is read by the standard library and converted."""
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.ValidationError:
+        raise
+    except msgspec.DecodeError as exc:
+        if b"\\ud" not in data and b"\\uD" not in data:
+            raise
+        import json
+
+        try:
+            loose = json.loads(data)
+        except ValueError:
+            raise exc from None
+        return msgspec.convert(loose, kind)
+
+
 def decode_request(data: bytes) -> Request[Any]:
     """One request as sent on the wire → its Struct; anything malformed raises BadRequest."""
     try:
-        envelope = msgspec.json.decode(data, type=_Envelope)
+        envelope = decode_json(data, _Envelope)
     except msgspec.ValidationError as exc:
         raise BadRequest(f"a request is an object {{op, args, v}}: {exc}") from None
     except msgspec.DecodeError as exc:

@@ -1056,8 +1056,12 @@
         <translation>プロセスなし</translation>
     </message>
     <message>
-        <source>VRAM {vram}  ·  shared {shared}</source>
-        <translation>VRAM {vram}  ·  共有 {shared}</translation>
+        <source>VRAM {memory}</source>
+        <translation>VRAM {memory}</translation>
+    </message>
+    <message>
+        <source>shared {memory}</source>
+        <translation>共有 {memory}</translation>
     </message>
     <message>
         <source>Pause or resume the queue on this device</source>

@@ -77,7 +77,7 @@ def requeue_changes(
         queued_at=now_s,
         overtakes=0,
         position=position,
-        machine=None,  # placed afresh, on any machine its spec allows (gputray.cluster)
+        machine=None,  # placed afresh, on any machine its spec allows (the cluster)
         remote_id=None,
         remote_state=None,
     )

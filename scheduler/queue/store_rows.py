@@ -29,7 +29,7 @@ _RECORD_COLUMNS = tuple((i, n) for i, n in enumerate(COLUMN_NAMES) if n not in (
 # read-only readers never migrate; a salvaged row of an older file lacks them): schema -> columns.
 ADDED_COLUMNS: dict[int, dict[str, Any]] = {
     2: {"attempts_before": 0},
-    3: {"machine": None, "remote_id": None, "remote_state": None},  # gputray.cluster
+    3: {"machine": None, "remote_id": None, "remote_state": None},  # the cluster's bookkeeping
 }
 
 

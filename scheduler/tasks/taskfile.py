@@ -55,6 +55,7 @@ from typing import Any, cast
 
 from gputray.scheduler.protocol import MAX_ID as MAX_TASK_ID
 from gputray.scheduler.protocol import Refusal, check_duration_s, check_epoch_s, check_size_bytes
+from gputray.scheduler.tasks.needs import NEEDS
 from gputray.scheduler.tasks.records import (
     AFTER_MAX_WAIT,
     KINDS,
@@ -344,8 +345,6 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
     def known_needs(needs: tuple[str, ...]) -> tuple[str, ...]:
         if not needs:
             return needs
-        from gputray.scheduler.pyenvs.doctor import NEEDS  # what the doctor measures; loaded only when used
-
         unknown = [n for n in needs if n.strip().lower() not in NEEDS]
         if unknown:
             raise err("needs", f"unknown {unknown[0]!r}; known: {', '.join(sorted(NEEDS))}")

@@ -42,13 +42,14 @@ def test_a_mistyped_command_is_named_not_started_as_the_tray(tmp_path: Path) -> 
 
 
 def test_help_lists_every_command() -> None:
+    from gputray.cluster.plug import CLUSTER_COMMANDS
     from gputray.gui.app import build_parser
     from gputray.scheduler.cli import command_names
 
     text = build_parser().format_help()
     section = text.split("commands (", 1)[1].split("\n\n", 1)[0]
     listed = {line.split()[0] for line in section.splitlines()[1:] if line.strip()}
-    assert listed == command_names()
+    assert listed == command_names(CLUSTER_COMMANDS)
 
 
 def test_help_names_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -326,7 +326,7 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
 ) -> None:
     """A request that reaches the owner while it stops is answered "stopping", not dropped: the
     watching commands must read that as the owner going away (exit 3), not as a refusal (exit 1)."""
-    from gputray.scheduler import ipc
+    from gputray.scheduler.ipc.server import IpcServer
     from gputray.scheduler.owner import OwnerStopping
     from gputray.scheduler.paths import app_paths
     from gputray.scheduler.protocol import Request
@@ -344,7 +344,7 @@ def test_watchers_caught_mid_shutdown_say_the_owner_went_away(
             )
         return QueueReply(tasks=(), paused=Paused(), device_names={}, devices=())
 
-    server = ipc.IpcServer(app_paths(), owner_that_stops_after_one_answer)
+    server = IpcServer(app_paths(), owner_that_stops_after_one_answer)
     server.start()
     try:
         code = cli.main(command)
@@ -376,11 +376,11 @@ def test_a_reply_from_an_owner_of_another_version_is_a_clear_error(
 ) -> None:
     """An owner that answers with a field this gputray does not know, or a time as text (the old ISO
     strings): `gputray queue` says the reply does not fit and how to fix it, exit 1, no traceback."""
-    from gputray.scheduler import ipc
+    from gputray.scheduler.ipc.server import IpcServer
     from gputray.scheduler.paths import app_paths
 
     monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
-    server = ipc.IpcServer(app_paths(), lambda req: reply)  # type: ignore[arg-type, return-value]
+    server = IpcServer(app_paths(), lambda req: reply)  # type: ignore[arg-type, return-value]
     server.start()
     try:
         code = cli.main(["queue", "--json"])

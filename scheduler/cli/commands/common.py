@@ -91,10 +91,20 @@ def terminal_cells(text: str) -> int:
 
 def shown(text: str) -> str:
     """``text`` safe to print on a terminal: control characters (a newline or an escape sequence in a
-    task's name) written as escapes, so one task stays one line and cannot recolour the screen."""
+    task's name) written as escapes, so one task stays one line and cannot recolour the screen. A byte
+    of a file name that is not UTF-8 (a surrogate escape) is written as that byte, ``\\xe9``, as the
+    console shows it elsewhere."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return "".join(_escaped(c) for c in text)
+
+
+def _escaped(char: str) -> str:
+    if char.isprintable():
+        return char
+    if "\udc80" <= char <= "\udcff":
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return char.encode("unicode_escape").decode("ascii")
 
 
 def task_json(t: TaskView) -> dict[str, Any]:

@@ -71,6 +71,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         scenario=args.demo_scenario.resolve() if args.demo_scenario else None,
         sysfs_root=args.sysfs_root,
         proc_root=args.proc_root,
+        cluster=args.cluster_commands.link_factory() if args.cluster_commands is not None else None,
     )
     try:
         owner.start()

@@ -169,8 +169,10 @@ def _show_and_watch(
 
 def run(args: argparse.Namespace) -> int:
     if args.cluster:
-        from gputray.cluster.commands import status_cluster
-
+        cluster = args.cluster_commands  # handed from above (cluster_port): the scheduler never imports it
+        if cluster is None:
+            return error("this gputray has no cluster support", EXIT_REFUSED)
+        status_cluster: Callable[[argparse.Namespace], int] = cluster.status
         return status_cluster(args)
     # Poll from one place only: while the tray or `gputray daemon` runs, show what it reads.
     if not uses_custom_source(args):
