@@ -20,6 +20,7 @@ from gputray.gui.tray_app import TrayApp
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.registry import add_env
+from gputray.scheduler.tasks.records import TaskPatch
 
 PROBE = r"""
 import json, sys, time
@@ -221,7 +222,7 @@ def test_set_priority_from_the_row_menu_changes_what_the_owner_starts_first(
     tray_app.request(rq.Pause(device=None))  # nothing starts: the order is what we look at
     for name in ("first", "second"):
         tray_app.request(
-            rq.Run(argv=[sys.executable, "-c", "pass"], name=name, overrides={"devices": ["cpu"]})
+            rq.Run(argv=[sys.executable, "-c", "pass"], name=name, overrides=TaskPatch(device_prefs=("cpu",)))
         )
     tray_app.reload_queue()
     row = next(i for i, t in enumerate(tray_app.model.tasks()) if t.name == "second")
