@@ -61,7 +61,7 @@ def run_jobs(client: ipc.IpcClient, count: int) -> list[int]:
     ids = []
     for i in range(count):
         reply = client.request(
-            "run", argv=[PY, "-c", f"print({i})"], name=f"job {i}", overrides={"devices": ["cpu"]}
+            "run", argv=[PY, "-c", f"print({i})"], name=f"job {i}", overrides={"device_prefs": ["cpu"]}
         )
         ids.append(reply.tasks[0].id)
         wait_for(lambda: client.request("wait", ids=ids[-1:], timeout_s=10).done)
