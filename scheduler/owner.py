@@ -532,7 +532,7 @@ class Owner:
         away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
         if len(away) == 1:
             return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
-        raise OwnerRequestError(unknown_device_message(text, [*infos, *seen]))
+        raise OwnerRequestError(unknown_device_message(text, [*infos, *seen], classes=("cpu",)))
 
     def _device_names(self) -> dict[str, str]:
         """Device key → the name people know it by, for listings (the JSON keeps the key)."""
