@@ -11,7 +11,7 @@ import signal
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import EXIT_REFUSED, ask, run_command
-from gputray.scheduler.cli.commands.common import EXIT_USAGE, add_monitor_source_args, error
+from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, EXIT_USAGE, add_monitor_source_args, error
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import Stopping
 
@@ -82,7 +82,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     except (ScenarioError, ipc.UnsafeIpcLocation, StoreError, FolderError) as exc:
         return error(str(exc), EXIT_REFUSED)
 
+    stopped_by: list[int] = []
+
     def on_signal(signum: int, frame: object) -> None:
+        stopped_by.append(signum)
         owner.request_shutdown()
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -91,14 +94,18 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGHUP, on_signal)
     address = owner.server.address if owner.server else "-"
     mode = " (demo: simulated GPUs)" if demo else ""
-    print(f"gputray daemon {os.getpid()} owns the queue{mode}; socket {address}; log {log_file}", flush=True)
+    with contextlib.suppress(OSError):  # started with its output closed (`>&-`): it serves all the same
+        print(
+            f"gputray daemon {os.getpid()} owns the queue{mode}; socket {address}; log {log_file}", flush=True
+        )
     try:
         while not owner.wait(0.5):
             pass
     finally:
         # SIGTERM, Ctrl+C and a plain `--stop` stop the jobs; `--stop --keep-jobs` leaves them running
         owner.stop(kill_running=owner.shutdown_jobs != "keep")
-    return 0
+    # Ctrl+C: 130, as from every other command; SIGTERM and `--stop` are asked for: 0.
+    return EXIT_INTERRUPTED if stopped_by[:1] == [signal.SIGINT] else 0
 
 
 def _print_stop(result: Stopping) -> int:
