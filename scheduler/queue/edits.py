@@ -11,9 +11,9 @@ import builtins
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
@@ -21,7 +21,14 @@ from gputray.scheduler.queue import dependencies as deps
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.tasks.recipes import check_runnable
-from gputray.scheduler.tasks.records import FINISHED_STATES, PENDING_STATES, TaskRecord, TaskSpec, local_time
+from gputray.scheduler.tasks.records import (
+    FINISHED_STATES,
+    PENDING_STATES,
+    TaskPatch,
+    TaskRecord,
+    TaskSpec,
+    local_time,
+)
 
 log = logging.getLogger("gputray.scheduler.queue.service")
 
@@ -163,13 +170,12 @@ class QueueEdits:
         self.request_dispatch()
         return new
 
-    def edit(self, task_id: int, changes: Mapping[str, Any]) -> TaskRecord:
-        """Change where, when and how a task that has not started runs (``EDITABLE`` keys); refused with
-        the reason for a task that runs or has ended."""
-        from gputray.scheduler.tasks.taskfile import KEY_ALIASES, with_overrides
+    def edit(self, task_id: int, changes: TaskPatch) -> TaskRecord:
+        """Change where, when and how a task that has not started runs (``EDITABLE`` fields); refused
+        with the reason for a task that runs or has ended."""
+        from gputray.scheduler.tasks.taskfile import spec_from_patch
 
-        changes = {KEY_ALIASES.get(k, k): v for k, v in changes.items()}  # "devices" is "device_prefs"
-        bad = sorted(set(changes) - EDITABLE)
+        bad = sorted(set(changes.given()) - EDITABLE)
         if bad:
             raise QueueError(
                 f"edit cannot change {', '.join(map(repr, bad))}; it changes: {', '.join(sorted(EDITABLE))}"
@@ -178,7 +184,7 @@ class QueueEdits:
             rec = self.store.get(task_id)
             if rec.state not in PENDING_STATES:
                 raise TaskStateError(self._not_editable(rec))
-            spec = with_overrides(rec.spec, changes, source=f"edit of task #{task_id}")
+            spec = spec_from_patch(changes, base=rec.spec, source=f"edit of task #{task_id}")
             if spec.cwd != rec.spec.cwd:
                 check_runnable(spec)
             if (spec.device_prefs, spec.vram_bytes) != (rec.spec.device_prefs, rec.spec.vram_bytes):

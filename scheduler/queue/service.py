@@ -61,6 +61,7 @@ from gputray.scheduler.jobs.invocation import (
     LaunchError,
     activate_python,
     build_env,
+    drop_unused_out,
     free_out_path,
     placeholder_values,
     render_argv,
@@ -121,6 +122,7 @@ from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
     QueueEvent,
+    TaskPatch,
     TaskRecord,
     TaskSpec,
     local_iso,
@@ -198,7 +200,8 @@ def prepare_launch(
 ) -> LaunchPlan:
     """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
     this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``default_vk_index`` (the
-    Vulkan loader). Raises LaunchError when the task cannot be rendered for that device.
+    Vulkan loader) and ``{out}``, which is taken by creating it (``free_out_path``). Raises LaunchError
+    when the task cannot be rendered for that device.
     ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
     spec = task.spec
     if on_cpu:
@@ -216,7 +219,7 @@ def prepare_launch(
         values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
         if uses_placeholder(spec, "out"):
             wanted = values["out"]
-            out = values["out"] = free_out_path(wanted, set(taken_outs))
+            out = values["out"] = free_out_path(wanted, set(taken_outs), umask=job_umask())
             if out != wanted:
                 notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
     argv = render_argv(spec, values, python=python)
@@ -454,11 +457,11 @@ class QueueService(QueueEdits):
         return self._add([spec], self.cluster.check_spec if self.cluster is not None else check_runnable)[0]
 
     def submit_files(
-        self, files: Sequence[Path], *, recipe: str | None = None, overrides: Mapping[str, Any] = {}
+        self, files: Sequence[Path], *, recipe: str | None = None, overrides: TaskPatch | None = None
     ) -> builtins.list[TaskRecord]:
         """One task per file from its recipe (``recipe`` forces one); all are checked before any is queued.
 
-        ``overrides`` are task-file keys (``devices``, ``on_busy``, ``vram``, ``max_wait`` …).
+        ``overrides`` are laid over what the recipe says (the submit's options, a drop's device policy).
         Raises SubmitError / RecipeError / ToolNotFound with a message naming the file or program.
         """
         specs = specs_for_files([Path(f) for f in files], recipe=recipe, overrides=overrides)
@@ -766,6 +769,7 @@ class QueueService(QueueEdits):
             log_path=str(log_path),
             not_before=None,
         )
+        launch_plan: LaunchPlan | None = None
         try:
             launch_plan = prepare_launch(
                 task.replace(**running),
@@ -796,6 +800,8 @@ class QueueService(QueueEdits):
                 },
             )
         except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
+            if launch_plan is not None and launch_plan.out is not None:
+                drop_unused_out(launch_plan.out)
             if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
                 self._hold_back(task, exc, now)
                 return
@@ -881,6 +887,8 @@ class QueueService(QueueEdits):
             if not self._recording:
                 return
             running = self._jobs.pop(task_id, None)
+            if running is not None and running.out is not None and (code != 0 or job.kill_reason):
+                drop_unused_out(running.out)  # the file taken for its result, if it wrote none
             device = running.device if running else None
             if device is not None:
                 self.monitor.job_ended(device, job.pid)

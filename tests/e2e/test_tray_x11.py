@@ -27,7 +27,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -195,9 +195,15 @@ class App:
 
 @contextmanager
 def desktop(
-    case: Case, home: Path, gui_state: dict[str, object] | None = None
+    case: Case,
+    home: Path,
+    gui_state: dict[str, object] | None = None,
+    *,
+    launcher: Sequence[str] = ("-m", "gputray.gui.entry"),
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[tuple[Display, App]]:
-    """Xvfb + D-Bus + portal + trayer + the app, torn down in reverse order."""
+    """Xvfb + D-Bus + portal + trayer + the app, torn down in reverse order. ``launcher``: what Python
+    runs (the fuzz test's driver takes the app's arguments after its own)."""
     n = free_display()
     width, height = case.screen
     started: list[subprocess.Popen[bytes] | subprocess.Popen[str]] = []
@@ -250,9 +256,10 @@ def desktop(
             "QT_QPA_PLATFORMTHEME": "xdgdesktopportal",
             "QT_SCALE_FACTOR": str(case.scale),
             "GPUTRAY_LAYOUT_AUDIT": "1",
+            **(extra_env or {}),
         }
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gputray.gui.entry", "--demo", "--demo-scenario", str(SCENARIO)],
+            [sys.executable, *launcher, "--demo", "--demo-scenario", str(SCENARIO)],
             env=app_env,
             stdout=subprocess.DEVNULL,
             stderr=open(home / "stderr.txt", "wb"),  # noqa: SIM115 - closed with the process
