@@ -57,15 +57,14 @@ def test_import_contracts_hold() -> None:
 def test_no_import_loops() -> None:
     """No module of gui/, cluster/, scheduler/, monitor/ or resources/ imports itself through others:
     each package reads bottom-up. tools/import_cycles.py names the modules of every loop it finds."""
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "import_cycles.py")], capture_output=True, text=True, timeout=300
-    )
+    finder = ROOT / "tools" / "import_cycles.py"
+    result = subprocess.run([sys.executable, str(finder)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == "no import loops", result.stdout
 
 
 def test_import_loops_are_found() -> None:
-    """The loop finder finds a loop (two modules, and one through a third) and leaves a plain chain alone."""
+    """The loop finder finds loops (of two modules, of three, of one) and leaves a plain chain alone."""
     sys.path.insert(0, str(ROOT / "tools"))
     try:
         from import_cycles import loops
