@@ -1699,5 +1699,33 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>a table of true/false values</source>
         <translation>true/false の値のテーブル</translation>
     </message>
+    <message>
+        <source>Cancel the selected tasks; a running one is stopped</source>
+        <translation>選択したタスクをキャンセルします (実行中のものは停止します)</translation>
+    </message>
+    <message>
+        <source>Select a queued, waiting or running task to cancel it</source>
+        <translation>キャンセルするには、キュー内・待機中・実行中のタスクを選択してください</translation>
+    </message>
+    <message>
+        <source>Queue the selected tasks again</source>
+        <translation>選択したタスクをもう一度キューに入れます</translation>
+    </message>
+    <message>
+        <source>Select a task that has ended to queue it again</source>
+        <translation>もう一度キューに入れるには、終了したタスクを選択してください</translation>
+    </message>
+    <message>
+        <source>Select one queued or waiting task to move it</source>
+        <translation>移動するには、キュー内または待機中のタスクを 1 つ選択してください</translation>
+    </message>
+    <message>
+        <source>Open the selected task's log</source>
+        <translation>選択したタスクのログを開きます</translation>
+    </message>
+    <message>
+        <source>Select one task that has started to open its log</source>
+        <translation>ログを開くには、開始済みのタスクを 1 つ選択してください</translation>
+    </message>
 </context>
 </TS>

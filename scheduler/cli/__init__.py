@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None, *, cluster: ClusterCommands | None =
         return 2
     try:
         return func(args)
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # Ctrl+C, in every command that waits, follows or watches
+        return 130  # commands.common.EXIT_INTERRUPTED, not imported: `gputray queue` starts lean
     except BrokenPipeError:
         return 0

@@ -95,7 +95,8 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
             "--wait",
             action="store_true",
             help="stay until the task ends, printing its log as it grows, and exit with its exit status "
-            "(as if it ran here); Ctrl+C stops waiting, not the task",
+            "(as if it ran here); until it starts, why it waits is said on stderr each time that changes; "
+            "Ctrl+C stops waiting (exit status 130), not the task",
         )
 
 
