@@ -483,8 +483,7 @@ class Bridge:
                 self._send_file(handle, origin, f.source, f.rel)
             spec = staged_spec(rec.spec, plan, staging)
             _, device_key = split_qualified(rec.device or "")
-            spec = dataclasses.replace(
-                spec,
+            spec = spec.replace(
                 device_prefs=handed_prefs(rec.spec.device_prefs, machine, device_key)
                 if device_key
                 else spec.device_prefs,
@@ -495,7 +494,7 @@ class Bridge:
                 after_any=False,
             )
             remote = ray.get(
-                handle.submit.remote(origin, spec.to_dict(), [f.rel for f in plan.files]),
+                handle.submit.remote(origin, spec.plain(), [f.rel for f in plan.files]),
                 timeout=CALL_TIMEOUT_S,
             )
         except Exception as exc:
@@ -618,10 +617,11 @@ class Bridge:
         notes = []
         if not plan.shared_in_place:
             for rel, size in ray.get(handle.outputs.remote(origin), timeout=CALL_TIMEOUT_S):
-                dest = Path(free_out_path(str(base / rel), set()))
-                dest.parent.mkdir(parents=True, exist_ok=True)
+                (base / rel).parent.mkdir(parents=True, exist_ok=True)
+                dest = Path(free_out_path(str(base / rel), set()))  # taken: created empty, exclusively
                 part = dest.with_name(dest.name + ".gputray-part")
-                with open(part, "wb") as f:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+                with open(os.open(part, flags | getattr(os, "O_BINARY", 0), 0o666), "wb") as f:  # no link
                     offset = 0
                     while offset < size:
                         chunk = ray.get(

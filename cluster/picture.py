@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gputray.cluster.wire import DeviceView, report_devices
 
 if TYPE_CHECKING:
-    from gputray.cluster.link import ClusterLink
+    from gputray.scheduler.cluster_port import ClusterPort
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,6 @@ def picture_from_doc(doc: Mapping[str, Any]) -> ClusterPicture | None:
     return ClusterPicture(machine=local, connected=connected, machines=tuple(ordered))
 
 
-def cluster_picture(link: ClusterLink | None) -> ClusterPicture | None:
+def cluster_picture(link: ClusterPort | None) -> ClusterPicture | None:
     """What the owner's cluster link knows now (any thread: it reads a report the link replaces whole)."""
     return None if link is None else picture_from_doc(link.report_doc())

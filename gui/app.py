@@ -15,9 +15,11 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from gputray.gui.hand_over import hand_over
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication, QSystemTrayIcon
@@ -86,36 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--install-send-to", action="store_true", help="add gputray to Windows' Send To menu, then exit"
     )
     return p
-
-
-def hand_over(files: Sequence[str]) -> int | None:
-    """If an owner answers, give it the files and return an exit code; None when nobody answers."""
-    from gputray.scheduler import ipc
-    from gputray.scheduler.paths import app_paths
-
-    paths = app_paths()
-    try:
-        with ipc.IpcClient(paths, timeout_s=30.0) as client:
-            pong = client.request("ping")
-            if not files:
-                print(f"gputray is already running (pid {pong.pid}).")
-                return 0
-            absolute = [str(Path(f).expanduser().absolute()) for f in files]
-            try:
-                result = client.request("open_files", files=absolute, cwd=os.getcwd())
-            except ipc.RemoteError as exc:
-                print(f"gputray: {exc}", file=sys.stderr)
-                return 1
-            if result.handed_to == "tray":
-                print(f"gave {len(absolute)} file(s) to the running gputray: confirm the jobs there.")
-            for task in result.tasks:
-                print(f"queued #{task.id}: {task.name}")
-            return 0
-    except ipc.OwnerNotRunning:
-        return None
-    except ipc.IpcError as exc:
-        log.warning("the running gputray did not answer properly (%s); starting our own", exc)
-        return None
 
 
 def install_signal_handlers(quit_app: Callable[[], None]) -> None:
@@ -220,7 +192,9 @@ def run_tray(argv: list[str]) -> int:
     if handed is not None:
         return handed
 
-    missing_display = no_display_reason()
+    from gputray.gui.display_probe import display_problem
+
+    missing_display = no_display_reason() or display_problem(os.environ)
     if missing_display is not None:
         print(f"gputray: {missing_display}", file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """Process entry points. ``gputray SUBCOMMAND`` is the CLI; plain ``gputray`` (or with files) starts the tray.
 
-Qt is imported only when the tray really starts, so CLI commands stay fast and Qt-free.
+Qt is imported only when the tray really starts, so CLI commands stay fast and Qt-free. The command line
+is the scheduler's; the cluster's commands are handed to it here, from above (``cluster.plug``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from gputray.cluster.plug import CLUSTER_COMMANDS
     from gputray.scheduler import cli, console
 
     console.make_streams_safe()
@@ -18,12 +20,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     use_private_umask()  # queue, logs, config and doctor cache are the user's alone; jobs get theirs back
 
-    if args and args[0] in cli.command_names():
-        return cli.main(args)
+    if args and args[0] in cli.command_names(CLUSTER_COMMANDS):
+        return cli.main(args, cluster=CLUSTER_COMMANDS)
     if args and _looks_like_a_command(args[0]):
         import difflib
 
-        names = sorted(cli.command_names())
+        names = sorted(cli.command_names(CLUSTER_COMMANDS))
         close = difflib.get_close_matches(args[0], names, n=1)
         hint = f"did you mean `gputray {close[0]}`? " if close else ""
         print(

@@ -5,10 +5,15 @@ file manager), anchored next to the tray icon on the screen that holds the icon,
 tray sits, or at the cursor where the tray reports no geometry (StatusNotifierItem). It hides when it
 loses focus unless pinned. Without a tray it is an ordinary window.
 
-Its size is fixed while it is shown: every line is an :class:`ElidedLabel` (too long → "…" and the
-whole text in the tooltip) and every card has the same number of lines whatever its GPU is doing, so
-nothing widens the panel and the queue rows never move under the cursor. When the screen is too short
-(HiDPI at 2× on a laptop) the content scrolls instead of being cut.
+Its size is fixed while it is shown. Its width comes from what must be whole: the GPUs' primary
+figures (load, temperature, power, VRAM and shared memory: :class:`FigureLabel`, never elided), the
+buttons and the queue's columns in the current language; every other line is an :class:`ElidedLabel`
+(too long → "…" and the whole text in the tooltip), and every card has the same lines whatever its GPU
+is doing, so nothing widens the panel while shown. Its height is what the content needs at that width
+(the wrapped banner included), up to the room beside the icon on the screen's available area; when
+that is shorter, the queue list gives up rows first (down to one; it scrolls by itself), so the
+drop zone stays whole on a 1366×768 screen. Only when even that does not fit (HiDPI at 2× on a
+laptop) does the content scroll. The queue's rows hold still under the pointer (``queue_view``).
 
 The panel only shows and asks: actions leave it as signals the app connects to the queue.
 """
@@ -17,120 +22,62 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import (
-    QContextMenuEvent,
     QCursor,
     QDragEnterEvent,
     QDragMoveEvent,
     QDropEvent,
     QFont,
     QGuiApplication,
+    QResizeEvent,
     QScreen,
 )
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QFrame,
     QHBoxLayout,
-    QHeaderView,
-    QLabel,
     QMenu,
     QPushButton,
     QScrollArea,
     QSizePolicy,
-    QStyle,
-    QTableView,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from gputray.cluster.picture import ClusterPicture
-from gputray.gui import messages
 from gputray.gui.cluster_cards import ClusterSection, MachineGroup
-from gputray.gui.i18n import tr
-from gputray.gui.legend import LegendEntry, gpu_readings, legend_for
-from gputray.gui.queue_model import (
-    ACTIVE_STATES,
-    COL_DEVICE,
-    COL_ELAPSED,
-    COL_NAME,
-    COL_REASON,
-    COL_STATE,
-    STATE_NAMES,
-    QueueModel,
+from gputray.gui.device_card import (
+    DeviceCard,
+    fixed_button_width,
+    fmt_gib,
+    process_menu,
+    secondary_style,
 )
-from gputray.gui.sparkline import Sparkline
+from gputray.gui.i18n import tr
+from gputray.gui.legend import gpu_readings, legend_for
+from gputray.gui.queue_model import ACTIVE_STATES, QueueModel
+from gputray.gui.queue_view import QueueTable
 from gputray.gui.theme import colors, is_dark
 from gputray.gui.tray_icon import is_hot
-from gputray.gui.widgets import ElidedLabel, Swatch
-from gputray.monitor.readings_text import panel_extras, sample_extras
-from gputray.monitor.records import DeviceReading, ProcessUse, Snapshot
-from gputray.monitor.units import GIB
+from gputray.gui.widgets import ElidedLabel, FigureLabel, WrappedLabel
+from gputray.monitor.records import Snapshot
 from gputray.scheduler.replies import DeviceSlots, TaskView
+
+__all__ = ["DeviceCard", "DropZone", "Panel", "process_menu"]
 
 log = logging.getLogger("gputray.gui")
 HistoryFn = Callable[[str, str, float], list[tuple[float, float | None]]]
 NoticeFn = Callable[[], str]
 
-PANEL_WIDTH = 470  # at least; more when a language's buttons need it
+PANEL_WIDTH = 470  # at least; more when a language's figures or buttons need it
+PANEL_MAX_WIDTH = 540  # at most, unless the figures and buttons need more
+PANEL_SCREEN_SHARE = 3 / 8  # of the screen's width: wider screens get a wider panel, up to the max
 PENDING_STATES = frozenset({"queued", "waiting"})
 RETRYABLE_STATES = frozenset({"failed", "cancelled", "interrupted", "succeeded"})
-
-
-def fmt_gib(used: int | None, total: int | None) -> str:
-    if used is None and total is None:
-        return "–"
-    u = "–" if used is None else f"{used / GIB:.1f}"
-    t = "–" if total is None else f"{total / GIB:.1f}"
-    return f"{u} / {t} GiB"
-
-
-def device_metrics_line(r: DeviceReading) -> str:
-    s = r.sample
-    if s.state == "lost":
-        return tr("lost") + (f": {messages.translate(s.reason)}" if s.reason else "")
-    if s.state == "asleep":
-        return tr("asleep (not woken to read it)")
-    if s.state == "unavailable":
-        return tr("unavailable") + (f": {messages.translate(s.reason)}" if s.reason else "")
-    util = "–" if s.util_percent is None else f"{s.util_percent:.0f} %"
-    temp = "–" if s.temp_c is None else f"{s.temp_c:.0f} °C"
-    power = "–" if s.power_w is None else f"{s.power_w:.0f} W"
-    return f"{util}  ·  {temp}  ·  {power}"
-
-
-def device_memory_line(r: DeviceReading) -> str:
-    s = r.sample
-    vram_total = s.vram_total_bytes if s.vram_total_bytes is not None else r.info.vram_total_bytes
-    shared_total = s.shared_total_bytes if s.shared_total_bytes is not None else r.info.shared_total_bytes
-    return tr("VRAM {vram}  ·  shared {shared}").format(
-        vram=fmt_gib(s.vram_used_bytes, vram_total), shared=fmt_gib(s.shared_used_bytes, shared_total)
-    )
-
-
-def by_memory(processes: Sequence[ProcessUse]) -> list[ProcessUse]:
-    return sorted(processes, key=lambda p: -((p.vram_bytes or 0) + (p.shared_bytes or 0)))
-
-
-def process_text(p: ProcessUse) -> str:
-    mem = (p.vram_bytes or 0) + (p.shared_bytes or 0)
-    util = "" if p.util_percent is None else f" {p.util_percent:.0f}%"
-    return f"{p.name} ({p.pid}) {mem / GIB:.1f} GiB{util}"
-
-
-def processes_line(processes: Sequence[ProcessUse]) -> str:
-    if not processes:
-        return tr("no processes")
-    ordered = by_memory(processes)
-    parts = [process_text(p) for p in ordered[:4]]
-    more = len(processes) - 4
-    if more > 0:
-        parts.append(tr("+{n} more").format(n=more))
-    return ", ".join(parts)
 
 
 def screen_for(anchor: QRect) -> QScreen:
@@ -200,218 +147,6 @@ def panel_position(anchor: QRect, size: QSize, screen: QRect, full: QRect | None
     return QPoint(x, y)
 
 
-def _secondary_style() -> str:
-    return f"color: {colors().secondary_text}"
-
-
-def _fixed_button_width(button: QPushButton | QToolButton, texts: Iterable[str]) -> None:
-    """A button as wide as its widest text: it keeps its width when its text toggles."""
-    current = button.text()
-    width = 0
-    for t in texts:
-        button.setText(t)
-        width = max(width, button.sizeHint().width())
-    button.setText(current)
-    button.setFixedWidth(width)
-
-
-class DeviceCard(QFrame):
-    """One GPU: name (with its legend colour), load/temperature/power, memory, sparkline, why it counts
-    as busy, and who uses it. Always the same height."""
-
-    pause_toggled = Signal(str, bool)  # device key, pause?
-    stop_process_requested = Signal(object)  # ProcessUse
-
-    def __init__(self, key: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.key = key
-        self.setObjectName("deviceCard")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 6, 8, 6)
-        layout.setSpacing(2)
-        top = QHBoxLayout()
-        top.setSpacing(6)
-        self.swatch = Swatch(self)
-        self.name_label = ElidedLabel("", self)
-        bold = QFont(self.name_label.font())
-        bold.setBold(True)
-        self.name_label.setFont(bold)
-        self.metrics_label = ElidedLabel("", self)
-        self.metrics_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        self.metrics_label.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
-        self.pause_button = QToolButton(self)
-        self.pause_button.setCheckable(True)
-        self.pause_button.toggled.connect(self._on_pause)
-        self.jobs_label = QLabel(self)
-        self._jobs: tuple[int, int] | None = None  # (running, slots), from the queue
-        top.addWidget(self.swatch)
-        top.addWidget(self.name_label, 1)
-        top.addWidget(self.metrics_label)
-        top.addWidget(self.pause_button)
-        layout.addLayout(top)
-        self.memory_label = ElidedLabel("", self)
-        # The eGPU readings beside the memory, in short ("PCIe 4.0 ×4 of 5.0 ×8  ·  fan 31 %"), so the
-        # card grows no taller; its tooltip has all of them (power limit, memory clock, video engines).
-        self.extras_label = ElidedLabel("", self)
-        self.extras_label.setStyleSheet("font-size: small")
-        memory_row = QHBoxLayout()
-        memory_row.addWidget(self.memory_label, 1)
-        memory_row.addWidget(self.extras_label)
-        memory_row.addWidget(self.jobs_label)  # beside the memory: the top row is the widest already
-        layout.addLayout(memory_row)
-        self.sparkline = Sparkline(self)
-        layout.addWidget(self.sparkline)
-        self.busy_label = ElidedLabel("", self)
-        layout.addWidget(self.busy_label)
-        self.processes_label = ElidedLabel("", self)
-        layout.addWidget(self.processes_label)
-        self._reading: DeviceReading | None = None
-        self._entry: LegendEntry | None = None
-        self._processes: tuple[ProcessUse, ...] = ()
-        self._busy: tuple[str, ...] = ()
-        self._hot = False
-        self._dark: bool | None = None
-        self.retranslate()
-        self.restyle()
-
-    # -- language and colours --------------------------------------------------------------------------
-    def retranslate(self) -> None:
-        self.pause_button.setToolTip(tr("Pause or resume the queue on this device"))
-        _fixed_button_width(self.pause_button, (tr("Pause"), tr("Resume")))
-        self.pause_button.setText(tr("Resume") if self.pause_button.isChecked() else tr("Pause"))
-        fm = self.metrics_label.fontMetrics()
-        self.metrics_label.setMinimumWidth(fm.horizontalAdvance("100 %  ·  100 °C  ·  888 W") + 4)
-        self.processes_label.set_own_tooltip(tr("Right-click to stop a process of yours"))
-        self.jobs_label.setToolTip(tr("Jobs running / slots (config: [devices.<name>] slots = N)"))
-        self._render_jobs()
-        self._render()
-
-    def restyle(self) -> None:
-        dark = is_dark()
-        if dark == self._dark:
-            return
-        self._dark = dark
-        for label in (self.busy_label, self.processes_label):
-            label.setStyleSheet(_secondary_style())
-        self.sparkline.update()
-        self._render()
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        elif event.type() == QEvent.Type.PaletteChange:
-            self.restyle()
-
-    # -- pause -----------------------------------------------------------------------------------------
-    def _on_pause(self, checked: bool) -> None:
-        self.pause_button.setText(tr("Resume") if checked else tr("Pause"))
-        self.pause_toggled.emit(self.key, checked)
-
-    def set_paused(self, paused: bool) -> None:
-        if self.pause_button.isChecked() != paused:
-            self.pause_button.blockSignals(True)
-            self.pause_button.setChecked(paused)
-            self.pause_button.setText(tr("Resume") if paused else tr("Pause"))
-            self.pause_button.blockSignals(False)
-
-    def set_jobs(self, running: int, slots: int) -> None:
-        self._jobs = (running, slots)
-        self._render_jobs()
-
-    def _render_jobs(self) -> None:
-        if self._jobs is None:
-            self.jobs_label.setText("")
-            return
-        running, slots = self._jobs
-        self.jobs_label.setText(tr("jobs {running}/{slots}").format(running=running, slots=slots))
-
-    # -- data ------------------------------------------------------------------------------------------
-    def update_reading(
-        self,
-        r: DeviceReading,
-        processes: Sequence[ProcessUse],
-        busy_reasons: Sequence[str],
-        hot: bool,
-        history: list[tuple[float, float | None]],
-        now_s: float,
-        entry: LegendEntry | None = None,
-    ) -> None:
-        self._reading = r
-        self._entry = entry
-        self._processes = tuple(processes)
-        self._busy = tuple(busy_reasons)
-        self._hot = hot
-        if entry is not None:
-            self.sparkline.set_color(entry.color)
-        self.sparkline.set_points(history, now_s)
-        self._render()
-
-    def _render(self) -> None:
-        r = self._reading
-        if r is None:
-            return
-        self.name_label.setText(r.info.name)
-        entry = self._entry
-        tips = [tr("simulated")] if r.info.simulated else []  # the title and the banner say DEMO too
-        if entry is not None:
-            self.swatch.set_color(entry.color)
-            tips.insert(0, tr("The {color} bar in the tray icon").format(color=tr(entry.color_word)))
-            self.swatch.setToolTip(tips[0])
-        self.name_label.set_own_tooltip("\n".join(tips))
-        self.metrics_label.setText(device_metrics_line(r))
-        hot_style = f"color: {colors().hot_text}; font-weight: bold" if self._hot else ""
-        if self.metrics_label.styleSheet() != hot_style:  # setStyleSheet re-polishes even when unchanged
-            self.metrics_label.setStyleSheet(hot_style)
-        self.memory_label.setText(device_memory_line(r))
-        ok = r.sample.state == "ok"
-        words = messages.reading_words()
-        extras = panel_extras(r.sample, words) if ok else ""
-        self.extras_label.setText(extras)
-        self.extras_label.set_own_tooltip(sample_extras(r.sample, words=words) if ok else "")
-        self.extras_label.setVisible(bool(extras))
-        busy = "; ".join(messages.translate(b) for b in self._busy)
-        self.busy_label.setText(
-            tr("busy: {reasons}").format(reasons=busy) if busy else tr("not in use by other programs")
-        )
-        self.processes_label.setText(processes_line(self._processes))
-        if self._processes:
-            full = "\n".join(process_text(p) for p in by_memory(self._processes))
-            self.processes_label.set_own_tooltip(full + "\n" + tr("Right-click to stop a process of yours"))
-        else:
-            self.processes_label.set_own_tooltip("")
-
-    def processes(self) -> tuple[ProcessUse, ...]:
-        return self._processes
-
-    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
-        menu = process_menu(self, by_memory(self._processes), self.stop_process_requested.emit)
-        menu.exec(event.globalPos())
-        menu.deleteLater()
-
-
-def process_menu(
-    parent: QWidget, processes: Sequence[ProcessUse], stop: Callable[[ProcessUse], None]
-) -> QMenu:
-    """ "Stop process…" per process; enabled only for the user's own processes (the reason says why not)."""
-    from gputray.gui.process_actions import ownership
-
-    menu = QMenu(parent)
-    if not processes:
-        menu.addAction(tr("no processes")).setEnabled(False)
-    for p in processes:
-        own, why = ownership(p)
-        label = tr("Stop {name} ({pid})…").format(name=p.name, pid=p.pid)
-        if not own:
-            label += "  —  " + why
-        action = menu.addAction(label)
-        action.setEnabled(own)
-        action.triggered.connect(lambda _=False, p=p: stop(p))
-    return menu
-
-
 class DropZone(QFrame):
     """Where files are dropped; says, visibly, to pin the panel before dragging from another window."""
 
@@ -421,9 +156,12 @@ class DropZone(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(1)
-        self.title = ElidedLabel("", self)
+        # whole, always: the drop zone is useless if its words are cut (the audit checks both)
+        self.title = FigureLabel(self)
         self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.hint = ElidedLabel("", self)
+        self.title.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.hint = WrappedLabel(self)
+        self.hint.setProperty("primaryFigure", True)
         self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         layout.addWidget(self.title)
         layout.addWidget(self.hint)
@@ -434,7 +172,7 @@ class DropZone(QFrame):
         self.set_highlight(False)
 
     def retranslate(self) -> None:
-        self.title.setText(tr("Drop files here to queue them"))
+        self.title.set_figures(tr("Drop files here to queue them"))
         self.set_pinned(self.pinned)
 
     def set_pinned(self, pinned: bool) -> None:
@@ -453,7 +191,7 @@ class DropZone(QFrame):
         color = c.accent if on else c.secondary_text
         style = f"border: 2px dashed {color}; border-radius: 6px"
         self.setStyleSheet(f"QFrame#dropZone {{ {style} }}")
-        self.hint.setStyleSheet(_secondary_style())
+        self.hint.setStyleSheet(secondary_style())
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
@@ -528,9 +266,8 @@ class Panel(QWidget):
         head.addWidget(self.pin_button)
         body.addLayout(head)
 
-        self.notice_label = QLabel(self.content)
-        self.notice_label.setWordWrap(True)
-        self.notice_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.notice_label = WrappedLabel(self.content)
+        self.notice_label.setObjectName("panelNotice")
         self.notice_label.hide()
         body.addWidget(self.notice_label)
 
@@ -561,20 +298,7 @@ class Panel(QWidget):
         queue_head.addWidget(self.pause_all_button)
         body.addLayout(queue_head)
 
-        self.table = QTableView(self.content)
-        self.table.setModel(model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.table.setWordWrap(False)
-        self.table.verticalHeader().hide()
-        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        header = self.table.horizontalHeader()
-        header.setStretchLastSection(False)
-        header.setTextElideMode(Qt.TextElideMode.ElideRight)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        header.setSectionResizeMode(COL_NAME, QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(COL_REASON, QHeaderView.ResizeMode.Stretch)
+        self.table = QueueTable(model, self.content)
         self.table.doubleClicked.connect(self._open_log_at)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._row_menu)
@@ -588,12 +312,17 @@ class Panel(QWidget):
         self.log_button = QPushButton(self.content)
         for b in (self.cancel_button, self.retry_button, self.up_button, self.down_button, self.log_button):
             buttons.addWidget(b)
-        self.cancel_button.clicked.connect(self._cancel)
-        self.retry_button.clicked.connect(self._retry)
+        self.cancel_button.clicked.connect(lambda: self._cancel())
+        self.retry_button.clicked.connect(lambda: self._retry())
         self.up_button.clicked.connect(lambda: self._move(-1))
         self.down_button.clicked.connect(lambda: self._move(1))
-        self.log_button.clicked.connect(self._open_log)
+        self.log_button.clicked.connect(lambda: self._open_log())
         body.addLayout(buttons)
+        # The buttons act on the selection: each is enabled only when it would do something, and says
+        # in its tooltip what to select (a click that did nothing at all was a dead end).
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self.update_buttons())
+        for change in (model.dataChanged, model.rowsInserted, model.rowsRemoved, model.modelReset):
+            change.connect(lambda *_: self.update_buttons())
 
         self.drop_zone = DropZone(self.content)
         self.drop_zone.set_pinned(self.pinned or windowed)
@@ -612,10 +341,9 @@ class Panel(QWidget):
         self.no_gpu_label.setText(tr("Looking for GPUs…") if self._snapshot is None else tr("No GPU found."))
         self.cancel_button.setText(tr("Cancel"))
         self.retry_button.setText(tr("Retry"))
-        self.up_button.setToolTip(tr("Move up"))
-        self.down_button.setToolTip(tr("Move down"))
         self.log_button.setText(tr("Open log"))
-        _fixed_button_width(self.pause_all_button, (tr("Pause queue"), tr("Resume queue")))
+        self.update_buttons()
+        fixed_button_width(self.pause_all_button, (tr("Pause queue"), tr("Resume queue")))
         self.pause_all_button.setText(tr("Resume queue") if self._paused_all else tr("Pause queue"))
         self.host_label.setText(self._host_text())
         self.update_queue_label()
@@ -632,7 +360,7 @@ class Panel(QWidget):
         self._dark = dark
         c = colors()
         self.notice_label.setStyleSheet(f"color: {c.notice_text}")
-        self.host_label.setStyleSheet(_secondary_style())
+        self.host_label.setStyleSheet(secondary_style())
         if not self.windowed:
             self.setStyleSheet("QWidget#gputrayPanel { border: 1px solid palette(dark); }")
         self.drop_zone.set_highlight(False)
@@ -648,29 +376,7 @@ class Panel(QWidget):
 
     def fit_columns(self) -> None:
         """Columns as wide as their header and their widest usual value, in this language and font."""
-        header = self.table.horizontalHeader()
-        fm = header.fontMetrics()
-        pad = 2 * self.table.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin) + 14
-
-        def header_w(col: int) -> int:
-            text = str(self.model.headerData(col, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole))
-            return fm.horizontalAdvance(text) + pad
-
-        cell_fm = self.table.fontMetrics()
-        states = max(cell_fm.horizontalAdvance(tr(s)) for s in STATE_NAMES) + 12
-        self.table.setColumnWidth(COL_STATE, max(header_w(COL_STATE), states))
-        names = [*self.model.device_names(), "RTX 5060 Ti"]
-        widest = max(cell_fm.horizontalAdvance(n) for n in names) + 12
-        device_w = min(widest, cell_fm.horizontalAdvance("M" * 12))  # a long name elides beyond that
-        self.table.setColumnWidth(COL_DEVICE, max(header_w(COL_DEVICE), device_w))
-        self.table.setColumnWidth(
-            COL_ELAPSED, max(header_w(COL_ELAPSED), cell_fm.horizontalAdvance("0:00:00") + 12)
-        )
-        self.table.setColumnWidth(COL_NAME, max(header_w(COL_NAME), cell_fm.horizontalAdvance("M" * 10)))
-        header.setMinimumSectionSize(min(header_w(c) for c in range(self.model.columnCount())))
-        row_h = cell_fm.height() + 8
-        self.table.verticalHeader().setDefaultSectionSize(row_h)
-        self.table.setMinimumHeight(header.sizeHint().height() + 5 * row_h + 4)
+        self.table.fit_columns()
 
     # -- title / demo ----------------------------------------------------------------------------------
     def title(self) -> str:
@@ -710,19 +416,48 @@ class Panel(QWidget):
             self.pin_button.setChecked(pinned)
         self.drop_zone.set_pinned(pinned or self.windowed)
 
-    def natural_size(self, available: QSize) -> QSize:
-        """The size to show at: wide enough for the buttons, tall enough for everything (or the screen)."""
-        layout = self.content.layout()
-        if layout is not None:
-            layout.activate()
-        content = self.content.sizeHint()
+    def natural_size(self, available: QSize, screen_width: int = 0) -> QSize:
+        """The size to show at: as wide as the figures, buttons and columns need, and at least
+        ``PANEL_WIDTH`` or 3/8 of a wider screen (up to ``PANEL_MAX_WIDTH``: reasons and the banner
+        then take fewer lines); as tall as the content wants at that width; both within
+        ``available``. A shorter ``available`` is taken from the queue list (see the module's
+        docstring)."""
         outer = self.layout()
         margins = outer.contentsMargins() if outer is not None else None
         extra_w = (margins.left() + margins.right()) if margins else 0
         extra_h = (margins.top() + margins.bottom()) if margins else 0
-        width = max(PANEL_WIDTH, self.content.minimumSizeHint().width() + extra_w)
-        height = content.height() + extra_h
-        return QSize(min(width, available.width()), min(height, available.height()))
+        layout = self.content.layout()
+        if layout is not None:
+            layout.activate()
+        share = min(PANEL_MAX_WIDTH, int(screen_width * PANEL_SCREEN_SHARE))
+        needed = self.content.minimumSizeHint().width() + extra_w
+        width = min(max(PANEL_WIDTH, share, needed), available.width())
+        self._fit_wrapped(width - extra_w)
+        if layout is not None:
+            layout.invalidate()
+            layout.activate()
+        height = self.content.sizeHint().height() + extra_h
+        return QSize(width, min(height, available.height()))
+
+    def _fit_wrapped(self, content_width: int) -> None:
+        """Give the wrapped lines (the banner, the drop hint) the height they need at this width."""
+        body = self.content.layout()
+        m = body.contentsMargins() if body is not None else None
+        inner = content_width - ((m.left() + m.right()) if m else 0)
+        self.notice_label.fit_width(inner)
+        zone = self.drop_zone.layout()
+        zm = zone.contentsMargins() if zone is not None else None
+        self.drop_zone.hint.fit_width(inner - ((zm.left() + zm.right()) if zm else 0) - 4)
+        self.drop_zone.updateGeometry()  # its layout tells the panel's only once it has been shown
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.windowed:  # an ordinary window the user resizes: the wrapped lines follow
+            self._fit_wrapped(self.scroll_area.viewport().width())
+
+    def content_scrolls(self) -> bool:
+        """True when the content does not fit and scrolls (only on screens too short for it)."""
+        return self.scroll_area.verticalScrollBar().maximum() > 0
 
     def show_at(self, anchor: QRect | None) -> None:
         """Show next to ``anchor`` (the tray icon's geometry); at the cursor when it is empty."""
@@ -740,7 +475,7 @@ class Panel(QWidget):
         screen = screen_for(anchor)
         available = screen.availableGeometry()
         room = room_beside(anchor, available, screen.geometry()).boundedTo(available.size())
-        size = self.natural_size(room)
+        size = self.natural_size(room, available.width())
         self.setFixedSize(size)
         pos = panel_position(anchor, size, available, screen.geometry())
         self.move(pos)
@@ -863,6 +598,38 @@ class Panel(QWidget):
         rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
         return [t for t in (self.model.task(r) for r in rows) if t is not None]
 
+    def update_buttons(self) -> None:
+        """Cancel, Retry, ▲ ▼ and Open log for the selected tasks: enabled when they apply, with a
+        tooltip that says what they do, or what to select when they do not apply."""
+        tasks = self.selected_tasks()
+        states = {t.state for t in tasks}
+        single = tasks[0] if len(tasks) == 1 else None
+        movable = single is not None and single.state in PENDING_STATES
+        for button, usable, doing, why_not in (
+            (
+                self.cancel_button,
+                bool(states & ACTIVE_STATES),
+                tr("Cancel the selected tasks; a running one is stopped"),
+                tr("Select a queued, waiting or running task to cancel it"),
+            ),
+            (
+                self.retry_button,
+                bool(states & RETRYABLE_STATES),
+                tr("Queue the selected tasks again"),
+                tr("Select a task that has ended to queue it again"),
+            ),
+            (self.up_button, movable, tr("Move up"), tr("Select one queued or waiting task to move it")),
+            (self.down_button, movable, tr("Move down"), tr("Select one queued or waiting task to move it")),
+            (
+                self.log_button,
+                bool(single and single.log_path),
+                tr("Open the selected task's log"),
+                tr("Select one task that has started to open its log"),
+            ),
+        ):
+            button.setEnabled(usable)
+            button.setToolTip(doing if usable else why_not)
+
     def _toggle_pause_all(self) -> None:
         if self._paused_all:
             self.resume_requested.emit(None)
@@ -872,23 +639,23 @@ class Panel(QWidget):
     def _on_card_pause(self, key: str, pause: bool) -> None:
         (self.pause_requested if pause else self.resume_requested).emit(key)
 
-    def _cancel(self) -> None:
-        ids = [t.id for t in self.selected_tasks() if t.state in ACTIVE_STATES]
+    def _cancel(self, tasks: list[TaskView] | None = None) -> None:
+        ids = [t.id for t in (self.selected_tasks() if tasks is None else tasks) if t.state in ACTIVE_STATES]
         if ids:
             self.cancel_requested.emit(ids)
 
-    def _retry(self) -> None:
-        for t in self.selected_tasks():
+    def _retry(self, tasks: list[TaskView] | None = None) -> None:
+        for t in self.selected_tasks() if tasks is None else tasks:
             if t.state in RETRYABLE_STATES:
                 self.retry_requested.emit(t.id)
 
-    def _move(self, delta: int) -> None:
-        tasks = self.selected_tasks()
+    def _move(self, delta: int, tasks: list[TaskView] | None = None) -> None:
+        tasks = self.selected_tasks() if tasks is None else tasks
         if len(tasks) == 1 and tasks[0].state in PENDING_STATES:
             self.move_requested.emit(tasks[0].id, delta)
 
-    def _open_log(self) -> None:
-        for t in self.selected_tasks()[:1]:
+    def _open_log(self, tasks: list[TaskView] | None = None) -> None:
+        for t in (self.selected_tasks() if tasks is None else tasks)[:1]:
             if t.log_path:
                 self.open_log_requested.emit(t.log_path)
 
@@ -898,7 +665,10 @@ class Panel(QWidget):
             self.open_log_requested.emit(t.log_path)
 
     def row_menu(self, row: int) -> QMenu:
-        """The right-click menu of a queue row (the row is selected first, as a click would)."""
+        """The right-click menu of a queue row (the row is selected first, as a click would).
+
+        Its actions act on the tasks it was opened for, whatever the list does meanwhile, and the list
+        holds its order while it is open."""
         if not any(i.row() == row for i in self.table.selectionModel().selectedRows()):
             self.table.selectRow(row)
         tasks = self.selected_tasks()
@@ -906,16 +676,18 @@ class Panel(QWidget):
         single = tasks[0] if len(tasks) == 1 else None
         pending = sum(self.model.counts().get(s, 0) for s in PENDING_STATES)
         menu = QMenu(self)
+        menu.aboutToShow.connect(lambda: self.table.set_menu_open(True))
+        menu.aboutToHide.connect(lambda: self.table.set_menu_open(False))
         log_action = menu.addAction(tr("Open log"))
         log_action.setEnabled(bool(single and single.log_path))
-        log_action.triggered.connect(self._open_log)
+        log_action.triggered.connect(lambda: self._open_log(tasks))
         menu.addSeparator()
         cancel = menu.addAction(tr("Cancel"))
         cancel.setEnabled(bool(states & ACTIVE_STATES))
-        cancel.triggered.connect(self._cancel)
+        cancel.triggered.connect(lambda: self._cancel(tasks))
         retry = menu.addAction(tr("Retry"))
         retry.setEnabled(bool(states & RETRYABLE_STATES))
-        retry.triggered.connect(self._retry)
+        retry.triggered.connect(lambda: self._retry(tasks))
         movable = single is not None and single.state in PENDING_STATES
         priority = menu.addMenu(tr("Priority"))
         priority.setEnabled(movable)
@@ -926,18 +698,18 @@ class Panel(QWidget):
             (tr("Last in the queue"), pending),
         ):
             action = priority.addAction(text)
-            action.triggered.connect(lambda _=False, d=delta: self._move(d))
+            action.triggered.connect(lambda _=False, d=delta: self._move(d, tasks))
         priority.addSeparator()
-        priority.addAction(tr("Set priority…")).triggered.connect(self._ask_priority)
+        priority.addAction(tr("Set priority…")).triggered.connect(lambda: self._ask_priority(tasks))
         return menu
 
-    def _ask_priority(self) -> None:
+    def _ask_priority(self, tasks: list[TaskView] | None = None) -> None:
         """A priority number for the selected waiting task (higher starts first), as `gputray edit` sets."""
         from PySide6.QtWidgets import QInputDialog
 
         from gputray.scheduler.tasks.records import MAX_PRIORITY
 
-        tasks = self.selected_tasks()
+        tasks = self.selected_tasks() if tasks is None else tasks
         if len(tasks) != 1 or tasks[0].state not in PENDING_STATES:
             return
         task = tasks[0]

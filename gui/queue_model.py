@@ -4,6 +4,10 @@ Updates are incremental: :meth:`QueueModel.apply` diffs the new list against the
 row inserts, removals, a layout change for reorders, and ``dataChanged`` for only the rows that changed,
 so a view over 10,000 tasks keeps its selection and scroll position and stays responsive. The elapsed
 column of running tasks is refreshed by :meth:`tick` without touching any other cell.
+
+While the order is held (:meth:`hold_order`: the pointer is over the panel's list, or a row's menu is
+open) no row moves, comes or goes: a task that changed is updated where it is, everything else waits
+until the hold ends, so the row under the pointer stays the task the user is pointing at.
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ class QueueModel(QAbstractTableModel):
         self._device_full_names: dict[str, str] = {}
         self._wall_clock = wall_clock
         self._now = wall_clock()
+        self._held = False
+        self._pending: dict[int, TaskView] | None = None  # the newest list, in order, while held
         self._headers = tuple(tr(h) for h in HEADERS)
         self._state_colors = {k: QColor(v) for k, v in colors().states.items()}
 
@@ -166,11 +172,12 @@ class QueueModel(QAbstractTableModel):
         return self._row_of.get(task_id)
 
     def tasks(self) -> list[TaskView]:
-        return list(self._rows)
+        """The newest list (while the order is held, what the rows will show when it ends)."""
+        return list(self._pending.values()) if self._pending is not None else list(self._rows)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for t in self._rows:
+        for t in self.tasks():
             out[t.state] = out.get(t.state, 0) + 1
         return out
 
@@ -192,8 +199,32 @@ class QueueModel(QAbstractTableModel):
         for i in range(start, len(self._rows)):
             self._row_of[self._rows[i].id] = i
 
+    # -- holding the order ----------------------------------------------------------------------------
+    def hold_order(self, hold: bool) -> None:
+        """Hold the rows in place (True), or apply what came meanwhile (False)."""
+        if hold == self._held:
+            return
+        self._held = hold
+        if not hold and self._pending is not None:
+            pending, self._pending = self._pending, None
+            self.apply(pending.values())
+
+    def order_held(self) -> bool:
+        return self._held
+
+    def _update_in_place(self, record: TaskView) -> None:
+        row = self._row_of.get(record.id)
+        if row is not None and self._rows[row] != record:
+            self._rows[row] = record
+            self._emit_rows_changed(row, row)
+
     def apply(self, records: Iterable[TaskView]) -> None:
         """Make the rows equal to ``records`` (in that order) with the fewest signals."""
+        if self._held:
+            self._pending = {r.id: r for r in records}
+            for r in self._pending.values():
+                self._update_in_place(r)
+            return
         new = list(records)
         new_ids = [r.id for r in new]
         new_set = set(new_ids)
@@ -257,6 +288,12 @@ class QueueModel(QAbstractTableModel):
     def upsert(self, record: TaskView) -> None:
         """One task changed (an event from the queue): update its row, or append it."""
         rec = record
+        if self._held:
+            if self._pending is None:
+                self._pending = {t.id: t for t in self._rows}
+            self._pending[rec.id] = rec  # a new task is appended when the hold ends
+            self._update_in_place(rec)
+            return
         row = self._row_of.get(rec.id)
         if row is None:
             n = len(self._rows)

@@ -19,9 +19,9 @@ log = logging.getLogger("gputray.gui")
 
 def report_and_forget(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
     log.error("unhandled error in the GUI", exc_info=(exc_type, exc, tb))
-    sys.last_type = sys.last_value = sys.last_traceback = None  # type: ignore[assignment]
+    sys.last_type = sys.last_value = sys.last_traceback = None
     if hasattr(sys, "last_exc"):  # Python 3.12+
-        sys.last_exc = None  # type: ignore[assignment]
+        sys.last_exc = None
 
 
 def install() -> None:

@@ -37,7 +37,7 @@ from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import Paused, Reply, TaskView
-from gputray.scheduler.tasks.records import QueueEvent
+from gputray.scheduler.tasks.records import QueueEvent, TaskPatch
 
 if TYPE_CHECKING:
     from gputray.scheduler.owner import Owner
@@ -238,6 +238,7 @@ class TrayApp(QObject):
         threading.Thread(target=work, name="gputray-owner-start", daemon=True).start()
 
     def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, list[Note]]:
+        from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor, has_gpu
         from gputray.scheduler.owner import Owner
 
@@ -275,6 +276,7 @@ class TrayApp(QObject):
             monitor=monitor,
             on_event=self._event_from_thread,
             config=self.config,  # the owner logs its problems
+            cluster=ClusterLink,  # the link to the other machines; the scheduler never imports the cluster
         )
         owner.files_opener = self.files_opened.emit
         try:
@@ -294,7 +296,7 @@ class TrayApp(QObject):
 
             if isinstance(result, ipc.OwnerAlreadyRunning):
                 log.warning("another gputray became the owner first: handing over and quitting")
-                from gputray.gui.app import hand_over
+                from gputray.gui.hand_over import hand_over
 
                 hand_over(self.args.files)
                 self.exit_code = 0
@@ -425,7 +427,7 @@ class TrayApp(QObject):
         self.reload_queue()
 
     def set_priority(self, task_id: Any, priority: int) -> None:
-        self.request(rq.Edit(id=task_id, changes={"priority": priority}))
+        self.request(rq.Edit(id=task_id, changes=TaskPatch(priority=priority)))
         self.reload_queue()
 
     def move(self, task_id: Any, delta: int) -> None:
@@ -445,7 +447,7 @@ class TrayApp(QObject):
         if result is not None:
             self._apply_paused(result.paused)
 
-    def submit_files(self, files: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+    def submit_files(self, files: list[str], recipe: str | None, overrides: TaskPatch) -> list[Any]:
         """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
         if self.owner is None:
             raise RuntimeError(tr("gputray is still starting; try again in a moment."))

@@ -1,11 +1,17 @@
-"""Small widgets the windows share: a one-line label that elides instead of widening its window, and
-a colour swatch for the icon's legend."""
+"""Small widgets the windows share: a one-line label that elides instead of widening its window, a
+label for the figures a window exists to show (never elided: it reserves its width), a wrapped label
+whose height follows its width without making its layout height-for-width, and a colour swatch for
+the icon's legend."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent, QResizeEvent
+import re
+
+from PySide6.QtCore import QEvent, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPaintEvent, QResizeEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+PRIMARY_PROPERTY = "primaryFigure"  # the layout audit allows no eliding at all for such a widget
 
 
 class ElidedLabel(QLabel):
@@ -32,7 +38,7 @@ class ElidedLabel(QLabel):
         self.setText(text)
 
     # -- text ------------------------------------------------------------------------------------------
-    def setText(self, text: str) -> None:  # type: ignore[override]
+    def setText(self, text: str) -> None:
         text = text or ""
         if text == self._full and self._shown_is_current():
             return
@@ -40,7 +46,7 @@ class ElidedLabel(QLabel):
         self.updateGeometry()
         self._elide()
 
-    def text(self) -> str:  # type: ignore[override]
+    def text(self) -> str:
         return self._full
 
     def shown_text(self) -> str:
@@ -96,6 +102,116 @@ class ElidedLabel(QLabel):
         if isinstance(event, QEvent) and event.type() == QEvent.Type.FontChange:
             self.updateGeometry()
             self._elide()
+
+
+def widest_digits(text: str) -> str:
+    """``text`` with every digit an 8: as wide as any number of that many digits in most fonts."""
+    return re.sub(r"[0-9]", "8", text)
+
+
+class FigureLabel(QLabel):
+    """One line of figures (``42 %  ·  61 °C  ·  95 W``, ``VRAM 14.2 / 16.0 GiB``) that is never elided.
+
+    Its minimum width is the widest of its texts and templates so far (in its font and in bold, which
+    the hot style uses), with every digit counted as an 8, so a layout gives it that room before it
+    squeezes anything else, and a value that grows a digit does not push it over. The window takes its
+    width from the minimum widths, so the figure is whole at any width the window takes. The widest
+    seen only grows: the line never makes its row jitter. Marked primary for the layout audit.
+    """
+
+    def __init__(self, parent: QWidget | None = None, *, templates: tuple[str, ...] = ()) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setWordWrap(False)
+        self.setProperty(PRIMARY_PROPERTY, True)
+        self.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
+        self._templates: list[str] = list(templates)
+        self._reserved = 0
+
+    def set_figures(self, text: str, *templates: str) -> None:
+        """Show ``text``; ``templates`` are texts it may show later (the same line with the total as used)."""
+        new = [t for t in (text, *templates) if t and t not in self._templates]
+        if new:
+            self._templates.extend(new)
+            self._reserved = 0
+            self.updateGeometry()
+        if self.text() != text:
+            self.setText(text)
+
+    def reserved_width(self) -> int:
+        if not self._reserved:
+            plain = self.fontMetrics()
+            bold_font = QFont(self.font())
+            bold_font.setBold(True)
+            bold = QFontMetrics(bold_font)
+            widths = [0]
+            for t in self._templates:
+                wide = widest_digits(t)
+                widths += [plain.horizontalAdvance(wide), bold.horizontalAdvance(wide)]
+                widths += [plain.horizontalAdvance(t), bold.horizontalAdvance(t)]
+            self._reserved = max(widths) + 2
+        return max(self._reserved, self.fontMetrics().horizontalAdvance(self.text()) + 2)
+
+    def sizeHint(self) -> QSize:
+        margins = self.contentsMargins()
+        height = self.fontMetrics().height() + margins.top() + margins.bottom()
+        return QSize(self.reserved_width() + margins.left() + margins.right(), height)
+
+    def minimumSizeHint(self) -> QSize:
+        return self.sizeHint()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._reserved = 0
+            self.updateGeometry()
+
+
+class WrappedLabel(QLabel):
+    """Plain text wrapped at word (or, in Japanese, character) boundaries, as tall as its width needs.
+
+    A word-wrapped QLabel makes its whole layout height-for-width, and a QScrollArea then takes the
+    layout's *preferred* height as its minimum: it scrolls as soon as the window is any shorter, even
+    where a stretchable list could give up the room. This one keeps an ordinary size policy and sets
+    its own fixed height from its width instead (:meth:`fit_width` before the window is sized)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setWordWrap(True)
+        policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        policy.setHeightForWidth(False)
+        self.setSizePolicy(policy)
+
+    def hasHeightForWidth(self) -> bool:
+        return False  # QLabel turns its policy's flag back on with every setText
+
+    def needed_height(self, width: int) -> int:
+        """The height the text needs at ``width``. (QLabel.heightForWidth is no use here: it never
+        answers less than the minimum height, which this label sets itself.)"""
+        if not self.text():
+            return 0
+        m = self.contentsMargins()
+        extra = 2 * self.margin()
+        inner = max(1, width - m.left() - m.right() - extra)
+        flags = int(self.alignment()) | int(Qt.TextFlag.TextWordWrap)
+        rect = self.fontMetrics().boundingRect(QRect(0, 0, inner, 1 << 20), flags, self.text())
+        return rect.height() + m.top() + m.bottom() + extra
+
+    def fit_width(self, width: int) -> None:
+        """Take the height the text needs at ``width`` (its width once the window is laid out)."""
+        height = self.needed_height(width)
+        if height != self.minimumHeight() or height != self.maximumHeight():
+            self.setFixedHeight(height)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.fit_width(self.width())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.fit_width(event.size().width())
 
 
 class Swatch(QWidget):

@@ -584,7 +584,7 @@ def _describe(index: int, handle: int | None, enum_ext: Any, props2: Any) -> Vul
         drv = VkPhysicalDeviceDriverProperties(sType=VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES)
         chain.append(drv)
     for a, b in itertools.pairwise(chain):
-        a.pNext = ctypes.addressof(b)  # type: ignore[attr-defined]
+        a.pNext = ctypes.addressof(b)
     full = VkPhysicalDeviceProperties2(
         sType=VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=ctypes.addressof(chain[0])
     )

@@ -57,6 +57,16 @@ class DeviceSection:
     slots: Annotated[int, Meta(ge=1, le=MAX_SLOTS)] = 1
 
 
+@dataclass(frozen=True)
+class RetentionSection:
+    """``[retention]``: ended tasks (succeeded, failed, cancelled) and their logs are removed once they
+    ended more than ``keep_days`` ago, and beyond the newest ``keep_tasks`` of them; 0 turns that limit
+    off. What ``gputray clean --older-than 7d --keep 1000`` does by hand, done every few minutes."""
+
+    keep_days: Annotated[float, Meta(ge=0.0, le=36_500.0)] = 30.0
+    keep_tasks: Annotated[int, Meta(ge=0, le=10_000_000)] = 1000
+
+
 # the tray's notifications, each one ``[gui.notifications] <kind> = false`` can turn off
 NOTIFICATION_KINDS = (
     "job_started",
@@ -77,7 +87,7 @@ class GuiSection:
 
 @dataclass(frozen=True)
 class ClusterSection:
-    """``[cluster]`` as written (None: not set); ``gputray.cluster.config.cluster_config`` turns it into
+    """``[cluster]`` as written (None: not set); the cluster's ``config.cluster_config`` turns it into
     the cluster's ``ClusterConfig`` (sizes and durations parsed, its defaults filled in)."""
 
     address: str | None = None
@@ -87,6 +97,25 @@ class ClusterSection:
     max_transfer: int | str | None = None
     lost_after: float | str | None = None
     fence_after: float | str | None = None
+
+
+MIN_LOG_BYTES = 64 << 10
+DEFAULT_LOG_SIZE = "1GiB"
+
+
+@dataclass(frozen=True)
+class LogsSection:
+    """``[logs]``: ``max_size``, the most one job's log keeps ("1GiB", "500MB" or a number of bytes, at
+    least 64 KiB). Past it the log keeps its head and the output's last part, with a line saying how
+    much was dropped between them (``supervisor.CappedLog``)."""
+
+    max_size: int | str = DEFAULT_LOG_SIZE
+
+    @property
+    def max_bytes(self) -> int:
+        from gputray.scheduler.tasks.taskfile import parse_size
+
+        return parse_size(self.max_size)  # checked by read_config
 
 
 @dataclass(frozen=True)
@@ -108,6 +137,8 @@ class Config:
     envs: tuple[PythonEnv, ...] = ()
     gui: GuiSection = field(default_factory=GuiSection)
     cluster: ClusterSection = field(default_factory=ClusterSection)
+    logs: LogsSection = field(default_factory=LogsSection)
+    retention: RetentionSection = field(default_factory=RetentionSection)
     problems: tuple[ConfigProblem, ...] = ()
 
     def problems_in(self, table: str) -> list[ConfigProblem]:
@@ -115,7 +146,7 @@ class Config:
 
 
 T = TypeVar("T")
-_TOP_KEYS = ("monitor", "thresholds", "devices", "env", "gui", "cluster")
+_TOP_KEYS = ("monitor", "thresholds", "devices", "env", "gui", "cluster", "logs", "retention")
 
 
 def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
@@ -182,6 +213,8 @@ def read_config(path: Path | None = None) -> Config:
         envs=_envs(raw.get("env", []), source, problems),
         gui=table("gui", GuiSection),
         cluster=table("cluster", ClusterSection),
+        logs=_logs_section(table("logs", LogsSection), source, problems),
+        retention=table("retention", RetentionSection),
     )
     if isinstance(notifications, dict):  # `job_faild = false` would silently turn nothing off
         _unknown_keys(notifications, NOTIFICATION_KINDS, "gui.notifications", source, problems)
@@ -236,6 +269,24 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
                     + ("left unset" if default is None else f"using {_toml(default)}"),
                 )
             )
+
+
+def _logs_section(logs: LogsSection, source: str, problems: list[ConfigProblem]) -> LogsSection:
+    """``max_size`` is a size gputray can read, and at least ``MIN_LOG_BYTES``; else the default."""
+    try:
+        ok = logs.max_bytes >= MIN_LOG_BYTES
+    except ValueError:
+        ok = False
+    if ok:
+        return logs
+    problems.append(
+        ConfigProblem(
+            "logs.max_size",
+            f"{source}: logs.max_size = {_toml(logs.max_size)} is not a size of at least 64 KiB "
+            f'(like "1GiB", "500MB" or a number of bytes); using "{DEFAULT_LOG_SIZE}"',
+        )
+    )
+    return LogsSection()
 
 
 def _whole(value: object, t: msgspec.inspect.Type) -> object:

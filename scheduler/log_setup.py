@@ -112,7 +112,7 @@ class PrivateRotatingFileHandler(RotatingFileHandler):
 
     def _drop_stream(self) -> None:
         """Close the file, discarding what its buffer holds (it would fail again on every write)."""
-        stream, self.stream = self.stream, None  # type: ignore[assignment]
+        stream, self.stream = self.stream, None
         if stream is not None:
             with contextlib.suppress(Exception):
                 stream.close()

@@ -19,21 +19,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from msgspec import UNSET
+
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
+from gputray.scheduler.ipc.server import IpcServer
+from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.timing import Schedule, Timing
-from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
-from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_mapping, with_overrides
+from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
+from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
 if TYPE_CHECKING:
-    from gputray.cluster.link import ClusterLink
-    from gputray.scheduler.queue.service import EnvResolver, QueueService
+    from gputray.scheduler.cluster_port import ClusterLinkFactory, ClusterPort
+    from gputray.scheduler.pyenvs.choice import EnvResolver
+    from gputray.scheduler.queue.retention import Retention
+    from gputray.scheduler.queue.service import QueueService
     from gputray.scheduler.queue.store import TaskStore
 
 log = logging.getLogger("gputray.owner")
@@ -72,11 +78,11 @@ def _abs_path(path: str, cwd: str | None) -> Path:
     return p
 
 
-def _with_caller_env(req: rq.Submit | rq.SubmitFiles | rq.Run) -> dict[str, Any]:
-    """A request's task overrides, plus the environment the CLI sent (``caller_env``) as ``base_env``."""
-    overrides: dict[str, Any] = dict(req.overrides or {})
+def _with_caller_env(req: rq.Submit | rq.SubmitFiles | rq.Run) -> TaskPatch:
+    """A request's task options, plus the environment the CLI sent (``caller_env``) as ``base_env``."""
+    overrides = req.overrides or TaskPatch()
     if req.caller_env is not None:  # values that are not UTF-8 came as bytes: the job gets those bytes
-        overrides["base_env"] = {k: rq.os_str(v) for k, v in req.caller_env.items()}
+        overrides = overrides.then(TaskPatch(base_env={k: rq.os_str(v) for k, v in req.caller_env.items()}))
     return overrides
 
 
@@ -112,7 +118,10 @@ class Owner:
         on_event: Callable[[QueueEvent], None] | None = None,
         serve_ipc: bool = True,
         config: Config | None = None,
+        cluster: ClusterLinkFactory | None = None,
     ) -> None:
+        """``cluster`` (``cluster.link.ClusterLink``, handed from above: the scheduler never imports the
+        cluster) makes the link to the other machines once the store is open; None: no cluster."""
         self.paths = paths
         self._config = config  # None: read at start (the tray passes the one it read)
         self.demo = demo
@@ -129,7 +138,8 @@ class Owner:
         self._store: TaskStore | None = None
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
-        self.server: ipc.IpcServer | None = None
+        self.retention: Retention | None = None
+        self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self._in_flight = 0  # requests being answered; stop() lets them finish before closing the store
@@ -137,7 +147,8 @@ class Owner:
         self.shutdown_requested = threading.Event()
         self.shutdown_jobs: str = "stop"  # what a `shutdown` request asked for the running jobs: keep or stop
         self.started_at: float | None = None
-        self.cluster: ClusterLink | None = None  # the bridge to the other machines of a cluster
+        self._cluster_factory = cluster
+        self.cluster: ClusterPort | None = None  # the bridge to the other machines of a cluster
         # Set by the tray app: files opened with gputray go through its drop confirm instead of
         # straight into the queue. Called from the IPC thread with absolute paths; must not block.
         self.files_opener: Callable[[list[str]], None] | None = None
@@ -161,7 +172,6 @@ class Owner:
 
     def start(self) -> None:
         """Claim the socket, then start monitor, queue and timing. Raises ipc.OwnerAlreadyRunning."""
-        from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor
         from gputray.scheduler.paths import prepare_private_folders
         from gputray.scheduler.queue.service import QueueService
@@ -171,7 +181,7 @@ class Owner:
         for note in prepare_private_folders(self.paths):
             log.warning("%s", note)
         if self._serve_ipc:
-            self.server = ipc.IpcServer(self.paths, self._answer)  # requests already decoded and checked
+            self.server = IpcServer(self.paths, self._answer)  # requests already decoded and checked
             self.server.start()
         try:
             config = self._config or read_config_or_defaults(self.paths.config_file)
@@ -189,8 +199,12 @@ class Owner:
             self._monitor.start()
             self._take_queue_lock()
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
-            # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
-            self.cluster = ClusterLink(self.paths, self._store, clock=self.clock, emit=self._event)
+            if self._cluster_factory is not None:
+                # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
+                self.cluster = self._cluster_factory(
+                    self.paths, self._store, clock=self.clock, emit=self._event
+                )
+            from gputray.scheduler.pyenvs.choice import ResolverChooser
             from gputray.scheduler.pyenvs.doctor_cache import DoctorNeeds
 
             self._queue = QueueService(
@@ -198,26 +212,42 @@ class Owner:
                 self._monitor,
                 paths=self.paths,
                 clock=self.clock,
-                env_resolver=self.env_resolver,  # None: the doctor's cache, checking envs in the background
-                failed_needs=DoctorNeeds(),  # `needs` (fp16 …) avoid devices where the doctor saw them fail
+                # None: the doctor's cache, checking envs in the background. Either way, `needs` (fp16 …)
+                # avoid devices where the doctor saw them fail.
+                env_chooser=(
+                    ResolverChooser(self.env_resolver, failed_needs=DoctorNeeds())
+                    if self.env_resolver is not None
+                    else None
+                ),
                 on_event=self._event,
                 slots=dict(config.device_slots),
-                runs_here=self.cluster.runs_here,
-                check_spec=self.cluster.check_spec,
+                log_max_bytes=config.logs.max_bytes,
+                cluster=self.cluster,
             )
-            self.cluster.attach(self._queue)
+            if self.cluster is not None:
+                self.cluster.attach(self._queue)
             self._queue.start()
             self.timing = Timing(
                 self.paths.data_dir / "schedules.sqlite3", submit=self._submit_schedule, clock=self.clock
             )
             self.timing.start()
             self._queue.add_timer(self.timing)  # the dispatcher is the one clock: it wakes for schedules too
+            from gputray.scheduler.queue.retention import Retention
+
+            self.retention = Retention(
+                self._queue,
+                keep_days=config.retention.keep_days,
+                keep_tasks=config.retention.keep_tasks,
+                clock=self.clock,
+            )
+            self._queue.add_timer(self.retention)  # ended tasks and logs past [retention]'s limits go
         except BaseException:
             self._teardown()
             raise
         self.started_at = self.clock()
         self._ready.set()
-        self.cluster.start()
+        if self.cluster is not None:
+            self.cluster.start()
         log.info("gputray owner started (pid %d, demo=%s)", os.getpid(), self.demo)
 
     def _take_queue_lock(self) -> None:
@@ -289,7 +319,8 @@ class Owner:
                 log.exception("on_event callback failed")
 
     def _submit_schedule(self, entry: Schedule) -> object:
-        spec = with_overrides(load_task_file(Path(entry.task_file)), entry.overrides, source=entry.task_file)
+        base = load_task_file(Path(entry.task_file))
+        spec = spec_from_patch(entry.overrides, base=base, source=entry.task_file)
         return self.queue.submit(spec)
 
     # --- the IPC entry ---------------------------------------------------------------------------
@@ -365,20 +396,20 @@ class Owner:
         overrides = _with_caller_env(req)
         if req.task_file is not None:
             path = _abs_path(rq.os_str(req.task_file), _cwd(req.cwd))
-            spec = with_overrides(load_task_file(path), overrides, source=str(path))
+            spec = spec_from_patch(overrides, base=load_task_file(path), source=str(path))
         elif req.spec is not None:
-            spec = TaskSpec.from_dict({**req.spec, **overrides}, source="submitted task")
+            spec = spec_from_patch(req.spec.then(overrides), source="submitted task")
         else:
             raise OwnerRequestError("submit needs a task file or a task spec")
         if spec.cwd is None and req.cwd:  # no `cwd` key or --cwd: where the command was typed
-            spec = with_overrides(spec, {"cwd": req.cwd}, source="submitted task")
+            spec = spec_from_patch(TaskPatch(cwd=_cwd(req.cwd)), base=spec, source="submitted task")
         return self._submitted([self.queue.submit(spec)])
 
     def _op_submit_files(self, req: rq.SubmitFiles) -> rp.Submitted:
         files = [_abs_path(rq.os_str(f), _cwd(req.cwd)) for f in req.files]
         overrides = _with_caller_env(req)
-        if req.cwd and "cwd" not in overrides:  # the CLI's: jobs run where the command was typed
-            overrides["cwd"] = _cwd(req.cwd)
+        if req.cwd and overrides.cwd is UNSET:  # the CLI's: jobs run where the command was typed
+            overrides = overrides.then(TaskPatch(cwd=_cwd(req.cwd)))
         records = self.queue.submit_files(files, recipe=req.recipe, overrides=overrides)
         return self._submitted(list(records))
 
@@ -396,13 +427,13 @@ class Owner:
         return rp.Submitted(tasks=(), handed_to="tray")
 
     def _op_run(self, req: rq.Run) -> rp.Submitted:
-        data: dict[str, Any] = {"kind": "command", "argv": [rq.os_str(a) for a in req.argv]}
-        if req.cwd:
-            data["cwd"] = _cwd(req.cwd)
-        if req.name:
-            data["name"] = req.name
-        data.update(_with_caller_env(req))
-        spec = spec_from_mapping(data, source="gputray run")
+        command = TaskPatch(
+            kind="command",
+            argv=tuple(rq.os_str(a) for a in req.argv),
+            cwd=_cwd(req.cwd) if req.cwd else UNSET,
+            name=req.name or UNSET,
+        )
+        spec = spec_from_patch(command.then(_with_caller_env(req)), source="gputray run")
         return self._submitted([self.queue.submit(spec)])
 
     def _op_queue(self, req: rq.Queue) -> rp.QueueReply:
@@ -416,7 +447,7 @@ class Owner:
 
     def _op_get(self, req: rq.Get) -> rp.TaskReply:
         rec = self.queue.get(_task_id(req.id))
-        return rp.TaskReply(task=rp.TaskView.of(rec), spec=rec.spec.to_dict(), pid=rec.pid)
+        return rp.TaskReply(task=rp.TaskView.of(rec), spec=rec.spec.plain(), pid=rec.pid)
 
     def _op_cancel(self, req: rq.Cancel) -> rp.TasksDone:
         done: list[TaskRecord] = []
@@ -445,7 +476,7 @@ class Owner:
         return rp.TaskReply(task=rp.TaskView.of(moved))
 
     def _op_edit(self, req: rq.Edit) -> rp.TaskReply:
-        return rp.TaskReply(task=rp.TaskView.of(self.queue.edit(_task_id(req.id), dict(req.changes))))
+        return rp.TaskReply(task=rp.TaskView.of(self.queue.edit(_task_id(req.id), req.changes)))
 
     def _op_remove(self, req: rq.Remove) -> rp.TasksDone:
         ids: list[int] = []
@@ -462,7 +493,7 @@ class Owner:
         from gputray.scheduler.tasks.records import FINISHED_STATES
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
-        gone, kept = self.queue.clean(older_than_s=req.older_than_s, states=states)
+        gone, kept = self.queue.clean(older_than_s=req.older_than_s, keep=req.keep, states=states)
         return rp.Cleaned(tasks=rp.views(gone), kept=tuple(kept))
 
     def _op_wait(self, req: rq.WaitFor) -> rp.Waited:
@@ -501,7 +532,7 @@ class Owner:
         away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
         if len(away) == 1:
             return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
-        raise OwnerRequestError(unknown_device_message(text, [*infos, *seen]))
+        raise OwnerRequestError(unknown_device_message(text, [*infos, *seen], classes=("cpu",)))
 
     def _device_names(self) -> dict[str, str]:
         """Device key → the name people know it by, for listings (the JSON keeps the key)."""
@@ -524,18 +555,10 @@ class Owner:
         offset = max(0, req.offset or 0)
         max_bytes = min(max(1, req.max_bytes or LOG_CHUNK_MAX_BYTES), LOG_CHUNK_MAX_BYTES)
         text, next_offset, size = "", offset, 0
-        if rec.log_path:
-            try:
-                with open(rec.log_path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    f.seek(offset)
-                    data = f.read(max_bytes)
-                text, used = _decode_utf8_prefix(data)
-                next_offset = offset + used
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise OwnerRequestError(f"cannot read the log {rec.log_path}: {exc.strerror}") from None
+        if rec.log_path:  # a FIFO, a link, /dev/zero in its place: refused, never waited on or followed
+            data, size = read_log(rec.log_path, offset, max_bytes)
+            text, used = _decode_utf8_prefix(data)
+            next_offset = offset + used
         return rp.LogChunk(
             id=rec.id,
             state=rec.state,
@@ -549,9 +572,10 @@ class Owner:
     def _op_schedule_add(self, req: rq.ScheduleAdd) -> rp.Schedules:
         assert self.timing is not None
         path = _abs_path(req.task_file, req.cwd)
-        overrides = dict(req.overrides or {})
-        spec = with_overrides(load_task_file(path), overrides, source=str(path))  # a bad file fails now,
-        self.queue.check_devices(spec)  # and so does a device name that matches nothing, not at 3 am
+        overrides = req.overrides or TaskPatch()
+        # a bad file fails now, and so does a device name that matches nothing, not at 3 am
+        spec = spec_from_patch(overrides, base=load_task_file(path), source=str(path))
+        self.queue.check_devices(spec)
         entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
         self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)
@@ -574,7 +598,7 @@ class Owner:
         """How many jobs run now (the tray asks before it quits)."""
         return len(self.queue.running_ids()) if self._queue is not None else 0
 
-    # gputray.cluster: the bridge beside this owner, and this machine's agent (both local clients).
+    # The cluster: the bridge beside this owner, and this machine's agent (both local clients).
     def _op_cluster_sync(self, req: rq.ClusterSync) -> rp.ClusterSynced:
         return self._cluster_link().sync(req)
 
@@ -584,8 +608,10 @@ class Owner:
     def _op_cluster_submit(self, req: rq.ClusterSubmit) -> rp.ClusterTask:
         return self._cluster_link().submit(req)
 
-    def _cluster_link(self) -> ClusterLink:
+    def _cluster_link(self) -> ClusterPort:
         if self.cluster is None:
+            if self._cluster_factory is None:
+                raise OwnerRequestError("this gputray owner runs without the cluster")
             raise OwnerRequestError("the owner is not started")
         return self.cluster
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import warnings
@@ -107,10 +108,16 @@ def create_private_file(path: Path) -> None:
 
 
 def open_private_append(path: Path) -> int:
-    """A file descriptor appending to ``path``, created 0600 if missing (job logs, gputray's own log)."""
-    return os.open(
-        path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0), PRIVATE_FILE_MODE
-    )
+    """A file descriptor appending to ``path``, created 0600 if missing (job logs, gputray's own log).
+
+    Never through a symbolic link and never waiting for a FIFO's reader (a job may have put either in
+    place of its log): anything but a regular file raises OSError."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), PRIVATE_FILE_MODE)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
 
 
 def prepare_private_folders(paths: Paths) -> list[str]:

@@ -76,15 +76,19 @@ _ALREADY_MOVED = re.compile(r"\.(\w+)")
 _IMPORTED = re.compile(r" import \(?\s*(\w+)")
 
 
+def _is_module(dotted: str) -> bool:
+    """Whether ``dotted`` (under gputray.scheduler) is a module or package of this checkout."""
+    path = ROOT / "scheduler" / dotted.replace(".", "/")
+    return dotted in MOVES.values() or path.with_suffix(".py").is_file() or path.is_dir()
+
+
 def _dotted(match: re.Match[str]) -> str:
     old = match.group(1)
     if old in _PACKAGES_NOW:
-        after = _ALREADY_MOVED.match(match.string, match.end())
-        if after and f"{old}.{after.group(1)}" in MOVES.values():
-            return match.group(0)
-        imported = _IMPORTED.match(match.string, match.end())
-        if imported and f"{old}.{imported.group(1)}" in MOVES.values():
-            return match.group(0)  # ``from gputray.scheduler.tasks import taskfile``: the package's module
+        for follows in (_ALREADY_MOVED, _IMPORTED):
+            name = follows.match(match.string, match.end())
+            if name and _is_module(f"{old}.{name.group(1)}"):
+                return match.group(0)  # ``gputray.scheduler.tasks.taskfile``: already the package's module
     return f"gputray.scheduler.{MOVES[old]}"
 
 

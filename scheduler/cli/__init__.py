@@ -1,4 +1,9 @@
-"""The ``gputray`` command line: subcommands are looked up in ``gputray.scheduler.cli.commands``."""
+"""The ``gputray`` command line: subcommands are looked up in ``gputray.scheduler.cli.commands``.
+
+The cluster's commands (the ``cluster`` subcommand, ``status --cluster``, the ``[cluster]`` checks of
+``config``) come from above: the entry point (``gputray.gui.entry``) hands ``main`` the cluster's
+``ClusterCommands`` (``cluster_port``), which every handler finds as ``args.cluster_commands``.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputray.scheduler import console
+
+if TYPE_CHECKING:
+    from gputray.scheduler.cluster_port import ClusterCommands
 
 # Subcommand name → module under gputray.scheduler.cli.commands. A module may register several names
 # (``submit`` registers ``submit`` and ``run``; ``control`` registers ``cancel``, ``retry``, ``pause`` ...).
@@ -33,14 +41,14 @@ COMMAND_MODULES: dict[str, str] = {
     "envs": "envs",
     "doctor": "doctor",
     "config": "config_cmd",
-    "cluster": "gputray.cluster.commands",  # a full module name: outside this package
 }
 
 Handler = Callable[[argparse.Namespace], int]
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser with every subcommand, or (``only``) just the module that registers that command.
+def build_parser(only: str | None = None, cluster: ClusterCommands | None = None) -> argparse.ArgumentParser:
+    """The parser with every subcommand, or (``only``) just the module that registers that command;
+    ``cluster`` adds the cluster's commands (``cluster_port.ClusterCommands``).
 
     ``gputray queue`` builds only what it runs: importing every command module (monitor, doctor,
     Vulkan …) would cost more start-up than the command itself.
@@ -52,17 +60,25 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "Without a subcommand, `gputray` starts the tray app."
         ),
     )
+    parser.set_defaults(cluster_commands=cluster)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    modules = [COMMAND_MODULES[only]] if only in COMMAND_MODULES else COMMAND_MODULES.values()
+    cluster_names = cluster.names if cluster is not None else frozenset()
+    everything = only not in COMMAND_MODULES and only not in cluster_names
+    modules = (
+        list(COMMAND_MODULES.values())
+        if everything
+        else [COMMAND_MODULES[o] for o in (only,) if o in COMMAND_MODULES]
+    )
     for module_name in dict.fromkeys(modules):  # each module once, though it registers several names
-        full = module_name if "." in module_name else f"gputray.scheduler.cli.commands.{module_name}"
-        module: Any = importlib.import_module(full)
+        module: Any = importlib.import_module(f"gputray.scheduler.cli.commands.{module_name}")
         module.register(sub)
+    if cluster is not None and (everything or only in cluster_names):
+        cluster.register(sub)
     return parser
 
 
-def command_names() -> set[str]:
-    return set(COMMAND_MODULES)
+def command_names(cluster: ClusterCommands | None = None) -> set[str]:
+    return set(COMMAND_MODULES) | (cluster.names if cluster is not None else set())
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -104,10 +120,10 @@ def _is_option(word: str, parser: argparse.ArgumentParser) -> bool:
     return any(word == flag or word.startswith(flag + "=") for flag in flags)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, cluster: ClusterCommands | None = None) -> int:
     console.make_streams_safe()  # a cp1252 pipe on Windows gets ASCII bars, not a UnicodeEncodeError
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(words[0] if words else None)
+    parser = build_parser(words[0] if words else None, cluster)
     command = _subparsers(parser).get(words[0]) if words else None
     if command is not None:
         words = [words[0], *glue_negative_values(words[1:], command)]
@@ -121,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return func(args)
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # Ctrl+C, in every command that waits, follows or watches
+        return 130  # commands.common.EXIT_INTERRUPTED, not imported: `gputray queue` starts lean
     except BrokenPipeError:
         return 0

@@ -120,7 +120,7 @@ def private_listener(address: str) -> Any:
     sddl = owner_only_sddl()
     base: Any = connection.PipeListener  # type: ignore[attr-defined,unused-ignore]
 
-    class PrivatePipeListener(base):  # type: ignore[misc,valid-type]
+    class PrivatePipeListener(base):  # type: ignore[misc]
         def _new_handle(self, first: bool = False) -> int:
             flags = _winapi.PIPE_ACCESS_DUPLEX | _winapi.FILE_FLAG_OVERLAPPED
             if first:  # a second owner fails here (ERROR_ACCESS_DENIED): it never replaces the first

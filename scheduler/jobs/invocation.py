@@ -53,15 +53,46 @@ def out_path(spec: TaskSpec) -> str:
     return str(folder / f"{stem}_out{suffix}")
 
 
-def free_out_path(wanted: str, taken: Collection[str]) -> str:
-    """``wanted``, or ``name (2).ext``, ``name (3).ext`` … when a file is there already (an earlier
-    result, or the input itself) or another job of ours is writing it: results are never overwritten."""
+def free_out_path(wanted: str, taken: Collection[str], *, umask: int = -1) -> str:
+    """``wanted``, or ``name (2).ext``, ``name (3).ext`` … when anything is there already (an earlier
+    result, the input itself, a link, even one that points nowhere) or another job of ours is writing
+    it: results are never overwritten, and never written through a link.
+
+    The name is taken by creating it, empty, with ``O_CREAT | O_EXCL`` (which never follows a link and
+    which only one process wins), so the tool writes into a file of ours: a recipe's ``ffmpeg -y``
+    overwrites only that. ``umask``: the job's (the file gets the mode the tool would have given it);
+    -1: this process's. OSError when the folder does not take a new file; ``drop_unused_out`` removes
+    the file again when the job wrote nothing."""
     path = Path(wanted)
     candidate, n = path, 1
-    while candidate.exists() or str(candidate) in taken:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        if str(candidate) not in taken:
+            try:
+                fd = os.open(candidate, flags, 0o666)
+            except FileExistsError:
+                pass
+            else:
+                try:
+                    if umask != -1 and os.name == "posix":
+                        os.fchmod(fd, 0o666 & ~umask)
+                finally:
+                    os.close(fd)
+                return str(candidate)
         n += 1
         candidate = path.with_name(f"{path.stem} ({n}){path.suffix}")
-    return str(candidate)
+
+
+def drop_unused_out(path: str) -> None:
+    """Remove the file ``free_out_path`` created for a job that ended without writing to it."""
+    import stat
+
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def placeholder_values(spec: TaskSpec, *, device_key: str, vk_index: int | None) -> dict[str, str]:

@@ -511,11 +511,13 @@ def launch(
     grace_s: float = GRACE_S,
     meta: Mapping[str, Any] | None = None,
     umask: int = -1,
+    log_max_bytes: int = supervisor.DEFAULT_LOG_MAX_BYTES,
 ) -> Job:
     """Start ``argv`` (a list; element 0 is looked up on PATH, nothing is ever parsed by a shell) under
     its supervisor, and return once the job's process exists.
 
-    Output (stdout and stderr together) is appended to ``log_path``; ``header`` is written first.
+    Output (stdout and stderr together) is appended to ``log_path``; ``header`` is written first; the
+    log keeps at most ``log_max_bytes`` (its head and its tail: ``supervisor.CappedLog``).
     ``on_exit(job, returncode)`` runs in the watcher thread as soon as the process ends (negative
     return code: killed by that signal on POSIX). ``meta`` (task id, attempt, device …) goes into the
     run and exit files. Raises LaunchFailed when the program cannot start.
@@ -527,7 +529,7 @@ def launch(
     watch = _start_watcher(log_path)
     try:
         sup, answer = _start_supervised(
-            argv, env, log_path, files, cwd, timeout_s, header, grace_s, meta, umask
+            argv, env, log_path, files, cwd, timeout_s, header, grace_s, meta, umask, log_max_bytes
         )
     except BaseException:
         watch.abandon()
@@ -678,7 +680,12 @@ def _start_supervised(
     grace_s: float,
     meta: Mapping[str, Any] | None,
     umask: int,
+<<<<<<< HEAD
 ) -> tuple[_SupervisorLink, dict[str, Any]]:
+=======
+    log_max_bytes: int,
+) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+>>>>>>> main
     """Start the job under a supervisor: the supervisor and its answer (the job's pid), or LaunchFailed."""
     with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
         if header:
@@ -697,6 +704,7 @@ def _start_supervised(
             "timeout_s": timeout_s,
             "grace_s": grace_s,
             "umask": umask,
+            "log_max_bytes": log_max_bytes,
             "meta": dict(meta or {"task_id": 0, "attempt": 0, "device": ""}),
             "psutil_path": str(Path(psutil.__file__).parent.parent),
             "stderr_to_log": sys.platform != "win32",

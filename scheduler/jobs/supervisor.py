@@ -6,7 +6,8 @@ or hang-up never reaches it) and writes one JSON request to its stdin. The super
 
 1. takes an exclusive lock on ``task-N.lock`` and holds it for as long as it lives: whoever finds
    that lock free knows the supervisor has ended (no pid that could be reused is trusted);
-2. starts the job, a process group of its own, its output appended to the task's log;
+2. starts the job, a process group of its own, its output appended to the task's log through a pipe
+   (``CappedLog``: at most ``[logs] max_size``, its head and its tail);
 3. writes ``task-N.run.json`` (pids, attempt, device …) atomically, then answers the launcher with
    the job's pid on stdout and closes it;
 4. waits for the job, stopping it (its group, then its whole tree) when its timeout passes;
@@ -207,6 +208,113 @@ def _record_exit(exit_file: Path, run_file: Path, doc: dict[str, Any]) -> None:
             continue
 
 
+DEFAULT_LOG_MAX_BYTES = 1 << 30  # [logs] max_size
+MAX_TAIL_BYTES = 8 << 20  # past its cap, a log keeps at most this much of the output's end
+READ_BYTES = 1 << 16
+DRAIN_S = 0.5  # after the job ended: how long output still in flight may take to reach the log
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to the log; what a full disk refuses is dropped (the job must not block on it)."""
+    view = memoryview(data)
+    with contextlib.suppress(OSError):
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+class CappedLog:
+    """The job's output (a pipe) into its log, which keeps at most ``max_bytes``: the head as it comes,
+    then, past ``max_bytes - tail``, only the last ``tail`` bytes, held here and written when the output
+    ends after a line saying how much was dropped. A job that writes 13 GB leaves a log of its cap,
+    its first lines and its last ones."""
+
+    def __init__(self, read_fd: int, log_fd: int, max_bytes: int) -> None:
+        import collections
+        import threading
+
+        self._read_fd, self._log_fd = read_fd, log_fd
+        self.max_bytes = max_bytes
+        self._tail_max = min(max_bytes // 8, MAX_TAIL_BYTES)
+        try:
+            self._size = os.fstat(log_fd).st_size  # the header is part of it
+        except OSError:
+            self._size = 0
+        self._head_end = max(self._size, max_bytes - self._tail_max)
+        self._tail: collections.deque[bytes] = collections.deque()
+        self._tail_bytes = 0
+        self.dropped = 0
+        self._holding = False  # past the head: the output is held (its tail) until the end
+        self._done = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._pump, name="gputray-log", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                data = os.read(self._read_fd, READ_BYTES)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            with self._lock:
+                if self._done:
+                    break
+                self._take(data)
+        with contextlib.suppress(OSError):
+            os.close(self._read_fd)
+
+    def _take(self, data: bytes) -> None:
+        room = self._head_end - self._size
+        if room > 0:
+            head = data[:room]
+            _write_all(self._log_fd, head)
+            self._size += len(head)
+            data = data[room:]
+        if not data:
+            return
+        if not self._holding:
+            self._holding = True
+            _write_all(
+                self._log_fd,
+                f"\n[gputray: this log is near its cap of {_size(self.max_bytes)} ([logs] max_size): the "
+                f"rest of the output is written when the job ends, its last {_size(self._tail_max)} at "
+                "most]\n".encode(),
+            )
+        self._tail.append(data)
+        self._tail_bytes += len(data)
+        while self._tail_bytes - len(self._tail[0]) >= self._tail_max:
+            gone = self._tail.popleft()
+            self._tail_bytes -= len(gone)
+            self.dropped += len(gone)
+
+    def finish(self) -> None:
+        """Wait a moment for output in flight (a descendant that escaped the job's group may hold the
+        pipe open for ever), then write the tail after a line saying what was dropped."""
+        self._thread.join(DRAIN_S)
+        with self._lock:
+            self._done = True
+            tail = b"".join(self._tail)
+            extra = max(0, len(tail) - self._tail_max)
+            tail, dropped = tail[extra:], self.dropped + extra
+            if dropped:
+                _write_all(
+                    self._log_fd,
+                    f"\n[gputray: {dropped:,} bytes ({_size(dropped)}) of output were dropped here; the last "
+                    f"{_size(len(tail))} follow]\n".encode(),
+                )
+            _write_all(self._log_fd, tail)
+            with contextlib.suppress(OSError):
+                os.close(self._log_fd)
+
+
 def _open_log(path: str) -> int:
     """An fd appending to the task's log, for the job's stdout and stderr.
 
@@ -221,7 +329,15 @@ def _open_log(path: str) -> int:
         file_append_data, share_all, open_always, normal = 0x0004, 0x0007, 4, 0x80
         handle = _winapi.CreateFile(path, file_append_data, share_all, 0, open_always, normal, 0)
         return int(msvcrt.open_osfhandle(handle, os.O_APPEND | os.O_BINARY))  # type: ignore[attr-defined,unused-ignore]
-    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    # Never through a symbolic link, never blocking on a FIFO: the job may have replaced its log.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    import stat
+
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"the log {path} is not a regular file")
+    return fd
 
 
 def _refusal(exc: BaseException) -> dict[str, Any]:
@@ -366,15 +482,24 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         return 1
     with contextlib.suppress(FileNotFoundError):
         os.unlink(exit_file)  # an earlier attempt's
+<<<<<<< HEAD
     log_fd = _open_log(req["log"])
     if req.get("stderr_to_log"):  # a spare started with no log: its own trouble, if any, shows there
         os.dup2(log_fd, 2)
     reaper = _Reaper() if sys.platform != "win32" else None
+=======
+    try:
+        log_fd = _open_log(req["log"])
+    except OSError as exc:
+        _answer(_refusal(exc))
+        return 0
+    read_fd, write_fd = os.pipe()  # the job writes here; CappedLog keeps the log within its cap
+>>>>>>> main
     popen_kwargs: dict[str, Any] = {
         "env": req["env"],
         "cwd": req.get("cwd") or None,
         "stdin": subprocess.DEVNULL,
-        "stdout": log_fd,
+        "stdout": write_fd,
         "stderr": subprocess.STDOUT,
         "close_fds": True,
         **_group_popen_kwargs(),
@@ -384,10 +509,13 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     try:
         proc: subprocess.Popen[bytes] = subprocess.Popen(req["argv"], **popen_kwargs)
     except (OSError, ValueError, TypeError) as exc:
+        for fd in (read_fd, log_fd):
+            os.close(fd)
         _answer(_refusal(exc))
         return 0
     finally:
-        os.close(log_fd)
+        os.close(write_fd)
+    output = CappedLog(read_fd, log_fd, int(req.get("log_max_bytes") or DEFAULT_LOG_MAX_BYTES))
     _contain(proc)
     in_reach = _Reach(reach, cgroup)
     in_reach.job_pid = proc.pid
@@ -436,6 +564,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
     timed_out = False
     while True:
+<<<<<<< HEAD
         if reaper is not None:
             code = reaper.wait_job(deadline)
             if code is not None:
@@ -464,6 +593,19 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     leftovers = in_reach.stop_all(reaper, grace_s)
     if leftovers:
         _note_in_log(req["log"], _leftover_line(leftovers))
+=======
+        try:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            code = proc.wait(timeout=remaining)
+            break
+        except subprocess.TimeoutExpired:
+            _answer({"timing_out": True}, last=False)  # the owner knows why it ends before it has
+            timed_out = True
+            deadline = None
+            _stop_tree(proc, float(req.get("grace_s", 3.0)), req.get("psutil_path"))
+    _signal_group(proc.pid, _SIGKILL)  # stragglers left in its group must not hold the GPU
+    output.finish()  # the log is complete before the exit file says the job ended
+>>>>>>> main
     doc = {
         "format": FORMAT,
         **meta,

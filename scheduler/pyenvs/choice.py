@@ -13,6 +13,9 @@ count, so that env is probed again. A simulated GPU (the demo) cannot run kernel
 there runs on the CPU, in an env proven on the CPU (``EnvReady.on_cpu``), unless a result exists for
 that simulated device itself (tests stand in for two GPUs that way).
 
+``failed_needs(device_key, needs)`` says which of a task's ``needs`` (fp16 …) the doctor saw *fail* on a
+device, so that placement avoids it there; a need nobody measured blocks nothing.
+
 ``ResolverChooser`` wraps a plain ``(device_key, needs) -> PythonEnv | None`` function (tests, and the
 tray's custom lookups); it never probes.
 """
@@ -33,6 +36,7 @@ from gputray.monitor.records import DeviceInfo
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.doctor_cache import (
+    DoctorNeeds,
     EnvFingerprint,
     PairResult,
     _mtime_ns,
@@ -73,8 +77,16 @@ class EnvMissing:
 EnvStatus = EnvReady | EnvChecking | EnvMissing
 
 
+#: A plain lookup: ``(device_key, needs)`` → the env a torch job runs in there, or None.
+EnvResolver = Callable[[str, Sequence[str]], PythonEnv | None]
+#: ``failed_needs(device_key, needs)`` → the needs among ``needs`` the doctor saw fail on that device.
+FailedNeeds = Callable[[str, frozenset[str]], Collection[str]]
+
+
 class EnvChooser(Protocol):
     def status(self, info: DeviceInfo, needs: Collection[str] = ()) -> EnvStatus: ...
+
+    def failed_needs(self, device_key: str, needs: frozenset[str]) -> Collection[str]: ...
 
     def check_all(self) -> int: ...
 
@@ -95,8 +107,17 @@ def no_env_configured(info: DeviceInfo) -> str:
 class ResolverChooser:
     """A chooser over a lookup function (``doctor_cache.env_for_device``, a test's lambda); never probes."""
 
-    def __init__(self, resolver: Callable[[str, Sequence[str]], PythonEnv | None]) -> None:
+    def __init__(
+        self,
+        resolver: EnvResolver,
+        *,
+        failed_needs: FailedNeeds | None = None,
+    ) -> None:
         self._resolver = resolver
+        self._failed_needs = failed_needs
+
+    def failed_needs(self, device_key: str, needs: frozenset[str]) -> Collection[str]:
+        return self._failed_needs(device_key, needs) if self._failed_needs is not None else ()
 
     def status(self, info: DeviceInfo, needs: Collection[str] = ()) -> EnvStatus:
         wanted = tuple(needs)
@@ -180,6 +201,10 @@ class ProbingChooser:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.checks = 0  # envs checked (for tests and the log)
+        self._doctor_needs = DoctorNeeds(cache_path=cache_path)
+
+    def failed_needs(self, device_key: str, needs: frozenset[str]) -> Collection[str]:
+        return self._doctor_needs(device_key, needs)
 
     # -- reading ------------------------------------------------------------------------------
     def _refresh(self) -> None:

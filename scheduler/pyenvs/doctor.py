@@ -22,8 +22,6 @@ from typing import Any
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.sysfs import pci_key
 from gputray.scheduler.pyenvs.doctor_cache import (
-    CAPABILITIES,
-    NEEDS,
     Capability,
     DoctorNeeds,
     EnvFingerprint,
@@ -53,6 +51,7 @@ from gputray.scheduler.pyenvs.probe_runner import (
     python_version_info,
 )
 from gputray.scheduler.pyenvs.registry import PythonEnv
+from gputray.scheduler.tasks.needs import CAPABILITIES, NEEDS
 
 # The cache's names, still importable from here (``doctor_cache`` is where they live).
 __all__ = [

@@ -27,34 +27,11 @@ from gputray.monitor.sysfs import read_str
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.registry import EnvError, PythonEnv, load_envs
+from gputray.scheduler.tasks.needs import NEEDS
 
 Verdict = Literal["works", "limited", "fails"]
 CACHE_FORMAT = 1
 NEEDS_REFRESH_S = 30.0  # DoctorNeeds reads the cache again at least this often
-
-# Bench items the probe measures, in table order, with a short column title.
-CAPABILITIES: tuple[tuple[str, str], ...] = (
-    ("conv2d_fp32", "conv2d fp32"),
-    ("matmul_fp32", "matmul fp32"),
-    ("matmul_fp16", "matmul fp16"),
-    ("matmul_bf16", "matmul bf16"),
-    ("sdpa", "attention"),
-    ("bandwidth", "bandwidth"),
-)
-# A job's declared needs → the bench items that must have passed.
-NEEDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "fp32": ("matmul_fp32",),
-        "conv2d": ("conv2d_fp32",),
-        "matmul": ("matmul_fp32",),
-        "fp16": ("matmul_fp16",),
-        "half": ("matmul_fp16",),
-        "bf16": ("matmul_bf16",),
-        "sdpa": ("sdpa",),
-        "attention": ("sdpa",),
-        **{name: (name,) for name, _ in CAPABILITIES},
-    }
-)
 
 
 @dataclass(frozen=True)

@@ -56,11 +56,13 @@ from typing import Any, Protocol
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
+from gputray.scheduler.cluster_port import ClusterPort
 from gputray.scheduler.jobs import reach
 from gputray.scheduler.jobs.invocation import (
     LaunchError,
     activate_python,
     build_env,
+    drop_unused_out,
     free_out_path,
     placeholder_values,
     render_argv,
@@ -77,7 +79,8 @@ from gputray.scheduler.jobs.launcher import (
     stop_leftover,
     supervisor_alive,
 )
-from gputray.scheduler.paths import Paths, job_umask
+from gputray.scheduler.jobs.supervisor import DEFAULT_LOG_MAX_BYTES
+from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.protocol import check_epoch_s
 from gputray.scheduler.pyenvs.choice import (
     EnvChecking,
@@ -86,9 +89,7 @@ from gputray.scheduler.pyenvs.choice import (
     EnvReady,
     EnvStatus,
     ProbingChooser,
-    ResolverChooser,
 )
-from gputray.scheduler.pyenvs.registry import PythonEnv
 from gputray.scheduler.queue import dependencies as deps
 from gputray.scheduler.queue.device_checks import (
     DEVICES_SEEN_FILE,
@@ -115,11 +116,13 @@ from gputray.scheduler.queue.placement import (
 )
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
+from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
     QueueEvent,
+    TaskPatch,
     TaskRecord,
     TaskSpec,
     local_iso,
@@ -127,14 +130,12 @@ from gputray.scheduler.tasks.records import (
 
 log = logging.getLogger(__name__)
 
-EnvResolver = Callable[[str, Sequence[str]], PythonEnv | None]
-#: ``failed_needs(device_key, needs)`` → the needs among ``needs`` the doctor saw fail on that device.
-FailedNeeds = Callable[[str, frozenset[str]], Collection[str]]
 TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one ended 20x its duration ago
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
 SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
+WALL_RECHECK_S = 60.0  # a wait for a wall-clock time looks at the clock at least this often (it may be set)
 
 
 class Timer(Protocol):
@@ -199,7 +200,8 @@ def prepare_launch(
 ) -> LaunchPlan:
     """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
     this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``default_vk_index`` (the
-    Vulkan loader). Raises LaunchError when the task cannot be rendered for that device.
+    Vulkan loader) and ``{out}``, which is taken by creating it (``free_out_path``). Raises LaunchError
+    when the task cannot be rendered for that device.
     ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
     spec = task.spec
     if on_cpu:
@@ -217,7 +219,7 @@ def prepare_launch(
         values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
         if uses_placeholder(spec, "out"):
             wanted = values["out"]
-            out = values["out"] = free_out_path(wanted, set(taken_outs))
+            out = values["out"] = free_out_path(wanted, set(taken_outs), umask=job_umask())
             if out != wanted:
                 notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
     argv = render_argv(spec, values, python=python)
@@ -249,45 +251,42 @@ class QueueService(QueueEdits):
         *,
         paths: Paths,
         clock: Callable[[], float] = time.time,
-        env_resolver: EnvResolver | None = None,
+        env_chooser: EnvChooser | None = None,
         on_event: Callable[[QueueEvent], None] | None = None,
-        failed_needs: FailedNeeds | None = None,
         slots: Mapping[str, int] | None = None,
-        runs_here: Callable[[TaskRecord], bool] | None = None,
-        check_spec: Callable[[TaskSpec], None] | None = None,
+        log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
+        cluster: ClusterPort | None = None,
     ) -> None:
-        """A torch job's Python env on a device comes from the doctor's cache, checking envs without a
-        result in the background (``env_choice.ProbingChooser``); ``env_resolver(device_key, needs)``
-        is a plain lookup used instead (it never probes). A torch job never runs without an env: it
-        waits, with the chooser's reason.
-        ``failed_needs(device_key, needs)`` → which of the pending tasks' ``needs`` the doctor saw
-        *fail* there (the owner reads the doctor's cache); a need nobody measured does not block.
+        """``env_chooser`` says which Python env a torch job runs in on a device and which of a task's
+        ``needs`` the doctor saw *fail* there; by default (``choice.ProbingChooser``) from the doctor's
+        cache, checking envs without a result in the background (``choice.ResolverChooser`` is a plain
+        lookup that never probes). A torch job never runs without an env: it waits, with the reason.
         ``slots`` (the config's ``[devices.<name>] slots``): device name, key or ``cpu`` → how many
         jobs may run there at once; every other device takes one.
-        ``runs_here(task)`` (the cluster link): False for a pending task another machine runs or the
-        cluster bridge has still to place; this queue then leaves it alone. ``check_spec`` replaces
-        the submit-time ``check_runnable`` (the cluster link checks a task bound for another machine).
+        ``log_max_bytes`` (the config's ``[logs] max_size``): the most a job's log keeps.
+        ``cluster`` (the owner's link to the other machines): ``cluster.runs_here(task)`` is False for a
+        pending task another machine runs or the bridge has still to place, which this queue then
+        leaves alone; ``cluster.check_spec`` replaces the submit-time ``check_runnable`` (it checks a
+        task bound for another machine against that machine's devices).
         """
         self.store = store
         self.monitor = monitor
         self.paths = paths
         self.clock = clock
-        self.env_resolver = env_resolver
         self.on_event = on_event
-        self.failed_needs = failed_needs
         super().__init__()
         self.slots = dict(slots or {})
         self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
         self.env_chooser: EnvChooser = (
-            ResolverChooser(env_resolver)
-            if env_resolver is not None
+            env_chooser
+            if env_chooser is not None
             else ProbingChooser(
                 devices=monitor.known_devices, on_change=lambda: self.request_dispatch(urgent=True)
             )
         )
         self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
-        self.runs_here = runs_here
-        self.check_spec = check_spec
+        self.log_max_bytes = log_max_bytes
+        self.cluster = cluster
 
         self._lock = threading.RLock()
         self._jobs: dict[int, _Running] = {}
@@ -307,6 +306,7 @@ class QueueService(QueueEdits):
         self._start_backoff = StartBackoff()  # tasks whose start failed for want of fds, processes, memory
         self._parked: dict[int, float] = {}  # task id -> when its start time or window opens
         self._parked_due: builtins.list[tuple[float, int]] = []  # a heap of (that time, task id)
+        self._clock_jumps = ClockJumps(clock)  # the wall clock set: every time gate is planned afresh
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._events: queue.Queue[QueueEvent | None] = queue.Queue()
@@ -456,18 +456,18 @@ class QueueService(QueueEdits):
     # -- commands -------------------------------------------------------------------------------
     def submit(self, spec: TaskSpec) -> TaskRecord:
         """Queue one task. Checks that its program / script / files exist (SubmitError otherwise)."""
-        return self._add([spec], self.check_spec or check_runnable)[0]
+        return self._add([spec], self.cluster.check_spec if self.cluster is not None else check_runnable)[0]
 
     def submit_files(
-        self, files: Sequence[Path], *, recipe: str | None = None, overrides: Mapping[str, Any] = {}
+        self, files: Sequence[Path], *, recipe: str | None = None, overrides: TaskPatch | None = None
     ) -> builtins.list[TaskRecord]:
         """One task per file from its recipe (``recipe`` forces one); all are checked before any is queued.
 
-        ``overrides`` are task-file keys (``devices``, ``on_busy``, ``vram``, ``max_wait`` …).
+        ``overrides`` are laid over what the recipe says (the submit's options, a drop's device policy).
         Raises SubmitError / RecipeError / ToolNotFound with a message naming the file or program.
         """
         specs = specs_for_files([Path(f) for f in files], recipe=recipe, overrides=overrides)
-        return self._add(specs, self.check_spec)
+        return self._add(specs, self.cluster.check_spec if self.cluster is not None else None)
 
     def _add(
         self, specs: Sequence[TaskSpec], check: Callable[[TaskSpec], None] | None
@@ -566,10 +566,10 @@ class QueueService(QueueEdits):
             self.passes += 1
             now = self.clock()
             pending = self._fail_unplannable(self.store.pending(skip=self._unpark(now)), now)
-            if self.runs_here is not None:
+            if self.cluster is not None:
                 # Dependencies hold a task for another machine too, until it is placed: the cluster
                 # link hands the bridge only those whose dependencies let them start.
-                runs_here = self.runs_here
+                runs_here = self.cluster.runs_here
                 unplaced = [r for r in pending if runs_here(r) or r.machine is None]
                 pending = [r for r in self._hold_for_dependencies(unplaced, now) if runs_here(r)]
             else:
@@ -771,6 +771,7 @@ class QueueService(QueueEdits):
             log_path=str(log_path),
             not_before=None,
         )
+        launch_plan: LaunchPlan | None = None
         try:
             launch_plan = prepare_launch(
                 task.replace(**running),
@@ -792,6 +793,7 @@ class QueueService(QueueEdits):
                 timeout_s=spec.timeout_s,
                 header=launch_plan.header,
                 umask=job_umask(),  # the user's own: gputray's private umask is not the job's
+                log_max_bytes=self.log_max_bytes,
                 meta={
                     "task_id": task.id,
                     "attempt": task.attempts + 1,
@@ -800,6 +802,8 @@ class QueueService(QueueEdits):
                 },
             )
         except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
+            if launch_plan is not None and launch_plan.out is not None:
+                drop_unused_out(launch_plan.out)
             if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
                 self._hold_back(task, exc, now)
                 return
@@ -885,6 +889,8 @@ class QueueService(QueueEdits):
             if not self._recording:
                 return
             running = self._jobs.pop(task_id, None)
+            if running is not None and running.out is not None and (code != 0 or job.kill_reason):
+                drop_unused_out(running.out)  # the file taken for its result, if it wrote none
             device = running.device if running else None
             if device is not None:
                 self.monitor.job_ended(device, job.pid)
@@ -985,7 +991,7 @@ class QueueService(QueueEdits):
             deadlines = []
             wall_due = [t for t in (self._due_s, *(x.next_due_s() for x in self._timers)) if t is not None]
             if wall_due:
-                deadlines.append(max(0.0, min(wall_due) - self.clock()))
+                deadlines.append(min(WALL_RECHECK_S, max(0.0, min(wall_due) - self.clock())))
             if self._tick_pending:
                 deadlines.append(max(0.0, tick_at - now_mono))
             if self._requested:
@@ -995,6 +1001,13 @@ class QueueService(QueueEdits):
             if self._closed:
                 return
             self._wake.clear()
+            jump = self._clock_jumps.jumped()
+            if jump is not None:  # the times tasks were put aside until mean something else now
+                log.info("the wall clock was set %+.0f s: planning every waiting task afresh", jump)
+                with self._lock:
+                    self._parked.clear()
+                    self._parked_due.clear()
+                self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
             now = self.clock()
@@ -1047,12 +1060,12 @@ class QueueService(QueueEdits):
         self._notify_waiters()
 
     def _needs_ok(self, key: str, needs: frozenset[str]) -> frozenset[str] | None:
-        """What placement checks ``needs`` against: proven capabilities, or (from ``failed_needs``)
-        the wanted needs minus those the doctor saw fail here; None = nothing known, nothing blocked."""
-        if self.failed_needs is None or not needs:
+        """What placement checks ``needs`` against: the wanted needs minus those the doctor saw fail
+        here (``env_chooser.failed_needs``); None = nothing known, nothing blocked."""
+        if not needs:
             return None
         try:
-            failed = frozenset(self.failed_needs(key, needs))
+            failed = frozenset(self.env_chooser.failed_needs(key, needs))
         except Exception:  # the doctor's cache must never stop the queue
             log.exception("reading the doctor's results failed")
             return None
@@ -1153,7 +1166,7 @@ class QueueService(QueueEdits):
             return
         for spec in specs:
             if spec.machine is not None or spec.origin is not None:
-                # gputray.cluster: the link checked one with a machine against that machine's devices
+                # The cluster link checked one with a machine against that machine's devices
                 # (``check_spec``); one another machine handed here keeps the sender's preferences
                 # after the device chosen for it, and the sender checked those.
                 continue
@@ -1207,7 +1220,7 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
     done = demo_note(device_name, done=True)
     if log_path:
         try:
-            with open(log_path, "a", encoding="utf-8") as f:
+            with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
                 f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
         except OSError:
             log.warning("could not append to %s", log_path)

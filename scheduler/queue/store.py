@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dataclasses
 import errno
 import json
 import logging
@@ -205,7 +204,7 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
 
 
 def _migrate_2_to_3(db: sqlite3.Connection) -> None:
-    """Cluster bookkeeping (gputray.cluster): the machine a task was placed on, its id in that
+    """Cluster bookkeeping (the cluster package's): the machine a task was placed on, its id in that
     machine's queue and the last state seen there (all NULL for a task that runs here)."""
     for column in ("machine TEXT", "remote_id INTEGER", "remote_state TEXT"):
         db.execute(f"ALTER TABLE tasks ADD COLUMN {column}")
@@ -512,7 +511,7 @@ class TaskStore:
         if spec is None:
             spec = spec_from_json(text)
             if spec.base_env is not None:
-                spec = dataclasses.replace(spec, base_env=StoredEnv(self._stored_env, -1))
+                spec = spec.replace(base_env=StoredEnv(self._stored_env, -1))
             if len(self._spec_cache) >= SPEC_CACHE_SIZE:
                 self._spec_cache.clear()
             self._spec_cache[text] = spec
@@ -523,7 +522,7 @@ class TaskStore:
         env = rec.spec.base_env
         if env is None or (isinstance(env, StoredEnv) and env.task_id == rec.id):
             return rec
-        return rec.replace(spec=dataclasses.replace(rec.spec, base_env=StoredEnv(self._stored_env, rec.id)))
+        return rec.replace(spec=rec.spec.replace(base_env=StoredEnv(self._stored_env, rec.id)))
 
     def _stored_env(self, task_id: int) -> dict[str, str]:
         """A task's caller environment as saved (empty once the task is gone from the file)."""
@@ -610,7 +609,7 @@ class TaskStore:
         try:
             with _transaction(db):
                 for sql, params in statements:
-                    db.execute(sql, params)
+                    db.execute(sql, tuple(column_text(p) if isinstance(p, str) else p for p in params))
         finally:
             if unsynced:
                 db.execute("PRAGMA synchronous=FULL")
@@ -733,25 +732,20 @@ class TaskStore:
         try:
             with _transaction(db):
                 for t in batch:
-                    records = []
-                    for spec, text in zip(t.specs, t.texts, strict=True):
-                        top += 1
-                        cur = db.execute(
-                            "INSERT INTO tasks (spec, name, kind, state, priority, submitted_at, position,"
-                            " queued_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
-                            (text, spec.name, spec.kind, spec.priority, t.now, top, t.now),
-                        )
-                        # The row as inserted (the other columns take their defaults, as in TaskRecord).
-                        records.append(
-                            TaskRecord(
-                                id=cast(int, cur.lastrowid),
-                                spec=spec,
-                                state="queued",
-                                submitted_at=t.now,
-                                position=top,
-                                queued_at=t.now,
-                            )
-                        )
+                    # One savepoint per call: a record that cannot be saved fails its own call only.
+                    db.execute("SAVEPOINT one_add")
+                    try:
+                        records = self._insert_rows(t, top)
+                    except _RECORD_ERRORS as exc:
+                        db.execute("ROLLBACK TO one_add")
+                        db.execute("RELEASE one_add")
+                        if isinstance(exc, sqlite3.Error) and _is_full(exc, folder):
+                            raise
+                        t.error = StoreError(f"cannot save {_what(t.specs)} to the queue database: {exc}")
+                        added.append([])
+                        continue
+                    db.execute("RELEASE one_add")
+                    top += len(records)
                     added.append(records)
         except sqlite3.Error as exc:
             full = _is_full(exc, folder)
@@ -766,9 +760,34 @@ class TaskStore:
         self._max_position = top
         mirror = self._mirror()  # committed: now the mirror
         for t, records in zip(batch, added, strict=True):
+            if t.error is not None:
+                continue
             for rec in records:
                 mirror[rec.id] = rec
             t.records = records
+
+    def _insert_rows(self, ticket: _AddTicket, top: float) -> builtins.list[TaskRecord]:
+        """Insert one ``add_many`` call's rows after position ``top``; the records as inserted (the other
+        columns take their defaults, as in TaskRecord)."""
+        records = []
+        for spec, text in zip(ticket.specs, ticket.texts, strict=True):
+            top += 1
+            cur = self._db.execute(
+                "INSERT INTO tasks (spec, name, kind, state, priority, submitted_at, position,"
+                " queued_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                (text, column_text(spec.name), spec.kind, spec.priority, ticket.now, top, ticket.now),
+            )
+            records.append(
+                TaskRecord(
+                    id=cast(int, cur.lastrowid),
+                    spec=spec,
+                    state="queued",
+                    submitted_at=ticket.now,
+                    position=top,
+                    queued_at=ticket.now,
+                )
+            )
+        return records
 
     def get(self, task_id: int) -> TaskRecord:
         with self._lock:
@@ -915,8 +934,7 @@ class TaskStore:
                 raise TaskNotFound(task_id)
             if rec.state not in wanted:  # the mirror is the table (one writer), held changes included
                 return None
-            data = {**self._stored_spec(task_id), **spec.to_dict()}
-            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            text = _spec_text({**self._stored_spec(task_id), **spec.to_dict()})
             marks = ",".join("?" * len(wanted))
             sql = f"UPDATE tasks SET spec = ?, name = ?, priority = ? WHERE id = ? AND state IN ({marks})"
             self._write([(sql, (text, spec.name, spec.priority, task_id, *wanted))])
@@ -1151,6 +1169,32 @@ def _display_order(rec: TaskRecord) -> tuple[int, int, float, int]:
     if rank == 1:
         return (1, -rec.spec.priority, rec.position, rec.id)
     return (rank, 0, 0.0, rec.id)
+
+
+# A record SQLite cannot take (a number past 64 bits, text too big): its own add fails, not the batch.
+_RECORD_ERRORS = (ValueError, OverflowError, sqlite3.DataError, sqlite3.IntegrityError)
+
+
+def _what(specs: Sequence[TaskSpec]) -> str:
+    return f"'{specs[0].name}'" if len(specs) == 1 else f"{len(specs)} tasks"
+
+
+def column_text(text: str) -> str:
+    """``text`` as a column can hold it (SQLite stores UTF-8): as it is, or, where it holds surrogate
+    escapes (the bytes of a file name that are not UTF-8), with those bytes written ``\\xe9``, as the
+    console shows them. The spec column keeps the exact text (``_spec_text``); this is for the columns
+    a person reads (the name, a reason)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no byte makes (text from elsewhere than the OS)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _spec_text(data: dict[str, Any]) -> str:

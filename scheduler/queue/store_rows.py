@@ -29,7 +29,7 @@ _RECORD_COLUMNS = tuple((i, n) for i, n in enumerate(COLUMN_NAMES) if n not in (
 # read-only readers never migrate; a salvaged row of an older file lacks them): schema -> columns.
 ADDED_COLUMNS: dict[int, dict[str, Any]] = {
     2: {"attempts_before": 0},
-    3: {"machine": None, "remote_id": None, "remote_state": None},  # gputray.cluster
+    3: {"machine": None, "remote_id": None, "remote_state": None},  # the cluster's bookkeeping
 }
 
 
@@ -220,5 +220,5 @@ def spec_from_json(text: Any) -> TaskSpec:
     try:
         return TaskSpec(**data)
     except TypeError:  # a key from a newer/older spec version: keep the ones we know
-        known = TaskSpec.__dataclass_fields__
+        known = TaskSpec.__struct_fields__
         return TaskSpec(**{k: v for k, v in data.items() if k in known})

@@ -52,7 +52,7 @@ TASK_TABLE_COLUMNS: tuple[str, ...] = (
     "not_before",
     "overtakes",
     "attempts_before",  # schema 2 (ALTER TABLE ADD COLUMN)
-    "machine",  # schema 3 (gputray.cluster), the same way
+    "machine",  # schema 3 (the cluster's), the same way
     "remote_id",
     "remote_state",
 )

@@ -14,6 +14,12 @@ APScheduler's triggers (``CronTrigger.get_next_fire_time``; no scheduler, no wor
 Missed runs: at most one run per schedule, never one per missed slot. While the owner runs and the
 machine sleeps, the dispatcher wakes late and ``run_due`` runs each overdue schedule once; while the
 owner was not running at all, ``catch_up()`` at start does the same from ``last_run_at``.
+
+A wall clock that is set (by hand, by NTP, a time zone change): each look at the plan compares how far
+the wall clock and the monotonic clock moved since the last (``ClockJumps``). After a jump the next
+runs are planned afresh from the new time: set back an hour, a ``*/5`` schedule runs at the next five
+minutes of the new time, not an hour later; set forward, a run that became due runs once, as after
+sleep. ``schedule list`` shows that same plan (``Timing.planned``: the dispatcher's and the listing's).
 """
 
 from __future__ import annotations
@@ -32,10 +38,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from gputray.scheduler.protocol import Refusal, check_epoch_s
-from gputray.scheduler.tasks.records import parse_window, window_open
+from gputray.scheduler.tasks.records import TaskPatch, parse_window, window_open
 
 log = logging.getLogger("gputray.timing")
+
+CLOCK_JUMP_S = 2.0  # the wall clock moved this much more (or less) than the monotonic one: it was set
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -64,7 +74,7 @@ class Schedule:
     name: str
     cron: str
     task_file: str
-    overrides: dict[str, Any]
+    overrides: TaskPatch
     created_at: float
     last_run_at: float | None = None
     last_error: str | None = None
@@ -77,7 +87,7 @@ class Schedule:
             "name": self.name,
             "cron": self.cron,
             "task_file": self.task_file,
-            "overrides": self.overrides,
+            "overrides": msgspec.to_builtins(self.overrides),
             "created_at": iso_utc(self.created_at),
             "last_run_at": iso_utc(self.last_run_at),
             "next_run_at": iso_utc(next_run_at),
@@ -260,6 +270,35 @@ def missed_run(expr: str, last_run_s: float, now_s: float, tz: dt.tzinfo | None 
     return None
 
 
+class ClockJumps:
+    """Notices the wall clock being set: since the last look it moved more than ``threshold_s`` away
+    from the monotonic clock (which nobody sets). Waking from sleep reads as a jump forward (the
+    monotonic clock stops while the machine sleeps). Thread-safe."""
+
+    def __init__(
+        self,
+        wall: Callable[[], float],
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        threshold_s: float = CLOCK_JUMP_S,
+    ) -> None:
+        self.wall = wall
+        self.monotonic = monotonic
+        self.threshold_s = threshold_s
+        self._last: tuple[float, float] | None = None
+        self._lock = threading.Lock()
+
+    def jumped(self) -> float | None:
+        """Seconds the wall clock was set by since the last call (negative: back), else None."""
+        wall, mono = self.wall(), self.monotonic()
+        with self._lock:
+            last, self._last = self._last, (wall, mono)
+        if last is None:
+            return None
+        drift = (wall - last[0]) - (mono - last[1])
+        return drift if abs(drift) > self.threshold_s else None
+
+
 # --------------------------------------------------------------------------------------------------
 # The store
 
@@ -282,19 +321,13 @@ class ScheduleStore:
 
     @staticmethod
     def _row(row: tuple[Any, ...]) -> Schedule:
-        try:
-            overrides = json.loads(row[4])
-        except ValueError:
-            overrides = {}
-        return Schedule(
-            row[0], row[1], row[2], row[3], overrides if isinstance(overrides, dict) else {}, *row[5:]
-        )
+        return Schedule(row[0], row[1], row[2], row[3], _overrides(row[4], f"schedule #{row[0]}"), *row[5:])
 
-    def add(self, name: str, cron: str, task_file: str, overrides: dict[str, Any], now_s: float) -> Schedule:
+    def add(self, name: str, cron: str, task_file: str, overrides: TaskPatch, now_s: float) -> Schedule:
         with self._lock:
             cur = self._db.execute(
                 "INSERT INTO schedules (name, cron, task_file, overrides, created_at) VALUES (?, ?, ?, ?, ?)",
-                (name, cron, task_file, json.dumps(overrides), now_s),
+                (name, cron, task_file, msgspec.json.encode(overrides).decode(), now_s),
             )
             row_id = cur.lastrowid
         assert row_id is not None
@@ -345,6 +378,7 @@ class Timing:
         *,
         submit: SubmitSchedule,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         tz: dt.tzinfo | None = None,
     ) -> None:
         self.store = ScheduleStore(db_path)
@@ -353,12 +387,14 @@ class Timing:
         self.tz = tz or local_zone()
         self._next: dict[int, float | None] = {}  # schedule id → its next run
         self._lock = threading.Lock()
+        self._jumps = ClockJumps(clock, monotonic=monotonic)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> list[int]:
         """Catch up missed runs once, then plan every recurring entry. Returns ids caught up."""
         caught_up = self.catch_up()
+        self._jumps.jumped()  # the reference the next look compares with
         now = self.clock()
         for entry in self.store.all():
             self._plan(entry, now)
@@ -378,15 +414,34 @@ class Timing:
 
     # --- the dispatcher's timer ------------------------------------------------------------------
 
-    def next_due_s(self) -> float | None:
+    def planned(self) -> dict[int, float | None]:
+        """Each schedule's next run: what the dispatcher waits for and ``schedule list`` shows. Planned
+        afresh from the new time when the wall clock was set since the last look (see the module
+        docstring): a run planned later than the new time's next one moves to it; one that became
+        due stays due (it runs once)."""
+        jump = self._jumps.jumped()
+        if jump is not None:
+            now = self.clock()
+            log.info("the wall clock was set %+.0f s: planning the schedules' next runs afresh", jump)
+            for entry in self.store.all():
+                try:
+                    fresh = next_cron_run(entry.cron, now, self.tz)
+                except TimingError:
+                    continue
+                with self._lock:
+                    old = self._next.get(entry.id)
+                    if fresh is not None and (old is None or fresh < old):
+                        self._next[entry.id] = fresh
         with self._lock:
-            times = [t for t in self._next.values() if t is not None]
+            return dict(self._next)
+
+    def next_due_s(self) -> float | None:
+        times = [t for t in self.planned().values() if t is not None]
         return min(times) if times else None
 
     def run_due(self, now_s: float) -> list[int]:
         """Submit each schedule whose run is due (once, however many runs were missed); plan the next."""
-        with self._lock:
-            due = [sid for sid, t in self._next.items() if t is not None and t <= now_s]
+        due = [sid for sid, t in self.planned().items() if t is not None and t <= now_s]
         for schedule_id in due:
             self.run_schedule(schedule_id)
             with contextlib.suppress(TimingError):
@@ -396,12 +451,12 @@ class Timing:
     # --- recurring -------------------------------------------------------------------------------
 
     def add(
-        self, cron: str, task_file: str, *, overrides: dict[str, Any] | None = None, name: str | None = None
+        self, cron: str, task_file: str, *, overrides: TaskPatch | None = None, name: str | None = None
     ) -> Schedule:
         now = self.clock()
         if next_cron_run(cron, now, self.tz) is None:  # also checks the line itself
             raise TimingError(f"--cron {cron!r}: that never happens (no such date)")
-        entry = self.store.add(name or Path(task_file).name, cron, task_file, overrides or {}, now)
+        entry = self.store.add(name or Path(task_file).name, cron, task_file, overrides or TaskPatch(), now)
         self._plan(entry, now)
         return entry
 
@@ -412,14 +467,14 @@ class Timing:
         return entry
 
     def entries(self) -> list[tuple[Schedule, float | None]]:
-        now = self.clock()
+        """Every schedule with its next run as the dispatcher plans it (``planned``)."""
+        plan = self.planned()
         out = []
         for entry in self.store.all():
-            try:
-                nxt = next_cron_run(entry.cron, now, self.tz)
-            except TimingError:
-                nxt = None
-            out.append((entry, nxt))
+            if entry.id not in plan:  # added by another process meanwhile: plan it now
+                self._plan(entry, self.clock())
+                plan = self.planned()
+            out.append((entry, plan.get(entry.id)))
         return out
 
     def catch_up(self) -> list[int]:
@@ -452,3 +507,16 @@ class Timing:
                 "schedule %s (%s) could not submit %s: %s", entry.id, entry.name, entry.task_file, error
             )
         self.store.mark_run(schedule_id, self.clock(), error)
+
+
+def _overrides(text: object, source: str) -> TaskPatch:
+    """A schedule's stored options (``{}`` for none). Rows of older versions may use task-file keys
+    (``vram = "4GiB"``): they are read as a task file's; a row that cannot be read adds nothing."""
+    from gputray.scheduler.tasks.taskfile import TaskFileError, patch_from_table
+
+    try:
+        data = json.loads(text) if isinstance(text, str) else None
+        return patch_from_table(data, source=source) if isinstance(data, dict) else TaskPatch()
+    except (ValueError, TaskFileError) as exc:
+        log.warning("%s: its options are left out: %s", source, exc)
+        return TaskPatch()

@@ -71,13 +71,7 @@ class Desk:
         gone = Load("780m", 0, 1e9, 0, state="gone")
         self.monitor = Monitor([SimulatedBackend(Scenario((gone,)))], host=HostReader())
         self.monitor.sample_once()
-        self.queue = QueueService(
-            self.store,
-            self.monitor,
-            paths=self.paths,
-            runs_here=self.link.runs_here,
-            check_spec=self.link.check_spec,
-        )
+        self.queue = QueueService(self.store, self.monitor, paths=self.paths, cluster=self.link)
         self.link.attach(self.queue)
         self.bridge = Bridge(self.paths, load_cluster_config(self.paths.config_file), None)
 

@@ -73,6 +73,65 @@ def test_a_real_environment_and_odd_bytes_reach_the_job_unchanged(
     assert "Traceback" not in logged and "Logging error" not in logged, logged[-3000:]
 
 
+SHOW_RECIPE = """
+[[recipe]]
+name = "show"
+patterns = ["*.txt"]
+kind = "command"
+argv = ["cat", "{file}"]
+devices = ["cpu"]
+"""
+
+
+def test_a_file_name_that_is_not_utf8_is_queued_beside_good_ones_and_run_with_its_bytes(
+    daemons: Callable[..., Daemon], home: Path, tmp_path: Path
+) -> None:
+    """café.txt named in Latin-1 failed its submit and every submit in the same group commit
+    ("UnicodeEncodeError … surrogates not allowed", the store's name column)."""
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    (home / "config" / "recipes.toml").write_text(SHOW_RECIPE)
+    d = daemons()
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    latin = os.fsencode(folder) + b"/caf\xe9.txt"  # Latin-1 é: not UTF-8
+    with open(latin, "wb") as f:
+        f.write(b"bytes of the latin-1 file\n")
+    for i in range(6):
+        (folder / f"good-{i}.txt").write_text(f"good {i}\n")
+    cli = [PY, "-m", "gputray.gui.entry", "submit", "--json"]
+    # Several clients at once: their submits share group commits with the odd one.
+    procs = [
+        subprocess.Popen(
+            [*cli, latin, folder / "good-0.txt"], env=d.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    ]
+    procs += [
+        subprocess.Popen(
+            [*cli, folder / f"good-{i}.txt"], env=d.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for i in range(1, 6)
+    ]
+    outs = [p.communicate(timeout=60) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err.decode(errors="replace")
+    odd_doc = json.loads(outs[0][0])
+    assert [t["name"] for t in odd_doc] == ["show: caf\udce9.txt", "show: good-0.txt"]
+    assert b"caf\\udce9.txt" in outs[0][0]  # --json: a surrogate escape, as Python's json writes it
+    odd_id = odd_doc[0]["id"]
+    ids = [t["id"] for out, _ in outs for t in json.loads(out)]
+    assert len(ids) == 7
+    for task_id in ids:
+        assert d.wait_state(task_id, {"succeeded"}).exit_code == 0
+    log = (home / "data" / "logs" / f"task-{odd_id}.log").read_bytes()
+    assert log.endswith(b"bytes of the latin-1 file\n")  # cat opened the real name
+    assert b'"/' + latin.lstrip(b"/") + b'"' in log  # the argv line carries the name's bytes
+    listing = d.cli("queue", "--all")
+    assert listing.returncode == 0 and "show: caf\\xe9.txt" in listing.stdout, listing
+    d.stop()  # the store keeps the name as it was submitted
+    again = daemons()
+    assert again.task(odd_id).name == "show: caf\udce9.txt"
+
+
 def test_variables_that_cannot_travel_are_left_out_one_by_one_with_a_note() -> None:
     env, notes = caller_environment(
         {

@@ -3,9 +3,12 @@
 Each case is a fresh desktop: Xvfb, a private D-Bus session with a stand-in for the desktop portal
 that tells Qt the colour scheme (``fake_portal.py``; Qt's ``xdgdesktopportal`` theme reads it as on
 GNOME or KDE), trayer on the top or bottom edge, and the app in demo mode in English or Japanese
-(from ``LANG``), at scale 1 or 2. In every case a click on the icon opens the panel; it must lie
-wholly on the screen beside the icon, keep its size while shown, and have no text cut off (the
-app's own layout audit, ``GPUTRAY_LAYOUT_AUDIT=1``, logs what it found); the menu opens the dashboard.
+(from ``LANG``), at scale 1 or 2, on 1366×768, 1280×800 and 1920×1080 screens, light and dark, with
+tasks in the queue (waiting, starting later, failed) and, in one case, the config banner up. In
+every case a click on the icon opens the panel; it must lie wholly on the screen beside the icon,
+keep its size while shown, and have no text cut off (the app's own layout audit,
+``GPUTRAY_LAYOUT_AUDIT=1``, logs what it found): every primary figure whole, not even elided with a
+tooltip, every queue reason whole, and no scrolling inside the panel; the menu opens the dashboard.
 The first case also drags a file from a second process with a real XDND drag onto the panel (a job
 that runs), clicks the notification balloon (the log opens) and checks the drop bubble; the second
 flips the desktop to light while the app runs.
@@ -24,9 +27,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -77,22 +81,32 @@ class Case:
     scheme: str
     edge: str
     scale: int
+    size: tuple[int, int] = (1280, 800)  # in logical pixels
+    banner: bool = False  # a config file with problems: the panel's banner says so
 
     @property
     def name(self) -> str:
-        return f"{self.lang}-{self.scheme}-{self.edge}" + (f"-{self.scale}x" if self.scale != 1 else "")
+        size = "" if self.size == (1280, 800) else f"-{self.size[0]}x{self.size[1]}"
+        return f"{self.lang}-{self.scheme}-{self.edge}{size}" + (f"-{self.scale}x" if self.scale != 1 else "")
 
     @property
     def screen(self) -> tuple[int, int]:
-        return 1280 * self.scale, 800 * self.scale
+        return self.size[0] * self.scale, self.size[1] * self.scale
 
 
-FULL = Case("en", "light", "bottom", 1)
+HD, FHD = (1366, 768), (1920, 1080)
+FULL = Case("en", "light", "bottom", 1, HD)
 CASES = (
-    Case("ja", "dark", "top", 1),
+    Case("ja", "dark", "top", 1, HD, banner=True),  # the desktop then switches to light
+    Case("ja", "light", "bottom", 1, HD),
+    Case("en", "dark", "top", 1, HD),
+    Case("en", "light", "bottom", 1, HD),
+    Case("en", "dark", "bottom", 1, FHD),
+    Case("ja", "light", "top", 1, FHD, banner=True),
     Case("ja", "light", "bottom", 2),
     Case("en", "dark", "top", 2),
 )
+BAD_CONFIG = '[monitor]\ninterval_s = -3\n\n[gui]\nlangauge = "ja"\n'  # a bad value and a typo
 
 
 def wait_for(what: str, check: Callable[[], object], timeout_s: float = 15.0) -> object:
@@ -181,9 +195,15 @@ class App:
 
 @contextmanager
 def desktop(
-    case: Case, home: Path, gui_state: dict[str, object] | None = None
+    case: Case,
+    home: Path,
+    gui_state: dict[str, object] | None = None,
+    *,
+    launcher: Sequence[str] = ("-m", "gputray.gui.entry"),
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[tuple[Display, App]]:
-    """Xvfb + D-Bus + portal + trayer + the app, torn down in reverse order."""
+    """Xvfb + D-Bus + portal + trayer + the app, torn down in reverse order. ``launcher``: what Python
+    runs (the fuzz test's driver takes the app's arguments after its own)."""
     n = free_display()
     width, height = case.screen
     started: list[subprocess.Popen[bytes] | subprocess.Popen[str]] = []
@@ -223,6 +243,9 @@ def desktop(
         state = home / "state"
         state.mkdir(parents=True, exist_ok=True)
         (state / "gui_state.json").write_text(json.dumps(gui_state or {}))
+        if case.banner:
+            (home / "config").mkdir(parents=True, exist_ok=True)
+            (home / "config" / "config.toml").write_text(BAD_CONFIG)
         locale = "ja_JP.UTF-8" if case.lang == "ja" else "C.UTF-8"
         app_env = {
             **env,
@@ -233,9 +256,10 @@ def desktop(
             "QT_QPA_PLATFORMTHEME": "xdgdesktopportal",
             "QT_SCALE_FACTOR": str(case.scale),
             "GPUTRAY_LAYOUT_AUDIT": "1",
+            **(extra_env or {}),
         }
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gputray.gui.entry", "--demo", "--demo-scenario", str(SCENARIO)],
+            [sys.executable, *launcher, "--demo", "--demo-scenario", str(SCENARIO)],
             env=app_env,
             stdout=subprocess.DEVNULL,
             stderr=open(home / "stderr.txt", "wb"),  # noqa: SIM115 - closed with the process
@@ -295,8 +319,11 @@ def open_panel(
     return icon, panel
 
 
-def check_layout_audit(app: App, window: str, count: int = 1, min_checked: int = 20) -> None:
-    """The app's own walk over the window found no cut-off text (nothing elided without a tooltip)."""
+def check_layout_audit(
+    app: App, window: str, count: int = 1, min_checked: int = 20, min_primary: int = 0
+) -> None:
+    """The app's own walk over the window found no cut-off text (nothing elided without a tooltip, no
+    primary figure elided at all, no scrolling inside on a screen of 1366×768 or more)."""
     wait_for(
         f"the {window} layout audit", lambda: app.log_text().count(f"layout audit ({window})") >= count, 10
     )
@@ -304,11 +331,35 @@ def check_layout_audit(app: App, window: str, count: int = 1, min_checked: int =
     problems = [line for line in text.splitlines() if f"layout problem ({window})" in line]
     assert problems == [], "\n".join(problems)
     audits = re.findall(
-        rf"layout audit \({window}\): (\d+) texts checked, (\d+) elided with a tooltip, (\d+) problems", text
+        rf"layout audit \({window}\): (\d+) texts checked, (\d+) elided with a tooltip, "
+        rf"(\d+) primary figures whole, (\d+) problems",
+        text,
     )
     assert audits, text
-    for checked, _elided, found in audits:
-        assert int(checked) >= min_checked and found == "0", audits
+    for checked, _elided, primary, found in audits:
+        assert int(checked) >= min_checked and int(primary) >= min_primary and found == "0", audits
+
+
+def queue_tasks(app: App) -> None:
+    """Real tasks through the CLI, so the panel's list has reasons to show: one waits for the busy
+    5060 Ti, one starts in two hours, one failed. (None keeps running: a job outlives the app.)"""
+    at = (datetime.now() + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:00")
+    py = json.dumps(sys.executable)
+    tasks = {
+        "upscale holiday photos": f'devices = ["5060ti"]\non_busy = "wait"\nargv = [{py}, "-c", "pass"]',
+        "nightly training run": f'start_at = "{at}"\nargv = [{py}, "-c", "pass"]',
+        "broken script": f'devices = ["cpu"]\nargv = [{py}, "-c", "raise SystemExit(3)"]',
+    }
+    env = {**os.environ, "GPUTRAY_HOME": str(app.home), "LANG": "C.UTF-8"}
+    for n, (name, body) in enumerate(tasks.items()):
+        task_file = app.home / f"task-{n}.toml"
+        task_file.write_text(f'name = "{name}"\nkind = "command"\n{body}\n')
+        out = subprocess.run(
+            [sys.executable, "-m", "gputray.gui.entry", "submit", "--task", str(task_file)],
+            env=env, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+    wait_for("the failed task", lambda: re.search(r"task \d+ (failed|finished)", app.log_text()), 15)
 
 
 def copy_screenshots(shots: Path) -> None:
@@ -376,7 +427,7 @@ def test_icon_click_panel_drop_job_notification_dashboard(
 
         _icon, panel = open_panel(display, app, case)
         px, py, pw, ph = panel
-        check_layout_audit(app, "panel")
+        check_layout_audit(app, "panel", min_primary=6)
 
         # Pin it (a real click on its Pin button, top right): pressing in another window to start a
         # drag takes the focus away, and an unpinned panel hides when it loses focus.
@@ -426,7 +477,8 @@ def test_icon_click_panel_drop_job_notification_dashboard(
         time.sleep(1.2)  # let the panel's queue refresh show the finished job
         assert display.window(TITLES["en"]["panel"]) == panel, "the panel kept its place and size while shown"
         display.run("xdotool", "mousemove", str(px + 20), str(py + 20))
-        display.screenshot(shots / "panel.png", (px - 10, py - 10, pw + 20, ph + 20 + (800 - py - ph - 10)))
+        below = display.size[1] - py - ph - 10  # down to the tray
+        display.screenshot(shots / "panel.png", (px - 10, py - 10, pw + 20, ph + 20 + below))
 
         # the "finished" balloon (a top-level window by the tray): a click opens the job's log; with no
         # desktop handler for text files under Xvfb, it opens in the dashboard's log tab
@@ -471,9 +523,10 @@ def test_panel_on_screen_unclipped_in_each_language_theme_edge_and_scale(tmp_pat
     shots.mkdir()
     with desktop(case, tmp_path / "home") as (display, app):
         assert f"colour scheme: {case.scheme}" in app.log_text()
+        queue_tasks(app)
         time.sleep(1.5)  # a few samples: cards, sparklines, the queue label
         icon, panel = open_panel(display, app, case)
-        check_layout_audit(app, "panel")
+        check_layout_audit(app, "panel", min_primary=6)
         time.sleep(2.0)  # two more snapshots while shown: the panel neither grows nor moves
         assert display.window(TITLES[case.lang]["panel"]) == panel, "the panel kept its place and size"
         px, py, pw, ph = panel

@@ -1,7 +1,8 @@
 """Panel geometry on several monitors with different scales (Qt's offscreen platform with a screens
 file): wholly on the screen that holds the icon for every panel edge, a fixed size while cards
 change, queue rows that stay put, nothing cut off, in English and Japanese, alone and in a cluster of
-three machines × two GPUs (one machine offline).
+three machines × two GPUs (one machine offline). On 1366×768 and larger screens the panel fits
+without scrolling inside itself, with the config banner up (in Japanese too) and the drop zone whole.
 
 Runs in a subprocess: the screens are fixed when the QGuiApplication starts.
 """
@@ -25,6 +26,8 @@ SCREENS = {
         {"name": "desk", "x": 0, "y": 0, "width": 1920, "height": 1080, "logicalDpi": 96, "dpr": 1},
         {"name": "hidpi", "x": 1920, "y": 0, "width": 1280, "height": 800, "logicalDpi": 96, "dpr": 2},
         {"name": "laptop-2x", "x": 3200, "y": 0, "width": 683, "height": 384, "logicalDpi": 96, "dpr": 2},
+        {"name": "hd", "x": 4000, "y": 0, "width": 1366, "height": 768, "logicalDpi": 96, "dpr": 1},
+        {"name": "mid", "x": 5366, "y": 0, "width": 1600, "height": 1000, "logicalDpi": 96, "dpr": 1},
     ],
 }
 
@@ -57,7 +60,11 @@ model.apply([
     for i in range(1, 9)
 ])
 panel = Panel(model, demo=True)
-panel.set_notice("No GPU was found on this machine, so gputray shows two simulated GPUs (DEMO).")
+from gputray.gui.messages import note
+from gputray.gui.tray_app import CONFIG_PROBLEMS_NOTE, NO_GPU_NOTE
+bad = "monitor.interval_s = -3 is not a number"
+banner = [note(NO_GPU_NOTE), note(CONFIG_PROBLEMS_NOTE, count=2, first=bad)]
+panel.set_notice(lambda: "\n".join(n.text() for n in banner))  # in the panel's language
 # icons on every edge of every screen, and a 1x1 cursor anchor (StatusNotifierItem)
 anchors = {
     "desk bottom-right": QRect(1880, 1050, 24, 24), "desk top-right": QRect(1880, 4, 24, 24),
@@ -65,6 +72,7 @@ anchors = {
     "desk cursor": QRect(960, 1079, 1, 1),
     "hidpi bottom-right": QRect(3170, 780, 16, 16), "hidpi top-left": QRect(1930, 2, 16, 16),
     "laptop-2x bottom-right": QRect(3860, 366, 16, 16),
+    "hd bottom-right": QRect(5326, 740, 22, 22), "mid top-right": QRect(6930, 4, 22, 22),
 }
 out = []
 busy_states = [
@@ -99,7 +107,11 @@ for name, anchor in anchors.items():
         table_ys.append(panel.table.mapTo(panel, panel.table.rect().topLeft()).y())
         row_ys.append(panel.table.visualRect(model.index(3, 0)).y())
     report = audit(panel)
+    viewport = panel.scroll_area.viewport()
+    zone = panel.drop_zone
+    zone_rect = QRect(zone.mapTo(viewport, zone.rect().topLeft()), zone.size())
     out.append({
+        "drop_zone_whole": viewport.rect().contains(zone_rect), "primary": report.primary,
         "anchor": name, "screen": screen.name(), "available": screen.availableGeometry().getRect(),
         "frame": frame.getRect(), "icon": anchor.getRect(), "sizes": sizes, "table_y": [table_y, *table_ys],
         "row_y": [row_y, *row_ys], "problems": [str(p) for p in report.problems], "checked": report.checked,
@@ -147,9 +159,9 @@ def test_panel_stays_on_the_icons_screen_keeps_its_size_and_cuts_nothing(
     language: str, cluster: bool, tmp_path: Path
 ) -> None:
     results = run_probe(language, tmp_path, cluster)
-    assert len(results) == 8
+    assert len(results) == 10
     assert all(r["machines"] == (["laptop", "nas"] if cluster else []) for r in results)
-    expected_screen = {"desk": "desk", "hidpi": "hidpi", "laptop-2x": "laptop-2x"}
+    expected_screen = {"desk": "desk", "hidpi": "hidpi", "laptop-2x": "laptop-2x", "hd": "hd", "mid": "mid"}
     for r in results:
         anchor = str(r["anchor"])
         assert r["screen"] == expected_screen[anchor.split()[0]], r
@@ -163,10 +175,13 @@ def test_panel_stays_on_the_icons_screen_keeps_its_size_and_cuts_nothing(
         assert len(set(r["row_y"])) == 1, f"{anchor}: a queue row moved {r['row_y']}"  # type: ignore[arg-type]
         assert r["problems"] == [], f"{anchor}: {r['problems']}"
         assert int(r["checked"]) > 20  # type: ignore[call-overload]
+        assert int(r["primary"]) >= 6, r  # type: ignore[call-overload]
     short = next(r for r in results if r["anchor"] == "laptop-2x bottom-right")
     assert short["scrolls"], "on a 384 px tall screen the panel scrolls instead of being cut"
-    tall = next(r for r in results if r["anchor"] == "desk bottom-right")
-    assert not tall["scrolls"]
+    for name in ("desk bottom-right", "hd bottom-right", "mid top-right"):  # 1366×768 and larger
+        fits = next(r for r in results if r["anchor"] == name)
+        assert not fits["scrolls"], f"{name}: the panel scrolls inside itself"
+        assert fits["drop_zone_whole"], f"{name}: the drop zone is cut"
 
 
 def test_position_beside_the_icon_on_every_edge() -> None:

@@ -3,6 +3,7 @@ the queue file (read back at launch). Real QueueService, real SQLite file, real 
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import time
 import tracemalloc
@@ -22,7 +23,7 @@ from gputray.scheduler.queue import service as queue_service
 from gputray.scheduler.queue.placement import Plan
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
 
 BACKLOG = 2_000
 PAD = "x" * 4000  # a caller environment of about 4 KiB, as a shell's often is
@@ -113,7 +114,7 @@ def test_a_task_put_aside_starts_when_its_time_comes_or_when_edited(
     wait_for(lambda: q.get(soon.id).state == "succeeded")
     assert "ran" in Path(str(q.get(soon.id).log_path)).read_text()
     assert q.get(edited.id).state == "waiting"
-    q.edit(edited.id, {"start_at": None})  # changed: planned afresh, at once
+    q.edit(edited.id, TaskPatch(start_at=None))  # changed: planned afresh, at once
     wait_for(lambda: q.get(edited.id).state == "succeeded")
 
 
@@ -138,3 +139,18 @@ def test_caller_environments_stay_in_the_file_and_reach_the_job(queue: Callable[
     wait_for(lambda: q.get(rec.id).state == "succeeded")
     assert "MARK marked 4000" in Path(str(q.get(rec.id).log_path)).read_text()
     assert dict(store.get(rec.id).spec.base_env or {})["GPUTRAY_TEST_MARK"] == "marked"
+
+
+def test_a_task_put_aside_for_its_window_starts_when_the_clock_is_set_back_into_it(
+    queue: Callable[[], QueueService],
+) -> None:
+    clock: FakeClock = queue.clock  # type: ignore[attr-defined]
+    ten = dt.datetime.now().replace(hour=10, minute=0, second=0, microsecond=0)
+    clock.t = ten.timestamp()
+    q = queue()
+    rec = q.submit(job("windowed", device_prefs=("cpu",), window="09:00-09:30"))
+    wait_for(lambda: q.get(rec.id).reason.startswith("waits for its window"))
+    q.dispatch()  # put aside until tomorrow 09:00
+    clock.t -= 40 * 60  # 09:20: the window is open
+    q.request_dispatch()
+    wait_for(lambda: q.get(rec.id).state == "succeeded")

@@ -13,7 +13,7 @@ from waiting import wait_for
 
 from gputray.monitor.verdict import BusyThresholds
 from gputray.resources import resource_path
-from gputray.scheduler.config import Config, ConfigError, read_config, read_config_or_defaults
+from gputray.scheduler.config import Config, ConfigError, LogsSection, read_config, read_config_or_defaults
 from gputray.scheduler.paths import app_paths
 
 
@@ -282,3 +282,17 @@ def test_gputray_config_names_a_bad_cluster_size_or_duration_by_file_and_key(tmp
     (line,) = done.stdout.splitlines()[1:]
     assert line.startswith(f"{path}: [cluster] max_transfer: expected a size like")
     assert line.endswith("got 'lots'")
+
+
+@pytest.mark.parametrize("value", ['"12 parsecs"', "100", "-1", '"0B"', "true"])
+def test_a_log_cap_gputray_cannot_use_is_named_and_the_default_kept(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"[logs]\nmax_size = {value}\n")
+    config = read_config(path)
+    assert config.logs.max_bytes == 1 << 30
+    assert [p.key for p in config.problems] == ["logs.max_size"]
+    assert f"logs.max_size = {value} is not" in config.problems[0].message
+
+
+def test_a_log_cap_is_read_as_a_size() -> None:
+    assert LogsSection("500MB").max_bytes == 500_000_000 and LogsSection(1 << 20).max_bytes == 1 << 20

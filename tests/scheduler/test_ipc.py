@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
+from gputray.scheduler.ipc.server import IpcServer
 from gputray.scheduler.paths import Paths, app_paths
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="AF_UNIX socket transport")
@@ -53,7 +54,7 @@ class NoSuchThing(rq.Refusal):
 @pytest.fixture
 def server(paths: Paths) -> Any:
     recorder = Recorder()
-    srv = ipc.IpcServer(paths, recorder)
+    srv = IpcServer(paths, recorder)
     srv.start()
     srv.recorder = recorder  # type: ignore[attr-defined]
     yield srv
@@ -161,7 +162,7 @@ def test_socket_and_directory_are_private(server: Any, paths: Paths) -> None:
 
 @unix_only
 def test_a_second_owner_is_refused_and_the_first_keeps_serving(server: Any, paths: Paths) -> None:
-    second = ipc.IpcServer(paths, Recorder())
+    second = IpcServer(paths, Recorder())
     with pytest.raises(ipc.OwnerAlreadyRunning):
         second.start()
     assert ipc.request(paths, "ping") == PONG
@@ -174,7 +175,7 @@ def test_a_stale_socket_is_replaced(paths: Paths) -> None:
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stale.bind(str(directory / ipc.SOCKET_NAME))
     stale.close()  # the file stays, nobody listens: what kill -9 leaves behind
-    srv = ipc.IpcServer(paths, Recorder())
+    srv = IpcServer(paths, Recorder())
     srv.start()
     try:
         assert ipc.request(paths, "ping") == PONG
@@ -264,7 +265,7 @@ def test_long_runtime_dir_falls_back_to_a_short_private_dir(tmp_path: Path) -> N
     where in the pointer file; the client finds it there."""
     deep = tmp_path / ("x" * 120)
     paths = Paths(deep / "c", deep / "d", deep / "s", deep / "r")
-    srv = ipc.IpcServer(paths, Recorder())
+    srv = IpcServer(paths, Recorder())
     srv.start()
     try:
         path = ipc.socket_path(paths)  # the client's view: from the pointer
@@ -297,7 +298,7 @@ def test_pipe_transport_authenticates(paths: Paths, tmp_path: Path) -> None:
     """The Windows code path, run over multiprocessing's AF_UNIX family: HMAC challenge, JSON bytes only."""
     address = str(tmp_path / "p.sock")
     recorder = Recorder()
-    srv = ipc.IpcServer(paths, recorder, transport="pipe", pipe_address=address, pipe_family="AF_UNIX")
+    srv = IpcServer(paths, recorder, transport="pipe", pipe_address=address, pipe_family="AF_UNIX")
     srv.start()
     try:
         client = ipc.IpcClient(paths, transport="pipe", pipe_address=address, pipe_family="AF_UNIX")
@@ -315,9 +316,7 @@ def test_pipe_transport_authenticates(paths: Paths, tmp_path: Path) -> None:
             conn.recv_bytes()
         conn.close()
         assert all(op != "shutdown" for op, _ in recorder.calls)
-        second = ipc.IpcServer(
-            paths, Recorder(), transport="pipe", pipe_address=address, pipe_family="AF_UNIX"
-        )
+        second = IpcServer(paths, Recorder(), transport="pipe", pipe_address=address, pipe_family="AF_UNIX")
         with pytest.raises(ipc.OwnerAlreadyRunning):
             second.start()
     finally:
@@ -354,7 +353,7 @@ def test_permissions_hold_under_a_permissive_umask_and_a_loose_existing_dir(path
     os.chmod(directory, 0o777)
     old = os.umask(0)
     try:
-        srv = ipc.IpcServer(paths, Recorder())
+        srv = IpcServer(paths, Recorder())
         srv.start()
     finally:
         os.umask(old)
@@ -374,7 +373,7 @@ def test_a_symlink_in_place_of_the_socket_dir_is_not_followed(paths: Paths, tmp_
     directory = ipc.socket_dir(paths)
     directory.parent.mkdir(parents=True, exist_ok=True)
     directory.symlink_to(elsewhere)
-    srv = ipc.IpcServer(paths, Recorder())
+    srv = IpcServer(paths, Recorder())
     srv.start()
     try:
         assert Path(srv.address).parent != directory and ipc.request(paths, "ping") == PONG

@@ -20,6 +20,7 @@ from waiting import wait_for
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
+from gputray.scheduler.ipc.server import WORKERS, IpcServer
 from gputray.scheduler.paths import Paths, app_paths
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="AF_UNIX socket transport")
@@ -48,9 +49,9 @@ class SlowGets:
 
 
 @pytest.fixture
-def server(paths: Paths) -> Iterator[ipc.IpcServer]:
+def server(paths: Paths) -> Iterator[IpcServer]:
     handler = SlowGets()
-    srv = ipc.IpcServer(paths, handler, first_frame_s=1.0)
+    srv = IpcServer(paths, handler, first_frame_s=1.0)
     srv.start()
     srv.slow = handler  # type: ignore[attr-defined]
     yield srv
@@ -75,7 +76,7 @@ def closed_by_server(sock: socket.socket) -> bool:
 
 
 def test_idle_and_trickling_connections_never_lock_out_ping_and_status(
-    server: ipc.IpcServer, paths: Paths
+    server: IpcServer, paths: Paths
 ) -> None:
     idle = [connect(paths) for _ in range(300)]  # more than the server keeps open
     trickling = [connect(paths) for _ in range(20)]
@@ -109,17 +110,17 @@ def test_idle_and_trickling_connections_never_lock_out_ping_and_status(
             sock.close()
 
 
-def test_slow_requests_never_hold_up_ping_and_status(server: ipc.IpcServer, paths: Paths) -> None:
+def test_slow_requests_never_hold_up_ping_and_status(server: IpcServer, paths: Paths) -> None:
     """More long requests than there are workers: ping and status still get their answer."""
     slow: SlowGets = server.slow  # type: ignore[attr-defined]
-    clients = [ipc.IpcClient(paths, timeout_s=60) for _ in range(ipc.WORKERS + 8)]
+    clients = [ipc.IpcClient(paths, timeout_s=60) for _ in range(WORKERS + 8)]
     threads = [
         threading.Thread(target=c.request, args=("get",), kwargs={"id": 1}, daemon=True) for c in clients
     ]
     for t in threads:
         t.start()
     try:
-        wait_for(lambda: slow.waiting == ipc.WORKERS, 30, "every worker to be busy with a slow request")
+        wait_for(lambda: slow.waiting == WORKERS, 30, "every worker to be busy with a slow request")
         with ipc.IpcClient(paths, timeout_s=20) as client:
             assert client.request("ping") == PONG
             assert client.request("status") == STATUS
@@ -129,12 +130,10 @@ def test_slow_requests_never_hold_up_ping_and_status(server: ipc.IpcServer, path
             t.join(30)
         for c in clients:
             c.close()
-    assert slow.waiting == ipc.WORKERS + 8  # the rest were answered once workers came free
+    assert slow.waiting == WORKERS + 8  # the rest were answered once workers came free
 
 
-def test_a_kept_connection_serves_many_requests_and_pipelined_ones(
-    server: ipc.IpcServer, paths: Paths
-) -> None:
+def test_a_kept_connection_serves_many_requests_and_pipelined_ones(server: IpcServer, paths: Paths) -> None:
     sock = connect(paths)
     try:
         frames = b"".join(

@@ -20,13 +20,14 @@ from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.pyenvs.choice import ResolverChooser
 from gputray.scheduler.pyenvs.registry import PythonEnv
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService, TaskStateError
 from gputray.scheduler.queue.store import TaskNotFound, TaskStore
 from gputray.scheduler.replies import Paused, TaskView
 from gputray.scheduler.tasks.recipes import ToolNotFound
-from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord, TaskSpec
 
 GIB = 1024**3
 NV, AMD = RTX_5060_TI.key, RADEON_780M.key
@@ -454,6 +455,75 @@ def test_results_are_never_overwritten(
     assert "a_x4.png is taken, writing a_x4 (" in Path(q.get(records[0].id).log_path or "").read_text()
 
 
+def fake_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, body: str) -> None:
+    """``name`` on PATH: a Python script; ``out`` is its output path (after -o, else its last argument),
+    written as the real tools do: an ``open`` that follows a link (``ffmpeg -y``, Real-ESRGAN)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    tool = bin_dir / name
+    tool.write_text(
+        f"#!{PY}\nimport sys\nargs = sys.argv[1:]\n"
+        "out = args[args.index('-o') + 1] if '-o' in args else args[-1]\n" + body,
+        encoding="utf-8",
+    )
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+@pytest.mark.parametrize(
+    ("tool", "name", "result"),
+    [("realesrgan-ncnn-vulkan", "a.png", "a_x4"), ("ffmpeg", "a.mp4", "a_x2")],
+)
+def test_a_link_at_the_output_path_is_never_written_through(
+    harness: Callable[..., Harness],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tool: str,
+    name: str,
+    result: str,
+) -> None:
+    """A link that points nowhere passed for a free name (Path.exists()), and the tool (ffmpeg -y)
+    wrote through it to wherever it pointed."""
+    fake_tool(tmp_path, monkeypatch, tool, "open(out, 'w').write('the result')\n")
+    pics, elsewhere = tmp_path / "pics", tmp_path / "elsewhere"
+    pics.mkdir()
+    elsewhere.mkdir()
+    (pics / name).write_bytes(b"input")
+    suffix = ".png" if tool.startswith("real") else ".mkv"
+    planted = pics / f"{result}{suffix}"
+    planted.symlink_to(elsewhere / "target")
+    q = harness().start()
+    rec = q.submit_files([pics / name])[0]
+    wait_for(lambda: q.get(rec.id).state == "succeeded", what="the job to succeed")
+    assert not (elsewhere / "target").exists()  # nothing written through the link
+    assert planted.is_symlink() and os.readlink(planted) == str(elsewhere / "target")
+    assert (pics / f"{result} (2){suffix}").read_text() == "the result"
+    assert (
+        f"{result}{suffix} is taken, writing {result} (2){suffix}"
+        in Path(q.get(rec.id).log_path or "").read_text()
+    )
+
+
+def test_a_job_that_writes_no_result_leaves_no_empty_file(
+    harness: Callable[..., Harness], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The output file is created (exclusively) before the tool starts; a tool that fails takes it back."""
+    fake_tool(
+        tmp_path,
+        monkeypatch,
+        "realesrgan-ncnn-vulkan",
+        "import os; assert os.path.getsize(out) == 0\nsys.exit(3)\n",
+    )
+    pics = tmp_path / "pics"
+    pics.mkdir()
+    (pics / "a.png").write_bytes(b"input")
+    q = harness().start()
+    rec = q.submit_files([pics / "a.png"])[0]
+    wait_for(lambda: q.get(rec.id).state == "failed", what="the job to fail")
+    assert q.get(rec.id).exit_code == 3
+    assert sorted(p.name for p in pics.iterdir()) == ["a.png"]
+
+
 def test_a_missing_tool_is_refused_at_submit_and_nothing_is_queued(
     harness: Callable[..., Harness], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -480,11 +550,13 @@ def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
             return PythonEnv("rocm", Path(PY), {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})
         return None
 
-    h = harness(env_resolver=resolver)
+    h = harness(env_chooser=ResolverChooser(resolver))
     q = h.start()
-    (on_amd,) = q.submit_files([script], overrides={"devices": ["780m"]})
-    (cpu_only,) = q.submit_files([script], overrides={"devices": ["cpu"], "on_busy": "wait"})
-    (moved,) = q.submit_files([script], overrides={"devices": ["cpu"], "needs": ["fp16"]})  # redirect
+    (on_amd,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("780m",)))
+    (cpu_only,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",), on_busy="wait"))
+    (moved,) = q.submit_files(
+        [script], overrides=TaskPatch(device_prefs=("cpu",), needs=("fp16",))
+    )  # redirect
     h.until(h.state(on_amd.id, "succeeded"))
     h.until(h.state(moved.id, "succeeded"))
     amd = q.get(on_amd.id)
@@ -519,9 +591,9 @@ def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
         "print('WHICH ' + json.dumps([shutil.which('python'), os.environ.get('VIRTUAL_ENV')]), flush=True)\n"
     )
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "the callers venv"))
-    h = harness(env_resolver=lambda key, needs: PythonEnv("rocm", venv_python, {}))
+    h = harness(env_chooser=ResolverChooser(lambda key, needs: PythonEnv("rocm", venv_python, {})))
     q = h.start()
-    (rec,) = q.submit_files([script], overrides={"devices": ["780m"]})
+    (rec,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("780m",)))
     h.until(h.state(rec.id, "succeeded"))
     line = next(ln for ln in h.log_text(rec.id).splitlines() if ln.startswith("WHICH "))
     which, virtual_env = json.loads(line[6:])
@@ -549,10 +621,12 @@ def test_a_real_torch_job_on_the_cpu(
         encoding="utf-8",
     )
     h = harness(
-        env_resolver=lambda key, needs: PythonEnv("torch-cpu", torch_python) if key == "cpu" else None
+        env_chooser=ResolverChooser(
+            lambda key, needs: PythonEnv("torch-cpu", torch_python) if key == "cpu" else None
+        )
     )
     q = h.start()
-    (rec,) = q.submit_files([script], overrides={"devices": ["cpu"]})
+    (rec,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",)))
     h.until(h.state(rec.id, "succeeded", "failed"), timeout_s=120)
     done = q.get(rec.id)
     log = Path(done.log_path or "").read_text()
@@ -612,8 +686,9 @@ def test_a_stored_record_that_cannot_be_planned_fails_and_the_pass_goes_on(
     assert rec.reason is not None and "1970 and 9999" in rec.reason
 
 
-def test_prepare_launch_is_a_plan_tests_can_read() -> None:
-    """The pure part of a start: the argv, environment and header one attempt gets on a device."""
+def test_prepare_launch_is_a_plan_tests_can_read(tmp_path: Path) -> None:
+    """The pure part of a start: the argv, environment and header one attempt gets on a device (and
+    the output file it takes, created empty)."""
     from gputray.monitor.records import DeviceInfo
     from gputray.scheduler.queue.service import prepare_launch
     from gputray.scheduler.tasks.records import TaskRecord
@@ -631,15 +706,17 @@ def test_prepare_launch_is_a_plan_tests_can_read() -> None:
         name="up",
         argv=("tool", "-i", "{file}", "-o", "{out}"),
         files=("/in/a.png",),
-        out="/out/{stem}.png",
+        out=f"{tmp_path}/{{stem}}.png",
         base_env={"HOME": "/home/me"},
     )
     rec = TaskRecord(
         id=7, spec=spec, state="running", submitted_at=0.0, attempts=2, reason="redirected from the 780M"
     )
-    plan = prepare_launch(rec, gpu, [gpu], taken_outs={"/out/a.png"}, queue_file="/q.sqlite3", now_s=0.0)
+    taken = str(tmp_path / "a.png")
+    plan = prepare_launch(rec, gpu, [gpu], taken_outs={taken}, queue_file="/q.sqlite3", now_s=0.0)
     assert plan.argv[:3] == ("tool", "-i", "/in/a.png")
-    assert plan.out is not None and plan.out != "/out/a.png" and plan.argv[4] == plan.out
+    assert plan.out == str(tmp_path / "a (2).png") and plan.argv[4] == plan.out
+    assert Path(plan.out).read_bytes() == b"" and not Path(taken).exists()
     assert plan.env["CUDA_VISIBLE_DEVICES"] == "GPU-1234" and plan.env["HOME"] == "/home/me"
     assert "attempt 2" in plan.header and "note: redirected from the 780M" in plan.header
     assert "a.png is taken" in plan.notes[-1] and plan.notes[-1] in plan.header
@@ -684,19 +761,19 @@ def test_edit_and_move_a_task_that_has_not_started(harness: Callable[..., Harnes
     assert [r.id for r in q.list()] == [b.id, c.id, a.id]
     q.move_to(b.id, bottom=True)
     assert [r.id for r in q.list()] == [c.id, a.id, b.id]
-    edited = q.edit(b.id, {"priority": 5, "name": "bee", "env": {"K": "v"}, "device_prefs": ["780m"]})
+    edited = q.edit(b.id, TaskPatch(priority=5, name="bee", env={"K": "v"}, device_prefs=("780m",)))
     assert (edited.spec.name, edited.spec.priority, dict(edited.spec.env)) == ("bee", 5, {"K": "v"})
     assert [r.id for r in q.list()] == [b.id, c.id, a.id]
     with pytest.raises(Exception, match=r"task #1 would wait for itself: #1 → #3 → #1"):
-        q.edit(c.id, {"after": [a.id]})
-        q.edit(a.id, {"after": [c.id]})
+        q.edit(c.id, TaskPatch(after=(a.id,)))
+        q.edit(a.id, TaskPatch(after=(c.id,)))
     with pytest.raises(Exception, match=r"edit cannot change 'argv'"):
-        q.edit(a.id, {"argv": ["rm", "-rf", "/"]})
+        q.edit(a.id, TaskPatch(argv=("rm", "-rf", "/")))
     # a device or memory no device here has is refused as at submit (it would wait for ever)
     with pytest.raises(SubmitRefused, match=r"a: no device matches '4090'; closest: "):
-        q.edit(a.id, {"device_prefs": ["4090"]})
+        q.edit(a.id, TaskPatch(device_prefs=("4090",)))
     with pytest.raises(SubmitRefused, match=r"a: memory asks 999.0 TiB; the largest allowed device"):
-        q.edit(a.id, {"vram": "999TiB"})
+        q.edit(a.id, TaskPatch(vram_bytes=999 * 1024**4))
     assert q.get(a.id).spec.device_prefs == ("cpu",) and q.get(a.id).spec.vram_bytes is None
     with pytest.raises(Exception, match=r"task #3 cannot move next to itself"):
         q.move_to(c.id, before=c.id)
@@ -704,7 +781,7 @@ def test_edit_and_move_a_task_that_has_not_started(harness: Callable[..., Harnes
     for r in (a, b, c):
         h.until(h.state(r.id, "succeeded"))
     with pytest.raises(TaskStateError, match=r"task #1 already succeeded; edit is for tasks that have not"):
-        q.edit(a.id, {"priority": 1})
+        q.edit(a.id, TaskPatch(priority=1))
 
 
 def test_remove_and_clean_take_the_logs_with_them(harness: Callable[..., Harness]) -> None:

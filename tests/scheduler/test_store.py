@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import psutil
@@ -23,7 +24,7 @@ from gputray.scheduler.queue.store import (
     read_saved_tasks,
 )
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
 def spec(name: str = "job", **kw: object) -> TaskSpec:
@@ -471,3 +472,48 @@ def test_delete_and_replace_spec(tmp_path: Path) -> None:
     again = TaskStore(db)
     assert [r.id for r in again.list()] == [c.id]  # durable
     assert again.add(spec("d")).id == c.id + 1  # ids are never reused: an old --after cannot hit a new task
+
+
+def test_a_name_that_is_not_utf8_is_saved_and_read_back_as_submitted(tmp_path: Path) -> None:
+    """The name column refused surrogate escapes (UnicodeEncodeError: surrogates not allowed)."""
+    db = tmp_path / "q.db"
+    odd = os.fsdecode(b"caf\xe9.py")
+    store = TaskStore(db)
+    rec = store.add(spec(odd))
+    store.update(rec.id, state="failed", reason=f"could not start: no such file: {odd}")
+    store.replace_spec(rec.id, spec(odd, priority=3), only_states=("failed",))
+    store.close()
+    again = TaskStore(db)
+    got = again.get(rec.id)
+    assert got.spec.name == odd and got.spec.argv == ("echo", odd) and got.spec.priority == 3
+    assert got.reason == "could not start: no such file: caf\\xe9.py"  # the byte, as the console shows it
+    again.close()
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT name FROM tasks").fetchone() == ("caf\\xe9.py",)
+
+
+def test_one_record_that_cannot_be_saved_fails_alone_not_its_group_commit(tmp_path: Path) -> None:
+    """Submits from several clients share one commit; a record SQLite refuses failed every one of them."""
+    store = TaskStore(tmp_path / "q.db")
+    results: dict[str, object] = {}
+
+    def add(name: str, priority: int) -> None:
+        try:
+            results[name] = store.add(spec(name, priority=priority))
+        except Exception as exc:
+            results[name] = exc
+
+    calls = [("first", 0), ("too big", 2**70), ("last", 0)]  # 2**70: no SQLite INTEGER holds it
+    threads = [threading.Thread(target=add, args=call) for call in calls]
+    with store._lock:  # the first add leads the commit and waits here; the others join its batch
+        for t in threads:
+            t.start()
+        wait_for(lambda: len(store._commit_queue) == 3, what="three adds in one group commit")
+    for t in threads:
+        t.join(10)
+    assert isinstance(results["first"], TaskRecord) and isinstance(results["last"], TaskRecord)
+    assert isinstance(results["too big"], StoreError) and "'too big'" in str(results["too big"])
+    assert store.commits == 1
+    assert [r.spec.name for r in store.list()] == ["first", "last"]
+    store.close()
+    assert [r.spec.name for r in TaskStore(tmp_path / "q.db").list()] == ["first", "last"]

@@ -91,10 +91,20 @@ def terminal_cells(text: str) -> int:
 
 def shown(text: str) -> str:
     """``text`` safe to print on a terminal: control characters (a newline or an escape sequence in a
-    task's name) written as escapes, so one task stays one line and cannot recolour the screen."""
+    task's name) written as escapes, so one task stays one line and cannot recolour the screen. A byte
+    of a file name that is not UTF-8 (a surrogate escape) is written as that byte, ``\\xe9``, as the
+    console shows it elsewhere."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return "".join(_escaped(c) for c in text)
+
+
+def _escaped(char: str) -> str:
+    if char.isprintable():
+        return char
+    if "\udc80" <= char <= "\udcff":
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return char.encode("unicode_escape").decode("ascii")
 
 
 def task_json(t: TaskView) -> dict[str, Any]:
@@ -121,10 +131,13 @@ def print_json(doc: Any) -> None:
 
 # Exit statuses, the same for every command (listed in the README): 0 done, 1 refused (a bad file, an
 # unknown task or env, a task in the wrong state), 2 bad usage (an option or value the parser refuses),
-# 3 no gputray owner is running (or it stopped meanwhile). `gputray wait` adds the task's own.
+# 3 no gputray owner is running (or it stopped meanwhile), 130 Ctrl+C stopped the command (as a shell
+# reports a program SIGINT ended; `gputray.scheduler.cli.main` turns KeyboardInterrupt into it, so a
+# command that waits, follows or watches lets it rise). `gputray wait` adds the task's own.
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_NO_OWNER = 3
+EXIT_INTERRUPTED = 130
 
 
 def error(message: str, code: int = EXIT_USAGE) -> int:

@@ -30,13 +30,13 @@ def run_check(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return error(str(exc), EXIT_REFUSED)
     problems = [p.message for p in config.problems]
-    if config.cluster != ClusterSection() and not any(not p.unknown for p in config.problems_in("cluster")):
-        from gputray.cluster.config import ClusterConfigError, cluster_config
-
-        try:  # sizes, durations and the machine name: what the cluster bridge checks when it starts
-            cluster_config(config.cluster)
-        except ClusterConfigError as exc:
-            problems.append(f"{path}: {exc}")
+    cluster = args.cluster_commands  # handed from above (cluster_port): the scheduler never imports it
+    no_type_errors = not any(not p.unknown for p in config.problems_in("cluster"))
+    if cluster is not None and config.cluster != ClusterSection() and no_type_errors:
+        # sizes, durations and the machine name: what the cluster bridge checks when it starts
+        problem = cluster.config_problem(config.cluster)
+        if problem is not None:
+            problems.append(f"{path}: {problem}")
     if args.json:
         print_json({"config_file": str(path), "exists": path.exists(), "problems": problems})
     else:

@@ -5,6 +5,7 @@ so on stderr."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -106,10 +107,7 @@ def _cmd_queue(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             if not args.watch:
                 return 0
-            try:
-                time.sleep(max(0.2, args.watch))
-            except KeyboardInterrupt:
-                return 0
+            time.sleep(max(0.2, args.watch))  # until Ctrl+C: exit status 130 (cli.main)
 
 
 def _print_queue(result: QueueReply, args: argparse.Namespace, wanted: TaskFilter | None) -> None:
@@ -188,33 +186,35 @@ def _register_logs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 def _cmd_logs(args: argparse.Namespace) -> int:
     offset = 0
+    end: int | None = None  # without --follow: the log's size at the first answer, where printing stops
     out = sys.stdout
     console.keep_line_ends(out)  # a job's CR LF stays CR LF on Windows, not CR CR LF
     with ipc.IpcClient(app_paths()) as client:
         while True:
             what = f"task {args.id}'s log above is complete up to then"
-            chunk: LogChunk = _ask_again(client, "logs", what, id=args.id, offset=offset)
+            bound = {} if end is None else {"max_bytes": end - offset}
+            chunk: LogChunk = _ask_again(client, "logs", what, id=args.id, offset=offset, **bound)
             if chunk.text:
                 out.write(chunk.text)
                 out.flush()
+            if end is None and not args.follow:
+                end = chunk.size  # a job writing faster than this reads must not keep it here
             moved = chunk.offset != offset
             offset = chunk.offset
-            if moved:
+            if moved and (end is None or offset < end):
                 continue
             if not args.follow or chunk.finished or chunk.state == "interrupted":
                 if not chunk.log_path and not args.follow:
                     print(f"gputray: {_no_log(args.id, chunk.state)}", file=sys.stderr)
                 return 0
-            try:
-                time.sleep(0.25)
-            except KeyboardInterrupt:
-                return 0
+            time.sleep(0.25)  # Ctrl+C: exit status 130 (cli.main), as `wait` gives
 
 
 def _saved_log(args: argparse.Namespace) -> int:
     """`gputray logs ID` without an owner: the log path from the queue file (read-only), then the log."""
     import codecs
 
+    from gputray.scheduler.jobs.log_files import LogNotReadable, open_log
     from gputray.scheduler.queue.store import read_saved_task
 
     text_id = str(args.id).strip().lstrip("#")
@@ -228,11 +228,16 @@ def _saved_log(args: argparse.Namespace) -> int:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     console.keep_line_ends(sys.stdout)
     try:
-        with open(rec.log_path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                sys.stdout.write(decoder.decode(chunk))
+        f = open_log(rec.log_path)  # a FIFO or a link in its place is refused, not waited on or followed
     except FileNotFoundError:
         return 0  # as the owner answers: the job has not written anything yet
+    except LogNotReadable as exc:
+        return error(str(exc), EXIT_REFUSED)
+    with f:
+        left = os.fstat(f.fileno()).st_size  # what exists now: a job still writing does not keep us here
+        while left > 0 and (chunk := f.read(min(left, 1 << 20))):
+            left -= len(chunk)
+            sys.stdout.write(decoder.decode(chunk))
     sys.stdout.write(decoder.decode(b"", final=True))
     sys.stdout.flush()
     return 0

@@ -1,0 +1,107 @@
+"""A wall clock that is set, inside a real owner: schedules are planned afresh from the new time, and
+``schedule list`` shows what the dispatcher will do (one plan). The owner's clock is shifted, not faked:
+time passes as it does, plus an offset the test sets."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from waiting import wait_for
+
+from gputray.scheduler import ipc
+from gputray.scheduler.owner import Owner
+from gputray.scheduler.paths import Paths, app_paths
+from gputray.scheduler.tasks.records import iso_utc
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
+PY = sys.executable
+
+
+class ShiftedClock:
+    def __init__(self) -> None:
+        self.offset_s = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset_s
+
+    def set_to(self, when_s: float) -> None:
+        self.offset_s = when_s - time.time()
+
+
+@pytest.fixture
+def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    return app_paths()
+
+
+@pytest.fixture
+def clock() -> ShiftedClock:
+    return ShiftedClock()
+
+
+@pytest.fixture
+def owner(paths: Paths, clock: ShiftedClock) -> Iterator[Owner]:
+    o = Owner(paths, demo=True, clock=clock)
+    o.start()
+    yield o
+    o.stop()
+
+
+@pytest.fixture
+def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
+    with ipc.IpcClient(paths) as c:
+        yield c
+
+
+def every_five_minutes(client: ipc.IpcClient, tmp_path: Path) -> int:
+    task = tmp_path / "often.toml"
+    task.write_text(f'kind = "command"\nname = "often"\nargv = ["{PY}", "-c", "print(5)"]\n')
+    return int(client.request("schedule_add", cron="*/5 * * * *", task_file=str(task)).schedules[0]["id"])
+
+
+def listed_next(client: ipc.IpcClient) -> str:
+    return str(client.request("schedule_list").schedules[0]["next_run_at"])
+
+
+def runs(client: ipc.IpcClient) -> int:
+    return sum(t.name == "often" for t in client.request("queue", all=True).tasks)
+
+
+def next_five(after_s: float) -> float:
+    return (int(after_s) // 300 + 1) * 300.0  # whole five minutes (every time zone's offset is 15-min)
+
+
+def test_clock_set_back_an_hour_a_five_minute_schedule_runs_at_the_new_times(
+    owner: Owner, client: ipc.IpcClient, clock: ShiftedClock, tmp_path: Path
+) -> None:
+    clock.set_to(next_five(time.time()) + 30)  # half a minute past a run: the next is 4.5 min away
+    every_five_minutes(client, tmp_path)
+    planned = next_five(clock())
+    assert listed_next(client) == iso_utc(planned)
+    clock.offset_s -= 3600  # set back an hour
+    assert listed_next(client) == iso_utc(planned - 3600)
+    clock.set_to(planned - 3600 + 1)  # a second past the first run of the new time
+    owner.queue.request_dispatch()
+    wait_for(lambda: runs(client) == 1)  # before: nothing for an hour (the old plan was kept)
+    assert owner.timing is not None
+    timing = owner.timing
+    wait_for(lambda: listed_next(client) == iso_utc(planned - 3600 + 300))  # planned just after the submit
+    assert listed_next(client) == iso_utc(timing.next_due_s())
+
+
+def test_clock_set_forward_an_hour_the_missed_run_happens_once_and_the_plan_follows(
+    owner: Owner, client: ipc.IpcClient, clock: ShiftedClock, tmp_path: Path
+) -> None:
+    clock.set_to(next_five(time.time()) + 30)
+    every_five_minutes(client, tmp_path)
+    clock.offset_s += 3600  # twelve runs were due meanwhile: one of them happens
+    owner.queue.request_dispatch()
+    wait_for(lambda: runs(client) == 1)
+    assert owner.timing is not None
+    timing = owner.timing
+    wait_for(lambda: listed_next(client) == iso_utc(next_five(clock())))  # planned just after the submit
+    assert listed_next(client) == iso_utc(timing.next_due_s())
