@@ -680,12 +680,8 @@ def _start_supervised(
     grace_s: float,
     meta: Mapping[str, Any] | None,
     umask: int,
-<<<<<<< HEAD
-) -> tuple[_SupervisorLink, dict[str, Any]]:
-=======
     log_max_bytes: int,
-) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
->>>>>>> main
+) -> tuple[_SupervisorLink, dict[str, Any]]:
     """Start the job under a supervisor: the supervisor and its answer (the job's pid), or LaunchFailed."""
     with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
         if header:

@@ -482,19 +482,15 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         return 1
     with contextlib.suppress(FileNotFoundError):
         os.unlink(exit_file)  # an earlier attempt's
-<<<<<<< HEAD
-    log_fd = _open_log(req["log"])
-    if req.get("stderr_to_log"):  # a spare started with no log: its own trouble, if any, shows there
-        os.dup2(log_fd, 2)
-    reaper = _Reaper() if sys.platform != "win32" else None
-=======
     try:
         log_fd = _open_log(req["log"])
     except OSError as exc:
         _answer(_refusal(exc))
         return 0
+    if req.get("stderr_to_log"):  # a forked supervisor has no log as stderr: its own trouble shows there
+        os.dup2(log_fd, 2)
+    reaper = _Reaper() if sys.platform != "win32" else None
     read_fd, write_fd = os.pipe()  # the job writes here; CappedLog keeps the log within its cap
->>>>>>> main
     popen_kwargs: dict[str, Any] = {
         "env": req["env"],
         "cwd": req.get("cwd") or None,
@@ -564,7 +560,6 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
     timed_out = False
     while True:
-<<<<<<< HEAD
         if reaper is not None:
             code = reaper.wait_job(deadline)
             if code is not None:
@@ -589,23 +584,12 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
             in_reach.signal(_SIGKILL)
         else:
             _stop_tree(proc, grace_s, req.get("psutil_path"))
-    # Whatever the job left running (children in other sessions included) must not hold the GPU.
+    # Whatever the job left running (children in other sessions included) must not hold the GPU; and
+    # while they live they may hold the output pipe open.
     leftovers = in_reach.stop_all(reaper, grace_s)
+    output.finish()  # the log is complete before the exit file says the job ended
     if leftovers:
         _note_in_log(req["log"], _leftover_line(leftovers))
-=======
-        try:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            code = proc.wait(timeout=remaining)
-            break
-        except subprocess.TimeoutExpired:
-            _answer({"timing_out": True}, last=False)  # the owner knows why it ends before it has
-            timed_out = True
-            deadline = None
-            _stop_tree(proc, float(req.get("grace_s", 3.0)), req.get("psutil_path"))
-    _signal_group(proc.pid, _SIGKILL)  # stragglers left in its group must not hold the GPU
-    output.finish()  # the log is complete before the exit file says the job ended
->>>>>>> main
     doc = {
         "format": FORMAT,
         **meta,
