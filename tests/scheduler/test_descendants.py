@@ -147,7 +147,7 @@ def test_a_cancel_ends_children_in_other_sessions_too(daemon: ipc.IpcClient, mar
 
 
 def test_a_timeout_ends_children_in_other_sessions_too(daemon: ipc.IpcClient, marked: Marked) -> None:
-    task_id = run(daemon, f"(setsid sleep {marked.escaped} &); sleep {marked.inside}", timeout="2s")
+    task_id = run(daemon, f"(setsid sleep {marked.escaped} &); sleep {marked.inside}", timeout_s=2.0)
     done = wait_for(lambda: finished(daemon, task_id), 60, "the timeout")
     assert marked.alive() == []
     assert done.state == "failed" and "timed out" in done.reason
