@@ -135,6 +135,7 @@ def print_json(doc: Any) -> None:
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_NO_OWNER = 3
+EXIT_INTERRUPTED = 130  # Ctrl+C (128 + SIGINT), as a shell gives
 
 
 def error(message: str, code: int = EXIT_USAGE) -> int:
