@@ -18,6 +18,7 @@ from gputray.cluster.view import local_view
 from gputray.scheduler import ipc
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.replies import TasksDone, TaskView
+from gputray.scheduler.tasks.records import TaskSpec
 
 LOG_CHUNK_BYTES = 1 << 20
 
@@ -76,7 +77,7 @@ class Agent:
             os.close(fd)
         return len(data)
 
-    def submit(self, origin: str, spec: dict[str, Any], staged: list[str]) -> dict[str, Any]:
+    def submit(self, origin: str, spec: TaskSpec, staged: list[str]) -> dict[str, Any]:
         staging = self._staging(origin)
         staging.mkdir(parents=True, exist_ok=True, mode=0o700)  # the job's working folder, inputs or not
         if staged:

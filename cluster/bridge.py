@@ -483,8 +483,7 @@ class Bridge:
                 self._send_file(handle, origin, f.source, f.rel)
             spec = staged_spec(rec.spec, plan, staging)
             _, device_key = split_qualified(rec.device or "")
-            spec = dataclasses.replace(
-                spec,
+            spec = spec.replace(
                 device_prefs=handed_prefs(rec.spec.device_prefs, machine, device_key)
                 if device_key
                 else spec.device_prefs,
@@ -495,7 +494,7 @@ class Bridge:
                 after_any=False,
             )
             remote = ray.get(
-                handle.submit.remote(origin, spec.to_dict(), [f.rel for f in plan.files]),
+                handle.submit.remote(origin, spec.plain(), [f.rel for f in plan.files]),
                 timeout=CALL_TIMEOUT_S,
             )
         except Exception as exc:

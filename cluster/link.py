@@ -40,7 +40,14 @@ from gputray.scheduler.queue.dependencies import gate
 from gputray.scheduler.queue.device_checks import check_submit
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.replies import ClusterSynced, ClusterTask
-from gputray.scheduler.tasks.records import FINISHED_STATES, PENDING_STATES, QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import (
+    FINISHED_STATES,
+    PENDING_STATES,
+    QueueEvent,
+    TaskPatch,
+    TaskRecord,
+    TaskSpec,
+)
 
 log = logging.getLogger("gputray.cluster")
 
@@ -307,7 +314,7 @@ class ClusterLink:
         return ClusterTask(task=record_to_wire(new))
 
     def submit(self, req: rq.ClusterSubmit) -> ClusterTask:
-        from gputray.scheduler.tasks.taskfile import spec_from_record_dict
+        from gputray.scheduler.tasks.taskfile import spec_from_patch
 
         origin = req.origin
         with self._submit_lock:
@@ -315,15 +322,8 @@ class ClusterLink:
                 if rec.spec.origin == origin:
                     return ClusterTask(task=record_to_wire(rec), existing=True)
             # ``after`` names the sender's task ids (met there before it was sent), never ours
-            data = {
-                **req.spec,
-                "origin": origin,
-                "machine": None,
-                "base_env": None,
-                "after": [],
-                "after_any": False,
-            }
-            spec = spec_from_record_dict(data, source=f"a task from {origin.partition('#')[0]}")
+            here = TaskPatch(origin=origin, machine=None, base_env=None, after=(), after_any=False)
+            spec = spec_from_patch(here, base=req.spec, source=f"a task from {origin.partition('#')[0]}")
             if self.queue is None:
                 raise ClusterRequestError("the queue is not started")
             rec = self.queue.submit(spec)
@@ -438,11 +438,10 @@ class ClusterLink:
 
 def _without_program(spec: TaskSpec) -> TaskSpec:
     """The spec minus its program, for checking only the files: the program runs on another machine."""
-    import dataclasses
 
     if spec.kind == "torch" or not spec.argv:
         return spec
-    return dataclasses.replace(spec, argv=(sys.executable, *spec.argv[1:]), base_env=None)
+    return spec.replace(argv=(sys.executable, *spec.argv[1:]), base_env=None)
 
 
 def _is_loopback(address: str) -> bool:

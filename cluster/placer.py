@@ -137,7 +137,7 @@ def _for_placement(task: TaskRecord, bound: str | None) -> TaskRecord:
     prefs = rewrite_prefs(spec.device_prefs, bound)
     if needs == spec.needs and prefs == spec.device_prefs:
         return task
-    return task.replace(spec=dataclasses.replace(spec, needs=needs, device_prefs=prefs))
+    return task.replace(spec=spec.replace(needs=needs, device_prefs=prefs))
 
 
 def handed_prefs(prefs: Sequence[str], machine: str, device_key: str) -> tuple[str, ...]:

@@ -11,7 +11,6 @@ place and do not travel.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Iterable
@@ -141,8 +140,7 @@ def staged_spec(spec: TaskSpec, plan: StagePlan, staging_dir: str) -> TaskSpec:
         # a relative argument: relative to the job's (staged) working folder, as it was to its own
         return os.path.relpath(root / rel, cwd)
 
-    return dataclasses.replace(
-        spec,
+    return spec.replace(
         script=moved(spec.script) if spec.script else None,
         files=tuple(str(root / table[f]) if f in table else f for f in spec.files),
         args=tuple(moved(a) for a in spec.args) if spec.kind == "torch" else spec.args,

@@ -87,7 +87,7 @@ def check_machine_task(
         return  # away now: its devices are not known here; the task waits for it
     prefix = f"{wanted}/"
     prefs = tuple(p[len(prefix) :] if p.lower().startswith(prefix.lower()) else p for p in spec.device_prefs)
-    theirs = dataclasses.replace(spec, device_prefs=prefs)
+    theirs = spec.replace(device_prefs=prefs)
     devices = [_state(d, d.key, d.name, view.ram_total_bytes) for d in view.devices]
     check_device_names(theirs, devices, where=f" on {wanted}", see=SEE)
     check_memory(theirs, devices, where=f" on {wanted}")

@@ -28,7 +28,7 @@ def record_to_wire(rec: TaskRecord) -> dict[str, Any]:
 def spec_from_wire(data: Mapping[str, Any]) -> TaskSpec:
     """A spec as ``TaskSpec.to_dict`` wrote it, rebuilt without re-validating (it was validated when
     it entered the queue that sent it; a field this version does not know is dropped)."""
-    known = {f.name for f in dataclasses.fields(TaskSpec)}
+    known = set(TaskSpec.__struct_fields__)
     values = {k: v for k, v in data.items() if k in known}
     for key in ("argv", "args", "files", "device_prefs", "needs"):
         if key in values:

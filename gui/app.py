@@ -192,7 +192,9 @@ def run_tray(argv: list[str]) -> int:
     if handed is not None:
         return handed
 
-    missing_display = no_display_reason()
+    from gputray.gui.display_probe import display_problem
+
+    missing_display = no_display_reason() or display_problem(os.environ)
     if missing_display is not None:
         print(f"gputray: {missing_display}", file=sys.stderr)
         return 2

@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.legend import color_of, gpu_readings, legend_for
+from gputray.gui.status_marks import mark_icon, strip_mark
 from gputray.gui.theme import colors, is_dark
 from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
@@ -72,6 +73,7 @@ DOCTOR_HEADERS = (
     tr_noop("Reason / fix"),
     tr_noop("Figures"),
 )
+DOCTOR_RESULT_COLUMN = 2
 DOCTOR_VERDICTS = (tr_noop("works"), tr_noop("limited"), tr_noop("fails"))
 TABS = (tr_noop("History"), tr_noop("Processes"), tr_noop("Doctor"), tr_noop("Task logs"), tr_noop("Devices"))
 DEVICE_HEADERS = (
@@ -204,6 +206,9 @@ class Dashboard(QWidget):
         doctor = QWidget(self)
         dl = QVBoxLayout(doctor)
         top = QHBoxLayout()
+        self.doctor_status_mark = QLabel(doctor)  # the last progress line's verdict, drawn (status_marks)
+        self.doctor_status_mark.hide()
+        top.addWidget(self.doctor_status_mark)
         self.doctor_status = QLabel(doctor)
         self.doctor_status.setWordWrap(True)
         self._doctor_status_note: messages.Note | None = messages.note(
@@ -487,12 +492,24 @@ class Dashboard(QWidget):
 
     # -- doctor ----------------------------------------------------------------------------------------
     def _set_doctor_status_text(self, text: str) -> None:
+        """A progress line from the doctor's run: its ✅/⚠/❌ becomes a drawn mark beside the text."""
+        verdict, text = strip_mark(text)
         self._doctor_status_note = None
+        self._show_status_mark(verdict)
         self.doctor_status.setText(messages.translate(text))
 
     def _set_doctor_status(self, status: messages.Note) -> None:
         self._doctor_status_note = status
+        self._show_status_mark(None)
         self.doctor_status.setText(status.text())
+
+    def _show_status_mark(self, verdict: str | None) -> None:
+        if verdict is None:
+            self.doctor_status_mark.hide()
+            return
+        side = self.doctor_status.fontMetrics().height()
+        self.doctor_status_mark.setPixmap(mark_icon(verdict).pixmap(side, side))
+        self.doctor_status_mark.show()
 
     def load_cached_doctor(self) -> None:
         try:
@@ -505,17 +522,19 @@ class Dashboard(QWidget):
             )
 
     def show_doctor(self, pairs: list[Any], *, keep_status: bool = False) -> None:
-        from gputray.scheduler.pyenvs.doctor import verdict_mark
-
         self._doctor_pairs = list(pairs)
         self.doctor_table.setRowCount(len(pairs))
         for row, p in enumerate(pairs):
             figures = ", ".join(f"{c.name} {c.figure()}" for c in p.capabilities)
             why = messages.translate(p.reason) + (f" — {messages.translate(p.fix)}" if p.fix else "")
-            values = (p.env_name, p.device_name, f"{verdict_mark(p.verdict)} {tr(p.verdict)}", why, figures)
+            values = (p.env_name, p.device_name, tr(p.verdict), why, figures)
             for col, text in enumerate(values):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)
+                if col == DOCTOR_RESULT_COLUMN:
+                    item.setIcon(
+                        mark_icon(p.verdict)
+                    )  # drawn: ✅/❌ need an emoji font (empty boxes without)
                 self.doctor_table.setItem(row, col, item)
         if not pairs and not keep_status:
             self._set_doctor_status(

@@ -36,25 +36,26 @@ from gputray.gui.i18n import tr
 from gputray.gui.theme import colors
 from gputray.gui.widgets import ElidedLabel
 from gputray.scheduler.tasks.recipes import Recipe
+from gputray.scheduler.tasks.records import TaskPatch
 
 
-def policies() -> dict[str, tuple[str, dict[str, Any]]]:
-    """Device policy key → (label, task overrides). ``recipe`` keeps what the recipe says."""
+def policies() -> dict[str, tuple[str, TaskPatch]]:
+    """Device policy key → (label, what it sets on each task). ``recipe`` keeps what the recipe says."""
     return {
-        "recipe": (tr("As the recipe says"), {}),
+        "recipe": (tr("As the recipe says"), TaskPatch()),
         "redirect": (
             tr("Fastest free GPU (redirect when busy)"),
-            {"device_prefs": ["discrete", "integrated"], "on_busy": "redirect"},
+            TaskPatch(device_prefs=("discrete", "integrated"), on_busy="redirect"),
         ),
         "discrete": (
             tr("Discrete GPU only (wait for it)"),
-            {"device_prefs": ["discrete"], "on_busy": "wait"},
+            TaskPatch(device_prefs=("discrete",), on_busy="wait"),
         ),
         "integrated": (
             tr("Integrated GPU only (wait for it)"),
-            {"device_prefs": ["integrated"], "on_busy": "wait"},
+            TaskPatch(device_prefs=("integrated",), on_busy="wait"),
         ),
-        "cpu": (tr("CPU"), {"device_prefs": ["cpu"], "on_busy": "wait"}),
+        "cpu": (tr("CPU"), TaskPatch(device_prefs=("cpu",), on_busy="wait")),
     }
 
 
@@ -160,7 +161,7 @@ def remember(state: GuiState | None, kind: str, choice: DropChoice) -> None:
     state.set("drop_choices", raw)
 
 
-SubmitFn = Callable[[list[str], str | None, dict[str, Any]], list[Any]]
+SubmitFn = Callable[[list[str], str | None, TaskPatch], list[Any]]
 AskFn = Callable[[DropPlan, Mapping[str, DropChoice]], dict[str, DropChoice] | None]
 
 
@@ -206,9 +207,9 @@ def handle_drop(
             continue
         if choice.remember and g.file_type in choices:
             remember(state, g.file_type, choice)
-        overrides = dict(policies().get(choice.policy, ("", {}))[1])
-        if choice.machine is not None:
-            overrides["machine"] = choice.machine  # as `gputray submit --machine` sets it
+        overrides = policies().get(choice.policy, ("", TaskPatch()))[1]
+        if choice.machine is not None:  # as `gputray submit --machine` sets it
+            overrides = overrides.then(TaskPatch(machine=choice.machine))
         try:
             ids = submit([str(f) for f in g.files], choice.recipe, overrides)
         except Exception as exc:  # the queue's own readable message (missing tool, bad recipe …)

@@ -318,6 +318,11 @@ class Panel(QWidget):
         self.down_button.clicked.connect(lambda: self._move(1))
         self.log_button.clicked.connect(lambda: self._open_log())
         body.addLayout(buttons)
+        # The buttons act on the selection: each is enabled only when it would do something, and says
+        # in its tooltip what to select (a click that did nothing at all was a dead end).
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self.update_buttons())
+        for change in (model.dataChanged, model.rowsInserted, model.rowsRemoved, model.modelReset):
+            change.connect(lambda *_: self.update_buttons())
 
         self.drop_zone = DropZone(self.content)
         self.drop_zone.set_pinned(self.pinned or windowed)
@@ -336,9 +341,8 @@ class Panel(QWidget):
         self.no_gpu_label.setText(tr("Looking for GPUs…") if self._snapshot is None else tr("No GPU found."))
         self.cancel_button.setText(tr("Cancel"))
         self.retry_button.setText(tr("Retry"))
-        self.up_button.setToolTip(tr("Move up"))
-        self.down_button.setToolTip(tr("Move down"))
         self.log_button.setText(tr("Open log"))
+        self.update_buttons()
         fixed_button_width(self.pause_all_button, (tr("Pause queue"), tr("Resume queue")))
         self.pause_all_button.setText(tr("Resume queue") if self._paused_all else tr("Pause queue"))
         self.host_label.setText(self._host_text())
@@ -593,6 +597,38 @@ class Panel(QWidget):
     def selected_tasks(self) -> list[TaskView]:
         rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
         return [t for t in (self.model.task(r) for r in rows) if t is not None]
+
+    def update_buttons(self) -> None:
+        """Cancel, Retry, ▲ ▼ and Open log for the selected tasks: enabled when they apply, with a
+        tooltip that says what they do, or what to select when they do not apply."""
+        tasks = self.selected_tasks()
+        states = {t.state for t in tasks}
+        single = tasks[0] if len(tasks) == 1 else None
+        movable = single is not None and single.state in PENDING_STATES
+        for button, usable, doing, why_not in (
+            (
+                self.cancel_button,
+                bool(states & ACTIVE_STATES),
+                tr("Cancel the selected tasks; a running one is stopped"),
+                tr("Select a queued, waiting or running task to cancel it"),
+            ),
+            (
+                self.retry_button,
+                bool(states & RETRYABLE_STATES),
+                tr("Queue the selected tasks again"),
+                tr("Select a task that has ended to queue it again"),
+            ),
+            (self.up_button, movable, tr("Move up"), tr("Select one queued or waiting task to move it")),
+            (self.down_button, movable, tr("Move down"), tr("Select one queued or waiting task to move it")),
+            (
+                self.log_button,
+                bool(single and single.log_path),
+                tr("Open the selected task's log"),
+                tr("Select one task that has started to open its log"),
+            ),
+        ):
+            button.setEnabled(usable)
+            button.setToolTip(doing if usable else why_not)
 
     def _toggle_pause_all(self) -> None:
         if self._paused_all:

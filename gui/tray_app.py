@@ -37,7 +37,7 @@ from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import Paused, Reply, TaskView
-from gputray.scheduler.tasks.records import QueueEvent
+from gputray.scheduler.tasks.records import QueueEvent, TaskPatch
 
 if TYPE_CHECKING:
     from gputray.scheduler.owner import Owner
@@ -427,7 +427,7 @@ class TrayApp(QObject):
         self.reload_queue()
 
     def set_priority(self, task_id: Any, priority: int) -> None:
-        self.request(rq.Edit(id=task_id, changes={"priority": priority}))
+        self.request(rq.Edit(id=task_id, changes=TaskPatch(priority=priority)))
         self.reload_queue()
 
     def move(self, task_id: Any, delta: int) -> None:
@@ -447,7 +447,7 @@ class TrayApp(QObject):
         if result is not None:
             self._apply_paused(result.paused)
 
-    def submit_files(self, files: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+    def submit_files(self, files: list[str], recipe: str | None, overrides: TaskPatch) -> list[Any]:
         """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
         if self.owner is None:
             raise RuntimeError(tr("gputray is still starting; try again in a moment."))

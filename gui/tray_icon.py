@@ -200,13 +200,22 @@ class GpuIconEngine(QIconEngine):
     def clone(self) -> QIconEngine:
         return GpuIconEngine(self.picture)
 
+    def actualSize(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QSize:
+        """The picture is square: QIcon.paint centres this size in the slot it is given."""
+        side = min(size.width(), size.height())
+        return QSize(side, side)
+
     def paint(self, painter: QPainter, rect: QRect, mode: QIcon.Mode, state: QIcon.State) -> None:
+        """The square picture in the middle of ``rect``: a tray slot is often taller than wide (trayer
+        gives 22×30), and drawn at its top-left the icon sat at the top of the panel (issue 21)."""
         device = painter.device()
         dpr = device.devicePixelRatioF() if device is not None else 1.0
         side = min(rect.width(), rect.height())
         img = render_picture(self.picture, max(1, round(side * dpr)))
         img.setDevicePixelRatio(dpr)
-        painter.drawImage(QRect(rect.topLeft(), QSize(side, side)), img)
+        square = QRect(0, 0, side, side)
+        square.moveCenter(rect.center())
+        painter.drawImage(square, img)
 
     def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:
         return self.scaledPixmap(size, mode, state, 1.0)

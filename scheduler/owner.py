@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from msgspec import UNSET
+
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
@@ -30,12 +32,13 @@ from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.timing import Schedule, Timing
-from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
-from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_mapping, with_overrides
+from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
+from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
 if TYPE_CHECKING:
     from gputray.scheduler.cluster_port import ClusterLinkFactory, ClusterPort
     from gputray.scheduler.pyenvs.choice import EnvResolver
+    from gputray.scheduler.queue.retention import Retention
     from gputray.scheduler.queue.service import QueueService
     from gputray.scheduler.queue.store import TaskStore
 
@@ -75,11 +78,11 @@ def _abs_path(path: str, cwd: str | None) -> Path:
     return p
 
 
-def _with_caller_env(req: rq.Submit | rq.SubmitFiles | rq.Run) -> dict[str, Any]:
-    """A request's task overrides, plus the environment the CLI sent (``caller_env``) as ``base_env``."""
-    overrides: dict[str, Any] = dict(req.overrides or {})
+def _with_caller_env(req: rq.Submit | rq.SubmitFiles | rq.Run) -> TaskPatch:
+    """A request's task options, plus the environment the CLI sent (``caller_env``) as ``base_env``."""
+    overrides = req.overrides or TaskPatch()
     if req.caller_env is not None:  # values that are not UTF-8 came as bytes: the job gets those bytes
-        overrides["base_env"] = {k: rq.os_str(v) for k, v in req.caller_env.items()}
+        overrides = overrides.then(TaskPatch(base_env={k: rq.os_str(v) for k, v in req.caller_env.items()}))
     return overrides
 
 
@@ -135,6 +138,7 @@ class Owner:
         self._store: TaskStore | None = None
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
+        self.retention: Retention | None = None
         self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -228,6 +232,15 @@ class Owner:
             )
             self.timing.start()
             self._queue.add_timer(self.timing)  # the dispatcher is the one clock: it wakes for schedules too
+            from gputray.scheduler.queue.retention import Retention
+
+            self.retention = Retention(
+                self._queue,
+                keep_days=config.retention.keep_days,
+                keep_tasks=config.retention.keep_tasks,
+                clock=self.clock,
+            )
+            self._queue.add_timer(self.retention)  # ended tasks and logs past [retention]'s limits go
         except BaseException:
             self._teardown()
             raise
@@ -306,7 +319,8 @@ class Owner:
                 log.exception("on_event callback failed")
 
     def _submit_schedule(self, entry: Schedule) -> object:
-        spec = with_overrides(load_task_file(Path(entry.task_file)), entry.overrides, source=entry.task_file)
+        base = load_task_file(Path(entry.task_file))
+        spec = spec_from_patch(entry.overrides, base=base, source=entry.task_file)
         return self.queue.submit(spec)
 
     # --- the IPC entry ---------------------------------------------------------------------------
@@ -382,20 +396,20 @@ class Owner:
         overrides = _with_caller_env(req)
         if req.task_file is not None:
             path = _abs_path(rq.os_str(req.task_file), _cwd(req.cwd))
-            spec = with_overrides(load_task_file(path), overrides, source=str(path))
+            spec = spec_from_patch(overrides, base=load_task_file(path), source=str(path))
         elif req.spec is not None:
-            spec = TaskSpec.from_dict({**req.spec, **overrides}, source="submitted task")
+            spec = spec_from_patch(req.spec.then(overrides), source="submitted task")
         else:
             raise OwnerRequestError("submit needs a task file or a task spec")
         if spec.cwd is None and req.cwd:  # no `cwd` key or --cwd: where the command was typed
-            spec = with_overrides(spec, {"cwd": req.cwd}, source="submitted task")
+            spec = spec_from_patch(TaskPatch(cwd=_cwd(req.cwd)), base=spec, source="submitted task")
         return self._submitted([self.queue.submit(spec)])
 
     def _op_submit_files(self, req: rq.SubmitFiles) -> rp.Submitted:
         files = [_abs_path(rq.os_str(f), _cwd(req.cwd)) for f in req.files]
         overrides = _with_caller_env(req)
-        if req.cwd and "cwd" not in overrides:  # the CLI's: jobs run where the command was typed
-            overrides["cwd"] = _cwd(req.cwd)
+        if req.cwd and overrides.cwd is UNSET:  # the CLI's: jobs run where the command was typed
+            overrides = overrides.then(TaskPatch(cwd=_cwd(req.cwd)))
         records = self.queue.submit_files(files, recipe=req.recipe, overrides=overrides)
         return self._submitted(list(records))
 
@@ -413,13 +427,13 @@ class Owner:
         return rp.Submitted(tasks=(), handed_to="tray")
 
     def _op_run(self, req: rq.Run) -> rp.Submitted:
-        data: dict[str, Any] = {"kind": "command", "argv": [rq.os_str(a) for a in req.argv]}
-        if req.cwd:
-            data["cwd"] = _cwd(req.cwd)
-        if req.name:
-            data["name"] = req.name
-        data.update(_with_caller_env(req))
-        spec = spec_from_mapping(data, source="gputray run")
+        command = TaskPatch(
+            kind="command",
+            argv=tuple(rq.os_str(a) for a in req.argv),
+            cwd=_cwd(req.cwd) if req.cwd else UNSET,
+            name=req.name or UNSET,
+        )
+        spec = spec_from_patch(command.then(_with_caller_env(req)), source="gputray run")
         return self._submitted([self.queue.submit(spec)])
 
     def _op_queue(self, req: rq.Queue) -> rp.QueueReply:
@@ -433,7 +447,7 @@ class Owner:
 
     def _op_get(self, req: rq.Get) -> rp.TaskReply:
         rec = self.queue.get(_task_id(req.id))
-        return rp.TaskReply(task=rp.TaskView.of(rec), spec=rec.spec.to_dict(), pid=rec.pid)
+        return rp.TaskReply(task=rp.TaskView.of(rec), spec=rec.spec.plain(), pid=rec.pid)
 
     def _op_cancel(self, req: rq.Cancel) -> rp.TasksDone:
         done: list[TaskRecord] = []
@@ -462,7 +476,7 @@ class Owner:
         return rp.TaskReply(task=rp.TaskView.of(moved))
 
     def _op_edit(self, req: rq.Edit) -> rp.TaskReply:
-        return rp.TaskReply(task=rp.TaskView.of(self.queue.edit(_task_id(req.id), dict(req.changes))))
+        return rp.TaskReply(task=rp.TaskView.of(self.queue.edit(_task_id(req.id), req.changes)))
 
     def _op_remove(self, req: rq.Remove) -> rp.TasksDone:
         ids: list[int] = []
@@ -479,7 +493,7 @@ class Owner:
         from gputray.scheduler.tasks.records import FINISHED_STATES
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
-        gone, kept = self.queue.clean(older_than_s=req.older_than_s, states=states)
+        gone, kept = self.queue.clean(older_than_s=req.older_than_s, keep=req.keep, states=states)
         return rp.Cleaned(tasks=rp.views(gone), kept=tuple(kept))
 
     def _op_wait(self, req: rq.WaitFor) -> rp.Waited:
@@ -518,7 +532,7 @@ class Owner:
         away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
         if len(away) == 1:
             return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
-        raise OwnerRequestError(unknown_device_message(text, [*infos, *seen]))
+        raise OwnerRequestError(unknown_device_message(text, [*infos, *seen], classes=("cpu",)))
 
     def _device_names(self) -> dict[str, str]:
         """Device key → the name people know it by, for listings (the JSON keeps the key)."""
@@ -558,9 +572,10 @@ class Owner:
     def _op_schedule_add(self, req: rq.ScheduleAdd) -> rp.Schedules:
         assert self.timing is not None
         path = _abs_path(req.task_file, req.cwd)
-        overrides = dict(req.overrides or {})
-        spec = with_overrides(load_task_file(path), overrides, source=str(path))  # a bad file fails now,
-        self.queue.check_devices(spec)  # and so does a device name that matches nothing, not at 3 am
+        overrides = req.overrides or TaskPatch()
+        # a bad file fails now, and so does a device name that matches nothing, not at 3 am
+        spec = spec_from_patch(overrides, base=load_task_file(path), source=str(path))
+        self.queue.check_devices(spec)
         entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
         self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)

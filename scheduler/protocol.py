@@ -26,21 +26,40 @@ import msgspec
 from msgspec import Meta
 
 from gputray.scheduler import replies as rp
+from gputray.scheduler.tasks.records import (  # the limits of task values live with the task model
+    MAX_DURATION_S,
+    MAX_EPOCH_S,
+    MAX_RETRIES,
+    MAX_SIZE_BYTES,
+    MAX_TASK_ID,
+    MIN_EPOCH_S,
+    TaskPatch,
+    TaskSpec,
+    check_duration_s,
+    check_epoch_s,
+    check_size_bytes,
+)
+
+__all__ = [  # re-exported: the limits every request field shares
+    "MAX_DURATION_S",
+    "MAX_EPOCH_S",
+    "MAX_RETRIES",
+    "MAX_SIZE_BYTES",
+    "MIN_EPOCH_S",
+    "check_duration_s",
+    "check_epoch_s",
+    "check_size_bytes",
+]
 
 # 2: typed replies, task times as epoch seconds (1 sent ISO 8601 strings): an owner and a client of
 # different versions refuse each other before acting, not after (a `run` done but reported failed).
-PROTOCOL_VERSION = 2
+# 3: a task's options, an edit's changes and a cluster hand-over are TaskPatch/TaskSpec fields (field
+# names, values in seconds and bytes), not task-file tables.
+PROTOCOL_VERSION = 3
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 MAX_TABLE_KEYS = 4_096
-MAX_ID = 2**63 - 1
-
-# Task values. 1970-01-01 to 9999-12-31 UTC: what datetime (and so every time shown) can represent.
-MIN_EPOCH_S = 0.0
-MAX_EPOCH_S = 253_402_300_799.0
-MAX_DURATION_S = 10 * 365.25 * 86_400.0
-MAX_SIZE_BYTES = 1 << 50  # 1 PiB
-MAX_RETRIES = 100
+MAX_ID = MAX_TASK_ID
 
 
 class Refusal(Exception):
@@ -59,38 +78,12 @@ class VersionMismatch(BadRequest):
         )
 
 
-def check_epoch_s(value: float, what: str = "the time") -> float:
-    """Finite and within 1970–9999, or ValueError naming the limit."""
-    if not math.isfinite(value) or not MIN_EPOCH_S <= value <= MAX_EPOCH_S:
-        raise ValueError(f"{what} must be a date between the years 1970 and 9999")
-    return value
-
-
-def check_duration_s(value: float) -> float:
-    if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_S:
-        raise ValueError(
-            f"a duration must be between 0 and 10 years ({MAX_DURATION_S:.0f} s), got {value:g} s"
-        )
-    return value
-
-
-def check_size_bytes(value: float) -> int:
-    if not math.isfinite(value) or not 0 <= value <= MAX_SIZE_BYTES:
-        raise ValueError(f"a size must be between 0 and 1 PiB ({MAX_SIZE_BYTES} bytes), got {value:g}")
-    return int(value)
-
-
 Str = Annotated[str, Meta(max_length=MAX_STR_CHARS, pattern=r"^[^\x00]*$")]
 Name = Annotated[str, Meta(max_length=4_096, pattern=r"^[^\x00]*$")]
 StrList = Annotated[list[Str], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
 TaskId = Annotated[int, Meta(ge=0, le=MAX_ID)] | Annotated[str, Meta(min_length=1, max_length=64)]
 Int = Annotated[int, Meta(ge=-(2**53), le=2**53)]
 Float = Annotated[float, Meta(ge=-1e300, le=1e300)]  # finite: NaN fails every comparison
-Scalar = Str | Int | Float | bool | None
-Value = Scalar | Annotated[list[Scalar], Meta(max_length=MAX_LIST_ITEMS)]
-Table = Annotated[
-    dict[Name, Value | Annotated[dict[Name, Value], Meta(max_length=MAX_TABLE_KEYS)]], Meta(max_length=256)
-]
 MAX_ENV_VALUE_CHARS = 131_072  # Linux refuses a single environment string over 128 KiB (MAX_ARG_STRLEN)
 
 
@@ -155,8 +148,8 @@ class Status(Request[rp.StatusReply]):
 class Submit(Request[rp.Submitted]):
     op = "submit"
     task_file: OsStr | None = None
-    spec: Table | None = None
-    overrides: Table | None = None
+    spec: TaskPatch | None = None  # a whole task, when there is no task file
+    overrides: TaskPatch | None = None
     cwd: OsStr | None = None
     caller_env: Env | None = None  # the CLI's os.environ: the job starts from it
 
@@ -165,7 +158,7 @@ class SubmitFiles(Request[rp.Submitted]):
     op = "submit_files"
     files: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     recipe: Str | None = None
-    overrides: Table | None = None
+    overrides: TaskPatch | None = None
     cwd: OsStr | None = None
     caller_env: Env | None = None
 
@@ -182,7 +175,7 @@ class Run(Request[rp.Submitted]):
     op = "run"
     argv: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     name: Str | None = None
-    overrides: Table | None = None
+    overrides: TaskPatch | None = None
     cwd: OsStr | None = None
     caller_env: Env | None = None
 
@@ -220,11 +213,11 @@ class Move(Request[rp.TaskReply]):
 
 
 class Edit(Request[rp.TaskReply]):
-    """Change a task that has not started; ``changes`` are task-file keys (``priority``, ``devices`` …)."""
+    """Change a task that has not started: the fields ``changes`` sets (``priority``, ``device_prefs`` …)."""
 
     op = "edit"
     id: TaskId
-    changes: Table
+    changes: TaskPatch
 
 
 class Remove(Request[rp.TasksDone]):
@@ -236,6 +229,7 @@ class Remove(Request[rp.TasksDone]):
 class Clean(Request[rp.Cleaned]):
     op = "clean"
     older_than_s: Annotated[float, Meta(ge=0, le=MAX_DURATION_S)] | None = None
+    keep: Annotated[int, Meta(ge=0, le=10_000_000)] | None = None  # the newest this many stay
     states: Annotated[list[Annotated[str, Meta(max_length=32)]], Meta(max_length=16)] | None = None
 
 
@@ -268,7 +262,7 @@ class ScheduleAdd(Request[rp.Schedules]):
     op = "schedule_add"
     cron: Str
     task_file: Str
-    overrides: Table | None = None
+    overrides: TaskPatch | None = None
     name: Str | None = None
     cwd: Str | None = None
 
@@ -360,15 +354,12 @@ class ClusterUpdate(Request[rp.ClusterTask]):
 
 
 class ClusterSubmit(Request[rp.ClusterTask]):
-    """This machine's agent: a task another machine hands here (``spec`` as ``TaskSpec.to_dict``);
-    ``origin`` (``desk#12.1``) makes a second hand-over of the same attempt a no-op."""
+    """This machine's agent: a task another machine hands here; ``origin`` (``desk#12.1``) makes a
+    second hand-over of the same attempt a no-op."""
 
     op = "cluster_submit"
     origin: Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00]*$")]
-    spec: JsonObject
-
-    def __post_init__(self) -> None:
-        _check_json(self.spec, "spec")
+    spec: TaskSpec
 
 
 REQUEST_TYPES: dict[str, type[Request[Any]]] = {t.op: t for t in Request.__subclasses__()}

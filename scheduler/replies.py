@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from gputray.scheduler.tasks.records import TaskRecord
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
 class Reply(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -136,10 +136,10 @@ class QueueReply(Reply, frozen=True):
 
 
 class TaskReply(Reply, frozen=True):
-    """``retry``, ``move``, ``edit``: the task; ``get`` also its spec (``TaskSpec.to_dict``) and pid."""
+    """``retry``, ``move``, ``edit``: the task; ``get`` also its spec and pid."""
 
     task: TaskView
-    spec: dict[str, Any] | None = None
+    spec: TaskSpec | None = None
     pid: int | None = None
 
 

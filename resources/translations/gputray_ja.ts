@@ -1623,5 +1623,109 @@ If gputray was updated or reinstalled while it ran, quit and start it again. The
 
 gputray の実行中に更新または再インストールした場合は、終了してから起動し直してください。エラーの詳細は {log} にあります。</translation>
     </message>
+    <message>
+        <source>{source}: {key} = {value} is not {allowed}; using {default}</source>
+        <translation>{source}: {key} = {value} は {allowed}ではありません。{default} を使います</translation>
+    </message>
+    <message>
+        <source>{source}: {key} = {value} is not {allowed}; left unset</source>
+        <translation>{source}: {key} = {value} は {allowed}ではありません。未設定のままにします</translation>
+    </message>
+    <message>
+        <source>{source}: {key} = {value} is not {allowed}; ignored</source>
+        <translation>{source}: {key} = {value} は {allowed}ではありません。無視します</translation>
+    </message>
+    <message>
+        <source>{source}: unknown key {key} (did you mean {suggestion}?); ignored</source>
+        <translation>{source}: 不明なキー {key} ({suggestion} の間違いでは?)。無視します</translation>
+    </message>
+    <message>
+        <source>{source}: unknown key {key} (known: {known}); ignored</source>
+        <translation>{source}: 不明なキー {key} (使えるキー: {known})。無視します</translation>
+    </message>
+    <message>
+        <source>{source}: [{key}] must be a table, not {value}; using the defaults</source>
+        <translation>{source}: [{key}] はテーブルでなければなりません ({value} になっています)。既定値を使います</translation>
+    </message>
+    <message>
+        <source>{source}: two environments are named {name}; names must be unique</source>
+        <translation>{source}: {name} という名前の環境が 2 つあります。名前は重複できません</translation>
+    </message>
+    <message>
+        <source>{source}: [devices] must be a table of [devices.&lt;name&gt;] tables, not {value}</source>
+        <translation>{source}: [devices] は [devices.&lt;name&gt;] テーブルの集まりでなければなりません ({value} になっています)</translation>
+    </message>
+    <message>
+        <source>{source}: devices.{name} must be a table like `slots = 2`, not {value}</source>
+        <translation>{source}: devices.{name} は `slots = 2` のようなテーブルでなければなりません ({value} になっています)</translation>
+    </message>
+    <message>
+        <source>{source}: env must be written as [[env]] tables</source>
+        <translation>{source}: env は [[env]] テーブルとして書いてください</translation>
+    </message>
+    <message>
+        <source>a number in {low} … {high}</source>
+        <translation>{low} … {high} の数値</translation>
+    </message>
+    <message>
+        <source>a whole number in {low} … {high}</source>
+        <translation>{low} … {high} の整数</translation>
+    </message>
+    <message>
+        <source>a number</source>
+        <translation>数値</translation>
+    </message>
+    <message>
+        <source>a whole number</source>
+        <translation>整数</translation>
+    </message>
+    <message>
+        <source>one of {values}</source>
+        <translation>{values} のいずれか</translation>
+    </message>
+    <message>
+        <source>text</source>
+        <translation>文字列</translation>
+    </message>
+    <message>
+        <source>true or false</source>
+        <translation>true か false</translation>
+    </message>
+    <message>
+        <source>a list of text</source>
+        <translation>文字列のリスト</translation>
+    </message>
+    <message>
+        <source>a table of true/false values</source>
+        <translation>true/false の値のテーブル</translation>
+    </message>
+    <message>
+        <source>Cancel the selected tasks; a running one is stopped</source>
+        <translation>選択したタスクをキャンセルします (実行中のものは停止します)</translation>
+    </message>
+    <message>
+        <source>Select a queued, waiting or running task to cancel it</source>
+        <translation>キャンセルするには、キュー内・待機中・実行中のタスクを選択してください</translation>
+    </message>
+    <message>
+        <source>Queue the selected tasks again</source>
+        <translation>選択したタスクをもう一度キューに入れます</translation>
+    </message>
+    <message>
+        <source>Select a task that has ended to queue it again</source>
+        <translation>もう一度キューに入れるには、終了したタスクを選択してください</translation>
+    </message>
+    <message>
+        <source>Select one queued or waiting task to move it</source>
+        <translation>移動するには、キュー内または待機中のタスクを 1 つ選択してください</translation>
+    </message>
+    <message>
+        <source>Open the selected task's log</source>
+        <translation>選択したタスクのログを開きます</translation>
+    </message>
+    <message>
+        <source>Select one task that has started to open its log</source>
+        <translation>ログを開くには、開始済みのタスクを 1 つ選択してください</translation>
+    </message>
 </context>
 </TS>

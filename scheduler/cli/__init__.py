@@ -140,8 +140,8 @@ def main(argv: Sequence[str] | None = None, *, cluster: ClusterCommands | None =
         status = func(args)
         sys.stdout.flush()  # what is still buffered fails here, said like any other write
         return status
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # Ctrl+C, in every command that waits, follows or watches
+        return 130  # commands.common.EXIT_INTERRUPTED, not imported: `gputray queue` starts lean
     except BrokenPipeError:
         return 0
     except OSError as exc:  # stdout closed or full: one line, not a traceback

@@ -98,6 +98,18 @@ def _absolute(path: Path) -> Path:
     return Path(os.path.abspath(path.expanduser()))
 
 
+def same_interpreter(python: Path) -> tuple[Path, Path]:
+    """What two paths share when they start the same environment: the folder they are in and the file
+    they lead to. ``.venv/bin/python`` and ``.venv/bin/python3`` lead to one interpreter; two venvs
+    made from one Python lead to one file too but from two folders, so they stay two."""
+    absolute = _absolute(python)
+    try:
+        target = absolute.resolve()
+    except OSError:  # a symlink loop: the path is all there is to compare
+        target = absolute
+    return absolute.parent, target
+
+
 def suggest_name(python: Path) -> str:
     """``~/venvs/rocm/bin/python`` → ``rocm``; ``~/proj/.venv/bin/python`` → ``proj``."""
     parent = python.parent
@@ -243,23 +255,28 @@ def scan_candidates(
     which: Callable[[str], str | None] = shutil.which,
     current: Path | None = None,
 ) -> list[Candidate]:
-    """Interpreters worth suggesting: this one, venvs in the usual folders, conda envs. Adds nothing."""
+    """Interpreters worth suggesting: this one, venvs in the usual folders, conda envs; each environment
+    once (``same_interpreter``), as added when it is. Adds nothing."""
     home = home or Path.home()
     cwd = cwd or Path.cwd()
     try:
-        configured = {env.python: env.name for env in load_envs()}
+        configured = {same_interpreter(env.python): env for env in load_envs()}
     except (EnvError, ConfigError):
         configured = {}
-    found: dict[Path, Candidate] = {}
-    taken: set[str] = set(configured.values())
+    found: dict[tuple[Path, Path], Candidate] = {}
+    taken: set[str] = {env.name for env in configured.values()}
 
     def offer(python: Path, source: str) -> None:
-        python = _absolute(python)
-        if python in found:
+        key = same_interpreter(python)
+        if key in found:
             return
-        name = configured.get(python) or _unique_name(suggest_name(python), taken)
+        env = configured.get(key)
+        if env is not None:
+            found[key] = Candidate(env.python, source, env.name, env.name)
+            return
+        name = _unique_name(suggest_name(_absolute(python)), taken)
         taken.add(name)
-        found[python] = Candidate(python, source, name, configured.get(python))
+        found[key] = Candidate(_absolute(python), source, name, None)
 
     offer(current or Path(sys.executable), "the Python running gputray")
     for root, source in _common_roots(home, cwd):

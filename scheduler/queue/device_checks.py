@@ -20,7 +20,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,6 +37,10 @@ from gputray.scheduler.queue.placement import (
 from gputray.scheduler.tasks.records import TaskSpec
 
 log = logging.getLogger(__name__)
+
+# How alike (difflib's ratio) a typed name and a class word must be to suggest the class: "nvidai" and
+# "nvidia" are 0.83 alike, "amdd" and "amd" 0.86; "4090" and "gpu" 0.
+CLASS_TYPO_LIKENESS = 0.6
 
 DEVICES_SEEN_FILE = "devices_seen.json"
 SEEN_FORMAT = 1
@@ -149,27 +153,52 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
+def _likeness(wanted: str, names: Iterable[str]) -> float:
+    return max((difflib.SequenceMatcher(None, wanted, name).ratio() for name in names), default=0.0)
+
+
+def _device_likeness(wanted: str, info: DeviceInfo) -> float:
+    return _likeness(wanted, (_norm(info.name), short_name(info.name), info.key.lower()))
+
+
 def closest_device(text: str, infos: Sequence[DeviceInfo]) -> DeviceInfo | None:
     """The device whose name (or short name) is most like ``text``; None when nothing is alike at all."""
     wanted = _norm(text)
-    best: tuple[float, DeviceInfo | None] = (0.0, None)
-    for info in infos:
-        for candidate in (_norm(info.name), short_name(info.name), info.key.lower()):
-            score = difflib.SequenceMatcher(None, wanted, candidate).ratio()
-            if score > best[0]:
-                best = (score, info)
-    return best[1] if best[0] >= 0.3 else None
+    best = max(infos, key=lambda info: _device_likeness(wanted, info), default=None)
+    return best if best is not None and _device_likeness(wanted, best) >= 0.3 else None
+
+
+def closest_name(
+    text: str, infos: Sequence[DeviceInfo], classes: Collection[str] = GENERIC_PREFS
+) -> str | None:
+    """What to suggest for ``text``: the device most like it (``GeForce RTX 5060 Ti (5060ti)``) or, when
+    one is more alike and alike enough to be a typo of it, a word of ``classes`` (``nvidia`` for
+    ``nvidai``: every NVIDIA GPU). None when nothing is alike."""
+    wanted = _norm(text)
+    near = closest_device(text, infos)
+    word = max(sorted(classes), key=lambda w: _likeness(wanted, (w,)))
+    word_likeness = _likeness(wanted, (word,))
+    beats_the_device = near is None or word_likeness > _device_likeness(wanted, near)
+    if word_likeness >= CLASS_TYPO_LIKENESS and beats_the_device:
+        return word
+    return f"{near.name} ({short_name(near.name)})" if near is not None else None
 
 
 def unknown_device_message(
-    text: str, infos: Sequence[DeviceInfo], *, what: str = "no device", see: str = "gputray devices"
+    text: str,
+    infos: Sequence[DeviceInfo],
+    *,
+    what: str = "no device",
+    see: str = "gputray devices",
+    classes: Collection[str] = GENERIC_PREFS,
 ) -> str:
-    """``no device matches '4090'; closest: GeForce RTX 5060 Ti (5060ti); known: …, cpu — see …``."""
+    """``no device matches '4090'; closest: GeForce RTX 5060 Ti (5060ti); known: …, cpu — see …``.
+    ``classes``: the words for several devices that the command takes (`pause` takes only ``cpu``)."""
     gpus = [i for i in infos if i.kind != "cpu" and i.key != "cpu"]
     known = ", ".join(f"{i.name} ({short_name(i.name)}, {i.key})" for i in gpus)
     known = f"{known}, cpu" if known else "cpu (no GPU seen yet)"
-    near = closest_device(text, gpus)
-    closest = f"; closest: {near.name} ({short_name(near.name)})" if near is not None else ""
+    near = closest_name(text, gpus, classes)
+    closest = f"; closest: {near}" if near is not None else ""
     return f"{what} matches {text!r}{closest}; known: {known} — see `{see}`"
 
 

@@ -11,16 +11,23 @@ import builtins
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue import dependencies as deps
 from gputray.scheduler.queue.store import TaskNotFound, TaskStore
 from gputray.scheduler.tasks.recipes import check_runnable
-from gputray.scheduler.tasks.records import FINISHED_STATES, PENDING_STATES, TaskRecord, TaskSpec, local_time
+from gputray.scheduler.tasks.records import (
+    FINISHED_STATES,
+    PENDING_STATES,
+    TaskPatch,
+    TaskRecord,
+    TaskSpec,
+    local_time,
+)
 
 log = logging.getLogger("gputray.scheduler.queue.service")
 
@@ -162,13 +169,12 @@ class QueueEdits:
         self.request_dispatch()
         return new
 
-    def edit(self, task_id: int, changes: Mapping[str, Any]) -> TaskRecord:
-        """Change where, when and how a task that has not started runs (``EDITABLE`` keys); refused with
-        the reason for a task that runs or has ended."""
-        from gputray.scheduler.tasks.taskfile import KEY_ALIASES, with_overrides
+    def edit(self, task_id: int, changes: TaskPatch) -> TaskRecord:
+        """Change where, when and how a task that has not started runs (``EDITABLE`` fields); refused
+        with the reason for a task that runs or has ended."""
+        from gputray.scheduler.tasks.taskfile import spec_from_patch
 
-        changes = {KEY_ALIASES.get(k, k): v for k, v in changes.items()}  # "devices" is "device_prefs"
-        bad = sorted(set(changes) - EDITABLE)
+        bad = sorted(set(changes.given()) - EDITABLE)
         if bad:
             raise QueueError(
                 f"edit cannot change {', '.join(map(repr, bad))}; it changes: {', '.join(sorted(EDITABLE))}"
@@ -177,7 +183,7 @@ class QueueEdits:
             rec = self.store.get(task_id)
             if rec.state not in PENDING_STATES:
                 raise TaskStateError(self._not_editable(rec))
-            spec = with_overrides(rec.spec, changes, source=f"edit of task #{task_id}")
+            spec = spec_from_patch(changes, base=rec.spec, source=f"edit of task #{task_id}")
             if spec.cwd != rec.spec.cwd:
                 check_runnable(spec)
             if (spec.device_prefs, spec.vram_bytes) != (rec.spec.device_prefs, rec.spec.vram_bytes):
@@ -244,20 +250,24 @@ class QueueEdits:
         return gone, errors
 
     def clean(
-        self, *, older_than_s: float | None = None, states: Collection[str] = FINISHED_STATES
+        self,
+        *,
+        older_than_s: float | None = None,
+        keep: int | None = None,
+        states: Collection[str] = FINISHED_STATES,
     ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
-        """Remove ended tasks (``states``, ended more than ``older_than_s`` ago) and their logs; one a
-        pending task still waits for stays. Returns (removed, why some stayed)."""
+        """Remove ended tasks (``states``) and their logs: all of them, or (``prunable``) those that
+        ended more than ``older_than_s`` ago and those beyond the newest ``keep``. One a pending task
+        still waits for stays. Returns (removed, why some stayed). ``gputray clean`` and the automatic
+        retention (``retention.Retention``) both come here."""
         bad = sorted(set(states) - FINISHED_STATES)
         if bad:
             raise QueueError(f"clean removes ended tasks: {', '.join(sorted(FINISHED_STATES))}; not {bad[0]}")
         now = self.clock()
         with self._lock:
-            chosen = [
-                r
-                for r in self.store.list(states=states)
-                if older_than_s is None or (r.ended_at or r.submitted_at) <= now - older_than_s
-            ]
+            chosen = prunable(self.store.list(states=states), now_s=now, older_than_s=older_than_s, keep=keep)
+            if not chosen:
+                return [], []
             ok, kept = keep_depended_on(chosen, {r.id for r in chosen}, self.store.pending())
             gone = self.store.delete(r.id for r in ok)
         for rec in gone:
@@ -296,14 +306,31 @@ class QueueEdits:
                 self._ended.wait(left)
 
 
+def prunable(
+    ended: Sequence[TaskRecord], *, now_s: float, older_than_s: float | None, keep: int | None
+) -> builtins.list[TaskRecord]:
+    """Which of the ``ended`` tasks a clean removes: every one when neither limit is given; else each
+    that ended more than ``older_than_s`` ago and each beyond the newest ``keep`` (by end time)."""
+    if older_than_s is None and keep is None:
+        return builtins.list(ended)
+    newest_first = sorted(ended, key=lambda r: (r.ended_at or r.submitted_at, r.id), reverse=True)
+    out = []
+    for rank, rec in enumerate(newest_first):
+        too_old = older_than_s is not None and (rec.ended_at or rec.submitted_at) <= now_s - older_than_s
+        if too_old or (keep is not None and rank >= keep):
+            out.append(rec)
+    return sorted(out, key=lambda r: r.id)
+
+
 def keep_depended_on(
     records: builtins.list[TaskRecord], going: set[int], pending: Sequence[TaskRecord]
 ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
     """``records`` minus those a pending task (not itself ``going``) waits for, and why each stays."""
     staying = [r for r in pending if r.id not in going]
+    named = {task_id for r in staying for task_id in r.spec.after}
     ok, kept = [], []
     for rec in records:
-        waiting = deps.dependants(rec.id, staying)
+        waiting = deps.dependants(rec.id, staying) if rec.id in named else []
         if waiting:
             ids = ", ".join(f"#{w.id}" for w in waiting)
             kept.append(f"task #{rec.id} stays: {ids} wait(s) for it (--after); remove or cancel them first")
@@ -318,7 +345,7 @@ def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:
         return
     path = Path(rec.log_path)
     try:
-        if path.parent.resolve() == logs_dir.resolve():
+        if path.parent == logs_dir or path.parent.resolve() == logs_dir.resolve():
             path.unlink(missing_ok=True)
     except OSError as exc:
         log.warning("could not delete the log %s: %s", path, exc)

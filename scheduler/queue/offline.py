@@ -160,17 +160,23 @@ class OfflineQueue:
         return new
 
     def retry(self, task_id: int) -> TaskRecord:
+        """As the owner's ``QueueService.retry``: the task queued again, and with it the tasks that
+        failed because it failed (``after``, down the chain)."""
+        from gputray.scheduler.queue.dependencies import failed_because_of
+
         rec = self.get(task_id)
         if rec.state in PENDING_STATES or rec.state == "running":
             raise OfflineRefusal(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-        new = self.store.compare_and_update(
-            task_id,
-            rec.state,
-            **requeue_changes(rec, now_s=self.store.clock(), position=self.store.next_position()),
-        )
+        new = self._requeue(rec, "queued again by request")
         if new is None:
             raise OfflineRefusal(f"task #{task_id} changed state meanwhile; try again")
+        for dependant in failed_because_of(task_id, self.store.list()):
+            self._requeue(dependant, f"queued again: #{task_id} was queued again")
         return new
+
+    def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
+        changes = requeue_changes(rec, reason, now_s=self.store.clock(), position=self.store.next_position())
+        return self.store.compare_and_update(rec.id, rec.state, **changes)
 
 
 def _task_id(value: str) -> int:

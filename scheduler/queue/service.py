@@ -120,6 +120,7 @@ from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
     QueueEvent,
+    TaskPatch,
     TaskRecord,
     TaskSpec,
     local_iso,
@@ -454,11 +455,11 @@ class QueueService(QueueEdits):
         return self._add([spec], self.cluster.check_spec if self.cluster is not None else check_runnable)[0]
 
     def submit_files(
-        self, files: Sequence[Path], *, recipe: str | None = None, overrides: Mapping[str, Any] = {}
+        self, files: Sequence[Path], *, recipe: str | None = None, overrides: TaskPatch | None = None
     ) -> builtins.list[TaskRecord]:
         """One task per file from its recipe (``recipe`` forces one); all are checked before any is queued.
 
-        ``overrides`` are task-file keys (``devices``, ``on_busy``, ``vram``, ``max_wait`` …).
+        ``overrides`` are laid over what the recipe says (the submit's options, a drop's device policy).
         Raises SubmitError / RecipeError / ToolNotFound with a message naming the file or program.
         """
         specs = specs_for_files([Path(f) for f in files], recipe=recipe, overrides=overrides)

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dataclasses
 import errno
 import json
 import logging
@@ -512,7 +511,7 @@ class TaskStore:
         if spec is None:
             spec = spec_from_json(text)
             if spec.base_env is not None:
-                spec = dataclasses.replace(spec, base_env=StoredEnv(self._stored_env, -1))
+                spec = spec.replace(base_env=StoredEnv(self._stored_env, -1))
             if len(self._spec_cache) >= SPEC_CACHE_SIZE:
                 self._spec_cache.clear()
             self._spec_cache[text] = spec
@@ -523,7 +522,7 @@ class TaskStore:
         env = rec.spec.base_env
         if env is None or (isinstance(env, StoredEnv) and env.task_id == rec.id):
             return rec
-        return rec.replace(spec=dataclasses.replace(rec.spec, base_env=StoredEnv(self._stored_env, rec.id)))
+        return rec.replace(spec=rec.spec.replace(base_env=StoredEnv(self._stored_env, rec.id)))
 
     def _stored_env(self, task_id: int) -> dict[str, str]:
         """A task's caller environment as saved (empty once the task is gone from the file)."""

@@ -220,5 +220,5 @@ def spec_from_json(text: Any) -> TaskSpec:
     try:
         return TaskSpec(**data)
     except TypeError:  # a key from a newer/older spec version: keep the ones we know
-        known = TaskSpec.__dataclass_fields__
+        known = TaskSpec.__struct_fields__
         return TaskSpec(**{k: v for k, v in data.items() if k in known})

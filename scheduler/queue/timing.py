@@ -38,8 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from gputray.scheduler.protocol import Refusal, check_epoch_s
-from gputray.scheduler.tasks.records import parse_window, window_open
+from gputray.scheduler.tasks.records import TaskPatch, parse_window, window_open
 
 log = logging.getLogger("gputray.timing")
 
@@ -72,7 +74,7 @@ class Schedule:
     name: str
     cron: str
     task_file: str
-    overrides: dict[str, Any]
+    overrides: TaskPatch
     created_at: float
     last_run_at: float | None = None
     last_error: str | None = None
@@ -85,7 +87,7 @@ class Schedule:
             "name": self.name,
             "cron": self.cron,
             "task_file": self.task_file,
-            "overrides": self.overrides,
+            "overrides": msgspec.to_builtins(self.overrides),
             "created_at": iso_utc(self.created_at),
             "last_run_at": iso_utc(self.last_run_at),
             "next_run_at": iso_utc(next_run_at),
@@ -319,19 +321,13 @@ class ScheduleStore:
 
     @staticmethod
     def _row(row: tuple[Any, ...]) -> Schedule:
-        try:
-            overrides = json.loads(row[4])
-        except ValueError:
-            overrides = {}
-        return Schedule(
-            row[0], row[1], row[2], row[3], overrides if isinstance(overrides, dict) else {}, *row[5:]
-        )
+        return Schedule(row[0], row[1], row[2], row[3], _overrides(row[4], f"schedule #{row[0]}"), *row[5:])
 
-    def add(self, name: str, cron: str, task_file: str, overrides: dict[str, Any], now_s: float) -> Schedule:
+    def add(self, name: str, cron: str, task_file: str, overrides: TaskPatch, now_s: float) -> Schedule:
         with self._lock:
             cur = self._db.execute(
                 "INSERT INTO schedules (name, cron, task_file, overrides, created_at) VALUES (?, ?, ?, ?, ?)",
-                (name, cron, task_file, json.dumps(overrides), now_s),
+                (name, cron, task_file, msgspec.json.encode(overrides).decode(), now_s),
             )
             row_id = cur.lastrowid
         assert row_id is not None
@@ -455,12 +451,12 @@ class Timing:
     # --- recurring -------------------------------------------------------------------------------
 
     def add(
-        self, cron: str, task_file: str, *, overrides: dict[str, Any] | None = None, name: str | None = None
+        self, cron: str, task_file: str, *, overrides: TaskPatch | None = None, name: str | None = None
     ) -> Schedule:
         now = self.clock()
         if next_cron_run(cron, now, self.tz) is None:  # also checks the line itself
             raise TimingError(f"--cron {cron!r}: that never happens (no such date)")
-        entry = self.store.add(name or Path(task_file).name, cron, task_file, overrides or {}, now)
+        entry = self.store.add(name or Path(task_file).name, cron, task_file, overrides or TaskPatch(), now)
         self._plan(entry, now)
         return entry
 
@@ -511,3 +507,16 @@ class Timing:
                 "schedule %s (%s) could not submit %s: %s", entry.id, entry.name, entry.task_file, error
             )
         self.store.mark_run(schedule_id, self.clock(), error)
+
+
+def _overrides(text: object, source: str) -> TaskPatch:
+    """A schedule's stored options (``{}`` for none). Rows of older versions may use task-file keys
+    (``vram = "4GiB"``): they are read as a task file's; a row that cannot be read adds nothing."""
+    from gputray.scheduler.tasks.taskfile import TaskFileError, patch_from_table
+
+    try:
+        data = json.loads(text) if isinstance(text, str) else None
+        return patch_from_table(data, source=source) if isinstance(data, dict) else TaskPatch()
+    except (ValueError, TaskFileError) as exc:
+        log.warning("%s: its options are left out: %s", source, exc)
+        return TaskPatch()

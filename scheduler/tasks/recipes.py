@@ -21,8 +21,8 @@ from typing import Any
 from gputray.resources import resource_path
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.protocol import Refusal
-from gputray.scheduler.tasks.records import TaskSpec
-from gputray.scheduler.tasks.taskfile import KEY_ALIASES, TaskFileError, spec_from_mapping
+from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
+from gputray.scheduler.tasks.taskfile import TaskFileError, patch_from_table, spec_from_patch, spec_from_table
 
 _META_KEYS = {"name", "description", "patterns", "install_hint", "vram_per_file_byte"}
 
@@ -106,7 +106,7 @@ def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
             probe = {**template, "files": ["x"], "recipe": name}
             if probe.get("kind") == "torch":
                 probe.setdefault("script", "x.py")
-            spec_from_mapping(probe, source=where)
+            spec_from_table(probe, source=where)
         except TaskFileError as exc:
             raise RecipeError(str(exc)) from None
         out.append(
@@ -188,8 +188,9 @@ def check_runnable(spec: TaskSpec, *, hint: str | None = None) -> None:
         raise SubmitError(f"{spec.name}: the working folder {spec.cwd} does not exist")
 
 
-def spec_for_file(recipe: Recipe, file: Path, overrides: Mapping[str, Any] | None = None) -> TaskSpec:
-    """One task for one file. ``overrides`` are task-file keys (``devices``, ``on_busy``, ``vram`` …)."""
+def spec_for_file(recipe: Recipe, file: Path, overrides: TaskPatch | None = None) -> TaskSpec:
+    """One task for one file: the recipe's template (task-file keys) for ``file``, ``overrides`` laid
+    over it (``--env`` adds to the recipe's variables)."""
     file = Path(file).expanduser().resolve()
     data: dict[str, Any] = dict(recipe.template)
     data["recipe"] = recipe.name
@@ -203,21 +204,10 @@ def spec_for_file(recipe: Recipe, file: Path, overrides: Mapping[str, Any] | Non
     if recipe.vram_per_file_byte and "vram" not in data and "vram_bytes" not in data:
         with contextlib.suppress(OSError):
             data["vram"] = int(file.stat().st_size * recipe.vram_per_file_byte)
-    overrides = overrides or {}
-    env = overrides.get("env")
-    if isinstance(env, Mapping) and isinstance(data.get("env"), Mapping):
-        env = {**data["env"], **env}  # --env adds to the recipe's variables
-    data.update(overrides)
-    if env is not None:
-        data["env"] = env
-    # An override replaces the recipe's value under the other spelling too (vram vs vram_bytes …).
-    for short, full in KEY_ALIASES.items():
-        if full in overrides and short in data and short not in overrides:
-            del data[short]
-        if short in overrides and full in data and full not in overrides:
-            del data[full]
+    where = f"recipe '{recipe.name}' for {file.name}"
     try:
-        return spec_from_mapping(data, source=f"recipe '{recipe.name}' for {file.name}")
+        patch = patch_from_table(data, source=where)
+        return spec_from_patch(patch.then(overrides) if overrides else patch, source=where)
     except TaskFileError as exc:
         raise RecipeError(str(exc)) from None
 
@@ -226,7 +216,7 @@ def specs_for_files(
     files: Sequence[Path],
     *,
     recipe: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: TaskPatch | None = None,
 ) -> list[TaskSpec]:
     """Specs for dropped/submitted files; all are checked before any is returned (all or nothing).
 
@@ -262,7 +252,7 @@ def _spec_checked(
     path: Path,
     recipes: Sequence[Recipe],
     recipe: str | None,
-    overrides: Mapping[str, Any] | None,
+    overrides: TaskPatch | None,
 ) -> TaskSpec:
     if not path.exists():
         raise SubmitError(f"{path}: no such file")

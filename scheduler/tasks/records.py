@@ -4,8 +4,9 @@ Times are epoch seconds (floats, UTC by definition) in every record, in the stor
 replies (``replies.TaskView``); ``iso_utc`` renders them as ISO 8601 UTC strings
 (``2026-11-30T02:30:00.125Z``) for ``--json``. Sizes are bytes, durations are seconds.
 
-``TaskSpec.to_dict()`` / ``TaskSpec.from_dict()`` are the wire and storage form of a spec (plain JSON
-types); ``from_dict`` validates like a task file does (see ``gputray.scheduler.tasks.taskfile``).
+``TaskSpec`` and ``TaskPatch`` are msgspec Structs: the same record on the wire, in the store
+(``TaskSpec.to_dict``) and in every process. A task file's spelling (``vram = "4GiB"``) is turned into
+them by ``gputray.scheduler.tasks.taskfile``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import math
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, cast
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
 
 TaskKind = Literal["torch", "vulkan", "command"]
 TaskState = Literal["queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted"]
@@ -44,9 +48,73 @@ PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
 
 
-@dataclass(frozen=True)
-class TaskSpec:
-    """What to run and where it may run. Immutable; build it with a task file, a recipe or directly.
+# Limits of task values, checked by msgspec wherever a spec or a patch is decoded (a task file, a
+# request, a cluster hand-over). 1970-01-01 to 9999-12-31 UTC: what datetime (and so every time shown)
+# can represent; durations up to 10 years; sizes up to 1 PiB.
+MIN_EPOCH_S = 0.0
+MAX_EPOCH_S = 253_402_300_799.0
+MAX_DURATION_S = 10 * 365.25 * 86_400.0
+MAX_SIZE_BYTES = 1 << 50  # 1 PiB
+MAX_TASK_ID = 2**63 - 1
+MAX_TEXT_CHARS = 131_072  # Linux refuses a single argument or environment string over 128 KiB
+MAX_ITEMS = 10_000
+MAX_ENV_KEYS = 4_096
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_epoch_s(value: float, what: str = "the time") -> float:
+    """Finite and within 1970–9999, or ValueError naming the limit."""
+    if not math.isfinite(value) or not MIN_EPOCH_S <= value <= MAX_EPOCH_S:
+        raise ValueError(f"{what} must be a date between the years 1970 and 9999")
+    return value
+
+
+def check_duration_s(value: float) -> float:
+    if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_S:
+        raise ValueError(
+            f"a duration must be between 0 and 10 years ({MAX_DURATION_S:.0f} s), got {value:g} s"
+        )
+    return value
+
+
+def check_size_bytes(value: float) -> int:
+    if not math.isfinite(value) or not 0 <= value <= MAX_SIZE_BYTES:
+        raise ValueError(f"a size must be between 0 and 1 PiB ({MAX_SIZE_BYTES} bytes), got {value:g}")
+    return int(value)
+
+
+_NO_NUL = r"^[^\x00]*$"
+_WORD = r"^[^\x00]*\S[^\x00]*$"  # not blank, no NUL
+Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS, pattern=_NO_NUL)]
+Word = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT_CHARS, pattern=_WORD)]
+Texts = Annotated[tuple[Text, ...], Meta(max_length=MAX_ITEMS)]
+Words = Annotated[tuple[Word, ...], Meta(max_length=MAX_ITEMS)]
+DurationS = Annotated[float, Meta(ge=0, le=MAX_DURATION_S)]
+PositiveS = Annotated[float, Meta(gt=0, le=MAX_DURATION_S)]
+SizeBytes = Annotated[int, Meta(ge=0, le=MAX_SIZE_BYTES)]
+EpochS = Annotated[float, Meta(ge=MIN_EPOCH_S, le=MAX_EPOCH_S)]
+Priority = Annotated[int, Meta(ge=-MAX_PRIORITY, le=MAX_PRIORITY)]
+Retries = Annotated[int, Meta(ge=0, le=MAX_RETRIES)]
+Percent = Annotated[float, Meta(ge=0, le=100)]
+Machine = Annotated[str, Meta(pattern=MACHINE_RE.pattern)]
+TaskIds = Annotated[tuple[Annotated[int, Meta(ge=1, le=MAX_TASK_ID)], ...], Meta(max_length=MAX_ITEMS)]
+EnvText = Annotated[str, Meta(max_length=MAX_TEXT_CHARS, pattern=_NO_NUL)]
+#: ``[env]`` of a task: names a shell takes; values are text.
+Env = Annotated[
+    Mapping[Annotated[str, Meta(pattern=ENV_NAME_RE.pattern)], EnvText], Meta(max_length=MAX_ENV_KEYS)
+]
+#: The submitter's environment, as ``os.environ`` holds it: any name the OS takes.
+BaseEnv = Annotated[
+    Mapping[Annotated[str, Meta(min_length=1, pattern=r"^[^=\x00]+$")], EnvText],
+    Meta(max_length=MAX_ENV_KEYS),
+]
+
+
+class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What to run and where it may run. Immutable; build it with a task file, a recipe, a
+    ``TaskPatch`` (``taskfile.spec_from_patch``) or directly. Its fields' limits are ``Meta`` on the
+    types, checked wherever one is decoded; what relates fields to each other (kind vs script/argv,
+    placeholders) is checked by ``taskfile.checked_spec``.
 
     - ``kind="torch"``: ``script`` (a .py path) + ``args``, run by the Python env chosen for the device.
     - ``kind="vulkan"``: ``argv`` is a template; ``{file}`` ``{stem}`` ``{out}`` ``{vk_index}`` ``{device}``
@@ -67,65 +135,59 @@ class TaskSpec:
     """
 
     kind: TaskKind
-    name: str
-    argv: tuple[str, ...] = ()
-    script: str | None = None
-    args: tuple[str, ...] = ()
-    files: tuple[str, ...] = ()
-    out: str | None = None
-    device_prefs: tuple[str, ...] = ()
+    name: Word
+    argv: Texts = ()
+    script: Word | None = None
+    args: Texts = ()
+    files: Texts = ()
+    out: Word | None = None
+    device_prefs: Words = ()
     on_busy: OnBusy = "wait"
-    max_wait_s: float | None = None
+    max_wait_s: DurationS | None = None
     after_max_wait: AfterMaxWait = "redirect"
-    vram_bytes: int | None = None
-    priority: int = 0
-    needs: tuple[str, ...] = ()
-    start_at: float | None = None
-    window: str | None = None
-    timeout_s: float | None = None
-    retries: int = 0
-    backoff_s: float = 30.0
-    env: Mapping[str, str] = field(default_factory=dict)
+    vram_bytes: SizeBytes | None = None
+    priority: Priority = 0
+    needs: Texts = ()
+    start_at: EpochS | None = None
+    window: Word | None = None
+    timeout_s: PositiveS | None = None
+    retries: Retries = 0
+    backoff_s: DurationS = 30.0
+    env: Env = {}
     # The environment the job starts from: the submitter's (``gputray run``/``submit`` send theirs, so
     # an activated venv's python3 or a tool on their PATH is found), None for the owner's own. Under
     # the GPU selection, the Python env's variables and ``env``, which gputray sets on top.
-    base_env: Mapping[str, str] | None = None
-    cwd: str | None = None
-    recipe: str | None = None
+    base_env: BaseEnv | None = None
+    cwd: Word | None = None
+    recipe: Word | None = None
     # Dependencies: task ids that must have succeeded (or, with ``after_any``, ended however) first.
-    after: tuple[int, ...] = ()
+    after: TaskIds = ()
     after_any: bool = False
     placeholders: bool = False  # opt-in: fill placeholders in a command/torch task too
-    util_percent: float = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
+    util_percent: Percent = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
     # Cluster (gputray.cluster): the machine it should run on ("any" or a machine name; None = here),
     # and, on a task another machine handed here, where it came from ("desk#12.1": machine, id, attempt).
-    machine: str | None = None
-    origin: str | None = None
+    machine: Machine | None = None
+    origin: Word | None = None
 
     def __hash__(self) -> int:  # env is a dict; hash the rest
         return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form; ``TaskSpec.from_dict(spec.to_dict()) == spec``."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, tuple):
-                value = list(value)
-            elif isinstance(value, Mapping):
-                value = dict(value)
-            out[f.name] = value
-        return out
+        """The storage form (plain JSON types, every field): what the store writes as text."""
+        data = cast(dict[str, Any], msgspec.to_builtins(self.plain()))
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "task") -> TaskSpec:
-        """Validate and build a spec from ``to_dict()`` output (or any mapping with those keys).
+    def plain(self) -> TaskSpec:
+        """This spec with its environments as dicts, as it is sent: the store keeps a task's caller
+        environment in the file (``StoredEnv``) until it is needed, and this is when it is read."""
+        if type(self.env) is dict and (self.base_env is None or type(self.base_env) is dict):
+            return self
+        base_env = None if self.base_env is None else dict(self.base_env)
+        return msgspec.structs.replace(self, env=dict(self.env), base_env=base_env)
 
-        Raises ``gputray.scheduler.tasks.taskfile.TaskFileError`` naming ``source``, the key and the problem.
-        """
-        from gputray.scheduler.tasks.taskfile import spec_from_record_dict
-
-        return spec_from_record_dict(data, source=source)
+    def replace(self, **changes: Any) -> TaskSpec:
+        return msgspec.structs.replace(self, **changes)
 
     @property
     def fills_placeholders(self) -> bool:
@@ -142,6 +204,61 @@ class TaskSpec:
     def program(self) -> str | None:
         """The program a vulkan/command task starts (argv[0]), or None for torch tasks."""
         return self.argv[0] if self.argv and self.kind != "torch" else None
+
+
+class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """Some of a task's fields: what a submit's options, an ``edit``, a drop's device policy, a
+    schedule or a recipe sets. ``UNSET`` (the default) leaves a field as it is; ``None`` clears one that
+    may be empty (``gputray edit --at none``). The same fields and limits as ``TaskSpec``; on the wire
+    only the fields given travel. ``then`` lays one patch over another; ``taskfile.spec_from_patch``
+    makes a spec of one (alone, or over a spec)."""
+
+    kind: TaskKind | UnsetType = UNSET
+    name: Word | UnsetType = UNSET
+    argv: Texts | UnsetType = UNSET
+    script: Word | UnsetType | None = UNSET
+    args: Texts | UnsetType = UNSET
+    files: Texts | UnsetType = UNSET
+    out: Word | UnsetType | None = UNSET
+    device_prefs: Words | UnsetType = UNSET
+    on_busy: OnBusy | UnsetType = UNSET
+    max_wait_s: DurationS | UnsetType | None = UNSET
+    after_max_wait: AfterMaxWait | UnsetType = UNSET
+    vram_bytes: SizeBytes | UnsetType | None = UNSET
+    priority: Priority | UnsetType = UNSET
+    needs: Texts | UnsetType = UNSET
+    start_at: EpochS | UnsetType | None = UNSET
+    window: Word | UnsetType | None = UNSET
+    timeout_s: PositiveS | UnsetType | None = UNSET
+    retries: Retries | UnsetType = UNSET
+    backoff_s: DurationS | UnsetType = UNSET
+    env: Env | UnsetType = UNSET
+    base_env: BaseEnv | UnsetType | None = UNSET
+    cwd: Word | UnsetType | None = UNSET
+    recipe: Word | UnsetType | None = UNSET
+    after: TaskIds | UnsetType = UNSET
+    after_any: bool | UnsetType = UNSET
+    placeholders: bool | UnsetType = UNSET
+    util_percent: Percent | UnsetType = UNSET
+    machine: Machine | UnsetType | None = UNSET
+    origin: Word | UnsetType | None = UNSET
+
+    def given(self) -> dict[str, Any]:
+        """The fields this patch sets, by name."""
+        return {f: v for f in self.__struct_fields__ if (v := getattr(self, f)) is not UNSET}
+
+    def then(self, later: TaskPatch) -> TaskPatch:
+        """This patch with ``later`` laid over it: its fields win, except ``env``, which adds to ours
+        (``--env`` sets one variable, it does not drop the task file's or the recipe's)."""
+        changes = later.given()
+        if isinstance(self.env, Mapping) and isinstance(later.env, Mapping):
+            changes["env"] = {**self.env, **later.env}
+        return msgspec.structs.replace(self, **changes)
+
+    @classmethod
+    def of(cls, spec: TaskSpec) -> TaskPatch:
+        """Every field of ``spec``: the patch that makes it again."""
+        return cls(**msgspec.structs.asdict(spec))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""TOML task files → TaskSpec, with validation that names the file, the key and what is wrong.
+"""TOML task files → TaskSpec: the task-file spelling (``vram = "4GiB"``, ``devices``) read into a
+``TaskPatch`` (``patch_from_table``; the fields' limits are on the Struct), then the checks that relate
+fields to each other (``spec_from_patch``). Errors name the file, the key as written and what is wrong.
 
 A task file holds the keys at the top level or under ``[task]``::
 
@@ -40,7 +42,6 @@ to the task file's folder.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import difflib
 import math
@@ -49,22 +50,28 @@ import re
 import stat
 import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from gputray.scheduler.protocol import MAX_ID as MAX_TASK_ID
-from gputray.scheduler.protocol import Refusal, check_duration_s, check_epoch_s, check_size_bytes
+import msgspec
+
+from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.tasks.needs import NEEDS
 from gputray.scheduler.tasks.records import (
     AFTER_MAX_WAIT,
+    ENV_NAME_RE,
     KINDS,
-    MACHINE_RE,
     MAX_PRIORITY,
     MAX_RETRIES,
+    MAX_TASK_ID,
     ON_BUSY,
     PLACEHOLDERS,
+    TaskPatch,
     TaskSpec,
+    check_duration_s,
+    check_epoch_s,
+    check_size_bytes,
     fills_placeholders,
     parse_window,
     unknown_placeholders,
@@ -80,7 +87,8 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600,
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
 _SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
-# File key → spec field. Both spellings are accepted; the short one is what people write.
+# The one table of spellings: task-file key → TaskSpec field. Every field name is a key too; the
+# short spellings are what people write.
 KEY_ALIASES = {
     "devices": "device_prefs",
     "device": "device_prefs",
@@ -89,8 +97,10 @@ KEY_ALIASES = {
     "timeout": "timeout_s",
     "backoff": "backoff_s",
 }
-_FIELDS = frozenset(f.name for f in dataclasses.fields(TaskSpec))  # every field name is a key too
-TASK_KEYS = frozenset(_FIELDS | set(KEY_ALIASES))  # every key a task file may use
+KEYS: dict[str, str] = {**{f: f for f in TaskSpec.__struct_fields__}, **KEY_ALIASES}
+TASK_KEYS = frozenset(KEYS)  # every key a task file may use
+#: Keys people write that mean another (a command is its argument list, ``argv = ["ffmpeg", …]``).
+GUESSES = {"command": "argv", "cmd": "argv", "program": "argv", "gpu": "device", "gpus": "devices"}
 
 
 def parse_duration(value: object) -> float:
@@ -248,161 +258,198 @@ def load_task_file(path: Path) -> TaskSpec:
             table = {**table, "env": rest["env"]}
         data = table
     base = path.resolve().parent
-    return spec_from_mapping(data, source=str(path), base_dir=base)
+    return spec_from_table(data, source=str(path), base_dir=base)
 
 
-def with_overrides(spec: TaskSpec, overrides: Mapping[str, Any] | None, *, source: str) -> TaskSpec:
-    """``spec`` with some keys replaced (CLI options, a schedule's overrides, an edit), validated as a
-    task file is. ``env`` adds to the spec's variables (``--env`` sets one, it does not drop the rest)."""
-    if not overrides:
-        return spec
-    changes = dict(overrides)
-    env = changes.get("env")
-    if isinstance(env, Mapping):
-        changes["env"] = {**spec.env, **env}
-    return spec_from_record_dict({**spec.to_dict(), **changes}, source=source)
+def spec_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskSpec:
+    """A task table in task-file spelling → a checked TaskSpec (``patch_from_table`` then
+    ``spec_from_patch``). With ``base_dir``, relative ``script``, ``files`` and ``cwd`` are made
+    absolute against it."""
+    return spec_from_patch(patch_from_table(data, source=source, base_dir=base_dir), source=source)
 
 
-def spec_from_record_dict(data: Mapping[str, Any], *, source: str = "task") -> TaskSpec:
-    """Validate a ``TaskSpec.to_dict()``-style mapping (the IPC wire form). Paths are kept as given."""
-    return spec_from_mapping(data, source=source, base_dir=None)
+# --- task-file spelling → TaskPatch -----------------------------------------------------------------
+
+_DURATIONS = frozenset({"max_wait_s", "timeout_s", "backoff_s"})
+_ONE_OR_MORE = frozenset({"device_prefs", "needs", "files"})  # a single string means a list of one
+_PATHS = frozenset({"script", "cwd"})
 
 
-#: Keys people write that mean another (a command is its argument list, ``argv = ["ffmpeg", …]``).
-GUESSES = {"command": "argv", "cmd": "argv", "program": "argv", "gpu": "device", "gpus": "devices"}
-
-
-def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
-    data: Mapping[str, Any], *, source: str, base_dir: Path | None = None
-) -> TaskSpec:
-    """Validate a task mapping (file keys or field names) into a TaskSpec.
-
-    With ``base_dir``, relative ``script``, ``files`` and ``cwd`` are made absolute against it.
-    """
+def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskPatch:
+    """A task table as people write it (``vram = "4GiB"``, ``max_wait = "10m"``, ``devices = "cpu"``)
+    → the TaskPatch it means, each value within the limits of its field. Errors (TaskFileError) name
+    ``source``, the key as written and what it takes. Only keys present are set."""
     if not isinstance(data, Mapping):
         raise TaskFileError(f"{source}: a task must be a table of keys, got {type(data).__name__}")
+    spelled: dict[str, str] = {}  # field → the key as written, for messages
+    raw: dict[str, Any] = {}  # field → the value as written
+    for key, value in data.items():
+        if not isinstance(key, str):
+            raise TaskFileError(f"{source}: keys must be strings, got {key!r}")
+        field = KEYS.get(key)
+        if field is None:
+            raise TaskFileError(f"{source}: key '{key}': unknown key{_suggestion(key)}")
+        if value is None and field in raw:
+            continue
+        if field in spelled and raw[field] is not None:
+            raise TaskFileError(f"{source}: key '{key}': given twice (under two spellings)")
+        spelled[field], raw[field] = key, value
     values: dict[str, Any] = {}
-    for raw_key, value in data.items():
-        if not isinstance(raw_key, str):
-            raise TaskFileError(f"{source}: keys must be strings, got {raw_key!r}")
-        key = KEY_ALIASES.get(raw_key, raw_key)
-        if key not in _FIELDS:
-            known = sorted(TASK_KEYS - {"base_env", "origin"})  # those two gputray writes itself
-            hint = (
-                [GUESSES[raw_key]] if raw_key in GUESSES else difflib.get_close_matches(raw_key, known, n=1)
-            )
-            suggestion = f" (did you mean '{hint[0]}'?)" if hint else f"; the keys are: {', '.join(known)}"
-            raise TaskFileError(f"{source}: key '{raw_key}': unknown key{suggestion}")
-        if key in values and value is None:
-            continue  # ``{**spec.to_dict(), "vram": "4GiB"}``: an unset field under the other spelling
-        if key in values and values[key][1] is not None and raw_key == key:
-            raise TaskFileError(f"{source}: key '{raw_key}': given twice (under two spellings)")
-        values[key] = (raw_key, value)  # a later spelling overrides an earlier one
+    for field, value in raw.items():
+        if value is None and field not in _MAY_BE_NONE:
+            continue  # "not given", as a stored table of an older gputray may say
+        try:
+            values[field] = _spelled_value(field, value, base_dir)
+        except ValueError as exc:
+            raise TaskFileError(f"{source}: key '{spelled[field]}': {exc}") from None
+    try:
+        return msgspec.convert(values, TaskPatch, strict=True)
+    except msgspec.ValidationError as exc:
+        found = re.search(r"`\$\.(\w+)", str(exc))
+        if found is None or found.group(1) not in spelled:
+            raise TaskFileError(f"{source}: {exc}") from None
+        field = found.group(1)
+        problem = _problem(field, values[field]) or str(exc).partition(" - at ")[0].lower()
+        raise TaskFileError(f"{source}: key '{spelled[field]}': {problem}") from None
+
+
+#: Fields that may be empty (script, out, max_wait_s …): None in a patch clears them.
+_MAY_BE_NONE = frozenset(f.name for f in msgspec.structs.fields(TaskSpec) if f.default is None)
+
+
+def _suggestion(key: str) -> str:
+    known = sorted(TASK_KEYS - {"base_env", "origin"})  # those two gputray writes itself
+    hint = [GUESSES[key]] if key in GUESSES else difflib.get_close_matches(key, known, n=1)
+    return f" (did you mean '{hint[0]}'?)" if hint else f"; the keys are: {', '.join(known)}"
+
+
+def _spelled_value(field: str, value: Any, base_dir: Path | None) -> Any:
+    """One value as written → as its field holds it (units read, paths made absolute); anything it
+    cannot read is left for the field's type to refuse. ValueError says what is wrong."""
+    if value is None:
+        return None
+    if field in _DURATIONS:
+        return parse_duration(value)
+    if field == "vram_bytes":
+        return parse_size(value)
+    if field == "start_at":
+        return parse_start_at(value)
+    if field == "after":
+        return _task_ids(value)
+    if field in _ONE_OR_MORE and isinstance(value, str):
+        value = [value]
+    if field == "env" and isinstance(value, Mapping):  # numbers are written as numbers, meant as text
+        return {k: str(v) if type(v) in (int, float) else v for k, v in value.items()}
+    if base_dir is not None and field in _PATHS and _pathlike(value):
+        return _absolute(value, base_dir)
+    if base_dir is not None and field == "files" and isinstance(value, list) and all(map(_pathlike, value)):
+        return [_absolute(v, base_dir) for v in value]
+    return value
+
+
+def _pathlike(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip()) and "\x00" not in value
+
+
+def _absolute(value: str, base_dir: Path) -> str:
+    p = Path(value).expanduser()
+    return str(p if p.is_absolute() else base_dir / p)
+
+
+def _task_ids(value: object) -> list[int]:
+    """``after = [12, "#13"]`` (or one id) → ``[12, 13]``, each once."""
+    if isinstance(value, int | str) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list):
+        raise ValueError(f"must be a list of task ids like [12, 13], got {value!r}")
+    ids: list[int] = []
+    for item in value:
+        text = item.strip().lstrip("#") if isinstance(item, str) else None
+        if text is not None and text.isdigit():
+            item = int(text)
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_TASK_ID:
+            raise ValueError(f"task ids are whole numbers from 1, got {item!r}")
+        if item not in ids:
+            ids.append(item)
+    return ids
+
+
+_CHOICES = {"kind": KINDS, "on_busy": ON_BUSY, "after_max_wait": AFTER_MAX_WAIT}
+_WHOLE = {"priority": (-MAX_PRIORITY, MAX_PRIORITY), "retries": (0, MAX_RETRIES)}
+_STRING_LISTS = frozenset({"argv", "args", "files", "needs", "device_prefs"})
+
+
+def _problem(field: str, value: Any) -> str | None:
+    """What a field takes, said for a value its type refused (msgspec names only the field)."""
+    if field in _CHOICES:
+        return f"must be one of {', '.join(_CHOICES[field])}; got {value!r}"
+    if field in _WHOLE:
+        low, high = _WHOLE[field]
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be a whole number, got {value!r}"
+        if value < low:
+            return f"must be at least {low}, got {value}"
+        return f"must be at most {high}, got {value}"
+    if field in _STRING_LISTS:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"must be a list of strings, got {value!r}"
+        if any("\x00" in v for v in value):
+            return "contains a NUL character"
+        return "contains an empty device name" if field == "device_prefs" else None
+    if field in ("placeholders", "after_any"):
+        return f"must be true or false, got {value!r}"
+    if field == "util_percent":
+        return f"must be a number from 0 to 100, got {value!r}"
+    if field == "timeout_s" and isinstance(value, float) and value <= 0:
+        return f"must be more than 0 (leave it out for no limit), got {value:g} s"
+    if field == "env":
+        return _env_problem(value)
+    if field == "base_env":
+        return "must be a table of environment variables (names without '=', no NUL)"
+    if not isinstance(value, str) or not value.strip():
+        return f"must be a non-empty string, got {value!r}"
+    if "\x00" in value:
+        return "contains a NUL character"
+    if field == "machine":
+        return f'must be "any" or a machine name (letters, digits, . _ -), got {value!r}'
+    return None
+
+
+def _env_problem(env: Any) -> str | None:
+    if not isinstance(env, Mapping):
+        return f'must be a table of NAME = "value", got {env!r}'
+    for name, value in env.items():
+        if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+            return f"{name!r} is not a valid environment variable name"
+        if not isinstance(value, str):
+            return f"{name}: value must be a string, got {value!r}"
+        if "\x00" in value:
+            return f"{name}: value contains a NUL character"
+    return None
+
+
+# --- TaskPatch → TaskSpec: what relates fields to each other ---------------------------------------
+
+
+def spec_from_patch(patch: TaskPatch, *, source: str, base: TaskSpec | None = None) -> TaskSpec:
+    """The task ``patch`` makes, alone or laid over ``base`` (an edit, a schedule's overrides): the
+    checks that relate fields to each other (kind vs script/argv, placeholders, ``needs``, ``window``),
+    and the defaults that depend on others (kind, name). The fields' own limits were checked where the
+    patch was decoded. TaskFileError names ``source``, the key and the problem."""
+    if base is not None:
+        patch = TaskPatch.of(base).then(patch)
+    given = patch.given()
 
     def err(key: str, problem: str) -> TaskFileError:
-        raw = values[key][0] if key in values else key
-        return TaskFileError(f"{source}: key '{raw}': {problem}")
+        return TaskFileError(f"{source}: key '{key}': {problem}")
 
-    def get(key: str, default: Any = None) -> Any:
-        value = values[key][1] if key in values else None
-        return default if value is None else value
-
-    def string(key: str) -> str | None:
-        value = get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise err(key, f"must be a non-empty string, got {value!r}")
-        if "\x00" in value:
-            raise err(key, "contains a NUL character")
-        return value
-
-    def strings(key: str) -> tuple[str, ...]:
-        value = get(key, [])
-        if isinstance(value, str):
-            value = [value] if key in {"device_prefs", "needs", "files"} else None
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise err(key, f"must be a list of strings, got {get(key)!r}")
-        if any("\x00" in v for v in value):
-            raise err(key, "contains a NUL character")
-        return tuple(value)
-
-    def choice(key: str, options: tuple[str, ...], default: str) -> str:
-        value = get(key, default)
-        if value not in options:
-            raise err(key, f"must be one of {', '.join(options)}; got {value!r}")
-        return cast(str, value)
-
-    def number(key: str, parse: Any, default: Any = None) -> Any:
-        value = get(key)
-        if value is None:
-            return default
-        try:
-            return parse(value)
-        except ValueError as exc:
-            raise err(key, str(exc)) from None
-
-    def known_needs(needs: tuple[str, ...]) -> tuple[str, ...]:
-        if not needs:
-            return needs
-        unknown = [n for n in needs if n.strip().lower() not in NEEDS]
-        if unknown:
-            raise err("needs", f"unknown {unknown[0]!r}; known: {', '.join(sorted(NEEDS))}")
-        return needs
-
-    def positive(key: str, value: float | None) -> float | None:
-        if value is not None and value <= 0:
-            raise err(key, f"must be more than 0 (leave it out for no limit), got {value:g} s")
-        return value
-
-    def integer(key: str, default: int, *, minimum: int, maximum: int) -> int:
-        value = get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise err(key, f"must be a whole number, got {value!r}")
-        if value < minimum:
-            raise err(key, f"must be at least {minimum}, got {value}")
-        if value > maximum:
-            raise err(key, f"must be at most {maximum}, got {value}")
-        return value
-
-    def task_ids(key: str) -> tuple[int, ...]:
-        value = get(key, [])
-        if isinstance(value, int | str) and not isinstance(value, bool):
-            value = [value]
-        if not isinstance(value, list):
-            raise err(key, f"must be a list of task ids like [12, 13], got {value!r}")
-        ids: list[int] = []
-        for item in value:
-            text = item.strip().lstrip("#") if isinstance(item, str) else None
-            if text is not None and text.isdigit():
-                item = int(text)
-            if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_TASK_ID:
-                raise err(key, f"task ids are whole numbers from 1, got {item!r}")
-            if item not in ids:
-                ids.append(item)
-        return tuple(ids)
-
-    def path(key: str, value: str) -> str:
-        if base_dir is None:
-            return value
-        p = Path(value).expanduser()
-        return str(p if p.is_absolute() else base_dir / p)
-
-    kind = get("kind")
-    if kind is None:
-        kind = "torch" if "script" in values else "command"
-    if kind not in KINDS:
-        raise err("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}")
-
-    script = string("script")
-    argv = strings("argv")
-    args = strings("args")
+    script, argv, args = given.get("script"), given.get("argv", ()), given.get("args", ())
+    kind = given.get("kind") or ("torch" if "script" in given else "command")
     if kind == "torch":
         if script is None:
             raise err("script", "missing: a torch task needs the Python script to run")
         if argv:
             raise err("argv", "not used by torch tasks: give 'script' and 'args'")
-        script = path("script", script)
     else:
         if script is not None:
             raise err("script", f"only torch tasks take a script; a {kind} task takes 'argv'")
@@ -414,12 +461,43 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
             raise err("args", f"not used by {kind} tasks: put every argument in 'argv'")
     # Placeholders exist only in templates (vulkan tasks, recipes): a command's argv is the user's own
     # program line and may hold braces, JSON or f-strings that must reach the program verbatim.
-    opt_in = get("placeholders", False)
-    if not isinstance(opt_in, bool):
-        raise err("placeholders", f"must be true or false, got {opt_in!r}")
-    templated = fills_placeholders(kind, get("recipe"), opt_in)
+    templated = fills_placeholders(kind, given.get("recipe"), bool(given.get("placeholders")))
+    out, env, files = given.get("out"), given.get("env", {}), given.get("files", ())
+    if templated:
+        _check_placeholders(err, argv, args, out, env)
+    if templated and not files and any("{file}" in t for t in (*argv, *args, out or "", *env.values())):
+        raise err("files", 'the command uses {file} but no input file is given (files = ["…"])')
+    if given.get("window") is not None:
+        try:
+            parse_window(given["window"])
+        except ValueError as exc:
+            raise err("window", str(exc)) from None
+    needs = given.get("needs", ())
+    if needs:
+        unknown = [n for n in needs if n.strip().lower() not in NEEDS]
+        if unknown:
+            raise err("needs", f"unknown {unknown[0]!r}; known: {', '.join(sorted(NEEDS))}")
+    name = given.get("name")
+    if name is None:
+        if kind == "torch":
+            name = Path(str(script)).name
+        elif files:
+            name = f"{Path(argv[0]).name} {Path(files[0]).name}"
+        else:
+            name = Path(argv[0]).name
+    after = tuple(dict.fromkeys(given.get("after", ())))
+    return TaskSpec(**{**given, "kind": kind, "name": name, "after": after})
+
+
+def _check_placeholders(
+    err: Callable[[str, str], TaskFileError],
+    argv: Sequence[str],
+    args: Sequence[str],
+    out: str | None,
+    env: Mapping[str, str],
+) -> None:
     for key, items in (("argv", argv), ("args", args)):
-        for item in items if templated else ():
+        for item in items:
             bad = unknown_placeholders(item)
             if bad:
                 raise err(
@@ -427,100 +505,9 @@ def spec_from_mapping(  # noqa: C901 - one key after the other, flat on purpose
                     f"unknown placeholder {{{bad[0]}}} in {item!r}; known: "
                     + " ".join(f"{{{p}}}" for p in PLACEHOLDERS),
                 )
-
-    files = tuple(path("files", f) for f in strings("files"))
-    out = string("out")
-    if out is not None and templated and unknown_placeholders(out):
+    if out is not None and unknown_placeholders(out):
         raise err("out", f"unknown placeholder {{{unknown_placeholders(out)[0]}}} in {out!r}")
-
-    prefs = strings("device_prefs")
-    if any(not p.strip() for p in prefs):
-        raise err("device_prefs", "contains an empty device name")
-
-    env_raw = get("env", {})
-    if not isinstance(env_raw, Mapping):
-        raise err("env", f'must be a table of NAME = "value", got {env_raw!r}')
-    env: dict[str, str] = {}
-    for name, value in env_raw.items():
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise err("env", f"{name!r} is not a valid environment variable name")
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise err("env", f"{name}: value must be a string, got {value!r}")
-        text = str(value)
-        if "\x00" in text:
-            raise err("env", f"{name}: value contains a NUL character")
-        bad = unknown_placeholders(text) if templated else []
+    for name, text in env.items():
+        bad = unknown_placeholders(text)
         if bad:
             raise err("env", f"{name}: unknown placeholder {{{bad[0]}}}")
-        env[name] = text
-
-    base_env = get("base_env")
-    if base_env is not None:  # the submitter's environment, as os.environ holds it: any name the OS takes
-        if not isinstance(base_env, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) and k and "=" not in k and "\x00" not in k + v
-            for k, v in base_env.items()
-        ):
-            raise err("base_env", "must be a table of environment variables (names without '=', no NUL)")
-        base_env = dict(base_env)
-
-    uses_file = any("{file}" in t for t in (*argv, *args, out or "", *env.values()))
-    if templated and uses_file and not files:
-        raise err("files", 'the command uses {file} but no input file is given (files = ["…"])')
-
-    window = string("window")
-    if window is not None:
-        try:
-            parse_window(window)
-        except ValueError as exc:
-            raise err("window", str(exc)) from None
-
-    name = string("name")
-    if name is None:
-        if kind == "torch" and script:
-            name = Path(script).name
-        elif files:
-            name = f"{Path(argv[0]).name} {Path(files[0]).name}"
-        else:
-            name = Path(argv[0]).name
-    cwd = string("cwd")
-    after_any = get("after_any", False)
-    if not isinstance(after_any, bool):
-        raise err("after_any", f"must be true or false, got {after_any!r}")
-    util = get("util_percent", 90.0)
-    if isinstance(util, bool) or not isinstance(util, int | float) or not 0 <= util <= 100:
-        raise err("util_percent", f"must be a number from 0 to 100, got {util!r}")
-    vram = number("vram_bytes", parse_size)
-    machine = string("machine")
-    if machine is not None and not MACHINE_RE.match(machine):
-        raise err("machine", f'must be "any" or a machine name (letters, digits, . _ -), got {machine!r}')
-    return TaskSpec(
-        kind=cast(Any, kind),
-        name=name,
-        argv=argv,
-        script=script,
-        args=args,
-        files=files,
-        out=out,
-        device_prefs=prefs,
-        on_busy=cast(Any, choice("on_busy", ON_BUSY, "wait")),
-        max_wait_s=number("max_wait_s", parse_duration),
-        after_max_wait=cast(Any, choice("after_max_wait", AFTER_MAX_WAIT, "redirect")),
-        vram_bytes=vram,
-        priority=integer("priority", 0, minimum=-MAX_PRIORITY, maximum=MAX_PRIORITY),
-        needs=known_needs(strings("needs")),
-        start_at=number("start_at", parse_start_at),
-        window=window,
-        timeout_s=positive("timeout_s", number("timeout_s", parse_duration)),
-        retries=integer("retries", 0, minimum=0, maximum=MAX_RETRIES),
-        backoff_s=number("backoff_s", parse_duration, 30.0),
-        env=env,
-        base_env=base_env,
-        cwd=path("cwd", cwd) if cwd else None,
-        recipe=string("recipe"),
-        after=task_ids("after"),
-        after_any=after_any,
-        placeholders=opt_in,
-        util_percent=float(util),
-        machine=machine,
-        origin=string("origin"),
-    )

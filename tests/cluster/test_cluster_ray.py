@@ -306,7 +306,7 @@ def test_wait_after_and_env_work_across_machines_and_the_submitters_environment_
         text=True,
     )
     (theirs,) = _inbound(laptop, f"desk#{first}.")
-    Path(laptop.ask("get", id=theirs.id).spec["cwd"], "go").write_text("")
+    Path(laptop.ask("get", id=theirs.id).spec.cwd, "go").write_text("")
     out, err = waiting.communicate(timeout=90)
     assert waiting.returncode == 3, out + err  # the job's own exit status, from the other machine
     assert ": failed (exit 3)" in out and f"#{first} " in out
@@ -331,7 +331,7 @@ def test_the_submitter_going_down_leaves_the_remote_job_running_and_fetches_it_o
     (theirs,) = _inbound(laptop, f"desk#{task_id}.")
     desk.stop()  # the tray quits, the bridge with it
 
-    staged_cwd = laptop.ask("get", id=theirs.id).spec["cwd"]
+    staged_cwd = laptop.ask("get", id=theirs.id).spec.cwd
     Path(staged_cwd, "stop").write_text("")  # (the same disk here) the job finishes while desk is down
     _state(laptop, int(theirs.id), {"succeeded"})
 

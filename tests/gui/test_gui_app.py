@@ -20,6 +20,7 @@ from gputray.gui.tray_app import TrayApp
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.registry import add_env
+from gputray.scheduler.tasks.records import TaskPatch
 
 PROBE = r"""
 import json, sys, time
@@ -221,7 +222,7 @@ def test_set_priority_from_the_row_menu_changes_what_the_owner_starts_first(
     tray_app.request(rq.Pause(device=None))  # nothing starts: the order is what we look at
     for name in ("first", "second"):
         tray_app.request(
-            rq.Run(argv=[sys.executable, "-c", "pass"], name=name, overrides={"devices": ["cpu"]})
+            rq.Run(argv=[sys.executable, "-c", "pass"], name=name, overrides=TaskPatch(device_prefs=("cpu",)))
         )
     tray_app.reload_queue()
     row = next(i for i, t in enumerate(tray_app.model.tasks()) if t.name == "second")
@@ -270,10 +271,10 @@ def test_the_tray_starts_with_a_bad_config_using_its_good_keys(
         logged = [r.getMessage() for r in caplog.records]
         assert f'{path}: thresholds.temp_limit_c = "hot" is not a number in 20 … 150; using 85.0' in logged
         assert f"{path}: unknown key gui.notifcations (did you mean gui.notifications?); ignored" in logged
-        # and the panel's banner says so (in Japanese here), naming the first one and `gputray config`
+        # and the panel's banner says so in Japanese (the problem too), naming the first and `gputray config`
         assert (
             "設定ファイルに問題が 2 件あります（`gputray config` で一覧できます）: "
-            f'{path}: thresholds.temp_limit_c = "hot" is not a number in 20 … 150; using 85.0'
+            f'{path}: thresholds.temp_limit_c = "hot" は 20 … 150 の数値ではありません。85.0 を使います'
         ) in app.notice_text().splitlines()
         # fixed by hand and saved in Settings: the banner says no more
         path.write_text('[gui]\nlanguage = "ja"\n', encoding="utf-8")

@@ -75,6 +75,12 @@ def test_axes_start_at_zero_and_end_at_the_totals_with_their_lines(qtbot: QtBot)
         assert lines[(r.info.key, "temp_c")] == round(monitor.verdicts.temp_limit_c(r), 1)
     assert (KEY_780M, "shared_used_bytes") in lines
     assert dash.y_ranges["temp_c"][1] > 90.0  # the highest limit line shows
+    # power: a dashed line at the limit of each GPU that reports one (the simulated 5060 Ti: 180 W)
+    assert lines[(KEY_5060, "power_w")] == 180.0 and (KEY_780M, "power_w") not in lines
+    assert dash.y_ranges["power_w"][1] > 180.0
+    # and docs/gui.md says so (it used to say that power had no limit line)
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "gui.md").read_text(encoding="utf-8")
+    assert "no limit line" not in doc and "on the power plot the power limit of each GPU" in doc
     # the plots line up: one left-axis width for all, so their time axes start at one x
     dash.show()
     qtbot.waitUntil(lambda: {p.getAxis("left").width() for p in dash.plots.values()} == {72.0}, timeout=5000)

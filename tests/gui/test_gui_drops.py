@@ -10,6 +10,7 @@ from pytestqt.qtbot import QtBot
 from gputray.gui.drops import DropChoice, DropConfirmDialog, DropPlan, handle_drop, plan_drop, tool_check
 from gputray.gui.gui_state import GuiState
 from gputray.scheduler.tasks.recipes import load_recipes
+from gputray.scheduler.tasks.records import TaskPatch
 
 
 def files(tmp_path: Path) -> dict[str, Path]:
@@ -53,10 +54,10 @@ def test_plan_groups_by_type_and_explains_the_rest(tmp_path: Path) -> None:
 def test_several_files_several_jobs_and_remembered_choice(tmp_path: Path) -> None:
     f = files(tmp_path)
     state = GuiState(tmp_path / "state.json")
-    calls: list[tuple[list[str], str | None, dict[str, Any]]] = []
+    calls: list[tuple[list[str], str | None, TaskPatch]] = []
     asked: list[DropPlan] = []
 
-    def submit(paths: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+    def submit(paths: list[str], recipe: str | None, overrides: TaskPatch) -> list[Any]:
         calls.append((paths, recipe, overrides))
         return list(range(len(calls) * 10, len(calls) * 10 + len(paths)))
 
@@ -78,14 +79,14 @@ def test_several_files_several_jobs_and_remembered_choice(tmp_path: Path) -> Non
     assert calls[0] == (
         [str(f["png"]), str(f["png2"])],
         "upscale-image",
-        {"device_prefs": ["integrated"], "on_busy": "wait"},
+        TaskPatch(device_prefs=("integrated",), on_busy="wait"),
     )
     # the next .png drop goes straight through with the remembered choice; a .py still asks
     out2 = handle_drop(
         [str(f["png"]), str(f["py"])], recipes=load_recipes(), submit=submit, ask=ask, state=state
     )
     assert len(asked) == 2 and [g.file_type for g in asked[1].groups] == [".py"]
-    assert calls[1][1:] == ("upscale-image", {"device_prefs": ["integrated"], "on_busy": "wait"})
+    assert calls[1][1:] == ("upscale-image", TaskPatch(device_prefs=("integrated",), on_busy="wait"))
     assert len(out2.task_ids) == 2
     assert GuiState(tmp_path / "state.json").get("drop_choices")[".png"] == {
         "recipe": "upscale-image",
@@ -96,7 +97,7 @@ def test_several_files_several_jobs_and_remembered_choice(tmp_path: Path) -> Non
 def test_submit_errors_and_cancel_lose_nothing_silently(tmp_path: Path) -> None:
     f = files(tmp_path)
 
-    def failing(paths: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+    def failing(paths: list[str], recipe: str | None, overrides: TaskPatch) -> list[Any]:
         raise RuntimeError("realesrgan-ncnn-vulkan is not installed")
 
     out = handle_drop(
@@ -150,7 +151,7 @@ def test_confirm_dialog_says_what_will_not_be_queued_before_anything_is(qtbot: Q
     assert choices[".png"].skip and not choices[".py"].skip
     submitted: list[str | None] = []
 
-    def submit(paths: list[str], recipe: str | None, overrides: dict[str, Any]) -> list[Any]:
+    def submit(paths: list[str], recipe: str | None, overrides: TaskPatch) -> list[Any]:
         submitted.append(recipe)
         return [1]
 

@@ -35,6 +35,7 @@ from gputray.resources import resource_path
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.tasks.recipes import load_recipes
+from gputray.scheduler.tasks.records import TaskPatch
 
 SCENARIO = resource_path("scenarios/llm_busy.toml")
 NAMES = ("失敗するジョブ", "待つジョブ", "大きすぎるジョブ", "終わるジョブ")
@@ -71,10 +72,10 @@ def app(
 def queue_real_tasks(app: TrayApp, qtbot: QtBot) -> None:
     py = sys.executable
     runs = [
-        (NAMES[0], [py, "-c", "raise SystemExit(3)"], {"devices": ["cpu"]}),
-        (NAMES[1], [py, "-c", "pass"], {"devices": ["5060ti"], "on_busy": "wait"}),
-        (NAMES[2], [py, "-c", "raise SystemExit(7)"], {"devices": ["780m"]}),
-        (NAMES[3], [py, "-c", "pass"], {"devices": ["cpu"]}),
+        (NAMES[0], [py, "-c", "raise SystemExit(3)"], TaskPatch(device_prefs=("cpu",))),
+        (NAMES[1], [py, "-c", "pass"], TaskPatch(device_prefs=("5060ti",), on_busy="wait")),
+        (NAMES[2], [py, "-c", "raise SystemExit(7)"], TaskPatch(device_prefs=("780m",))),
+        (NAMES[3], [py, "-c", "pass"], TaskPatch(device_prefs=("cpu",))),
     ]
     for name, argv, overrides in runs:
         app.request(rq.Run(argv=argv, name=name, overrides=overrides))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from ui_walk import JAPANESE, english_words
@@ -106,3 +107,49 @@ def test_the_doctors_findings_become_japanese(japanese: None) -> None:
             if part and not part.startswith("python -m "):  # a command line is shown as it is
                 shown = translate(part)
                 assert shown != part and JAPANESE.search(shown), part
+
+
+# Every kind of problem scheduler/config.py reports, in one file: the banner shows the first, `gputray
+# config` all of them.
+BAD_CONFIG = """
+monitor = 3
+colour = "x"
+[thresholds]
+temp_limit_c = "hot"
+busy_util_percent = 500
+bussy = 1
+[gui]
+language = "fr"
+langauge = "ja"
+[gui.notifications]
+job_failed = "yes"
+[devices]
+780m = 2
+[[env]]
+name = "a"
+python = "/usr/bin/python3"
+[[env]]
+name = "a"
+python = "/usr/bin/python3"
+"""
+
+
+def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp_path: Path) -> None:
+    from gputray.gui.messages import note
+    from gputray.gui.tray_app import CONFIG_PROBLEMS_NOTE
+    from gputray.scheduler.config import read_config
+
+    path = tmp_path / "config.toml"
+    path.write_text(BAD_CONFIG, encoding="utf-8")
+    problems = read_config(path).problems
+    assert len(problems) >= 10
+    # the file's own words stay: its path, keys, values, and TOML's true/false
+    data = [str(path), "'a'", '"auto", "en", "ja"', "true/false", "true", "false", "slots = 2"]
+    data += [p.key for p in problems] + ["busy_util_percent, busy_window_s, free_window_s"]
+    data += ["external_vram_bytes, stale_context_s, temp_limit_c, igpu_temp_limit_c"]
+    data += ["temp_hysteresis_c, own_grace_s", "cluster", "gui.language", '"yes"', '"hot"', '"fr"', '"auto"']
+    for problem in problems:
+        shown = translate(str(problem))
+        assert JAPANESE.search(shown) and english_words(shown, data) == [], shown
+    banner = note(CONFIG_PROBLEMS_NOTE, count=len(problems), first=problems[0]).text()
+    assert english_words(banner, [*data, "gputray config"]) == [], banner

@@ -17,6 +17,7 @@ from gputray.gui.tray_app import TrayApp
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.tasks.records import TaskPatch
 
 PY = sys.executable
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the job script uses POSIX paths")
@@ -59,7 +60,9 @@ def _job_waiting_for(go: Path, marks: Path, code: int) -> list[str]:
 def _start_job(app: TrayApp, go: Path, marks: Path, code: int = 0) -> int:
     assert app.owner is not None
     reply = app.owner.handle(
-        rq.Run(argv=_job_waiting_for(go, marks, code), name="kept", overrides={"retries": 2, "backoff_s": 0})
+        rq.Run(
+            argv=_job_waiting_for(go, marks, code), name="kept", overrides=TaskPatch(retries=2, backoff_s=0)
+        )
     )
     task_id = reply.tasks[0].id
     owner = app.owner

@@ -198,3 +198,25 @@ def test_icon_sizes_sheet(qtbot: QtBot, tmp_path: Path) -> None:
     if os.environ.get("GPUTRAY_UPDATE_SCREENSHOTS") == "1":
         target = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "icon-sizes.png"
         target.write_bytes(out.read_bytes())
+
+
+@pytest.mark.parametrize(("width", "height"), [(22, 30), (30, 22), (24, 24), (22, 44)])
+def test_icon_is_centred_in_a_tray_slot_that_is_not_square(qtbot: QtBot, width: int, height: int) -> None:
+    """trayer gives the icon a 22×30 slot; Qt paints the icon with QIcon.paint over the whole slot, and
+    the picture sat at its top (issue 21). It must sit in the middle, with equal margins."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QPainter
+
+    icon = QIcon(GpuIconEngine(picture_for(snapshot(), waiting=0, demo=True)))
+    image = QImage(width, height, QImage.Format.Format_ARGB32)
+    image.fill(0)
+    painter = QPainter(image)
+    icon.paint(painter, QRect(0, 0, width, height))  # what QSystemTrayIconSys.paintEvent does
+    painter.end()
+    rows = [y for y in range(height) if any(image.pixelColor(x, y).alpha() for x in range(width))]
+    cols = [x for x in range(width) if any(image.pixelColor(x, y).alpha() for y in range(height))]
+    top, bottom = rows[0], height - 1 - rows[-1]
+    left, right = cols[0], width - 1 - cols[-1]
+    assert abs(top - bottom) <= 1 and abs(left - right) <= 1, (top, bottom, left, right)
+    side = min(width, height)
+    assert rows[-1] - rows[0] + 1 >= side - 2 and cols[-1] - cols[0] + 1 >= side - 2  # as large as fits

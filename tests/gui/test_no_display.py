@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from waiting import wait_for
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="Windows always has a desktop session")
@@ -24,6 +26,55 @@ def test_tray_without_any_display_says_what_to_run_instead(tmp_path: Path) -> No
     assert result.returncode == 2
     assert "no graphical session" in result.stderr and "gputray daemon" in result.stderr
     assert "Aborted" not in result.stderr and "qt.qpa" not in result.stderr
+
+
+def free_display_number() -> int:
+    """A display number no X server uses here (no socket, no lock file)."""
+    for n in range(150, 250):
+        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
+            return n
+    raise RuntimeError("no free X display number")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="X11")
+def test_a_display_no_x_server_answers_gets_one_clean_line_not_a_qt_abort(tmp_path: Path) -> None:
+    """Issue 21: DISPLAY=:99 with no server made Qt abort (exit 134, "Reinstalling … may fix this")."""
+    dead = f":{free_display_number()}"
+    env = {k: v for k, v in os.environ.items() if k not in {"WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}}
+    env.update(DISPLAY=dead, GPUTRAY_HOME=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, "-m", "gputray.gui.entry", "--demo"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"the X display {dead} (DISPLAY={dead}) cannot be opened" in result.stderr
+    assert "gputray daemon" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "qt.qpa" not in result.stderr and "Reinstalling" not in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb")
+def test_the_display_check_lets_a_live_display_and_other_platforms_through() -> None:
+    from gputray.gui.display_probe import display_problem
+
+    dead = f":{free_display_number()}"
+    assert display_problem({"DISPLAY": dead}) is not None
+    assert display_problem({"DISPLAY": dead, "QT_QPA_PLATFORM": "xcb", "WAYLAND_DISPLAY": "w-0"}) is not None
+    # offscreen, wayland, vnc: not X11's business; a Wayland session without an explicit xcb neither
+    assert display_problem({"DISPLAY": dead, "QT_QPA_PLATFORM": "offscreen"}) is None
+    assert display_problem({"DISPLAY": dead, "QT_QPA_PLATFORM": "wayland"}) is None
+    assert display_problem({"DISPLAY": dead, "WAYLAND_DISPLAY": "wayland-0"}) is None
+    live = free_display_number()
+    xvfb = subprocess.Popen(["Xvfb", f":{live}", "-screen", "0", "320x240x24", "-nolisten", "tcp"])
+    try:
+        wait_for(lambda: Path(f"/tmp/.X11-unix/X{live}").exists(), 20, "Xvfb")
+        assert wait_for(lambda: display_problem({"DISPLAY": f":{live}"}) is None, 20, "the display to open")
+    finally:
+        xvfb.terminate()
+        xvfb.wait(timeout=10)
 
 
 def test_a_mistyped_command_is_named_not_started_as_the_tray(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from gputray.scheduler.queue.device_checks import (
     check_submit,
     closest_device,
     short_name,
+    unknown_device_message,
 )
 from gputray.scheduler.queue.placement import DeviceState, cpu_state
 from gputray.scheduler.tasks.records import TaskSpec
@@ -59,6 +60,26 @@ def test_a_name_that_matches_nothing_is_refused_with_the_known_names_and_the_clo
     )
     for fine in (("5060ti",), ("780m", "cpu"), ("nvidia", "integrated", "gpu"), (IGPU.key,)):
         check_submit(spec(device_prefs=fine), PRESENT, [])
+
+
+@pytest.mark.parametrize(
+    ("typed", "closest"),
+    [("nvidai", "nvidia"), ("NVIDA", "nvidia"), ("amdd", "amd"), ("intergrated", "integrated"),
+     ("discreet", "discrete"), ("cpuu", "cpu"), ("5070ti", "GeForce RTX 5060 Ti (5060ti)")],
+)  # fmt: skip
+def test_a_mistyped_class_of_device_gets_the_class_as_the_closest(typed: str, closest: str) -> None:
+    """nvidia, amd, intel, discrete, integrated, cpu (any GPU of that kind) are names too: a typo of
+    one is told the class, not the GPU whose name happens to share a letter or two."""
+    with pytest.raises(SubmitRefused) as err:
+        check_submit(spec(device_prefs=(typed,)), PRESENT, [])
+    assert f"no device matches {typed!r}; closest: {closest}; known: " in str(err.value)
+
+
+def test_a_command_that_takes_one_device_suggests_no_class() -> None:
+    """`pause` and `resume` take one device or cpu: "nvidia" is no name they take, so it is not offered."""
+    message = unknown_device_message("nvidai", [RTX, IGPU], classes=("cpu",))
+    assert "closest: nvidia" not in message
+    assert "closest: cpu;" in unknown_device_message("cpuu", [RTX, IGPU], classes=("cpu",))
 
 
 def test_a_device_seen_before_is_accepted_while_absent(tmp_path: Path) -> None:

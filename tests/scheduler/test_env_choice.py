@@ -34,7 +34,7 @@ from gputray.scheduler.pyenvs.registry import PythonEnv, add_env
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks.records import TaskRecord
+from gputray.scheduler.tasks.records import TaskPatch, TaskRecord
 
 GIB = 1024**3
 NV, AMD = RTX_5060_TI.key, RADEON_780M.key
@@ -171,7 +171,9 @@ def test_a_redirect_runs_in_the_env_proven_on_the_other_device_and_back(
         Load("780m", 50, 1e9, 90, shared_bytes=6 * GIB, process="comfyui", pid=90002),
     )
     h = queues(loads)
-    (away,) = h.q.submit_files([script], overrides={"devices": ["5060ti", "780m"], "on_busy": "redirect"})
+    (away,) = h.q.submit_files(
+        [script], overrides=TaskPatch(device_prefs=("5060ti", "780m"), on_busy="redirect")
+    )
     done = h.ended(away)
     assert done.state == "succeeded", h.log(away)
     assert done.device == AMD and done.env == "rocm-standin"
@@ -183,7 +185,9 @@ def test_a_redirect_runs_in_the_env_proven_on_the_other_device_and_back(
 
     h.tick(55)  # the LLM server has gone, ComfyUI holds the 780M
     h.tick(6)  # the 5060 Ti has been free for the free window
-    (back,) = h.q.submit_files([script], overrides={"devices": ["780m", "5060ti"], "on_busy": "redirect"})
+    (back,) = h.q.submit_files(
+        [script], overrides=TaskPatch(device_prefs=("780m", "5060ti"), on_busy="redirect")
+    )
     done = h.ended(back)
     assert done.state == "succeeded", h.log(back)
     assert done.device == NV and done.env == "cuda-standin"
@@ -203,7 +207,7 @@ def test_a_stale_result_is_probed_again_before_the_job_runs(
     stamp = second_torch_python.stat()
     os.utime(second_torch_python, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))  # "upgraded"
     h = queues()
-    (rec,) = h.q.submit_files([script], overrides={"devices": ["cpu"]})
+    (rec,) = h.q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",)))
     seen: set[str] = set()
     h.until(lambda: seen.add(h.q.get(rec.id).reason) or h.q.get(rec.id).finished, timeout_s=120)
     done = h.q.get(rec.id)
@@ -231,7 +235,7 @@ def test_the_first_torch_job_checks_the_env_in_the_background_then_runs_in_it(
         return original(env, devices)
 
     h.chooser._probe = watched
-    (rec,) = h.q.submit_files([script], overrides={"devices": ["cpu"]})
+    (rec,) = h.q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",)))
     reasons: list[str] = []
     h.until(lambda: reasons.append(h.q.get(rec.id).reason) or h.q.get(rec.id).finished, timeout_s=180)
     done = h.q.get(rec.id)
@@ -251,9 +255,9 @@ def test_a_torch_job_never_runs_without_torch_it_waits_or_fails_by_its_policy(
 ) -> None:
     add_env(notorch_python, name="plain")
     h = queues()
-    (waits,) = h.q.submit_files([script], overrides={"devices": ["cpu"]})
+    (waits,) = h.q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",)))
     (gives_up,) = h.q.submit_files(
-        [script], overrides={"devices": ["cpu"], "max_wait": "2s", "after_max_wait": "fail"}
+        [script], overrides=TaskPatch(device_prefs=("cpu",), max_wait_s=2.0, after_max_wait="fail")
     )
     expected = (
         "no configured Python env works on the CPU: plain: torch is not installed in this env "
@@ -272,14 +276,14 @@ def test_demo_a_torch_job_on_the_simulated_5060_ti_runs_on_the_cpu_and_says_so(
     queues: Callable[..., Queue], script: Path, torch_python: Path
 ) -> None:
     h = queues()
-    (early,) = h.q.submit_files([script], overrides={"devices": ["5060ti"], "on_busy": "wait"})
+    (early,) = h.q.submit_files([script], overrides=TaskPatch(device_prefs=("5060ti",), on_busy="wait"))
     hint = (
         "demo: torch jobs run on the CPU in an env with torch; add one: "
         "gputray envs add PATH/TO/VENV (a venv where `pip install torch` ran)"
     )
     h.until(lambda: h.q.get(early.id).reason == hint)
     add_env(torch_python, name="torch-cpu")  # nothing else: the next pass finds and checks it
-    (rec,) = h.q.submit_files([script], overrides={"devices": ["5060ti"], "on_busy": "wait"})
+    (rec,) = h.q.submit_files([script], overrides=TaskPatch(device_prefs=("5060ti",), on_busy="wait"))
     for task in (early, rec):
         done = h.ended(task)
         assert done.state == "succeeded", h.log(task)

@@ -246,6 +246,25 @@ def test_scan_suggests_and_never_adds(gputray_home: Path, tmp_path: Path, notorc
     assert _config_text() == before  # suggests, never adds
 
 
+@posix_only
+def test_scan_lists_a_venv_once_though_it_has_python_and_python3(gputray_home: Path, tmp_path: Path) -> None:
+    """A venv's bin holds python and python3 (the same interpreter); gputray run as python3 found the
+    venv's python too and listed the venv twice. Another venv of the same base Python stays apart."""
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    python = _make_venv(cwd / ".venv")
+    python3 = python.with_name("python3")
+    assert python3.resolve() == python.resolve()
+    other = _make_venv(home / "venvs" / "other")  # the same base interpreter behind its symlinks
+
+    def scan() -> list[tuple[Path, str | None]]:
+        found = scan_candidates(home=home, cwd=cwd, which=lambda name: None, current=python3)
+        return [(c.python, c.configured_as) for c in found]
+
+    assert scan() == [(python3, None), (other, None)]
+    add_env(python, name="proj")
+    assert scan() == [(python, "proj"), (other, None)]  # the path as added, whichever was met first
+
+
 def test_cli_add_list_remove(
     gputray_home: Path, notorch_python: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -18,7 +18,7 @@ from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths, app_paths
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.records import TaskSpec
-from gputray.scheduler.tasks.taskfile import TaskFileError, load_task_file, spec_from_mapping
+from gputray.scheduler.tasks.taskfile import TaskFileError, load_task_file, spec_from_table
 
 unix_only = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
 NINES = "9" * 400
@@ -59,7 +59,7 @@ def test_task_values_past_their_limits_are_refused_naming_the_limit(
     key: str, value: object, limit: str
 ) -> None:
     with pytest.raises(TaskFileError, match=limit) as err:
-        spec_from_mapping(run_spec(**{key: value}), source="t.toml")
+        spec_from_table(run_spec(**{key: value}), source="t.toml")
     assert f"key '{key}'" in str(err.value)
 
 

@@ -179,3 +179,49 @@ def test_remove_acts_on_the_saved_queue_and_keeps_what_others_wait_for(tmp_path:
     both = gputray("remove", str(b), str(c), "--json", home=home)
     assert both.returncode == 0, both.stderr
     assert sorted(t["id"] for t in json.loads(both.stdout)) == [b, c]
+
+
+def test_retry_without_an_owner_brings_back_what_the_task_failed_too(tmp_path: Path) -> None:
+    """As the owner's retry does: the tasks that failed because this one failed (``after``, down the
+    chain) are queued again with it; a task that failed by itself stays failed."""
+    home = tmp_path / "home"
+    (a,) = saved(home, job("a"))
+    (b,) = saved(home, TaskSpec(kind="command", name="b", argv=(PY,), after=(a,)))
+    (c,) = saved(home, TaskSpec(kind="command", name="c", argv=(PY,), after=(b,)))
+    (lone,) = saved(home, job("lone"))
+    store = TaskStore(paths_of(home).queue_db)
+    try:
+        store.update(a, state="failed", reason="exited with status 1", exit_code=1, attempts=1)
+        for task, parent in ((b, a), (c, b)):
+            store.update(
+                task, state="failed", reason=f"dependency #{parent} 'x' failed: exited with status 1"
+            )
+        store.update(lone, state="failed", reason="exited with status 2", exit_code=2, attempts=1)
+    finally:
+        store.close()
+    out = gputray("retry", str(a), home=home)
+    assert out.returncode == 0, out.stderr
+    assert state_of(home, a) == ("queued", "queued again by request")
+    assert state_of(home, b) == ("queued", f"queued again: #{a} was queued again")
+    assert state_of(home, c) == ("queued", f"queued again: #{a} was queued again")  # as the owner says
+    assert state_of(home, lone) == ("failed", "exited with status 2")
+
+
+def test_retry_help_says_what_retry_does() -> None:
+    """Each thing `retry` does (QueueService.retry, offline.requeue_changes) is in its --help."""
+    import re
+
+    out = gputray("retry", "--help", home=Path("/nonexistent-home"))
+    text = " ".join(out.stdout.split())
+    for said in (
+        "failed, cancelled, interrupted or succeeded",
+        "same ID",
+        "end of the queue",
+        "device and Python env are chosen afresh",
+        "attempt",
+        "log keeps",
+        "automatic retries",
+        "--after",
+        "without a running owner",
+    ):
+        assert re.search(re.escape(said), text, re.IGNORECASE), f"{said!r} not in: {text}"

@@ -100,7 +100,7 @@ def test_run_then_logs_and_get(client: ipc.IpcClient, tmp_path: Path) -> None:
     assert logs.finished is True
     assert client.request("logs", id=task.id, offset=logs.offset).text == ""
     got = client.request("get", id=str(task.id))
-    assert got.spec["argv"][0] == PY
+    assert got.spec is not None and got.spec.argv[0] == PY
     assert got.task.device == "cpu"
     listing = client.request("queue", all=True).tasks
     assert [t.id for t in listing] == [task.id]

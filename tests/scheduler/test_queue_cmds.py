@@ -18,7 +18,7 @@ from gputray.scheduler import cli
 from gputray.scheduler.cli.commands import client, submit
 from gputray.scheduler.cli.commands.common import task_json, terminal_cells
 from gputray.scheduler.replies import LogChunk, Paused, QueueReply, Reply, TaskView
-from gputray.scheduler.tasks.records import iso_utc
+from gputray.scheduler.tasks.records import TaskPatch, iso_utc
 
 QUEUE_COMMANDS = [
     "daemon",
@@ -60,17 +60,17 @@ def test_submit_options_become_task_overrides() -> None:
         "submit", "a.png", "--device", "5060ti, 780m,cpu", "--on-busy", "redirect", "--max-wait", "10m",
         "--vram", "4GiB", "--priority", "3", "--at", "+30m", "--window", "01:00-07:00", "--retries", "2",
     )  # fmt: skip
-    assert submit.overrides_from_args(args, now_s=now) == {
-        "device_prefs": ["5060ti", "780m", "cpu"],
-        "on_busy": "redirect",
-        "max_wait_s": 600.0,
-        "vram_bytes": 4 * 1024**3,
-        "priority": 3,
-        "start_at": now + 1800,
-        "window": "01:00-07:00",
-        "retries": 2,
-    }
-    assert submit.overrides_from_args(parse("submit", "a.png")) == {}
+    assert submit.patch_from_args(args, now_s=now) == TaskPatch(
+        device_prefs=("5060ti", "780m", "cpu"),
+        on_busy="redirect",
+        max_wait_s=600.0,
+        vram_bytes=4 * 1024**3,
+        priority=3,
+        start_at=now + 1800,
+        window="01:00-07:00",
+        retries=2,
+    )
+    assert submit.patch_from_args(parse("submit", "a.png")) == TaskPatch()
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_submit_options_become_task_overrides() -> None:
 )
 def test_bad_options_are_usage_errors_that_say_what_is_expected(option: str, value: str, words: str) -> None:
     with pytest.raises(client._UsageError) as err:
-        submit.overrides_from_args(parse("submit", "a.png", option, value))
+        submit.patch_from_args(parse("submit", "a.png", option, value))
     assert words in str(err.value)
 
 

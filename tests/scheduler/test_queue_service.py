@@ -27,7 +27,7 @@ from gputray.scheduler.queue.service import QueueService, TaskStateError
 from gputray.scheduler.queue.store import TaskNotFound, TaskStore
 from gputray.scheduler.replies import Paused, TaskView
 from gputray.scheduler.tasks.recipes import ToolNotFound
-from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord, TaskSpec
 
 GIB = 1024**3
 NV, AMD = RTX_5060_TI.key, RADEON_780M.key
@@ -552,9 +552,11 @@ def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
 
     h = harness(env_chooser=ResolverChooser(resolver))
     q = h.start()
-    (on_amd,) = q.submit_files([script], overrides={"devices": ["780m"]})
-    (cpu_only,) = q.submit_files([script], overrides={"devices": ["cpu"], "on_busy": "wait"})
-    (moved,) = q.submit_files([script], overrides={"devices": ["cpu"], "needs": ["fp16"]})  # redirect
+    (on_amd,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("780m",)))
+    (cpu_only,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",), on_busy="wait"))
+    (moved,) = q.submit_files(
+        [script], overrides=TaskPatch(device_prefs=("cpu",), needs=("fp16",))
+    )  # redirect
     h.until(h.state(on_amd.id, "succeeded"))
     h.until(h.state(moved.id, "succeeded"))
     amd = q.get(on_amd.id)
@@ -591,7 +593,7 @@ def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "the callers venv"))
     h = harness(env_chooser=ResolverChooser(lambda key, needs: PythonEnv("rocm", venv_python, {})))
     q = h.start()
-    (rec,) = q.submit_files([script], overrides={"devices": ["780m"]})
+    (rec,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("780m",)))
     h.until(h.state(rec.id, "succeeded"))
     line = next(ln for ln in h.log_text(rec.id).splitlines() if ln.startswith("WHICH "))
     which, virtual_env = json.loads(line[6:])
@@ -624,7 +626,7 @@ def test_a_real_torch_job_on_the_cpu(
         )
     )
     q = h.start()
-    (rec,) = q.submit_files([script], overrides={"devices": ["cpu"]})
+    (rec,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",)))
     h.until(h.state(rec.id, "succeeded", "failed"), timeout_s=120)
     done = q.get(rec.id)
     log = Path(done.log_path or "").read_text()
@@ -759,19 +761,19 @@ def test_edit_and_move_a_task_that_has_not_started(harness: Callable[..., Harnes
     assert [r.id for r in q.list()] == [b.id, c.id, a.id]
     q.move_to(b.id, bottom=True)
     assert [r.id for r in q.list()] == [c.id, a.id, b.id]
-    edited = q.edit(b.id, {"priority": 5, "name": "bee", "env": {"K": "v"}, "device_prefs": ["780m"]})
+    edited = q.edit(b.id, TaskPatch(priority=5, name="bee", env={"K": "v"}, device_prefs=("780m",)))
     assert (edited.spec.name, edited.spec.priority, dict(edited.spec.env)) == ("bee", 5, {"K": "v"})
     assert [r.id for r in q.list()] == [b.id, c.id, a.id]
     with pytest.raises(Exception, match=r"task #1 would wait for itself: #1 → #3 → #1"):
-        q.edit(c.id, {"after": [a.id]})
-        q.edit(a.id, {"after": [c.id]})
+        q.edit(c.id, TaskPatch(after=(a.id,)))
+        q.edit(a.id, TaskPatch(after=(c.id,)))
     with pytest.raises(Exception, match=r"edit cannot change 'argv'"):
-        q.edit(a.id, {"argv": ["rm", "-rf", "/"]})
+        q.edit(a.id, TaskPatch(argv=("rm", "-rf", "/")))
     # a device or memory no device here has is refused as at submit (it would wait for ever)
     with pytest.raises(SubmitRefused, match=r"a: no device matches '4090'; closest: "):
-        q.edit(a.id, {"device_prefs": ["4090"]})
+        q.edit(a.id, TaskPatch(device_prefs=("4090",)))
     with pytest.raises(SubmitRefused, match=r"a: memory asks 999.0 TiB; the largest allowed device"):
-        q.edit(a.id, {"vram": "999TiB"})
+        q.edit(a.id, TaskPatch(vram_bytes=999 * 1024**4))
     assert q.get(a.id).spec.device_prefs == ("cpu",) and q.get(a.id).spec.vram_bytes is None
     with pytest.raises(Exception, match=r"task #3 cannot move next to itself"):
         q.move_to(c.id, before=c.id)
@@ -779,7 +781,7 @@ def test_edit_and_move_a_task_that_has_not_started(harness: Callable[..., Harnes
     for r in (a, b, c):
         h.until(h.state(r.id, "succeeded"))
     with pytest.raises(TaskStateError, match=r"task #1 already succeeded; edit is for tasks that have not"):
-        q.edit(a.id, {"priority": 1})
+        q.edit(a.id, TaskPatch(priority=1))
 
 
 def test_remove_and_clean_take_the_logs_with_them(harness: Callable[..., Harness]) -> None:

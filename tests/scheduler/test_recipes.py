@@ -14,6 +14,7 @@ from gputray.scheduler.tasks.recipes import (
     load_recipes,
     specs_for_files,
 )
+from gputray.scheduler.tasks.records import TaskPatch
 
 HOSTILE = [
     "a'; touch pwned #.png",
@@ -148,7 +149,9 @@ def test_all_or_nothing(home: Path) -> None:
 def test_overrides_change_placement_keys(home: Path) -> None:
     script = home / "a.py"
     script.write_text("")
-    (spec,) = specs_for_files([script], overrides={"devices": ["780m"], "on_busy": "cpu", "vram": "3GiB"})
+    (spec,) = specs_for_files(
+        [script], overrides=TaskPatch(device_prefs=("780m",), on_busy="cpu", vram_bytes=3 * 1024**3)
+    )
     assert spec.device_prefs == ("780m",) and spec.on_busy == "cpu" and spec.vram_bytes == 3 * 1024**3
 
 

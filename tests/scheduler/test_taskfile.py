@@ -4,18 +4,21 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
 from gputray.scheduler.tasks.taskfile import (
     TASK_KEYS,
     TaskFileError,
     load_task_file,
     parse_duration,
     parse_size,
-    spec_from_mapping,
+    patch_from_table,
+    spec_from_patch,
+    spec_from_table,
 )
 
 GIB = 1024**3
@@ -195,10 +198,24 @@ def test_bad_sizes(text: Any) -> None:
         parse_size(text)
 
 
-def test_overrides_over_a_dict_replace_the_other_spelling() -> None:
-    spec = spec_from_mapping({"argv": ["x"], "vram": "1GiB"}, source="t")
-    again = TaskSpec.from_dict({**spec.to_dict(), "vram": "2GiB", "devices": ["cpu"]})
+def test_a_patch_in_either_spelling_replaces_the_field_and_adds_to_env() -> None:
+    spec = spec_from_table({"argv": ["x"], "vram": "1GiB", "env": {"A": "1"}}, source="t")
+    patch = patch_from_table({"vram_bytes": "2GiB", "devices": ["cpu"], "env": {"B": 2}}, source="t")
+    again = spec_from_patch(patch, base=spec, source="t")
     assert again.vram_bytes == 2 * GIB and again.device_prefs == ("cpu",)
+    assert again.env == {"A": "1", "B": "2"}
+    assert again.name == spec.name and again.argv == ("x",)
+
+
+def test_a_patch_clears_a_field_with_none_and_leaves_what_it_does_not_set() -> None:
+    spec = spec_from_table({"argv": ["x"], "window": "01:00-02:00", "priority": 3}, source="t")
+    again = spec_from_patch(TaskPatch(window=None), base=spec, source="t")
+    assert again.window is None and again.priority == 3
+
+
+def test_both_spellings_of_one_key_are_refused_naming_the_second() -> None:
+    with pytest.raises(TaskFileError, match="key 'vram_bytes': given twice"):
+        patch_from_table({"argv": ["x"], "vram": "1GiB", "vram_bytes": 5}, source="t")
 
 
 _values = st.one_of(
@@ -219,7 +236,7 @@ _keys = st.sampled_from([*sorted(TASK_KEYS), "bogus"])
 @given(st.dictionaries(_keys, _values, max_size=8))
 def test_any_malformed_mapping_is_a_task_file_error_or_a_valid_spec(data: dict[str, Any]) -> None:
     try:
-        spec = spec_from_mapping(data, source="fuzz.toml")
+        spec = spec_from_table(data, source="fuzz.toml")
     except TaskFileError as exc:
         assert str(exc).startswith("fuzz.toml:")
     else:
@@ -280,4 +297,4 @@ def test_a_command_argv_is_the_users_program_line_verbatim(tmp_path: Path) -> No
     opted = load_task_file(
         write(tmp_path, 'argv = ["cat", "{file}"]\nfiles = ["a.txt"]\nplaceholders = true')
     )
-    assert opted.fills_placeholders and TaskSpec.from_dict(opted.to_dict()) == opted
+    assert opted.fills_placeholders and msgspec.convert(opted.to_dict(), TaskSpec) == opted

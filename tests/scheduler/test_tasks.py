@@ -3,6 +3,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import msgspec
 import pytest
 
 from gputray.scheduler.cli.commands.common import task_json
@@ -81,7 +82,8 @@ def test_spec_round_trips_through_its_dict_form() -> None:
         retries=2,
     )
     wire = json.loads(json.dumps(spec.to_dict()))
-    assert TaskSpec.from_dict(wire) == spec
+    assert msgspec.convert(wire, TaskSpec) == spec
+    assert msgspec.json.decode(msgspec.json.encode(spec), type=TaskSpec) == spec
 
 
 def test_substitution_is_single_pass_so_file_names_stay_data() -> None:

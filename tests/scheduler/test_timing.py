@@ -9,6 +9,7 @@ import pytest
 
 from gputray.scheduler.queue import timing
 from gputray.scheduler.queue.timing import Schedule, Timing, TimingError
+from gputray.scheduler.tasks.records import TaskPatch
 
 
 def local(y: int, mo: int, d: int, h: int, mi: int = 0, s: int = 0) -> float:
@@ -110,7 +111,7 @@ def test_runs_missed_while_off_are_caught_up_once(tmp_path: Path) -> None:
     clock = FakeClock(local(2026, 11, 27, 12, 0))
     submitted: list[Schedule] = []
     t = make_timing(tmp_path, clock, submitted)
-    entry = t.add("0 3 * * *", "/jobs/nightly.toml", overrides={"priority": 2})
+    entry = t.add("0 3 * * *", "/jobs/nightly.toml", overrides=TaskPatch(priority=2))
     assert t.start() == []  # nothing due yet
     t.stop()
 
@@ -118,7 +119,7 @@ def test_runs_missed_while_off_are_caught_up_once(tmp_path: Path) -> None:
     t = make_timing(tmp_path, clock, submitted)
     assert t.start() == [entry.id]
     assert [s.task_file for s in submitted] == ["/jobs/nightly.toml"]
-    assert submitted[0].overrides == {"priority": 2}
+    assert submitted[0].overrides == TaskPatch(priority=2)
     assert t.store.get(entry.id).last_run_at == clock.now_s
     t.stop()
 

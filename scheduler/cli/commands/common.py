@@ -131,11 +131,13 @@ def print_json(doc: Any) -> None:
 
 # Exit statuses, the same for every command (listed in the README): 0 done, 1 refused (a bad file, an
 # unknown task or env, a task in the wrong state), 2 bad usage (an option or value the parser refuses),
-# 3 no gputray owner is running (or it stopped meanwhile). `gputray wait` adds the task's own.
+# 3 no gputray owner is running (or it stopped meanwhile), 130 Ctrl+C stopped the command (as a shell
+# reports a program SIGINT ended; `gputray.scheduler.cli.main` turns KeyboardInterrupt into it, so a
+# command that waits, follows or watches lets it rise). `gputray wait` adds the task's own.
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_NO_OWNER = 3
-EXIT_INTERRUPTED = 130  # Ctrl+C (128 + SIGINT), as a shell gives
+EXIT_INTERRUPTED = 130
 
 
 def error(message: str, code: int = EXIT_USAGE) -> int:

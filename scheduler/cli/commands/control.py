@@ -37,8 +37,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser(
         "retry",
-        help="queue a finished task again",
-        description="Queue a finished task (failed, cancelled, interrupted or succeeded) again.",
+        help="queue a finished task again (and the tasks it failed through --after)",
+        description=(
+            "Queue a finished task (failed, cancelled, interrupted or succeeded) again: the same ID, "
+            "command, options and files, at the end of the queue. Its device and Python env are chosen "
+            "afresh (as when it was submitted); attempts count on (its log keeps the earlier output and "
+            "the new run starts with an 'attempt N' header) and its automatic retries (--retries) start "
+            "afresh. Tasks that failed because this one failed or was cancelled (--after, down the "
+            "chain) are queued again too. Without a running owner it acts on the saved queue."
+        ),
     )
     p.add_argument("id", metavar="ID")
     p.add_argument("--json", action="store_true")

@@ -10,7 +10,7 @@ import signal
 
 from gputray.scheduler import ipc
 from gputray.scheduler.cli.commands.client import EXIT_REFUSED, _ask, _client_call
-from gputray.scheduler.cli.commands.common import EXIT_USAGE, add_monitor_source_args, error
+from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, EXIT_USAGE, add_monitor_source_args, error
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import Stopping
 
@@ -81,7 +81,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     except (ScenarioError, ipc.UnsafeIpcLocation, StoreError, FolderError) as exc:
         return error(str(exc), EXIT_REFUSED)
 
+    stopped_by: list[int] = []
+
     def on_signal(signum: int, frame: object) -> None:
+        stopped_by.append(signum)
         owner.request_shutdown()
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -100,7 +103,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     finally:
         # SIGTERM, Ctrl+C and a plain `--stop` stop the jobs; `--stop --keep-jobs` leaves them running
         owner.stop(kill_running=owner.shutdown_jobs != "keep")
-    return 0
+    # Ctrl+C: 130, as from every other command; SIGTERM and `--stop` are asked for: 0.
+    return EXIT_INTERRUPTED if stopped_by[:1] == [signal.SIGINT] else 0
 
 
 def _print_stop(result: Stopping) -> int:

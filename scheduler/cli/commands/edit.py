@@ -7,7 +7,7 @@ import argparse
 
 from gputray.scheduler.cli.commands.client import _ask, _client_call, _UsageError
 from gputray.scheduler.cli.commands.common import print_json, shown, task_json
-from gputray.scheduler.cli.commands.submit import add_placement_args, overrides_from_args
+from gputray.scheduler.cli.commands.submit import add_placement_args, named, patch_from_args
 from gputray.scheduler.replies import TaskView
 
 
@@ -46,12 +46,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _cmd_edit(args: argparse.Namespace) -> int:
-    changes = overrides_from_args(args, editing=True)
+    changes = patch_from_args(args, editing=True)
     if args.name is not None:
-        if not args.name.strip():
-            raise _UsageError("--name needs a name")
-        changes["name"] = args.name
-    if not changes:
+        changes = changes.then(named(args.name))
+    if not changes.given():
         raise _UsageError("nothing to change: give --priority, --device, --at, --name … (see --help)")
     _print_task(_ask("edit", id=args.id, changes=changes).task, args.json)
     return 0

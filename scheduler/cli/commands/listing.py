@@ -68,7 +68,8 @@ def terminal_width() -> int | None:
     return None
 
 
-def _cut(text: str, width: int) -> str:
+def cut_to_cells(text: str, width: int) -> str:
+    """``text`` in at most ``width`` terminal columns: cut with "…" when it is wider."""
     if terminal_cells(text) <= width:
         return text
     out, used = "", 0
@@ -163,7 +164,7 @@ def format_tasks(
     rows, widths, gap = layout
     lines = []
     for r in rows:
-        cells = [_cut(cell, widths[i]) for i, cell in enumerate(r)]
+        cells = [cut_to_cells(cell, widths[i]) for i, cell in enumerate(r)]
         padded = [c + " " * (widths[i] - terminal_cells(c)) for i, c in enumerate(cells[:-1])]
         lines.append((" " * gap).join([*padded, cells[-1]]).rstrip())
     return "\n".join(lines)

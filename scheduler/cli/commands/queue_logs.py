@@ -107,10 +107,7 @@ def _cmd_queue(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             if not args.watch:
                 return 0
-            try:
-                time.sleep(max(0.2, args.watch))
-            except KeyboardInterrupt:
-                return 0
+            time.sleep(max(0.2, args.watch))  # until Ctrl+C: exit status 130 (cli.main)
 
 
 def _print_queue(result: QueueReply, args: argparse.Namespace, wanted: TaskFilter | None) -> None:
@@ -210,10 +207,7 @@ def _cmd_logs(args: argparse.Namespace) -> int:
                 if not chunk.log_path and not args.follow:
                     print(f"gputray: {_no_log(args.id, chunk.state)}", file=sys.stderr)
                 return 0
-            try:
-                time.sleep(0.25)
-            except KeyboardInterrupt:
-                return 0
+            time.sleep(0.25)  # Ctrl+C: exit status 130 (cli.main), as `wait` gives
 
 
 def _saved_log(args: argparse.Namespace) -> int:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gputray.monitor.monitor import Monitor
@@ -22,11 +23,14 @@ from gputray.scheduler.cli.commands.common import (
     monitor_from_args,
     positive_seconds,
     print_json,
+    terminal_cells,
     uses_custom_source,
 )
+from gputray.scheduler.cli.commands.listing import cut_to_cells, terminal_width
 from gputray.scheduler.paths import app_paths
 
 BAR_CELLS = 10
+MIN_ROOM = 16  # the fewest columns a line under a GPU's name keeps for its fields, else it starts at 2
 # Rates (per-process engine %, host CPU %) need two readings; this gap keeps `status` quick.
 RATE_GAP_S = 0.25
 
@@ -68,10 +72,46 @@ def bar(percent: float | None) -> str:
     return "[" + "█" * filled + "░" * (BAR_CELLS - filled) + "]"
 
 
-def device_line(dev: dict[str, Any], name_width: int) -> str:
+def laid_out(head: Sequence[str], below: Sequence[str], indent: int, width: int | None) -> str:
+    """``head`` joined by two spaces on one line and ``below`` on a line under it, indented by ``indent``.
+    With a ``width`` (a terminal's), no line is wider: the head takes the fields that fit, the rest go
+    first under it, and each line under it takes as many whole fields as fit; a field too wide even
+    for a line of its own is cut with "…". The terminal then never wraps a line inside a word."""
+    if width is None:
+        return "\n".join(["  ".join(head), *([" " * indent + "  ".join(below)] if below else [])])
+    if width - indent < MIN_ROOM:
+        indent = 2
+    first = head[0]
+    spilled: list[str] = []
+    for i, field in enumerate(head[1:], 1):
+        if terminal_cells(first) + 2 + terminal_cells(field) > width:
+            spilled = list(head[i:])
+            break
+        first += "  " + field
+    lines = [cut_to_cells(first, width)]
+    line = ""
+    for field in (f.strip() for f in [*spilled, *below]):
+        longer = f"{line}  {field}" if line else " " * indent + field
+        if line and terminal_cells(longer) > width:
+            lines.append(cut_to_cells(line, width))
+            longer = " " * indent + field
+        line = longer
+    if line:
+        lines.append(cut_to_cells(line, width))
+    return "\n".join(lines)
+
+
+def device_line(dev: dict[str, Any], name_width: int, width: int | None = None) -> str:
     name = dev["name"].ljust(name_width)
     if dev["state"] != "ok":
-        return f"{name}  {dev['state']}: {dev['reason'] or DASH}"
+        said = f"{dev['state']}: {dev['reason'] or DASH}"
+        if width is None or terminal_cells(f"{name}  {said}") <= width:
+            return f"{name}  {said}"
+        indent = name_width + 2 if width - name_width - 2 >= MIN_ROOM else 2
+        words = textwrap.wrap(said, width - indent, break_on_hyphens=False)  # the reason, at spaces
+        if indent == 2:  # too narrow for anything beside the name: the reason under it
+            return "\n".join([cut_to_cells(name.rstrip(), width), *("  " + w for w in words)])
+        return "\n".join([f"{name}  {words[0]}", *(" " * indent + w for w in words[1:])])
     parts = [
         name,
         bar(dev["util_percent"]),
@@ -86,14 +126,12 @@ def device_line(dev: dict[str, Any], name_width: int) -> str:
         parts.append(f"{dev['sclk_mhz']} MHz")
     if dev["throttle"]:
         parts.append("throttled: " + ", ".join(dev["throttle"]))
-    line = "  ".join(parts)
     extras = json_extras(dev)  # link, fan, power limit, memory clock, video engines: where known
-    if extras:
-        line += "\n" + " " * (name_width + 2) + "  ".join(extras)
-    return line
+    return laid_out(parts, extras, name_width + 2, width)
 
 
-def render_text(doc: dict[str, Any]) -> str:
+def render_text(doc: dict[str, Any], width: int | None = None) -> str:
+    """The text of ``status``; with a ``width`` (a terminal's) every line fits it (see ``laid_out``)."""
     lines: list[str] = []
     if doc.get("demo"):
         lines.append("DEMO — simulated GPUs, not this machine's")
@@ -101,27 +139,43 @@ def render_text(doc: dict[str, Any]) -> str:
     if not devices:
         lines.append("No GPU found. (`gputray status --demo` shows a simulated RTX 5060 Ti + Radeon 780M.)")
         lines.extend(f"  {note}" for note in doc.get("notes", []))
-    width = max((len(d["name"]) for d in devices), default=4)
-    lines.extend(device_line(d, width) for d in devices)
+    name_width = max((len(d["name"]) for d in devices), default=4)
+    lines.extend(device_line(d, name_width, width) for d in devices)
     host = doc["host"]
-    lines.append(
-        f"{'Host'.ljust(width)}  {bar(host['cpu_percent'])}"
-        f" {format_number(host['cpu_percent'], ' %').rjust(5)} CPU"
-        f"  RAM {format_pair(host['ram_used_bytes'], host['ram_total_bytes'])}"
-    )
+    cpu = f"{bar(host['cpu_percent'])} {format_number(host['cpu_percent'], ' %').rjust(5)} CPU"
+    ram = "RAM " + format_pair(host["ram_used_bytes"], host["ram_total_bytes"])
+    lines.append(laid_out([f"{'Host'.ljust(name_width)}  {cpu}", ram], [], name_width + 2, width))
     procs = doc["processes"]
     if procs:
         names = {d["key"]: d["name"] for d in devices}
         lines.append("")
-        lines.append(f"{'PID':>7}  {'process':<20} {'GPU':<22} {'memory':>10} {'busy':>6}")
+        lines.append(
+            _columns(
+                (f"{'PID':>7} ", f"{'process':<20}", f"{'GPU':<22}", f"{'memory':>10}", f"{'busy':>6}"), width
+            )
+        )
         for p in sorted(procs, key=lambda p: -((p["vram_bytes"] or 0) + (p["shared_bytes"] or 0))):
             mem = (p["vram_bytes"] or 0) + (p["shared_bytes"] or 0)
             mem_text = format_pair(mem, None) if p["vram_bytes"] or p["shared_bytes"] else DASH
-            lines.append(
-                f"{p['pid']:>7}  {p['name'][:20]:<20} {names.get(p['device'], p['device'])[:22]:<22}"
-                f" {mem_text:>10} {format_number(p['util_percent'], ' %'):>6}"
+            row = (
+                f"{p['pid']:>7} ",
+                f"{p['name'][:20]:<20}",
+                f"{names.get(p['device'], p['device'])[:22]:<22}",
+                f"{mem_text:>10}",
+                f"{format_number(p['util_percent'], ' %'):>6}",
             )
+            lines.append(_columns(row, width))
     return "\n".join(lines)
+
+
+def _columns(cells: Sequence[str], width: int | None) -> str:
+    """One row of the process table: the columns that fit ``width`` whole, from the left."""
+    line = cells[0]
+    for cell in cells[1:]:
+        if width is not None and terminal_cells(line) + 1 + terminal_cells(cell) > width:
+            break
+        line += " " + cell
+    return line
 
 
 def _snapshot_doc(monitor: Monitor) -> dict[str, Any]:
@@ -141,7 +195,7 @@ def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:
     if as_json:
         print_json(doc)
         return
-    text = render_text(doc)
+    text = render_text(doc, terminal_width())  # a terminal's width (or COLUMNS); a pipe's lines stay whole
     tty = sys.stdout.isatty()
     sys.stdout.write(
         ("\x1b[H\x1b[J" if tty and refresh else "") + text + "\n" + ("\n" if refresh and not tty else "")
@@ -152,19 +206,17 @@ def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:
 def _show_and_watch(
     doc: dict[str, Any], next_doc: Callable[[], dict[str, Any] | None], args: argparse.Namespace
 ) -> int:
-    """Show ``doc``; with --watch, show ``next_doc()`` every interval until Ctrl+C (or the owner goes)."""
-    try:
-        while True:
-            _show(doc, args.json, args.watch is not None)
-            if args.watch is None:
-                return 0
-            time.sleep(max(0.2, args.watch))
-            refreshed = next_doc()
-            if refreshed is None:
-                return error("the gputray owner stopped answering", EXIT_NO_OWNER)
-            doc = refreshed
-    except KeyboardInterrupt:
-        return 0
+    """Show ``doc``; with --watch, show ``next_doc()`` every interval until Ctrl+C (exit status 130, from
+    ``cli.main``) or the owner goes."""
+    while True:
+        _show(doc, args.json, args.watch is not None)
+        if args.watch is None:
+            return 0
+        time.sleep(max(0.2, args.watch))
+        refreshed = next_doc()
+        if refreshed is None:
+            return error("the gputray owner stopped answering", EXIT_NO_OWNER)
+        doc = refreshed
 
 
 def run(args: argparse.Namespace) -> int:
@@ -208,7 +260,5 @@ def run(args: argparse.Namespace) -> int:
         monitor.sample_once()
         time.sleep(RATE_GAP_S)
         return _show_and_watch(_snapshot_doc(monitor), lambda: _snapshot_doc(monitor), args)
-    except KeyboardInterrupt:
-        return 0
     finally:
         monitor.stop()

@@ -24,7 +24,7 @@ from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, shown
 from gputray.scheduler.cli.interrupts import answer_awaited
 from gputray.scheduler.protocol import wire_str
 from gputray.scheduler.replies import Submitted
-from gputray.scheduler.tasks.records import MAX_PRIORITY, MAX_RETRIES
+from gputray.scheduler.tasks.records import MAX_PRIORITY, MAX_RETRIES, TaskPatch
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -98,7 +98,8 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
             "--wait",
             action="store_true",
             help="stay until the task ends, printing its log as it grows, and exit with its exit status "
-            "(as if it ran here); Ctrl+C stops waiting, not the task",
+            "(as if it ran here); until it starts, why it waits is said on stderr each time that changes; "
+            "Ctrl+C stops waiting (exit status 130), not the task",
         )
 
 
@@ -126,10 +127,10 @@ def _env_assignments(items: list[str]) -> dict[str, str]:
     return out
 
 
-def overrides_from_args(
+def patch_from_args(
     args: argparse.Namespace, now_s: float | None = None, *, editing: bool = False
-) -> dict[str, Any]:
-    """CLI options → task field overrides (full field names), checked here for quick, clear errors.
+) -> TaskPatch:
+    """The placement options → the TaskPatch they set, checked here for quick, clear errors.
     ``editing`` (``gputray edit``): ``none`` clears ``--at``, ``--window`` and ``--after``."""
     from gputray.scheduler.queue.timing import TimingError, parse_at
     from gputray.scheduler.tasks.records import parse_window
@@ -142,7 +143,7 @@ def overrides_from_args(
             prefs = [p.strip() for p in args.device.split(",") if p.strip()]
             if not prefs:
                 raise _UsageError("--device needs at least one device")
-            out["device_prefs"] = prefs
+            out["device_prefs"] = tuple(prefs)
         if args.on_busy:
             out["on_busy"] = args.on_busy
         if args.max_wait:
@@ -181,9 +182,9 @@ def overrides_from_args(
             if out["timeout_s"] <= 0:
                 raise _UsageError("--timeout must be more than 0 (leave it out for no limit)")
         if args.after is not None and editing and args.after.strip().lower() == "none":
-            out["after"] = []
+            out["after"] = ()
         elif args.after is not None:
-            out["after"] = task_ids(args.after, "--after")
+            out["after"] = tuple(task_ids(args.after, "--after"))
         if args.after_any:
             if args.after is None and not editing:
                 raise _UsageError("--after-any goes with --after ID[,ID...]")
@@ -199,7 +200,14 @@ def overrides_from_args(
         raise _UsageError(str(exc)) from None
     except ValueError as exc:
         raise _UsageError(f"{option} {exc}" if option else str(exc)) from None
-    return out
+    return TaskPatch(**out)
+
+
+def named(name: str) -> TaskPatch:
+    """``--name``: a name for the listing, never an empty one."""
+    if not name.strip():
+        raise _UsageError("--name needs a name")
+    return TaskPatch(name=name)
 
 
 def _register_submit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -223,11 +231,9 @@ def _register_submit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _cmd_submit(args: argparse.Namespace) -> int:
-    overrides = overrides_from_args(args)
+    overrides = patch_from_args(args)
     if args.name is not None:
-        if not args.name.strip():
-            raise _UsageError("--name needs a name")
-        overrides["name"] = args.name
+        overrides = overrides.then(named(args.name))
     if args.task:
         if args.files:
             raise _UsageError("give either FILE... or --task TASKFILE, not both")
@@ -334,7 +340,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         argv = argv[1:]
     if not argv:
         raise _UsageError("nothing to run: gputray run [OPTIONS] -- PROGRAM ARGS...")
-    overrides = overrides_from_args(args)
+    overrides = patch_from_args(args)
     return _queue(
         args,
         "run",

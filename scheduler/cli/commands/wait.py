@@ -4,6 +4,8 @@ The exit status is the task's own, as a shell gives it: the job's exit code, 128
 by signal N, 1 for a task that ended without one (cancelled before it started, failed because of a
 dependency, could not start). With several ids: the first non-zero in the order given. 3 when no
 owner runs (or it stops meanwhile). Ctrl+C stops the waiting, never the task: exit status 130.
+While following (``--follow``, ``run --wait``) a task that has not started, why it waits goes to stderr
+each time the reason changes ("#12 waiting for CPU: running 'train (#11)'").
 A task that another machine of a cluster runs is waited for through its row here, which the cluster
 bridge ends (with the job's exit code there) once the job's log and results are back.
 """
@@ -17,12 +19,12 @@ from typing import Any
 
 from gputray.scheduler import console, ipc
 from gputray.scheduler.cli.commands.client import _ask_again, _client_call, print_task_json
-from gputray.scheduler.cli.commands.common import shown, task_json
+from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, shown, task_json
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import LogChunk, Tasks, TaskView, Waited
+from gputray.scheduler.tasks.records import PENDING_STATES
 
 ENDED = frozenset({"succeeded", "failed", "cancelled", "removed"})
-EXIT_INTERRUPTED = 130
 POLL_S = 0.25  # while following: how long one `wait` request may block when the log did not grow
 WAIT_S = 10.0  # otherwise: one request at most this long, then ask again (the owner may stop meanwhile)
 
@@ -44,7 +46,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--follow",
         "-f",
         action="store_true",
-        help="print each task's log as it grows, one task after another",
+        help="print each task's log as it grows, one task after another (and, on stderr, why a task "
+        "that has not started waits, each time that changes)",
     )
     p.add_argument("--json", action="store_true", help="print the tasks as JSON when they have ended")
     p.set_defaults(func=lambda a: _client_call(_cmd_wait, a))
@@ -112,12 +115,23 @@ def _until_ended(client: ipc.IpcClient, ids: Sequence[Any]) -> Tasks:
             return result.tasks
 
 
+def why_it_waits(task: TaskView) -> str:
+    """What a follower says on stderr while ``task`` has not started: why it waits, or "" (it started,
+    or the owner gave no reason)."""
+    if task.state not in PENDING_STATES or not task.reason:
+        return ""
+    reason = shown(task.reason)  # "waiting for CPU: running 'long (#1)'", "the queue is paused"
+    return f"#{task.id} {reason}" if reason.startswith("waiting") else f"#{task.id} waits: {reason}"
+
+
 def _follow(client: ipc.IpcClient, task_id: Any) -> None:
-    """Print one task's log from the start until the task has ended and its log is read to the end."""
+    """Print one task's log from the start until the task has ended and its log is read to the end;
+    until it starts, say on stderr why it waits each time the reason changes."""
     offset = 0
     out = sys.stdout
     console.keep_line_ends(out)  # a job's CR LF stays CR LF on Windows, not CR CR LF
     what = f"task {task_id}'s log above is complete up to then"
+    said = ""
     while True:
         try:
             chunk: LogChunk = _ask_again(client, "logs", what, id=task_id, offset=offset)
@@ -134,4 +148,8 @@ def _follow(client: ipc.IpcClient, task_id: Any) -> None:
             continue
         if chunk.finished:
             return
-        _ask_again(client, "wait", what, ids=[task_id], timeout_s=POLL_S)
+        waited: Waited = _ask_again(client, "wait", what, ids=[task_id], timeout_s=POLL_S)
+        why = why_it_waits(waited.tasks[0]) if waited.tasks else ""
+        if why and why != said:
+            print(f"gputray: {why}", file=sys.stderr, flush=True)
+        said = why
