@@ -23,9 +23,7 @@ class _ClosedOutput(io.TextIOBase):
     """``sys.stdout`` for a process started with it closed: it answers what callers ask of a stream
     (``isatty``, ``encoding``) and refuses to be written to, so the command says so in words."""
 
-    @property
-    def encoding(self) -> str:
-        return "utf-8"
+    encoding = "utf-8"
 
     def writable(self) -> bool:
         return True
