@@ -57,6 +57,16 @@ class DeviceSection:
     slots: Annotated[int, Meta(ge=1, le=MAX_SLOTS)] = 1
 
 
+@dataclass(frozen=True)
+class RetentionSection:
+    """``[retention]``: ended tasks (succeeded, failed, cancelled) and their logs are removed once they
+    ended more than ``keep_days`` ago, and beyond the newest ``keep_tasks`` of them; 0 turns that limit
+    off. What ``gputray clean --older-than 7d --keep 1000`` does by hand, done every few minutes."""
+
+    keep_days: Annotated[float, Meta(ge=0.0, le=36_500.0)] = 30.0
+    keep_tasks: Annotated[int, Meta(ge=0, le=10_000_000)] = 1000
+
+
 # the tray's notifications, each one ``[gui.notifications] <kind> = false`` can turn off
 NOTIFICATION_KINDS = (
     "job_started",
@@ -128,6 +138,7 @@ class Config:
     gui: GuiSection = field(default_factory=GuiSection)
     cluster: ClusterSection = field(default_factory=ClusterSection)
     logs: LogsSection = field(default_factory=LogsSection)
+    retention: RetentionSection = field(default_factory=RetentionSection)
     problems: tuple[ConfigProblem, ...] = ()
 
     def problems_in(self, table: str) -> list[ConfigProblem]:
@@ -135,7 +146,7 @@ class Config:
 
 
 T = TypeVar("T")
-_TOP_KEYS = ("monitor", "thresholds", "devices", "env", "gui", "cluster", "logs")
+_TOP_KEYS = ("monitor", "thresholds", "devices", "env", "gui", "cluster", "logs", "retention")
 
 
 def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
@@ -203,6 +214,7 @@ def read_config(path: Path | None = None) -> Config:
         gui=table("gui", GuiSection),
         cluster=table("cluster", ClusterSection),
         logs=_logs_section(table("logs", LogsSection), source, problems),
+        retention=table("retention", RetentionSection),
     )
     if isinstance(notifications, dict):  # `job_faild = false` would silently turn nothing off
         _unknown_keys(notifications, NOTIFICATION_KINDS, "gui.notifications", source, problems)

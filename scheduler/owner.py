@@ -38,6 +38,7 @@ from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 if TYPE_CHECKING:
     from gputray.scheduler.cluster_port import ClusterLinkFactory, ClusterPort
     from gputray.scheduler.pyenvs.choice import EnvResolver
+    from gputray.scheduler.queue.retention import Retention
     from gputray.scheduler.queue.service import QueueService
     from gputray.scheduler.queue.store import TaskStore
 
@@ -137,6 +138,7 @@ class Owner:
         self._store: TaskStore | None = None
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
+        self.retention: Retention | None = None
         self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -230,6 +232,15 @@ class Owner:
             )
             self.timing.start()
             self._queue.add_timer(self.timing)  # the dispatcher is the one clock: it wakes for schedules too
+            from gputray.scheduler.queue.retention import Retention
+
+            self.retention = Retention(
+                self._queue,
+                keep_days=config.retention.keep_days,
+                keep_tasks=config.retention.keep_tasks,
+                clock=self.clock,
+            )
+            self._queue.add_timer(self.retention)  # ended tasks and logs past [retention]'s limits go
         except BaseException:
             self._teardown()
             raise
@@ -482,7 +493,7 @@ class Owner:
         from gputray.scheduler.tasks.records import FINISHED_STATES
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
-        gone, kept = self.queue.clean(older_than_s=req.older_than_s, states=states)
+        gone, kept = self.queue.clean(older_than_s=req.older_than_s, keep=req.keep, states=states)
         return rp.Cleaned(tasks=rp.views(gone), kept=tuple(kept))
 
     def _op_wait(self, req: rq.WaitFor) -> rp.Waited:

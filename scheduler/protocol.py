@@ -229,6 +229,7 @@ class Remove(Request[rp.TasksDone]):
 class Clean(Request[rp.Cleaned]):
     op = "clean"
     older_than_s: Annotated[float, Meta(ge=0, le=MAX_DURATION_S)] | None = None
+    keep: Annotated[int, Meta(ge=0, le=10_000_000)] | None = None  # the newest this many stay
     states: Annotated[list[Annotated[str, Meta(max_length=32)]], Meta(max_length=16)] | None = None
 
 

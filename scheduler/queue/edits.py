@@ -250,20 +250,24 @@ class QueueEdits:
         return gone, errors
 
     def clean(
-        self, *, older_than_s: float | None = None, states: Collection[str] = FINISHED_STATES
+        self,
+        *,
+        older_than_s: float | None = None,
+        keep: int | None = None,
+        states: Collection[str] = FINISHED_STATES,
     ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
-        """Remove ended tasks (``states``, ended more than ``older_than_s`` ago) and their logs; one a
-        pending task still waits for stays. Returns (removed, why some stayed)."""
+        """Remove ended tasks (``states``) and their logs: all of them, or (``prunable``) those that
+        ended more than ``older_than_s`` ago and those beyond the newest ``keep``. One a pending task
+        still waits for stays. Returns (removed, why some stayed). ``gputray clean`` and the automatic
+        retention (``retention.Retention``) both come here."""
         bad = sorted(set(states) - FINISHED_STATES)
         if bad:
             raise QueueError(f"clean removes ended tasks: {', '.join(sorted(FINISHED_STATES))}; not {bad[0]}")
         now = self.clock()
         with self._lock:
-            chosen = [
-                r
-                for r in self.store.list(states=states)
-                if older_than_s is None or (r.ended_at or r.submitted_at) <= now - older_than_s
-            ]
+            chosen = prunable(self.store.list(states=states), now_s=now, older_than_s=older_than_s, keep=keep)
+            if not chosen:
+                return [], []
             ok, kept = keep_depended_on(chosen, {r.id for r in chosen}, self.store.pending())
             gone = self.store.delete(r.id for r in ok)
         for rec in gone:
@@ -302,14 +306,31 @@ class QueueEdits:
                 self._ended.wait(left)
 
 
+def prunable(
+    ended: Sequence[TaskRecord], *, now_s: float, older_than_s: float | None, keep: int | None
+) -> builtins.list[TaskRecord]:
+    """Which of the ``ended`` tasks a clean removes: every one when neither limit is given; else each
+    that ended more than ``older_than_s`` ago and each beyond the newest ``keep`` (by end time)."""
+    if older_than_s is None and keep is None:
+        return builtins.list(ended)
+    newest_first = sorted(ended, key=lambda r: (r.ended_at or r.submitted_at, r.id), reverse=True)
+    out = []
+    for rank, rec in enumerate(newest_first):
+        too_old = older_than_s is not None and (rec.ended_at or rec.submitted_at) <= now_s - older_than_s
+        if too_old or (keep is not None and rank >= keep):
+            out.append(rec)
+    return sorted(out, key=lambda r: r.id)
+
+
 def keep_depended_on(
     records: builtins.list[TaskRecord], going: set[int], pending: Sequence[TaskRecord]
 ) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
     """``records`` minus those a pending task (not itself ``going``) waits for, and why each stays."""
     staying = [r for r in pending if r.id not in going]
+    named = {task_id for r in staying for task_id in r.spec.after}
     ok, kept = [], []
     for rec in records:
-        waiting = deps.dependants(rec.id, staying)
+        waiting = deps.dependants(rec.id, staying) if rec.id in named else []
         if waiting:
             ids = ", ".join(f"#{w.id}" for w in waiting)
             kept.append(f"task #{rec.id} stays: {ids} wait(s) for it (--after); remove or cancel them first")
@@ -324,7 +345,7 @@ def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:
         return
     path = Path(rec.log_path)
     try:
-        if path.parent.resolve() == logs_dir.resolve():
+        if path.parent == logs_dir or path.parent.resolve() == logs_dir.resolve():
             path.unlink(missing_ok=True)
     except OSError as exc:
         log.warning("could not delete the log %s: %s", path, exc)

@@ -23,7 +23,7 @@ from gputray.scheduler.queue import service as queue_service
 from gputray.scheduler.queue.placement import Plan
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
 
 BACKLOG = 2_000
 PAD = "x" * 4000  # a caller environment of about 4 KiB, as a shell's often is
@@ -114,7 +114,7 @@ def test_a_task_put_aside_starts_when_its_time_comes_or_when_edited(
     wait_for(lambda: q.get(soon.id).state == "succeeded")
     assert "ran" in Path(str(q.get(soon.id).log_path)).read_text()
     assert q.get(edited.id).state == "waiting"
-    q.edit(edited.id, {"start_at": None})  # changed: planned afresh, at once
+    q.edit(edited.id, TaskPatch(start_at=None))  # changed: planned afresh, at once
     wait_for(lambda: q.get(edited.id).state == "succeeded")
 
 

@@ -39,13 +39,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="remove ended tasks and their logs",
         description=(
             "Remove ended tasks (succeeded, failed, cancelled) and delete their logs; queued, waiting "
-            "and running tasks are never touched, nor an ended task that a queued one waits for."
+            "and running tasks are never touched, nor an ended task that a queued one waits for. "
+            "With --older-than and/or --keep, only those past either limit: the owner applies the "
+            "config's [retention] keep_days / keep_tasks (default 30 days, 1000 tasks) the same way "
+            "every few minutes."
         ),
     )
     p.add_argument(
         "--older-than",
         metavar="DURATION",
         help="only tasks that ended longer ago than this, e.g. 7d or 12h (default: all)",
+    )
+    p.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        help="keep the newest N ended tasks, remove the older ones (with --older-than: either limit)",
     )
     p.add_argument(
         "--state",
@@ -87,6 +96,8 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     bad = [s for s in states if s not in CLEAN_STATES]
     if bad:
         raise _UsageError(f"--state {bad[0]!r}: clean removes tasks that ended: {', '.join(CLEAN_STATES)}")
-    result = _ask("clean", older_than_s=older_than_s, states=states or None)
+    if args.keep is not None and args.keep < 0:
+        raise _UsageError(f"--keep {args.keep}: expected a count of tasks, 0 or more")
+    result = _ask("clean", older_than_s=older_than_s, keep=args.keep, states=states or None)
     _print_removed(result.tasks, args.json, result.kept)
     return 0

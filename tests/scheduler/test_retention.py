@@ -1,0 +1,119 @@
+"""Retention: ended tasks and their logs are removed by age and count ([retention] in the config), by
+the same function as ``gputray clean``. A real owner with a shifted clock, real jobs, real logs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from waiting import wait_for
+
+from gputray.scheduler import ipc
+from gputray.scheduler.config import read_config
+from gputray.scheduler.owner import Owner
+from gputray.scheduler.paths import Paths, app_paths
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
+PY = sys.executable
+DAY_S = 86_400.0
+
+
+class ShiftedClock:
+    def __init__(self) -> None:
+        self.offset_s = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset_s
+
+
+@pytest.fixture
+def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    p = app_paths()
+    p.config_file.parent.mkdir(parents=True, exist_ok=True)
+    p.config_file.write_text("[retention]\nkeep_days = 2\nkeep_tasks = 3\n")
+    return p
+
+
+@pytest.fixture
+def clock() -> ShiftedClock:
+    return ShiftedClock()
+
+
+@pytest.fixture
+def owner(paths: Paths, clock: ShiftedClock) -> Iterator[Owner]:
+    o = Owner(paths, demo=True, clock=clock)
+    o.start()
+    yield o
+    o.stop()
+
+
+@pytest.fixture
+def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
+    with ipc.IpcClient(paths) as c:
+        yield c
+
+
+def run_jobs(client: ipc.IpcClient, count: int) -> list[int]:
+    ids = []
+    for i in range(count):
+        reply = client.request(
+            "run", argv=[PY, "-c", f"print({i})"], name=f"job {i}", overrides={"device_prefs": ["cpu"]}
+        )
+        ids.append(reply.tasks[0].id)
+        wait_for(lambda: client.request("wait", ids=ids[-1:], timeout_s=10).done)
+    return ids
+
+
+def present(client: ipc.IpcClient) -> list[int]:
+    return sorted(t.id for t in client.request("queue", all=True).tasks)
+
+
+def test_ended_tasks_and_logs_beyond_the_limits_are_removed_by_the_owner(
+    owner: Owner, client: ipc.IpcClient, clock: ShiftedClock, paths: Paths
+) -> None:
+    ids = run_jobs(client, 6)
+    logs = {t.id: Path(str(t.log_path)) for t in client.request("queue", all=True).tasks}
+    assert all(p.is_file() for p in logs.values())
+    # #1 stays while a queued task waits for it (--after), whatever the limits say
+    later = (
+        client.request(
+            "run",
+            argv=[PY, "-c", "pass"],
+            name="later",
+            overrides={"after": [ids[0]], "start_at": clock() + 9 * DAY_S},
+        )
+        .tasks[0]
+        .id
+    )
+    clock.offset_s += 11 * 60  # the retention's next look (every 10 min)
+    owner.queue.request_dispatch()
+    wait_for(lambda: present(client) == [ids[0], *ids[-3:], later])  # before: nothing ever went
+    wait_for(lambda: [i for i, p in logs.items() if p.exists()] == [ids[0], *ids[-3:]])  # logs go after rows
+    clock.offset_s += 3 * DAY_S  # now every ended task is older than keep_days = 2
+    owner.queue.request_dispatch()
+    wait_for(lambda: present(client) == [ids[0], later])
+    wait_for(lambda: [i for i, p in logs.items() if p.exists()] == [ids[0]])
+
+
+def test_clean_keep_is_the_same_rule_by_hand(owner: Owner, client: ipc.IpcClient, paths: Paths) -> None:
+    ids = run_jobs(client, 3)
+    gone = client.request("clean", keep=1).tasks
+    assert sorted(t.id for t in gone) == ids[:2]
+    assert present(client) == ids[-1:]
+
+
+def test_retention_values_are_checked_like_every_other_key(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[retention]\nkeep_days = -1\nkeep_tasks = "lots"\nkeep_dayz = 3\n')
+    config = read_config(path)
+    assert config.retention.keep_days == 30 and config.retention.keep_tasks == 1000
+    messages = {p.key: p.message for p in config.problems}
+    assert (
+        "retention.keep_days = -1 is not a number in 0 … 36500; using 30" in messages["retention.keep_days"]
+    )
+    assert 'retention.keep_tasks = "lots"' in messages["retention.keep_tasks"]
+    assert "did you mean retention.keep_days?" in messages["retention.keep_dayz"]
