@@ -57,6 +57,7 @@ from typing import Any, Protocol
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.cluster_port import ClusterPort
+from gputray.scheduler.jobs import reach
 from gputray.scheduler.jobs.invocation import (
     LaunchError,
     activate_python,
@@ -69,6 +70,7 @@ from gputray.scheduler.jobs.invocation import (
     uses_placeholder,
 )
 from gputray.scheduler.jobs.launcher import (
+    HOST,
     Job,
     LaunchFailed,
     adopt,
@@ -99,6 +101,7 @@ from gputray.scheduler.queue.device_checks import (
 )
 from gputray.scheduler.queue.edits import QueueEdits, QueueError, TaskStateError
 from gputray.scheduler.queue.offline import requeue_changes
+from gputray.scheduler.queue.orphans import QUEUE_FILE_VAR
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.placement import (
     CPU_INFO,
@@ -113,7 +116,8 @@ from gputray.scheduler.queue.placement import (
     wait_started_s,
 )
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
-from gputray.scheduler.queue.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
@@ -326,6 +330,7 @@ class QueueService(QueueEdits):
         )
         self._event_thread.start()
         adopted = self._adopt_jobs()
+        reach.remove_stale_cgroups()  # empty job groups left while no owner was up
         for rec in self.store.recover_after_crash(skip=adopted):
             kind = "interrupted"
             self._emit(kind, rec.record, f"{rec.record.name}: {rec.record.reason}")
@@ -419,6 +424,7 @@ class QueueService(QueueEdits):
             for r in running:
                 r.job.wait(timeout=15)
         self.env_chooser.close()
+        HOST.close()  # the supervisor host: no more jobs start here (those it forked run on)
         with self._lock:
             self._recording = False  # the store closes after us; later exits are the next owner's
         if self._event_thread is not None:
@@ -908,19 +914,24 @@ class QueueService(QueueEdits):
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
             if reason == "orphaned":
                 base["exit_code"] = None
+            left = leftover_note(job.leftovers) if reason != "orphaned" else ""
             if reason == "cancelled":
-                new = self.store.update(task_id, state="cancelled", reason="cancelled while running", **base)
+                why = "; ".join(filter(None, ["cancelled while running", left]))
+                new = self.store.update(task_id, state="cancelled", reason=why, **base)
                 self._emit("cancelled", new, f"{new.name} cancelled")
             elif reason in ("lost", "shutdown", "orphaned"):
                 why = {
                     "lost": f"interrupted: {self._device_name(device)} was lost while it ran",
                     "shutdown": "interrupted: gputray stopped while it ran",
                     "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
-                    + (" (its leftover process was stopped)" if job.stopped_leftover else ""),
+                    + (f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""),
                 }[reason]
+                why = "; ".join(filter(None, [why, left]))
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
+                if left:
+                    demo["reason"] = "; ".join(filter(None, [demo.get("reason", rec.reason), left]))
                 new = self.store.update(task_id, state="succeeded", **base, **demo)
                 where = self._where(device, running.demo_for if running is not None else None)
                 self._emit("finished", new, f"{new.name} finished on {where}")
@@ -931,6 +942,7 @@ class QueueService(QueueEdits):
                     why = f"killed by signal {_signal_name(-code)}"
                 else:
                     why = f"exited with status {code}"
+                why = "; ".join(filter(None, [why, left]))
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
             job.files.discard()  # recorded: the supervisor's files have said what they had to say
@@ -1215,6 +1227,17 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
         except OSError:
             log.warning("could not append to %s", log_path)
     return reason.replace(demo_note(device_name, done=False), done) if reason else done
+
+
+def _processes(count: int) -> str:
+    return "1 process" if count == 1 else f"{count} processes"
+
+
+def leftover_note(count: int) -> str:
+    """What the task says when its job left processes running that its supervisor stopped."""
+    if not count:
+        return ""
+    return f"{_processes(count)} {'was' if count == 1 else 'were'} still running after the job ended: stopped"
 
 
 def _signal_name(number: int) -> str:
