@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue import dependencies as deps
-from gputray.scheduler.queue.store import TaskNotFound, TaskStore
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.tasks.recipes import check_runnable
 from gputray.scheduler.tasks.records import (
     FINISHED_STATES,

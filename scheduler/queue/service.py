@@ -101,6 +101,7 @@ from gputray.scheduler.queue.device_checks import (
 )
 from gputray.scheduler.queue.edits import QueueEdits, QueueError, TaskStateError
 from gputray.scheduler.queue.offline import requeue_changes
+from gputray.scheduler.queue.orphans import QUEUE_FILE_VAR
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.placement import (
     CPU_INFO,
@@ -115,7 +116,8 @@ from gputray.scheduler.queue.placement import (
     wait_started_s,
 )
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
-from gputray.scheduler.queue.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files

@@ -14,7 +14,8 @@ from gputray.cluster.config import ClusterConfigError, load_cluster_config, writ
 from gputray.cluster.link import ClusterLink
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Request, request_from
-from gputray.scheduler.queue.store import TaskStore, read_saved_tasks
+from gputray.scheduler.queue.saved_queue import read_saved_tasks
+from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.recipes import SubmitError
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -181,7 +182,7 @@ def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(
 ) -> None:
     import sqlite3
 
-    from gputray.scheduler.queue.store import MIGRATIONS, SCHEMA_VERSION
+    from gputray.scheduler.queue.store_schema import MIGRATIONS, SCHEMA_VERSION
 
     path = tmp_path / "queue.sqlite3"
     db = sqlite3.connect(path)

@@ -24,7 +24,8 @@ from gputray.scheduler.pyenvs.choice import ResolverChooser
 from gputray.scheduler.pyenvs.registry import PythonEnv
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService, TaskStateError
-from gputray.scheduler.queue.store import TaskNotFound, TaskStore
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.replies import Paused, TaskView
 from gputray.scheduler.tasks.recipes import ToolNotFound
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord, TaskSpec
