@@ -20,8 +20,10 @@ from typing import Any, TypeVar
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue.lock import QueueLock
+from gputray.scheduler.queue.orphans import kill_orphan
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
-from gputray.scheduler.queue.store import TaskNotFound, TaskStore, kill_orphan
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
 

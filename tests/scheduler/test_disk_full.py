@@ -28,7 +28,8 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler.log_setup import PrivateRotatingFileHandler
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
-from gputray.scheduler.queue.store import TaskStore, read_saved_task
+from gputray.scheduler.queue.saved_queue import read_saved_task
+from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable

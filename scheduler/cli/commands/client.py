@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from gputray.scheduler import console, ipc
@@ -21,6 +22,7 @@ from gputray.scheduler.cli.commands.common import (
     task_json,
 )
 from gputray.scheduler.cli.commands.listing import format_tasks
+from gputray.scheduler.cli.streams import output_failure
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.protocol import MAX_ENV_VALUE_CHARS, MAX_TABLE_KEYS, R, RawText, Request, wire_str
 from gputray.scheduler.replies import Paused, Submitted
@@ -74,6 +76,10 @@ def caller_environment(
     return env, notes
 
 
+class Refused(Exception):
+    """The command cannot be done as things are here (exit status 1); the message says why."""
+
+
 class Caller(NamedTuple):
     """Where a submit was typed and the environment its jobs start from, ready for the wire."""
 
@@ -81,13 +87,31 @@ class Caller(NamedTuple):
     env: dict[str, str | RawText]
 
 
+def current_folder() -> str:
+    """The folder the command was typed in; Refused, in words, when it was deleted or moved away
+    meanwhile (``os.getcwd`` raises FileNotFoundError then)."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise Refused(
+            "the current folder no longer exists (it was deleted or moved away): "
+            "cd to a folder that exists and try again"
+        ) from None
+
+
+def absolute(path: str) -> str:
+    """``path`` made absolute against the current folder (``current_folder``: refused if it is gone)."""
+    return str(Path(path) if os.path.isabs(path) else Path(current_folder(), path))
+
+
 def caller() -> Caller:
-    """This shell's folder and environment for a submit, the notes on what was left out printed to
-    stderr."""
+    """This shell's folder (``current_folder``) and environment for a submit, the notes on what was
+    left out printed to stderr."""
+    cwd = current_folder()
     env, notes = caller_environment()
     for note in notes:
         print(f"gputray: note: {note}", file=sys.stderr)
-    return Caller(wire_str(os.getcwd()), env)
+    return Caller(wire_str(cwd), env)
 
 
 Command = Callable[[argparse.Namespace], int]
@@ -114,6 +138,8 @@ def run_command(func: Command, args: argparse.Namespace, offline: Command | None
         return error(str(exc), EXIT_REFUSED)
     except UsageError as exc:
         return error(str(exc), EXIT_USAGE)
+    except Refused as exc:
+        return error(str(exc), EXIT_REFUSED)
 
 
 class UsageError(Exception):
@@ -124,13 +150,15 @@ NO_OWNER_NOTE = "no gputray owner is running: showing the queue as saved on disk
 
 
 def _offline_call(func: Command, args: argparse.Namespace) -> int:
-    from gputray.scheduler.queue.store import StoreError, TaskNotFound
+    from gputray.scheduler.queue.store_errors import StoreError, TaskNotFound
 
     try:
         return int(func(args))
     except (StoreError, TaskNotFound) as exc:
         return error(str(exc), EXIT_REFUSED)
     except OSError as exc:
+        if output_failure(exc) is not None:
+            raise  # said by cli.main: the output, not the queue file, failed
         where = exc.filename or "a queue file"
         return error(f"{where}: cannot read it ({exc.strerror or exc})", EXIT_REFUSED)
 

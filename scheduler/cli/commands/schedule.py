@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
-from pathlib import Path
 
 import msgspec
 
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.cli.commands.client import EXIT_USAGE, ask, run_command
+from gputray.scheduler.cli.commands.client import EXIT_USAGE, absolute, ask, current_folder, run_command
 from gputray.scheduler.cli.commands.common import print_json, shown
 from gputray.scheduler.replies import ScheduleView
 from gputray.scheduler.tasks.records import iso_utc
@@ -49,8 +47,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
     if args.schedule_cmd == "add":
-        task_file = str(Path(args.task).absolute())
-        result = ask(rq.ScheduleAdd(cron=args.cron, task_file=task_file, name=args.name, cwd=os.getcwd()))
+        task_file = absolute(args.task)
+        result = ask(
+            rq.ScheduleAdd(cron=args.cron, task_file=task_file, name=args.name, cwd=current_folder())
+        )
     elif args.schedule_cmd == "remove":
         result = ask(rq.ScheduleRemove(id=args.id))
     elif args.schedule_cmd == "list":

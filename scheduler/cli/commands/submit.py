@@ -8,18 +8,22 @@ import argparse
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import (
+    Caller,
     UsageError,
+    absolute,
     ask,
     caller,
     print_submitted,
     run_command,
 )
-from gputray.scheduler.cli.commands.common import shown
+from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, shown
+from gputray.scheduler.cli.interrupts import answer_awaited
 from gputray.scheduler.protocol import wire_str
 from gputray.scheduler.replies import Submitted
 from gputray.scheduler.tasks.records import MAX_PRIORITY, MAX_RETRIES, TaskPatch
@@ -79,8 +83,8 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
             "--machine",
             metavar="NAME|any",
             help="cluster: run it on that machine, or on whichever machine's GPU is free (`any`); its "
-            "inputs travel there, its results and log come back beside the input (see `gputray cluster "
-            "status`)",
+            "inputs travel there, its results and log come back beside the input (see `gputray"
+            " cluster status`)",
         )
     g = p.add_argument_group("what the job gets")
     g.add_argument(
@@ -190,7 +194,7 @@ def patch_from_args(
         if args.env:
             out["env"] = _env_assignments(args.env)
         if args.cwd is not None:
-            folder = Path(args.cwd).expanduser().absolute()
+            folder = Path(absolute(str(Path(args.cwd).expanduser())))
             if not folder.is_dir():
                 raise UsageError(f"--cwd {args.cwd}: no such folder")
             out["cwd"] = str(folder)
@@ -237,26 +241,67 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             raise UsageError("give either FILE... or --task TASKFILE, not both")
         if args.recipe:
             raise UsageError("--recipe applies to FILE..., not to a task file")
-        here = caller()
-        result = ask(
-            rq.Submit(
-                task_file=wire_str(str(Path(args.task).absolute())),
+        return _queue(
+            args,
+            lambda here: rq.Submit(
+                task_file=wire_str(absolute(args.task)),
                 overrides=overrides,
                 cwd=here.cwd,
                 caller_env=here.env,
-            )
+            ),
         )
-    else:
-        if not args.files:
-            raise UsageError("nothing to submit: give FILE... or --task TASKFILE")
-        files = [wire_str(str(Path(f).absolute())) for f in args.files]
-        here = caller()
-        result = ask(
-            rq.SubmitFiles(
-                files=files, recipe=args.recipe, overrides=overrides, cwd=here.cwd, caller_env=here.env
-            )
+    if not args.files:
+        raise UsageError("nothing to submit: give FILE... or --task TASKFILE")
+    return _queue(
+        args,
+        lambda here: rq.SubmitFiles(
+            files=[wire_str(absolute(f)) for f in args.files],
+            recipe=args.recipe,
+            overrides=overrides,
+            cwd=here.cwd,
+            caller_env=here.env,
+        ),
+    )
+
+
+def _queue(args: argparse.Namespace, request: Callable[[Caller], rq.Submit | rq.SubmitFiles | rq.Run]) -> int:
+    """Send the request ``request(caller())`` builds and print what was queued. Ctrl+C: before
+    anything was sent, nothing was queued; once it was, the owner queues all or none whatever we do,
+    so the first Ctrl+C waits for its answer and says how many were queued (exit status 130)."""
+    try:
+        built = request(caller())
+    except KeyboardInterrupt:
+        print("gputray: interrupted before anything was sent: nothing was queued", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    try:
+        with answer_awaited("queueing them") as interrupted:
+            result = ask(built)
+    except KeyboardInterrupt:
+        print(
+            "gputray: stopped waiting for the owner's answer: what was sent may be queued all the same; "
+            "see `gputray queue`",
+            file=sys.stderr,
         )
-    return _submitted(result, args)
+        return EXIT_INTERRUPTED
+    if not interrupted:
+        return _submitted(result, args)
+    print_submitted(result, args.json)
+    count = len(result.tasks)
+    print(
+        f"gputray: interrupted, but the owner had {'it' if count == 1 else 'them'} already: "
+        f"{count} task{'' if count == 1 else 's'} queued ({_ids_text([t.id for t in result.tasks])}); "
+        "`gputray cancel ID...` takes them back",
+        file=sys.stderr,
+    )
+    return EXIT_INTERRUPTED
+
+
+def _ids_text(ids: list[int]) -> str:
+    """``#7``, ``#12–#1011`` (one run of ids), or ``#3, #9, #12`` (at most a few, then how many)."""
+    if len(ids) > 1 and ids == list(range(ids[0], ids[0] + len(ids))):
+        return f"#{ids[0]}–#{ids[-1]}"
+    shown_ids = ", ".join(f"#{i}" for i in ids[:5])
+    return shown_ids if len(ids) <= 5 else f"{shown_ids} … ({len(ids)} in all)"
 
 
 def _submitted(result: Submitted, args: argparse.Namespace) -> int:
@@ -302,14 +347,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not argv:
         raise UsageError("nothing to run: gputray run [OPTIONS] -- PROGRAM ARGS...")
     overrides = patch_from_args(args)
-    here = caller()
-    result = ask(
-        rq.Run(
+    return _queue(
+        args,
+        lambda here: rq.Run(
             argv=[wire_str(a) for a in argv],
             name=args.name,
             overrides=overrides,
             cwd=here.cwd,
             caller_env=here.env,
-        )
+        ),
     )
-    return _submitted(result, args)
