@@ -39,8 +39,9 @@ no spec decoding; SQLite stays the durable truth that a restart reads back.
 
 **Bounded memory per task.** The caller's environment (``base_env``, often 4 KiB) stays in the file:
 the mirror's specs hold a :class:`StoredEnv` that reads it back when a job is launched. The mirror
-also keeps the ids of the pending tasks (a pass reads those, not every task ever run) and the ids
-changed since the dispatcher last asked (``take_touched``).
+also keeps the ids of the pending tasks that a pass plans (``pending(active_only=True)``): not every
+task ever run, nor those the dispatcher put aside to wait for a time (``put_aside``; any change to one
+brings it back).
 """
 
 from __future__ import annotations
@@ -274,26 +275,30 @@ class StoredEnv(Mapping[str, str]):
 
 class _Mirror(dict[int, TaskRecord]):
     """The table in memory (see the module docstring): every write goes through ``__setitem__`` or
-    ``pop``, which keep ``pending_ids`` and ``touched`` and leave each caller environment in the file."""
+    ``pop``, which keep the id sets and leave each caller environment in the file."""
 
     def __init__(self, light: Callable[[TaskRecord], TaskRecord]) -> None:
         super().__init__()
         self._light = light
         self.pending_ids: set[int] = set()
-        self.touched: set[int] = set()  # changed since the dispatcher last took them
+        self.aside: set[int] = set()  # pending tasks put aside until they change or are brought back
+        self.active_ids: set[int] = set()  # pending_ids - aside
 
     def __setitem__(self, task_id: int, rec: TaskRecord) -> None:
         rec = self._light(rec)
         super().__setitem__(task_id, rec)
+        self.aside.discard(task_id)  # changed: planned afresh
         if rec.state in PENDING_STATES:
             self.pending_ids.add(task_id)
+            self.active_ids.add(task_id)
         else:
             self.pending_ids.discard(task_id)
-        self.touched.add(task_id)
+            self.active_ids.discard(task_id)
 
     def pop(self, task_id: int, *default: Any) -> Any:
         self.pending_ids.discard(task_id)
-        self.touched.add(task_id)
+        self.aside.discard(task_id)
+        self.active_ids.discard(task_id)
         return super().pop(task_id, *default)
 
     def update(self, *args: Any, **kwargs: Any) -> None:
@@ -547,7 +552,6 @@ class TaskStore:
         self._spec_cache.clear()
         self._rows = _Mirror(self._light)
         self._rows.update(records)
-        self._rows.touched.clear()
         self._unreadable = {task_id: problem for task_id, (problem, _row) in bad.items()}
         self._max_position = max((r.position for r in self._rows.values()), default=0.0)
         return bad
@@ -813,22 +817,40 @@ class TaskStore:
         with self._lock:
             return MappingProxyType(self._mirror())
 
-    def pending(self, *, skip: Collection[int] = ()) -> _Records:
-        """Queued and waiting tasks in dispatch order (priority high first, then position); ``skip``:
-        ids left out (the tasks the dispatcher knows wait for a time). Costs what it returns."""
+    def pending(self, *, active_only: bool = False) -> _Records:
+        """Queued and waiting tasks in dispatch order (priority high first, then position);
+        ``active_only``: without those put aside (``put_aside``). Costs what it returns."""
         with self._lock:
             mirror = self._mirror()
-            ids = mirror.pending_ids.difference(skip) if skip else mirror.pending_ids
-            records = [mirror[i] for i in ids]
+            records = [mirror[i] for i in (mirror.active_ids if active_only else mirror.pending_ids)]
         return sorted(records, key=_display_order)
 
-    def take_touched(self) -> set[int]:
-        """The ids of the tasks added, changed or deleted since the last call (for the dispatcher,
-        the one caller: it re-plans those of the tasks it had put aside to wait for a time)."""
+    def put_aside(self, records: Iterable[TaskRecord]) -> None:
+        """Leave these pending tasks out of ``pending(active_only=True)`` (the dispatcher: they wait for
+        a time) until any change to one, or ``bring_back``. One that changed since it was read (its
+        spec, its retry time, its state) is not put aside."""
         with self._lock:
             mirror = self._mirror()
-            touched, mirror.touched = mirror.touched, set()
-        return touched
+            for rec in records:
+                now = mirror.get(rec.id)
+                if (
+                    now is not None
+                    and now.state in PENDING_STATES
+                    and now.spec is rec.spec
+                    and now.not_before == rec.not_before
+                ):
+                    mirror.aside.add(rec.id)
+                    mirror.active_ids.discard(rec.id)
+
+    def bring_back(self, task_ids: Iterable[int] | None = None) -> None:
+        """Undo ``put_aside`` for these tasks (None: every one)."""
+        with self._lock:
+            mirror = self._mirror()
+            ids = builtins.list(mirror.aside) if task_ids is None else task_ids
+            for task_id in ids:
+                if task_id in mirror.aside:
+                    mirror.aside.discard(task_id)
+                    mirror.active_ids.add(task_id)
 
     def running(self) -> _Records:
         return self.list(states=("running",))
