@@ -22,7 +22,7 @@ from gputray.cluster.wire import DeviceView
 from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.gui.theme import colors
-from gputray.gui.widgets import ElidedLabel
+from gputray.gui.widgets import ElidedLabel, FigureLabel
 from gputray.monitor.units import DASH, format_pair
 
 
@@ -79,11 +79,9 @@ class RemoteGpuCard(QFrame):
         row.setContentsMargins(8, 3, 8, 3)
         row.setSpacing(6)
         self.name_label = ElidedLabel("", self)
-        self.metrics_label = ElidedLabel("", self)
+        # load, temperature and VRAM: primary figures, whole (the name and "busy" give way to them)
+        self.metrics_label = FigureLabel(self, templates=("100 %  ·  100 °C  ·  VRAM 88.8/88.8 GiB",))
         self.metrics_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        fm = self.metrics_label.fontMetrics()
-        widest = "100 %  ·  100 °C  ·  VRAM 88.8/88.8 GiB"
-        self.metrics_label.setMinimumWidth(fm.horizontalAdvance(widest) + 4)
         # "busy" (external use, as its machine judges it) or "paused", so a glance says where work can go
         self.state_label = ElidedLabel("", self)
         self.state_label.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
@@ -102,7 +100,7 @@ class RemoteGpuCard(QFrame):
         self.state_label.setVisible(bool(state))
         color = colors().states["waiting" if d.busy else "queued"]
         self.state_label.setStyleSheet(f"color: {color}")
-        self.metrics_label.setText(remote_metrics_line(d))
+        self.metrics_label.set_figures(remote_metrics_line(d))
 
 
 class MachineGroup(QWidget):

@@ -12,6 +12,7 @@ until the hold ends, so the row under the pointer stays the task the user is poi
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -24,6 +25,7 @@ from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.theme import colors
 from gputray.scheduler.replies import TaskView
 
+log = logging.getLogger("gputray.gui")
 Index = QModelIndex | QPersistentModelIndex
 
 COLUMNS = ("name", "state", "device", "reason", "elapsed")
@@ -221,9 +223,14 @@ class QueueModel(QAbstractTableModel):
     def apply(self, records: Iterable[TaskView]) -> None:
         """Make the rows equal to ``records`` (in that order) with the fewest signals."""
         if self._held:
+            before = list(self._pending) if self._pending is not None else [t.id for t in self._rows]
             self._pending = {r.id: r for r in records}
             for r in self._pending.values():
                 self._update_in_place(r)
+            if list(self._pending) != before:
+                log.info(
+                    "queue news held back: %d rows shown, %d to come", len(self._rows), len(self._pending)
+                )
             return
         new = list(records)
         new_ids = [r.id for r in new]

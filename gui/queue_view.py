@@ -12,6 +12,8 @@ arrived, and what changed meanwhile is applied when the pointer leaves or the me
 
 from __future__ import annotations
 
+import logging
+
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import (
     QColor,
@@ -49,6 +51,7 @@ from gputray.gui.queue_model import (
 )
 from gputray.gui.theme import colors
 
+log = logging.getLogger("gputray.gui")
 Index = QModelIndex | QPersistentModelIndex
 PADDING_PX = 4  # around a row's lines; the text of a cell is indented as Qt's own cells are
 INDENT_PX = 12  # the second line starts under the task's name, a little in
@@ -246,7 +249,20 @@ class QueueTable(QTableView):
         return self.isVisible() and viewport.rect().contains(viewport.mapFromGlobal(QCursor.pos()))
 
     def _update_hold(self) -> None:
-        self.queue_model.hold_order(self._pointer_in or self._menus_open > 0)
+        hold = self._pointer_in or self._menus_open > 0
+        model = self.queue_model
+        if hold == model.order_held():
+            return
+        before = [t.id for t in (model.task(r) for r in range(model.rowCount())) if t is not None]
+        model.hold_order(hold)
+        if hold:
+            log.info("queue order held (the pointer is on the list or a row menu is open)")
+            return
+        after = [t.id for t in (model.task(r) for r in range(model.rowCount())) if t is not None]
+        if after != before:
+            log.info("queue order released: %d rows became %d", len(before), len(after))
+        else:
+            log.info("queue order released: nothing had changed")
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.viewport():

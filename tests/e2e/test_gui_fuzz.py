@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from test_tray_x11 import Case, desktop, pytestmark, stop  # noqa: F401 - pytestmark: the same marks
 
 HERE = Path(__file__).resolve().parent
@@ -78,6 +79,7 @@ def judge(stderr: str) -> list[str]:
     return bad
 
 
+@pytest.mark.timeout(SECONDS + 240)  # a longer walk asked by GPUTRAY_FUZZ_SECONDS gets its time
 def test_a_random_walk_of_clicks_over_the_whole_app_ends_cleanly(tmp_path: Path) -> None:
     seed = seed_from_env()
     replay = f"replay: GPUTRAY_FUZZ_SEED={seed} GPUTRAY_FUZZ_SECONDS={SECONDS:g}"

@@ -8,7 +8,8 @@ tasks in the queue (waiting, starting later, failed) and, in one case, the confi
 every case a click on the icon opens the panel; it must lie wholly on the screen beside the icon,
 keep its size while shown, and have no text cut off (the app's own layout audit,
 ``GPUTRAY_LAYOUT_AUDIT=1``, logs what it found): every primary figure whole, not even elided with a
-tooltip, every queue reason whole, and no scrolling inside the panel; the menu opens the dashboard.
+tooltip, every queue reason whole, and no scrolling inside the panel; at 1366×768 the pointer resting
+on the queue list holds its order while a task arrives; the menu opens the dashboard.
 The first case also drags a file from a second process with a real XDND drag onto the panel (a job
 that runs), clicks the notification balloon (the log opens) and checks the drop bubble; the second
 flips the desktop to light while the app runs.
@@ -362,6 +363,34 @@ def queue_tasks(app: App) -> None:
     wait_for("the failed task", lambda: re.search(r"task \d+ (failed|finished)", app.log_text()), 15)
 
 
+def hold_under_the_pointer(display: Display, app: App, panel: tuple[int, int, int, int]) -> None:
+    """The real pointer on the queue list holds its order: a task queued meanwhile shows only once the
+    pointer leaves (the app logs both ends of the hold)."""
+    px, py, pw, ph = panel
+    held_before = app.log_text().count("queue order held")
+    display.run("xdotool", "mousemove", str(px + pw // 3), str(py + ph - 110))  # above the buttons
+    wait_for("the hold", lambda: app.log_text().count("queue order held") > held_before, 5)
+    task_file = app.home / "held.toml"
+    task_file.write_text(
+        f'name = "queued under the pointer"\nkind = "command"\nargv = ["true"]\n'
+        f'start_at = "{(datetime.now() + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:00")}"\n'
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "gputray.gui.entry", "submit", "--task", str(task_file)],
+        env={**os.environ, "GPUTRAY_HOME": str(app.home)}, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    since_hold = lambda: app.log_text().split("queue order held")[-1]  # noqa: E731
+    wait_for("the news to be held back", lambda: "queue news held back" in since_hold(), 10)
+    assert "queue order released" not in since_hold()
+    display.run("xdotool", "mousemove", str(px + pw // 3), str(py + 20))  # onto the title
+    wait_for(
+        "the release", lambda: re.search(r"queue order released: (\d+) rows became (\d+)", app.log_text()), 5
+    )
+    m = re.findall(r"queue order released: (\d+) rows became (\d+)", app.log_text())[-1]
+    assert int(m[1]) == int(m[0]) + 1, m
+
+
 def copy_screenshots(shots: Path) -> None:
     if os.environ.get("GPUTRAY_UPDATE_SCREENSHOTS") == "1":
         target = ROOT / "docs" / "screenshots"
@@ -530,6 +559,8 @@ def test_panel_on_screen_unclipped_in_each_language_theme_edge_and_scale(tmp_pat
         time.sleep(2.0)  # two more snapshots while shown: the panel neither grows nor moves
         assert display.window(TITLES[case.lang]["panel"]) == panel, "the panel kept its place and size"
         px, py, pw, ph = panel
+        if case.size == HD and case.scale == 1:
+            hold_under_the_pointer(display, app, panel)
         x, y, w, h = icon
         top, bottom = min(py, y) - 8, max(py + ph, y + h) + 8
         display.screenshot(shots / f"panel-{case.name}.png", (px - 8, top, pw + 16, bottom - top))

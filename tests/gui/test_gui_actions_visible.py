@@ -121,3 +121,24 @@ def test_the_panel_buttons_are_enabled_for_what_the_selection_allows_and_say_why
         ]
     )
     qtbot.waitUntil(lambda: usable() == {"cancel", "up", "down"})
+
+
+def test_a_window_whose_module_vanished_says_to_restart(
+    qtbot: QtBot, demo_app: TrayApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's trap: the venv reinstalled under a running tray, so Settings' module is gone. A
+    message box says what happened and what to do, instead of a traceback on stderr only."""
+    import sys
+
+    from PySide6.QtWidgets import QMessageBox
+
+    from gputray.scheduler.paths import app_paths
+
+    monkeypatch.setitem(sys.modules, "gputray.gui.settings_dialog", None)  # import → ModuleNotFoundError
+    demo_app.menu.settings_action.trigger()
+    boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+    assert len(boxes) == 1
+    text = boxes[0].text()
+    assert text.startswith("The settings window could not be opened: import of gputray.gui.settings_dialog")
+    assert "quit and start it again" in text and str(app_paths().state_dir / "gputray.log") in text
+    boxes[0].close()

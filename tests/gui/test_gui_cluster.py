@@ -93,7 +93,10 @@ def test_the_panel_groups_gpus_by_machine_and_says_since_when_one_is_offline(
     # the next day it says the date too
     panel.set_cluster(three_machines(app_paths()), NOW_S + 24 * 3600)
     assert nas.state_label.text() == "offline since 2026-12-02 14:02"
-    assert audit(panel).problems == []
+    report = audit(panel)
+    assert report.problems == []
+    assert report.primary >= 6 + 2  # this machine's figures, and each other GPU's line, whole
+    assert all(c.metrics_label.text() in shown_texts(panel) for c in cards)
 
 
 def test_with_the_ray_head_away_the_others_show_offline(qtbot: QtBot, japan_time: None) -> None:

@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import console, ipc
@@ -21,6 +22,7 @@ from gputray.scheduler.cli.commands.common import (
     task_json,
 )
 from gputray.scheduler.cli.commands.listing import format_tasks
+from gputray.scheduler.cli.streams import output_failure
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import Paused, Submitted
 
@@ -73,14 +75,36 @@ def caller_environment(environ: Any = None) -> tuple[dict[str, Any], list[str]]:
     return env, notes
 
 
+class _Refused(Exception):
+    """The command cannot be done as things are here (exit status 1); the message says why."""
+
+
+def current_folder() -> str:
+    """The folder the command was typed in; _Refused, in words, when it was deleted or moved away
+    meanwhile (``os.getcwd`` raises FileNotFoundError then)."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise _Refused(
+            "the current folder no longer exists (it was deleted or moved away): "
+            "cd to a folder that exists and try again"
+        ) from None
+
+
+def absolute(path: str) -> str:
+    """``path`` made absolute against the current folder (``current_folder``: refused if it is gone)."""
+    return str(Path(path) if os.path.isabs(path) else Path(current_folder(), path))
+
+
 def caller_args() -> dict[str, Any]:
     """``cwd`` and ``caller_env`` for a submit, its notes printed to stderr."""
     from gputray.scheduler.protocol import wire_str
 
+    cwd = current_folder()
     env, notes = caller_environment()
     for note in notes:
         print(f"gputray: note: {note}", file=sys.stderr)
-    return {"cwd": wire_str(os.getcwd()), "caller_env": env}
+    return {"cwd": wire_str(cwd), "caller_env": env}
 
 
 def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> int:
@@ -104,6 +128,8 @@ def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> in
         return error(str(exc), EXIT_REFUSED)
     except _UsageError as exc:
         return error(str(exc), EXIT_USAGE)
+    except _Refused as exc:
+        return error(str(exc), EXIT_REFUSED)
 
 
 class _UsageError(Exception):
@@ -114,13 +140,15 @@ NO_OWNER_NOTE = "no gputray owner is running: showing the queue as saved on disk
 
 
 def _offline_call(func: Any, args: argparse.Namespace) -> int:
-    from gputray.scheduler.queue.store import StoreError, TaskNotFound
+    from gputray.scheduler.queue.store_errors import StoreError, TaskNotFound
 
     try:
         return int(func(args))
     except (StoreError, TaskNotFound) as exc:
         return error(str(exc), EXIT_REFUSED)
     except OSError as exc:
+        if output_failure(exc) is not None:
+            raise  # said by cli.main: the output, not the queue file, failed
         where = exc.filename or "a queue file"
         return error(f"{where}: cannot read it ({exc.strerror or exc})", EXIT_REFUSED)
 

@@ -59,7 +59,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from gputray.scheduler.log_setup import setup_logging
     from gputray.scheduler.owner import Owner
     from gputray.scheduler.paths import FolderError
-    from gputray.scheduler.queue.store import StoreError
+    from gputray.scheduler.queue.store_errors import StoreError
 
     paths = app_paths()
     log_file = paths.state_dir / "daemon.log"
@@ -93,7 +93,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGHUP, on_signal)
     address = owner.server.address if owner.server else "-"
     mode = " (demo: simulated GPUs)" if demo else ""
-    print(f"gputray daemon {os.getpid()} owns the queue{mode}; socket {address}; log {log_file}", flush=True)
+    with contextlib.suppress(OSError):  # started with its output closed (`>&-`): it serves all the same
+        print(
+            f"gputray daemon {os.getpid()} owns the queue{mode}; socket {address}; log {log_file}", flush=True
+        )
     try:
         while not owner.wait(0.5):
             pass

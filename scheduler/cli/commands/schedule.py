@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
-from pathlib import Path
 
-from gputray.scheduler.cli.commands.client import EXIT_USAGE, _ask, _client_call
+from gputray.scheduler.cli.commands.client import EXIT_USAGE, _ask, _client_call, absolute, current_folder
 from gputray.scheduler.cli.commands.common import print_json, shown
 
 
@@ -44,8 +42,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
     if args.schedule_cmd == "add":
-        task_file = str(Path(args.task).absolute())
-        result = _ask("schedule_add", cron=args.cron, task_file=task_file, name=args.name, cwd=os.getcwd())
+        task_file = absolute(args.task)
+        result = _ask(
+            "schedule_add", cron=args.cron, task_file=task_file, name=args.name, cwd=current_folder()
+        )
     elif args.schedule_cmd == "remove":
         result = _ask("schedule_remove", id=args.id)
     elif args.schedule_cmd == "list":

@@ -8,6 +8,7 @@ import argparse
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,11 @@ from gputray.scheduler.cli.commands.client import (
     _client_call,
     _print_submitted,
     _UsageError,
+    absolute,
     caller_args,
 )
-from gputray.scheduler.cli.commands.common import shown
+from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, shown
+from gputray.scheduler.cli.interrupts import answer_awaited
 from gputray.scheduler.protocol import wire_str
 from gputray.scheduler.replies import Submitted
 from gputray.scheduler.tasks.records import MAX_PRIORITY, MAX_RETRIES, TaskPatch
@@ -78,8 +81,8 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
             "--machine",
             metavar="NAME|any",
             help="cluster: run it on that machine, or on whichever machine's GPU is free (`any`); its "
-            "inputs travel there, its results and log come back beside the input (see `gputray cluster "
-            "status`)",
+            "inputs travel there, its results and log come back beside the input (see `gputray"
+            " cluster status`)",
         )
     g = p.add_argument_group("what the job gets")
     g.add_argument(
@@ -189,7 +192,7 @@ def patch_from_args(
         if args.env:
             out["env"] = _env_assignments(args.env)
         if args.cwd is not None:
-            folder = Path(args.cwd).expanduser().absolute()
+            folder = Path(absolute(str(Path(args.cwd).expanduser())))
             if not folder.is_dir():
                 raise _UsageError(f"--cwd {args.cwd}: no such folder")
             out["cwd"] = str(folder)
@@ -236,18 +239,63 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             raise _UsageError("give either FILE... or --task TASKFILE, not both")
         if args.recipe:
             raise _UsageError("--recipe applies to FILE..., not to a task file")
-        result = _ask(
+        return _queue(
+            args,
             "submit",
-            task_file=wire_str(str(Path(args.task).absolute())),
-            overrides=overrides,
-            **caller_args(),
+            lambda: {"task_file": wire_str(absolute(args.task)), "overrides": overrides, **caller_args()},
         )
-    else:
-        if not args.files:
-            raise _UsageError("nothing to submit: give FILE... or --task TASKFILE")
-        files = [wire_str(str(Path(f).absolute())) for f in args.files]
-        result = _ask("submit_files", files=files, recipe=args.recipe, overrides=overrides, **caller_args())
-    return _submitted(result, args)
+    if not args.files:
+        raise _UsageError("nothing to submit: give FILE... or --task TASKFILE")
+    return _queue(
+        args,
+        "submit_files",
+        lambda: {
+            "files": [wire_str(absolute(f)) for f in args.files],
+            "recipe": args.recipe,
+            "overrides": overrides,
+            **caller_args(),
+        },
+    )
+
+
+def _queue(args: argparse.Namespace, op: str, request: Callable[[], dict[str, Any]]) -> int:
+    """Send ``op`` with the arguments ``request()`` builds and print what was queued. Ctrl+C: before
+    anything was sent, nothing was queued; once it was, the owner queues all or none whatever we do,
+    so the first Ctrl+C waits for its answer and says how many were queued (exit status 130)."""
+    try:
+        arguments = request()
+    except KeyboardInterrupt:
+        print("gputray: interrupted before anything was sent: nothing was queued", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    try:
+        with answer_awaited("queueing them") as interrupted:
+            result: Submitted = _ask(op, **arguments)
+    except KeyboardInterrupt:
+        print(
+            "gputray: stopped waiting for the owner's answer: what was sent may be queued all the same; "
+            "see `gputray queue`",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    if not interrupted:
+        return _submitted(result, args)
+    _print_submitted(result, args.json)
+    count = len(result.tasks)
+    print(
+        f"gputray: interrupted, but the owner had {'it' if count == 1 else 'them'} already: "
+        f"{count} task{'' if count == 1 else 's'} queued ({_ids_text([t.id for t in result.tasks])}); "
+        "`gputray cancel ID...` takes them back",
+        file=sys.stderr,
+    )
+    return EXIT_INTERRUPTED
+
+
+def _ids_text(ids: list[int]) -> str:
+    """``#7``, ``#12–#1011`` (one run of ids), or ``#3, #9, #12`` (at most a few, then how many)."""
+    if len(ids) > 1 and ids == list(range(ids[0], ids[0] + len(ids))):
+        return f"#{ids[0]}–#{ids[-1]}"
+    shown_ids = ", ".join(f"#{i}" for i in ids[:5])
+    return shown_ids if len(ids) <= 5 else f"{shown_ids} … ({len(ids)} in all)"
 
 
 def _submitted(result: Submitted, args: argparse.Namespace) -> int:
@@ -293,7 +341,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not argv:
         raise _UsageError("nothing to run: gputray run [OPTIONS] -- PROGRAM ARGS...")
     overrides = patch_from_args(args)
-    result = _ask(
-        "run", argv=[wire_str(a) for a in argv], name=args.name, overrides=overrides, **caller_args()
+    return _queue(
+        args,
+        "run",
+        lambda: {
+            "argv": [wire_str(a) for a in argv],
+            "name": args.name,
+            "overrides": overrides,
+            **caller_args(),
+        },
     )
-    return _submitted(result, args)
