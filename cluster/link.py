@@ -307,7 +307,7 @@ class ClusterLink:
                 where = f" on {new.machine}" if new.machine else ""
                 self.emit(QueueEvent(kind, new, f"{new.name}{where}: {new.reason or new.state}"))
         if self.queue is not None:
-            self.queue.task_changed_elsewhere()  # `gputray wait` on this row answers now
+            self.queue.edits.task_changed_elsewhere()  # `gputray wait` on this row answers now
             if new.machine == self.local_machine or new.state == "queued" or new.finished:
                 self.queue.request_dispatch()  # ... and its dependants may start
         self._wake()

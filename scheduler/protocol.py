@@ -142,7 +142,7 @@ class Ping(Request[rp.Pong]):
 
 class Status(Request[rp.StatusReply]):
     op = "status"
-    cluster: bool = False  # add every machine's view (gputray.cluster)
+    cluster: bool = False  # add every machine's view (the cluster link's document)
 
 
 class Submit(Request[rp.Submitted]):
@@ -329,7 +329,7 @@ JsonObject = Annotated[dict[Name, Any], Meta(max_length=MAX_TABLE_KEYS)]
 
 
 class ClusterSync(Request[rp.ClusterSynced]):
-    """The cluster bridge beside this owner (gputray.cluster): its report (every machine's view) in,
+    """The cluster bridge beside this owner: its report (every machine's view) in,
     the tasks that concern the cluster out; long-polled for up to ``wait_ms``."""
 
     op = "cluster_sync"

@@ -107,7 +107,7 @@ class StatusReply(Reply, frozen=True):
     counts: dict[str, int]
     monitor_failures: int
     monitor_last_failure: str | None
-    cluster: dict[str, Any] | None = None  # `gputray cluster status`'s document (gputray.cluster)
+    cluster: dict[str, Any] | None = None  # the cluster status document (cluster_port.ClusterPort.report_doc)
 
 
 class Submitted(Reply, frozen=True):

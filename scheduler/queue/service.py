@@ -1,5 +1,5 @@
 """The queue, in-process: submit, cancel, retry, pause; dispatch jobs onto free devices. Moving,
-editing, removing and waiting for tasks are its base class's (``queue_edits.QueueEdits``).
+editing, removing and waiting for tasks are its part ``edits`` (``edits.QueueEdits``).
 
 One QueueService per owner process (tray app or ``gputray daemon``). It reads device states from the
 Monitor, decides with ``placement.plan`` and starts jobs with ``launcher.launch``; the TaskStore
@@ -43,13 +43,11 @@ import builtins
 import dataclasses
 import functools
 import heapq
-import json
 import logging
-import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,18 +55,14 @@ from typing import Any, Protocol
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.cluster_port import ClusterPort
+from gputray.scheduler.jobs import reach
 from gputray.scheduler.jobs.invocation import (
     LaunchError,
-    activate_python,
-    build_env,
     drop_unused_out,
-    free_out_path,
-    placeholder_values,
-    render_argv,
-    rocm_index_for,
-    uses_placeholder,
 )
+from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import (
+    HOST,
     Job,
     LaunchFailed,
     adopt,
@@ -113,7 +107,8 @@ from gputray.scheduler.queue.placement import (
     wait_started_s,
 )
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
-from gputray.scheduler.queue.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
@@ -123,7 +118,6 @@ from gputray.scheduler.tasks.records import (
     TaskPatch,
     TaskRecord,
     TaskSpec,
-    local_iso,
 )
 
 log = logging.getLogger(__name__)
@@ -155,91 +149,7 @@ class _Running:
     demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
 
 
-def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]) -> int | None:
-    """The Vulkan index for ``{vk_index}``: the identity map for real GPUs; for simulated GPUs their
-    rank among the simulated devices (demo only, there is no real device behind them)."""
-    if info.simulated:
-        sims = sorted(d.key for d in known if d.simulated and d.kind != "cpu")
-        return sims.index(info.key) if info.key in sims else None
-    if info.kind == "cpu":
-        return None
-    try:
-        from gputray.monitor.device_map import vulkan_index_for
-
-        return vulkan_index_for(info.key, env, known)
-    except Exception:  # optional: a broken Vulkan stack must not stop the queue
-        log.exception("Vulkan index lookup failed")
-        return None
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    """What one attempt runs: argv, environment, the log's header, the ``{out}`` file it writes (kept
-    from other jobs until it ends) and the notes the header carries."""
-
-    argv: tuple[str, ...]
-    env: dict[str, str]
-    header: str
-    out: str | None
-    notes: tuple[str, ...]
-
-
-def prepare_launch(
-    task: TaskRecord,
-    info: DeviceInfo,
-    known: Sequence[DeviceInfo],
-    *,
-    python: str | None = None,
-    extra_env: Mapping[str, str] = {},
-    taken_outs: Collection[str] = (),
-    queue_file: str = "",
-    now_s: float = 0.0,
-    on_cpu: bool = False,
-) -> LaunchPlan:
-    """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
-    this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``default_vk_index`` (the
-    Vulkan loader) and ``{out}``, which is taken by creating it (``free_out_path``). Raises LaunchError
-    when the task cannot be rendered for that device.
-    ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
-    spec = task.spec
-    if on_cpu:
-        info = dataclasses.replace(info, kind="cpu")  # build_env hides CUDA and HIP devices
-    base_env = dict(spec.base_env) if spec.base_env is not None else dict(os.environ)  # the submitter's
-    notes = [task.reason] if task.reason else []
-    out: str | None = None
-    rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
-    values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
-    if spec.fills_placeholders:
-        vk_index = None
-        if uses_placeholder(spec, "vk_index"):
-            probe_env = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
-            vk_index = default_vk_index(info, probe_env, known)
-        values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
-        if uses_placeholder(spec, "out"):
-            wanted = values["out"]
-            out = values["out"] = free_out_path(wanted, set(taken_outs), umask=job_umask())
-            if out != wanted:
-                notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
-    argv = render_argv(spec, values, python=python)
-    env = build_env(
-        base_env, info, task_id=task.id, extra=extra_env, task_env=spec.env, values=values, rocm_index=rocm
-    )
-    if python is not None:  # a torch task: run by the env chosen for the device
-        activate_python(env, python)
-    env[QUEUE_FILE_VAR] = queue_file  # lets crash recovery find the job before its pid is saved
-    gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-    header = (
-        f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
-        f" at {local_iso(now_s)} ===\n"
-        f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
-        + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
-        + (f"note: {task.reason}\n" if task.reason else "")
-        + "".join(f"{n}\n" for n in notes[1 if task.reason else 0 :])
-    )
-    return LaunchPlan(tuple(argv), env, header, out, tuple(notes))
-
-
-class QueueService(QueueEdits):
+class QueueService:
     """The queue API used by the IPC owner, the CLI handlers and the tray. See the module docstring."""
 
     def __init__(
@@ -272,7 +182,6 @@ class QueueService(QueueEdits):
         self.paths = paths
         self.clock = clock
         self.on_event = on_event
-        super().__init__()
         self.slots = dict(slots or {})
         self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
         self.env_chooser: EnvChooser = (
@@ -287,6 +196,7 @@ class QueueService(QueueEdits):
         self.cluster = cluster
 
         self._lock = threading.RLock()
+        self.edits = QueueEdits(self)  # move, edit, remove, clean, wait
         self._jobs: dict[int, _Running] = {}
         self._absent_ticks: dict[str, int] = {}
         self._names_used: dict[str, str] = {}  # device key -> name, kept for messages after it vanished
@@ -326,6 +236,7 @@ class QueueService(QueueEdits):
         )
         self._event_thread.start()
         adopted = self._adopt_jobs()
+        reach.remove_stale_cgroups()  # empty job groups left while no owner was up
         for rec in self.store.recover_after_crash(skip=adopted):
             kind = "interrupted"
             self._emit(kind, rec.record, f"{rec.record.name}: {rec.record.reason}")
@@ -419,6 +330,7 @@ class QueueService(QueueEdits):
             for r in running:
                 r.job.wait(timeout=15)
         self.env_chooser.close()
+        HOST.close()  # the supervisor host: no more jobs start here (those it forked run on)
         with self._lock:
             self._recording = False  # the store closes after us; later exits are the next owner's
         if self._event_thread is not None:
@@ -426,6 +338,15 @@ class QueueService(QueueEdits):
             if self._event_thread is not threading.current_thread():
                 self._event_thread.join(timeout=10)
         self._started = False
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The queue's lock: every change to the queue (and to the store through it) holds it."""
+        return self._lock
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # -- queries --------------------------------------------------------------------------------
     def list(self, *, include_finished: bool = True) -> builtins.list[TaskRecord]:
@@ -908,19 +829,24 @@ class QueueService(QueueEdits):
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
             if reason == "orphaned":
                 base["exit_code"] = None
+            left = leftover_note(job.leftovers) if reason != "orphaned" else ""
             if reason == "cancelled":
-                new = self.store.update(task_id, state="cancelled", reason="cancelled while running", **base)
+                why = "; ".join(filter(None, ["cancelled while running", left]))
+                new = self.store.update(task_id, state="cancelled", reason=why, **base)
                 self._emit("cancelled", new, f"{new.name} cancelled")
             elif reason in ("lost", "shutdown", "orphaned"):
                 why = {
-                    "lost": f"interrupted: {self._device_name(device)} was lost while it ran",
+                    "lost": f"interrupted: {self.device_name(device)} was lost while it ran",
                     "shutdown": "interrupted: gputray stopped while it ran",
                     "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
-                    + (" (its leftover process was stopped)" if job.stopped_leftover else ""),
+                    + (f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""),
                 }[reason]
+                why = "; ".join(filter(None, [why, left]))
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
+                if left:
+                    demo["reason"] = "; ".join(filter(None, [demo.get("reason", rec.reason), left]))
                 new = self.store.update(task_id, state="succeeded", **base, **demo)
                 where = self._where(device, running.demo_for if running is not None else None)
                 self._emit("finished", new, f"{new.name} finished on {where}")
@@ -931,6 +857,7 @@ class QueueService(QueueEdits):
                     why = f"killed by signal {_signal_name(-code)}"
                 else:
                     why = f"exited with status {code}"
+                why = "; ".join(filter(None, [why, left]))
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
             job.files.discard()  # recorded: the supervisor's files have said what they had to say
@@ -1047,7 +974,7 @@ class QueueService(QueueEdits):
 
     def _emit(self, kind: Any, rec: TaskRecord, message: str) -> None:
         self._events.put(QueueEvent(kind, rec, message))
-        self._notify_waiters()
+        self.edits.notify_waiters()
 
     def _needs_ok(self, key: str, needs: frozenset[str]) -> frozenset[str] | None:
         """What placement checks ``needs`` against: the wanted needs minus those the doctor saw fail
@@ -1174,7 +1101,7 @@ class QueueService(QueueEdits):
         what = "matches several devices" if matched else "matches no device"
         raise QueueError(f"'{name}' {what}; devices: {known}")
 
-    def _device_name(self, key: str | None) -> str:
+    def device_name(self, key: str | None) -> str:
         if key is None:
             return "its device"
         if key == "cpu":
@@ -1190,7 +1117,7 @@ class QueueService(QueueEdits):
 
     def _where(self, key: str | None, demo_for: str | None) -> str:
         """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
-        return f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self._device_name(key)
+        return f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self.device_name(key)
 
     def _save_paused(self, paused: Paused) -> None:
         self._paused = paused
@@ -1215,6 +1142,17 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
         except OSError:
             log.warning("could not append to %s", log_path)
     return reason.replace(demo_note(device_name, done=False), done) if reason else done
+
+
+def _processes(count: int) -> str:
+    return "1 process" if count == 1 else f"{count} processes"
+
+
+def leftover_note(count: int) -> str:
+    """What the task says when its job left processes running that its supervisor stopped."""
+    if not count:
+        return ""
+    return f"{_processes(count)} {'was' if count == 1 else 'were'} still running after the job ended: stopped"
 
 
 def _signal_name(number: int) -> str:

@@ -14,7 +14,8 @@ from gputray.cluster.config import ClusterConfigError, load_cluster_config, writ
 from gputray.cluster.link import ClusterLink
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Request, request_from
-from gputray.scheduler.queue.store import TaskStore, read_saved_tasks
+from gputray.scheduler.queue.saved_queue import read_saved_tasks
+from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.recipes import SubmitError
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -38,21 +39,25 @@ def spec(**fields: object) -> TaskSpec:
     return TaskSpec(**values)  # type: ignore[arg-type]
 
 
+class FakeEdits:
+    def task_changed_elsewhere(self) -> None:
+        pass
+
+
 class FakeQueue:
-    """Stands in for the QueueService: the link only submits and asks for a pass."""
+    """Stands in for the QueueService: the link only submits, asks for a pass and tells the queue's
+    waiters that a row changed."""
 
     def __init__(self, store: TaskStore) -> None:
         self.store = store
         self.passes = 0
+        self.edits = FakeEdits()
 
     def submit(self, s: TaskSpec) -> object:
         return self.store.add(s)
 
     def request_dispatch(self, *, urgent: bool = False) -> None:
         self.passes += 1
-
-    def task_changed_elsewhere(self) -> None:
-        pass
 
     def devices_for_checks(self) -> None:
         return None  # no reading yet: nothing to check devices against
@@ -181,7 +186,7 @@ def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(
 ) -> None:
     import sqlite3
 
-    from gputray.scheduler.queue.store import MIGRATIONS, SCHEMA_VERSION
+    from gputray.scheduler.queue.store_schema import MIGRATIONS, SCHEMA_VERSION
 
     path = tmp_path / "queue.sqlite3"
     db = sqlite3.connect(path)

@@ -26,7 +26,8 @@ from waiting import wait_for
 from gputray.scheduler import ipc
 from gputray.scheduler.log_setup import PrivateRotatingFileHandler
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.queue.store import TaskStore, read_saved_task
+from gputray.scheduler.queue.saved_queue import read_saved_task
+from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable

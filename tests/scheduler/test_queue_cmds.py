@@ -233,7 +233,7 @@ def saved_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, 
     store.update(running.id, state="running", device="pci:0000:64:00.0", pid=1)
     store.close()
     paths.data_dir.joinpath("paused.json").write_text('{"queue": false, "devices": ["pci:0000:64:00.0"]}')
-    from gputray.scheduler.queue.store import read_saved_tasks
+    from gputray.scheduler.queue.saved_queue import read_saved_tasks
 
     return home, read_saved_tasks(paths.queue_db)
 

@@ -140,7 +140,7 @@ NO_OWNER_NOTE = "no gputray owner is running: showing the queue as saved on disk
 
 
 def _offline_call(func: Any, args: argparse.Namespace) -> int:
-    from gputray.scheduler.queue.store import StoreError, TaskNotFound
+    from gputray.scheduler.queue.store_errors import StoreError, TaskNotFound
 
     try:
         return int(func(args))

@@ -59,7 +59,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from gputray.scheduler.log_setup import setup_logging
     from gputray.scheduler.owner import Owner
     from gputray.scheduler.paths import FolderError
-    from gputray.scheduler.queue.store import StoreError
+    from gputray.scheduler.queue.store_errors import StoreError
 
     paths = app_paths()
     log_file = paths.state_dir / "daemon.log"

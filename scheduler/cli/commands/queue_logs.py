@@ -1,5 +1,5 @@
 """``gputray queue`` and ``gputray logs``. Without ``--watch`` / ``--follow`` they still answer when no
-owner runs: they read the queue file read-only (``store.read_saved_queue``) and the log files, and say
+owner runs: they read the queue file read-only (``saved_queue.read_saved_queue``) and the log files, and say
 so on stderr."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def _print_queue(result: QueueReply, args: argparse.Namespace, wanted: TaskFilte
 def _saved_queue(args: argparse.Namespace) -> int:
     """`gputray queue` without an owner: the queue file, read-only, in the owner's format (slots and
     device names are the owner's to know: CPU is named, the rest by key)."""
-    from gputray.scheduler.queue.store import read_saved_queue
+    from gputray.scheduler.queue.saved_queue import read_saved_queue
 
     wanted = _task_filter(args)
     paths = app_paths()
@@ -215,7 +215,7 @@ def _saved_log(args: argparse.Namespace) -> int:
     import codecs
 
     from gputray.scheduler.jobs.log_files import LogNotReadable, open_log
-    from gputray.scheduler.queue.store import read_saved_task
+    from gputray.scheduler.queue.saved_queue import read_saved_task
 
     text_id = str(args.id).strip().lstrip("#")
     if not text_id.isdigit():

@@ -81,8 +81,8 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
             "--machine",
             metavar="NAME|any",
             help="cluster: run it on that machine, or on whichever machine's GPU is free (`any`); its "
-            "inputs travel there, its results and log come back beside the input (see `gputray cluster "
-            "status`)",
+            "inputs travel there, its results and log come back beside the input (see `gputray"
+            " cluster status`)",
         )
     g = p.add_argument_group("what the job gets")
     g.add_argument(
