@@ -547,7 +547,7 @@ class Owner:
         return self._paused_reply()
 
     def _paused_reply(self) -> rp.PausedReply:
-        known = tuple(self.queue.known_keys())
+        known = tuple(self.queue.device_book.known_keys())
         return rp.PausedReply(paused=self.queue.paused(), known=known, device_names=self._device_names())
 
     def _op_logs(self, req: rq.Logs) -> rp.LogChunk:
