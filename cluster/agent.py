@@ -8,6 +8,7 @@ Ray worker process on this machine, started by the machine's raylet as the same 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -17,6 +18,7 @@ from gputray.cluster.staging import list_outputs, safe_rel, write_manifest
 from gputray.cluster.view import local_view
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.jobs.log_files import LogNotReadable, read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
 from gputray.scheduler.replies import TasksDone, TaskView
@@ -93,14 +95,9 @@ class Agent:
         task: TaskView = self._ask(rq.Get(id=task_id)).task
         data = b""
         size = 0
-        if task.log_path:
-            try:
-                with open(task.log_path, "rb") as f:
-                    size = os.fstat(f.fileno()).st_size
-                    f.seek(log_offset)
-                    data = f.read(LOG_CHUNK_BYTES)
-            except FileNotFoundError:
-                pass
+        if task.log_path:  # a FIFO or a link the job put in its place: refused, never waited on
+            with contextlib.suppress(LogNotReadable):
+                data, size = read_log(task.log_path, log_offset, LOG_CHUNK_BYTES)
         return {"task": task, "log": data, "log_size": size}
 
     def outputs(self, key: str) -> list[tuple[str, int]]:
