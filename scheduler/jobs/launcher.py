@@ -383,13 +383,16 @@ class Job:
     def _stop(self) -> None:
         # SIGTERM now, from this thread: an owner that dies a moment later has still asked for the stop.
         procs = _terminate(self.pid, self.create_time)
-        threading.Thread(
-            target=_escalate,
-            args=(self.pid, procs),
-            kwargs={"grace_s": self._grace_s},
-            name=f"gputray-kill-{self.pid}",
-            daemon=True,
-        ).start()
+        try:
+            threading.Thread(
+                target=_escalate,
+                args=(self.pid, procs),
+                kwargs={"grace_s": self._grace_s},
+                name=f"gputray-kill-{self.pid}",
+                daemon=True,
+            ).start()
+        except RuntimeError:  # can't start new thread (out of processes): the kill waits here instead
+            _escalate(self.pid, procs, grace_s=self._grace_s)
 
 
 def _create_time(pid: int) -> float | None:
