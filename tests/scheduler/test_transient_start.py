@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux resource 
 
 PY = sys.executable
 NOFILE = 64
+DONE = ("succeeded", "failed", "cancelled")
 
 
 def paths_of(home: Path) -> Paths:
@@ -171,3 +173,118 @@ def test_out_of_processes_a_task_waits_and_then_runs_once(
         with contextlib.suppress(OSError):
             (pids_group / "pids.max").write_text("max")
         stop_daemon(proc)
+
+
+def _as_user(user: str, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    pairs = [f"{k}={v}" for k, v in (env or {}).items()]
+    return subprocess.run(
+        ["runuser", "-u", user, "--", "env", *pairs, *argv], capture_output=True, text=True, timeout=120
+    )
+
+
+def _user_tasks(uid: int) -> int:
+    """Processes and threads of ``uid`` (what RLIMIT_NPROC counts)."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{pid}/task"))
+    return count
+
+
+def _kill_processes_of(uid: int) -> None:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                os.kill(int(pid), signal.SIGKILL)
+
+
+@pytest.fixture
+def nproc_user() -> Iterator[str]:
+    """A second Unix user (RLIMIT_NPROC binds only users other than root), removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("creating a second Unix user needs root (the CI runs as root)")
+    for tool in ("useradd", "userdel", "runuser", "prlimit"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    name = f"gputray-n{os.getpid() % 100000}"
+    made = subprocess.run(
+        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot create a user here: {made.stderr.strip()}")
+    try:
+        reach = _as_user(name, PY, "-c", "import gputray.scheduler.queue.store")
+        if reach.returncode != 0:
+            pytest.skip(
+                f"this checkout's Python is not reachable by another user: {reach.stderr.strip()[-200:]}"
+            )
+        yield name
+    finally:
+        with contextlib.suppress(KeyError):
+            _kill_processes_of(pwd.getpwnam(name).pw_uid)  # the test's own: the user is new
+        subprocess.run(["userdel", name], capture_output=True, check=False)
+
+
+def test_a_user_at_rlimit_nproc_gets_a_waiting_task_then_a_run(nproc_user: str) -> None:
+    import json
+    import tempfile
+
+    uid = pwd.getpwnam(nproc_user).pw_uid
+    parent = Path(tempfile.mkdtemp(prefix="gputray-nproc-"))
+    os.chmod(parent, 0o755)
+    home, out = parent / "home", parent / "ran.txt"
+    home.mkdir()
+    os.chown(home, uid, -1)
+    os.chown(parent, uid, -1)
+    env = {"GPUTRAY_HOME": str(home), "HOME": str(home)}
+    argv = [PY, "-m", "gputray.gui.entry"]
+    daemon = subprocess.Popen(
+        [
+            "runuser",
+            "-u",
+            nproc_user,
+            "--",
+            "env",
+            *(f"{k}={v}" for k, v in env.items()),
+            *argv,
+            "daemon",
+            "--demo",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def cli(*args: str) -> object:
+        done = _as_user(nproc_user, *argv, *args, env=env)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout) if "--json" in args else done.stdout
+
+    def state() -> dict[str, object]:
+        tasks = cli("queue", "--all", "--json")
+        assert isinstance(tasks, list)
+        return dict(tasks[0])
+
+    try:
+        wait_for(lambda: ipc.socket_path(paths_of(home)).exists(), 60, "the daemon's socket")
+        owner_pid = int(subprocess.run(["pgrep", "-u", nproc_user, "-f", "gui.entry daemon"],
+                                       capture_output=True, text=True).stdout.split()[0])  # fmt: skip
+        cli("pause")
+        cli("run", "--", *appends_a_line(out))
+        limit = _user_tasks(uid)  # not one more process or thread for this user
+        subprocess.run(["prlimit", f"--pid={owner_pid}", f"--nproc={limit}:{limit}"], check=True)
+        cli("resume")
+        wait_for(lambda: "could not start for now" in str(state().get("reason")), 30, "the task to wait")
+        assert state()["state"] == "waiting"
+        subprocess.run(["prlimit", f"--pid={owner_pid}", "--nproc=unlimited:unlimited"], check=True)
+        wait_for(lambda: state()["state"] in DONE, 60, "the task to run")
+        assert state()["state"] == "succeeded", state()
+        assert out.read_text() == "ran\n"
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        shutil.rmtree(parent, ignore_errors=True)
