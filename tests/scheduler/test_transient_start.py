@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from waiting import wait_for
 
@@ -222,11 +223,30 @@ def nproc_user() -> Iterator[str]:
         yield name
     finally:
         with contextlib.suppress(KeyError):
-            _kill_processes_of(pwd.getpwnam(name).pw_uid)  # the test's own: the user is new
+            uid = pwd.getpwnam(name).pw_uid
+            _kill_processes_of(uid)  # the test's own: the user is new
+            wait_for(lambda: _user_tasks(uid) == 0, 30, "the user's processes to end")
         subprocess.run(["userdel", name], capture_output=True, check=False)
 
 
+def _end_fillers(fillers: list[subprocess.Popen[bytes]]) -> None:
+    """Each filler's `sleep` (the user's process, runuser's child) and then its runuser."""
+    for filler in fillers:
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(filler.pid).children():
+                child.kill()
+        filler.kill()
+        filler.wait()
+    fillers.clear()
+
+
+NPROC = 100  # the daemon's RLIMIT_NPROC: its own threads and processes, then fillers up to it
+
+
 def test_a_user_at_rlimit_nproc_gets_a_waiting_task_then_a_run(nproc_user: str) -> None:
+    """The daemon runs as the user under `prlimit --nproc`; the user's own processes fill the rest of
+    the limit (the kernel counts all of a user's processes and threads against it), so the owner can
+    start neither a thread nor a process; killing them frees it."""
     import json
     import tempfile
 
@@ -239,21 +259,14 @@ def test_a_user_at_rlimit_nproc_gets_a_waiting_task_then_a_run(nproc_user: str) 
     os.chown(parent, uid, -1)
     env = {"GPUTRAY_HOME": str(home), "HOME": str(home)}
     argv = [PY, "-m", "gputray.gui.entry"]
+    pairs = [f"{k}={v}" for k, v in env.items()]
     daemon = subprocess.Popen(
-        [
-            "runuser",
-            "-u",
-            nproc_user,
-            "--",
-            "env",
-            *(f"{k}={v}" for k, v in env.items()),
-            *argv,
-            "daemon",
-            "--demo",
-        ],
+        ["runuser", "-u", nproc_user, "--", "prlimit", f"--nproc={NPROC}:{NPROC}", "--",
+         "env", *pairs, *argv, "daemon", "--demo"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
+    fillers: list[subprocess.Popen[bytes]] = []
 
     def cli(*args: str) -> object:
         done = _as_user(nproc_user, *argv, *args, env=env)
@@ -261,26 +274,26 @@ def test_a_user_at_rlimit_nproc_gets_a_waiting_task_then_a_run(nproc_user: str) 
         return json.loads(done.stdout) if "--json" in args else done.stdout
 
     def state() -> dict[str, object]:
-        tasks = cli("queue", "--all", "--json")
-        assert isinstance(tasks, list)
-        return dict(tasks[0])
+        listing = cli("queue", "--all", "--json")
+        assert isinstance(listing, dict)
+        return dict(listing["tasks"][0])
 
     try:
         wait_for(lambda: ipc.socket_path(paths_of(home)).exists(), 60, "the daemon's socket")
-        owner_pid = int(subprocess.run(["pgrep", "-u", nproc_user, "-f", "gui.entry daemon"],
-                                       capture_output=True, text=True).stdout.split()[0])  # fmt: skip
         cli("pause")
         cli("run", "--", *appends_a_line(out))
-        limit = _user_tasks(uid)  # not one more process or thread for this user
-        subprocess.run(["prlimit", f"--pid={owner_pid}", f"--nproc={limit}:{limit}"], check=True)
-        cli("resume")
+        while (before := _user_tasks(uid)) < NPROC:  # the user's own processes, up to the limit
+            fillers.append(subprocess.Popen(["runuser", "-u", nproc_user, "--", "sleep", "1000"]))
+            wait_for(lambda n=before: _user_tasks(uid) > n or fillers[-1].poll() is not None, 10, "a filler")
+        cli("resume")  # a client of its own: started by runuser, which the limit does not bind
         wait_for(lambda: "could not start for now" in str(state().get("reason")), 30, "the task to wait")
         assert state()["state"] == "waiting"
-        subprocess.run(["prlimit", f"--pid={owner_pid}", "--nproc=unlimited:unlimited"], check=True)
+        _end_fillers(fillers)
         wait_for(lambda: state()["state"] in DONE, 60, "the task to run")
         assert state()["state"] == "succeeded", state()
         assert out.read_text() == "ran\n"
     finally:
+        _end_fillers(fillers)
         daemon.send_signal(signal.SIGTERM)
         try:
             daemon.wait(timeout=30)
