@@ -307,7 +307,7 @@ class ClusterLink:
                 where = f" on {new.machine}" if new.machine else ""
                 self.emit(QueueEvent(kind, new, f"{new.name}{where}: {new.reason or new.state}"))
         if self.queue is not None:
-            self.queue.task_changed_elsewhere()  # `gputray wait` on this row answers now
+            self.queue.edits.task_changed_elsewhere()  # `gputray wait` on this row answers now
             if new.machine == self.local_machine or new.state == "queued" or new.finished:
                 self.queue.request_dispatch()  # ... and its dependants may start
         self._wake()
@@ -393,7 +393,7 @@ class ClusterLink:
         return self.paths.state_dir / "bridge-stderr.log"
 
     def _start_bridge(self, cfg: ClusterConfig) -> None:
-        if is_windows() and not _is_loopback(cfg.address or ""):
+        if is_windows() and not is_loopback(cfg.address or ""):
             self.bridge_note = WINDOWS_NOTE
             self._next_start_mono = time.monotonic() + 3600
             return
@@ -444,6 +444,6 @@ def _without_program(spec: TaskSpec) -> TaskSpec:
     return spec.replace(argv=(sys.executable, *spec.argv[1:]), base_env=None)
 
 
-def _is_loopback(address: str) -> bool:
+def is_loopback(address: str) -> bool:
     host = address.rpartition(":")[0] or address
     return host in ("127.0.0.1", "localhost", "::1", "[::1]")

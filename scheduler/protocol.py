@@ -20,7 +20,7 @@ start that every request type has one).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, cast, get_args
 
 import msgspec
 from msgspec import Meta
@@ -55,7 +55,8 @@ __all__ = [  # re-exported: the limits every request field shares
 # different versions refuse each other before acting, not after (a `run` done but reported failed).
 # 3: a task's options, an edit's changes and a cluster hand-over are TaskPatch/TaskSpec fields (field
 # names, values in seconds and bytes), not task-file tables.
-PROTOCOL_VERSION = 3
+# 4: ``status`` sends the monitor's typed Snapshot, ``schedule_*`` typed ScheduleViews.
+PROTOCOL_VERSION = 4
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 MAX_TABLE_KEYS = 4_096
@@ -100,7 +101,7 @@ OsStr = Str | RawText
 Env = Annotated[dict[Name, EnvValue | RawText], Meta(max_length=MAX_TABLE_KEYS)]
 
 
-def wire_str(text: str) -> str | dict[str, str]:
+def wire_str(text: str) -> str | RawText:
     """``text`` as it can travel as JSON: itself, or its OS bytes in base64 when it is not UTF-8."""
     import base64
     import os
@@ -109,7 +110,7 @@ def wire_str(text: str) -> str | dict[str, str]:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
-        return {"b64": base64.b64encode(os.fsencode(text)).decode("ascii")}
+        return RawText(b64=base64.b64encode(os.fsencode(text)).decode("ascii"))
 
 
 def os_str(value: str | RawText) -> str:
@@ -368,6 +369,11 @@ REPLY_TYPES: dict[str, type[rp.Reply]] = {  # R of each `class Name(Request[R])`
     for t in REQUEST_TYPES.values()
 }
 OPS = frozenset(REQUEST_TYPES)
+
+
+def reply_type(request: Request[R]) -> type[R]:
+    """The type of the reply to ``request``: the ``R`` of its ``class Name(Request[R])``."""
+    return cast("type[R]", REPLY_TYPES[request.op])
 
 
 class _Envelope(msgspec.Struct, forbid_unknown_fields=True):

@@ -39,21 +39,25 @@ def spec(**fields: object) -> TaskSpec:
     return TaskSpec(**values)  # type: ignore[arg-type]
 
 
+class FakeEdits:
+    def task_changed_elsewhere(self) -> None:
+        pass
+
+
 class FakeQueue:
-    """Stands in for the QueueService: the link only submits and asks for a pass."""
+    """Stands in for the QueueService: the link only submits, asks for a pass and tells the queue's
+    waiters that a row changed."""
 
     def __init__(self, store: TaskStore) -> None:
         self.store = store
         self.passes = 0
+        self.edits = FakeEdits()
 
     def submit(self, s: TaskSpec) -> object:
         return self.store.add(s)
 
     def request_dispatch(self, *, urgent: bool = False) -> None:
         self.passes += 1
-
-    def task_changed_elsewhere(self) -> None:
-        pass
 
     def devices_for_checks(self) -> None:
         return None  # no reading yet: nothing to check devices against

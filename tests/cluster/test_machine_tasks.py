@@ -225,7 +225,7 @@ def test_wait_on_a_task_another_machine_runs_answers_when_the_bridge_records_its
     running = {"machine": "laptop", "remote_id": 7, "remote_state": "running", "state": "running"}
     desk.link.update(rq.ClusterUpdate(id=rec.id, changes=running))
     answers: list[list[TaskRecord | int]] = []
-    waiter = threading.Thread(target=lambda: answers.append(desk.queue.wait_ended([rec.id], 600)))
+    waiter = threading.Thread(target=lambda: answers.append(desk.queue.edits.wait_ended([rec.id], 600)))
     waiter.start()
     time.sleep(0.5)  # (only so that it waits before the end comes; the test passes either way)
     ended = {"state": "failed", "exit_code": 3, "ended_at": time.time(), "remote_state": "fetched"}

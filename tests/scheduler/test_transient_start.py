@@ -22,6 +22,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux resource limits")
@@ -59,7 +60,7 @@ def stop_daemon(proc: subprocess.Popen[bytes]) -> None:
 def _answers(paths: Paths, proc: subprocess.Popen[bytes]) -> bool:
     assert proc.poll() is None, "the daemon exited"
     try:
-        return bool(ipc.request(paths, "ping").ready)
+        return bool(ipc.ask(paths, rq.Ping()).ready)
     except ipc.IpcError:
         return False
 
@@ -69,13 +70,13 @@ def appends_a_line(out: Path) -> list[str]:
 
 
 def held_back(client: ipc.IpcClient, task_id: int) -> bool:
-    task = next(t for t in client.request("queue", all=True).tasks if t.id == task_id)
+    task = next(t for t in client.ask(rq.Queue(all=True)).tasks if t.id == task_id)
     assert task.state not in ("failed", "cancelled", "succeeded"), f"{task.state}: {task.reason}"
     return task.state == "waiting" and "could not start for now" in (task.reason or "")
 
 
 def finished(client: ipc.IpcClient, task_id: int) -> object:
-    task = next(t for t in client.request("queue", all=True).tasks if t.id == task_id)
+    task = next(t for t in client.ask(rq.Queue(all=True)).tasks if t.id == task_id)
     return task if task.state in ("failed", "cancelled", "succeeded") else None
 
 
@@ -87,19 +88,19 @@ def test_out_of_file_descriptors_a_task_waits_and_then_runs_once(tmp_path: Path)
     hogs: list[ipc.IpcClient] = []
     try:
         with ipc.IpcClient(paths, timeout_s=20) as control:
-            control.request("pause", device=None)
-            task_id = control.request("run", argv=appends_a_line(out), name="once").tasks[0].id
+            control.ask(rq.Pause(device=None))
+            task_id = control.ask(rq.Run(argv=appends_a_line(out), name="once")).tasks[0].id
             for _ in range(NOFILE * 2):  # connections hold the owner's fds until it has none left
                 hog = ipc.IpcClient(paths, timeout_s=20)
                 try:
-                    hog.request("ping")
+                    hog.ask(rq.Ping())
                 except ipc.RemoteError:
                     hog.close()
                     break
                 hogs.append(hog)
-            control.request("resume", device=None)
+            control.ask(rq.Resume(device=None))
             wait_for(lambda: held_back(control, task_id), 30, "the task to wait for file descriptors")
-            reason = next(t for t in control.request("queue", all=True).tasks if t.id == task_id).reason
+            reason = next(t for t in control.ask(rq.Queue(all=True)).tasks if t.id == task_id).reason
             assert "Too many open files" in reason
             for hog in hogs:
                 hog.close()
@@ -159,11 +160,11 @@ def test_out_of_processes_a_task_waits_and_then_runs_once(
     try:
         (pids_group / "cgroup.procs").write_text(str(proc.pid))
         with ipc.IpcClient(paths, timeout_s=20) as control:
-            control.request("pause", device=None)
-            task_id = control.request("run", argv=appends_a_line(out), name="once").tasks[0].id
+            control.ask(rq.Pause(device=None))
+            task_id = control.ask(rq.Run(argv=appends_a_line(out), name="once")).tasks[0].id
             current = int((pids_group / "pids.current").read_text())
             (pids_group / "pids.max").write_text(str(current + headroom))
-            control.request("resume", device=None)
+            control.ask(rq.Resume(device=None))
             wait_for(lambda: held_back(control, task_id), 30, "the task to wait for processes")
             (pids_group / "pids.max").write_text("max")
             task = wait_for(lambda: finished(control, task_id), 60, "the task to run")
