@@ -205,16 +205,16 @@ class Checking(Reply, frozen=True):
 
 
 class ClusterSynced(Reply, frozen=True):
-    """The cluster bridge's view of the tasks that concern it, as ``cluster.wire`` records."""
+    """The cluster bridge's view of the tasks that concern it: whole records, spec and queue fields."""
 
     machine: str
-    tasks: tuple[dict[str, Any], ...]
+    tasks: tuple[TaskRecord, ...]
     stopping: bool
 
 
 class ClusterTask(Reply, frozen=True):
-    task: dict[str, Any] | None  # a ``cluster.wire`` record; None: not in the expected state, see ``now``
-    now: dict[str, Any] | None = None
+    task: TaskRecord | None  # None: not in the expected state, see ``now``
+    now: TaskRecord | None = None
     existing: bool | None = None
 
 
