@@ -65,7 +65,7 @@ def main(days: int = 7, *, retain: bool = True) -> int:
     monitor = Monitor([SimulatedBackend(Scenario(()), clock=clock)], host=HostReader(), clock=clock)
     queue = QueueService(store, monitor, paths=paths, clock=clock)
     limits = RetentionSection() if retain else RetentionSection(keep_days=0, keep_tasks=0)
-    retention = Retention(queue, keep_days=limits.keep_days, keep_tasks=limits.keep_tasks, clock=clock)
+    retention = Retention(queue.edits, keep_days=limits.keep_days, keep_tasks=limits.keep_tasks, clock=clock)
     paths.logs_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if "\x00" not in k + v}
     env["PAD"] = "x" * max(0, 4096 - sum(len(k) + len(v) + 2 for k, v in env.items()))

@@ -11,6 +11,16 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``gputray`` command. Ctrl+C before a command runs (while Python imports it) ends it with
+    status 130 and no traceback; the commands say themselves what an interrupt left done."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("gputray: interrupted before the command began: nothing was done", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from gputray.cluster.plug import CLUSTER_COMMANDS
     from gputray.scheduler import cli, console
 
@@ -21,6 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     use_private_umask()  # queue, logs, config and doctor cache are the user's alone; jobs get theirs back
 
     if args and args[0] in cli.command_names(CLUSTER_COMMANDS):
+        from gputray.scheduler.cli.streams import open_standard_streams
+
+        open_standard_streams()  # `gputray queue >&-`: a closed stdout is said in words, not a traceback
         return cli.main(args, cluster=CLUSTER_COMMANDS)
     if args and _looks_like_a_command(args[0]):
         import difflib
@@ -35,7 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from gputray.gui.app import run_tray
 
-    return run_tray(args)
+    try:
+        return run_tray(args)
+    except KeyboardInterrupt:  # Ctrl+C in the terminal that started the tray: it quits
+        return 130
 
 
 def _looks_like_a_command(arg: str) -> bool:

@@ -76,6 +76,7 @@ NoticeFn = Callable[[], str]
 PANEL_WIDTH = 470  # at least; more when a language's figures or buttons need it
 PANEL_MAX_WIDTH = 540  # at most, unless the figures and buttons need more
 PANEL_SCREEN_SHARE = 3 / 8  # of the screen's width: wider screens get a wider panel, up to the max
+TITLE_BAR_PX = 48  # what a window manager's frame may take from an ordinary window's height
 PENDING_STATES = frozenset({"queued", "waiting"})
 RETRYABLE_STATES = frozenset({"failed", "cancelled", "interrupted", "succeeded"})
 
@@ -459,6 +460,20 @@ class Panel(QWidget):
         """True when the content does not fit and scrolls (only on screens too short for it)."""
         return self.scroll_area.verticalScrollBar().maximum() > 0
 
+    def show_windowed(self) -> None:
+        """Without a tray: show the ordinary window, as large as the panel would be on its screen."""
+        self._grow_window()
+        self.show()
+        self.raise_()
+
+    def _grow_window(self) -> None:
+        """The ordinary window grows to show what it holds (a GPU came); it never shrinks what the
+        user made larger."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        available = screen.availableGeometry()
+        room = QSize(available.width(), max(1, available.height() - TITLE_BAR_PX))
+        self.resize(self.size().expandedTo(self.natural_size(room, available.width())))
+
     def show_at(self, anchor: QRect | None) -> None:
         """Show next to ``anchor`` (the tray icon's geometry); at the cursor when it is empty."""
         if anchor is None or not anchor.isValid() or anchor.isEmpty():
@@ -518,6 +533,7 @@ class Panel(QWidget):
                 card.stop_process_requested.connect(self.stop_process_requested)
                 self.cards[r.info.key] = card
                 self.devices_box.insertWidget(i + 1, card)
+                card.show()  # now, not when the layout gets to it: the size below counts it
             verdict = snapshot.verdict(r.info.key)
             procs = [p for p in snapshot.processes if p.device == r.info.key]
             points = history(r.info.key, "util_percent", snapshot.timestamp_s - 300.0) if history else []
@@ -531,8 +547,9 @@ class Panel(QWidget):
                 entry,
             )
         self.host_label.setText(self._host_text())
-        if list(self.cards) != cards_before and self.isVisible() and not self.windowed:
-            self.refit()  # a GPU came or went: the only time the panel changes size while shown
+        if list(self.cards) != cards_before and self.isVisible():
+            # a GPU came or went: the only time the panel changes size while shown
+            self._grow_window() if self.windowed else self.refit()
 
     def set_cluster(self, picture: ClusterPicture | None, now_s: float | None = None) -> None:
         """The cluster this machine is in (None: none): a header over this machine's cards, a group

@@ -216,7 +216,7 @@ class TrayApp(QObject):
             log.info("tray ready")
         else:
             log.warning("no system tray available: showing the panel as a window")
-            self.panel.show()
+            self.panel.show_windowed()
         self.start_owner(force_demo=self.demo)
         if self.state.get("bubble_visible", False):
             self.menu.bubble_action.setChecked(True)
@@ -583,8 +583,7 @@ class TrayApp(QObject):
         if self.tray_available:
             self.panel.show_at(anchor if anchor is not None else self.tray.geometry())
         else:
-            self.panel.show()
-            self.panel.raise_()
+            self.panel.show_windowed()
         log.info("panel shown")
 
     def _show_notice(self, notice: Notice) -> None:

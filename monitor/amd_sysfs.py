@@ -22,15 +22,17 @@ every AMD GPU that KFD exposes (on a 780M + NVIDIA machine: the 780M).
 
 from __future__ import annotations
 
-import logging
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gputray.monitor import hwmon, pcie
 from gputray.monitor.device_map import KfdGpu, kfd_gpus
 from gputray.monitor.device_names import AMD, AMDGPU_IDS, friendly_name, known_integrated
+from gputray.monitor.drm_backend import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
+from gputray.monitor.drm_backend import DrmBackend, uevent_fields
 from gputray.monitor.fdinfo import DrmProcessUse, DrmUsageReader, ProcUsage, device_engine, read_file_bytes
 from gputray.monitor.gpu_metrics import GpuMetrics, parse_gpu_metrics, residency_throttle
 from gputray.monitor.records import (
@@ -42,13 +44,10 @@ from gputray.monitor.records import (
     ProcessUse,
     Sample,
 )
-from gputray.monitor.sysfs import drm_cards, drm_class_dir, int_of, normalize_bdf, pci_key, text_of
+from gputray.monitor.sysfs import int_of, normalize_bdf, pci_key, text_of
 from gputray.monitor.units import GIB
 
-log = logging.getLogger(__name__)
-
 BACKEND_NAME = "amdgpu-sysfs"
-ASLEEP_REASON = "runtime-suspended (not woken)"
 _LEVEL_RE = re.compile(rb"(\d+)\s*mhz", re.IGNORECASE)
 
 
@@ -66,18 +65,6 @@ def _current_level_mhz(raw: bytes | None) -> int | None:
             if match is not None:
                 return int(match.group(1))
     return None
-
-
-def _uevent(raw: bytes | None) -> dict[str, str]:
-    values: dict[str, str] = {}
-    text = text_of(raw)
-    if text is None:
-        return values
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip()
-    return values
 
 
 def _listdir(path: str) -> list[str]:
@@ -111,7 +98,7 @@ class _Card:
     link_max: tuple[int | None, int | None] = (None, None)
 
 
-class AmdSysfsBackend:
+class AmdSysfsBackend(DrmBackend[_Card]):
     """The Backend for AMD GPUs on Linux; see the module docstring for what it reads and why."""
 
     name = BACKEND_NAME
@@ -127,59 +114,17 @@ class AmdSysfsBackend:
     ) -> None:
         """``usage``: the DRM process reader shared with the other Linux DRM backends (one walk of
         /proc per tick for all of them); by default this backend has its own."""
-        self.sys_dir = sys_dir
-        self.proc_dir = proc_dir
+        super().__init__(
+            sys_dir, proc_dir, (usage or DrmUsageReader(proc_dir)) if processes else None, owns_usage=True
+        )
         self._amdgpu_ids = amdgpu_ids
-        self._usage = (usage or DrmUsageReader(proc_dir)) if processes else None
-        self._cards: dict[str, _Card] = {}
         self._records: dict[tuple[DrmProcessUse, str], ProcessUse] = {}
 
-    def close(self) -> None:
-        self._cards.clear()
-        if self._usage is not None:
-            self._usage.close()
-
-    def watch_pids(self, pids: frozenset[int]) -> None:
-        """The queue's own jobs (the Monitor says which): their fds are walked every tick."""
-        if self._usage is not None:
-            self._usage.watch_pids(pids)
-
-    # -- layout -------------------------------------------------------------------------------------
-
-    def _drm_dir(self) -> str:
-        return drm_class_dir(Path(self.sys_dir))
-
-    # -- poll ---------------------------------------------------------------------------------------
-
-    def poll(self, now_s: float) -> BackendPoll:
-        try:
-            return self._poll(now_s)
-        except Exception:  # the Backend contract: never raise into the monitor
-            log.exception("amdgpu sysfs poll failed")
-            return BackendPoll()
-
-    def _poll(self, now_s: float) -> BackendPoll:
-        drm = self._drm_dir()
-        cards = drm_cards(drm)
-        readings: list[DeviceReading] = []
-        seen: set[str] = set()
-        for card_name in cards:
-            try:
-                reading = self._read_card(f"{drm}/{card_name}", card_name, now_s)
-            except Exception:
-                log.exception("reading %s failed", card_name)
-                continue
-            if reading is not None:
-                readings.append(reading)
-                seen.add(card_name)
-        for gone in self._cards.keys() - seen:
-            del self._cards[gone]
-        processes: tuple[ProcessUse, ...] = ()
-        if self._usage is not None and readings:
-            usage = self._usage.read(now_s)
-            processes = self._processes(usage)
-            readings = [self._with_video(r, usage) for r in readings]
-        return BackendPoll(readings=tuple(readings), processes=processes)
+    def _finish(self, readings: Sequence[DeviceReading], usage: ProcUsage | None) -> BackendPoll:
+        if usage is None:
+            return BackendPoll(readings=tuple(readings))
+        video = tuple(self._with_video(r, usage) for r in readings)
+        return BackendPoll(readings=video, processes=self._processes(usage))
 
     def _with_video(self, reading: DeviceReading, usage: ProcUsage) -> DeviceReading:
         """VCN encode/decode load of the card: its clients' ``enc*``/``dec*`` engines (fdinfo)."""
@@ -191,11 +136,12 @@ class AmdSysfsBackend:
             return reading
         return DeviceReading(reading.info, replace(reading.sample, encoder_percent=enc, decoder_percent=dec))
 
-    def _read_card(self, card_dir: str, card_name: str, now_s: float) -> DeviceReading | None:
+    # -- identity ------------------------------------------------------------------------------------
+
+    def _identify(self, card_dir: str, card_name: str, known: _Card | None) -> _Card | None:
         device = f"{card_dir}/device"
-        runtime = text_of(read_file_bytes(f"{device}/power/runtime_status", 64))
-        ident = _uevent(read_file_bytes(f"{device}/uevent", 4096))
-        if not ident and runtime is None:
+        ident = uevent_fields(read_file_bytes(f"{device}/uevent", 4096))
+        if not ident and text_of(read_file_bytes(f"{device}/power/runtime_status", 64)) is None:
             return None  # gone (or not a device at all)
         driver = ident.get("DRIVER")
         if driver is not None and driver != "amdgpu":
@@ -207,20 +153,9 @@ class AmdSysfsBackend:
             os.path.basename(os.path.realpath(device))
         )
         key = pci_key(bdf) if bdf is not None else f"drm:{card_name}"
-        card = self._cards.get(card_name)
-        if card is None or card.key != key or card.device_id != device_id:
-            card = self._new_card(card_name, device, bdf, key, vendor_id, device_id)
-            self._cards[card_name] = card
-        if runtime in ("suspended", "suspending"):
-            return DeviceReading(card.info, Sample(key, now_s, state="asleep", reason=ASLEEP_REASON))
-        metrics = parse_gpu_metrics(read_file_bytes(f"{device}/gpu_metrics"))
-        if not card.complete:
-            self._discover(card, metrics)
-        sample = self._sample(card, metrics, now_s)
-        card.last_metrics = metrics
-        if sample is None:
-            return None
-        return DeviceReading(card.info, sample)
+        if known is not None and known.key == key and known.device_id == device_id:
+            return known
+        return self._new_card(card_name, device, bdf, key, vendor_id, device_id)
 
     @staticmethod
     def _pci_ids(ident: dict[str, str], device: str) -> tuple[int | None, int | None]:
@@ -264,9 +199,10 @@ class AmdSysfsBackend:
         )
         return _Card(card_name, device, bdf, key, vendor_id, device_id, info)
 
-    def _discover(self, card: _Card, metrics: GpuMetrics | None) -> None:
+    def _discover(self, card: _Card) -> None:
         """First look at an awake card: hwmon files, KFD node, totals, name and kind."""
         device = card.device
+        metrics = parse_gpu_metrics(read_file_bytes(f"{device}/gpu_metrics"))
         self._find_hwmon(card)
         card.hw = hwmon.find_hwmon(device)
         node = next((gpu for gpu in kfd_gpus(self.sys_dir) if gpu.key == card.key), None)
@@ -305,7 +241,6 @@ class AmdSysfsBackend:
         if kind == "discrete":  # an APU's link files describe its on-die fabric, no PCIe link
             card.link_dir = pcie.link_folder(device, card.vendor_id)
             card.link_max = pcie.read_max(card.link_dir)
-        card.complete = True
 
     @staticmethod
     def _find_hwmon(card: _Card) -> None:
@@ -338,7 +273,13 @@ class AmdSysfsBackend:
                         card.mclk_input = f"{base}/{sensor}_input"
             return
 
-    def _sample(self, card: _Card, metrics: GpuMetrics | None, now_s: float) -> Sample | None:
+    def _sample(self, card: _Card, usage: ProcUsage | None, now_s: float) -> Sample | None:
+        metrics = parse_gpu_metrics(read_file_bytes(f"{card.device}/gpu_metrics"))
+        sample = self._sample_of(card, metrics, now_s)
+        card.last_metrics = metrics
+        return sample
+
+    def _sample_of(self, card: _Card, metrics: GpuMetrics | None, now_s: float) -> Sample | None:
         device = card.device
         util_raw = _read_int(f"{device}/gpu_busy_percent")
         util = float(util_raw) if util_raw is not None and 0 <= util_raw <= 100 else None

@@ -14,29 +14,25 @@ is runtime-suspended (nouveau on a laptop) is reported asleep and nothing else o
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from gputray.monitor import hwmon, pcie
 from gputray.monitor.device_names import AMD, INTEL, NVIDIA, PCI_IDS, friendly_name
-from gputray.monitor.fdinfo import DrmUsageReader, ProcUsage, read_file_bytes
+from gputray.monitor.drm_backend import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
+from gputray.monitor.drm_backend import DrmBackend, read_uevent
+from gputray.monitor.fdinfo import DrmUsageReader, ProcUsage
 from gputray.monitor.records import (
-    BackendPoll,
     DeviceInfo,
     DeviceKind,
-    DeviceReading,
     ProcessUse,
     Sample,
     Vendor,
 )
-from gputray.monitor.sysfs import drm_cards, drm_class_dir, int_of, normalize_bdf, pci_key, text_of
-
-log = logging.getLogger(__name__)
+from gputray.monitor.sysfs import int_of, normalize_bdf, pci_key
 
 BACKEND_NAME = "drm-sysfs"
-ASLEEP_REASON = "runtime-suspended (not woken)"
 OWN_BACKENDS = frozenset({"amdgpu", "i915", "xe", "nvidia", "nvidia-drm"})
 FRAMEBUFFER_ONLY = frozenset(
     {"simple-framebuffer", "simpledrm", "efi-framebuffer", "efidrm", "vesa-framebuffer", "vesadrm", "ofdrm"}
@@ -53,15 +49,6 @@ _KNOWN_NAMES = {
     (0x1234, 0x1111): "QEMU standard VGA",
 }
 _VENDORS: dict[int, Vendor] = {AMD: "amd", NVIDIA: "nvidia", INTEL: "intel"}
-
-
-def _uevent(path: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for line in (text_of(read_file_bytes(path, 4096)) or "").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip()
-    return values
 
 
 def _words(items: list[str]) -> str:
@@ -83,8 +70,11 @@ class _Card:
     complete: bool = False
 
 
-class OtherDrmBackend:
-    """The Backend for DRM cards no other backend reads; see the module docstring."""
+class OtherDrmBackend(DrmBackend[_Card]):
+    """The Backend for DRM cards no other backend reads; see the module docstring.
+
+    ``usage``: the DRM process reader the amdgpu and Intel backends share (they close it); None: no
+    process rows."""
 
     name = BACKEND_NAME
 
@@ -96,61 +86,22 @@ class OtherDrmBackend:
         usage: DrmUsageReader | None = None,
         pci_ids: tuple[Path, ...] = PCI_IDS,
     ) -> None:
-        self.sys_dir = sys_dir
-        self.proc_dir = proc_dir
-        self._usage = usage
+        super().__init__(sys_dir, proc_dir, usage, owns_usage=False)
         self._pci_ids = pci_ids
-        self._cards: dict[str, _Card] = {}
 
-    def close(self) -> None:
-        self._cards.clear()
+    def _power_dir(self, card: _Card) -> str:
+        return card.pci_dir or card.device
 
-    def _drm_dir(self) -> str:
-        return drm_class_dir(Path(self.sys_dir))
-
-    def poll(self, now_s: float) -> BackendPoll:
-        try:
-            return self._poll(now_s)
-        except Exception:  # the Backend contract: never raise into the monitor
-            log.exception("DRM sysfs poll failed")
-            return BackendPoll()
-
-    def _poll(self, now_s: float) -> BackendPoll:
-        drm = self._drm_dir()
-        names = drm_cards(drm)
-        readings: list[DeviceReading] = []
-        seen: set[str] = set()
-        for card_name in names:
-            card = self._card(f"{drm}/{card_name}", card_name)
-            if card is None:
-                continue
-            seen.add(card_name)
-            runtime = text_of(read_file_bytes(f"{card.pci_dir or card.device}/power/runtime_status", 64))
-            if runtime in ("suspended", "suspending"):
-                readings.append(
-                    DeviceReading(card.info, Sample(card.info.key, now_s, "asleep", ASLEEP_REASON))
-                )
-                continue
-            if not card.complete:
-                self._discover(card)
-            readings.append(DeviceReading(card.info, self._sample(card, now_s)))
-        for gone in self._cards.keys() - seen:
-            del self._cards[gone]
-        processes: tuple[ProcessUse, ...] = ()
-        if self._usage is not None and readings:
-            processes = self._processes(self._usage.read(now_s))
-        return BackendPoll(tuple(readings), processes)
-
-    def _card(self, card_dir: str, card_name: str) -> _Card | None:
+    def _identify(self, card_dir: str, card_name: str, known: _Card | None) -> _Card | None:
         device = f"{card_dir}/device"
-        ident = _uevent(f"{device}/uevent")
+        ident = read_uevent(f"{device}/uevent")
         driver = ident.get("DRIVER")
         if driver is None or driver in OWN_BACKENDS or driver in FRAMEBUFFER_ONLY:
             return None
         pci_dir: str | None = device
         if "PCI_SLOT_NAME" not in ident:  # virtio-gpu: the PCI function is the virtio device's parent
             parent = os.path.dirname(os.path.realpath(device))
-            parent_ident = _uevent(f"{parent}/uevent")
+            parent_ident = read_uevent(f"{parent}/uevent")
             if "PCI_SLOT_NAME" in parent_ident:
                 ident = {**parent_ident, "DRIVER": driver}
                 pci_dir = parent
@@ -161,9 +112,8 @@ class OtherDrmBackend:
         vendor_id = int_of(f"0x{vendor_text}") if vendor_text else None
         device_id = int_of(f"0x{device_text}") if device_text else None
         key = pci_key(bdf) if bdf is not None else f"platform:{os.path.basename(os.path.realpath(device))}"
-        have = self._cards.get(card_name)
-        if have is not None and have.info.key == key and have.driver == driver:
-            return have
+        if known is not None and known.info.key == key and known.driver == driver:
+            return known
         if vendor_id is not None and device_id is not None:
             name = _KNOWN_NAMES.get((vendor_id, device_id)) or friendly_name(
                 vendor_id, device_id, ids_path=None, pci_ids=self._pci_ids
@@ -186,18 +136,15 @@ class OtherDrmBackend:
             pci_vendor_id=vendor_id,
             pci_device_id=device_id,
         )
-        card = _Card(card_name, device, pci_dir, driver, bdf, info)
-        self._cards[card_name] = card
-        return card
+        return _Card(card_name, device, pci_dir, driver, bdf, info)
 
     def _discover(self, card: _Card) -> None:
         card.hw = hwmon.find_hwmon(card.pci_dir or card.device)
         if card.pci_dir is not None and card.info.kind == "discrete":
             card.link_dir = pcie.link_folder(card.pci_dir, card.info.pci_vendor_id)
             card.link_max = pcie.read_max(card.link_dir)
-        card.complete = True
 
-    def _sample(self, card: _Card, now_s: float) -> Sample:
+    def _sample(self, card: _Card, usage: ProcUsage | None, now_s: float) -> Sample:
         hw = card.hw
         temp = hwmon.temp_c(hw)
         power = hwmon.power_w(hw)

@@ -23,39 +23,26 @@ asleep with nothing else read (i915 and xe take a wakeref to read their GT attri
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gputray.monitor import hwmon, pcie
 from gputray.monitor.device_names import INTEL, PCI_IDS, friendly_name, known_integrated
+from gputray.monitor.drm_backend import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
+from gputray.monitor.drm_backend import DrmBackend, read_uevent
 from gputray.monitor.fdinfo import DrmUsageReader, ProcUsage, read_file_bytes
 from gputray.monitor.records import (
-    BackendPoll,
     DeviceInfo,
     DeviceKind,
-    DeviceReading,
     ProcessKind,
     ProcessUse,
     Sample,
 )
-from gputray.monitor.sysfs import drm_cards, drm_class_dir, int_of, normalize_bdf, pci_key, text_of
-
-log = logging.getLogger(__name__)
+from gputray.monitor.sysfs import int_of, normalize_bdf, pci_key, text_of
 
 BACKEND_NAME = "intel-sysfs"
 DRIVERS = ("i915", "xe")
-ASLEEP_REASON = "runtime-suspended (not woken)"
-
-
-def _uevent(raw: bytes | None) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for line in (text_of(raw) or "").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip()
-    return values
 
 
 def _meminfo_total(proc_dir: Path) -> int | None:
@@ -87,7 +74,7 @@ class _Card:
     link_max: tuple[int | None, int | None] = (None, None)
 
 
-class IntelSysfsBackend:
+class IntelSysfsBackend(DrmBackend[_Card]):
     """The Backend for Intel GPUs on Linux; see the module docstring for what it reads and why."""
 
     name = BACKEND_NAME
@@ -101,67 +88,16 @@ class IntelSysfsBackend:
         usage: DrmUsageReader | None = None,
         pci_ids: tuple[Path, ...] = PCI_IDS,
     ) -> None:
-        self.sys_dir = sys_dir
-        self.proc_dir = proc_dir
+        super().__init__(
+            sys_dir, proc_dir, (usage or DrmUsageReader(proc_dir)) if processes else None, owns_usage=True
+        )
         self._pci_ids = pci_ids
-        self._usage = (usage or DrmUsageReader(proc_dir)) if processes else None
-        self._cards: dict[str, _Card] = {}
-
-    def close(self) -> None:
-        self._cards.clear()
-        if self._usage is not None:
-            self._usage.close()
-
-    def watch_pids(self, pids: frozenset[int]) -> None:
-        if self._usage is not None:
-            self._usage.watch_pids(pids)
-
-    def _drm_dir(self) -> str:
-        return drm_class_dir(Path(self.sys_dir))
-
-    def poll(self, now_s: float) -> BackendPoll:
-        try:
-            return self._poll(now_s)
-        except Exception:  # the Backend contract: never raise into the monitor
-            log.exception("Intel sysfs poll failed")
-            return BackendPoll()
-
-    def _poll(self, now_s: float) -> BackendPoll:
-        drm = self._drm_dir()
-        names = drm_cards(drm)
-        found: list[tuple[_Card, str | None]] = []
-        for card_name in names:
-            try:
-                card = self._card(f"{drm}/{card_name}", card_name)
-            except Exception:
-                log.exception("reading %s failed", card_name)
-                continue
-            if card is not None:
-                runtime = text_of(read_file_bytes(f"{card.device}/power/runtime_status", 64))
-                found.append((card, runtime))
-        for gone in self._cards.keys() - {c.card for c, _ in found}:
-            del self._cards[gone]
-        if not found:
-            return BackendPoll()
-        usage = self._usage.read(now_s) if self._usage is not None else None
-        ram_total = _meminfo_total(self.proc_dir)
-        readings: list[DeviceReading] = []
-        for card, runtime in found:
-            if runtime in ("suspended", "suspending"):
-                sample = Sample(card.key, now_s, state="asleep", reason=ASLEEP_REASON)
-                readings.append(DeviceReading(card.info, sample))
-                continue
-            if not card.complete:
-                self._discover(card, ram_total)
-            readings.append(DeviceReading(card.info, self._sample(card, usage, now_s)))
-        processes = self._processes(usage) if usage is not None else ()
-        return BackendPoll(tuple(readings), processes)
 
     # -- identity ------------------------------------------------------------------------------------
 
-    def _card(self, card_dir: str, card_name: str) -> _Card | None:
+    def _identify(self, card_dir: str, card_name: str, known: _Card | None) -> _Card | None:
         device = f"{card_dir}/device"
-        ident = _uevent(read_file_bytes(f"{device}/uevent", 4096))
+        ident = read_uevent(f"{device}/uevent")
         driver = ident.get("DRIVER")
         if driver not in DRIVERS:
             return None
@@ -174,9 +110,8 @@ class IntelSysfsBackend:
             os.path.basename(os.path.realpath(device))
         )
         key = pci_key(bdf) if bdf is not None else f"drm:{card_name}"
-        card = self._cards.get(card_name)
-        if card is not None and card.key == key and card.device_id == device_id and card.driver == driver:
-            return card
+        if known is not None and known.key == key and known.device_id == device_id and known.driver == driver:
+            return known
         integrated = known_integrated(INTEL, device_id) if device_id is not None else None
         if integrated is None:  # Intel's integrated GPU is always function 00:02.0
             integrated = bdf is not None and bdf.endswith(":00:02.0")
@@ -193,11 +128,9 @@ class IntelSysfsBackend:
             pci_vendor_id=INTEL,
             pci_device_id=device_id,
         )
-        card = _Card(card_name, card_dir, device, driver, bdf, key, device_id, info)
-        self._cards[card_name] = card
-        return card
+        return _Card(card_name, card_dir, device, driver, bdf, key, device_id, info)
 
-    def _discover(self, card: _Card, ram_total: int | None) -> None:
+    def _discover(self, card: _Card) -> None:
         """First look at an awake card: clock files, hwmon, link, memory totals, render node."""
         if card.driver == "xe":
             freq = f"{card.device}/tile0/gt0/freq0"
@@ -227,10 +160,9 @@ class IntelSysfsBackend:
         card.info = replace(
             card.info,
             vram_total_bytes=vram_total,
-            shared_total_bytes=ram_total if kind == "integrated" else None,
+            shared_total_bytes=_meminfo_total(self.proc_dir) if kind == "integrated" else None,
             render_node=render,
         )
-        card.complete = True
 
     # -- one sample ----------------------------------------------------------------------------------
 

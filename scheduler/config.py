@@ -14,8 +14,10 @@ Past ``read_config`` nobody sees the TOML as a dict; the writers (settings dialo
 from __future__ import annotations
 
 import codecs
+import contextlib
 import dataclasses
 import difflib
+import errno
 import json
 import logging
 import os
@@ -172,17 +174,30 @@ def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}{malformed_hint}") from exc
 
 
+class ConfigNotWritten(ConfigError, OSError):
+    """The config file cannot be written; the message names the file and, when that is the trouble,
+    the folder that does not take new files."""
+
+
 def write_user_config(path: Path, text: str, *, backup: bool = False) -> None:
     """Replace the user's file with ``text`` at once (tmp + rename); ``backup`` keeps the old one as
-    ``config.toml.bak`` (TOML writers drop comments)."""
+    ``config.toml.bak`` (TOML writers drop comments). ConfigNotWritten when it cannot be written."""
     import shutil
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if backup and path.exists():
-        shutil.copy2(path, path.with_name(path.name + ".bak"))
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(text.encode("utf-8"))
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if backup and path.exists():
+            shutil.copy2(path, path.with_name(path.name + ".bak"))
+        tmp.write_bytes(text.encode("utf-8"))
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        why = exc.strerror or str(exc)
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            why = f"the folder {path.parent} does not take new files ({why}): make it writable"
+        raise ConfigNotWritten(f"cannot save the config file {path}: {why}; nothing was changed") from None
 
 
 def read_config(path: Path | None = None) -> Config:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from msgspec import UNSET
 
 from gputray.monitor.monitor import Monitor
-from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
@@ -235,7 +234,7 @@ class Owner:
             from gputray.scheduler.queue.retention import Retention
 
             self.retention = Retention(
-                self._queue,
+                self._queue.edits,
                 keep_days=config.retention.keep_days,
                 keep_tasks=config.retention.keep_tasks,
                 clock=self.clock,
@@ -270,7 +269,7 @@ class Owner:
                 return
             self._stopped.set()  # new requests are refused from here on
             if self._queue is not None:
-                self._queue.release_waiters()  # `gputray wait` answers now, then finds the owner gone
+                self._queue.edits.release_waiters()  # `gputray wait` answers now, then finds the owner gone
             if not self._in_flight_changed.wait_for(lambda: self._in_flight == 0, timeout=IN_FLIGHT_GRACE_S):
                 log.warning("stopping with %d request(s) still being answered", self._in_flight)
         self._teardown(kill_running=kill_running)
@@ -371,8 +370,8 @@ class Owner:
         return rp.StatusReply(
             pid=os.getpid(),
             demo=self.demo,
-            # The `gputray status --json` document, so the CLI shows the owner's readings instead of polling.
-            snapshot=snapshot_to_json(snap) if snap is not None else None,
+            # the latest readings, so the CLI shows the owner's instead of polling the GPUs itself
+            snapshot=snap,
             devices=tuple(devices),
             paused=self.queue.paused(),
             counts=self._store.counts(),
@@ -465,8 +464,8 @@ class Owner:
     def _op_move(self, req: rq.Move) -> rp.TaskReply:
         task_id = _task_id(req.id)
         if req.delta is not None:
-            return rp.TaskReply(task=rp.TaskView.of(self.queue.move(task_id, req.delta)))
-        moved = self.queue.move_to(
+            return rp.TaskReply(task=rp.TaskView.of(self.queue.edits.move(task_id, req.delta)))
+        moved = self.queue.edits.move_to(
             task_id,
             top=req.top,
             bottom=req.bottom,
@@ -476,7 +475,7 @@ class Owner:
         return rp.TaskReply(task=rp.TaskView.of(moved))
 
     def _op_edit(self, req: rq.Edit) -> rp.TaskReply:
-        return rp.TaskReply(task=rp.TaskView.of(self.queue.edit(_task_id(req.id), req.changes)))
+        return rp.TaskReply(task=rp.TaskView.of(self.queue.edits.edit(_task_id(req.id), req.changes)))
 
     def _op_remove(self, req: rq.Remove) -> rp.TasksDone:
         ids: list[int] = []
@@ -486,19 +485,19 @@ class Owner:
                 ids.append(_task_id(raw))
             except rq.Refusal as exc:
                 errors.append(str(exc))
-        gone, refused = self.queue.remove(ids, force=req.force)
+        gone, refused = self.queue.edits.remove(ids, force=req.force)
         return rp.TasksDone(tasks=rp.views(gone), errors=(*errors, *refused))
 
     def _op_clean(self, req: rq.Clean) -> rp.Cleaned:
         from gputray.scheduler.tasks.records import FINISHED_STATES
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
-        gone, kept = self.queue.clean(older_than_s=req.older_than_s, keep=req.keep, states=states)
+        gone, kept = self.queue.edits.clean(older_than_s=req.older_than_s, keep=req.keep, states=states)
         return rp.Cleaned(tasks=rp.views(gone), kept=tuple(kept))
 
     def _op_wait(self, req: rq.WaitFor) -> rp.Waited:
         ids = [_task_id(raw) for raw in req.ids]
-        now = self.queue.wait_ended(ids, req.timeout_s)
+        now = self.queue.edits.wait_ended(ids, req.timeout_s)
         tasks = tuple(
             rp.TaskView.of(r) if not isinstance(r, int) else rp.TaskView(id=r, state="removed") for r in now
         )
@@ -547,7 +546,7 @@ class Owner:
         return self._paused_reply()
 
     def _paused_reply(self) -> rp.PausedReply:
-        known = tuple(self.queue.known_keys())
+        known = tuple(self.queue.device_book.known_keys())
         return rp.PausedReply(paused=self.queue.paused(), known=known, device_names=self._device_names())
 
     def _op_logs(self, req: rq.Logs) -> rp.LogChunk:
@@ -579,16 +578,16 @@ class Owner:
         entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
         self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)
-        return rp.Schedules(schedules=(entry.to_json(nxt),))
+        return rp.Schedules(schedules=(entry.view(nxt),))
 
     def _op_schedule_list(self, req: rq.ScheduleList) -> rp.Schedules:
         assert self.timing is not None
-        return rp.Schedules(schedules=tuple(e.to_json(n) for e, n in self.timing.entries()))
+        return rp.Schedules(schedules=tuple(e.view(n) for e, n in self.timing.entries()))
 
     def _op_schedule_remove(self, req: rq.ScheduleRemove) -> rp.Schedules:
         assert self.timing is not None
         entry = self.timing.remove(_task_id(req.id, "schedule", "gputray schedule list"))
-        return rp.Schedules(schedules=(entry.to_json(),))
+        return rp.Schedules(schedules=(entry.view(),))
 
     def _op_check_envs(self, req: rq.CheckEnvs) -> rp.Checking:
         """Queue a background check of every env without a current result (answers at once)."""

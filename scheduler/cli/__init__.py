@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gputray.scheduler import console
+from gputray.scheduler.cli import streams
 
 if TYPE_CHECKING:
     from gputray.scheduler.cluster_port import ClusterCommands
@@ -136,8 +137,16 @@ def main(argv: Sequence[str] | None = None, *, cluster: ClusterCommands | None =
         parser.print_help()
         return 2
     try:
-        return func(args)
+        status = func(args)
+        sys.stdout.flush()  # what is still buffered fails here, said like any other write
+        return status
     except KeyboardInterrupt:  # Ctrl+C, in every command that waits, follows or watches
         return 130  # commands.common.EXIT_INTERRUPTED, not imported: `gputray queue` starts lean
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # stdout closed or full: one line, not a traceback
+        problem = streams.output_failure(exc)
+        if problem is None:
+            raise
+        print(f"gputray: {problem}", file=sys.stderr)
+        return streams.EXIT_OUTPUT

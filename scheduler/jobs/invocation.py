@@ -1,4 +1,4 @@
-"""The argv and environment a job gets on a device (DESIGN.md, "Environments and devices").
+"""The argv and environment variables a job gets on a device (docs/architecture.md, trace 1, step 8).
 
 - NVIDIA: ``CUDA_VISIBLE_DEVICES=<GPU-uuid>`` and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; ROCm variables removed.
 - AMD: ``ROCR_VISIBLE_DEVICES=<ROCm index>`` and ``HIP_VISIBLE_DEVICES=0``; ``CUDA_VISIBLE_DEVICES`` is

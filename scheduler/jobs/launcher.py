@@ -1,13 +1,16 @@
-"""Start a job and watch it: argv list (never a shell), its own process group/session, stdout+stderr
-appended to the task's log file, optional timeout, whole-tree kill, exit callback.
+"""Start a job and watch it: argv list (never a shell), its own process group/session, stdout+stderr appended
+to the task's log file, optional timeout, whole-tree kill, exit callback.
 
-Every job runs under a supervisor (``supervisor.py``), a small process that outlives the owner: it
-starts the job, waits for it, enforces its timeout, stops stragglers left in its group and writes its
-exit status atomically beside the log. The owner watches the supervisor; a watcher thread per job
-calls ``on_exit(job, returncode)`` the moment the exit file is written, so the next job can be
-dispatched at once. An owner that starts later ``adopt``\\s the jobs a previous owner left: still
-running, it goes on watching them; ended, it reads their exit from the file. So a job's exit status
-is recorded whoever is around when it ends, and a job that completed is never taken for interrupted.
+Every job runs under a supervisor (``supervisor.py``; on POSIX forked by the supervisor host, ``HOST``), a
+small process that outlives the owner: it starts the job, waits for it, enforces its timeout, stops
+whatever the job left running and writes its exit status atomically beside the log. The watcher thread is
+started before the job: a thread that cannot start fails the launch while nothing runs yet
+(``LaunchFailed.transient``: the queue tries again later). The owner watches the supervisor; a watcher
+thread per job calls ``on_exit(job, returncode)`` the moment the supervisor says how the job ended, so the
+next job can be dispatched at once. An owner that starts later ``adopt``\\s the jobs a previous owner
+left: still running, it goes on watching them; ended, it reads their exit from the file. So a job's exit
+status is recorded whoever is around when it ends, and a job that completed is never taken for
+interrupted.
 
 Files beside ``task-N.log`` (``JobFiles``): ``task-N.lock`` (held by the supervisor while it lives),
 ``task-N.run.json`` (written when the job started), ``task-N.exit.json`` (when it ended),
@@ -21,6 +24,7 @@ import errno
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -28,12 +32,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import IO, Any, Literal, cast
 
 import psutil
 
 from gputray.monitor.process_group import popen_own_group
-from gputray.scheduler.jobs import supervisor, win_job
+from gputray.scheduler.jobs import reach, supervisor, win_job
 from gputray.scheduler.paths import make_private_dir, open_private_append
 
 #: Why a job ended other than by itself. ``orphaned``: its supervisor vanished without writing the exit
@@ -128,6 +132,7 @@ class RunInfo:
     log_path: Path
     out: str | None
     timeout_s: float | None
+    cgroup: str | None = None  # the job's own cgroup v2 folder, where it has one (``reach.py``)
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,7 @@ class ExitInfo:
     returncode: int
     timed_out: bool
     ended_at: float
+    leftovers: int = 0  # processes still running when the job ended, stopped by its supervisor
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -155,6 +161,7 @@ def read_run(files: JobFiles) -> RunInfo | None:
         ct = doc.get("pid_create_time")
         out = doc.get("out")
         timeout_s = doc.get("timeout_s")
+        cgroup = doc.get("cgroup")
         return RunInfo(
             files=files,
             task_id=int(doc["task_id"]),
@@ -167,6 +174,7 @@ def read_run(files: JobFiles) -> RunInfo | None:
             log_path=Path(str(doc["log_path"])),
             out=None if out is None else str(out),
             timeout_s=None if timeout_s is None else float(timeout_s),
+            cgroup=cgroup if isinstance(cgroup, str) else None,
         )
     except (AssertionError, KeyError, TypeError, ValueError):
         return None
@@ -177,7 +185,13 @@ def _exit_info(doc: object, pid: int) -> ExitInfo | None:
     try:
         if not isinstance(doc, dict) or int(doc["pid"]) != pid:  # not an assert: `python -O` drops those
             return None
-        return ExitInfo(pid, int(doc["returncode"]), bool(doc.get("timed_out")), float(doc["ended_at"]))
+        return ExitInfo(
+            pid,
+            int(doc["returncode"]),
+            bool(doc.get("timed_out")),
+            float(doc["ended_at"]),
+            int(doc.get("leftovers") or 0),
+        )
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -236,10 +250,11 @@ class Job:
         files: JobFiles,
         on_exit: Callable[[Job, int], None] | None,
         grace_s: float,
-        supervisor_proc: subprocess.Popen[bytes] | None,
+        supervisor_proc: _SupervisorLink | None,
         timeout_s: float | None = None,
         adopted: bool = False,
         watch: _WatchThread | None = None,
+        cgroup: str | None = None,
     ) -> None:
         self.pid = pid
         self.log_path = log_path
@@ -251,6 +266,8 @@ class Job:
         self.returncode: int | None = None
         self.ended_at: float | None = None
         self.stopped_leftover = False  # orphaned: whether a process was still alive to be stopped
+        self.leftovers = 0  # processes still running when the job ended (or its supervisor died): stopped
+        self.cgroup = cgroup
         self._reason_lock = threading.Lock()  # kill_reason is fixed once the process has exited
         self._on_exit = on_exit
         self._grace_s = grace_s
@@ -322,9 +339,13 @@ class Job:
                 if end.timed_out and self.kill_reason is None:
                     self.kill_reason = "timeout"
                 self.ended_at = end.ended_at
+                self.leftovers = end.leftovers
             else:  # the supervisor vanished without a word: nobody knows how the job ends
                 self.kill_reason = "orphaned"
-                self.stopped_leftover = _kill_tree(self.pid, self.create_time, grace_s=0.0)
+                in_group = reach.kill_cgroup(self.cgroup) if self.cgroup else 0  # all, wherever they went
+                in_tree = _kill_tree(self.pid, self.create_time, grace_s=0.0)
+                self.leftovers = in_group or in_tree
+                self.stopped_leftover = bool(self.leftovers)
                 if self._job_object is not None:  # Windows: what the job left, orphans included
                     self._job_object.terminate()
                 code = -int(getattr(signal, "SIGKILL", 9))
@@ -341,6 +362,8 @@ class Job:
                 with contextlib.suppress(OSError, ValueError):
                     self._supervisor.stdout.close()  # type: ignore[union-attr]
                 self._supervisor.wait()
+            if self.cgroup is not None:  # the supervisor has ended: its (empty) group goes
+                reach.remove_cgroup(self.cgroup)
 
     def cancel(self, reason: KillReason = "cancelled") -> None:
         """Stop the whole process tree: SIGTERM (CTRL_BREAK on Windows), then SIGKILL after the grace time.
@@ -363,13 +386,16 @@ class Job:
     def _stop(self) -> None:
         # SIGTERM now, from this thread: an owner that dies a moment later has still asked for the stop.
         procs = _terminate(self.pid, self.create_time)
-        threading.Thread(
-            target=_escalate,
-            args=(self.pid, procs),
-            kwargs={"grace_s": self._grace_s},
-            name=f"gputray-kill-{self.pid}",
-            daemon=True,
-        ).start()
+        try:
+            threading.Thread(
+                target=_escalate,
+                args=(self.pid, procs),
+                kwargs={"grace_s": self._grace_s},
+                name=f"gputray-kill-{self.pid}",
+                daemon=True,
+            ).start()
+        except RuntimeError:  # can't start new thread (out of processes): the kill waits here instead
+            _escalate(self.pid, procs, grace_s=self._grace_s)
 
 
 def _create_time(pid: int) -> float | None:
@@ -423,16 +449,18 @@ def _escalate(pid: int, procs: list[psutil.Process], *, grace_s: float) -> None:
                 p.kill()
 
 
-def _kill_tree(pid: int, create_time: float | None, *, grace_s: float) -> bool:
-    """SIGTERM the job's group and tree, SIGKILL what is left after ``grace_s``; whether it was alive."""
+def _kill_tree(pid: int, create_time: float | None, *, grace_s: float) -> int:
+    """SIGTERM the job's group and tree, SIGKILL what is left after ``grace_s``; how many processes
+    there were (0: it was not alive)."""
     procs = _terminate(pid, create_time)
     _escalate(pid, procs, grace_s=grace_s)
-    return bool(procs)
+    return len(procs)
 
 
 def stop_leftover(run: RunInfo, *, grace_s: float = 0.0) -> bool:
     """Stop a job (and its supervisor) found after a crash; True only when a process was alive to stop."""
-    stopped = _kill_tree(run.pid, run.pid_create_time, grace_s=grace_s)
+    stopped = bool(run.cgroup and reach.kill_cgroup(run.cgroup))
+    stopped = bool(_kill_tree(run.pid, run.pid_create_time, grace_s=grace_s)) or stopped
     sup = _same_process(run.supervisor_pid, None)
     if sup is not None and supervisor_alive(run.files):
         with contextlib.suppress(psutil.Error, OSError):
@@ -513,7 +541,8 @@ def launch(
         watch.abandon()
         raise
     pid = int(answer["pid"])
-    return Job(
+    cgroup = answer.get("cgroup")
+    job = Job(
         pid=pid,
         create_time=_create_time(pid),
         started_at=float(answer.get("started_at") or time.time()),
@@ -524,6 +553,125 @@ def launch(
         supervisor_proc=sup,
         timeout_s=timeout_s,
         watch=watch,
+        cgroup=cgroup if isinstance(cgroup, str) else None,
+    )
+    return job
+
+
+class _HostedSupervisor:
+    """A supervisor the host forked (``supervisor.py --host``): its pipes, as a started one's are; it is
+    not our child, so its end is waited for on the task's lock, which it holds while it lives."""
+
+    def __init__(self, stdin: int, stdout: int, lock: Path) -> None:
+        self.stdin: IO[bytes] | None = open(stdin, "wb")  # noqa: SIM115  (closed once the request is in)
+        self.stdout: IO[bytes] | None = open(stdout, "rb")  # noqa: SIM115  (closed by the watcher)
+        self.pid: int | None = None
+        self._lock = lock
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.pid is not None and _same_process(self.pid, None) is not None:  # gone, or a zombie
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("supervisor", timeout or 0.0)
+            fd = supervisor.lock_exclusive(self._lock, blocking=deadline is None)  # free as it ends
+            if fd is not None:
+                os.close(fd)
+            time.sleep(0.01)
+        return 0
+
+    def kill(self) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+_SupervisorLink = subprocess.Popen[bytes] | _HostedSupervisor
+
+
+class _Host:
+    """POSIX: the supervisor host, started once (``supervisor.py --host``): it forks each job's
+    supervisor, so a job waits for a fork (~1 ms) instead of a Python interpreter's start and imports
+    (~30 ms on an idle machine, over 100 ms on a busy one). It ends when we close our end (``close``)
+    or exit; the supervisors it forked live on. Where it cannot run, each job starts its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+
+    def supervisor(self, lock: Path) -> _HostedSupervisor | None:
+        """A freshly forked supervisor for one job, or None (no host here: start one the usual way)."""
+        if sys.platform == "win32":
+            return None
+        with self._lock:
+            if self._sock is None or self._proc is None or self._proc.poll() is not None:
+                self._start()
+            if self._sock is None:
+                return None
+            req_r, req_w = os.pipe()
+            ans_r, ans_w = os.pipe()
+            try:
+                socket.send_fds(self._sock, [b"j"], [req_r, ans_w])
+            except OSError:
+                for fd in (req_w, ans_r):
+                    os.close(fd)
+                self._stop()
+                return None
+            finally:
+                os.close(req_r)
+                os.close(ans_w)
+        return _HostedSupervisor(req_w, ans_r, lock)
+
+    def _start(self) -> None:
+        self._stop()
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError:
+            return
+        try:
+            self._proc = popen_own_group(
+                [sys.executable, "-I", "-S", supervisor.__file__, "--host"],
+                stdin=theirs,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+            )
+        except OSError:  # out of processes or fds now: this job starts its own supervisor
+            ours.close()
+            return
+        finally:
+            theirs.close()
+        self._sock = ours
+
+    def _stop(self) -> None:
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+
+    def close(self) -> None:
+        """End the host (the supervisors it forked run on), e.g. when the queue closes."""
+        with self._lock:
+            self._stop()
+
+
+HOST = _Host()
+
+
+def _popen_supervisor(stderr: Any) -> subprocess.Popen[bytes]:
+    return popen_own_group(
+        [sys.executable, "-I", "-S", supervisor.__file__],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        close_fds=True,  # gputray's private umask: the supervisor's files (run, exit) are 0600
     )
 
 
@@ -539,7 +687,7 @@ def _start_supervised(
     meta: Mapping[str, Any] | None,
     umask: int,
     log_max_bytes: int,
-) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+) -> tuple[_SupervisorLink, dict[str, Any]]:
     """Start the job under a supervisor: the supervisor and its answer (the job's pid), or LaunchFailed."""
     with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
         if header:
@@ -561,47 +709,65 @@ def _start_supervised(
             "log_max_bytes": log_max_bytes,
             "meta": dict(meta or {"task_id": 0, "attempt": 0, "device": ""}),
             "psutil_path": str(Path(psutil.__file__).parent.parent),
+            "stderr_to_log": sys.platform != "win32",
         }
         with contextlib.suppress(FileNotFoundError):
             files.stop.unlink()  # an earlier attempt's reason
-        try:
-            sup = popen_own_group(
-                [sys.executable, "-I", "-S", supervisor.__file__],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,  # its own trouble, if any, shows in the log
-                close_fds=True,  # gputray's private umask: the supervisor's files (run, exit) are 0600
-            )
-        except OSError as exc:
-            raise LaunchFailed(
-                f"cannot start the job's supervisor: {exc.strerror or exc}",
-                transient=exc.errno in TRANSIENT_ERRNOS,
-            ) from None
+        sup: _SupervisorLink | None = HOST.supervisor(files.lock)
+        if sup is None:
+            try:
+                sup = _popen_supervisor(log)  # its own trouble, if any, shows in the log
+            except OSError as exc:
+                raise LaunchFailed(
+                    f"cannot start the job's supervisor: {exc.strerror or exc}",
+                    transient=exc.errno in TRANSIENT_ERRNOS,
+                ) from None
         assert sup.stdin is not None and sup.stdout is not None
+        cgroup: str | None = None
         try:
             # It reads the whole request before it writes anything: no deadlock on a large environment.
             with contextlib.suppress(BrokenPipeError):
                 sup.stdin.write(json.dumps(request, ensure_ascii=True).encode("ascii"))
             with contextlib.suppress(BrokenPipeError):
                 sup.stdin.close()
-            line = sup.stdout.readline()  # the pid; its last line (how the job ended) comes later
+            while True:  # the job's cgroup, if it gets one; then the pid (how it ended comes later)
+                answer = _answer_line(sup.stdout.readline())
+                if set(answer) != {"cgroup"}:
+                    break
+                cgroup = str(answer["cgroup"])
         except BaseException:
             sup.kill()
             sup.wait()
             raise
-        try:
-            answer = json.loads(line.decode("ascii").strip() or "{}")
-        except (UnicodeDecodeError, ValueError):
-            answer = {}
-        if "pid" not in answer:
+        if isinstance(sup, _HostedSupervisor) and "supervisor_pid" in answer:
+            sup.pid = int(answer["supervisor_pid"])
+        if "pid" in answer:  # then the run file is written (EOF instead: the supervisor was killed)
+            with contextlib.suppress(OSError, ValueError):
+                sup.stdout.readline()
+        else:
             sup.stdout.close()
             error = answer.get("error") or {"message": "its supervisor ended without starting it"}
             msg = _failure_message(argv, cwd, error)
+            killed = isinstance(sup, subprocess.Popen) and sup.wait() < 0
+            if not answer.get("error") and (cgroup or killed):
+                # Killed as the job started (by the job itself, maybe): what it started is stopped.
+                stopped = reach.kill_cgroup(cgroup) if cgroup else 0
+                msg = "its supervisor was killed as the job started" + (
+                    f"; {stopped} process{'es' if stopped != 1 else ''} of the job stopped" if stopped else ""
+                )
             log.write(f"gputray: {msg}\n".encode())
             with contextlib.suppress(subprocess.TimeoutExpired):
                 sup.wait(timeout=SUPERVISOR_START_TIMEOUT_S)
             raise LaunchFailed(msg, transient=error.get("errno") in TRANSIENT_ERRNOS)
     return sup, answer
+
+
+def _answer_line(line: bytes) -> dict[str, Any]:
+    try:
+        doc = json.loads(line.decode("ascii").strip() or "{}")
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
@@ -618,6 +784,7 @@ def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
         supervisor_proc=None,
         timeout_s=run.timeout_s,
         adopted=True,
+        cgroup=run.cgroup,
     )
     if job.kill_reason is not None and job.running:
         job._stop()  # that owner was stopping it when it went: finish the stop

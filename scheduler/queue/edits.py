@@ -1,8 +1,10 @@
 """What a person does to queued tasks besides submit, cancel and retry: reorder (``move``), change
 (``edit``), forget (``remove``, ``clean``: their logs go too) and wait for them to end (``wait_ended``).
 
-``QueueEdits`` is the base of ``QueueService``, kept apart so that module stays about dispatching.
-Its methods take the queue's lock as the service's own do, and every change asks for a dispatch pass.
+``QueueEdits`` is a part of ``QueueService`` (``service.edits``) and changes the queue through what
+``EditedQueue`` names: the store, the queue's lock (taken as the service's own methods take it), a
+dispatch pass after every change, ``cancel`` for a forced remove, and the submit checks for an edited
+device or memory request.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ import builtins
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue import dependencies as deps
-from gputray.scheduler.queue.store import TaskNotFound, TaskStore
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.tasks.recipes import check_runnable
 from gputray.scheduler.tasks.records import (
     FINISHED_STATES,
@@ -63,36 +66,51 @@ class TaskStateError(QueueError, ValueError):
     """The task is in a state that does not allow this (cancel a finished task, move a running one)."""
 
 
+class EditedQueue(Protocol):
+    """What the edits need of the queue they change (``QueueService``)."""
+
+    @property
+    def store(self) -> TaskStore: ...
+
+    @property
+    def paths(self) -> Paths: ...
+
+    @property
+    def lock(self) -> threading.RLock: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def clock(self) -> float: ...
+
+    def cancel(self, task_id: int) -> TaskRecord: ...
+
+    def request_dispatch(self, *, urgent: bool = False) -> None: ...
+
+    def check_devices(self, *specs: TaskSpec) -> None: ...
+
+    def device_name(self, key: str | None) -> str: ...
+
+
 class QueueEdits:
     """Reorder, edit, remove, clean and wait; see the module docstring."""
 
-    if TYPE_CHECKING:  # provided by QueueService
-        store: TaskStore
-        paths: Paths
-        clock: Callable[[], float]
-        _lock: threading.RLock
-        _closed: bool
-
-        def cancel(self, task_id: int) -> TaskRecord: ...
-
-        def request_dispatch(self, *, urgent: bool = False) -> None: ...
-
-        def check_devices(self, *specs: TaskSpec) -> None: ...
-
-        def _device_name(self, key: str | None) -> str: ...
-
-    def __init__(self) -> None:
+    def __init__(self, queue: EditedQueue) -> None:
+        self.queue = queue
+        self.store = queue.store
+        self._lock = queue.lock
         self._ended = threading.Condition()  # notified on every queue event: `wait_ended` watches for ends
         self._waiters_released = False
 
-    def _notify_waiters(self) -> None:
+    def notify_waiters(self) -> None:
+        """A queue event: every ``wait_ended`` looks again."""
         with self._ended:
             self._ended.notify_all()
 
     def task_changed_elsewhere(self) -> None:
         """A row changed outside this queue's own paths (the cluster bridge mirrored a task another
         machine runs): ``wait_ended`` looks again now, not at its timeout."""
-        self._notify_waiters()
+        self.notify_waiters()
 
     def move(self, task_id: int, delta: int) -> TaskRecord:
         """Move a pending task up (negative) or down (positive) among pending tasks.
@@ -166,7 +184,7 @@ class QueueEdits:
             else:
                 position = before.position + 1
         new = self.store.set_priority_position(rec.id, priority, position)
-        self.request_dispatch()
+        self.queue.request_dispatch()
         return new
 
     def edit(self, task_id: int, changes: TaskPatch) -> TaskRecord:
@@ -187,19 +205,19 @@ class QueueEdits:
             if spec.cwd != rec.spec.cwd:
                 check_runnable(spec)
             if (spec.device_prefs, spec.vram_bytes) != (rec.spec.device_prefs, rec.spec.vram_bytes):
-                self.check_devices(spec)  # as at submit: `--device 4090` would wait for ever
+                self.queue.check_devices(spec)  # as at submit: `--device 4090` would wait for ever
             deps.check_after(task_id, spec, self.store.view())
             new = self.store.replace_spec(task_id, spec, only_states=PENDING_STATES)
             if new is None:
                 raise TaskStateError(self._not_editable(self.store.get(task_id)))
-        self.request_dispatch()
+        self.queue.request_dispatch()
         return new
 
     def _not_editable(self, rec: TaskRecord) -> str:
         if rec.state == "running":
-            since = local_time(rec.started_at, self.clock())
+            since = local_time(rec.started_at, self.queue.clock())
             return (
-                f"task #{rec.id} is running on {self._device_name(rec.device)} since {since}; "
+                f"task #{rec.id} is running on {self.queue.device_name(rec.device)} since {since}; "
                 "edit is for tasks that have not started (cancel it, or edit its retry after it ends)"
             )
         return (
@@ -234,7 +252,7 @@ class QueueEdits:
             gone = self.store.delete(r.id for r in ok if r.state != "running")  # nothing starts meanwhile
         running = [r for r in ok if r.state == "running"]
         for rec in running:
-            self.cancel(rec.id)  # waits up to ~10 s for the job to stop
+            self.queue.cancel(rec.id)  # waits up to ~10 s for the job to stop
         with self._lock:
             stopped = []
             for rec in running:
@@ -244,9 +262,9 @@ class QueueEdits:
                     stopped.append(rec.id)
             gone += self.store.delete(stopped)
         for rec in gone:
-            delete_task_log(self.paths.logs_dir, rec)
+            delete_task_log(self.queue.paths.logs_dir, rec)
         if gone:
-            self.request_dispatch()
+            self.queue.request_dispatch()
         return gone, errors
 
     def clean(
@@ -263,7 +281,7 @@ class QueueEdits:
         bad = sorted(set(states) - FINISHED_STATES)
         if bad:
             raise QueueError(f"clean removes ended tasks: {', '.join(sorted(FINISHED_STATES))}; not {bad[0]}")
-        now = self.clock()
+        now = self.queue.clock()
         with self._lock:
             chosen = prunable(self.store.list(states=states), now_s=now, older_than_s=older_than_s, keep=keep)
             if not chosen:
@@ -271,7 +289,7 @@ class QueueEdits:
             ok, kept = keep_depended_on(chosen, {r.id for r in chosen}, self.store.pending())
             gone = self.store.delete(r.id for r in ok)
         for rec in gone:
-            delete_task_log(self.paths.logs_dir, rec)
+            delete_task_log(self.queue.paths.logs_dir, rec)
         return gone, kept
 
     def release_waiters(self) -> None:
@@ -301,7 +319,7 @@ class QueueEdits:
                 records = now_states()
                 done = all(isinstance(r, int) or r.finished for r in records)
                 left = deadline - time.monotonic()
-                if done or left <= 0 or self._closed or self._waiters_released:
+                if done or left <= 0 or self.queue.closed or self._waiters_released:
                     return records
                 self._ended.wait(left)
 
@@ -340,12 +358,17 @@ def keep_depended_on(
 
 
 def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:
-    """A removed task's log, if it is one of ours (a stored path outside the logs folder is left)."""
+    """A removed task's log, if it is one of ours (a stored path outside the logs folder is left), and
+    any supervisor file left beside it (an exit file written after the owner had recorded the exit):
+    with retention, what a task leaves in the logs folder must go when the task goes."""
     if not rec.log_path:
         return
+    from gputray.scheduler.jobs.launcher import JobFiles
+
     path = Path(rec.log_path)
     try:
         if path.parent == logs_dir or path.parent.resolve() == logs_dir.resolve():
             path.unlink(missing_ok=True)
+            JobFiles.beside(path).discard()
     except OSError as exc:
         log.warning("could not delete the log %s: %s", path, exc)

@@ -20,8 +20,10 @@ from typing import Any, TypeVar
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue.lock import QueueLock
+from gputray.scheduler.queue.orphans import kill_orphan
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
-from gputray.scheduler.queue.store import TaskNotFound, TaskStore, _kill_orphan
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
 
@@ -145,7 +147,7 @@ class OfflineQueue:
                 stop_leftover(run, grace_s=CANCEL_GRACE_S)
                 end = read_exit(files, run.pid)
         else:
-            _kill_orphan(rec.pid, rec.pid_create_time)  # started by a gputray without supervisors
+            kill_orphan(rec.pid, rec.pid_create_time)  # started by a gputray without supervisors
         new = self.store.update(
             task_id,
             state="cancelled",

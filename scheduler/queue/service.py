@@ -1,5 +1,5 @@
 """The queue, in-process: submit, cancel, retry, pause; dispatch jobs onto free devices. Moving,
-editing, removing and waiting for tasks are its base class's (``queue_edits.QueueEdits``).
+editing, removing and waiting for tasks are its part ``edits`` (``edits.QueueEdits``).
 
 One QueueService per owner process (tray app or ``gputray daemon``). It reads device states from the
 Monitor, decides with ``placement.plan`` and starts jobs with ``launcher.launch``; the TaskStore
@@ -28,9 +28,9 @@ external use, and the monitor forwards them to ``JobAware`` backends (the simula
 them in demo mode).
 
 **A backlog costs nothing.** A task held back only by its start time or its daily window is planned
-once, then put aside (``_parked``: by the time its gate opens, in a heap) until that time comes or the
-task changes (``TaskStore.take_touched``): 10,000 tasks waiting on ``--at +10h`` do not slow the
-passes that start the tasks that can run now.
+once, then put aside (``TaskStore.put_aside``; here, by the time its gate opens, in a heap) until that
+time comes or the task changes (any write to it brings it back): 10,000 tasks waiting on ``--at +10h``
+do not slow the passes that start the tasks that can run now.
 
 **Launching.** ``prepare_launch`` (pure: task + device → ``LaunchPlan`` with argv, env, log header,
 ``{out}`` file, notes) decides what an attempt runs; ``_start`` marks the task running, launches the
@@ -43,13 +43,11 @@ import builtins
 import dataclasses
 import functools
 import heapq
-import json
 import logging
-import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,18 +55,14 @@ from typing import Any, Protocol
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.cluster_port import ClusterPort
+from gputray.scheduler.jobs import reach
 from gputray.scheduler.jobs.invocation import (
     LaunchError,
-    activate_python,
-    build_env,
     drop_unused_out,
-    free_out_path,
-    placeholder_values,
-    render_argv,
-    rocm_index_for,
-    uses_placeholder,
 )
+from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import (
+    HOST,
     Job,
     LaunchFailed,
     adopt,
@@ -89,6 +83,7 @@ from gputray.scheduler.pyenvs.choice import (
     ProbingChooser,
 )
 from gputray.scheduler.queue import dependencies as deps
+from gputray.scheduler.queue.device_book import DeviceBook
 from gputray.scheduler.queue.device_checks import (
     DEVICES_SEEN_FILE,
     DevicesSeen,
@@ -97,23 +92,21 @@ from gputray.scheduler.queue.device_checks import (
     remembered_absent_note,
     torch_device_keys,
 )
-from gputray.scheduler.queue.edits import QueueEdits, QueueError, TaskStateError
+from gputray.scheduler.queue.edits import QueueEdits, TaskStateError
 from gputray.scheduler.queue.offline import requeue_changes
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.placement import (
-    CPU_INFO,
     DeviceState,
     GiveUp,
     Placement,
     Wait,
-    cpu_state,
     plan,
-    resolve_pref,
     time_gate,
     wait_started_s,
 )
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
-from gputray.scheduler.queue.store import QUEUE_FILE_VAR, TaskNotFound, TaskStore
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
@@ -123,7 +116,6 @@ from gputray.scheduler.tasks.records import (
     TaskPatch,
     TaskRecord,
     TaskSpec,
-    local_iso,
 )
 
 log = logging.getLogger(__name__)
@@ -155,91 +147,7 @@ class _Running:
     demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
 
 
-def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]) -> int | None:
-    """The Vulkan index for ``{vk_index}``: the identity map for real GPUs; for simulated GPUs their
-    rank among the simulated devices (demo only, there is no real device behind them)."""
-    if info.simulated:
-        sims = sorted(d.key for d in known if d.simulated and d.kind != "cpu")
-        return sims.index(info.key) if info.key in sims else None
-    if info.kind == "cpu":
-        return None
-    try:
-        from gputray.monitor.device_map import vulkan_index_for
-
-        return vulkan_index_for(info.key, env, known)
-    except Exception:  # optional: a broken Vulkan stack must not stop the queue
-        log.exception("Vulkan index lookup failed")
-        return None
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    """What one attempt runs: argv, environment, the log's header, the ``{out}`` file it writes (kept
-    from other jobs until it ends) and the notes the header carries."""
-
-    argv: tuple[str, ...]
-    env: dict[str, str]
-    header: str
-    out: str | None
-    notes: tuple[str, ...]
-
-
-def prepare_launch(
-    task: TaskRecord,
-    info: DeviceInfo,
-    known: Sequence[DeviceInfo],
-    *,
-    python: str | None = None,
-    extra_env: Mapping[str, str] = {},
-    taken_outs: Collection[str] = (),
-    queue_file: str = "",
-    now_s: float = 0.0,
-    on_cpu: bool = False,
-) -> LaunchPlan:
-    """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
-    this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``default_vk_index`` (the
-    Vulkan loader) and ``{out}``, which is taken by creating it (``free_out_path``). Raises LaunchError
-    when the task cannot be rendered for that device.
-    ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
-    spec = task.spec
-    if on_cpu:
-        info = dataclasses.replace(info, kind="cpu")  # build_env hides CUDA and HIP devices
-    base_env = dict(spec.base_env) if spec.base_env is not None else dict(os.environ)  # the submitter's
-    notes = [task.reason] if task.reason else []
-    out: str | None = None
-    rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
-    values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
-    if spec.fills_placeholders:
-        vk_index = None
-        if uses_placeholder(spec, "vk_index"):
-            probe_env = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
-            vk_index = default_vk_index(info, probe_env, known)
-        values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
-        if uses_placeholder(spec, "out"):
-            wanted = values["out"]
-            out = values["out"] = free_out_path(wanted, set(taken_outs), umask=job_umask())
-            if out != wanted:
-                notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
-    argv = render_argv(spec, values, python=python)
-    env = build_env(
-        base_env, info, task_id=task.id, extra=extra_env, task_env=spec.env, values=values, rocm_index=rocm
-    )
-    if python is not None:  # a torch task: run by the env chosen for the device
-        activate_python(env, python)
-    env[QUEUE_FILE_VAR] = queue_file  # lets crash recovery find the job before its pid is saved
-    gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-    header = (
-        f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
-        f" at {local_iso(now_s)} ===\n"
-        f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
-        + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
-        + (f"note: {task.reason}\n" if task.reason else "")
-        + "".join(f"{n}\n" for n in notes[1 if task.reason else 0 :])
-    )
-    return LaunchPlan(tuple(argv), env, header, out, tuple(notes))
-
-
-class QueueService(QueueEdits):
+class QueueService:
     """The queue API used by the IPC owner, the CLI handlers and the tray. See the module docstring."""
 
     def __init__(
@@ -272,9 +180,6 @@ class QueueService(QueueEdits):
         self.paths = paths
         self.clock = clock
         self.on_event = on_event
-        super().__init__()
-        self.slots = dict(slots or {})
-        self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
         self.env_chooser: EnvChooser = (
             env_chooser
             if env_chooser is not None
@@ -283,13 +188,14 @@ class QueueService(QueueEdits):
             )
         )
         self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
+        self.device_book = DeviceBook(monitor, self.env_chooser, slots=slots or {})
         self.log_max_bytes = log_max_bytes
         self.cluster = cluster
 
         self._lock = threading.RLock()
+        self.edits = QueueEdits(self)  # move, edit, remove, clean, wait
         self._jobs: dict[int, _Running] = {}
         self._absent_ticks: dict[str, int] = {}
-        self._names_used: dict[str, str] = {}  # device key -> name, kept for messages after it vanished
         self._last_pass_s = 0.0
         self._last_pass_end = 0.0
         self._requested = False
@@ -326,6 +232,7 @@ class QueueService(QueueEdits):
         )
         self._event_thread.start()
         adopted = self._adopt_jobs()
+        reach.remove_stale_cgroups()  # empty job groups left while no owner was up
         for rec in self.store.recover_after_crash(skip=adopted):
             kind = "interrupted"
             self._emit(kind, rec.record, f"{rec.record.name}: {rec.record.reason}")
@@ -419,6 +326,7 @@ class QueueService(QueueEdits):
             for r in running:
                 r.job.wait(timeout=15)
         self.env_chooser.close()
+        HOST.close()  # the supervisor host: no more jobs start here (those it forked run on)
         with self._lock:
             self._recording = False  # the store closes after us; later exits are the next owner's
         if self._event_thread is not None:
@@ -426,6 +334,15 @@ class QueueService(QueueEdits):
             if self._event_thread is not threading.current_thread():
                 self._event_thread.join(timeout=10)
         self._started = False
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The queue's lock: every change to the queue (and to the store through it) holds it."""
+        return self._lock
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # -- queries --------------------------------------------------------------------------------
     def list(self, *, include_finished: bool = True) -> builtins.list[TaskRecord]:
@@ -561,7 +478,8 @@ class QueueService(QueueEdits):
                 return
             self.passes += 1
             now = self.clock()
-            pending = self._fail_unplannable(self.store.pending(skip=self._unpark(now)), now)
+            self._unpark(now)
+            pending = self._fail_unplannable(self.store.pending(active_only=True), now)
             if self.cluster is not None:
                 # Dependencies hold a task for another machine too, until it is placed: the cluster
                 # link hands the bridge only those whose dependencies let them start.
@@ -598,7 +516,7 @@ class QueueService(QueueEdits):
             if torch_keys:  # an env is looked up (checked) only where a torch task may run
                 devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
             result = plan(pending, devices, now_s=now)
-            waits: builtins.list[tuple[TaskRecord, Wait]] = parking
+            waits: builtins.list[tuple[TaskRecord, Wait]] = builtins.list(parking)
             due: builtins.list[float] = [self._parked_due[0][0]] if self._parked_due else []
             known = [d.info for d in devices]
             for task, decision in result.decisions:
@@ -613,25 +531,27 @@ class QueueService(QueueEdits):
                     elif task.spec.max_wait_s is not None:
                         due.append(wait_started_s(task) + task.spec.max_wait_s)
             self._record_waits(waits, result.overtakes)
+            self.store.put_aside(task for task, _wait in parking)  # after their reasons are written
             backoff_due = self._start_backoff.next_due_s(now)
             if backoff_due is not None:
                 due.append(backoff_due)
             self._due_s = min(due) if due else None
 
-    def _unpark(self, now: float) -> Mapping[int, float]:
-        """The tasks still put aside to wait for a time: those whose time came, or that changed since
-        (edited, moved, cancelled, removed), are planned again. Callers hold the lock."""
-        for task_id in self.store.take_touched():
-            self._parked.pop(task_id, None)  # its heap entry goes stale: skipped when it comes up
+    def _unpark(self, now: float) -> None:
+        """Bring back the tasks put aside whose time came (one that changed meanwhile came back by
+        itself, in the store). Callers hold the lock."""
         heap = self._parked_due
+        due = []
         while heap and (heap[0][0] <= now or self._parked.get(heap[0][1]) != heap[0][0]):
-            _until, task_id = heapq.heappop(heap)
-            if _until <= now:
-                self._parked.pop(task_id, None)
+            until, task_id = heapq.heappop(heap)
+            if until <= now and self._parked.get(task_id) == until:
+                del self._parked[task_id]
+                due.append(task_id)
+        if due:
+            self.store.bring_back(due)
         if len(heap) > 2 * len(self._parked) + 1024:  # many stale entries: rebuild
             self._parked_due = [(until, task_id) for task_id, until in self._parked.items()]
             heapq.heapify(self._parked_due)
-        return self._parked
 
     def _time_gated(
         self, pending: builtins.list[TaskRecord], now: float
@@ -834,7 +754,7 @@ class QueueService(QueueEdits):
         self._start_backoff.started(task.id)
         demo_for = info.name if chosen is not None and chosen.on_cpu else None
         self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
-        self._names_used[info.key] = info.name
+        self.device_book.names_used[info.key] = info.name
         self.monitor.job_started(
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
         )
@@ -908,19 +828,24 @@ class QueueService(QueueEdits):
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
             if reason == "orphaned":
                 base["exit_code"] = None
+            left = leftover_note(job.leftovers) if reason != "orphaned" else ""
             if reason == "cancelled":
-                new = self.store.update(task_id, state="cancelled", reason="cancelled while running", **base)
+                why = "; ".join(filter(None, ["cancelled while running", left]))
+                new = self.store.update(task_id, state="cancelled", reason=why, **base)
                 self._emit("cancelled", new, f"{new.name} cancelled")
             elif reason in ("lost", "shutdown", "orphaned"):
                 why = {
-                    "lost": f"interrupted: {self._device_name(device)} was lost while it ran",
+                    "lost": f"interrupted: {self.device_name(device)} was lost while it ran",
                     "shutdown": "interrupted: gputray stopped while it ran",
                     "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
-                    + (" (its leftover process was stopped)" if job.stopped_leftover else ""),
+                    + (f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""),
                 }[reason]
+                why = "; ".join(filter(None, [why, left]))
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
+                if left:
+                    demo["reason"] = "; ".join(filter(None, [demo.get("reason", rec.reason), left]))
                 new = self.store.update(task_id, state="succeeded", **base, **demo)
                 where = self._where(device, running.demo_for if running is not None else None)
                 self._emit("finished", new, f"{new.name} finished on {where}")
@@ -931,6 +856,7 @@ class QueueService(QueueEdits):
                     why = f"killed by signal {_signal_name(-code)}"
                 else:
                     why = f"exited with status {code}"
+                why = "; ".join(filter(None, [why, left]))
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
                 self._emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
             job.files.discard()  # recorded: the supervisor's files have said what they had to say
@@ -997,6 +923,7 @@ class QueueService(QueueEdits):
                 with self._lock:
                     self._parked.clear()
                     self._parked_due.clear()
+                    self.store.bring_back()
                 self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
@@ -1047,77 +974,18 @@ class QueueService(QueueEdits):
 
     def _emit(self, kind: Any, rec: TaskRecord, message: str) -> None:
         self._events.put(QueueEvent(kind, rec, message))
-        self._notify_waiters()
-
-    def _needs_ok(self, key: str, needs: frozenset[str]) -> frozenset[str] | None:
-        """What placement checks ``needs`` against: the wanted needs minus those the doctor saw fail
-        here (``env_chooser.failed_needs``); None = nothing known, nothing blocked."""
-        if not needs:
-            return None
-        try:
-            failed = frozenset(self.env_chooser.failed_needs(key, needs))
-        except Exception:  # the doctor's cache must never stop the queue
-            log.exception("reading the doctor's results failed")
-            return None
-        return needs - failed if failed else None
+        self.edits.notify_waiters()
 
     def _device_states(
         self, snapshot: Snapshot | None, *, needs: frozenset[str] = frozenset()
     ) -> builtins.list[DeviceState]:
-        running = list(self._jobs.values())
-        ram_free = ram_total = None
-        if snapshot is not None and snapshot.host.ram_total_bytes is not None:
-            ram_total = snapshot.host.ram_total_bytes
-            if snapshot.host.ram_used_bytes is not None:
-                ram_free = ram_total - snapshot.host.ram_used_bytes
-        our_pids = {r.pid for r in running}
-        states = []
-        readings = snapshot.readings if snapshot is not None else ()
-        processes = snapshot.processes if snapshot is not None else ()
-        for reading in readings:
-            key = reading.info.key
-            mine = [r for r in running if r.device == key]
-            declared = sum(r.spec.vram_bytes or 0 for r in mine)
-            ours = (p for p in processes if p.device == key and p.pid in our_pids)
-            seen = sum((p.vram_bytes or 0) + (p.shared_bytes or 0) for p in ours)
-            states.append(
-                DeviceState(
-                    info=reading.info,
-                    sample=reading.sample,
-                    verdict=snapshot.verdict(key) if snapshot is not None else None,
-                    running=len(mine),
-                    slots=self._slot_count(reading.info),
-                    paused=key in self._paused.devices,
-                    running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
-                    extra_used_bytes=max(0, declared - seen),
-                    host_ram_free_bytes=ram_free,
-                    host_ram_total_bytes=ram_total,
-                    capabilities=self._needs_ok(key, needs),
-                )
-            )
-        mine = [r for r in running if r.device == "cpu"]
-        states.append(
-            cpu_state(
-                running=len(mine),
-                slots=self._slot_count(CPU_INFO),
-                paused="cpu" in self._paused.devices,
-                running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
-                host_ram_free_bytes=ram_free,
-                host_ram_total_bytes=ram_total,
-                extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
-                capabilities=self._needs_ok("cpu", needs),
-            )
-        )
-        return states
+        return self.device_book.states(snapshot, list(self._jobs.values()), self._paused, needs=needs)
 
-    def _slot_count(self, info: DeviceInfo) -> int:
-        """How many jobs may run on the device at once: the config's ``[devices.<name>] slots`` whose
-        name matches it (a key, a name fragment like ``5060ti``, ``cpu``), else 1. One per GPU by
-        default: on the iGPU parallel jobs fight for memory bandwidth."""
-        if info.key not in self._slots_of:
-            matching = (n for name, n in self.slots.items() if resolve_pref(name, [DeviceState(info)]))
-            self._slots_of[info.key] = next(matching, 1)
-        return self._slots_of[info.key]
+    def device_name(self, key: str | None) -> str:
+        return self.device_book.device_name(key)
+
+    def _device_key(self, name: str) -> str:
+        return self.device_book.device_key(name, list(self._jobs.values()), self._paused)
 
     def devices(self) -> tuple[DeviceSlots, ...]:
         """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
@@ -1125,11 +993,6 @@ class QueueService(QueueEdits):
             DeviceSlots(key=d.key, name=d.name, slots=d.slots, running=d.running, paused=d.paused)
             for d in self._device_states(self.monitor.latest)
         )
-
-    def known_keys(self) -> builtins.list[str]:
-        snapshot = self.monitor.latest
-        keys = [r.info.key for r in snapshot.readings] if snapshot is not None else []
-        return [*keys, "cpu"]
 
     def absent_device_notes(self, spec: TaskSpec) -> builtins.list[str]:
         """For each device the task names that was seen before but is not present now (an unplugged
@@ -1162,35 +1025,9 @@ class QueueService(QueueEdits):
                 continue
             check_submit(spec, *known)
 
-    def _device_key(self, name: str) -> str:
-        snapshot = self.monitor.latest
-        devices = self._device_states(snapshot)
-        matched = resolve_pref(name, devices)
-        if len(matched) == 1:
-            return matched[0].key
-        if name.startswith("pci:"):
-            return name.lower()  # a device that is not present now (an unplugged eGPU) may be paused too
-        known = ", ".join(f"{d.key} ({d.name})" for d in devices)
-        what = "matches several devices" if matched else "matches no device"
-        raise QueueError(f"'{name}' {what}; devices: {known}")
-
-    def _device_name(self, key: str | None) -> str:
-        if key is None:
-            return "its device"
-        if key == "cpu":
-            return "the CPU"
-        snapshot = self.monitor.latest
-        reading = snapshot.reading(key) if snapshot is not None else None
-        if reading is not None:
-            return reading.info.name
-        for info in self.monitor.known_devices():
-            if info.key == key:
-                return info.name
-        return self._names_used.get(key, key)
-
     def _where(self, key: str | None, demo_for: str | None) -> str:
         """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
-        return f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self._device_name(key)
+        return f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self.device_name(key)
 
     def _save_paused(self, paused: Paused) -> None:
         self._paused = paused
@@ -1215,6 +1052,17 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
         except OSError:
             log.warning("could not append to %s", log_path)
     return reason.replace(demo_note(device_name, done=False), done) if reason else done
+
+
+def _processes(count: int) -> str:
+    return "1 process" if count == 1 else f"{count} processes"
+
+
+def leftover_note(count: int) -> str:
+    """What the task says when its job left processes running that its supervisor stopped."""
+    if not count:
+        return ""
+    return f"{_processes(count)} {'was' if count == 1 else 'were'} still running after the job ended: stopped"
 
 
 def _signal_name(number: int) -> str:

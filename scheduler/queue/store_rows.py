@@ -11,10 +11,18 @@ from __future__ import annotations
 import json
 import math
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from gputray.scheduler.tasks.records import AFTER_MAX_WAIT, KINDS, ON_BUSY, STATES, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import (
+    AFTER_MAX_WAIT,
+    KINDS,
+    ON_BUSY,
+    PENDING_STATES,
+    STATES,
+    TaskRecord,
+    TaskSpec,
+)
 
 COLUMNS = (
     "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
@@ -222,3 +230,98 @@ def spec_from_json(text: Any) -> TaskSpec:
     except TypeError:  # a key from a newer/older spec version: keep the ones we know
         known = TaskSpec.__struct_fields__
         return TaskSpec(**{k: v for k, v in data.items() if k in known})
+
+
+class StoredEnv(Mapping[str, str]):
+    """A task's caller environment, left in the queue file and read back when it is read (at launch).
+
+    The owner holds one of these per task instead of the environment itself: 10,000 waiting tasks
+    from a shell with a 4 KiB environment would otherwise hold 40 MiB of copies of it."""
+
+    __slots__ = ("_load", "task_id")
+
+    def __init__(self, load: Callable[[int], dict[str, str]], task_id: int) -> None:
+        self._load = load
+        self.task_id = task_id
+
+    def __getitem__(self, key: str) -> str:
+        return self._load(self.task_id)[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load(self.task_id))
+
+    def __len__(self) -> int:
+        return len(self._load(self.task_id))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StoredEnv) and other.task_id == self.task_id and other._load == self._load:
+            return True
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping
+
+    def __repr__(self) -> str:
+        return f"StoredEnv(task #{self.task_id})"
+
+
+class RecordMirror(dict[int, TaskRecord]):
+    """The table in memory (see the module docstring): every write goes through ``__setitem__`` or
+    ``pop``, which keep the id sets and leave each caller environment in the file."""
+
+    def __init__(self, light: Callable[[TaskRecord], TaskRecord]) -> None:
+        super().__init__()
+        self._light = light
+        self.pending_ids: set[int] = set()
+        self.aside: set[int] = set()  # pending tasks put aside until they change or are brought back
+        self.active_ids: set[int] = set()  # pending_ids - aside: what a dispatch pass plans
+
+    def __setitem__(self, task_id: int, rec: TaskRecord) -> None:
+        rec = self._light(rec)
+        super().__setitem__(task_id, rec)
+        self.aside.discard(task_id)  # changed: planned afresh
+        if rec.state in PENDING_STATES:
+            self.pending_ids.add(task_id)
+            self.active_ids.add(task_id)
+        else:
+            self.pending_ids.discard(task_id)
+            self.active_ids.discard(task_id)
+
+    def pop(self, task_id: int, *default: Any) -> Any:
+        self.pending_ids.discard(task_id)
+        self.aside.discard(task_id)
+        self.active_ids.discard(task_id)
+        return super().pop(task_id, *default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for task_id, rec in dict(*args, **kwargs).items():
+            self[task_id] = rec
+
+
+def column_text(text: str) -> str:
+    """``text`` as a column can hold it (SQLite stores UTF-8): as it is, or, where it holds surrogate
+    escapes (the bytes of a file name that are not UTF-8), with those bytes written ``\\xe9``, as the
+    console shows them. The spec column keeps the exact text (``spec_text``); this is for the columns
+    a person reads (the name, a reason)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no byte makes (text from elsewhere than the OS)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def spec_text(data: dict[str, Any]) -> str:
+    """A spec as stored: UTF-8 JSON; escaped (``\\udcxx``) where it holds bytes that are not UTF-8
+    (an argv or environment value in another encoding), which SQLite could not store otherwise and
+    ``json.loads`` turns back into the same str."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return text

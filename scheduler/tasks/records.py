@@ -165,7 +165,7 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     after_any: bool = False
     placeholders: bool = False  # opt-in: fill placeholders in a command/torch task too
     util_percent: Percent = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
-    # Cluster (gputray.cluster): the machine it should run on ("any" or a machine name; None = here),
+    # Cluster: the machine it should run on ("any" or a machine name; None = here),
     # and, on a task another machine handed here, where it came from ("desk#12.1": machine, id, attempt).
     machine: Machine | None = None
     origin: Word | None = None
@@ -273,7 +273,7 @@ class TaskRecord:
     ``overtakes`` counts how often a later task took a device this one was waiting for;
     ``attempts_before`` is ``attempts`` when it was last queued again by hand (``retry``): attempts
     count on across a manual retry, while its automatic retries start afresh.
-    ``machine``/``remote_id``/``remote_state``: see ``gputray.cluster`` (a task run by another machine).
+    ``machine``/``remote_id``/``remote_state``: see docs/cluster.md (a task run by another machine).
     """
 
     id: int
@@ -295,7 +295,7 @@ class TaskRecord:
     overtakes: int = 0
     pid_create_time: float | None = None
     attempts_before: int = 0
-    # Cluster bookkeeping (gputray.cluster), None for a task that runs here: the machine the task was
+    # Cluster bookkeeping, None for a task that runs here: the machine the task was
     # placed on, its id in that machine's queue, and the last state seen there ("sending" before it
     # arrived, "fetched" once its outputs and log are back).
     machine: str | None = None

@@ -26,7 +26,7 @@ A task file holds the keys at the top level or under ``[task]``::
     cwd = "."                         # default: where `gputray submit` was typed
     after = [12, 13]                  # start once tasks 12 and 13 succeeded ...
     after_any = false                 # ... true: once they ended, however
-    machine = "any"                   # cluster: "any" machine, or one by name (gputray cluster status)
+    machine = "any"                   # cluster: "any" machine, or one by name (`cluster status` lists them)
     [env]                             # [task.env] when the keys are under [task]
     GGML_VK_VISIBLE_DEVICES = "{vk_index}"
 

@@ -215,3 +215,23 @@ def test_news_waits_for_the_pointer_to_leave_and_a_hidden_panel_holds_nothing(qt
     model.apply([TaskView(id=1, name="a.py", state="waiting")])
     panel.hide()  # deactivated under the pointer: no Leave comes
     assert ids(model) == [1]
+
+
+def test_without_a_tray_the_window_opens_as_large_as_the_panel_would_be(qtbot: QtBot) -> None:
+    """An ordinary window (stock GNOME has no tray) used to open at a scroll area's default 444×338 and
+    scroll; it opens at the panel's size on its screen, and grows when the GPUs' cards arrive."""
+    from gputray.gui.tray_app import NO_TRAY_NOTE
+
+    panel = Panel(QueueModel(), demo=True, windowed=True)
+    qtbot.addWidget(panel)
+    panel.set_notice(lambda: tr(NO_TRAY_NOTE))
+    panel.show_windowed()  # before the first snapshot, as the app does
+    QApplication.processEvents()
+    panel.update_snapshot(egpu_snapshot())
+    QApplication.processEvents()
+    assert not panel.content_scrolls(), panel.size()
+    assert audit(panel).problems == []
+    panel.resize(panel.width() + 100, panel.height() + 50)  # the user makes it larger: it stays so
+    size = panel.size()
+    panel.update_snapshot(egpu_snapshot())
+    assert panel.size() == size

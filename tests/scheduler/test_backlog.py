@@ -114,7 +114,7 @@ def test_a_task_put_aside_starts_when_its_time_comes_or_when_edited(
     wait_for(lambda: q.get(soon.id).state == "succeeded")
     assert "ran" in Path(str(q.get(soon.id).log_path)).read_text()
     assert q.get(edited.id).state == "waiting"
-    q.edit(edited.id, TaskPatch(start_at=None))  # changed: planned afresh, at once
+    q.edits.edit(edited.id, TaskPatch(start_at=None))  # changed: planned afresh, at once
     wait_for(lambda: q.get(edited.id).state == "succeeded")
 
 

@@ -24,7 +24,8 @@ from gputray.scheduler.pyenvs.choice import ResolverChooser
 from gputray.scheduler.pyenvs.registry import PythonEnv
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService, TaskStateError
-from gputray.scheduler.queue.store import TaskNotFound, TaskStore
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.replies import Paused, TaskView
 from gputray.scheduler.tasks.recipes import ToolNotFound
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord, TaskSpec
@@ -344,9 +345,9 @@ def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
     a, b, c = (q.submit(command(n, device_prefs=("780m",))) for n in "abc")
     h.until(lambda: q.get(c.id).reason == "the queue is paused")
     assert [r.id for r in q.list()] == [a.id, b.id, c.id]
-    q.move(c.id, -2)
+    q.edits.move(c.id, -2)
     assert [r.id for r in q.list()] == [c.id, a.id, b.id]
-    q.move(c.id, +1)
+    q.edits.move(c.id, +1)
     assert [r.id for r in q.list()] == [a.id, c.id, b.id]
     q.pause("780m")
     assert q.paused() == Paused(all=True, devices=frozenset({AMD}))
@@ -357,7 +358,7 @@ def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
     starts = sorted((q.get(r.id).started_at or 0, r.id) for r in (a, b, c))
     assert [i for _, i in starts] == [a.id, c.id, b.id]
     with pytest.raises(TaskStateError, match="only queued or waiting tasks move"):
-        q.move(a.id, 1)
+        q.edits.move(a.id, 1)
     again = q.retry(a.id)
     assert again.state == "queued" and again.attempts == 1  # attempts count on: the next is attempt 2
     h.until(h.state(a.id, "succeeded"))
@@ -690,7 +691,7 @@ def test_prepare_launch_is_a_plan_tests_can_read(tmp_path: Path) -> None:
     """The pure part of a start: the argv, environment and header one attempt gets on a device (and
     the output file it takes, created empty)."""
     from gputray.monitor.records import DeviceInfo
-    from gputray.scheduler.queue.service import prepare_launch
+    from gputray.scheduler.jobs.launch_plan import prepare_launch
     from gputray.scheduler.tasks.records import TaskRecord
 
     gpu = DeviceInfo(
@@ -753,35 +754,35 @@ def test_edit_and_move_a_task_that_has_not_started(harness: Callable[..., Harnes
     q = h.start()
     q.pause()
     a, b, c = (q.submit(command(n, "pass", device_prefs=("cpu",))) for n in "abc")
-    q.move_to(c.id, top=True)
+    q.edits.move_to(c.id, top=True)
     assert [r.id for r in q.list()] == [c.id, a.id, b.id]
-    q.move_to(a.id, after=b.id)
+    q.edits.move_to(a.id, after=b.id)
     assert [r.id for r in q.list()] == [c.id, b.id, a.id]
-    q.move_to(c.id, before=a.id)
+    q.edits.move_to(c.id, before=a.id)
     assert [r.id for r in q.list()] == [b.id, c.id, a.id]
-    q.move_to(b.id, bottom=True)
+    q.edits.move_to(b.id, bottom=True)
     assert [r.id for r in q.list()] == [c.id, a.id, b.id]
-    edited = q.edit(b.id, TaskPatch(priority=5, name="bee", env={"K": "v"}, device_prefs=("780m",)))
+    edited = q.edits.edit(b.id, TaskPatch(priority=5, name="bee", env={"K": "v"}, device_prefs=("780m",)))
     assert (edited.spec.name, edited.spec.priority, dict(edited.spec.env)) == ("bee", 5, {"K": "v"})
     assert [r.id for r in q.list()] == [b.id, c.id, a.id]
     with pytest.raises(Exception, match=r"task #1 would wait for itself: #1 → #3 → #1"):
-        q.edit(c.id, TaskPatch(after=(a.id,)))
-        q.edit(a.id, TaskPatch(after=(c.id,)))
+        q.edits.edit(c.id, TaskPatch(after=(a.id,)))
+        q.edits.edit(a.id, TaskPatch(after=(c.id,)))
     with pytest.raises(Exception, match=r"edit cannot change 'argv'"):
-        q.edit(a.id, TaskPatch(argv=("rm", "-rf", "/")))
+        q.edits.edit(a.id, TaskPatch(argv=("rm", "-rf", "/")))
     # a device or memory no device here has is refused as at submit (it would wait for ever)
     with pytest.raises(SubmitRefused, match=r"a: no device matches '4090'; closest: "):
-        q.edit(a.id, TaskPatch(device_prefs=("4090",)))
+        q.edits.edit(a.id, TaskPatch(device_prefs=("4090",)))
     with pytest.raises(SubmitRefused, match=r"a: memory asks 999.0 TiB; the largest allowed device"):
-        q.edit(a.id, TaskPatch(vram_bytes=999 * 1024**4))
+        q.edits.edit(a.id, TaskPatch(vram_bytes=999 * 1024**4))
     assert q.get(a.id).spec.device_prefs == ("cpu",) and q.get(a.id).spec.vram_bytes is None
     with pytest.raises(Exception, match=r"task #3 cannot move next to itself"):
-        q.move_to(c.id, before=c.id)
+        q.edits.move_to(c.id, before=c.id)
     q.resume()
     for r in (a, b, c):
         h.until(h.state(r.id, "succeeded"))
     with pytest.raises(TaskStateError, match=r"task #1 already succeeded; edit is for tasks that have not"):
-        q.edit(a.id, TaskPatch(priority=1))
+        q.edits.edit(a.id, TaskPatch(priority=1))
 
 
 def test_remove_and_clean_take_the_logs_with_them(harness: Callable[..., Harness]) -> None:
@@ -794,24 +795,24 @@ def test_remove_and_clean_take_the_logs_with_them(harness: Callable[..., Harness
     logs = {r.id: Path(q.get(r.id).log_path or "") for r in (ok, bad, long)}
     assert all(p.is_file() for p in logs.values())
     waiter = q.submit(command("waiter", "pass", device_prefs=("cpu",), after=(long.id,)))
-    gone, errors = q.remove([long.id, 99])
+    gone, errors = q.edits.remove([long.id, 99])
     assert gone == [] and errors == [
         f"task #{long.id} is running; `gputray remove --force {long.id}` cancels it first",
         "no task #99 in the queue",
     ]
-    gone, errors = q.remove([long.id], force=True)
+    gone, errors = q.edits.remove([long.id], force=True)
     assert gone == [] and errors == [
         f"task #{long.id} stays: #{waiter.id} wait(s) for it (--after); remove or cancel them first"
     ]
-    gone, errors = q.remove([long.id, waiter.id], force=True)
+    gone, errors = q.edits.remove([long.id, waiter.id], force=True)
     assert {r.id for r in gone} == {long.id, waiter.id} and errors == []
     assert not logs[long.id].exists()
-    gone, kept = q.clean(states={"failed"})
+    gone, kept = q.edits.clean(states={"failed"})
     assert [r.id for r in gone] == [bad.id] and kept == [] and not logs[bad.id].exists()
     assert logs[ok.id].is_file()
-    gone, _ = q.clean(older_than_s=3600)  # it ended just now
+    gone, _ = q.edits.clean(older_than_s=3600)  # it ended just now
     assert gone == [] and logs[ok.id].is_file()
-    gone, _ = q.clean(older_than_s=0)
+    gone, _ = q.edits.clean(older_than_s=0)
     assert [r.id for r in gone] == [ok.id] and not logs[ok.id].exists() and q.list() == []
 
 
@@ -829,14 +830,15 @@ def test_wait_ended_answers_when_the_tasks_end_or_the_owner_stops(harness: Calla
     h = harness()
     q = h.start()
     quick = q.submit(command("quick", "pass", device_prefs=("cpu",)))
-    ended = q.wait_ended([quick.id], timeout_s=60)
+    ended = q.edits.wait_ended([quick.id], timeout_s=60)
     assert [r.state for r in ended if not isinstance(r, int)] == ["succeeded"]
     q.pause()
     held = q.submit(command("held", "pass", device_prefs=("cpu",)))
-    assert [r.state for r in q.wait_ended([held.id], timeout_s=0.05) if not isinstance(r, int)] == ["waiting"]
+    now = q.edits.wait_ended([held.id], timeout_s=0.05)
+    assert [r.state for r in now if not isinstance(r, int)] == ["waiting"]
     with pytest.raises(TaskNotFound):
-        q.wait_ended([99], timeout_s=1)
-    q.release_waiters()
+        q.edits.wait_ended([99], timeout_s=1)
+    q.edits.release_waiters()
     started = time.monotonic()
-    q.wait_ended([held.id], timeout_s=60)
+    q.edits.wait_ended([held.id], timeout_s=60)
     assert time.monotonic() - started < 30  # answered at once, not after the minute

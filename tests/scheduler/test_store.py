@@ -15,14 +15,10 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler.cli.commands.common import task_json
-from gputray.scheduler.queue.store import (
-    SCHEMA_VERSION,
-    StoreError,
-    TaskNotFound,
-    TaskStore,
-    read_saved_task,
-    read_saved_tasks,
-)
+from gputray.scheduler.queue.saved_queue import read_saved_task, read_saved_tasks
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import StoreError, TaskNotFound
+from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -191,7 +187,7 @@ def _gone(pid: int) -> bool:
 def test_recovery_finds_a_job_whose_pid_was_never_saved_by_its_environment(tmp_path: Path) -> None:
     """The owner died between launching the job and saving its pid: the job is found by the task id and
     queue file in its environment; the same task id from another queue is left alone."""
-    from gputray.scheduler.queue.store import QUEUE_FILE_VAR
+    from gputray.scheduler.queue.orphans import QUEUE_FILE_VAR
 
     db = tmp_path / "q.db"
     store = TaskStore(db)
@@ -416,7 +412,7 @@ def test_reading_a_newer_or_garbage_queue_file_is_a_clear_error_that_changes_not
 
 def _schema_1_file(db: Path) -> None:
     """A queue file as gputray with schema 1 (before ``attempts_before``) left it: one failed task."""
-    from gputray.scheduler.queue.store import MIGRATIONS
+    from gputray.scheduler.queue.store_schema import MIGRATIONS
 
     conn = sqlite3.connect(db)
     MIGRATIONS[0](conn)

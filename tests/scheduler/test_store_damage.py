@@ -24,14 +24,9 @@ from cli import gputray
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.queue.store import (
-    StoreError,
-    TaskStore,
-    UnreadableTask,
-    read_saved_queue,
-    read_saved_task,
-    read_saved_tasks,
-)
+from gputray.scheduler.queue.saved_queue import read_saved_queue, read_saved_task, read_saved_tasks
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import StoreError, UnreadableTask
 from gputray.scheduler.queue.store_salvage import inspect_files, scan_wal
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -332,8 +327,8 @@ def test_kept_copies_and_the_repaired_file_are_private(tmp_path: Path) -> None:
 def schema_1_queue(folder: Path, n: int = TASKS, schema: int = 1) -> Path:
     """A queue file as a schema-1 gputray left it (no ``attempts_before``): ``n`` tasks, checkpointed.
     ``schema=2``: as a schema-2 gputray left it (``attempts_before``, no cluster columns)."""
-    from gputray.scheduler.queue.store import MIGRATIONS
     from gputray.scheduler.queue.store_salvage import SCHEMA_1_COLUMN_COUNT, TASK_TABLE_COLUMNS
+    from gputray.scheduler.queue.store_schema import MIGRATIONS
 
     source = checkpointed_queue(folder / "source", n)
     db = folder / "queue.sqlite3"

@@ -1,0 +1,113 @@
+"""What one attempt of a task runs on a device: its argv, its environment variables, the log's header
+and the ``{out}`` file it writes (``prepare_launch``, pure but for the Vulkan loader and creating
+``{out}``; ``invocation`` builds the parts)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gputray.monitor.records import DeviceInfo
+from gputray.scheduler.jobs.invocation import (
+    activate_python,
+    build_env,
+    free_out_path,
+    placeholder_values,
+    render_argv,
+    rocm_index_for,
+    uses_placeholder,
+)
+from gputray.scheduler.paths import job_umask
+from gputray.scheduler.queue.orphans import QUEUE_FILE_VAR
+from gputray.scheduler.tasks.records import TaskRecord, local_iso
+
+log = logging.getLogger("gputray.scheduler.queue.service")  # the queue's log, where these lines always were
+
+
+def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]) -> int | None:
+    """The Vulkan index for ``{vk_index}``: the identity map for real GPUs; for simulated GPUs their
+    rank among the simulated devices (demo only, there is no real device behind them)."""
+    if info.simulated:
+        sims = sorted(d.key for d in known if d.simulated and d.kind != "cpu")
+        return sims.index(info.key) if info.key in sims else None
+    if info.kind == "cpu":
+        return None
+    try:
+        from gputray.monitor.device_map import vulkan_index_for
+
+        return vulkan_index_for(info.key, env, known)
+    except Exception:  # optional: a broken Vulkan stack must not stop the queue
+        log.exception("Vulkan index lookup failed")
+        return None
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What one attempt runs: argv, environment, the log's header, the ``{out}`` file it writes (kept
+    from other jobs until it ends) and the notes the header carries."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    header: str
+    out: str | None
+    notes: tuple[str, ...]
+
+
+def prepare_launch(
+    task: TaskRecord,
+    info: DeviceInfo,
+    known: Sequence[DeviceInfo],
+    *,
+    python: str | None = None,
+    extra_env: Mapping[str, str] = {},
+    taken_outs: Collection[str] = (),
+    queue_file: str = "",
+    now_s: float = 0.0,
+    on_cpu: bool = False,
+) -> LaunchPlan:
+    """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
+    this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``default_vk_index`` (the
+    Vulkan loader) and ``{out}``, which is taken by creating it (``free_out_path``). Raises LaunchError
+    when the task cannot be rendered for that device.
+    ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
+    spec = task.spec
+    if on_cpu:
+        info = dataclasses.replace(info, kind="cpu")  # build_env hides CUDA and HIP devices
+    base_env = dict(spec.base_env) if spec.base_env is not None else dict(os.environ)  # the submitter's
+    notes = [task.reason] if task.reason else []
+    out: str | None = None
+    rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
+    values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
+    if spec.fills_placeholders:
+        vk_index = None
+        if uses_placeholder(spec, "vk_index"):
+            probe_env = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
+            vk_index = default_vk_index(info, probe_env, known)
+        values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
+        if uses_placeholder(spec, "out"):
+            wanted = values["out"]
+            out = values["out"] = free_out_path(wanted, set(taken_outs), umask=job_umask())
+            if out != wanted:
+                notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
+    argv = render_argv(spec, values, python=python)
+    env = build_env(
+        base_env, info, task_id=task.id, extra=extra_env, task_env=spec.env, values=values, rocm_index=rocm
+    )
+    if python is not None:  # a torch task: run by the env chosen for the device
+        activate_python(env, python)
+    env[QUEUE_FILE_VAR] = queue_file  # lets crash recovery find the job before its pid is saved
+    gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+    header = (
+        f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
+        f" at {local_iso(now_s)} ===\n"
+        f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
+        + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
+        + (f"note: {task.reason}\n" if task.reason else "")
+        + "".join(f"{n}\n" for n in notes[1 if task.reason else 0 :])
+    )
+    return LaunchPlan(tuple(argv), env, header, out, tuple(notes))
