@@ -28,9 +28,9 @@ external use, and the monitor forwards them to ``JobAware`` backends (the simula
 them in demo mode).
 
 **A backlog costs nothing.** A task held back only by its start time or its daily window is planned
-once, then put aside (``_parked``: by the time its gate opens, in a heap) until that time comes or the
-task changes (``TaskStore.take_touched``): 10,000 tasks waiting on ``--at +10h`` do not slow the
-passes that start the tasks that can run now.
+once, then put aside (``TaskStore.put_aside``; here, by the time its gate opens, in a heap) until that
+time comes or the task changes (any write to it brings it back): 10,000 tasks waiting on ``--at +10h``
+do not slow the passes that start the tasks that can run now.
 
 **Launching.** ``prepare_launch`` (pure: task + device → ``LaunchPlan`` with argv, env, log header,
 ``{out}`` file, notes) decides what an attempt runs; ``_start`` marks the task running, launches the
@@ -83,6 +83,7 @@ from gputray.scheduler.pyenvs.choice import (
     ProbingChooser,
 )
 from gputray.scheduler.queue import dependencies as deps
+from gputray.scheduler.queue.device_book import DeviceBook
 from gputray.scheduler.queue.device_checks import (
     DEVICES_SEEN_FILE,
     DevicesSeen,
@@ -91,18 +92,15 @@ from gputray.scheduler.queue.device_checks import (
     remembered_absent_note,
     torch_device_keys,
 )
-from gputray.scheduler.queue.edits import QueueEdits, QueueError, TaskStateError
+from gputray.scheduler.queue.edits import QueueEdits, TaskStateError
 from gputray.scheduler.queue.offline import requeue_changes
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.placement import (
-    CPU_INFO,
     DeviceState,
     GiveUp,
     Placement,
     Wait,
-    cpu_state,
     plan,
-    resolve_pref,
     time_gate,
     wait_started_s,
 )
@@ -182,8 +180,6 @@ class QueueService:
         self.paths = paths
         self.clock = clock
         self.on_event = on_event
-        self.slots = dict(slots or {})
-        self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
         self.env_chooser: EnvChooser = (
             env_chooser
             if env_chooser is not None
@@ -192,6 +188,7 @@ class QueueService:
             )
         )
         self.devices_seen = DevicesSeen(paths.state_dir / DEVICES_SEEN_FILE)
+        self.device_book = DeviceBook(monitor, self.env_chooser, slots=slots or {})
         self.log_max_bytes = log_max_bytes
         self.cluster = cluster
 
@@ -199,7 +196,6 @@ class QueueService:
         self.edits = QueueEdits(self)  # move, edit, remove, clean, wait
         self._jobs: dict[int, _Running] = {}
         self._absent_ticks: dict[str, int] = {}
-        self._names_used: dict[str, str] = {}  # device key -> name, kept for messages after it vanished
         self._last_pass_s = 0.0
         self._last_pass_end = 0.0
         self._requested = False
@@ -482,7 +478,8 @@ class QueueService:
                 return
             self.passes += 1
             now = self.clock()
-            pending = self._fail_unplannable(self.store.pending(skip=self._unpark(now)), now)
+            self._unpark(now)
+            pending = self._fail_unplannable(self.store.pending(active_only=True), now)
             if self.cluster is not None:
                 # Dependencies hold a task for another machine too, until it is placed: the cluster
                 # link hands the bridge only those whose dependencies let them start.
@@ -519,7 +516,7 @@ class QueueService:
             if torch_keys:  # an env is looked up (checked) only where a torch task may run
                 devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
             result = plan(pending, devices, now_s=now)
-            waits: builtins.list[tuple[TaskRecord, Wait]] = parking
+            waits: builtins.list[tuple[TaskRecord, Wait]] = builtins.list(parking)
             due: builtins.list[float] = [self._parked_due[0][0]] if self._parked_due else []
             known = [d.info for d in devices]
             for task, decision in result.decisions:
@@ -534,25 +531,27 @@ class QueueService:
                     elif task.spec.max_wait_s is not None:
                         due.append(wait_started_s(task) + task.spec.max_wait_s)
             self._record_waits(waits, result.overtakes)
+            self.store.put_aside(task for task, _wait in parking)  # after their reasons are written
             backoff_due = self._start_backoff.next_due_s(now)
             if backoff_due is not None:
                 due.append(backoff_due)
             self._due_s = min(due) if due else None
 
-    def _unpark(self, now: float) -> Mapping[int, float]:
-        """The tasks still put aside to wait for a time: those whose time came, or that changed since
-        (edited, moved, cancelled, removed), are planned again. Callers hold the lock."""
-        for task_id in self.store.take_touched():
-            self._parked.pop(task_id, None)  # its heap entry goes stale: skipped when it comes up
+    def _unpark(self, now: float) -> None:
+        """Bring back the tasks put aside whose time came (one that changed meanwhile came back by
+        itself, in the store). Callers hold the lock."""
         heap = self._parked_due
+        due = []
         while heap and (heap[0][0] <= now or self._parked.get(heap[0][1]) != heap[0][0]):
-            _until, task_id = heapq.heappop(heap)
-            if _until <= now:
-                self._parked.pop(task_id, None)
+            until, task_id = heapq.heappop(heap)
+            if until <= now and self._parked.get(task_id) == until:
+                del self._parked[task_id]
+                due.append(task_id)
+        if due:
+            self.store.bring_back(due)
         if len(heap) > 2 * len(self._parked) + 1024:  # many stale entries: rebuild
             self._parked_due = [(until, task_id) for task_id, until in self._parked.items()]
             heapq.heapify(self._parked_due)
-        return self._parked
 
     def _time_gated(
         self, pending: builtins.list[TaskRecord], now: float
@@ -755,7 +754,7 @@ class QueueService:
         self._start_backoff.started(task.id)
         demo_for = info.name if chosen is not None and chosen.on_cpu else None
         self._jobs[task.id] = _Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
-        self._names_used[info.key] = info.name
+        self.device_book.names_used[info.key] = info.name
         self.monitor.job_started(
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
         )
@@ -924,6 +923,7 @@ class QueueService:
                 with self._lock:
                     self._parked.clear()
                     self._parked_due.clear()
+                    self.store.bring_back()
                 self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
@@ -976,75 +976,16 @@ class QueueService:
         self._events.put(QueueEvent(kind, rec, message))
         self.edits.notify_waiters()
 
-    def _needs_ok(self, key: str, needs: frozenset[str]) -> frozenset[str] | None:
-        """What placement checks ``needs`` against: the wanted needs minus those the doctor saw fail
-        here (``env_chooser.failed_needs``); None = nothing known, nothing blocked."""
-        if not needs:
-            return None
-        try:
-            failed = frozenset(self.env_chooser.failed_needs(key, needs))
-        except Exception:  # the doctor's cache must never stop the queue
-            log.exception("reading the doctor's results failed")
-            return None
-        return needs - failed if failed else None
-
     def _device_states(
         self, snapshot: Snapshot | None, *, needs: frozenset[str] = frozenset()
     ) -> builtins.list[DeviceState]:
-        running = list(self._jobs.values())
-        ram_free = ram_total = None
-        if snapshot is not None and snapshot.host.ram_total_bytes is not None:
-            ram_total = snapshot.host.ram_total_bytes
-            if snapshot.host.ram_used_bytes is not None:
-                ram_free = ram_total - snapshot.host.ram_used_bytes
-        our_pids = {r.pid for r in running}
-        states = []
-        readings = snapshot.readings if snapshot is not None else ()
-        processes = snapshot.processes if snapshot is not None else ()
-        for reading in readings:
-            key = reading.info.key
-            mine = [r for r in running if r.device == key]
-            declared = sum(r.spec.vram_bytes or 0 for r in mine)
-            ours = (p for p in processes if p.device == key and p.pid in our_pids)
-            seen = sum((p.vram_bytes or 0) + (p.shared_bytes or 0) for p in ours)
-            states.append(
-                DeviceState(
-                    info=reading.info,
-                    sample=reading.sample,
-                    verdict=snapshot.verdict(key) if snapshot is not None else None,
-                    running=len(mine),
-                    slots=self._slot_count(reading.info),
-                    paused=key in self._paused.devices,
-                    running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
-                    extra_used_bytes=max(0, declared - seen),
-                    host_ram_free_bytes=ram_free,
-                    host_ram_total_bytes=ram_total,
-                    capabilities=self._needs_ok(key, needs),
-                )
-            )
-        mine = [r for r in running if r.device == "cpu"]
-        states.append(
-            cpu_state(
-                running=len(mine),
-                slots=self._slot_count(CPU_INFO),
-                paused="cpu" in self._paused.devices,
-                running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
-                host_ram_free_bytes=ram_free,
-                host_ram_total_bytes=ram_total,
-                extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
-                capabilities=self._needs_ok("cpu", needs),
-            )
-        )
-        return states
+        return self.device_book.states(snapshot, list(self._jobs.values()), self._paused, needs=needs)
 
-    def _slot_count(self, info: DeviceInfo) -> int:
-        """How many jobs may run on the device at once: the config's ``[devices.<name>] slots`` whose
-        name matches it (a key, a name fragment like ``5060ti``, ``cpu``), else 1. One per GPU by
-        default: on the iGPU parallel jobs fight for memory bandwidth."""
-        if info.key not in self._slots_of:
-            matching = (n for name, n in self.slots.items() if resolve_pref(name, [DeviceState(info)]))
-            self._slots_of[info.key] = next(matching, 1)
-        return self._slots_of[info.key]
+    def device_name(self, key: str | None) -> str:
+        return self.device_book.device_name(key)
+
+    def _device_key(self, name: str) -> str:
+        return self.device_book.device_key(name, list(self._jobs.values()), self._paused)
 
     def devices(self) -> tuple[DeviceSlots, ...]:
         """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
@@ -1052,11 +993,6 @@ class QueueService:
             DeviceSlots(key=d.key, name=d.name, slots=d.slots, running=d.running, paused=d.paused)
             for d in self._device_states(self.monitor.latest)
         )
-
-    def known_keys(self) -> builtins.list[str]:
-        snapshot = self.monitor.latest
-        keys = [r.info.key for r in snapshot.readings] if snapshot is not None else []
-        return [*keys, "cpu"]
 
     def absent_device_notes(self, spec: TaskSpec) -> builtins.list[str]:
         """For each device the task names that was seen before but is not present now (an unplugged
@@ -1088,32 +1024,6 @@ class QueueService:
                 # after the device chosen for it, and the sender checked those.
                 continue
             check_submit(spec, *known)
-
-    def _device_key(self, name: str) -> str:
-        snapshot = self.monitor.latest
-        devices = self._device_states(snapshot)
-        matched = resolve_pref(name, devices)
-        if len(matched) == 1:
-            return matched[0].key
-        if name.startswith("pci:"):
-            return name.lower()  # a device that is not present now (an unplugged eGPU) may be paused too
-        known = ", ".join(f"{d.key} ({d.name})" for d in devices)
-        what = "matches several devices" if matched else "matches no device"
-        raise QueueError(f"'{name}' {what}; devices: {known}")
-
-    def device_name(self, key: str | None) -> str:
-        if key is None:
-            return "its device"
-        if key == "cpu":
-            return "the CPU"
-        snapshot = self.monitor.latest
-        reading = snapshot.reading(key) if snapshot is not None else None
-        if reading is not None:
-            return reading.info.name
-        for info in self.monitor.known_devices():
-            if info.key == key:
-                return info.name
-        return self._names_used.get(key, key)
 
     def _where(self, key: str | None, demo_for: str | None) -> str:
         """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
