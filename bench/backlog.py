@@ -31,6 +31,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from daemon_harness import BenchDaemon, percentile
 
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.store import NO_FSYNC_VAR, TaskStore
 from gputray.scheduler.tasks.records import TaskSpec
@@ -83,10 +84,10 @@ def measure(d: BenchDaemon, env: dict[str, str], samples: int) -> tuple[list[flo
     latencies = []
     with d.client() as c:
         for i in range(samples):
-            rec = c.request("run", argv=[program, str(i)], name=f"probe {i}", overrides=cpu, caller_env=env)
+            rec = c.ask(rq.Run(argv=[program, str(i)], name=f"probe {i}", overrides=cpu, caller_env=env))
             task_id = rec.tasks[0].id
             while True:
-                done = c.request("wait", ids=[task_id], timeout_s=30)
+                done = c.ask(rq.WaitFor(ids=[task_id], timeout_s=30))
                 if done.done:
                     break
             t = done.tasks[0]
@@ -94,9 +95,9 @@ def measure(d: BenchDaemon, env: dict[str, str], samples: int) -> tuple[list[flo
         t0 = time.perf_counter()
         ids = []
         for i in range(BURST):
-            reply = c.request("run", argv=[program, "b"], name=f"burst {i}", overrides=cpu, caller_env=env)
+            reply = c.ask(rq.Run(argv=[program, "b"], name=f"burst {i}", overrides=cpu, caller_env=env))
             ids.append(reply.tasks[0].id)
-        while not c.request("wait", ids=ids, timeout_s=60).done:
+        while not c.ask(rq.WaitFor(ids=ids, timeout_s=60)).done:
             pass
         rate = BURST / (time.perf_counter() - t0)
     return latencies, rate
@@ -109,12 +110,13 @@ def run(n: int, samples: int, env: dict[str, str]) -> tuple[list[float], float, 
             start_at = time.time() + 10 * 3600
             t0 = time.perf_counter()
             for i in range(n):
-                c.request(
-                    "run",
-                    argv=[program, str(i)],
-                    name=f"later {i}",
-                    overrides={"start_at": start_at, "device_prefs": ["cpu"]},
-                    caller_env=env,
+                c.ask(
+                    rq.Run(
+                        argv=[program, str(i)],
+                        name=f"later {i}",
+                        overrides={"start_at": start_at, "device_prefs": ["cpu"]},
+                        caller_env=env,
+                    )
                 )
             submit_s = time.perf_counter() - t0
         time.sleep(2.0)  # the passes over the burst of submits end

@@ -35,6 +35,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from cluster_harness import PY, SCENARIO_DESK, SCENARIO_LAPTOP, RayCluster, machines_on  # noqa: E402
 
+from gputray.scheduler import protocol as rq  # noqa: E402
+
 STAMP = "import time; print('T=%r' % time.time(), flush=True)"
 
 
@@ -74,7 +76,7 @@ def gputray_latency(desk: object, samples: int) -> list[float]:
         )
         task_id = int(got.tasks[0].id)
         wait(lambda tid=task_id: desk.task(tid).state in ("succeeded", "failed"))  # type: ignore[attr-defined]
-        stamp = stamp_of(desk.ask("logs", id=task_id).text)  # type: ignore[attr-defined]
+        stamp = stamp_of(desk.ask(rq.Logs(id=task_id)).text)  # type: ignore[attr-defined]
         if stamp is not None:
             out.append(stamp - t0)
     return out
@@ -126,12 +128,12 @@ def throughput(desk: object, count: int) -> tuple[float, int]:
         ids.append(int(got.tasks[0].id))
 
     def all_done() -> bool:
-        tasks = {t.id: t for t in desk.ask("queue", all=True).tasks}  # type: ignore[attr-defined]
+        tasks = {t.id: t for t in desk.ask(rq.Queue(all=True)).tasks}  # type: ignore[attr-defined]
         return all(tasks[i].state in ("succeeded", "failed", "cancelled") for i in ids)
 
     wait(all_done, 600)
     elapsed = time.monotonic() - t0
-    tasks = {t.id: t for t in desk.ask("queue", all=True).tasks}  # type: ignore[attr-defined]
+    tasks = {t.id: t for t in desk.ask(rq.Queue(all=True)).tasks}  # type: ignore[attr-defined]
     return elapsed, sum(1 for i in ids if tasks[i].state == "succeeded")
 
 

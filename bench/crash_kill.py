@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.replies import Tasks, TaskView
 
@@ -125,7 +126,7 @@ class Owner:
                     f"the daemon exited with {self.proc.returncode}: {self.stderr.read_text()[-2000:]}"
                 )
             with contextlib.suppress(ipc.IpcError):
-                if ipc.request(self.paths, "ping").ready:
+                if ipc.ask(self.paths, rq.Ping()).ready:
                     return time.time()
             if time.monotonic() > deadline:
                 raise RuntimeError("the daemon did not answer")
@@ -183,7 +184,7 @@ def run_crash_test(
                         "backoff_s": 0,
                     }
                     argv = [PY, str(script), str(marks), name, str(code), str(sleep_s)]
-                    reply = client.request("run", argv=argv, name=name, overrides=overrides)
+                    reply = client.ask(rq.Run(argv=argv, name=name, overrides=overrides))
                     acknowledged[name] = int(reply.tasks[0].id)
         except ipc.IpcError:
             pass  # the owner was killed mid-submit: what was not acknowledged may or may not be stored
@@ -229,7 +230,7 @@ def _drain(owner: Owner, timeout_s: float = 300.0) -> Tasks:
     deadline = time.monotonic() + timeout_s
     with ipc.IpcClient(owner.paths, timeout_s=30) as client:
         while True:
-            tasks: Tasks = client.request("queue", all=True).tasks
+            tasks: Tasks = client.ask(rq.Queue(all=True)).tasks
             if all(t.state in FINISHED for t in tasks) or time.monotonic() > deadline:
                 return tasks
             time.sleep(0.2)

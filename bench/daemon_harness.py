@@ -13,6 +13,7 @@ from pathlib import Path
 from types import TracebackType
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 
 
@@ -38,7 +39,7 @@ class BenchDaemon:
         deadline = time.monotonic() + 30
         while True:
             try:
-                if ipc.request(self.paths, "ping").ready:
+                if ipc.ask(self.paths, rq.Ping()).ready:
                     break
             except ipc.IpcError:
                 pass

@@ -29,6 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from daemon_harness import BenchDaemon, percentile
 
+from gputray.scheduler import protocol as rq
+
 
 def main(n: int = 200) -> int:
     bash = shutil.which("bash")
@@ -37,17 +39,17 @@ def main(n: int = 200) -> int:
         return 1
     script = 'echo "S $EPOCHREALTIME"; echo "E $EPOCHREALTIME"'
     with BenchDaemon() as d, d.client() as c:
-        c.request("pause", device=None)  # queue everything first, so each start is an exit-driven dispatch
+        c.ask(rq.Pause(device=None))  # queue everything first, so each start is an exit-driven dispatch
         ids = [
-            c.request("run", argv=[bash, "-c", script], name=f"j{i}", overrides={"device_prefs": ["780m"]})
+            c.ask(rq.Run(argv=[bash, "-c", script], name=f"j{i}", overrides={"device_prefs": ["780m"]}))
             .tasks[0]
             .id
             for i in range(n)
         ]
-        c.request("resume", device=None)
+        c.ask(rq.Resume(device=None))
         deadline = time.monotonic() + 60 + n
         while True:
-            tasks = {t.id: t for t in c.request("queue", all=True).tasks}
+            tasks = {t.id: t for t in c.ask(rq.Queue(all=True)).tasks}
             if all(tasks[i].state in ("succeeded", "failed", "cancelled") for i in ids):
                 break
             if time.monotonic() > deadline:
@@ -57,7 +59,7 @@ def main(n: int = 200) -> int:
         starts: dict[int, float] = {}
         ends: dict[int, float] = {}
         for i in ids:
-            text = c.request("logs", id=i).text
+            text = c.ask(rq.Logs(id=i)).text
             for line in text.splitlines():
                 if line.startswith("S "):
                     starts[i] = float(line[2:])

@@ -44,6 +44,7 @@ from gputray.monitor.amd_sysfs import AmdSysfsBackend  # noqa: E402
 from gputray.monitor.host import HostReader  # noqa: E402
 from gputray.monitor.monitor import Monitor  # noqa: E402
 from gputray.monitor.nvml_backend import NvmlBackend  # noqa: E402
+from gputray.scheduler import protocol as rq  # noqa: E402
 
 PHOENIX = ROOT / "tests" / "fixtures" / "amdgpu-sysfs" / "phoenix"
 PROCESSES = 200
@@ -321,7 +322,7 @@ def daemons(base: Path, sys_dir: Path, trees: dict[str, Path], seconds: float, w
             deadline = time.monotonic() + 60
             while True:
                 try:
-                    if ipc.request(paths, "ping").ready:
+                    if ipc.ask(paths, rq.Ping()).ready:
                         break
                 except ipc.IpcError:
                     pass

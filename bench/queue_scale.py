@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from daemon_harness import BenchDaemon
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.store import NO_FSYNC_VAR
 
@@ -42,11 +43,11 @@ CLIENTS = 8
 def _client(paths: Paths, program: str, count: int, who: int, start: Any, out: Any) -> None:
     """One client process: wait for the others, then submit ``count`` tasks, one request each."""
     with ipc.IpcClient(paths, timeout_s=120) as c:
-        c.request("ping")
+        c.ask(rq.Ping())
         start.wait()
         t0 = time.perf_counter()
         for i in range(count):
-            c.request("run", argv=[program, str(i)], name=f"c{who} {i}", overrides={"device_prefs": ["780m"]})
+            c.ask(rq.Run(argv=[program, str(i)], name=f"c{who} {i}", overrides={"device_prefs": ["780m"]}))
         out.put((t0, time.perf_counter()))
 
 
@@ -71,7 +72,7 @@ def concurrent_rate(n: int, *, durable: bool, clients: int = CLIENTS) -> float:
     extra = {} if durable else {NO_FSYNC_VAR: "1"}
     ctx = multiprocessing.get_context("spawn")
     with BenchDaemon(extra_env=extra) as d:
-        ipc.request(d.paths, "pause", device=None)
+        ipc.ask(d.paths, rq.Pause(device=None))
         start, out = ctx.Barrier(clients), ctx.Queue()
         procs = [
             ctx.Process(target=_client, args=(d.paths, program, n // clients, k, start, out))
@@ -82,7 +83,7 @@ def concurrent_rate(n: int, *, durable: bool, clients: int = CLIENTS) -> float:
         spans = [out.get(timeout=600) for _ in procs]
         for p in procs:
             p.join()
-        stored = len(ipc.request(d.paths, "queue", all=True).tasks)
+        stored = len(ipc.ask(d.paths, rq.Queue(all=True)).tasks)
     assert stored == (n // clients) * clients, f"{stored} tasks stored"
     return stored / (max(e for _, e in spans) - min(s for s, _ in spans))
 
@@ -91,17 +92,17 @@ def main(n: int = 10_000, concurrent_n: int = 8_000) -> int:
     program = shutil.which("true") or sys.executable
     with BenchDaemon() as d, d.client() as c:
         rss_idle = psutil.Process(d.proc.pid).memory_info().rss
-        c.request("pause", device=None)
+        c.ask(rq.Pause(device=None))
         t0 = time.perf_counter()
         for i in range(n):
-            c.request("run", argv=[program, str(i)], name=f"task {i}", overrides={"device_prefs": ["780m"]})
+            c.ask(rq.Run(argv=[program, str(i)], name=f"task {i}", overrides={"device_prefs": ["780m"]}))
         submit_s = time.perf_counter() - t0
         time.sleep(1.0)  # let the dispatcher's last pass over the burst finish
         t0 = time.perf_counter()
-        tasks = c.request("queue", all=True).tasks
+        tasks = c.ask(rq.Queue(all=True)).tasks
         ipc_first_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        c.request("queue", all=True)
+        c.ask(rq.Queue(all=True))
         ipc_list_s = time.perf_counter() - t0
         # As a user runs it: an installed gputray has its bytecode compiled (pip does that). This
         # checkout may run with PYTHONDONTWRITEBYTECODE, so compile into a throw-away cache first.

@@ -17,10 +17,12 @@ from typing import Any
 from gputray.cluster.staging import list_outputs, safe_rel, write_manifest
 from gputray.cluster.view import local_view
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs.log_files import LogNotReadable, read_log
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.protocol import R
 from gputray.scheduler.replies import TasksDone, TaskView
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 LOG_CHUNK_BYTES = 1 << 20
 
@@ -47,12 +49,12 @@ class Agent:
         )
         self._client = ipc.IpcClient(self.paths, timeout_s=30.0)
 
-    def _ask(self, op: str, **args: Any) -> Any:
+    def _ask(self, request: rq.Request[R]) -> R:
         try:
-            return self._client.request(op, **args)
+            return self._client.ask(request)
         except ipc.IpcError:
             self._client.close()  # one retry on a fresh connection (the owner may have restarted)
-            return self._client.request(op, **args)
+            return self._client.ask(request)
 
     def ping(self) -> dict[str, Any]:
         return {"machine": self.machine, "pid": os.getpid()}
@@ -79,18 +81,18 @@ class Agent:
             os.close(fd)
         return len(data)
 
-    def submit(self, origin: str, spec: TaskSpec, staged: list[str]) -> dict[str, Any]:
+    def submit(self, origin: str, spec: TaskSpec, staged: list[str]) -> TaskRecord | None:
         staging = self._staging(origin)
         staging.mkdir(parents=True, exist_ok=True, mode=0o700)  # the job's working folder, inputs or not
         if staged:
             write_manifest(staging, staged)
-        return self._ask("cluster_submit", origin=origin, spec=spec).task  # type: ignore[no-any-return]
+        return self._ask(rq.ClusterSubmit(origin=origin, spec=spec)).task
 
     # --- state, log, results -----------------------------------------------------------------------
 
     def task(self, task_id: int, log_offset: int) -> dict[str, Any]:
         """The task (a ``TaskView``) and its log's raw bytes from ``log_offset`` (at most 1 MiB)."""
-        task: TaskView = self._ask("get", id=task_id).task
+        task: TaskView = self._ask(rq.Get(id=task_id)).task
         data = b""
         size = 0
         if task.log_path:  # a FIFO or a link the job put in its place: refused, never waited on
@@ -108,7 +110,7 @@ class Agent:
             return f.read(size)
 
     def cancel(self, task_id: int) -> TasksDone:
-        return self._ask("cancel", ids=[task_id])  # type: ignore[no-any-return]
+        return self._ask(rq.Cancel(ids=[task_id]))
 
     def cleanup(self, key: str) -> None:
         shutil.rmtree(self._staging(key), ignore_errors=True)

@@ -49,14 +49,16 @@ from gputray.cluster.config import (
     ClusterConfigError,
     load_cluster_config,
 )
-from gputray.cluster.link import EXIT_NO_RAY, EXIT_RECONNECT, TERMINAL_REMOTE, _is_loopback
+from gputray.cluster.link import EXIT_NO_RAY, EXIT_RECONNECT, TERMINAL_REMOTE, is_loopback
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, staged_spec
 from gputray.cluster.view import local_view
-from gputray.cluster.wire import MachineView, qualified, record_from_wire, split_qualified
+from gputray.cluster.wire import MachineView, qualified, split_qualified
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs.invocation import free_out_path
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.protocol import R
 from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import FINISHED_STATES, PENDING_STATES, TaskRecord
@@ -82,7 +84,7 @@ def _prepare_env(config: ClusterConfig) -> None:
     Ray's own address on loopback too (it would otherwise swap 127.0.0.1 for the machine's address)."""
     if not config.insecure:
         os.environ["RAY_AUTH_MODE"] = "token"
-    if _is_loopback(config.address or ""):
+    if is_loopback(config.address or ""):
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 
@@ -325,8 +327,8 @@ class Bridge:
                 log.info("the owner (pid %d) is gone: the bridge stops", self.owner_pid)
                 break
             try:
-                reply = self.client.request(
-                    "cluster_sync", report=self.report(), wait_ms=200 if following else 1000
+                reply = self.client.ask(
+                    rq.ClusterSync(report=self.report(), wait_ms=200 if following else 1000)
                 )
                 owner_lost_since = None
             except ipc.IpcError as exc:
@@ -344,7 +346,7 @@ class Bridge:
                 self.exit_code = EXIT_RECONNECT
                 break
             self.local = reply.machine or self.local
-            rows = [record_from_wire(t) for t in reply.tasks]
+            rows = list(reply.tasks)
             try:
                 self._refresh_local_view()
                 following = self.step(rows)
@@ -363,8 +365,8 @@ class Bridge:
             _ray().shutdown()
         return self.exit_code
 
-    def _ask(self, op: str, **args: Any) -> Any:
-        return self.client.request(op, **args)
+    def _ask(self, request: rq.Request[R]) -> R:
+        return self.client.ask(request)
 
     def _refresh_local_view(self) -> None:
         if time.monotonic() - self.local_view_mono >= VIEW_INTERVAL_S:
@@ -395,7 +397,7 @@ class Bridge:
             if not r.finished:
                 self._send(r)
             else:  # cancelled while being sent: nothing to follow (a copy that arrived is an orphan)
-                self._ask("cluster_update", id=r.id, changes={"remote_state": "lost"})
+                self._ask(rq.ClusterUpdate(id=r.id, changes=rq.RecordChanges(remote_state="lost")))
         for r in handed:
             self._follow(r)
         self._judge_lost([*sending, *handed])
@@ -455,8 +457,10 @@ class Bridge:
 
     def _update(self, rec: TaskRecord, **changes: Any) -> TaskRecord | None:
         """Change the local row if it is still in the state we saw (a cancel may have come between)."""
-        got = self._ask("cluster_update", id=rec.id, expect_state=rec.state, changes=changes)
-        return record_from_wire(got.task) if got.task else None
+        got = self._ask(
+            rq.ClusterUpdate(id=rec.id, expect_state=rec.state, changes=rq.RecordChanges(**changes))
+        )
+        return got.task
 
     # sending
 
@@ -516,12 +520,12 @@ class Bridge:
         os.close(fd)
         self._update(
             rec,
-            remote_id=int(remote["id"]),
-            remote_state=str(remote["state"]),
+            remote_id=remote.id,
+            remote_state=remote.state,
             log_path=str(log_path),
-            reason=f"on {machine} as #{remote['id']}",
+            reason=f"on {machine} as #{remote.id}",
         )
-        log.info("task #%d handed to %s as #%s", rec.id, machine, remote["id"])
+        log.info("task #%d handed to %s as #%s", rec.id, machine, remote.id)
 
     def _send_file(self, handle: Any, origin: str, source: str, rel: str) -> None:
         ray = _ray()
@@ -672,10 +676,10 @@ class Bridge:
             running = r.state == "running" or r.remote_state == "running"
             why = f"{machine} left the cluster while it ran" if running else f"{machine} left the cluster"
             if r.finished:
-                self._ask("cluster_update", id=r.id, changes={"remote_state": "lost"})
+                self._ask(rq.ClusterUpdate(id=r.id, changes=rq.RecordChanges(remote_state="lost")))
                 continue
             log.warning("task #%d: %s", r.id, why)
-            self._ask("cluster_update", id=r.id, requeue=why)
+            self._ask(rq.ClusterUpdate(id=r.id, requeue=why))
 
     def _cancel_orphans(self, rows: list[TaskRecord]) -> None:
         """A machine back after we gave its copy of a task up: stop that copy (it must not run twice).
@@ -706,7 +710,7 @@ class Bridge:
                 ):
                     continue
                 try:
-                    now: TaskView | None = self._ask("get", id=int(task_id)).task
+                    now: TaskView | None = self._ask(rq.Get(id=int(task_id))).task
                 except ipc.RemoteError:
                     now = None  # no such task here (any more): nobody waits for that copy
                 if now is not None and _is_that_copy(
@@ -741,10 +745,10 @@ class Bridge:
             return
         self.fenced = True
         view = self.local_view
-        ids = [t.id for t in view.inbound] if view is not None else []
+        ids: list[int | str] = [t.id for t in view.inbound] if view is not None else []
         if ids:
             log.warning("cut off from the cluster: stopping tasks %s that other machines handed us", ids)
-            self._ask("cancel", ids=ids)
+            self._ask(rq.Cancel(ids=ids))
 
     # --- what `gputray status --cluster` and `cluster status` show ------------------------------------
 
@@ -877,7 +881,7 @@ def _probe_env(address: str, *, with_token: bool) -> None:
     if not with_token:
         for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
             os.environ.pop(name, None)
-    if _is_loopback(address):
+    if is_loopback(address):
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 

@@ -4,9 +4,10 @@ the owner's bridge knows the cluster, and ``join`` checks it through the bridge'
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import sys
-from typing import Any
+from typing import Any, cast
 
 from gputray.cluster.config import (
     WINDOWS_NOTE,
@@ -16,10 +17,14 @@ from gputray.cluster.config import (
     is_windows,
     write_cluster_table,
 )
+from gputray.monitor.records import DeviceInfo, DeviceKind, DeviceReading, Sample, Vendor
 from gputray.monitor.units import DASH
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.common import error, print_json
 from gputray.scheduler.paths import app_paths
+
+SAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(Sample) if f.name not in ("key", "timestamp_s"))
 
 EXIT_REFUSED = 1
 EXIT_NO_OWNER = 3
@@ -74,7 +79,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def _owner_cluster() -> dict[str, Any] | None:
     try:
         with ipc.IpcClient(app_paths(), timeout_s=10.0) as client:
-            doc: dict[str, Any] | None = client.request("status", cluster=True).cluster
+            doc: dict[str, Any] | None = client.ask(rq.Status(cluster=True)).cluster
     except ipc.IpcError:
         return None
     return doc
@@ -173,12 +178,12 @@ def _epoch(iso: str | None) -> float | None:
 
 def _join(args: argparse.Namespace) -> int:
     from gputray.cluster.bridge import run_probe
-    from gputray.cluster.link import _is_loopback
+    from gputray.cluster.link import is_loopback
 
     address = args.address.strip()
     if is_windows():
         print(f"gputray: note: {WINDOWS_NOTE}", file=sys.stderr)
-        if not _is_loopback(address):
+        if not is_loopback(address):
             return error(f"cannot join {address} from Windows: {WINDOWS_NOTE}", EXIT_REFUSED)
     try:
         machine = check_machine_name(args.machine or default_machine_name(), "--machine")
@@ -268,7 +273,21 @@ def status_cluster(args: argparse.Namespace) -> int:
         print(f"{label}{' — DEMO, simulated GPUs' if m.get('demo') else ''}")
         mine = [d for d in devices if d["machine"] == m["name"]]
         for d in mine:
-            print("  " + device_line(d, width))
+            print("  " + device_line(_reading(d), width))
         if not mine:
             print("  no GPU")
     return 0
+
+
+def _reading(device: dict[str, Any]) -> DeviceReading:
+    """A device of the cluster report as the monitor's record, for ``status``'s line."""
+    info = DeviceInfo(
+        key=device["key"],
+        name=device["name"],
+        vendor=cast(Vendor, device.get("vendor") or "other"),
+        kind=cast(DeviceKind, device.get("kind") or "other"),
+        backend="cluster",
+        pci_bdf=device.get("pci_bdf"),
+    )
+    fields: dict[str, Any] = {n: device.get(n) for n in SAMPLE_FIELDS if device.get(n) is not None}
+    return DeviceReading(info, Sample(key=info.key, timestamp_s=0.0, **fields))

@@ -4,10 +4,10 @@ plus what the GPU doctor's cache says. Runs in the bridge (its own machine) and 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from gputray.cluster.wire import DeviceView, InboundTask, MachineView
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.replies import QueueReply, StatusReply
 
 CPU_KEY = "cpu"
@@ -38,9 +38,9 @@ def _doctor_verdicts(keys: list[tuple[str, str]]) -> dict[str, tuple[tuple[str, 
 
 def local_view(client: ipc.IpcClient, machine: str, *, now_s: float | None = None) -> MachineView:
     """Ask this machine's owner. Raises ipc.IpcError when it does not answer."""
-    status: StatusReply = client.request("status")
-    listing: QueueReply = client.request("queue")
-    snap: dict[str, Any] = status.snapshot or {}
+    status: StatusReply = client.ask(rq.Status())
+    listing: QueueReply = client.ask(rq.Queue())
+    readings = status.snapshot.readings if status.snapshot is not None else ()
     verdicts = {d.key: d for d in status.devices}
     paused = status.paused.devices
     running: dict[str, list[str]] = {}
@@ -50,31 +50,37 @@ def local_view(client: ipc.IpcClient, machine: str, *, now_s: float | None = Non
             running.setdefault(t.device, []).append(f"{t.name} (#{t.id})")
         if t.origin and t.state not in ("succeeded", "failed", "cancelled"):
             inbound.append(InboundTask(t.id, t.origin, t.state))
-    raw = list(snap.get("devices") or ())
-    doctor = _doctor_verdicts([(d["key"], d.get("vendor", "other")) for d in raw] + [(CPU_KEY, "cpu")])
+    doctor = _doctor_verdicts([(r.info.key, r.info.vendor) for r in readings] + [(CPU_KEY, "cpu")])
     devices = []
-    for d in raw:
-        key = d["key"]
+    for r in readings:
+        info, sample = r.info, r.sample
+        key = info.key
         v = verdicts.get(key)
         failed, torch_ok = doctor.get(key, ((), None))
         devices.append(
             DeviceView(
                 key=key,
-                name=d["name"],
-                vendor=d.get("vendor", "other"),
-                kind=d.get("kind", "other"),
-                pci_bdf=d.get("pci_bdf"),
-                state=d.get("state", "ok"),
-                reason=d.get("reason"),
-                util_percent=d.get("util_percent"),
-                temp_c=d.get("temp_c"),
-                power_w=d.get("power_w"),
-                vram_used_bytes=d.get("vram_used_bytes"),
-                vram_total_bytes=d.get("vram_total_bytes"),
-                shared_used_bytes=d.get("shared_used_bytes"),
-                shared_total_bytes=d.get("shared_total_bytes"),
-                sclk_mhz=d.get("sclk_mhz"),
-                mclk_mhz=d.get("mclk_mhz"),
+                name=info.name,
+                vendor=info.vendor,
+                kind=info.kind,
+                pci_bdf=info.pci_bdf,
+                state=sample.state,
+                reason=sample.reason,
+                util_percent=sample.util_percent,
+                temp_c=sample.temp_c,
+                power_w=sample.power_w,
+                vram_used_bytes=sample.vram_used_bytes,
+                vram_total_bytes=(
+                    sample.vram_total_bytes if sample.vram_total_bytes is not None else info.vram_total_bytes
+                ),
+                shared_used_bytes=sample.shared_used_bytes,
+                shared_total_bytes=(
+                    sample.shared_total_bytes
+                    if sample.shared_total_bytes is not None
+                    else info.shared_total_bytes
+                ),
+                sclk_mhz=sample.sclk_mhz,
+                mclk_mhz=sample.mclk_mhz,
                 busy=v.busy if v else None,
                 reasons=v.reasons if v else (),
                 running=len(running.get(key, ())),
@@ -99,13 +105,13 @@ def local_view(client: ipc.IpcClient, machine: str, *, now_s: float | None = Non
             torch_ok=torch_ok,
         )
     )
-    host = snap.get("host") or {}
+    host = status.snapshot.host if status.snapshot is not None else None
     return MachineView(
         machine=machine,
         taken_at_s=time.time() if now_s is None else now_s,
         devices=tuple(devices),
-        ram_used_bytes=host.get("ram_used_bytes"),
-        ram_total_bytes=host.get("ram_total_bytes"),
+        ram_used_bytes=host.ram_used_bytes if host is not None else None,
+        ram_total_bytes=host.ram_total_bytes if host is not None else None,
         queue_paused=status.paused.all,
         demo=status.demo,
         inbound=tuple(inbound),

@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -378,7 +377,7 @@ class Dashboard(QWidget):
             )
             values = (
                 r.info.name,
-                link_text(partial(getattr, s), words=words) or "—",
+                link_text(s, words=words) or "—",
                 fan or "—",
                 "—" if s.power_limit_w is None else f"{s.power_limit_w:.0f} W",
                 "—" if s.mclk_mhz is None else f"{s.mclk_mhz} MHz",

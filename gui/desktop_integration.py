@@ -43,9 +43,9 @@ def recipe_patterns() -> list[str]:
 
         return [p for r in load_recipes() for p in r.patterns]
     except Exception:  # a broken user recipes file must not stop the install
-        from gputray.scheduler.tasks.recipes import _read
+        from gputray.scheduler.tasks.recipes import read_recipes_file
 
-        return [p for r in _read(resource_path("recipes.toml")) for p in r.patterns]
+        return [p for r in read_recipes_file(resource_path("recipes.toml")) for p in r.patterns]
 
 
 def xdg_data_home() -> Path:

@@ -16,18 +16,19 @@ log = logging.getLogger("gputray.gui")
 def hand_over(files: Sequence[str]) -> int | None:
     """If an owner answers, give it the files and return an exit code; None when nobody answers."""
     from gputray.scheduler import ipc
+    from gputray.scheduler import protocol as rq
     from gputray.scheduler.paths import app_paths
 
     paths = app_paths()
     try:
         with ipc.IpcClient(paths, timeout_s=30.0) as client:
-            pong = client.request("ping")
+            pong = client.ask(rq.Ping())
             if not files:
                 print(f"gputray is already running (pid {pong.pid}).")
                 return 0
             absolute = [str(Path(f).expanduser().absolute()) for f in files]
             try:
-                result = client.request("open_files", files=absolute, cwd=os.getcwd())
+                result = client.ask(rq.OpenFiles(files=absolute, cwd=os.getcwd()))
             except ipc.RemoteError as exc:
                 print(f"gputray: {exc}", file=sys.stderr)
                 return 1

@@ -1,15 +1,13 @@
 """The eGPU readings in words, one way for every view (``gputray status``, the panel, the dashboard).
 
 ``PCIe 4.0 ×4 of 5.0 ×8 · fan 31 % 1180 RPM · limit 180 W · mem 14001 MHz · enc 12 % · dec 34 %``:
-each part only where the GPU reports it. Takes the ``status --json`` device fields by name, so the
-same text comes from a Sample and from the JSON document the owner process sends.
+each part only where the GPU reports it. Made from the typed ``Sample``: the owner process sends the
+same record (``replies.StatusReply.snapshot``), so ``status`` in a terminal and the tray say the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from gputray.monitor.pcie import LinkWords, describe
 from gputray.monitor.records import Sample
@@ -30,53 +28,39 @@ class Words:
 ENGLISH = Words()
 
 
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def link_text(get: Callable[[str], Any], *, short: bool = False, words: Words = ENGLISH) -> str | None:
+def link_text(sample: Sample, *, short: bool = False, words: Words = ENGLISH) -> str | None:
     return describe(
-        _int(get("pcie_gen")),
-        _int(get("pcie_width")),
-        _int(get("pcie_max_gen")),
-        _int(get("pcie_max_width")),
-        _num(get("util_percent")),
+        sample.pcie_gen,
+        sample.pcie_width,
+        sample.pcie_max_gen,
+        sample.pcie_max_width,
+        sample.util_percent,
         short=short,
         words=words.link,
     )
 
 
-def extra_parts(get: Callable[[str], Any], *, compact: bool = False, words: Words = ENGLISH) -> list[str]:
-    """The parts that are known, in a fixed order; ``get(field)`` returns a device field's value.
+def extra_parts(sample: Sample, *, compact: bool = False, words: Words = ENGLISH) -> list[str]:
+    """The parts that are known, in a fixed order.
 
     ``compact`` (the panel's one line): "(idle)" for the idle-link note, and the video engines only
     while one of them is busy."""
     parts: list[str] = []
-    link = link_text(get, short=compact, words=words)
+    link = link_text(sample, short=compact, words=words)
     if link is not None:
         parts.append(link)
-    fan_percent, fan_rpm = _num(get("fan_percent")), _int(get("fan_rpm"))
-    if fan_percent is not None or fan_rpm is not None:
+    if sample.fan_percent is not None or sample.fan_rpm is not None:
         fan = words.fan
-        if fan_percent is not None:
-            fan += f" {fan_percent:.0f} %"
-        if fan_rpm is not None:
-            fan += f" {fan_rpm} RPM"
+        if sample.fan_percent is not None:
+            fan += f" {sample.fan_percent:.0f} %"
+        if sample.fan_rpm is not None:
+            fan += f" {sample.fan_rpm} RPM"
         parts.append(fan)
-    limit = _num(get("power_limit_w"))
-    if limit is not None:
-        parts.append(f"{words.limit} {limit:.0f} W")
-    mclk = _int(get("mclk_mhz"))
-    if mclk is not None:
-        parts.append(f"{words.mem} {mclk} MHz")
-    video = [
-        (label, _num(get(name)))
-        for label, name in ((words.enc, "encoder_percent"), (words.dec, "decoder_percent"))
-    ]
+    if sample.power_limit_w is not None:
+        parts.append(f"{words.limit} {sample.power_limit_w:.0f} W")
+    if sample.mclk_mhz is not None:
+        parts.append(f"{words.mem} {sample.mclk_mhz} MHz")
+    video = ((words.enc, sample.encoder_percent), (words.dec, sample.decoder_percent))
     if not compact or any(value for _, value in video):
         parts.extend(f"{label} {value:.0f} %" for label, value in video if value is not None)
     return parts
@@ -84,14 +68,10 @@ def extra_parts(get: Callable[[str], Any], *, compact: bool = False, words: Word
 
 def sample_extras(sample: Sample, *, compact: bool = False, words: Words = ENGLISH) -> str:
     """One line for one reading (the panel: ``compact``); empty when the GPU reports none of it."""
-    return "  ·  ".join(extra_parts(lambda name: getattr(sample, name, None), compact=compact, words=words))
+    return "  ·  ".join(extra_parts(sample, compact=compact, words=words))
 
 
 def panel_extras(sample: Sample, words: Words = ENGLISH) -> str:
     """The panel card's short form: the link ("(idle)" for the idle note) and the fan."""
-    parts = extra_parts(lambda name: getattr(sample, name, None), compact=True, words=words)
+    parts = extra_parts(sample, compact=True, words=words)
     return "  ·  ".join(p for p in parts if p.startswith(("PCIe", words.fan)))
-
-
-def json_extras(device: Mapping[str, Any]) -> list[str]:
-    return extra_parts(device.get)

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from msgspec import UNSET
 
 from gputray.monitor.monitor import Monitor
-from gputray.monitor.serialize import snapshot_to_json
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
@@ -371,8 +370,8 @@ class Owner:
         return rp.StatusReply(
             pid=os.getpid(),
             demo=self.demo,
-            # The `gputray status --json` document, so the CLI shows the owner's readings instead of polling.
-            snapshot=snapshot_to_json(snap) if snap is not None else None,
+            # the latest readings, so the CLI shows the owner's instead of polling the GPUs itself
+            snapshot=snap,
             devices=tuple(devices),
             paused=self.queue.paused(),
             counts=self._store.counts(),
@@ -579,16 +578,16 @@ class Owner:
         entry = self.timing.add(req.cron, str(path), overrides=overrides, name=req.name)
         self.queue.request_dispatch()  # the dispatcher sleeps until the earliest due time: tell it
         nxt = dict((e.id, n) for e, n in self.timing.entries()).get(entry.id)
-        return rp.Schedules(schedules=(entry.to_json(nxt),))
+        return rp.Schedules(schedules=(entry.view(nxt),))
 
     def _op_schedule_list(self, req: rq.ScheduleList) -> rp.Schedules:
         assert self.timing is not None
-        return rp.Schedules(schedules=tuple(e.to_json(n) for e, n in self.timing.entries()))
+        return rp.Schedules(schedules=tuple(e.view(n) for e, n in self.timing.entries()))
 
     def _op_schedule_remove(self, req: rq.ScheduleRemove) -> rp.Schedules:
         assert self.timing is not None
         entry = self.timing.remove(_task_id(req.id, "schedule", "gputray schedule list"))
-        return rp.Schedules(schedules=(entry.to_json(),))
+        return rp.Schedules(schedules=(entry.view(),))
 
     def _op_check_envs(self, req: rq.CheckEnvs) -> rp.Checking:
         """Queue a background check of every env without a current result (answers at once)."""

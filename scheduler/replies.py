@@ -12,7 +12,8 @@ from typing import Any
 
 import msgspec
 
-from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
+from gputray.monitor.records import Snapshot
+from gputray.scheduler.tasks.records import TaskPatch, TaskRecord, TaskSpec
 
 
 class Reply(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -101,7 +102,7 @@ class DeviceVerdict(Reply, frozen=True):
 class StatusReply(Reply, frozen=True):
     pid: int
     demo: bool
-    snapshot: dict[str, Any] | None  # the `gputray status --json` document (monitor.serialize)
+    snapshot: Snapshot | None  # the monitor's latest readings (`status --json`: monitor.serialize)
     devices: tuple[DeviceVerdict, ...]
     paused: Paused
     counts: dict[str, int]
@@ -178,10 +179,25 @@ class LogChunk(Reply, frozen=True):
     finished: bool
 
 
+class ScheduleView(Reply, frozen=True):
+    """One recurring schedule: a task file submitted on a cron line, with ``overrides`` laid over it.
+    Times are epoch seconds (``schedule --json`` writes them as ISO 8601 UTC)."""
+
+    id: int
+    name: str
+    cron: str
+    task_file: str
+    overrides: TaskPatch
+    created_at: float
+    last_run_at: float | None
+    next_run_at: float | None
+    last_error: str | None
+
+
 class Schedules(Reply, frozen=True):
     """``schedule_list``; ``schedule_add`` and ``schedule_remove``: the one entry."""
 
-    schedules: tuple[dict[str, Any], ...]  # Schedule.to_json: the `schedule --json` documents
+    schedules: tuple[ScheduleView, ...]
 
 
 class Checking(Reply, frozen=True):
@@ -189,16 +205,16 @@ class Checking(Reply, frozen=True):
 
 
 class ClusterSynced(Reply, frozen=True):
-    """The cluster bridge's view of the tasks that concern it, as ``cluster.wire`` records."""
+    """The cluster bridge's view of the tasks that concern it: whole records, spec and queue fields."""
 
     machine: str
-    tasks: tuple[dict[str, Any], ...]
+    tasks: tuple[TaskRecord, ...]
     stopping: bool
 
 
 class ClusterTask(Reply, frozen=True):
-    task: dict[str, Any] | None  # a ``cluster.wire`` record; None: not in the expected state, see ``now``
-    now: dict[str, Any] | None = None
+    task: TaskRecord | None  # None: not in the expected state, see ``now``
+    now: TaskRecord | None = None
     existing: bool | None = None
 
 

@@ -27,7 +27,9 @@ from typing import Any
 import tomli_w
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.protocol import R
 from gputray.scheduler.replies import TaskView
 
 PY = sys.executable
@@ -199,16 +201,16 @@ class Machine:
 
     def _ready(self) -> bool:
         try:
-            return bool(ipc.request(self.paths, "ping").ready)
+            return bool(ipc.ask(self.paths, rq.Ping()).ready)
         except ipc.IpcError:
             return False
 
-    def ask(self, op: str, **args: Any) -> Any:
+    def ask(self, request: rq.Request[R]) -> R:
         with ipc.IpcClient(self.paths, timeout_s=30.0) as client:
-            return client.request(op, **args)
+            return client.ask(request)
 
     def cluster(self) -> dict[str, Any]:
-        return dict(self.ask("status", cluster=True).cluster)
+        return dict(self.ask(rq.Status(cluster=True)).cluster)
 
     def sees(self, *machines: str) -> bool:
         report = self.cluster().get("report") or {}
@@ -216,7 +218,7 @@ class Machine:
         return report.get("state") == "connected" and all(known.get(m, {}).get("alive") for m in machines)
 
     def task(self, task_id: int) -> TaskView:
-        return self.ask("get", id=task_id).task  # type: ignore[no-any-return]
+        return self.ask(rq.Get(id=task_id)).task  # type: ignore[no-any-return]
 
     def cli(
         self, *args: str, cwd: Path | None = None, timeout_s: float = 60.0, env: dict[str, str] | None = None

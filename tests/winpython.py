@@ -428,9 +428,9 @@ class Owner:
 
     def ping(self) -> dict[str, object] | None:
         code = (
-            "import json, msgspec; from gputray.scheduler import ipc\n"
+            "import json, msgspec; from gputray.scheduler import ipc, protocol\n"
             "from gputray.scheduler.paths import app_paths\n"
-            "try: print(json.dumps(msgspec.to_builtins(ipc.request(app_paths(), 'ping'))))\n"
+            "try: print(json.dumps(msgspec.to_builtins(ipc.ask(app_paths(), protocol.Ping()))))\n"
             "except ipc.IpcError: print('null')"
         )
         doc = self.win.value(code, env=self.home_env)

@@ -59,11 +59,13 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import (
     OPS,
     PROTOCOL_VERSION,
-    REPLY_TYPES,
     BadRequest,
+    R,
     Refusal,
+    Request,
     decode_json,
     encode_json,
+    reply_type,
 )
 
 log = logging.getLogger("gputray.ipc")
@@ -370,10 +372,11 @@ class IpcClient:
                 raise IpcError("the gputray owner closed the connection")
         return bytes(data)
 
-    def request(self, op: str, **args: Any) -> Any:
-        """One request; returns its op's reply (``protocol.REPLY_TYPES[op]``), or raises RemoteError /
-        OwnerNotRunning / IpcError (ProtocolError: a reply this gputray cannot read)."""
-        data = self._exchange(encode_payload({"op": op, "args": args, "v": PROTOCOL_VERSION}))
+    def ask(self, request: Request[R]) -> R:
+        """One request; returns its reply, of the type the request names (``class Queue(Request[
+        QueueReply])``), or raises RemoteError / OwnerNotRunning / IpcError (ProtocolError: a reply this
+        gputray cannot read)."""
+        data = self._exchange(encode_payload({"op": request.op, "args": request, "v": PROTOCOL_VERSION}))
         reply: _Frame | _LooseFrame
         try:
             try:
@@ -387,14 +390,16 @@ class IpcClient:
         if not reply.ok or reply.error is not None:
             error = reply.error or _Error(type="Error", message="the owner answered nothing")
             raise RemoteError(error.type, error.message)
+        kind = reply_type(request)
         try:
             if isinstance(reply.result, msgspec.Raw):
-                return msgspec.json.decode(reply.result, type=REPLY_TYPES.get(op, Any))
-            return msgspec.convert(reply.result, REPLY_TYPES.get(op, Any))  # it had \\udcXX escapes
+                return msgspec.json.decode(reply.result, type=kind)
+            return msgspec.convert(reply.result, kind)  # it had \\udcXX escapes
         except msgspec.DecodeError as exc:  # a wrong type or unknown field, or no result at all
             raise ProtocolError(
-                f"the owner's reply to {op!r} does not fit this gputray ({exc}): is the owner another "
-                "version? Restart it (quit the tray, or `gputray daemon --stop` then `gputray daemon`)"
+                f"the owner's reply to {request.op!r} does not fit this gputray ({exc}): is the owner "
+                "another version? Restart it (quit the tray, or `gputray daemon --stop` then "
+                "`gputray daemon`)"
             ) from None
 
 
@@ -430,7 +435,7 @@ def _connect_unix(paths: Paths, timeout_s: float) -> socket.socket:
     return sock
 
 
-def request(paths: Paths, op: str, **args: Any) -> Any:
+def ask(paths: Paths, request: Request[R]) -> R:
     """One-shot convenience: connect, ask, close."""
     with IpcClient(paths) as client:
-        return client.request(op, **args)
+        return client.ask(request)

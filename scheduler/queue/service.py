@@ -28,9 +28,9 @@ external use, and the monitor forwards them to ``JobAware`` backends (the simula
 them in demo mode).
 
 **A backlog costs nothing.** A task held back only by its start time or its daily window is planned
-once, then put aside (``_parked``: by the time its gate opens, in a heap) until that time comes or the
-task changes (``TaskStore.take_touched``): 10,000 tasks waiting on ``--at +10h`` do not slow the
-passes that start the tasks that can run now.
+once, then put aside (``TaskStore.put_aside``; here, by the time its gate opens, in a heap) until that
+time comes or the task changes (any write to it brings it back): 10,000 tasks waiting on ``--at +10h``
+do not slow the passes that start the tasks that can run now.
 
 **Launching.** ``prepare_launch`` (pure: task + device → ``LaunchPlan`` with argv, env, log header,
 ``{out}`` file, notes) decides what an attempt runs; ``_start`` marks the task running, launches the
@@ -478,7 +478,8 @@ class QueueService:
                 return
             self.passes += 1
             now = self.clock()
-            pending = self._fail_unplannable(self.store.pending(skip=self._unpark(now)), now)
+            self._unpark(now)
+            pending = self._fail_unplannable(self.store.pending(active_only=True), now)
             if self.cluster is not None:
                 # Dependencies hold a task for another machine too, until it is placed: the cluster
                 # link hands the bridge only those whose dependencies let them start.
@@ -515,7 +516,7 @@ class QueueService:
             if torch_keys:  # an env is looked up (checked) only where a torch task may run
                 devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
             result = plan(pending, devices, now_s=now)
-            waits: builtins.list[tuple[TaskRecord, Wait]] = parking
+            waits: builtins.list[tuple[TaskRecord, Wait]] = builtins.list(parking)
             due: builtins.list[float] = [self._parked_due[0][0]] if self._parked_due else []
             known = [d.info for d in devices]
             for task, decision in result.decisions:
@@ -530,25 +531,27 @@ class QueueService:
                     elif task.spec.max_wait_s is not None:
                         due.append(wait_started_s(task) + task.spec.max_wait_s)
             self._record_waits(waits, result.overtakes)
+            self.store.put_aside(task for task, _wait in parking)  # after their reasons are written
             backoff_due = self._start_backoff.next_due_s(now)
             if backoff_due is not None:
                 due.append(backoff_due)
             self._due_s = min(due) if due else None
 
-    def _unpark(self, now: float) -> Mapping[int, float]:
-        """The tasks still put aside to wait for a time: those whose time came, or that changed since
-        (edited, moved, cancelled, removed), are planned again. Callers hold the lock."""
-        for task_id in self.store.take_touched():
-            self._parked.pop(task_id, None)  # its heap entry goes stale: skipped when it comes up
+    def _unpark(self, now: float) -> None:
+        """Bring back the tasks put aside whose time came (one that changed meanwhile came back by
+        itself, in the store). Callers hold the lock."""
         heap = self._parked_due
+        due = []
         while heap and (heap[0][0] <= now or self._parked.get(heap[0][1]) != heap[0][0]):
-            _until, task_id = heapq.heappop(heap)
-            if _until <= now:
-                self._parked.pop(task_id, None)
+            until, task_id = heapq.heappop(heap)
+            if until <= now and self._parked.get(task_id) == until:
+                del self._parked[task_id]
+                due.append(task_id)
+        if due:
+            self.store.bring_back(due)
         if len(heap) > 2 * len(self._parked) + 1024:  # many stale entries: rebuild
             self._parked_due = [(until, task_id) for task_id, until in self._parked.items()]
             heapq.heapify(self._parked_due)
-        return self._parked
 
     def _time_gated(
         self, pending: builtins.list[TaskRecord], now: float
@@ -920,6 +923,7 @@ class QueueService:
                 with self._lock:
                     self._parked.clear()
                     self._parked_due.clear()
+                    self.store.bring_back()
                 self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()

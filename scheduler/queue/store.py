@@ -39,8 +39,9 @@ no spec decoding; SQLite stays the durable truth that a restart reads back.
 
 **Bounded memory per task.** The caller's environment (``base_env``, often 4 KiB) stays in the file:
 the mirror's specs hold a :class:`StoredEnv` that reads it back when a job is launched. The mirror
-also keeps the ids of the pending tasks (a pass reads those, not every task ever run) and the ids
-changed since the dispatcher last asked (``take_touched``).
+also keeps the ids of the pending tasks that a pass plans (``pending(active_only=True)``): not every
+task ever run, nor those the dispatcher put aside to wait for a time (``put_aside``; any change to one
+brings it back).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ from gputray.scheduler.queue.store_schema import (
 from gputray.scheduler.queue.store_writer import Statement, StoreWriter
 from gputray.scheduler.tasks.records import (
     MAX_BACKOFF_S,
+    PENDING_STATES,
     TaskRecord,
     TaskSpec,
 )
@@ -220,7 +222,6 @@ class TaskStore:
         self._spec_cache.clear()
         self._rows = RecordMirror(self._light)
         self._rows.update(records)
-        self._rows.touched.clear()
         self._unreadable = {task_id: problem for task_id, (problem, _row) in bad.items()}
         self._max_position = max((r.position for r in self._rows.values()), default=0.0)
         return bad
@@ -416,22 +417,40 @@ class TaskStore:
         with self._lock:
             return MappingProxyType(self._mirror())
 
-    def pending(self, *, skip: Collection[int] = ()) -> _Records:
-        """Queued and waiting tasks in dispatch order (priority high first, then position); ``skip``:
-        ids left out (the tasks the dispatcher knows wait for a time). Costs what it returns."""
+    def pending(self, *, active_only: bool = False) -> _Records:
+        """Queued and waiting tasks in dispatch order (priority high first, then position);
+        ``active_only``: without those put aside (``put_aside``). Costs what it returns."""
         with self._lock:
             mirror = self._mirror()
-            ids = mirror.pending_ids.difference(skip) if skip else mirror.pending_ids
-            records = [mirror[i] for i in ids]
+            records = [mirror[i] for i in (mirror.active_ids if active_only else mirror.pending_ids)]
         return sorted(records, key=display_order)
 
-    def take_touched(self) -> set[int]:
-        """The ids of the tasks added, changed or deleted since the last call (for the dispatcher,
-        the one caller: it re-plans those of the tasks it had put aside to wait for a time)."""
+    def put_aside(self, records: Iterable[TaskRecord]) -> None:
+        """Leave these pending tasks out of ``pending(active_only=True)`` (the dispatcher: they wait for
+        a time) until any change to one, or ``bring_back``. One that changed since it was read (its
+        spec, its retry time, its state) is not put aside."""
         with self._lock:
             mirror = self._mirror()
-            touched, mirror.touched = mirror.touched, set()
-        return touched
+            for rec in records:
+                now = mirror.get(rec.id)
+                if (
+                    now is not None
+                    and now.state in PENDING_STATES
+                    and now.spec is rec.spec
+                    and now.not_before == rec.not_before
+                ):
+                    mirror.aside.add(rec.id)
+                    mirror.active_ids.discard(rec.id)
+
+    def bring_back(self, task_ids: Iterable[int] | None = None) -> None:
+        """Undo ``put_aside`` for these tasks (None: every one)."""
+        with self._lock:
+            mirror = self._mirror()
+            ids = builtins.list(mirror.aside) if task_ids is None else task_ids
+            for task_id in ids:
+                if task_id in mirror.aside:
+                    mirror.aside.discard(task_id)
+                    mirror.active_ids.add(task_id)
 
     def running(self) -> _Records:
         return self.list(states=("running",))

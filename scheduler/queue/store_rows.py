@@ -266,26 +266,30 @@ class StoredEnv(Mapping[str, str]):
 
 class RecordMirror(dict[int, TaskRecord]):
     """The table in memory (see the module docstring): every write goes through ``__setitem__`` or
-    ``pop``, which keep ``pending_ids`` and ``touched`` and leave each caller environment in the file."""
+    ``pop``, which keep the id sets and leave each caller environment in the file."""
 
     def __init__(self, light: Callable[[TaskRecord], TaskRecord]) -> None:
         super().__init__()
         self._light = light
         self.pending_ids: set[int] = set()
-        self.touched: set[int] = set()  # changed since the dispatcher last took them
+        self.aside: set[int] = set()  # pending tasks put aside until they change or are brought back
+        self.active_ids: set[int] = set()  # pending_ids - aside: what a dispatch pass plans
 
     def __setitem__(self, task_id: int, rec: TaskRecord) -> None:
         rec = self._light(rec)
         super().__setitem__(task_id, rec)
+        self.aside.discard(task_id)  # changed: planned afresh
         if rec.state in PENDING_STATES:
             self.pending_ids.add(task_id)
+            self.active_ids.add(task_id)
         else:
             self.pending_ids.discard(task_id)
-        self.touched.add(task_id)
+            self.active_ids.discard(task_id)
 
     def pop(self, task_id: int, *default: Any) -> Any:
         self.pending_ids.discard(task_id)
-        self.touched.add(task_id)
+        self.aside.discard(task_id)
+        self.active_ids.discard(task_id)
         return super().pop(task_id, *default)
 
     def update(self, *args: Any, **kwargs: Any) -> None:

@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 
 from gputray.scheduler.protocol import Refusal, check_epoch_s
+from gputray.scheduler.replies import ScheduleView
 from gputray.scheduler.tasks.records import TaskPatch, parse_window, window_open
 
 log = logging.getLogger("gputray.timing")
@@ -79,20 +80,19 @@ class Schedule:
     last_run_at: float | None = None
     last_error: str | None = None
 
-    def to_json(self, next_run_at: float | None = None) -> dict[str, Any]:
-        from gputray.scheduler.tasks.records import iso_utc
-
-        return {
-            "id": self.id,
-            "name": self.name,
-            "cron": self.cron,
-            "task_file": self.task_file,
-            "overrides": msgspec.to_builtins(self.overrides),
-            "created_at": iso_utc(self.created_at),
-            "last_run_at": iso_utc(self.last_run_at),
-            "next_run_at": iso_utc(next_run_at),
-            "last_error": self.last_error,
-        }
+    def view(self, next_run_at: float | None = None) -> ScheduleView:
+        """What a client is told of this schedule (``schedule list``)."""
+        return ScheduleView(
+            id=self.id,
+            name=self.name,
+            cron=self.cron,
+            task_file=self.task_file,
+            overrides=self.overrides,
+            created_at=self.created_at,
+            last_run_at=self.last_run_at,
+            next_run_at=next_run_at,
+            last_error=self.last_error,
+        )
 
 
 # --------------------------------------------------------------------------------------------------

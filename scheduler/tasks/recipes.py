@@ -123,7 +123,7 @@ def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
     return out
 
 
-def _read(path: Path) -> list[Recipe]:
+def read_recipes_file(path: Path) -> list[Recipe]:
     try:
         with path.open("rb") as f:
             data = tomllib.load(f)
@@ -139,11 +139,11 @@ def load_recipes() -> list[Recipe]:
 
     The user's are ``recipes.toml`` in the config folder (``app_paths().config_dir``).
     """
-    shipped = _read(resource_path("recipes.toml"))
+    shipped = read_recipes_file(resource_path("recipes.toml"))
     user_file = app_paths().config_dir / "recipes.toml"
     if not user_file.exists():
         return shipped
-    user = _read(user_file)
+    user = read_recipes_file(user_file)
     names = {r.name for r in user}
     return user + [r for r in shipped if r.name not in names]
 

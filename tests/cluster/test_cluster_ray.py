@@ -30,6 +30,7 @@ from cluster_harness import (
 from torch_venv import torch_venv_python
 from waiting import wait_for
 
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.replies import TaskView
 
 _why_not = ray_available()
@@ -122,7 +123,7 @@ def _state(m: Machine, task_id: int, states: set[str], timeout_s: float = 60.0) 
 
 
 def _inbound(m: Machine, origin_prefix: str) -> list[TaskView]:
-    tasks = m.ask("queue", all=True).tasks
+    tasks = m.ask(rq.Queue(all=True)).tasks
     return [t for t in tasks if str(t.origin or "").startswith(origin_prefix)]
 
 
@@ -161,7 +162,7 @@ def test_a_script_with_machine_any_runs_on_the_other_machines_free_gpu(
 
     # the log streams here while it runs there
     wait_for(
-        lambda: desk.task(task_id).state == "running" and "step 0" in desk.ask("logs", id=task_id).text,
+        lambda: desk.task(task_id).state == "running" and "step 0" in desk.ask(rq.Logs(id=task_id)).text,
         60,
         f"desk to show the running job's first lines: {desk.task(task_id)}",
     )
@@ -225,7 +226,7 @@ def test_cancel_on_the_submitter_stops_the_job_on_the_other_machine(
     )
     _state(desk, task_id, {"running"})
     (theirs,) = _inbound(laptop, f"desk#{task_id}.")
-    pid = laptop.ask("get", id=theirs.id).pid
+    pid = laptop.ask(rq.Get(id=theirs.id)).pid
     assert pid is not None and psutil.pid_exists(pid)
 
     out = desk.cli("cancel", str(task_id))
@@ -269,7 +270,7 @@ def test_inputs_over_the_transfer_limit_are_refused_unless_in_a_shared_folder(
         )
     )
     _state(desk, task_id, {"succeeded"})
-    assert f"size {3 << 30}" in desk.ask("logs", id=task_id).text  # read in place on the laptop
+    assert f"size {3 << 30}" in desk.ask(rq.Logs(id=task_id)).text  # read in place on the laptop
     os.unlink(big)
     os.unlink(shared_big)
 
@@ -306,7 +307,7 @@ def test_wait_after_and_env_work_across_machines_and_the_submitters_environment_
         text=True,
     )
     (theirs,) = _inbound(laptop, f"desk#{first}.")
-    Path(laptop.ask("get", id=theirs.id).spec.cwd, "go").write_text("")
+    Path(laptop.ask(rq.Get(id=theirs.id)).spec.cwd, "go").write_text("")
     out, err = waiting.communicate(timeout=90)
     assert waiting.returncode == 3, out + err  # the job's own exit status, from the other machine
     assert ": failed (exit 3)" in out and f"#{first} " in out
@@ -314,7 +315,7 @@ def test_wait_after_and_env_work_across_machines_and_the_submitters_environment_
     done = _state(desk, second, {"succeeded"})
     assert done.machine == "laptop" and done.device == "laptop/cpu"
     # the task's --env went with it; the submitting shell's environment did not
-    assert "GREETING hello there SECRET None" in desk.ask("logs", id=second).text
+    assert "GREETING hello there SECRET None" in desk.ask(rq.Logs(id=second)).text
     both = desk.cli("wait", str(first), str(second))
     assert both.returncode == 3, both.stdout + both.stderr
 
@@ -331,7 +332,7 @@ def test_the_submitter_going_down_leaves_the_remote_job_running_and_fetches_it_o
     (theirs,) = _inbound(laptop, f"desk#{task_id}.")
     desk.stop()  # the tray quits, the bridge with it
 
-    staged_cwd = laptop.ask("get", id=theirs.id).spec.cwd
+    staged_cwd = laptop.ask(rq.Get(id=theirs.id)).spec.cwd
     Path(staged_cwd, "stop").write_text("")  # (the same disk here) the job finishes while desk is down
     _state(laptop, int(theirs.id), {"succeeded"})
 
@@ -339,7 +340,7 @@ def test_the_submitter_going_down_leaves_the_remote_job_running_and_fetches_it_o
     done = _state(desk, task_id, {"succeeded"}, timeout_s=90)
     assert done.machine == "laptop"
     assert (desk.work / "long-result.txt").read_text() == "pci:0000:64:00.0"
-    assert "finished" in desk.ask("logs", id=task_id).text
+    assert "finished" in desk.ask(rq.Logs(id=task_id)).text
     (desk.work / "long-result.txt").unlink()
 
 
@@ -388,16 +389,17 @@ def test_with_the_head_down_every_local_queue_goes_on_and_the_bridges_rejoin(
         lambda: desk.cluster()["report"].get("state") != "connected", 30, "desk to notice the head is gone"
     )
     here = desk.ask(
-        "run", argv=[PY, "-c", "print('desk')"], cwd=str(desk.work), overrides={"device_prefs": ["cpu"]}
+        rq.Run(argv=[PY, "-c", "print('desk')"], cwd=str(desk.work), overrides={"device_prefs": ["cpu"]})
     )
     there = laptop.ask(
-        "run", argv=[PY, "-c", "print('laptop')"], cwd=str(laptop.work), overrides={"device_prefs": ["780m"]}
+        rq.Run(argv=[PY, "-c", "print('laptop')"], cwd=str(laptop.work), overrides={"device_prefs": ["780m"]})
     )
     anywhere = desk.ask(
-        "run",
-        argv=[PY, "-c", "print('any')"],
-        cwd=str(desk.work),
-        overrides={"machine": "any", "device_prefs": ["780m"], "on_busy": "cpu"},
+        rq.Run(
+            argv=[PY, "-c", "print('any')"],
+            cwd=str(desk.work),
+            overrides={"machine": "any", "device_prefs": ["780m"], "on_busy": "cpu"},
+        )
     )
     _state(desk, int(here.tasks[0].id), {"succeeded"})
     _state(laptop, int(there.tasks[0].id), {"succeeded"})

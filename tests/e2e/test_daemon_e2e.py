@@ -28,7 +28,9 @@ from waiting import wait_for
 
 from gputray.resources import resource_path
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.protocol import R
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.taskfile import TASK_KEYS
 
@@ -77,19 +79,19 @@ class Daemon:
         if self.proc.poll() is not None:
             raise AssertionError(f"daemon exited with {self.proc.returncode}: {self.stderr_text()}")
         try:
-            return bool(ipc.request(self.paths, "ping").ready)
+            return bool(ipc.ask(self.paths, rq.Ping()).ready)
         except ipc.IpcError:
             return False
 
     def stderr_text(self) -> str:
         return "".join(p.read_text(errors="replace") for p in sorted(self.home.glob("daemon-stderr-*.txt")))
 
-    def ask(self, op: str, **args: Any) -> Any:
+    def ask(self, request: rq.Request[R]) -> R:
         assert self.client is not None
-        return self.client.request(op, **args)
+        return self.client.ask(request)
 
     def task(self, task_id: int) -> TaskView:
-        return self.ask("get", id=task_id).task
+        return self.ask(rq.Get(id=task_id)).task
 
     def wait_state(self, task_id: int, states: set[str], timeout_s: float = 30.0) -> TaskView:
         return wait_for(
@@ -111,11 +113,11 @@ class Daemon:
         )
 
     def run_job(self, argv: list[str], **overrides: Any) -> int:
-        result = self.ask("run", argv=argv, overrides=overrides, cwd=str(self.home))
+        result = self.ask(rq.Run(argv=argv, overrides=overrides, cwd=str(self.home)))
         return int(result.tasks[0].id)
 
     def log_text(self, task_id: int) -> str:
-        return str(self.ask("logs", id=task_id).text)
+        return str(self.ask(rq.Logs(id=task_id)).text)
 
     def kill9(self) -> None:
         assert self.proc is not None
@@ -242,7 +244,7 @@ def test_kill_9_mid_run_loses_nothing(daemons: Callable[..., Daemon], home: Path
     wait_for(lambda: "attempt 1" in d.log_text(a) and "b runs" in d.log_text(b), 30, "both jobs to print")
     assert d.task(c).state in ("queued", "waiting")
     b_log = rb.log_path
-    pids = [d.ask("get", id=x).pid for x in (a, b)]
+    pids = [d.ask(rq.Get(id=x)).pid for x in (a, b)]
     assert all(isinstance(pid, int) and psutil.pid_exists(pid) for pid in pids)  # saved with "running"
 
     d.kill9()
@@ -255,7 +257,7 @@ def test_kill_9_mid_run_loses_nothing(daemons: Callable[..., Daemon], home: Path
     assert "b runs" in d.cli("logs", str(b)).stdout
     d2 = daemons()
 
-    assert [d2.ask("get", id=x).pid for x in (a, b)] == pids  # adopted: the same processes run on
+    assert [d2.ask(rq.Get(id=x)).pid for x in (a, b)] == pids  # adopted: the same processes run on
     assert d2.task(a).state == d2.task(b).state == "running"
     assert d2.cli("cancel", str(b)).returncode == 0
     assert d2.task(b).state == "cancelled"
@@ -287,7 +289,7 @@ def test_socket_permissions_and_a_single_owner(daemons: Callable[..., Daemon]) -
     )
     assert second.returncode == 1
     assert "another gputray owner" in second.stderr
-    assert d.ask("ping").pid == d.proc.pid  # type: ignore[union-attr]  # the first one still owns it
+    assert d.ask(rq.Ping()).pid == d.proc.pid  # type: ignore[union-attr]  # the first one still owns it
 
 
 def test_no_owner_tells_how_to_start_one(home: Path) -> None:
@@ -498,7 +500,7 @@ def test_1000_malformed_messages_and_task_files_never_stop_the_daemon(
     fuzz_task_files()
     client.close()
     assert d.proc is not None and d.proc.poll() is None
-    assert d.ask("ping").ready is True
+    assert d.ask(rq.Ping()).ready is True
     assert "InternalError" not in kinds, [k for k in kinds if k == "InternalError"]
     out = d.cli("queue", "--all", "--json")
     assert out.returncode == 0 and isinstance(json.loads(out.stdout)["tasks"], list)
@@ -510,7 +512,7 @@ def test_daemon_stop_is_graceful(daemons: Callable[..., Daemon]) -> None:
     job = d.run_job(
         [PY, "-c", "import time; print('long', flush=True); time.sleep(60)"], device_prefs=["cpu"]
     )
-    pid = wait_for(lambda: d.ask("get", id=job).pid, 30, "the job's pid")
+    pid = wait_for(lambda: d.ask(rq.Get(id=job)).pid, 30, "the job's pid")
     out = d.cli("daemon", "--stop")
     assert out.returncode == 0, out.stderr
     assert d.proc is not None and d.proc.wait(20) == 0

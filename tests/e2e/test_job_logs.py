@@ -14,6 +14,8 @@ import pytest
 from test_daemon_e2e import Daemon
 from waiting import wait_for
 
+from gputray.scheduler import protocol as rq
+
 PY = sys.executable
 pytestmark = [
     pytest.mark.slow,
@@ -126,7 +128,7 @@ def test_a_log_the_job_replaced_is_refused_in_words_not_waited_on_or_followed(
     for _ in range(20):  # more requests than the owner has threads for them
         out = d.cli("logs", str(task_id))
         assert out.returncode == 1 and said in out.stderr, out
-    assert d.ask("ping").ready is True
+    assert d.ask(rq.Ping()).ready is True
     assert d.cli("cancel", str(task_id)).returncode == 0
     d.wait_state(task_id, {"cancelled"})
     assert d.proc is not None

@@ -13,6 +13,8 @@ import pytest
 from test_daemon_e2e import Daemon
 from waiting import wait_for
 
+from gputray.scheduler import protocol as rq
+
 PY = sys.executable
 pytestmark = [
     pytest.mark.slow,
@@ -43,7 +45,7 @@ def start_three(d: Daemon, home: Path) -> tuple[Path, dict[str, int]]:
             waits_for(go, home / "again", 0), device_prefs=["cpu"], retries=2, backoff_s=0, name="again"
         ),
     }
-    wait_for(lambda: all(isinstance(d.ask("get", id=i).pid, int) for i in ids.values()), what="three pids")
+    wait_for(lambda: all(isinstance(d.ask(rq.Get(id=i)).pid, int) for i in ids.values()), what="three pids")
     wait_for(lambda: all((home / n).exists() for n in ids), what="the three jobs to start")
     return go, ids
 
@@ -53,7 +55,7 @@ def test_jobs_that_end_while_no_owner_is_up_get_their_real_exit(
 ) -> None:
     d = daemons()
     go, ids = start_three(d, home)
-    pids = {n: d.ask("get", id=i).pid for n, i in ids.items()}
+    pids = {n: d.ask(rq.Get(id=i)).pid for n, i in ids.items()}
     d.kill9()
     assert all(psutil.pid_exists(p) for p in pids.values())  # the jobs outlive the owner
     go.touch()  # they end now, with nobody to tell
@@ -74,10 +76,10 @@ def test_jobs_that_end_while_no_owner_is_up_get_their_real_exit(
 def test_jobs_still_running_after_a_kill_9_are_adopted(daemons: Callable[..., Daemon], home: Path) -> None:
     d = daemons()
     go, ids = start_three(d, home)
-    pid = d.ask("get", id=ids["ok"]).pid
+    pid = d.ask(rq.Get(id=ids["ok"])).pid
     d.kill9()
     d2 = daemons()
-    got = d2.ask("get", id=ids["ok"])
+    got = d2.ask(rq.Get(id=ids["ok"]))
     assert (got.task.state, got.pid) == ("running", pid)  # watched again, not interrupted
     cancelled = d2.cli("cancel", str(ids["again"]))
     assert cancelled.returncode == 0, cancelled.stderr
@@ -114,7 +116,7 @@ def test_stop_stopping_jobs_says_so(daemons: Callable[..., Daemon], home: Path) 
     d = daemons()
     task = d.run_job(waits_for(home / "never", home / "marks", 0), device_prefs=["cpu"], name="stopped")
     wait_for(lambda: (home / "marks").exists(), what="the job to start")
-    pid = d.ask("get", id=task).pid
+    pid = d.ask(rq.Get(id=task)).pid
     out = d.cli("daemon", "--stop")  # the default: the jobs stop with it
     assert out.returncode == 0, out.stderr
     assert "1 running job is stopped too" in out.stdout
@@ -137,7 +139,7 @@ def test_with_no_owner_up_a_kept_job_can_be_cancelled(daemons: Callable[..., Dae
     d = daemons()
     task = d.run_job(waits_for(home / "never", home / "marks", 0), device_prefs=["cpu"], retries=2, name="x")
     wait_for(lambda: (home / "marks").exists(), what="the job to start")
-    pid = d.ask("get", id=task).pid
+    pid = d.ask(rq.Get(id=task)).pid
     d.kill9()
     out = d.cli("cancel", str(task))
     assert out.returncode == 0, out.stderr

@@ -16,6 +16,7 @@ import pytest
 from test_daemon_e2e import Daemon
 from waiting import wait_for
 
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import caller_environment
 
 PY = sys.executable
@@ -168,6 +169,6 @@ def test_task_files_that_are_not_small_regular_files_are_refused_and_the_owner_s
     for path, said in cases:
         out = d.cli("submit", "--task", str(path))
         assert out.returncode == 1 and said in out.stderr, (path, out.stderr)
-    assert d.ask("ping").ready is True
+    assert d.ask(rq.Ping()).ready is True
     rss_after = psutil.Process(d.proc.pid).memory_info().rss
     assert rss_after - rss_before < 64 << 20  # it never read them in

@@ -29,6 +29,7 @@ from gputray.gui.tray_app import TrayApp
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.recipes import load_recipes
+from gputray.scheduler.tasks.records import TaskPatch
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "panel-cluster.png"
 
@@ -205,9 +206,9 @@ def test_a_remembered_run_on_applies_to_the_next_drop_of_that_type(tmp_path: Pat
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
     state = GuiState(tmp_path / "state.json")
-    submitted: list[dict[str, object]] = []
+    submitted: list[TaskPatch] = []
 
-    def submit(files: list[str], recipe: str | None, overrides: dict[str, object]) -> list[object]:
+    def submit(files: list[str], recipe: str | None, overrides: TaskPatch) -> list[object]:
         submitted.append(overrides)
         return [len(submitted)]
 
@@ -216,7 +217,7 @@ def test_a_remembered_run_on_applies_to_the_next_drop_of_that_type(tmp_path: Pat
 
     handle_drop([str(script)], recipes=load_recipes(), submit=submit, ask=ask, state=state)
     handle_drop([str(script)], recipes=load_recipes(), submit=submit, ask=None, state=state)
-    assert submitted == [{"machine": "any"}, {"machine": "any"}]  # as `submit --machine any` sets it
+    assert submitted == [TaskPatch(machine="any")] * 2  # as `submit --machine any` sets it
     assert GuiState(tmp_path / "state.json").get("drop_choices")[".py"]["machine"] == "any"
 
 
@@ -229,10 +230,10 @@ def test_a_remembered_machine_that_is_gone_is_asked_again(tmp_path: Path) -> Non
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
     state = GuiState(tmp_path / "state.json")
-    submitted: list[dict[str, object]] = []
+    submitted: list[TaskPatch] = []
     asked: list[object] = []
 
-    def submit(files: list[str], recipe: str | None, overrides: dict[str, object]) -> list[object]:
+    def submit(files: list[str], recipe: str | None, overrides: TaskPatch) -> list[object]:
         submitted.append(overrides)
         return [len(submitted)]
 
@@ -248,11 +249,11 @@ def test_a_remembered_machine_that_is_gone_is_asked_again(tmp_path: Path) -> Non
         drop, recipes=load_recipes(), submit=submit, ask=ask("laptop"), state=state, machines=["laptop"]
     )
     handle_drop(drop, recipes=load_recipes(), submit=submit, ask=ask("x"), state=state, machines=["laptop"])
-    assert asked == ["laptop"] and submitted == [{"machine": "laptop"}] * 2  # remembered: not asked
+    assert asked == ["laptop"] and submitted == [TaskPatch(machine="laptop")] * 2  # remembered: not asked
     handle_drop(drop, recipes=load_recipes(), submit=submit, ask=ask(None), state=state, machines=None)
-    assert asked == ["laptop", None] and submitted[-1] == {}  # out of the cluster: asked again
+    assert asked == ["laptop", None] and submitted[-1] == TaskPatch()  # out of the cluster: asked again
     handle_drop(drop, recipes=load_recipes(), submit=submit, ask=ask("x"), state=state, machines=None)
-    assert asked == ["laptop", None] and submitted[-1] == {}  # the new answer is remembered
+    assert asked == ["laptop", None] and submitted[-1] == TaskPatch()  # the new answer is remembered
 
 
 @pytest.fixture(params=[True], ids=["in a cluster"])

@@ -13,6 +13,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths, app_paths
 from gputray.scheduler.tasks.records import iso_utc
@@ -60,15 +61,15 @@ def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
 def every_five_minutes(client: ipc.IpcClient, tmp_path: Path) -> int:
     task = tmp_path / "often.toml"
     task.write_text(f'kind = "command"\nname = "often"\nargv = ["{PY}", "-c", "print(5)"]\n')
-    return int(client.request("schedule_add", cron="*/5 * * * *", task_file=str(task)).schedules[0]["id"])
+    return int(client.ask(rq.ScheduleAdd(cron="*/5 * * * *", task_file=str(task))).schedules[0].id)
 
 
-def listed_next(client: ipc.IpcClient) -> str:
-    return str(client.request("schedule_list").schedules[0]["next_run_at"])
+def listed_next(client: ipc.IpcClient) -> str | None:
+    return iso_utc(client.ask(rq.ScheduleList()).schedules[0].next_run_at)
 
 
 def runs(client: ipc.IpcClient) -> int:
-    return sum(t.name == "often" for t in client.request("queue", all=True).tasks)
+    return sum(t.name == "often" for t in client.ask(rq.Queue(all=True)).tasks)
 
 
 def next_five(after_s: float) -> float:

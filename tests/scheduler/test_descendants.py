@@ -27,6 +27,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs import reach
 from gputray.scheduler.paths import Paths
 
@@ -58,7 +59,7 @@ def daemon(tmp_path: Path) -> Iterator[ipc.IpcClient]:
     def answers() -> bool:
         assert proc.poll() is None, "the daemon exited"
         try:
-            return bool(ipc.request(paths, "ping").ready)
+            return bool(ipc.ask(paths, rq.Ping()).ready)
         except ipc.IpcError:
             return False
 
@@ -108,13 +109,11 @@ def marked() -> Iterator[Marked]:
 
 
 def task(client: ipc.IpcClient, task_id: int) -> Any:
-    return next(t for t in client.request("queue", all=True).tasks if t.id == task_id)
+    return next(t for t in client.ask(rq.Queue(all=True)).tasks if t.id == task_id)
 
 
 def run(client: ipc.IpcClient, script: str, **overrides: object) -> int:
-    req = client.request(
-        "run", argv=[BASH, "-c", script], name="escapes", overrides={"retries": 0, **overrides}
-    )
+    req = client.ask(rq.Run(argv=[BASH, "-c", script], name="escapes", overrides={"retries": 0, **overrides}))
     return int(req.tasks[0].id)
 
 
@@ -139,7 +138,7 @@ def test_children_left_by_a_job_that_ended_are_stopped_and_counted(
 def test_a_cancel_ends_children_in_other_sessions_too(daemon: ipc.IpcClient, marked: Marked) -> None:
     task_id = run(daemon, f"(setsid sleep {marked.escaped} &); sleep {marked.inside}")
     wait_for(lambda: len(marked.alive()) == 2, 60, "the job and its escaped child")
-    daemon.request("cancel", ids=[task_id])
+    daemon.ask(rq.Cancel(ids=[task_id]))
     done = wait_for(lambda: finished(daemon, task_id), 60, "the cancel")
     assert marked.alive() == []
     assert done.state == "cancelled"

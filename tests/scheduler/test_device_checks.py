@@ -18,6 +18,7 @@ from waiting import wait_for
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.units import GIB
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths, app_paths
 from gputray.scheduler.queue.device_checks import (
@@ -189,16 +190,16 @@ def test_a_remembered_absent_device_is_accepted_and_waits_not_present(
     try:
         wait_for(lambda: o.monitor.latest is not None, what="a first sample")
         with ipc.IpcClient(paths) as client:
-            result = client.request(
-                "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["4090"]}
+            result = client.ask(
+                rq.Run(argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["4090"]})
             )
             (task,) = result.tasks
             (note,) = result.notes
             assert note.startswith(f"#{task.id}: GeForce RTX 4090 is not present now (last seen ")
             assert note.endswith("); the task waits for it")
-            waiting = wait_for(lambda: (t := client.request("get", id=task.id).task).state == "waiting" and t)
+            waiting = wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "waiting" and t)
             assert waiting.reason == "waiting for 4090: not present"
             # The unplugged eGPU may be paused by name too.
-            assert EGPU.key in client.request("pause", device="4090").paused.devices
+            assert EGPU.key in client.ask(rq.Pause(device="4090")).paused.devices
     finally:
         o.stop()

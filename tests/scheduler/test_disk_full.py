@@ -24,8 +24,10 @@ from cli import gputray
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.log_setup import PrivateRotatingFileHandler
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.protocol import R
 from gputray.scheduler.queue.saved_queue import read_saved_task
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.records import TaskSpec
@@ -105,12 +107,12 @@ class Daemon:
     def _ready(self) -> bool:
         assert self.proc is not None and self.proc.poll() is None, self.stderr_path.read_text()
         try:
-            return bool(ipc.request(self.paths, "ping").ready)
+            return bool(ipc.ask(self.paths, rq.Ping()).ready)
         except ipc.IpcError:
             return False
 
-    def ask(self, op: str, **args: object) -> dict[str, object]:
-        return ipc.request(self.paths, op, **args)
+    def ask(self, request: rq.Request[R]) -> R:
+        return ipc.ask(self.paths, request)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -126,11 +128,11 @@ def test_a_job_that_ends_on_a_full_disk_is_recorded_when_space_returns(
     data = daemon.paths.data_dir
     try:
         wait_job = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
-        (task,) = daemon.ask("run", argv=[PY, "-c", wait_job], name="ends on a full disk").tasks  # type: ignore[misc]
+        (task,) = daemon.ask(rq.Run(argv=[PY, "-c", wait_job], name="ends on a full disk")).tasks  # type: ignore[misc]
         task_id = int(task.id)
 
         def running_pid() -> int | None:
-            got = daemon.ask("get", id=task_id)
+            got = daemon.ask(rq.Get(id=task_id))
             return got.pid if got.task.state == "running" else None  # type: ignore[index,return-value]
 
         pid = wait_for(running_pid, 30, "the job to run")
@@ -140,10 +142,10 @@ def test_a_job_that_ends_on_a_full_disk_is_recorded_when_space_returns(
         wait_for(lambda: not _alive(pid), 30, "the job to end")
 
         # The owner knows at once; the disk does not yet (nothing can be written there).
-        wait_for(lambda: daemon.ask("get", id=task_id).task.state == "succeeded", 30, "the exit")  # type: ignore[index]
+        wait_for(lambda: daemon.ask(rq.Get(id=task_id)).task.state == "succeeded", 30, "the exit")  # type: ignore[index]
         assert read_saved_task(daemon.paths.queue_db, task_id).state == "running"
         with pytest.raises(ipc.RemoteError) as refused:
-            daemon.ask("run", argv=[PY, "-c", "pass"], name="refused")
+            daemon.ask(rq.Run(argv=[PY, "-c", "pass"], name="refused"))
         assert f"no space left: 0 KiB free in {data}" in refused.value.message
 
         filler.unlink()
@@ -152,9 +154,9 @@ def test_a_job_that_ends_on_a_full_disk_is_recorded_when_space_returns(
         )
         daemon.kill()  # a crash after space returned: what the disk says is what counts
         daemon.start()
-        after = daemon.ask("get", id=task_id).task
+        after = daemon.ask(rq.Get(id=task_id)).task
         assert after.state == "succeeded" and after.exit_code == 0  # type: ignore[index]
-        assert daemon.ask("run", argv=[PY, "-c", "pass"], name="room again").tasks
+        assert daemon.ask(rq.Run(argv=[PY, "-c", "pass"], name="room again")).tasks
     finally:
         daemon.kill()
     out = daemon.stderr_path.read_text()

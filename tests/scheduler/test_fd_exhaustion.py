@@ -16,6 +16,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 
 pytestmark = pytest.mark.skipif(
@@ -67,7 +68,7 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Paths, Path, subprocess.Popen[bytes
 def _answers(paths: Paths, proc: subprocess.Popen[bytes]) -> bool:
     assert proc.poll() is None, "the daemon exited"
     try:
-        return bool(ipc.request(paths, "ping").ready)
+        return bool(ipc.ask(paths, rq.Ping()).ready)
     except ipc.IpcError:
         return False
 
@@ -76,7 +77,7 @@ def _ping(paths: Paths) -> tuple[ipc.IpcClient, str | None]:
     """A client that pinged: kept open (it holds one of the owner's fds), or the owner's refusal."""
     client = ipc.IpcClient(paths, timeout_s=CLIENT_TIMEOUT_S)
     try:
-        client.request("ping")
+        client.ask(rq.Ping())
         return client, None
     except ipc.RemoteError as exc:
         client.close()

@@ -19,6 +19,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.replies import TaskView
 
@@ -69,12 +70,12 @@ class Home:
         if self.daemon.poll() is not None:
             raise AssertionError(f"the daemon exited: {(self.root / 'daemon-stderr.txt').read_text()}")
         try:
-            return bool(ipc.request(self.paths, "ping").ready)
+            return bool(ipc.ask(self.paths, rq.Ping()).ready)
         except ipc.IpcError:
             return False
 
     def task(self, task_id: int) -> TaskView:
-        return ipc.request(self.paths, "get", id=task_id).task  # type: ignore[no-any-return]
+        return ipc.ask(self.paths, rq.Get(id=task_id)).task  # type: ignore[no-any-return]
 
     def ended(self, task_id: int, timeout_s: float = 180.0) -> TaskView:
         return wait_for(  # type: ignore[no-any-return]

@@ -97,8 +97,8 @@ def test_idle_and_trickling_connections_never_lock_out_ping_and_status(
     try:
         for _ in range(5):
             with ipc.IpcClient(paths, timeout_s=20) as client:
-                assert client.request("ping") == PONG
-                assert client.request("status") == STATUS
+                assert client.ask(rq.Ping()) == PONG
+                assert client.ask(rq.Status()) == STATUS
         # Nobody who trickles gets to keep a connection: each is closed once its first request is late.
         wait_for(lambda: all(closed_by_server(s) for s in trickling), 30, "the tricklers to be closed")
         wait_for(lambda: all(closed_by_server(s) for s in idle), 30, "the idle connections to be closed")
@@ -122,8 +122,8 @@ def test_slow_requests_never_hold_up_ping_and_status(server: IpcServer, paths: P
     try:
         wait_for(lambda: slow.waiting == WORKERS, 30, "every worker to be busy with a slow request")
         with ipc.IpcClient(paths, timeout_s=20) as client:
-            assert client.request("ping") == PONG
-            assert client.request("status") == STATUS
+            assert client.ask(rq.Ping()) == PONG
+            assert client.ask(rq.Status()) == STATUS
     finally:
         slow.release.set()
         for t in threads:

@@ -14,6 +14,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import cli, ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths, app_paths
 from gputray.scheduler.queue.store import TaskStore
@@ -82,7 +83,7 @@ def test_the_owner_refuses_impossible_start_times_at_submit(
         assert reply["ok"] is False, reply
         assert reply["error"]["type"] in ("BadRequest", "TaskFileError"), reply
         assert "InternalError" not in reply["error"]["type"]
-        assert client.request("queue", all=True).tasks == ()
+        assert client.ask(rq.Queue(all=True)).tasks == ()
 
 
 @unix_only

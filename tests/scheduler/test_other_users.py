@@ -23,6 +23,7 @@ from cli import gputray
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
 
@@ -190,7 +191,7 @@ def test_a_runtime_folder_another_user_made_first_is_not_trusted(
     fake = Fake(other_user, runtime / "ipc" / "owner.sock", squat)
     try:
         with pytest.raises(ipc.OwnerNotRunning) as refused:
-            ipc.request(paths, "run", argv=[PY, "-c", "pass"], caller_env={"SECRET_TOKEN": SECRET})
+            ipc.ask(paths, rq.Run(argv=[PY, "-c", "pass"], caller_env={"SECRET_TOKEN": SECRET}))
         assert refused.value.untrusted and "another user" in refused.value.untrusted
         assert fake.received() == b""
 
@@ -198,7 +199,7 @@ def test_a_runtime_folder_another_user_made_first_is_not_trusted(
         owner.start()
         try:
             assert owner.server is not None and not owner.server.address.startswith(str(squat))
-            reply = ipc.request(paths, "run", argv=[PY, "-c", "pass"], caller_env={"SECRET_TOKEN": SECRET})
+            reply = ipc.ask(paths, rq.Run(argv=[PY, "-c", "pass"], caller_env={"SECRET_TOKEN": SECRET}))
             assert reply.tasks[0].state == "queued"
         finally:
             owner.stop()
@@ -224,7 +225,7 @@ def test_a_server_of_another_user_behind_our_own_files_gets_nothing(
         os.chown(ipc_dir / "owner.sock", 0, 0)
         os.chmod(ipc_dir / "owner.sock", 0o600)
         with pytest.raises(ipc.OwnerNotRunning) as refused:
-            ipc.request(paths, "ping")
+            ipc.ask(paths, rq.Ping())
         assert f"uid {other_user.pw_uid}" in str(refused.value)
         assert fake.received() == b""
     finally:

@@ -45,7 +45,7 @@ def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
 
 
 def state_of(client: ipc.IpcClient, task_id: int) -> str:
-    return str(client.request("get", id=task_id).task.state)
+    return str(client.ask(rq.Get(id=task_id)).task.state)
 
 
 def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
@@ -72,44 +72,45 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
     }
     for op in sorted(ipc.OPS - {"shutdown"}):
         try:
-            client.request(op, **minimal.get(op, {}))
+            client.ask(rq.request_from(op, minimal.get(op, {})))
         except ipc.RemoteError as exc:
             assert exc.kind not in ("InternalError", "BadRequest"), (op, exc.kind, exc.message)
 
 
 def test_status_lists_the_simulated_pair(client: ipc.IpcClient) -> None:
-    status = wait_for(lambda: (s := client.request("status")).devices and s, what="a first sample")
+    status = wait_for(lambda: (s := client.ask(rq.Status())).devices and s, what="a first sample")
     keys = {d.key for d in status.devices}
     assert {AMD, NVIDIA} <= keys
     assert all(d.simulated for d in status.devices if d.key in (AMD, NVIDIA))
 
 
 def test_run_then_logs_and_get(client: ipc.IpcClient, tmp_path: Path) -> None:
-    result = client.request(
-        "run",
-        argv=[PY, "-c", "print('héllo from the job')"],
-        cwd=str(tmp_path),
-        overrides={"device_prefs": ["cpu"]},
-        name="hello",
+    result = client.ask(
+        rq.Run(
+            argv=[PY, "-c", "print('héllo from the job')"],
+            cwd=str(tmp_path),
+            overrides={"device_prefs": ["cpu"]},
+            name="hello",
+        )
     )
     task = result.tasks[0]
     assert task.name == "hello" and task.kind == "command"
     wait_for(lambda: state_of(client, task.id) == "succeeded", what="the job to succeed")
-    logs = client.request("logs", id=task.id)
+    logs = client.ask(rq.Logs(id=task.id))
     assert "héllo from the job" in logs.text
     assert logs.finished is True
-    assert client.request("logs", id=task.id, offset=logs.offset).text == ""
-    got = client.request("get", id=str(task.id))
+    assert client.ask(rq.Logs(id=task.id, offset=logs.offset)).text == ""
+    got = client.ask(rq.Get(id=str(task.id)))
     assert got.spec is not None and got.spec.argv[0] == PY
     assert got.task.device == "cpu"
-    listing = client.request("queue", all=True).tasks
+    listing = client.ask(rq.Queue(all=True)).tasks
     assert [t.id for t in listing] == [task.id]
-    assert client.request("queue", all=False).tasks == ()
+    assert client.ask(rq.Queue(all=False)).tasks == ()
 
 
 def test_relative_paths_need_the_callers_folder(client: ipc.IpcClient) -> None:
     with pytest.raises(ipc.RemoteError) as err:
-        client.request("submit", task_file="job.toml")
+        client.ask(rq.Submit(task_file="job.toml"))
     assert "working folder" in err.value.message
 
 
@@ -117,25 +118,26 @@ def test_bad_task_file_names_file_and_key(client: ipc.IpcClient, tmp_path: Path)
     bad = tmp_path / "bad.toml"
     bad.write_text('kind = "command"\nargv = ["true"]\non_busy = "sometimes"\n')
     with pytest.raises(ipc.RemoteError) as err:
-        client.request("submit", task_file=str(bad))
+        client.ask(rq.Submit(task_file=str(bad)))
     assert "bad.toml" in err.value.message and "on_busy" in err.value.message
     missing_tool = tmp_path / "tool.toml"
     missing_tool.write_text('kind = "command"\nargv = ["realesrgan-ncnn-vulkan-not-here", "-i", "x"]\n')
     with pytest.raises(ipc.RemoteError) as err:
-        client.request("submit", task_file=str(missing_tool))
+        client.ask(rq.Submit(task_file=str(missing_tool)))
     assert "realesrgan-ncnn-vulkan-not-here" in err.value.message
-    assert client.request("queue", all=True).tasks == ()
+    assert client.ask(rq.Queue(all=True)).tasks == ()
 
 
 def test_cancel_reports_unknown_ids_and_cancels_known(client: ipc.IpcClient, tmp_path: Path) -> None:
-    long = client.request(
-        "run",
-        argv=[PY, "-c", "import time; time.sleep(60)"],
-        cwd=str(tmp_path),
-        overrides={"device_prefs": ["780m"]},
+    long = client.ask(
+        rq.Run(
+            argv=[PY, "-c", "import time; time.sleep(60)"],
+            cwd=str(tmp_path),
+            overrides={"device_prefs": ["780m"]},
+        )
     ).tasks[0]
     wait_for(lambda: state_of(client, long.id) == "running", what="the job to start")
-    result = client.request("cancel", ids=[long.id, 424242])
+    result = client.ask(rq.Cancel(ids=[long.id, 424242]))
     assert [t.id for t in result.tasks] == [long.id]
     assert any("424242" in e for e in result.errors)
     wait_for(lambda: state_of(client, long.id) == "cancelled", what="the job to be cancelled")
@@ -143,12 +145,12 @@ def test_cancel_reports_unknown_ids_and_cancels_known(client: ipc.IpcClient, tmp
 
 def test_pause_resolves_device_names(owner: Owner, client: ipc.IpcClient) -> None:
     wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
-    paused = client.request("pause", device="780m").paused
+    paused = client.ask(rq.Pause(device="780m")).paused
     assert AMD in paused.devices and NVIDIA not in paused.devices and not paused.all
     with pytest.raises(ipc.RemoteError) as err:
-        client.request("pause", device="voodoo2")
+        client.ask(rq.Pause(device="voodoo2"))
     assert "voodoo2" in err.value.message and AMD in err.value.message
-    assert AMD not in client.request("resume", device="780m").paused.devices
+    assert AMD not in client.ask(rq.Resume(device="780m")).paused.devices
 
 
 def test_a_device_name_that_matches_nothing_is_refused_with_the_closest(
@@ -156,19 +158,20 @@ def test_a_device_name_that_matches_nothing_is_refused_with_the_closest(
 ) -> None:
     wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
     with pytest.raises(ipc.RemoteError) as err:
-        client.request(
-            "run",
-            argv=[PY, "-c", "pass"],
-            cwd=str(tmp_path),
-            overrides={"device_prefs": ["5060it", "nvidia", "780m", "cpu"], "on_busy": "wait"},
+        client.ask(
+            rq.Run(
+                argv=[PY, "-c", "pass"],
+                cwd=str(tmp_path),
+                overrides={"device_prefs": ["5060it", "nvidia", "780m", "cpu"], "on_busy": "wait"},
+            )
         )
     assert err.value.message == (
         "python: no device matches '5060it'; closest: GeForce RTX 5060 Ti (5060ti); known: "
         f"GeForce RTX 5060 Ti (5060ti, {NVIDIA}), Radeon 780M (780m, {AMD}), cpu — see `gputray devices`"
     )
-    assert client.request("queue", all=True).tasks == ()  # nothing was queued
-    fine = client.request(
-        "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["780m", "amd"]}
+    assert client.ask(rq.Queue(all=True)).tasks == ()  # nothing was queued
+    fine = client.ask(
+        rq.Run(argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["780m", "amd"]})
     )
     assert fine.notes == () and len(fine.tasks) == 1
 
@@ -176,39 +179,40 @@ def test_a_device_name_that_matches_nothing_is_refused_with_the_closest(
 def test_schedules_round_trip(client: ipc.IpcClient, tmp_path: Path) -> None:
     task = tmp_path / "nightly.toml"
     task.write_text(f'kind = "command"\nargv = [{PY!r}, "-c", "pass"]\n'.replace("'", '"'))
-    added = client.request("schedule_add", cron="0 3 * * *", task_file=str(task)).schedules[0]
-    assert added["task_file"] == str(task) and added["next_run_at"]
-    assert [s["id"] for s in client.request("schedule_list").schedules] == [added["id"]]
+    added = client.ask(rq.ScheduleAdd(cron="0 3 * * *", task_file=str(task))).schedules[0]
+    assert added.task_file == str(task) and added.next_run_at
+    assert [s.id for s in client.ask(rq.ScheduleList()).schedules] == [added.id]
     with pytest.raises(ipc.RemoteError) as err:
-        client.request("schedule_add", cron="at three", task_file=str(task))
+        client.ask(rq.ScheduleAdd(cron="at three", task_file=str(task)))
     assert "cron" in err.value.message
     broken = tmp_path / "broken.toml"
     broken.write_text("kind = [")
     with pytest.raises(ipc.RemoteError):
-        client.request("schedule_add", cron="0 3 * * *", task_file=str(broken))
-    client.request("schedule_remove", id=added["id"])
-    assert client.request("schedule_list").schedules == ()
+        client.ask(rq.ScheduleAdd(cron="0 3 * * *", task_file=str(broken)))
+    client.ask(rq.ScheduleRemove(id=added.id))
+    assert client.ask(rq.ScheduleList()).schedules == ()
 
 
 def test_a_second_owner_is_refused_before_it_touches_the_queue(
     owner: Owner, client: ipc.IpcClient, paths: Paths, tmp_path: Path
 ) -> None:
-    long = client.request(
-        "run",
-        argv=[PY, "-c", "import time; time.sleep(60)"],
-        cwd=str(tmp_path),
-        overrides={"device_prefs": ["cpu"]},
+    long = client.ask(
+        rq.Run(
+            argv=[PY, "-c", "import time; time.sleep(60)"],
+            cwd=str(tmp_path),
+            overrides={"device_prefs": ["cpu"]},
+        )
     ).tasks[0]
     wait_for(lambda: state_of(client, long.id) == "running", what="the job to start")
     with pytest.raises(ipc.OwnerAlreadyRunning):
         Owner(paths, demo=True).start()
     # crash recovery would have marked it interrupted: it must still be running under the first owner
     assert state_of(client, long.id) == "running"
-    client.request("cancel", ids=[long.id])
+    client.ask(rq.Cancel(ids=[long.id]))
 
 
 def test_shutdown_request(owner: Owner, client: ipc.IpcClient) -> None:
-    assert client.request("shutdown").stopping is True
+    assert client.ask(rq.Shutdown()).stopping is True
     assert owner.wait(5.0)
 
 
@@ -267,8 +271,8 @@ def test_a_real_torch_cpu_job_through_the_whole_path(
         task_id = json.loads(out.stdout)[0]["id"]
         with ipc.IpcClient(paths) as client:
             wait_for(lambda: state_of(client, task_id) in ("succeeded", "failed"), 120, "the torch job")
-            task = client.request("get", id=task_id).task
-            log = client.request("logs", id=task_id).text
+            task = client.ask(rq.Get(id=task_id)).task
+            log = client.ask(rq.Logs(id=task_id)).text
         assert task.state == "succeeded", log
         assert task.kind == "torch" and task.env == "torchcpu" and task.device == "cpu"
         assert "TORCH 2.13.0" in log and "ON cpu" in log and "GRAD True" in log
@@ -278,15 +282,16 @@ def test_a_real_torch_cpu_job_through_the_whole_path(
 
 
 def test_a_start_time_holds_the_task_then_it_runs(client: ipc.IpcClient, tmp_path: Path) -> None:
-    task = client.request(
-        "run",
-        argv=[PY, "-c", "print('on time')"],
-        cwd=str(tmp_path),
-        overrides={"device_prefs": ["cpu"], "start_at": time.time() + 1.5},
+    task = client.ask(
+        rq.Run(
+            argv=[PY, "-c", "print('on time')"],
+            cwd=str(tmp_path),
+            overrides={"device_prefs": ["cpu"], "start_at": time.time() + 1.5},
+        )
     ).tasks[0]
-    waiting = wait_for(lambda: (t := client.request("get", id=task.id).task).state == "waiting" and t)
+    waiting = wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "waiting" and t)
     assert "starts at" in waiting.reason
-    done = wait_for(lambda: (t := client.request("get", id=task.id).task).state == "succeeded" and t)
+    done = wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "succeeded" and t)
     assert done.started_at >= waiting.submitted_at
 
 
@@ -294,14 +299,15 @@ def test_stopping_the_owner_stops_running_jobs_and_requeues_by_policy(paths: Pat
     owner = Owner(paths, demo=True)
     owner.start()
     with ipc.IpcClient(paths) as client:
-        task = client.request(
-            "run",
-            argv=[PY, "-c", "import time; time.sleep(60)"],
-            cwd=str(tmp_path),
-            overrides={"device_prefs": ["cpu"], "retries": 1},
+        task = client.ask(
+            rq.Run(
+                argv=[PY, "-c", "import time; time.sleep(60)"],
+                cwd=str(tmp_path),
+                overrides={"device_prefs": ["cpu"], "retries": 1},
+            )
         ).tasks[0]
         wait_for(lambda: state_of(client, task.id) == "running", what="the job to start")
-        pid = wait_for(lambda: client.request("get", id=task.id).pid, what="the job's pid")
+        pid = wait_for(lambda: client.ask(rq.Get(id=task.id)).pid, what="the job's pid")
     owner.stop()
     import psutil
 
@@ -321,25 +327,25 @@ def test_a_due_schedule_submits_its_task_file(owner: Owner, client: ipc.IpcClien
     task.write_text(
         f'kind = "command"\nname = "nightly"\nargv = [{PY!r}, "-c", "print(7)"]\n'.replace("'", '"')
     )
-    entry = client.request("schedule_add", cron="0 3 * * *", task_file=str(task)).schedules[0]
+    entry = client.ask(rq.ScheduleAdd(cron="0 3 * * *", task_file=str(task))).schedules[0]
     assert owner.timing is not None
-    owner.timing.run_schedule(entry["id"])  # what APScheduler calls at 03:00
-    tasks = client.request("queue", all=True).tasks
+    owner.timing.run_schedule(entry.id)  # what APScheduler calls at 03:00
+    tasks = client.ask(rq.Queue(all=True)).tasks
     assert [t.name for t in tasks] == ["nightly"]
-    listed = client.request("schedule_list").schedules[0]
-    assert listed["last_run_at"] is not None and listed["last_error"] is None
+    listed = client.ask(rq.ScheduleList()).schedules[0]
+    assert listed.last_run_at is not None and listed.last_error is None
     task.unlink()  # the file went away: the run is recorded as failed, the schedule stays
-    owner.timing.run_schedule(entry["id"])
-    listed = client.request("schedule_list").schedules[0]
-    assert "nightly.toml" in listed["last_error"]
+    owner.timing.run_schedule(entry.id)
+    listed = client.ask(rq.ScheduleList()).schedules[0]
+    assert "nightly.toml" in listed.last_error
 
 
 def test_run_and_command_task_files_pass_braces_verbatim(client: ipc.IpcClient, tmp_path: Path) -> None:
     """`gputray run -- python -c "print(f'{x}')"` runs exactly that; so does a command task file."""
     code = "import sys; x = 42; print(f'{x}', *sys.argv[1:])"
     extra = ['{"a": {"b": 1}}', "{file}", "{vk_index}", "{"]
-    ran = client.request(
-        "run", argv=[PY, "-c", code, *extra], cwd=str(tmp_path), overrides={"device_prefs": ["cpu"]}
+    ran = client.ask(
+        rq.Run(argv=[PY, "-c", code, *extra], cwd=str(tmp_path), overrides={"device_prefs": ["cpu"]})
     ).tasks[0]
     task_file = tmp_path / "braces.toml"
     task_file.write_text(
@@ -348,11 +354,11 @@ def test_run_and_command_task_files_pass_braces_verbatim(client: ipc.IpcClient, 
         'devices = ["cpu"]\n'
         '[env]\nCONF = "{device} {x}"\n'
     )
-    filed = client.request("submit", task_file=str(task_file)).tasks[0]
+    filed = client.ask(rq.Submit(task_file=str(task_file))).tasks[0]
     for task in (ran, filed):
         wait_for(lambda t=task: state_of(client, t.id) == "succeeded", what=f"task {task.id} to succeed")
-    assert "42 " + " ".join(extra) in client.request("logs", id=ran.id).text
-    assert "ENV {device} {x}" in client.request("logs", id=filed.id).text
+    assert "42 " + " ".join(extra) in client.ask(rq.Logs(id=ran.id)).text
+    assert "ENV {device} {x}" in client.ask(rq.Logs(id=filed.id)).text
 
 
 # The 780M's recorded probe shape under a ROCm wheel: fp16 matmul and attention fail, the rest works.
@@ -400,14 +406,15 @@ def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
     assert [p.device_key for p in doctor.cached_results()] == [AMD]
 
     def run(needs: list[str], devices: list[str], on_busy: str = "redirect") -> TaskView:
-        task = client.request(
-            "run",
-            argv=[PY, "-c", "print('ok')"],
-            cwd=str(tmp_path),
-            overrides={"needs": needs, "device_prefs": devices, "on_busy": on_busy},
+        task = client.ask(
+            rq.Run(
+                argv=[PY, "-c", "print('ok')"],
+                cwd=str(tmp_path),
+                overrides={"needs": needs, "device_prefs": devices, "on_busy": on_busy},
+            )
         ).tasks[0]
         return wait_for(
-            lambda: (t := client.request("get", id=task.id).task).state in ("succeeded", "failed") and t,
+            lambda: (t := client.ask(rq.Get(id=task.id)).task).state in ("succeeded", "failed") and t,
             what=f"task {task.id} to end",
         )
 
@@ -428,25 +435,25 @@ def test_queue_over_the_socket_is_the_same_document_and_follows_changes(
 ) -> None:
     """The socket answers `queue` from per-task JSON kept between listings: it must match the
     in-process answer, and a task's change must show in the next listing."""
-    client.request("pause")
+    client.ask(rq.Pause())
     ids = [
-        client.request("run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), name=f"t{i} ✓").tasks[0].id
+        client.ask(rq.Run(argv=[PY, "-c", "pass"], cwd=str(tmp_path), name=f"t{i} ✓")).tasks[0].id
         for i in range(5)
     ]
 
     def all_waiting() -> QueueReply | None:
-        listing = client.request("queue", all=True)
+        listing = client.ask(rq.Queue(all=True))
         return listing if all(t.state == "waiting" for t in listing.tasks) else None
 
     first = wait_for(all_waiting, what="the tasks to wait")
     assert first == owner.handle(rq.Queue(all=True))
     assert [t.name for t in first.tasks] == [f"t{i} ✓" for i in range(5)]
     assert first.paused.all is True
-    client.request("cancel", ids=[ids[2]])
-    again = client.request("queue", all=True)
+    client.ask(rq.Cancel(ids=[ids[2]]))
+    again = client.ask(rq.Queue(all=True))
     assert {t.id: t.state for t in again.tasks}[ids[2]] == "cancelled"
     assert again == owner.handle(rq.Queue(all=True))
-    assert [t.id for t in client.request("queue").tasks] == [i for i in ids if i != ids[2]]
+    assert [t.id for t in client.ask(rq.Queue()).tasks] == [i for i in ids if i != ids[2]]
 
 
 def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
@@ -457,13 +464,14 @@ def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
     import os
     import subprocess
 
-    task = client.request(
-        "run",
-        argv=[PY, "-c", "import time; print('job says hi', flush=True); time.sleep(60)"],
-        cwd=str(tmp_path),
-        overrides={"device_prefs": ["cpu"]},
+    task = client.ask(
+        rq.Run(
+            argv=[PY, "-c", "import time; print('job says hi', flush=True); time.sleep(60)"],
+            cwd=str(tmp_path),
+            overrides={"device_prefs": ["cpu"]},
+        )
     ).tasks[0]
-    wait_for(lambda: "job says hi" in client.request("logs", id=task.id).text, what="the job's output")
+    wait_for(lambda: "job says hi" in client.ask(rq.Logs(id=task.id)).text, what="the job's output")
     env = {**os.environ, "GPUTRAY_HOME": os.environ["GPUTRAY_HOME"]}
     cli = [PY, "-m", "gputray.gui.entry"]
     procs = {
@@ -498,7 +506,7 @@ def test_watch_and_follow_end_cleanly_when_the_owner_goes_away(
 
 def test_queue_listing_carries_the_names_people_know_the_gpus_by(owner: Owner, client: ipc.IpcClient) -> None:
     wait_for(lambda: owner.monitor.latest is not None, what="a first sample")
-    names = client.request("queue", all=True).device_names
+    names = client.ask(rq.Queue(all=True)).device_names
     assert names[AMD] == "Radeon 780M" and names[NVIDIA] == "GeForce RTX 5060 Ti" and names["cpu"] == "CPU"
 
 
@@ -565,13 +573,11 @@ def test_a_reply_is_the_typed_record_with_its_epoch_times(
 ) -> None:
     """What the CLI and the tray read: the task's own epoch seconds (nothing to parse back from text),
     the same record over the socket as in-process."""
-    run = client.request(
-        "run", argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["cpu"]}
-    )
+    run = client.ask(rq.Run(argv=[PY, "-c", "pass"], cwd=str(tmp_path), overrides={"device_prefs": ["cpu"]}))
     (task,) = run.tasks
     assert isinstance(run, Submitted) and isinstance(task, TaskView) and task.state == "queued"
     done = wait_for(
-        lambda: (t := client.request("get", id=task.id).task).state == "succeeded" and t,
+        lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "succeeded" and t,
         what="the job to end",
     )
     rec = owner.queue.get(task.id)

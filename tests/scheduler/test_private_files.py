@@ -25,6 +25,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="file modes and Unix users are POSIX")
@@ -84,13 +85,13 @@ def populate(home: Path, python: Path, job_output: Path) -> None:
 def _ready(paths: Paths, daemon: subprocess.Popen[bytes]) -> bool:
     assert daemon.poll() is None, "the daemon exited"
     try:
-        return bool(ipc.request(paths, "ping").ready)
+        return bool(ipc.ask(paths, rq.Ping()).ready)
     except ipc.IpcError:
         return False
 
 
 def _finished(paths: Paths) -> bool:
-    tasks = ipc.request(paths, "queue", all=True).tasks
+    tasks = ipc.ask(paths, rq.Queue(all=True)).tasks
     return bool(tasks) and all(t.state == "succeeded" for t in tasks)
 
 

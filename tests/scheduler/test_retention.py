@@ -12,6 +12,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.config import read_config
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths, app_paths
@@ -60,31 +61,32 @@ def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
 def run_jobs(client: ipc.IpcClient, count: int) -> list[int]:
     ids = []
     for i in range(count):
-        reply = client.request(
-            "run", argv=[PY, "-c", f"print({i})"], name=f"job {i}", overrides={"device_prefs": ["cpu"]}
+        reply = client.ask(
+            rq.Run(argv=[PY, "-c", f"print({i})"], name=f"job {i}", overrides={"device_prefs": ["cpu"]})
         )
         ids.append(reply.tasks[0].id)
-        wait_for(lambda: client.request("wait", ids=ids[-1:], timeout_s=10).done)
+        wait_for(lambda: client.ask(rq.WaitFor(ids=ids[-1:], timeout_s=10)).done)
     return ids
 
 
 def present(client: ipc.IpcClient) -> list[int]:
-    return sorted(t.id for t in client.request("queue", all=True).tasks)
+    return sorted(t.id for t in client.ask(rq.Queue(all=True)).tasks)
 
 
 def test_ended_tasks_and_logs_beyond_the_limits_are_removed_by_the_owner(
     owner: Owner, client: ipc.IpcClient, clock: ShiftedClock, paths: Paths
 ) -> None:
     ids = run_jobs(client, 6)
-    logs = {t.id: Path(str(t.log_path)) for t in client.request("queue", all=True).tasks}
+    logs = {t.id: Path(str(t.log_path)) for t in client.ask(rq.Queue(all=True)).tasks}
     assert all(p.is_file() for p in logs.values())
     # #1 stays while a queued task waits for it (--after), whatever the limits say
     later = (
-        client.request(
-            "run",
-            argv=[PY, "-c", "pass"],
-            name="later",
-            overrides={"after": [ids[0]], "start_at": clock() + 9 * DAY_S},
+        client.ask(
+            rq.Run(
+                argv=[PY, "-c", "pass"],
+                name="later",
+                overrides={"after": [ids[0]], "start_at": clock() + 9 * DAY_S},
+            )
         )
         .tasks[0]
         .id
@@ -101,7 +103,7 @@ def test_ended_tasks_and_logs_beyond_the_limits_are_removed_by_the_owner(
 
 def test_clean_keep_is_the_same_rule_by_hand(owner: Owner, client: ipc.IpcClient, paths: Paths) -> None:
     ids = run_jobs(client, 3)
-    gone = client.request("clean", keep=1).tasks
+    gone = client.ask(rq.Clean(keep=1)).tasks
     assert sorted(t.id for t in gone) == ids[:2]
     assert present(client) == ids[-1:]
 

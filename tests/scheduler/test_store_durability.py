@@ -20,6 +20,7 @@ import pytest
 from waiting import wait_for
 
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.store import NO_FSYNC_VAR, TaskStore
 from gputray.scheduler.tasks.records import TaskSpec
@@ -129,18 +130,18 @@ def test_each_acknowledged_submit_is_synced_before_its_reply(tmp_path: Path) -> 
         def ready() -> bool:
             assert proc.poll() is None, (tmp_path / "stderr.txt").read_text()
             try:
-                return bool(ipc.request(paths, "ping").ready)
+                return bool(ipc.ask(paths, rq.Ping()).ready)
             except ipc.IpcError:
                 return False
 
         wait_for(ready, 120, "the daemon under strace")
         with ipc.IpcClient(paths, timeout_s=60) as client:
-            client.request("pause", device=None)
+            client.ask(rq.Pause(device=None))
             acked = [
-                client.request("run", argv=[PY, "-c", "pass"], name=f"durable {i}").tasks[0].id
+                client.ask(rq.Run(argv=[PY, "-c", "pass"], name=f"durable {i}")).tasks[0].id
                 for i in range(20)
             ]
-            client.request("shutdown")
+            client.ask(rq.Shutdown())
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:

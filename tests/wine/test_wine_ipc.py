@@ -9,12 +9,12 @@ from pathlib import Path
 from winpython import Owner, WinePython, winpath
 
 PING = (
-    "import json, sys, msgspec; from pathlib import Path; from gputray.scheduler import ipc\n"
+    "import json, sys, msgspec; from pathlib import Path; from gputray.scheduler import ipc, protocol\n"
     "from gputray.scheduler.paths import app_paths\n"
     "paths = app_paths()\n"
     "try:\n"
     "    with ipc.IpcClient(paths, pipe_address={address}, timeout_s=20) as c:\n"
-    "        print(json.dumps(msgspec.to_builtins(c.request('ping'))))\n"
+    "        print(json.dumps(msgspec.to_builtins(c.ask(protocol.Ping()))))\n"
     "except ipc.IpcError as exc: print(json.dumps({{'refused': type(exc).__name__, 'why': str(exc)}}))\n"
 )
 
@@ -93,7 +93,7 @@ def test_a_second_owner_is_refused_and_a_killed_ones_pipe_is_taken_over(win: Win
 def test_key_files_hold_exactly_the_key_on_windows(win: WinePython, tmp_path: Path) -> None:
     """A text-mode write would turn each 0x0A of the random key into CR LF (one key in eight)."""
     code = (
-        "import json, sys, msgspec; from pathlib import Path; from gputray.scheduler import ipc\n"
+        "import json, sys, msgspec; from pathlib import Path; from gputray.scheduler import ipc, protocol\n"
         "folder = Path(sys.argv[1])\n"
         "paths = [folder / f'{i}.key' for i in range(200)]\n"
         "keys = [(ipc.load_authkey(p, create=True), p) for p in paths]\n"

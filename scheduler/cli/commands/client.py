@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gputray.scheduler import console, ipc
 from gputray.scheduler.cli.commands.common import (
@@ -24,6 +24,7 @@ from gputray.scheduler.cli.commands.common import (
 from gputray.scheduler.cli.commands.listing import format_tasks
 from gputray.scheduler.cli.streams import output_failure
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.protocol import MAX_ENV_VALUE_CHARS, MAX_TABLE_KEYS, R, RawText, Request, wire_str
 from gputray.scheduler.replies import Paused, Submitted
 
 __all__ = ["EXIT_NO_OWNER", "EXIT_REFUSED", "EXIT_USAGE", "format_tasks"]
@@ -32,22 +33,22 @@ __all__ = ["EXIT_NO_OWNER", "EXIT_REFUSED", "EXIT_USAGE", "format_tasks"]
 STATES_HELP = "states: queued, waiting, running, succeeded, failed, cancelled, interrupted"
 
 
-def _ask(op: str, **args: Any) -> Any:
-    """The owner's reply to ``op``: its type in ``protocol.REPLY_TYPES``."""
-    return ipc.request(app_paths(), op, **args)
+def ask(request: Request[R]) -> R:
+    """The owner's reply to ``request``, of the type the request names."""
+    return ipc.ask(app_paths(), request)
 
 
 ENV_BUDGET_BYTES = 768 << 10  # of the 1 MiB a request may be: the rest is for the argv and options
 
 
-def caller_environment(environ: Any = None) -> tuple[dict[str, Any], list[str]]:
+def caller_environment(
+    environ: Mapping[str, str] | None = None,
+) -> tuple[dict[str, str | RawText], list[str]]:
     """This shell's environment as a job's starting point, ready for the wire: values that are not
     UTF-8 travel as their bytes (``protocol.wire_str``). A variable that cannot be carried (a name that
     is not UTF-8, a value over the 128 KiB Linux allows, more than fits in a request) is left out,
     each with a note saying so; the job is never refused for it."""
-    from gputray.scheduler.protocol import MAX_ENV_VALUE_CHARS, MAX_TABLE_KEYS, wire_str
-
-    env: dict[str, Any] = {}
+    env: dict[str, str | RawText] = {}
     notes: list[str] = []
     sizes: dict[str, int] = {}
     for name, value in dict(os.environ if environ is None else environ).items():
@@ -75,17 +76,24 @@ def caller_environment(environ: Any = None) -> tuple[dict[str, Any], list[str]]:
     return env, notes
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """The command cannot be done as things are here (exit status 1); the message says why."""
 
 
+class Caller(NamedTuple):
+    """Where a submit was typed and the environment its jobs start from, ready for the wire."""
+
+    cwd: str | RawText
+    env: dict[str, str | RawText]
+
+
 def current_folder() -> str:
-    """The folder the command was typed in; _Refused, in words, when it was deleted or moved away
+    """The folder the command was typed in; Refused, in words, when it was deleted or moved away
     meanwhile (``os.getcwd`` raises FileNotFoundError then)."""
     try:
         return os.getcwd()
     except FileNotFoundError:
-        raise _Refused(
+        raise Refused(
             "the current folder no longer exists (it was deleted or moved away): "
             "cd to a folder that exists and try again"
         ) from None
@@ -96,18 +104,20 @@ def absolute(path: str) -> str:
     return str(Path(path) if os.path.isabs(path) else Path(current_folder(), path))
 
 
-def caller_args() -> dict[str, Any]:
-    """``cwd`` and ``caller_env`` for a submit, its notes printed to stderr."""
-    from gputray.scheduler.protocol import wire_str
-
+def caller() -> Caller:
+    """This shell's folder (``current_folder``) and environment for a submit, the notes on what was
+    left out printed to stderr."""
     cwd = current_folder()
     env, notes = caller_environment()
     for note in notes:
         print(f"gputray: note: {note}", file=sys.stderr)
-    return {"cwd": wire_str(cwd), "caller_env": env}
+    return Caller(wire_str(cwd), env)
 
 
-def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> int:
+Command = Callable[[argparse.Namespace], int]
+
+
+def run_command(func: Command, args: argparse.Namespace, offline: Command | None = None) -> int:
     """Run a client command; turn the IPC errors into messages and exit codes.
 
     ``offline(args)``, where given, answers from the files on disk when no owner runs.
@@ -120,26 +130,26 @@ def _client_call(func: Any, args: argparse.Namespace, offline: Any = None) -> in
         if offline is not None:
             return _offline_call(offline, args)
         return error(str(exc), EXIT_NO_OWNER)
-    except _OwnerGone as exc:
+    except OwnerGone as exc:
         return error(str(exc), EXIT_NO_OWNER)
     except ipc.RemoteError as exc:
         return error(exc.message, EXIT_REFUSED)
     except ipc.IpcError as exc:
         return error(str(exc), EXIT_REFUSED)
-    except _UsageError as exc:
+    except UsageError as exc:
         return error(str(exc), EXIT_USAGE)
-    except _Refused as exc:
+    except Refused as exc:
         return error(str(exc), EXIT_REFUSED)
 
 
-class _UsageError(Exception):
-    pass
+class UsageError(Exception):
+    """A command line that cannot be acted on; exit status 2 with the message."""
 
 
 NO_OWNER_NOTE = "no gputray owner is running: showing the queue as saved on disk"
 
 
-def _offline_call(func: Any, args: argparse.Namespace) -> int:
+def _offline_call(func: Command, args: argparse.Namespace) -> int:
     from gputray.scheduler.queue.store_errors import StoreError, TaskNotFound
 
     try:
@@ -153,14 +163,14 @@ def _offline_call(func: Any, args: argparse.Namespace) -> int:
         return error(f"{where}: cannot read it ({exc.strerror or exc})", EXIT_REFUSED)
 
 
-class _OwnerGone(Exception):
+class OwnerGone(Exception):
     """The owner stopped (or crashed) while `queue --watch` or `logs --follow` was talking to it."""
 
 
-def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> Any:
+def ask_again(client: ipc.IpcClient, request: Request[R], what: str) -> R:
     """One request of a watching loop: a lost owner ends the loop with a message, not a traceback."""
     try:
-        return client.request(op, **args)
+        return client.ask(request)
     except ipc.RemoteError as exc:
         if exc.kind != "OwnerStopping":
             raise  # a refusal: said as for any command
@@ -169,10 +179,10 @@ def _ask_again(client: ipc.IpcClient, op: str, what: str, **args: Any) -> Any:
         raise  # no owner in the first place: said as for any command
     except ipc.IpcError as exc:
         why = str(exc)
-    raise _OwnerGone(f"the gputray owner went away ({why}); {what}. To go on, {ipc.HOW_TO_START}") from None
+    raise OwnerGone(f"the gputray owner went away ({why}); {what}. To go on, {ipc.HOW_TO_START}") from None
 
 
-def _no_log(task_id: object, state: str) -> str:
+def no_log_text(task_id: object, state: str) -> str:
     if state in ("queued", "waiting"):
         return f"task {task_id} has no log yet: it has not started ({state})"
     return f"task {task_id} has no log: it never started ({state})"
@@ -186,7 +196,7 @@ def print_task_json(doc: Any) -> None:
         sys.stdout.write(console.json_text(doc, sys.stdout) + "\n")
 
 
-def _print_submitted(result: Submitted, as_json: bool) -> None:
+def print_submitted(result: Submitted, as_json: bool) -> None:
     for note in result.notes:
         print(f"gputray: note: {note}", file=sys.stderr)
     if as_json:

@@ -8,12 +8,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import (
     EXIT_NO_OWNER,
     EXIT_REFUSED,
-    _ask,
-    _client_call,
+    ask,
     paused_labels,
+    run_command,
 )
 from gputray.scheduler.cli.commands.common import error, paused_json, print_json, shown, task_json
 from gputray.scheduler.paths import app_paths
@@ -28,10 +29,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--json", action="store_true")
-    _answer_with(
+    answer_with(
         p,
         _print_cancel,
-        lambda a: _ask("cancel", ids=list(a.ids)),
+        lambda a: ask(rq.Cancel(ids=list(a.ids))),
         lambda offline, a: offline.cancel(app_paths(), list(a.ids)),
     )
 
@@ -49,10 +50,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("id", metavar="ID")
     p.add_argument("--json", action="store_true")
-    _answer_with(
+    answer_with(
         p,
         _print_retry,
-        lambda a: _ask("retry", id=a.id),
+        lambda a: ask(rq.Retry(id=a.id)),
         lambda offline, a: offline.retry(app_paths(), a.id),
     )
 
@@ -66,10 +67,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p.add_argument("device", nargs="?", metavar="DEVICE")
         p.add_argument("--json", action="store_true")
         p.set_defaults(op=name)
-        _answer_with(
+        answer_with(
             p,
             _print_pause,
-            lambda a: _ask(a.op, device=a.device),
+            lambda a: ask(rq.Pause(device=a.device) if a.op == "pause" else rq.Resume(device=a.device)),
             lambda offline, a: offline.pause(app_paths(), a.op, a.device),
         )
 
@@ -77,13 +78,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 OFFLINE_NOTE = "no gputray owner is running: acted on the saved queue"
 
 
-def _answer_with(
+def answer_with(
     parser: argparse.ArgumentParser,
     printer: Callable[[argparse.Namespace, Any], int],
-    ask: Callable[[argparse.Namespace], Any],
+    asking: Callable[[argparse.Namespace], Any],
     answer_offline: Callable[[Any, argparse.Namespace], Any],
 ) -> None:
-    """The command prints ``printer(args, reply)``: the owner's reply (``ask``), or with no owner
+    """The command prints ``printer(args, reply)``: the owner's reply (``asking``), or with no owner
     running, ``answer_offline(offline, args)`` on the saved queue (the same printing, a note first)."""
 
     def run_offline(args: argparse.Namespace) -> int:
@@ -99,7 +100,7 @@ def _answer_with(
         print(f"gputray: {OFFLINE_NOTE}", file=sys.stderr)
         return printer(args, result)
 
-    parser.set_defaults(func=lambda a: _client_call(lambda x: printer(x, ask(x)), a, run_offline))
+    parser.set_defaults(func=lambda a: run_command(lambda x: printer(x, asking(x)), a, run_offline))
 
 
 def _print_cancel(args: argparse.Namespace, result: TasksDone) -> int:

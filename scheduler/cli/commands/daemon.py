@@ -9,7 +9,8 @@ import os
 import signal
 
 from gputray.scheduler import ipc
-from gputray.scheduler.cli.commands.client import EXIT_REFUSED, _ask, _client_call
+from gputray.scheduler import protocol as rq
+from gputray.scheduler.cli.commands.client import EXIT_REFUSED, ask, run_command
 from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, EXIT_USAGE, add_monitor_source_args, error
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import Stopping
@@ -54,7 +55,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     if args.jobs is not None and not args.stop:
         return error("--keep-jobs and --stop-jobs go with --stop", EXIT_USAGE)
     if args.stop:
-        return _client_call(lambda a: _print_stop(_ask("shutdown", jobs=a.jobs or "stop")), args)
+        return run_command(lambda a: _print_stop(ask(rq.Shutdown(jobs=a.jobs or "stop"))), args)
     from gputray.monitor.scenario import ScenarioError
     from gputray.scheduler.log_setup import setup_logging
     from gputray.scheduler.owner import Owner

@@ -17,6 +17,7 @@ from gputray.monitor.records import DeviceInfo
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.units import DASH
 from gputray.monitor.vulkan import DEFAULT_TIMEOUT_S, VulkanEnumeration, enumerate_devices
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.common import (
     EXIT_REFUSED,
     add_monitor_source_args,
@@ -238,14 +239,14 @@ DEMO_OWNER_NOTE = (
 )
 
 
-def _owner_is_demo() -> bool:
+def owner_is_demo() -> bool:
     """Whether a running tray or daemon shows the demo, so `devices` can say why it lists other GPUs."""
     from gputray.scheduler import ipc
     from gputray.scheduler.paths import app_paths
 
     try:
         with ipc.IpcClient(app_paths(), timeout_s=2.0) as client:
-            return bool(client.request("ping").demo)
+            return bool(client.ask(rq.Ping()).demo)
     except ipc.IpcError:
         return False
 
@@ -253,7 +254,7 @@ def _owner_is_demo() -> bool:
 def run(args: argparse.Namespace) -> int:
     notes: list[str] = []
     demo = bool(args.demo or args.demo_scenario is not None)
-    if not demo and not uses_custom_source(args) and _owner_is_demo():
+    if not demo and not uses_custom_source(args) and owner_is_demo():
         notes.append(DEMO_OWNER_NOTE)
     try:
         known = _monitor_devices(args, notes)

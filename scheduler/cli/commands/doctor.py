@@ -218,9 +218,9 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         progress=progress,
     )
-    from gputray.scheduler.cli.commands.devices import _owner_is_demo
+    from gputray.scheduler.cli.commands.devices import owner_is_demo
 
-    simulated = simulated_rows(pairs) if args.demo or _owner_is_demo() else []
+    simulated = simulated_rows(pairs) if args.demo or owner_is_demo() else []
     if args.json:
         print_json({**doc_json(envs, devices, pairs), "simulated": simulated})
         return 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from gputray.scheduler.cli.commands.client import _ask, _client_call, _UsageError
+from gputray.scheduler import protocol as rq
+from gputray.scheduler.cli.commands.client import UsageError, ask, run_command
 from gputray.scheduler.cli.commands.common import print_json, shown, task_json
 from gputray.scheduler.cli.commands.submit import add_placement_args, named, patch_from_args
 from gputray.scheduler.replies import TaskView
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--name", help="a new name for the listing")
     add_placement_args(p, editing=True)
     p.add_argument("--json", action="store_true", help="print the task as JSON")
-    p.set_defaults(func=lambda a: _client_call(_cmd_edit, a))
+    p.set_defaults(func=lambda a: run_command(_cmd_edit, a))
 
     p = sub.add_parser(
         "move",
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     where.add_argument("--before", metavar="OTHER", help="just before task OTHER")
     where.add_argument("--after", metavar="OTHER", help="just after task OTHER")
     p.add_argument("--json", action="store_true", help="print the task as JSON")
-    p.set_defaults(func=lambda a: _client_call(_cmd_move, a))
+    p.set_defaults(func=lambda a: run_command(_cmd_move, a))
 
 
 def _cmd_edit(args: argparse.Namespace) -> int:
@@ -50,13 +51,13 @@ def _cmd_edit(args: argparse.Namespace) -> int:
     if args.name is not None:
         changes = changes.then(named(args.name))
     if not changes.given():
-        raise _UsageError("nothing to change: give --priority, --device, --at, --name … (see --help)")
-    _print_task(_ask("edit", id=args.id, changes=changes).task, args.json)
+        raise UsageError("nothing to change: give --priority, --device, --at, --name … (see --help)")
+    _print_task(ask(rq.Edit(id=args.id, changes=changes)).task, args.json)
     return 0
 
 
 def _cmd_move(args: argparse.Namespace) -> int:
-    result = _ask("move", id=args.id, top=args.top, bottom=args.bottom, before=args.before, after=args.after)
+    result = ask(rq.Move(id=args.id, top=args.top, bottom=args.bottom, before=args.before, after=args.after))
     _print_task(result.task, args.json)
     return 0
 

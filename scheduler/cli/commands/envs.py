@@ -8,6 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.common import EXIT_REFUSED, EXIT_USAGE, error, print_json, terminal_cells
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.paths import app_paths
@@ -185,7 +186,7 @@ def _ask_owner_to_check() -> bool:
 
     try:
         with ipc.IpcClient(app_paths(), timeout_s=5.0) as client:
-            return int(client.request("check_envs").checking) > 0
+            return int(client.ask(rq.CheckEnvs()).checking) > 0
     except ipc.IpcError:
         return False
 

@@ -12,22 +12,23 @@ import time
 from msgspec import to_builtins
 
 from gputray.scheduler import console, ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import (
     EXIT_REFUSED,
     NO_OWNER_NOTE,
     STATES_HELP,
-    _ask_again,
-    _client_call,
-    _no_log,
-    _UsageError,
+    UsageError,
+    ask_again,
     format_tasks,
+    no_log_text,
     paused_labels,
     print_task_json,
+    run_command,
 )
 from gputray.scheduler.cli.commands.common import error, positive_seconds, shown, task_json
 from gputray.scheduler.cli.commands.listing import TaskFilter, format_devices, parse_filter, terminal_width
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.replies import DeviceSlots, LogChunk, QueueReply, views
+from gputray.scheduler.replies import DeviceSlots, QueueReply, views
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,7 +71,7 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="refresh every SECONDS until Ctrl+C (exit status 3 if the owner stops meanwhile)",
     )
-    p.set_defaults(func=lambda a: _client_call(_cmd_queue, a, None if a.watch else _saved_queue))
+    p.set_defaults(func=lambda a: run_command(_cmd_queue, a, None if a.watch else _saved_queue))
 
 
 def _task_filter(args: argparse.Namespace) -> TaskFilter | None:
@@ -81,7 +82,7 @@ def _task_filter(args: argparse.Namespace) -> TaskFilter | None:
     try:
         return parse_filter(args.filter, STATES)
     except ValueError as exc:
-        raise _UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _cmd_queue(args: argparse.Namespace) -> int:
@@ -92,11 +93,11 @@ def _cmd_queue(args: argparse.Namespace) -> int:
     with ipc.IpcClient(app_paths()) as client:
         while True:
             if args.watch:
-                result: QueueReply = _ask_again(
-                    client, "queue", "the list above is the last one seen", all=everything
+                result: QueueReply = ask_again(
+                    client, rq.Queue(all=everything), "the list above is the last one seen"
                 )
             else:
-                result = client.request("queue", all=everything)
+                result = client.ask(rq.Queue(all=everything))
             if args.watch and not args.json:
                 if tty:
                     sys.stdout.write("\x1b[H\x1b[2J")
@@ -181,7 +182,7 @@ def _register_logs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         action="store_true",
         help="keep printing until the task finishes (exit status 3 if the owner stops first)",
     )
-    p.set_defaults(func=lambda a: _client_call(_cmd_logs, a, None if a.follow else _saved_log))
+    p.set_defaults(func=lambda a: run_command(_cmd_logs, a, None if a.follow else _saved_log))
 
 
 def _cmd_logs(args: argparse.Namespace) -> int:
@@ -192,8 +193,8 @@ def _cmd_logs(args: argparse.Namespace) -> int:
     with ipc.IpcClient(app_paths()) as client:
         while True:
             what = f"task {args.id}'s log above is complete up to then"
-            bound = {} if end is None else {"max_bytes": end - offset}
-            chunk: LogChunk = _ask_again(client, "logs", what, id=args.id, offset=offset, **bound)
+            bound = None if end is None else end - offset
+            chunk = ask_again(client, rq.Logs(id=args.id, offset=offset, max_bytes=bound), what)
             if chunk.text:
                 out.write(chunk.text)
                 out.flush()
@@ -205,7 +206,7 @@ def _cmd_logs(args: argparse.Namespace) -> int:
                 continue
             if not args.follow or chunk.finished or chunk.state == "interrupted":
                 if not chunk.log_path and not args.follow:
-                    print(f"gputray: {_no_log(args.id, chunk.state)}", file=sys.stderr)
+                    print(f"gputray: {no_log_text(args.id, chunk.state)}", file=sys.stderr)
                 return 0
             time.sleep(0.25)  # Ctrl+C: exit status 130 (cli.main), as `wait` gives
 
@@ -223,7 +224,7 @@ def _saved_log(args: argparse.Namespace) -> int:
     rec = read_saved_task(app_paths().queue_db, int(text_id))
     print("gputray: no gputray owner is running: showing the log as saved on disk", file=sys.stderr)
     if not rec.log_path:
-        print(f"gputray: {_no_log(args.id, rec.state)}", file=sys.stderr)
+        print(f"gputray: {no_log_text(args.id, rec.state)}", file=sys.stderr)
         return 0
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     console.keep_line_ends(sys.stdout)

@@ -7,14 +7,15 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from gputray.monitor.monitor import Monitor
-from gputray.monitor.readings_text import json_extras
+from gputray.monitor.readings_text import extra_parts
+from gputray.monitor.records import DeviceReading, Snapshot
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.serialize import snapshot_to_json
 from gputray.monitor.units import DASH, format_number, format_pair
 from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.common import (
     EXIT_NO_OWNER,
     EXIT_REFUSED,
@@ -101,10 +102,11 @@ def laid_out(head: Sequence[str], below: Sequence[str], indent: int, width: int 
     return "\n".join(lines)
 
 
-def device_line(dev: dict[str, Any], name_width: int, width: int | None = None) -> str:
-    name = dev["name"].ljust(name_width)
-    if dev["state"] != "ok":
-        said = f"{dev['state']}: {dev['reason'] or DASH}"
+def device_line(reading: DeviceReading, name_width: int, width: int | None = None) -> str:
+    info, s = reading.info, reading.sample
+    name = info.name.ljust(name_width)
+    if s.state != "ok":
+        said = f"{s.state}: {s.reason or DASH}"
         if width is None or terminal_cells(f"{name}  {said}") <= width:
             return f"{name}  {said}"
         indent = name_width + 2 if width - name_width - 2 >= MIN_ROOM else 2
@@ -112,57 +114,59 @@ def device_line(dev: dict[str, Any], name_width: int, width: int | None = None) 
         if indent == 2:  # too narrow for anything beside the name: the reason under it
             return "\n".join([cut_to_cells(name.rstrip(), width), *("  " + w for w in words)])
         return "\n".join([f"{name}  {words[0]}", *(" " * indent + w for w in words[1:])])
+    vram_total = s.vram_total_bytes if s.vram_total_bytes is not None else info.vram_total_bytes
+    shared_total = s.shared_total_bytes if s.shared_total_bytes is not None else info.shared_total_bytes
     parts = [
         name,
-        bar(dev["util_percent"]),
-        format_number(dev["util_percent"], " %").rjust(5),
-        format_number(dev["temp_c"], " °C").rjust(6),
-        format_number(dev["power_w"], " W", 1).rjust(8),
-        "VRAM " + format_pair(dev["vram_used_bytes"], dev["vram_total_bytes"]),
+        bar(s.util_percent),
+        format_number(s.util_percent, " %").rjust(5),
+        format_number(s.temp_c, " °C").rjust(6),
+        format_number(s.power_w, " W", 1).rjust(8),
+        "VRAM " + format_pair(s.vram_used_bytes, vram_total),
     ]
-    if dev["shared_total_bytes"] is not None or dev["shared_used_bytes"] is not None:
-        parts.append("shared " + format_pair(dev["shared_used_bytes"], dev["shared_total_bytes"]))
-    if dev["sclk_mhz"] is not None:
-        parts.append(f"{dev['sclk_mhz']} MHz")
-    if dev["throttle"]:
-        parts.append("throttled: " + ", ".join(dev["throttle"]))
-    extras = json_extras(dev)  # link, fan, power limit, memory clock, video engines: where known
+    if shared_total is not None or s.shared_used_bytes is not None:
+        parts.append("shared " + format_pair(s.shared_used_bytes, shared_total))
+    if s.sclk_mhz is not None:
+        parts.append(f"{s.sclk_mhz} MHz")
+    if s.throttle:
+        parts.append("throttled: " + ", ".join(s.throttle))
+    extras = extra_parts(s)  # link, fan, power limit, memory clock, video engines: where known
     return laid_out(parts, extras, name_width + 2, width)
 
 
-def render_text(doc: dict[str, Any], width: int | None = None) -> str:
+def render_text(snap: Snapshot, width: int | None = None) -> str:
     """The text of ``status``; with a ``width`` (a terminal's) every line fits it (see ``laid_out``)."""
     lines: list[str] = []
-    if doc.get("demo"):
+    if snap.simulated:
         lines.append("DEMO — simulated GPUs, not this machine's")
-    devices = doc["devices"]
-    if not devices:
+    readings = snap.readings
+    if not readings:
         lines.append("No GPU found. (`gputray status --demo` shows a simulated RTX 5060 Ti + Radeon 780M.)")
-        lines.extend(f"  {note}" for note in doc.get("notes", []))
-    name_width = max((len(d["name"]) for d in devices), default=4)
-    lines.extend(device_line(d, name_width, width) for d in devices)
-    host = doc["host"]
-    cpu = f"{bar(host['cpu_percent'])} {format_number(host['cpu_percent'], ' %').rjust(5)} CPU"
-    ram = "RAM " + format_pair(host["ram_used_bytes"], host["ram_total_bytes"])
+        lines.extend(f"  {note}" for note in snap.notes)
+    name_width = max((len(r.info.name) for r in readings), default=4)
+    lines.extend(device_line(r, name_width, width) for r in readings)
+    host = snap.host
+    cpu = f"{bar(host.cpu_percent)} {format_number(host.cpu_percent, ' %').rjust(5)} CPU"
+    ram = "RAM " + format_pair(host.ram_used_bytes, host.ram_total_bytes)
     lines.append(laid_out([f"{'Host'.ljust(name_width)}  {cpu}", ram], [], name_width + 2, width))
-    procs = doc["processes"]
+    procs = snap.processes
     if procs:
-        names = {d["key"]: d["name"] for d in devices}
+        names = {r.info.key: r.info.name for r in readings}
         lines.append("")
         lines.append(
             _columns(
                 (f"{'PID':>7} ", f"{'process':<20}", f"{'GPU':<22}", f"{'memory':>10}", f"{'busy':>6}"), width
             )
         )
-        for p in sorted(procs, key=lambda p: -((p["vram_bytes"] or 0) + (p["shared_bytes"] or 0))):
-            mem = (p["vram_bytes"] or 0) + (p["shared_bytes"] or 0)
-            mem_text = format_pair(mem, None) if p["vram_bytes"] or p["shared_bytes"] else DASH
+        for p in sorted(procs, key=lambda p: -((p.vram_bytes or 0) + (p.shared_bytes or 0))):
+            mem = (p.vram_bytes or 0) + (p.shared_bytes or 0)
+            mem_text = format_pair(mem, None) if p.vram_bytes or p.shared_bytes else DASH
             row = (
-                f"{p['pid']:>7} ",
-                f"{p['name'][:20]:<20}",
-                f"{names.get(p['device'], p['device'])[:22]:<22}",
+                f"{p.pid:>7} ",
+                f"{p.name[:20]:<20}",
+                f"{names.get(p.device, p.device)[:22]:<22}",
                 f"{mem_text:>10}",
-                f"{format_number(p['util_percent'], ' %'):>6}",
+                f"{format_number(p.util_percent, ' %'):>6}",
             )
             lines.append(_columns(row, width))
     return "\n".join(lines)
@@ -178,24 +182,20 @@ def _columns(cells: Sequence[str], width: int | None) -> str:
     return line
 
 
-def _snapshot_doc(monitor: Monitor) -> dict[str, Any]:
-    return snapshot_to_json(monitor.sample_once())
-
-
-def _owner_doc(client: ipc.IpcClient) -> dict[str, Any] | None:
+def _owner_snapshot(client: ipc.IpcClient) -> Snapshot | None:
     """The running owner's latest readings, or None when no owner answers (or it has no sample yet)."""
     try:
-        reply = client.request("status")
+        reply = client.ask(rq.Status())
     except ipc.IpcError:
         return None
-    return reply.snapshot  # type: ignore[no-any-return]
+    return reply.snapshot
 
 
-def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:
+def _show(snap: Snapshot, as_json: bool, refresh: bool) -> None:
     if as_json:
-        print_json(doc)
+        print_json(snapshot_to_json(snap))
         return
-    text = render_text(doc, terminal_width())  # a terminal's width (or COLUMNS); a pipe's lines stay whole
+    text = render_text(snap, terminal_width())  # a terminal's width (or COLUMNS); a pipe's lines stay whole
     tty = sys.stdout.isatty()
     sys.stdout.write(
         ("\x1b[H\x1b[J" if tty and refresh else "") + text + "\n" + ("\n" if refresh and not tty else "")
@@ -204,19 +204,19 @@ def _show(doc: dict[str, Any], as_json: bool, refresh: bool) -> None:
 
 
 def _show_and_watch(
-    doc: dict[str, Any], next_doc: Callable[[], dict[str, Any] | None], args: argparse.Namespace
+    snap: Snapshot, next_snap: Callable[[], Snapshot | None], args: argparse.Namespace
 ) -> int:
-    """Show ``doc``; with --watch, show ``next_doc()`` every interval until Ctrl+C (exit status 130, from
-    ``cli.main``) or the owner goes."""
+    """Show ``snap``; with --watch, show ``next_snap()`` every interval until Ctrl+C (exit status 130,
+    from ``cli.main``) or the owner goes."""
     while True:
-        _show(doc, args.json, args.watch is not None)
+        _show(snap, args.json, args.watch is not None)
         if args.watch is None:
             return 0
         time.sleep(max(0.2, args.watch))
-        refreshed = next_doc()
+        refreshed = next_snap()
         if refreshed is None:
             return error("the gputray owner stopped answering", EXIT_NO_OWNER)
-        doc = refreshed
+        snap = refreshed
 
 
 def run(args: argparse.Namespace) -> int:
@@ -231,21 +231,21 @@ def run(args: argparse.Namespace) -> int:
         client = ipc.IpcClient(app_paths(), timeout_s=5.0)
         local: list[Monitor] = []  # read the GPUs ourselves once the owner is gone
 
-        def next_doc() -> dict[str, Any] | None:
-            doc = None if local else _owner_doc(client)
-            if doc is not None:
-                return doc
+        def next_snap() -> Snapshot | None:
+            snap = None if local else _owner_snapshot(client)
+            if snap is not None:
+                return snap
             if not local:
                 print("gputray: the gputray owner stopped; reading the GPUs directly", file=sys.stderr)
                 local.append(monitor_from_args(args))
                 local[0].sample_once()
                 time.sleep(RATE_GAP_S)
-            return _snapshot_doc(local[0])
+            return local[0].sample_once()
 
         try:
-            doc = _owner_doc(client)
-            if doc is not None:
-                return _show_and_watch(doc, next_doc, args)
+            first = _owner_snapshot(client)
+            if first is not None:
+                return _show_and_watch(first, next_snap, args)
         except ScenarioError as exc:
             return error(str(exc), EXIT_REFUSED)
         finally:
@@ -259,6 +259,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         monitor.sample_once()
         time.sleep(RATE_GAP_S)
-        return _show_and_watch(_snapshot_doc(monitor), lambda: _snapshot_doc(monitor), args)
+        return _show_and_watch(monitor.sample_once(), monitor.sample_once, args)
     finally:
         monitor.stop()

@@ -12,13 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import (
-    _ask,
-    _client_call,
-    _print_submitted,
-    _UsageError,
+    Caller,
+    UsageError,
     absolute,
-    caller_args,
+    ask,
+    caller,
+    print_submitted,
+    run_command,
 )
 from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, shown
 from gputray.scheduler.cli.interrupts import answer_awaited
@@ -112,7 +114,7 @@ def task_ids(text: str, option: str) -> list[int]:
     for part in text.split(","):
         word = part.strip().lstrip("#")
         if not word.isdigit() or int(word) < 1:
-            raise _UsageError(f"{option} takes task ids like 3 or 3,4, not {part.strip()!r}")
+            raise UsageError(f"{option} takes task ids like 3 or 3,4, not {part.strip()!r}")
         ids.append(int(word))
     return ids
 
@@ -122,7 +124,7 @@ def _env_assignments(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not _ENV_KEY_RE.match(key):
-            raise _UsageError(f"--env takes KEY=VALUE (like OMP_NUM_THREADS=4), not {item!r}")
+            raise UsageError(f"--env takes KEY=VALUE (like OMP_NUM_THREADS=4), not {item!r}")
         out[key] = value
     return out
 
@@ -142,7 +144,7 @@ def patch_from_args(
         if args.device:
             prefs = [p.strip() for p in args.device.split(",") if p.strip()]
             if not prefs:
-                raise _UsageError("--device needs at least one device")
+                raise UsageError("--device needs at least one device")
             out["device_prefs"] = tuple(prefs)
         if args.on_busy:
             out["on_busy"] = args.on_busy
@@ -154,7 +156,7 @@ def patch_from_args(
             out["vram_bytes"] = parse_size(args.vram)
         if args.priority is not None:
             if abs(args.priority) > MAX_PRIORITY:
-                raise _UsageError(f"--priority must be between -{MAX_PRIORITY} and {MAX_PRIORITY}")
+                raise UsageError(f"--priority must be between -{MAX_PRIORITY} and {MAX_PRIORITY}")
             out["priority"] = args.priority
         if args.at and editing and args.at.strip().lower() == "none":
             out["start_at"] = None
@@ -168,45 +170,45 @@ def patch_from_args(
             out["window"] = args.window
         if args.retries is not None:
             if not 0 <= args.retries <= MAX_RETRIES:
-                raise _UsageError(f"--retries must be between 0 and {MAX_RETRIES}")
+                raise UsageError(f"--retries must be between 0 and {MAX_RETRIES}")
             out["retries"] = args.retries
         if getattr(args, "machine", None):
             from gputray.scheduler.tasks.records import MACHINE_RE
 
             if not MACHINE_RE.match(args.machine):
-                raise _UsageError(f"--machine takes a machine name or `any`, not {args.machine!r}")
+                raise UsageError(f"--machine takes a machine name or `any`, not {args.machine!r}")
             out["machine"] = args.machine
         if args.timeout:
             option = "--timeout"
             out["timeout_s"] = parse_duration(args.timeout)
             if out["timeout_s"] <= 0:
-                raise _UsageError("--timeout must be more than 0 (leave it out for no limit)")
+                raise UsageError("--timeout must be more than 0 (leave it out for no limit)")
         if args.after is not None and editing and args.after.strip().lower() == "none":
             out["after"] = ()
         elif args.after is not None:
             out["after"] = tuple(task_ids(args.after, "--after"))
         if args.after_any:
             if args.after is None and not editing:
-                raise _UsageError("--after-any goes with --after ID[,ID...]")
+                raise UsageError("--after-any goes with --after ID[,ID...]")
             out["after_any"] = True
         if args.env:
             out["env"] = _env_assignments(args.env)
         if args.cwd is not None:
             folder = Path(absolute(str(Path(args.cwd).expanduser())))
             if not folder.is_dir():
-                raise _UsageError(f"--cwd {args.cwd}: no such folder")
+                raise UsageError(f"--cwd {args.cwd}: no such folder")
             out["cwd"] = str(folder)
     except TimingError as exc:
-        raise _UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     except ValueError as exc:
-        raise _UsageError(f"{option} {exc}" if option else str(exc)) from None
+        raise UsageError(f"{option} {exc}" if option else str(exc)) from None
     return TaskPatch(**out)
 
 
 def named(name: str) -> TaskPatch:
     """``--name``: a name for the listing, never an empty one."""
     if not name.strip():
-        raise _UsageError("--name needs a name")
+        raise UsageError("--name needs a name")
     return TaskPatch(name=name)
 
 
@@ -227,7 +229,7 @@ def _register_submit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--recipe", metavar="R", help="use recipe R for every FILE instead of matching by name")
     p.add_argument("--name", help="a name for the queue listing (default: from the recipe or task file)")
     add_placement_args(p)
-    p.set_defaults(func=lambda a: _client_call(_cmd_submit, a))
+    p.set_defaults(func=lambda a: run_command(_cmd_submit, a))
 
 
 def _cmd_submit(args: argparse.Namespace) -> int:
@@ -236,40 +238,44 @@ def _cmd_submit(args: argparse.Namespace) -> int:
         overrides = overrides.then(named(args.name))
     if args.task:
         if args.files:
-            raise _UsageError("give either FILE... or --task TASKFILE, not both")
+            raise UsageError("give either FILE... or --task TASKFILE, not both")
         if args.recipe:
-            raise _UsageError("--recipe applies to FILE..., not to a task file")
+            raise UsageError("--recipe applies to FILE..., not to a task file")
         return _queue(
             args,
-            "submit",
-            lambda: {"task_file": wire_str(absolute(args.task)), "overrides": overrides, **caller_args()},
+            lambda here: rq.Submit(
+                task_file=wire_str(absolute(args.task)),
+                overrides=overrides,
+                cwd=here.cwd,
+                caller_env=here.env,
+            ),
         )
     if not args.files:
-        raise _UsageError("nothing to submit: give FILE... or --task TASKFILE")
+        raise UsageError("nothing to submit: give FILE... or --task TASKFILE")
     return _queue(
         args,
-        "submit_files",
-        lambda: {
-            "files": [wire_str(absolute(f)) for f in args.files],
-            "recipe": args.recipe,
-            "overrides": overrides,
-            **caller_args(),
-        },
+        lambda here: rq.SubmitFiles(
+            files=[wire_str(absolute(f)) for f in args.files],
+            recipe=args.recipe,
+            overrides=overrides,
+            cwd=here.cwd,
+            caller_env=here.env,
+        ),
     )
 
 
-def _queue(args: argparse.Namespace, op: str, request: Callable[[], dict[str, Any]]) -> int:
-    """Send ``op`` with the arguments ``request()`` builds and print what was queued. Ctrl+C: before
+def _queue(args: argparse.Namespace, request: Callable[[Caller], rq.Submit | rq.SubmitFiles | rq.Run]) -> int:
+    """Send the request ``request(caller())`` builds and print what was queued. Ctrl+C: before
     anything was sent, nothing was queued; once it was, the owner queues all or none whatever we do,
     so the first Ctrl+C waits for its answer and says how many were queued (exit status 130)."""
     try:
-        arguments = request()
+        built = request(caller())
     except KeyboardInterrupt:
         print("gputray: interrupted before anything was sent: nothing was queued", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
         with answer_awaited("queueing them") as interrupted:
-            result: Submitted = _ask(op, **arguments)
+            result = ask(built)
     except KeyboardInterrupt:
         print(
             "gputray: stopped waiting for the owner's answer: what was sent may be queued all the same; "
@@ -279,7 +285,7 @@ def _queue(args: argparse.Namespace, op: str, request: Callable[[], dict[str, An
         return EXIT_INTERRUPTED
     if not interrupted:
         return _submitted(result, args)
-    _print_submitted(result, args.json)
+    print_submitted(result, args.json)
     count = len(result.tasks)
     print(
         f"gputray: interrupted, but the owner had {'it' if count == 1 else 'them'} already: "
@@ -308,7 +314,7 @@ def _submitted(result: Submitted, args: argparse.Namespace) -> int:
         for t in result.tasks:
             print(f"gputray: queued #{t.id} {shown(t.name)}; waiting for it to end", file=sys.stderr)
         return wait_for_tasks([t.id for t in result.tasks], follow=True, as_json=args.json)
-    _print_submitted(result, args.json)
+    print_submitted(result, args.json)
     return 0
 
 
@@ -331,7 +337,7 @@ def _register_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--name", help="a name for the queue listing (default: the program)")
     add_placement_args(p)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS", help="what to run")
-    p.set_defaults(func=lambda a: _client_call(_cmd_run, a))
+    p.set_defaults(func=lambda a: run_command(_cmd_run, a))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -339,15 +345,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        raise _UsageError("nothing to run: gputray run [OPTIONS] -- PROGRAM ARGS...")
+        raise UsageError("nothing to run: gputray run [OPTIONS] -- PROGRAM ARGS...")
     overrides = patch_from_args(args)
     return _queue(
         args,
-        "run",
-        lambda: {
-            "argv": [wire_str(a) for a in argv],
-            "name": args.name,
-            "overrides": overrides,
-            **caller_args(),
-        },
+        lambda here: rq.Run(
+            argv=[wire_str(a) for a in argv],
+            name=args.name,
+            overrides=overrides,
+            cwd=here.cwd,
+            caller_env=here.env,
+        ),
     )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gputray.scheduler.cli.commands.client import EXIT_REFUSED, _ask, _client_call, _UsageError
+from gputray.scheduler import protocol as rq
+from gputray.scheduler.cli.commands.client import EXIT_REFUSED, UsageError, ask, run_command
 from gputray.scheduler.cli.commands.common import print_json, shown, task_json
-from gputray.scheduler.cli.commands.control import _answer_with
+from gputray.scheduler.cli.commands.control import answer_with
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import Tasks, TasksDone
 
@@ -27,10 +28,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--force", action="store_true", help="cancel a running task first, then remove it")
     p.add_argument("--json", action="store_true", help="print the removed tasks as JSON")
-    _answer_with(
+    answer_with(
         p,
         _print_remove,
-        lambda a: _ask("remove", ids=list(a.ids), force=a.force),
+        lambda a: ask(rq.Remove(ids=list(a.ids), force=a.force)),
         lambda offline, a: offline.remove(app_paths(), list(a.ids), force=a.force),
     )
 
@@ -63,7 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"only tasks in this state: {', '.join(CLEAN_STATES)} (repeatable, or comma-separated)",
     )
     p.add_argument("--json", action="store_true", help="print the removed tasks as JSON")
-    p.set_defaults(func=lambda a: _client_call(_cmd_clean, a))
+    p.set_defaults(func=lambda a: run_command(_cmd_clean, a))
 
 
 def _print_removed(tasks: Tasks, as_json: bool, notes: tuple[str, ...]) -> None:
@@ -91,13 +92,13 @@ def _cmd_clean(args: argparse.Namespace) -> int:
         try:
             older_than_s = parse_duration(args.older_than)
         except ValueError as exc:
-            raise _UsageError(f"--older-than {exc}") from None
+            raise UsageError(f"--older-than {exc}") from None
     states = [s.strip() for item in args.state or [] for s in item.split(",") if s.strip()]
     bad = [s for s in states if s not in CLEAN_STATES]
     if bad:
-        raise _UsageError(f"--state {bad[0]!r}: clean removes tasks that ended: {', '.join(CLEAN_STATES)}")
+        raise UsageError(f"--state {bad[0]!r}: clean removes tasks that ended: {', '.join(CLEAN_STATES)}")
     if args.keep is not None and args.keep < 0:
-        raise _UsageError(f"--keep {args.keep}: expected a count of tasks, 0 or more")
-    result = _ask("clean", older_than_s=older_than_s, keep=args.keep, states=states or None)
+        raise UsageError(f"--keep {args.keep}: expected a count of tasks, 0 or more")
+    result = ask(rq.Clean(older_than_s=older_than_s, keep=args.keep, states=states or None))
     _print_removed(result.tasks, args.json, result.kept)
     return 0

@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from gputray.scheduler import console, ipc
-from gputray.scheduler.cli.commands.client import _ask_again, _client_call, print_task_json
+from gputray.scheduler import protocol as rq
+from gputray.scheduler.cli.commands.client import ask_again, print_task_json, run_command
 from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, shown, task_json
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.replies import LogChunk, Tasks, TaskView, Waited
+from gputray.scheduler.replies import Tasks, TaskView
 from gputray.scheduler.tasks.records import PENDING_STATES
 
 ENDED = frozenset({"succeeded", "failed", "cancelled", "removed"})
@@ -50,7 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "that has not started waits, each time that changes)",
     )
     p.add_argument("--json", action="store_true", help="print the tasks as JSON when they have ended")
-    p.set_defaults(func=lambda a: _client_call(_cmd_wait, a))
+    p.set_defaults(func=lambda a: run_command(_cmd_wait, a))
 
 
 def _cmd_wait(args: argparse.Namespace) -> int:
@@ -108,9 +109,7 @@ def _summary(task: TaskView) -> str:
 
 def _until_ended(client: ipc.IpcClient, ids: Sequence[Any]) -> Tasks:
     while True:
-        result: Waited = _ask_again(
-            client, "wait", "it was still running then", ids=list(ids), timeout_s=WAIT_S
-        )
+        result = ask_again(client, rq.WaitFor(ids=list(ids), timeout_s=WAIT_S), "it was still running then")
         if result.done:
             return result.tasks
 
@@ -134,7 +133,7 @@ def _follow(client: ipc.IpcClient, task_id: Any) -> None:
     said = ""
     while True:
         try:
-            chunk: LogChunk = _ask_again(client, "logs", what, id=task_id, offset=offset)
+            chunk = ask_again(client, rq.Logs(id=task_id, offset=offset), what)
         except ipc.RemoteError as exc:
             if exc.kind == "TaskNotFound":
                 return  # removed meanwhile: the summary says so
@@ -148,7 +147,7 @@ def _follow(client: ipc.IpcClient, task_id: Any) -> None:
             continue
         if chunk.finished:
             return
-        waited: Waited = _ask_again(client, "wait", what, ids=[task_id], timeout_s=POLL_S)
+        waited = ask_again(client, rq.WaitFor(ids=[task_id], timeout_s=POLL_S), what)
         why = why_it_waits(waited.tasks[0]) if waited.tasks else ""
         if why and why != said:
             print(f"gputray: {why}", file=sys.stderr, flush=True)
