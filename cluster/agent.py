@@ -22,7 +22,7 @@ from gputray.scheduler.jobs.log_files import LogNotReadable, read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
 from gputray.scheduler.replies import TasksDone, TaskView
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 LOG_CHUNK_BYTES = 1 << 20
 
@@ -81,7 +81,7 @@ class Agent:
             os.close(fd)
         return len(data)
 
-    def submit(self, origin: str, spec: TaskSpec, staged: list[str]) -> dict[str, Any] | None:
+    def submit(self, origin: str, spec: TaskSpec, staged: list[str]) -> TaskRecord | None:
         staging = self._staging(origin)
         staging.mkdir(parents=True, exist_ok=True, mode=0o700)  # the job's working folder, inputs or not
         if staged:

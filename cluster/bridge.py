@@ -53,7 +53,7 @@ from gputray.cluster.link import EXIT_NO_RAY, EXIT_RECONNECT, TERMINAL_REMOTE, i
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, staged_spec
 from gputray.cluster.view import local_view
-from gputray.cluster.wire import MachineView, qualified, record_from_wire, split_qualified
+from gputray.cluster.wire import MachineView, qualified, split_qualified
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs.invocation import free_out_path
@@ -346,7 +346,7 @@ class Bridge:
                 self.exit_code = EXIT_RECONNECT
                 break
             self.local = reply.machine or self.local
-            rows = [record_from_wire(t) for t in reply.tasks]
+            rows = list(reply.tasks)
             try:
                 self._refresh_local_view()
                 following = self.step(rows)
@@ -397,7 +397,7 @@ class Bridge:
             if not r.finished:
                 self._send(r)
             else:  # cancelled while being sent: nothing to follow (a copy that arrived is an orphan)
-                self._ask(rq.ClusterUpdate(id=r.id, changes={"remote_state": "lost"}))
+                self._ask(rq.ClusterUpdate(id=r.id, changes=rq.RecordChanges(remote_state="lost")))
         for r in handed:
             self._follow(r)
         self._judge_lost([*sending, *handed])
@@ -457,8 +457,10 @@ class Bridge:
 
     def _update(self, rec: TaskRecord, **changes: Any) -> TaskRecord | None:
         """Change the local row if it is still in the state we saw (a cancel may have come between)."""
-        got = self._ask(rq.ClusterUpdate(id=rec.id, expect_state=rec.state, changes=changes))
-        return record_from_wire(got.task) if got.task else None
+        got = self._ask(
+            rq.ClusterUpdate(id=rec.id, expect_state=rec.state, changes=rq.RecordChanges(**changes))
+        )
+        return got.task
 
     # sending
 
@@ -518,12 +520,12 @@ class Bridge:
         os.close(fd)
         self._update(
             rec,
-            remote_id=int(remote["id"]),
-            remote_state=str(remote["state"]),
+            remote_id=remote.id,
+            remote_state=remote.state,
             log_path=str(log_path),
-            reason=f"on {machine} as #{remote['id']}",
+            reason=f"on {machine} as #{remote.id}",
         )
-        log.info("task #%d handed to %s as #%s", rec.id, machine, remote["id"])
+        log.info("task #%d handed to %s as #%s", rec.id, machine, remote.id)
 
     def _send_file(self, handle: Any, origin: str, source: str, rel: str) -> None:
         ray = _ray()
@@ -674,7 +676,7 @@ class Bridge:
             running = r.state == "running" or r.remote_state == "running"
             why = f"{machine} left the cluster while it ran" if running else f"{machine} left the cluster"
             if r.finished:
-                self._ask(rq.ClusterUpdate(id=r.id, changes={"remote_state": "lost"}))
+                self._ask(rq.ClusterUpdate(id=r.id, changes=rq.RecordChanges(remote_state="lost")))
                 continue
             log.warning("task #%d: %s", r.id, why)
             self._ask(rq.ClusterUpdate(id=r.id, requeue=why))

@@ -33,7 +33,7 @@ from gputray.cluster.config import (
     load_cluster_config,
 )
 from gputray.cluster.submit_checks import ClusterView, check_machine_task, view_from_report
-from gputray.cluster.wire import record_to_wire
+from gputray.cluster.wire import sendable
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.dependencies import gate
@@ -256,7 +256,7 @@ class ClusterLink:
             self._dirty = False
         self._last_sync_mono = time.monotonic()
         rows = self.store.view()
-        tasks = tuple(record_to_wire(r) for r in self.store.list() if self._concerns(r, rows))
+        tasks = tuple(sendable(r) for r in self.store.list() if self._concerns(r, rows))
         return ClusterSynced(machine=self.local_machine, tasks=tasks, stopping=self._stop.is_set())
 
     def _concerns(self, rec: TaskRecord, rows: Mapping[int, TaskRecord]) -> bool:
@@ -272,7 +272,7 @@ class ClusterLink:
 
     def update(self, req: rq.ClusterUpdate) -> ClusterTask:
         task_id = int(req.id)
-        changes = dict(req.changes or {})
+        changes = req.changes.given() if req.changes is not None else {}
         bad = set(changes) - _UPDATABLE
         if bad:
             raise ClusterRequestError(f"cluster_update cannot change {sorted(bad)}")
@@ -297,7 +297,7 @@ class ClusterLink:
             got = self.store.compare_and_update(task_id, req.expect_state, **changes)
             if got is None:
                 self._wake()
-                return ClusterTask(task=None, now=record_to_wire(self.store.get(task_id)))
+                return ClusterTask(task=None, now=sendable(self.store.get(task_id)))
             new = got
         else:
             new = self.store.update(task_id, **changes)
@@ -311,7 +311,7 @@ class ClusterLink:
             if new.machine == self.local_machine or new.state == "queued" or new.finished:
                 self.queue.request_dispatch()  # ... and its dependants may start
         self._wake()
-        return ClusterTask(task=record_to_wire(new))
+        return ClusterTask(task=sendable(new))
 
     def submit(self, req: rq.ClusterSubmit) -> ClusterTask:
         from gputray.scheduler.tasks.taskfile import spec_from_patch
@@ -320,14 +320,14 @@ class ClusterLink:
         with self._submit_lock:
             for rec in self.store.list():
                 if rec.spec.origin == origin:
-                    return ClusterTask(task=record_to_wire(rec), existing=True)
+                    return ClusterTask(task=sendable(rec), existing=True)
             # ``after`` names the sender's task ids (met there before it was sent), never ours
             here = TaskPatch(origin=origin, machine=None, base_env=None, after=(), after_any=False)
             spec = spec_from_patch(here, base=req.spec, source=f"a task from {origin.partition('#')[0]}")
             if self.queue is None:
                 raise ClusterRequestError("the queue is not started")
             rec = self.queue.submit(spec)
-        return ClusterTask(task=record_to_wire(rec), existing=False)
+        return ClusterTask(task=sendable(rec), existing=False)
 
     def report_doc(self) -> dict[str, Any]:
         cfg = self._config

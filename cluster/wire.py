@@ -1,7 +1,8 @@
 """What crosses the local socket and the Ray calls: task records and machine views as plain JSON types.
 
-``record_to_wire``/``record_from_wire`` carry a whole TaskRecord (the spec, the queue fields the
-placement reads), unlike ``replies.TaskView``, which is what a client may know of a task.
+A whole TaskRecord (the spec, the queue fields the placement reads) crosses as itself (msgspec encodes
+the dataclass; ``sendable`` reads its stored environment first), unlike ``replies.TaskView``, which is
+what a client may know of a task.
 ``MachineView`` is one machine's devices as its own owner judges them: readings, busy verdicts
 (external use counted), our jobs on each, pauses, and what its GPU doctor saw fail.
 """
@@ -11,35 +12,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from gputray.monitor.records import DeviceInfo
-from gputray.scheduler.tasks.records import TaskRecord, TaskSpec, TaskState
-
-_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(TaskRecord) if f.name != "spec")
+from gputray.scheduler.tasks.records import TaskRecord
 
 
-def record_to_wire(rec: TaskRecord) -> dict[str, Any]:
-    out: dict[str, Any] = {name: getattr(rec, name) for name in _RECORD_FIELDS}
-    out["spec"] = rec.spec.to_dict()
-    return out
-
-
-def spec_from_wire(data: Mapping[str, Any]) -> TaskSpec:
-    """A spec as ``TaskSpec.to_dict`` wrote it, rebuilt without re-validating (it was validated when
-    it entered the queue that sent it; a field this version does not know is dropped)."""
-    known = set(TaskSpec.__struct_fields__)
-    values = {k: v for k, v in data.items() if k in known}
-    for key in ("argv", "args", "files", "device_prefs", "needs"):
-        if key in values:
-            values[key] = tuple(values[key])
-    return TaskSpec(**values)
-
-
-def record_from_wire(data: Mapping[str, Any]) -> TaskRecord:
-    values: dict[str, Any] = {k: data.get(k) for k in _RECORD_FIELDS if k in data}
-    values["state"] = cast(TaskState, data["state"])
-    return TaskRecord(spec=spec_from_wire(data["spec"]), **values)
+def sendable(rec: TaskRecord) -> TaskRecord:
+    """``rec`` as it crosses the socket or a Ray call: its spec's environments read (``TaskSpec.plain``)."""
+    return rec.replace(spec=rec.spec.plain())
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,11 @@ start that every request type has one).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, cast, get_args
+from collections.abc import Mapping
+from typing import Annotated, ClassVar, Generic, Literal, TypeVar, cast, get_args
 
 import msgspec
-from msgspec import Meta
+from msgspec import UNSET, Meta, UnsetType
 
 from gputray.scheduler import replies as rp
 from gputray.scheduler.tasks.records import (  # the limits of task values live with the task model
@@ -35,6 +36,7 @@ from gputray.scheduler.tasks.records import (  # the limits of task values live 
     MIN_EPOCH_S,
     TaskPatch,
     TaskSpec,
+    TaskState,
     check_duration_s,
     check_epoch_s,
     check_size_bytes,
@@ -129,9 +131,12 @@ def os_str(value: str | RawText) -> str:
 
 
 R = TypeVar("R", bound=rp.Reply)
+Reply_co = TypeVar("Reply_co", bound=rp.Reply, covariant=True)
 
 
-class Request(msgspec.Struct, Generic[R], kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+class Request(
+    msgspec.Struct, Generic[Reply_co], kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     """Base of every request; ``op`` is its name on the wire, ``R`` the type of its reply."""
 
     op: ClassVar[str] = ""
@@ -326,7 +331,9 @@ def _check_json(value: object, where: str, depth: int = 0) -> None:
     raise ValueError(f"{where} has an unsupported value")
 
 
-JsonObject = Annotated[dict[Name, Any], Meta(max_length=MAX_TABLE_KEYS)]
+#: A JSON object the owner passes on without reading it (the cluster's own documents, which the
+#: cluster link reads: ``cluster_port.ClusterPort``), checked by ``_check_json``.
+JsonObject = Annotated[dict[Name, object], Meta(max_length=MAX_TABLE_KEYS)]
 
 
 class ClusterSync(Request[rp.ClusterSynced]):
@@ -341,17 +348,38 @@ class ClusterSync(Request[rp.ClusterSynced]):
         _check_json(self.report, "report")
 
 
+class RecordChanges(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """What the cluster bridge may change on a task another machine runs: the fields it sets (``UNSET``
+    leaves one as it is, None empties one)."""
+
+    state: TaskState | UnsetType = UNSET
+    reason: Str | UnsetType = UNSET
+    device: Str | UnsetType | None = UNSET
+    env: Str | UnsetType | None = UNSET
+    exit_code: Int | UnsetType | None = UNSET
+    attempts: Annotated[int, Meta(ge=0, le=2**31)] | UnsetType = UNSET
+    started_at: Float | UnsetType | None = UNSET
+    ended_at: Float | UnsetType | None = UNSET
+    log_path: Str | UnsetType | None = UNSET
+    machine: Str | UnsetType | None = UNSET
+    remote_id: Int | UnsetType | None = UNSET
+    remote_state: Str | UnsetType | None = UNSET
+
+    def given(self) -> dict[str, object]:
+        """The fields this sets, by name."""
+        return {f: v for f in self.__struct_fields__ if (v := getattr(self, f)) is not UNSET}
+
+
 class ClusterUpdate(Request[rp.ClusterTask]):
-    """The bridge: what became of one task another machine runs (``changes`` are record fields)."""
+    """The bridge: what became of one task another machine runs."""
 
     op = "cluster_update"
     id: TaskId
     expect_state: Str | None = None
-    changes: JsonObject | None = None
+    changes: RecordChanges | None = None
     requeue: Str | None = None
-
-    def __post_init__(self) -> None:
-        _check_json(self.changes, "changes")
 
 
 class ClusterSubmit(Request[rp.ClusterTask]):
@@ -363,7 +391,9 @@ class ClusterSubmit(Request[rp.ClusterTask]):
     spec: TaskSpec
 
 
-REQUEST_TYPES: dict[str, type[Request[Any]]] = {t.op: t for t in Request.__subclasses__()}
+#: A request of whichever op: each is a ``Request[ItsReply]``, and every reply is a ``Reply``.
+OpRequest = Request[rp.Reply]
+REQUEST_TYPES: dict[str, type[OpRequest]] = {t.op: t for t in Request.__subclasses__()}
 REPLY_TYPES: dict[str, type[rp.Reply]] = {  # R of each `class Name(Request[R])`
     t.op: get_args(t.__orig_bases__[0])[0]  # type: ignore[attr-defined]
     for t in REQUEST_TYPES.values()
@@ -378,7 +408,7 @@ def reply_type(request: Request[R]) -> type[R]:
 
 class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
     op: Annotated[str, Meta(max_length=64)]
-    args: dict[str, Any] | None = None
+    args: dict[str, object] | None = None  # plain JSON, until ``op`` says which Struct it is
     v: int | None = None
 
 
@@ -397,13 +427,13 @@ def _refuse(exc: msgspec.ValidationError, op: str) -> BadRequest:
     return BadRequest(f"op {op!r}: {text}")
 
 
-def request_from(op: str, args: dict[str, Any] | None = None) -> Request[Any]:
+def request_from(op: str, args: Mapping[str, object] | None = None) -> OpRequest:
     """``op`` and its arguments (plain JSON values) → the op's Struct, or BadRequest."""
     kind = REQUEST_TYPES.get(op)
     if kind is None:
         raise BadRequest(f"unknown op {op[:64]!r}; known: {', '.join(sorted(OPS))}")
     try:
-        req: Request[Any] = msgspec.convert(args or {}, kind, strict=True)
+        req = msgspec.convert(args or {}, kind, strict=True)
     except msgspec.ValidationError as exc:
         raise _refuse(exc, op) from None
     except RecursionError:
@@ -446,7 +476,7 @@ def decode_json(data: bytes, kind: type[T]) -> T:
         return msgspec.convert(loose, kind)
 
 
-def decode_request(data: bytes) -> Request[Any]:
+def decode_request(data: bytes) -> OpRequest:
     """One request as sent on the wire → its Struct; anything malformed raises BadRequest."""
     try:
         envelope = decode_json(data, _Envelope)
@@ -464,4 +494,4 @@ def decode_request(data: bytes) -> Request[Any]:
 def checked(req: Request[R]) -> Request[R]:
     """A Struct built in-process (Structs check types but not ``Meta`` limits when constructed):
     validated as if it had come over the socket."""
-    return request_from(req.op, msgspec.to_builtins(req))
+    return cast("Request[R]", request_from(req.op, msgspec.to_builtins(req)))

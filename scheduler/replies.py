@@ -8,7 +8,6 @@ Times are epoch seconds or None; ``commands.common.task_json`` writes the ``--js
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
@@ -108,7 +107,8 @@ class StatusReply(Reply, frozen=True):
     counts: dict[str, int]
     monitor_failures: int
     monitor_last_failure: str | None
-    cluster: dict[str, Any] | None = None  # the cluster status document (cluster_port.ClusterPort.report_doc)
+    # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner does not read
+    cluster: dict[str, object] | None = None
 
 
 class Submitted(Reply, frozen=True):
@@ -205,16 +205,16 @@ class Checking(Reply, frozen=True):
 
 
 class ClusterSynced(Reply, frozen=True):
-    """The cluster bridge's view of the tasks that concern it, as ``cluster.wire`` records."""
+    """The cluster bridge's view of the tasks that concern it: whole records, spec and queue fields."""
 
     machine: str
-    tasks: tuple[dict[str, Any], ...]
+    tasks: tuple[TaskRecord, ...]
     stopping: bool
 
 
 class ClusterTask(Reply, frozen=True):
-    task: dict[str, Any] | None  # a ``cluster.wire`` record; None: not in the expected state, see ``now``
-    now: dict[str, Any] | None = None
+    task: TaskRecord | None  # None: not in the expected state, see ``now``
+    now: TaskRecord | None = None
     existing: bool | None = None
 
 

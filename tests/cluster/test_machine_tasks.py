@@ -92,7 +92,7 @@ class Desk:
 
     def synced(self) -> list[int]:
         """The task ids the owner hands the bridge to place or follow."""
-        return [int(t["id"]) for t in self.link.sync(rq.ClusterSync()).tasks]
+        return [t.id for t in self.link.sync(rq.ClusterSync()).tasks]
 
     def close(self) -> None:
         self.queue.close(kill_running=True)
@@ -208,8 +208,10 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
     assert held.state == "waiting" and held.reason.startswith(f"waits for #{first.id} 'first' (")
 
     # the task on the laptop ends (the bridge records it in its row here): its dependant may go
-    ended = {"state": "succeeded", "exit_code": 0, "machine": "laptop", "remote_id": 7}
-    desk.link.update(rq.ClusterUpdate(id=remote_first.id, changes={**ended, "remote_state": "fetched"}))
+    ended = rq.RecordChanges(
+        state="succeeded", exit_code=0, machine="laptop", remote_id=7, remote_state="fetched"
+    )
+    desk.link.update(rq.ClusterUpdate(id=remote_first.id, changes=ended))
     assert desk.synced() == [after_remote.id]
 
     # the local one is cancelled: the task after it fails, and never goes to the laptop
@@ -222,13 +224,13 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
 
 def test_wait_on_a_task_another_machine_runs_answers_when_the_bridge_records_its_end(desk: Desk) -> None:
     rec = desk.queue.submit(job(machine="laptop"))
-    running = {"machine": "laptop", "remote_id": 7, "remote_state": "running", "state": "running"}
+    running = rq.RecordChanges(machine="laptop", remote_id=7, remote_state="running", state="running")
     desk.link.update(rq.ClusterUpdate(id=rec.id, changes=running))
     answers: list[list[TaskRecord | int]] = []
     waiter = threading.Thread(target=lambda: answers.append(desk.queue.edits.wait_ended([rec.id], 600)))
     waiter.start()
     time.sleep(0.5)  # (only so that it waits before the end comes; the test passes either way)
-    ended = {"state": "failed", "exit_code": 3, "ended_at": time.time(), "remote_state": "fetched"}
+    ended = rq.RecordChanges(state="failed", exit_code=3, ended_at=time.time(), remote_state="fetched")
     desk.link.update(rq.ClusterUpdate(id=rec.id, changes=ended))
     wait_for(lambda: answers, 60, "wait_ended to answer (it waits up to 600 s for a change)")
     (got,) = answers[0]
@@ -255,7 +257,7 @@ def test_an_agent_of_another_version_is_named_once_and_its_tasks_left_alone(
     import gputray.cluster.bridge as bridge_module
 
     rec = desk.queue.submit(job(machine="laptop"))
-    running = {"machine": "laptop", "remote_id": 7, "remote_state": "running", "state": "running"}
+    running = rq.RecordChanges(machine="laptop", remote_id=7, remote_state="running", state="running")
     desk.link.update(rq.ClusterUpdate(id=rec.id, changes=running))
     fake_ray = types.SimpleNamespace(get=lambda ref, timeout=None: ref)
     monkeypatch.setattr(bridge_module, "_ray", lambda: fake_ray)

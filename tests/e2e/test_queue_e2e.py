@@ -281,6 +281,9 @@ def test_remove_and_clean_take_their_logs(queue: Callable[..., Queue]) -> None:
     assert cleaned.returncode == 0 and f"removed #{bad} bad (failed)" in cleaned.stdout
     assert not logs[bad].exists() and logs[good].is_file()
     assert [t["id"] for t in q.listing()["tasks"]] == [good]
+    assert q.cli("clean", "--keep", "1").stdout.strip() == "nothing removed"  # the newest ended one stays
+    negative = q.cli("clean", "--keep", "-1")
+    assert negative.returncode == 2 and "--keep -1: expected a count of tasks" in negative.stderr
     long = q.run("long", "0", "--timeout", "2m", peer="never")
     wait_for(lambda: (q.stamps / "long.start").exists(), 30, "the long job to start")
     refused = q.cli("remove", str(long))
@@ -288,5 +291,5 @@ def test_remove_and_clean_take_their_logs(queue: Callable[..., Queue]) -> None:
     forced = q.cli("remove", "--force", str(long), str(good))
     assert forced.returncode == 0, forced.stderr
     assert q.listing()["tasks"] == [] and not logs[good].exists()
-    assert not any(p.name.startswith("task-") for p in logs[good].parent.iterdir())
+    assert not [p.name for p in logs[good].parent.iterdir() if p.name.startswith("task-")]
     assert not (q.stamps / "long.end").exists()  # it was stopped, not left to finish
