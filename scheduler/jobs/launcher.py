@@ -1,13 +1,16 @@
-"""Start a job and watch it: argv list (never a shell), its own process group/session, stdout+stderr
-appended to the task's log file, optional timeout, whole-tree kill, exit callback.
+"""Start a job and watch it: argv list (never a shell), its own process group/session, stdout+stderr appended
+to the task's log file, optional timeout, whole-tree kill, exit callback.
 
-Every job runs under a supervisor (``supervisor.py``), a small process that outlives the owner: it
-starts the job, waits for it, enforces its timeout, stops stragglers left in its group and writes its
-exit status atomically beside the log. The owner watches the supervisor; a watcher thread per job
-calls ``on_exit(job, returncode)`` the moment the exit file is written, so the next job can be
-dispatched at once. An owner that starts later ``adopt``\\s the jobs a previous owner left: still
-running, it goes on watching them; ended, it reads their exit from the file. So a job's exit status
-is recorded whoever is around when it ends, and a job that completed is never taken for interrupted.
+Every job runs under a supervisor (``supervisor.py``; on POSIX forked by the supervisor host, ``HOST``), a
+small process that outlives the owner: it starts the job, waits for it, enforces its timeout, stops
+whatever the job left running and writes its exit status atomically beside the log. The watcher thread is
+started before the job: a thread that cannot start fails the launch while nothing runs yet
+(``LaunchFailed.transient``: the queue tries again later). The owner watches the supervisor; a watcher
+thread per job calls ``on_exit(job, returncode)`` the moment the supervisor says how the job ended, so the
+next job can be dispatched at once. An owner that starts later ``adopt``\\s the jobs a previous owner
+left: still running, it goes on watching them; ended, it reads their exit from the file. So a job's exit
+status is recorded whoever is around when it ends, and a job that completed is never taken for
+interrupted.
 
 Files beside ``task-N.log`` (``JobFiles``): ``task-N.lock`` (held by the supervisor while it lives),
 ``task-N.run.json`` (written when the job started), ``task-N.exit.json`` (when it ended),
@@ -383,13 +386,16 @@ class Job:
     def _stop(self) -> None:
         # SIGTERM now, from this thread: an owner that dies a moment later has still asked for the stop.
         procs = _terminate(self.pid, self.create_time)
-        threading.Thread(
-            target=_escalate,
-            args=(self.pid, procs),
-            kwargs={"grace_s": self._grace_s},
-            name=f"gputray-kill-{self.pid}",
-            daemon=True,
-        ).start()
+        try:
+            threading.Thread(
+                target=_escalate,
+                args=(self.pid, procs),
+                kwargs={"grace_s": self._grace_s},
+                name=f"gputray-kill-{self.pid}",
+                daemon=True,
+            ).start()
+        except RuntimeError:  # can't start new thread (out of processes): the kill waits here instead
+            _escalate(self.pid, procs, grace_s=self._grace_s)
 
 
 def _create_time(pid: int) -> float | None:

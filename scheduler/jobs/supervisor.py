@@ -1,27 +1,35 @@
 """A job's supervisor: the small process between the owner and a job, so that the job's exit status is
 recorded whoever is around when it ends (the owner may crash, be killed, or quit keeping its jobs).
 
-``launcher.launch`` starts ``python -I supervisor.py`` in a session of its own (a terminal's Ctrl+C
-or hang-up never reaches it) and writes one JSON request to its stdin. The supervisor then:
+On POSIX the launcher asks the **supervisor host** (``python -I supervisor.py --host``, one per
+owner) to fork one: a fork instead of a Python interpreter's start and imports for every job (30-150
+ms). Where there is no host (Windows, or it cannot start), ``launcher.launch`` starts
+``python -I supervisor.py`` itself. Either way the supervisor is in a session of its own (a
+terminal's Ctrl+C or hang-up never reaches it), reads one JSON request on stdin and answers on stdout.
+On Linux it is a child subreaper and, where cgroup v2 lets us, in a cgroup of its own that the job
+is born in (``reach.py``; the host joins the next job's group ahead of need, as a cgroup move waits
+~25 ms). The supervisor then:
 
 1. takes an exclusive lock on ``task-N.lock`` and holds it for as long as it lives: whoever finds
    that lock free knows the supervisor has ended (no pid that could be reused is trusted);
 2. starts the job, a process group of its own, its output appended to the task's log through a pipe
    (``CappedLog``: at most ``[logs] max_size``, its head and its tail);
-3. writes ``task-N.run.json`` (pids, attempt, device …) atomically, then answers the launcher with
-   the job's pid on stdout and closes it;
-4. waits for the job, stopping it (its group, then its whole tree) when its timeout passes;
-5. stops stragglers the job left in its group, then writes ``task-N.exit.json`` (return code, whether
-   it timed out) atomically: a temporary file, fsync, rename, fsync of the folder;
+3. answers the job's pid first (a job that kills its supervisor at once is still known), then writes
+   ``task-N.run.json`` (pids, attempt, device, cgroup …) atomically and says "recorded";
+4. waits for the job (and reaps the orphans it left, which come to the subreaper), stopping every
+   process in reach when its timeout passes;
+5. stops whatever the job left running (children in other sessions included), counts them and says
+   so in the log, answers how the job ended, then writes ``task-N.exit.json`` (return code, whether
+   it timed out, leftovers) atomically: a temporary file, fsync, rename, fsync of the folder;
 6. exits, which frees the lock.
 
 The files sit beside the log. The next owner adopts a job whose lock is held (it goes on watching it
 as running) and records the exit of one whose lock is free from the exit file.
 
-This file runs as a script with ``-I -S`` (no current folder, no site-packages: it starts in ~20 ms):
-the standard library only, and psutil from the folder the launcher names, imported only to stop a
-timed-out job's whole tree (not only its group). The request travels as ASCII JSON, so names that
-are not UTF-8 (surrogate escapes) survive.
+This file runs as a script with ``-I -S`` (no current folder, no site-packages): the standard
+library only, ``reach.py`` and ``win_job.py`` loaded by path, and psutil from the folder the launcher
+names (Windows: to stop a timed-out job's whole tree). The request travels as ASCII JSON, so names
+that are not UTF-8 (surrogate escapes) survive.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -16,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from waiting import wait_for
 
@@ -27,6 +29,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux resource 
 
 PY = sys.executable
 NOFILE = 64
+DONE = ("succeeded", "failed", "cancelled")
 
 
 def paths_of(home: Path) -> Paths:
@@ -172,3 +175,130 @@ def test_out_of_processes_a_task_waits_and_then_runs_once(
         with contextlib.suppress(OSError):
             (pids_group / "pids.max").write_text("max")
         stop_daemon(proc)
+
+
+def _as_user(user: str, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    pairs = [f"{k}={v}" for k, v in (env or {}).items()]
+    return subprocess.run(
+        ["runuser", "-u", user, "--", "env", *pairs, *argv], capture_output=True, text=True, timeout=120
+    )
+
+
+def _user_tasks(uid: int) -> int:
+    """Processes and threads of ``uid`` (what RLIMIT_NPROC counts)."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{pid}/task"))
+    return count
+
+
+def _kill_processes_of(uid: int) -> None:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                os.kill(int(pid), signal.SIGKILL)
+
+
+@pytest.fixture
+def nproc_user() -> Iterator[str]:
+    """A second Unix user (RLIMIT_NPROC binds only users other than root), removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("creating a second Unix user needs root (the CI runs as root)")
+    for tool in ("useradd", "userdel", "runuser", "prlimit"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    name = f"gputray-n{os.getpid() % 100000}"
+    made = subprocess.run(
+        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot create a user here: {made.stderr.strip()}")
+    try:
+        reach = _as_user(name, PY, "-c", "import gputray.scheduler.queue.store")
+        if reach.returncode != 0:
+            pytest.skip(
+                f"this checkout's Python is not reachable by another user: {reach.stderr.strip()[-200:]}"
+            )
+        yield name
+    finally:
+        with contextlib.suppress(KeyError):
+            uid = pwd.getpwnam(name).pw_uid
+            _kill_processes_of(uid)  # the test's own: the user is new
+            wait_for(lambda: _user_tasks(uid) == 0, 30, "the user's processes to end")
+        subprocess.run(["userdel", name], capture_output=True, check=False)
+
+
+def _end_fillers(fillers: list[subprocess.Popen[bytes]]) -> None:
+    """Each filler's `sleep` (the user's process, runuser's child) and then its runuser."""
+    for filler in fillers:
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(filler.pid).children():
+                child.kill()
+        filler.kill()
+        filler.wait()
+    fillers.clear()
+
+
+NPROC = 100  # the daemon's RLIMIT_NPROC: its own threads and processes, then fillers up to it
+
+
+def test_a_user_at_rlimit_nproc_gets_a_waiting_task_then_a_run(nproc_user: str) -> None:
+    """The daemon runs as the user under `prlimit --nproc`; the user's own processes fill the rest of
+    the limit (the kernel counts all of a user's processes and threads against it), so the owner can
+    start neither a thread nor a process; killing them frees it."""
+    import json
+    import tempfile
+
+    uid = pwd.getpwnam(nproc_user).pw_uid
+    parent = Path(tempfile.mkdtemp(prefix="gputray-nproc-"))
+    os.chmod(parent, 0o755)
+    home, out = parent / "home", parent / "ran.txt"
+    home.mkdir()
+    os.chown(home, uid, -1)
+    os.chown(parent, uid, -1)
+    env = {"GPUTRAY_HOME": str(home), "HOME": str(home)}
+    argv = [PY, "-m", "gputray.gui.entry"]
+    pairs = [f"{k}={v}" for k, v in env.items()]
+    daemon = subprocess.Popen(
+        ["runuser", "-u", nproc_user, "--", "prlimit", f"--nproc={NPROC}:{NPROC}", "--",
+         "env", *pairs, *argv, "daemon", "--demo"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    fillers: list[subprocess.Popen[bytes]] = []
+
+    def cli(*args: str) -> object:
+        done = _as_user(nproc_user, *argv, *args, env=env)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout) if "--json" in args else done.stdout
+
+    def state() -> dict[str, object]:
+        listing = cli("queue", "--all", "--json")
+        assert isinstance(listing, dict)
+        return dict(listing["tasks"][0])
+
+    try:
+        wait_for(lambda: ipc.socket_path(paths_of(home)).exists(), 60, "the daemon's socket")
+        cli("pause")
+        cli("run", "--", *appends_a_line(out))
+        while (before := _user_tasks(uid)) < NPROC:  # the user's own processes, up to the limit
+            fillers.append(subprocess.Popen(["runuser", "-u", nproc_user, "--", "sleep", "1000"]))
+            wait_for(lambda n=before: _user_tasks(uid) > n or fillers[-1].poll() is not None, 10, "a filler")
+        cli("resume")  # a client of its own: started by runuser, which the limit does not bind
+        wait_for(lambda: "could not start for now" in str(state().get("reason")), 30, "the task to wait")
+        assert state()["state"] == "waiting"
+        _end_fillers(fillers)
+        wait_for(lambda: state()["state"] in DONE, 60, "the task to run")
+        assert state()["state"] == "succeeded", state()
+        assert out.read_text() == "ran\n"
+    finally:
+        _end_fillers(fillers)
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        shutil.rmtree(parent, ignore_errors=True)
