@@ -18,6 +18,8 @@ import pytest
 from test_daemon_e2e import Daemon
 from waiting import wait_for
 
+from gputray.scheduler import protocol as rq
+
 PY = sys.executable
 GPUTRAY = [PY, "-m", "gputray.gui.entry"]
 pytestmark = [
@@ -83,7 +85,7 @@ def test_run_from_a_deleted_folder_is_refused_in_words(
             "gputray: the current folder no longer exists (it was deleted or moved away): "
             "cd to a folder that exists and try again"
         )
-    assert d.ask("queue", all=True).tasks == ()
+    assert d.ask(rq.Queue(all=True)).tasks == ()
 
 
 @contextlib.contextmanager
@@ -163,7 +165,7 @@ def test_ctrl_c_during_a_submit_of_1000_files_says_they_were_queued(
     assert "Traceback" not in err
     assert "interrupted, but the owner had them already: 1000 tasks queued (#1–#1000)" in err
     assert len(out.splitlines()) == 1000
-    assert len(d.ask("queue", all=True).tasks) == 1000
+    assert len(d.ask(rq.Queue(all=True)).tasks) == 1000
 
 
 def test_ctrl_c_while_the_command_is_imported_prints_no_traceback(home: Path) -> None:
