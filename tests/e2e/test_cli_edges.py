@@ -191,3 +191,36 @@ def test_ctrl_c_while_the_command_is_imported_prints_no_traceback(home: Path) ->
     )
     assert out.returncode == 130, out
     assert _one_line(out.stderr) == "gputray: interrupted before the command began: nothing was done"
+
+
+def test_a_daemon_started_with_its_output_closed_serves_all_the_same(home: Path) -> None:
+    """A service manager or `gputray daemon >&- &`: its one line to stdout must not stop it (the
+    closed stdout's stand-in refuses writes in words, which the daemon's start line does not heed)."""
+    from gputray.scheduler import ipc
+    from gputray.scheduler.paths import Paths
+
+    paths = Paths(home / "config", home / "data", home / "state", home / "run")
+    env = {**os.environ, "GPUTRAY_HOME": str(home)}
+    with open(home / "daemon-stderr.txt", "w") as stderr:
+        daemon = subprocess.Popen(
+            ["sh", "-c", 'exec "$@" >&-', "sh", *GPUTRAY, "daemon", "--demo"], env=env, stderr=stderr
+        )
+    try:
+
+        def answers() -> bool:
+            assert daemon.poll() is None, (home / "daemon-stderr.txt").read_text()
+            with contextlib.suppress(ipc.IpcError):
+                return bool(ipc.ask(paths, rq.Ping()).ready)
+            return False
+
+        wait_for(answers, 40, "the daemon to answer")
+        stop = subprocess.run(
+            [*GPUTRAY, "daemon", "--stop"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert stop.returncode == 0, stop.stderr
+        assert daemon.wait(30) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    assert "Traceback" not in (home / "daemon-stderr.txt").read_text()
