@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, cast, get_args
+from typing import Annotated, ClassVar, Generic, Literal, TypeVar, cast, get_args
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -331,7 +331,9 @@ def _check_json(value: object, where: str, depth: int = 0) -> None:
     raise ValueError(f"{where} has an unsupported value")
 
 
-JsonObject = Annotated[dict[Name, Any], Meta(max_length=MAX_TABLE_KEYS)]
+#: A JSON object the owner passes on without reading it (the cluster's own documents, which the
+#: cluster link reads: ``cluster_port.ClusterPort``), checked by ``_check_json``.
+JsonObject = Annotated[dict[Name, object], Meta(max_length=MAX_TABLE_KEYS)]
 
 
 class ClusterSync(Request[rp.ClusterSynced]):

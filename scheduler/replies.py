@@ -8,7 +8,6 @@ Times are epoch seconds or None; ``commands.common.task_json`` writes the ``--js
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
@@ -108,7 +107,8 @@ class StatusReply(Reply, frozen=True):
     counts: dict[str, int]
     monitor_failures: int
     monitor_last_failure: str | None
-    cluster: dict[str, Any] | None = None  # the cluster status document (cluster_port.ClusterPort.report_doc)
+    # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner does not read
+    cluster: dict[str, object] | None = None
 
 
 class Submitted(Reply, frozen=True):

@@ -196,8 +196,9 @@ class Walker(QObject):
                 out.append(
                     (f"tab {w.tabText(i)!r} of {describe(w)}", lambda w=w, i=i: self.click_tab(w, i), 2)
                 )
-            elif isinstance(w, QComboBox) and w.count():
-                i = self.rng.randrange(w.count())
+            elif isinstance(w, QComboBox) and w.count() > 1:
+                # another item than the one shown, as a person changing it (the language: en ↔ ja)
+                i = self.rng.choice([i for i in range(w.count()) if i != w.currentIndex()])
                 out.append(
                     (f"choose {w.itemText(i)!r} in {describe(w)}", lambda w=w, i=i: self.choose(w, i), 4)
                 )
