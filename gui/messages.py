@@ -103,6 +103,35 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("killed by signal {signal}")),
     _t(tr_noop("exited with status {code}")),
     _t(tr_noop("{name} queued again as #{id}")),
+    _t(tr_noop("could not start for now ({error}); trying again in {secs} s, {n} tries so far"), "error"),
+    _t(tr_noop("could not start for now ({error}); trying again in {secs} s"), "error"),
+    _t(
+        tr_noop(
+            "interrupted: its supervisor process was killed as the job started; "
+            "{n} processes of the job stopped"
+        )
+    ),
+    _t(
+        tr_noop(
+            "interrupted: its supervisor process was killed as the job started; 1 process of the job stopped"
+        )
+    ),
+    _t(tr_noop("interrupted: its supervisor process was killed as the job started")),
+    _t(
+        tr_noop(
+            "interrupted: its supervisor process was killed, so how it ended is unknown "
+            "({n} processes of the job stopped)"
+        )
+    ),
+    _t(
+        tr_noop(
+            "interrupted: its supervisor process was killed, so how it ended is unknown "
+            "(1 process of the job stopped)"
+        )
+    ),
+    _t(tr_noop("interrupted: its supervisor process was killed, so how it ended is unknown")),
+    _t(tr_noop("{n} processes were still running after the job ended: stopped")),
+    _t(tr_noop("1 process was still running after the job ended: stopped")),
     _t(tr_noop("{name} could not start: {error}"), "error"),
     _t(tr_noop("could not start: {error}"), "error"),
     _t(tr_noop("{name} started on {where}"), "where"),

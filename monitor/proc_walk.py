@@ -15,8 +15,14 @@ never done per tick (after the first). Per tick, :class:`ProcWalker`:
    the next tick), so every pid is visited once per ``sweep_s`` (4 s: a process that opens the render
    node seconds after it started, like a torch job, is seen within 5 s at 1 Hz). A visit is one ``stat`` of
    ``/proc/PID/fd``, whose size is the number of open fds on Linux ≥ 6.2: only a pid whose count
-   changed since its last walk is walked again. (Where the sizes turn out to be no counts, on older
-   kernels, the visits walk: correct, at a quarter of a full walk per tick.)
+   changed since its last walk is walked again. Where the sizes turn out to be no counts (kernels
+   before 6.2 report 0; Debian 12 ships 6.1), a visit reads ``/proc/PID/stat`` instead: a process
+   whose start time, CPU time and page-fault counts did not move since its last visit has not run,
+   so it opened nothing, and is left alone; one that ran has its fd folder listed (no link read) and
+   is walked only when its fd numbers changed since its last walk (the *fd-table signature*).
+   Walking a quarter of the pids a tick instead cost 8x the stat probe in two daemons side by side.
+   (Setting up a GPU context runs for milliseconds and faults pages in; an open that moved none of
+   those counters is left to the inotify round and the slow cursor below.)
 6. A second, slower rolling cursor walks every pid once per ``deep_s`` whatever its count says: an fd
    can be replaced by a DRM fd without the count changing (close one, open the render node). When
    the DRM device nodes can be watched with inotify (``IN_OPEN``; see :class:`OpenWatch`), an open that
@@ -59,12 +65,16 @@ KFD_PATH = "/dev/kfd"
 @dataclass(slots=True)
 class PidFds:
     """What the last walk of one pid found. ``size`` is ``st_size`` of its fd folder at that walk;
-    ``fd_dir`` that folder's path (built once: the sweep stats it every few seconds)."""
+    ``fd_dir`` that folder's path (built once: the sweep stats it every few seconds). ``signature``:
+    a hash of the fd numbers that walk listed, ``activity`` one of the start time, CPU time and fault
+    counts of ``/proc/PID/stat`` at the last sweep visit (the probes where sizes are no counts)."""
 
     fd_dir: str
     drm_fds: tuple[str, ...] = ()
     kfd_fds: tuple[str, ...] = ()
     size: int | None = None
+    signature: int | None = None
+    activity: int | None = None
     walked_s: float = 0.0
     unreadable: bool = False
     empty: bool = False  # no fd at all: a kernel thread (they never open files)
@@ -77,7 +87,9 @@ class TickStats:
     pids: int = 0
     listed: bool = False  # /proc was listed this tick (a task was created, or every LISTING_S)
     walks: int = 0
-    probes: int = 0
+    probes: int = 0  # stat()s of an fd folder (where its size counts its fds)
+    stat_reads: int = 0  # reads of /proc/PID/stat (the sweep's probe where sizes are no counts)
+    lists: int = 0  # listings of an fd folder without reading links (a pid that ran since its last visit)
     fds_read: int = 0
 
 
@@ -284,7 +296,7 @@ class ProcWalker:
         if self._probe_ok is None and 0 < sum(self._votes) >= min(8, len(current)):
             self._probe_ok = self._votes[1] >= 0.9 * sum(self._votes)  # a few races are no evidence
             if not self._probe_ok:
-                log.info("%s: fd folder sizes are no fd counts; the sweep walks instead of stat", self.proc)
+                log.info("%s: fd folder sizes are no fd counts; the sweep lists instead of stat", self.proc)
         opened = self.open_watch.opened() if self.open_watch is not None else False
         self._sweep(now_s, dt, walked, result)
         if opened and not result.new_drm:
@@ -352,7 +364,10 @@ class ProcWalker:
     def _sweep(self, now_s: float, dt: float, walked: set[int], result: WalkResult) -> None:
         picked, self._sweep_after = self._round(self._sweep_after, self._quota(dt, self.sweep_s, 0))
         known = self._pids
-        if self._forced_walks > 0 or self._probe_ok is not True:
+        if self._forced_walks <= 0 and self._probe_ok is False:
+            self._sweep_by_listing(picked, now_s, walked, result)
+            return
+        if self._forced_walks > 0 or self._probe_ok is None:
             for pid in picked:
                 state = known.get(pid)
                 if state is not None and not state.unreadable and pid not in walked:
@@ -375,6 +390,37 @@ class ProcWalker:
                 self._walk(pid, now_s, result)
                 walked.add(pid)
         self.stats.probes += probes
+
+    def _sweep_by_listing(
+        self, picked: list[int], now_s: float, walked: set[int], result: WalkResult
+    ) -> None:
+        """The sweep where fd folder sizes are no counts: a pid that ran since its last visit (its
+        stat line moved; a tree without stat lines: always) has its fd folder listed, no link read,
+        and is walked only if its fd numbers are not those of its last walk."""
+        known = self._pids
+        listdir = os.listdir
+        proc = self.proc
+        stat_reads = lists = 0
+        for pid in picked:
+            state = known.get(pid)
+            if state is None or state.unreadable or pid in walked:
+                continue
+            stat_reads += 1
+            activity = _activity(_read(f"{proc}/{pid}/stat"))
+            if activity is not None:
+                if activity == state.activity:
+                    continue  # it has not run: it opened nothing
+                state.activity = activity  # before the listing: what it opens after shows next time
+            lists += 1
+            try:
+                signature = hash("/".join(listdir(state.fd_dir)))
+            except OSError:
+                continue  # exiting: the next listing drops it
+            if signature != state.signature:
+                self._walk(pid, now_s, result)
+                walked.add(pid)
+        self.stats.stat_reads += stat_reads
+        self.stats.lists += lists
 
     def _deep(self, now_s: float, dt: float, walked: set[int], result: WalkResult) -> None:
         picked, self._deep_after = self._round(self._deep_after, self._quota(dt, self.deep_s, 1))
@@ -409,6 +455,7 @@ class ProcWalker:
         if self._probe_ok is None and fds and size is not None:
             self._votes[_counts_entries(size, len(fds))] += 1
         state.size = size
+        state.signature = hash("/".join(fds))
         joined = "\n".join(targets)  # one C-level search settles the common case: no GPU fd at all
         if DRI_PREFIX not in joined and KFD_PATH not in joined:
             drm: tuple[str, ...] = ()
@@ -443,9 +490,20 @@ def _counts_entries(size: int, entries: int) -> bool:
 
     procfs (Linux 6.2+) reports the count itself; tmpfs, where tests and the benchmark build their
     trees, 20 bytes per entry (the two dot entries included). Anything else (0 on older kernels, a
-    block size on ext4) says nothing: then the sweep walks instead of stat.
+    block size on ext4) says nothing: then the sweep lists the fd folders instead of stat.
     """
     return size == entries or size == 20 * (entries + 2)
+
+
+def _activity(stat_line: str | None) -> int | None:
+    """A hash of what moves in ``/proc/PID/stat`` when a process runs: minor and major faults, user and
+    system time, and the start time (a pid taken by a new process); None if it does not parse."""
+    if not stat_line:
+        return None
+    fields = stat_line[stat_line.rfind(")") + 1 :].split()  # after the name, which may hold anything
+    if len(fields) < 20:
+        return None
+    return hash((fields[7], fields[9], fields[11], fields[12], fields[19]))
 
 
 def _read(path: str) -> str | None:

@@ -113,7 +113,15 @@ def open_private_append(path: Path) -> int:
     Never through a symbolic link and never waiting for a FIFO's reader (a job may have put either in
     place of its log): anything but a regular file raises OSError."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), PRIVATE_FILE_MODE)
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a symbolic link is there, not followed", str(path)) from None
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads: refused at once, not waited on
+            raise OSError(errno.EINVAL, "a FIFO is there, not a regular file", str(path)) from None
+        raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", str(path))

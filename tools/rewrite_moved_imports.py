@@ -50,10 +50,17 @@ MOVES: dict[str, str] = {
     "ipc_location": "ipc.location",
     "win_pipe": "ipc.win_pipe",
     "commands": "cli.commands",
+    "queue.orphans": "jobs.orphans",  # a second step: queue/orphans.py (split from store.py) went to jobs/
 }
+
+
+def _path(module: str) -> str:
+    return module.replace(".", "/") + ".py"
+
+
 # Old file → new file, for paths in text (``scheduler/ipc.py`` became the ipc package itself).
 FILE_MOVES: dict[str, str] = {
-    **{f"{old}.py": new.replace(".", "/") + ".py" for old, new in MOVES.items() if old != "commands"},
+    **{_path(old): _path(new) for old, new in MOVES.items() if old != "commands"},
     "commands/": "cli/commands/",
     "ipc.py": "ipc/__init__.py",
     "cli.py": "cli/__init__.py",

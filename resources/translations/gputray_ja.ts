@@ -1727,5 +1727,45 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>Select one task that has started to open its log</source>
         <translation>ログを開くには、開始済みのタスクを 1 つ選択してください</translation>
     </message>
+    <message>
+        <source>could not start for now ({error}); trying again in {secs} s, {n} tries so far</source>
+        <translation>今は開始できません（{error}）。{secs} 秒後にもう一度試します（これまで {n} 回）</translation>
+    </message>
+    <message>
+        <source>could not start for now ({error}); trying again in {secs} s</source>
+        <translation>今は開始できません（{error}）。{secs} 秒後にもう一度試します</translation>
+    </message>
+    <message>
+        <source>interrupted: its supervisor process was killed as the job started; {n} processes of the job stopped</source>
+        <translation>中断: ジョブの開始時に監視プロセスが強制終了されました。ジョブのプロセス {n} 個を停止しました</translation>
+    </message>
+    <message>
+        <source>interrupted: its supervisor process was killed as the job started; 1 process of the job stopped</source>
+        <translation>中断: ジョブの開始時に監視プロセスが強制終了されました。ジョブのプロセス 1 個を停止しました</translation>
+    </message>
+    <message>
+        <source>interrupted: its supervisor process was killed as the job started</source>
+        <translation>中断: ジョブの開始時に監視プロセスが強制終了されました</translation>
+    </message>
+    <message>
+        <source>interrupted: its supervisor process was killed, so how it ended is unknown ({n} processes of the job stopped)</source>
+        <translation>中断: 監視プロセスが強制終了されたため、終了状態は不明です（ジョブのプロセス {n} 個を停止しました）</translation>
+    </message>
+    <message>
+        <source>interrupted: its supervisor process was killed, so how it ended is unknown (1 process of the job stopped)</source>
+        <translation>中断: 監視プロセスが強制終了されたため、終了状態は不明です（ジョブのプロセス 1 個を停止しました）</translation>
+    </message>
+    <message>
+        <source>interrupted: its supervisor process was killed, so how it ended is unknown</source>
+        <translation>中断: 監視プロセスが強制終了されたため、終了状態は不明です</translation>
+    </message>
+    <message>
+        <source>{n} processes were still running after the job ended: stopped</source>
+        <translation>ジョブの終了後も {n} 個のプロセスが動いていました: 停止しました</translation>
+    </message>
+    <message>
+        <source>1 process was still running after the job ended: stopped</source>
+        <translation>ジョブの終了後も 1 個のプロセスが動いていました: 停止しました</translation>
+    </message>
 </context>
 </TS>

@@ -26,7 +26,9 @@ Frames
     length then the payload; on the pipe ``multiprocessing`` frames the bytes itself. Frames over
     ``MAX_FRAME_BYTES`` (1 MiB) get an error reply and the connection is closed. Replies come from the
     trusted owner and may be larger (``queue`` of 10,000 tasks is ~2.5 MB): the client accepts up to
-    ``MAX_REPLY_BYTES``.
+    ``MAX_REPLY_BYTES``. Text that holds bytes which are not UTF-8 (a file name in Latin-1, as Python
+    reads it: surrogate escapes) travels as JSON ``\\udcXX`` escapes and arrives as the same str
+    (``protocol.encode_json`` / ``decode_json``): the name the OS has, not U+FFFD.
 
 Requests are ``{"op": NAME, "args": {...}, "v": 2}``; replies ``{"ok": true, "result": {...}}`` or
 ``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is decoded into its op's typed

@@ -22,8 +22,8 @@ from gputray.scheduler.jobs.invocation import (
     rocm_index_for,
     uses_placeholder,
 )
+from gputray.scheduler.jobs.orphans import QUEUE_FILE_VAR
 from gputray.scheduler.paths import job_umask
-from gputray.scheduler.queue.orphans import QUEUE_FILE_VAR
 from gputray.scheduler.tasks.records import TaskRecord, local_iso
 
 log = logging.getLogger("gputray.scheduler.queue.service")  # the queue's log, where these lines always were

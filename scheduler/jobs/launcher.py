@@ -58,9 +58,10 @@ class LaunchFailed(OSError):
     ``transient``: only for want of a resource now (out of fds, processes, threads, memory): the queue
     tries again later instead of failing the task."""
 
-    def __init__(self, message: str, *, transient: bool = False) -> None:
+    def __init__(self, message: str, *, transient: bool = False, supervisor_killed: bool = False) -> None:
         super().__init__(message)
         self.transient = transient
+        self.supervisor_killed = supervisor_killed  # as the job started (by the job, maybe): not a refusal
 
 
 class _WatchThread:
@@ -752,9 +753,11 @@ def _start_supervised(
             if not answer.get("error") and (cgroup or killed):
                 # Killed as the job started (by the job itself, maybe): what it started is stopped.
                 stopped = reach.kill_cgroup(cgroup) if cgroup else 0
-                msg = "its supervisor was killed as the job started" + (
+                msg = "its supervisor process was killed as the job started" + (
                     f"; {stopped} process{'es' if stopped != 1 else ''} of the job stopped" if stopped else ""
                 )
+                log.write(f"gputray: {msg}\n".encode())
+                raise LaunchFailed(msg, supervisor_killed=True)
             log.write(f"gputray: {msg}\n".encode())
             with contextlib.suppress(subprocess.TimeoutExpired):
                 sup.wait(timeout=SUPERVISOR_START_TIMEOUT_S)

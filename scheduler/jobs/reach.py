@@ -145,10 +145,10 @@ class JobCgroup:
             self.path = new
 
     @classmethod
-    def make(cls, name: str) -> JobCgroup | None:
+    def make(cls, name: str, base: Path | None = None) -> JobCgroup | None:
         """A new group ``name`` beside ours; None where that is not allowed (then the subreaper is all
         there is)."""
-        base = own_cgroup()
+        base = base or own_cgroup()  # the host passes the group it started in: it moves on
         if base is None:
             return None
         path = base / name

@@ -519,6 +519,19 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         return 0
     finally:
         os.close(write_fd)
+    started_at = time.time()
+    cgroup_path = None if cgroup is None else str(cgroup.path)
+    # The pid first, then the run file, then "recorded": a job that kills us at once (`kill -9 $PPID`)
+    # is still known to the owner by its pid, and the owner goes on once the run file is there.
+    # (Windows: once the job object exists, which the owner opens by the job's pid.)
+    pid_answer = {
+        "pid": proc.pid,
+        "started_at": started_at,
+        "cgroup": cgroup_path,
+        "supervisor_pid": os.getpid(),
+    }
+    if sys.platform != "win32":
+        _answer(pid_answer, last=False)
     output = CappedLog(read_fd, log_fd, int(req.get("log_max_bytes") or DEFAULT_LOG_MAX_BYTES))
     _contain(proc)
     in_reach = _Reach(reach, cgroup)
@@ -540,14 +553,8 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
             proc.terminate()
 
     signal.signal(signal.SIGTERM, on_term)
-    started_at = time.time()
-    cgroup_path = None if cgroup is None else str(cgroup.path)
-    # The pid first, then the run file, then "recorded": a job that kills us at once (`kill -9 $PPID`)
-    # is still known to the owner by its pid, and the owner goes on once the run file is there.
-    _answer(
-        {"pid": proc.pid, "started_at": started_at, "cgroup": cgroup_path, "supervisor_pid": os.getpid()},
-        last=False,
-    )
+    if sys.platform == "win32":
+        _answer(pid_answer, last=False)
     write_atomic(
         run_file,
         {
@@ -673,7 +680,8 @@ def _host_main(reach: Any) -> int:
     if reach is not None:
         reach.load_prctl()  # once, here: each forked supervisor needs it at once
     forks = 0
-    group = _next_group(reach, forks)
+    base = reach.own_cgroup() if reach is not None else None  # ours now; the next jobs' beside it
+    group = _next_group(reach, base, forks)
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(host, 16, 2)
@@ -716,16 +724,16 @@ def _host_main(reach: Any) -> int:
         os.close(req_r)
         os.close(ans_w)
         forks += 1
-        group = _next_group(reach, forks)  # while the job runs, not when the next one is due
+        group = _next_group(reach, base, forks)  # while the job runs, not when the next one is due
 
 
-def _next_group(reach: Any, n: int) -> Any:
+def _next_group(reach: Any, base: Any, n: int) -> Any:
     """The next job's cgroup, made and joined by the host ahead of need: its supervisor is born in it.
     (Joining one makes the kernel wait for an RCU grace period, ~20-30 ms: here, not on the way
     from one job's end to the next one's start.)"""
-    if reach is None:
+    if reach is None or base is None:
         return None
-    group = reach.JobCgroup.make(f"gputray-host{os.getpid()}-{n}")
+    group = reach.JobCgroup.make(f"gputray-host{os.getpid()}-{n}", base)
     if group is not None and not group.join():
         group.remove()
         return None

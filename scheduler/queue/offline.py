@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from gputray.scheduler.jobs.orphans import kill_orphan
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue.lock import QueueLock
-from gputray.scheduler.queue.orphans import kill_orphan
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound

@@ -723,6 +723,9 @@ class QueueService:
             if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
                 self._hold_back(task, exc, now)
                 return
+            if isinstance(exc, LaunchFailed) and exc.supervisor_killed:  # it ran, if only for a moment
+                self._interrupted_at_start(task, running, exc)
+                return
             if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
                 log.exception("task #%d could not be prepared", task.id)
             failed = self.store.compare_and_update(
@@ -762,6 +765,16 @@ class QueueService:
             self._emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
             self._emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
+
+    def _interrupted_at_start(self, task: TaskRecord, running: Mapping[str, Any], exc: LaunchFailed) -> None:
+        """Its supervisor was killed as the job started (by the job itself, maybe): an attempt that was
+        interrupted, not a refusal to start; the retry policy decides what comes next."""
+        counted = self.store.compare_and_update(task.id, task.state, **running)
+        if counted is None:
+            return
+        ended = dict(ended_at=self.clock(), exit_code=None, pid=None, pid_create_time=None)
+        new = self.store.apply_retry_policy(task.id, f"interrupted: {exc}", now=self.clock(), **ended)
+        self._emit("interrupted", new, f"{new.name}: {new.reason}")
 
     def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
         """A start that failed for want of a resource now: the task waits, saying why, and is tried

@@ -60,7 +60,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
-from gputray.scheduler.queue.orphans import kill_orphan, kill_unrecorded_job
+from gputray.scheduler.jobs.orphans import kill_orphan, kill_unrecorded_job
 from gputray.scheduler.queue.store_errors import (
     StoreError,
     StoreFull,

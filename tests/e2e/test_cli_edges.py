@@ -18,6 +18,8 @@ import pytest
 from test_daemon_e2e import Daemon
 from waiting import wait_for
 
+from gputray.scheduler import protocol as rq
+
 PY = sys.executable
 GPUTRAY = [PY, "-m", "gputray.gui.entry"]
 pytestmark = [
@@ -83,7 +85,7 @@ def test_run_from_a_deleted_folder_is_refused_in_words(
             "gputray: the current folder no longer exists (it was deleted or moved away): "
             "cd to a folder that exists and try again"
         )
-    assert d.ask("queue", all=True).tasks == ()
+    assert d.ask(rq.Queue(all=True)).tasks == ()
 
 
 @contextlib.contextmanager
@@ -163,7 +165,7 @@ def test_ctrl_c_during_a_submit_of_1000_files_says_they_were_queued(
     assert "Traceback" not in err
     assert "interrupted, but the owner had them already: 1000 tasks queued (#1–#1000)" in err
     assert len(out.splitlines()) == 1000
-    assert len(d.ask("queue", all=True).tasks) == 1000
+    assert len(d.ask(rq.Queue(all=True)).tasks) == 1000
 
 
 def test_ctrl_c_while_the_command_is_imported_prints_no_traceback(home: Path) -> None:
@@ -189,3 +191,36 @@ def test_ctrl_c_while_the_command_is_imported_prints_no_traceback(home: Path) ->
     )
     assert out.returncode == 130, out
     assert _one_line(out.stderr) == "gputray: interrupted before the command began: nothing was done"
+
+
+def test_a_daemon_started_with_its_output_closed_serves_all_the_same(home: Path) -> None:
+    """A service manager or `gputray daemon >&- &`: its one line to stdout must not stop it (the
+    closed stdout's stand-in refuses writes in words, which the daemon's start line does not heed)."""
+    from gputray.scheduler import ipc
+    from gputray.scheduler.paths import Paths
+
+    paths = Paths(home / "config", home / "data", home / "state", home / "run")
+    env = {**os.environ, "GPUTRAY_HOME": str(home)}
+    with open(home / "daemon-stderr.txt", "w") as stderr:
+        daemon = subprocess.Popen(
+            ["sh", "-c", 'exec "$@" >&-', "sh", *GPUTRAY, "daemon", "--demo"], env=env, stderr=stderr
+        )
+    try:
+
+        def answers() -> bool:
+            assert daemon.poll() is None, (home / "daemon-stderr.txt").read_text()
+            with contextlib.suppress(ipc.IpcError):
+                return bool(ipc.ask(paths, rq.Ping()).ready)
+            return False
+
+        wait_for(answers, 40, "the daemon to answer")
+        stop = subprocess.run(
+            [*GPUTRAY, "daemon", "--stop"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert stop.returncode == 0, stop.stderr
+        assert daemon.wait(30) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    assert "Traceback" not in (home / "daemon-stderr.txt").read_text()

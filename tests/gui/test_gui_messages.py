@@ -25,6 +25,12 @@ REAL = [
     "no device can run it: needs 100.0 GiB, Radeon 780M has 33.3 GiB",
     "gave up after waiting 10 min for GeForce RTX 5060 Ti: in use by another program: 97 % for ≥ 30 s",
     "interrupted: gputray stopped while it ran",
+    "cancelled while running; 2 processes were still running after the job ended: stopped",
+    "1 process was still running after the job ended: stopped",
+    "interrupted: its supervisor process was killed, so how it ended is unknown "
+    "(3 processes of the job stopped)",
+    "interrupted: its supervisor process was killed as the job started; 1 process of the job stopped; "
+    "retry 1 of 2 in 10 s",
     "interrupted: GeForce RTX 5060 Ti was lost while it ran",
     "upscale-image: photo.png started on Radeon 780M",
     "train.py finished on the CPU",

@@ -95,7 +95,7 @@ def test_a_render_node_opened_later_is_found_within_five_seconds(where: str, tmp
     """A torch job imports torch seconds after it started: its pid is known, its new fd is not.
 
     On tmpfs the stat probe sees the count change; where folder sizes are no counts (ext4, kernels
-    before 6.2) the sweep walks instead: slower, just as punctual."""
+    before 6.2) the sweep lists the fd folders instead: just as punctual."""
     base = tmp_path
     if where == "tmpfs":
         if not SHM.is_dir() or not os.access(SHM, os.W_OK):
@@ -112,6 +112,79 @@ def test_a_render_node_opened_later_is_found_within_five_seconds(where: str, tmp
         assert waited <= 5.0, (pid, waited)
     if where == "tmpfs":
         shutil.rmtree(base)
+
+
+def no_count_folder(tmp_path: Path) -> Path:
+    """A folder whose sub-folders' sizes do not follow their entries (ext4: one block, 4096), as
+    ``/proc/PID/fd`` on kernels before 6.2 (size 0): the walker's stat probe learns nothing there."""
+    if os.stat(tmp_path).st_size in (0, 40):
+        pytest.skip("tmp_path is itself on tmpfs: no folder without counting sizes here")
+    return tmp_path
+
+
+def test_where_sizes_are_no_counts_the_sweep_walks_only_pids_whose_fds_changed(tmp_path: Path) -> None:
+    """Kernels before 6.2 (Debian 12's 6.1): each sweep visit lists the pid's fd folder (no readlink)
+    and walks it only when its fd numbers changed, so a quiet desktop costs no walks, and a render
+    node opened later is still found within the sweep's 5 s, wherever its pid stands in the round."""
+    proc = desktop(no_count_folder(tmp_path) / "proc")
+    walker = ProcWalker(str(proc))
+    walker.tick(0.0)
+    assert walker.stats.walks == PROCESSES  # everything once, at the start
+    for t in range(1, 9):
+        walker.tick(float(t))
+        assert walker.stats.lists == PROCESSES / SWEEP_S  # each fd folder listed once per sweep
+        assert walker.stats.walks <= 1  # unchanged pids are not walked: the slow cursor's share only
+    t = 9.0
+    for pid in (1001, 1020, 1079):  # wherever the sweep's cursor stands, each is found within 5 s
+        open_render_node(proc, pid, 40)
+        start, walks = t, 0
+        while True:
+            result = walker.tick(t)
+            walks += walker.stats.walks
+            if pid in result.drm:
+                break
+            t += 1.0
+            assert t - start <= 5.0, pid
+        assert walks <= 1 + (t - start + 1)  # the pid itself, and the slow cursor's share (< 1 a tick)
+        t += 1.0
+
+
+def write_stat(proc: Path, pid: int, cpu_ticks: int) -> None:
+    """``/proc/PID/stat`` as Linux prints it; ``cpu_ticks`` of user time (and as many minor faults)."""
+    fields = ["S", "1", str(pid), str(pid), "0", "-1", "4194304", str(100 + cpu_ticks), "0", "0", "0"]
+    fields += [str(cpu_ticks), "3", "0", "0", "20", "0", "1", "0", "51234", "1000000", "100"]
+    (proc / str(pid) / "stat").write_text(f"{pid} (a (tricky) name) " + " ".join(fields) + "\n")
+
+
+def test_where_sizes_are_no_counts_a_process_that_has_not_run_is_not_listed(tmp_path: Path) -> None:
+    """With stat lines (as a real /proc has), a sweep visit is one read of /proc/PID/stat: a process
+    whose CPU time and faults did not move has not run and opened nothing. One that ran is listed,
+    walked only if its fd numbers changed, and a render node it opened is found within 5 s."""
+    proc = desktop(no_count_folder(tmp_path) / "proc")
+    for i in range(PROCESSES):
+        write_stat(proc, 1000 + i, cpu_ticks=0)
+    walker = ProcWalker(str(proc))
+    walker.tick(0.0)
+    lists = 0
+    for t in range(1, 5):  # the first round: no visit seen yet, each fd folder listed once
+        walker.tick(float(t))
+        lists += walker.stats.lists
+    assert lists == PROCESSES
+    for t in range(5, 13):  # nothing ran: one stat read a visit, nothing listed, nothing walked
+        walker.tick(float(t))
+        assert walker.stats.stat_reads == PROCESSES / SWEEP_S
+        assert walker.stats.lists == 0
+        assert walker.stats.walks <= 1  # the slow cursor's share only
+    write_stat(proc, 1051, cpu_ticks=4)  # ran, opened nothing: listed once, not walked
+    write_stat(proc, 1050, cpu_ticks=9)  # ran and opened the render node
+    open_render_node(proc, 1050, 40)
+    t, lists, walks = 13.0, 0, 0
+    while 1050 not in walker.tick(t).drm:
+        lists, walks = lists + walker.stats.lists, walks + walker.stats.walks
+        t += 1.0
+        assert t - 13.0 <= 5.0
+    lists, walks = lists + walker.stats.lists, walks + walker.stats.walks
+    assert 1 <= lists <= 2 and walks <= 1 + (t - 13.0 + 1)
 
 
 def test_new_process_in_one_tick_exited_process_gone_at_the_next(tree: Path, tmp_path: Path) -> None:
@@ -206,7 +279,7 @@ def test_the_real_kernel_counts_fds_in_the_fd_folder_size(tmp_path: Path) -> Non
         assert child.stdout.readline().strip() == "opened"
         after = os.stat(f"/proc/{child.pid}/fd").st_size
         if before == after == 0:
-            return  # a kernel before 6.2: the walker sees size 0 and walks on every sweep visit instead
+            return  # a kernel before 6.2: the walker sees size 0 and lists fd folders instead
         assert after == before + 1
         assert len(os.listdir(f"/proc/{child.pid}/fd")) == after
     finally:

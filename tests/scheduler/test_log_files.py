@@ -43,3 +43,34 @@ def test_a_log_reads_from_the_offset_to_its_size_and_none_is_empty(tmp_path: Pat
     assert read_log(log, 3, 4) == (b"3456", 10)
     assert read_log(log, 8, 100) == (b"89", 10)
     assert read_log(log, 12, 100) == (b"", 10)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_appending_to_a_log_the_job_replaced_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    """The next attempt's header, the demo note, the supervisor: an append to a FIFO nobody reads
+    waited for ever (the dispatcher's thread), and one to a link wrote wherever it pointed."""
+    import threading
+
+    from gputray.scheduler.paths import open_private_append
+
+    log = tmp_path / "task-1.log"
+    target = tmp_path / "elsewhere.txt"
+    if kind == "fifo":
+        os.mkfifo(log)
+    else:
+        log.symlink_to(target)
+    said: list[str] = []
+
+    def append() -> None:
+        try:
+            os.close(open_private_append(log))
+        except OSError as exc:
+            said.append(str(exc))
+
+    worker = threading.Thread(target=append, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "the append waited on the FIFO"
+    words = {"fifo": "a FIFO is there, not a regular file", "link": "a symbolic link is there, not followed"}
+    assert len(said) == 1 and said[0].endswith(f"{words[kind]}: '{log}'")
+    assert not target.exists()

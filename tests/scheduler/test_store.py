@@ -187,7 +187,7 @@ def _gone(pid: int) -> bool:
 def test_recovery_finds_a_job_whose_pid_was_never_saved_by_its_environment(tmp_path: Path) -> None:
     """The owner died between launching the job and saving its pid: the job is found by the task id and
     queue file in its environment; the same task id from another queue is left alone."""
-    from gputray.scheduler.queue.orphans import QUEUE_FILE_VAR
+    from gputray.scheduler.jobs.orphans import QUEUE_FILE_VAR
 
     db = tmp_path / "q.db"
     store = TaskStore(db)
