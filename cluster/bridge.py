@@ -44,6 +44,7 @@ from gputray.cluster.agent import Agent
 from gputray.cluster.config import (
     CHUNK_BYTES,
     LABEL_KEY,
+    LOOPBACK_ENV,
     RESOURCE_PREFIX,
     ClusterConfig,
     ClusterConfigError,
@@ -85,7 +86,7 @@ def _prepare_env(config: ClusterConfig) -> None:
     if not config.insecure:
         os.environ["RAY_AUTH_MODE"] = "token"
     if is_loopback(config.address or ""):
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        os.environ[LOOPBACK_ENV] = "0"
 
 
 @dataclasses.dataclass
@@ -555,9 +556,10 @@ class Bridge:
         ray = _ray()
         log_path = Path(rec.log_path) if rec.log_path else self.paths.logs_dir / f"task-{rec.id}.log"
         try:
-            offset = log_path.stat().st_size
+            local_size = log_path.stat().st_size
         except FileNotFoundError:
-            offset = 0
+            local_size = 0
+        offset = local_size - _header_growth(rec, log_path) if local_size else 0
         try:
             info = ray.get(handle.task.remote(rec.remote_id, offset), timeout=CALL_TIMEOUT_S)
         except Exception as exc:
@@ -574,11 +576,13 @@ class Bridge:
                 )
             return
         data: bytes = info["log"]
+        if offset == 0:
+            data = _with_local_id(data, rec)
         if data:
             with open(log_path, "ab") as f:
                 f.write(data)
         remote_state = t.state
-        log_complete = offset + len(data) >= int(info["log_size"])
+        log_complete = offset + len(info["log"]) >= int(info["log_size"])
         remote_done = remote_state in FINISHED_STATES
         if rec.finished:  # cancelled (or failed) here while it still ran there
             key = (machine, rec.remote_id)
@@ -601,6 +605,8 @@ class Bridge:
             changes.update(state="running", started_at=t.started_at)
         elif remote_done:
             changes.update(state=remote_state, exit_code=t.exit_code, ended_at=t.ended_at)
+            if t.started_at is not None:  # a short job may end between two looks: it did start
+                changes["started_at"] = t.started_at
         else:
             changes.update(state="waiting")
         if t.device:
@@ -775,9 +781,11 @@ class Bridge:
                 for d in view.devices:
                     if d.kind == "cpu":
                         continue
-                    devices.append(
-                        {**d.to_json(), "key": qualified(name, d.key), "local_key": d.key, "machine": name}
-                    )
+                    doc = {**d.to_json(), "key": qualified(name, d.key), "local_key": d.key, "machine": name}
+                    if d.paused or view.queue_paused:  # paused there: it takes no job of ours
+                        why = "the queue is paused" if view.queue_paused else "paused"
+                        doc.update(paused=True, reasons=[f"{why} on {name}", *d.reasons])
+                    devices.append(doc)
         state = "connected" if self.head_ok() else "head unreachable" if self.connected else "disconnected"
         return {
             "state": state,
@@ -827,6 +835,30 @@ def _nodes_of(
         if (n.get("Alive") or not alive_only)
         and (resource in (n.get("Resources") or {}) or (n.get("Labels") or {}).get(LABEL_KEY) == machine)
     ]
+
+
+def _header_prefixes(rec: TaskRecord) -> tuple[bytes, bytes]:
+    """The log header's start as the other machine writes it, and as this machine's log shows it."""
+    there = f"=== gputray task #{rec.remote_id} ".encode()
+    here = f"=== gputray task #{rec.id} (#{rec.remote_id} on {rec.machine}) ".encode()
+    return there, here
+
+
+def _with_local_id(data: bytes, rec: TaskRecord) -> bytes:
+    """The log's first bytes with this machine's task id in its header (the id the user typed here)."""
+    there, here = _header_prefixes(rec)
+    return here + data[len(there) :] if data.startswith(there) else data
+
+
+def _header_growth(rec: TaskRecord, log_path: Path) -> int:
+    """How many more bytes the local log has than the remote one (its header names the local id)."""
+    there, here = _header_prefixes(rec)
+    try:
+        with open(log_path, "rb") as f:
+            head = f.read(len(here))
+    except OSError:
+        return 0
+    return len(here) - len(there) if head == here else 0
 
 
 def _with_extra_running(views: dict[str, MachineView], extra: dict[str, int]) -> dict[str, MachineView]:
@@ -882,7 +914,7 @@ def _probe_env(address: str, *, with_token: bool) -> None:
         for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
             os.environ.pop(name, None)
     if is_loopback(address):
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        os.environ[LOOPBACK_ENV] = "0"
 
 
 def probe(address: str, *, with_token: bool) -> dict[str, Any]:
