@@ -142,7 +142,7 @@ def test_variables_that_cannot_travel_are_left_out_one_by_one_with_a_note() -> N
             "ODD": os.fsdecode(b"\xff"),
         }
     )
-    assert env["FINE"] == "yes" and env["ODD"] == {"b64": "/w=="}
+    assert env["FINE"] == "yes" and env["ODD"] == rq.RawText(b64="/w==")
     assert "HUGE" not in env and any("HUGE (200 KiB) is left out" in n and "128 KiB" in n for n in notes)
     assert any("its name is not UTF-8" in n for n in notes) and len(env) == 2
 
