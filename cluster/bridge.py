@@ -72,6 +72,7 @@ VIEW_INTERVAL_S = 0.5
 CALL_TIMEOUT_S = 30.0
 IN_FLIGHT_CHUNKS = 4
 OWNER_GONE_S = 10.0
+PLACED_HERE_GRACE_S = 2.0  # a task placed here that the queue here has not started by then is placed again
 GCS_STALE_S = 3.0  # no answer from the head for this long: judge nobody, place on this machine only
 RECONNECT_AFTER_S = 10.0  # ... for this long: start afresh (Ray does not reconnect a driver in-process)
 
@@ -125,6 +126,8 @@ class Bridge:
         self.local_view_mono = -1e9
         self._cancel_sent: set[tuple[str, int]] = set()
         self._other_version: set[str] = set()  # machines whose agent answers in another version's shape
+        self._placing: set[int] = set()  # the tasks to place in the last step
+        self._placed_here_since: dict[int, float] = {}  # task id → monotonic s it was seen placed here
         self._state_file = paths.state_dir / "cluster-machines.json"
         self._load_machines()
 
@@ -369,8 +372,8 @@ class Bridge:
     def _ask(self, request: rq.Request[R]) -> R:
         return self.client.ask(request)
 
-    def _refresh_local_view(self) -> None:
-        if time.monotonic() - self.local_view_mono >= VIEW_INTERVAL_S:
+    def _refresh_local_view(self, *, force: bool = False) -> None:
+        if force or time.monotonic() - self.local_view_mono >= VIEW_INTERVAL_S:
             self.local_view = local_view(self.client, self.local)
             self.local_view_mono = time.monotonic()
 
@@ -392,8 +395,14 @@ class Bridge:
         ]
         sending = [r for r in rows if r.remote_id is None and r.machine not in (None, self.local)]
         handed = [r for r in rows if r.remote_id is not None]
+        placed_here = [r for r in rows if _placed_here_unstarted(r, self.local)]
+        if any(r.id not in self._placing for r in to_place):
+            # a task not placed before: this machine as it is now (a `pause` just before the submit)
+            self._refresh_local_view(force=True)
+        self._placing = {r.id for r in to_place}
         if to_place:
             self._place(to_place, [*sending, *handed])
+        self._place_again(placed_here, [*sending, *handed])
         for r in sending:
             if not r.finished:
                 self._send(r)
@@ -455,6 +464,50 @@ class Bridge:
                 self._update(r, state="failed", reason=d.decision.reason, ended_at=now)
             elif isinstance(d.decision, Wait) and (r.state != "waiting" or r.reason != d.decision.reason):
                 self._update(r, state="waiting", reason=d.decision.reason)
+
+    def _place_again(self, rows: list[TaskRecord], in_flight: list[TaskRecord]) -> None:
+        """Tasks for any machine placed here that this machine's queue has not started within
+        ``PLACED_HERE_GRACE_S`` (paused here since, busy after all): to another machine that can start
+        them now. The hand-over is compare-and-set on the row's state, so a start that came first wins."""
+        now_mono = time.monotonic()
+        seen = {r.id: self._placed_here_since.get(r.id, now_mono) for r in rows}
+        self._placed_here_since = seen
+        stuck = [r for r in rows if now_mono - seen[r.id] >= PLACED_HERE_GRACE_S]
+        if not stuck:
+            return
+        self._refresh_local_view(force=True)
+        views = self.views()
+        others = sorted(m for m in views if m != self.local)
+        if not others:
+            return
+        extra: dict[str, int] = {}
+        for r in in_flight:
+            if r.device and r.state in PENDING_STATES and not r.finished:
+                extra[r.device] = extra.get(r.device, 0) + 1
+        views = _with_extra_running(views, extra)
+        everywhere = place_all(
+            stuck, views, local=self.local, now_s=time.time(), allowed=lambda t: self._allowed(t, views)
+        )
+        for d in everywhere:
+            if not isinstance(d.decision, Placement) or d.machine in (None, self.local):
+                continue  # this machine is (still) the place for it, or no machine can start it now
+            assert d.device_key is not None
+            r = d.task
+            log.info("task #%d waits here; %s can start it now: placing it there", r.id, d.machine)
+            claimed = self._update(
+                r,
+                machine=d.machine,
+                remote_state="sending",
+                device=qualified(d.machine, d.device_key),
+                attempts=r.attempts + 1,
+                # another state than the one the queue here would start it from: its start, had it
+                # begun meanwhile, fails its own compare-and-set and stops the job
+                state="queued" if r.state == "waiting" else "waiting",
+                reason=f"sending to {d.machine} (it could not start here)",
+            )
+            if claimed is not None:
+                self._placed_here_since.pop(r.id, None)
+                self._send(claimed)
 
     def _update(self, rec: TaskRecord, **changes: Any) -> TaskRecord | None:
         """Change the local row if it is still in the state we saw (a cancel may have come between)."""
@@ -835,6 +888,17 @@ def _nodes_of(
         if (n.get("Alive") or not alive_only)
         and (resource in (n.get("Resources") or {}) or (n.get("Labels") or {}).get(LABEL_KEY) == machine)
     ]
+
+
+def _placed_here_unstarted(rec: TaskRecord, local: str) -> bool:
+    """A task for any machine that was placed on this one and has not started here yet."""
+    return (
+        rec.spec.machine == "any"
+        and rec.machine == local
+        and rec.remote_id is None
+        and rec.state in PENDING_STATES
+        and not rec.finished
+    )
 
 
 def _header_prefixes(rec: TaskRecord) -> tuple[bytes, bytes]:
