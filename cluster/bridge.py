@@ -718,9 +718,13 @@ class Bridge:
                 os.replace(part, dest)
                 notes.append(f"{rel} → {dest}")
         if rec.log_path and Path(rec.log_path).exists():
-            first = rec.spec.script or (plan.files[0].source if plan.files else rec.spec.name)
-            stem = Path(first).stem
-            dest_log = Path(free_out_path(str(base / f"{stem}.log"), set()))
+            first = rec.spec.script or (plan.files[0].source if plan.files else None)
+            if first:  # beside the script or first input, named after it (`sub/x.py` → `sub/x.log`)
+                beside = Path(os.path.abspath(Path(rec.spec.cwd or base) / first))
+                dest_dir, stem = beside.parent, beside.stem
+            else:  # no input: in the folder it was run from
+                dest_dir, stem = base, f"task-{rec.id}"
+            dest_log = Path(free_out_path(str(dest_dir / f"{stem}.log"), set()))
             with contextlib.suppress(OSError):
                 dest_log.write_bytes(Path(rec.log_path).read_bytes())
                 notes.append(f"log → {dest_log}")

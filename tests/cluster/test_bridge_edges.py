@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_machine_tasks import Desk, _view, job
+from test_machine_tasks import Desk, _view
 
 import gputray.cluster.bridge as bridge_module
 from gputray.cluster.bridge import _Machine
@@ -23,6 +23,7 @@ from gputray.monitor.simulated import RADEON_780M
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks.records import TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,9 +62,12 @@ def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
     d.close()
 
 
-def _handed(desk: Desk, tmp_path: Path, agent: _Agent) -> int:
+def _handed(
+    desk: Desk, tmp_path: Path, agent: _Agent, argv: tuple[str, ...] = ("python3", "-c", "pass")
+) -> int:
     """A task of ours the laptop runs as its #4, with its (empty) local log as the bridge makes it."""
-    rec = desk.queue.submit(job("remote job", machine="laptop", cwd=str(tmp_path)))
+    spec = TaskSpec(kind="command", name="remote job", argv=argv, machine="laptop", cwd=str(tmp_path))
+    rec = desk.queue.submit(spec)
     log_path = tmp_path / "task-local.log"
     log_path.write_bytes(b"")
     running = rq.RecordChanges(
@@ -123,3 +127,13 @@ def test_status_cluster_shows_a_paused_machines_gpus_as_paused(desk: Desk) -> No
 def test_the_docs_name_the_setting_that_keeps_ray_on_loopback() -> None:
     assert LOOPBACK_ENV == "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
     assert f"{LOOPBACK_ENV}=0" in (ROOT / "docs" / "cluster.md").read_text(encoding="utf-8")
+
+
+def test_a_run_jobs_log_comes_back_beside_its_input_named_after_it(desk: Desk, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "upscale.py").write_text("print('hi')\n")
+    view = TaskView(id=4, state="succeeded", exit_code=0, started_at=time.time(), ended_at=time.time())
+    task_id = _handed(desk, tmp_path, _Agent(view, b"hi\n"), argv=("python3", "sub/upscale.py"))
+    desk.bridge._follow(desk.queue.get(task_id))
+    assert (tmp_path / "sub" / "upscale.log").read_text().startswith("hi\n")  # beside it, as sub/upscale.log
+    assert not (tmp_path / "upscale.log").exists()
