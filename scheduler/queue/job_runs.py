@@ -23,16 +23,9 @@ from typing import Any, Literal, Protocol
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.jobs.invocation import LaunchError, drop_unused_out
+from gputray.scheduler.jobs.job_files import find_runs, supervisor_alive
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
-from gputray.scheduler.jobs.launcher import (
-    Job,
-    LaunchFailed,
-    adopt,
-    find_runs,
-    launch,
-    stop_leftover,
-    supervisor_alive,
-)
+from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
 from gputray.scheduler.queue.device_book import DeviceBook

@@ -54,11 +54,11 @@ from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import Snapshot
 from gputray.scheduler.cluster_port import ClusterPort
 from gputray.scheduler.jobs import reach
+from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.jobs.launcher import (
     HOST,
     Job,
 )
-from gputray.scheduler.jobs.supervisor import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import check_epoch_s
 from gputray.scheduler.pyenvs.choice import (
