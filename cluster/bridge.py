@@ -44,6 +44,7 @@ from gputray.cluster.agent import Agent
 from gputray.cluster.config import (
     CHUNK_BYTES,
     LABEL_KEY,
+    LOOPBACK_ENV,
     RESOURCE_PREFIX,
     ClusterConfig,
     ClusterConfigError,
@@ -71,6 +72,7 @@ VIEW_INTERVAL_S = 0.5
 CALL_TIMEOUT_S = 30.0
 IN_FLIGHT_CHUNKS = 4
 OWNER_GONE_S = 10.0
+PLACED_HERE_GRACE_S = 2.0  # a task placed here that the queue here has not started by then is placed again
 GCS_STALE_S = 3.0  # no answer from the head for this long: judge nobody, place on this machine only
 RECONNECT_AFTER_S = 10.0  # ... for this long: start afresh (Ray does not reconnect a driver in-process)
 
@@ -85,7 +87,7 @@ def _prepare_env(config: ClusterConfig) -> None:
     if not config.insecure:
         os.environ["RAY_AUTH_MODE"] = "token"
     if is_loopback(config.address or ""):
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        os.environ[LOOPBACK_ENV] = "0"
 
 
 @dataclasses.dataclass
@@ -124,6 +126,8 @@ class Bridge:
         self.local_view_mono = -1e9
         self._cancel_sent: set[tuple[str, int]] = set()
         self._other_version: set[str] = set()  # machines whose agent answers in another version's shape
+        self._placing: set[int] = set()  # the tasks to place in the last step
+        self._placed_here_since: dict[int, float] = {}  # task id → monotonic s it was seen placed here
         self._state_file = paths.state_dir / "cluster-machines.json"
         self._load_machines()
 
@@ -368,8 +372,8 @@ class Bridge:
     def _ask(self, request: rq.Request[R]) -> R:
         return self.client.ask(request)
 
-    def _refresh_local_view(self) -> None:
-        if time.monotonic() - self.local_view_mono >= VIEW_INTERVAL_S:
+    def _refresh_local_view(self, *, force: bool = False) -> None:
+        if force or time.monotonic() - self.local_view_mono >= VIEW_INTERVAL_S:
             self.local_view = local_view(self.client, self.local)
             self.local_view_mono = time.monotonic()
 
@@ -391,8 +395,14 @@ class Bridge:
         ]
         sending = [r for r in rows if r.remote_id is None and r.machine not in (None, self.local)]
         handed = [r for r in rows if r.remote_id is not None]
+        placed_here = [r for r in rows if _placed_here_unstarted(r, self.local)]
+        if any(r.id not in self._placing for r in to_place):
+            # a task not placed before: this machine as it is now (a `pause` just before the submit)
+            self._refresh_local_view(force=True)
+        self._placing = {r.id for r in to_place}
         if to_place:
             self._place(to_place, [*sending, *handed])
+        self._place_again(placed_here, [*sending, *handed])
         for r in sending:
             if not r.finished:
                 self._send(r)
@@ -454,6 +464,50 @@ class Bridge:
                 self._update(r, state="failed", reason=d.decision.reason, ended_at=now)
             elif isinstance(d.decision, Wait) and (r.state != "waiting" or r.reason != d.decision.reason):
                 self._update(r, state="waiting", reason=d.decision.reason)
+
+    def _place_again(self, rows: list[TaskRecord], in_flight: list[TaskRecord]) -> None:
+        """Tasks for any machine placed here that this machine's queue has not started within
+        ``PLACED_HERE_GRACE_S`` (paused here since, busy after all): to another machine that can start
+        them now. The hand-over is compare-and-set on the row's state, so a start that came first wins."""
+        now_mono = time.monotonic()
+        seen = {r.id: self._placed_here_since.get(r.id, now_mono) for r in rows}
+        self._placed_here_since = seen
+        stuck = [r for r in rows if now_mono - seen[r.id] >= PLACED_HERE_GRACE_S]
+        if not stuck:
+            return
+        self._refresh_local_view(force=True)
+        views = self.views()
+        others = sorted(m for m in views if m != self.local)
+        if not others:
+            return
+        extra: dict[str, int] = {}
+        for r in in_flight:
+            if r.device and r.state in PENDING_STATES and not r.finished:
+                extra[r.device] = extra.get(r.device, 0) + 1
+        views = _with_extra_running(views, extra)
+        everywhere = place_all(
+            stuck, views, local=self.local, now_s=time.time(), allowed=lambda t: self._allowed(t, views)
+        )
+        for d in everywhere:
+            if not isinstance(d.decision, Placement) or d.machine in (None, self.local):
+                continue  # this machine is (still) the place for it, or no machine can start it now
+            assert d.device_key is not None
+            r = d.task
+            log.info("task #%d waits here; %s can start it now: placing it there", r.id, d.machine)
+            claimed = self._update(
+                r,
+                machine=d.machine,
+                remote_state="sending",
+                device=qualified(d.machine, d.device_key),
+                attempts=r.attempts + 1,
+                # another state than the one the queue here would start it from: its start, had it
+                # begun meanwhile, fails its own compare-and-set and stops the job
+                state="queued" if r.state == "waiting" else "waiting",
+                reason=f"sending to {d.machine} (it could not start here)",
+            )
+            if claimed is not None:
+                self._placed_here_since.pop(r.id, None)
+                self._send(claimed)
 
     def _update(self, rec: TaskRecord, **changes: Any) -> TaskRecord | None:
         """Change the local row if it is still in the state we saw (a cancel may have come between)."""
@@ -555,9 +609,10 @@ class Bridge:
         ray = _ray()
         log_path = Path(rec.log_path) if rec.log_path else self.paths.logs_dir / f"task-{rec.id}.log"
         try:
-            offset = log_path.stat().st_size
+            local_size = log_path.stat().st_size
         except FileNotFoundError:
-            offset = 0
+            local_size = 0
+        offset = local_size - _header_growth(rec, log_path) if local_size else 0
         try:
             info = ray.get(handle.task.remote(rec.remote_id, offset), timeout=CALL_TIMEOUT_S)
         except Exception as exc:
@@ -574,11 +629,13 @@ class Bridge:
                 )
             return
         data: bytes = info["log"]
+        if offset == 0:
+            data = _with_local_id(data, rec)
         if data:
             with open(log_path, "ab") as f:
                 f.write(data)
         remote_state = t.state
-        log_complete = offset + len(data) >= int(info["log_size"])
+        log_complete = offset + len(info["log"]) >= int(info["log_size"])
         remote_done = remote_state in FINISHED_STATES
         if rec.finished:  # cancelled (or failed) here while it still ran there
             key = (machine, rec.remote_id)
@@ -601,6 +658,8 @@ class Bridge:
             changes.update(state="running", started_at=t.started_at)
         elif remote_done:
             changes.update(state=remote_state, exit_code=t.exit_code, ended_at=t.ended_at)
+            if t.started_at is not None:  # a short job may end between two looks: it did start
+                changes["started_at"] = t.started_at
         else:
             changes.update(state="waiting")
         if t.device:
@@ -775,9 +834,11 @@ class Bridge:
                 for d in view.devices:
                     if d.kind == "cpu":
                         continue
-                    devices.append(
-                        {**d.to_json(), "key": qualified(name, d.key), "local_key": d.key, "machine": name}
-                    )
+                    doc = {**d.to_json(), "key": qualified(name, d.key), "local_key": d.key, "machine": name}
+                    if d.paused or view.queue_paused:  # paused there: it takes no job of ours
+                        why = "the queue is paused" if view.queue_paused else "paused"
+                        doc.update(paused=True, reasons=[f"{why} on {name}", *d.reasons])
+                    devices.append(doc)
         state = "connected" if self.head_ok() else "head unreachable" if self.connected else "disconnected"
         return {
             "state": state,
@@ -827,6 +888,41 @@ def _nodes_of(
         if (n.get("Alive") or not alive_only)
         and (resource in (n.get("Resources") or {}) or (n.get("Labels") or {}).get(LABEL_KEY) == machine)
     ]
+
+
+def _placed_here_unstarted(rec: TaskRecord, local: str) -> bool:
+    """A task for any machine that was placed on this one and has not started here yet."""
+    return (
+        rec.spec.machine == "any"
+        and rec.machine == local
+        and rec.remote_id is None
+        and rec.state in PENDING_STATES
+        and not rec.finished
+    )
+
+
+def _header_prefixes(rec: TaskRecord) -> tuple[bytes, bytes]:
+    """The log header's start as the other machine writes it, and as this machine's log shows it."""
+    there = f"=== gputray task #{rec.remote_id} ".encode()
+    here = f"=== gputray task #{rec.id} (#{rec.remote_id} on {rec.machine}) ".encode()
+    return there, here
+
+
+def _with_local_id(data: bytes, rec: TaskRecord) -> bytes:
+    """The log's first bytes with this machine's task id in its header (the id the user typed here)."""
+    there, here = _header_prefixes(rec)
+    return here + data[len(there) :] if data.startswith(there) else data
+
+
+def _header_growth(rec: TaskRecord, log_path: Path) -> int:
+    """How many more bytes the local log has than the remote one (its header names the local id)."""
+    there, here = _header_prefixes(rec)
+    try:
+        with open(log_path, "rb") as f:
+            head = f.read(len(here))
+    except OSError:
+        return 0
+    return len(here) - len(there) if head == here else 0
 
 
 def _with_extra_running(views: dict[str, MachineView], extra: dict[str, int]) -> dict[str, MachineView]:
@@ -882,7 +978,7 @@ def _probe_env(address: str, *, with_token: bool) -> None:
         for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
             os.environ.pop(name, None)
     if is_loopback(address):
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        os.environ[LOOPBACK_ENV] = "0"
 
 
 def probe(address: str, *, with_token: bool) -> dict[str, Any]:

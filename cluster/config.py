@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TRANSFER_BYTES = 2 << 30
 CHUNK_BYTES = 8 << 20  # one object-store object per chunk; a few are in flight at once
 RESOURCE_PREFIX = "gputray-machine-"  # the Ray custom resource naming a machine: gputray-machine-desk
+# Ray swaps a loopback address for the machine's own unless this is "0": a cluster on 127.0.0.1 stays there.
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 LABEL_KEY = "gputray-machine"  # ... or the node label gputray-machine=desk
 T = TypeVar("T")
 

@@ -264,6 +264,13 @@ class ClusterLink:
             return False
         if rec.machine is None and rec.state in PENDING_STATES and gate(rec, rows) is not None:
             return False  # its dependencies hold it (the local queue says why): not to be placed yet
+        if (
+            rec.spec.machine == "any"
+            and rec.machine == self.local_machine
+            and rec.remote_id is None
+            and rec.state in PENDING_STATES
+        ):
+            return True  # placed here but not started yet: the bridge places it again if it stays so
         if rec.remote_id is None and (rec.machine or rec.spec.machine) == self.local_machine:
             return False  # placed here, or asked for here: the local queue has it
         if rec.finished or rec.state == "interrupted":

@@ -217,6 +217,11 @@ class Job:
                 with contextlib.suppress(OSError, ValueError):
                     self._supervisor.stdout.close()  # type: ignore[union-attr]
                 self._supervisor.wait()
+                if not self.files.run.exists():
+                    # Recorded (the exit callback discarded the files) while the supervisor, which
+                    # answers before it writes, could still write its exit file and hold its lock:
+                    # now that it has ended, nothing of it stays beside the log.
+                    self.files.discard()
             if self.cgroup is not None:  # the supervisor has ended: its (empty) group goes
                 reach.remove_cgroup(self.cgroup)
 

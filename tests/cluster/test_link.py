@@ -87,7 +87,11 @@ def test_in_a_cluster_the_bridge_places_any_while_it_talks_to_us(tmp_path: Path)
     handed = store.update(other.id, machine="laptop", remote_id=7, remote_state="running", state="running")
     assert not link.runs_here(handed)
     ids = {t.id for t in link.sync(request("cluster_sync")).tasks}
-    assert ids == {other.id}  # placed here (the local queue has it) and plain tasks are not the bridge's
+    # placed here but not started: the bridge keeps an eye on it (to place it again if it cannot start)
+    assert ids == {anywhere.id, other.id}  # plain tasks are never the bridge's
+    store.update(anywhere.id, state="running")
+    ids = {t.id for t in link.sync(request("cluster_sync")).tasks}
+    assert ids == {other.id}  # started here: the local queue has it
 
 
 def test_a_task_for_another_machine_need_not_find_its_program_here(tmp_path: Path) -> None:

@@ -1,0 +1,69 @@
+"""Issue 22's cluster edges on a real Ray cluster on this machine (see tests/cluster_harness.py): desk
+(its 5060 Ti held by llama-server) and laptop (an idle 780M), both with a CPU slot.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from cluster_harness import (
+    PY,
+    SCENARIO_DESK,
+    SCENARIO_LAPTOP,
+    Machine,
+    RayCluster,
+    machines_on,
+    ray_available,
+)
+from waiting import wait_for
+
+_why_not = ray_available()
+pytestmark = [
+    pytest.mark.skipif(_why_not is not None, reason=f"needs a real Ray cluster: {_why_not}"),
+    pytest.mark.slow,
+    pytest.mark.timeout(300),
+]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RayCluster, Machine, Machine]]:
+    root = tmp_path_factory.mktemp("edges")
+    cluster = RayCluster(root, ["desk", "laptop"])
+    try:
+        with machines_on(cluster, root, desk=SCENARIO_DESK, laptop=SCENARIO_LAPTOP) as m:
+            desk, laptop = m["desk"], m["laptop"]
+            wait_for(
+                lambda: desk.sees("laptop") and laptop.sees("desk"), 120, "both machines to see each other"
+            )
+            yield cluster, desk, laptop
+    finally:
+        cluster.shutdown()
+
+
+def _ids(done: subprocess.CompletedProcess[str]) -> list[int]:
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [int(t["id"]) for t in json.loads(done.stdout)]
+
+
+def test_pause_then_run_on_any_machine_goes_to_the_free_machine_never_stays_on_the_paused_one(
+    world: tuple[RayCluster, Machine, Machine],
+) -> None:
+    _, desk, _ = world
+    assert desk.cli("pause").returncode == 0
+    try:
+        ids = []
+        for _ in range(6):  # today's bridge placed 2 in 12 on the paused machine (a view 0.5 s old)
+            args = ("run", "--machine", "any", "--device", "cpu", "--json", "--", PY, "-c", "print('hi')")
+            ids += _ids(desk.cli(*args))
+        for task_id in ids:
+            wait_for(
+                lambda task_id=task_id: desk.task(task_id).state == "succeeded",  # type: ignore[misc]
+                60,
+                f"#{task_id} to run on the laptop while desk is paused: {desk.task(task_id)}\n{desk.logs()}",
+            )
+            assert desk.task(task_id).machine == "laptop"
+    finally:
+        assert desk.cli("resume").returncode == 0
