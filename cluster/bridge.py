@@ -410,6 +410,7 @@ class Bridge:
                 self._ask(rq.ClusterUpdate(id=r.id, changes=rq.RecordChanges(remote_state="lost")))
         for r in handed:
             self._follow(r)
+        self._mark_silent(handed)
         self._judge_lost([*sending, *handed])
         self._cancel_orphans(rows)
         return bool(sending or handed or to_place)  # sync again soon: logs stream, waits end
@@ -670,6 +671,26 @@ class Bridge:
             changes["remote_state"] = "fetched"
         if any(getattr(rec, k) != v for k, v in changes.items()):
             self._update(rec, **changes)
+
+    def _mark_silent(self, rows: list[TaskRecord]) -> None:
+        """A task on a machine whose gputray (or agent) stopped answering says so in its row here: it
+        is not known to run any more. Its queue there keeps it; it is followed again once that machine
+        answers, or follows its retry policy once the machine has left the cluster (``_judge_lost``)."""
+        for r in rows:
+            if r.finished or r.machine in (None, self.local) or not self.head_ok():
+                continue
+            with self.lock:
+                m = self.machines.get(str(r.machine))
+                silent_since = m.left_at if m is not None else None
+            if silent_since is None:
+                continue
+            since = time.strftime("%H:%M:%S", time.localtime(silent_since))
+            reason = (
+                f"on {r.machine} (#{r.remote_id}): {r.machine} has not answered since {since} (its gputray "
+                "stopped?); its queue there keeps the task, followed again when it answers"
+            )
+            if r.reason != reason:
+                self._update(r, reason=reason)
 
     def _fetch(self, rec: TaskRecord, handle: Any) -> None:
         """Results and the log, beside the input here; never over an existing file."""

@@ -20,6 +20,8 @@ from cluster_harness import (
 )
 from waiting import wait_for
 
+from gputray.scheduler import protocol as rq
+
 _why_not = ray_available()
 pytestmark = [
     pytest.mark.skipif(_why_not is not None, reason=f"needs a real Ray cluster: {_why_not}"),
@@ -67,3 +69,42 @@ def test_pause_then_run_on_any_machine_goes_to_the_free_machine_never_stays_on_t
             assert desk.task(task_id).machine == "laptop"
     finally:
         assert desk.cli("resume").returncode == 0
+
+
+LONG_JOB = """
+import pathlib, time
+print("started", flush=True)
+for _ in range(1200):
+    if pathlib.Path("stop").exists():
+        break
+    time.sleep(0.1)
+print("finished", flush=True)
+"""
+
+
+def test_a_remote_owner_that_stops_mid_job_is_shown_as_such_and_followed_again_on_return(
+    world: tuple[RayCluster, Machine, Machine],
+) -> None:
+    _, desk, laptop = world
+    (desk.work / "long.py").write_text(LONG_JOB, encoding="utf-8")
+    (task_id,) = _ids(
+        desk.cli("run", "--machine", "laptop", "--device", "780m", "--json", "--", PY, "long.py")
+    )
+    wait_for(lambda: desk.task(task_id).state == "running", 60, f"#{task_id} running: {desk.task(task_id)}")
+    laptop.stop()  # its daemon (and so its agent's answers) stops; its Ray node stays
+    wait_for(
+        lambda: "laptop has not answered since" in desk.task(task_id).reason,
+        60,
+        f"desk's row to say the laptop does not answer: {desk.task(task_id)}",
+    )
+    laptop.start()
+    wait_for(
+        lambda: "has not answered" not in desk.task(task_id).reason,
+        90,
+        f"desk to follow it again: {desk.task(task_id)}\n{desk.logs()}",
+    )
+    # what its own queue made of the job after the restart is what desk's row says now
+    theirs = [t for t in laptop.ask(rq.Queue(all=True)).tasks if str(t.origin).startswith(f"desk#{task_id}.")]
+    if desk.task(task_id).state == "running":
+        desk.cli("cancel", str(task_id))
+    wait_for(lambda: desk.task(task_id).state == laptop.task(theirs[0].id).state, 60, "the same end on both")
