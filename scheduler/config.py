@@ -109,7 +109,7 @@ DEFAULT_LOG_SIZE = "1GiB"
 class LogsSection:
     """``[logs]``: ``max_size``, the most one job's log keeps ("1GiB", "500MB" or a number of bytes, at
     least 64 KiB). Past it the log keeps its head and the output's last part, with a line saying how
-    much was dropped between them (``supervisor.CappedLog``)."""
+    much was dropped between them (``job_log.CappedLog``)."""
 
     max_size: int | str = DEFAULT_LOG_SIZE
 

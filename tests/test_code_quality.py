@@ -73,3 +73,27 @@ def test_import_loops_are_found() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d"}, "f": {"g"}, "g": set()}
     assert loops(graph) == [["a", "b", "c"], ["d", "e"]]
     assert loops({"self": {"self"}}) == [["self"]]
+
+
+MAX_SCHEDULER_MODULE_LINES = 700  # issue 20: small modules with one job; a bigger one is split along a seam
+
+
+def modules_over(folder: Path, max_lines: int) -> list[str]:
+    """Each ``.py`` under ``folder`` longer than ``max_lines`` lines, as ``path: N lines``."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        count = len(path.read_text(encoding="utf-8").splitlines())
+        if count > max_lines:
+            found.append(f"{path.relative_to(folder)}: {count} lines")
+    return found
+
+
+def test_no_scheduler_module_is_over_700_lines() -> None:
+    assert modules_over(ROOT / "scheduler", MAX_SCHEDULER_MODULE_LINES) == []
+
+
+def test_a_module_over_the_limit_is_named(tmp_path: Path) -> None:
+    (tmp_path / "queue").mkdir()
+    (tmp_path / "queue" / "big.py").write_text("x = 1\n" * 701, encoding="utf-8")
+    (tmp_path / "small.py").write_text("x = 1\n" * 700, encoding="utf-8")
+    assert modules_over(tmp_path, MAX_SCHEDULER_MODULE_LINES) == ["queue/big.py: 701 lines"]

@@ -12,9 +12,7 @@ left: still running, it goes on watching them; ended, it reads their exit from t
 status is recorded whoever is around when it ends, and a job that completed is never taken for
 interrupted.
 
-Files beside ``task-N.log`` (``JobFiles``): ``task-N.lock`` (held by the supervisor while it lives),
-``task-N.run.json`` (written when the job started), ``task-N.exit.json`` (when it ended),
-``task-N.stop.json`` (why the owner stopped it: a later owner that records the exit needs the reason).
+The supervisor's files beside ``task-N.log`` (lock, run, exit, stop) and reading them: ``job_files.py``.
 """
 
 from __future__ import annotations
@@ -30,20 +28,26 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, cast
+from typing import IO, Any
 
 import psutil
 
 from gputray.monitor.process_group import popen_own_group
 from gputray.scheduler.jobs import reach, supervisor, win_job
+from gputray.scheduler.jobs.job_files import (
+    ExitInfo,
+    JobFiles,
+    KillReason,
+    RunInfo,
+    exit_info,
+    read_exit,
+    read_stop_reason,
+    supervisor_alive,
+)
+from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.paths import make_private_dir, open_private_append
 
-#: Why a job ended other than by itself. ``orphaned``: its supervisor vanished without writing the exit
-#: (killed with SIGKILL, a power cut): the exit status is unknown.
-KillReason = Literal["cancelled", "timeout", "lost", "shutdown", "orphaned"]
-_REASONS: frozenset[str] = frozenset({"cancelled", "timeout", "lost", "shutdown"})
 SUPERVISOR_START_TIMEOUT_S = 60.0
 GRACE_S = 3.0  # from SIGTERM to SIGKILL when a job is stopped
 
@@ -86,156 +90,6 @@ class _WatchThread:
 
     def abandon(self) -> None:
         self._go.set()
-
-
-@dataclass(frozen=True)
-class JobFiles:
-    """The supervisor's files beside a task's log."""
-
-    run: Path
-    exit: Path
-    lock: Path
-    stop: Path
-
-    @classmethod
-    def beside(cls, log_path: Path) -> JobFiles:
-        stem = log_path.name[: -len(".log")] if log_path.name.endswith(".log") else log_path.name
-        folder = log_path.parent
-        return cls(
-            folder / f"{stem}.run.json",
-            folder / f"{stem}.exit.json",
-            folder / f"{stem}.lock",
-            folder / f"{stem}.stop.json",
-        )
-
-    def discard(self) -> None:
-        """Remove the files once the exit is recorded (the lock only when no supervisor holds it)."""
-        for path in (self.exit, self.run, self.stop):
-            with contextlib.suppress(OSError):
-                path.unlink()
-        if not supervisor_alive(self):
-            with contextlib.suppress(OSError):
-                self.lock.unlink()
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """A ``task-N.run.json``: what a supervisor started."""
-
-    files: JobFiles
-    task_id: int
-    attempt: int
-    pid: int
-    pid_create_time: float | None
-    supervisor_pid: int
-    started_at: float
-    device: str
-    log_path: Path
-    out: str | None
-    timeout_s: float | None
-    cgroup: str | None = None  # the job's own cgroup v2 folder, where it has one (``reach.py``)
-
-
-@dataclass(frozen=True)
-class ExitInfo:
-    """A ``task-N.exit.json``: how the job ended."""
-
-    pid: int
-    returncode: int
-    timed_out: bool
-    ended_at: float
-    leftovers: int = 0  # processes still running when the job ended, stopped by its supervisor
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def read_run(files: JobFiles) -> RunInfo | None:
-    doc = _read_json(files.run)
-    try:
-        assert doc is not None
-        ct = doc.get("pid_create_time")
-        out = doc.get("out")
-        timeout_s = doc.get("timeout_s")
-        cgroup = doc.get("cgroup")
-        return RunInfo(
-            files=files,
-            task_id=int(doc["task_id"]),
-            attempt=int(doc["attempt"]),
-            pid=int(doc["pid"]),
-            pid_create_time=None if ct is None else float(ct),
-            supervisor_pid=int(doc["supervisor_pid"]),
-            started_at=float(doc["started_at"]),
-            device=str(doc["device"]),
-            log_path=Path(str(doc["log_path"])),
-            out=None if out is None else str(out),
-            timeout_s=None if timeout_s is None else float(timeout_s),
-            cgroup=cgroup if isinstance(cgroup, str) else None,
-        )
-    except (AssertionError, KeyError, TypeError, ValueError):
-        return None
-
-
-def _exit_info(doc: object, pid: int) -> ExitInfo | None:
-    """An exit document (the exit file, or the supervisor's last line), if it is this job's (the same pid)."""
-    try:
-        if not isinstance(doc, dict) or int(doc["pid"]) != pid:  # not an assert: `python -O` drops those
-            return None
-        return ExitInfo(
-            pid,
-            int(doc["returncode"]),
-            bool(doc.get("timed_out")),
-            float(doc["ended_at"]),
-            int(doc.get("leftovers") or 0),
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def read_exit(files: JobFiles, pid: int) -> ExitInfo | None:
-    """The exit file, if it is this job's (the same pid)."""
-    return _exit_info(_read_json(files.exit), pid)
-
-
-def read_stop_reason(files: JobFiles) -> KillReason | None:
-    doc = _read_json(files.stop)
-    reason = doc.get("reason") if doc else None
-    return cast(KillReason, reason) if reason in _REASONS else None
-
-
-def supervisor_alive(files: JobFiles) -> bool:
-    """Whether a supervisor holds the task's lock (it does for as long as it lives)."""
-    if not files.lock.exists():
-        return False
-    try:
-        fd = supervisor.lock_exclusive(files.lock, blocking=False)
-    except OSError:
-        return False
-    if fd is None:
-        return True
-    os.close(fd)
-    return False
-
-
-def find_runs(logs_dir: Path) -> dict[int, RunInfo]:
-    """Every readable run file in ``logs_dir`` by task id (one ``scandir``, not a stat per task)."""
-    found: dict[int, RunInfo] = {}
-    try:
-        entries = list(os.scandir(logs_dir))
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.name.startswith("task-") and entry.name.endswith(".run.json"):
-            log_path = logs_dir / (entry.name[: -len(".run.json")] + ".log")
-            run = read_run(JobFiles.beside(log_path))
-            if run is not None:
-                found[run.task_id] = run
-    return found
 
 
 class Job:
@@ -325,7 +179,7 @@ class Job:
                 if isinstance(doc, dict) and doc.get("timing_out"):  # it is stopping the job: say why now
                     self._timed_out()
                     continue
-                return _exit_info(doc, self.pid)
+                return exit_info(doc, self.pid)
         return None
 
     def _watch(self) -> None:
@@ -523,13 +377,13 @@ def launch(
     grace_s: float = GRACE_S,
     meta: Mapping[str, Any] | None = None,
     umask: int = -1,
-    log_max_bytes: int = supervisor.DEFAULT_LOG_MAX_BYTES,
+    log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
 ) -> Job:
     """Start ``argv`` (a list; element 0 is looked up on PATH, nothing is ever parsed by a shell) under
     its supervisor, and return once the job's process exists.
 
     Output (stdout and stderr together) is appended to ``log_path``; ``header`` is written first; the
-    log keeps at most ``log_max_bytes`` (its head and its tail: ``supervisor.CappedLog``).
+    log keeps at most ``log_max_bytes`` (its head and its tail: ``job_log.CappedLog``).
     ``on_exit(job, returncode)`` runs in the watcher thread as soon as the process ends (negative
     return code: killed by that signal on POSIX). ``meta`` (task id, attempt, device …) goes into the
     run and exit files. Raises LaunchFailed when the program cannot start.

@@ -363,7 +363,7 @@ def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:
     with retention, what a task leaves in the logs folder must go when the task goes."""
     if not rec.log_path:
         return
-    from gputray.scheduler.jobs.launcher import JobFiles
+    from gputray.scheduler.jobs.job_files import JobFiles
 
     path = Path(rec.log_path)
     try:

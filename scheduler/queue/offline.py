@@ -122,13 +122,8 @@ class OfflineQueue:
             return rec
         if rec.state != "running":
             raise OfflineRefusal(f"task #{task_id} already {rec.state}; nothing to cancel")
-        from gputray.scheduler.jobs.launcher import (
-            JobFiles,
-            read_exit,
-            read_run,
-            stop_leftover,
-            supervisor_alive,
-        )
+        from gputray.scheduler.jobs.job_files import JobFiles, read_exit, read_run, supervisor_alive
+        from gputray.scheduler.jobs.launcher import stop_leftover
         from gputray.scheduler.jobs.supervisor import write_atomic
 
         files = JobFiles.beside(self.paths.logs_dir / f"task-{task_id}.log")

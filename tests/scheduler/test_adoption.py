@@ -15,7 +15,7 @@ import pytest
 from test_queue_service import Harness, command
 from waiting import wait_for
 
-from gputray.scheduler.jobs.launcher import JobFiles
+from gputray.scheduler.jobs.job_files import JobFiles
 
 PY = sys.executable
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")

@@ -114,9 +114,7 @@ def test_slow_requests_never_hold_up_ping_and_status(server: IpcServer, paths: P
     """More long requests than there are workers: ping and status still get their answer."""
     slow: SlowGets = server.slow  # type: ignore[attr-defined]
     clients = [ipc.IpcClient(paths, timeout_s=60) for _ in range(WORKERS + 8)]
-    threads = [
-        threading.Thread(target=c.ask, args=(rq.Get(id=1),), daemon=True) for c in clients
-    ]
+    threads = [threading.Thread(target=c.ask, args=(rq.Get(id=1),), daemon=True) for c in clients]
     for t in threads:
         t.start()
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_queue_service import Harness, command, harness  # noqa: F401  (the fixture)
 
-from gputray.scheduler.queue import service as queue_service
+from gputray.scheduler.queue import job_runs
 from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
@@ -38,14 +38,14 @@ def test_a_task_that_cannot_be_prepared_fails_and_the_pass_goes_on(
     harness: Callable[..., Harness],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = queue_service.prepare_launch
+    real = job_runs.prepare_launch
 
     def breaks_for_one(task, *args, **kwargs):  # type: ignore[no-untyped-def]
         if task.spec.name == "broken":
             raise RuntimeError("Could not determine home directory.")
         return real(task, *args, **kwargs)
 
-    monkeypatch.setattr(queue_service, "prepare_launch", breaks_for_one)
+    monkeypatch.setattr(job_runs, "prepare_launch", breaks_for_one)
     h = harness()
     q = h.start()
     q.pause()

@@ -16,7 +16,8 @@ import psutil
 import pytest
 from waiting import wait_for
 
-from gputray.scheduler.jobs.launcher import JobFiles, adopt, read_exit, read_run, supervisor_alive
+from gputray.scheduler.jobs.job_files import JobFiles, read_exit, read_run, supervisor_alive
+from gputray.scheduler.jobs.launcher import adopt
 
 PY = sys.executable
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")

@@ -1,0 +1,439 @@
+"""The jobs that run here: start one on the device the dispatcher placed it on, record how it ended
+(and what the retry policy makes of it), adopt those an earlier owner left running, and stop those whose
+device is lost.
+
+``JobRuns`` is a part of ``QueueService`` (``service.runs``) and reaches the queue only through what
+``RunsQueue`` names: the store, the monitor, the queue's lock (the dispatcher holds it while it calls
+``start``; a job's watcher thread takes it to record the exit), its events, a dispatch pass after an
+exit, and where Python envs and device names come from.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import functools
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from gputray.monitor.monitor import Monitor
+from gputray.monitor.records import DeviceInfo, Snapshot
+from gputray.scheduler.jobs.invocation import LaunchError, drop_unused_out
+from gputray.scheduler.jobs.job_files import find_runs, supervisor_alive
+from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
+from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
+from gputray.scheduler.paths import Paths, job_umask, open_private_append
+from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
+from gputray.scheduler.queue.device_book import DeviceBook
+from gputray.scheduler.queue.placement import DeviceState, Placement
+from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
+
+log = logging.getLogger("gputray.scheduler.queue.service")
+
+GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
+
+EventKind = Literal[
+    "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted"
+]
+
+
+@dataclass
+class Running:
+    task_id: int
+    job: Job
+    device: str
+    spec: TaskSpec
+    pid: int
+    out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
+    demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
+
+
+class RunsQueue(Protocol):
+    """What the running jobs need of their queue (``QueueService``)."""
+
+    @property
+    def store(self) -> TaskStore: ...
+
+    @property
+    def monitor(self) -> Monitor: ...
+
+    @property
+    def paths(self) -> Paths: ...
+
+    @property
+    def lock(self) -> threading.RLock: ...
+
+    @property
+    def log_max_bytes(self) -> int: ...
+
+    @property
+    def env_chooser(self) -> EnvChooser: ...
+
+    @property
+    def device_book(self) -> DeviceBook: ...
+
+    def clock(self) -> float: ...
+
+    def emit(self, kind: EventKind, rec: TaskRecord, message: str) -> None: ...
+
+    def request_dispatch(self, *, urgent: bool = False) -> None: ...
+
+    def device_name(self, key: str | None) -> str: ...
+
+
+class JobRuns:
+    """Start, end, adopt and stop the queue's jobs; see the module docstring."""
+
+    def __init__(self, queue: RunsQueue) -> None:
+        self.queue = queue
+        self.store = queue.store
+        self.monitor = queue.monitor
+        self._lock = queue.lock
+        self.jobs: dict[int, Running] = {}  # task id -> its job running here
+        self.start_backoff = StartBackoff()  # tasks whose start failed for want of fds, processes, memory
+        self.recording = True  # False once the queue closed: exits are then left to the next owner
+        self._absent_ticks: dict[str, int] = {}
+
+    def stop_on_lost_devices(self, snapshot: Snapshot) -> None:
+        """Monitor thread: stop the jobs whose device is lost, or gone from a few snapshots in a row."""
+        with self._lock:
+            running = list(self.jobs.values())
+        present = {r.info.key: r.sample.state for r in snapshot.readings}
+        # Snapshots in a row each device was missing from: counted once per snapshot and per device
+        # (not per job), and cleared when it shows again, whether or not a job runs there now.
+        watched = set(self._absent_ticks) | {r.device for r in running if r.device != "cpu"}
+        for key in watched:
+            if key in present:
+                self._absent_ticks.pop(key, None)
+            else:
+                self._absent_ticks[key] = self._absent_ticks.get(key, 0) + 1
+        for r in running:
+            if r.device == "cpu":
+                continue
+            state = present.get(r.device)
+            # "lost" is the driver's word: act at once. A device missing from one snapshot may be a
+            # backend hiccup (skipped for that tick): act only when it stays gone for a few ticks.
+            gone = state == "lost" or self._absent_ticks.get(r.device, 0) >= GONE_AFTER_TICKS
+            if gone and r.job.kill_reason is None:
+                log.warning("device %s lost: stopping task #%d", r.device, r.task_id)
+                r.job.cancel("lost")
+
+    def adopt_left_jobs(self) -> set[int]:
+        """Jobs an earlier owner started (it crashed, or quit keeping them): a task whose supervisor
+        still runs is watched as running again; one whose job ended meanwhile gets its real exit
+        recorded from the exit file (at once, by its watcher). Also a job started just before a crash
+        that had not yet been marked running (its run file counts one attempt more). The ids."""
+        runs = find_runs(self.queue.paths.logs_dir)
+        adopted: set[int] = set()
+        if not runs:
+            return adopted
+        with self._lock:  # watchers that fire at once wait until each task is set up
+            for rec in self.store.list(states=("running", *PENDING_STATES)):
+                run = runs.pop(rec.id, None)
+                if run is None:
+                    continue
+                ours = (
+                    run.attempt == rec.attempts if rec.state == "running" else run.attempt == rec.attempts + 1
+                )
+                if not ours or (rec.state == "running" and rec.pid not in (None, run.pid)):
+                    runs[rec.id] = run  # someone else's leftover: judged below
+                    continue
+                if rec.state != "running":
+                    marked = self.store.compare_and_update(
+                        rec.id,
+                        rec.state,
+                        state="running",
+                        device=run.device,
+                        attempts=run.attempt,
+                        started_at=run.started_at,
+                        ended_at=None,
+                        exit_code=None,
+                        log_path=str(run.log_path),
+                        pid=run.pid,
+                        pid_create_time=run.pid_create_time,
+                        not_before=None,
+                        reason="",
+                    )
+                    if marked is None:
+                        continue
+                elif rec.pid is None:
+                    self.store.update(rec.id, pid=run.pid, pid_create_time=run.pid_create_time)
+                if run.pid_create_time is None and rec.pid == run.pid and rec.pid_create_time is not None:
+                    run = dataclasses.replace(run, pid_create_time=rec.pid_create_time)  # pid reuse check
+                job = adopt(run, on_exit=functools.partial(self._on_exit, rec.id))
+                self.jobs[rec.id] = Running(rec.id, job, run.device, rec.spec, run.pid, run.out)
+                self.monitor.job_started(
+                    run.device,
+                    run.pid,
+                    name=rec.spec.name,
+                    util_percent=rec.spec.util_percent,
+                    vram_bytes=rec.spec.vram_bytes,
+                )
+                adopted.add(rec.id)
+                log.info("task #%d: adopted its job (pid %d) from an earlier owner", rec.id, run.pid)
+        for run in runs.values():  # files of tasks that have ended or are gone: a live job there is a stray
+            if supervisor_alive(run.files):
+                log.warning("task #%d: stopping a job the queue does not run (pid %d)", run.task_id, run.pid)
+                stop_leftover(run)
+            run.files.discard()
+        return adopted
+
+    def start(
+        self,
+        task: TaskRecord,
+        decision: Placement,
+        devices: Sequence[DeviceState],
+        known: Sequence[DeviceInfo],
+    ) -> None:
+        info = next(d.info for d in devices if d.key == decision.device)
+        spec = task.spec
+        now = self.queue.clock()
+        notes: builtins.list[str] = [decision.reason] if decision.reason else []
+        chosen = self._python_env(task, info)
+        if chosen is not None and not isinstance(chosen, EnvReady):
+            # The env went away since the pass began (a config change): the task waits, saying why.
+            self.store.compare_and_update(task.id, task.state, state="waiting", reason=chosen.reason)
+            self.queue.request_dispatch()
+            return
+        pyenv = chosen.env if chosen is not None else None
+        if chosen is not None and chosen.on_cpu:
+            notes.insert(0, demo_note(info.name, done=False))
+        log_path = self.queue.paths.logs_dir / f"task-{task.id}.log"
+        running = dict(  # what the store says once the process exists, never before
+            state="running",
+            device=info.key,
+            env=pyenv.name if pyenv is not None and pyenv.name else None,
+            reason="; ".join(notes),
+            attempts=task.attempts + 1,
+            started_at=now,
+            ended_at=None,
+            exit_code=None,
+            log_path=str(log_path),
+            not_before=None,
+        )
+        launch_plan: LaunchPlan | None = None
+        try:
+            launch_plan = prepare_launch(
+                task.replace(**running),
+                info,
+                known,
+                python=None if pyenv is None else str(pyenv.python),
+                extra_env={} if pyenv is None else pyenv.extra_env,
+                taken_outs={r.out for r in self.jobs.values() if r.out},
+                queue_file=str(self.store.path),
+                now_s=now,
+                on_cpu=chosen is not None and chosen.on_cpu,
+            )
+            job = launch(
+                list(launch_plan.argv),
+                env=launch_plan.env,
+                log_path=log_path,
+                cwd=spec.cwd,
+                on_exit=functools.partial(self._on_exit, task.id),
+                timeout_s=spec.timeout_s,
+                header=launch_plan.header,
+                umask=job_umask(),  # the user's own: gputray's private umask is not the job's
+                log_max_bytes=self.queue.log_max_bytes,
+                meta={
+                    "task_id": task.id,
+                    "attempt": task.attempts + 1,
+                    "device": info.key,
+                    "out": launch_plan.out,
+                },
+            )
+        except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
+            if launch_plan is not None and launch_plan.out is not None:
+                drop_unused_out(launch_plan.out)
+            if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
+                self._hold_back(task, exc, now)
+                return
+            if isinstance(exc, LaunchFailed) and exc.supervisor_killed:  # it ran, if only for a moment
+                self._interrupted_at_start(task, running, exc)
+                return
+            if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
+                log.exception("task #%d could not be prepared", task.id)
+            failed = self.store.compare_and_update(
+                task.id,
+                task.state,
+                **{
+                    **running,
+                    "state": "failed",
+                    "reason": f"could not start: {exc}",
+                    "ended_at": self.queue.clock(),
+                    "pid": None,
+                },
+            )
+            if failed is not None:
+                self.queue.emit("failed", failed, f"{failed.name} could not start: {exc}")
+            return
+        try:
+            started = self.store.compare_and_update(
+                task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
+            )
+        except Exception as exc:  # the job runs but its row says otherwise: stop it, try again later
+            log.exception("task #%d: its start could not be recorded", task.id)
+            job.cancel("cancelled")
+            self._hold_back(task, exc, now)
+            return
+        if started is None:  # cancelled or changed meanwhile: its process must not run on
+            job.cancel("cancelled")
+            return
+        self.start_backoff.started(task.id)
+        demo_for = info.name if chosen is not None and chosen.on_cpu else None
+        self.jobs[task.id] = Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
+        self.queue.device_book.names_used[info.key] = info.name
+        self.monitor.job_started(
+            info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
+        )
+        if decision.redirected:
+            self.queue.emit("redirected", started, f"{spec.name}: {decision.reason}")
+        else:
+            self.queue.emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
+
+    def _interrupted_at_start(self, task: TaskRecord, running: Mapping[str, Any], exc: LaunchFailed) -> None:
+        """Its supervisor was killed as the job started (by the job itself, maybe): an attempt that was
+        interrupted, not a refusal to start; the retry policy decides what comes next."""
+        counted = self.store.compare_and_update(task.id, task.state, **running)
+        if counted is None:
+            return
+        ended = dict(ended_at=self.queue.clock(), exit_code=None, pid=None, pid_create_time=None)
+        new = self.store.apply_retry_policy(task.id, f"interrupted: {exc}", now=self.queue.clock(), **ended)
+        self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
+
+    def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
+        """A start that failed for want of a resource now: the task waits, saying why, and is tried
+        again after a back-off (``start_backoff``)."""
+        wait = self.start_backoff.hold(task.id, exc, now)
+        log.warning("task #%d: %s", task.id, wait.reason)
+        new = self.store.compare_and_update(task.id, task.state, state="waiting", reason=wait.reason)
+        if new is not None:
+            self.queue.emit("waiting", new, f"{new.name}: {wait.reason}")
+
+    def _python_env(self, task: TaskRecord, info: DeviceInfo) -> EnvStatus | None:
+        """A torch task's env on the device (an ``EnvReady``, or why there is none now); None for other
+        kinds of task, which run what they name."""
+        if task.spec.kind != "torch":
+            return None
+        try:
+            return self.queue.env_chooser.status(info, task.spec.needs)
+        except Exception as exc:
+            log.exception("env lookup failed")
+            return EnvMissing(f"env lookup failed ({exc})")
+
+    def _on_exit(self, task_id: int, job: Job, code: int) -> None:
+        """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
+
+        After ``close()`` that kept the jobs running nothing is recorded here: the job's supervisor
+        wrote its exit beside the log, and the next owner records it from there."""
+        with self._lock:
+            if not self.recording:
+                return
+            running = self.jobs.pop(task_id, None)
+            if running is not None and running.out is not None and (code != 0 or job.kill_reason):
+                drop_unused_out(running.out)  # the file taken for its result, if it wrote none
+            device = running.device if running else None
+            if device is not None:
+                self.monitor.job_ended(device, job.pid)
+            try:
+                rec = self.store.get(task_id)
+            except TaskNotFound:
+                job.files.discard()
+                return
+            now = job.ended_at or self.queue.clock()
+            if rec.state != "running" or rec.pid not in (None, job.pid):
+                if rec.state != "running":
+                    job.files.discard()
+                self.queue.request_dispatch(urgent=True)
+                return
+            reason = job.kill_reason
+            base = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
+            demo: dict[str, str] = {}
+            if running is not None and running.demo_for is not None:
+                demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
+            if reason == "orphaned":
+                base["exit_code"] = None
+            left = leftover_note(job.leftovers) if reason != "orphaned" else ""
+            if reason == "cancelled":
+                why = "; ".join(filter(None, ["cancelled while running", left]))
+                new = self.store.update(task_id, state="cancelled", reason=why, **base)
+                self.queue.emit("cancelled", new, f"{new.name} cancelled")
+            elif reason in ("lost", "shutdown", "orphaned"):
+                why = {
+                    "lost": f"interrupted: {self.queue.device_name(device)} was lost while it ran",
+                    "shutdown": "interrupted: gputray stopped while it ran",
+                    "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
+                    + (f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""),
+                }[reason]
+                why = "; ".join(filter(None, [why, left]))
+                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
+                self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
+            elif code == 0 and reason is None:
+                if left:
+                    demo["reason"] = "; ".join(filter(None, [demo.get("reason", rec.reason), left]))
+                new = self.store.update(task_id, state="succeeded", **base, **demo)
+                where = self._where(device, running.demo_for if running is not None else None)
+                self.queue.emit("finished", new, f"{new.name} finished on {where}")
+            else:
+                if reason == "timeout":
+                    why = f"timed out after {rec.spec.timeout_s:g} s"
+                elif code < 0:
+                    why = f"killed by signal {_signal_name(-code)}"
+                else:
+                    why = f"exited with status {code}"
+                why = "; ".join(filter(None, [why, left]))
+                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
+                self.queue.emit(
+                    "queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}"
+                )
+            job.files.discard()  # recorded: the supervisor's files have said what they had to say
+        self.queue.request_dispatch(urgent=True)
+
+    def _where(self, key: str | None, demo_for: str | None) -> str:
+        """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
+        return (
+            f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self.queue.device_name(key)
+        )
+
+
+def demo_note(device_name: str, *, done: bool) -> str:
+    """What a torch job on a simulated GPU says: it runs (ran) on the CPU instead."""
+    return f"demo: {'ran' if done else 'running'} on the CPU in place of {device_name}"
+
+
+def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
+    """The reason of a demo job that ended (its note in the past tense), also written to its log."""
+    done = demo_note(device_name, done=True)
+    if log_path:
+        try:
+            with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
+                f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
+        except OSError:
+            log.warning("could not append to %s", log_path)
+    return reason.replace(demo_note(device_name, done=False), done) if reason else done
+
+
+def _processes(count: int) -> str:
+    return "1 process" if count == 1 else f"{count} processes"
+
+
+def leftover_note(count: int) -> str:
+    """What the task says when its job left processes running that its supervisor stopped."""
+    if not count:
+        return ""
+    return f"{_processes(count)} {'was' if count == 1 else 'were'} still running after the job ended: stopped"
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
