@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
+from gputray.scheduler.tasks.records import TaskSpec
 
 PONG = rp.Pong(pid=0, protocol=rq.PROTOCOL_VERSION, demo=False, ready=True, started_at=None, address=None)
 STATUS = rp.StatusReply(
@@ -32,5 +33,6 @@ def echo_reply(req: rq.Request[rp.Reply]) -> rp.Reply:
     if isinstance(req, rq.Move):
         return rp.TaskReply(task=rp.TaskView(id=int(req.id), state="queued", priority=req.delta or 0))
     if isinstance(req, rq.Get):
-        return rp.TaskReply(task=rp.TaskView(id=int(req.id), state="queued"), spec={})
+        spec = TaskSpec(kind="command", name=f"task {req.id}", argv=("true",))
+        return rp.TaskReply(task=rp.TaskView(id=int(req.id), state="queued"), spec=spec)
     raise NotImplementedError(req.op)
