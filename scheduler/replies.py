@@ -12,7 +12,9 @@ from collections.abc import Iterable
 import msgspec
 
 from gputray.monitor.records import Snapshot
-from gputray.scheduler.tasks.records import TaskPatch, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import Offer, TaskPatch, TaskRecord, TaskSpec
+
+__all__ = ["Offer"]  # defined beside QueueEvent, which carries it; part of the replies (TaskView.offer)
 
 
 class Reply(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -60,16 +62,17 @@ class TaskView(Reply, frozen=True, kw_only=True):
     machine: str | None = None
     remote_id: int | None = None
     origin: str | None = None
+    offer: Offer | None = None  # run elsewhere now? (see ``Offer``); None: no offer, or not known here
 
     @classmethod
-    def of(cls, r: TaskRecord) -> TaskView:
+    def of(cls, r: TaskRecord, offer: Offer | None = None) -> TaskView:
         s = r.spec
         return cls(
             id=r.id, state=r.state, name=s.name, kind=s.kind, device=r.device, env=r.env, reason=r.reason,
             exit_code=r.exit_code, attempts=r.attempts, submitted_at=r.submitted_at, started_at=r.started_at,
             ended_at=r.ended_at, log_path=r.log_path, priority=s.priority, after=s.after,
             after_any=s.after_any, cwd=s.cwd, machine=r.machine or s.machine, remote_id=r.remote_id,
-            origin=s.origin,
+            origin=s.origin, offer=offer,
         )  # fmt: skip
 
 
