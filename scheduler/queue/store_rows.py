@@ -211,7 +211,7 @@ def _spec_problem(data: Any) -> str | None:
     after = data.get("after", ())
     if (type(after) is not list and type(after) is not tuple) or not all(type(x) is int for x in after):
         return f"its spec's after is {_shorten(after)}, not a list of task ids"
-    for key in ("placeholders", "after_any"):
+    for key in ("placeholders", "after_any", "offer_declined"):
         if key in data and type(data[key]) is not bool:
             return f"its spec's {key} is {_shorten(data[key])}"
     return None

@@ -39,6 +39,7 @@ JSON_KEYS = [
     "machine",  # the cluster's (gputray.cluster): where it runs, its id there, where it came from
     "remote_id",
     "origin",
+    "offer",  # run elsewhere now? {device_key, device_name, run_s, waited_s} or null (replies.Offer)
 ]
 
 
