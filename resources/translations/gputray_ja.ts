@@ -1012,6 +1012,10 @@
         <translation>ジョブ失敗</translation>
     </message>
     <message>
+        <source>Job could run on another GPU now</source>
+        <translation>別の GPU ですぐ実行できるジョブ</translation>
+    </message>
+    <message>
         <source>GPU over temperature</source>
         <translation>GPU 温度超過</translation>
     </message>

@@ -54,6 +54,10 @@ EDITABLE = frozenset(
         "after",
         "after_any",
         "needs",
+        "offer_declined",  # "Keep waiting" on a run-elsewhere offer (``replies.Offer``)
+        "prefer",
+        "max_slowdown",
+        "family",
     }
 )
 

@@ -217,6 +217,8 @@ class JobRuns:
             exit_code=None,
             log_path=str(log_path),
             not_before=None,
+            energy_j=None,  # measured anew for this run (``job_energy``)
+            energy_shared=False,
         )
         launch_plan: LaunchPlan | None = None
         try:

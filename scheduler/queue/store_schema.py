@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gputray.scheduler.queue.store_errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def migrate_0_to_1(db: sqlite3.Connection) -> None:
@@ -60,6 +60,13 @@ def migrate_2_to_3(db: sqlite3.Connection) -> None:
 
 
 def migrate_3_to_4(db: sqlite3.Connection) -> None:
+    """A run's GPU energy: ``energy_j`` (joules, NULL when not measured) and ``energy_shared`` (0/1:
+    the device ran something else too)."""
+    db.execute("ALTER TABLE tasks ADD COLUMN energy_j REAL")
+    db.execute("ALTER TABLE tasks ADD COLUMN energy_shared INTEGER NOT NULL DEFAULT 0")
+
+
+def migrate_4_to_5(db: sqlite3.Connection) -> None:
     """What the queue learns from its jobs (``queue.runtime_history``): each finished run of a job family
     on a device (its duration, energy, whether the device throttled), and each spell of external use of a
     device (an LLM server holding the GPU), a few recent ones each, for the runtime estimates."""
@@ -80,6 +87,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migrate_1_to_2,
     migrate_2_to_3,
     migrate_3_to_4,
+    migrate_4_to_5,
 ]
 
 

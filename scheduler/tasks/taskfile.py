@@ -402,7 +402,7 @@ def _problem(field: str, value: Any) -> str | None:
         return "contains an empty device name" if field == "device_prefs" else None
     if field == "max_slowdown":
         return f"must be a number from 1 to 100 (1.5: at most 50 % slower than the fastest), got {value!r}"
-    if field in ("placeholders", "after_any"):
+    if field in ("placeholders", "after_any", "offer_declined"):
         return f"must be true or false, got {value!r}"
     if field == "util_percent":
         return f"must be a number from 0 to 100, got {value!r}"
