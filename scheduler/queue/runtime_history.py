@@ -76,7 +76,11 @@ class SpellBook:
 
     ``note(key, busy, now)`` follows the monitor's verdict each tick; ``free_in_s`` estimates how long
     a current spell has left from the past spells that lasted longer than this one has so far (their
-    median, minus the time already spent): None ("unknown") when no past spell lasted that long."""
+    median, minus the time already spent). When none lasted that long (or none was seen yet), it
+    guesses as long again as the spell has lasted so far, at least ``MIN_SPELL_S``: use that has gone
+    on an hour is likely to go on a while, one that began a minute ago may end soon; each tick the
+    guess grows, so a task waiting on it moves elsewhere once waiting stops paying. None when the
+    device is not in a spell."""
 
     def __init__(self, keep: int = KEEP_SPELLS) -> None:
         self.keep = keep
@@ -106,7 +110,7 @@ class SpellBook:
             return None
         so_far = now_s - began
         longer = [d for d in self._past.get(key, ()) if d > so_far]
-        return statistics.median(longer) - so_far if longer else None
+        return statistics.median(longer) - so_far if longer else max(so_far, MIN_SPELL_S)
 
 
 class RuntimeHistory:
@@ -124,7 +128,8 @@ class RuntimeHistory:
     def _load(self) -> None:
         try:
             rows = self.store.read_side(
-                "SELECT family, device, env, duration_s, energy_j, throttled, ended_at FROM job_runs ORDER BY id"
+                "SELECT family, device, env, duration_s, energy_j, throttled, ended_at"
+                " FROM job_runs ORDER BY id"
             )
             spells = self.store.read_side("SELECT device, duration_s FROM busy_spells ORDER BY id")
         except sqlite3.Error as exc:  # an unreadable history costs estimates, never the queue
@@ -149,11 +154,12 @@ class RuntimeHistory:
                 (
                     "INSERT INTO job_runs (family, device, env, duration_s, energy_j, throttled, ended_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (run.family, run.device_key, run.env, run.duration_s, run.energy_j, throttled, run.ended_at),
+                    (run.family, run.device_key, run.env, run.duration_s, run.energy_j, throttled,
+                     run.ended_at),
                 ),
                 (
-                    "DELETE FROM job_runs WHERE family = ? AND device = ? AND id NOT IN (SELECT id FROM job_runs"
-                    " WHERE family = ? AND device = ? ORDER BY id DESC LIMIT ?)",
+                    "DELETE FROM job_runs WHERE family = ? AND device = ? AND id NOT IN"
+                    " (SELECT id FROM job_runs WHERE family = ? AND device = ? ORDER BY id DESC LIMIT ?)",
                     (run.family, run.device_key, run.family, run.device_key, KEEP_RUNS),
                 ),
             ]
@@ -184,7 +190,10 @@ class RuntimeHistory:
         statements: list[tuple[str, tuple[object, ...]]] = []
         for key, spell in ended:
             statements.append(
-                ("INSERT INTO busy_spells (device, started_at, duration_s) VALUES (?, ?, ?)", (key, now_s - spell, spell))
+                (
+                    "INSERT INTO busy_spells (device, started_at, duration_s) VALUES (?, ?, ?)",
+                    (key, now_s - spell, spell),
+                )
             )
             statements.append(
                 (

@@ -63,7 +63,6 @@ from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.tasks.needs import NEEDS
 from gputray.scheduler.tasks.records import (
     AFTER_MAX_WAIT,
-    PREFER,
     ENV_NAME_RE,
     KINDS,
     MAX_PRIORITY,
@@ -71,6 +70,7 @@ from gputray.scheduler.tasks.records import (
     MAX_TASK_ID,
     ON_BUSY,
     PLACEHOLDERS,
+    PREFER,
     TaskPatch,
     TaskSpec,
     check_duration_s,
