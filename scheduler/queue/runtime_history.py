@@ -154,8 +154,15 @@ class RuntimeHistory:
                 (
                     "INSERT INTO job_runs (family, device, env, duration_s, energy_j, throttled, ended_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (run.family, run.device_key, run.env, run.duration_s, run.energy_j, throttled,
-                     run.ended_at),
+                    (
+                        run.family,
+                        run.device_key,
+                        run.env,
+                        run.duration_s,
+                        run.energy_j,
+                        throttled,
+                        run.ended_at,
+                    ),
                 ),
                 (
                     "DELETE FROM job_runs WHERE family = ? AND device = ? AND id NOT IN"
