@@ -278,6 +278,10 @@ class TaskRecord:
     ``attempts_before`` is ``attempts`` when it was last queued again by hand (``retry``): attempts
     count on across a manual retry, while its automatic retries start afresh.
     ``machine``/``remote_id``/``remote_state``: see docs/cluster.md (a task run by another machine).
+    ``energy_j``: the GPU energy its last run used, in joules (None: not measured: still running, the
+    CPU, or a device with neither an energy counter nor a power reading); ``energy_shared``: the device
+    also ran another of our jobs, or a foreign process, during that run, so ``energy_j`` is the device's
+    energy over the run, not this job's alone (``scheduler.queue.job_energy``).
     """
 
     id: int
@@ -305,6 +309,8 @@ class TaskRecord:
     machine: str | None = None
     remote_id: int | None = None
     remote_state: str | None = None
+    energy_j: float | None = None
+    energy_shared: bool = False
 
     @property
     def name(self) -> str:
