@@ -1012,6 +1012,34 @@
         <translation>ジョブ失敗</translation>
     </message>
     <message>
+        <source>Waiting for {waited}; it takes about {run} on {device}.</source>
+        <translation>{waited} 待っています。{device} なら約 {run} で終わります。</translation>
+    </message>
+    <message>
+        <source>{name} can start now on {device}</source>
+        <translation>{name} は {device} ですぐ開始できます</translation>
+    </message>
+    <message>
+        <source>{n} s</source>
+        <translation>{n} 秒</translation>
+    </message>
+    <message>
+        <source>{n} min</source>
+        <translation>{n} 分</translation>
+    </message>
+    <message>
+        <source>{h} h {m:02d} min</source>
+        <translation>{h} 時間 {m:02d} 分</translation>
+    </message>
+    <message>
+        <source>Run on {device} now</source>
+        <translation>今すぐ {device} で実行</translation>
+    </message>
+    <message>
+        <source>Keep waiting</source>
+        <translation>このまま待つ</translation>
+    </message>
+    <message>
         <source>Job could run on another GPU now</source>
         <translation>別の GPU ですぐ実行できるジョブ</translation>
     </message>
@@ -1770,6 +1798,18 @@ gputray の実行中に更新または再インストールした場合は、終
     <message>
         <source>1 process was still running after the job ended: stopped</source>
         <translation>ジョブの終了後も 1 個のプロセスが動いていました: 停止しました</translation>
+    </message>
+    <message>
+        <source>GPU energy: {energy}</source>
+        <translation>GPU 消費電力量: {energy}</translation>
+    </message>
+    <message>
+        <source>GPU energy: {energy} ({watts} W on average)</source>
+        <translation>GPU 消費電力量: {energy} (平均 {watts} W)</translation>
+    </message>
+    <message>
+        <source>shared: the GPU ran other work too, so this is the whole device's energy</source>
+        <translation>共有: GPU で他の処理も動いていたため、これはデバイス全体の電力量です</translation>
     </message>
 </context>
 </TS>
