@@ -26,6 +26,7 @@ A task file holds the keys at the top level or under ``[task]``::
     cwd = "."                         # default: where `gputray submit` was typed
     after = [12, 13]                  # start once tasks 12 and 13 succeeded ...
     after_any = false                 # ... true: once they ended, however
+    allow_unproven = false            # torch: run where the env's device selection could not be proven
     machine = "any"                   # cluster: "any" machine, or one by name (`cluster status` lists them)
     [env]                             # [task.env] when the keys are under [task]
     GGML_VK_VISIBLE_DEVICES = "{vk_index}"
@@ -396,7 +397,7 @@ def _problem(field: str, value: Any) -> str | None:
         if any("\x00" in v for v in value):
             return "contains a NUL character"
         return "contains an empty device name" if field == "device_prefs" else None
-    if field in ("placeholders", "after_any"):
+    if field in ("placeholders", "after_any", "allow_unproven"):
         return f"must be true or false, got {value!r}"
     if field == "util_percent":
         return f"must be a number from 0 to 100, got {value!r}"
