@@ -31,7 +31,7 @@ from gputray.scheduler.pyenvs.selection import SeenDevice, Selection, SelectionS
 from gputray.scheduler.tasks.needs import NEEDS
 
 Verdict = Literal["works", "limited", "fails"]
-CACHE_FORMAT = 2  # 2: pairs carry the learned selection (issue 23)
+CACHE_FORMAT = 1
 NEEDS_REFRESH_S = 30.0  # DoctorNeeds reads the cache again at least this often
 
 
@@ -256,7 +256,22 @@ def _cached_for(
         return None
     if not set(device_keys) <= {e.pair.device_key for e in mine}:
         return None  # a GPU appeared since (an eGPU plugged in)
+    if any(_selection_missing(e.pair) for e in mine):
+        return None  # written before selections were learned: the doctor learns them once
+
     return [replace(e.pair, from_cache=True) for e in mine]
+
+
+def _selection_missing(pair: PairResult) -> bool:
+    """A working pair that an earlier gputray cached without its learned selection (the queue still
+    reads it, with the vendor's usual variables, until the doctor probes again)."""
+    if pair.selection is not None or not pair.works:
+        return False
+    return (
+        pair.vendor == "cpu"
+        or (pair.vendor == "nvidia" and pair.cuda_version is not None)
+        or (pair.vendor == "amd" and pair.hip_version is not None)
+    )
 
 
 def _same_env(a: EnvFingerprint, b: EnvFingerprint) -> bool:
