@@ -659,6 +659,7 @@ class Bridge:
             changes.update(state="running", started_at=t.started_at)
         elif remote_done:
             changes.update(state=remote_state, exit_code=t.exit_code, ended_at=t.ended_at)
+            changes.update(energy_j=t.energy_j, energy_shared=t.energy_shared)  # measured there
             if t.started_at is not None:  # a short job may end between two looks: it did start
                 changes["started_at"] = t.started_at
         else:

@@ -70,6 +70,8 @@ _UPDATABLE = frozenset(
         "machine",
         "remote_id",
         "remote_state",
+        "energy_j",
+        "energy_shared",
     }
 )
 _EVENT_FOR_STATE: dict[str, Any] = {

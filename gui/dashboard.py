@@ -42,11 +42,12 @@ from PySide6.QtWidgets import (
 from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.legend import color_of, gpu_readings, legend_for
+from gputray.gui.queue_model import energy_text
 from gputray.gui.status_marks import mark_icon, strip_mark
 from gputray.gui.theme import colors, is_dark
 from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
-from gputray.monitor.units import GIB
+from gputray.monitor.units import GIB, format_energy_j
 from gputray.scheduler.replies import TaskView
 
 METRICS: tuple[tuple[str, str, float], ...] = (
@@ -424,7 +425,8 @@ class Dashboard(QWidget):
         menu.deleteLater()
 
     def _task_text(self, t: TaskView) -> str:
-        return f"#{t.id} {t.name} — {tr(t.state)}"
+        energy = "" if t.energy_j is None else f" · {format_energy_j(t.energy_j)}"
+        return f"#{t.id} {t.name} — {tr(t.state)}{energy}"
 
     def _fill_tasks(self) -> None:
         tasks = list(self.tasks())[-200:]
@@ -443,7 +445,7 @@ class Dashboard(QWidget):
             item.setData(ID_ROLE, t.id)
             item.setData(LOG_ROLE, t.log_path)
             reason = messages.translate(t.reason)
-            item.setToolTip(f"{text}\n{reason}" if reason else text)
+            item.setToolTip("\n".join(filter(None, [text, reason, energy_text(t)])))
             self.task_list.addItem(item)
             if t.id == current_id:
                 self.task_list.setCurrentItem(item)

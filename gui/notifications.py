@@ -31,6 +31,7 @@ def kind_labels() -> dict[str, str]:
         "job_redirected": tr("Job redirected to another GPU"),
         "job_finished": tr("Job finished"),
         "job_failed": tr("Job failed"),
+        "job_offer": tr("Job could run on another GPU now"),
         "gpu_hot": tr("GPU over temperature"),
         "gpu_lost": tr("GPU lost"),
         "gpu_back": tr("GPU back"),

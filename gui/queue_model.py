@@ -23,6 +23,7 @@ from PySide6.QtGui import QColor
 from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.theme import colors
+from gputray.monitor.units import format_energy_j
 from gputray.scheduler.replies import TaskView
 
 log = logging.getLogger("gputray.gui")
@@ -56,6 +57,22 @@ def elapsed_s(task: TaskView, now_epoch_s: float) -> float | None:
     if task.started_at is None:
         return None
     return (task.ended_at if task.ended_at is not None else now_epoch_s) - task.started_at
+
+
+def energy_text(task: TaskView) -> str:
+    """The GPU energy a task's run used, for tooltips ("" where none was measured); where the GPU ran
+    other work too, a line saying the figure is the whole device's (``TaskView.energy_shared``)."""
+    if task.energy_j is None:
+        return ""
+    energy = format_energy_j(task.energy_j)
+    if task.power_avg_w is None:
+        text = tr("GPU energy: {energy}").format(energy=energy)
+    else:
+        watts = f"{task.power_avg_w:.0f}"
+        text = tr("GPU energy: {energy} ({watts} W on average)").format(energy=energy, watts=watts)
+    if task.energy_shared:
+        text += "\n" + tr("shared: the GPU ran other work too, so this is the whole device's energy")
+    return text
 
 
 class QueueModel(QAbstractTableModel):
@@ -147,7 +164,7 @@ class QueueModel(QAbstractTableModel):
             lines = [f"#{task.id} {task.name or ''}".strip()]
             if task.log_path:
                 lines.append(tr("log: {path}").format(path=task.log_path))
-            return "\n".join(lines)
+            return "\n".join(filter(None, [*lines, energy_text(task)]))
         if col in (COL_STATE, COL_REASON):
             parts = [self.display(task, COL_STATE)] if col == COL_STATE else []
             reason = self.display(task, COL_REASON)
@@ -163,7 +180,7 @@ class QueueModel(QAbstractTableModel):
                 return self.display(task, col)
             return f"{full} · {env}" if env else full
         if col == COL_ELAPSED:
-            return self.display(task, col)
+            return "\n".join(filter(None, [self.display(task, col), energy_text(task)]))
         return ""
 
     # -- our API --------------------------------------------------------------------------------------

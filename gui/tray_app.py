@@ -287,7 +287,7 @@ class TrayApp(QObject):
         return owner, monitor, demo, notes
 
     def _event_from_thread(self, event: QueueEvent) -> None:
-        self.queue_event_arrived.emit(event.kind, TaskView.of(event.task), event.message)
+        self.queue_event_arrived.emit(event.kind, TaskView.of(event.task, event.offer), event.message)
 
     def _on_owner_started(self, result: Any) -> None:
         self._starting = False

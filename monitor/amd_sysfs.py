@@ -341,6 +341,7 @@ class AmdSysfsBackend(DrmBackend[_Card]):
             fan_percent=fan_percent,
             fan_rpm=fan_rpm,
             power_limit_w=hwmon.power_limit_w(card.hw),
+            energy_counter_j=hwmon.energy_j(card.hw),
         )
 
     # -- processes ----------------------------------------------------------------------------------

@@ -162,6 +162,7 @@ class OtherDrmBackend(DrmBackend[_Card]):
             fan_percent=fan_percent,
             fan_rpm=fan_rpm,
             power_limit_w=hwmon.power_limit_w(hw),
+            energy_counter_j=hwmon.energy_j(hw),
         )
 
     def _processes(self, usage: ProcUsage) -> tuple[ProcessUse, ...]:

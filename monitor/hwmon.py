@@ -162,6 +162,12 @@ def power_limit_w(files: HwmonFiles | None) -> float | None:
     return micro / 1e6 if micro is not None and micro > 0 else None
 
 
+def energy_j(files: HwmonFiles | None) -> float | None:
+    """The energy counter (``energyN_input``, µJ) in joules, or None without one."""
+    micro = read_int(files.energy_input) if files is not None and files.energy_input else None
+    return micro / 1e6 if micro is not None and micro >= 0 else None
+
+
 class EnergyRate:
     """Power from an energy counter (µJ): its growth between two samples over the time between them."""
 

@@ -217,6 +217,7 @@ class IntelSysfsBackend(DrmBackend[_Card]):
             fan_percent=fan_percent,
             fan_rpm=fan_rpm,
             power_limit_w=hwmon.power_limit_w(hw),
+            energy_counter_j=hwmon.energy_j(hw),
         )
 
     # -- processes -----------------------------------------------------------------------------------

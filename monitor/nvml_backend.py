@@ -676,6 +676,9 @@ class NvmlBackend:
         missing = [name for name, value in values.items() if value is None]
         reason = f"not reported by NVML: {', '.join(missing)}" if missing else None
         values.update(self._extras(dev))
+        energy_mj = self._metric("nvmlDeviceGetTotalEnergyConsumption", handle)  # since the driver loaded
+        counter_ok = isinstance(energy_mj, int) and energy_mj >= 0
+        values["energy_counter_j"] = energy_mj / 1000.0 if counter_ok else None
         if memory is not None and dev.info.vram_total_bytes != memory[1]:
             dev.info = replace(dev.info, vram_total_bytes=memory[1])
             self._known[dev.info.key] = dev.info

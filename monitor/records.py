@@ -69,6 +69,10 @@ class Sample:
     power_limit_w: float | None = None
     encoder_percent: float | None = None
     decoder_percent: float | None = None
+    # The device's own energy counter, in joules from an origin the driver chose (NVML: since the
+    # driver loaded; hwmon ``energyN_input``; the simulated GPUs: since the demo began). Only the growth
+    # between two samples means anything; it may wrap or restart (``scheduler.queue.job_energy``).
+    energy_counter_j: float | None = None
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,7 @@ class SimulatedBackend:
         self._t0 = clock()
         self._jobs: dict[int, _Job] = {}
         self._temp_c: dict[str, float] = {}
+        self._energy_j: dict[str, float] = {}
         self._last_s: float | None = None
         self._lock = threading.Lock()
 
@@ -180,6 +181,8 @@ class SimulatedBackend:
         temp = target + (prev - target) * math.exp(-dt / 12.0)  # first-order thermal lag, τ = 12 s
         self._temp_c[info.key] = temp
         power = p.idle_power_w + (p.full_power_w - p.idle_power_w) * load
+        # An energy counter as NVML keeps one: this power over the time since the last poll.
+        energy_j = self._energy_j[info.key] = self._energy_j.get(info.key, 0.0) + round(power, 2) * dt
         integrated = info.kind == "integrated"
         job_bytes = sum(j.vram_bytes for j in jobs)
         vram = p.base_vram_bytes + sum(ld.vram_bytes for ld in loads) + (0 if integrated else job_bytes)
@@ -216,6 +219,7 @@ class SimulatedBackend:
             power_limit_w=p.power_limit_w,
             encoder_percent=min(100.0, sum((ld.encoder_percent for ld in loads), 0.0)),
             decoder_percent=min(100.0, sum((ld.decoder_percent for ld in loads), 0.0)),
+            energy_counter_j=round(energy_j, 3),
         )
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""Humane units for people: bytes in binary units, missing values as an em dash."""
+"""Humane units for people: bytes in binary units, energy in J/kJ/MJ, missing values as an em dash."""
 
 from __future__ import annotations
 
@@ -30,3 +30,17 @@ def format_pair(used: float | None, total: float | None) -> str:
 
 def format_number(value: float | None, unit: str, digits: int = 0) -> str:
     return DASH if value is None else f"{value:.{digits}f}{unit}"
+
+
+def format_energy_j(joules: float | None) -> str:
+    """Joules below 10 kJ (``850 J``, ``4.2 J``), kJ below 10 MJ (``12.3 kJ``), then MJ (``14.4 MJ`` is
+    4 kWh): at most four figures, and a unit change only where the number would grow past them."""
+    if joules is None:
+        return DASH
+    if joules < 10:
+        return f"{joules:.1f} J"
+    if joules < 10_000:
+        return f"{joules:.0f} J"
+    if joules < 10_000_000:
+        return f"{joules / 1000:.1f} kJ" if joules < 1_000_000 else f"{joules / 1000:.0f} kJ"
+    return f"{joules / 1e6:.1f} MJ"

@@ -75,6 +75,7 @@ NOTIFICATION_KINDS = (
     "job_redirected",
     "job_finished",
     "job_failed",
+    "job_offer",  # a waiting task could run elsewhere now: the notice asks (replies.Offer)
     "gpu_hot",
     "gpu_lost",
     "gpu_back",

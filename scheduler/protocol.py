@@ -366,6 +366,8 @@ class RecordChanges(
     machine: Str | UnsetType | None = UNSET
     remote_id: Int | UnsetType | None = UNSET
     remote_state: Str | UnsetType | None = UNSET
+    energy_j: Annotated[float, Meta(ge=0)] | UnsetType | None = UNSET  # the GPU energy of its run there
+    energy_shared: bool | UnsetType = UNSET
 
     def given(self) -> dict[str, object]:
         """The fields this sets, by name."""

@@ -12,7 +12,9 @@ from collections.abc import Iterable
 import msgspec
 
 from gputray.monitor.records import Snapshot
-from gputray.scheduler.tasks.records import TaskPatch, TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import Offer, TaskPatch, TaskRecord, TaskSpec
+
+__all__ = ["Offer"]  # defined beside QueueEvent, which carries it; part of the replies (TaskView.offer)
 
 
 class Reply(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -60,20 +62,32 @@ class TaskView(Reply, frozen=True, kw_only=True):
     machine: str | None = None
     remote_id: int | None = None
     origin: str | None = None
+    energy_j: float | None = None
+    energy_shared: bool = False
+    power_avg_w: float | None = None
+    offer: Offer | None = None  # run elsewhere now? (see ``Offer``); None: no offer, or not known here
 
     @classmethod
-    def of(cls, r: TaskRecord) -> TaskView:
+    def of(cls, r: TaskRecord, offer: Offer | None = None) -> TaskView:
         s = r.spec
         return cls(
             id=r.id, state=r.state, name=s.name, kind=s.kind, device=r.device, env=r.env, reason=r.reason,
             exit_code=r.exit_code, attempts=r.attempts, submitted_at=r.submitted_at, started_at=r.started_at,
             ended_at=r.ended_at, log_path=r.log_path, priority=s.priority, after=s.after,
             after_any=s.after_any, cwd=s.cwd, machine=r.machine or s.machine, remote_id=r.remote_id,
-            origin=s.origin,
+            origin=s.origin, energy_j=r.energy_j, energy_shared=r.energy_shared,
+            power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), offer=offer,
         )  # fmt: skip
 
 
 Tasks = tuple[TaskView, ...]
+
+
+def average_power_w(energy_j: float | None, started_at: float | None, ended_at: float | None) -> float | None:
+    """Energy over the run's duration (wall-clock times: None when the clock makes it nonsense)."""
+    if energy_j is None or started_at is None or ended_at is None or ended_at <= started_at:
+        return None
+    return energy_j / (ended_at - started_at)
 
 
 def views(records: Iterable[TaskRecord]) -> Tasks:

@@ -1012,6 +1012,10 @@
         <translation>ジョブ失敗</translation>
     </message>
     <message>
+        <source>Job could run on another GPU now</source>
+        <translation>別の GPU ですぐ実行できるジョブ</translation>
+    </message>
+    <message>
         <source>GPU over temperature</source>
         <translation>GPU 温度超過</translation>
     </message>
@@ -1766,6 +1770,18 @@ gputray の実行中に更新または再インストールした場合は、終
     <message>
         <source>1 process was still running after the job ended: stopped</source>
         <translation>ジョブの終了後も 1 個のプロセスが動いていました: 停止しました</translation>
+    </message>
+    <message>
+        <source>GPU energy: {energy}</source>
+        <translation>GPU 消費電力量: {energy}</translation>
+    </message>
+    <message>
+        <source>GPU energy: {energy} ({watts} W on average)</source>
+        <translation>GPU 消費電力量: {energy} (平均 {watts} W)</translation>
+    </message>
+    <message>
+        <source>shared: the GPU ran other work too, so this is the whole device's energy</source>
+        <translation>共有: GPU で他の処理も動いていたため、これはデバイス全体の電力量です</translation>
     </message>
 </context>
 </TS>

@@ -54,6 +54,7 @@ EDITABLE = frozenset(
         "after",
         "after_any",
         "needs",
+        "offer_declined",  # "Keep waiting" on a run-elsewhere offer (``replies.Offer``)
     }
 )
 

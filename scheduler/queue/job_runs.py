@@ -29,6 +29,7 @@ from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, st
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
 from gputray.scheduler.queue.device_book import DeviceBook
+from gputray.scheduler.queue.job_energy import EnergyMeter, energy_line
 from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
@@ -100,6 +101,7 @@ class JobRuns:
         self.start_backoff = StartBackoff()  # tasks whose start failed for want of fds, processes, memory
         self.recording = True  # False once the queue closed: exits are then left to the next owner
         self._absent_ticks: dict[str, int] = {}
+        self.energy = EnergyMeter(queue.monitor.clock)  # the GPU energy of each running job
 
     def stop_on_lost_devices(self, snapshot: Snapshot) -> None:
         """Monitor thread: stop the jobs whose device is lost, or gone from a few snapshots in a row."""
@@ -176,6 +178,7 @@ class JobRuns:
                     util_percent=rec.spec.util_percent,
                     vram_bytes=rec.spec.vram_bytes,
                 )
+                self.energy.start(rec.id, run.device, run.pid)  # measured from now: a lower bound
                 adopted.add(rec.id)
                 log.info("task #%d: adopted its job (pid %d) from an earlier owner", rec.id, run.pid)
         for run in runs.values():  # files of tasks that have ended or are gone: a live job there is a stray
@@ -217,6 +220,8 @@ class JobRuns:
             exit_code=None,
             log_path=str(log_path),
             not_before=None,
+            energy_j=None,  # measured anew for this run (``job_energy``)
+            energy_shared=False,
         )
         launch_plan: LaunchPlan | None = None
         try:
@@ -293,6 +298,7 @@ class JobRuns:
         self.monitor.job_started(
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
         )
+        self.energy.start(task.id, info.key, job.pid)
         if decision.redirected:
             self.queue.emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
@@ -344,6 +350,7 @@ class JobRuns:
             device = running.device if running else None
             if device is not None:
                 self.monitor.job_ended(device, job.pid)
+            used = self.energy.finish(task_id)
             try:
                 rec = self.store.get(task_id)
             except TaskNotFound:
@@ -356,10 +363,12 @@ class JobRuns:
                 self.queue.request_dispatch(urgent=True)
                 return
             reason = job.kill_reason
-            base = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
+            base: dict[str, Any] = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
+            base.update(energy_j=used.energy_j, energy_shared=used.shared)
             demo: dict[str, str] = {}
             if running is not None and running.demo_for is not None:
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
+            _note_energy(rec.log_path, energy_line(used, self.queue.device_name(device)))
             if reason == "orphaned":
                 base["exit_code"] = None
             left = leftover_note(job.leftovers) if reason != "orphaned" else ""
@@ -420,6 +429,17 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
         except OSError:
             log.warning("could not append to %s", log_path)
     return reason.replace(demo_note(device_name, done=False), done) if reason else done
+
+
+def _note_energy(log_path: str | None, line: str | None) -> None:
+    """The job log's last line: the GPU energy the run used (``job_energy.energy_line``)."""
+    if not log_path or line is None:
+        return
+    try:
+        with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
+            f.write(f"\ngputray: {line}\n")
+    except OSError:
+        log.warning("could not append to %s", log_path)
 
 
 def _processes(count: int) -> str:

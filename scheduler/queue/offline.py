@@ -82,6 +82,8 @@ def requeue_changes(
         machine=None,  # placed afresh, on any machine its spec allows (the cluster)
         remote_id=None,
         remote_state=None,
+        energy_j=None,
+        energy_shared=False,
     )
 
 

@@ -546,6 +546,7 @@ class QueueService:
     def _on_snapshot(self, snapshot: Snapshot) -> None:
         """Monitor thread: stop jobs whose device is lost or gone, then ask for a pass."""
         self.devices_seen.note(r.info for r in snapshot.readings)
+        self.runs.energy.on_snapshot(snapshot)
         self.runs.stop_on_lost_devices(snapshot)
         # Ticks only catch external changes. With a huge queue a pass is not free: the dispatcher
         # keeps tick-driven passes under ~5 % of the time (small queues still get one every tick).

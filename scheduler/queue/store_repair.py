@@ -105,6 +105,7 @@ def _insertable(row: dict[str, Any]) -> tuple[Any, ...]:
         "queued_at": 0.0,
         "overtakes": 0,
         "attempts_before": 0,
+        "energy_shared": 0,
     }
     return tuple(
         stand_in[name] if row.get(name) is None and name in stand_in else row.get(name)

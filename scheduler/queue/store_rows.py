@@ -27,7 +27,7 @@ from gputray.scheduler.tasks.records import (
 COLUMNS = (
     "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
     "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes, name, attempts_before, "
-    "machine, remote_id, remote_state"
+    "machine, remote_id, remote_state, energy_j, energy_shared"
 )
 COLUMN_NAMES = tuple(c.strip() for c in COLUMNS.split(","))
 # (index, name) of the columns that are TaskRecord fields as they are (the spec is decoded; the name is
@@ -38,6 +38,7 @@ _RECORD_COLUMNS = tuple((i, n) for i, n in enumerate(COLUMN_NAMES) if n not in (
 ADDED_COLUMNS: dict[int, dict[str, Any]] = {
     2: {"attempts_before": 0},
     3: {"machine": None, "remote_id": None, "remote_state": None},  # the cluster's bookkeeping
+    4: {"energy_j": None, "energy_shared": 0},  # a run's GPU energy
 }
 
 
@@ -68,7 +69,10 @@ def decode_rows(
         problem = _row_problem(row)
         if problem is None:
             try:
-                out[row[0]] = TaskRecord(spec=spec_of(row[1]), **{n: row[i] for i, n in _RECORD_COLUMNS})
+                values = {n: row[i] for i, n in _RECORD_COLUMNS}
+                for name in _BOOL_COLUMNS:
+                    values[name] = bool(values[name])
+                out[row[0]] = TaskRecord(spec=spec_of(row[1]), **values)
                 continue
             except BadSpec as exc:
                 problem = str(exc)
@@ -89,7 +93,7 @@ def _kind(hint: object) -> str:
     """A record field's kind of value: "s" text, "i" integer, "n" number; "?" added where NULL may be."""
     args = typing.get_args(hint)
     base = next((a for a in args if a is not type(None)), hint)
-    kinds: dict[object, str] = {str: "s", int: "i", float: "n"}
+    kinds: dict[object, str] = {str: "s", int: "i", float: "n", bool: "b"}
     return kinds[base] + ("?" if type(None) in args else "")
 
 
@@ -104,7 +108,10 @@ _CHECK: dict[str, Callable[[Any], bool]] = {
     "i?": lambda v: v is None or type(v) is int,
     "n": _is_num,
     "n?": lambda v: v is None or _is_num(v),
+    "b": lambda v: v == 0 or v == 1,  # SQLite's 0/1 (a bool is an int, a float 1.0 equals 1 too)
 }
+# The bool columns: SQLite gives 0/1, the record holds False/True.
+_BOOL_COLUMNS = tuple(n for _i, n, kind in _ROW_CHECKS if kind == "b")
 
 
 def _row_problem(row: Sequence[Any]) -> str | None:
@@ -204,7 +211,7 @@ def _spec_problem(data: Any) -> str | None:
     after = data.get("after", ())
     if (type(after) is not list and type(after) is not tuple) or not all(type(x) is int for x in after):
         return f"its spec's after is {_shorten(after)}, not a list of task ids"
-    for key in ("placeholders", "after_any"):
+    for key in ("placeholders", "after_any", "offer_declined"):
         if key in data and type(data[key]) is not bool:
             return f"its spec's {key} is {_shorten(data[key])}"
     return None

@@ -28,7 +28,7 @@ WAL_HEADER_BYTES = 32
 FRAME_HEADER_BYTES = 24
 DB_MAGIC = b"SQLite format 3\x00"
 TABLE_LEAF = 0x0D
-#: The columns of the ``tasks`` table in the order CREATE TABLE and the migrations give them (schema 3).
+#: The columns of the ``tasks`` table in the order CREATE TABLE and the migrations give them (schema 4).
 TASK_TABLE_COLUMNS: tuple[str, ...] = (
     "id",
     "spec",
@@ -55,11 +55,13 @@ TASK_TABLE_COLUMNS: tuple[str, ...] = (
     "machine",  # schema 3 (the cluster's), the same way
     "remote_id",
     "remote_state",
+    "energy_j",  # schema 4, the same way
+    "energy_shared",
 )
 #: How many values a row of schema 1 holds. A column added by ALTER TABLE is not written into the rows
 #: already there: a row saved before the migration (or in a schema-1 file) holds only these, and SQLite
 #: reads the missing ones as their defaults. The page reader takes any count from this up to the table's
-#: (21 in a schema-1 row, 22 in a schema-2 row, 25 in a schema-3 row).
+#: (21 in a schema-1 row, 22 in a schema-2 row, 25 in a schema-3 row, 27 in a schema-4 row).
 SCHEMA_1_COLUMN_COUNT = 21
 #: More ids than this past the highest row seen are not probed one by one (a garbled sequence).
 MAX_ID_PROBE_GAP = 100_000

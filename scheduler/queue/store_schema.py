@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gputray.scheduler.queue.store_errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def migrate_0_to_1(db: sqlite3.Connection) -> None:
@@ -59,7 +59,19 @@ def migrate_2_to_3(db: sqlite3.Connection) -> None:
         db.execute(f"ALTER TABLE tasks ADD COLUMN {column}")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [migrate_0_to_1, migrate_1_to_2, migrate_2_to_3]
+def migrate_3_to_4(db: sqlite3.Connection) -> None:
+    """A run's GPU energy: ``energy_j`` (joules, NULL when not measured) and ``energy_shared`` (0/1:
+    the device ran something else too)."""
+    db.execute("ALTER TABLE tasks ADD COLUMN energy_j REAL")
+    db.execute("ALTER TABLE tasks ADD COLUMN energy_shared INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    migrate_0_to_1,
+    migrate_1_to_2,
+    migrate_2_to_3,
+    migrate_3_to_4,
+]
 
 
 @contextlib.contextmanager

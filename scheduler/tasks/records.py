@@ -172,6 +172,9 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     # and, on a task another machine handed here, where it came from ("desk#12.1": machine, id, attempt).
     machine: Machine | None = None
     origin: Word | None = None
+    # The user answered "Keep waiting" to a run-elsewhere offer (``replies.Offer``): no more offers for
+    # this task. Set by ``edit`` (``TaskPatch(offer_declined=True)``), read by whoever makes offers.
+    offer_declined: bool = False
 
     def __hash__(self) -> int:  # env is a dict; hash the rest
         return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
@@ -246,6 +249,7 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     util_percent: Percent | UnsetType = UNSET
     machine: Machine | UnsetType | None = UNSET
     origin: Word | UnsetType | None = UNSET
+    offer_declined: bool | UnsetType = UNSET
 
     def given(self) -> dict[str, Any]:
         """The fields this patch sets, by name."""
@@ -278,6 +282,10 @@ class TaskRecord:
     ``attempts_before`` is ``attempts`` when it was last queued again by hand (``retry``): attempts
     count on across a manual retry, while its automatic retries start afresh.
     ``machine``/``remote_id``/``remote_state``: see docs/cluster.md (a task run by another machine).
+    ``energy_j``: the GPU energy its last run used, in joules (None: not measured: still running, the
+    CPU, or a device with neither an energy counter nor a power reading); ``energy_shared``: the device
+    also ran another of our jobs, or a foreign process, during that run, so ``energy_j`` is the device's
+    energy over the run, not this job's alone (``scheduler.queue.job_energy``).
     """
 
     id: int
@@ -305,6 +313,8 @@ class TaskRecord:
     machine: str | None = None
     remote_id: int | None = None
     remote_state: str | None = None
+    energy_j: float | None = None
+    energy_shared: bool = False
 
     @property
     def name(self) -> str:
@@ -326,15 +336,37 @@ class TaskRecord:
         return dataclasses.replace(self, **changes)
 
 
+class Offer(msgspec.Struct, frozen=True, kw_only=True):
+    """A pending task could finish sooner elsewhere: it has waited ``waited_s`` seconds, longer than its
+    estimated run of ``run_s`` seconds on the allowed, free device ``device_key`` (``device_name``).
+
+    The contract between whoever makes offers (the estimator) and the tray that shows them:
+    - the owner sets ``TaskView.offer`` on a pending task's view while the offer stands
+      (``TaskView.of(record, offer)``), and emits one ``QueueEvent(kind="offer", offer=...)`` (message:
+      the arithmetic, in words) when it becomes set; the tray shows it as a ``job_offer`` notification;
+    - never for a task whose ``TaskSpec.offer_declined`` is true;
+    - "Run on <device_name> now" is ``Edit(id, TaskPatch(device_prefs=(device_key,)))``: the task's first
+      choice becomes that device, so the next dispatch starts it there;
+    - "Keep waiting" is ``Edit(id, TaskPatch(offer_declined=True))``: no more offers for that task.
+    """
+
+    device_key: str
+    device_name: str
+    run_s: float
+    waited_s: float
+
+
 @dataclass(frozen=True)
 class QueueEvent:
     """Something a person may want to hear about; the tray turns these into notifications."""
 
     kind: Literal[
-        "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted"
-    ]
+        "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted",
+        "offer",
+    ]  # fmt: skip
     task: TaskRecord
     message: str
+    offer: Offer | None = None  # kind "offer": what is offered (the tray's ``TaskView.offer``)
 
 
 def iso_utc(epoch_s: float | None) -> str | None:

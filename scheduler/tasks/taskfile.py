@@ -397,7 +397,7 @@ def _problem(field: str, value: Any) -> str | None:
         if any("\x00" in v for v in value):
             return "contains a NUL character"
         return "contains an empty device name" if field == "device_prefs" else None
-    if field in ("placeholders", "after_any", "allow_unproven"):
+    if field in ("placeholders", "after_any", "offer_declined", "allow_unproven"):
         return f"must be true or false, got {value!r}"
     if field == "util_percent":
         return f"must be a number from 0 to 100, got {value!r}"

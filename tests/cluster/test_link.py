@@ -215,7 +215,7 @@ def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(
     (old,) = read_saved_tasks(path)  # read-only, as the CLI does with no owner
     assert old.name == "old" and old.machine is None
     store = TaskStore(path)
-    assert SCHEMA_VERSION == 3 and store.schema_version == 3
+    assert store.schema_version == SCHEMA_VERSION
     upgraded = store.get(old.id)
     assert upgraded.remote_id is None and upgraded.machine is None and upgraded.remote_state is None
     store.update(old.id, machine="laptop", remote_id=7, remote_state="running")

@@ -209,10 +209,11 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
 
     # the task on the laptop ends (the bridge records it in its row here): its dependant may go
     ended = rq.RecordChanges(
-        state="succeeded", exit_code=0, machine="laptop", remote_id=7, remote_state="fetched"
+        state="succeeded", exit_code=0, machine="laptop", remote_id=7, remote_state="fetched", energy_j=420.5
     )
     desk.link.update(rq.ClusterUpdate(id=remote_first.id, changes=ended))
     assert desk.synced() == [after_remote.id]
+    assert desk.queue.get(remote_first.id).energy_j == 420.5  # the GPU energy measured on the laptop
 
     # the local one is cancelled: the task after it fails, and never goes to the laptop
     desk.queue.cancel(first.id)

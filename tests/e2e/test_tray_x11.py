@@ -504,7 +504,9 @@ def test_icon_click_panel_drop_job_notification_dashboard(
         assert re.search(r"notification shown \(job_(started|redirected)\)", text), text
         # the owner logs "finished" on its thread; the tray shows the notice when the event reaches the
         # GUI thread, a moment later on a busy machine
-        wait_for("the finished notification", lambda: "notification shown (job_finished)" in app.log_text(), 15)
+        wait_for(
+            "the finished notification", lambda: "notification shown (job_finished)" in app.log_text(), 15
+        )
         time.sleep(1.2)  # let the panel's queue refresh show the finished job
         assert display.window(TITLES["en"]["panel"]) == panel, "the panel kept its place and size while shown"
         display.run("xdotool", "mousemove", str(px + 20), str(py + 20))

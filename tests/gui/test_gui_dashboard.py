@@ -18,7 +18,7 @@ def test_dashboard_plots_history_processes_doctor_and_logs(qtbot: QtBot, tmp_pat
     log = tmp_path / "task-1.log"
     log.write_text("=== task 1 ===\nhello from the job\n")
     tasks = [
-        TaskView(id=1, name="a.py", state="succeeded", log_path=str(log)),
+        TaskView(id=1, name="a.py", state="succeeded", log_path=str(log), energy_j=850.0, power_avg_w=21.0),
         TaskView(id=2, name="b.py", state="waiting", reason="waiting for GeForce RTX 5060 Ti: paused"),
     ]
     dash = Dashboard(monitor, tasks=lambda: tasks, demo=True)
@@ -43,9 +43,10 @@ def test_dashboard_plots_history_processes_doctor_and_logs(qtbot: QtBot, tmp_pat
     assert "hello from the job" in dash.log_view.toPlainText()
     # waiting tasks are listed too, and say why they wait until they have a log
     assert [dash.task_list.item(i).text() for i in range(dash.task_list.count())] == [
-        "#1 a.py — succeeded",
+        "#1 a.py — succeeded · 850 J",  # the GPU energy its run used
         "#2 b.py — waiting",
     ]
+    assert dash.task_list.item(0).toolTip().splitlines()[-1] == "GPU energy: 850 J (21 W on average)"
     dash.task_list.setCurrentRow(1)
     assert dash.log_view.toPlainText().splitlines() == [
         "#2 b.py has not started yet.",

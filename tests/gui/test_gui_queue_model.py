@@ -147,3 +147,22 @@ def test_a_task_from_the_owner_shows_how_long_it_ran_from_its_epoch_times() -> N
     assert model.data(model.index(0, COL_ELAPSED)) == "1:02:05"
     assert model.data(model.index(1, COL_ELAPSED)) == "1:15"
     assert model.task(0) == TaskView.of(ran) and model.task(0).started_at == 1_764_468_000.5  # type: ignore[union-attr]
+
+
+def test_a_finished_task_tells_its_gpu_energy_in_its_tooltips() -> None:
+    """The row's name and elapsed cells say the energy its run used; a shared one says so; a task with
+    none measured says nothing of it."""
+    model = QueueModel()
+    alone = task(1, "succeeded", started_at=1000.0, ended_at=1060.0, energy_j=1500.0, power_avg_w=25.0)
+    shared = task(2, "succeeded", energy_j=12_345.0, energy_shared=True)
+    model.apply([alone, shared, task(3, "succeeded")])
+    tip = Qt.ItemDataRole.ToolTipRole
+    assert (
+        model.data(model.index(0, COL_NAME), tip).splitlines()[-1] == "GPU energy: 1500 J (25 W on average)"
+    )
+    assert model.data(model.index(0, COL_ELAPSED), tip) == "1:00\nGPU energy: 1500 J (25 W on average)"
+    assert model.data(model.index(1, COL_NAME), tip).splitlines()[-2:] == [
+        "GPU energy: 12.3 kJ",
+        "shared: the GPU ran other work too, so this is the whole device's energy",
+    ]
+    assert "energy" not in model.data(model.index(2, COL_NAME), tip)

@@ -45,6 +45,7 @@ class FakeGpu:
     slowdown_c: int = 90
     shutdown_c: int = 95
     power_mw: int = 86_512
+    energy_mj: int = 1_873_402_118  # nvmlDeviceGetTotalEnergyConsumption: mJ since the driver loaded
     sclk_mhz: int = 2407
     mclk_mhz: int = 13801
     clocks_event_reasons: int = 0
@@ -262,6 +263,9 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetPowerUsage(self, handle: FakeHandle) -> int:
         return self._gpu("nvmlDeviceGetPowerUsage", handle).power_mw
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeHandle) -> int:
+        return self._gpu("nvmlDeviceGetTotalEnergyConsumption", handle).energy_mj
 
     def nvmlDeviceGetClockInfo(self, handle: FakeHandle, type: int) -> int:
         gpu = self._gpu("nvmlDeviceGetClockInfo", handle, type)

@@ -114,6 +114,7 @@ def test_two_gpus_identity_and_sample(two_gpus: FakeNvml, sys_two: Path) -> None
     assert s.util_percent == 37.0
     assert s.temp_c == 54.0
     assert s.power_w == pytest.approx(86.512)
+    assert s.energy_counter_j == pytest.approx(1_873_402.118)  # NVML's total energy, mJ → J
     assert s.vram_used_bytes == 1200 * MIB  # memory v2: driver-reserved memory is not "used"
     assert s.vram_total_bytes == 16311 * MIB
     assert (s.sclk_mhz, s.mclk_mhz) == (2407, 13801)
@@ -310,9 +311,11 @@ def test_unsupported_identity_fields(sys_two: Path) -> None:
             "nvmlDeviceGetTemperatureThreshold": pynvml.NVML_ERROR_NOT_SUPPORTED,
             "nvmlDeviceGetCurrentClocksEventReasons": pynvml.NVML_ERROR_NOT_SUPPORTED,
             "nvmlDeviceGetComputeRunningProcesses": pynvml.NVML_ERROR_NO_PERMISSION,
+            "nvmlDeviceGetTotalEnergyConsumption": pynvml.NVML_ERROR_NOT_SUPPORTED,  # before Volta
         }
     )
     reading = by_key(NvmlBackend(FakeNvml([gpu]), sys_two, use_sysfs=True).poll(0.0))[KEY0]
+    assert reading.sample.energy_counter_j is None and reading.sample.power_w == pytest.approx(86.512)
     assert reading.info.name == "NVIDIA GPU [10de:2d04]"
     assert reading.info.temp_limit_c is None
     assert reading.info.uuid == gpu.uuid

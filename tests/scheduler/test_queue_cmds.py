@@ -534,3 +534,25 @@ def test_wait_says_how_a_task_ended_without_saying_it_twice() -> None:
     assert _summary(cancelled) == "#2 sleep: cancelled"  # not "cancelled: cancelled"
     failed = TaskView(id=3, name="train.py", state="failed", exit_code=3, reason="exit 3 after 2 attempts")
     assert _summary(failed) == "#3 train.py: failed (exit 3): exit 3 after 2 attempts"
+
+
+def test_listing_shows_the_energy_each_run_used_once_one_has_it() -> None:
+    """An ENERGY column after DUR, only when a listed task has a measured energy; ``*`` and a note
+    below the table where the GPU ran other work too (its figure is the whole device's)."""
+    base = {"state": "succeeded", "device": "pci:0000:64:00.0", "exit_code": 0, "started_at": NOW_S - 60,
+            "ended_at": NOW_S}  # fmt: skip
+    tasks = [
+        {**base, "id": 1, "name": "alone", "energy_j": 1500.0},
+        {**base, "id": 2, "name": "beside llama", "energy_j": 12_345.0, "energy_shared": True},
+        {**base, "id": 3, "name": "on the cpu", "device": "cpu"},
+    ]
+    header, alone, shared, cpu, note = client.format_tasks(_views(tasks), width=100, now_s=NOW_S).splitlines()
+    assert header.split() == ["ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "ENERGY", "NAME",
+                              "REASON"]  # fmt: skip
+    at = header.index("ENERGY")
+    assert (
+        alone[at:].startswith("1500 J ") and shared[at:].startswith("12.3 kJ* ") and cpu[at:].startswith("- ")
+    )
+    assert note.startswith("* the GPU ran other work too")
+    unmeasured = client.format_tasks(_views([tasks[2]]), width=100, now_s=NOW_S).splitlines()
+    assert "ENERGY" not in unmeasured[0] and len(unmeasured) == 2

@@ -435,10 +435,12 @@ def test_a_schema_1_file_is_read_as_it_is_and_migrated_by_the_owner(tmp_path: Pa
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     store = TaskStore(db)  # the owner: migrated, the row kept
-    assert store.schema_version == SCHEMA_VERSION == 3
+    assert store.schema_version == SCHEMA_VERSION == 4
     assert store.get(saved.id).attempts == 2 and store.get(saved.id).exit_code == 3
     assert store.get(saved.id).machine is None and store.get(saved.id).remote_id is None
+    assert store.get(saved.id).energy_j is None and store.get(saved.id).energy_shared is False
     store.update(saved.id, attempts_before=2, machine="laptop", remote_id=7, remote_state="succeeded")
+    store.update(saved.id, energy_j=1234.5, energy_shared=True)
     store.close()
     again = read_saved_task(db, saved.id)
     assert (again.attempts_before, again.machine, again.remote_id, again.remote_state) == (
@@ -447,6 +449,9 @@ def test_a_schema_1_file_is_read_as_it_is_and_migrated_by_the_owner(tmp_path: Pa
         7,
         "succeeded",
     )
+    assert again.energy_j == 1234.5 and again.energy_shared is True  # SQLite's 1 read back as a bool
+    view = task_json(TaskView.of(again))
+    assert view["energy_j"] == 1234.5 and view["energy_shared"] is True
 
 
 def test_delete_and_replace_spec(tmp_path: Path) -> None:

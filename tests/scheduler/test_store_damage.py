@@ -28,6 +28,7 @@ from gputray.scheduler.queue.saved_queue import read_saved_queue, read_saved_tas
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import StoreError, UnreadableTask
 from gputray.scheduler.queue.store_salvage import inspect_files, scan_wal
+from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
 from gputray.scheduler.tasks.records import TaskSpec
 
 PAGE = 4096
@@ -366,20 +367,22 @@ def test_a_damaged_schema_1_file_gives_every_row_back(tmp_path: Path, schema: in
     assert store.get(10).state == "succeeded" and store.get(10).attempts == 1
     assert store.get(10).attempts_before == 0
     assert store.get(10).machine is None and store.get(10).remote_id is None
-    assert store.schema_version == 3
+    assert store.get(10).energy_j is None and store.get(10).energy_shared is False
+    assert store.schema_version == SCHEMA_VERSION
 
 
 def test_rows_saved_before_and_after_the_migration_both_come_back_from_a_damaged_file(tmp_path: Path) -> None:
     """ALTER TABLE ADD COLUMN leaves the rows already there as they were: a migrated file holds rows of
     both lengths, and salvage must read both (the new column keeps its value where a row has it)."""
     db = schema_1_queue(tmp_path / "data", 20)
-    store = TaskStore(db)  # migrated to schema 3; the 20 old rows keep their 21 values
-    assert store.schema_version == 3
+    store = TaskStore(db)  # migrated to the current schema; the 20 old rows keep their 21 values
+    assert store.schema_version == SCHEMA_VERSION
     for i in range(21, TASKS + 1):
         rec = store.add(
             TaskSpec(kind="command", name=f"task-{i}", argv=("echo", str(i)), env={"K": "v" * 40})
         )
         store.update(rec.id, state="failed", attempts=3, attempts_before=2, ended_at=1200.0, remote_id=i)
+        store.update(rec.id, energy_j=float(i), energy_shared=i % 2 == 0)
     store.close()
     _garble_schema_page(db)
     saved = read_saved_queue(db)
@@ -387,8 +390,11 @@ def test_rows_saved_before_and_after_the_migration_both_come_back_from_a_damaged
     by_name = {r.name: r for r in saved.tasks}
     assert by_name["task-30"].attempts_before == 2 and by_name["task-3"].attempts_before == 0
     assert by_name["task-30"].remote_id == 30 and by_name["task-3"].remote_id is None
+    assert by_name["task-30"].energy_j == 30.0 and by_name["task-30"].energy_shared is True
+    assert by_name["task-3"].energy_j is None and by_name["task-3"].energy_shared is False
     repaired = TaskStore(db)
     assert names(repaired.list()) == expected_names()
     assert repaired.get(30).attempts_before == 2 and repaired.get(30).attempts == 3
     assert repaired.get(3).attempts_before == 0
+    assert repaired.get(30).energy_j == 30.0 and repaired.get(3).energy_shared is False
     assert f"recovered {TASKS} task(s), every one it held" in (repaired.recovery_note or "")

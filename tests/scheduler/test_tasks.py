@@ -39,6 +39,10 @@ JSON_KEYS = [
     "machine",  # the cluster's (gputray.cluster): where it runs, its id there, where it came from
     "remote_id",
     "origin",
+    "energy_j",  # its last run's GPU energy (joules, null: not measured), shared with others?, mean watts
+    "energy_shared",
+    "power_avg_w",
+    "offer",  # run elsewhere now? {device_key, device_name, run_s, waited_s} or null (replies.Offer)
 ]
 
 

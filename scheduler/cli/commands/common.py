@@ -115,6 +115,7 @@ def task_json(t: TaskView) -> dict[str, Any]:
     for key in ("submitted_at", "started_at", "ended_at"):
         doc[key] = iso_utc(doc[key])
     doc["after"] = list(t.after)
+    doc["offer"] = None if t.offer is None else msgspec.to_builtins(t.offer)
     return doc
 
 

@@ -3,7 +3,9 @@
 
 Columns: ID, STATE, PRI (priority), DEVICE (the GPU's name where the owner knows it), ENV (the Python
 env a torch job ran in), START and END (local time: ``14:02`` today, ``11-30 14:02`` before),
-DUR (how long it ran or has been running), NAME and REASON. When the terminal is narrow, NAME,
+DUR (how long it ran or has been running), ENERGY (the GPU energy its run used, ``*`` where the
+device ran other work too; shown only when a listed task has one), NAME and REASON. When the terminal
+is narrow, NAME,
 REASON and DEVICE share the room the other columns leave (cut with "…"); when that is too little,
 the gaps narrow, then times of other days show only the date. A pipe gets every cell in full unless
 ``COLUMNS`` says a width.
@@ -19,12 +21,17 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gputray.monitor.units import format_energy_j
 from gputray.scheduler.cli.commands.common import shown, terminal_cells
 from gputray.scheduler.replies import DeviceSlots, TaskView
 from gputray.scheduler.tasks.records import local_time
 
 FILTER_KEYS = ("state", "device", "name", "env")
 HEADERS = ("ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON")
+#: With an ENERGY column (a listed task has a measured energy): after DUR.
+ENERGY_HEADERS = (*HEADERS[:8], "ENERGY", *HEADERS[8:])
+SHARED_MARK = "*"
+SHARED_NOTE = "* the GPU ran other work too: the energy is the whole device's over the run"
 # The columns that give way when the terminal is narrow, and the narrowest each is cut to.
 SHRINK = {"REASON": 12, "NAME": 10, "DEVICE": 8}
 
@@ -82,8 +89,18 @@ def cut_to_cells(text: str, width: int) -> str:
     return out + "…"
 
 
-def _rows(tasks: Sequence[TaskView], names: Mapping[str, str], now_s: float, short: bool) -> list[list[str]]:
-    rows = [list(HEADERS)]
+def energy_cell(task: TaskView) -> str:
+    """``850 J``, ``12.3 kJ*`` (shared: the device ran other work too), "-" where none was measured."""
+    if task.energy_j is None:
+        return "-"
+    return format_energy_j(task.energy_j) + (SHARED_MARK if task.energy_shared else "")
+
+
+def _rows(
+    tasks: Sequence[TaskView], names: Mapping[str, str], now_s: float, short: bool, headers: Sequence[str]
+) -> list[list[str]]:
+    rows = [list(headers)]
+    energy = "ENERGY" in headers
     for t in tasks:
         rows.append(
             [
@@ -95,6 +112,7 @@ def _rows(tasks: Sequence[TaskView], names: Mapping[str, str], now_s: float, sho
                 local_time(t.started_at, now_s, short=short),
                 local_time(t.ended_at, now_s, short=short),
                 duration(t, now_s),
+                *([energy_cell(t)] if energy else []),
                 shown(t.name),
                 shown(reason_shown(t)),
             ]
@@ -122,13 +140,14 @@ def _share(natural: dict[int, int], room: int) -> dict[int, int]:
 
 
 def _fit(rows: list[list[str]], width: int | None, gap: int) -> list[int] | None:
+    headers = rows[0]
     """Column widths that make the table fit ``width`` with ``gap`` spaces between columns: NAME,
     REASON and DEVICE share what the other columns leave; None when they would get less than
     ``SHRINK`` says."""
-    natural = [max(terminal_cells(r[i]) for r in rows) for i in range(len(HEADERS))]
+    natural = [max(terminal_cells(r[i]) for r in rows) for i in range(len(headers))]
     if width is None or sum(natural) + gap * (len(natural) - 1) <= width:
         return natural
-    flex = [HEADERS.index(name) for name in SHRINK]
+    flex = [headers.index(name) for name in SHRINK]
     room = width - gap * (len(natural) - 1) - sum(w for i, w in enumerate(natural) if i not in flex)
     if room < sum(SHRINK.values()):
         return None
@@ -149,16 +168,17 @@ def format_tasks(
         return "the queue is empty"
     now = time.time() if now_s is None else now_s
     names = device_names or {}
+    headers = ENERGY_HEADERS if any(t.energy_j is not None for t in tasks) else HEADERS
     layout: tuple[list[list[str]], list[int], int] | None = None
     for short, gap in ((False, 2), (False, 1), (True, 2), (True, 1)):
-        rows = _rows(tasks, names, now, short=short)
+        rows = _rows(tasks, names, now, short, headers)
         widths = _fit(rows, width, gap)
         if widths is not None:
             layout = rows, widths, gap
             break
     if layout is None:  # narrower than any sensible table: the narrowest one
         widths = [
-            min(max(terminal_cells(r[i]) for r in rows), SHRINK.get(h, 99)) for i, h in enumerate(HEADERS)
+            min(max(terminal_cells(r[i]) for r in rows), SHRINK.get(h, 99)) for i, h in enumerate(headers)
         ]
         layout = rows, widths, 1
     rows, widths, gap = layout
@@ -167,6 +187,8 @@ def format_tasks(
         cells = [cut_to_cells(cell, widths[i]) for i, cell in enumerate(r)]
         padded = [c + " " * (widths[i] - terminal_cells(c)) for i, c in enumerate(cells[:-1])]
         lines.append((" " * gap).join([*padded, cells[-1]]).rstrip())
+    if any(t.energy_shared and t.energy_j is not None for t in tasks):
+        lines.append(cut_to_cells(SHARED_NOTE, width) if width is not None else SHARED_NOTE)
     return "\n".join(lines)
 
 

@@ -1,0 +1,181 @@
+"""The GPU energy each running job uses, summed from the monitor's samples (``EnergyMeter``).
+
+Per sample of a device and per job running on it, the meter adds the energy of the interval since the
+device's previous sample: the growth of the device's own energy counter (``Sample.energy_counter_j``:
+NVML's total energy, hwmon ``energyN_input``, the simulated GPUs' integrated power) where both samples
+have one and it grew, else the mean of the two power readings times the interval (a counter that
+wrapped or restarted with its driver falls back to power for that interval). A job that starts or ends
+between two samples gets the part of the interval it ran for; its last stretch after the last sample
+is counted at the device's last rate. Times are the monitor's clock (monotonic, as the samples' own
+timestamps): setting the wall clock back changes nothing.
+
+What is measured is the device's energy, not one process's: a job is ``shared`` when another of our
+jobs ran on the device at the same time, or a process that is not ours used it (where the backend
+sees processes). A device that vanished mid-job leaves the energy of the part that was measured; an
+interval longer than ``MAX_GAP_S`` without a counter is not guessed at, so such a job's energy is a
+lower bound. None: nothing was measured (the CPU, a device with neither counter nor power).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from gputray.monitor.records import DeviceReading, Snapshot
+from gputray.monitor.units import format_energy_j
+
+#: Longer than this between two samples without a counter: the power in between is not known.
+MAX_GAP_S = 30.0
+
+
+@dataclass(frozen=True)
+class JobEnergy:
+    """What a run used: joules (None: not measured), whether the device ran something else too, and
+    over how many seconds it was measured (the monitor's clock)."""
+
+    energy_j: float | None
+    shared: bool
+    duration_s: float = 0.0
+
+    @property
+    def power_avg_w(self) -> float | None:
+        return self.energy_j / self.duration_s if self.energy_j is not None and self.duration_s > 0 else None
+
+
+def energy_line(used: JobEnergy, device_name: str) -> str | None:
+    """The job log's footer: ``GPU energy: 1.2 kJ on GeForce RTX 5060 Ti (85 W on average)``, and when
+    the device ran something else too, that the figure is the device's; None when nothing was measured."""
+    if used.energy_j is None:
+        return None
+    text = f"GPU energy: {format_energy_j(used.energy_j)} on {device_name}"
+    if used.power_avg_w is not None:
+        text += f" ({used.power_avg_w:.0f} W on average)"
+    if used.shared:
+        text += "; shared: the device also ran other work, so this is the whole device's energy"
+    return text
+
+
+@dataclass(frozen=True)
+class LastSample:
+    """A device's previous sample, and its rate over the interval before it (W) for a job's tail."""
+
+    timestamp_s: float
+    counter_j: float | None
+    power_w: float | None
+    rate_w: float | None
+
+
+@dataclass
+class _Meter:
+    device: str
+    pid: int
+    started_s: float
+    energy_j: float | None = None
+    shared: bool = False
+
+    def add(self, joules: float) -> None:
+        self.energy_j = (self.energy_j or 0.0) + joules
+
+
+def interval_energy_j(
+    before: LastSample, counter_j: float | None, power_w: float | None, now_s: float
+) -> float | None:
+    """The device's energy between its previous sample and this one (see the module docstring)."""
+    dt = now_s - before.timestamp_s
+    if dt <= 0:
+        return None
+    if counter_j is not None and before.counter_j is not None and counter_j >= before.counter_j:
+        return counter_j - before.counter_j
+    if dt > MAX_GAP_S:
+        return None
+    powers = [p for p in (before.power_w, power_w) if p is not None]
+    return sum(powers) / len(powers) * dt if powers else None
+
+
+def _session_of(pid: int) -> int | None:
+    """The session a process leads or belongs to (our jobs start their own), None where unknown."""
+    getsid = getattr(os, "getsid", None)
+    if getsid is None:
+        return None
+    try:
+        return int(getsid(pid))
+    except OSError:
+        return None
+
+
+class EnergyMeter:
+    """Energy per running job (module docstring). ``start``/``finish`` from the queue's threads,
+    ``on_snapshot`` from the monitor's; ``clock`` must be the monitor's (the samples' timestamps)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._jobs: dict[int, _Meter] = {}
+        self._last: dict[str, LastSample] = {}
+
+    def start(self, task_id: int, device: str, pid: int) -> None:
+        """A job started (or was adopted: measured from now) on ``device``, its process ``pid``."""
+        with self._lock:
+            self._jobs[task_id] = _Meter(device, pid, self.clock())
+            self._mark_shared(device)
+
+    def finish(self, task_id: int) -> JobEnergy:
+        """The job ended: what it used, its stretch since the device's last sample included."""
+        now = self.clock()
+        with self._lock:
+            meter = self._jobs.pop(task_id, None)
+            if meter is None:
+                return JobEnergy(None, False)
+            last = self._last.get(meter.device)
+            if last is not None and last.rate_w is not None:
+                tail = now - max(last.timestamp_s, meter.started_s)
+                if 0 < tail <= MAX_GAP_S:
+                    meter.add(last.rate_w * tail)
+            return JobEnergy(meter.energy_j, meter.shared, max(0.0, now - meter.started_s))
+
+    def running_energy_j(self, task_id: int) -> float | None:
+        """What a running job used so far (up to the last sample)."""
+        with self._lock:
+            meter = self._jobs.get(task_id)
+            return meter.energy_j if meter is not None else None
+
+    def on_snapshot(self, snapshot: Snapshot) -> None:
+        """Monitor thread: add each device's energy since its previous sample to the jobs on it."""
+        with self._lock:
+            for reading in snapshot.readings:
+                self._on_reading(reading, snapshot)
+
+    def _on_reading(self, reading: DeviceReading, snapshot: Snapshot) -> None:
+        key, sample = reading.info.key, reading.sample
+        now = sample.timestamp_s
+        before = self._last.get(key)
+        joules = interval_energy_j(before, sample.energy_counter_j, sample.power_w, now) if before else None
+        rate = joules / (now - before.timestamp_s) if joules is not None and before is not None else None
+        self._last[key] = LastSample(now, sample.energy_counter_j, sample.power_w, rate)
+        here = [m for m in self._jobs.values() if m.device == key]
+        if not here:
+            return
+        if len(here) > 1 or self._foreign_use(key, snapshot, {m.pid for m in here}):
+            for m in here:
+                m.shared = True
+        if joules is None or before is None:
+            return
+        span = now - before.timestamp_s
+        for m in here:
+            ran = now - max(before.timestamp_s, m.started_s)
+            if ran > 0:
+                m.add(joules * min(1.0, ran / span))
+
+    def _mark_shared(self, device: str) -> None:
+        here = [m for m in self._jobs.values() if m.device == device]
+        if len(here) > 1:
+            for m in here:
+                m.shared = True
+
+    @staticmethod
+    def _foreign_use(key: str, snapshot: Snapshot, ours: Collection[int]) -> bool:
+        """Whether a process that is none of our jobs (nor in their sessions) uses the device."""
+        others = (p.pid for p in snapshot.processes if p.device == key and p.pid not in ours)
+        return any(_session_of(pid) not in ours for pid in others)

@@ -1,0 +1,203 @@
+"""A job's GPU energy (``job_energy.EnergyMeter``) from real counter and power files, on a fake clock.
+
+The counters and power readings come from the captured sysfs trees (tests/fixtures: the Arc A380's
+``energy1_input``, the Radeon 780M's ``power1_average``), read by the real backends."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputray.monitor.amd_sysfs import AmdSysfsBackend
+from gputray.monitor.intel_sysfs import IntelSysfsBackend
+from gputray.monitor.records import DeviceReading, HostSample, ProcessUse, Sample, Snapshot
+from gputray.monitor.simulated import RADEON_780M
+from gputray.monitor.units import format_energy_j
+from gputray.scheduler.queue.job_energy import MAX_GAP_S, EnergyMeter, JobEnergy, energy_line
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+A380 = FIXTURES / "intel-sysfs" / "a380-i915"
+PHOENIX = FIXTURES / "amdgpu-sysfs" / "phoenix"
+A380_COUNTER_UJ = 25637161804  # the captured energy1_input
+NO_HOST = HostSample(None, None, None)
+JOB_PID = 4_000_001  # no such process: the job is known by this pid only
+
+
+def write(path: Path, text: str) -> None:
+    path.unlink()  # the copy keeps the fixture's read-only mode
+    path.write_text(text)
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def snapshot(*readings: DeviceReading, processes: tuple[ProcessUse, ...] = ()) -> Snapshot:
+    return Snapshot(readings[0].sample.timestamp_s, readings, NO_HOST, processes)
+
+
+def test_the_a380_energy_counter_gives_the_job_its_share_of_each_interval(tmp_path: Path) -> None:
+    """30 J/s on the real counter; the job runs from 100.5 to 102.5: half of the first second, the
+    whole second one, and its last half second at the device's last rate."""
+    card = tmp_path / "sys" / "class" / "drm" / "card1"
+    shutil.copytree(A380 / "card1", card)
+    counter = card / "device" / "hwmon" / "hwmon1" / "energy1_input"
+    backend = IntelSysfsBackend(tmp_path / "sys", tmp_path / "no-proc", pci_ids=())
+    clock = Clock(100.0)
+    meter = EnergyMeter(clock)
+    first = backend.poll(100.0).readings[0]
+    assert first.sample.energy_counter_j == pytest.approx(A380_COUNTER_UJ / 1e6)
+    meter.on_snapshot(snapshot(first))
+    clock.t = 100.5
+    meter.start(1, first.info.key, JOB_PID)
+    for t in (101.0, 102.0):
+        write(counter, str(A380_COUNTER_UJ + round((t - 100.0) * 30e6)))
+        clock.t = t
+        meter.on_snapshot(snapshot(backend.poll(t).readings[0]))
+    assert meter.running_energy_j(1) == pytest.approx(15 + 30)
+    clock.t = 102.5
+    used = meter.finish(1)
+    assert used.energy_j == pytest.approx(15 + 30 + 15) and used.shared is False
+    assert used.duration_s == pytest.approx(2.0) and used.power_avg_w == pytest.approx(30.0)
+    assert meter.finish(1) == JobEnergy(None, False)  # once
+
+
+def test_a_counter_that_went_back_falls_back_to_power_for_that_interval() -> None:
+    """hwmon's µJ counter wraps (a 32-bit driver field), NVML's restarts with the driver: that interval
+    is counted as its mean power, the next ones from the counter again."""
+    key = RADEON_780M.key
+    clock = Clock(10.0)
+    meter = EnergyMeter(clock)
+    meter.start(7, key, JOB_PID)
+
+    def feed(t: float, counter_j: float | None, power_w: float | None) -> None:
+        clock.t = t
+        meter.on_snapshot(
+            snapshot(DeviceReading(RADEON_780M, Sample(key, t, power_w=power_w, energy_counter_j=counter_j)))
+        )
+
+    feed(10.0, 4294.0, 20.0)
+    feed(11.0, 4294.9, 22.0)  # +0.9 J by the counter (not 21 J by power: the counter wins)
+    feed(12.0, 0.5, 26.0)  # wrapped: (22 + 26) / 2 W for 1 s
+    feed(13.0, 27.5, 30.0)  # +27 J by the counter
+    assert meter.running_energy_j(7) == pytest.approx(0.9 + 24.0 + 27.0)
+    feed(13.0 + MAX_GAP_S + 1, None, 30.0)  # no counter and a gap too long to guess: not counted
+    assert meter.running_energy_j(7) == pytest.approx(51.9)
+
+
+def test_the_780m_power_file_integrates_over_the_run() -> None:
+    """No energy counter on the 780M (amdgpu exposes none): its real ``power1_average`` times time."""
+    backend = AmdSysfsBackend(PHOENIX, PHOENIX.parent / "no-proc", amdgpu_ids=None)
+    clock = Clock(50.0)
+    meter = EnergyMeter(clock)
+    readings = [backend.poll(t).readings for t in (50.0, 51.0, 52.0, 53.0)]
+    reading = readings[0][0]
+    assert reading.sample.energy_counter_j is None and reading.sample.power_w == pytest.approx(3.103)
+    meter.start(3, reading.info.key, JOB_PID)
+    for rs in readings:
+        clock.t = rs[0].sample.timestamp_s
+        meter.on_snapshot(snapshot(*rs))
+    used = meter.finish(3)
+    assert used.energy_j == pytest.approx(3.103 * 3) and used.shared is False
+
+
+def test_another_job_or_a_foreign_process_on_the_device_marks_the_energy_shared() -> None:
+    key = RADEON_780M.key
+    clock = Clock(0.0)
+    meter = EnergyMeter(clock)
+
+    def tick(t: float, *processes: ProcessUse) -> None:
+        clock.t = t
+        reading = DeviceReading(RADEON_780M, Sample(key, t, power_w=20.0))
+        meter.on_snapshot(snapshot(reading, processes=processes))
+
+    own_session = os.getsid(0)  # this test's process is in the job's session: the job's own child
+    meter.start(1, key, own_session)
+    tick(0.0, ProcessUse(os.getpid(), "python", key, "compute"))
+    tick(1.0, ProcessUse(own_session, "job", key, "compute"))
+    alone = meter.finish(1)
+    assert alone.shared is False and alone.energy_j == pytest.approx(20.0)
+
+    meter.start(2, key, own_session)
+    tick(2.0, ProcessUse(JOB_PID + 1, "llama-server", key, "compute"))  # not ours
+    assert meter.finish(2).shared is True
+
+    meter.start(3, key, JOB_PID)
+    meter.start(4, key, JOB_PID + 2)  # two of ours at once
+    tick(3.0)
+    both = meter.finish(3), meter.finish(4)
+    assert all(u.shared for u in both)
+
+
+def test_nothing_measured_is_none_and_the_log_footer_says_what_was() -> None:
+    meter = EnergyMeter(Clock(0.0))
+    meter.start(1, "cpu", JOB_PID)
+    nothing = meter.finish(1)
+    assert nothing.energy_j is None and energy_line(nothing, "CPU") is None
+    line = energy_line(JobEnergy(1500.0, False, 60.0), "Radeon 780M")
+    assert line == "GPU energy: 1500 J on Radeon 780M (25 W on average)"
+    shared = energy_line(JobEnergy(12_345.0, True, 100.0), "GeForce RTX 5060 Ti")
+    assert shared is not None and shared.startswith("GPU energy: 12.3 kJ on GeForce RTX 5060 Ti (123 W")
+    assert "shared" in shared
+
+
+@pytest.mark.parametrize(
+    ("joules", "text"),
+    [
+        (None, "—"),
+        (0.0, "0.0 J"),
+        (4.25, "4.2 J"),
+        (850.0, "850 J"),
+        (9_999.0, "9999 J"),
+        (10_000.0, "10.0 kJ"),
+        (123_456.0, "123.5 kJ"),
+        (1_234_567.0, "1235 kJ"),
+        (14_400_000.0, "14.4 MJ"),
+    ],
+)
+def test_energy_units(joules: float | None, text: str) -> None:
+    """J below 10 kJ, kJ below 10 MJ, then MJ; at most four figures."""
+    assert format_energy_j(joules) == text
+
+
+def test_a_demo_job_through_the_owner_shows_its_energy_in_queue_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real owner in demo mode: a 3 s job on the simulated 780M (3.1 W idle, 27 W at full load; the
+    job's 90 % load puts it near 26 W) has the energy that power makes over its run."""
+    from cli import gputray
+
+    from gputray.scheduler.owner import Owner
+    from gputray.scheduler.paths import app_paths
+
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path))
+    owner = Owner(app_paths(), demo=True)
+    owner.start()
+    try:
+        job = "import time; time.sleep(3)"
+        ran = gputray("run", "--wait", "--device", "780m", "--name", "warm", "--", sys.executable, "-c", job,
+                      home=tmp_path)  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        listed = gputray("queue", "--all", "--json", home=tmp_path)
+    finally:
+        owner.stop()
+    assert listed.returncode == 0, listed.stderr
+    (task,) = json.loads(listed.stdout)["tasks"]
+    assert task["state"] == "succeeded" and task["device"] == RADEON_780M.key
+    assert task["energy_shared"] is False  # the demo's firefox uses the 780M only from 150 s on
+    energy, watts = task["energy_j"], task["power_avg_w"]
+    seconds = energy / watts
+    assert 3.0 <= seconds < 30
+    assert 3.1 * 3.0 < energy <= 27.0 * seconds * 1.05
+    assert 15.0 < watts <= 27.0 * 1.05  # mostly the job's load, not idle
+    log = Path(task["log_path"]).read_text()
+    assert "GPU energy: " in log.splitlines()[-1] and "on Radeon 780M" in log
