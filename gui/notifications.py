@@ -3,7 +3,9 @@
 Messages from the queue and the monitor are shown in the user's language (``gui/messages.py``). A
 ``sink`` shows the message (``QSystemTrayIcon.showMessage`` in the app); every shown or dropped message
 is also logged, so a user (and the end-to-end test) can see what the app told them. Clicking a job
-message opens that job's log.
+message opens that job's log. A ``job_offer`` notice (a waiting task could start now on another device:
+``replies.Offer``) carries the task and the offer, so the sink can ask "Run on … now" / "Keep waiting"
+(``gui/offer_prompts.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.monitor.records import DeviceEvent
 from gputray.scheduler.config import NOTIFICATION_KINDS
-from gputray.scheduler.replies import TaskView
+from gputray.scheduler.replies import Offer, TaskView
 
 log = logging.getLogger("gputray.gui.notifications")
 
@@ -46,6 +48,8 @@ class Notice:
     critical: bool = False
     log_path: str | None = None
     key: str = ""  # what the notice is about (task id, device key): repeats of one key are limited
+    task_id: int | None = None
+    offer: Offer | None = None  # job_offer: where the task could start now
 
 
 Sink = Callable[[Notice], None]
@@ -74,6 +78,7 @@ class Notifier:
         self._recent: deque[float] = deque()
         self.last_log_path: str | None = None
         self.shown: list[Notice] = []
+        self.settled_offers: set[int] = set()  # tasks whose offer was answered: never offered again
 
     def notify(self, notice: Notice) -> bool:
         if not self.enabled.get(notice.kind, True):
@@ -123,6 +128,9 @@ class Notifier:
         notice_kind = queue_event_kind(kind, task)
         if notice_kind is None:
             return
+        if notice_kind == "job_offer":
+            self._offer(task, message)
+            return
         titles = {
             "job_started": tr("Started: {name}"),
             "job_redirected": tr("Redirected: {name}"),
@@ -140,10 +148,42 @@ class Notifier:
             )
         )
 
+    def _offer(self, task: TaskView, message: str) -> None:
+        offer = task.offer
+        if offer is None:
+            log.warning("an offer event without an offer for task #%d", task.id)
+            return
+        if task.id in self.settled_offers:
+            log.info("offer for task #%d not shown: already answered", task.id)
+            return
+        name = task.name or str(task.id)
+        body = tr("Waiting for {waited}; it takes about {run} on {device}.").format(
+            waited=short_duration(offer.waited_s), run=short_duration(offer.run_s), device=offer.device_name
+        )
+        if message:
+            body += "\n" + messages.translate(message)
+        title = tr("{name} can start now on {device}").format(name=name, device=offer.device_name)
+        self.notify(
+            Notice("job_offer", title, body, key=f"{task.id}:job_offer", task_id=task.id, offer=offer)
+        )
+
+
+def short_duration(seconds: float) -> str:
+    """``"45 s"``, ``"12 min"``, ``"2 h 05 min"``: an estimate's precision, in the user's language."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return tr("{n} s").format(n=seconds)
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return tr("{n} min").format(n=minutes)
+    return tr("{h} h {m:02d} min").format(h=minutes // 60, m=minutes % 60)
+
 
 def queue_event_kind(kind: str, task: TaskView) -> str | None:
     """Map the scheduler's event names (and, as a fallback, the task's state) to a notice kind."""
     k = kind.lower()
+    if k == "offer":
+        return "job_offer"
     if "redirect" in k:
         return "job_redirected"
     if k in ("started", "running", "start", "job_started"):

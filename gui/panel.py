@@ -59,6 +59,7 @@ from gputray.gui.device_card import (
 )
 from gputray.gui.i18n import tr
 from gputray.gui.legend import gpu_readings, legend_for
+from gputray.gui.offer_prompts import KEEP_WAITING, RUN_HERE, keep_label, run_label
 from gputray.gui.queue_model import ACTIVE_STATES, QueueModel
 from gputray.gui.queue_view import QueueTable
 from gputray.gui.theme import colors, is_dark
@@ -211,6 +212,7 @@ class Panel(QWidget):
     files_dropped = Signal(list)
     dashboard_requested = Signal()
     stop_process_requested = Signal(object)  # ProcessUse
+    offer_answered = Signal(object, str, object)  # task id, offer_prompts.RUN_HERE/KEEP_WAITING, the Offer
 
     def __init__(self, model: QueueModel, *, demo: bool = False, windowed: bool = False) -> None:
         super().__init__(None)
@@ -718,6 +720,27 @@ class Panel(QWidget):
             action.triggered.connect(lambda _=False, d=delta: self._move(d, tasks))
         priority.addSeparator()
         priority.addAction(tr("Set priority…")).triggered.connect(lambda: self._ask_priority(tasks))
+        offer = single.offer if single is not None and movable else None
+        if single is not None and offer is not None:  # it could start now elsewhere (replies.Offer)
+            menu.addSeparator()
+            for text, answer in ((run_label(offer), RUN_HERE), (keep_label(), KEEP_WAITING)):
+                action = menu.addAction(text)
+                action.triggered.connect(
+                    lambda _=False, a=answer: self.offer_answered.emit(single.id, a, offer)
+                )
+        return menu
+
+    def offer_menu(self, task_id: int) -> QMenu | None:
+        """The row menu of a task, opened beside its row (a click on an offer's balloon): "Run on … now",
+        "Keep waiting" among its entries. None if the task is not in the list."""
+        row = self.model.row_of(task_id)
+        if row is None:
+            return None
+        index = self.model.index(row, 0)
+        self.table.scrollTo(index)
+        menu = self.row_menu(row)
+        menu.aboutToHide.connect(menu.deleteLater)
+        menu.popup(self.table.viewport().mapToGlobal(self.table.visualRect(index).bottomLeft()))
         return menu
 
     def _ask_priority(self, tasks: list[TaskView] | None = None) -> None:

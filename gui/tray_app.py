@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
 from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
@@ -29,6 +30,7 @@ from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop
 from gputray.gui.menu import TrayMenu
 from gputray.gui.messages import Note, note
 from gputray.gui.notifications import Notice, Notifier
+from gputray.gui.offer_prompts import RUN_HERE, OfferPrompts
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.theme import ThemeWatcher, scheme_name
@@ -36,7 +38,7 @@ from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, s
 from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.replies import Paused, Reply, TaskView
+from gputray.scheduler.replies import Offer, Paused, Reply, TaskView
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch
 
 if TYPE_CHECKING:
@@ -139,6 +141,8 @@ class TrayApp(QObject):
         self.tray.setParent(self)
         self.icon_ctl = TrayIconController(self.tray)
         self.notifier = Notifier(self._show_notice, enabled=dict(self.config.gui.notifications) or None)
+        self.offers = OfferPrompts(self, self.notifier.settled_offers)  # "run elsewhere now?" answered
+        self._balloon: Notice | None = None  # the last notice in the tray's balloon: what a click opens
         self.tray.activated.connect(self._on_activated)
         self.tray.messageClicked.connect(self._on_message_clicked)
         self._build_windows()
@@ -166,6 +170,7 @@ class TrayApp(QObject):
         self.panel.files_dropped.connect(self.drop_files)
         self.panel.dashboard_requested.connect(lambda: self.open_dashboard())
         self.panel.stop_process_requested.connect(self.stop_process)
+        self.panel.offer_answered.connect(self._on_offer_answered)
         self.panel.installEventFilter(self)
         self.menu = TrayMenu(None, demo=self.demo)
         self.menu.show_panel_action.triggered.connect(lambda: self.show_panel(None))
@@ -350,6 +355,7 @@ class TrayApp(QObject):
 
     def shutdown(self, *, keep_jobs: bool = False) -> None:
         self.visible_timer.stop()
+        self.offers.close()
         self.stop_owner(keep_jobs=keep_jobs)
         self.tray.hide()
 
@@ -587,6 +593,9 @@ class TrayApp(QObject):
         log.info("panel shown")
 
     def _show_notice(self, notice: Notice) -> None:
+        if notice.offer is not None and self.offers.show(notice):
+            return  # the desktop asks, with buttons
+        self._balloon = notice
         if self.tray_available and QSystemTrayIcon.supportsMessages():
             icon = (
                 QSystemTrayIcon.MessageIcon.Warning
@@ -603,8 +612,23 @@ class TrayApp(QObject):
 
     def _on_message_clicked(self) -> None:
         log.info("notification clicked")
+        balloon = self._balloon
+        if balloon is not None and balloon.offer is not None and balloon.task_id is not None:
+            self.show_panel(None)  # at the task, its row menu open: "Run on … now", "Keep waiting"
+            task = next((t for t in self.model.tasks() if t.id == balloon.task_id), None)
+            if task is not None and task.offer is None:  # the listing just reloaded knows no offer
+                self.model.upsert(msgspec.structs.replace(task, offer=balloon.offer))
+            self.panel.offer_menu(balloon.task_id)
+            return
         if self.notifier.last_log_path:
             self.open_log(self.notifier.last_log_path)
+
+    def _on_offer_answered(self, task_id: int, answer: str, offer: Offer) -> None:
+        """An offer answered in the panel's row menu (where the desktop shows no buttons)."""
+        if answer == RUN_HERE:
+            self.offers.run_here(task_id, offer)
+        else:
+            self.offers.keep_waiting(task_id)
 
     def _warn(self, text: str) -> None:
         """A message box that does not block; queue errors are shown in the user's language."""

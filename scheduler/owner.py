@@ -437,7 +437,7 @@ class Owner:
 
     def _op_queue(self, req: rq.Queue) -> rp.QueueReply:
         return rp.QueueReply(
-            tasks=rp.views(
+            tasks=self.queue.estimates.views(
                 self.queue.runs.with_energy_so_far(self.queue.list(include_finished=bool(req.all)))
             ),
             paused=self.queue.paused(),

@@ -37,6 +37,17 @@ class Paused(msgspec.Struct, frozen=True, rename={"all": "queue"}):
         return Paused() if key is None else Paused(all=self.all, devices=self.devices - {key})
 
 
+class Estimate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A pending task's estimate on one device it may use (``queue --json``'s ``estimate_s``), from the
+    runs of its job family (``queue.estimates``): ``run_s`` its run there, ``finish_s`` seconds from now
+    until it would end there (the device's estimated wait + ``run_s``; None when its wait is unknown)."""
+
+    device_key: str
+    device_name: str
+    run_s: float
+    finish_s: float | None
+
+
 class TaskView(Reply, frozen=True, kw_only=True):
     """What a client may know of a task (``TaskView.of`` a record; the spec stays with the owner).
     ``machine`` is where it runs, else where it was asked to run; ``origin`` is set on a task another
@@ -66,6 +77,8 @@ class TaskView(Reply, frozen=True, kw_only=True):
     energy_shared: bool = False
     power_avg_w: float | None = None
     offer: Offer | None = None  # run elsewhere now? (see ``Offer``); None: no offer, or not known here
+    # a pending task of a family that ran before: per device it may use (``Estimate``); () otherwise
+    estimate_s: tuple[Estimate, ...] = ()
 
     @classmethod
     def of(cls, r: TaskRecord, offer: Offer | None = None) -> TaskView:

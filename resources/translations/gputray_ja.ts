@@ -1012,6 +1012,34 @@
         <translation>ジョブ失敗</translation>
     </message>
     <message>
+        <source>Waiting for {waited}; it takes about {run} on {device}.</source>
+        <translation>{waited} 待っています。{device} なら約 {run} で終わります。</translation>
+    </message>
+    <message>
+        <source>{name} can start now on {device}</source>
+        <translation>{name} は {device} ですぐ開始できます</translation>
+    </message>
+    <message>
+        <source>{n} s</source>
+        <translation>{n} 秒</translation>
+    </message>
+    <message>
+        <source>{n} min</source>
+        <translation>{n} 分</translation>
+    </message>
+    <message>
+        <source>{h} h {m:02d} min</source>
+        <translation>{h} 時間 {m:02d} 分</translation>
+    </message>
+    <message>
+        <source>Run on {device} now</source>
+        <translation>今すぐ {device} で実行</translation>
+    </message>
+    <message>
+        <source>Keep waiting</source>
+        <translation>このまま待つ</translation>
+    </message>
+    <message>
         <source>Job could run on another GPU now</source>
         <translation>別の GPU ですぐ実行できるジョブ</translation>
     </message>

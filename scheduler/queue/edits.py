@@ -55,6 +55,9 @@ EDITABLE = frozenset(
         "after_any",
         "needs",
         "offer_declined",  # "Keep waiting" on a run-elsewhere offer (``replies.Offer``)
+        "prefer",
+        "max_slowdown",
+        "family",
     }
 )
 

@@ -41,7 +41,7 @@ log = logging.getLogger("gputray.scheduler.queue.service")
 GONE_AFTER_TICKS = 3  # snapshots in a row without a device before its jobs are stopped
 
 EventKind = Literal[
-    "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted"
+    "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted", "offer"
 ]
 
 

@@ -23,6 +23,13 @@ starts on a device that a waiting task ahead of it would accept, the waiting tas
 counter goes up. Once it reaches ``OVERTAKE_LIMIT`` (3) the waiting task *holds* the device
 it waits for: later tasks no longer start there until it has started, so the device drains and
 the big task gets it. Tasks that are ahead in the queue are never held back by a hold.
+
+**Prefer.** A task with ``prefer = "fastest"`` or ``"greenest"`` is decided by the ``Policy`` handed
+to ``place``/``plan`` (``placement_policy.OutlookPolicy``: runtimes learned per job family and device)
+among every device its preferences name; the checks above (``never_fits``, ``busy_reason``, the
+iGPU's one slot, holds) still say which are free. A task whose family has no estimate anywhere falls
+back to the rules above. ``plan`` adds each placed or awaited task's estimated run to its device's
+backlog, so the next task's estimate of when that device frees counts the work queued there.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from gputray.monitor.records import DeviceInfo, Sample, Verdict
 from gputray.monitor.units import format_bytes
@@ -101,6 +109,7 @@ class Placement:
     device_name: str
     reason: str = ""
     redirected: bool = False
+    run_s: float | None = None  # its estimated run there (``prefer`` policies), for the device's backlog
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,7 @@ class Wait:
     device: str | None = None
     until_s: float | None = None
     accepts: tuple[str, ...] = ()
+    run_s: float | None = None  # its estimated run on ``device`` (``prefer`` policies)
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,24 @@ class GiveUp:
 
 
 Decision = Placement | Wait | GiveUp
+
+
+class Policy(Protocol):
+    """What decides a task that prefers ``fastest`` or ``greenest`` (``placement_policy.OutlookPolicy``)."""
+
+    def decide(
+        self,
+        task: TaskRecord,
+        allowed: Sequence[DeviceState],
+        why_busy: Mapping[str, str | None],
+        backlog: Mapping[str, float],
+    ) -> Decision | None:
+        """The decision among ``allowed`` (None: nothing is known, decide by the plain rules)."""
+        ...
+
+    def run_s(self, task: TaskRecord, device_key: str) -> float | None:
+        """The task's estimated run on the device, None when unknown."""
+        ...
 
 
 def _norm(text: str) -> str:
@@ -295,6 +323,8 @@ def place(
     *,
     now_s: float,
     held: Mapping[str, int] | None = None,
+    policy: Policy | None = None,
+    backlog: Mapping[str, float] | None = None,
 ) -> Decision:
     """Decide for one task. Pure: same inputs, same answer. See the module docstring for the rules."""
     gate = time_gate(task, now_s)
@@ -329,6 +359,11 @@ def place(
     cpu = [d for d in usable([d for d in devices if d.is_cpu]) if d.key not in primary_keys]
 
     why_busy = {d.key: busy_reason(task, d, held=held) for d in [*primary, *rest, *cpu]}
+    if policy is not None and spec.prefer != "free":
+        allowed = [*primary, *(rest if len(groups) > 1 else ())]  # what the preferences name
+        chosen = policy.decide(task, allowed, why_busy, backlog or {})
+        if chosen is not None:
+            return chosen
     for d in primary:
         if why_busy[d.key] is None:
             return Placement(d.key, d.name)
@@ -439,6 +474,7 @@ def plan(
     devices: Sequence[DeviceState],
     *,
     now_s: float,
+    policy: Policy | None = None,
 ) -> Plan:
     """Decide for every pending task in queue order, as if each placement had already started.
 
@@ -454,13 +490,15 @@ def plan(
     # Tasks of the same shape waiting for the same devices get the same answer: reuse it while no
     # placement or hold changed the picture (a queue of 10,000 similar tasks costs a few shapes).
     version = 0
+    backlog: dict[str, float] = {}  # device key → estimated seconds of work this pass put or queued there
     same_shape: dict[tuple[object, ...], Decision] = {}
     current = list(states.values())
     for task in tasks:
         spec = task.spec
         shape: tuple[object, ...] | None = None
         if (
-            time_gate(task, now_s) is None
+            spec.prefer == "free"
+            and time_gate(task, now_s) is None
             and task.id not in held.values()
             and (spec.max_wait_s is None or now_s - wait_started_s(task) < spec.max_wait_s)
         ):
@@ -475,7 +513,15 @@ def plan(
                 spec.kind == "torch",
             )
         cached = same_shape.get(shape) if shape is not None else None
-        decision = cached if cached is not None else place(task, current, now_s=now_s, held=held)
+        decision = (
+            cached
+            if cached is not None
+            else place(task, current, now_s=now_s, held=held, policy=policy, backlog=backlog)
+        )
+        if policy is not None and isinstance(decision, Placement | Wait) and decision.device is not None:
+            run_s = decision.run_s if decision.run_s is not None else policy.run_s(task, decision.device)
+            if run_s is not None and (isinstance(decision, Placement) or spec.prefer != "free"):
+                backlog[decision.device] = backlog.get(decision.device, 0.0) + run_s
         if shape is not None and isinstance(decision, Wait):
             same_shape[shape] = decision
         decisions.append((task, decision))

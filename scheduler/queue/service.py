@@ -55,10 +55,7 @@ from gputray.monitor.records import Snapshot
 from gputray.scheduler.cluster_port import ClusterPort
 from gputray.scheduler.jobs import reach
 from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
-from gputray.scheduler.jobs.launcher import (
-    HOST,
-    Job,
-)
+from gputray.scheduler.jobs.launcher import HOST, Job
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import check_epoch_s
 from gputray.scheduler.pyenvs.choice import (
@@ -78,6 +75,7 @@ from gputray.scheduler.queue.device_checks import (
     torch_device_keys,
 )
 from gputray.scheduler.queue.edits import QueueEdits, TaskStateError
+from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.job_runs import EventKind, JobRuns
 from gputray.scheduler.queue.offline import requeue_changes
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
@@ -86,7 +84,6 @@ from gputray.scheduler.queue.placement import (
     GiveUp,
     Placement,
     Wait,
-    plan,
     wait_started_s,
 )
 from gputray.scheduler.queue.put_aside import PutAside
@@ -96,6 +93,7 @@ from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
+    Offer,
     QueueEvent,
     TaskPatch,
     TaskRecord,
@@ -167,6 +165,7 @@ class QueueService:
         self._lock = threading.RLock()
         self.edits = QueueEdits(self)  # move, edit, remove, clean, wait
         self.runs = JobRuns(self)  # start, end, adopt and stop jobs
+        self.estimates = Estimator(store, emit_offer=lambda r, why, o: self.emit("offer", r, why, o))
         self._last_pass_s = 0.0
         self._last_pass_end = 0.0
         self._requested = False
@@ -425,7 +424,7 @@ class QueueService:
             torch_keys = torch_device_keys((r.spec for r in pending), devices)
             if torch_keys:  # an env is looked up (checked) only where a torch task may run
                 devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
-            result = plan(pending, devices, now_s=now)
+            result = self.estimates.plan(pending, devices, now, running=self.store.running())
             waits: builtins.list[tuple[TaskRecord, Wait]] = builtins.list(parking)
             parked_due = self._put_aside.next_due_s()
             due: builtins.list[float] = [parked_due] if parked_due is not None else []
@@ -544,6 +543,7 @@ class QueueService:
     def _on_snapshot(self, snapshot: Snapshot) -> None:
         """Monitor thread: stop jobs whose device is lost or gone, then ask for a pass."""
         self.devices_seen.note(r.info for r in snapshot.readings)
+        self.estimates.note_snapshot(snapshot)
         self.runs.energy.on_snapshot(snapshot)
         self.runs.stop_on_lost_devices(snapshot)
         # Ticks only catch external changes. With a huge queue a pass is not free: the dispatcher
@@ -630,9 +630,12 @@ class QueueService:
                 except Exception:
                     log.exception("queue event handler failed")
 
-    def emit(self, kind: EventKind, rec: TaskRecord, message: str) -> None:
-        """Hand an event to ``on_event`` (in its own thread, in order) and wake every ``wait_ended``."""
-        self._events.put(QueueEvent(kind, rec, message))
+    def emit(self, kind: EventKind, rec: TaskRecord, message: str, offer: Offer | None = None) -> None:
+        """Hand an event to ``on_event`` (in its own thread, in order) and wake every ``wait_ended``;
+        a run that succeeded teaches the estimates."""
+        if kind == "finished":
+            self.estimates.finished(rec)
+        self._events.put(QueueEvent(kind, rec, message, offer))
         self.edits.notify_waiters()
 
     def _device_states(

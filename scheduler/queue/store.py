@@ -585,6 +585,15 @@ class TaskStore:
             tally = Counter(r.state for r in self._mirror().values())
         return dict(sorted(tally.items()))
 
+    def write_side(self, statements: Sequence[Statement]) -> None:
+        """Write rows of the side tables (``job_runs``, ``busy_spells``) without waiting for the disk."""
+        with self._lock:
+            self._writer.write(statements, sync=False)
+
+    def read_side(self, sql: str) -> builtins.list[tuple[Any, ...]]:
+        with self._lock:
+            return [tuple(row) for row in self._db.execute(sql).fetchall()]
+
     # -- crash recovery --------------------------------------------------------------------------
     def recover_after_crash(
         self, *, kill_orphans: bool = True, skip: Collection[int] = ()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gputray.scheduler.queue.store_errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def migrate_0_to_1(db: sqlite3.Connection) -> None:
@@ -66,11 +66,28 @@ def migrate_3_to_4(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE tasks ADD COLUMN energy_shared INTEGER NOT NULL DEFAULT 0")
 
 
+def migrate_4_to_5(db: sqlite3.Connection) -> None:
+    """What the queue learns from its jobs (``queue.runtime_history``): each finished run of a job family
+    on a device (its duration, energy, whether the device throttled), and each spell of external use of a
+    device (an LLM server holding the GPU), a few recent ones each, for the runtime estimates."""
+    db.execute(
+        "CREATE TABLE job_runs (id INTEGER PRIMARY KEY AUTOINCREMENT, family TEXT NOT NULL,"
+        " device TEXT NOT NULL, env TEXT, duration_s REAL NOT NULL, energy_j REAL, throttled INTEGER,"
+        " ended_at REAL NOT NULL)"
+    )
+    db.execute("CREATE INDEX job_runs_family_device ON job_runs(family, device)")
+    db.execute(
+        "CREATE TABLE busy_spells (id INTEGER PRIMARY KEY AUTOINCREMENT, device TEXT NOT NULL,"
+        " started_at REAL NOT NULL, duration_s REAL NOT NULL)"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migrate_0_to_1,
     migrate_1_to_2,
     migrate_2_to_3,
     migrate_3_to_4,
+    migrate_4_to_5,
 ]
 
 

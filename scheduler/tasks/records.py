@@ -27,11 +27,13 @@ TaskKind = Literal["torch", "vulkan", "command"]
 TaskState = Literal["queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted"]
 OnBusy = Literal["wait", "redirect", "cpu"]
 AfterMaxWait = Literal["redirect", "cpu", "fail"]
+Prefer = Literal["free", "fastest", "greenest"]
 
 KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
 STATES: tuple[str, ...] = ("queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted")
 ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
 AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
+PREFER: tuple[str, ...] = ("free", "fastest", "greenest")
 #: Tasks in these states are still in the queue (waiting to be placed).
 PENDING_STATES: frozenset[str] = frozenset({"queued", "waiting"})
 #: Final states. ``interrupted`` is transient: the retry policy turns it into ``queued`` or ``failed``.
@@ -97,6 +99,10 @@ Priority = Annotated[int, Meta(ge=-MAX_PRIORITY, le=MAX_PRIORITY)]
 Retries = Annotated[int, Meta(ge=0, le=MAX_RETRIES)]
 Percent = Annotated[float, Meta(ge=0, le=100)]
 Machine = Annotated[str, Meta(pattern=MACHINE_RE.pattern)]
+#: A job family's name (``family = "resnet-infer"``): runs of one family teach its runtime estimates.
+Family = Annotated[str, Meta(min_length=1, max_length=200, pattern=_WORD)]
+#: ``max_slowdown``: how much slower than the fastest finish ``prefer = "greenest"`` may be (1.5 = 50 %).
+Slowdown = Annotated[float, Meta(ge=1.0, le=100.0)]
 TaskIds = Annotated[tuple[Annotated[int, Meta(ge=1, le=MAX_TASK_ID)], ...], Meta(max_length=MAX_ITEMS)]
 EnvText = Annotated[str, Meta(max_length=MAX_TEXT_CHARS, pattern=_NO_NUL)]
 #: ``[env]`` of a task: names a shell takes; values are text.
@@ -128,6 +134,10 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     ``("discrete", "integrated")``. When the first choice is busy ``on_busy`` decides: ``wait`` for it,
     ``redirect`` to the first free one among the rest, or run on the ``cpu``. After ``max_wait_s``
     of waiting, ``after_max_wait`` applies (``redirect``, ``cpu`` or ``fail``).
+    ``prefer`` (``free`` by default: the rules above) may instead pick, among every device the
+    preferences name, the one that finishes first (``fastest``: estimated wait + run, learned from the
+    task's ``family``) or uses the least energy within ``max_slowdown`` of the fastest (``greenest``);
+    see ``queue.placement_policy``. ``family`` names "the same job" (default: recipe + script path).
     ``start_at`` is epoch seconds; ``window`` is a daily local-time window ``"01:00-07:00"``
     (may cross midnight). ``retries`` more attempts after a failure or interruption, each after
     ``backoff_s * 2**(attempt-1)`` seconds, at most ``MAX_BACKOFF_S``. ``after`` names tasks that
@@ -172,6 +182,9 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     # The user answered "Keep waiting" to a run-elsewhere offer (``replies.Offer``): no more offers for
     # this task. Set by ``edit`` (``TaskPatch(offer_declined=True)``), read by whoever makes offers.
     offer_declined: bool = False
+    family: Family | None = None
+    prefer: Prefer = "free"
+    max_slowdown: Slowdown = 1.5
 
     def __hash__(self) -> int:  # env is a dict; hash the rest
         return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
@@ -246,6 +259,9 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     machine: Machine | UnsetType | None = UNSET
     origin: Word | UnsetType | None = UNSET
     offer_declined: bool | UnsetType = UNSET
+    family: Family | UnsetType | None = UNSET
+    prefer: Prefer | UnsetType = UNSET
+    max_slowdown: Slowdown | UnsetType = UNSET
 
     def given(self) -> dict[str, Any]:
         """The fields this patch sets, by name."""

@@ -27,6 +27,9 @@ A task file holds the keys at the top level or under ``[task]``::
     after = [12, 13]                  # start once tasks 12 and 13 succeeded ...
     after_any = false                 # ... true: once they ended, however
     machine = "any"                   # cluster: "any" machine, or one by name (`cluster status` lists them)
+    prefer = "fastest"                # free (default) | fastest | greenest: see docs/queue.md
+    max_slowdown = 1.5                # greenest: at most this much slower than the fastest finish
+    family = "resnet-infer"           # runs of one family teach its runtime (default: recipe + script)
     [env]                             # [task.env] when the keys are under [task]
     GGML_VK_VISIBLE_DEVICES = "{vk_index}"
 
@@ -67,6 +70,7 @@ from gputray.scheduler.tasks.records import (
     MAX_TASK_ID,
     ON_BUSY,
     PLACEHOLDERS,
+    PREFER,
     TaskPatch,
     TaskSpec,
     check_duration_s,
@@ -374,7 +378,7 @@ def _task_ids(value: object) -> list[int]:
     return ids
 
 
-_CHOICES = {"kind": KINDS, "on_busy": ON_BUSY, "after_max_wait": AFTER_MAX_WAIT}
+_CHOICES = {"kind": KINDS, "on_busy": ON_BUSY, "after_max_wait": AFTER_MAX_WAIT, "prefer": PREFER}
 _WHOLE = {"priority": (-MAX_PRIORITY, MAX_PRIORITY), "retries": (0, MAX_RETRIES)}
 _STRING_LISTS = frozenset({"argv", "args", "files", "needs", "device_prefs"})
 
@@ -396,6 +400,8 @@ def _problem(field: str, value: Any) -> str | None:
         if any("\x00" in v for v in value):
             return "contains a NUL character"
         return "contains an empty device name" if field == "device_prefs" else None
+    if field == "max_slowdown":
+        return f"must be a number from 1 to 100 (1.5: at most 50 % slower than the fastest), got {value!r}"
     if field in ("placeholders", "after_any", "offer_declined"):
         return f"must be true or false, got {value!r}"
     if field == "util_percent":

@@ -43,6 +43,7 @@ JSON_KEYS = [
     "energy_shared",
     "power_avg_w",
     "offer",  # run elsewhere now? {device_key, device_name, run_s, waited_s} or null (replies.Offer)
+    "estimate_s",  # per device it may use: [{device_key, device_name, run_s, finish_s}] (replies.Estimate)
 ]
 
 

@@ -116,6 +116,7 @@ def task_json(t: TaskView) -> dict[str, Any]:
         doc[key] = iso_utc(doc[key])
     doc["after"] = list(t.after)
     doc["offer"] = None if t.offer is None else msgspec.to_builtins(t.offer)
+    doc["estimate_s"] = [msgspec.to_builtins(e) for e in t.estimate_s]
     return doc
 
 

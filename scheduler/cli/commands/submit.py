@@ -57,6 +57,24 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
     )
     g.add_argument("--max-wait", metavar="DURATION", help="wait at most this long (e.g. 10m), then redirect")
     g.add_argument(
+        "--prefer",
+        choices=["free", "fastest", "greenest"],
+        help="free (default): the first free preferred device; fastest: the device where it finishes "
+        "first (wait + run, learned from earlier runs of its family); greenest: the least energy within "
+        "--max-slowdown of the fastest",
+    )
+    g.add_argument(
+        "--max-slowdown",
+        type=float,
+        metavar="FACTOR",
+        help="with --prefer greenest: at most this many times the fastest finish (default 1.5)",
+    )
+    g.add_argument(
+        "--family",
+        metavar="NAME",
+        help="the job family whose earlier runs estimate this one (default: recipe + script path)",
+    )
+    g.add_argument(
         "--vram", metavar="SIZE", help="memory the job needs, e.g. 4GiB (checked before it starts)"
     )
     g.add_argument("--priority", type=int, help="higher runs first (default 0; may be negative)")
@@ -129,6 +147,22 @@ def _env_assignments(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _prefer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--prefer``, ``--max-slowdown``, ``--family`` → the fields they set."""
+    out: dict[str, Any] = {}
+    if args.prefer:
+        out["prefer"] = args.prefer
+    if args.max_slowdown is not None:
+        if not 1.0 <= args.max_slowdown <= 100.0:
+            raise UsageError("--max-slowdown must be between 1 and 100 (1.5: at most 50 % slower)")
+        out["max_slowdown"] = args.max_slowdown
+    if args.family is not None:
+        if not args.family.strip() or len(args.family) > 200:
+            raise UsageError("--family takes a name of 1 to 200 characters")
+        out["family"] = args.family
+    return out
+
+
 def patch_from_args(
     args: argparse.Namespace, now_s: float | None = None, *, editing: bool = False
 ) -> TaskPatch:
@@ -148,6 +182,7 @@ def patch_from_args(
             out["device_prefs"] = tuple(prefs)
         if args.on_busy:
             out["on_busy"] = args.on_busy
+        out.update(_prefer_options(args))
         if args.max_wait:
             option = "--max-wait"
             out["max_wait_s"] = parse_duration(args.max_wait)

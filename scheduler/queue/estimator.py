@@ -1,0 +1,277 @@
+"""The queue's estimator: learns from finished runs and the monitor's ticks (``runtime_history``), builds
+each dispatch pass's ``Outlook`` (when each device frees, runtimes per family and device), plans with
+``placement_policy.OutlookPolicy``, makes run-elsewhere offers (``Offer``) and adds the estimates to the
+task views (``queue --json``'s ``estimate_s`` and ``offer``).
+
+An **offer** stands for a pending task that has waited longer than its estimated run on another device
+it may use that is free now (not for one whose user declined: ``offer_declined``). It is emitted once
+per task as a queue event of kind ``offer``; the answer comes back as an ordinary ``edit``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import msgspec
+
+from gputray.monitor.records import Snapshot
+from gputray.scheduler.pyenvs.doctor_cache import cached_results
+from gputray.scheduler.queue.estimates import Outlook, about
+from gputray.scheduler.queue.placement import (
+    DEFAULT_PREFS,
+    DeviceState,
+    Placement,
+    Plan,
+    Wait,
+    busy_reason,
+    never_fits,
+    plan,
+    resolve_pref,
+    wait_started_s,
+)
+from gputray.scheduler.queue.placement_policy import OutlookPolicy
+from gputray.scheduler.queue.runtime_history import JobRun, RunBook, RuntimeHistory, SpellBook
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.replies import Estimate, Tasks, TaskView
+from gputray.scheduler.tasks.family import family_of
+from gputray.scheduler.tasks.records import Offer, TaskRecord
+
+log = logging.getLogger(__name__)
+
+SPEEDS_REFRESH_S = 30.0  # the doctor's cache is read again at most this often
+EmitOffer = Callable[[TaskRecord, str, Offer], None]
+
+
+class DoctorSpeeds:
+    """Device key → the doctor's best measured fp32 matmul (GFLOP/s) there, from its cache."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._read_at = -math.inf
+        self._speeds: dict[str, float] = {}
+
+    def __call__(self) -> Mapping[str, float]:
+        if self._clock() - self._read_at >= SPEEDS_REFRESH_S:
+            self._read_at = self._clock()
+            speeds: dict[str, float] = {}
+            try:
+                for pair in cached_results():
+                    cap = pair.capability("matmul_fp32")
+                    if pair.works and cap is not None and cap.ok and cap.value:
+                        key = "cpu" if pair.vendor == "cpu" else pair.device_key
+                        speeds[key] = max(speeds.get(key, 0.0), cap.value)
+            except Exception:  # the doctor's cache must never stop the queue
+                log.exception("reading the doctor's speeds failed")
+            self._speeds = speeds
+        return self._speeds
+
+
+def allowed_devices(task: TaskRecord, devices: Sequence[DeviceState]) -> list[DeviceState]:
+    """Every device the task's preferences name (default: every GPU) that could ever run it; one
+    preference alone pins the task there."""
+    seen: dict[str, DeviceState] = {}
+    for pref in task.spec.device_prefs or DEFAULT_PREFS:
+        for dev in resolve_pref(pref, devices):
+            if dev.key not in seen and never_fits(task, dev) is None:
+                seen[dev.key] = dev
+    return list(seen.values())
+
+
+def build_outlook(
+    runs: RunBook,
+    spells: SpellBook,
+    families: Iterable[str],
+    devices: Sequence[DeviceState],
+    running: Iterable[TaskRecord],
+    now_s: float,
+    *,
+    measured_gflops: Mapping[str, float] | None = None,
+    free_in: Mapping[str, float | None] | None = None,
+) -> Outlook:
+    """The outlook for these families (and those of the jobs ``running``) over ``devices`` at ``now_s``,
+    from the books; ``free_in`` given: as it is (the last pass's), else worked out from the devices."""
+    running = list(running)
+    wanted = set(families) | {family_of(r.spec) for r in running}
+    medians = {f: m for f in wanted if (m := runs.median_run_s(f))}
+    outlook = Outlook(
+        run_medians=medians,
+        energy_medians={f: runs.median_energy_j(f) for f in medians},
+        run_counts={f: {k: len(v) for k, v in runs.runs(f).items()} for f in medians},
+        kinds={d.key: d.info.kind for d in devices},
+        measured_gflops=measured_gflops or {},
+    )
+    if free_in is None:
+        free_in = {d.key: free_in_s(d, running, outlook, spells, now_s) for d in devices}
+    return dataclasses.replace(outlook, free_in=free_in)
+
+
+def free_in_s(
+    dev: DeviceState, running: Sequence[TaskRecord], outlook: Outlook, spells: SpellBook, now_s: float
+) -> float | None:
+    """When ``dev`` frees up: 0 when free now; None when unknown (paused, lost, a spell of external use
+    longer than any before, our jobs past their estimates)."""
+    sample = dev.sample
+    if dev.paused or (sample is not None and sample.state in {"lost", "unavailable"}):
+        return None
+    ours = 0.0
+    if dev.running >= dev.slots:
+        left = [
+            est - (now_s - (r.started_at or now_s))
+            for r in running
+            if r.device == dev.key and (est := outlook.run_s(family_of(r.spec), dev.key)) is not None
+        ]
+        known = [x for x in left if x > 0]
+        if not known:
+            return None
+        ours = min(known)
+    external = 0.0
+    if dev.verdict is not None and dev.verdict.busy:
+        spell = spells.free_in_s(dev.key, now_s)
+        if spell is None:
+            return None
+        external = spell
+    return max(ours, external)
+
+
+class Estimator:
+    def __init__(
+        self,
+        store: TaskStore,
+        *,
+        emit_offer: EmitOffer | None = None,
+        speeds: Callable[[], Mapping[str, float]] | None = None,
+    ) -> None:
+        self.history = RuntimeHistory(store)
+        self.emit_offer = emit_offer
+        self.speeds = speeds if speeds is not None else DoctorSpeeds()
+        self._lock = threading.Lock()
+        self._devices: Sequence[DeviceState] = ()
+        self._free_in: Mapping[str, float | None] = {}
+        self._offers: dict[int, Offer] = {}
+        self._offered: set[int] = set()  # tasks an offer event was emitted for (once each)
+
+    # -- learning --------------------------------------------------------------------------------
+    def finished(self, rec: TaskRecord) -> None:
+        """A run that succeeded: one more entry in its family's history on that device."""
+        if rec.device is None or rec.started_at is None or rec.ended_at is None or rec.machine is not None:
+            return
+        self.history.record_run(
+            JobRun(
+                family=family_of(rec.spec), device_key=rec.device, env=rec.env,
+                duration_s=max(0.0, rec.ended_at - rec.started_at),
+                energy_j=None if rec.energy_shared else rec.energy_j,
+                throttled=self.history.throttled_since(rec.device, rec.started_at), ended_at=rec.ended_at,
+            )
+        )  # fmt: skip
+
+    def note_snapshot(self, snapshot: Snapshot) -> None:
+        self.history.note_snapshot(snapshot)
+
+    # -- estimating ------------------------------------------------------------------------------
+    def outlook(
+        self,
+        families: Iterable[str],
+        devices: Sequence[DeviceState],
+        running: Iterable[TaskRecord],
+        now_s: float,
+        free_in: Mapping[str, float | None] | None = None,
+    ) -> Outlook:
+        """The outlook for these families (and those running now) over ``devices`` at ``now_s``."""
+        return build_outlook(
+            self.history.runs, self.history.spells, families, devices, running, now_s,
+            measured_gflops=self.speeds(), free_in=free_in,
+        )  # fmt: skip
+
+    # -- a dispatch pass -------------------------------------------------------------------------
+    def plan(
+        self,
+        pending: Sequence[TaskRecord],
+        devices: Sequence[DeviceState],
+        now_s: float,
+        running: Iterable[TaskRecord],
+    ) -> Plan:
+        """``placement.plan`` with the estimates; remembers the devices and makes the offers."""
+        outlook = self.outlook({family_of(r.spec) for r in pending}, devices, running, now_s)
+        result = plan(pending, devices, now_s=now_s, policy=OutlookPolicy(outlook))
+        taken = {d.device for _, d in result.decisions if isinstance(d, Placement)}
+        offers: dict[int, tuple[TaskRecord, Offer, str]] = {}
+        for task, decision in result.decisions:
+            if isinstance(decision, Wait) and not task.spec.offer_declined and decision.until_s is None:
+                made = self._offer(task, decision, devices, taken, outlook, now_s)
+                if made is not None:
+                    offers[task.id] = (task, *made)
+        with self._lock:
+            self._devices, self._free_in = tuple(devices), outlook.free_in
+            self._offers = {i: o for i, (_, o, _) in offers.items()}
+            new = [(t, o, m) for i, (t, o, m) in offers.items() if i not in self._offered]
+            self._offered.update(offers)
+        for task, offer, message in new:
+            if self.emit_offer is not None:
+                self.emit_offer(task, message, offer)
+        return result
+
+    def _offer(
+        self,
+        task: TaskRecord,
+        wait: Wait,
+        devices: Sequence[DeviceState],
+        taken: set[str],
+        outlook: Outlook,
+        now_s: float,
+    ) -> tuple[Offer, str] | None:
+        waited = now_s - wait_started_s(task)
+        family = family_of(task.spec)
+        best: tuple[float, DeviceState] | None = None
+        for dev in allowed_devices(task, devices):
+            if dev.key == wait.device or dev.key in taken or busy_reason(task, dev) is not None:
+                continue
+            run = outlook.run_s(family, dev.key)
+            if run is not None and waited > run and (best is None or run < best[0]):
+                best = (run, dev)
+        if best is None:
+            return None
+        run, dev = best
+        offer = Offer(device_key=dev.key, device_name=dev.name, run_s=run, waited_s=waited)
+        message = (
+            f"{task.name} has waited {about(waited)}; {dev.name} is free and would run it in {about(run)}"
+        )
+        return offer, message
+
+    # -- views -----------------------------------------------------------------------------------
+    def views(self, records: Iterable[TaskRecord], now_s: float | None = None) -> Tasks:
+        """The records' views, with ``estimate_s`` and ``offer`` on the pending ones."""
+        records = list(records)
+        pending = [r for r in records if r.pending]
+        if not pending:
+            return tuple(TaskView.of(r) for r in records)
+        with self._lock:
+            devices, free_in, offers = self._devices, self._free_in, dict(self._offers)
+        now = time.time() if now_s is None else now_s
+        outlook = self.outlook({family_of(r.spec) for r in pending}, devices, (), now, free_in=free_in)
+        out = []
+        for rec in records:
+            view = TaskView.of(rec, offers.get(rec.id) if rec.pending else None)
+            if rec.pending:
+                estimates = self.estimates(rec, devices, outlook)
+                if estimates:
+                    view = msgspec.structs.replace(view, estimate_s=estimates)
+            out.append(view)
+        return tuple(out)
+
+    @staticmethod
+    def estimates(rec: TaskRecord, devices: Sequence[DeviceState], outlook: Outlook) -> tuple[Estimate, ...]:
+        family = family_of(rec.spec)
+        out = []
+        for dev in allowed_devices(rec, devices):
+            run = outlook.run_s(family, dev.key)
+            if run is None:
+                continue
+            wait = outlook.free_in.get(dev.key)
+            finish = None if wait is None else wait + run
+            out.append(Estimate(device_key=dev.key, device_name=dev.name, run_s=run, finish_s=finish))
+        return tuple(out)

@@ -1,0 +1,208 @@
+"""Notifications you can answer (issue 24): "Run on Radeon 780M now" / "Keep waiting".
+
+A real session bus (``dbus-daemon``), a stand-in for the desktop's notification daemon on it
+(``fake_notification_server.py``: the library boundary), and the real tray app in demo mode with its
+real owner and SQLite queue. The offer comes as the owner's queue event does (``queue_event_arrived``,
+the queued signal the tray's owner thread emits); the answer is the stand-in's ``ActionInvoked``, and
+what it did is read back from the owner. Where the daemon shows no buttons, the tray's balloon asks:
+a click opens the panel at the task with the same two answers in its row menu (the Windows path too).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from PySide6.QtWidgets import QApplication, QMenu
+from pytestqt.qtbot import QtBot
+
+from gputray.gui.app import build_parser
+from gputray.gui.tray_app import TrayApp
+from gputray.scheduler import protocol as rq
+from gputray.scheduler.replies import Offer, TaskView
+from gputray.scheduler.tasks.records import TaskPatch
+
+HERE = Path(__file__).resolve().parent
+KEY_5060 = "pci:0000:01:00.0"
+KEY_780M = "pci:0000:64:00.0"
+OFFER = Offer(device_key=KEY_780M, device_name="Radeon 780M", run_s=240.0, waited_s=720.0)
+
+try:
+    import jeepney  # noqa: F401 - the stand-in speaks D-Bus through it
+except ImportError:  # pragma: no cover
+    HAVE_JEEPNEY = False
+else:
+    HAVE_JEEPNEY = True
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("dbus-daemon") is None or not sys.platform.startswith("linux") or not HAVE_JEEPNEY,
+    reason="needs dbus-daemon and jeepney on Linux",
+)
+
+
+class NotificationDaemon:
+    """The stand-in process: what it was asked (JSON lines) and the buttons a person presses."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "notifications-ready"
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            said = json.loads(line)
+            if "notify" in said or "refused" in said:  # not the echo of a pressed button
+                self.lines.put(said)
+
+    def next_notify(self, qtbot: QtBot) -> dict[str, Any]:
+        """The next Notify call, while the tray's event loop runs (it makes the call)."""
+        qtbot.waitUntil(lambda: not self.lines.empty(), timeout=30_000)
+        line = self.lines.get_nowait()
+        assert "notify" in line, line
+        return dict(line["notify"])
+
+    def calls_so_far(self) -> list[dict[str, Any]]:
+        calls = []
+        while not self.lines.empty():
+            calls.append(self.lines.get_nowait())
+        return calls
+
+    def press(self, note_id: int, action: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"invoke {note_id} {action}\n")
+        self.proc.stdin.flush()
+
+
+@pytest.fixture
+def session_bus(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A private session bus for this test; the tray finds it as on a desktop (DBUS_SESSION_BUS_ADDRESS)."""
+    bus = subprocess.run(
+        ["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
+        capture_output=True, text=True, check=True, timeout=20,
+    )  # fmt: skip
+    address, pid = bus.stdout.split()[:2]
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", address)
+    try:
+        yield address
+    finally:
+        os.kill(int(pid), signal.SIGTERM)
+
+
+def start_daemon(capabilities: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "fake_notification_server.py"), capabilities],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def daemon(session_bus: str) -> Iterator[NotificationDaemon]:
+    proc = start_daemon("actions,body")
+    try:
+        yield NotificationDaemon(proc)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def demo_app(qtbot: QtBot) -> Iterator[TrayApp]:
+    app = TrayApp(build_parser().parse_args(["--demo"]), tray_available=False)
+    app.start()
+    try:
+        qtbot.waitUntil(lambda: app.owner is not None and app.latest is not None, timeout=30_000)
+        app.request(rq.Pause(device=KEY_5060))  # the 5060 Ti is busy: tasks that want it wait
+        yield app
+    finally:
+        app.shutdown()
+        app.panel.hide()
+
+
+def waiting_task(app: TrayApp, name: str) -> TaskView:
+    done = app.request(
+        rq.Run(argv=[sys.executable, "-c", "pass"], name=name, overrides=TaskPatch(device_prefs=(KEY_5060,)))
+    )
+    assert done is not None
+    (task,) = done.tasks
+    assert task.state in ("queued", "waiting")
+    return task
+
+
+def offer(app: TrayApp, task: TaskView) -> None:
+    """What the owner's thread does when an estimate finds the task would finish sooner elsewhere."""
+    app.queue_event_arrived.emit("offer", msgspec.structs.replace(task, offer=OFFER), "")
+
+
+def task_now(app: TrayApp, task_id: int) -> rq.rp.TaskReply:
+    reply = app.request(rq.Get(id=task_id))
+    assert reply is not None
+    return reply
+
+
+def declined(app: TrayApp, task_id: int) -> bool:
+    spec = task_now(app, task_id).spec
+    return spec is not None and spec.offer_declined
+
+
+def test_the_desktop_asks_and_each_answer_is_an_edit_the_owner_acts_on(
+    qtbot: QtBot, daemon: NotificationDaemon, demo_app: TrayApp, caplog: pytest.LogCaptureFixture
+) -> None:  # (the bus and its daemon first: they outlive the app)
+    caplog.set_level(logging.INFO, logger="gputray.gui.notifications")
+    cnn, upscale = waiting_task(demo_app, "cnn.py"), waiting_task(demo_app, "upscale.py")
+
+    offer(demo_app, cnn)
+    asked = daemon.next_notify(qtbot)
+    assert asked["actions"] == ["run-here", "Run on Radeon 780M now", "keep-waiting", "Keep waiting"]
+    assert asked["summary"] == "cnn.py can start now on Radeon 780M"
+    assert asked["body"] == "Waiting for 12 min; it takes about 4 min on Radeon 780M."
+    assert asked["app_name"] == "gputray"
+    daemon.press(asked["id"], "run-here")
+    qtbot.waitUntil(lambda: task_now(demo_app, cnn.id).task.device == KEY_780M, timeout=30_000)
+    assert task_now(demo_app, cnn.id).task.state in ("running", "succeeded")
+
+    offer(demo_app, upscale)
+    asked = daemon.next_notify(qtbot)
+    daemon.press(asked["id"], "keep-waiting")
+    qtbot.waitUntil(lambda: declined(demo_app, upscale.id), timeout=30_000)
+    offer(demo_app, upscale)  # an estimate that did not hear the answer yet: not asked again
+    qtbot.waitUntil(lambda: f"offer for task #{upscale.id} not shown: already answered" in caplog.text)
+    assert daemon.calls_so_far() == []
+    now = task_now(demo_app, upscale.id)
+    assert now.task.state in ("queued", "waiting") and now.spec is not None
+    assert now.spec.device_prefs == (KEY_5060,)
+
+
+def test_without_buttons_on_the_desktop_the_balloon_opens_the_panel_at_the_task(
+    qtbot: QtBot, session_bus: str, demo_app: TrayApp
+) -> None:
+    proc = start_daemon("body")  # a daemon that shows no buttons (as Windows' balloon has none)
+    try:
+        NotificationDaemon(proc)
+        cnn = waiting_task(demo_app, "cnn.py")
+        offer(demo_app, cnn)
+        qtbot.waitUntil(lambda: any(n.kind == "job_offer" for n in demo_app.notifier.shown))
+        demo_app.tray.messageClicked.emit()
+        assert demo_app.panel.isVisible()
+        menu = QApplication.activePopupWidget()
+        assert isinstance(menu, QMenu), "the task's row menu is open"
+        (run,) = [a for a in menu.actions() if a.text() == "Run on Radeon 780M now"]
+        assert [a.text() for a in menu.actions()][-1] == "Keep waiting"
+        run.trigger()
+        qtbot.waitUntil(lambda: task_now(demo_app, cnn.id).task.device == KEY_780M, timeout=30_000)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
