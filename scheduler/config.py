@@ -183,13 +183,13 @@ class ConfigNotWritten(ConfigError, OSError):
 def write_user_config(path: Path, text: str, *, backup: bool = False) -> None:
     """Replace the user's file with ``text`` at once (tmp + rename); ``backup`` keeps the old one as
     ``config.toml.bak`` (TOML writers drop comments). ConfigNotWritten when it cannot be written."""
-    import shutil
-
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if backup and path.exists():
-            shutil.copy2(path, path.with_name(path.name + ".bak"))
+            # bytes, not shutil.copy2: on Windows that calls CopyFile2, which Wine 8 lacks (the process
+            # dies there), and a backup needs no timestamps
+            path.with_name(path.name + ".bak").write_bytes(path.read_bytes())
         tmp.write_bytes(text.encode("utf-8"))
         os.replace(tmp, path)
     except OSError as exc:
