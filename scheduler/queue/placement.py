@@ -515,6 +515,7 @@ def plan(
                 spec.vram_bytes,
                 spec.needs,
                 spec.kind == "torch",
+                spec.allow_unproven,
             )
         cached = same_shape.get(shape) if shape is not None else None
         decision = (
