@@ -110,6 +110,18 @@ class DesktopNotifier:
             raise OSError(f"the notification daemon refused: {reply.body}")
         return int(reply.body[0])
 
+    def withdraw(self, note_id: int) -> None:
+        """Take a notification off the screen (``CloseNotification``); a daemon that fails is only logged."""
+        from jeepney import DBusAddress, new_method_call
+
+        daemon = DBusAddress(PATH, bus_name=NAME, interface=NAME)
+        try:
+            self._router.send_and_get_reply(
+                new_method_call(daemon, "CloseNotification", "u", (note_id,)), timeout=CALL_TIMEOUT_S
+            )
+        except Exception as exc:
+            log.info("notification %d could not be closed (%s)", note_id, exc)
+
     def _signal(self, msg: Any) -> None:
         """On jeepney's receive thread: ActionInvoked(id, key) or NotificationClosed(id, reason)."""
         from jeepney import HeaderFields

@@ -7,7 +7,8 @@ whose row menu has the same two entries (``Panel.row_menu``).
 
 Either answer is an ordinary ``edit`` of the task, as ``gputray edit`` sends it (the ``Offer`` contract):
 "Run on X now" makes the offered device the task's only choice (``device_prefs``), so the next dispatch
-starts it there; "Keep waiting" sets ``offer_declined``, so no offer for that task comes again.
+starts it there; "Keep waiting" sets ``offer_declined``, so no offer for that task comes again. A
+question still on the desktop when its task starts anyway (or ends, or goes) is taken off.
 """
 
 from __future__ import annotations
@@ -100,6 +101,14 @@ class OfferPrompts(QObject):
             log.info("offer for task #%d closed without an answer", task_id)
         else:
             log.warning("offer for task #%d: unknown answer %r", task_id, action)
+
+    def task_moved_on(self, task_id: int) -> None:
+        """The task started, ended or went: its question, still on the desktop, is taken off."""
+        for note_id, (asked_task, _) in list(self._asked.items()):
+            if asked_task == task_id and self._desktop is not None:
+                del self._asked[note_id]
+                log.info("offer for task #%d withdrawn: it no longer waits", task_id)
+                self._desktop.withdraw(note_id)
 
     def run_here(self, task_id: int, offer: Offer) -> None:
         """Start the task on the offered device: it becomes the task's only choice."""

@@ -531,6 +531,8 @@ class TrayApp(QObject):
 
     def _on_queue_event(self, kind: str, task: TaskView, message: str) -> None:
         self.model.upsert(task)
+        if task.state not in ("queued", "waiting"):
+            self.offers.task_moved_on(task.id)
         self.notifier.on_queue_event(kind, task, message)
         self.panel.update_queue_label()
         if self.latest is not None:

@@ -437,7 +437,9 @@ class Owner:
 
     def _op_queue(self, req: rq.Queue) -> rp.QueueReply:
         return rp.QueueReply(
-            tasks=self.queue.estimates.views(self.queue.list(include_finished=bool(req.all))),
+            tasks=self.queue.estimates.views(
+                self.queue.runs.with_energy_so_far(self.queue.list(include_finished=bool(req.all)))
+            ),
             paused=self.queue.paused(),
             # device key → the name people know it by, for listings (the JSON keeps the key)
             device_names=self._device_names(),

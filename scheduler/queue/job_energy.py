@@ -137,9 +137,16 @@ class EnergyMeter:
 
     def running_energy_j(self, task_id: int) -> float | None:
         """What a running job used so far (up to the last sample)."""
+        so_far = self.so_far(task_id)
+        return so_far.energy_j if so_far is not None else None
+
+    def so_far(self, task_id: int) -> JobEnergy | None:
+        """A running job's energy up to the last sample; None for a job not measured here."""
         with self._lock:
             meter = self._jobs.get(task_id)
-            return meter.energy_j if meter is not None else None
+            if meter is None:
+                return None
+            return JobEnergy(meter.energy_j, meter.shared, max(0.0, self.clock() - meter.started_s))
 
     def on_snapshot(self, snapshot: Snapshot) -> None:
         """Monitor thread: add each device's energy since its previous sample to the jobs on it."""

@@ -127,6 +127,16 @@ class JobRuns:
                 log.warning("device %s lost: stopping task #%d", r.device, r.task_id)
                 r.job.cancel("lost")
 
+    def with_energy_so_far(self, records: Sequence[TaskRecord]) -> builtins.list[TaskRecord]:
+        """The records, each running one with the GPU energy its job used so far (the store has it only
+        once the job ended): what listings show."""
+        out = builtins.list(records)
+        for i, rec in enumerate(out):
+            so_far = self.energy.so_far(rec.id) if rec.state == "running" else None
+            if so_far is not None:
+                out[i] = rec.replace(energy_j=so_far.energy_j, energy_shared=so_far.shared)
+        return out
+
     def adopt_left_jobs(self) -> set[int]:
         """Jobs an earlier owner started (it crashed, or quit keeping them): a task whose supervisor
         still runs is watched as running again; one whose job ended meanwhile gets its real exit
@@ -235,6 +245,7 @@ class JobRuns:
                 queue_file=str(self.store.path),
                 now_s=now,
                 on_cpu=chosen is not None and chosen.on_cpu,
+                pair=chosen.pair if chosen is not None else None,
             )
             job = launch(
                 list(launch_plan.argv),
@@ -328,7 +339,9 @@ class JobRuns:
         if task.spec.kind != "torch":
             return None
         try:
-            return self.queue.env_chooser.status(info, task.spec.needs)
+            return self.queue.env_chooser.status(
+                info, task.spec.needs, allow_unproven=task.spec.allow_unproven
+            )
         except Exception as exc:
             log.exception("env lookup failed")
             return EnvMissing(f"env lookup failed ({exc})")

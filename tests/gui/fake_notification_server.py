@@ -5,7 +5,7 @@ It speaks the Desktop Notifications Specification 1.2 as GNOME Shell, KDE Plasma
 ``GetCapabilities`` answers the capabilities given on the command line, ``Notify`` (strictly the
 signature ``susssasa{sv}i``, as the real daemons check it) prints the call as one JSON line on stdout
 and answers a new id; ``ActionInvoked`` and ``NotificationClosed`` are sent when a line arrives on
-stdin (the person clicking a button):
+stdin (the person clicking a button); ``CloseNotification`` is printed too:
 
     python fake_notification_server.py actions,body      # prints "notifications-ready" once it owns the name
     stdin: "invoke <id> <action key>"  → ActionInvoked(id, key), then NotificationClosed(id, 2)
@@ -75,6 +75,7 @@ def answer(conn: DBusConnection, msg: Message, capabilities: list[str], last_id:
         print(json.dumps({"notify": call}), flush=True)
         conn.send(new_method_return(msg, "u", (last_id,)))
     elif member == "CloseNotification":
+        print(json.dumps({"closed": msg.body[0]}), flush=True)
         conn.send(new_method_return(msg))
         conn.send(new_signal(DBusAddress(PATH, interface=NAME), "NotificationClosed", "uu", (msg.body[0], 3)))
     else:

@@ -65,15 +65,15 @@ class NotificationDaemon:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             said = json.loads(line)
-            if "notify" in said or "refused" in said:  # not the echo of a pressed button
+            if "sent" not in said:  # not the echo of a pressed button
                 self.lines.put(said)
 
-    def next_notify(self, qtbot: QtBot) -> dict[str, Any]:
-        """The next Notify call, while the tray's event loop runs (it makes the call)."""
+    def next_call(self, qtbot: QtBot, what: str = "notify") -> Any:
+        """The next Notify (or CloseNotification) call, while the tray's event loop runs (it calls)."""
         qtbot.waitUntil(lambda: not self.lines.empty(), timeout=30_000)
         line = self.lines.get_nowait()
-        assert "notify" in line, line
-        return dict(line["notify"])
+        assert what in line, line
+        return line[what]
 
     def calls_so_far(self) -> list[dict[str, Any]]:
         calls = []
@@ -163,9 +163,10 @@ def test_the_desktop_asks_and_each_answer_is_an_edit_the_owner_acts_on(
 ) -> None:  # (the bus and its daemon first: they outlive the app)
     caplog.set_level(logging.INFO, logger="gputray.gui.notifications")
     cnn, upscale = waiting_task(demo_app, "cnn.py"), waiting_task(demo_app, "upscale.py")
+    resize = waiting_task(demo_app, "resize.py")
 
     offer(demo_app, cnn)
-    asked = daemon.next_notify(qtbot)
+    asked = daemon.next_call(qtbot)
     assert asked["actions"] == ["run-here", "Run on Radeon 780M now", "keep-waiting", "Keep waiting"]
     assert asked["summary"] == "cnn.py can start now on Radeon 780M"
     assert asked["body"] == "Waiting for 12 min; it takes about 4 min on Radeon 780M."
@@ -175,7 +176,7 @@ def test_the_desktop_asks_and_each_answer_is_an_edit_the_owner_acts_on(
     assert task_now(demo_app, cnn.id).task.state in ("running", "succeeded")
 
     offer(demo_app, upscale)
-    asked = daemon.next_notify(qtbot)
+    asked = daemon.next_call(qtbot)
     daemon.press(asked["id"], "keep-waiting")
     qtbot.waitUntil(lambda: declined(demo_app, upscale.id), timeout=30_000)
     offer(demo_app, upscale)  # an estimate that did not hear the answer yet: not asked again
@@ -184,6 +185,11 @@ def test_the_desktop_asks_and_each_answer_is_an_edit_the_owner_acts_on(
     now = task_now(demo_app, upscale.id)
     assert now.task.state in ("queued", "waiting") and now.spec is not None
     assert now.spec.device_prefs == (KEY_5060,)
+
+    offer(demo_app, resize)
+    asked = daemon.next_call(qtbot)
+    demo_app.cancel([resize.id])  # it no longer waits: the question goes from the screen
+    assert daemon.next_call(qtbot, "closed") == asked["id"]
 
 
 def test_without_buttons_on_the_desktop_the_balloon_opens_the_panel_at_the_task(

@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,32 +173,48 @@ def test_energy_units(joules: float | None, text: str) -> None:
 def test_a_demo_job_through_the_owner_shows_its_energy_in_queue_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The real owner in demo mode: a 3 s job on the simulated 780M (3.1 W idle, 27 W at full load; the
-    job's 90 % load puts it near 26 W) has the energy that power makes over its run."""
+    """The real owner in demo mode: a job on the simulated 780M (3.1 W idle, 27 W at full load; the job's
+    90 % load puts it near 26 W) shows the energy used so far while it runs, and once it ended the
+    energy that power makes over its run, in ``queue --json`` and at the end of its log."""
     from cli import gputray
+    from waiting import wait_for
 
     from gputray.scheduler.owner import Owner
     from gputray.scheduler.paths import app_paths
 
+    def tasks() -> list[dict[str, Any]]:
+        listed = gputray("queue", "--all", "--json", home=tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        return list(json.loads(listed.stdout)["tasks"])
+
     monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path))
+    flag = tmp_path / "go-on"
+    job = f"import os, time\nwhile not os.path.exists({str(flag)!r}): time.sleep(0.05)\ntime.sleep(3)"
     owner = Owner(app_paths(), demo=True)
     owner.start()
     try:
-        job = "import time; time.sleep(3)"
-        ran = gputray("run", "--wait", "--device", "780m", "--name", "warm", "--", sys.executable, "-c", job,
-                      home=tmp_path)  # fmt: skip
+        ran = gputray(
+            "run", "--device", "780m", "--name", "warm", "--", sys.executable, "-c", job, home=tmp_path
+        )
         assert ran.returncode == 0, ran.stderr
-        listed = gputray("queue", "--all", "--json", home=tmp_path)
+        running = wait_for(
+            lambda: [t for t in tasks() if t["state"] == "running" and (t["energy_j"] or 0) > 0],
+            60,
+            "the running job's energy so far",
+        )
+        flag.touch()
+        waited = gputray("wait", str(running[0]["id"]), home=tmp_path)
+        assert waited.returncode == 0, waited.stderr
+        (task,) = tasks()
     finally:
         owner.stop()
-    assert listed.returncode == 0, listed.stderr
-    (task,) = json.loads(listed.stdout)["tasks"]
     assert task["state"] == "succeeded" and task["device"] == RADEON_780M.key
     assert task["energy_shared"] is False  # the demo's firefox uses the 780M only from 150 s on
     energy, watts = task["energy_j"], task["power_avg_w"]
-    seconds = energy / watts
-    assert 3.0 <= seconds < 30
-    assert 3.1 * 3.0 < energy <= 27.0 * seconds * 1.05
-    assert 15.0 < watts <= 27.0 * 1.05  # mostly the job's load, not idle
+    assert energy > running[0]["energy_j"]
+    ran_s = energy / watts  # its start-to-end time: at least the 3 s after the flag
+    assert ran_s >= 3.0
+    assert 3.1 * 3.0 < energy <= 27.0 * ran_s * 1.05
+    assert 12.0 < watts <= 27.0 * 1.05  # mostly the job's load, not idle
     log = Path(task["log_path"]).read_text()
     assert "GPU energy: " in log.splitlines()[-1] and "on Radeon 780M" in log
