@@ -1,6 +1,8 @@
 """Probe one Python environment: which torch it has, which devices torch sees, and whether they work.
 
-Run by gputray inside the environment as ``<python> -I probe.py [--bench] [--version-only]``. It must
+Run by gputray inside the environment as ``<python> -I probe.py [--bench] [--version-only] [--select]``.
+``--select`` reads back only the device a job would use (``GPUTRAY_TORCH_DEVICE``, else ``cuda:0``) under
+the selection variables it was started with, and runs the small checked matmul on it. It must
 not import gputray and uses only the standard library plus torch (which may be missing or broken).
 
 It prints exactly ONE JSON document on stdout, at the end. Everything else that torch or its
@@ -321,6 +323,40 @@ def run_probe(bench: bool, stderr_fd: int) -> dict:
     return result
 
 
+def run_select() -> dict:
+    """What torch sees under the selection this process got: the device count, the selected device's
+    properties and whether a small checked matmul runs on it."""
+    result: dict = {"probe_format": PROBE_FORMAT, "platform": sys.platform}
+    try:
+        import torch
+    except BaseException as exc:
+        result["torch_error"] = _error_text(exc)
+        return result
+    version = getattr(torch, "version", None)
+    result["torch_version"] = str(torch.__version__)
+    result["cuda_version"] = getattr(version, "cuda", None)
+    result["hip_version"] = getattr(version, "hip", None)
+    device = os.environ.get("GPUTRAY_TORCH_DEVICE") or "cuda:0"
+    result["torch_device"] = device
+    try:
+        count = torch.cuda.device_count()
+    except Exception as exc:
+        count = 0
+        result["accelerator_error"] = _error_text(exc)
+    result["device_count"] = count
+    index = int(device.partition(":")[2] or 0) if device.startswith("cuda") else -1
+    if not 0 <= index < count:
+        result["selected"] = None
+        return result
+    props = _device_props(torch, index)
+    props["torch_device"] = device
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        props["basic_op"] = _basic_op(torch, device)
+    result["selected"] = props
+    return result
+
+
 def main(argv: list[str]) -> int:
     bench = "--bench" in argv
     version_only = "--version-only" in argv
@@ -329,7 +365,12 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)
     stderr_fd = 2
     try:
-        result = _version_info() if version_only else run_probe(bench, stderr_fd)
+        if version_only:
+            result = _version_info()
+        elif "--select" in argv:
+            result = run_select()
+        else:
+            result = run_probe(bench, stderr_fd)
         result["probe_seconds"] = round(time.perf_counter() - _STARTED, 3)
     except BaseException as exc:  # the probe must always answer
         result = {"probe_format": PROBE_FORMAT, "probe_error": _error_text(exc)}

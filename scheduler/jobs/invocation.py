@@ -24,15 +24,8 @@ from pathlib import Path
 
 from gputray.monitor.records import DeviceInfo
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.pyenvs.selection import GPU_SELECTION_VARS, TORCH_DEVICE_VAR, Selection
 from gputray.scheduler.tasks.records import TaskSpec, substitute
-
-GPU_SELECTION_VARS = (
-    "CUDA_VISIBLE_DEVICES",
-    "CUDA_DEVICE_ORDER",
-    "HIP_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL",
-)
 
 
 def out_path(spec: TaskSpec) -> str:
@@ -169,8 +162,12 @@ def build_env(
     task_env: Mapping[str, str] = {},
     values: Mapping[str, str] | None = {},
     rocm_index: int | None = None,
+    selection: Selection | None = None,
 ) -> dict[str, str]:
     """The full environment for a job on ``device`` (a GPU's DeviceInfo, or one with kind ``cpu``).
+
+    ``selection``: the one the doctor learned for this env on this GPU (``selection_learning``); without
+    one, the vendor's usual variables.
 
     ``base`` is usually ``os.environ``; ``extra`` the Python env's variables; ``task_env`` the task's
     own (placeholders filled from ``values``; ``None``: kept as written, as ``render_argv`` does).
@@ -186,11 +183,15 @@ def build_env(
         if "{vk_index}" in value and "vk_index" not in values:
             raise LaunchError(f"{name}: no Vulkan device index is known for {device.name}")
         env[name] = substitute(value, values)
-    for var in GPU_SELECTION_VARS:
+    for var in (*GPU_SELECTION_VARS, TORCH_DEVICE_VAR):
         env.pop(var, None)
     if device.kind == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["HIP_VISIBLE_DEVICES"] = ""
+        if selection is not None:
+            selection.apply(env)
+    elif selection is not None:
+        selection.apply(env)
     elif device.vendor == "nvidia":
         env["CUDA_VISIBLE_DEVICES"] = device.uuid or (
             str(device.nvml_index) if device.nvml_index is not None else "0"

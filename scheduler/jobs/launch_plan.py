@@ -24,6 +24,7 @@ from gputray.scheduler.jobs.invocation import (
 )
 from gputray.scheduler.jobs.orphans import QUEUE_FILE_VAR
 from gputray.scheduler.paths import job_umask
+from gputray.scheduler.pyenvs.doctor_cache import PairResult
 from gputray.scheduler.tasks.records import TaskRecord, local_iso
 
 log = logging.getLogger("gputray.scheduler.queue.service")  # the queue's log, where these lines always were
@@ -44,6 +45,28 @@ def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[D
     except Exception:  # optional: a broken Vulkan stack must not stop the queue
         log.exception("Vulkan index lookup failed")
         return None
+
+
+def selection_header(pair: PairResult) -> str:
+    """The log header's lines on how the job was pointed at its device and what torch saw there."""
+    if pair.selection is None:
+        return ""
+    verdict = {
+        "proven": "proven",
+        "unprovable": "NOT PROVEN (the task allows it: allow_unproven)",
+        "wrong-device": "WRONG DEVICE",
+    }.get(pair.selection_status or "", "not checked")
+    seen = pair.seen_device
+    shown = "nothing"
+    if seen is not None:
+        parts = [f"{seen.name or '?'} as {seen.torch_device}"]
+        parts += [f"pci {seen.pci_address()}"] if seen.pci_address() else []
+        parts += [f"uuid {seen.uuid}"] if seen.uuid else []
+        shown = ", ".join(parts)
+    return (
+        f"selection: {pair.selection.label()} ({verdict}, env {pair.env_name}: {pair.selection_reason})\n"
+        f"seen device: {shown}\n"
+    )
 
 
 @dataclass(frozen=True)
@@ -69,12 +92,15 @@ def prepare_launch(
     queue_file: str = "",
     now_s: float = 0.0,
     on_cpu: bool = False,
+    pair: PairResult | None = None,
 ) -> LaunchPlan:
     """The argv, environment and log header of ``task`` (already marked running: ``attempts`` counts
     this attempt, ``reason`` holds its notes) on device ``info``. Pure but for ``default_vk_index`` (the
     Vulkan loader) and ``{out}``, which is taken by creating it (``free_out_path``). Raises LaunchError
     when the task cannot be rendered for that device.
-    ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden)."""
+    ``on_cpu``: a torch job placed on a simulated GPU runs on the CPU (every GPU hidden).
+    ``pair``: the doctor's result for the env on this device; its learned selection is what the job gets,
+    and the header names it and what torch saw there."""
     spec = task.spec
     if on_cpu:
         info = dataclasses.replace(info, kind="cpu")  # build_env hides CUDA and HIP devices
@@ -95,8 +121,16 @@ def prepare_launch(
             if out != wanted:
                 notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
     argv = render_argv(spec, values, python=python)
+    selection = pair.selection if pair is not None else None
     env = build_env(
-        base_env, info, task_id=task.id, extra=extra_env, task_env=spec.env, values=values, rocm_index=rocm
+        base_env,
+        info,
+        task_id=task.id,
+        extra=extra_env,
+        task_env=spec.env,
+        values=values,
+        rocm_index=rocm,
+        selection=selection,
     )
     if python is not None:  # a torch task: run by the env chosen for the device
         activate_python(env, python)
@@ -107,6 +141,7 @@ def prepare_launch(
         f" at {local_iso(now_s)} ===\n"
         f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
         + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
+        + (selection_header(pair) if pair is not None else "")
         + (f"note: {task.reason}\n" if task.reason else "")
         + "".join(f"{n}\n" for n in notes[1 if task.reason else 0 :])
     )

@@ -54,10 +54,12 @@ REFRESH_S = 10.0  # results are re-read at least this often: an upgraded torch c
 
 @dataclass(frozen=True)
 class EnvReady:
-    """Run in ``env``. ``on_cpu``: the device is a simulated GPU and the job runs on the CPU instead."""
+    """Run in ``env``. ``on_cpu``: the device is a simulated GPU and the job runs on the CPU instead.
+    ``pair``: the doctor's result there (its learned selection is what the job gets), when known."""
 
     env: PythonEnv
     on_cpu: bool = False
+    pair: PairResult | None = None
 
 
 @dataclass(frozen=True)
@@ -69,9 +71,11 @@ class EnvChecking:
 
 @dataclass(frozen=True)
 class EnvMissing:
-    """No configured env works on the device; ``reason`` holds the doctor's reasons and fix."""
+    """No configured env works on the device; ``reason`` holds the doctor's reasons and fix.
+    ``unproven``: one works there, but the device its torch lands on is not proven (a task may allow it)."""
 
     reason: str
+    unproven: bool = False
 
 
 EnvStatus = EnvReady | EnvChecking | EnvMissing
@@ -84,7 +88,9 @@ FailedNeeds = Callable[[str, frozenset[str]], Collection[str]]
 
 
 class EnvChooser(Protocol):
-    def status(self, info: DeviceInfo, needs: Collection[str] = ()) -> EnvStatus: ...
+    def status(
+        self, info: DeviceInfo, needs: Collection[str] = (), *, allow_unproven: bool = False
+    ) -> EnvStatus: ...
 
     def failed_needs(self, device_key: str, needs: frozenset[str]) -> Collection[str]: ...
 
@@ -119,7 +125,9 @@ class ResolverChooser:
     def failed_needs(self, device_key: str, needs: frozenset[str]) -> Collection[str]:
         return self._failed_needs(device_key, needs) if self._failed_needs is not None else ()
 
-    def status(self, info: DeviceInfo, needs: Collection[str] = ()) -> EnvStatus:
+    def status(
+        self, info: DeviceInfo, needs: Collection[str] = (), *, allow_unproven: bool = False
+    ) -> EnvStatus:
         wanted = tuple(needs)
         env = self._resolver(info.key, wanted)
         if env is not None:
@@ -236,7 +244,11 @@ class ProbingChooser:
         mine = [p for p in checked.pairs if on_target(p)]
         return mine, bool(mine) or target in checked.device_keys
 
-    def status(self, info: DeviceInfo, needs: Collection[str] = ()) -> EnvStatus:
+    def status(
+        self, info: DeviceInfo, needs: Collection[str] = (), *, allow_unproven: bool = False
+    ) -> EnvStatus:
+        """``allow_unproven``: an env whose selection on this GPU could not be proven counts as working
+        (a task's ``allow_unproven``); a wrong-device pair never does (the doctor marked it failed)."""
         with self._lock:
             self._refresh()
             if self._config_error is not None:
@@ -247,21 +259,25 @@ class ProbingChooser:
             target = "cpu" if info.kind == "cpu" else info.key
             if info.simulated and not any(p.device_key == info.key for p in self._pairs):
                 target, on_cpu = "cpu", True
-            working: list[PythonEnv] = []
+            working: list[tuple[PythonEnv, PairResult]] = []
             unchecked: list[PythonEnv] = []
             failures: list[PairResult] = []
+            unproven: list[PairResult] = []
             for env in self._envs:
                 pairs, checked = self._pairs_on(env, target)
-                if any(p.works for p in pairs):
-                    if all(any(p.works and p.passes(n) for p in pairs) for n in needs):
-                        return EnvReady(env, on_cpu)
-                    working.append(env)
+                usable = [p for p in pairs if p.works and (allow_unproven or not p.unproven)]
+                if usable:
+                    if all(any(p.passes(n) for p in usable) for n in needs):
+                        return EnvReady(env, on_cpu, usable[0])
+                    working.append((env, usable[0]))
+                elif any(p.unproven for p in pairs):
+                    unproven += [p for p in pairs if p.unproven]
                 elif not checked:
                     unchecked.append(env)
                 else:
                     failures += pairs
             if working:  # none passed every need: the first that works (placement checks the needs)
-                return EnvReady(working[0], on_cpu)
+                return EnvReady(working[0][0], on_cpu, working[0][1])
             where = "the CPU" if target == "cpu" else info.name
             demo = f" (demo: in place of {info.name})" if on_cpu else ""
             if unchecked:
@@ -269,6 +285,13 @@ class ProbingChooser:
                 current = self._current if self._current in unchecked else unchecked[0]
                 assert current is not None
                 return EnvChecking(f"checking env {current.name} on {where}{demo}…")
+            if unproven:
+                first = unproven[0]
+                return EnvMissing(
+                    f"env {first.env_name} works on {where}, but that its torch lands on this GPU is not "
+                    f"proven ({first.selection_reason}); a task with allow_unproven = true runs there anyway",
+                    unproven=True,
+                )
             return EnvMissing(self._missing_reason(failures, where, demo))
 
     @staticmethod

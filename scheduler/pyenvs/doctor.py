@@ -12,6 +12,7 @@ for a probe through ``env_choice``, which runs ``run_doctor`` in a thread of its
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -51,6 +52,7 @@ from gputray.scheduler.pyenvs.probe_runner import (
     python_version_info,
 )
 from gputray.scheduler.pyenvs.registry import PythonEnv
+from gputray.scheduler.pyenvs.selection_learning import with_selections
 from gputray.scheduler.tasks.needs import CAPABILITIES, NEEDS
 
 # The cache's names, still importable from here (``doctor_cache`` is where they live).
@@ -455,6 +457,20 @@ def run_doctor(
                 env.python, extra_env=env.extra_env, bench=bench, timeout_s=timeout_s, on_progress=on_progress
             )
             pairs = pairs_from_probe(env, result, devices)
+            if result.ok and result.data is not None and not result.data.get("torch_error"):
+                platform = (version_info.data or {}).get("platform")
+                pairs = with_selections(
+                    env,
+                    pairs,
+                    result.data,
+                    devices,
+                    platform=platform,
+                    base_env=os.environ,
+                    timeout_s=timeout_s,
+                )
+                for pair in pairs:
+                    if pair.selection is not None and pair.vendor != "cpu":
+                        say(f"{env.name} × {pair.device_name}: selected by {pair.selected_by()}")
             with contextlib.suppress(OSError):
                 record_results(path, fp, pairs, drivers, bench=bench)
         for pair in pairs:

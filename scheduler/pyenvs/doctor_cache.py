@@ -27,6 +27,7 @@ from gputray.monitor.sysfs import read_str
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.registry import EnvError, PythonEnv, load_envs
+from gputray.scheduler.pyenvs.selection import SeenDevice, Selection, SelectionStatus
 from gputray.scheduler.tasks.needs import NEEDS
 
 Verdict = Literal["works", "limited", "fails"]
@@ -75,6 +76,11 @@ class PairResult:
     probe_seconds: float | None = None
     bench: bool = False
     from_cache: bool = False
+    # How a job of this env is pointed at this device, and what torch saw there (``selection_learning``).
+    selection: Selection | None = None
+    seen_device: SeenDevice | None = None
+    selection_status: SelectionStatus | None = None
+    selection_reason: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_env", MappingProxyType(dict(sorted(dict(self.extra_env).items()))))
@@ -83,6 +89,19 @@ class PairResult:
     @property
     def works(self) -> bool:
         return self.verdict != "fails"
+
+    @property
+    def unproven(self) -> bool:
+        """Works, but nothing torch said proves the selection lands on this GPU."""
+        return self.works and self.selection_status == "unprovable"
+
+    def selected_by(self) -> str:
+        """``HIP_VISIBLE_DEVICES=0 ✓ Radeon 780M``: the selection, its verdict, and what torch saw."""
+        if self.selection is None:
+            return "—"
+        mark = {"proven": "✓", "wrong-device": "✗", "unprovable": "?"}.get(self.selection_status or "", "?")
+        seen = self.seen_device.name if self.seen_device is not None and self.seen_device.name else "nothing"
+        return f"{self.selection.label()} {mark} {seen}"
 
     def capability(self, name: str) -> Capability | None:
         return next((c for c in self.capabilities if c.name == name), None)
@@ -237,7 +256,22 @@ def _cached_for(
         return None
     if not set(device_keys) <= {e.pair.device_key for e in mine}:
         return None  # a GPU appeared since (an eGPU plugged in)
+    if any(_selection_missing(e.pair) for e in mine):
+        return None  # written before selections were learned: the doctor learns them once
+
     return [replace(e.pair, from_cache=True) for e in mine]
+
+
+def _selection_missing(pair: PairResult) -> bool:
+    """A working pair that an earlier gputray cached without its learned selection (the queue still
+    reads it, with the vendor's usual variables, until the doctor probes again)."""
+    if pair.selection is not None or not pair.works:
+        return False
+    return (
+        pair.vendor == "cpu"
+        or (pair.vendor == "nvidia" and pair.cuda_version is not None)
+        or (pair.vendor == "amd" and pair.hip_version is not None)
+    )
 
 
 def _same_env(a: EnvFingerprint, b: EnvFingerprint) -> bool:

@@ -138,8 +138,10 @@ def run_python(
     extra_env: Mapping[str, str] | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_progress: ProgressCallback | None = None,
+    base_env: Mapping[str, str] | None = None,
 ) -> ProbeResult:
-    """Run ``python -I probe.py ARGS`` in its own process group and collect its JSON document."""
+    """Run ``python -I probe.py ARGS`` in its own process group and collect its JSON document.
+    ``base_env``: the whole environment under ``extra_env`` (default ``os.environ``)."""
     python = Path(python)
     started = time.monotonic()
     if not python.exists():
@@ -153,7 +155,7 @@ def run_python(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, **(extra_env or {})},
+            env={**(os.environ if base_env is None else base_env), **(extra_env or {})},
             cwd=str(probe_script().parent),
         )
     except OSError as exc:
@@ -259,6 +261,13 @@ def probe_env(
     # The same device order as nvidia-smi and the launcher, not CUDA's fastest-first.
     env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", **(extra_env or {})}
     return run_python(python, args, extra_env=env, timeout_s=timeout_s, on_progress=on_progress)
+
+
+def select_probe(
+    python: Path, env: Mapping[str, str], *, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> ProbeResult:
+    """Read back the device a job would get: the probe's ``--select`` run under exactly ``env``."""
+    return run_python(python, ["--select"], base_env=env, timeout_s=timeout_s)
 
 
 def python_version_info(

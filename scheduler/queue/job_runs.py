@@ -245,6 +245,7 @@ class JobRuns:
                 queue_file=str(self.store.path),
                 now_s=now,
                 on_cpu=chosen is not None and chosen.on_cpu,
+                pair=chosen.pair if chosen is not None else None,
             )
             job = launch(
                 list(launch_plan.argv),
@@ -338,7 +339,9 @@ class JobRuns:
         if task.spec.kind != "torch":
             return None
         try:
-            return self.queue.env_chooser.status(info, task.spec.needs)
+            return self.queue.env_chooser.status(
+                info, task.spec.needs, allow_unproven=task.spec.allow_unproven
+            )
         except Exception as exc:
             log.exception("env lookup failed")
             return EnvMissing(f"env lookup failed ({exc})")

@@ -83,6 +83,8 @@ class DeviceState:
     # on …", a pass or two), or why none ever can (every configured env failed here: the doctor's words).
     torch_checking: str | None = None
     torch_no_env: str | None = None
+    # An env works here but the GPU its torch lands on is not proven: only tasks with allow_unproven run.
+    torch_unproven: str | None = None
 
     @property
     def key(self) -> str:
@@ -214,6 +216,8 @@ def never_fits(task: TaskRecord, dev: DeviceState) -> str | None:
             return f"{dev.name} lacks {', '.join(missing)} (per the doctor)"
     if task.spec.kind == "torch" and dev.torch_no_env:
         return dev.torch_no_env
+    if task.spec.kind == "torch" and dev.torch_unproven and not task.spec.allow_unproven:
+        return dev.torch_unproven
     return None
 
 
@@ -451,8 +455,8 @@ def _no_env_wait(
 ) -> Decision | None:
     """When only a Python env is missing on every device the task may use (a torch task), it waits:
     an env may be added or fixed meanwhile. It fails only by its policy (``after_max_wait = "fail"``)."""
-    no_env = {d.key: d for d in devices if d.torch_no_env and task.spec.kind == "torch"}
-    if not reasons or any(k not in no_env or why != no_env[k].torch_no_env for k, why in reasons.items()):
+    no_env = {d.key: d.torch_no_env or d.torch_unproven for d in devices if task.spec.kind == "torch"}
+    if not reasons or any(not no_env.get(k) or why != no_env[k] for k, why in reasons.items()):
         return None
     text = "; ".join(_said_once(reasons.values()))
     if expired_after_s is not None and task.spec.after_max_wait == "fail":

@@ -535,6 +535,8 @@ class QueueService:
             return dataclasses.replace(dev, torch_no_env=f"env lookup failed ({exc})")
         if isinstance(status, EnvChecking):
             return dataclasses.replace(dev, torch_checking=status.reason)
+        if isinstance(status, EnvMissing) and status.unproven:
+            return dataclasses.replace(dev, torch_unproven=status.reason)
         if isinstance(status, EnvMissing):
             return dataclasses.replace(dev, torch_no_env=status.reason)
         return dev

@@ -174,6 +174,9 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     after: TaskIds = ()
     after_any: bool = False
     placeholders: bool = False  # opt-in: fill placeholders in a command/torch task too
+    # A torch task may run on a GPU where the doctor could not prove its env's torch lands on that GPU
+    # (the read-back had no PCI address, UUID or distinctive name); never where it proved a wrong one.
+    allow_unproven: bool = False
     util_percent: Percent = 90.0  # expected load, only used to drive the simulated GPUs in demo mode
     # Cluster: the machine it should run on ("any" or a machine name; None = here),
     # and, on a task another machine handed here, where it came from ("desk#12.1": machine, id, attempt).
@@ -255,6 +258,7 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     after: TaskIds | UnsetType = UNSET
     after_any: bool | UnsetType = UNSET
     placeholders: bool | UnsetType = UNSET
+    allow_unproven: bool | UnsetType = UNSET
     util_percent: Percent | UnsetType = UNSET
     machine: Machine | UnsetType | None = UNSET
     origin: Word | UnsetType | None = UNSET

@@ -26,6 +26,7 @@ A task file holds the keys at the top level or under ``[task]``::
     cwd = "."                         # default: where `gputray submit` was typed
     after = [12, 13]                  # start once tasks 12 and 13 succeeded ...
     after_any = false                 # ... true: once they ended, however
+    allow_unproven = false            # torch: run where the env's device selection could not be proven
     machine = "any"                   # cluster: "any" machine, or one by name (`cluster status` lists them)
     prefer = "fastest"                # free (default) | fastest | greenest: see docs/queue.md
     max_slowdown = 1.5                # greenest: at most this much slower than the fastest finish
@@ -402,7 +403,7 @@ def _problem(field: str, value: Any) -> str | None:
         return "contains an empty device name" if field == "device_prefs" else None
     if field == "max_slowdown":
         return f"must be a number from 1 to 100 (1.5: at most 50 % slower than the fastest), got {value!r}"
-    if field in ("placeholders", "after_any", "offer_declined"):
+    if field in ("placeholders", "after_any", "offer_declined", "allow_unproven"):
         return f"must be true or false, got {value!r}"
     if field == "util_percent":
         return f"must be a number from 0 to 100, got {value!r}"

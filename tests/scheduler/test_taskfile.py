@@ -102,7 +102,7 @@ def test_task_table_form_and_defaults(tmp_path: Path) -> None:
         ('argv = ["x"]\nvram = "lots"', "vram", "size"),
         ('argv = ["x"]\nvram_byts = 3', "vram_byts", "did you mean 'vram_bytes'"),
         ('command = ["echo", "hi"]', "command", "did you mean 'argv'"),
-        ('argv = ["x"]\nzzz = 1', "zzz", "the keys are: after, after_any, after_max_wait, args, argv,"),
+        ('argv = ["x"]\nzzz = 1', "zzz", "the keys are: after, after_any, after_max_wait, allow_unproven,"),
         ('kind = "cuda"\nargv = ["x"]', "kind", "torch, vulkan, command"),
         ('kind = "torch"', "script", "missing"),
         ('argv = "echo hi"', "argv", "list of strings"),

@@ -96,13 +96,14 @@ def _cell(pair: PairResult, name: str) -> str:
 
 def render_table(pairs: Sequence[PairResult]) -> str:
     cap_titles = [title for _, title in CAPABILITIES]
-    header = ["ENV", "DEVICE", "RESULT", *cap_titles]
-    units = ["", "", "", *(UNITS.get(name, "GFLOP/s") for name, _ in CAPABILITIES)]
+    header = ["ENV", "DEVICE", "RESULT", "SELECTED BY", *cap_titles]
+    units = ["", "", "", "", *(UNITS.get(name, "GFLOP/s") for name, _ in CAPABILITIES)]
     rows = [
         [
             p.env_name,
             p.device_name,
             f"{verdict_mark(p.verdict)} {VERDICT_WORDS[p.verdict]}",
+            p.selected_by(),
             *(_cell(p, name) for name, _ in CAPABILITIES),
         ]
         for p in pairs
@@ -110,7 +111,7 @@ def render_table(pairs: Sequence[PairResult]) -> str:
     widths = [max(terminal_cells(r[i]) for r in [header, units, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
-        parts = [_pad(c, widths[i], right=i >= 3) for i, c in enumerate(cells)]
+        parts = [_pad(c, widths[i], right=i >= 4) for i, c in enumerate(cells)]
         return "  ".join(parts).rstrip()
 
     out = [line(header), line(units)]
@@ -120,6 +121,9 @@ def render_table(pairs: Sequence[PairResult]) -> str:
             out.append(f"    ↳ {pair.reason}")
             if pair.fix:
                 out.append(f"      fix: {pair.fix}")
+        elif pair.unproven:
+            out.append(f"    ↳ selection not proven: {pair.selection_reason}")
+            out.append("      only tasks with allow_unproven = true run here")
     return "\n".join(out)
 
 

@@ -96,6 +96,11 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
     g.add_argument(
         "--after-any", action="store_true", help="with --after: start once they ended, however they ended"
     )
+    g.add_argument(
+        "--allow-unproven",
+        action="store_true",
+        help="torch: run also on a GPU where `gputray doctor` could not prove the env's torch lands on it",
+    )
     if not editing:  # where a task runs is settled once it is queued (the cluster bridge may have sent it)
         g.add_argument(
             "--machine",
@@ -226,6 +231,8 @@ def patch_from_args(
             if args.after is None and not editing:
                 raise UsageError("--after-any goes with --after ID[,ID...]")
             out["after_any"] = True
+        if getattr(args, "allow_unproven", False):
+            out["allow_unproven"] = True
         if args.env:
             out["env"] = _env_assignments(args.env)
         if args.cwd is not None:
