@@ -246,7 +246,7 @@ class Estimator:
         run, dev = best
         offer = Offer(device_key=dev.key, device_name=dev.name, run_s=run, waited_s=waited)
         message = (
-            f"{task.name} has waited {about(waited)}; {dev.name} is free and would run it in {about(run)}"
+            f"{task.name} has waited {about(waited)}: {dev.name} is free and would run it in {about(run)}"
         )
         return offer, message
 
