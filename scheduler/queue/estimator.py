@@ -199,9 +199,17 @@ class Estimator:
         outlook = self.outlook({family_of(r.spec) for r in pending}, devices, running, now_s)
         result = plan(pending, devices, now_s=now_s, policy=OutlookPolicy(outlook))
         taken = {d.device for _, d in result.decisions if isinstance(d, Placement)}
+        idle = any(
+            d.key not in taken and d.running < d.slots and not (d.verdict and d.verdict.busy) for d in devices
+        )
         offers: dict[int, tuple[TaskRecord, Offer, str]] = {}
-        for task, decision in result.decisions:
-            if isinstance(decision, Wait) and not task.spec.offer_declined and decision.until_s is None:
+        for task, decision in result.decisions if idle else ():
+            if (
+                isinstance(decision, Wait)
+                and not task.spec.offer_declined
+                and decision.until_s is None
+                and family_of(task.spec) in outlook.run_medians
+            ):
                 made = self._offer(task, decision, devices, taken, outlook, now_s)
                 if made is not None:
                     offers[task.id] = (task, *made)
