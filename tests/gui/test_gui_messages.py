@@ -58,7 +58,8 @@ REAL = [
     "running there",
     "fastest: Radeon 780M finishes in ~63 min; GeForce RTX 5060 Ti frees in ~26 s, finishes in ~16 min: "
     "waiting for it",
-    "greenest: GeForce RTX 5060 Ti busy, free time unknown; Radeon 780M finishes in ~79 s, 2.4 kJ: running there",
+    "greenest: GeForce RTX 5060 Ti busy, free time unknown; Radeon 780M finishes in ~79 s, 2.4 kJ: "
+    "running there",
     "blur has waited ~6 min: Radeon 780M is free and would run it in ~70 s",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
