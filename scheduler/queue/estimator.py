@@ -37,7 +37,7 @@ from gputray.scheduler.queue.placement import (
 from gputray.scheduler.queue.placement_policy import OutlookPolicy
 from gputray.scheduler.queue.runtime_history import JobRun, RunBook, RuntimeHistory, SpellBook
 from gputray.scheduler.queue.store import TaskStore
-from gputray.scheduler.replies import Estimate, Tasks, TaskView
+from gputray.scheduler.replies import DeviceSlots, Estimate, Tasks, TaskView
 from gputray.scheduler.tasks.family import family_of
 from gputray.scheduler.tasks.records import Offer, TaskRecord
 
@@ -185,6 +185,19 @@ class Estimator:
         return build_outlook(
             self.history.runs, self.history.spells, families, devices, running, now_s,
             measured_gflops=self.speeds(), free_in=free_in,
+        )  # fmt: skip
+
+    def device_slots(
+        self, devices: Sequence[DeviceState], running: Iterable[TaskRecord], now_s: float
+    ) -> tuple[DeviceSlots, ...]:
+        """The devices for listings, with when each frees up (``Outlook.free_in``)."""
+        free_in = self.outlook((), devices, running, now_s).free_in
+        return tuple(
+            DeviceSlots(
+                key=d.key, name=d.name, slots=d.slots, running=d.running, paused=d.paused,
+                free_in_s=free_in.get(d.key),
+            )
+            for d in devices
         )  # fmt: skip
 
     # -- a dispatch pass -------------------------------------------------------------------------

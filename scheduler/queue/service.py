@@ -652,11 +652,10 @@ class QueueService:
         return self.device_book.device_key(name, list(self.runs.jobs.values()), self._paused)
 
     def devices(self) -> tuple[DeviceSlots, ...]:
-        """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
-        return tuple(
-            DeviceSlots(key=d.key, name=d.name, slots=d.slots, running=d.running, paused=d.paused)
-            for d in self._device_states(self.monitor.latest)
-        )
+        """Each device the queue can use, for listings: key, name, slots, jobs running, paused, when it
+        frees up."""
+        states = self._device_states(self.monitor.latest)
+        return self.estimates.device_slots(states, self.store.running(), self.clock())
 
     def absent_device_notes(self, spec: TaskSpec) -> builtins.list[str]:
         """For each device the task names that was seen before but is not present now (an unplugged
