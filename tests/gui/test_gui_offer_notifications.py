@@ -2,10 +2,12 @@
 
 A real session bus (``dbus-daemon``), a stand-in for the desktop's notification daemon on it
 (``fake_notification_server.py``: the library boundary), and the real tray app in demo mode with its
-real owner and SQLite queue. The offer comes as the owner's queue event does (``queue_event_arrived``,
-the queued signal the tray's owner thread emits); the answer is the stand-in's ``ActionInvoked``, and
-what it did is read back from the owner. Where the daemon shows no buttons, the tray's balloon asks:
-a click opens the panel at the task with the same two answers in its row menu (the Windows path too).
+real owner and SQLite queue. In the first tests the offer comes as the owner's queue event does
+(``queue_event_arrived``, the queued signal the tray's owner thread emits); in the last, the owner's
+estimator makes it from a real earlier run of the same job. The answer is the stand-in's
+``ActionInvoked``, and what it did is read back from the owner. Where the daemon shows no buttons, the
+tray's balloon asks: a click opens the panel at the task with the same two answers in its row menu (the
+Windows path too).
 """
 
 from __future__ import annotations
@@ -212,3 +214,30 @@ def test_without_buttons_on_the_desktop_the_balloon_opens_the_panel_at_the_task(
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+def test_a_task_that_waited_longer_than_its_run_elsewhere_is_offered_and_starts_there(
+    qtbot: QtBot, tmp_path: Path, daemon: NotificationDaemon, demo_app: TrayApp
+) -> None:
+    """End to end: the owner's estimator learns the family's run on the 780M from a real run, offers the
+    next one (waiting for the busy 5060 Ti) the 780M, and the desktop's "Run on … now" starts it there."""
+    script = tmp_path / "cnn.py"
+    script.write_text("print('inference done')\n")
+    argv = [sys.executable, str(script)]
+    first = demo_app.request(rq.Run(argv=argv, name="cnn.py", overrides=TaskPatch(device_prefs=(KEY_780M,))))
+    assert first is not None
+    qtbot.waitUntil(lambda: task_now(demo_app, first.tasks[0].id).task.state == "succeeded", timeout=30_000)
+
+    second = demo_app.request(
+        rq.Run(
+            argv=argv, name="cnn.py", overrides=TaskPatch(device_prefs=(KEY_5060, KEY_780M), on_busy="wait")
+        )
+    )
+    assert second is not None
+    task_id = second.tasks[0].id
+    asked = daemon.next_call(qtbot)
+    assert asked["actions"][:2] == ["run-here", "Run on Radeon 780M now"]
+    assert asked["summary"] == "cnn.py can start now on Radeon 780M"
+    assert asked["body"].startswith("Waiting for ") and "on Radeon 780M." in asked["body"]
+    daemon.press(asked["id"], "run-here")
+    qtbot.waitUntil(lambda: task_now(demo_app, task_id).task.device == KEY_780M, timeout=30_000)
