@@ -56,6 +56,10 @@
         <translation>結果</translation>
     </message>
     <message>
+        <source>Selected by</source>
+        <translation>選択方法</translation>
+    </message>
+    <message>
         <source>Reason / fix</source>
         <translation>理由 / 対処</translation>
     </message>
