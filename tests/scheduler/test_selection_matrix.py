@@ -406,3 +406,38 @@ def test_an_unprovable_pair_runs_only_a_task_that_allows_it_and_its_log_says_so(
     assert done.state == "succeeded", log
     assert "(NOT PROVEN (the task allows it: allow_unproven), env rocm:" in log, log
     assert queue.q.get(strict.id).state == "waiting"
+
+
+def test_a_task_allows_an_unproven_pair_by_its_file_or_the_command_line(tmp_path: Path) -> None:
+    import argparse
+
+    from gputray.scheduler.cli.commands.submit import add_placement_args, patch_from_args
+    from gputray.scheduler.tasks.taskfile import TaskFileError, load_task_file
+
+    job = tmp_path / "job.toml"
+    job.write_text('script = "train.py"\nallow_unproven = true\n', encoding="utf-8")
+    assert load_task_file(job).allow_unproven
+    job.write_text('script = "train.py"\nallow_unproven = "yes"\n', encoding="utf-8")
+    with pytest.raises(TaskFileError, match=r"allow_unproven.*must be true or false"):
+        load_task_file(job)
+    parser = argparse.ArgumentParser()
+    add_placement_args(parser)
+    assert patch_from_args(parser.parse_args(["--allow-unproven"])).allow_unproven is True
+    assert patch_from_args(parser.parse_args([])).given().get("allow_unproven") is None
+
+
+def test_the_doctor_table_says_which_pairs_only_allowing_tasks_run_on() -> None:
+    from gputray.scheduler.cli.commands.doctor import render_table
+    from gputray.scheduler.pyenvs.selection import SeenDevice, Selection
+
+    pair = PairResult(
+        env_name="rocm", python="/x/python", device_key=IGPU.key, device_name=IGPU.name, vendor="amd",
+        verdict="works", reason="a real op ran (not benchmarked)",
+        selection=Selection({"ROCR_VISIBLE_DEVICES": "0"}),
+        seen_device=SeenDevice("cuda:0", name="AMD Radeon Graphics"),
+        selection_status="unprovable", selection_reason="torch sees AMD Radeon Graphics: no PCI address",
+    )  # fmt: skip
+    table = render_table([pair])
+    assert "ROCR_VISIBLE_DEVICES=0 ? AMD Radeon Graphics" in table
+    assert "selection not proven: torch sees AMD Radeon Graphics" in table
+    assert "only tasks with allow_unproven = true run here" in table
