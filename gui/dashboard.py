@@ -70,6 +70,7 @@ DOCTOR_HEADERS = (
     tr_noop("Environment"),
     tr_noop("Device"),
     tr_noop("Result"),
+    tr_noop("Selected by"),
     tr_noop("Reason / fix"),
     tr_noop("Figures"),
 )
@@ -528,7 +529,8 @@ class Dashboard(QWidget):
         for row, p in enumerate(pairs):
             figures = ", ".join(f"{c.name} {c.figure()}" for c in p.capabilities)
             why = messages.translate(p.reason) + (f" — {messages.translate(p.fix)}" if p.fix else "")
-            values = (p.env_name, p.device_name, tr(p.verdict), why, figures)
+            # "HIP_VISIBLE_DEVICES=0 ✓ Radeon 780M": how a job is pointed at the GPU, and what torch saw
+            values = (p.env_name, p.device_name, tr(p.verdict), p.selected_by(), why, figures)
             for col, text in enumerate(values):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)

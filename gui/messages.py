@@ -59,6 +59,17 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("{why}; retry {n} of {total} in {secs} s"), "why"),
     _t(tr_noop("{why}; retrying ({left} left)"), "why"),
     # scheduler/queue/placement.py
+    # scheduler/queue/placement_policy.py and estimator.py: prefer = fastest | greenest, the offer
+    _t(tr_noop("fastest: {why}"), "why"),
+    _t(tr_noop("greenest: {why}"), "why"),
+    _t(tr_noop("{why}: running there"), "why"),
+    _t(tr_noop("{why}: waiting for it"), "why"),
+    _t(tr_noop("{name} frees in {wait}, finishes in {finish}, {kj} kJ")),
+    _t(tr_noop("{name} frees in {wait}, finishes in {finish}")),
+    _t(tr_noop("{name} finishes in {run}, {kj} kJ")),
+    _t(tr_noop("{name} finishes in {run}")),
+    _t(tr_noop("{name} busy, free time unknown")),
+    _t(tr_noop("{task} has waited {waited}: {name} is free and would run it in {run}")),
     _t(tr_noop("waiting for a free device: {detail}"), "detail"),
     _t(tr_noop("gave up after waiting {duration} for {label}: {why}"), "why"),
     _t(tr_noop("waiting for {label}: {why}"), "why"),
@@ -417,6 +428,8 @@ DURATIONS = (
 
 def _duration(value: str) -> str:
     """``2 min`` / ``1 h 05 min`` / ``45 s`` (placement's own format) in the current language."""
+    if value.startswith("~"):  # an estimate (``queue/estimates.about``)
+        return "~" + _duration(value[1:])
     for rx, source in DURATIONS:
         m = rx.match(value)
         if m is not None:
@@ -443,8 +456,9 @@ def _fill(template: Template, m: re.Match[str], depth: int) -> str:
         k: (_translate_sentence(v, depth + 1) if k in template.nested else v)
         for k, v in m.groupdict().items()
     }
-    if "duration" in values:
-        values["duration"] = _duration(values["duration"])
+    for key in ("duration", "wait", "finish", "run", "waited"):  # the estimates' durations too
+        if key in values:
+            values[key] = _duration(values[key])
     if "deps" in values:
         values["deps"] = _dependencies(values["deps"])
     translated = tr(template.source)

@@ -154,6 +154,8 @@ class DeviceSlots(Reply, frozen=True):
     slots: int | None
     running: int
     paused: bool
+    # when it frees up, in seconds from now (``queue.estimates``): 0 free now; None unknown (or not asked)
+    free_in_s: float | None = None
 
 
 class QueueReply(Reply, frozen=True):

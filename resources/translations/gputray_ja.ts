@@ -56,6 +56,10 @@
         <translation>結果</translation>
     </message>
     <message>
+        <source>Selected by</source>
+        <translation>選択方法</translation>
+    </message>
+    <message>
         <source>Reason / fix</source>
         <translation>理由 / 対処</translation>
     </message>
@@ -410,6 +414,46 @@
     <message>
         <source>{why}; retrying ({left} left)</source>
         <translation>{why}。再試行します(残り {left} 回)</translation>
+    </message>
+    <message>
+        <source>fastest: {why}</source>
+        <translation>最速: {why}</translation>
+    </message>
+    <message>
+        <source>greenest: {why}</source>
+        <translation>省エネ: {why}</translation>
+    </message>
+    <message>
+        <source>{why}: running there</source>
+        <translation>{why}: そこで実行します</translation>
+    </message>
+    <message>
+        <source>{why}: waiting for it</source>
+        <translation>{why}: 空くのを待ちます</translation>
+    </message>
+    <message>
+        <source>{name} frees in {wait}, finishes in {finish}, {kj} kJ</source>
+        <translation>{name} は {wait} 後に空き、{finish} 後に完了、{kj} kJ</translation>
+    </message>
+    <message>
+        <source>{name} frees in {wait}, finishes in {finish}</source>
+        <translation>{name} は {wait} 後に空き、{finish} 後に完了</translation>
+    </message>
+    <message>
+        <source>{name} finishes in {run}, {kj} kJ</source>
+        <translation>{name} なら {run} で完了、{kj} kJ</translation>
+    </message>
+    <message>
+        <source>{name} finishes in {run}</source>
+        <translation>{name} なら {run} で完了</translation>
+    </message>
+    <message>
+        <source>{name} busy, free time unknown</source>
+        <translation>{name} は使用中、空く時刻は不明</translation>
+    </message>
+    <message>
+        <source>{task} has waited {waited}: {name} is free and would run it in {run}</source>
+        <translation>{task} は {waited} 待機中: {name} が空いていて {run} で実行できます</translation>
     </message>
     <message>
         <source>waiting for a free device: {detail}</source>

@@ -286,10 +286,11 @@ def family_override(gfx_target: str | None) -> str | None:
 
 
 def override_variants(
-    target: DeviceInfo, env_extra: Mapping[str, str], *, build: Build, platform: str | None, index: int
+    target: DeviceInfo, env_extra: Mapping[str, str], *, build: Build, platform: str | None, node: int
 ) -> list[Override]:
     """The HSA override variants for an AMD GPU on Linux: as the env sets it, none, the family value, the
-    per-GPU form ``HSA_OVERRIDE_GFX_VERSION_<n>`` (ROCT-Thunk-Interface#104). Elsewhere: as it is."""
+    per-GPU form ``HSA_OVERRIDE_GFX_VERSION_<node>`` (ROCT-Thunk-Interface#104: ``<node>`` is the GPU's
+    KFD topology node number, CPU nodes included). Elsewhere: as it is (no thunk reads it on Windows)."""
     variants = [Override()]
     family = family_override(target.gfx_target)
     if build != "rocm" or is_windows(platform) or family is None:
@@ -299,7 +300,7 @@ def override_variants(
         variants.append(Override({}, tuple(sorted(own)), "without the env's override"))
     if env_extra.get(HSA_OVERRIDE_VAR) != family:
         variants.append(Override({HSA_OVERRIDE_VAR: family}, (), f"the {target.gfx_target} family value"))
-    per_gpu = f"{HSA_OVERRIDE_VAR}_{index}"
+    per_gpu = f"{HSA_OVERRIDE_VAR}_{node}"
     if env_extra.get(per_gpu) != family:
         others = tuple(sorted(own - {per_gpu}))
         variants.append(Override({per_gpu: family}, others, "the per-GPU form"))

@@ -108,8 +108,11 @@ def learn_selection(
     base_env: Mapping[str, str],
     run: SelectProbe | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    kfd_node: int | None = None,
 ) -> Learned | None:
-    """Try the candidates for ``target`` until one is proven; None when the build cannot drive it."""
+    """Try the candidates for ``target`` until one is proven; None when the build cannot drive it.
+    ``rocm_index``/``kfd_node``: the GPU's place in the KFD topology, when readable (Linux); without
+    them its rank among AMD GPUs stands in, after one CPU node."""
 
     def default_run(python: Path, whole: Mapping[str, str]) -> ProbeResult:
         return select_probe(python, whole, timeout_s=timeout_s)
@@ -120,8 +123,8 @@ def learn_selection(
     wrong: Learned | None = None
     kernel_failed: Learned | None = None
     for selection in candidates(target, known, build=build, platform=platform, rocm_index=rocm_index):
-        index = rocr_index(target, known, rocm_index)
-        variants = override_variants(target, env.extra_env, build=build, platform=platform, index=index)
+        node = kfd_node if kfd_node is not None else rocr_index(target, known, rocm_index) + 1
+        variants = override_variants(target, env.extra_env, build=build, platform=platform, node=node)
         for variant in variants:
             chosen = selection.with_override(variant)
             result = probe(env.python, job_probe_env(base_env, env, chosen))
@@ -131,7 +134,7 @@ def learn_selection(
             seen = seen_from(result.data)
             verdict: SelectionVerdict = match_seen(seen, target, known)
             tried.append(f"{chosen.label()}: {verdict.status} ({verdict.reason})")
-            why = variant.why if len(variants) > 1 else None
+            why = variant.why if variant != variants[0] else None  # said only when it changed
             if verdict.status == "wrong-device":
                 if wrong is None or (wrong.seen is None and seen is not None):  # what it got, if anything
                     wrong = Learned(chosen, seen, "wrong-device", verdict.reason)
@@ -168,13 +171,15 @@ def _with_tried(found: Learned, tried: Sequence[str]) -> Learned:
     )
 
 
-def _rocm_index(info: DeviceInfo) -> int | None:
+def _kfd_place(info: DeviceInfo) -> tuple[int | None, int | None]:
+    """The GPU's (ROCr index, KFD node) from the KFD topology; (None, None) where there is none."""
     try:
-        from gputray.monitor.device_map import rocm_indices
+        from gputray.monitor.device_map import kfd_gpus
 
-        return rocm_indices(Path("/sys")).get(info.key)
+        gpu = next((g for g in kfd_gpus(Path("/sys")) if g.key == info.key), None)
     except Exception:  # optional (Linux with KFD only): the candidates then go by PCI order
-        return None
+        return None, None
+    return (gpu.rocm_index, gpu.node) if gpu is not None else (None, None)
 
 
 def with_selections(
@@ -208,13 +213,15 @@ def with_selections(
         if info is None or not serves(build, info):
             out.append(pair)
             continue
+        rocm_index, kfd_node = _kfd_place(info)
         learned = learn_selection(
             env,
             info,
             [d for d in known if not d.simulated],
             build=build,
             platform=platform,
-            rocm_index=_rocm_index(info),
+            rocm_index=rocm_index,
+            kfd_node=kfd_node,
             base_env=base_env,
             run=run,
             timeout_s=timeout_s,

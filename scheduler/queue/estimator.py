@@ -4,8 +4,10 @@ each dispatch pass's ``Outlook`` (when each device frees, runtimes per family an
 task views (``queue --json``'s ``estimate_s`` and ``offer``).
 
 An **offer** stands for a pending task that has waited longer than its estimated run on another device
-it may use that is free now (not for one whose user declined: ``offer_declined``). It is emitted once
-per task as a queue event of kind ``offer``; the answer comes back as an ordinary ``edit``.
+it may use that is free now (not for one whose user declined: ``offer_declined``), for the first such
+task in queue order per free device (only one can take it: a backlog is not a storm of notifications).
+It is emitted once per task as a queue event of kind ``offer``; the answer comes back as an ordinary
+``edit``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from gputray.scheduler.queue.placement import (
 from gputray.scheduler.queue.placement_policy import OutlookPolicy
 from gputray.scheduler.queue.runtime_history import JobRun, RunBook, RuntimeHistory, SpellBook
 from gputray.scheduler.queue.store import TaskStore
-from gputray.scheduler.replies import Estimate, Tasks, TaskView
+from gputray.scheduler.replies import DeviceSlots, Estimate, Tasks, TaskView
 from gputray.scheduler.tasks.family import family_of
 from gputray.scheduler.tasks.records import Offer, TaskRecord
 
@@ -71,14 +73,26 @@ class DoctorSpeeds:
         return self._speeds
 
 
-def allowed_devices(task: TaskRecord, devices: Sequence[DeviceState]) -> list[DeviceState]:
+AllowedCache = dict[tuple[object, ...], list[DeviceState]]
+
+
+def allowed_devices(
+    task: TaskRecord, devices: Sequence[DeviceState], cache: AllowedCache | None = None
+) -> list[DeviceState]:
     """Every device the task's preferences name (default: every GPU) that could ever run it; one
-    preference alone pins the task there."""
+    preference alone pins the task there. ``cache``: the answers for one set of ``devices`` by the
+    task's shape (a backlog of similar tasks costs a few shapes)."""
+    spec = task.spec
+    shape = (spec.device_prefs, spec.vram_bytes, spec.needs, spec.kind)
+    if cache is not None and shape in cache:
+        return cache[shape]
     seen: dict[str, DeviceState] = {}
     for pref in task.spec.device_prefs or DEFAULT_PREFS:
         for dev in resolve_pref(pref, devices):
             if dev.key not in seen and never_fits(task, dev) is None:
                 seen[dev.key] = dev
+    if cache is not None:
+        cache[shape] = list(seen.values())
     return list(seen.values())
 
 
@@ -146,6 +160,7 @@ class Estimator:
         emit_offer: EmitOffer | None = None,
         speeds: Callable[[], Mapping[str, float]] | None = None,
     ) -> None:
+        self.store = store
         self.history = RuntimeHistory(store)
         self.emit_offer = emit_offer
         self.speeds = speeds if speeds is not None else DoctorSpeeds()
@@ -187,24 +202,60 @@ class Estimator:
             measured_gflops=self.speeds(), free_in=free_in,
         )  # fmt: skip
 
+    def _records(self, task_ids: Iterable[int]) -> list[TaskRecord]:
+        """The records of these tasks (our running jobs), each a lookup: never a walk of the store."""
+        view = self.store.view()
+        return [rec for i in task_ids if (rec := view.get(i)) is not None]
+
+    def device_slots(
+        self, devices: Sequence[DeviceState], running: Iterable[int], now_s: float
+    ) -> tuple[DeviceSlots, ...]:
+        """The devices for listings, with when each frees up (``Outlook.free_in``); ``running``: the ids
+        of our running jobs."""
+        free_in = self.outlook((), devices, self._records(running), now_s).free_in
+        return tuple(
+            DeviceSlots(
+                key=d.key, name=d.name, slots=d.slots, running=d.running, paused=d.paused,
+                free_in_s=free_in.get(d.key),
+            )
+            for d in devices
+        )  # fmt: skip
+
     # -- a dispatch pass -------------------------------------------------------------------------
     def plan(
         self,
         pending: Sequence[TaskRecord],
         devices: Sequence[DeviceState],
         now_s: float,
-        running: Iterable[TaskRecord],
+        running: Iterable[int],
     ) -> Plan:
-        """``placement.plan`` with the estimates; remembers the devices and makes the offers."""
-        outlook = self.outlook({family_of(r.spec) for r in pending}, devices, running, now_s)
+        """``placement.plan`` with the estimates; remembers the devices and makes the offers. ``running``:
+        the ids of our running jobs."""
+        outlook = self.outlook({family_of(r.spec) for r in pending}, devices, self._records(running), now_s)
         result = plan(pending, devices, now_s=now_s, policy=OutlookPolicy(outlook))
         taken = {d.device for _, d in result.decisions if isinstance(d, Placement)}
+        idle = {
+            d.key
+            for d in devices
+            if d.key not in taken and d.running < d.slots and not (d.verdict and d.verdict.busy)
+        }
         offers: dict[int, tuple[TaskRecord, Offer, str]] = {}
+        allowed: AllowedCache = {}
         for task, decision in result.decisions:
-            if isinstance(decision, Wait) and not task.spec.offer_declined and decision.until_s is None:
-                made = self._offer(task, decision, devices, taken, outlook, now_s)
+            if not idle - taken:
+                break  # one offer per free device: only one task can take it
+            if (
+                isinstance(decision, Wait)
+                and not task.spec.offer_declined
+                and decision.until_s is None
+                and family_of(task.spec) in outlook.run_medians
+            ):
+                made = self._offer(
+                    task, decision, allowed_devices(task, devices, allowed), taken, outlook, now_s
+                )
                 if made is not None:
                     offers[task.id] = (task, *made)
+                    taken.add(made[0].device_key)
         with self._lock:
             self._devices, self._free_in = tuple(devices), outlook.free_in
             self._offers = {i: o for i, (_, o, _) in offers.items()}
@@ -219,7 +270,7 @@ class Estimator:
         self,
         task: TaskRecord,
         wait: Wait,
-        devices: Sequence[DeviceState],
+        allowed: Sequence[DeviceState],
         taken: set[str],
         outlook: Outlook,
         now_s: float,
@@ -227,7 +278,7 @@ class Estimator:
         waited = now_s - wait_started_s(task)
         family = family_of(task.spec)
         best: tuple[float, DeviceState] | None = None
-        for dev in allowed_devices(task, devices):
+        for dev in allowed:
             if dev.key == wait.device or dev.key in taken or busy_reason(task, dev) is not None:
                 continue
             run = outlook.run_s(family, dev.key)
@@ -238,7 +289,7 @@ class Estimator:
         run, dev = best
         offer = Offer(device_key=dev.key, device_name=dev.name, run_s=run, waited_s=waited)
         message = (
-            f"{task.name} has waited {about(waited)}; {dev.name} is free and would run it in {about(run)}"
+            f"{task.name} has waited {about(waited)}: {dev.name} is free and would run it in {about(run)}"
         )
         return offer, message
 
@@ -254,20 +305,24 @@ class Estimator:
         now = time.time() if now_s is None else now_s
         outlook = self.outlook({family_of(r.spec) for r in pending}, devices, (), now, free_in=free_in)
         out = []
+        allowed: AllowedCache = {}
         for rec in records:
             view = TaskView.of(rec, offers.get(rec.id) if rec.pending else None)
             if rec.pending:
-                estimates = self.estimates(rec, devices, outlook)
+                estimates = self.estimates(rec, allowed_devices(rec, devices, allowed), outlook)
                 if estimates:
                     view = msgspec.structs.replace(view, estimate_s=estimates)
             out.append(view)
         return tuple(out)
 
     @staticmethod
-    def estimates(rec: TaskRecord, devices: Sequence[DeviceState], outlook: Outlook) -> tuple[Estimate, ...]:
+    def estimates(rec: TaskRecord, allowed: Sequence[DeviceState], outlook: Outlook) -> tuple[Estimate, ...]:
+        """The task's estimate on each device it may use (``allowed``), where its family has one."""
         family = family_of(rec.spec)
+        if family not in outlook.run_medians:  # never ran: nothing to say
+            return ()
         out = []
-        for dev in allowed_devices(rec, devices):
+        for dev in allowed:
             run = outlook.run_s(family, dev.key)
             if run is None:
                 continue

@@ -10,10 +10,11 @@ is counted at the device's last rate. Times are the monitor's clock (monotonic, 
 timestamps): setting the wall clock back changes nothing.
 
 What is measured is the device's energy, not one process's: a job is ``shared`` when another of our
-jobs ran on the device at the same time, or a process that is not ours used it (where the backend
-sees processes). A device that vanished mid-job leaves the energy of the part that was measured; an
-interval longer than ``MAX_GAP_S`` without a counter is not guessed at, so such a job's energy is a
-lower bound. None: nothing was measured (the CPU, a device with neither counter nor power).
+jobs ran on the device at the same time, or a process that is not ours worked on it (where the backend
+sees processes; busy by its own load figure, or a compute process where there is none: ``_working``).
+A device that vanished mid-job leaves the energy of the part that was measured; an interval longer
+than ``MAX_GAP_S`` without a counter is not guessed at, so such a job's energy is a lower bound.
+None: nothing was measured (the CPU, a device with neither counter nor power).
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from gputray.monitor.records import DeviceReading, Snapshot
+from gputray.monitor.records import DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import format_energy_j
 
 #: Longer than this between two samples without a counter: the power in between is not known.
 MAX_GAP_S = 30.0
+#: A foreign process busier than this (percent of the device) makes a job's energy shared.
+IDLE_PROCESS_PERCENT = 1.0
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,15 @@ def _session_of(pid: int) -> int | None:
         return int(getsid(pid))
     except OSError:
         return None
+
+
+def _working(p: ProcessUse) -> bool:
+    """A process that draws power beside a job: measurably busy, or, where the backend does not say
+    (NVML lists no per-process load), a compute one. An idle desktop (the compositor, a browser that
+    holds a context on the iGPU) does not make every job there shared."""
+    if p.util_percent is not None:
+        return p.util_percent >= IDLE_PROCESS_PERCENT
+    return p.kind != "graphics"
 
 
 class EnergyMeter:
@@ -183,6 +195,6 @@ class EnergyMeter:
 
     @staticmethod
     def _foreign_use(key: str, snapshot: Snapshot, ours: Collection[int]) -> bool:
-        """Whether a process that is none of our jobs (nor in their sessions) uses the device."""
-        others = (p.pid for p in snapshot.processes if p.device == key and p.pid not in ours)
+        """Whether a process that is none of our jobs (nor in their sessions) works on the device."""
+        others = (p.pid for p in snapshot.processes if p.device == key and p.pid not in ours and _working(p))
         return any(_session_of(pid) not in ours for pid in others)

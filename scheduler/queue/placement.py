@@ -515,6 +515,7 @@ def plan(
                 spec.vram_bytes,
                 spec.needs,
                 spec.kind == "torch",
+                spec.allow_unproven,
             )
         cached = same_shape.get(shape) if shape is not None else None
         decision = (
@@ -522,10 +523,11 @@ def plan(
             if cached is not None
             else place(task, current, now_s=now_s, held=held, policy=policy, backlog=backlog)
         )
-        if policy is not None and isinstance(decision, Placement | Wait) and decision.device is not None:
-            run_s = decision.run_s if decision.run_s is not None else policy.run_s(task, decision.device)
-            if run_s is not None and (isinstance(decision, Placement) or spec.prefer != "free"):
-                backlog[decision.device] = backlog.get(decision.device, 0.0) + run_s
+        queued_on = decision if isinstance(decision, Placement) or spec.prefer != "free" else None
+        if policy is not None and isinstance(queued_on, Placement | Wait) and queued_on.device is not None:
+            run_s = queued_on.run_s if queued_on.run_s is not None else policy.run_s(task, queued_on.device)
+            if run_s is not None:
+                backlog[queued_on.device] = backlog.get(queued_on.device, 0.0) + run_s
         if shape is not None and isinstance(decision, Wait):
             same_shape[shape] = decision
         decisions.append((task, decision))

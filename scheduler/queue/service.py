@@ -424,7 +424,7 @@ class QueueService:
             torch_keys = torch_device_keys((r.spec for r in pending), devices)
             if torch_keys:  # an env is looked up (checked) only where a torch task may run
                 devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
-            result = self.estimates.plan(pending, devices, now, running=self.store.running())
+            result = self.estimates.plan(pending, devices, now, running=list(self.runs.jobs))
             waits: builtins.list[tuple[TaskRecord, Wait]] = builtins.list(parking)
             parked_due = self._put_aside.next_due_s()
             due: builtins.list[float] = [parked_due] if parked_due is not None else []
@@ -652,11 +652,10 @@ class QueueService:
         return self.device_book.device_key(name, list(self.runs.jobs.values()), self._paused)
 
     def devices(self) -> tuple[DeviceSlots, ...]:
-        """Each device the queue can use, for listings: key, name, slots, jobs running, paused."""
-        return tuple(
-            DeviceSlots(key=d.key, name=d.name, slots=d.slots, running=d.running, paused=d.paused)
-            for d in self._device_states(self.monitor.latest)
-        )
+        """Each device the queue can use, for listings: key, name, slots, jobs running, paused, when it
+        frees up."""
+        states = self._device_states(self.monitor.latest)
+        return self.estimates.device_slots(states, list(self.runs.jobs), self.clock())
 
     def absent_device_notes(self, spec: TaskSpec) -> builtins.list[str]:
         """For each device the task names that was seen before but is not present now (an unplugged

@@ -8,6 +8,7 @@ count: ``upscale photo1.png`` and ``upscale photo2.png`` are one family.
 
 from __future__ import annotations
 
+import functools
 import os
 
 from gputray.scheduler.tasks.records import TaskSpec
@@ -19,12 +20,19 @@ def family_of(spec: TaskSpec) -> str:
     """The family name of ``spec`` (never empty)."""
     if spec.family:
         return spec.family
-    what = spec.script
+    return _family(spec.kind, spec.name, spec.script, spec.argv, spec.cwd, spec.recipe)
+
+
+@functools.lru_cache(maxsize=16_384)  # each pass asks for every pending task's family
+def _family(
+    kind: str, name: str, script: str | None, argv: tuple[str, ...], cwd: str | None, recipe: str | None
+) -> str:
+    what = script
     if what is None:
-        scripts = [a for a in spec.argv[1:] if a.lower().endswith(_SCRIPT_SUFFIXES)]
+        scripts = [a for a in argv[1:] if a.lower().endswith(_SCRIPT_SUFFIXES)]
         what = scripts[0] if scripts else None
-    if what is not None and spec.cwd and not os.path.isabs(what):  # a script: the file, wherever typed
-        what = os.path.normpath(os.path.join(spec.cwd, what))
+    if what is not None and cwd and not os.path.isabs(what):  # a script: the file, wherever typed
+        what = os.path.normpath(os.path.join(cwd, what))
     if what is None:
-        what = spec.argv[0] if spec.argv else spec.name
-    return f"{spec.recipe}:{what}" if spec.recipe else f"{spec.kind}:{what}"
+        what = argv[0] if argv else name
+    return f"{recipe}:{what}" if recipe else f"{kind}:{what}"

@@ -53,9 +53,17 @@ REAL = [
     "waits for #2 'b' (waiting) to end",
     "queued again: #2 was queued again",
     "task #5 is running; tasks move among queued or waiting ones",
+    # scheduler/queue/placement_policy.py (prefer = fastest | greenest) and estimator.py (the offer)
+    "fastest: GeForce RTX 5060 Ti frees in ~12 min, finishes in ~13 min; Radeon 780M finishes in ~4 min: "
+    "running there",
+    "fastest: Radeon 780M finishes in ~63 min; GeForce RTX 5060 Ti frees in ~26 s, finishes in ~16 min: "
+    "waiting for it",
+    "greenest: GeForce RTX 5060 Ti busy, free time unknown; Radeon 780M finishes in ~79 s, 2.4 kJ: "
+    "running there",
+    "blur has waited ~6 min: Radeon 780M is free and would run it in ~70 s",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
-DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'"]
+DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'", "blur"]
 
 
 @pytest.fixture

@@ -5,8 +5,9 @@ A real session bus (``dbus-daemon``), a stand-in for the desktop's notification 
 real owner and SQLite queue. In the first tests the offer comes as the owner's queue event does
 (``queue_event_arrived``, the queued signal the tray's owner thread emits); in the last, the owner's
 estimator makes it from a real earlier run of the same job. The answer is the stand-in's
-``ActionInvoked``, and what it did is read back from the owner. Where the daemon shows no buttons, the tray's balloon asks:
-a click opens the panel at the task with the same two answers in its row menu (the Windows path too).
+``ActionInvoked``, and what it did is read back from the owner. Where the daemon shows no buttons, the
+tray's balloon asks: a click opens the panel at the task with the same two answers in its row menu (the
+Windows path too).
 """
 
 from __future__ import annotations

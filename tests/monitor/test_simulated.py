@@ -132,3 +132,17 @@ def test_the_egpu_link_downclocks_at_idle_and_video_loads_show() -> None:
         and egpu.fan_rpm > 900
     )
     assert (egpu.encoder_percent, busy[RADEON_780M.key].decoder_percent) == (40.0, 22.0)
+
+
+def test_the_simulated_gpus_count_their_power_into_an_energy_counter() -> None:
+    """As NVML's total energy: each poll adds the power shown times the time since the last one."""
+    clock = Clock()
+    backend = SimulatedBackend(Scenario(), clock)
+    first = {r.info.key: r.sample for r in poll(backend, clock).readings}
+    clock.t += 2.0
+    backend.job_started(4321, "train", RTX_5060_TI.key, util_percent=100.0)
+    second = {r.info.key: r.sample for r in poll(backend, clock).readings}
+    gpu = second[RTX_5060_TI.key]
+    assert gpu.power_w is not None and gpu.power_w > 170  # under the job's full load
+    grown = (gpu.energy_counter_j or 0) - (first[RTX_5060_TI.key].energy_counter_j or 0)
+    assert grown == pytest.approx(gpu.power_w * 2.0, abs=0.01)

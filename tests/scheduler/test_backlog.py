@@ -19,7 +19,7 @@ from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Scenario
 from gputray.monitor.simulated import SimulatedBackend
 from gputray.scheduler.paths import app_paths
-from gputray.scheduler.queue import service as queue_service
+from gputray.scheduler.queue import estimator as queue_estimator  # the dispatch pass plans through it
 from gputray.scheduler.queue.placement import Plan
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
@@ -79,13 +79,13 @@ def test_tasks_waiting_for_a_time_are_planned_once_not_every_pass(
     later = [job(f"later {i}", device_prefs=("cpu",), start_at=clock.t + 10 * 3600) for i in range(BACKLOG)]
     store.add_many(later)
     planned: list[int] = []
-    real_plan = queue_service.plan
+    real_plan = queue_estimator.plan
 
     def counting_plan(tasks: Sequence[Any], *args: Any, **kw: Any) -> Plan:
         planned.append(len(tasks))
         return real_plan(tasks, *args, **kw)
 
-    monkeypatch.setattr(queue_service, "plan", counting_plan)
+    monkeypatch.setattr(queue_estimator, "plan", counting_plan)
     q = queue()
     wait_for(lambda: all(r.state == "waiting" for r in store.pending()))
     assert q.get(BACKLOG).reason.startswith("starts at")

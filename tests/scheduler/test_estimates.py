@@ -14,9 +14,10 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.cli.commands.listing import format_devices
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths, app_paths
-from gputray.scheduler.replies import TaskView
+from gputray.scheduler.replies import DeviceSlots, TaskView
 from gputray.scheduler.tasks.records import QueueEvent
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
@@ -81,6 +82,8 @@ def test_a_family_that_ran_before_gets_an_estimate_per_allowed_device(
     assert by_key[AMD].run_s == pytest.approx(4 * took)
     assert by_key[AMD].device_name == "Radeon 780M" and by_key[NVIDIA].finish_s == pytest.approx(took)
     assert _pending(client, never.id).estimate_s == ()
+    slots = {d.key: d for d in client.ask(rq.Queue(all=False)).devices}
+    assert slots[NVIDIA].free_in_s == 0.0  # free now
     with sqlite3.connect(f"{(paths.data_dir / 'queue.sqlite3').as_uri()}?mode=ro", uri=True) as db:
         rows = db.execute("SELECT family, device, duration_s FROM job_runs").fetchall()
     assert rows == [("blur", NVIDIA, pytest.approx(took))]
@@ -95,6 +98,8 @@ def test_a_waiting_task_is_offered_the_free_device_and_the_edit_starts_it_there(
     wait_for(lambda: client.ask(rq.Get(id=blocker.id)).task.state == "running", what="the blocker")
     waiting = _run(client, tmp_path, "pass", family="quick", device_prefs=["5060ti", "780m"], on_busy="wait")
     offer = wait_for(lambda: _pending(client, waiting.id).offer, what="the offer")
+    slots = {d.key: d for d in client.ask(rq.Queue(all=False)).devices}
+    assert slots[NVIDIA].free_in_s is None and slots[AMD].free_in_s == 0.0  # a job of no known family
     assert offer.device_key == AMD and offer.device_name == "Radeon 780M" and offer.waited_s > offer.run_s
     wait_for(lambda: [e for e in events if e.kind == "offer"], what="the offer event")
     (event,) = [e for e in events if e.kind == "offer"]
@@ -104,3 +109,13 @@ def test_a_waiting_task_is_offered_the_free_device_and_the_edit_starts_it_there(
     client.ask(rq.Edit(id=waiting.id, changes={"device_prefs": [offer.device_key]}))
     assert _ended(client, waiting.id).device == AMD
     client.ask(rq.Cancel(ids=[blocker.id]))
+
+
+def test_the_jobs_line_says_when_a_busy_device_frees_up() -> None:
+    busy = DeviceSlots(
+        key=NVIDIA, name="GeForce RTX 5060 Ti", slots=1, running=1, paused=False, free_in_s=700.0
+    )
+    idle = DeviceSlots(key=AMD, name="Radeon 780M", slots=1, running=0, paused=False, free_in_s=0.0)
+    assert (
+        format_devices([busy, idle]) == "jobs: GeForce RTX 5060 Ti 1/1 (frees in ~12 min) · Radeon 780M 0/1"
+    )

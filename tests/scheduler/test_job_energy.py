@@ -129,12 +129,18 @@ def test_another_job_or_a_foreign_process_on_the_device_marks_the_energy_shared(
     assert alone.shared is False and alone.energy_j == pytest.approx(20.0)
 
     meter.start(2, key, own_session)
-    tick(2.0, ProcessUse(JOB_PID + 1, "llama-server", key, "compute"))  # not ours
+    tick(2.0, ProcessUse(JOB_PID + 1, "gnome-shell", key, "graphics", util_percent=0.0))  # idle desktop
+    tick(2.5, ProcessUse(JOB_PID + 1, "Xorg", key, "graphics"))  # no load figure: a graphics one
+    assert meter.so_far(2) is not None and meter.so_far(2).shared is False  # type: ignore[union-attr]
+    tick(3.0, ProcessUse(JOB_PID + 2, "llama-server", key, "compute"))  # not ours, compute (NVML)
     assert meter.finish(2).shared is True
+    meter.start(5, key, own_session)
+    tick(3.5, ProcessUse(JOB_PID + 1, "firefox", key, "graphics", util_percent=22.0))  # busy
+    assert meter.finish(5).shared is True
 
     meter.start(3, key, JOB_PID)
     meter.start(4, key, JOB_PID + 2)  # two of ours at once
-    tick(3.0)
+    tick(4.0)
     both = meter.finish(3), meter.finish(4)
     assert all(u.shared for u in both)
 

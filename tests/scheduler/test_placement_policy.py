@@ -3,13 +3,17 @@ device frees), through the real ``placement.plan``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from gputray.monitor.records import Sample, Verdict
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.queue.estimates import Outlook
+from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.placement import DeviceState, Placement, Wait, plan
 from gputray.scheduler.queue.placement_policy import OutlookPolicy
+from gputray.scheduler.queue.runtime_history import JobRun
+from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 NOW = 10_000.0
@@ -96,3 +100,26 @@ def test_no_history_falls_back_to_the_plain_rules() -> None:
         [task(prefer="fastest")], devices, now_s=NOW, policy=OutlookPolicy(view)
     ).decisions
     assert isinstance(decision, Wait) and decision.device == NV and "waiting for" in decision.reason
+
+
+def test_offers_one_task_per_free_device_once_and_never_a_declined_one(tmp_path: Path) -> None:
+    """The estimator over a real queue file: tasks waiting for the busy 5060 Ti longer than their run
+    on the free 780M; the first in queue order gets the offer, once; a declined one never."""
+    store = TaskStore(tmp_path / "queue.sqlite3")
+    emitted: list[tuple[int, str]] = []
+    estimator = Estimator(
+        store, speeds=dict, emit_offer=lambda rec, text, offer: emitted.append((rec.id, text))
+    )
+    estimator.history.record_run(JobRun(family="cnn", device_key=AMD, duration_s=60.0))
+    devices = [dev(RTX_5060_TI, busy="llama-server"), dev(RADEON_780M)]
+    waiting = [task(i, on_busy="wait") for i in (1, 2, 3)]
+    declined = [task(1, on_busy="wait", offer_declined=True), *waiting[1:]]
+    estimator.plan(waiting, devices, NOW + 30, running=[])  # waited 30 s < 60 s: no offer yet
+    assert emitted == []
+    estimator.plan(declined, devices, NOW + 90, running=[])
+    assert emitted == [(2, "job2 has waited ~2 min: Radeon 780M is free and would run it in ~60 s")]
+    estimator.plan(waiting, devices, NOW + 120, running=[])
+    assert [i for i, _ in emitted] == [2, 1]  # task 1 (no longer declined) comes first now; 2 not again
+    (view,) = [v for v in estimator.views(waiting, NOW + 120) if v.id == 1]
+    assert view.offer is not None and view.offer.device_key == AMD and view.offer.waited_s == 120.0
+    store.close()

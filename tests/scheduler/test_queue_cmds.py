@@ -266,6 +266,7 @@ def test_queue_without_an_owner_shows_the_saved_queue(saved_queue: tuple[Path, l
         "slots": None,
         "running": 1,
         "paused": True,
+        "free_in_s": None,  # only the owner estimates it
     } in doc["devices"]
     assert NOTE in as_json.stderr and NOTE not in as_json.stdout
     pending = json.loads(gputray("queue", "--json", home=home).stdout)["tasks"]

@@ -22,7 +22,8 @@ build is reported to behave:
   function"). Crosstalk-Solutions/project-nomad#1134 (ROCm 7.2 rocBLAS without gfx1103 kernels).
 - GPU ``override = "refuses"``: an override on that GPU, anywhere the runtime loaded, gives wrong
   results (gfx1100 WMMA instructions). project-nomad#1075.
-- ``HSA_OVERRIDE_GFX_VERSION_<n>`` applies to GPU n only. ROCm/ROCT-Thunk-Interface#104.
+- ``HSA_OVERRIDE_GFX_VERSION_<n>`` applies to the GPU at KFD node n only (node 0 is the CPU).
+  ROCm/ROCT-Thunk-Interface#104.
 - GPU ``invisible_to``: a runtime that does not enumerate the target at all, so every selection lands
   elsewhere. No public report: constructed, to have a wrong-device cell.
 - GPU ``reports_pci = false`` with a generic name: torch gives nothing that tells the GPUs apart.
@@ -154,7 +155,7 @@ CELLS = [
         "linux",
         "7900xtx+780m",
         IGPU,
-        "HSA_OVERRIDE_GFX_VERSION_1=11.0.0 GPUTRAY_TORCH_DEVICE=cuda:1",
+        "HSA_OVERRIDE_GFX_VERSION_2=11.0.0 GPUTRAY_TORCH_DEVICE=cuda:1",
         {IGPU.key: {"override": "needs"}, XTX.key: {"override": "refuses"}},
     ),
     Cell("therock-multiarch", "windows", "7900xtx+780m", IGPU, "HIP_VISIBLE_DEVICES=1"),
@@ -313,3 +314,130 @@ def test_through_the_queue_a_proven_pair_runs_on_its_gpu_and_a_wrong_one_never_s
     assert job == {"device": "cuda:0", "name": IGPU.name, "bus": 0x64}
     assert "selection: ROCR_VISIBLE_DEVICES=0 (proven, env rocm: torch sees Radeon 780M" in log, log
     assert "seen device: Radeon 780M as cuda:0, pci 0000:64:00.0" in log, log
+
+
+def test_the_real_cpu_torch_env_shows_its_selection_and_seen_device(
+    torch_python: Path, tmp_path: Path
+) -> None:
+    """``gputray doctor --json`` with the real torch 2.13.0 CPU env: the CPU pair's selection sets no
+    variable (torch's own cpu device) and torch's seen device is the CPU; the table says so too."""
+    from cli import gputray
+
+    home = tmp_path / "home"
+    added = gputray("envs", "add", str(torch_python), "--name", "torchcpu", home=home)
+    assert added.returncode == 0, added.stderr
+    done = gputray("doctor", "--no-bench", "--json", home=home)
+    assert done.returncode == 0, done.stderr
+    cpu = next(p for p in json.loads(done.stdout)["pairs"] if p["device_key"] == "cpu")
+    assert cpu["verdict"] == "works"
+    assert cpu["selection"] == {"variables": {}, "unset": [], "torch_device": "cpu"}
+    assert cpu["seen_device"]["name"] == "cpu" and cpu["seen_device"]["torch_device"] == "cpu"
+    assert cpu["selection_status"] == "proven"
+    table = gputray("doctor", "--no-bench", home=home)
+    header = next(ln for ln in table.stdout.splitlines() if ln.startswith("ENV"))
+    row = next(ln for ln in table.stdout.splitlines() if ln.startswith("torchcpu") and "works" in ln)
+    assert "SELECTED BY" in header and "— ✓ cpu" in row, table.stdout
+    print("\n" + header + "\n" + row)
+
+
+def test_a_read_back_is_matched_by_pci_address_then_uuid_then_name_and_memory() -> None:
+    from gputray.scheduler.pyenvs.selection import SeenDevice, match_seen
+
+    known = MACHINES["5060ti+780m"]
+    at_64 = SeenDevice("cuda:0", name="whatever", pci_bus_id=0x64, pci_device_id=0)
+    assert match_seen(at_64, IGPU, known).by == "PCI address"
+    assert match_seen(at_64, RTX, known).status == "wrong-device"
+    assert RTX.uuid is not None
+    by_uuid = SeenDevice("cuda:0", name="GeForce RTX 5060 Ti", uuid=RTX.uuid.removeprefix("GPU-"))
+    assert match_seen(by_uuid, RTX, known).by == "UUID"
+    by_name = SeenDevice("cuda:0", name="AMD Radeon 780M Graphics", total_memory_bytes=4 * GIB)
+    assert match_seen(by_name, IGPU, known).by == "name + memory"
+    assert match_seen(by_name, XTX, (XTX, IGPU)).status == "wrong-device"  # it is the other GPU
+    assert (
+        match_seen(dataclasses.replace(by_name, total_memory_bytes=64 * GIB), IGPU, known).status != "proven"
+    )
+    twins = (XTX, dataclasses.replace(XTX, key="pci:0000:04:00.0", pci_bdf="0000:04:00.0"))
+    same = SeenDevice("cuda:0", name=XTX.name, total_memory_bytes=XTX.vram_total_bytes)
+    assert match_seen(same, twins[0], twins).status == "unprovable"  # two of a kind, no address
+    assert match_seen(None, IGPU, known).status == "wrong-device"  # torch saw nothing
+
+
+def test_devices_json_carries_each_envs_selection_and_seen_device(
+    standin_python: Path, tmp_path: Path
+) -> None:
+    from gputray.scheduler.cli.commands.devices import add_torch_selections
+
+    cell = Cell("therock-multiarch", "windows", "7900xtx+780m", IGPU, "HIP_VISIBLE_DEVICES=1")
+    pairs = run_doctor(
+        [_env_for(cell, standin_python, tmp_path)], MACHINES[cell.machine], bench=False,
+        cache_path=tmp_path / "doctor.json", drivers=DRIVERS,
+    )  # fmt: skip
+    doc: dict[str, Any] = {"devices": [{"key": IGPU.key}, {"key": XTX.key}]}
+    add_torch_selections(doc, pairs)
+    (igpu,) = doc["devices"][0]["torch"]
+    assert igpu["selection"]["variables"] == {"HIP_VISIBLE_DEVICES": "1"}
+    assert igpu["seen_device"]["name"] == IGPU.name and igpu["seen_device"]["pci_bus_id"] == 0x64
+    assert igpu["selection_status"] == "proven"
+    assert json.dumps(doc)  # plain JSON
+
+
+def test_an_unprovable_pair_runs_only_a_task_that_allows_it_and_its_log_says_so(
+    queue: Queue, standin_python: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(JOB, encoding="utf-8")
+    # torch gives the 780M no PCI address and a generic name: nothing proves it is the 780M.
+    generic = {IGPU.key: {"reports_pci": False, "name": "AMD Radeon Graphics"}}
+    cell = Cell("ignores-vars", "linux", "5060ti+780m", IGPU, "unprovable", generic)
+    env = dataclasses.replace(_env_for(cell, standin_python, tmp_path), name="rocm")
+    pairs = run_doctor([env], MACHINES[cell.machine], bench=False, cache_path=cache_file())
+    assert _pair_on(pairs, IGPU).selection_status == "unprovable", _pair_on(pairs, IGPU)
+    add_env(env.python, name="rocm", extra_env=dict(env.extra_env), check=False)
+    (strict,) = queue.q.submit_files([script], overrides=TaskPatch(device_prefs=(IGPU.key,)))
+    waiting = queue.until(lambda: "not proven" in (r := queue.q.get(strict.id)).reason and r)
+    assert waiting.state == "waiting" and waiting.attempts == 0, waiting
+    assert "allow_unproven = true" in waiting.reason
+    (allowed,) = queue.q.submit_files(
+        [script], overrides=TaskPatch(device_prefs=(IGPU.key,), allow_unproven=True)
+    )
+    assert queue.q.get(allowed.id).spec.allow_unproven
+    done = queue.until(lambda: (r := queue.q.get(allowed.id)).finished and r)
+    log = queue.log(allowed)
+    assert done.state == "succeeded", log
+    assert "(NOT PROVEN (the task allows it: allow_unproven), env rocm:" in log, log
+    assert queue.q.get(strict.id).state == "waiting"
+
+
+def test_a_task_allows_an_unproven_pair_by_its_file_or_the_command_line(tmp_path: Path) -> None:
+    import argparse
+
+    from gputray.scheduler.cli.commands.submit import add_placement_args, patch_from_args
+    from gputray.scheduler.tasks.taskfile import TaskFileError, load_task_file
+
+    job = tmp_path / "job.toml"
+    job.write_text('script = "train.py"\nallow_unproven = true\n', encoding="utf-8")
+    assert load_task_file(job).allow_unproven
+    job.write_text('script = "train.py"\nallow_unproven = "yes"\n', encoding="utf-8")
+    with pytest.raises(TaskFileError, match=r"allow_unproven.*must be true or false"):
+        load_task_file(job)
+    parser = argparse.ArgumentParser()
+    add_placement_args(parser)
+    assert patch_from_args(parser.parse_args(["--allow-unproven"])).allow_unproven is True
+    assert patch_from_args(parser.parse_args([])).given().get("allow_unproven") is None
+
+
+def test_the_doctor_table_says_which_pairs_only_allowing_tasks_run_on() -> None:
+    from gputray.scheduler.cli.commands.doctor import render_table
+    from gputray.scheduler.pyenvs.selection import SeenDevice, Selection
+
+    pair = PairResult(
+        env_name="rocm", python="/x/python", device_key=IGPU.key, device_name=IGPU.name, vendor="amd",
+        verdict="works", reason="a real op ran (not benchmarked)",
+        selection=Selection({"ROCR_VISIBLE_DEVICES": "0"}),
+        seen_device=SeenDevice("cuda:0", name="AMD Radeon Graphics"),
+        selection_status="unprovable", selection_reason="torch sees AMD Radeon Graphics: no PCI address",
+    )  # fmt: skip
+    table = render_table([pair])
+    assert "ROCR_VISIBLE_DEVICES=0 ? AMD Radeon Graphics" in table
+    assert "selection not proven: torch sees AMD Radeon Graphics" in table
+    assert "only tasks with allow_unproven = true run here" in table

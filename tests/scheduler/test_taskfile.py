@@ -85,6 +85,7 @@ def test_the_commented_example_in_the_module_docstring_loads(tmp_path: Path) -> 
     assert spec.name == "train" and spec.kind == "torch"
     assert spec.env == {"GGML_VK_VISIBLE_DEVICES": "{vk_index}"}
     assert spec.vram_bytes == 4 * GIB and spec.after_max_wait == "cpu"
+    assert (spec.prefer, spec.max_slowdown, spec.family) == ("fastest", 1.5, "resnet-infer")
 
 
 def test_task_table_form_and_defaults(tmp_path: Path) -> None:
@@ -124,6 +125,9 @@ def test_task_table_form_and_defaults(tmp_path: Path) -> None:
         ('argv = ["x"]\nenv = { "1BAD" = "v" }', "env", "not a valid environment variable name"),
         ('argv = ["x"]\nstart_at = "tomorrow"', "start_at", "date and time"),
         ('script = "a.py"\nargv = ["x"]', "argv", "not used by torch"),
+        ('argv = ["x"]\nprefer = "quickest"', "prefer", "must be one of free, fastest, greenest"),
+        ('argv = ["x"]\nmax_slowdown = 0.5', "max_slowdown", "from 1 to 100"),
+        ('argv = ["x"]\nfamily = ""', "family", ""),
     ],
 )
 def test_errors_name_the_file_the_key_and_the_problem(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from gputray.scheduler.cli.commands.common import (
     print_json,
     uses_custom_source,
 )
+from gputray.scheduler.pyenvs.doctor_cache import PairResult
 
 VENDOR_BY_PCI = {0x10DE: "nvidia", 0x1002: "amd", 0x8086: "intel"}
 
@@ -68,6 +70,33 @@ def _monitor_devices(args: argparse.Namespace, notes: list[str]) -> list[DeviceI
 
 def _vendor_of(vendor_id: int | None) -> str:
     return VENDOR_BY_PCI.get(vendor_id or 0, "other")
+
+
+def add_torch_selections(doc: dict[str, Any], pairs: Sequence[PairResult] | None = None) -> None:
+    """Each device row's ``torch``: per configured env, the doctor's verdict there, the ``selection`` a
+    job gets (the variables set) and the ``seen_device`` torch reported under it (from the doctor's
+    cache: nothing is probed here; ``gputray doctor`` fills it)."""
+    from gputray.scheduler.pyenvs.doctor_cache import cached_results  # reads the config: at call time
+
+    results = cached_results() if pairs is None else pairs
+    for row in doc.get("devices", ()):
+        mine = [p for p in results if p.device_key == row.get("key")]
+        row["torch"] = [
+            {
+                "env": p.env_name,
+                "verdict": p.verdict,
+                "selection": None if p.selection is None else _builtins(p.selection),
+                "selection_status": p.selection_status,
+                "seen_device": None if p.seen_device is None else _builtins(p.seen_device),
+            }
+            for p in mine
+        ]
+
+
+def _builtins(record: object) -> Any:
+    import msgspec
+
+    return msgspec.to_builtins(record, enc_hook=dict)
 
 
 def build_document(
@@ -265,6 +294,8 @@ def run(args: argparse.Namespace) -> int:
         notes.append(f"GPU monitor unavailable ({type(exc).__name__}: {exc}); showing Vulkan and sysfs only")
     vulkan = None if demo else enumerate_devices(dict(os.environ), timeout_s=args.vulkan_timeout)
     doc = build_document(known, vulkan, args.sysfs_root, demo=demo, notes=notes)
+    if not demo:
+        add_torch_selections(doc)
     if args.json:
         print_json(doc)
     else:

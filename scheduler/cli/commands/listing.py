@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from gputray.monitor.units import format_energy_j
 from gputray.scheduler.cli.commands.common import shown, terminal_cells
+from gputray.scheduler.queue.estimates import about
 from gputray.scheduler.replies import DeviceSlots, TaskView
 from gputray.scheduler.tasks.records import local_time
 
@@ -193,14 +194,16 @@ def format_tasks(
 
 
 def format_devices(devices: Sequence[DeviceSlots]) -> str:
-    """``jobs: GeForce RTX 5060 Ti 0/1 · Radeon 780M 1/1 · CPU 2/4 (paused)``: running/slots per device
-    (only the owner knows the slots: "" without it)."""
+    """``jobs: GeForce RTX 5060 Ti 0/1 (frees in ~12 min) · Radeon 780M 1/1 · CPU 2/4 (paused)``:
+    running/slots per device and when a busy one is estimated to free up (only the owner knows the
+    slots: "" without it)."""
     parts = []
     for d in devices:
         if d.slots is None:
             continue
         paused = " (paused)" if d.paused else ""
-        parts.append(f"{shown(d.name or d.key)} {d.running}/{d.slots}{paused}")
+        frees = f" (frees in {about(d.free_in_s)})" if d.free_in_s and not d.paused else ""
+        parts.append(f"{shown(d.name or d.key)} {d.running}/{d.slots}{paused}{frees}")
     return "jobs: " + " · ".join(parts) if parts else ""
 
 
