@@ -97,11 +97,14 @@ class Case:
 
 HD, FHD = (1366, 768), (1920, 1080)
 FULL = Case("en", "light", "bottom", 1, HD)
+# English/light/bottom at 1366×768 is FULL's desktop (it audits the same panel); Japanese at the
+# bottom edge is the 2× case: two fewer desktops keep the suite within CI's 15 minutes. Refreshing
+# the screenshots (GPUTRAY_UPDATE_SCREENSHOTS=1) runs the two light 1366×768 desktops docs/gui.md shows.
+SCREENSHOT_ONLY = (Case("ja", "light", "bottom", 1, HD), Case("en", "light", "bottom", 1, HD))
 CASES = (
+    *(SCREENSHOT_ONLY if os.environ.get("GPUTRAY_UPDATE_SCREENSHOTS") == "1" else ()),
     Case("ja", "dark", "top", 1, HD, banner=True),  # the desktop then switches to light
-    Case("ja", "light", "bottom", 1, HD),
     Case("en", "dark", "top", 1, HD),
-    Case("en", "light", "bottom", 1, HD),
     Case("en", "dark", "bottom", 1, FHD),
     Case("ja", "light", "top", 1, FHD, banner=True),
     Case("ja", "light", "bottom", 2),
