@@ -224,7 +224,7 @@ def test_edit_and_move_change_what_starts_next(queue: Callable[..., Queue]) -> N
 def test_two_cpu_slots_run_two_jobs_at_once_with_their_env_and_folder(queue: Callable[..., Queue]) -> None:
     q = queue("[devices.cpu]\nslots = 2\n")
     cpu = next(d for d in q.listing()["devices"] if d["key"] == "cpu")
-    assert cpu == {"key": "cpu", "name": "CPU", "slots": 2, "running": 0, "paused": False}
+    assert cpu == {"key": "cpu", "name": "CPU", "slots": 2, "running": 0, "paused": False, "free_in_s": 0.0}
     work = q.home / "work dir"
     work.mkdir()
     # each waits until the other has started: they can only both succeed side by side

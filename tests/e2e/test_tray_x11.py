@@ -97,11 +97,16 @@ class Case:
 
 HD, FHD = (1366, 768), (1920, 1080)
 FULL = Case("en", "light", "bottom", 1, HD)
+# English/light/bottom at 1366×768 is FULL's desktop (it audits the same panel); Japanese at the
+# bottom edge is the 2× case: two fewer desktops keep the suite within CI's 15 minutes. Refreshing
+# the screenshots (GPUTRAY_UPDATE_SCREENSHOTS=1) runs the two light 1366×768 desktops docs/gui.md shows.
+# Pauses that only let a plot redraw before a screenshot: taken when the screenshots are refreshed.
+SHOT_PAUSE_S = 1.0 if os.environ.get("GPUTRAY_UPDATE_SCREENSHOTS") == "1" else 0.0
+SCREENSHOT_ONLY = (Case("ja", "light", "bottom", 1, HD), Case("en", "light", "bottom", 1, HD))
 CASES = (
+    *(SCREENSHOT_ONLY if os.environ.get("GPUTRAY_UPDATE_SCREENSHOTS") == "1" else ()),
     Case("ja", "dark", "top", 1, HD, banner=True),  # the desktop then switches to light
-    Case("ja", "light", "bottom", 1, HD),
     Case("en", "dark", "top", 1, HD),
-    Case("en", "light", "bottom", 1, HD),
     Case("en", "dark", "bottom", 1, FHD),
     Case("ja", "light", "top", 1, FHD, banner=True),
     Case("ja", "light", "bottom", 2),
@@ -575,12 +580,12 @@ def test_panel_on_screen_unclipped_in_each_language_theme_edge_and_scale(tmp_pat
         dash = wait_for("the dashboard", lambda: display.window(TITLES[case.lang]["dashboard"]), 20)
         assert isinstance(dash, tuple)
         check_layout_audit(app, "dashboard", min_checked=4)
-        time.sleep(1.0)
+        time.sleep(SHOT_PAUSE_S)
         display.screenshot(shots / f"dashboard-{case.name}.png", dash)
         if case.scheme == "dark" and case.scale == 1:  # the desktop switches to light while gputray runs
             app.set_scheme("light")
             wait_for("the switch to light", lambda: "colour scheme: light" in app.log_text(), 10)
-            time.sleep(2.5)  # a dashboard refresh in the new colours
+            time.sleep(2.5 * SHOT_PAUSE_S)  # a dashboard refresh in the new colours
             display.screenshot(shots / f"dashboard-{case.name}-then-light.png", dash)
         assert app.proc.poll() is None, (app.home / "stderr.txt").read_text(errors="replace")[-2000:]
     copy_screenshots(shots)

@@ -144,10 +144,16 @@ def test_tray_icon_click_opens_the_panel_and_a_send_to_launch_queues_the_file(
         assert "tray icon shown" in text and "tray ready" in text, text  # Qt saw a notification area
         icon = wait_for(lambda: docked_icon(display), 30, "Wine's tray icon in trayer")
         x, y, w, h = icon
+
         # the demo's icon draws a bar per GPU: NVIDIA green and AMD red, through Shell_NotifyIconW
-        seen = colours(display, icon, tmp_path / "icon.png")
-        assert any(g > r + 20 and g > b + 40 for r, g, b in seen), sorted(seen)
-        assert any(r > 150 and r > g + 60 and r > b + 60 for r, g, b in seen), sorted(seen)
+        # (once the first demo sample is drawn: until then the icon is the plain starting one)
+        def both_bars() -> bool:
+            seen = colours(display, icon, tmp_path / "icon.png")
+            green = any(g > r + 20 and g > b + 40 for r, g, b in seen)
+            red = any(r > 150 and r > g + 60 and r > b + 60 for r, g, b in seen)
+            return green and red
+
+        wait_for(both_bars, 30, "the icon's green (NVIDIA) and red (AMD) bars")
 
         subprocess.run(["xdotool", "mousemove", str(x + w // 2), str(y + h // 2), "click", "1"],
                        env=x_env(display), check=True, timeout=20)  # fmt: skip
