@@ -11,11 +11,9 @@ from collections.abc import Iterator
 import pytest
 from cluster_harness import (
     PY,
-    SCENARIO_DESK,
-    SCENARIO_LAPTOP,
     Machine,
     RayCluster,
-    machines_on,
+    desk_and_laptop,
     ray_available,
 )
 from waiting import wait_for
@@ -32,17 +30,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RayCluster, Machine, Machine]]:
-    root = tmp_path_factory.mktemp("edges")
-    cluster = RayCluster(root, ["desk", "laptop"])
-    try:
-        with machines_on(cluster, root, desk=SCENARIO_DESK, laptop=SCENARIO_LAPTOP) as m:
-            desk, laptop = m["desk"], m["laptop"]
-            wait_for(
-                lambda: desk.sees("laptop") and laptop.sees("desk"), 120, "both machines to see each other"
-            )
-            yield cluster, desk, laptop
-    finally:
-        cluster.shutdown()
+    with desk_and_laptop(tmp_path_factory.mktemp("edges")) as world:
+        yield world
 
 
 def _ids(done: subprocess.CompletedProcess[str]) -> list[int]:

@@ -19,50 +19,17 @@ from pathlib import Path
 
 import psutil
 import pytest
+from real_owner import paths_of, start_daemon, stop_daemon
 from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.paths import Paths
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux resource limits")
 
 PY = sys.executable
 NOFILE = 64
 DONE = ("succeeded", "failed", "cancelled")
-
-
-def paths_of(home: Path) -> Paths:
-    return Paths(home / "config", home / "data", home / "state", home / "run")
-
-
-def start_daemon(home: Path, stderr_file: Path, *prefix: str) -> subprocess.Popen[bytes]:
-    with stderr_file.open("wb") as err:
-        proc = subprocess.Popen(
-            [*prefix, PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
-            env={**os.environ, "GPUTRAY_HOME": str(home)},
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    wait_for(lambda: _answers(paths_of(home), proc), 60, "the daemon")
-    return proc
-
-
-def stop_daemon(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def _answers(paths: Paths, proc: subprocess.Popen[bytes]) -> bool:
-    assert proc.poll() is None, "the daemon exited"
-    try:
-        return bool(ipc.ask(paths, rq.Ping()).ready)
-    except ipc.IpcError:
-        return False
 
 
 def appends_a_line(out: Path) -> list[str]:
