@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from real_owner import paths_of, start_daemon, stop_daemon
+from unix_user import second_unix_user
 from waiting import wait_for
 
 from gputray.scheduler import ipc
@@ -153,21 +154,8 @@ PROBE = textwrap.dedent(
 
 @pytest.fixture
 def other_user() -> Iterator[str]:
-    if os.geteuid() != 0:
-        pytest.skip("creating a second Unix user needs root (the CI runs as root)")
-    for tool in ("useradd", "userdel", "runuser"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed")
-    name = f"gputray-t{os.getpid() % 100000}"
-    made = subprocess.run(
-        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot create a user here: {made.stderr.strip()}")
-    try:
+    with second_unix_user("gputray-t") as name:
         yield name
-    finally:
-        subprocess.run(["userdel", name], capture_output=True, check=False)
 
 
 def as_user(user: str, *argv: str) -> subprocess.CompletedProcess[str]:
