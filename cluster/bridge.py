@@ -51,6 +51,7 @@ from gputray.cluster.config import (
     load_cluster_config,
 )
 from gputray.cluster.link import EXIT_NO_RAY, EXIT_RECONNECT, TERMINAL_REMOTE, is_loopback
+from gputray.cluster.pause_marks import mark_paused
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, staged_spec
 from gputray.cluster.view import local_view
@@ -61,7 +62,7 @@ from gputray.scheduler.jobs.invocation import free_out_path
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
 from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
-from gputray.scheduler.replies import TaskView
+from gputray.scheduler.replies import Paused, TaskView
 from gputray.scheduler.tasks.records import FINISHED_STATES, PENDING_STATES, TaskRecord
 
 log = logging.getLogger("gputray.cluster.bridge")
@@ -128,6 +129,7 @@ class Bridge:
         self._other_version: set[str] = set()  # machines whose agent answers in another version's shape
         self._placing: set[int] = set()  # the tasks to place in the last step
         self._placed_here_since: dict[int, float] = {}  # task id → monotonic s it was seen placed here
+        self._paused_seen: Paused | None = None  # this machine's pause as the last sync said
         self._state_file = paths.state_dir / "cluster-machines.json"
         self._load_machines()
 
@@ -352,7 +354,10 @@ class Bridge:
             self.local = reply.machine or self.local
             rows = list(reply.tasks)
             try:
-                self._refresh_local_view()
+                # a pause or resume here is pushed with the reply: this machine's view (and so the report
+                # the next sync carries) follows it now, not half a second later
+                self._refresh_local_view(force=reply.paused != self._paused_seen)
+                self._paused_seen = reply.paused
                 following = self.step(rows)
                 self._fence_if_cut_off()
             except ipc.IpcError as exc:
@@ -861,10 +866,9 @@ class Bridge:
                     if d.kind == "cpu":
                         continue
                     doc = {**d.to_json(), "key": qualified(name, d.key), "local_key": d.key, "machine": name}
-                    if d.paused or view.queue_paused:  # paused there: it takes no job of ours
-                        why = "the queue is paused" if view.queue_paused else "paused"
-                        doc.update(paused=True, reasons=[f"{why} on {name}", *d.reasons])
-                    devices.append(doc)
+                    devices.append(
+                        mark_paused(doc, name, queue_paused=view.queue_paused, device_paused=d.paused)
+                    )
         state = "connected" if self.head_ok() else "head unreachable" if self.connected else "disconnected"
         return {
             "state": state,

@@ -32,6 +32,7 @@ from gputray.cluster.config import (
     is_windows,
     load_cluster_config,
 )
+from gputray.cluster.pause_marks import with_local_pause
 from gputray.cluster.submit_checks import ClusterView, check_machine_task, view_from_report
 from gputray.cluster.wire import sendable
 from gputray.scheduler import protocol as rq
@@ -39,7 +40,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.dependencies import gate
 from gputray.scheduler.queue.device_checks import check_submit
 from gputray.scheduler.queue.store import TaskStore
-from gputray.scheduler.replies import ClusterSynced, ClusterTask
+from gputray.scheduler.replies import ClusterSynced, ClusterTask, Paused
 from gputray.scheduler.tasks.records import (
     FINISHED_STATES,
     PENDING_STATES,
@@ -239,6 +240,12 @@ class ClusterLink:
         if event.task.spec.machine is not None or event.task.spec.origin is not None:
             self._wake()
 
+    def on_paused(self) -> None:
+        self._wake()  # the bridge's long-poll answers now; its reply carries the pause (``sync``)
+
+    def _paused(self) -> Paused:
+        return self.queue.paused() if self.queue is not None else Paused()
+
     def _wake(self) -> None:
         with self._changed:
             self._dirty = True
@@ -259,7 +266,9 @@ class ClusterLink:
         self._last_sync_mono = time.monotonic()
         rows = self.store.view()
         tasks = tuple(sendable(r) for r in self.store.list() if self._concerns(r, rows))
-        return ClusterSynced(machine=self.local_machine, tasks=tasks, stopping=self._stop.is_set())
+        return ClusterSynced(
+            machine=self.local_machine, tasks=tasks, stopping=self._stop.is_set(), paused=self._paused()
+        )
 
     def _concerns(self, rec: TaskRecord, rows: Mapping[int, TaskRecord]) -> bool:
         if rec.spec.machine is None:
@@ -353,7 +362,8 @@ class ClusterLink:
                 "active": self.bridge_active(),
                 "note": self.bridge_note,
             },
-            "report": self._report,
+            # this machine's own pause as it is now, over the bridge's copy (which may be a second old)
+            "report": with_local_pause(self._report, cfg.machine, self._paused()),
         }
 
     # --- the bridge process -------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.legend import color_of, gpu_readings, legend_for
 from gputray.gui.queue_model import energy_text
 from gputray.gui.status_marks import mark_icon, strip_mark
-from gputray.gui.theme import colors, is_dark
+from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB, format_energy_j
@@ -298,10 +298,7 @@ class Dashboard(QWidget):
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        elif event.type() == QEvent.Type.PaletteChange:
-            self.restyle()
+        follow_change(event, self.retranslate, self.restyle)
 
     # -- refreshing while visible ----------------------------------------------------------------------
     def showEvent(self, event: Any) -> None:

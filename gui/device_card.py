@@ -38,7 +38,7 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.gui.legend import LegendEntry
 from gputray.gui.sparkline import Sparkline
-from gputray.gui.theme import colors, is_dark
+from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.widgets import ElidedLabel, FigureLabel, Swatch
 from gputray.monitor.readings_text import sample_extras
 from gputray.monitor.records import DeviceReading, ProcessUse
@@ -238,10 +238,7 @@ class DeviceCard(QFrame):
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        elif event.type() == QEvent.Type.PaletteChange:
-            self.restyle()
+        follow_change(event, self.retranslate, self.restyle)
 
     # -- pause -----------------------------------------------------------------------------------------
     def _on_pause(self, checked: bool) -> None:

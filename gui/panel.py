@@ -62,7 +62,7 @@ from gputray.gui.legend import gpu_readings, legend_for
 from gputray.gui.offer_prompts import KEEP_WAITING, RUN_HERE, keep_label, run_label
 from gputray.gui.queue_model import ACTIVE_STATES, QueueModel
 from gputray.gui.queue_view import QueueTable
-from gputray.gui.theme import colors, is_dark
+from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.tray_icon import is_hot
 from gputray.gui.widgets import ElidedLabel, FigureLabel, WrappedLabel
 from gputray.monitor.records import Snapshot
@@ -372,10 +372,7 @@ class Panel(QWidget):
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
-        elif event.type() == QEvent.Type.PaletteChange:
-            self.restyle()
+        follow_change(event, self.retranslate, self.restyle)
 
     def fit_columns(self) -> None:
         """Columns as wide as their header and their widest usual value, in this language and font."""

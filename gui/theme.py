@@ -10,9 +10,10 @@ own window colour decides. Widgets that paint with these colours listen to :data
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QPalette
 
 
@@ -68,6 +69,15 @@ DARK = Colors(
         "cancelled": "#bdbdbd",
     },
 )
+
+
+def follow_change(event: QEvent, retranslate: Callable[[], None], restyle: Callable[[], None]) -> None:
+    """The part of a widget's ``changeEvent`` that follows the user: a new language is ``retranslate``d,
+    a new palette (light/dark) ``restyle``d."""
+    if event.type() == QEvent.Type.LanguageChange:
+        retranslate()
+    elif event.type() == QEvent.Type.PaletteChange:
+        restyle()
 
 
 def is_dark() -> bool:

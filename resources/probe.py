@@ -253,6 +253,18 @@ def _cpu_name() -> str:
     return name or platform.machine() or "CPU"
 
 
+def _device_count(torch, result: dict) -> int:
+    """How many GPUs torch sees, put in ``result`` (``device_count``); 0 when asking fails, with the
+    error as ``accelerator_error``."""
+    try:
+        count = torch.cuda.device_count()
+    except Exception as exc:
+        count = 0
+        result["accelerator_error"] = _error_text(exc)
+    result["device_count"] = count
+    return count
+
+
 def run_probe(bench: bool, stderr_fd: int) -> dict:
     result: dict = {"probe_format": PROBE_FORMAT, "bench": bench}
     result.update(_version_info())
@@ -284,12 +296,7 @@ def run_probe(bench: bool, stderr_fd: int) -> dict:
         except Exception as exc:
             result["arch_list"] = []
             result["arch_list_error"] = _error_text(exc)
-        try:
-            count = torch.cuda.device_count()
-        except Exception as exc:
-            count = 0
-            result["accelerator_error"] = _error_text(exc)
-        result["device_count"] = count
+        count = _device_count(torch, result)
         if count == 0 and "accelerator_error" not in result:
             # Ask for the reason there is no GPU: "Torch not compiled with CUDA enabled", "driver too old"...
             try:
@@ -338,12 +345,7 @@ def run_select() -> dict:
     result["hip_version"] = getattr(version, "hip", None)
     device = os.environ.get("GPUTRAY_TORCH_DEVICE") or "cuda:0"
     result["torch_device"] = device
-    try:
-        count = torch.cuda.device_count()
-    except Exception as exc:
-        count = 0
-        result["accelerator_error"] = _error_text(exc)
-    result["device_count"] = count
+    count = _device_count(torch, result)
     index = int(device.partition(":")[2] or 0) if device.startswith("cuda") else -1
     if not 0 <= index < count:
         result["selected"] = None

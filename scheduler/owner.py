@@ -548,6 +548,8 @@ class Owner:
         return self._paused_reply()
 
     def _paused_reply(self) -> rp.PausedReply:
+        if self.cluster is not None:
+            self.cluster.on_paused()  # pushed to the bridge: the other machines see it within a second
         known = tuple(self.queue.device_book.known_keys())
         return rp.PausedReply(paused=self.queue.paused(), known=known, device_names=self._device_names())
 

@@ -239,6 +239,7 @@ class ClusterSynced(Reply, frozen=True):
     machine: str
     tasks: tuple[TaskRecord, ...]
     stopping: bool
+    paused: Paused = Paused()  # this machine's pause now: the bridge looks again at once when it changed
 
 
 class ClusterTask(Reply, frozen=True):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
+from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
@@ -272,3 +273,23 @@ def machines_on(
     finally:
         for m in started.values():
             m.stop()
+
+
+@contextlib.contextmanager
+def desk_and_laptop(
+    root: Path, shared: Path | None = None, torch_python: Path | None = None
+) -> Iterator[tuple[RayCluster, Machine, Machine]]:
+    """A Ray cluster of ``desk`` (its 5060 Ti held by llama-server) and ``laptop`` (an idle 780M),
+    their owners started and seeing each other; the cluster is shut down on leaving."""
+    cluster = RayCluster(root, ["desk", "laptop"])
+    try:
+        with machines_on(
+            cluster, root, shared, torch_python, desk=SCENARIO_DESK, laptop=SCENARIO_LAPTOP
+        ) as m:
+            desk, laptop = m["desk"], m["laptop"]
+            wait_for(
+                lambda: desk.sees("laptop") and laptop.sees("desk"), 120, "both machines to see each other"
+            )
+            yield cluster, desk, laptop
+    finally:
+        cluster.shutdown()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from collections.abc import Callable
 from typing import Any
 
 SDDL_REVISION_1 = 1
@@ -46,6 +47,18 @@ def _fail(call: str) -> OSError:
     return error
 
 
+def _local_text(kernel32: Any, call: str, fill: Callable[[Any], int]) -> str:
+    """The text a Windows call hands back as a string it allocated (``fill`` makes the call with a
+    pointer to the out parameter and returns its BOOL), copied and then freed with ``LocalFree``."""
+    text = ctypes.c_wchar_p()
+    if not fill(ctypes.byref(text)):
+        raise _fail(call)
+    try:
+        return str(text.value)
+    finally:
+        kernel32.LocalFree(text)
+
+
 def current_user_sid() -> str:
     """The user SID of this process's token, as text (``S-1-5-21-…``)."""
     advapi32, kernel32 = _dll("advapi32"), _dll("kernel32")
@@ -62,13 +75,11 @@ def current_user_sid() -> str:
         if not advapi32.GetTokenInformation(token, TOKEN_USER, buf, size, ctypes.byref(size)):
             raise _fail("GetTokenInformation")
         sid = ctypes.cast(buf, ctypes.POINTER(ctypes.c_void_p))[0]  # TOKEN_USER.User.Sid
-        text = ctypes.c_wchar_p()
-        if not advapi32.ConvertSidToStringSidW(ctypes.c_void_p(sid), ctypes.byref(text)):
-            raise _fail("ConvertSidToStringSidW")
-        try:
-            return str(text.value)
-        finally:
-            kernel32.LocalFree(text)
+        return _local_text(
+            kernel32,
+            "ConvertSidToStringSidW",
+            lambda text: advapi32.ConvertSidToStringSidW(ctypes.c_void_p(sid), text),
+        )
     finally:
         kernel32.CloseHandle(token)
 
@@ -148,14 +159,12 @@ def pipe_dacl(address: str) -> str:
     if status != 0:
         raise ctypes.WinError(status, f"GetNamedSecurityInfoW({address}) failed")  # type: ignore[attr-defined,unused-ignore]
     try:
-        text = ctypes.c_wchar_p()
-        if not advapi32.ConvertSecurityDescriptorToStringSecurityDescriptorW(
-            descriptor, SDDL_REVISION_1, DACL_SECURITY_INFORMATION, ctypes.byref(text), None
-        ):
-            raise _fail("ConvertSecurityDescriptorToStringSecurityDescriptorW")
-        try:
-            return str(text.value)
-        finally:
-            kernel32.LocalFree(text)
+        return _local_text(
+            kernel32,
+            "ConvertSecurityDescriptorToStringSecurityDescriptorW",
+            lambda text: advapi32.ConvertSecurityDescriptorToStringSecurityDescriptorW(
+                descriptor, SDDL_REVISION_1, DACL_SECURITY_INFORMATION, text, None
+            ),
+        )
     finally:
         kernel32.LocalFree(descriptor)

@@ -11,11 +11,9 @@ from collections.abc import Iterator
 import pytest
 from cluster_harness import (
     PY,
-    SCENARIO_DESK,
-    SCENARIO_LAPTOP,
     Machine,
     RayCluster,
-    machines_on,
+    desk_and_laptop,
     ray_available,
 )
 from waiting import wait_for
@@ -32,17 +30,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RayCluster, Machine, Machine]]:
-    root = tmp_path_factory.mktemp("edges")
-    cluster = RayCluster(root, ["desk", "laptop"])
-    try:
-        with machines_on(cluster, root, desk=SCENARIO_DESK, laptop=SCENARIO_LAPTOP) as m:
-            desk, laptop = m["desk"], m["laptop"]
-            wait_for(
-                lambda: desk.sees("laptop") and laptop.sees("desk"), 120, "both machines to see each other"
-            )
-            yield cluster, desk, laptop
-    finally:
-        cluster.shutdown()
+    with desk_and_laptop(tmp_path_factory.mktemp("edges")) as world:
+        yield world
 
 
 def _ids(done: subprocess.CompletedProcess[str]) -> list[int]:
@@ -108,3 +97,25 @@ def test_a_remote_owner_that_stops_mid_job_is_shown_as_such_and_followed_again_o
     if desk.task(task_id).state == "running":
         desk.cli("cancel", str(task_id))
     wait_for(lambda: desk.task(task_id).state == laptop.task(theirs[0].id).state, 60, "the same end on both")
+
+
+def _paused_devices(machine: Machine, of: str) -> list[bool]:
+    """Whether each GPU of machine ``of`` shows paused in ``machine``'s ``status --cluster``."""
+    report = machine.cluster().get("report") or {}
+    return [bool(d["paused"]) for d in report.get("devices") or () if d.get("machine") == of]
+
+
+def test_a_pause_is_pushed_status_cluster_shows_it_at_once_and_the_other_machine_within_seconds(
+    world: tuple[RayCluster, Machine, Machine],
+) -> None:
+    _, desk, laptop = world
+    assert _paused_devices(laptop, "laptop") and not any(_paused_devices(laptop, "laptop"))
+    laptop.ask(rq.Pause())
+    try:
+        # at once: today's report was the bridge's last one, taken before the pause
+        assert all(_paused_devices(laptop, "laptop")), laptop.cluster()
+        wait_for(lambda: all(_paused_devices(desk, "laptop")), 10, "desk to see the laptop paused")
+    finally:
+        laptop.ask(rq.Resume())
+    assert not any(_paused_devices(laptop, "laptop")), laptop.cluster()
+    wait_for(lambda: not any(_paused_devices(desk, "laptop")), 10, "desk to see the laptop resumed")

@@ -20,11 +20,9 @@ import psutil
 import pytest
 from cluster_harness import (
     PY,
-    SCENARIO_DESK,
-    SCENARIO_LAPTOP,
     Machine,
     RayCluster,
-    machines_on,
+    desk_and_laptop,
     ray_available,
 )
 from torch_venv import torch_venv_python
@@ -90,17 +88,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RayCluster
     root = tmp_path_factory.mktemp("cluster")
     shared = root / "shared"
     shared.mkdir()
-    cluster = RayCluster(root, ["desk", "laptop"])
-    try:
-        torch = torch_venv_python()  # a .py is a torch job: it runs in an env with torch (CPU build)
-        with machines_on(cluster, root, shared, torch, desk=SCENARIO_DESK, laptop=SCENARIO_LAPTOP) as m:
-            desk, laptop = m["desk"], m["laptop"]
-            wait_for(
-                lambda: desk.sees("laptop") and laptop.sees("desk"), 90, "both machines to see each other"
-            )
-            yield cluster, desk, laptop
-    finally:
-        cluster.shutdown()
+    torch = torch_venv_python()  # a .py is a torch job: it runs in an env with torch (CPU build)
+    with desk_and_laptop(root, shared, torch) as world:
+        yield world
 
 
 def _json(done: subprocess.CompletedProcess[str]) -> object:

@@ -16,6 +16,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import BadRequest, Request, request_from
 from gputray.scheduler.queue.saved_queue import read_saved_tasks
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks.recipes import SubmitError
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -52,6 +53,10 @@ class FakeQueue:
         self.store = store
         self.passes = 0
         self.edits = FakeEdits()
+        self.paused_now = Paused()
+
+    def paused(self) -> Paused:
+        return self.paused_now
 
     def submit(self, s: TaskSpec) -> object:
         return self.store.add(s)
@@ -292,3 +297,34 @@ def test_a_misspelt_cluster_key_is_named_but_does_not_stop_the_cluster(tmp_path:
     (problem,) = read_config(config).problems
     expected = f"{config}: unknown key cluster.lost_afer (did you mean cluster.lost_after?); ignored"
     assert str(problem) == expected
+
+
+def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_report_at_once(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    from gputray.scheduler import protocol as rq
+    from gputray.scheduler.replies import ClusterSynced
+
+    link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
+    queue = FakeQueue(store)
+    link.attach(queue)
+    link.sync(rq.ClusterSync(wait_ms=0))  # the first sync answers at once (nothing seen yet)
+    gpu = {"key": "desk/pci:1", "local_key": "pci:1", "machine": "desk", "paused": False, "reasons": []}
+    other = {"key": "laptop/pci:2", "local_key": "pci:2", "machine": "laptop", "paused": False, "reasons": []}
+    report = {"state": "connected", "devices": [gpu, other]}
+    replies: list[ClusterSynced] = []
+    poll = threading.Thread(
+        target=lambda: replies.append(link.sync(rq.ClusterSync(report=report, wait_ms=2000)))
+    )
+    poll.start()  # the bridge's long-poll; the pause answers it (before or during its wait)
+    queue.paused_now = Paused(all=True)
+    link.on_paused()
+    poll.join(5)
+    assert replies and replies[0].paused == Paused(all=True)
+    shown = link.report_doc()["report"]["devices"]
+    assert shown[0]["paused"] and shown[0]["reasons"] == ["the queue is paused on desk"]
+    assert not shown[1]["paused"]  # another machine's pause is its own bridge's to tell
+    queue.paused_now = Paused()
+    assert not link.report_doc()["report"]["devices"][0]["paused"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_daemon_e2e import daemons, home  # noqa: F401
+from test_daemon_e2e import daemon, daemons, home  # noqa: F401
 from torch_venv import mark_torch_tests, torch_venv_python
 
 

@@ -9,7 +9,6 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,15 +22,6 @@ pytestmark = [
 
 EXIT_INTERRUPTED = 130
 JOB = "import time; print('ready', flush=True); time.sleep(120)"
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    home = tmp_path / "home"
-    home.mkdir()
-    d = Daemon(home, None).start()
-    yield d
-    d.stop()
 
 
 def interrupted(d: Daemon, *args: str, shows: str) -> tuple[int, str]:

@@ -167,6 +167,12 @@ def daemons(home: Path) -> Iterator[Callable[..., Daemon]]:
                 proc.kill()
 
 
+@pytest.fixture
+def daemon(daemons: Callable[..., Daemon]) -> Daemon:
+    """One daemon of the simulated pair on ``home`` (what most e2e tests need)."""
+    return daemons()
+
+
 def env_lines(log: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in log.splitlines() if "=" in line and not line.startswith(" "))
 

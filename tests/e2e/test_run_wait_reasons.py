@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from test_daemon_e2e import PY, Daemon
@@ -22,15 +20,6 @@ pytestmark = [
 
 
 SLEEPER = "import time; time.sleep(120)"  # holds the CPU's one slot until cancelled
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    home = tmp_path / "home"
-    home.mkdir()
-    d = Daemon(home, None).start()
-    yield d
-    d.stop()
 
 
 def test_run_wait_prints_the_waiting_reason_when_it_changes(daemon: Daemon) -> None:

@@ -10,33 +10,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_owner import ShiftedClock, home_paths, running_owner
 from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
-from gputray.scheduler.paths import Paths, app_paths
+from gputray.scheduler.paths import Paths
 from gputray.scheduler.tasks.records import iso_utc
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
 PY = sys.executable
 
 
-class ShiftedClock:
-    def __init__(self) -> None:
-        self.offset_s = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset_s
-
-    def set_to(self, when_s: float) -> None:
-        self.offset_s = when_s - time.time()
-
-
 @pytest.fixture
 def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
-    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
-    return app_paths()
+    return home_paths(tmp_path, monkeypatch)
 
 
 @pytest.fixture
@@ -46,10 +35,8 @@ def clock() -> ShiftedClock:
 
 @pytest.fixture
 def owner(paths: Paths, clock: ShiftedClock) -> Iterator[Owner]:
-    o = Owner(paths, demo=True, clock=clock)
-    o.start()
-    yield o
-    o.stop()
+    with running_owner(paths, clock=clock) as o:
+        yield o
 
 
 @pytest.fixture

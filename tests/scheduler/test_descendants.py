@@ -16,7 +16,6 @@ import os
 import secrets
 import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,12 +23,12 @@ from typing import Any
 
 import psutil
 import pytest
+from real_owner import paths_of, start_daemon, stop_daemon
 from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs import reach
-from gputray.scheduler.paths import Paths
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or shutil.which("setsid") is None, reason="Linux, setsid"
@@ -40,40 +39,15 @@ BASH = shutil.which("bash") or "/bin/bash"
 DONE = ("succeeded", "failed", "cancelled")
 
 
-def paths_of(home: Path) -> Paths:
-    return Paths(home / "config", home / "data", home / "state", home / "run")
-
-
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[ipc.IpcClient]:
     home = tmp_path / "home"
-    with (tmp_path / "daemon.txt").open("wb") as err:
-        proc = subprocess.Popen(
-            [PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
-            env={**os.environ, "GPUTRAY_HOME": str(home)},
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    paths = paths_of(home)
-
-    def answers() -> bool:
-        assert proc.poll() is None, "the daemon exited"
-        try:
-            return bool(ipc.ask(paths, rq.Ping()).ready)
-        except ipc.IpcError:
-            return False
-
+    proc = start_daemon(home, tmp_path / "daemon.txt")
     try:
-        wait_for(answers, 60, "the daemon")
-        with ipc.IpcClient(paths, timeout_s=30) as client:
+        with ipc.IpcClient(paths_of(home), timeout_s=30) as client:
             yield client
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_daemon(proc)
 
 
 class Marked:

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_owner import home_paths, running_owner
 from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.listing import format_devices
-from gputray.scheduler.owner import Owner
-from gputray.scheduler.paths import Paths, app_paths
+from gputray.scheduler.paths import Paths
 from gputray.scheduler.replies import DeviceSlots, TaskView
 from gputray.scheduler.tasks.records import QueueEvent
 
@@ -29,8 +29,7 @@ PY = sys.executable
 
 @pytest.fixture
 def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
-    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
-    return app_paths()
+    return home_paths(tmp_path, monkeypatch)
 
 
 @pytest.fixture
@@ -40,13 +39,8 @@ def events() -> list[QueueEvent]:
 
 @pytest.fixture
 def client(paths: Paths, events: list[QueueEvent]) -> Iterator[ipc.IpcClient]:
-    owner = Owner(paths, demo=True, on_event=events.append)
-    owner.start()
-    try:
-        with ipc.IpcClient(paths) as c:
-            yield c
-    finally:
-        owner.stop()
+    with running_owner(paths, on_event=events.append), ipc.IpcClient(paths) as c:
+        yield c
 
 
 def _run(client: ipc.IpcClient, cwd: Path, code: str, **overrides: object) -> TaskView:

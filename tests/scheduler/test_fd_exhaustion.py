@@ -4,15 +4,14 @@ the accept loop neither spins nor floods its log, and a client it cannot take is
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_owner import paths_of, start_daemon, stop_daemon
 from waiting import wait_for
 
 from gputray.scheduler import ipc
@@ -28,49 +27,15 @@ NOFILE = 64
 CLIENT_TIMEOUT_S = 10.0  # a client the owner leaves waiting fails the test after this
 
 
-def paths_of(home: Path) -> Paths:
-    return Paths(home / "config", home / "data", home / "state", home / "run")
-
-
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[tuple[Paths, Path, subprocess.Popen[bytes]]]:
     home = tmp_path / "home"
     log_file = tmp_path / "daemon-stderr.txt"
-    with log_file.open("wb") as err:
-        proc = subprocess.Popen(
-            [
-                "prlimit",
-                f"--nofile={NOFILE}:{NOFILE}",
-                "--",
-                PY,
-                "-m",
-                "gputray.gui.entry",
-                "daemon",
-                "--demo",
-            ],
-            env={**os.environ, "GPUTRAY_HOME": str(home)},
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    paths = paths_of(home)
+    proc = start_daemon(home, log_file, "prlimit", f"--nofile={NOFILE}:{NOFILE}", "--")
     try:
-        wait_for(lambda: _answers(paths, proc), 60, "the daemon")
-        yield paths, log_file, proc
+        yield paths_of(home), log_file, proc
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _answers(paths: Paths, proc: subprocess.Popen[bytes]) -> bool:
-    assert proc.poll() is None, "the daemon exited"
-    try:
-        return bool(ipc.ask(paths, rq.Ping()).ready)
-    except ipc.IpcError:
-        return False
+        stop_daemon(proc)
 
 
 def _ping(paths: Paths) -> tuple[ipc.IpcClient, str | None]:

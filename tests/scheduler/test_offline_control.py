@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from cli import gputray
+from real_owner import paths_of
 
 from gputray.scheduler import ipc
 from gputray.scheduler.owner import Owner
-from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.pause_file import read_paused
 from gputray.scheduler.queue.store import TaskStore
@@ -20,10 +20,6 @@ from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
-
-
-def paths_of(home: Path) -> Paths:
-    return Paths(home / "config", home / "data", home / "state", home / "run")
 
 
 def saved(home: Path, *specs: TaskSpec) -> list[int]:

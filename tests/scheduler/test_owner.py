@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from real_owner import home_paths, running_owner
 from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner, _decode_utf8_prefix
-from gputray.scheduler.paths import Paths, app_paths
+from gputray.scheduler.paths import Paths
 from gputray.scheduler.replies import QueueReply, Submitted, TaskView
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
@@ -26,16 +27,13 @@ PY = sys.executable
 
 @pytest.fixture
 def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
-    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
-    return app_paths()
+    return home_paths(tmp_path, monkeypatch)
 
 
 @pytest.fixture
 def owner(paths: Paths) -> Iterator[Owner]:
-    o = Owner(paths, demo=True)
-    o.start()
-    yield o
-    o.stop()
+    with running_owner(paths) as o:
+        yield o
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import json
 import os
 import pwd
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_owner import paths_of, start_daemon, stop_daemon
+from unix_user import second_unix_user
 from waiting import wait_for
 
 from gputray.scheduler import ipc
@@ -50,10 +51,6 @@ def run_cli(home: Path, *args: str, env: dict[str, str] | None = None) -> subpro
     )
 
 
-def paths_of(home: Path) -> Paths:
-    return Paths(home / "config", home / "data", home / "state", home / "run")
-
-
 def populate(home: Path, python: Path, job_output: Path) -> None:
     """A queue as a user leaves it: an env with a secret variable in the config, the doctor's cache,
     a task submitted from a shell holding the secret that printed it to its log, the daemon's log."""
@@ -62,32 +59,15 @@ def populate(home: Path, python: Path, job_output: Path) -> None:
     doctor = run_cli(home, "doctor", "--no-bench")
     assert (paths_of(home).cache_dir / "doctor.json").exists(), doctor.stderr
     paths = paths_of(home)
-    with (home.parent / "daemon-stderr.txt").open("w") as err:
-        daemon = subprocess.Popen(
-            [PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
-            env={**os.environ, "GPUTRAY_HOME": str(home)},
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            preexec_fn=_as_user_shell,
-        )
+    daemon = start_daemon(home, home.parent / "daemon-stderr.txt", preexec=_as_user_shell)
     try:
-        wait_for(lambda: _ready(paths, daemon), 60, "the daemon")
         job = f"import os; print(os.environ['SECRET_TOKEN']); open({str(job_output)!r}, 'w').write('x')"
         ran = run_cli(home, "run", "--", PY, "-c", job, env={"SECRET_TOKEN": SECRET})
         assert ran.returncode == 0, ran.stderr
         wait_for(lambda: _finished(paths), 60, "the job to finish")
     finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=30)
+        stop_daemon(daemon)
     assert SECRET in (paths.logs_dir / "task-1.log").read_text()
-
-
-def _ready(paths: Paths, daemon: subprocess.Popen[bytes]) -> bool:
-    assert daemon.poll() is None, "the daemon exited"
-    try:
-        return bool(ipc.ask(paths, rq.Ping()).ready)
-    except ipc.IpcError:
-        return False
 
 
 def _finished(paths: Paths) -> bool:
@@ -140,19 +120,7 @@ def test_folders_and_files_an_older_gputray_left_open_are_tightened_with_a_note(
         for f in files:
             os.chmod(os.path.join(folder, f), 0o644)
 
-    with (tmp_path / "stderr.txt").open("w") as err:
-        daemon = subprocess.Popen(
-            [PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
-            env={**os.environ, "GPUTRAY_HOME": str(home)},
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            preexec_fn=_as_user_shell,
-        )
-    try:
-        wait_for(lambda: _ready(paths, daemon), 60, "the daemon")
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=30)
+    stop_daemon(start_daemon(home, tmp_path / "stderr.txt", preexec=_as_user_shell))
     assert open_to_others(home) == []
     log = (paths.state_dir / "daemon.log").read_text()
     assert f"under {paths.data_dir} private (they were open to other users of this machine)" in log
@@ -186,21 +154,8 @@ PROBE = textwrap.dedent(
 
 @pytest.fixture
 def other_user() -> Iterator[str]:
-    if os.geteuid() != 0:
-        pytest.skip("creating a second Unix user needs root (the CI runs as root)")
-    for tool in ("useradd", "userdel", "runuser"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed")
-    name = f"gputray-t{os.getpid() % 100000}"
-    made = subprocess.run(
-        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot create a user here: {made.stderr.strip()}")
-    try:
+    with second_unix_user("gputray-t") as name:
         yield name
-    finally:
-        subprocess.run(["userdel", name], capture_output=True, check=False)
 
 
 def as_user(user: str, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -4,36 +4,27 @@ the same function as ``gputray clean``. A real owner with a shifted clock, real 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_owner import ShiftedClock, home_paths, running_owner
 from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.config import read_config
 from gputray.scheduler.owner import Owner
-from gputray.scheduler.paths import Paths, app_paths
+from gputray.scheduler.paths import Paths
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
 PY = sys.executable
 DAY_S = 86_400.0
 
 
-class ShiftedClock:
-    def __init__(self) -> None:
-        self.offset_s = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset_s
-
-
 @pytest.fixture
 def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
-    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
-    p = app_paths()
+    p = home_paths(tmp_path, monkeypatch)
     p.config_file.parent.mkdir(parents=True, exist_ok=True)
     p.config_file.write_text("[retention]\nkeep_days = 2\nkeep_tasks = 3\n")
     return p
@@ -46,10 +37,8 @@ def clock() -> ShiftedClock:
 
 @pytest.fixture
 def owner(paths: Paths, clock: ShiftedClock) -> Iterator[Owner]:
-    o = Owner(paths, demo=True, clock=clock)
-    o.start()
-    yield o
-    o.stop()
+    with running_owner(paths, clock=clock) as o:
+        yield o
 
 
 @pytest.fixture

@@ -19,50 +19,18 @@ from pathlib import Path
 
 import psutil
 import pytest
+from real_owner import paths_of, start_daemon, stop_daemon
+from unix_user import second_unix_user
 from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.paths import Paths
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux resource limits")
 
 PY = sys.executable
 NOFILE = 64
 DONE = ("succeeded", "failed", "cancelled")
-
-
-def paths_of(home: Path) -> Paths:
-    return Paths(home / "config", home / "data", home / "state", home / "run")
-
-
-def start_daemon(home: Path, stderr_file: Path, *prefix: str) -> subprocess.Popen[bytes]:
-    with stderr_file.open("wb") as err:
-        proc = subprocess.Popen(
-            [*prefix, PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
-            env={**os.environ, "GPUTRAY_HOME": str(home)},
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    wait_for(lambda: _answers(paths_of(home), proc), 60, "the daemon")
-    return proc
-
-
-def stop_daemon(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def _answers(paths: Paths, proc: subprocess.Popen[bytes]) -> bool:
-    assert proc.poll() is None, "the daemon exited"
-    try:
-        return bool(ipc.ask(paths, rq.Ping()).ready)
-    except ipc.IpcError:
-        return False
 
 
 def appends_a_line(out: Path) -> list[str]:
@@ -204,30 +172,19 @@ def _kill_processes_of(uid: int) -> None:
 @pytest.fixture
 def nproc_user() -> Iterator[str]:
     """A second Unix user (RLIMIT_NPROC binds only users other than root), removed afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("creating a second Unix user needs root (the CI runs as root)")
-    for tool in ("useradd", "userdel", "runuser", "prlimit"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed")
-    name = f"gputray-n{os.getpid() % 100000}"
-    made = subprocess.run(
-        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot create a user here: {made.stderr.strip()}")
-    try:
-        reach = _as_user(name, PY, "-c", "import gputray.scheduler.queue.store")
-        if reach.returncode != 0:
-            pytest.skip(
-                f"this checkout's Python is not reachable by another user: {reach.stderr.strip()[-200:]}"
-            )
-        yield name
-    finally:
-        with contextlib.suppress(KeyError):
-            uid = pwd.getpwnam(name).pw_uid
-            _kill_processes_of(uid)  # the test's own: the user is new
-            wait_for(lambda: _user_tasks(uid) == 0, 30, "the user's processes to end")
-        subprocess.run(["userdel", name], capture_output=True, check=False)
+    with second_unix_user("gputray-n", "prlimit") as name:
+        try:
+            reach = _as_user(name, PY, "-c", "import gputray.scheduler.queue.store")
+            if reach.returncode != 0:
+                pytest.skip(
+                    f"this checkout's Python is not reachable by another user: {reach.stderr.strip()[-200:]}"
+                )
+            yield name
+        finally:
+            with contextlib.suppress(KeyError):
+                uid = pwd.getpwnam(name).pw_uid
+                _kill_processes_of(uid)  # the test's own: the user is new
+                wait_for(lambda: _user_tasks(uid) == 0, 30, "the user's processes to end")
 
 
 def _end_fillers(fillers: list[subprocess.Popen[bytes]]) -> None:
@@ -295,10 +252,5 @@ def test_a_user_at_rlimit_nproc_gets_a_waiting_task_then_a_run(nproc_user: str) 
         assert out.read_text() == "ran\n"
     finally:
         _end_fillers(fillers)
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+        stop_daemon(daemon)
         shutil.rmtree(parent, ignore_errors=True)
