@@ -347,6 +347,28 @@ class ClusterLink:
             rec = self.queue.submit(spec)
         return ClusterTask(task=sendable(rec), existing=False)
 
+    def withdraw(self, req: rq.ClusterWithdraw) -> ClusterTask:
+        """The machine that handed us ``req.origin`` takes it back: cancelled here with ``req.reason`` if
+        it has not started, else left as it is. Under the queue's lock, which a dispatch pass holds from
+        choosing a task to recording its start, so the two never both win."""
+        if self.queue is None:
+            raise ClusterRequestError("the queue is not started")
+        task_id = int(req.id)
+        with self.queue.lock:
+            rec = self.store.get(task_id)
+            if rec.spec.origin != req.origin or rec.state not in PENDING_STATES:
+                return ClusterTask(task=None, now=sendable(rec))  # started (or ended, or not that copy)
+            new = self.store.compare_and_update(
+                task_id, rec.state, state="cancelled", reason=req.reason, ended_at=self.clock()
+            )
+        if new is None:
+            return ClusterTask(task=None, now=sendable(self.store.get(task_id)))
+        if self.emit is not None:
+            self.emit(QueueEvent("cancelled", new, f"{new.name}: {req.reason}"))
+        self.queue.edits.task_changed_elsewhere()
+        self.queue.request_dispatch()  # its slot here is for the next task
+        return ClusterTask(task=sendable(new))
+
     def report_doc(self) -> dict[str, Any]:
         cfg = self._config
         proc = self._proc
