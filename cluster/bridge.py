@@ -131,6 +131,7 @@ class Bridge:
         self._placed_here_since: dict[int, float] = {}  # task id → monotonic s it was seen placed here
         self._waiting_there_since: dict[int, float] = {}  # ... seen waiting on the machine it was handed to
         self._paused_seen: Paused | None = None  # this machine's pause as the last sync said
+        self._edited: set[int] = set()  # tasks waiting elsewhere, edited here since: to take back
         self._state_file = paths.state_dir / "cluster-machines.json"
         self._load_machines()
 
@@ -359,6 +360,7 @@ class Bridge:
                 # the next sync carries) follows it now, not half a second later
                 self._refresh_local_view(force=reply.paused != self._paused_seen)
                 self._paused_seen = reply.paused
+                self._edited = set(reply.edited)
                 following = self.step(rows)
                 self._fence_if_cut_off()
             except ipc.IpcError as exc:
@@ -522,8 +524,11 @@ class Bridge:
         paused there) for ``PLACED_HERE_GRACE_S`` while another machine, this one included, could start
         them now: withdrawn from there if they have not started (compare-and-set there: a start that
         came first wins and the task stays, so nothing runs twice), then placed where they can start."""
+        for r in handed:
+            if r.id in self._edited and r.remote_id is not None and r.state in PENDING_STATES:
+                self._take_back_edited(r)
         now_mono = time.monotonic()
-        waiting = [r for r in handed if _waits_there(r, self.local)]
+        waiting = [r for r in handed if _waits_there(r, self.local) and r.id not in self._edited]
         seen = {r.id: self._waiting_there_since.get(r.id, now_mono) for r in waiting}
         self._waiting_there_since = seen
         stuck = [r for r in waiting if now_mono - seen[r.id] >= PLACED_HERE_GRACE_S]
@@ -546,25 +551,59 @@ class Bridge:
             if isinstance(d.decision, Placement) and d.machine is not None and d.device_key is not None:
                 self._withdraw_to(d.task, d.machine, d.device_key)
 
-    def _withdraw_to(self, rec: TaskRecord, machine: str, device_key: str) -> None:
+    def _withdraw(self, rec: TaskRecord, told: str) -> bool | None:
+        """Ask the machine holding ``rec`` to withdraw it (``told``: the reason its copy ends with): True
+        when it did (the copy there never ran), False when it had started there first, None when that
+        machine could not be asked."""
         holder = str(rec.machine)
         handle = self.handle_for(holder)
         if handle is None or rec.remote_id is None:
-            return
+            return None
         ray = _ray()
         origin = self._origin(rec)
-        free = "this machine" if machine == self.local else machine
-        told = f"taken back by {self.local}: it waited here and {free} is free"
         try:
             got = ray.get(handle.withdraw.remote(rec.remote_id, origin, told), timeout=CALL_TIMEOUT_S)
         except Exception as exc:
             log.info("task #%d: taking it back from %s failed: %s", rec.id, holder, _short(exc))
-            return
+            return None
         if got is None:
-            return  # it started there first: it runs there, and only there
+            return False  # it started there first: it runs there, and only there
         self._waiting_there_since.pop(rec.id, None)
         with contextlib.suppress(Exception):
             ray.get(handle.cleanup.remote(origin), timeout=CALL_TIMEOUT_S)
+        return True
+
+    def _take_back_edited(self, rec: TaskRecord) -> None:
+        """Edited here while it waited on the machine it was handed to: taken back and placed afresh as
+        edited; if it had started there first, it runs as it was sent and its row says so."""
+        holder = str(rec.machine)
+        done = self._withdraw(rec, f"taken back by {self.local} to apply an edit")
+        if done is None:
+            return
+        if not done:
+            late = f"on {holder} (#{rec.remote_id}): it started there before the edit; it runs as sent"
+            if rec.reason != late:
+                self._update(rec, reason=late)
+            return
+        why = f"taken back from {holder} to apply the edit"
+        log.info("task #%d: %s", rec.id, why)
+        self._note_in_log(rec, why)
+        self._update(  # placed afresh (the copy there never ran: no attempt)
+            rec,
+            machine=None,
+            remote_id=None,
+            remote_state=None,
+            device=None,
+            attempts=rec.attempts - 1,
+            state="queued",
+            reason=why,
+        )
+
+    def _withdraw_to(self, rec: TaskRecord, machine: str, device_key: str) -> None:
+        holder = str(rec.machine)
+        free = "this machine" if machine == self.local else machine
+        if not self._withdraw(rec, f"taken back by {self.local}: it waited here and {free} is free"):
+            return
         why = f"taken back from {holder}: it waited there and {machine} is free"
         log.info("task #%d: %s", rec.id, why)
         if machine == self.local:  # the local queue starts it now; the copy there never ran: no attempt

@@ -65,6 +65,11 @@ class ClusterPort(Protocol):
 
     def withdraw(self, req: rq.ClusterWithdraw) -> rp.ClusterTask: ...
 
+    def on_edited(self, rec: TaskRecord) -> None:
+        """A task handed to another machine, waiting there, was edited here: the bridge takes it back
+        (if it has not started there) and places it afresh as edited."""
+        ...
+
 
 class ClusterLinkFactory(Protocol):
     """Makes an owner's ``ClusterPort`` once its store is open (``cluster.link.ClusterLink`` is one)."""

@@ -14,7 +14,7 @@ from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.replies import ClusterTask
-from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
+from gputray.scheduler.tasks.records import TaskPatch, TaskRecord, TaskSpec
 
 WHY = "taken back by laptop: it waited here and laptop is free"
 
@@ -176,3 +176,33 @@ def test_a_task_that_started_on_the_laptop_first_stays_there(
     assert len(laptop.calls) == 1
     now = desk.store.get(rec.id)
     assert (now.machine, now.remote_id, now.state) == ("laptop", 4, "waiting")
+
+
+def test_an_edit_of_a_task_waiting_on_the_laptop_takes_it_back_to_place_it_afresh_as_edited(
+    desk: Desk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    laptop = _Holder(started_first=False)
+    rec = _waiting_on_laptop(desk, monkeypatch, laptop)
+    desk.queue.edits.edit(rec.id, TaskPatch(priority=5))
+    edited = desk.link.sync(rq.ClusterSync()).edited
+    assert edited == (rec.id,)  # today the copy there ran as it was sent, the edit never reached it
+    desk.bridge._edited = set(edited)
+    desk.bridge._take_back([desk.store.get(rec.id)], [])
+    assert laptop.calls == [(4, f"desk#{rec.id}.1", "taken back by desk to apply an edit")]
+    now = desk.store.get(rec.id)
+    assert (now.machine, now.remote_id, now.state) == (None, None, "queued")  # placed afresh next pass
+    assert now.reason == "taken back from laptop to apply the edit" and now.spec.priority == 5
+    assert desk.link.sync(rq.ClusterSync()).edited == ()
+
+
+def test_an_edit_that_comes_after_the_start_there_is_said_so(
+    desk: Desk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    laptop = _Holder(started_first=True)
+    rec = _waiting_on_laptop(desk, monkeypatch, laptop)
+    desk.queue.edits.edit(rec.id, TaskPatch(priority=5))
+    desk.bridge._edited = set(desk.link.sync(rq.ClusterSync()).edited)
+    desk.bridge._take_back([desk.store.get(rec.id)], [])
+    now = desk.store.get(rec.id)
+    assert (now.machine, now.remote_id) == ("laptop", 4)
+    assert now.reason == "on laptop (#4): it started there before the edit; it runs as sent"
