@@ -432,6 +432,10 @@
         <translation>{why}: 空くのを待ちます</translation>
     </message>
     <message>
+        <source>{why}, past {factor}× the fastest finish</source>
+        <translation>{why}（最速の {factor} 倍を超える）</translation>
+    </message>
+    <message>
         <source>{name} frees in {wait}, finishes in {finish}, {kj} kJ</source>
         <translation>{name} は {wait} 後に空き、{finish} 後に完了、{kj} kJ</translation>
     </message>

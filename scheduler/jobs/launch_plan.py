@@ -25,6 +25,7 @@ from gputray.scheduler.jobs.invocation import (
 from gputray.scheduler.jobs.orphans import QUEUE_FILE_VAR
 from gputray.scheduler.paths import job_umask
 from gputray.scheduler.pyenvs.doctor_cache import PairResult
+from gputray.scheduler.pyenvs.selection import TORCH_DEVICE_VAR
 from gputray.scheduler.tasks.records import TaskRecord, local_iso
 
 log = logging.getLogger("gputray.scheduler.queue.service")  # the queue's log, where these lines always were
@@ -59,7 +60,9 @@ def selection_header(pair: PairResult) -> str:
     seen = pair.seen_device
     shown = "nothing"
     if seen is not None:
-        parts = [f"{seen.name or '?'} as {seen.torch_device}"]
+        # the CPU is torch's ``cpu`` by name: "cpu", not "cpu as cpu"
+        same = seen.name == seen.torch_device
+        parts = [seen.torch_device if same else f"{seen.name or '?'} as {seen.torch_device}"]
         parts += [f"pci {seen.pci_address()}"] if seen.pci_address() else []
         parts += [f"uuid {seen.uuid}"] if seen.uuid else []
         shown = ", ".join(parts)
@@ -136,11 +139,13 @@ def prepare_launch(
         activate_python(env, python)
     env[QUEUE_FILE_VAR] = queue_file  # lets crash recovery find the job before its pid is saved
     gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+    torch_device = env.get(TORCH_DEVICE_VAR)  # a torch job's: the device its script is to use
     header = (
         f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
         f" at {local_iso(now_s)} ===\n"
         f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
         + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
+        + (f"{TORCH_DEVICE_VAR}={torch_device}\n" if torch_device else "")
         + (selection_header(pair) if pair is not None else "")
         + (f"note: {task.reason}\n" if task.reason else "")
         + "".join(f"{n}\n" for n in notes[1 if task.reason else 0 :])

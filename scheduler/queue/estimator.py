@@ -159,9 +159,10 @@ class Estimator:
         *,
         emit_offer: EmitOffer | None = None,
         speeds: Callable[[], Mapping[str, float]] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.history = RuntimeHistory(store)
+        self.history = RuntimeHistory(store, clock)
         self.emit_offer = emit_offer
         self.speeds = speeds if speeds is not None else DoctorSpeeds()
         self._lock = threading.Lock()

@@ -82,9 +82,24 @@ def _said(o: Option, *, energy: bool) -> str:
     return f"{o.device.name} finishes in {about(o.run_s)}{kj}"
 
 
-def explain(chosen: Option, opts: Sequence[Option], prefer: str) -> str:
-    others = "; ".join(_said(o, energy=prefer == "greenest") for o in opts if o is not chosen)
-    mine = _said(chosen, energy=prefer == "greenest")
+def _said_green(o: Option, limit_s: float | None, max_slowdown: float) -> str:
+    """Under ``greenest``: a device that would use less energy but finish past the slowdown limit says
+    so, or the reason reads as if the greener device had been passed over for nothing."""
+    said = _said(o, energy=True)
+    if limit_s is not None and o.finish_s is not None and o.finish_s > limit_s + 1e-9:
+        said += f", past {max_slowdown:g}× the fastest finish"
+    return said
+
+
+def explain(chosen: Option, opts: Sequence[Option], prefer: str, max_slowdown: float = 1.5) -> str:
+    known = [o.finish_s for o in opts if o.finish_s is not None]
+    limit = min(known) * max_slowdown if known and prefer == "greenest" else None
+
+    def said(o: Option) -> str:
+        return _said_green(o, limit, max_slowdown) if prefer == "greenest" else _said(o, energy=False)
+
+    others = "; ".join(said(o) for o in opts if o is not chosen)
+    mine = said(chosen)
     verdict = "running there" if chosen.wait_s == 0 else "waiting for it"
     return f"{others}; {mine}: {verdict}" if others else f"{mine}: {verdict}"
 
@@ -106,7 +121,7 @@ class OutlookPolicy:
         chosen = pick(task, opts)
         if chosen is None:
             return None
-        reason = f"{task.spec.prefer}: {explain(chosen, opts, task.spec.prefer)}"
+        reason = f"{task.spec.prefer}: {explain(chosen, opts, task.spec.prefer, task.spec.max_slowdown)}"
         dev = chosen.device
         if chosen.wait_s == 0:
             return Placement(dev.key, dev.name, reason if len(opts) > 1 else "", run_s=chosen.run_s)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import sqlite3
 import statistics
+import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import msgspec
 
@@ -115,10 +116,15 @@ class SpellBook:
 
 class RuntimeHistory:
     """The two books, kept in the queue file. Thread-safe through the store's lock and the GIL: the
-    books are only appended to; a failed write is logged and the book keeps the entry in memory."""
+    books are only appended to; a failed write is logged and the book keeps the entry in memory.
 
-    def __init__(self, store: TaskStore) -> None:
+    Its times are the queue's wall clock (``clock``), as the tasks' ``started_at`` and the dispatcher's
+    ``now`` are, never the monitor's monotonic sample timestamps: a spell begun at a monotonic instant
+    and measured against the wall clock would read as decades old."""
+
+    def __init__(self, store: TaskStore, clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.clock = clock
         self.runs = RunBook()
         self.spells = SpellBook()
         self.throttled_at: dict[str, float] = {}  # device key → when a sample last showed throttling
@@ -174,7 +180,7 @@ class RuntimeHistory:
 
     def note_snapshot(self, snapshot: Snapshot) -> None:
         """A monitor tick: follow each device's external use, and remember when one throttled."""
-        now = snapshot.timestamp_s
+        now = self.clock()
         for reading in snapshot.readings:
             if reading.sample.throttle is not None:
                 self.throttle_read.add(reading.info.key)

@@ -165,7 +165,9 @@ class QueueService:
         self._lock = threading.RLock()
         self.edits = QueueEdits(self)  # move, edit, remove, clean, wait
         self.runs = JobRuns(self)  # start, end, adopt and stop jobs
-        self.estimates = Estimator(store, emit_offer=lambda r, why, o: self.emit("offer", r, why, o))
+        self.estimates = Estimator(
+            store, emit_offer=lambda r, why, o: self.emit("offer", r, why, o), clock=self.clock
+        )
         self._last_pass_s = 0.0
         self._last_pass_end = 0.0
         self._requested = False

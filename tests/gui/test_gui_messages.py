@@ -60,6 +60,8 @@ REAL = [
     "waiting for it",
     "greenest: GeForce RTX 5060 Ti busy, free time unknown; Radeon 780M finishes in ~79 s, 2.4 kJ: "
     "running there",
+    "greenest: GeForce RTX 5060 Ti finishes in ~6 s, 0.8 kJ; Radeon 780M frees in ~4 s, finishes in ~9 s, "
+    "0.1 kJ, past 1.5× the fastest finish: running there",
     "blur has waited ~6 min: Radeon 780M is free and would run it in ~70 s",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]

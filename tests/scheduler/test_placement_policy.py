@@ -74,6 +74,8 @@ def test_greenest_takes_the_igpu_within_the_slowdown_limit_and_not_beyond() -> N
     far = outlook({NV: 100.0, AMD: 400.0}, {NV: 0.0, AMD: 0.0})
     ((_, fast),) = plan([task(prefer="greenest")], devices, now_s=NOW, policy=OutlookPolicy(far)).decisions
     assert isinstance(fast, Placement) and fast.device == NV
+    # the greener iGPU was passed over for its finish, and the reason says so
+    assert "Radeon 780M finishes in ~7 min, 10.0 kJ, past 1.5× the fastest finish;" in fast.reason
     ((_, wide),) = plan(
         [task(prefer="greenest", max_slowdown=5.0)], devices, now_s=NOW, policy=OutlookPolicy(far)
     ).decisions

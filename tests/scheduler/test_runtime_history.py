@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from gputray.monitor.records import HostSample, Snapshot, Verdict
 from gputray.scheduler.queue.runtime_history import KEEP_RUNS, JobRun, RuntimeHistory, SpellBook
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.family import family_of
@@ -44,6 +45,24 @@ def test_a_spell_of_external_use_estimates_its_end_from_longer_ones_before() -> 
     assert spells.free_in_s("amd", 10_000.0) is None  # not in a spell
     spells.note("nv", False, 10_000.0 + 2.0)  # a blip is not a spell worth keeping
     assert spells.past("nv") == (600.0, 1200.0, 1800.0)
+
+
+def test_spells_are_timed_by_the_queue_clock_not_the_monitor_samples(tmp_path: Path) -> None:
+    """The monitor stamps samples with its monotonic clock; the queue asks at wall-clock times. A spell
+    begun on the one and measured on the other read "frees in ~498960 h" in `gputray queue`."""
+    wall = [1_800_000_000.0]
+    history = RuntimeHistory(TaskStore(tmp_path / "queue.sqlite3"), clock=lambda: wall[0])
+
+    def tick(busy: bool) -> None:
+        verdict = Verdict(key="nv", busy=busy)
+        history.note_snapshot(Snapshot(timestamp_s=1234.5, readings=(), host=HostSample(None, None, None),
+                                       verdicts=(verdict,)))  # fmt: skip
+
+    tick(True)
+    wall[0] += 60.0
+    assert history.spells.free_in_s("nv", wall[0]) == 60.0  # as long again as it has lasted
+    tick(False)
+    assert history.spells.past("nv") == (60.0,)
 
 
 def test_a_family_is_the_recipe_and_script_not_the_files_or_name() -> None:

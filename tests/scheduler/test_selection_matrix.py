@@ -314,6 +314,7 @@ def test_through_the_queue_a_proven_pair_runs_on_its_gpu_and_a_wrong_one_never_s
     assert job == {"device": "cuda:0", "name": IGPU.name, "bus": 0x64}
     assert "selection: ROCR_VISIBLE_DEVICES=0 (proven, env rocm: torch sees Radeon 780M" in log, log
     assert "seen device: Radeon 780M as cuda:0, pci 0000:64:00.0" in log, log
+    assert "\nGPUTRAY_TORCH_DEVICE=cuda:0\n" in log, log  # what the script is told to use, said
 
 
 def test_the_real_cpu_torch_env_shows_its_selection_and_seen_device(
@@ -441,3 +442,17 @@ def test_the_doctor_table_says_which_pairs_only_allowing_tasks_run_on() -> None:
     assert "ROCR_VISIBLE_DEVICES=0 ? AMD Radeon Graphics" in table
     assert "selection not proven: torch sees AMD Radeon Graphics" in table
     assert "only tasks with allow_unproven = true run here" in table
+
+
+def test_the_log_header_of_a_cpu_job_says_seen_device_cpu_once() -> None:
+    from gputray.scheduler.jobs.launch_plan import selection_header
+    from gputray.scheduler.pyenvs.selection import CPU_SEEN, CPU_SELECTION
+
+    pair = PairResult(
+        env_name="torchcpu", python="/p", device_key="cpu", device_name="CPU", vendor="cpu", verdict="works",
+        reason="ok", selection=CPU_SELECTION, seen_device=CPU_SEEN, selection_status="proven",
+        selection_reason="torch's own cpu device",
+    )  # fmt: skip
+    assert selection_header(pair) == (
+        "selection: — (proven, env torchcpu: torch's own cpu device)\nseen device: cpu\n"
+    )
