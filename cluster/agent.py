@@ -109,6 +109,11 @@ class Agent:
             f.seek(offset)
             return f.read(size)
 
+    def withdraw(self, task_id: int, origin: str, reason: str) -> TaskRecord | None:
+        """Take back the copy ``origin`` handed here as ``task_id`` if it has not started here: the
+        cancelled record, or None when it started first (it then runs here, and only here)."""
+        return self._ask(rq.ClusterWithdraw(id=task_id, origin=origin, reason=reason)).task
+
     def cancel(self, task_id: int) -> TasksDone:
         return self._ask(rq.Cancel(ids=[task_id]))
 

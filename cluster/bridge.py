@@ -129,7 +129,9 @@ class Bridge:
         self._other_version: set[str] = set()  # machines whose agent answers in another version's shape
         self._placing: set[int] = set()  # the tasks to place in the last step
         self._placed_here_since: dict[int, float] = {}  # task id → monotonic s it was seen placed here
+        self._waiting_there_since: dict[int, float] = {}  # ... seen waiting on the machine it was handed to
         self._paused_seen: Paused | None = None  # this machine's pause as the last sync said
+        self._edited: set[int] = set()  # tasks waiting elsewhere, edited here since: to take back
         self._state_file = paths.state_dir / "cluster-machines.json"
         self._load_machines()
 
@@ -358,6 +360,7 @@ class Bridge:
                 # the next sync carries) follows it now, not half a second later
                 self._refresh_local_view(force=reply.paused != self._paused_seen)
                 self._paused_seen = reply.paused
+                self._edited = set(reply.edited)
                 following = self.step(rows)
                 self._fence_if_cut_off()
             except ipc.IpcError as exc:
@@ -408,6 +411,7 @@ class Bridge:
         if to_place:
             self._place(to_place, [*sending, *handed])
         self._place_again(placed_here, [*sending, *handed])
+        self._take_back(handed, sending)
         for r in sending:
             if not r.finished:
                 self._send(r)
@@ -514,6 +518,123 @@ class Bridge:
             if claimed is not None:
                 self._placed_here_since.pop(r.id, None)
                 self._send(claimed)
+
+    def _take_back(self, handed: list[TaskRecord], in_flight: list[TaskRecord]) -> None:
+        """Tasks for any machine that wait on the machine they were handed to (its GPU got busy, it was
+        paused there) for ``PLACED_HERE_GRACE_S`` while another machine, this one included, could start
+        them now: withdrawn from there if they have not started (compare-and-set there: a start that
+        came first wins and the task stays, so nothing runs twice), then placed where they can start."""
+        for r in handed:
+            if r.id in self._edited and r.remote_id is not None and r.state in PENDING_STATES:
+                self._take_back_edited(r)
+        now_mono = time.monotonic()
+        waiting = [r for r in handed if _waits_there(r, self.local) and r.id not in self._edited]
+        seen = {r.id: self._waiting_there_since.get(r.id, now_mono) for r in waiting}
+        self._waiting_there_since = seen
+        stuck = [r for r in waiting if now_mono - seen[r.id] >= PLACED_HERE_GRACE_S]
+        if not stuck:
+            return
+        views = self.views()
+        extra: dict[str, int] = {}
+        for r in in_flight:
+            if r.device and r.state in PENDING_STATES and not r.finished:
+                extra[r.device] = extra.get(r.device, 0) + 1
+        views = _with_extra_running(views, extra)
+        decisions = place_all(
+            stuck,
+            views,
+            local=self.local,
+            now_s=time.time(),
+            allowed=lambda t: [m for m in self._allowed(t, views) if m != t.machine],  # not where it waits
+        )
+        for d in decisions:
+            if isinstance(d.decision, Placement) and d.machine is not None and d.device_key is not None:
+                self._withdraw_to(d.task, d.machine, d.device_key)
+
+    def _withdraw(self, rec: TaskRecord, told: str) -> bool | None:
+        """Ask the machine holding ``rec`` to withdraw it (``told``: the reason its copy ends with): True
+        when it did (the copy there never ran), False when it had started there first, None when that
+        machine could not be asked."""
+        holder = str(rec.machine)
+        handle = self.handle_for(holder)
+        if handle is None or rec.remote_id is None:
+            return None
+        ray = _ray()
+        origin = self._origin(rec)
+        try:
+            got = ray.get(handle.withdraw.remote(rec.remote_id, origin, told), timeout=CALL_TIMEOUT_S)
+        except Exception as exc:
+            log.info("task #%d: taking it back from %s failed: %s", rec.id, holder, _short(exc))
+            return None
+        if got is None:
+            return False  # it started there first: it runs there, and only there
+        self._waiting_there_since.pop(rec.id, None)
+        with contextlib.suppress(Exception):
+            ray.get(handle.cleanup.remote(origin), timeout=CALL_TIMEOUT_S)
+        return True
+
+    def _take_back_edited(self, rec: TaskRecord) -> None:
+        """Edited here while it waited on the machine it was handed to: taken back and placed afresh as
+        edited; if it had started there first, it runs as it was sent and its row says so."""
+        holder = str(rec.machine)
+        done = self._withdraw(rec, f"taken back by {self.local} to apply an edit")
+        if done is None:
+            return
+        if not done:
+            late = f"on {holder} (#{rec.remote_id}): it started there before the edit; it runs as sent"
+            if rec.reason != late:
+                self._update(rec, reason=late)
+            return
+        why = f"taken back from {holder} to apply the edit"
+        log.info("task #%d: %s", rec.id, why)
+        self._note_in_log(rec, why)
+        self._update(  # placed afresh (the copy there never ran: no attempt)
+            rec,
+            machine=None,
+            remote_id=None,
+            remote_state=None,
+            device=None,
+            attempts=rec.attempts - 1,
+            state="queued",
+            reason=why,
+        )
+
+    def _withdraw_to(self, rec: TaskRecord, machine: str, device_key: str) -> None:
+        holder = str(rec.machine)
+        free = "this machine" if machine == self.local else machine
+        if not self._withdraw(rec, f"taken back by {self.local}: it waited here and {free} is free"):
+            return
+        why = f"taken back from {holder}: it waited there and {machine} is free"
+        log.info("task #%d: %s", rec.id, why)
+        if machine == self.local:  # the local queue starts it now; the copy there never ran: no attempt
+            self._note_in_log(rec, why)  # the queue appends its run to the same log
+            self._update(
+                rec,
+                machine=self.local,
+                remote_id=None,
+                remote_state=None,
+                device=None,
+                attempts=rec.attempts - 1,
+                state="queued",
+                reason=why,
+            )
+            return
+        claimed = self._update(  # the same attempt, handed to another machine
+            rec,
+            machine=machine,
+            remote_id=None,
+            remote_state="sending",
+            device=qualified(machine, device_key),
+            state="queued",
+            reason=f"sending to {machine} ({why})",
+        )
+        if claimed is not None:
+            self._send(claimed)
+
+    def _note_in_log(self, rec: TaskRecord, note: str) -> None:
+        self.paths.logs_dir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError), open(self.paths.logs_dir / f"task-{rec.id}.log", "a") as f:
+            f.write(f"gputray: {note}\n")
 
     def _update(self, rec: TaskRecord, **changes: Any) -> TaskRecord | None:
         """Change the local row if it is still in the state we saw (a cancel may have come between)."""
@@ -926,6 +1047,18 @@ def _placed_here_unstarted(rec: TaskRecord, local: str) -> bool:
         rec.spec.machine == "any"
         and rec.machine == local
         and rec.remote_id is None
+        and rec.state in PENDING_STATES
+        and not rec.finished
+    )
+
+
+def _waits_there(rec: TaskRecord, local: str) -> bool:
+    """A task for any machine, handed to another machine, that waits there (it has not started)."""
+    return (
+        rec.spec.machine == "any"
+        and rec.machine not in (None, local)
+        and rec.remote_id is not None
+        and rec.remote_state in PENDING_STATES
         and rec.state in PENDING_STATES
         and not rec.finished
     )

@@ -40,6 +40,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.dependencies import gate
 from gputray.scheduler.queue.device_checks import check_submit
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.replies import ClusterSynced, ClusterTask, Paused
 from gputray.scheduler.tasks.records import (
     FINISHED_STATES,
@@ -109,6 +110,7 @@ class ClusterLink:
         self._config_stamp: tuple[int, int] | None = None
         self._config_error: str | None = None
         self._changed = threading.Condition()
+        self._edited: dict[int, int] = {}  # task id → its id there, edited while it waited there
         self._dirty = True
         self._last_sync_mono = -1e9
         self._report: dict[str, Any] = {}
@@ -240,6 +242,25 @@ class ClusterLink:
         if event.task.spec.machine is not None or event.task.spec.origin is not None:
             self._wake()
 
+    def on_edited(self, rec: TaskRecord) -> None:
+        if rec.remote_id is not None:
+            with self._changed:
+                self._edited[rec.id] = rec.remote_id
+        self._wake()
+
+    def _edits_to_take_back(self) -> tuple[int, ...]:
+        """The edited tasks that still wait on the machine they were handed to, as handed (the bridge
+        takes them back, or finds they started there first: either way the row moves on)."""
+        with self._changed:
+            for task_id, remote_id in list(self._edited.items()):
+                try:
+                    rec: TaskRecord | None = self.store.get(task_id)
+                except TaskNotFound:  # removed meanwhile
+                    rec = None
+                if rec is None or rec.remote_id != remote_id or rec.state not in PENDING_STATES:
+                    del self._edited[task_id]
+            return tuple(self._edited)
+
     def on_paused(self) -> None:
         self._wake()  # the bridge's long-poll answers now; its reply carries the pause (``sync``)
 
@@ -267,7 +288,11 @@ class ClusterLink:
         rows = self.store.view()
         tasks = tuple(sendable(r) for r in self.store.list() if self._concerns(r, rows))
         return ClusterSynced(
-            machine=self.local_machine, tasks=tasks, stopping=self._stop.is_set(), paused=self._paused()
+            machine=self.local_machine,
+            tasks=tasks,
+            stopping=self._stop.is_set(),
+            paused=self._paused(),
+            edited=self._edits_to_take_back(),
         )
 
     def _concerns(self, rec: TaskRecord, rows: Mapping[int, TaskRecord]) -> bool:
@@ -346,6 +371,28 @@ class ClusterLink:
                 raise ClusterRequestError("the queue is not started")
             rec = self.queue.submit(spec)
         return ClusterTask(task=sendable(rec), existing=False)
+
+    def withdraw(self, req: rq.ClusterWithdraw) -> ClusterTask:
+        """The machine that handed us ``req.origin`` takes it back: cancelled here with ``req.reason`` if
+        it has not started, else left as it is. Under the queue's lock, which a dispatch pass holds from
+        choosing a task to recording its start, so the two never both win."""
+        if self.queue is None:
+            raise ClusterRequestError("the queue is not started")
+        task_id = int(req.id)
+        with self.queue.lock:
+            rec = self.store.get(task_id)
+            if rec.spec.origin != req.origin or rec.state not in PENDING_STATES:
+                return ClusterTask(task=None, now=sendable(rec))  # started (or ended, or not that copy)
+            new = self.store.compare_and_update(
+                task_id, rec.state, state="cancelled", reason=req.reason, ended_at=self.clock()
+            )
+        if new is None:
+            return ClusterTask(task=None, now=sendable(self.store.get(task_id)))
+        if self.emit is not None:
+            self.emit(QueueEvent("cancelled", new, f"{new.name}: {req.reason}"))
+        self.queue.edits.task_changed_elsewhere()
+        self.queue.request_dispatch()  # its slot here is for the next task
+        return ClusterTask(task=sendable(new))
 
     def report_doc(self) -> dict[str, Any]:
         cfg = self._config

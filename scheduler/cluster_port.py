@@ -5,7 +5,7 @@ owner or the command line from above hands it the cluster's side of these seams:
 
 - ``ClusterPort``: what the queue and the owner use while they run — which pending tasks are not this
   queue's to start, the submit check for a task bound for another machine (``--machine``), the
-  document ``status --cluster`` shows, and the bridge's three ops.
+  document ``status --cluster`` shows, and the bridge's and the agent's ops.
 - ``ClusterLinkFactory``: how an owner makes its port once its store is open.
 - ``ClusterCommands``: what the command line adds — the ``cluster`` subcommand, ``status --cluster``,
   the ``[cluster]`` checks of ``gputray config`` and the daemon's link.
@@ -62,6 +62,13 @@ class ClusterPort(Protocol):
     def update(self, req: rq.ClusterUpdate) -> rp.ClusterTask: ...
 
     def submit(self, req: rq.ClusterSubmit) -> rp.ClusterTask: ...
+
+    def withdraw(self, req: rq.ClusterWithdraw) -> rp.ClusterTask: ...
+
+    def on_edited(self, rec: TaskRecord) -> None:
+        """A task handed to another machine, waiting there, was edited here: the bridge takes it back
+        (if it has not started there) and places it afresh as edited."""
+        ...
 
 
 class ClusterLinkFactory(Protocol):

@@ -611,6 +611,9 @@ class Owner:
     def _op_cluster_submit(self, req: rq.ClusterSubmit) -> rp.ClusterTask:
         return self._cluster_link().submit(req)
 
+    def _op_cluster_withdraw(self, req: rq.ClusterWithdraw) -> rp.ClusterTask:
+        return self._cluster_link().withdraw(req)
+
     def _cluster_link(self) -> ClusterPort:
         if self.cluster is None:
             if self._cluster_factory is None:

@@ -393,6 +393,17 @@ class ClusterSubmit(Request[rp.ClusterTask]):
     spec: TaskSpec
 
 
+class ClusterWithdraw(Request[rp.ClusterTask]):
+    """This machine's agent: take back the task another machine handed here (``origin`` names that
+    hand-over) if it has not started here; compare-and-set under the queue's lock, so a start that came
+    first wins (the reply's ``task`` is None and ``now`` says what it is) and nothing runs twice."""
+
+    op = "cluster_withdraw"
+    id: TaskId
+    origin: Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00]*$")]
+    reason: Annotated[str, Meta(max_length=1000)]
+
+
 #: A request of whichever op: each is a ``Request[ItsReply]``, and every reply is a ``Reply``.
 OpRequest = Request[rp.Reply]
 REQUEST_TYPES: dict[str, type[OpRequest]] = {t.op: t for t in Request.__subclasses__()}

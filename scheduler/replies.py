@@ -240,6 +240,7 @@ class ClusterSynced(Reply, frozen=True):
     tasks: tuple[TaskRecord, ...]
     stopping: bool
     paused: Paused = Paused()  # this machine's pause now: the bridge looks again at once when it changed
+    edited: tuple[int, ...] = ()  # tasks waiting on another machine, edited here since: to take back
 
 
 class ClusterTask(Reply, frozen=True):

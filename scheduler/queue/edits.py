@@ -17,6 +17,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from gputray.scheduler.cluster_port import ClusterPort
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue import dependencies as deps
@@ -94,6 +95,9 @@ class EditedQueue(Protocol):
     def check_devices(self, *specs: TaskSpec) -> None: ...
 
     def device_name(self, key: str | None) -> str: ...
+
+    @property
+    def cluster(self) -> ClusterPort | None: ...
 
 
 class QueueEdits:
@@ -214,6 +218,8 @@ class QueueEdits:
             new = self.store.replace_spec(task_id, spec, only_states=PENDING_STATES)
             if new is None:
                 raise TaskStateError(self._not_editable(self.store.get(task_id)))
+        if new.remote_id is not None and self.queue.cluster is not None:
+            self.queue.cluster.on_edited(new)  # waiting on another machine as sent: taken back to apply it
         self.queue.request_dispatch()
         return new
 

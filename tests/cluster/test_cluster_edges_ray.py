@@ -119,3 +119,48 @@ def test_a_pause_is_pushed_status_cluster_shows_it_at_once_and_the_other_machine
         laptop.ask(rq.Resume())
     assert not any(_paused_devices(laptop, "laptop")), laptop.cluster()
     wait_for(lambda: not any(_paused_devices(desk, "laptop")), 10, "desk to see the laptop resumed")
+
+
+def test_a_task_waiting_on_the_laptop_is_taken_back_when_desk_is_free_and_runs_once(
+    world: tuple[RayCluster, Machine, Machine],
+) -> None:
+    """The laptop holds a task for any machine that waits there (its queue paused since it arrived, as a
+    GPU that got busy would hold it); desk frees up: desk's bridge withdraws it from the laptop, which
+    had not started it, and runs it here. The hand-over is the bridge's own, done by the test at the
+    moment both queues are paused (placement would otherwise never hand a task to a paused machine)."""
+    _, desk, laptop = world
+    desk.ask(rq.Pause())
+    laptop.ask(rq.Pause())
+    try:
+        wait_for(lambda: all(_paused_devices(desk, "laptop")), 10, "desk to see the laptop paused")
+        args = ("run", "--machine", "any", "--device", "cpu", "--json", "--", PY, "-c", "print('ran')")
+        (task_id,) = _ids(desk.cli(*args))
+        wait_for(
+            lambda: "paused" in desk.task(task_id).reason, 20, f"#{task_id} to wait: {desk.task(task_id)}"
+        )
+        spec = desk.ask(rq.Get(id=task_id)).spec
+        assert spec is not None
+        origin = f"desk#{task_id}.1"
+        there = laptop.ask(
+            rq.ClusterSubmit(origin=origin, spec=spec.replace(machine=None, origin=origin))
+        ).task
+        assert there is not None
+        handed = rq.RecordChanges(
+            machine="laptop", remote_id=there.id, remote_state="queued", state="waiting", attempts=1
+        )
+        assert desk.ask(rq.ClusterUpdate(id=task_id, expect_state="waiting", changes=handed)).task is not None
+        desk.ask(rq.Resume())
+        wait_for(
+            lambda: desk.task(task_id).state == "succeeded",
+            60,
+            f"#{task_id} to be taken back and run on desk: {desk.task(task_id)}\n{desk.logs()}",
+        )
+    finally:
+        desk.ask(rq.Resume())
+        laptop.ask(rq.Resume())
+    assert desk.task(task_id).machine == "desk"
+    theirs = laptop.task(there.id)
+    assert theirs.state == "cancelled" and theirs.started_at is None, theirs
+    assert theirs.reason == "taken back by desk: it waited here and this machine is free"
+    log = desk.ask(rq.Logs(id=task_id)).text
+    assert "taken back from laptop: it waited there and desk is free" in log and "ran" in log, log

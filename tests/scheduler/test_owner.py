@@ -63,6 +63,7 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
         "schedule_add": {"cron": "0 3 * * *", "task_file": "/nonexistent.toml"},
         "schedule_remove": {"id": 999},
         "cluster_update": {"id": 999},  # gputray.cluster's bridge and agent
+        "cluster_withdraw": {"id": 999, "origin": "desk#1.1", "reason": "taken back"},
         "cluster_submit": {
             "origin": "desk#1.1",
             "spec": {"kind": "command", "name": "x", "argv": ["/nonexistent"]},
