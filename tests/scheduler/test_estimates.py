@@ -117,3 +117,6 @@ def test_the_jobs_line_says_when_a_busy_device_frees_up() -> None:
     assert (
         format_devices([busy, idle]) == "jobs: GeForce RTX 5060 Ti 1/1 (frees in ~12 min) · Radeon 780M 0/1"
     )
+    # none of our jobs there, yet not free: another program holds it
+    held = DeviceSlots(key=AMD, name="Radeon 780M", slots=1, running=0, paused=False, free_in_s=80.0)
+    assert format_devices([held]) == "jobs: Radeon 780M 0/1 (busy, frees in ~80 s)"

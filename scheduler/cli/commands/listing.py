@@ -203,15 +203,17 @@ def format_tasks(
 
 
 def format_devices(devices: Sequence[DeviceSlots]) -> str:
-    """``jobs: GeForce RTX 5060 Ti 0/1 (frees in ~12 min) · Radeon 780M 1/1 · CPU 2/4 (paused)``:
-    running/slots per device and when a busy one is estimated to free up (only the owner knows the
-    slots: "" without it)."""
+    """``jobs: GeForce RTX 5060 Ti 1/1 (frees in ~12 min) · Radeon 780M 0/1 (busy, frees in ~80 s) · CPU
+    2/4 (paused)``: running/slots per device and when a busy one is estimated to free up; "busy" where a
+    slot is open yet something else (an LLM server) holds the device (only the owner knows the slots:
+    "" without it)."""
     parts = []
     for d in devices:
         if d.slots is None:
             continue
         paused = " (paused)" if d.paused else ""
-        frees = f" (frees in {about(d.free_in_s)})" if d.free_in_s and not d.paused else ""
+        busy = "busy, " if d.running < d.slots else ""
+        frees = f" ({busy}frees in {about(d.free_in_s)})" if d.free_in_s and not d.paused else ""
         parts.append(f"{shown(d.name or d.key)} {d.running}/{d.slots}{paused}{frees}")
     return "jobs: " + " · ".join(parts) if parts else ""
 
