@@ -15,8 +15,9 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.cli.commands.listing import format_devices
+from gputray.scheduler.cli.commands.listing import format_devices, reason_shown
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue.estimates import about
 from gputray.scheduler.replies import DeviceSlots, TaskView
 from gputray.scheduler.tasks.records import QueueEvent
 
@@ -95,6 +96,9 @@ def test_a_waiting_task_is_offered_the_free_device_and_the_edit_starts_it_there(
     slots = {d.key: d for d in client.ask(rq.Queue(all=False)).devices}
     assert slots[NVIDIA].free_in_s is None and slots[AMD].free_in_s == 0.0  # a job of no known family
     assert offer.device_key == AMD and offer.device_name == "Radeon 780M" and offer.waited_s > offer.run_s
+    shown = reason_shown(_pending(client, waiting.id))  # `gputray queue`'s REASON: the offer and its command
+    assert shown.endswith(f"; Radeon 780M is free and would run it in {about(offer.run_s)}:"
+                          f" gputray edit {waiting.id} --device {AMD}"), shown  # fmt: skip
     wait_for(lambda: [e for e in events if e.kind == "offer"], what="the offer event")
     (event,) = [e for e in events if e.kind == "offer"]
     assert event.offer == offer or (event.offer is not None and event.offer.device_key == AMD)

@@ -45,8 +45,17 @@ def device_label(device: str | None, names: Mapping[str, str]) -> str:
 
 
 def reason_shown(t: TaskView) -> str:
-    """The task's reason, with its exit status where the reason does not already say how it ended."""
+    """The task's reason, with its exit status where the reason does not already say how it ended, and
+    a pending task's run-elsewhere offer with the command that takes it (the tray asks in a notification;
+    on the command line this is where it is seen)."""
     reason, code = t.reason, t.exit_code
+    if t.offer is not None and t.state in ("queued", "waiting"):
+        o = t.offer
+        offer = (
+            f"{o.device_name} is free and would run it in {about(o.run_s)}:"
+            f" gputray edit {t.id} --device {o.device_key}"
+        )
+        return f"{reason}; {offer}" if reason else offer
     if t.state != "failed" or code is None:
         return reason
     if f"status {code}" in reason or "signal" in reason or "timed out" in reason:
