@@ -66,8 +66,9 @@ def test_only_the_copy_the_origin_names_is_withdrawn(holder: Desk) -> None:
     assert got.task is None and holder.queue.get(rec.id).state in ("queued", "waiting")
 
 
-def _race(holder: Desk, origin: str) -> tuple[ClusterTask, TaskRecord]:
-    """A withdraw and a dispatch pass let go at the same moment; what each got, and how the task ended."""
+def _race(holder: Desk, origin: str, *, withdraw_first: bool) -> tuple[ClusterTask, TaskRecord]:
+    """A withdraw and a dispatch pass let go at the same moment (``withdraw_first``: the withdraw in
+    this thread, which the barrier wakes a little sooner); what the withdraw got, how the task ended."""
     rec = _handed_here(holder, origin, "print('ran')")
     results: list[ClusterTask] = []
     go = threading.Barrier(2)
@@ -76,10 +77,13 @@ def _race(holder: Desk, origin: str) -> tuple[ClusterTask, TaskRecord]:
         go.wait()
         results.append(_withdraw(holder, rec, origin))
 
-    other = threading.Thread(target=withdraw)
+    def dispatch() -> None:
+        go.wait()
+        holder.queue.dispatch()
+
+    other = threading.Thread(target=dispatch if withdraw_first else withdraw)
     other.start()
-    go.wait()
-    holder.queue.dispatch()
+    (withdraw if withdraw_first else dispatch)()
     other.join()
     wait_for(lambda: holder.queue.get(rec.id).finished, 30, "the task to end either way")
     return results[0], holder.queue.get(rec.id)
@@ -88,7 +92,7 @@ def _race(holder: Desk, origin: str) -> tuple[ClusterTask, TaskRecord]:
 def test_a_withdraw_racing_the_queues_start_never_lets_both_win(holder: Desk) -> None:
     """Many times over, exactly one wins: a withdrawn task never started, a started one was not withdrawn."""
     for i in range(12):
-        got, final = _race(holder, f"laptop#{i + 10}.1")
+        got, final = _race(holder, f"laptop#{i + 10}.1", withdraw_first=i % 2 == 0)
         if got.task is not None:
             assert final.state == "cancelled" and final.started_at is None and final.reason == WHY
         else:
