@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import msgspec
 
 from gputray.monitor.records import Snapshot
+from gputray.scheduler.cluster_records import ClusterStatus
 from gputray.scheduler.tasks.records import Offer, TaskPatch, TaskRecord, TaskSpec
 
 __all__ = ["Offer"]  # defined beside QueueEvent, which carries it; part of the replies (TaskView.offer)
@@ -134,8 +135,8 @@ class StatusReply(Reply, frozen=True):
     counts: dict[str, int]
     monitor_failures: int
     monitor_last_failure: str | None
-    # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner does not read
-    cluster: dict[str, object] | None = None
+    # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner passes on
+    cluster: ClusterStatus | None = None
 
 
 class Submitted(Reply, frozen=True):
