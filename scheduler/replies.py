@@ -41,12 +41,15 @@ class Paused(msgspec.Struct, frozen=True, rename={"all": "queue"}):
 class Estimate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A pending task's estimate on one device it may use (``queue --json``'s ``estimate_s``), from the
     runs of its job family (``queue.estimates``): ``run_s`` its run there, ``finish_s`` seconds from now
-    until it would end there (the device's estimated wait + ``run_s``; None when its wait is unknown)."""
+    until it would end there (the device's estimated wait + ``run_s``; None when its wait is unknown);
+    ``runs`` how many recent runs there ``run_s`` is the median of (0: the family never ran there, and
+    ``run_s`` is its run elsewhere scaled by the devices' speed ratio)."""
 
     device_key: str
     device_name: str
     run_s: float
     finish_s: float | None
+    runs: int = 0
 
 
 class TaskView(Reply, frozen=True, kw_only=True):

@@ -65,7 +65,7 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "GPU energy of its last run, null where none was measured), prefer and family (the placement "
         "policy, and whose earlier runs estimate it), offer (run elsewhere now?) and "
         "estimate_s (a pending task of a family that ran before: device_key, device_name, run_s, "
-        "finish_s per device it may use)",
+        "finish_s, runs per device it may use; runs 0: scaled from another device)",
     )
     p.add_argument(
         "--watch",
