@@ -65,6 +65,7 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("{why}: running there"), "why"),
     _t(tr_noop("{why}: waiting for it"), "why"),
     _t(tr_noop("{why}, past {factor}× the fastest finish"), "why"),
+    _t(tr_noop("no earlier run of this job to estimate from")),
     _t(tr_noop("{name} frees in {wait}, finishes in {finish}, {kj} kJ")),
     _t(tr_noop("{name} frees in {wait}, finishes in {finish}")),
     _t(tr_noop("{name} finishes in {run}, {kj} kJ")),

@@ -13,6 +13,7 @@ import msgspec
 
 from gputray.monitor.records import Snapshot
 from gputray.scheduler.cluster_records import ClusterStatus
+from gputray.scheduler.tasks.family import family_of
 from gputray.scheduler.tasks.records import Offer, TaskPatch, TaskRecord, TaskSpec
 
 __all__ = ["Offer"]  # defined beside QueueEvent, which carries it; part of the replies (TaskView.offer)
@@ -41,12 +42,15 @@ class Paused(msgspec.Struct, frozen=True, rename={"all": "queue"}):
 class Estimate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A pending task's estimate on one device it may use (``queue --json``'s ``estimate_s``), from the
     runs of its job family (``queue.estimates``): ``run_s`` its run there, ``finish_s`` seconds from now
-    until it would end there (the device's estimated wait + ``run_s``; None when its wait is unknown)."""
+    until it would end there (the device's estimated wait + ``run_s``; None when its wait is unknown);
+    ``runs`` how many recent runs there ``run_s`` is the median of (0: the family never ran there, and
+    ``run_s`` is its run elsewhere scaled by the devices' speed ratio)."""
 
     device_key: str
     device_name: str
     run_s: float
     finish_s: float | None
+    runs: int = 0
 
 
 class TaskView(Reply, frozen=True, kw_only=True):
@@ -77,6 +81,8 @@ class TaskView(Reply, frozen=True, kw_only=True):
     energy_j: float | None = None
     energy_shared: bool = False
     power_avg_w: float | None = None
+    prefer: str = "free"  # the placement policy: free | fastest | greenest
+    family: str = ""  # whose earlier runs estimate it (``family_of``: the task file's, or recipe + script)
     offer: Offer | None = None  # run elsewhere now? (see ``Offer``); None: no offer, or not known here
     # a pending task of a family that ran before: per device it may use (``Estimate``); () otherwise
     estimate_s: tuple[Estimate, ...] = ()
@@ -90,7 +96,8 @@ class TaskView(Reply, frozen=True, kw_only=True):
             ended_at=r.ended_at, log_path=r.log_path, priority=s.priority, after=s.after,
             after_any=s.after_any, cwd=s.cwd, machine=r.machine or s.machine, remote_id=r.remote_id,
             origin=s.origin, energy_j=r.energy_j, energy_shared=r.energy_shared,
-            power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), offer=offer,
+            power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), prefer=s.prefer,
+            family=family_of(s), offer=offer,
         )  # fmt: skip
 
 

@@ -432,6 +432,10 @@
         <translation>{why}: 空くのを待ちます</translation>
     </message>
     <message>
+        <source>no earlier run of this job to estimate from</source>
+        <translation>このジョブの過去の実行がなく見積もれません</translation>
+    </message>
+    <message>
         <source>{why}, past {factor}× the fastest finish</source>
         <translation>{why}（最速の {factor} 倍を超える）</translation>
     </message>

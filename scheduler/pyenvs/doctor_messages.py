@@ -7,7 +7,10 @@ texts it knows are quoted in full in ``tests/scheduler/test_doctor_messages.py``
 from __future__ import annotations
 
 import re
+import shlex
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from gputray.scheduler.pyenvs.registry import PythonEnv
 
@@ -19,6 +22,15 @@ ROCM_INSTALL_HINT = "a ROCm build of torch (index URL on https://pytorch.org/get
 class Diagnosis:
     reason: str
     fix: str | None = None
+
+
+def shell_path(path: Path | str) -> str:
+    """A path as a fix's command line needs it to paste into a shell: quoted where it has spaces or
+    other special characters (``'/tmp/plain env/bin/python'``; on Windows ``"C:\\My venv\\python.exe"``)."""
+    text = str(path)
+    if sys.platform == "win32":
+        return f'"{text}"' if " " in text else text
+    return shlex.quote(text)
 
 
 _GFX_OVERRIDES = {"gfx110": "11.0.0", "gfx103": "10.3.0", "gfx90": "9.0.0"}
@@ -46,7 +58,9 @@ def _hip_no_kernels(arch: str | None, env: PythonEnv | None, what: str) -> Diagn
             f"{what}: this ROCm build of torch has no kernels for {arch_text}",
             f"install {ROCM_INSTALL_HINT} that supports {arch_text}",
         )
-    where = f"gputray envs add {env.python} --name {env.name}-override" if env else "gputray envs add PYTHON"
+    where = "gputray envs add PYTHON"
+    if env:
+        where = f"gputray envs add {shell_path(env.python)} --name {env.name}-override"
     return Diagnosis(
         f"{what}: this ROCm build of torch has no kernels for {arch_text}",
         f"try HSA_OVERRIDE_GFX_VERSION={override} for this env only: "
@@ -55,7 +69,7 @@ def _hip_no_kernels(arch: str | None, env: PythonEnv | None, what: str) -> Diagn
 
 
 def _cuda_no_kernels(sm: str | None, env: PythonEnv | None) -> Diagnosis:
-    python = str(env.python) if env else "python"
+    python = shell_path(env.python) if env else "python"
     target = f"sm_{sm}" if sm else "this GPU"
     hint = " (RTX 50-series / Blackwell needs CUDA 12.8+)" if sm in (None, "120", "100", "101") else ""
     return Diagnosis(
@@ -73,7 +87,7 @@ def explain(
     cuda_version: str | None = None,
 ) -> Diagnosis | None:
     """The reason in words and the fix, for an error text from torch, CUDA or ROCm; None if unknown."""
-    python = str(env.python) if env else "python"
+    python = shell_path(env.python) if env else "python"
     m = re.search(r"sm_(\d+) is not compatible with the current PyTorch installation", text)
     if m:
         return _cuda_no_kernels(m.group(1), env)

@@ -329,5 +329,8 @@ class Estimator:
                 continue
             wait = outlook.free_in.get(dev.key)
             finish = None if wait is None else wait + run
-            out.append(Estimate(device_key=dev.key, device_name=dev.name, run_s=run, finish_s=finish))
+            runs = outlook.run_counts.get(family, {}).get(dev.key, 0)
+            out.append(
+                Estimate(device_key=dev.key, device_name=dev.name, run_s=run, finish_s=finish, runs=runs)
+            )
         return tuple(out)

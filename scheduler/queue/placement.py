@@ -321,6 +321,10 @@ def wait_started_s(task: TaskRecord) -> float:
     return max(gates)
 
 
+#: The start of a ``fastest``/``greenest`` task's reason while its family has no run to estimate from.
+UNESTIMATED = "no earlier run of this job to estimate from"
+
+
 def place(
     task: TaskRecord,
     devices: Sequence[DeviceState],
@@ -330,7 +334,30 @@ def place(
     policy: Policy | None = None,
     backlog: Mapping[str, float] | None = None,
 ) -> Decision:
-    """Decide for one task. Pure: same inputs, same answer. See the module docstring for the rules."""
+    """Decide for one task. Pure: same inputs, same answer. See the module docstring for the rules.
+    A task that prefers ``fastest``/``greenest`` but whose family never ran is placed by the ``free``
+    rules, and a wait or redirect says why: "fastest: no earlier run of this job to estimate from;
+    waiting for …" (else it reads as if the preference were ignored)."""
+    decision = _place(task, devices, now_s=now_s, held=held, policy=policy, backlog=backlog)
+    prefer = task.spec.prefer
+    if policy is None or prefer == "free" or not decision.reason or decision.reason.startswith(f"{prefer}:"):
+        return decision
+    if isinstance(decision, GiveUp) or (isinstance(decision, Wait) and decision.until_s is not None):
+        return decision  # waiting for its time, not for a device; or failed, which says why
+    if any(policy.run_s(task, d.key) is not None for d in devices):
+        return decision  # estimated, yet no device's free time is known: the plain rules say the rest
+    return dataclasses.replace(decision, reason=f"{prefer}: {UNESTIMATED}; {decision.reason}")
+
+
+def _place(
+    task: TaskRecord,
+    devices: Sequence[DeviceState],
+    *,
+    now_s: float,
+    held: Mapping[str, int] | None,
+    policy: Policy | None,
+    backlog: Mapping[str, float] | None,
+) -> Decision:
     gate = time_gate(task, now_s)
     if gate is not None:
         return gate

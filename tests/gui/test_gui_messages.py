@@ -62,6 +62,8 @@ REAL = [
     "running there",
     "greenest: GeForce RTX 5060 Ti finishes in ~6 s, 0.8 kJ; Radeon 780M frees in ~4 s, finishes in ~9 s, "
     "0.1 kJ, past 1.5× the fastest finish: running there",
+    "fastest: no earlier run of this job to estimate from; waiting for GeForce RTX 5060 Ti: llama-server "
+    "uses 13.5 GiB; above 30 % for 10 s; now 97 %",
     "blur has waited ~6 min: Radeon 780M is free and would run it in ~70 s",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -209,6 +210,11 @@ def test_torch_not_installed() -> None:
     assert found is not None
     assert found.reason == "torch is not installed in this env"
     assert found.fix is not None and found.fix.startswith(f"{CUDA_ENV.python} -m pip install torch")
+    # a path with a space is quoted, so the fix pastes into a shell as it is
+    spaced = explain(NO_TORCH, env=PythonEnv("plain", Path("/tmp/plain env/bin/python")))
+    assert spaced is not None and spaced.fix is not None
+    quoted = '"/tmp/plain env/bin/python"' if sys.platform == "win32" else "'/tmp/plain env/bin/python'"
+    assert spaced.fix.startswith(f"{quoted} -m pip install torch"), spaced.fix
 
 
 def test_a_missing_torch_submodule_is_not_a_missing_torch() -> None:

@@ -76,6 +76,7 @@ def test_a_family_that_ran_before_gets_an_estimate_per_allowed_device(
     # never ran on the 780M: scaled by the per-class default (no doctor run here): 4x slower
     assert by_key[AMD].run_s == pytest.approx(4 * took)
     assert by_key[AMD].device_name == "Radeon 780M" and by_key[NVIDIA].finish_s == pytest.approx(took)
+    assert (by_key[NVIDIA].runs, by_key[AMD].runs) == (1, 0)  # measured once there; scaled, never ran
     assert _pending(client, never.id).estimate_s == ()
     slots = {d.key: d for d in client.ask(rq.Queue(all=False)).devices}
     assert slots[NVIDIA].free_in_s == 0.0  # free now

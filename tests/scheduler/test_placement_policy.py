@@ -51,6 +51,12 @@ def test_fastest_runs_on_the_idle_igpu_when_the_busy_gpu_frees_too_late() -> Non
     # the same task under `free` (today's rule: wait for the first choice) waits
     ((_, plain),) = plan([task()], devices, now_s=NOW, policy=OutlookPolicy(view)).decisions
     assert isinstance(plain, Wait) and plain.device == NV
+    # a family that never ran: the `free` rules, and the reason says why the preference did not decide
+    unknown = outlook({}, {NV: 720.0, AMD: 0.0})
+    never = OutlookPolicy(unknown)
+    ((_, first),) = plan([task(prefer="fastest")], devices, now_s=NOW, policy=never).decisions
+    assert isinstance(first, Wait) and first.device == NV
+    assert first.reason == "fastest: no earlier run of this job to estimate from; " + plain.reason
 
 
 def test_fastest_waits_for_the_fast_gpu_when_it_frees_soon_and_counts_the_work_queued_there() -> None:

@@ -42,8 +42,10 @@ JSON_KEYS = [
     "energy_j",  # its last run's GPU energy (joules, null: not measured), shared with others?, mean watts
     "energy_shared",
     "power_avg_w",
+    "prefer",  # free | fastest | greenest, and the family whose earlier runs estimate it
+    "family",
     "offer",  # run elsewhere now? {device_key, device_name, run_s, waited_s} or null (replies.Offer)
-    "estimate_s",  # per device it may use: [{device_key, device_name, run_s, finish_s}] (replies.Estimate)
+    "estimate_s",  # per device it may use: [{device_key, device_name, run_s, finish_s, runs}]
 ]
 
 
@@ -68,6 +70,7 @@ def test_json_has_exactly_the_promised_keys_and_iso_times() -> None:
     assert data["started_at"] == "2025-11-30T02:30:00.125Z"
     assert data["ended_at"] is None
     assert data["name"] == "echo" and data["kind"] == "command" and data["state"] == "running"
+    assert data["prefer"] == "free" and data["family"] == "command:echo"
     json.dumps(data)  # plain JSON types only
 
 
