@@ -378,7 +378,11 @@ class JobRuns:
             demo: dict[str, str] = {}
             if running is not None and running.demo_for is not None:
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
-            _note_energy(rec.log_path, energy_line(used, self.queue.device_name(device)))
+            # the footer's watts over the run's start-to-end time, as queue --json's power_avg_w and the
+            # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
+            span = now - rec.started_at if rec.started_at is not None else used.duration_s
+            logged = dataclasses.replace(used, duration_s=span)
+            _note_energy(rec.log_path, energy_line(logged, self.queue.device_name(device)))
             if reason == "orphaned":
                 base["exit_code"] = None
             left = leftover_note(job.leftovers) if reason != "orphaned" else ""

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli import gputray
 from real_owner import home_paths, running_owner
 from waiting import wait_for
 
@@ -99,11 +100,18 @@ def test_a_waiting_task_is_offered_the_free_device_and_the_edit_starts_it_there(
     assert offer.device_key == AMD and offer.device_name == "Radeon 780M" and offer.waited_s > offer.run_s
     shown = reason_shown(_pending(client, waiting.id))  # `gputray queue`'s REASON: the offer and its command
     assert shown.endswith(f"; Radeon 780M is free and would run it in {about(offer.run_s)}:"
-                          f" gputray edit {waiting.id} --device {AMD}"), shown  # fmt: skip
+                          f" gputray edit {waiting.id} --device {AMD}"
+                          f" (keep waiting: gputray edit {waiting.id} --decline-offer)"), shown  # fmt: skip
     wait_for(lambda: [e for e in events if e.kind == "offer"], what="the offer event")
     (event,) = [e for e in events if e.kind == "offer"]
     assert event.offer == offer or (event.offer is not None and event.offer.device_key == AMD)
     assert "Radeon 780M" in event.message
+    # "Keep waiting", from the command line: the same edit the tray sends; the offer goes
+    kept = gputray("edit", str(waiting.id), "--decline-offer", home=tmp_path / "home")
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout == f"#{waiting.id} {waiting.name}: waiting, priority 0\n"
+    assert (reply := client.ask(rq.Get(id=waiting.id))).spec is not None and reply.spec.offer_declined
+    wait_for(lambda: _pending(client, waiting.id).offer is None, what="the offer to go")
     # "Run on Radeon 780M now": the task's first choice becomes that device, and it starts there
     client.ask(rq.Edit(id=waiting.id, changes={"device_prefs": [offer.device_key]}))
     assert _ended(client, waiting.id).device == AMD

@@ -224,3 +224,4 @@ def test_a_demo_job_through_the_owner_shows_its_energy_in_queue_json(
     assert 12.0 < watts <= 27.0 * 1.05  # mostly the job's load, not idle
     log = Path(task["log_path"]).read_text()
     assert "GPU energy: " in log.splitlines()[-1] and "on Radeon 780M" in log
+    assert log.splitlines()[-1].endswith(f" ({watts:.0f} W on average)")  # the same figure as --json's

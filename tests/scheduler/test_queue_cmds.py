@@ -557,3 +557,16 @@ def test_listing_shows_the_energy_each_run_used_once_one_has_it() -> None:
     assert note.startswith("* the GPU ran other work too")
     unmeasured = client.format_tasks(_views([tasks[2]]), width=100, now_s=NOW_S).splitlines()
     assert "ENERGY" not in unmeasured[0] and len(unmeasured) == 2
+
+
+def test_max_slowdown_without_greenest_is_said_to_do_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    from gputray.scheduler.replies import Submitted
+
+    queued = Submitted(tasks=(TaskView(id=21, name="true", state="queued", prefer="free"),))
+    args = argparse.Namespace(max_slowdown=2.0, wait=False, json=False)
+    assert submit._submitted(queued, args) == 0
+    out = capsys.readouterr()
+    assert out.err == "gputray: note: --max-slowdown applies only with --prefer greenest (#21 prefers free)\n"
+    green = Submitted(tasks=(TaskView(id=22, name="true", state="queued", prefer="greenest"),))
+    assert submit._submitted(green, args) == 0
+    assert capsys.readouterr().err == ""

@@ -54,6 +54,7 @@ def reason_shown(t: TaskView) -> str:
         offer = (
             f"{o.device_name} is free and would run it in {about(o.run_s)}:"
             f" gputray edit {t.id} --device {o.device_key}"
+            f" (keep waiting: gputray edit {t.id} --decline-offer)"
         )
         return f"{reason}; {offer}" if reason else offer
     if t.state != "failed" or code is None:

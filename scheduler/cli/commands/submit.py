@@ -348,6 +348,14 @@ def _ids_text(ids: list[int]) -> str:
 
 def _submitted(result: Submitted, args: argparse.Namespace) -> int:
     """Print what was queued; with ``--wait``, stay until it ended and exit with its status."""
+    ignored = [t for t in result.tasks if t.prefer != "greenest"]
+    if getattr(args, "max_slowdown", None) is not None and ignored:  # else it looks as if it took effect
+        print(
+            f"gputray: note: --max-slowdown applies only with --prefer greenest "
+            f"({_ids_text([t.id for t in ignored])} prefer{'s' if len(ignored) == 1 else ''} "
+            f"{ignored[0].prefer})",
+            file=sys.stderr,
+        )
     if args.wait:
         from gputray.scheduler.cli.commands.wait import wait_for_tasks
 
