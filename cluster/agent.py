@@ -12,10 +12,10 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 from gputray.cluster.staging import list_outputs, safe_rel, write_manifest
 from gputray.cluster.view import local_view
+from gputray.cluster.wire import TaskChunk
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs.log_files import LogNotReadable, read_log
@@ -56,8 +56,9 @@ class Agent:
             self._client.close()  # one retry on a fresh connection (the owner may have restarted)
             return self._client.ask(request)
 
-    def ping(self) -> dict[str, Any]:
-        return {"machine": self.machine, "pid": os.getpid()}
+    def ping(self) -> int:
+        """This agent's process id (the bridge's own agent: the same version as the bridge)."""
+        return os.getpid()
 
     def view(self) -> bytes:
         """This machine's view, stamped with its wire version (``MachineView.to_wire``)."""
@@ -91,15 +92,15 @@ class Agent:
 
     # --- state, log, results -----------------------------------------------------------------------
 
-    def task(self, task_id: int, log_offset: int) -> dict[str, Any]:
-        """The task (a ``TaskView``) and its log's raw bytes from ``log_offset`` (at most 1 MiB)."""
+    def task(self, task_id: int, log_offset: int) -> TaskChunk:
+        """The task and its log's raw bytes from ``log_offset`` (at most 1 MiB)."""
         task: TaskView = self._ask(rq.Get(id=task_id)).task
         data = b""
         size = 0
         if task.log_path:  # a FIFO or a link the job put in its place: refused, never waited on
             with contextlib.suppress(LogNotReadable):
                 data, size = read_log(task.log_path, log_offset, LOG_CHUNK_BYTES)
-        return {"task": task, "log": data, "log_size": size}
+        return TaskChunk(task=task, log=data, log_size=size)
 
     def outputs(self, key: str) -> list[tuple[str, int]]:
         staging = self._staging(key)

@@ -57,7 +57,7 @@ from gputray.cluster.pause_marks import mark_paused
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, staged_spec
 from gputray.cluster.view import local_view
-from gputray.cluster.wire import MachineView, OtherVersion, qualified, split_qualified
+from gputray.cluster.wire import MachineView, OtherVersion, TaskChunk, qualified, split_qualified
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cluster_records import ClusterReport, ConnectionState, ReportedMachine
@@ -194,7 +194,7 @@ class Bridge:
         self.node_id = ctx.get_node_id()
         self.gcs_ok_mono = time.monotonic()
         self.agent = self._start_agent(ray)
-        self.agent_pid = ray.get(self.agent.ping.remote(), timeout=CALL_TIMEOUT_S).get("pid")
+        self.agent_pid = int(ray.get(self.agent.ping.remote(), timeout=CALL_TIMEOUT_S))
         self.connected = True
         self.connected_at_mono = time.monotonic()
         self.cut_off_since = None
@@ -763,18 +763,18 @@ class Bridge:
         except Exception as exc:
             log.info("task #%d on %s: no answer (%s)", rec.id, machine, _short(exc))
             return
-        t = info.get("task") if isinstance(info, dict) else None
-        if not isinstance(t, TaskView):  # an agent of another gputray version (a dict with ISO times)
+        if not isinstance(info, TaskChunk):  # an agent of another gputray version (a dict, ISO times)
             self._note_other_version(machine, "its tasks come in another version's shape")
             return
-        data: bytes = info["log"]
+        t = info.task
+        data = info.log
         if offset == 0:
             data = _with_local_id(data, rec)
         if data:
             with open(log_path, "ab") as f:
                 f.write(data)
         remote_state = t.state
-        log_complete = offset + len(info["log"]) >= int(info["log_size"])
+        log_complete = offset + len(info.log) >= info.log_size
         remote_done = remote_state in FINISHED_STATES
         if rec.finished:  # cancelled (or failed) here while it still ran there
             key = (machine, rec.remote_id)
@@ -1158,7 +1158,19 @@ def _probe_env(address: str, *, with_token: bool) -> None:
         os.environ[LOOPBACK_ENV] = "0"
 
 
-def probe(address: str, *, with_token: bool) -> dict[str, Any]:
+class ProbeResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What ``probe`` found of a cluster (``ok``: reached), as its child prints it on one JSON line."""
+
+    ok: bool
+    no_ray: bool = False  # Ray is not installed here
+    auth_refused: bool = False  # the cluster refused this machine's token (or its lack)
+    error: str | None = None
+    ray_version: str | None = None  # the cluster's
+    client_ray_version: str | None = None  # this machine's
+    nodes: int | None = None  # alive
+
+
+def probe(address: str, *, with_token: bool) -> ProbeResult:
     """Reach the cluster's GCS with (or without) a token; the cluster's Ray version and node count."""
     _probe_env(address, with_token=with_token)
     ray = _ray()
@@ -1167,7 +1179,7 @@ def probe(address: str, *, with_token: bool) -> dict[str, Any]:
         try:
             address = services.canonicalize_bootstrap_address_or_die("auto")
         except Exception as exc:
-            return {"ok": False, "error": _short(exc)}
+            return ProbeResult(ok=False, error=_short(exc))
     get_cluster_metadata = importlib.import_module("ray._common.usage.usage_lib").get_cluster_metadata
     GcsClient = importlib.import_module("ray._raylet").GcsClient
 
@@ -1177,14 +1189,15 @@ def probe(address: str, *, with_token: bool) -> dict[str, Any]:
         nodes = client.get_all_node_info(timeout=10)
     except Exception as exc:
         auth = "AuthenticationError" in type(exc).__name__ or "InvalidAuthToken" in str(exc)
-        return {"ok": False, "auth_refused": auth, "error": _short(exc)}
+        return ProbeResult(ok=False, auth_refused=auth, error=_short(exc))
     alive = sum(1 for n in nodes.values() if getattr(n, "state", 0) == 0)
-    return {
-        "ok": True,
-        "ray_version": meta.get("ray_version"),
-        "client_ray_version": ray.__version__,
-        "nodes": alive,
-    }
+    version = meta.get("ray_version")
+    return ProbeResult(
+        ok=True,
+        ray_version=None if version is None else str(version),
+        client_ray_version=ray.__version__,
+        nodes=alive,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1202,9 +1215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             importlib.import_module("ray")
         except ImportError:
-            print(json.dumps({"ok": False, "no_ray": True}))
+            print(msgspec.json.encode(ProbeResult(ok=False, no_ray=True)).decode())
             return EXIT_NO_RAY
-        print(json.dumps(probe(args.probe, with_token=args.with_token)), flush=True)
+        print(msgspec.json.encode(probe(args.probe, with_token=args.with_token)).decode(), flush=True)
         return 0
     from gputray.scheduler.log_setup import setup_logging
     from gputray.scheduler.paths import app_paths
@@ -1241,7 +1254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return bridge.run()
 
 
-def run_probe(address: str, *, with_token: bool, timeout_s: float = 25.0) -> dict[str, Any]:
+def run_probe(address: str, *, with_token: bool, timeout_s: float = 25.0) -> ProbeResult:
     """``probe`` in a child process (Ray's settings are per process), with a deadline."""
     cmd = [sys.executable, "-m", "gputray.cluster.bridge", "--probe", address]
     if with_token:
@@ -1249,16 +1262,14 @@ def run_probe(address: str, *, with_token: bool, timeout_s: float = 25.0) -> dic
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"no answer within {timeout_s:.0f} s"}
+        return ProbeResult(ok=False, error=f"no answer within {timeout_s:.0f} s")
     for line in reversed(done.stdout.splitlines()):
-        with contextlib.suppress(ValueError):
-            doc = json.loads(line)
-            if isinstance(doc, dict):
-                return doc
-    return {
-        "ok": False,
-        "error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1],
-    }
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+            return msgspec.json.decode(line, type=ProbeResult)
+    return ProbeResult(
+        ok=False,
+        error=(done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1],
+    )
 
 
 if __name__ == "__main__":

@@ -185,19 +185,19 @@ def _join(args: argparse.Namespace) -> int:
     except ClusterConfigError as exc:
         return error(str(exc), 2)
     open_check = run_probe(address, with_token=False)
-    if open_check.get("no_ray"):
+    if open_check.no_ray:
         return error("Ray is not installed here: pip install 'gputray[cluster]'", EXIT_REFUSED)
-    if open_check.get("ok") and not args.insecure:
+    if open_check.ok and not args.insecure:
         return error(f"refusing to join the Ray cluster at {address}: {INSECURE_REASON}", EXIT_REFUSED)
-    checked = open_check if open_check.get("ok") else run_probe(address, with_token=True)
-    if not checked.get("ok"):
-        if checked.get("auth_refused"):
+    checked = open_check if open_check.ok else run_probe(address, with_token=True)
+    if not checked.ok:
+        if checked.auth_refused:
             why = (
                 "it refused this machine's token: copy the head's token (~/.ray/auth_token, or set "
                 "RAY_AUTH_TOKEN) here"
             )
         else:
-            why = f"cannot reach it: {checked.get('error')}"
+            why = f"cannot reach it: {checked.error}"
         return error(f"cannot join the Ray cluster at {address}: {why}", EXIT_REFUSED)
     values: dict[str, Any] = {"address": address, "machine": machine}
     if args.insecure:
@@ -207,9 +207,9 @@ def _join(args: argparse.Namespace) -> int:
     result = {
         "address": address,
         "machine": machine,
-        "ray_version": checked.get("ray_version"),
-        "nodes": checked.get("nodes"),
-        "token_auth": not open_check.get("ok"),
+        "ray_version": checked.ray_version,
+        "nodes": checked.nodes,
+        "token_auth": not open_check.ok,
         "config_file": str(paths.config_file),
     }
     if args.json:

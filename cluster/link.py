@@ -48,6 +48,7 @@ from gputray.scheduler.replies import ClusterSynced, ClusterTask, Paused
 from gputray.scheduler.tasks.records import (
     FINISHED_STATES,
     PENDING_STATES,
+    EventKind,
     QueueEvent,
     TaskPatch,
     TaskRecord,
@@ -79,7 +80,7 @@ _UPDATABLE = frozenset(
         "energy_shared",
     }
 )
-_EVENT_FOR_STATE: dict[str, Any] = {
+_EVENT_FOR_STATE: dict[str, EventKind] = {
     "running": "started",
     "succeeded": "finished",
     "failed": "failed",

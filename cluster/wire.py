@@ -14,9 +14,10 @@ from __future__ import annotations
 import msgspec
 
 from gputray.scheduler.cluster_records import DeviceView
+from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskRecord
 
-__all__ = ["WIRE_VERSION", "DeviceView", "InboundTask", "MachineView", "OtherVersion"]
+__all__ = ["WIRE_VERSION", "DeviceView", "InboundTask", "MachineView", "OtherVersion", "TaskChunk"]
 
 # 2: a device's readings are the monitor's Sample (``DeviceView.reading``); 1 listed its fields.
 WIRE_VERSION = 2
@@ -75,6 +76,15 @@ class _Stamp(msgspec.Struct):
 class _OnWire(msgspec.Struct, frozen=True):
     wire: int
     view: MachineView
+
+
+class TaskChunk(msgspec.Struct, frozen=True):
+    """An agent's answer about one task it runs: the task as its queue shows it and its log's raw bytes
+    from the offset asked (at most ``agent.LOG_CHUNK_BYTES``) of ``log_size`` in all."""
+
+    task: TaskView
+    log: bytes
+    log_size: int
 
 
 def qualified(machine: str, key: str) -> str:

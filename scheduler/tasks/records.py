@@ -372,14 +372,16 @@ class Offer(msgspec.Struct, frozen=True, kw_only=True):
     waited_s: float
 
 
+EventKind = Literal[
+    "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted", "offer"
+]
+
+
 @dataclass(frozen=True)
 class QueueEvent:
     """Something a person may want to hear about; the tray turns these into notifications."""
 
-    kind: Literal[
-        "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted",
-        "offer",
-    ]  # fmt: skip
+    kind: EventKind
     task: TaskRecord
     message: str
     offer: Offer | None = None  # kind "offer": what is offered (the tray's ``TaskView.offer``)

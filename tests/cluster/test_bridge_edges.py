@@ -9,7 +9,6 @@ import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
@@ -18,6 +17,7 @@ from test_machine_tasks import Desk, _view
 import gputray.cluster.bridge as bridge_module
 from gputray.cluster.bridge import _Machine
 from gputray.cluster.config import LOOPBACK_ENV
+from gputray.cluster.wire import TaskChunk
 from gputray.monitor.simulated import RADEON_780M
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
@@ -36,8 +36,8 @@ class _Agent:
 
         class task:
             @staticmethod
-            def remote(remote_id: int, offset: int) -> dict[str, Any]:
-                return {"task": agent.view, "log": agent.log[offset:], "log_size": len(agent.log)}
+            def remote(remote_id: int, offset: int) -> TaskChunk:
+                return TaskChunk(task=agent.view, log=agent.log[offset:], log_size=len(agent.log))
 
         class outputs:
             @staticmethod

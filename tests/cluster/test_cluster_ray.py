@@ -478,13 +478,13 @@ def _open_ray_head(tmp: Path) -> _OpenHead:
     import tempfile
 
     head = _OpenHead(Path(tempfile.mkdtemp(prefix="gto", dir="/tmp")))
-    from gputray.cluster.bridge import run_probe
+    from gputray.cluster.bridge import ProbeResult, run_probe
 
-    seen: list[dict[str, object]] = []
+    seen: list[ProbeResult] = []
 
     def answers() -> bool:
         seen.append(run_probe(head.address, with_token=False))
-        return head.proc.poll() is not None or bool(seen[-1].get("ok"))
+        return head.proc.poll() is not None or seen[-1].ok
 
     try:
         wait_for(answers, 90, f"a Ray head without token authentication to answer ({seen[-1:]})")
