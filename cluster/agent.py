@@ -59,8 +59,9 @@ class Agent:
     def ping(self) -> dict[str, Any]:
         return {"machine": self.machine, "pid": os.getpid()}
 
-    def view(self) -> dict[str, Any]:
-        return local_view(self._client, self.machine).to_json()
+    def view(self) -> bytes:
+        """This machine's view, stamped with its wire version (``MachineView.to_wire``)."""
+        return local_view(self._client, self.machine).to_wire()
 
     # --- inputs ------------------------------------------------------------------------------------
 

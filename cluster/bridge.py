@@ -40,6 +40,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from gputray.cluster.agent import Agent
 from gputray.cluster.config import (
     CHUNK_BYTES,
@@ -55,9 +57,10 @@ from gputray.cluster.pause_marks import mark_paused
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, staged_spec
 from gputray.cluster.view import local_view
-from gputray.cluster.wire import MachineView, qualified, split_qualified
+from gputray.cluster.wire import MachineView, OtherVersion, qualified, split_qualified
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.cluster_records import ClusterReport, ConnectionState, ReportedMachine
 from gputray.scheduler.jobs.invocation import free_out_path
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
@@ -296,7 +299,10 @@ class Bridge:
                 if ref not in ready_set:
                     continue
                 try:
-                    view = MachineView.from_json(ray.get(ref))
+                    view = MachineView.from_wire(ray.get(ref))
+                except OtherVersion as exc:
+                    self._note_other_version(name, str(exc))
+                    continue
                 except Exception as exc:
                     log.info("%s does not answer: %s", name, _short(exc))
                     m.handle = None
@@ -313,6 +319,18 @@ class Bridge:
                     m.left_at = m.last_contact or now
                     log.warning("%s stopped answering", name)
                     self._save_machines()
+
+    def _note_other_version(self, machine: str, why: str) -> None:
+        """Say once that ``machine`` runs another gputray version: its view is not read and its tasks
+        are not followed (they go on in its own queue) until every machine runs the same one."""
+        if machine not in self._other_version:
+            self._other_version.add(machine)
+            log.warning(
+                "%s runs another gputray version (%s): its GPUs are not shown and its tasks are not "
+                "followed until every machine runs the same one (docs/cluster.md)",
+                machine,
+                why,
+            )
 
     def head_ok(self) -> bool:
         return self.connected and time.monotonic() - self.gcs_ok_mono < GCS_STALE_S
@@ -747,13 +765,7 @@ class Bridge:
             return
         t = info.get("task") if isinstance(info, dict) else None
         if not isinstance(t, TaskView):  # an agent of another gputray version (a dict with ISO times)
-            if machine not in self._other_version:
-                self._other_version.add(machine)
-                log.warning(
-                    "%s runs another gputray version: its tasks are not followed until every machine "
-                    "runs the same one (docs/cluster.md)",
-                    machine,
-                )
+            self._note_other_version(machine, "its tasks come in another version's shape")
             return
         data: bytes = info["log"]
         if offset == 0:
@@ -963,47 +975,48 @@ class Bridge:
 
     # --- what `gputray status --cluster` and `cluster status` show ------------------------------------
 
-    def report(self) -> dict[str, Any]:
-        machines: dict[str, Any] = {}
-        devices: list[dict[str, Any]] = []
+    def report(self) -> ClusterReport:
         views = self.views()
         with self.lock:
             known = dict(self.machines)
+        machines = []
         for name in [self.local, *sorted({*known, *views} - {self.local})]:
             m = known.get(name, _Machine())
             view = views.get(name)
             alive = view is not None
-            machines[name] = {
-                "alive": alive,
-                "local": name == self.local,
-                "last_contact": time.time() if name == self.local else m.last_contact,
-                "left_at": None if alive else m.left_at,
-                "devices": len(view.devices) if view else None,
-                "demo": view.demo if view else None,
-                "ram_total_bytes": view.ram_total_bytes if view else None,
-            }
-            if view is not None:
-                for d in view.devices:
-                    if d.kind == "cpu":
-                        continue
-                    doc = {**d.to_json(), "key": qualified(name, d.key), "local_key": d.key, "machine": name}
-                    devices.append(
-                        mark_paused(doc, name, queue_paused=view.queue_paused, device_paused=d.paused)
-                    )
-        state = "connected" if self.head_ok() else "head unreachable" if self.connected else "disconnected"
-        return {
-            "state": state,
-            "note": self.note if state != "head unreachable" else "the Ray head does not answer",
-            "address": self.config.address,
-            "ray_version": self.ray_version,
-            "auth": "none" if self.config.insecure else "token",
-            "node_id": self.node_id,
-            "agent_pid": self.agent_pid,
-            "machine": self.local,
-            "machines": machines,
-            "devices": devices,
-            "at": time.time(),
-        }
+            machines.append(
+                ReportedMachine(
+                    name=name,
+                    alive=alive,
+                    local=name == self.local,
+                    last_contact=time.time() if name == self.local else m.last_contact,
+                    left_at=None if alive else m.left_at,
+                    demo=view.demo if view else None,
+                    ram_total_bytes=view.ram_total_bytes if view else None,
+                    devices=()
+                    if view is None
+                    else tuple(
+                        mark_paused(d, name, queue_paused=view.queue_paused, device_paused=d.paused)
+                        for d in view.devices
+                        if d.kind != "cpu"
+                    ),
+                )
+            )
+        state: ConnectionState = (
+            "connected" if self.head_ok() else "head unreachable" if self.connected else "disconnected"
+        )
+        return ClusterReport(
+            state=state,
+            note=self.note if state != "head unreachable" else "the Ray head does not answer",
+            address=self.config.address,
+            ray_version=self.ray_version,
+            auth="none" if self.config.insecure else "token",
+            node_id=self.node_id,
+            agent_pid=self.agent_pid,
+            machine=self.local,
+            machines=tuple(machines),
+            at=time.time(),
+        )
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -1098,9 +1111,10 @@ def _with_extra_running(views: dict[str, MachineView], extra: dict[str, int]) ->
         if view is None:
             continue
         devices = tuple(
-            dataclasses.replace(d, running=d.running + count) if d.key == local else d for d in view.devices
+            msgspec.structs.replace(d, running=d.running + count) if d.key == local else d
+            for d in view.devices
         )
-        out[machine] = dataclasses.replace(view, devices=devices)
+        out[machine] = msgspec.structs.replace(view, devices=devices)
     return out
 
 

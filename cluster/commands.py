@@ -4,7 +4,6 @@ the owner's bridge knows the cluster, and ``join`` checks it through the bridge'
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import sys
 from typing import Any, cast
@@ -17,14 +16,14 @@ from gputray.cluster.config import (
     is_windows,
     write_cluster_table,
 )
+from gputray.cluster.wire import qualified
 from gputray.monitor.records import DeviceInfo, DeviceKind, DeviceReading, Sample, Vendor
 from gputray.monitor.units import DASH
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.common import error, print_json
+from gputray.scheduler.cluster_records import ClusterStatus, DeviceView
 from gputray.scheduler.paths import app_paths
-
-SAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(Sample) if f.name not in ("key", "timestamp_s"))
 
 EXIT_REFUSED = 1
 EXIT_NO_OWNER = 3
@@ -76,13 +75,12 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     return 2
 
 
-def _owner_cluster() -> dict[str, Any] | None:
+def _owner_cluster() -> ClusterStatus | None:
     try:
         with ipc.IpcClient(app_paths(), timeout_s=10.0) as client:
-            doc: dict[str, Any] | None = client.ask(rq.Status(cluster=True)).cluster
+            return client.ask(rq.Status(cluster=True)).cluster
     except ipc.IpcError:
         return None
-    return doc
 
 
 def _iso(epoch: float | None) -> str | None:
@@ -99,33 +97,30 @@ def _clock(epoch: float | None) -> str:
     return t.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M")
 
 
-def status_doc(doc: dict[str, Any]) -> dict[str, Any]:
+def status_doc(doc: ClusterStatus) -> dict[str, Any]:
     """The owner's cluster document in the shape `cluster status --json` promises."""
-    report = doc.get("report") or {}
-    devices = report.get("devices") or []
-    machines = []
-    for name, m in (report.get("machines") or {}).items():
-        machines.append(
-            {
-                "name": name,
-                "local": bool(m.get("local")),
-                "online": bool(m.get("alive")),
-                "last_contact": _iso(m.get("last_contact")),
-                "offline_since": _iso(m.get("left_at")) if not m.get("alive") else None,
-                "gpus": [d["name"] for d in devices if d.get("machine") == name],
-                "demo": m.get("demo"),
-            }
-        )
-    bridge = doc.get("bridge") or {}
+    report, bridge = doc.report, doc.bridge
+    machines = [
+        {
+            "name": m.name,
+            "local": m.local,
+            "online": m.alive,
+            "last_contact": _iso(m.last_contact),
+            "offline_since": _iso(m.left_at) if not m.alive else None,
+            "gpus": [d.name for d in m.devices],
+            "demo": m.demo,
+        }
+        for m in (report.machines if report is not None else ())
+    ]
     return {
-        "configured": bool(doc.get("configured")),
-        "address": doc.get("address"),
-        "machine": doc.get("machine"),
-        "state": report.get("state") if bridge.get("active") else "no bridge",
-        "note": report.get("note") if bridge.get("active") else (bridge.get("note") or None),
-        "ray_version": report.get("ray_version"),
-        "token_auth": None if not report else report.get("auth") == "token",
-        "bridge_pid": bridge.get("pid"),
+        "configured": doc.configured,
+        "address": doc.address,
+        "machine": doc.machine,
+        "state": (report.state if report is not None else None) if bridge.active else "no bridge",
+        "note": (report.note if report is not None else None) if bridge.active else (bridge.note or None),
+        "ray_version": report.ray_version if report is not None else None,
+        "token_auth": None if report is None else report.auth == "token",
+        "bridge_pid": bridge.pid,
         "machines": machines,
     }
 
@@ -243,20 +238,23 @@ def _leave(args: argparse.Namespace) -> int:
 
 def status_cluster(args: argparse.Namespace) -> int:
     """``gputray status --cluster``: every machine's GPUs, grouped by machine."""
-    from gputray.monitor.serialize import DEVICE_FIELDS
+    from gputray.monitor.serialize import device_to_json
     from gputray.scheduler.cli.commands.status import device_line
 
     doc = _owner_cluster()
     if doc is None:
         return error(f"no gputray owner is running: {ipc.HOW_TO_START}", EXIT_NO_OWNER)
     summary = status_doc(doc)
-    report = doc.get("report") or {}
-    devices = []
-    for d in report.get("devices") or []:
-        row = {name: d.get(name) for name in DEVICE_FIELDS}
-        row.update(backend="cluster", machine=d["machine"], local_key=d["local_key"], key=d["key"])
-        row.update(busy=d.get("busy"), reasons=d.get("reasons") or [], running=d.get("running_names") or [])
-        devices.append(row)
+    devices: list[dict[str, Any]] = []
+    lines: list[tuple[str, DeviceReading]] = []
+    for m in doc.report.machines if doc.report is not None else ():
+        for d in m.devices:
+            reading = _reading(m.name, d)
+            row = device_to_json(reading)
+            row.update(backend="cluster", machine=m.name, local_key=d.key, key=reading.info.key)
+            row.update(busy=d.busy, reasons=list(d.reasons), running=list(d.running_names))
+            devices.append(row)
+            lines.append((m.name, reading))
     out = {"devices": devices, "machines": summary["machines"], "cluster": summary}
     if args.json:
         print_json(out)
@@ -264,30 +262,32 @@ def status_cluster(args: argparse.Namespace) -> int:
     if not summary["configured"]:
         print("not in a cluster (gputray cluster join HEAD:6379); `gputray status` shows this machine")
         return 0
-    width = max((len(d["name"]) for d in devices), default=4)
+    width = max((len(r.info.name) for _, r in lines), default=4)
     for m in summary["machines"]:
         label = f"{m['name']} (this machine)" if m["local"] else m["name"]
         if not m["online"] and not m["local"]:
             print(f"{label}: offline since {_clock(_epoch(m['offline_since']))}")
             continue
         print(f"{label}{' — DEMO, simulated GPUs' if m.get('demo') else ''}")
-        mine = [d for d in devices if d["machine"] == m["name"]]
-        for d in mine:
-            print("  " + device_line(_reading(d), width))
+        mine = [r for machine, r in lines if machine == m["name"]]
+        for r in mine:
+            print("  " + device_line(r, width))
         if not mine:
             print("  no GPU")
     return 0
 
 
-def _reading(device: dict[str, Any]) -> DeviceReading:
-    """A device of the cluster report as the monitor's record, for ``status``'s line."""
+def _reading(machine: str, d: DeviceView) -> DeviceReading:
+    """A device of the cluster report as the monitor's record (under ``machine/key``), for ``status``'s
+    line and ``--json`` row: its own machine's reading as that machine's monitor took it."""
+    key = qualified(machine, d.key)
     info = DeviceInfo(
-        key=device["key"],
-        name=device["name"],
-        vendor=cast(Vendor, device.get("vendor") or "other"),
-        kind=cast(DeviceKind, device.get("kind") or "other"),
+        key=key,
+        name=d.name,
+        vendor=cast(Vendor, d.vendor or "other"),
+        kind=cast(DeviceKind, d.kind or "other"),
         backend="cluster",
-        pci_bdf=device.get("pci_bdf"),
+        pci_bdf=d.pci_bdf,
     )
-    fields: dict[str, Any] = {n: device.get(n) for n in SAMPLE_FIELDS if device.get(n) is not None}
-    return DeviceReading(info, Sample(key=info.key, timestamp_s=0.0, **fields))
+    sample = d.reading if d.reading is not None else Sample(key=d.key, timestamp_s=0.0)
+    return DeviceReading(info, sample)

@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from gputray.cluster.config import (
     WINDOWS_NOTE,
     ClusterConfig,
@@ -36,6 +38,7 @@ from gputray.cluster.pause_marks import with_local_pause
 from gputray.cluster.submit_checks import ClusterView, check_machine_task, view_from_report
 from gputray.cluster.wire import sendable
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.cluster_records import BridgeState, ClusterReport, ClusterStatus
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.dependencies import gate
 from gputray.scheduler.queue.device_checks import check_submit
@@ -113,7 +116,7 @@ class ClusterLink:
         self._edited: dict[int, int] = {}  # task id → its id there, edited while it waited there
         self._dirty = True
         self._last_sync_mono = -1e9
-        self._report: dict[str, Any] = {}
+        self._report: ClusterReport | None = None
         self._submit_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -234,7 +237,9 @@ class ClusterLink:
     def cluster_view(self) -> ClusterView:
         """The machines and devices the bridge last reported; nothing while no bridge is connected."""
         report = self._report
-        if not (self._config.enabled and self.bridge_active() and report.get("state") == "connected"):
+        if not (self._config.enabled and self.bridge_active() and report is not None):
+            return ClusterView({}, frozenset())
+        if report.state != "connected":
             return ClusterView({}, frozenset())
         return view_from_report(report)
 
@@ -278,7 +283,7 @@ class ClusterLink:
         self._last_sync_mono = time.monotonic()
         self.bridge_note = ""
         if req.report is not None:
-            self._report = {**req.report, "received_at": self.clock()}
+            self._report = msgspec.structs.replace(req.report, received_at=self.clock())
         wait_s = max(0, min(MAX_WAIT_MS, req.wait_ms or 0)) / 1000
         with self._changed:
             if wait_s and not self._dirty:
@@ -394,24 +399,25 @@ class ClusterLink:
         self.queue.request_dispatch()  # its slot here is for the next task
         return ClusterTask(task=sendable(new))
 
-    def report_doc(self) -> dict[str, Any]:
+    def report_doc(self) -> ClusterStatus:
         cfg = self._config
         proc = self._proc
-        return {
-            "configured": cfg.enabled,
-            "address": cfg.address,
-            "machine": cfg.machine,
-            "insecure": cfg.insecure,
-            "config_error": self._config_error,
-            "bridge": {
-                "running": proc is not None and proc.poll() is None,
-                "pid": proc.pid if proc is not None and proc.poll() is None else None,
-                "active": self.bridge_active(),
-                "note": self.bridge_note,
-            },
+        running = proc is not None and proc.poll() is None
+        return ClusterStatus(
+            configured=cfg.enabled,
+            address=cfg.address,
+            machine=cfg.machine,
+            insecure=cfg.insecure,
+            config_error=self._config_error,
+            bridge=BridgeState(
+                running=running,
+                pid=proc.pid if proc is not None and running else None,
+                active=self.bridge_active(),
+                note=self.bridge_note,
+            ),
             # this machine's own pause as it is now, over the bridge's copy (which may be a second old)
-            "report": with_local_pause(self._report, cfg.machine, self._paused()),
-        }
+            report=with_local_pause(self._report, cfg.machine, self._paused()),
+        )
 
     # --- the bridge process -------------------------------------------------------------------------
 

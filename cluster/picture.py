@@ -1,18 +1,18 @@
 """What the tray shows of the cluster: every machine, online or since when not, with its GPUs.
 
 Read from the owner's cluster document (``ClusterLink.report_doc``: the config, whether a bridge talks
-to us, and the bridge's last report) into frozen records, so the tray never walks a report dict. No Qt
+to us, and the bridge's last report) into the tray's own records. No Qt
 and no Ray here. A machine counts as online only while a bridge talks to this owner and reaches the
 Ray head: a report the bridge sent before it stopped says nothing about now.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from gputray.cluster.wire import DeviceView, report_devices
+from gputray.cluster.wire import DeviceView
+from gputray.scheduler.cluster_records import ClusterStatus
 
 if TYPE_CHECKING:
     from gputray.scheduler.cluster_port import ClusterPort
@@ -42,27 +42,24 @@ class ClusterPicture:
         return tuple(m.name for m in self.others() if m.online)
 
 
-def picture_from_doc(doc: Mapping[str, Any]) -> ClusterPicture | None:
+def picture_from_doc(doc: ClusterStatus) -> ClusterPicture | None:
     """The picture of ``ClusterLink.report_doc()``; None when this machine is in no cluster."""
-    if not doc.get("configured"):
+    if not doc.configured:
         return None
-    local = str(doc.get("machine") or "")
-    bridge = doc.get("bridge") or {}
-    report = doc.get("report") or {}
-    connected = bool(bridge.get("active")) and report.get("state") == "connected"
-    by_machine = report_devices(report)
+    local = doc.machine
+    report = doc.report
+    connected = doc.bridge.active and report is not None and report.state == "connected"
     machines: dict[str, MachineSummary] = {local: MachineSummary(local, True, True)}
-    for name, m in (report.get("machines") or {}).items():
-        is_local = name == local
-        online = is_local or (connected and bool(m.get("alive")))
-        left_at = m.get("left_at")
-        machines[name] = MachineSummary(
-            name=name,
+    for m in report.machines if report is not None else ():
+        is_local = m.name == local
+        online = is_local or (connected and m.alive)
+        machines[m.name] = MachineSummary(
+            name=m.name,
             local=is_local,
             online=online,
-            offline_since_s=None if online or left_at is None else float(left_at),
-            demo=bool(m.get("demo")),
-            devices=tuple(by_machine.get(name, ())) if online else (),
+            offline_since_s=None if online or m.left_at is None else m.left_at,
+            demo=bool(m.demo),
+            devices=m.devices if online else (),
         )
     ordered = [machines[local], *(machines[n] for n in sorted(machines) if n != local)]
     return ClusterPicture(machine=local, connected=connected, machines=tuple(ordered))

@@ -34,19 +34,8 @@ def _device_state(machine: str, view: MachineView, d: DeviceView, needs: frozens
         sample = None
         verdict = None
     else:
-        sample = Sample(
-            key=key,
-            timestamp_s=view.taken_at_s,
-            state=d.state,  # type: ignore[arg-type]
-            reason=d.reason,
-            util_percent=d.util_percent,
-            temp_c=d.temp_c,
-            power_w=d.power_w,
-            vram_used_bytes=d.vram_used_bytes,
-            vram_total_bytes=d.vram_total_bytes,
-            shared_used_bytes=d.shared_used_bytes,
-            shared_total_bytes=d.shared_total_bytes,
-        )
+        reading = d.reading if d.reading is not None else Sample(key=d.key, timestamp_s=view.taken_at_s)
+        sample = dataclasses.replace(reading, key=key, timestamp_s=view.taken_at_s)  # that machine's reading
         verdict = None
         if d.busy is not None:
             reasons = tuple(r.replace(d.name, name, 1) if r.startswith(d.name) else r for r in d.reasons)

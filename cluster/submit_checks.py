@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from gputray.cluster.wire import DeviceView, MachineView, qualified, report_devices
+from gputray.cluster.wire import DeviceView, MachineView, qualified
+from gputray.scheduler.cluster_records import ClusterReport
 from gputray.scheduler.queue.device_checks import SeenDevice, SubmitRefused, check_device_names, check_memory
 from gputray.scheduler.queue.placement import DeviceState
 from gputray.scheduler.tasks.records import TaskSpec
@@ -36,21 +36,19 @@ class ClusterView:
     known: frozenset[str]
 
 
-def view_from_report(report: Mapping[str, Any]) -> ClusterView:
-    """The bridge's report (``Bridge.report``: devices without the CPU, keyed ``machine/key``) as views."""
-    machines: Mapping[str, Any] = report.get("machines") or {}
-    devices = report_devices(report)
+def view_from_report(report: ClusterReport) -> ClusterView:
+    """The bridge's report (``Bridge.report``: GPUs without the CPU) as views."""
     online = {
-        name: MachineView(
-            machine=name,
-            taken_at_s=float(report.get("at") or 0.0),
-            devices=(*devices.get(name, ()), CPU_VIEW),
-            ram_total_bytes=entry.get("ram_total_bytes"),
+        m.name: MachineView(
+            machine=m.name,
+            taken_at_s=report.at,
+            devices=(*m.devices, CPU_VIEW),
+            ram_total_bytes=m.ram_total_bytes,
         )
-        for name, entry in machines.items()
-        if entry.get("alive")
+        for m in report.machines
+        if m.alive
     }
-    return ClusterView(online, frozenset(machines))
+    return ClusterView(online, frozenset(m.name for m in report.machines))
 
 
 def _state(d: DeviceView, key: str, name: str, ram_total_bytes: int | None) -> DeviceState:

@@ -3,9 +3,11 @@ plus what the GPU doctor's cache says. Runs in the bridge (its own machine) and 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from gputray.cluster.wire import DeviceView, InboundTask, MachineView
+from gputray.monitor.records import DeviceInfo, Sample
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.replies import QueueReply, StatusReply
@@ -36,6 +38,19 @@ def _doctor_verdicts(keys: list[tuple[str, str]]) -> dict[str, tuple[tuple[str, 
     return out
 
 
+def _with_totals(sample: Sample, info: DeviceInfo) -> Sample:
+    """``sample`` with the device's own VRAM and shared totals where the sample reads none."""
+    return dataclasses.replace(
+        sample,
+        vram_total_bytes=sample.vram_total_bytes
+        if sample.vram_total_bytes is not None
+        else info.vram_total_bytes,
+        shared_total_bytes=(
+            sample.shared_total_bytes if sample.shared_total_bytes is not None else info.shared_total_bytes
+        ),
+    )
+
+
 def local_view(client: ipc.IpcClient, machine: str, *, now_s: float | None = None) -> MachineView:
     """Ask this machine's owner. Raises ipc.IpcError when it does not answer."""
     status: StatusReply = client.ask(rq.Status())
@@ -64,23 +79,7 @@ def local_view(client: ipc.IpcClient, machine: str, *, now_s: float | None = Non
                 vendor=info.vendor,
                 kind=info.kind,
                 pci_bdf=info.pci_bdf,
-                state=sample.state,
-                reason=sample.reason,
-                util_percent=sample.util_percent,
-                temp_c=sample.temp_c,
-                power_w=sample.power_w,
-                vram_used_bytes=sample.vram_used_bytes,
-                vram_total_bytes=(
-                    sample.vram_total_bytes if sample.vram_total_bytes is not None else info.vram_total_bytes
-                ),
-                shared_used_bytes=sample.shared_used_bytes,
-                shared_total_bytes=(
-                    sample.shared_total_bytes
-                    if sample.shared_total_bytes is not None
-                    else info.shared_total_bytes
-                ),
-                sclk_mhz=sample.sclk_mhz,
-                mclk_mhz=sample.mclk_mhz,
+                reading=_with_totals(sample, info),
                 busy=v.busy if v else None,
                 reasons=v.reasons if v else (),
                 running=len(running.get(key, ())),

@@ -23,6 +23,7 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.gui.theme import colors
 from gputray.gui.widgets import ElidedLabel, FigureLabel
+from gputray.monitor.records import Sample
 from gputray.monitor.units import DASH, format_pair
 
 
@@ -44,16 +45,18 @@ def machine_state_text(m: MachineSummary, now_s: float, *, connected: bool = Tru
 
 
 def remote_metrics_line(d: DeviceView) -> str:
-    """Load, temperature and VRAM of another machine's GPU, as its own card would say them."""
-    if d.state == "lost":
-        return tr("lost") + (f": {messages.translate(d.reason)}" if d.reason else "")
-    if d.state == "asleep":
+    """Load, temperature and VRAM of another machine's GPU, as its own card would say them (from that
+    machine's own reading: "—" for what it cannot read or has not read yet)."""
+    s = d.reading if d.reading is not None else Sample(key=d.key, timestamp_s=0.0)
+    if s.state == "lost":
+        return tr("lost") + (f": {messages.translate(s.reason)}" if s.reason else "")
+    if s.state == "asleep":
         return tr("asleep (not woken to read it)")
-    if d.state == "unavailable":
-        return tr("unavailable") + (f": {messages.translate(d.reason)}" if d.reason else "")
-    util = DASH if d.util_percent is None else f"{d.util_percent:.0f} %"
-    temp = DASH if d.temp_c is None else f"{d.temp_c:.0f} °C"
-    return f"{util}  ·  {temp}  ·  VRAM {format_pair(d.vram_used_bytes, d.vram_total_bytes)}"
+    if s.state == "unavailable":
+        return tr("unavailable") + (f": {messages.translate(s.reason)}" if s.reason else "")
+    util = DASH if s.util_percent is None else f"{s.util_percent:.0f} %"
+    temp = DASH if s.temp_c is None else f"{s.temp_c:.0f} °C"
+    return f"{util}  ·  {temp}  ·  VRAM {format_pair(s.vram_used_bytes, s.vram_total_bytes)}"
 
 
 def remote_tooltip(d: DeviceView) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from gputray.scheduler import protocol as rq
     from gputray.scheduler import replies as rp
+    from gputray.scheduler.cluster_records import ClusterStatus
     from gputray.scheduler.config import ClusterSection
     from gputray.scheduler.paths import Paths
     from gputray.scheduler.queue.store import TaskStore
@@ -40,7 +41,7 @@ class ClusterPort(Protocol):
         is checked against that machine's devices. Raises a ``Refusal`` that names the problem."""
         ...
 
-    def report_doc(self) -> dict[str, Any]:
+    def report_doc(self) -> ClusterStatus:
         """Every machine's view, for ``status --cluster`` and the ``cluster status`` subcommand."""
         ...
 

@@ -19,7 +19,6 @@ start that every request type has one).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Annotated, ClassVar, Generic, Literal, TypeVar, cast, get_args
 
@@ -27,6 +26,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from gputray.scheduler import replies as rp
+from gputray.scheduler.cluster_records import ClusterReport
 from gputray.scheduler.tasks.records import (  # the limits of task values live with the task model
     MAX_DURATION_S,
     MAX_EPOCH_S,
@@ -58,7 +58,9 @@ __all__ = [  # re-exported: the limits every request field shares
 # 3: a task's options, an edit's changes and a cluster hand-over are TaskPatch/TaskSpec fields (field
 # names, values in seconds and bytes), not task-file tables.
 # 4: ``status`` sends the monitor's typed Snapshot, ``schedule_*`` typed ScheduleViews.
-PROTOCOL_VERSION = 4
+# 5: the cluster's report (``cluster_sync``) and status document (``status``'s ``cluster``) are typed
+# (``cluster_records``), a device's readings the monitor's Sample.
+PROTOCOL_VERSION = 5
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 MAX_TABLE_KEYS = 4_096
@@ -295,57 +297,13 @@ class CheckEnvs(Request[rp.Checking]):
     op = "check_envs"
 
 
-MAX_JSON_DEPTH = 6
-
-
-def _check_json(value: object, where: str, depth: int = 0) -> None:
-    """Plain JSON a local gputray process built (msgspec cannot bound a recursive type): strings,
-    lists and tables within the limits above, finite numbers, at most ``MAX_JSON_DEPTH`` deep."""
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"{where} is nested too deeply")
-    if value is None or isinstance(value, bool | int):
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_ID:
-            raise ValueError(f"{where} is out of range")
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{where} must be a finite number")
-        return
-    if isinstance(value, str):
-        if len(value) > MAX_ENV_VALUE_CHARS or "\x00" in value:
-            raise ValueError(f"{where} is too long or contains a NUL character")
-        return
-    if isinstance(value, list):
-        if len(value) > MAX_LIST_ITEMS:
-            raise ValueError(f"{where} has too many items")
-        for i, item in enumerate(value):
-            _check_json(item, f"{where}[{i}]", depth + 1)
-        return
-    if isinstance(value, dict):
-        if len(value) > MAX_TABLE_KEYS:
-            raise ValueError(f"{where} has too many keys")
-        for key, item in value.items():
-            _check_json(key, where, depth + 1)
-            _check_json(item, f"{where}.{key}", depth + 1)
-        return
-    raise ValueError(f"{where} has an unsupported value")
-
-
-#: A JSON object the owner passes on without reading it (the cluster's own documents, which the
-#: cluster link reads: ``cluster_port.ClusterPort``), checked by ``_check_json``.
-JsonObject = Annotated[dict[Name, object], Meta(max_length=MAX_TABLE_KEYS)]
-
-
 class ClusterSync(Request[rp.ClusterSynced]):
     """The cluster bridge beside this owner: its report (every machine's view) in,
     the tasks that concern the cluster out; long-polled for up to ``wait_ms``."""
 
     op = "cluster_sync"
-    report: JsonObject | None = None
+    report: ClusterReport | None = None
     wait_ms: Int | None = None
-
-    def __post_init__(self) -> None:
-        _check_json(self.report, "report")
 
 
 class RecordChanges(

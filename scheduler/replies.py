@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import msgspec
 
 from gputray.monitor.records import Snapshot
+from gputray.scheduler.cluster_records import ClusterStatus
 from gputray.scheduler.tasks.family import family_of
 from gputray.scheduler.tasks.records import Offer, TaskPatch, TaskRecord, TaskSpec
 
@@ -144,8 +145,8 @@ class StatusReply(Reply, frozen=True):
     counts: dict[str, int]
     monitor_failures: int
     monitor_last_failure: str | None
-    # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner does not read
-    cluster: dict[str, object] | None = None
+    # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner passes on
+    cluster: ClusterStatus | None = None
 
 
 class Submitted(Reply, frozen=True):

@@ -29,6 +29,7 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.cluster_records import ClusterStatus
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
 from gputray.scheduler.replies import TaskView
@@ -210,13 +211,22 @@ class Machine:
         with ipc.IpcClient(self.paths, timeout_s=30.0) as client:
             return client.ask(request)
 
-    def cluster(self) -> dict[str, Any]:
-        return dict(self.ask(rq.Status(cluster=True)).cluster)
+    def cluster(self) -> ClusterStatus:
+        doc = self.ask(rq.Status(cluster=True)).cluster
+        assert doc is not None, "the owner has no cluster link"
+        return doc
+
+    def state(self) -> str | None:
+        """The bridge's connection as its last report says (None before the first)."""
+        report = self.cluster().report
+        return None if report is None else report.state
 
     def sees(self, *machines: str) -> bool:
-        report = self.cluster().get("report") or {}
-        known = report.get("machines") or {}
-        return report.get("state") == "connected" and all(known.get(m, {}).get("alive") for m in machines)
+        report = self.cluster().report
+        if report is None or report.state != "connected":
+            return False
+        alive = {m.name for m in report.machines if m.alive}
+        return all(m in alive for m in machines)
 
     def task(self, task_id: int) -> TaskView:
         return self.ask(rq.Get(id=task_id)).task  # type: ignore[no-any-return]

@@ -5,7 +5,6 @@ answering as the other machine's agent answers.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import types
 from collections.abc import Iterator
@@ -115,13 +114,13 @@ def test_status_cluster_shows_a_paused_machines_gpus_as_paused(desk: Desk) -> No
     desk.report()
     b = desk.bridge
     view = _view("laptop", RADEON_780M, ram_total_bytes=32 * GIB)
-    b.machines["laptop"].view = dataclasses.replace(view, queue_paused=True)  # `gputray pause` there
-    (gpu,) = [d for d in b.report()["devices"] if d["machine"] == "laptop"]
-    assert gpu["paused"] is True and gpu["reasons"][0] == "the queue is paused on laptop"
-    one = dataclasses.replace(view, devices=tuple(dataclasses.replace(d, paused=True) for d in view.devices))
-    b.machines["laptop"].view = one  # `gputray pause --device 780m` there
-    (gpu,) = [d for d in b.report()["devices"] if d["machine"] == "laptop"]
-    assert gpu["paused"] is True and gpu["reasons"][0] == "paused on laptop"
+    b.machines["laptop"].view = msgspec.structs.replace(view, queue_paused=True)  # `gputray pause` there
+    (gpu,) = [d for m in b.report().machines if m.name == "laptop" for d in m.devices]
+    assert gpu.paused is True and gpu.reasons[0] == "the queue is paused on laptop"
+    paused = tuple(msgspec.structs.replace(d, paused=True) for d in view.devices)
+    b.machines["laptop"].view = msgspec.structs.replace(view, devices=paused)  # `pause --device 780m` there
+    (gpu,) = [d for m in b.report().machines if m.name == "laptop" for d in m.devices]
+    assert gpu.paused is True and gpu.reasons[0] == "paused on laptop"
 
 
 def test_the_docs_name_the_setting_that_keeps_ray_on_loopback() -> None:

@@ -101,8 +101,9 @@ def test_a_remote_owner_that_stops_mid_job_is_shown_as_such_and_followed_again_o
 
 def _paused_devices(machine: Machine, of: str) -> list[bool]:
     """Whether each GPU of machine ``of`` shows paused in ``machine``'s ``status --cluster``."""
-    report = machine.cluster().get("report") or {}
-    return [bool(d["paused"]) for d in report.get("devices") or () if d.get("machine") == of]
+    report = machine.cluster().report
+    machines = report.machines if report is not None else ()
+    return [d.paused for m in machines if m.name == of for d in m.devices]
 
 
 def test_a_pause_is_pushed_status_cluster_shows_it_at_once_and_the_other_machine_within_seconds(

@@ -375,9 +375,7 @@ def test_with_the_head_down_every_local_queue_goes_on_and_the_bridges_rejoin(
 ) -> None:
     cluster, desk, laptop = world
     cluster.stop_head()
-    wait_for(
-        lambda: desk.cluster()["report"].get("state") != "connected", 30, "desk to notice the head is gone"
-    )
+    wait_for(lambda: desk.state() != "connected", 30, "desk to notice the head is gone")
     here = desk.ask(
         rq.Run(argv=[PY, "-c", "print('desk')"], cwd=str(desk.work), overrides={"device_prefs": ["cpu"]})
     )
@@ -395,9 +393,7 @@ def test_with_the_head_down_every_local_queue_goes_on_and_the_bridges_rejoin(
     _state(laptop, int(there.tasks[0].id), {"succeeded"})
     on_desk = _state(desk, int(anywhere.tasks[0].id), {"succeeded"})
     assert on_desk.machine == "desk"  # "any machine" is the machines one can see
-    wait_for(
-        lambda: desk.cluster()["report"].get("state") != "connected", 30, "desk to notice the head is gone"
-    )
+    wait_for(lambda: desk.state() != "connected", 30, "desk to notice the head is gone")
 
     cluster.restart_head(["desk", "laptop"])
     wait_for(

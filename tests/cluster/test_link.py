@@ -12,6 +12,7 @@ import tomli_w
 
 from gputray.cluster.config import ClusterConfigError, load_cluster_config, write_cluster_table
 from gputray.cluster.link import ClusterLink
+from gputray.scheduler.cluster_records import ClusterReport, DeviceView, ReportedMachine
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import BadRequest, Request, request_from
 from gputray.scheduler.queue.saved_queue import read_saved_tasks
@@ -276,11 +277,18 @@ def test_join_on_windows_says_ray_is_single_node_there(
 def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> None:
     from gputray.scheduler.protocol import BadRequest
 
-    deep: dict[str, object] = {"x": 1}
-    for _ in range(10):
-        deep = {"x": deep}
-    with pytest.raises(BadRequest, match="nested too deeply"):
-        request_from("cluster_sync", {"report": deep})
+    report = {"state": "connected", "note": "", "address": None, "ray_version": None, "auth": "token"}
+    report |= {"node_id": None, "agent_pid": None, "machine": "desk", "at": 1.0}
+    device = {"key": "pci:1", "name": "GPU", "vendor": "amd", "kind": "integrated"}
+    machine = {"name": "desk", "alive": True, "local": True, "devices": [device]}
+    assert request_from("cluster_sync", {"report": {**report, "machines": [machine]}}).report is not None
+    with pytest.raises(BadRequest, match=r"report\.machines\[0\]\.devices\[0\]\.key"):
+        many = {**machine, "devices": [{**device, "key": "x" * 40_000}]}
+        request_from("cluster_sync", {"report": {**report, "machines": [many]}})
+    with pytest.raises(BadRequest, match=r"report\.machines"):  # more machines than a cluster has
+        request_from("cluster_sync", {"report": {**report, "machines": [machine] * 1_001}})
+    with pytest.raises(BadRequest, match=r"report\.state"):
+        request_from("cluster_sync", {"report": {**report, "state": "fine", "machines": []}})
     with pytest.raises(BadRequest, match=r"argument 'spec\.util_percent'"):
         request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
     with pytest.raises(BadRequest, match="needs the argument 'id'"):
@@ -311,9 +319,16 @@ def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_r
     queue = FakeQueue(store)
     link.attach(queue)
     link.sync(rq.ClusterSync(wait_ms=0))  # the first sync answers at once (nothing seen yet)
-    gpu = {"key": "desk/pci:1", "local_key": "pci:1", "machine": "desk", "paused": False, "reasons": []}
-    other = {"key": "laptop/pci:2", "local_key": "pci:2", "machine": "laptop", "paused": False, "reasons": []}
-    report = {"state": "connected", "devices": [gpu, other]}
+    gpu = DeviceView(key="pci:1", name="GPU", vendor="amd", kind="integrated")
+    other = DeviceView(key="pci:2", name="GPU", vendor="amd", kind="integrated")
+    machines = (
+        ReportedMachine(name="desk", alive=True, local=True, devices=(gpu,)),
+        ReportedMachine(name="laptop", alive=True, local=False, devices=(other,)),
+    )
+    report = ClusterReport(
+        state="connected", note="", address=None, ray_version=None, auth="token", node_id=None,
+        agent_pid=None, machine="desk", machines=machines, at=1.0,
+    )  # fmt: skip
     replies: list[ClusterSynced] = []
     poll = threading.Thread(
         target=lambda: replies.append(link.sync(rq.ClusterSync(report=report, wait_ms=2000)))
@@ -323,8 +338,14 @@ def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_r
     link.on_paused()
     poll.join(5)
     assert replies and replies[0].paused == Paused(all=True)
-    shown = link.report_doc()["report"]["devices"]
-    assert shown[0]["paused"] and shown[0]["reasons"] == ["the queue is paused on desk"]
-    assert not shown[1]["paused"]  # another machine's pause is its own bridge's to tell
+    shown = _devices(link)
+    assert shown[0].paused and shown[0].reasons == ("the queue is paused on desk",)
+    assert not shown[1].paused  # another machine's pause is its own bridge's to tell
     queue.paused_now = Paused()
-    assert not link.report_doc()["report"]["devices"][0]["paused"]
+    assert not _devices(link)[0].paused
+
+
+def _devices(link: ClusterLink) -> list[DeviceView]:
+    report = link.report_doc().report
+    assert report is not None
+    return [d for m in report.machines for d in m.devices]

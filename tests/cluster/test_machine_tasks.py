@@ -25,7 +25,7 @@ from gputray.cluster.submit_checks import check_machine_task
 from gputray.cluster.wire import DeviceView, MachineView
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
-from gputray.monitor.records import DeviceInfo
+from gputray.monitor.records import DeviceInfo, Sample
 from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RADEON_780M, SimulatedBackend
 from gputray.monitor.units import GIB
@@ -48,8 +48,12 @@ def _view(machine: str, *infos: DeviceInfo, ram_total_bytes: int) -> MachineView
             vendor=i.vendor,
             kind=i.kind,
             pci_bdf=i.pci_bdf,
-            vram_total_bytes=i.vram_total_bytes,
-            shared_total_bytes=i.shared_total_bytes,
+            reading=Sample(
+                key=i.key,
+                timestamp_s=time.time(),
+                vram_total_bytes=i.vram_total_bytes,
+                shared_total_bytes=i.shared_total_bytes,
+            ),
             busy=False,
         )
         for i in infos
@@ -270,7 +274,7 @@ def test_an_agent_of_another_version_is_named_once_and_its_tasks_left_alone(
             b._follow(desk.queue.get(rec.id))
     warned = [r.getMessage() for r in caplog.records if "another gputray version" in r.getMessage()]
     assert warned == [
-        "laptop runs another gputray version: its tasks are not followed until every machine "
-        "runs the same one (docs/cluster.md)"
+        "laptop runs another gputray version (its tasks come in another version's shape): its GPUs are "
+        "not shown and its tasks are not followed until every machine runs the same one (docs/cluster.md)"
     ]
     assert desk.queue.get(rec.id).state == "running" and desk.queue.get(rec.id).remote_state == "running"

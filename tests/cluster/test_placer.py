@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.wire import DeviceView, MachineView
+from gputray.monitor.records import Sample
 from gputray.monitor.units import GIB
 from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
@@ -14,9 +17,13 @@ GTI = DeviceView(
     name="GeForce RTX 5060 Ti",
     vendor="nvidia",
     kind="discrete",
-    vram_used_bytes=15 * GIB,
-    vram_total_bytes=16 * GIB,
-    util_percent=96.0,
+    reading=Sample(
+        key="pci:0000:01:00.0",
+        timestamp_s=NOW,
+        vram_used_bytes=15 * GIB,
+        vram_total_bytes=16 * GIB,
+        util_percent=96.0,
+    ),
     busy=True,
     reasons=("GeForce RTX 5060 Ti is busy: llama-server holds 14.0 GiB and is active",),
 )
@@ -25,10 +32,14 @@ IGPU = DeviceView(
     name="Radeon 780M",
     vendor="amd",
     kind="integrated",
-    vram_used_bytes=1 * GIB,
-    vram_total_bytes=4 * GIB,
-    shared_used_bytes=0,
-    shared_total_bytes=29 * GIB,
+    reading=Sample(
+        key="pci:0000:64:00.0",
+        timestamp_s=NOW,
+        vram_used_bytes=1 * GIB,
+        vram_total_bytes=4 * GIB,
+        shared_used_bytes=0,
+        shared_total_bytes=29 * GIB,
+    ),
     busy=False,
 )
 CPU = DeviceView(key="cpu", name="CPU", vendor="other", kind="cpu")
@@ -93,16 +104,12 @@ def test_each_placement_takes_its_slot_so_a_second_task_waits() -> None:
 
 
 def test_a_torch_job_only_goes_where_some_env_works_per_the_doctor() -> None:
-    broken = DeviceView(
-        **{**IGPU.to_json(), "reasons": (), "running_names": (), "failed_needs": (), "torch_ok": False}
-    )
+    broken = msgspec.structs.replace(IGPU, torch_ok=False)
     v = views(desk=(GTI, CPU), laptop=(broken, CPU))
     t = task(kind="torch", script="train.py", argv=(), device_prefs=("780m",))
     (d,) = place_all([t], v, local="desk", now_s=NOW, allowed=everywhere)
     assert isinstance(d.decision, GiveUp) and "lacks torch" in d.decision.reason
-    fine = DeviceView(
-        **{**IGPU.to_json(), "reasons": (), "running_names": (), "failed_needs": (), "torch_ok": True}
-    )
+    fine = msgspec.structs.replace(IGPU, torch_ok=True)
     (d,) = place_all(
         [t], views(desk=(GTI, CPU), laptop=(fine, CPU)), local="desk", now_s=NOW, allowed=everywhere
     )
@@ -110,7 +117,7 @@ def test_a_torch_job_only_goes_where_some_env_works_per_the_doctor() -> None:
 
 
 def test_a_need_the_doctor_saw_fail_keeps_a_job_off_that_machine() -> None:
-    no_fp16 = DeviceView(**{**IGPU.to_json(), "reasons": (), "running_names": (), "failed_needs": ("fp16",)})
+    no_fp16 = msgspec.structs.replace(IGPU, failed_needs=("fp16",))
     v = views(desk=(GTI, CPU), laptop=(no_fp16, CPU))
     (d,) = place_all(
         [task(device_prefs=("780m",), needs=("fp16",))], v, local="desk", now_s=NOW, allowed=everywhere

@@ -8,6 +8,7 @@ back through ``ClusterLink.report_doc``. No Ray runs: the views are the records 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import time
@@ -22,8 +23,10 @@ from gputray.cluster.link import ClusterLink
 from gputray.cluster.picture import ClusterPicture, cluster_picture
 from gputray.cluster.view import local_view
 from gputray.cluster.wire import DeviceView, MachineView
+from gputray.monitor.records import Sample
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.cluster_records import ClusterReport
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.store import TaskStore
@@ -51,8 +54,12 @@ def hide_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def gpu(key: str, name: str, vendor: str, kind: str, **fields: Any) -> DeviceView:
+    """A GPU's view; ``fields`` are its reading's (``Sample``: ``util_percent`` …) and the view's own."""
     bdf = key.removeprefix("pci:")
-    return DeviceView(key=key, name=name, vendor=vendor, kind=kind, pci_bdf=bdf, **fields)
+    sample_fields = {f.name for f in dataclasses.fields(Sample)}
+    reading = Sample(key=key, timestamp_s=NOW_S, **{k: v for k, v in fields.items() if k in sample_fields})
+    own = {k: v for k, v in fields.items() if k not in sample_fields}
+    return DeviceView(key=key, name=name, vendor=vendor, kind=kind, pci_bdf=bdf, reading=reading, **own)
 
 
 def cpu() -> DeviceView:
@@ -109,7 +116,7 @@ def laptop_view(util_4070: float = 97.0) -> MachineView:
 
 def bridge_report(
     paths: Paths, local: MachineView, *, util_4070: float = 97.0, head_ok: bool = True
-) -> dict[str, Any]:
+) -> ClusterReport:
     """What the bridge of ``desk`` reports with laptop online and nas gone since 14:02 (with
     ``head_ok=False``: the Ray head has not answered for a minute, so nobody else is seen)."""
     bridge = Bridge(paths, load_cluster_config(paths.config_file), owner_pid=None)
