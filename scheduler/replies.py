@@ -44,13 +44,16 @@ class Estimate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     runs of its job family (``queue.estimates``): ``run_s`` its run there, ``finish_s`` seconds from now
     until it would end there (the device's estimated wait + ``run_s``; None when its wait is unknown);
     ``runs`` how many recent runs there ``run_s`` is the median of (0: the family never ran there, and
-    ``run_s`` is its run elsewhere scaled by the devices' speed ratio)."""
+    ``run_s`` is its run elsewhere scaled by the devices' speed ratio); ``throttled_runs`` how many of
+    those ``runs`` the device throttled during (runs that did not are preferred: at least three of them
+    and only they count, so this is then 0)."""
 
     device_key: str
     device_name: str
     run_s: float
     finish_s: float | None
     runs: int = 0
+    throttled_runs: int = 0
 
 
 class TaskView(Reply, frozen=True, kw_only=True):

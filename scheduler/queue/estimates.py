@@ -1,7 +1,8 @@
 """Runtime and energy estimates per job family and device, and when each device frees up: the pure
 arithmetic behind ``prefer = "fastest" | "greenest"`` and ``queue --json``'s ``estimate_s``.
 
-**Run time** on a device: the median of the family's recent runs there (``runtime_history``). A family
+**Run time** on a device: the median of the family's recent runs there (``runtime_history``), of those
+during which the device did not throttle when there are at least three (``RunBook.basis``). A family
 that ran only on other devices is scaled by the devices' speed ratio: the doctor's measured fp32 matmul
 (GFLOP/s, ``gputray doctor``'s bench item ``matmul_fp32``, the best over the envs) when it measured both
 devices, else a per-class default (``DEFAULT_SPEED``: a discrete GPU 4× an integrated one, the CPU a
@@ -34,7 +35,8 @@ class Outlook:
 
     run_medians: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     energy_medians: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    run_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    run_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # runs each median rests on
+    throttled_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # of those, throttled
     kinds: Mapping[str, str] = field(default_factory=dict)  # device key → discrete | integrated | cpu
     measured_gflops: Mapping[str, float] = field(default_factory=dict)  # the doctor's matmul_fp32
     free_in: Mapping[str, float | None] = field(default_factory=dict)

@@ -112,10 +112,14 @@ def build_outlook(
     running = list(running)
     wanted = set(families) | {family_of(r.spec) for r in running}
     medians = {f: m for f in wanted if (m := runs.median_run_s(f))}
+    bases = {f: runs.basis(f) for f in medians}
     outlook = Outlook(
         run_medians=medians,
         energy_medians={f: runs.median_energy_j(f) for f in medians},
-        run_counts={f: {k: len(v) for k, v in runs.runs(f).items()} for f in medians},
+        run_counts={f: {k: len(v) for k, v in basis.items()} for f, basis in bases.items()},
+        throttled_counts={
+            f: {k: sum(1 for r in v if r.throttled) for k, v in basis.items()} for f, basis in bases.items()
+        },
         kinds={d.key: d.info.kind for d in devices},
         measured_gflops=measured_gflops or {},
     )
@@ -330,7 +334,11 @@ class Estimator:
             wait = outlook.free_in.get(dev.key)
             finish = None if wait is None else wait + run
             runs = outlook.run_counts.get(family, {}).get(dev.key, 0)
+            throttled = outlook.throttled_counts.get(family, {}).get(dev.key, 0)
             out.append(
-                Estimate(device_key=dev.key, device_name=dev.name, run_s=run, finish_s=finish, runs=runs)
-            )
+                Estimate(
+                    device_key=dev.key, device_name=dev.name, run_s=run, finish_s=finish, runs=runs,
+                    throttled_runs=throttled,
+                )
+            )  # fmt: skip
         return tuple(out)

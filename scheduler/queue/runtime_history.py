@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 KEEP_RUNS = 20  # runs kept per family and device
 KEEP_SPELLS = 20  # external-busy spells kept per device
 MIN_SPELL_S = 5.0  # shorter external use (a desktop blip) is not a spell worth learning from
+MIN_STEADY_RUNS = 3  # runs that did not throttle, enough to estimate from alone
 
 
 class JobRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,15 +59,30 @@ class RunBook:
         """Device key → the family's recent runs there."""
         return {k: tuple(v) for k, v in self._runs.get(family, {}).items()}
 
+    def basis(self, family: str) -> dict[str, tuple[JobRun, ...]]:
+        """Device key → the recent runs there that the estimates rest on: those during which the device
+        did not throttle, when there are at least ``MIN_STEADY_RUNS`` of them (a run slowed by heat says
+        little about the next one on a cool device), else all of them (throttling is then what that
+        device does under this job). A run whose device could not say whether it throttled counts as
+        one that did not."""
+        out: dict[str, tuple[JobRun, ...]] = {}
+        for key, runs in self._runs.get(family, {}).items():
+            steady = tuple(r for r in runs if not r.throttled)
+            out[key] = steady if len(steady) >= MIN_STEADY_RUNS else tuple(runs)
+        return out
+
     def median_run_s(self, family: str) -> dict[str, float]:
-        """Device key → the median duration of the family's recent runs there."""
-        return {k: statistics.median(r.duration_s for r in v) for k, v in self._runs.get(family, {}).items()}
+        """Device key → the median duration of the family's recent runs there (``basis``)."""
+        return {k: statistics.median(r.duration_s for r in v) for k, v in self.basis(family).items()}
 
     def median_energy_j(self, family: str) -> dict[str, float]:
-        """Device key → the median energy of the recent runs there that measured it (None: none did)."""
+        """Device key → the median energy of the runs there that measured it, of the ``basis`` where any
+        of those did, else of all recent runs (None: none did)."""
         out: dict[str, float] = {}
-        for key, runs in self._runs.get(family, {}).items():
+        every = self._runs.get(family, {})
+        for key, runs in self.basis(family).items():
             joules = [r.energy_j for r in runs if r.energy_j is not None]
+            joules = joules or [r.energy_j for r in every[key] if r.energy_j is not None]
             if joules:
                 out[key] = statistics.median(joules)
         return out

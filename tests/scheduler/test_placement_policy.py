@@ -9,10 +9,10 @@ from typing import Any
 from gputray.monitor.records import Sample, Verdict
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.queue.estimates import Outlook
-from gputray.scheduler.queue.estimator import Estimator
+from gputray.scheduler.queue.estimator import Estimator, build_outlook
 from gputray.scheduler.queue.placement import DeviceState, Placement, Wait, plan
 from gputray.scheduler.queue.placement_policy import OutlookPolicy
-from gputray.scheduler.queue.runtime_history import JobRun
+from gputray.scheduler.queue.runtime_history import JobRun, RunBook, SpellBook
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -99,6 +99,25 @@ def test_a_family_that_ran_on_one_device_is_scaled_by_the_doctors_measured_speed
     ).decisions
     assert isinstance(decision, Placement) and decision.device == AMD
     assert "free time unknown" in decision.reason
+
+
+def test_estimates_prefer_runs_that_did_not_throttle_and_say_how_many_did() -> None:
+    book = RunBook()
+    for seconds, throttled in ((90.0, True), (95.0, True), (60.0, False), (61.0, None)):
+        book.add(JobRun(family="cnn", device_key=AMD, duration_s=seconds, throttled=throttled))
+    devices = [dev(RTX_5060_TI), dev(RADEON_780M)]
+
+    def estimates() -> dict[str, tuple[float, int, int]]:
+        view = build_outlook(book, SpellBook(), ["cnn"], devices, [], NOW)
+        return {
+            e.device_key: (e.run_s, e.runs, e.throttled_runs)
+            for e in Estimator.estimates(task(), devices, view)
+        }
+
+    # two runs without throttling (one whose device could not say) are too few: all four count
+    assert estimates() == {AMD: (75.5, 4, 2), NV: (75.5 / 4, 0, 0)}
+    book.add(JobRun(family="cnn", device_key=AMD, duration_s=62.0, throttled=False))
+    assert estimates() == {AMD: (61.0, 3, 0), NV: (61.0 / 4, 0, 0)}  # three did not: only they count
 
 
 def test_no_history_falls_back_to_the_plain_rules() -> None:

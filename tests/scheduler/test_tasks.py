@@ -45,7 +45,7 @@ JSON_KEYS = [
     "prefer",  # free | fastest | greenest, and the family whose earlier runs estimate it
     "family",
     "offer",  # run elsewhere now? {device_key, device_name, run_s, waited_s} or null (replies.Offer)
-    "estimate_s",  # per device it may use: [{device_key, device_name, run_s, finish_s, runs}]
+    "estimate_s",  # per device it may use: [{device_key, device_name, run_s, finish_s, runs, throttled_runs}]
 ]
 
 
