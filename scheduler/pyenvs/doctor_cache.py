@@ -27,7 +27,7 @@ from gputray.monitor.sysfs import read_str
 from gputray.scheduler.config import ConfigError
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.registry import EnvError, PythonEnv, load_envs
-from gputray.scheduler.pyenvs.selection import SeenDevice, Selection, SelectionStatus
+from gputray.scheduler.pyenvs.selection import SeenDevice, Selection, SelectionStatus, selected_by
 from gputray.scheduler.tasks.needs import NEEDS
 
 Verdict = Literal["works", "limited", "fails"]
@@ -97,11 +97,8 @@ class PairResult:
 
     def selected_by(self) -> str:
         """``HIP_VISIBLE_DEVICES=0 ✓ Radeon 780M``: the selection, its verdict, and what torch saw."""
-        if self.selection is None:
-            return "—"
-        mark = {"proven": "✓", "wrong-device": "✗", "unprovable": "?"}.get(self.selection_status or "", "?")
-        seen = self.seen_device.name if self.seen_device is not None and self.seen_device.name else "nothing"
-        return f"{self.selection.label()} {mark} {seen}"
+        seen = self.seen_device.name if self.seen_device is not None else None
+        return selected_by(self.selection, self.selection_status, seen)
 
     def capability(self, name: str) -> Capability | None:
         return next((c for c in self.capabilities if c.name == name), None)

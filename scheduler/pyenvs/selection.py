@@ -77,6 +77,15 @@ class Selection:
 
 
 CPU_SELECTION = Selection({}, (), "cpu")
+STATUS_MARKS: Mapping[str, str] = {"proven": "✓", "wrong-device": "✗", "unprovable": "?"}
+
+
+def selected_by(selection: Selection | None, status: SelectionStatus | None, seen_name: str | None) -> str:
+    """``HIP_VISIBLE_DEVICES=0 ✓ Radeon 780M``: the selection, its verdict, and the name of what torch saw
+    (``doctor``'s SELECTED BY column, the lines under each GPU in ``devices``); ``—`` when none."""
+    if selection is None:
+        return "—"
+    return f"{selection.label()} {STATUS_MARKS.get(status or '', '?')} {seen_name or 'nothing'}"
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,7 @@ def test_document_gives_every_name_of_both_gpus() -> None:
     assert "Vulkan index  0  [radv]; also 2 [AMD open-source driver, second driver]" in text
     assert "CUDA UUID     GPU-5060d3e1-7a2b-4c1e-9f00-0123456789ab" in text
     assert "Vulkan 3  llvmpipe" in text
+    assert "Selected by" not in text  # no env probed there (tests/scheduler/test_selection_matrix.py has one)
 
 
 @pytest.mark.parametrize("command", [["devices", "--vulkan-timeout", "0"], ["doctor", "--timeout", "-1"]])

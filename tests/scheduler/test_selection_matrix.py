@@ -366,20 +366,28 @@ def test_a_read_back_is_matched_by_pci_address_then_uuid_then_name_and_memory() 
 def test_devices_json_carries_each_envs_selection_and_seen_device(
     standin_python: Path, tmp_path: Path
 ) -> None:
-    from gputray.scheduler.cli.commands.devices import add_torch_selections
+    from gputray.scheduler.cli.commands.devices import add_torch_selections, build_document, render_text
 
     cell = Cell("therock-multiarch", "windows", "7900xtx+780m", IGPU, "HIP_VISIBLE_DEVICES=1")
     pairs = run_doctor(
         [_env_for(cell, standin_python, tmp_path)], MACHINES[cell.machine], bench=False,
         cache_path=tmp_path / "doctor.json", drivers=DRIVERS,
     )  # fmt: skip
-    doc: dict[str, Any] = {"devices": [{"key": IGPU.key}, {"key": XTX.key}]}
+    doc = build_document(list(MACHINES[cell.machine]), None, tmp_path / "no-sysfs")
     add_torch_selections(doc, pairs)
-    (igpu,) = doc["devices"][0]["torch"]
+    rows = {r["key"]: r for r in doc["devices"]}
+    (igpu,) = rows[IGPU.key]["torch"]
     assert igpu["selection"]["variables"] == {"HIP_VISIBLE_DEVICES": "1"}
     assert igpu["seen_device"]["name"] == IGPU.name and igpu["seen_device"]["pci_bus_id"] == 0x64
     assert igpu["selection_status"] == "proven"
     assert json.dumps(doc)  # plain JSON
+    # `gputray devices` (text): the same, one line per env under each GPU, cut to the terminal's width
+    text = render_text(doc, width=60).splitlines()
+    under_igpu = text[text.index(f"{IGPU.name}  ({IGPU.key})") :]
+    env = pairs[0].env_name
+    line = f"  Selected by   {env}: HIP_VISIBLE_DEVICES=1 ✓ {IGPU.name}"
+    assert line[:59] + "…" in under_igpu, text
+    assert line in render_text(doc).splitlines()
 
 
 def test_an_unprovable_pair_runs_only_a_task_that_allows_it_and_its_log_says_so(

@@ -28,7 +28,9 @@ from gputray.scheduler.cli.commands.common import (
     print_json,
     uses_custom_source,
 )
+from gputray.scheduler.cli.commands.listing import cut_to_cells, terminal_width
 from gputray.scheduler.pyenvs.doctor_cache import PairResult
+from gputray.scheduler.pyenvs.selection import Selection, selected_by
 
 VENDOR_BY_PCI = {0x10DE: "nvidia", 0x1002: "amd", 0x8086: "intel"}
 
@@ -223,7 +225,26 @@ def _value(v: Any) -> str:
     return DASH if v is None else str(v)
 
 
-def render_text(doc: dict[str, Any]) -> str:
+def torch_lines(row: dict[str, Any]) -> list[str]:
+    """Under a GPU: per env the doctor probed there, how a job is pointed at it and what torch saw
+    (``torch-cpu: HIP_VISIBLE_DEVICES=0 ✓ Radeon 780M``, as ``doctor``'s SELECTED BY); none when no env
+    was probed (the row's ``torch``, from ``add_torch_selections``)."""
+    out = []
+    for entry in row.get("torch") or ():
+        chosen = entry.get("selection")
+        selection = None
+        if chosen is not None:
+            selection = Selection(chosen["variables"], tuple(chosen["unset"]), chosen["torch_device"])
+        seen = entry.get("seen_device") or {}
+        text = f"{entry['env']}: {selected_by(selection, entry.get('selection_status'), seen.get('name'))}"
+        if entry.get("verdict") not in (None, "works"):
+            text += f" (doctor: {entry['verdict']})"
+        out.append(text)
+    return out
+
+
+def render_text(doc: dict[str, Any], width: int | None = None) -> str:
+    """The text view of ``doc``; ``width``: the terminal's, which the torch lines are cut to."""
     lines: list[str] = []
     if doc["demo"]:
         lines.append("DEMO — simulated GPUs, not this machine's")
@@ -248,6 +269,9 @@ def render_text(doc: dict[str, Any]) -> str:
             ("Windows LUID", _value(d["windows_luid"])),
         ):
             lines.append(f"  {label:<13} {value}")
+        for i, text in enumerate(torch_lines(d)):
+            line = f"  {'Selected by' if i == 0 else '':<13} {text}"
+            lines.append(line if width is None else cut_to_cells(line, width))
     vulkan = doc["vulkan"]
     if not vulkan["available"]:
         lines.append(f"Vulkan: {vulkan['reason']}")
@@ -299,5 +323,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
     else:
-        print(render_text(doc))
+        print(render_text(doc, terminal_width()))
     return 0
