@@ -11,7 +11,7 @@ stderr, and on a Qt message about deleted objects. The seed is printed, and name
 
     GPUTRAY_FUZZ_SEED=1234 GPUTRAY_FUZZ_SECONDS=300 .venv/bin/python -m pytest tests/e2e/test_gui_fuzz.py
 
-replays that walk (for as long as asked: 20 s by default, so the test takes about half a minute).
+replays that walk (for as long as asked: 15 s by default, so the test takes about 20 s).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pytest
 from test_tray_x11 import Case, desktop, pytestmark, stop  # noqa: F401 - pytestmark: the same marks
 
 HERE = Path(__file__).resolve().parent
-SECONDS = float(os.environ.get("GPUTRAY_FUZZ_SECONDS", "20"))
+SECONDS = float(os.environ.get("GPUTRAY_FUZZ_SECONDS", "15"))
 # Qt's messages about objects used after deletion (Python wrappers whose C++ half is gone, or the other
 # way round): a walk that provokes one has found a bug even if nothing crashed yet.
 DELETED = re.compile(r"already deleted|been deleted|deleted object|QObject[:(]|destroyed while|dangling")
