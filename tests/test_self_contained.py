@@ -1,11 +1,13 @@
 """The suite, the benches and the tools read nothing outside the checkout: a fresh clone passes on its own.
 
 Two checks. A static one reads every Python file in tests/, bench/ and tools/ and works out each path
-built from ``__file__`` (``Path(__file__).resolve().parents[2] / "shared"``, ``ROOT.parent / …``,
-``os.path.join(os.path.dirname(__file__), "..")``); one that lands outside the repository fails, as
-does a string naming the old fixture folder beside the checkout (``..`` then ``shared``). A live one
-copies the checkout into an empty folder (no ``shared/`` beside it) and runs there every test module
-that reads the captured sysfs trees in ``tests/fixtures``.
+built from ``__file__`` (parents, ``.parent``, ``/``, ``os.path.join``/``dirname``, ``joinpath``); one
+that lands outside the repository fails, as does a string naming the old fixture folder that sat
+beside the checkout. A live one copies the checkout into an empty folder (nothing beside it) and runs
+there every test module that reads the captured sysfs trees in ``tests/fixtures``.
+
+The examples below name a made-up folder ``elsewhere`` outside the repository: the scan judges where a
+path lands, not what it is called, and this file itself must not name a folder outside the checkout.
 """
 
 from __future__ import annotations
@@ -129,10 +131,10 @@ def test_no_path_in_tests_bench_or_tools_points_outside_the_checkout() -> None:
     ("relative", "source"),
     [
         # tests/monitor/test_device_map.py until 41326a9
-        ("tests/monitor/x.py", 'F = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures"\n'),
+        ("tests/monitor/x.py", 'F = Path(__file__).resolve().parents[2] / ".." / "elsewhere" / "fixtures"\n'),
         # bench/monitor_sample.py until this file's commit
-        ("bench/x.py", 'ROOT = Path(__file__).resolve().parent.parent\nP = ROOT.parent / "shared"\n'),
-        ("tools/x.py", 'P = os.path.join(os.path.dirname(__file__), "..", "..", "shared")\n'),
+        ("bench/x.py", 'ROOT = Path(__file__).resolve().parent.parent\nP = ROOT.parent / "elsewhere"\n'),
+        ("tools/x.py", 'P = os.path.join(os.path.dirname(__file__), "..", "..", "elsewhere")\n'),
         ("tests/x.py", "P = Path(__file__).parent.joinpath('..', '..')\n"),
         ("tests/x.py", f"P = {SUSPECT_TEXT[0]!r}\n"),
     ],
@@ -190,7 +192,7 @@ def test_fixture_users_pass_in_a_copy_with_nothing_beside_it(tmp_path: Path) -> 
     for name in checkout_files():
         (clone / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, clone / name, follow_symlinks=False)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["gputray"]  # no shared/ (or anything) beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gputray"]  # nothing beside it
     # gputray itself comes from this checkout's install; the tests and their fixtures from the copy.
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *modules],
