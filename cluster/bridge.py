@@ -459,12 +459,7 @@ class Bridge:
         return [self.local, *others]
 
     def _place(self, tasks: list[TaskRecord], in_flight: list[TaskRecord]) -> None:
-        views = self.views()
-        extra: dict[str, int] = {}
-        for r in in_flight:  # handed over but not seen running there yet: keep their slot taken
-            if r.device and r.state in PENDING_STATES and not r.finished:
-                extra[r.device] = extra.get(r.device, 0) + 1
-        views = _with_extra_running(views, extra)
+        views = _with_in_flight(self.views(), in_flight)  # handed over, not yet running: slot taken
         decisions = place_all(
             tasks, views, local=self.local, now_s=time.time(), allowed=lambda t: self._allowed(t, views)
         )
@@ -508,11 +503,7 @@ class Bridge:
         others = sorted(m for m in views if m != self.local)
         if not others:
             return
-        extra: dict[str, int] = {}
-        for r in in_flight:
-            if r.device and r.state in PENDING_STATES and not r.finished:
-                extra[r.device] = extra.get(r.device, 0) + 1
-        views = _with_extra_running(views, extra)
+        views = _with_in_flight(views, in_flight)
         everywhere = place_all(
             stuck, views, local=self.local, now_s=time.time(), allowed=lambda t: self._allowed(t, views)
         )
@@ -553,11 +544,7 @@ class Bridge:
         if not stuck:
             return
         views = self.views()
-        extra: dict[str, int] = {}
-        for r in in_flight:
-            if r.device and r.state in PENDING_STATES and not r.finished:
-                extra[r.device] = extra.get(r.device, 0) + 1
-        views = _with_extra_running(views, extra)
+        views = _with_in_flight(views, in_flight)
         decisions = place_all(
             stuck,
             views,
@@ -1101,7 +1088,13 @@ def _header_growth(rec: TaskRecord, log_path: Path) -> int:
     return len(here) - len(there) if head == here else 0
 
 
-def _with_extra_running(views: dict[str, MachineView], extra: dict[str, int]) -> dict[str, MachineView]:
+def _with_in_flight(views: dict[str, MachineView], in_flight: list[TaskRecord]) -> dict[str, MachineView]:
+    """The views with each task already sent but not yet started there counted as running on its
+    device, so one pass never places two tasks on a device that has room for one."""
+    extra: dict[str, int] = {}
+    for r in in_flight:
+        if r.device and r.state in PENDING_STATES and not r.finished:
+            extra[r.device] = extra.get(r.device, 0) + 1
     if not extra:
         return views
     out = dict(views)
