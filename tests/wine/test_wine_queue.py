@@ -18,11 +18,14 @@ TREE_JOB = textwrap.dedent(
     """
     import os, subprocess, sys, time
     out = sys.argv[1]
+    def mark(name):  # whole or absent: the test never reads a half-written pid
+        open(out + name + ".tmp", "w").write(str(os.getpid()))
+        os.replace(out + name + ".tmp", out + name)
     if sys.argv[2:] == ["child"]:
-        open(out + ".child", "w").write(str(os.getpid()))
+        mark(".child")
         time.sleep(600)
     child = subprocess.Popen([sys.executable, __file__, out, "child"])
-    open(out + ".parent", "w").write(str(os.getpid()))
+    mark(".parent")
     print("started child", child.pid, flush=True)
     time.sleep(600)
     """
@@ -35,7 +38,8 @@ LEAVER_JOB = textwrap.dedent(
     out = sys.argv[1]
     if sys.argv[2:] == ["child"]:
         import os
-        open(out + ".child", "w").write(str(os.getpid()))
+        open(out + ".child.tmp", "w").write(str(os.getpid()))
+        os.replace(out + ".child.tmp", out + ".child")  # whole or absent: never read half-written
         time.sleep(600)
     subprocess.Popen([sys.executable, __file__, out, "child"])
     while True:  # the child's pid is written; then the job ends, leaving it
