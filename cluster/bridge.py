@@ -65,6 +65,9 @@ from gputray.scheduler.jobs.invocation import free_out_path
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
 from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.codes import Reason
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import Paused, TaskView
 from gputray.scheduler.tasks.records import FINISHED_STATES, PENDING_STATES, TaskRecord
 
@@ -478,8 +481,7 @@ class Bridge:
                     device=qualified(d.machine, d.device_key),
                     attempts=r.attempts + 1,
                     state="waiting",
-                    reason=f"sending to {d.machine}"
-                    + (f" ({d.decision.reason})" if d.decision.reason else ""),
+                    reason=c.Sending(machine=d.machine, why=d.decision.reason),
                 )
                 if claimed is not None:
                     self._send(claimed)
@@ -522,7 +524,7 @@ class Bridge:
                 # another state than the one the queue here would start it from: its start, had it
                 # begun meanwhile, fails its own compare-and-set and stops the job
                 state="queued" if r.state == "waiting" else "waiting",
-                reason=f"sending to {d.machine} (it could not start here)",
+                reason=c.Sending(machine=d.machine, not_here=True),
             )
             if claimed is not None:
                 self._placed_here_since.pop(r.id, None)
@@ -556,7 +558,7 @@ class Bridge:
             if isinstance(d.decision, Placement) and d.machine is not None and d.device_key is not None:
                 self._withdraw_to(d.task, d.machine, d.device_key)
 
-    def _withdraw(self, rec: TaskRecord, told: str) -> bool | None:
+    def _withdraw(self, rec: TaskRecord, told: Reason) -> bool | None:
         """Ask the machine holding ``rec`` to withdraw it (``told``: the reason its copy ends with): True
         when it did (the copy there never ran), False when it had started there first, None when that
         machine could not be asked."""
@@ -582,17 +584,17 @@ class Bridge:
         """Edited here while it waited on the machine it was handed to: taken back and placed afresh as
         edited; if it had started there first, it runs as it was sent and its row says so."""
         holder = str(rec.machine)
-        done = self._withdraw(rec, f"taken back by {self.local} to apply an edit")
+        done = self._withdraw(rec, c.TakenBack(machine=self.local, by=True))
         if done is None:
             return
         if not done:
-            late = f"on {holder} (#{rec.remote_id}): it started there before the edit; it runs as sent"
+            late = c.StartedBeforeEdit(machine=holder, remote_id=rec.remote_id)
             if rec.reason != late:
                 self._update(rec, reason=late)
             return
-        why = f"taken back from {holder} to apply the edit"
-        log.info("task #%d: %s", rec.id, why)
-        self._note_in_log(rec, why)
+        why = c.TakenBack(machine=holder)
+        log.info("task #%d: %s", rec.id, render(why))
+        self._note_in_log(rec, render(why))
         self._update(  # placed afresh (the copy there never ran: no attempt)
             rec,
             machine=None,
@@ -606,13 +608,13 @@ class Bridge:
 
     def _withdraw_to(self, rec: TaskRecord, machine: str, device_key: str) -> None:
         holder = str(rec.machine)
-        free = "this machine" if machine == self.local else machine
-        if not self._withdraw(rec, f"taken back by {self.local}: it waited here and {free} is free"):
+        free = "" if machine == self.local else machine
+        if not self._withdraw(rec, c.TakenBack(machine=self.local, free=free, by=True)):
             return
-        why = f"taken back from {holder}: it waited there and {machine} is free"
+        why = c.TakenBack(machine=holder, free=machine)
         log.info("task #%d: %s", rec.id, why)
         if machine == self.local:  # the local queue starts it now; the copy there never ran: no attempt
-            self._note_in_log(rec, why)  # the queue appends its run to the same log
+            self._note_in_log(rec, render(why))  # the queue appends its run to the same log
             self._update(
                 rec,
                 machine=self.local,
@@ -631,7 +633,7 @@ class Bridge:
             remote_state="sending",
             device=qualified(machine, device_key),
             state="queued",
-            reason=f"sending to {machine} ({why})",
+            reason=c.Sending(machine=machine, why=why),
         )
         if claimed is not None:
             self._send(claimed)
@@ -665,7 +667,9 @@ class Bridge:
             if not plan.shared_in_place:
                 check_size(plan, self.config, machine)
         except TransferRefused as exc:
-            self._update(rec, state="failed", reason=str(exc), ended_at=time.time(), remote_state="lost")
+            self._update(
+                rec, state="failed", reason=c.Said(text=str(exc)), ended_at=time.time(), remote_state="lost"
+            )
             return
         try:
             staging = ray.get(handle.staging_dir.remote(origin), timeout=CALL_TIMEOUT_S)
@@ -693,7 +697,7 @@ class Bridge:
                 self._update(
                     rec,
                     state="failed",
-                    reason=f"{machine} refused it: {refusal}",
+                    reason=c.RefusedBy(machine=machine, refusal=refusal),
                     ended_at=time.time(),
                     remote_state="lost",
                 )
@@ -709,7 +713,7 @@ class Bridge:
             remote_id=remote.id,
             remote_state=remote.state,
             log_path=str(log_path),
-            reason=f"on {machine} as #{remote.id}",
+            reason=c.HandedTo(machine=machine, remote_id=remote.id),
         )
         log.info("task #%d handed to %s as #%s", rec.id, machine, remote.id)
 
@@ -778,8 +782,7 @@ class Bridge:
         if remote_done and not log_complete:
             return  # the rest of the log first: `logs --follow` stops at the final state
         changes: dict[str, Any] = {"remote_state": remote_state}
-        where = f"on {machine} (#{rec.remote_id})"
-        reason = f"{where}: {t.reason}" if t.reason else where
+        reason = c.OnMachine(machine=machine, remote_id=rec.remote_id, why=t.reason)
         if remote_state == "running":
             changes.update(state="running", started_at=t.started_at)
         elif remote_done:
@@ -810,11 +813,7 @@ class Bridge:
                 silent_since = m.left_at if m is not None else None
             if silent_since is None:
                 continue
-            since = time.strftime("%H:%M:%S", time.localtime(silent_since))
-            reason = (
-                f"on {r.machine} (#{r.remote_id}): {r.machine} has not answered since {since} (its gputray "
-                "stopped?); its queue there keeps the task, followed again when it answers"
-            )
+            reason = c.Unanswered(machine=str(r.machine), remote_id=r.remote_id, since_s=silent_since)
             if r.reason != reason:
                 self._update(r, reason=reason)
 
@@ -884,11 +883,11 @@ class Bridge:
             if unseen_s < self.config.lost_after_s:
                 continue
             running = r.state == "running" or r.remote_state == "running"
-            why = f"{machine} left the cluster while it ran" if running else f"{machine} left the cluster"
+            why = c.LeftCluster(machine=machine, while_running=running)
             if r.finished:
                 self._ask(rq.ClusterUpdate(id=r.id, changes=rq.RecordChanges(remote_state="lost")))
                 continue
-            log.warning("task #%d: %s", r.id, why)
+            log.warning("task #%d: %s", r.id, render(why))
             self._ask(rq.ClusterUpdate(id=r.id, requeue=why))
 
     def _cancel_orphans(self, rows: list[TaskRecord]) -> None:

@@ -24,6 +24,7 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.common import error, print_json
 from gputray.scheduler.cluster_records import ClusterStatus, DeviceView
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.reasons.render import render
 
 EXIT_REFUSED = 1
 EXIT_NO_OWNER = 3
@@ -252,7 +253,7 @@ def status_cluster(args: argparse.Namespace) -> int:
             reading = _reading(m.name, d)
             row = device_to_json(reading)
             row.update(backend="cluster", machine=m.name, local_key=d.key, key=reading.info.key)
-            row.update(busy=d.busy, reasons=list(d.reasons), running=list(d.running_names))
+            row.update(busy=d.busy, reasons=[render(r) for r in d.reasons], running=list(d.running_names))
             devices.append(row)
             lines.append((m.name, reading))
     out = {"devices": devices, "machines": summary["machines"], "cluster": summary}

@@ -44,6 +44,7 @@ from gputray.scheduler.queue.dependencies import gate
 from gputray.scheduler.queue.device_checks import check_submit
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.reasons.codes import Named, Said
 from gputray.scheduler.replies import ClusterSynced, ClusterTask, Paused
 from gputray.scheduler.tasks.records import (
     FINISHED_STATES,
@@ -353,8 +354,8 @@ class ClusterLink:
         if new.state != before.state and self.emit is not None:
             kind = _EVENT_FOR_STATE.get(new.state)
             if kind is not None:
-                where = f" on {new.machine}" if new.machine else ""
-                self.emit(QueueEvent(kind, new, f"{new.name}{where}: {new.reason or new.state}"))
+                why = new.reason if new.reason is not None else Said(text=new.state)
+                self.emit(QueueEvent(kind, new, Named(name=new.name, why=why, machine=new.machine)))
         if self.queue is not None:
             self.queue.edits.task_changed_elsewhere()  # `gputray wait` on this row answers now
             if new.machine == self.local_machine or new.state == "queued" or new.finished:
@@ -395,7 +396,7 @@ class ClusterLink:
         if new is None:
             return ClusterTask(task=None, now=sendable(self.store.get(task_id)))
         if self.emit is not None:
-            self.emit(QueueEvent("cancelled", new, f"{new.name}: {req.reason}"))
+            self.emit(QueueEvent("cancelled", new, Named(name=new.name, why=req.reason)))
         self.queue.edits.task_changed_elsewhere()
         self.queue.request_dispatch()  # its slot here is for the next task
         return ClusterTask(task=sendable(new))

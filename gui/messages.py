@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gputray.gui import i18n
 from gputray.gui.i18n import tr, tr_noop
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
+from gputray.scheduler.reasons.render import ENDED_STATES, Worded, render, render_all
 
 
 @dataclass(frozen=True)
@@ -341,6 +343,18 @@ SEMICOLON_TEMPLATES = tuple(t for t in TEMPLATES if "; " in t.source)
 
 # Last resort for "<device or task>: <message>" (a per-device detail, an event's "name: reason").
 LABELLED = Template("{label}: {why}", ("why",))
+
+
+def reason(why: Worded | None, state: str | None = None) -> str:
+    """A reason (``scheduler.reasons``) in the current language; past tense for a task in ``state`` that
+    has ended. The renderer is the command line's too; the doctor's words inside it are translated here."""
+    finished = state is not None and state in ENDED_STATES
+    return render(why, i18n.current_language(), finished=finished, words=translate)
+
+
+def reasons(whys: Iterable[Worded]) -> str:
+    """Several reasons (a device's busy verdict, rule by rule), joined as the current language joins them."""
+    return render_all(whys, i18n.current_language(), words=translate)
 
 
 def translate(message: str | None) -> str:

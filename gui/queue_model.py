@@ -24,6 +24,7 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.theme import colors
 from gputray.monitor.units import format_energy_j
+from gputray.scheduler.reasons.codes import says_how_it_ended
 from gputray.scheduler.replies import TaskView
 
 log = logging.getLogger("gputray.gui")
@@ -145,7 +146,7 @@ class QueueModel(QAbstractTableModel):
             env = task.env
             return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
-            return messages.translate(task.reason)
+            return messages.reason(task.reason, task.state)
         if col == COL_ELAPSED:
             took = elapsed_s(task, self._now)
             return "" if took is None else format_duration(took)
@@ -154,10 +155,7 @@ class QueueModel(QAbstractTableModel):
     def tooltip(self, task: TaskView, col: int) -> str:
         """The whole of what a cell shows (cells elide), and a little more: every cell has one."""
         exit_code = task.exit_code
-        reason_text = task.reason
-        said = (
-            f"status {exit_code}" in reason_text or "signal" in reason_text
-        )  # the reason says it: not twice
+        said = says_how_it_ended(task.reason)  # the reason says it: not twice
         failed = exit_code not in (None, 0) and not said
         exit_text = tr("exit status {code}").format(code=exit_code) if failed else ""
         if col == COL_NAME:

@@ -38,6 +38,7 @@ from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, s
 from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.replies import Offer, Paused, Reply, TaskView
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch
 
@@ -94,7 +95,7 @@ def window_failed_text(window: str, exc: BaseException) -> str:
 
 class TrayApp(QObject):
     snapshot_arrived = Signal(object)
-    queue_event_arrived = Signal(str, object, str)
+    queue_event_arrived = Signal(str, object, object)  # kind, TaskView, its words (a reasons.codes Reason)
     owner_started = Signal(object)
     files_opened = Signal(list)  # from the owner's IPC thread: "Open with", "Send To", a second launch
 
@@ -529,7 +530,7 @@ class TrayApp(QObject):
         picture = self.cluster_picture()
         return None if picture is None else list(picture.online_others())
 
-    def _on_queue_event(self, kind: str, task: TaskView, message: str) -> None:
+    def _on_queue_event(self, kind: str, task: TaskView, message: Reason) -> None:
         self.model.upsert(task)
         if task.state not in ("queued", "waiting"):
             self.offers.task_moved_on(task.id)

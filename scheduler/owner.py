@@ -31,6 +31,7 @@ from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.timing import Schedule, Timing
+from gputray.scheduler.reasons.render import render_for
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
@@ -308,7 +309,7 @@ class Owner:
     # --- events and schedules --------------------------------------------------------------------
 
     def _event(self, event: QueueEvent) -> None:
-        log.info("task %s %s: %s", event.task.id, event.kind, event.message)
+        log.info("task %s %s: %s", event.task.id, event.kind, render_for(event.task.state, event.message))
         if self.cluster is not None:
             self.cluster.on_event(event)
         if self._on_event is not None:

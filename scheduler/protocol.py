@@ -27,6 +27,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 from gputray.scheduler import replies as rp
 from gputray.scheduler.cluster_records import ClusterReport
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.tasks.records import (  # the limits of task values live with the task model
     MAX_DURATION_S,
     MAX_EPOCH_S,
@@ -60,7 +61,9 @@ __all__ = [  # re-exported: the limits every request field shares
 # 4: ``status`` sends the monitor's typed Snapshot, ``schedule_*`` typed ScheduleViews.
 # 5: the cluster's report (``cluster_sync``) and status document (``status``'s ``cluster``) are typed
 # (``cluster_records``), a device's readings the monitor's Sample.
-PROTOCOL_VERSION = 5
+# 6: a task's reason (``TaskView.reason``, a cluster update's) is a typed code (``reasons.codes``), a
+# device verdict's reasons the monitor's ``busy_why`` codes; both sides word them.
+PROTOCOL_VERSION = 6
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 MAX_TABLE_KEYS = 4_096
@@ -313,7 +316,7 @@ class RecordChanges(
     leaves one as it is, None empties one)."""
 
     state: TaskState | UnsetType = UNSET
-    reason: Str | UnsetType = UNSET
+    reason: Reason | UnsetType | None = UNSET
     device: Str | UnsetType | None = UNSET
     env: Str | UnsetType | None = UNSET
     exit_code: Int | UnsetType | None = UNSET
@@ -339,7 +342,7 @@ class ClusterUpdate(Request[rp.ClusterTask]):
     id: TaskId
     expect_state: Str | None = None
     changes: RecordChanges | None = None
-    requeue: Str | None = None
+    requeue: Reason | None = None  # why it is queued again (the retry policy decides)
 
 
 class ClusterSubmit(Request[rp.ClusterTask]):
@@ -359,7 +362,7 @@ class ClusterWithdraw(Request[rp.ClusterTask]):
     op = "cluster_withdraw"
     id: TaskId
     origin: Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00]*$")]
-    reason: Annotated[str, Meta(max_length=1000)]
+    reason: Reason
 
 
 #: A request of whichever op: each is a ``Request[ItsReply]``, and every reply is a ``Reply``.

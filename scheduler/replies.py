@@ -11,8 +11,10 @@ from collections.abc import Iterable
 
 import msgspec
 
+from gputray.monitor.busy_why import BusyWhy
 from gputray.monitor.records import Snapshot
 from gputray.scheduler.cluster_records import ClusterStatus
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.tasks.family import family_of
 from gputray.scheduler.tasks.records import Offer, TaskPatch, TaskRecord, TaskSpec
 
@@ -67,7 +69,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
     state: str
     device: str | None = None
     env: str | None = None
-    reason: str = ""
+    reason: Reason | None = None  # words: ``reasons.render_for(state, reason, language)``
     exit_code: int | None = None
     attempts: int = 0
     submitted_at: float | None = None
@@ -132,7 +134,7 @@ class DeviceVerdict(Reply, frozen=True):
 
     key: str
     busy: bool | None
-    reasons: tuple[str, ...]
+    reasons: tuple[BusyWhy, ...]  # words: ``reasons.render``
     simulated: bool
 
 

@@ -62,10 +62,13 @@ class LaunchFailed(OSError):
     ``transient``: only for want of a resource now (out of fds, processes, threads, memory): the queue
     tries again later instead of failing the task."""
 
-    def __init__(self, message: str, *, transient: bool = False, supervisor_killed: bool = False) -> None:
+    def __init__(
+        self, message: str, *, transient: bool = False, supervisor_killed: bool = False, stopped: int = 0
+    ) -> None:
         super().__init__(message)
         self.transient = transient
         self.supervisor_killed = supervisor_killed  # as the job started (by the job, maybe): not a refusal
+        self.stopped = stopped  # the job's processes stopped then
 
 
 class _WatchThread:
@@ -616,7 +619,7 @@ def _start_supervised(
                     f"; {stopped} process{'es' if stopped != 1 else ''} of the job stopped" if stopped else ""
                 )
                 log.write(f"gputray: {msg}\n".encode())
-                raise LaunchFailed(msg, supervisor_killed=True)
+                raise LaunchFailed(msg, supervisor_killed=True, stopped=stopped)
             log.write(f"gputray: {msg}\n".encode())
             with contextlib.suppress(subprocess.TimeoutExpired):
                 sup.wait(timeout=SUPERVISOR_START_TIMEOUT_S)

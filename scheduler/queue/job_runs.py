@@ -34,6 +34,9 @@ from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.codes import Reason
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
 
 log = logging.getLogger("gputray.scheduler.queue.service")
@@ -82,7 +85,7 @@ class RunsQueue(Protocol):
 
     def clock(self) -> float: ...
 
-    def emit(self, kind: EventKind, rec: TaskRecord, message: str) -> None: ...
+    def emit(self, kind: EventKind, rec: TaskRecord, message: Reason) -> None: ...
 
     def request_dispatch(self, *, urgent: bool = False) -> None: ...
 
@@ -171,7 +174,7 @@ class JobRuns:
                         pid=run.pid,
                         pid_create_time=run.pid_create_time,
                         not_before=None,
-                        reason="",
+                        reason=None,
                     )
                     if marked is None:
                         continue
@@ -208,7 +211,7 @@ class JobRuns:
         info = next(d.info for d in devices if d.key == decision.device)
         spec = task.spec
         now = self.queue.clock()
-        notes: builtins.list[str] = [decision.reason] if decision.reason else []
+        notes: builtins.list[Reason] = [decision.reason] if decision.reason is not None else []
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
@@ -217,13 +220,13 @@ class JobRuns:
             return
         pyenv = chosen.env if chosen is not None else None
         if chosen is not None and chosen.on_cpu:
-            notes.insert(0, demo_note(info.name, done=False))
+            notes.insert(0, c.DemoOnCpu(device=info.name))
         log_path = self.queue.paths.logs_dir / f"task-{task.id}.log"
         running = dict(  # what the store says once the process exists, never before
             state="running",
             device=info.key,
             env=pyenv.name if pyenv is not None and pyenv.name else None,
-            reason="; ".join(notes),
+            reason=c.chain(*notes),
             attempts=task.attempts + 1,
             started_at=now,
             ended_at=None,
@@ -281,13 +284,13 @@ class JobRuns:
                 **{
                     **running,
                     "state": "failed",
-                    "reason": f"could not start: {exc}",
+                    "reason": c.CouldNotStart(error=str(exc)),
                     "ended_at": self.queue.clock(),
                     "pid": None,
                 },
             )
             if failed is not None:
-                self.queue.emit("failed", failed, f"{failed.name} could not start: {exc}")
+                self.queue.emit("failed", failed, c.JobCouldNotStart(name=failed.name, error=str(exc)))
             return
         try:
             started = self.store.compare_and_update(
@@ -309,10 +312,11 @@ class JobRuns:
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
         )
         self.energy.start(task.id, info.key, job.pid)
-        if decision.redirected:
-            self.queue.emit("redirected", started, f"{spec.name}: {decision.reason}")
+        if decision.redirected and decision.reason is not None:
+            self.queue.emit("redirected", started, c.Named(name=spec.name, why=decision.reason))
         else:
-            self.queue.emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
+            where = None if info.key == "cpu" else info.name
+            self.queue.emit("started", started, c.JobStarted(name=spec.name, device=where, demo_for=demo_for))
 
     def _interrupted_at_start(self, task: TaskRecord, running: Mapping[str, Any], exc: LaunchFailed) -> None:
         """Its supervisor was killed as the job started (by the job itself, maybe): an attempt that was
@@ -321,17 +325,18 @@ class JobRuns:
         if counted is None:
             return
         ended = dict(ended_at=self.queue.clock(), exit_code=None, pid=None, pid_create_time=None)
-        new = self.store.apply_retry_policy(task.id, f"interrupted: {exc}", now=self.queue.clock(), **ended)
-        self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
+        why = c.SupervisorKilled(at_start=True, stopped=exc.stopped)
+        new = self.store.apply_retry_policy(task.id, why, now=self.queue.clock(), **ended)
+        self.queue.emit("interrupted", new, c.Named(name=new.name, why=new.reason or why))
 
     def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
         """A start that failed for want of a resource now: the task waits, saying why, and is tried
         again after a back-off (``start_backoff``)."""
         wait = self.start_backoff.hold(task.id, exc, now)
-        log.warning("task #%d: %s", task.id, wait.reason)
+        log.warning("task #%d: %s", task.id, render(wait.reason))
         new = self.store.compare_and_update(task.id, task.state, state="waiting", reason=wait.reason)
         if new is not None:
-            self.queue.emit("waiting", new, f"{new.name}: {wait.reason}")
+            self.queue.emit("waiting", new, c.Named(name=new.name, why=wait.reason))
 
     def _python_env(self, task: TaskRecord, info: DeviceInfo) -> EnvStatus | None:
         """A torch task's env on the device (an ``EnvReady``, or why there is none now); None for other
@@ -344,7 +349,7 @@ class JobRuns:
             )
         except Exception as exc:
             log.exception("env lookup failed")
-            return EnvMissing(f"env lookup failed ({exc})")
+            return EnvMissing(c.EnvLookupFailed(error=str(exc)))
 
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
@@ -375,9 +380,9 @@ class JobRuns:
             reason = job.kill_reason
             base: dict[str, Any] = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
             base.update(energy_j=used.energy_j, energy_shared=used.shared)
-            demo: dict[str, str] = {}
-            if running is not None and running.demo_for is not None:
-                demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
+            demo_for = running.demo_for if running is not None else _demo_for(rec.reason)
+            if demo_for is not None:  # an adopted job's too: its reason says so
+                _note_demo(demo_for, rec.log_path)
             # the footer's watts over the run's start-to-end time, as queue --json's power_avg_w and the
             # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
             span = now - rec.started_at if rec.started_at is not None else used.duration_s
@@ -385,64 +390,63 @@ class JobRuns:
             _note_energy(rec.log_path, energy_line(logged, self.queue.device_name(device)))
             if reason == "orphaned":
                 base["exit_code"] = None
-            left = leftover_note(job.leftovers) if reason != "orphaned" else ""
+            left = c.Leftovers(count=job.leftovers) if reason != "orphaned" and job.leftovers else None
+            why: Reason
             if reason == "cancelled":
-                why = "; ".join(filter(None, ["cancelled while running", left]))
+                why = c.chain(c.Cancelled(while_running=True), left) or c.Cancelled(while_running=True)
                 new = self.store.update(task_id, state="cancelled", reason=why, **base)
-                self.queue.emit("cancelled", new, f"{new.name} cancelled")
+                self.queue.emit("cancelled", new, c.JobCancelled(name=new.name))
             elif reason in ("lost", "shutdown", "orphaned"):
-                why = {
-                    "lost": f"interrupted: {self.queue.device_name(device)} was lost while it ran",
-                    "shutdown": "interrupted: gputray stopped while it ran",
-                    "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
-                    + (f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""),
-                }[reason]
-                why = "; ".join(filter(None, [why, left]))
+                gone: dict[str, Reason] = {
+                    "lost": c.LostWhileRunning(device=self.queue.device_name(device)),
+                    "shutdown": c.OwnerStopped(),
+                    "orphaned": c.SupervisorKilled(
+                        at_start=False, stopped=job.leftovers if job.stopped_leftover else 0
+                    ),
+                }
+                why = c.chain(gone[reason], left) or gone[reason]
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
-                self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
+                self.queue.emit("interrupted", new, c.Named(name=new.name, why=new.reason or why))
             elif code == 0 and reason is None:
-                if left:
-                    demo["reason"] = "; ".join(filter(None, [demo.get("reason", rec.reason), left]))
-                new = self.store.update(task_id, state="succeeded", **base, **demo)
-                where = self._where(device, running.demo_for if running is not None else None)
-                self.queue.emit("finished", new, f"{new.name} finished on {where}")
+                kept = {"reason": c.chain(rec.reason, left)} if left is not None else {}
+                new = self.store.update(task_id, state="succeeded", **base, **kept)
+                done = c.JobFinished(name=new.name, device=self._device_word(device), demo_for=demo_for)
+                self.queue.emit("finished", new, done)
             else:
+                ended: Reason
                 if reason == "timeout":
-                    why = f"timed out after {rec.spec.timeout_s:g} s"
+                    ended = c.TimedOut(timeout_s=rec.spec.timeout_s or 0.0)
                 elif code < 0:
-                    why = f"killed by signal {_signal_name(-code)}"
+                    ended = c.KilledBy(signal=_signal_name(-code))
                 else:
-                    why = f"exited with status {code}"
-                why = "; ".join(filter(None, [why, left]))
+                    ended = c.ExitedWith(status=code)
+                why = c.chain(ended, left) or ended
                 new = self.store.apply_retry_policy(task_id, why, now=now, **base)
-                self.queue.emit(
-                    "queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}"
-                )
+                kind: EventKind = "queued" if new.state == "queued" else "failed"
+                self.queue.emit(kind, new, c.Named(name=new.name, why=new.reason or why))
             job.files.discard()  # recorded: the supervisor's files have said what they had to say
         self.queue.request_dispatch(urgent=True)
 
-    def _where(self, key: str | None, demo_for: str | None) -> str:
-        """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
-        return (
-            f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self.queue.device_name(key)
-        )
+    def _device_word(self, key: str | None) -> str | None:
+        """The device a job ran on, for an event's words (None: the CPU)."""
+        return None if key in (None, "cpu") else self.queue.device_name(key)
 
 
-def demo_note(device_name: str, *, done: bool) -> str:
-    """What a torch job on a simulated GPU says: it runs (ran) on the CPU instead."""
-    return f"demo: {'ran' if done else 'running'} on the CPU in place of {device_name}"
+def _demo_for(reason: Reason | None) -> str | None:
+    """The simulated GPU a job ran on the CPU in place of, as its reason says (an adopted job's too)."""
+    parts = reason.parts if isinstance(reason, c.Chain) else (reason,)
+    return next((p.device for p in parts if isinstance(p, c.DemoOnCpu)), None)
 
 
-def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
-    """The reason of a demo job that ended (its note in the past tense), also written to its log."""
-    done = demo_note(device_name, done=True)
+def _note_demo(device_name: str, log_path: str | None) -> None:
+    """The last line of a demo job's log: it ran on the CPU in place of a simulated GPU."""
     if log_path:
         try:
             with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
+                done = render(c.DemoOnCpu(device=device_name), finished=True)
                 f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
         except OSError:
             log.warning("could not append to %s", log_path)
-    return reason.replace(demo_note(device_name, done=False), done) if reason else done
 
 
 def _note_energy(log_path: str | None, line: str | None) -> None:
@@ -454,17 +458,6 @@ def _note_energy(log_path: str | None, line: str | None) -> None:
             f.write(f"\ngputray: {line}\n")
     except OSError:
         log.warning("could not append to %s", log_path)
-
-
-def _processes(count: int) -> str:
-    return "1 process" if count == 1 else f"{count} processes"
-
-
-def leftover_note(count: int) -> str:
-    """What the task says when its job left processes running that its supervisor stopped."""
-    if not count:
-        return ""
-    return f"{_processes(count)} {'was' if count == 1 else 'were'} still running after the job ended: stopped"
 
 
 def _signal_name(number: int) -> str:

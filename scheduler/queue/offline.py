@@ -24,6 +24,7 @@ from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.reasons.codes import Cancelled, Reason, RequeuedByRequest, RequeuedWith
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
 
@@ -60,13 +61,13 @@ def act(paths: Paths, fn: Callable[[OfflineQueue], _T]) -> _T:
 
 
 def requeue_changes(
-    rec: TaskRecord, reason: str = "queued again by request", *, now_s: float, position: float
+    rec: TaskRecord, reason: Reason | None = None, *, now_s: float, position: float
 ) -> dict[str, Any]:
     """What ``retry`` writes: queued again at ``position`` (the end); attempts count on ("attempt 2")
     while its automatic retries start afresh. The owner's queue writes the same (``QueueService``)."""
     return dict(
         state="queued",
-        reason=reason,
+        reason=reason if reason is not None else RequeuedByRequest(),
         attempts_before=rec.attempts,
         exit_code=None,
         started_at=None,
@@ -115,7 +116,7 @@ class OfflineQueue:
         now = self.store.clock()
         if rec.state in PENDING_STATES or rec.state == "interrupted":
             new = self.store.compare_and_update(
-                task_id, rec.state, state="cancelled", reason="cancelled", ended_at=now
+                task_id, rec.state, state="cancelled", reason=Cancelled(), ended_at=now
             )
             if new is None:
                 raise OfflineRefusal(f"task #{task_id} changed meanwhile; try again")
@@ -148,7 +149,7 @@ class OfflineQueue:
         new = self.store.update(
             task_id,
             state="cancelled",
-            reason="cancelled while running (no owner was up)",
+            reason=Cancelled(while_running=True, offline=True),
             exit_code=None if end is None else end.returncode,
             ended_at=now if end is None else end.ended_at,
             pid=None,
@@ -166,14 +167,14 @@ class OfflineQueue:
         rec = self.get(task_id)
         if rec.state in PENDING_STATES or rec.state == "running":
             raise OfflineRefusal(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-        new = self._requeue(rec, "queued again by request")
+        new = self._requeue(rec, RequeuedByRequest())
         if new is None:
             raise OfflineRefusal(f"task #{task_id} changed state meanwhile; try again")
         for dependant in failed_because_of(task_id, self.store.list()):
-            self._requeue(dependant, f"queued again: #{task_id} was queued again")
+            self._requeue(dependant, RequeuedWith(task_id=task_id))
         return new
 
-    def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
+    def _requeue(self, rec: TaskRecord, reason: Reason) -> TaskRecord | None:
         changes = requeue_changes(rec, reason, now_s=self.store.clock(), position=self.store.next_position())
         return self.store.compare_and_update(rec.id, rec.state, **changes)
 

@@ -76,6 +76,7 @@ from gputray.scheduler.queue.store_rows import (
     StoredEnv,
     column_text,
     decode_rows,
+    reason_column,
     spec_from_json,
     spec_text,
 )
@@ -83,6 +84,8 @@ from gputray.scheduler.queue.store_schema import (
     transaction,
 )
 from gputray.scheduler.queue.store_writer import Statement, StoreWriter
+from gputray.scheduler.reasons.codes import NoRetriesLeft, OwnerStopped, Reason, RetryPlanned
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import (
     MAX_BACKOFF_S,
     PENDING_STATES,
@@ -98,6 +101,11 @@ NO_FSYNC_VAR = "GPUTRAY_UNSAFE_NO_FSYNC"
 
 _Records = list[TaskRecord]  # TaskStore.list shadows the builtin inside the class
 SPEC_CACHE_SIZE = 256  # decoded specs kept by their text while the file is read (identical ones share)
+
+
+def _column_values(changes: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The values of ``changes`` as their columns hold them (a reason as its code's JSON)."""
+    return tuple(reason_column(v) if k == "reason" else v for k, v in changes.items())
 
 
 def _check_columns(changes: Mapping[str, Any]) -> None:
@@ -242,16 +250,16 @@ class TaskStore:
         mirror = self._mirror()
         for task_id, (_problem, row) in bad.items():
             rec = mirror[task_id]
-            log.warning("task #%d: %s", task_id, rec.reason)
+            log.warning("task #%d: %s", task_id, render(rec.reason))
             pid, create_time = row[12], row[13]
             if row[2] == "running" and type(pid) is int and isinstance(create_time, float):
                 kill_orphan(pid, create_time)
-            if row[2] != "failed" or row[5] != rec.reason:
+            if row[2] != "failed" or row[5] != reason_column(rec.reason):
                 ended = rec.ended_at if rec.ended_at is not None else now
                 statements.append(
                     (
                         "UPDATE tasks SET state = 'failed', reason = ?, ended_at = ? WHERE id = ?",
-                        (rec.reason, ended, task_id),
+                        (reason_column(rec.reason), ended, task_id),
                     )
                 )
                 mirror[task_id] = rec.replace(ended_at=ended)
@@ -477,7 +485,7 @@ class TaskStore:
             self._refuse_unreadable(task_id, changes)
             if changes:
                 cols = ", ".join(f"{k} = ?" for k in changes)
-                sql, params = f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id)
+                sql, params = f"UPDATE tasks SET {cols} WHERE id = ?", (*_column_values(changes), task_id)
                 if expect_state is not None:
                     sql, params = f"{sql} AND state = ?", (*params, expect_state)
                 self._writer.write([(sql, params)])
@@ -515,7 +523,7 @@ class TaskStore:
                 self._refuse_unreadable(task_id, cols)
                 sets = ", ".join(f"{k} = ?" for k in cols)
                 statements.append(
-                    (f"UPDATE tasks SET {sets} WHERE id = ?{guard}", (*cols.values(), task_id, *extra))
+                    (f"UPDATE tasks SET {sets} WHERE id = ?{guard}", (*_column_values(cols), task_id, *extra))
                 )
                 after[task_id] = rec.replace(**cols)
             self._writer.write(statements, sync=sync)
@@ -617,7 +625,7 @@ class TaskStore:
             ]
             if not stale:
                 return []
-            why = "interrupted: gputray stopped while it ran"
+            why = OwnerStopped()
             self.update_many(
                 [(r.id, {"state": "interrupted", "ended_at": now, "reason": why}) for r in stale],
                 only_states=("running",),
@@ -628,13 +636,12 @@ class TaskStore:
                 killed = kill_orphans and kill_unrecorded_job(rec.id, str(self.path))
             else:
                 killed = kill_orphans and kill_orphan(rec.pid, rec.pid_create_time)
-            why = "gputray stopped while it ran" + (" (its leftover process was stopped)" if killed else "")
-            new = self.apply_retry_policy(rec.id, f"interrupted: {why}", now=now)
+            new = self.apply_retry_policy(rec.id, OwnerStopped(stopped_leftover=killed), now=now)
             out.append(Recovered(new, new.state == "queued", killed))
         return out
 
     def apply_retry_policy(
-        self, task_id: int, why: str, *, now: float | None = None, **also: Any
+        self, task_id: int, why: Reason, *, now: float | None = None, **also: Any
     ) -> TaskRecord:
         """After a failure or interruption: requeue with backoff while retries remain, else fail.
 
@@ -647,12 +654,7 @@ class TaskStore:
             retries_used = max(0, rec.attempts - rec.attempts_before - 1)
             if retries_used < rec.spec.retries and task_id not in self._unreadable:
                 delay = min(MAX_BACKOFF_S, rec.spec.backoff_s * 2.0 ** min(retries_used, 60))
-                left = rec.spec.retries - retries_used
-                reason = (
-                    f"{why}; retry {retries_used + 1} of {rec.spec.retries} in {delay:.0f} s"
-                    if delay >= 1
-                    else f"{why}; retrying ({left} left)"
-                )
+                reason = RetryPlanned(why=why, n=retries_used + 1, total=rec.spec.retries, delay_s=delay)
                 cols: dict[str, Any] = {
                     **also,
                     "state": "queued",
@@ -664,11 +666,9 @@ class TaskStore:
                     "overtakes": 0,
                 }
                 return self.update(task_id, **cols)
-            suffix = "; no retries left" if rec.spec.retries else ""
+            failed = NoRetriesLeft(why=why) if rec.spec.retries else why
             ended = also.pop("ended_at", None) or rec.ended_at or now
-            return self.update(
-                task_id, **{**also, "state": "failed", "reason": f"{why}{suffix}", "ended_at": ended}
-            )
+            return self.update(task_id, **{**also, "state": "failed", "reason": failed, "ended_at": ended})
 
 
 UNFINISHED_STATES = frozenset({"queued", "waiting", "running", "interrupted"})

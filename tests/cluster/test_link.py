@@ -17,6 +17,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import BadRequest, Request, request_from
 from gputray.scheduler.queue.saved_queue import read_saved_tasks
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks.recipes import SubmitError
 from gputray.scheduler.tasks.records import TaskSpec
@@ -117,14 +118,14 @@ def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason
     ).task
     assert got is not None
     assert got.state == "queued" and got.machine is None and got.remote_id is None
-    assert "laptop left the cluster while it ran" in got.reason
+    assert "laptop left the cluster while it ran" in render(got.reason)
     store.update(rec.id, machine="laptop", remote_id=4, remote_state="running", state="running", attempts=2)
     got = link.update(
         request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran")
     ).task
     assert got is not None
     assert got.state == "failed" and got.machine == "laptop" and got.remote_state == "lost"
-    assert got.reason.startswith("laptop left the cluster while it ran")
+    assert render(got.reason).startswith("laptop left the cluster while it ran")
 
 
 def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path) -> None:

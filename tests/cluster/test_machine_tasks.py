@@ -34,6 +34,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 RAM = 64 * GIB
@@ -209,7 +210,7 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
     # held: the bridge is not given them to place, and the local queue says why they wait
     assert desk.synced() == [remote_first.id]
     held = desk.queue.get(after_local.id)
-    assert held.state == "waiting" and held.reason.startswith(f"waits for #{first.id} 'first' (")
+    assert held.state == "waiting" and render(held.reason).startswith(f"waits for #{first.id} 'first' (")
 
     # the task on the laptop ends (the bridge records it in its row here): its dependant may go
     ended = rq.RecordChanges(
@@ -223,7 +224,9 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
     desk.queue.cancel(first.id)
     desk.queue.dispatch()
     failed = desk.queue.get(after_local.id)
-    assert failed.state == "failed" and failed.reason.startswith(f"dependency #{first.id} 'first' cancelled")
+    assert failed.state == "failed" and render(failed.reason).startswith(
+        f"dependency #{first.id} 'first' cancelled"
+    )
     assert after_local.id not in desk.synced()
 
 

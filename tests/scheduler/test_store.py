@@ -19,6 +19,8 @@ from gputray.scheduler.queue.saved_queue import read_saved_task, read_saved_task
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import StoreError, TaskNotFound
 from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
+from gputray.scheduler.reasons.codes import ExitedWith, Said
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -32,13 +34,13 @@ def test_tasks_survive_reopening(tmp_path: Path) -> None:
     store = TaskStore(db, clock=lambda: 100.0)
     a = store.add(spec("a", device_prefs=("5060ti",), env={"X": "1"}))
     b = store.add(spec("b", priority=5))
-    store.update(a.id, state="waiting", reason="waiting for GeForce RTX 5060 Ti: busy")
+    store.update(a.id, state="waiting", reason=Said(text="waiting for GeForce RTX 5060 Ti: busy"))
     store.close()
 
     again = TaskStore(db)
     assert again.schema_version == SCHEMA_VERSION
     got = again.get(a.id)
-    assert got.state == "waiting" and got.reason.startswith("waiting for")
+    assert got.state == "waiting" and render(got.reason).startswith("waiting for")
     assert got.spec == a.spec and got.submitted_at == 100.0
     # Pending tasks come in dispatch order: higher priority first.
     assert [r.id for r in again.pending()] == [b.id, a.id]
@@ -80,24 +82,24 @@ def test_retry_policy_requeues_with_doubling_backoff_then_fails(tmp_path: Path) 
     store = TaskStore(tmp_path / "q.db", clock=lambda: 1000.0)
     rec = store.add(spec(retries=2, backoff_s=10))
     store.update(rec.id, state="failed", attempts=1)
-    first = store.apply_retry_policy(rec.id, "exited with status 1")
+    first = store.apply_retry_policy(rec.id, ExitedWith(status=1))
     assert first.state == "queued" and first.not_before == 1010.0
-    assert first.reason == "exited with status 1; retry 1 of 2 in 10 s"
+    assert render(first.reason) == "exited with status 1; retry 1 of 2 in 10 s"
     store.update(rec.id, attempts=2)
-    second = store.apply_retry_policy(rec.id, "exited with status 1")
+    second = store.apply_retry_policy(rec.id, ExitedWith(status=1))
     assert second.state == "queued" and second.not_before == 1020.0
     store.update(rec.id, attempts=3)
-    last = store.apply_retry_policy(rec.id, "exited with status 1")
-    assert last.state == "failed" and last.reason == "exited with status 1; no retries left"
+    last = store.apply_retry_policy(rec.id, ExitedWith(status=1))
+    assert last.state == "failed" and render(last.reason) == "exited with status 1; no retries left"
 
 
 def test_the_doubling_backoff_stops_at_an_hour(tmp_path: Path) -> None:
     store = TaskStore(tmp_path / "q.db", clock=lambda: 1000.0)
     rec = store.add(spec(retries=100, backoff_s=30))
     store.update(rec.id, state="failed", attempts=99)  # 98 retries used: 30 s x 2**98 uncapped
-    again = store.apply_retry_policy(rec.id, "exited with status 1")
+    again = store.apply_retry_policy(rec.id, ExitedWith(status=1))
     assert again.state == "queued" and again.not_before == 1000.0 + 3600.0
-    assert again.reason == "exited with status 1; retry 99 of 100 in 3600 s"
+    assert render(again.reason) == "exited with status 1; retry 99 of 100 in 3600 s"
 
 
 def _sleeper() -> subprocess.Popen[bytes]:
@@ -124,7 +126,7 @@ def test_crash_recovery_interrupts_running_tasks_and_applies_their_policy(tmp_pa
             log_path=str(log),
         )
         store.update(once.id, state="running", attempts=1, started_at=400.0, pid=None)
-        store.update(waiting.id, state="waiting", reason="waiting for Radeon 780M: paused")
+        store.update(waiting.id, state="waiting", reason=Said(text="waiting for Radeon 780M: paused"))
         store.close()  # the owner "crashes": nothing else happens
 
         reopened = TaskStore(db, clock=lambda: 600.0)
@@ -137,10 +139,10 @@ def test_crash_recovery_interrupts_running_tasks_and_applies_their_policy(tmp_pa
     assert set(recovered) == {again.id, once.id}
     requeued = reopened.get(again.id)
     assert requeued.state == "queued" and recovered[again.id].requeued and recovered[again.id].killed_orphan
-    assert requeued.reason.startswith("interrupted: gputray stopped while it ran")
+    assert render(requeued.reason).startswith("interrupted: gputray stopped while it ran")
     assert requeued.log_path == str(log) and log.read_text() == "half of the output\n"
     failed = reopened.get(once.id)
-    assert failed.state == "failed" and "interrupted" in failed.reason and failed.ended_at == 600.0
+    assert failed.state == "failed" and "interrupted" in render(failed.reason) and failed.ended_at == 600.0
     assert reopened.get(waiting.id).state == "waiting"  # untouched
     assert reopened.recover_after_crash() == []  # idempotent
 
@@ -172,7 +174,7 @@ def test_recovery_does_not_claim_to_stop_a_job_that_had_already_ended(tmp_path: 
         store.update(rec.id, state="running", attempts=1, pid=job.pid, pid_create_time=create_time)
         (r,) = store.recover_after_crash()
         assert not r.killed_orphan
-        assert "leftover process" not in store.get(rec.id).reason
+        assert "leftover process" not in render(store.get(rec.id).reason)
     finally:
         job.wait()
 
@@ -202,7 +204,7 @@ def test_recovery_finds_a_job_whose_pid_was_never_saved_by_its_environment(tmp_p
         wait_for(lambda: psutil.Process(ours.pid).environ().get(QUEUE_FILE_VAR) == str(db), what="the job")
         (r,) = store.recover_after_crash()
         assert r.killed_orphan and r.requeued
-        assert "its leftover process was stopped" in store.get(rec.id).reason
+        assert "its leftover process was stopped" in render(store.get(rec.id).reason)
         ours.wait(timeout=10)
         assert other.poll() is None
     finally:
@@ -322,7 +324,8 @@ def test_reads_come_from_memory_and_follow_every_write(tmp_path: Path) -> None:
     assert statements == []  # nothing read from SQLite again
 
     store.update_many(
-        [(a.id, {"state": "waiting", "reason": "r"}), (c.id, {"reason": "x"})], only_states=("queued",)
+        [(a.id, {"state": "waiting", "reason": Said(text="r")}), (c.id, {"reason": Said(text="x")})],
+        only_states=("queued",),
     )
     store.update(c.id, state="cancelled")
     store.update_many(
@@ -333,14 +336,14 @@ def test_reads_come_from_memory_and_follow_every_write(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         store.update_many([(a.id, {"state": "failed"}), (b.id, {"spec": "bad"})])  # rolled back whole
     store.set_priority_position(a.id, 5, 0.5)
-    seen = {r.id: (r.state, r.reason, r.pid, r.spec.priority) for r in store.list()}
+    seen = {r.id: (r.state, render(r.reason), r.pid, r.spec.priority) for r in store.list()}
     assert seen == {
         a.id: ("waiting", "r", None, 5),
         b.id: ("running", "", 42, 0),
         c.id: ("cancelled", "x", None, 0),
     }
     store.recover_after_crash(kill_orphans=False)  # b: running → interrupted → requeued by its retry
-    assert store.get(b.id).state == "queued" and "interrupted" in store.get(b.id).reason
+    assert store.get(b.id).state == "queued" and "interrupted" in render(store.get(b.id).reason)
     mine = {r.id: r for r in store.list()}
     store.close()
     assert {r.id: r for r in TaskStore(db).list()} == mine
@@ -481,13 +484,15 @@ def test_a_name_that_is_not_utf8_is_saved_and_read_back_as_submitted(tmp_path: P
     odd = os.fsdecode(b"caf\xe9.py")
     store = TaskStore(db)
     rec = store.add(spec(odd))
-    store.update(rec.id, state="failed", reason=f"could not start: no such file: {odd}")
+    store.update(rec.id, state="failed", reason=Said(text=f"could not start: no such file: {odd}"))
     store.replace_spec(rec.id, spec(odd, priority=3), only_states=("failed",))
     store.close()
     again = TaskStore(db)
     got = again.get(rec.id)
     assert got.spec.name == odd and got.spec.argv == ("echo", odd) and got.spec.priority == 3
-    assert got.reason == "could not start: no such file: caf\\xe9.py"  # the byte, as the console shows it
+    assert (
+        render(got.reason) == "could not start: no such file: caf\\xe9.py"
+    )  # the byte, as the console shows it
     again.close()
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT name FROM tasks").fetchone() == ("caf\\xe9.py",)

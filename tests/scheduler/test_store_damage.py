@@ -29,6 +29,7 @@ from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import StoreError, UnreadableTask
 from gputray.scheduler.queue.store_salvage import inspect_files, scan_wal
 from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskSpec
 
 PAGE = 4096
@@ -241,10 +242,10 @@ def test_rows_that_are_no_task_are_shown_failed_and_the_rest_is_untouched(tmp_pa
     by_id = {r.id: r for r in saved.tasks}
     assert sorted(by_id) == [1, 2, 3, 4, 5, 6]
     assert by_id[1].state == by_id[6].state == "queued"
-    assert "not JSON" in by_id[2].reason and by_id[2].state == "failed"
-    assert "argv is 5" in by_id[3].reason
-    assert "position is 'abc'" in by_id[4].reason
-    assert "cannot be read" in by_id[5].reason
+    assert "not JSON" in render(by_id[2].reason) and by_id[2].state == "failed"
+    assert "argv is 5" in render(by_id[3].reason)
+    assert "position is 'abc'" in render(by_id[4].reason)
+    assert "cannot be read" in render(by_id[5].reason)
     assert len(saved.notes) == 4 and read_saved_task(db, 3).state == "failed"
 
     store = TaskStore(db, clock=lambda: 200.0)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from gputray.scheduler import console
+from gputray.scheduler.reasons.render import render_for
 from gputray.scheduler.replies import PausedReply, TaskView
 from gputray.scheduler.tasks.records import iso_utc
 
@@ -107,11 +108,17 @@ def _escaped(char: str) -> str:
     return char.encode("unicode_escape").decode("ascii")
 
 
+def reason_text(t: TaskView) -> str:
+    """The task's reason in words, as its state reads it (the command line speaks English)."""
+    return render_for(t.state, t.reason, "en")
+
+
 def task_json(t: TaskView) -> dict[str, Any]:
     """A task as ``--json`` prints it (docs/queue.md): its fields, times as ISO 8601 UTC strings."""
     if t.state == "removed":  # gone before `wait` saw it end
         return {"id": t.id, "state": t.state}
     doc = msgspec.structs.asdict(t)
+    doc["reason"] = reason_text(t)
     for key in ("submitted_at", "started_at", "ended_at"):
         doc[key] = iso_utc(doc[key])
     doc["after"] = list(t.after)
