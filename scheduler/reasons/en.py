@@ -56,8 +56,9 @@ def _asleep(r: b.Asleep, s: Say) -> str:
 
 @says(b.Hot)
 def _hot(r: b.Hot, s: Say) -> str:
-    hot = f"hot: {r.temp_c:.0f} °C (limit {r.limit_c:.0f} °C)"
-    return f"{r.device} is {hot}" if s.named else hot
+    if s.named:
+        return f"{r.device} is hot: {r.temp_c:.0f} °C (limit {r.limit_c:.0f} °C)"
+    return f"hot: {r.temp_c:.0f} °C, limit {r.limit_c:.0f} °C"  # inside a device's reason, in its brackets
 
 
 @says(b.UtilHigh)
@@ -181,7 +182,7 @@ def _memory_short(r: c.MemoryShort, s: Say) -> str:
 
 @says(c.TooHot)
 def _too_hot(r: c.TooHot, s: Say) -> str:
-    return f"hot: {r.temp_c:.0f} °C (limit {r.limit_c:.0f} °C)"
+    return f"hot: {r.temp_c:.0f} °C, limit {r.limit_c:.0f} °C"
 
 
 # -- Python envs --------------------------------------------------------------------------------------

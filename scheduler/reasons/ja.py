@@ -60,8 +60,9 @@ def _asleep(r: b.Asleep, s: Say) -> str:
 
 @says(b.Hot)
 def _hot(r: b.Hot, s: Say) -> str:
-    hot = f"{r.temp_c:.0f} °C（上限 {r.limit_c:.0f} °C）"
-    return f"{r.device} が高温: {hot}" if s.named else f"高温: {hot}"
+    if s.named:
+        return f"{r.device} が高温: {r.temp_c:.0f} °C（上限 {r.limit_c:.0f} °C）"
+    return f"高温: {r.temp_c:.0f} °C、上限 {r.limit_c:.0f} °C"
 
 
 @says(b.UtilHigh)
@@ -184,7 +185,7 @@ def _memory_short(r: c.MemoryShort, s: Say) -> str:
 
 @says(c.TooHot)
 def _too_hot(r: c.TooHot, s: Say) -> str:
-    return f"高温: {r.temp_c:.0f} °C（上限 {r.limit_c:.0f} °C）"
+    return f"高温: {r.temp_c:.0f} °C、上限 {r.limit_c:.0f} °C"
 
 
 # -- Python envs --------------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from gputray.gui.panel import Panel, screen_for
 from gputray.gui.queue_model import QueueModel
 from gputray.monitor.records import ProcessUse
 from gputray.scheduler.replies import TaskView
+from gputray.scheduler.reasons.codes import DevicePaused, WaitingFor
 
 language = sys.argv[1]
 install_language(language)
@@ -56,7 +57,7 @@ if cluster:
 model = QueueModel()
 model.apply([
     TaskView(id=i, name=f"job {i} with a long name.py", state=("waiting", "running", "failed")[i % 3],
-             reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %", started_at=None)
+             reason=WaitingFor(label="GeForce RTX 5060 Ti", why=DevicePaused()), started_at=None)
     for i in range(1, 9)
 ])
 panel = Panel(model, demo=True)

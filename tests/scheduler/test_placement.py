@@ -188,7 +188,7 @@ def test_lost_paused_hot_and_missing_devices() -> None:
     assert isinstance(d, Wait) and render(d.reason) == "waiting for GeForce RTX 5060 Ti: paused"
     hot = dataclasses.replace(radeon(), verdict=None, sample=Sample(AMD, NOW, temp_c=93.0))
     d = place(task(device_prefs=("780m",)), [hot], now_s=NOW)
-    assert isinstance(d, Wait) and render(d.reason) == "waiting for Radeon 780M: hot: 93 °C (limit 90 °C)"
+    assert isinstance(d, Wait) and render(d.reason) == "waiting for Radeon 780M: hot: 93 °C, limit 90 °C"
     d = place(task(device_prefs=("5060ti",)), [radeon(), cpu()], now_s=NOW)  # the eGPU is unplugged
     assert isinstance(d, Wait) and render(d.reason) == "waiting for 5060ti: not present"
 
