@@ -23,21 +23,22 @@ from typing import Annotated, Any, Literal, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+# A task's states and their moves live in ``lifecycle`` (the one place to add a state); named here too.
+from gputray.scheduler.tasks.lifecycle import FINISHED_STATES as FINISHED_STATES
+from gputray.scheduler.tasks.lifecycle import MAX_BACKOFF_S as MAX_BACKOFF_S
+from gputray.scheduler.tasks.lifecycle import PENDING_STATES as PENDING_STATES
+from gputray.scheduler.tasks.lifecycle import STATES as STATES
+from gputray.scheduler.tasks.lifecycle import TaskState as TaskState
+
 TaskKind = Literal["torch", "vulkan", "command"]
-TaskState = Literal["queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted"]
 OnBusy = Literal["wait", "redirect", "cpu"]
 AfterMaxWait = Literal["redirect", "cpu", "fail"]
 Prefer = Literal["free", "fastest", "greenest"]
 
 KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
-STATES: tuple[str, ...] = ("queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted")
 ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
 AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
 PREFER: tuple[str, ...] = ("free", "fastest", "greenest")
-#: Tasks in these states are still in the queue (waiting to be placed).
-PENDING_STATES: frozenset[str] = frozenset({"queued", "waiting"})
-#: Final states. ``interrupted`` is transient: the retry policy turns it into ``queued`` or ``failed``.
-FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 #: Placeholders substituted per argv element (and in env values) when a vulkan or recipe task is
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
 PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
@@ -45,7 +46,6 @@ MAX_RETRIES = 100
 #: A machine name in a cluster (``[cluster] machine``, ``--machine``): letters, digits, ``.``, ``_``, ``-``.
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
-MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
 
