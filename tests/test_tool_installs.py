@@ -26,10 +26,17 @@ def project_version() -> str:
 
 
 def clone(dest: Path) -> Path:
-    """The files git tracks or would (not ignored), as they are in the work tree: a clone of what is committed."""
-    tracked = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=False
-    ).stdout.decode().split("\0")
+    """The files git tracks or would (not ignored), as they are in the work tree: what a clone would hold."""
+    tracked = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=False,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     files = [f for f in tracked if f and (ROOT / f).is_file()]
     if not files:  # not a git checkout (an sdist): the tree without build output
         shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(".venv*", "build", "dist", "*.egg-info"))
@@ -42,7 +49,9 @@ def clone(dest: Path) -> Path:
 
 
 def tool_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIPX_", "UV_", "VIRTUAL_ENV", "GPUTRAY"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PIPX_", "UV_", "VIRTUAL_ENV", "GPUTRAY"))
+    }
     env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), XDG_CACHE_HOME=str(home / "cache"))
     env["GPUTRAY_HOME"] = str(home / "gputray")
     return env
@@ -61,14 +70,23 @@ def check_installed_commands(bin_dir: Path, env: dict[str, str], cwd: Path) -> N
     )
     assert windowed.returncode == 0 and windowed.stdout == version.stdout, windowed.stderr
     status = subprocess.run(
-        [str(gputray), "status", "--demo", "--json"], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+        [str(gputray), "status", "--demo", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
     )
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["demo"] is True
     # the installed tool runs its own copy, not this checkout's editable install
     where = subprocess.run(
         [str(gputray.resolve().parent / "python"), "-c", "import gputray.gui.entry as e; print(e.__file__)"],
-        capture_output=True, text=True, env=env, cwd=cwd, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
     )
     assert where.returncode == 0, where.stderr
     assert not Path(where.stdout.strip()).is_relative_to(ROOT), where.stdout
@@ -81,7 +99,11 @@ def test_pipx_install_from_a_clone_gives_both_commands(tmp_path: Path) -> None:
     env.update(PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"))
     done = subprocess.run(
         [sys.executable, "-m", "pipx", "install", "--python", sys.executable, str(source)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gputray" in done.stdout and "gputrayw" in done.stdout
@@ -103,7 +125,11 @@ def test_uv_tool_install_from_a_clone_gives_both_commands(tmp_path: Path) -> Non
     )
     done = subprocess.run(
         [str(uv), "tool", "install", "--python", sys.executable, str(source)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gputray" in done.stderr + done.stdout
