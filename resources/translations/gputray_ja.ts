@@ -1863,5 +1863,25 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>shared: the GPU ran other work too, so this is the whole device's energy</source>
         <translation>共有: GPU で他の処理も動いていたため、これはデバイス全体の電力量です</translation>
     </message>
+    <message>
+        <source>About gputray</source>
+        <translation>gputray について</translation>
+    </message>
+    <message>
+        <source>gputray {version}</source>
+        <translation>gputray {version}</translation>
+    </message>
+    <message>
+        <source>Qt {qt} (PySide6 {pyside})</source>
+        <translation>Qt {qt} (PySide6 {pyside})</translation>
+    </message>
+    <message>
+        <source>Python {python}</source>
+        <translation>Python {python}</translation>
+    </message>
+    <message>
+        <source>frozen build</source>
+        <translation>単体実行ビルド</translation>
+    </message>
 </context>
 </TS>

@@ -17,7 +17,9 @@ is born in (``reach.py``; the host joins the next job's group ahead of need, as 
 3. answers the job's pid first (a job that kills its supervisor at once is still known), then writes
    ``task-N.run.json`` (pids, attempt, device, cgroup …) atomically and says "recorded";
 4. waits for the job (and reaps the orphans it left, which come to the subreaper), stopping every
-   process in reach when its timeout passes;
+   process in reach when its timeout passes; time the job spent paused (``task-N.pause.json``, written
+   by the owner that paused it) does not count: the deadline moves on by it, and there is none while
+   the job is paused;
 5. stops whatever the job left running (children in other sessions included), counts them and says
    so in the log, answers how the job ended, then writes ``task-N.exit.json`` (return code, whether
    it timed out, leftovers) atomically: a temporary file, fsync, rename, fsync of the folder;
@@ -308,6 +310,31 @@ def _leftover_line(count: int) -> str:
     return f"{were} still running after the job ended: stopped"
 
 
+#: While the job is paused, how often its pause file is read again (to learn of the resume: the owner
+#: sends no signal; under a cgroup freeze we are frozen ourselves and wake with the job).
+PAUSED_LOOK_S = 2.0
+
+
+def later_deadline(pause_file: str | None, started: float, timeout_s: float) -> float | None:
+    """A monotonic deadline later than ``started + timeout_s`` by the time the job spent paused (the
+    pause file: ``{"paused_s": …, "paused_since": …}``); a look again soon while it is paused now; None
+    when no pause pushes it past now (then the timeout stands)."""
+    if not pause_file:
+        return None
+    try:
+        with open(pause_file, "rb") as f:
+            doc = json.loads(f.read())
+        paused_s = float(doc.get("paused_s") or 0.0)
+        paused_now = doc.get("paused_since") is not None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    now = time.monotonic()
+    if paused_now:
+        return now + PAUSED_LOOK_S
+    deadline = started + timeout_s + paused_s
+    return deadline if deadline > now else None
+
+
 def _note_in_log(path: str, text: str) -> None:
     with contextlib.suppress(OSError):
         fd = open_log(path)
@@ -418,7 +445,8 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     _answer({"recorded": True}, last=False)
     timeout_s = req.get("timeout_s")
     grace_s = float(req.get("grace_s", 3.0))
-    deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
+    started_mono = time.monotonic()
+    deadline = None if timeout_s is None else started_mono + float(timeout_s)
     timed_out = False
     while True:
         if reaper is not None:
@@ -433,6 +461,10 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
                 break
             except subprocess.TimeoutExpired:
                 pass
+        later = later_deadline(req.get("pause_file"), started_mono, float(timeout_s or 0.0))
+        if later is not None:  # paused time does not count: the timeout is further off
+            deadline = later
+            continue
         _answer({"timing_out": True}, last=False)  # the owner knows why it ends before it has
         timed_out = True
         deadline = None

@@ -233,6 +233,8 @@ class JobRuns:
             not_before=None,
             energy_j=None,  # measured anew for this run (``job_energy``)
             energy_shared=False,
+            paused_at=None,  # a run's pauses are its own (``job_pause``)
+            paused_s=0.0,
         )
         launch_plan: LaunchPlan | None = None
         try:
@@ -376,6 +378,8 @@ class JobRuns:
             reason = job.kill_reason
             base: dict[str, Any] = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
             base.update(energy_j=used.energy_j, energy_shared=used.shared)
+            if rec.paused_at is not None:  # it ended while paused (cancelled): its pause ends with it
+                base.update(paused_at=None, paused_s=rec.paused_s + max(0.0, now - rec.paused_at))
             demo: dict[str, str] = {}
             if running is not None and running.demo_for is not None:
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
