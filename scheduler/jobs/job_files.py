@@ -84,6 +84,7 @@ class ExitInfo:
     timed_out: bool
     ended_at: float
     leftovers: int = 0  # processes still running when the job ended, stopped by its supervisor
+    log_lost_bytes: int = 0  # output the log could not take (a full disk)
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ def exit_info(doc: object, pid: int) -> ExitInfo | None:
             bool(doc.get("timed_out")),
             float(doc["ended_at"]),
             int(doc.get("leftovers") or 0),
+            int(doc.get("log_lost_bytes") or 0),
         )
     except (KeyError, TypeError, ValueError):
         return None

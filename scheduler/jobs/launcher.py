@@ -53,8 +53,18 @@ SUPERVISOR_START_TIMEOUT_S = 60.0
 GRACE_S = 3.0  # from SIGTERM to SIGKILL when a job is stopped
 
 
-#: start failures for want of a resource now (fds, processes or threads, memory), not the task's fault
-TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM})
+#: start failures for want of a resource now (fds, processes or threads, memory, disk space for the
+#: supervisor's files), not the task's fault
+TRANSIENT_ERRNOS = frozenset(
+    {
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.EAGAIN,
+        errno.ENOMEM,
+        errno.ENOSPC,
+        getattr(errno, "EDQUOT", errno.ENOSPC),
+    }
+)
 
 
 class LaunchFailed(OSError):
@@ -124,6 +134,7 @@ class Job:
         self.ended_at: float | None = None
         self.stopped_leftover = False  # orphaned: whether a process was still alive to be stopped
         self.leftovers = 0  # processes still running when the job ended (or its supervisor died): stopped
+        self.log_lost_bytes = 0  # output its log could not take (a full disk)
         self.cgroup = cgroup
         self.supervisor_pid = supervisor_pid
         self._timeout_s = timeout_s
@@ -215,6 +226,7 @@ class Job:
                     self.kill_reason = "timeout"
                 self.ended_at = end.ended_at
                 self.leftovers = end.leftovers
+                self.log_lost_bytes = end.log_lost_bytes
             else:  # the supervisor vanished without a word: nobody knows how the job ends
                 self.kill_reason = "orphaned"
                 in_group = reach.kill_cgroup(self.cgroup) if self.cgroup else 0  # all, wherever they went
