@@ -168,6 +168,7 @@ class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     measured: bool = False
     energy_j: float | None = None
     energy_shared: bool = False
+    paused_s: float | None = None  # it ended while paused: its pause ends with it, at this total
 
     def columns(self) -> Columns:
         cols: Columns = {
@@ -178,6 +179,8 @@ class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         }
         if self.measured:
             cols.update(energy_j=self.energy_j, energy_shared=self.energy_shared)
+        if self.paused_s is not None:
+            cols.update(paused_at=None, paused_s=self.paused_s)
         return cols
 
 
@@ -270,6 +273,8 @@ class Start(Step, frozen=True, tag="start"):
             "not_before": None,
             "energy_j": None,  # measured anew for this run (``job_energy``)
             "energy_shared": False,
+            "paused_at": None,  # a run's pauses are its own (``job_pause``)
+            "paused_s": 0.0,
             "pid": self.pid,
             "pid_create_time": self.pid_create_time,
         }
@@ -334,6 +339,28 @@ class Launched(Step, frozen=True, tag="launched"):
 
     def columns(self, row: Row) -> Columns:
         return {"pid": self.pid, "pid_create_time": self.pid_create_time}
+
+
+class PauseJob(Step, frozen=True, tag="pause_job"):
+    """Its running job is frozen (``queue/job_pause.py``): still ``running``, paused since ``paused_at``."""
+
+    SOURCES = frozenset({"running"})
+    paused_at: float
+    reason: str
+
+    def columns(self, row: Row) -> Columns:
+        return {"paused_at": self.paused_at, "reason": self.reason}
+
+
+class ResumeJob(Step, frozen=True, tag="resume_job"):
+    """Its frozen job runs again; ``paused_s``: the seconds of its pauses so far."""
+
+    SOURCES = frozenset({"running"})
+    paused_s: float
+    reason: str
+
+    def columns(self, row: Row) -> Columns:
+        return {"paused_at": None, "paused_s": self.paused_s, "reason": self.reason}
 
 
 class Fail(Step, frozen=True, tag="fail"):
