@@ -45,6 +45,8 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   clean      forget ended tasks (--older-than 7d, --state failed) and their logs
   pause      stop starting tasks on a device (or all)
   resume     start tasks again on a device (or all)
+  pause-job  freeze one running job (its GPU memory freed where cuda-checkpoint can)
+  resume-job thaw a job paused with pause-job
   schedule   submit a task file on a cron schedule
   envs       the Python environments jobs run in
   doctor     prove which env works on which GPU, with a real kernel

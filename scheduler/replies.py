@@ -8,13 +8,24 @@ Times are epoch seconds or None; ``commands.common.task_json`` writes the ``--js
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from gputray.monitor.records import Snapshot
-from gputray.scheduler.cluster_records import ClusterStatus
-from gputray.scheduler.tasks.family import family_of
-from gputray.scheduler.tasks.records import Offer, TaskPatch, TaskRecord, TaskSpec
+from gputray.scheduler.lazy_import import lazy_module
+from gputray.scheduler.tasks.offer import Offer
+
+# Named in annotations only, resolved when a reply of theirs is first decoded or encoded: a client that
+# gets none (``gputray queue``) never loads the monitor's records or the task model (``lazy_import``).
+if TYPE_CHECKING:
+    from gputray.monitor import records as monitor_records
+    from gputray.scheduler import cluster_records
+    from gputray.scheduler.tasks import records as task_records
+    from gputray.scheduler.tasks.records import TaskRecord
+else:
+    monitor_records = lazy_module("gputray.monitor.records")
+    cluster_records = lazy_module("gputray.scheduler.cluster_records")
+    task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = ["Offer"]  # defined beside QueueEvent, which carries it; part of the replies (TaskView.offer)
 
@@ -89,9 +100,20 @@ class TaskView(Reply, frozen=True, kw_only=True):
     offer: Offer | None = None  # run elsewhere now? (see ``Offer``); None: no offer, or not known here
     # a pending task of a family that ran before: per device it may use (``Estimate``); () otherwise
     estimate_s: tuple[Estimate, ...] = ()
+    # a running task whose job is paused (``gputray pause-job``): since when; the seconds its run spent
+    # paused, which its timeout and runtime leave out
+    paused_at: float | None = None
+    paused_s: float = 0.0
+
+    @property
+    def shown_state(self) -> str:
+        """Its state as listings show it: ``paused`` for a running task whose job is paused."""
+        return "paused" if self.state == "running" and self.paused_at is not None else self.state
 
     @classmethod
     def of(cls, r: TaskRecord, offer: Offer | None = None) -> TaskView:
+        from gputray.scheduler.tasks.family import family_of
+
         s = r.spec
         return cls(
             id=r.id, state=r.state, name=s.name, kind=s.kind, device=r.device, env=r.env, reason=r.reason,
@@ -100,7 +122,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
             after_any=s.after_any, cwd=s.cwd, machine=r.machine or s.machine, remote_id=r.remote_id,
             origin=s.origin, energy_j=r.energy_j, energy_shared=r.energy_shared,
             power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), prefer=s.prefer,
-            family=family_of(s), offer=offer,
+            family=family_of(s), offer=offer, paused_at=r.paused_at, paused_s=r.paused_s,
         )  # fmt: skip
 
 
@@ -139,14 +161,15 @@ class DeviceVerdict(Reply, frozen=True):
 class StatusReply(Reply, frozen=True):
     pid: int
     demo: bool
-    snapshot: Snapshot | None  # the monitor's latest readings (`status --json`: monitor.serialize)
+    # the monitor's latest readings (`status --json`: monitor.serialize)
+    snapshot: monitor_records.Snapshot | None
     devices: tuple[DeviceVerdict, ...]
     paused: Paused
     counts: dict[str, int]
     monitor_failures: int
     monitor_last_failure: str | None
     # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner passes on
-    cluster: ClusterStatus | None = None
+    cluster: cluster_records.ClusterStatus | None = None
 
 
 class Submitted(Reply, frozen=True):
@@ -180,7 +203,7 @@ class TaskReply(Reply, frozen=True):
     """``retry``, ``move``, ``edit``: the task; ``get`` also its spec and pid."""
 
     task: TaskView
-    spec: TaskSpec | None = None
+    spec: task_records.TaskSpec | None = None
     pid: int | None = None
 
 
@@ -227,7 +250,7 @@ class ScheduleView(Reply, frozen=True):
     name: str
     cron: str
     task_file: str
-    overrides: TaskPatch
+    overrides: task_records.TaskPatch
     created_at: float
     last_run_at: float | None
     next_run_at: float | None
@@ -248,15 +271,15 @@ class ClusterSynced(Reply, frozen=True):
     """The cluster bridge's view of the tasks that concern it: whole records, spec and queue fields."""
 
     machine: str
-    tasks: tuple[TaskRecord, ...]
+    tasks: tuple[task_records.TaskRecord, ...]
     stopping: bool
     paused: Paused = Paused()  # this machine's pause now: the bridge looks again at once when it changed
     edited: tuple[int, ...] = ()  # tasks waiting on another machine, edited here since: to take back
 
 
 class ClusterTask(Reply, frozen=True):
-    task: TaskRecord | None  # None: not in the expected state, see ``now``
-    now: TaskRecord | None = None
+    task: task_records.TaskRecord | None  # None: not in the expected state, see ``now``
+    now: task_records.TaskRecord | None = None
     existing: bool | None = None
 
 

@@ -11,7 +11,7 @@ import msgspec
 
 from gputray.scheduler import console
 from gputray.scheduler.replies import PausedReply, TaskView
-from gputray.scheduler.tasks.records import iso_utc
+from gputray.scheduler.tasks.times import iso_utc
 
 if TYPE_CHECKING:
     from gputray.monitor.monitor import Monitor
@@ -112,7 +112,7 @@ def task_json(t: TaskView) -> dict[str, Any]:
     if t.state == "removed":  # gone before `wait` saw it end
         return {"id": t.id, "state": t.state}
     doc = msgspec.structs.asdict(t)
-    for key in ("submitted_at", "started_at", "ended_at"):
+    for key in ("submitted_at", "started_at", "ended_at", "paused_at"):
         doc[key] = iso_utc(doc[key])
     doc["after"] = list(t.after)
     doc["offer"] = None if t.offer is None else msgspec.to_builtins(t.offer)
