@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import sys
 import threading
 import time
@@ -23,7 +22,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from gputray.cluster.picture import ClusterPicture, cluster_picture
-from gputray.gui import messages
+from gputray.gui import messages, window_audit
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop
@@ -151,6 +150,8 @@ class TrayApp(QObject):
         self.queue_event_arrived.connect(self._on_queue_event, Qt.ConnectionType.QueuedConnection)
         self.owner_started.connect(self._on_owner_started, Qt.ConnectionType.QueuedConnection)
         self.files_opened.connect(self._on_files_opened, Qt.ConnectionType.QueuedConnection)
+        # diagnostics (and the X11 tests): every window and dialog audited when shown
+        self.window_auditor = window_audit.WindowAuditor(self) if window_audit.enabled() else None
         self.visible_timer = QTimer(self)  # runs only while the panel is on screen
         self.visible_timer.setInterval(1000)
         self.visible_timer.timeout.connect(self._tick_visible)
@@ -550,18 +551,6 @@ class TrayApp(QObject):
             self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
         self.reload_queue()
         self.visible_timer.start()
-        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":  # diagnostics (and the X11 test): cut-off text
-            QTimer.singleShot(1500, lambda: self.audit_layout("panel", self.panel))
-
-    def audit_layout(self, name: str, window: Any) -> None:
-        from gputray.gui.layout_audit import audit
-
-        if window is None or not window.isVisible():
-            return
-        report = audit(window)
-        log.info("layout audit (%s): %s", name, report.summary())
-        for problem in report.problems:
-            log.warning("layout problem (%s): %s", name, problem)
 
     def _tick_visible(self) -> None:
         self._ticks += 1
@@ -688,11 +677,12 @@ class TrayApp(QObject):
             self.dashboard.stop_process_requested.connect(self.stop_process)
         self.dashboard.tabs.setCurrentIndex(tab)
         log.info("dashboard opened")
+        already_shown = self.dashboard.isVisible()
         self.dashboard.show()
         self.dashboard.raise_()
         self.dashboard.activateWindow()
-        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":
-            QTimer.singleShot(1500, lambda: self.audit_layout("dashboard", self.dashboard))
+        if already_shown and window_audit.enabled():  # no Show event: audit the tab it turned to
+            window_audit.audit_soon(self.dashboard)
         return True
 
     def run_doctor(self) -> None:
