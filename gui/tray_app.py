@@ -26,7 +26,7 @@ from gputray.gui import messages, window_audit
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop
-from gputray.gui.menu import TrayMenu
+from gputray.gui.menu import DEMO_LOCKED, TrayMenu
 from gputray.gui.messages import Note, note
 from gputray.gui.notifications import Notice, Notifier
 from gputray.gui.offer_prompts import RUN_HERE, OfferPrompts
@@ -125,6 +125,7 @@ class TrayApp(QObject):
         self.notes: list[Note] = self._config_notes()
         self._unsubscribe: Any = None
         self._starting = False
+        self._left_demo = False  # Demo mode was unticked: the owner restarts on the real backends
         self.dashboard: Any = None
         self.bubble: Any = None
         self.paused = Paused()
@@ -319,6 +320,11 @@ class TrayApp(QObject):
         self.owner, self.monitor, demo, notes = result
         self.notes += notes
         self._set_demo_flag(demo)
+        no_gpu = any(n.source == NO_GPU_NOTE for n in notes)
+        self.menu.set_demo_locked(no_gpu)
+        if no_gpu and self._left_demo:  # the user unticked Demo mode: say why it is ticked again
+            self._warn(tr(DEMO_LOCKED))
+        self._left_demo = False
         self.panel.set_notice(self.notice_text)
         self._unsubscribe = self.monitor.subscribe(self.snapshot_arrived.emit)
         self.reload_queue()
@@ -675,6 +681,7 @@ class TrayApp(QObject):
                 self._window_failed(tr("The dashboard"), exc)
                 return False
             self.dashboard.stop_process_requested.connect(self.stop_process)
+            self.dashboard.settings_requested.connect(self.open_settings)
         self.dashboard.tabs.setCurrentIndex(tab)
         log.info("dashboard opened")
         already_shown = self.dashboard.isVisible()
@@ -753,6 +760,7 @@ class TrayApp(QObject):
     def set_demo(self, demo: bool) -> None:
         if demo == self.demo and self.owner is not None:
             return
+        self._left_demo = not demo
         self.stop_owner()
         self.latest = None
         self.notes = self._config_notes()  # the owner's notes go with it; the config's stay
