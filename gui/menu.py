@@ -25,6 +25,7 @@ class TrayMenu(QMenu):
         self.demo_action.setChecked(demo)
         self.bubble_action = QAction(self)
         self.bubble_action.setCheckable(True)
+        self.about_action = QAction(self)
         self.quit_action = QAction(self)
         self.addAction(self.show_panel_action)
         self.addSeparator()
@@ -36,6 +37,7 @@ class TrayMenu(QMenu):
         self.addAction(self.demo_action)
         self.addAction(self.bubble_action)
         self.addSeparator()
+        self.addAction(self.about_action)
         self.addAction(self.quit_action)
         self.setToolTipsVisible(True)  # the demo entry says why it cannot be unticked
         self.demo_locked = False
@@ -57,6 +59,7 @@ class TrayMenu(QMenu):
         self.demo_action.setText(tr("Demo mode"))
         self.demo_action.setToolTip(tr(DEMO_LOCKED) if self.demo_locked else "")
         self.bubble_action.setText(tr("Drop bubble"))
+        self.about_action.setText(tr("About gputray"))
         self.quit_action.setText(tr("Quit"))
 
     def changeEvent(self, event: QEvent) -> None:

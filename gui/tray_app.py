@@ -182,6 +182,7 @@ class TrayApp(QObject):
         self.menu.settings_action.triggered.connect(self.open_settings)
         self.menu.demo_action.toggled.connect(self.set_demo)
         self.menu.bubble_action.toggled.connect(self.set_bubble)
+        self.menu.about_action.triggered.connect(self.open_about)
         self.menu.quit_action.triggered.connect(lambda: self.quit_asking())
         self.tray.setContextMenu(self.menu)
         self.panel.set_notice(self.notice_text)
@@ -695,6 +696,11 @@ class TrayApp(QObject):
     def run_doctor(self) -> None:
         if self.open_dashboard(tab=2) and self.dashboard is not None:
             self.dashboard.run_doctor()
+
+    def open_about(self) -> None:
+        from gputray.gui.about import show_about
+
+        self.about_box = show_about()  # held here: a parentless box is deleted with its last reference
 
     def open_settings(self) -> None:
         try:

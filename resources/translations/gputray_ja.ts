@@ -1863,5 +1863,57 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>shared: the GPU ran other work too, so this is the whole device's energy</source>
         <translation>共有: GPU で他の処理も動いていたため、これはデバイス全体の電力量です</translation>
     </message>
+    <message>
+        <source>About gputray</source>
+        <translation>gputray について</translation>
+    </message>
+    <message>
+        <source>gputray {version}</source>
+        <translation>gputray {version}</translation>
+    </message>
+    <message>
+        <source>Qt {qt} (PySide6 {pyside})</source>
+        <translation>Qt {qt} (PySide6 {pyside})</translation>
+    </message>
+    <message>
+        <source>Python {python}</source>
+        <translation>Python {python}</translation>
+    </message>
+    <message>
+        <source>frozen build</source>
+        <translation>単体実行ビルド</translation>
+    </message>
+    <message>
+        <source>General</source>
+        <translation>一般</translation>
+    </message>
+    <message>
+        <source>Added and removed environments are written to the config file on Save.</source>
+        <translation>追加・削除した環境は「保存」を押したときに設定ファイルへ書き込まれます。</translation>
+    </message>
+    <message>
+        <source>Your recipes file</source>
+        <translation>自分のレシピファイル</translation>
+    </message>
+    <message>
+        <source>No program here opens this file. Open it in your editor from this path:</source>
+        <translation>このファイルを開くプログラムがありません。次のパスからエディターで開いてください:</translation>
+    </message>
+    <message>
+        <source>Copy path</source>
+        <translation>パスをコピー</translation>
+    </message>
+    <message>
+        <source>Copied</source>
+        <translation>コピーしました</translation>
+    </message>
+    <message>
+        <source>Open Settings…</source>
+        <translation>設定を開く…</translation>
+    </message>
+    <message>
+        <source>No GPU was found on this machine, so gputray stays in demo mode.</source>
+        <translation>このマシンに GPU が見つからないため、gputray はデモモードのままです。</translation>
+    </message>
 </context>
 </TS>
