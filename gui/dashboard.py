@@ -45,6 +45,7 @@ from gputray.gui.legend import color_of, gpu_readings, legend_for
 from gputray.gui.queue_model import energy_text
 from gputray.gui.status_marks import mark_icon, strip_mark
 from gputray.gui.theme import colors, follow_change, is_dark
+from gputray.gui.window_fit import fit_on_screen
 from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB, format_energy_j
@@ -314,6 +315,7 @@ class Dashboard(QWidget):
         self.timer.start()
         self.refresh()
         super().showEvent(event)
+        fit_on_screen(self)  # 900×660 is more than a small screen's available area (issue 33)
 
     def hideEvent(self, event: Any) -> None:
         self.timer.stop()

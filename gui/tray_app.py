@@ -25,7 +25,7 @@ from gputray.cluster.picture import ClusterPicture, cluster_picture
 from gputray.gui import messages, window_audit
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
-from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop
+from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop, trn
 from gputray.gui.menu import DEMO_LOCKED, TrayMenu
 from gputray.gui.messages import Note, note
 from gputray.gui.notifications import Notice, Notifier
@@ -388,7 +388,7 @@ class TrayApp(QObject):
     def ask_quit(running: int) -> str | None:
         """The person's answer: keep, stop, or None to cancel the quit. Tests replace it."""
         box = QMessageBox(QMessageBox.Icon.Question, "gputray", "")
-        box.setText(tr("{n} job(s) are running. Keep them running after gputray quits?").format(n=running))
+        box.setText(trn("%n job(s) are running. Keep them running after gputray quits?", running))
         box.setInformativeText(
             tr("Kept jobs run to their end; when gputray starts again it records how they ended.")
         )
@@ -431,6 +431,16 @@ class TrayApp(QObject):
         self.menu.set_paused(paused.all)
 
     def cancel(self, ids: list[Any]) -> None:
+        from gputray.gui.cancel_confirm import confirm_cancel
+
+        tasks = [t for t in self.model.tasks() if t.id in set(ids)]
+        pinned = self.panel.pinned
+        self.panel.pinned = True  # the question takes the focus: keep the panel open meanwhile
+        try:
+            if not confirm_cancel(self.panel if self.panel.isVisible() else None, tasks, self.state):
+                return
+        finally:
+            self.panel.pinned = pinned
         result = self.request(rq.Cancel(ids=list(ids)))
         if result and result.errors:
             self._warn("\n".join(result.errors))

@@ -1915,5 +1915,49 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>No GPU was found on this machine, so gputray stays in demo mode.</source>
         <translation>このマシンに GPU が見つからないため、gputray はデモモードのままです。</translation>
     </message>
+    <message numerus="yes">
+        <source>%n file(s) will become %n job(s).</source>
+        <translation>
+            <numerusform>%n 個のファイルから %n 個のジョブを作ります。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{left} of the %n dropped item(s) will not be queued (see below).</source>
+        <translation>
+            <numerusform>ドロップした %n 件のうち {left} 件はキューに追加されません(下記参照)。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n job(s) are running. Keep them running after gputray quits?</source>
+        <translation>
+            <numerusform>%n 件のジョブが実行中です。gputray を終了した後も実行を続けますか?</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Stop %n running job(s)?</source>
+        <translation>
+            <numerusform>実行中の %n 件のジョブを止めますか?</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Stop the running job {name} (#{id})?</source>
+        <translation>実行中のジョブ {name} (#{id}) を止めますか?</translation>
+    </message>
+    <message>
+        <source>It is stopped at once with the processes it started, and its log ends with the cancel.</source>
+        <translation>ジョブが起動したプロセスごとすぐに止め、ログの最後にキャンセルしたことを書きます。</translation>
+    </message>
+    <message>
+        <source>Stop it</source>
+        <translation>止める</translation>
+    </message>
+    <message>
+        <source>Keep it running</source>
+        <translation>実行を続ける</translation>
+    </message>
+    <message>
+        <source>Don't ask again</source>
+        <translation>次回から確認しない</translation>
+    </message>
 </context>
 </TS>
