@@ -164,6 +164,7 @@ class TrayApp(QObject):
         self.panel = Panel(self.model, demo=self.demo, windowed=windowed)
         self.panel.cancel_requested.connect(self.cancel)
         self.panel.retry_requested.connect(self.retry)
+        self.panel.pause_job_requested.connect(self.pause_job)
         self.panel.move_requested.connect(self.move)
         self.panel.priority_requested.connect(self.set_priority)
         self.panel.pause_requested.connect(self.pause)
@@ -448,6 +449,11 @@ class TrayApp(QObject):
 
     def retry(self, task_id: Any) -> None:
         self.request(rq.Retry(id=task_id))
+        self.reload_queue()
+
+    def pause_job(self, task_id: int, pause: bool) -> None:
+        """The row menu's Pause job / Resume job (``gputray pause-job`` / ``resume-job``)."""
+        self.request(rq.PauseJob(id=task_id) if pause else rq.ResumeJob(id=task_id))
         self.reload_queue()
 
     def set_priority(self, task_id: Any, priority: int) -> None:
