@@ -273,8 +273,15 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
     def then(self, later: TaskPatch) -> TaskPatch:
         """This patch with ``later`` laid over it: its fields win, except ``env``, which adds to ours
-        (``--env`` sets one variable, it does not drop the task file's or the recipe's)."""
+        (``--env`` sets one variable, it does not drop the task file's or the recipe's).
+
+        Devices and ``on_busy`` go together (issue 33): where ``later`` names the devices but says
+        nothing of ``on_busy``, the task waits for the devices it names (``on_busy = "wait"``), so
+        ``--device 5060ti`` alone pins a torch task the recipe would redirect; ``--on-busy`` (or
+        ``--max-wait``, then ``after_max_wait``) is how a named device lets the task go elsewhere."""
         changes = later.given()
+        if "device_prefs" in changes and "on_busy" not in changes:
+            changes["on_busy"] = "wait"
         if isinstance(self.env, Mapping) and isinstance(later.env, Mapping):
             changes["env"] = {**self.env, **later.env}
         return msgspec.structs.replace(self, **changes)
