@@ -131,7 +131,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
         )  # fmt: skip
 
 
-def _need_source(spec: TaskSpec) -> str:
+def _need_source(spec: task_records.TaskSpec) -> str:
     if spec.vram_bytes is not None:
         return "vram"
     return spec.vram_need_source or ""
