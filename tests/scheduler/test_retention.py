@@ -108,3 +108,26 @@ def test_retention_values_are_checked_like_every_other_key(tmp_path: Path) -> No
     )
     assert 'retention.keep_tasks = "lots"' in messages["retention.keep_tasks"]
     assert "did you mean retention.keep_days?" in messages["retention.keep_dayz"]
+
+
+def test_a_dependency_of_a_kept_task_is_kept_and_a_missing_one_is_not_met(
+    owner: Owner, client: ipc.IpcClient, paths: Paths
+) -> None:
+    """Before: retention removed a failed dependency (no *pending* task named it), then `retry` of its
+    dependant ran it at once: a dependency that no longer exists counted as met."""
+    first = client.ask(rq.Run(argv=[PY, "-c", "raise SystemExit(3)"], name="prepare")).tasks[0].id
+    wait_for(lambda: client.ask(rq.Get(id=first)).task.state == "failed")
+    then = client.ask(
+        rq.Run(argv=[PY, "-c", "print('ran')"], name="train", overrides={"after": [first]})
+    ).tasks[0].id
+    wait_for(lambda: client.ask(rq.Get(id=then)).task.state == "failed")  # "dependency #1 … failed"
+    cleaned = client.ask(rq.Clean(keep=1))  # the newest (the dependant) stays, and so does what it needs
+    assert cleaned.tasks == () and present(client) == [first, then]
+    assert any(f"#{first}" in why and f"#{then}" in why for why in cleaned.kept), cleaned.kept
+    # By hand, a person may still remove it (no pending task names it); then the dependant cannot start.
+    assert [t.id for t in client.ask(rq.Remove(ids=[first])).tasks] == [first]
+    client.ask(rq.Retry(id=then))
+    wait_for(lambda: f"#{first}" in client.ask(rq.Get(id=then)).task.reason)
+    task = client.ask(rq.Get(id=then)).task
+    assert task.state in ("queued", "waiting") and "no longer in the queue" in task.reason, task
+    assert task.started_at is None or task.attempts == 0, task  # it never ran without its dependency
