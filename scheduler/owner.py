@@ -236,6 +236,7 @@ class Owner:
                 keep_days=config.retention.keep_days,
                 keep_tasks=config.retention.keep_tasks,
                 clock=self.clock,
+                history=self._queue.estimates.history,
             )
             self._queue.add_timer(self.retention)  # ended tasks and logs past [retention]'s limits go
         except BaseException:

@@ -70,6 +70,7 @@ class RunInfo:
     out: str | None
     timeout_s: float | None
     cgroup: str | None = None  # the job's own cgroup v2 folder, where it has one (``reach.py``)
+    started_mono: float | None = None  # the supervisor's monotonic clock at the start (older files: None)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class ExitInfo:
     timed_out: bool
     ended_at: float
     leftovers: int = 0  # processes still running when the job ended, stopped by its supervisor
+    ended_mono: float | None = None  # the supervisor's monotonic clock at the end (older files: None)
+    boot: str | None = None  # the boot that monotonic reading belongs to (Linux), None where unknown
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -89,6 +92,10 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def _float_or_none(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def read_run(files: JobFiles) -> RunInfo | None:
@@ -112,6 +119,7 @@ def read_run(files: JobFiles) -> RunInfo | None:
             out=None if out is None else str(out),
             timeout_s=None if timeout_s is None else float(timeout_s),
             cgroup=cgroup if isinstance(cgroup, str) else None,
+            started_mono=_float_or_none(doc.get("started_mono")),
         )
     except (AssertionError, KeyError, TypeError, ValueError):
         return None
@@ -128,6 +136,8 @@ def exit_info(doc: object, pid: int) -> ExitInfo | None:
             bool(doc.get("timed_out")),
             float(doc["ended_at"]),
             int(doc.get("leftovers") or 0),
+            _float_or_none(doc.get("ended_mono")),
+            doc["boot"] if isinstance(doc.get("boot"), str) else None,
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -110,8 +110,11 @@ class Job:
         adopted: bool = False,
         watch: _WatchThread | None = None,
         cgroup: str | None = None,
+        started_mono: float | None = None,
     ) -> None:
         self.pid = pid
+        self.started_mono = started_mono  # the supervisor's monotonic clock at the start, where known
+        self.ended_mono: float | None = None  # and at the end, when it is this boot's
         self.log_path = log_path
         self.files = files
         self.started_at = started_at
@@ -140,6 +143,21 @@ class Job:
             timer.daemon = True
             with contextlib.suppress(RuntimeError):  # no thread: its exit file says it timed out
                 timer.start()
+
+    @property
+    def run_s(self) -> float | None:
+        """How long the job ran by the monotonic clock (a wall clock set meanwhile changes nothing);
+        None where its files do not say (an older supervisor's, another boot's)."""
+        if self.started_mono is None or self.ended_mono is None or self.ended_mono < self.started_mono:
+            return None
+        return self.ended_mono - self.started_mono
+
+    def ended_by(self, wall_now_s: float) -> float | None:
+        """When the job ended on the wall clock that reads ``wall_now_s`` now (the queue's clock): its
+        end is placed by how long ago it was on the monotonic clock. None where that is not known."""
+        if self.ended_mono is None:
+            return None
+        return wall_now_s - max(0.0, time.monotonic() - self.ended_mono)
 
     def _timed_out(self) -> None:
         with self._reason_lock:
@@ -194,6 +212,8 @@ class Job:
                 if end.timed_out and self.kill_reason is None:
                     self.kill_reason = "timeout"
                 self.ended_at = end.ended_at
+                if end.ended_mono is not None and end.boot == supervisor.boot_id():
+                    self.ended_mono = end.ended_mono
                 self.leftovers = end.leftovers
             else:  # the supervisor vanished without a word: nobody knows how the job ends
                 self.kill_reason = "orphaned"
@@ -204,7 +224,7 @@ class Job:
                 if self._job_object is not None:  # Windows: what the job left, orphans included
                     self._job_object.terminate()
                 code = -int(getattr(signal, "SIGKILL", 9))
-                self.ended_at = time.time()
+                self.ended_at, self.ended_mono = time.time(), time.monotonic()
             self.returncode = code  # from here on, a late cancel cannot relabel how it ended
         try:
             if self._on_exit is not None:
@@ -406,6 +426,7 @@ def launch(
         pid=pid,
         create_time=_create_time(pid),
         started_at=float(answer.get("started_at") or time.time()),
+        started_mono=_number(answer.get("started_mono")),
         log_path=log_path,
         files=files,
         on_exit=on_exit,
@@ -632,6 +653,10 @@ def _answer_line(line: bytes) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
     """Watch a job a previous owner started: its exit is recorded when its supervisor ends (at once if
     it already has). ``kill_reason`` is what that owner asked, if it was stopping it."""
@@ -647,6 +672,7 @@ def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
         timeout_s=run.timeout_s,
         adopted=True,
         cgroup=run.cgroup,
+        started_mono=run.started_mono,
     )
     if job.kill_reason is not None and job.running:
         job._stop()  # that owner was stopping it when it went: finish the stop

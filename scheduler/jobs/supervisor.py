@@ -402,7 +402,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         return 0
     finally:
         os.close(write_fd)
-    started_at = time.time()
+    started_at, started_mono = time.time(), time.monotonic()  # the duration is the monotonic clock's
     cgroup_path = None if cgroup is None else str(cgroup.path)
     # The pid first, then the run file, then "recorded": a job that kills us at once (`kill -9 $PPID`)
     # is still known to the owner by its pid, and the owner goes on once the run file is there.
@@ -410,6 +410,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     pid_answer = {
         "pid": proc.pid,
         "started_at": started_at,
+        "started_mono": started_mono,
         "cgroup": cgroup_path,
         "supervisor_pid": os.getpid(),
     }
@@ -447,6 +448,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
             "pid_create_time": linux_create_time(proc.pid) if sys.platform.startswith("linux") else None,
             "supervisor_pid": os.getpid(),
             "started_at": started_at,
+            "started_mono": started_mono,
             "timeout_s": req.get("timeout_s"),
             "log_path": req["log"],
             "cgroup": cgroup_path,
@@ -496,6 +498,8 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         "timed_out": timed_out,
         "leftovers": leftovers,
         "ended_at": time.time(),
+        "ended_mono": time.monotonic(),  # how long it ran, and how long ago it ended, whatever the wall clock did
+        "boot": boot_id(),
     }
     told = _answer(doc)  # first: the owner records it (durably) and starts the next job without our fsyncs
     try:
@@ -507,6 +511,15 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     if cgroup is not None and not told:  # no owner to remove our group after us: we do
         cgroup.leave_and_remove()
     return 0
+
+
+def boot_id() -> str | None:
+    """This boot's id (Linux): a monotonic reading means something only within the boot that made it."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
 
 
 def _ignore(signum: int, frame: object) -> None:

@@ -346,6 +346,14 @@ class JobRuns:
             log.exception("env lookup failed")
             return EnvMissing(f"env lookup failed ({exc})")
 
+    def clock_set(self, jump_s: float) -> None:
+        """The wall clock was set by ``jump_s``: a running job's start moves with it, so that how long
+        it has run (`queue`'s DUR, the estimates' time left) stays true; its end is measured by the
+        monotonic clock (``_on_exit``)."""
+        for rec in self.store.list(states=("running",)):
+            if rec.started_at is not None:
+                self.store.compare_and_update(rec.id, "running", started_at=rec.started_at + jump_s)
+
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
 
@@ -366,7 +374,11 @@ class JobRuns:
             except TaskNotFound:
                 job.files.discard()
                 return
-            now = job.ended_at or self.queue.clock()
+            # Times from the monotonic clock (a wall clock set while the job ran must not make it a
+            # year long): the end placed on the queue's clock by how long ago it was, the start by how
+            # long the job ran. Files that do not say (an older supervisor's) keep the wall clock's.
+            now = job.ended_by(self.queue.clock()) or job.ended_at or self.queue.clock()
+            ran_s = job.run_s
             if rec.state != "running" or rec.pid not in (None, job.pid):
                 if rec.state != "running":
                     job.files.discard()
@@ -374,13 +386,15 @@ class JobRuns:
                 return
             reason = job.kill_reason
             base: dict[str, Any] = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
+            if ran_s is not None:
+                base["started_at"] = now - ran_s
             base.update(energy_j=used.energy_j, energy_shared=used.shared)
             demo: dict[str, str] = {}
             if running is not None and running.demo_for is not None:
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
             # the footer's watts over the run's start-to-end time, as queue --json's power_avg_w and the
             # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
-            span = now - rec.started_at if rec.started_at is not None else used.duration_s
+            span = ran_s if ran_s is not None else now - (rec.started_at or now) or used.duration_s
             logged = dataclasses.replace(used, duration_s=span)
             _note_energy(rec.log_path, energy_line(logged, self.queue.device_name(device)))
             if reason == "orphaned":
