@@ -45,6 +45,8 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   clean      forget ended tasks (--older-than 7d, --state failed) and their logs
   pause      stop starting tasks on a device (or all)
   resume     start tasks again on a device (or all)
+  pause-job  freeze one running job (its GPU memory freed where cuda-checkpoint can)
+  resume-job thaw a job paused with pause-job
   schedule   submit a task file on a cron schedule
   envs       the Python environments jobs run in
   doctor     prove which env works on which GPU, with a real kernel
@@ -54,6 +56,7 @@ commands (the command line client; `gputray COMMAND --help` explains each):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gputray.scheduler.about import version_line
     from gputray.scheduler.paths import app_paths
 
     paths = app_paths()
@@ -75,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="files to queue (one job per file)")
+    p.add_argument("--version", action="version", version=version_line(), help="print the version, then exit")
     p.add_argument("--demo", action="store_true", help="simulate an RTX 5060 Ti and a Radeon 780M")
     p.add_argument("--demo-scenario", type=Path, metavar="TOML", help="scripted external load for the demo")
     p.add_argument("--sysfs-root", type=Path, default=Path("/sys"), help="read this folder as /sys")

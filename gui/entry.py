@@ -26,6 +26,11 @@ def _main(argv: Sequence[str] | None) -> int:
 
     console.make_streams_safe()
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:  # answered before anything else loads (the tray's parser knows it too)
+        from gputray.scheduler.about import version_line
+
+        print(version_line())
+        return 0
     from gputray.scheduler.paths import use_private_umask
 
     use_private_umask()  # queue, logs, config and doctor cache are the user's alone; jobs get theirs back

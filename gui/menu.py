@@ -23,6 +23,7 @@ class TrayMenu(QMenu):
         self.demo_action.setChecked(demo)
         self.bubble_action = QAction(self)
         self.bubble_action.setCheckable(True)
+        self.about_action = QAction(self)
         self.quit_action = QAction(self)
         self.addAction(self.show_panel_action)
         self.addSeparator()
@@ -34,6 +35,7 @@ class TrayMenu(QMenu):
         self.addAction(self.demo_action)
         self.addAction(self.bubble_action)
         self.addSeparator()
+        self.addAction(self.about_action)
         self.addAction(self.quit_action)
         self.retranslate()
 
@@ -45,6 +47,7 @@ class TrayMenu(QMenu):
         self.settings_action.setText(tr("Settings…"))
         self.demo_action.setText(tr("Demo mode"))
         self.bubble_action.setText(tr("Drop bubble"))
+        self.about_action.setText(tr("About gputray"))
         self.quit_action.setText(tr("Quit"))
 
     def changeEvent(self, event: QEvent) -> None:

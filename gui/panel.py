@@ -204,6 +204,7 @@ class DropZone(QFrame):
 class Panel(QWidget):
     cancel_requested = Signal(list)
     retry_requested = Signal(object)
+    pause_job_requested = Signal(int, bool)  # task id, pause (True) or resume (False): gputray pause-job
     move_requested = Signal(object, int)
     priority_requested = Signal(object, int)  # task id, the new priority number (higher starts first)
     pause_requested = Signal(object)  # device key, or None for the whole queue
@@ -704,6 +705,16 @@ class Panel(QWidget):
         retry = menu.addAction(tr("Retry"))
         retry.setEnabled(bool(states & RETRYABLE_STATES))
         retry.triggered.connect(lambda: self._retry(tasks))
+        # one running job of this machine: freeze it (or thaw it) whole, keeping its slot (docs/queue.md)
+        ours = single is not None and single.state == "running" and not single.machine
+        paused = single is not None and single.paused_at is not None
+        pausing = menu.addAction(tr("Resume job") if paused else tr("Pause job"))
+        pausing.setEnabled(ours)
+        pausing.setToolTip(
+            tr("Freeze every process of the job; its GPU memory is freed where cuda-checkpoint can")
+        )
+        if single is not None:
+            pausing.triggered.connect(lambda: self.pause_job_requested.emit(single.id, not paused))
         movable = single is not None and single.state in PENDING_STATES
         priority = menu.addMenu(tr("Priority"))
         priority.setEnabled(movable)

@@ -162,6 +162,7 @@ class TrayApp(QObject):
         self.panel = Panel(self.model, demo=self.demo, windowed=windowed)
         self.panel.cancel_requested.connect(self.cancel)
         self.panel.retry_requested.connect(self.retry)
+        self.panel.pause_job_requested.connect(self.pause_job)
         self.panel.move_requested.connect(self.move)
         self.panel.priority_requested.connect(self.set_priority)
         self.panel.pause_requested.connect(self.pause)
@@ -180,6 +181,7 @@ class TrayApp(QObject):
         self.menu.settings_action.triggered.connect(self.open_settings)
         self.menu.demo_action.toggled.connect(self.set_demo)
         self.menu.bubble_action.toggled.connect(self.set_bubble)
+        self.menu.about_action.triggered.connect(self.open_about)
         self.menu.quit_action.triggered.connect(lambda: self.quit_asking())
         self.tray.setContextMenu(self.menu)
         self.panel.set_notice(self.notice_text)
@@ -430,6 +432,11 @@ class TrayApp(QObject):
 
     def retry(self, task_id: Any) -> None:
         self.request(rq.Retry(id=task_id))
+        self.reload_queue()
+
+    def pause_job(self, task_id: int, pause: bool) -> None:
+        """The row menu's Pause job / Resume job (``gputray pause-job`` / ``resume-job``)."""
+        self.request(rq.PauseJob(id=task_id) if pause else rq.ResumeJob(id=task_id))
         self.reload_queue()
 
     def set_priority(self, task_id: Any, priority: int) -> None:
@@ -698,6 +705,11 @@ class TrayApp(QObject):
     def run_doctor(self) -> None:
         if self.open_dashboard(tab=2) and self.dashboard is not None:
             self.dashboard.run_doctor()
+
+    def open_about(self) -> None:
+        from gputray.gui.about import show_about
+
+        self.about_box = show_about()  # held here: a parentless box is deleted with its last reference
 
     def open_settings(self) -> None:
         try:

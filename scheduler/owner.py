@@ -30,6 +30,7 @@ from gputray.scheduler.config import Config, log_problems, read_config_or_defaul
 from gputray.scheduler.ipc.server import IpcServer
 from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.timing import Schedule, Timing
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
@@ -136,6 +137,7 @@ class Owner:
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
         self.retention: Retention | None = None
+        self._pauses: JobPauser | None = None
         self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -160,6 +162,13 @@ class Owner:
         if self._queue is None:
             raise RuntimeError("the owner is not started")
         return self._queue
+
+    @property
+    def pauses(self) -> JobPauser:
+        """Pauses and resumes running jobs (``queue.job_pause``)."""
+        if self._pauses is None:
+            self._pauses = JobPauser(self.queue)
+        return self._pauses
 
     @property
     def monitor(self) -> Monitor:
@@ -458,6 +467,12 @@ class Owner:
             except rq.Refusal as exc:
                 errors.append(str(exc))
         return rp.TasksDone(tasks=rp.views(done), errors=tuple(errors))
+
+    def _op_pause_job(self, req: rq.PauseJob) -> rp.TaskReply:
+        return rp.TaskReply(task=rp.TaskView.of(self.pauses.pause(_task_id(req.id))))
+
+    def _op_resume_job(self, req: rq.ResumeJob) -> rp.TaskReply:
+        return rp.TaskReply(task=rp.TaskView.of(self.pauses.resume(_task_id(req.id))))
 
     def _op_retry(self, req: rq.Retry) -> rp.TaskReply:
         return rp.TaskReply(task=rp.TaskView.of(self.queue.retry(_task_id(req.id))))

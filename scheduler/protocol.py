@@ -264,6 +264,18 @@ class Resume(Request[rp.PausedReply]):
     device: Str | None = None
 
 
+class PauseJob(Request[rp.TaskReply]):
+    """Freeze one running job (``gputray pause-job``); not ``Pause``, which holds the whole queue back."""
+
+    op = "pause_job"
+    id: TaskId
+
+
+class ResumeJob(Request[rp.TaskReply]):
+    op = "resume_job"
+    id: TaskId
+
+
 class Logs(Request[rp.LogChunk]):
     op = "logs"
     id: TaskId

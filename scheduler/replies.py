@@ -89,6 +89,15 @@ class TaskView(Reply, frozen=True, kw_only=True):
     offer: Offer | None = None  # run elsewhere now? (see ``Offer``); None: no offer, or not known here
     # a pending task of a family that ran before: per device it may use (``Estimate``); () otherwise
     estimate_s: tuple[Estimate, ...] = ()
+    # a running task whose job is paused (``gputray pause-job``): since when; the seconds its run spent
+    # paused, which its timeout and runtime leave out
+    paused_at: float | None = None
+    paused_s: float = 0.0
+
+    @property
+    def shown_state(self) -> str:
+        """Its state as listings show it: ``paused`` for a running task whose job is paused."""
+        return "paused" if self.state == "running" and self.paused_at is not None else self.state
 
     @classmethod
     def of(cls, r: TaskRecord, offer: Offer | None = None) -> TaskView:
@@ -100,7 +109,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
             after_any=s.after_any, cwd=s.cwd, machine=r.machine or s.machine, remote_id=r.remote_id,
             origin=s.origin, energy_j=r.energy_j, energy_shared=r.energy_shared,
             power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), prefer=s.prefer,
-            family=family_of(s), offer=offer,
+            family=family_of(s), offer=offer, paused_at=r.paused_at, paused_s=r.paused_s,
         )  # fmt: skip
 
 

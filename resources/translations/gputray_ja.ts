@@ -1863,5 +1863,61 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>shared: the GPU ran other work too, so this is the whole device's energy</source>
         <translation>共有: GPU で他の処理も動いていたため、これはデバイス全体の電力量です</translation>
     </message>
+    <message>
+        <source>About gputray</source>
+        <translation>gputray について</translation>
+    </message>
+    <message>
+        <source>gputray {version}</source>
+        <translation>gputray {version}</translation>
+    </message>
+    <message>
+        <source>Qt {qt} (PySide6 {pyside})</source>
+        <translation>Qt {qt} (PySide6 {pyside})</translation>
+    </message>
+    <message>
+        <source>Python {python}</source>
+        <translation>Python {python}</translation>
+    </message>
+    <message>
+        <source>frozen build</source>
+        <translation>単体実行ビルド</translation>
+    </message>
+    <message>
+        <source>Pause job</source>
+        <translation>ジョブを一時停止</translation>
+    </message>
+    <message>
+        <source>Resume job</source>
+        <translation>ジョブを再開</translation>
+    </message>
+    <message>
+        <source>Freeze every process of the job; its GPU memory is freed where cuda-checkpoint can</source>
+        <translation>ジョブのすべてのプロセスを凍結します。cuda-checkpoint が使える場合は GPU メモリも解放されます</translation>
+    </message>
+    <message>
+        <source>paused by you at {time}</source>
+        <translation>{time} にあなたが一時停止</translation>
+    </message>
+    <message>
+        <source>paused at {time}</source>
+        <translation>{time} に一時停止</translation>
+    </message>
+    <message>
+        <source>resumed {time}</source>
+        <translation>{time} に再開</translation>
+    </message>
+    <message>
+        <source>its GPU memory was moved to host memory (cuda-checkpoint)</source>
+        <translation>GPU メモリはホストメモリに退避済み (cuda-checkpoint)</translation>
+    </message>
+    <message>
+        <source>its GPU memory stays held (cuda-checkpoint: {error})</source>
+        <translation>GPU メモリは保持されたまま (cuda-checkpoint: {error})</translation>
+    </message>
+    <message>
+        <source>{why} (cuda-checkpoint could not restore it: {error})</source>
+        <translation>{why} (cuda-checkpoint で復元できません: {error})</translation>
+    </message>
 </context>
 </TS>

@@ -17,12 +17,14 @@ READ_BYTES = 1 << 16
 DRAIN_S = 0.5  # after the job ended: how long output still in flight may take to reach the log
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """All of ``data`` to the log; what a full disk refuses is dropped (the job must not block on it)."""
+def _write_all(fd: int, data: bytes) -> int:
+    """All of ``data`` to the log; what a full disk refuses is dropped (the job must not block on it):
+    how many bytes that was."""
     view = memoryview(data)
     with contextlib.suppress(OSError):
         while view:
             view = view[os.write(fd, view) :]
+    return len(view)
 
 
 def _size(n: int) -> str:
@@ -53,6 +55,7 @@ class CappedLog:
         self._tail: collections.deque[bytes] = collections.deque()
         self._tail_bytes = 0
         self.dropped = 0
+        self.lost = 0  # bytes of output the disk refused (full): the log says so, and the task's reason
         self._holding = False  # past the head: the output is held (its tail) until the end
         self._done = False
         self._lock = threading.Lock()
@@ -78,7 +81,7 @@ class CappedLog:
         room = self._head_end - self._size
         if room > 0:
             head = data[:room]
-            _write_all(self._log_fd, head)
+            self.lost += _write_all(self._log_fd, head)
             self._size += len(head)
             data = data[room:]
         if not data:
@@ -113,7 +116,7 @@ class CappedLog:
                     f"\n[gputray: {dropped:,} bytes ({_size(dropped)}) of output were dropped here; the last "
                     f"{_size(len(tail))} follow]\n".encode(),
                 )
-            _write_all(self._log_fd, tail)
+            self.lost += _write_all(self._log_fd, tail)
             with contextlib.suppress(OSError):
                 os.close(self._log_fd)
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.jobs.invocation import LaunchError, drop_unused_out
-from gputray.scheduler.jobs.job_files import find_runs, supervisor_alive
+from gputray.scheduler.jobs.job_files import JobFiles, find_runs, read_run, supervisor_alive
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
@@ -102,6 +102,7 @@ class JobRuns:
         self.recording = True  # False once the queue closed: exits are then left to the next owner
         self._absent_ticks: dict[str, int] = {}
         self.energy = EnergyMeter(queue.monitor.clock)  # the GPU energy of each running job
+        self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
 
     def stop_on_lost_devices(self, snapshot: Snapshot) -> None:
         """Monitor thread: stop the jobs whose device is lost, or gone from a few snapshots in a row."""
@@ -232,6 +233,8 @@ class JobRuns:
             not_before=None,
             energy_j=None,  # measured anew for this run (``job_energy``)
             energy_shared=False,
+            paused_at=None,  # a run's pauses are its own (``job_pause``)
+            paused_s=0.0,
         )
         launch_plan: LaunchPlan | None = None
         try:
@@ -352,7 +355,10 @@ class JobRuns:
         monotonic clock (``_on_exit``)."""
         for rec in self.store.list(states=("running",)):
             if rec.started_at is not None:
-                self.store.compare_and_update(rec.id, "running", started_at=rec.started_at + jump_s)
+                moved: dict[str, float] = {"started_at": rec.started_at + jump_s}
+                if rec.paused_at is not None:  # a pause in force began on the same clock
+                    moved["paused_at"] = rec.paused_at + jump_s
+                self.store.compare_and_update(rec.id, "running", **moved)
 
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
@@ -389,6 +395,8 @@ class JobRuns:
             if ran_s is not None:
                 base["started_at"] = now - ran_s
             base.update(energy_j=used.energy_j, energy_shared=used.shared)
+            if rec.paused_at is not None:  # it ended while paused (cancelled): its pause ends with it
+                base.update(paused_at=None, paused_s=rec.paused_s + max(0.0, now - rec.paused_at))
             demo: dict[str, str] = {}
             if running is not None and running.demo_for is not None:
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
@@ -396,10 +404,13 @@ class JobRuns:
             # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
             span = ran_s if ran_s is not None else now - (rec.started_at or now) or used.duration_s
             logged = dataclasses.replace(used, duration_s=span)
-            _note_energy(rec.log_path, energy_line(logged, self.queue.device_name(device)))
+            self._note_in_log(rec.log_path, energy_line(logged, self.queue.device_name(device)))
+            if job.log_lost_bytes:  # the log's last line, now or once there is room (``write_late_notes``)
+                self._note_in_log(rec.log_path, lost_output_line(job.log_lost_bytes))
             if reason == "orphaned":
                 base["exit_code"] = None
             left = leftover_note(job.leftovers) if reason != "orphaned" else ""
+            left = "; ".join(filter(None, [left, lost_output_note(job.log_lost_bytes)]))
             if reason == "cancelled":
                 why = "; ".join(filter(None, ["cancelled while running", left]))
                 new = self.store.update(task_id, state="cancelled", reason=why, **base)
@@ -432,8 +443,24 @@ class JobRuns:
                 self.queue.emit(
                     "queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}"
                 )
-            job.files.discard()  # recorded: the supervisor's files have said what they had to say
+            # Recorded: the supervisor's files have said what they had to say, once the record is on the
+            # disk. Until then (a full disk holds it in memory) they are what proves how the job ended:
+            # an owner that dies meanwhile leaves them to the next, which records the end from them.
+            self.store.when_written(functools.partial(discard_if_still, job.files, job.pid))
         self.queue.request_dispatch(urgent=True)
+
+    def _note_in_log(self, log_path: str | None, line: str | None) -> None:
+        """``line`` at the end of a job's log; on a full disk, kept and written once there is room."""
+        if log_path and line is not None and not _append_line(log_path, line):
+            self.late_notes.append((log_path, line))
+
+    def write_late_notes(self) -> None:
+        """Monitor thread, each tick: the log lines a full disk refused, in order, once there is room."""
+        while self.late_notes:
+            log_path, line = self.late_notes[0]
+            if not _append_line(log_path, line):
+                return
+            self.late_notes.pop(0)
 
     def _where(self, key: str | None, demo_for: str | None) -> str:
         """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
@@ -459,15 +486,35 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
     return reason.replace(demo_note(device_name, done=False), done) if reason else done
 
 
-def _note_energy(log_path: str | None, line: str | None) -> None:
-    """The job log's last line: the GPU energy the run used (``job_energy.energy_line``)."""
-    if not log_path or line is None:
-        return
+def _append_line(log_path: str, line: str) -> bool:
+    """``gputray: line`` at the end of a job's log (the energy it used, output it lost); whether it was
+    written (a full disk: not yet)."""
     try:
         with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
             f.write(f"\ngputray: {line}\n")
+        return True
     except OSError:
-        log.warning("could not append to %s", log_path)
+        return False
+
+
+def discard_if_still(files: JobFiles, pid: int) -> None:
+    """Discard a recorded job's files, unless a later attempt's supervisor has written its own there."""
+    run = read_run(files)
+    if run is None or run.pid == pid:
+        files.discard()
+
+
+def lost_output_line(count: int) -> str:
+    """The log's last line when part of the job's output could not be written to it (the owner writes
+    it, once there is room: the supervisor ends as soon as its exit is safe)."""
+    return f"{count:,} bytes of the job's output could not be written to this log (the disk was full)"
+
+
+def lost_output_note(count: int) -> str:
+    """What the task says when part of its job's output could not be written to its log."""
+    if not count:
+        return ""
+    return f"{count:,} bytes of output were lost: the disk was full when the job wrote them"
 
 
 def _processes(count: int) -> str:

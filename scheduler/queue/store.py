@@ -277,6 +277,11 @@ class TaskStore:
         with self._lock:
             return self._writer.space_problem()
 
+    def when_written(self, callback: Callable[[], None]) -> None:
+        """``callback()`` once every change so far is on the disk (``StoreWriter.when_written``)."""
+        with self._lock:
+            self._writer.when_written(callback)
+
     @property
     def commits(self) -> int:
         """Transactions committed (one group commit counts once): for tests and benches."""

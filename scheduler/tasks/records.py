@@ -302,6 +302,9 @@ class TaskRecord:
     CPU, or a device with neither an energy counter nor a power reading); ``energy_shared``: the device
     also ran another of our jobs, or a foreign process, during that run, so ``energy_j`` is the device's
     energy over the run, not this job's alone (``scheduler.queue.job_energy``).
+    ``paused_at``: a running task whose job is paused now (``gputray pause-job``), since when; None
+    otherwise. ``paused_s``: the seconds its current (or last) run spent paused, which count neither
+    to its timeout nor to its runtime (``run_s``).
     """
 
     id: int
@@ -331,6 +334,8 @@ class TaskRecord:
     remote_state: str | None = None
     energy_j: float | None = None
     energy_shared: bool = False
+    paused_at: float | None = None
+    paused_s: float = 0.0
 
     @property
     def name(self) -> str:
@@ -347,6 +352,18 @@ class TaskRecord:
     @property
     def finished(self) -> bool:
         return self.state in FINISHED_STATES
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
+
+    def run_s(self, now_s: float) -> float | None:
+        """How long its run has worked (ended or so far), paused time left out; None before it ran."""
+        if self.started_at is None:
+            return None
+        end = self.ended_at if self.ended_at is not None else now_s
+        paused = self.paused_s + (max(0.0, end - self.paused_at) if self.paused_at is not None else 0.0)
+        return max(0.0, end - self.started_at - paused)
 
     def replace(self, **changes: Any) -> TaskRecord:
         return dataclasses.replace(self, **changes)

@@ -284,3 +284,24 @@ def test_the_tray_starts_with_a_bad_config_using_its_good_keys(
         app.shutdown()
         app.panel.hide()
         install_language("en")
+
+
+def test_about_in_the_tray_menu_names_gputray_qt_and_python_versions(qtbot: QtBot, tray_app: TrayApp) -> None:
+    import platform
+    from importlib import metadata
+
+    import PySide6
+    from PySide6.QtCore import qVersion
+
+    assert tray_app.menu.actions()[-2] is tray_app.menu.about_action  # just above Quit
+    assert tray_app.menu.about_action.text() == "About gputray"
+    tray_app.menu.about_action.trigger()
+    box = tray_app.about_box
+    qtbot.waitUntil(box.isVisible, timeout=10_000)
+    lines = box.text().splitlines()
+    assert lines[:3] == [
+        f"gputray {metadata.version('gputray')}",
+        f"Qt {qVersion()} (PySide6 {PySide6.__version__})",
+        f"Python {platform.python_version()}",
+    ]
+    box.close()

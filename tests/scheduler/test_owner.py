@@ -55,6 +55,8 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
         "get": {"id": 999},
         "cancel": {"ids": [999]},
         "retry": {"id": 999},
+        "pause_job": {"id": 999},
+        "resume_job": {"id": 999},
         "move": {"id": 999, "delta": 1},
         "edit": {"id": 999, "changes": {"priority": 1}},
         "remove": {"ids": [999]},

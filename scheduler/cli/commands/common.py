@@ -112,7 +112,7 @@ def task_json(t: TaskView) -> dict[str, Any]:
     if t.state == "removed":  # gone before `wait` saw it end
         return {"id": t.id, "state": t.state}
     doc = msgspec.structs.asdict(t)
-    for key in ("submitted_at", "started_at", "ended_at"):
+    for key in ("submitted_at", "started_at", "ended_at", "paused_at"):
         doc[key] = iso_utc(doc[key])
     doc["after"] = list(t.after)
     doc["offer"] = None if t.offer is None else msgspec.to_builtins(t.offer)

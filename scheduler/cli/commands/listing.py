@@ -68,7 +68,9 @@ def duration(task: TaskView, now_s: float) -> str:
     started, ended = task.started_at, task.ended_at
     if started is None or (ended is None and task.state != "running"):
         return "-"
-    seconds = max(0, round((ended if ended is not None else now_s) - started))
+    end = ended if ended is not None else now_s
+    paused = task.paused_s + (max(0.0, end - task.paused_at) if task.paused_at is not None else 0.0)
+    seconds = max(0, round(end - started - paused))  # how long it has worked: pauses left out
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     if h:
@@ -116,7 +118,7 @@ def _rows(
         rows.append(
             [
                 str(t.id),
-                t.state,
+                t.shown_state,
                 str(t.priority),
                 shown(device_label(t.device, names)),
                 shown(t.env or "-"),
