@@ -131,7 +131,8 @@ def os_str(value: str | RawText) -> str:
             raise BadRequest("a RawText value is not valid base64") from None
         if "\x00" in text:  # the OS takes no NUL in an argument, a path or a variable: refuse it now
             raise BadRequest(
-                "an argument, path or variable holds a NUL byte, which no program can be given; nothing was queued"
+                "an argument, path or variable holds a NUL byte, which no program can be given; "
+                "nothing was queued"
             )
         return text
     return value

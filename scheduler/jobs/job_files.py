@@ -86,8 +86,7 @@ class ExitInfo:
     ended_at: float
     leftovers: int = 0  # processes still running when the job ended, stopped by its supervisor
     log_lost_bytes: int = 0  # output the log could not take (a full disk)
-    ended_mono: float | None = None  # the supervisor's monotonic clock at the end (older files: None)
-    boot: str | None = None  # the boot that monotonic reading belongs to (Linux), None where unknown
+    ended_mono: float | None = None  # the monotonic clock at the end; None: not this boot's, or not said
 
 
 @dataclass(frozen=True)
@@ -194,8 +193,8 @@ def exit_info(doc: object, pid: int) -> ExitInfo | None:
             float(doc["ended_at"]),
             int(doc.get("leftovers") or 0),
             int(doc.get("log_lost_bytes") or 0),
-            _float_or_none(doc.get("ended_mono")),
-            doc["boot"] if isinstance(doc.get("boot"), str) else None,
+            # a monotonic reading means something only in the boot that made it
+            _float_or_none(doc.get("ended_mono")) if doc.get("boot") == supervisor.boot_id() else None,
         )
     except (KeyError, TypeError, ValueError):
         return None

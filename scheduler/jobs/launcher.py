@@ -121,12 +121,9 @@ class Job:
         adopted: bool = False,
         watch: _WatchThread | None = None,
         cgroup: str | None = None,
-        started_mono: float | None = None,
         supervisor_pid: int | None = None,
     ) -> None:
         self.pid = pid
-        self.started_mono = started_mono  # the supervisor's monotonic clock at the start, where known
-        self.ended_mono: float | None = None  # and at the end, when it is this boot's
         self.log_path = log_path
         self.files = files
         self.started_at = started_at
@@ -135,6 +132,7 @@ class Job:
         self.kill_reason: KillReason | None = read_stop_reason(files) if adopted else None
         self.returncode: int | None = None
         self.ended_at: float | None = None
+        self.ended_mono: float | None = None  # the monotonic clock's at its end (``ExitInfo.ended_mono``)
         self.stopped_leftover = False  # orphaned: whether a process was still alive to be stopped
         self.leftovers = 0  # processes still running when the job ended (or its supervisor died): stopped
         self.log_lost_bytes = 0  # output its log could not take (a full disk)
@@ -146,8 +144,7 @@ class Job:
         self._grace_s = grace_s
         self._supervisor = supervisor_proc
         self._done = threading.Event()
-        # Windows: a handle on the job's job object keeps its name valid while we watch, even if the
-        # supervisor that created it is killed (win_job.py)
+        # Windows: a handle on its job object keeps the name valid while we watch (win_job.py)
         self._job_object = win_job.open_job(pid)
         if watch is not None:  # launched: its supervisor says on its pipe when the timeout passes
             watch.watch(self)
@@ -174,21 +171,6 @@ class Job:
                 self._arm_timer(due_s)
                 return
         self._timed_out()
-
-    @property
-    def run_s(self) -> float | None:
-        """How long the job ran by the monotonic clock (a wall clock set meanwhile changes nothing);
-        None where its files do not say (an older supervisor's, another boot's)."""
-        if self.started_mono is None or self.ended_mono is None or self.ended_mono < self.started_mono:
-            return None
-        return self.ended_mono - self.started_mono
-
-    def ended_by(self, wall_now_s: float) -> float | None:
-        """When the job ended on the wall clock that reads ``wall_now_s`` now (the queue's clock): its
-        end is placed by how long ago it was on the monotonic clock. None where that is not known."""
-        if self.ended_mono is None:
-            return None
-        return wall_now_s - max(0.0, time.monotonic() - self.ended_mono)
 
     def _timed_out(self) -> None:
         with self._reason_lock:
@@ -242,9 +224,7 @@ class Job:
                 code = end.returncode
                 if end.timed_out and self.kill_reason is None:
                     self.kill_reason = "timeout"
-                self.ended_at = end.ended_at
-                if end.ended_mono is not None and end.boot == supervisor.boot_id():
-                    self.ended_mono = end.ended_mono
+                self.ended_at, self.ended_mono = end.ended_at, end.ended_mono
                 self.leftovers = end.leftovers
                 self.log_lost_bytes = end.log_lost_bytes
             else:  # the supervisor vanished without a word: nobody knows how the job ends
@@ -469,7 +449,6 @@ def launch(
         pid=pid,
         create_time=_create_time(pid),
         started_at=float(answer.get("started_at") or time.time()),
-        started_mono=_number(answer.get("started_mono")),
         log_path=log_path,
         files=files,
         on_exit=on_exit,
@@ -699,10 +678,6 @@ def _answer_line(line: bytes) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
     """Watch a job a previous owner started: its exit is recorded when its supervisor ends (at once if
     it already has). ``kill_reason`` is what that owner asked, if it was stopping it."""
@@ -718,7 +693,6 @@ def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
         timeout_s=run.timeout_s,
         adopted=True,
         cgroup=run.cgroup,
-        started_mono=run.started_mono,
         supervisor_pid=run.supervisor_pid,
     )
     if job.kill_reason is not None and job.running:

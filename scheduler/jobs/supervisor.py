@@ -393,7 +393,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         return 0
     finally:
         os.close(write_fd)
-    started_at, started_mono = time.time(), time.monotonic()  # the duration is the monotonic clock's
+    started_at = time.time()
     cgroup_path = None if cgroup is None else str(cgroup.path)
     # The pid first, then the run file, then "recorded": a job that kills us at once (`kill -9 $PPID`)
     # is still known to the owner by its pid, and the owner goes on once the run file is there.
@@ -401,7 +401,6 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     pid_answer = {
         "pid": proc.pid,
         "started_at": started_at,
-        "started_mono": started_mono,
         "cgroup": cgroup_path,
         "supervisor_pid": os.getpid(),
     }
@@ -437,7 +436,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         "pid_create_time": linux_create_time(proc.pid) if sys.platform.startswith("linux") else None,
         "supervisor_pid": os.getpid(),
         "started_at": started_at,
-        "started_mono": started_mono,
+        "started_mono": time.monotonic(),  # how long it ran is the monotonic clock's (``ExitInfo``)
         "timeout_s": req.get("timeout_s"),
         "log_path": req["log"],
         "cgroup": cgroup_path,
@@ -494,7 +493,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         "leftovers": leftovers,
         "log_lost_bytes": output.lost,
         "ended_at": time.time(),
-        "ended_mono": time.monotonic(),  # how long it ran, and how long ago it ended, whatever the wall clock did
+        "ended_mono": time.monotonic(),  # how long it ran and how long ago it ended, whatever the wall clock
         "boot": boot_id(),
     }
     told = _answer(doc)  # first: the owner records it (durably) and starts the next job without our fsyncs

@@ -62,7 +62,10 @@ def gate(task: TaskRecord, tasks: Mapping[int, TaskRecord]) -> Blocked | Broken 
         if dep is None:
             if spec.after_any:  # only an ended or a never-run task can be removed: it will not run now
                 continue
-            waiting.append(f"#{dep_id} (no longer in the queue; `gputray edit {task.id} --after …` changes what it waits for)")
+            waiting.append(
+                f"#{dep_id} (no longer in the queue; `gputray edit {task.id} --after …` changes what it "
+                "waits for)"
+            )
             continue
         if dep.state in FINISHED_STATES:
             if dep.state == "succeeded" or spec.after_any:

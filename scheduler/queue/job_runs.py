@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,13 @@ class Running:
     pid: int
     out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
     demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
+    started_mono: float | None = None  # the monotonic clock at its start (its run file's, when adopted)
+
+    def run_s(self) -> float | None:
+        """How long the job ran by the monotonic clock (a wall clock set meanwhile changes nothing);
+        None where that is not known (an exit file of an older supervisor's, or of another boot)."""
+        end, start = self.job.ended_mono, self.started_mono
+        return end - start if end is not None and start is not None and end >= start else None
 
 
 class RunsQueue(Protocol):
@@ -181,7 +189,9 @@ class JobRuns:
                 if run.pid_create_time is None and rec.pid == run.pid and rec.pid_create_time is not None:
                     run = dataclasses.replace(run, pid_create_time=rec.pid_create_time)  # pid reuse check
                 job = adopt(run, on_exit=functools.partial(self._on_exit, rec.id))
-                self.jobs[rec.id] = Running(rec.id, job, run.device, rec.spec, run.pid, run.out)
+                self.jobs[rec.id] = Running(
+                    rec.id, job, run.device, rec.spec, run.pid, run.out, started_mono=run.started_mono
+                )
                 self.monitor.job_started(
                     run.device,
                     run.pid,
@@ -306,7 +316,9 @@ class JobRuns:
             return
         self.start_backoff.started(task.id)
         demo_for = info.name if chosen is not None and chosen.on_cpu else None
-        self.jobs[task.id] = Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
+        self.jobs[task.id] = Running(
+            task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for, started_mono=time.monotonic()
+        )
         self.queue.device_book.names_used[info.key] = info.name
         self.monitor.job_started(
             info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
@@ -383,8 +395,12 @@ class JobRuns:
             # Times from the monotonic clock (a wall clock set while the job ran must not make it a
             # year long): the end placed on the queue's clock by how long ago it was, the start by how
             # long the job ran. Files that do not say (an older supervisor's) keep the wall clock's.
-            now = job.ended_by(self.queue.clock()) or job.ended_at or self.queue.clock()
-            ran_s = job.run_s
+            now = self.queue.clock()
+            if job.ended_mono is not None:
+                now -= max(0.0, time.monotonic() - job.ended_mono)
+            elif job.ended_at is not None:
+                now = job.ended_at
+            ran_s = running.run_s() if running is not None else None
             if rec.state != "running" or rec.pid not in (None, job.pid):
                 if rec.state != "running":
                     job.files.discard()

@@ -108,11 +108,15 @@ def test_a_clock_set_while_a_job_runs_does_not_make_a_year_long_run(
     code = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)"
     clock.offset_s = -YEAR_S
     task = client.ask(
-        rq.Run(argv=[PY, "-c", code], name="train", overrides=TaskPatch(family="train", device_prefs=("5060ti",)))
+        rq.Run(
+            argv=[PY, "-c", code], name="train", overrides=TaskPatch(family="train", device_prefs=("5060ti",))
+        )
     ).tasks[0]
     running = wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "running" and t)
     clock.offset_s = 0.0  # set right while it runs
-    wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).started_at and t.started_at > time.time() - 600)
+    wait_for(
+        lambda: (t := client.ask(rq.Get(id=task.id)).task).started_at and t.started_at > time.time() - 600
+    )
     go.touch()
     done = wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "succeeded" and t)
     assert done.started_at is not None and done.ended_at is not None and running.started_at is not None

@@ -99,7 +99,9 @@ def test_logs_give_the_same_text_through_the_owner_and_without_one_for_a_cut_utf
 def test_a_task_file_with_a_utf8_byte_order_mark_is_accepted(client: ipc.IpcClient, tmp_path: Path) -> None:
     """Notepad's "UTF-8 with BOM": before, "Invalid statement (at line 1, column 1)"."""
     task = tmp_path / "bom.toml"
-    task.write_bytes(b"\xef\xbb\xbf" + f'kind = "command"\nname = "with a BOM"\nargv = ["{PY}", "-c", "pass"]\n'.encode())
+    task.write_bytes(
+        b"\xef\xbb\xbf" + f'kind = "command"\nname = "with a BOM"\nargv = ["{PY}", "-c", "pass"]\n'.encode()
+    )
     submitted = client.ask(rq.Submit(task_file=str(task)))
     assert submitted.tasks[0].name == "with a BOM"
     wait_for(lambda: client.ask(rq.Get(id=submitted.tasks[0].id)).task.state == "succeeded")

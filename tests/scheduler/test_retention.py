@@ -118,9 +118,11 @@ def test_a_dependency_of_a_kept_task_is_kept_and_a_missing_one_is_not_met(
     dependant ran it at once: a dependency that no longer exists counted as met."""
     first = client.ask(rq.Run(argv=[PY, "-c", "raise SystemExit(3)"], name="prepare")).tasks[0].id
     wait_for(lambda: client.ask(rq.Get(id=first)).task.state == "failed")
-    then = client.ask(
-        rq.Run(argv=[PY, "-c", "print('ran')"], name="train", overrides={"after": [first]})
-    ).tasks[0].id
+    then = (
+        client.ask(rq.Run(argv=[PY, "-c", "print('ran')"], name="train", overrides={"after": [first]}))
+        .tasks[0]
+        .id
+    )
     wait_for(lambda: client.ask(rq.Get(id=then)).task.state == "failed")  # "dependency #1 … failed"
     cleaned = client.ask(rq.Clean(keep=1))  # the newest (the dependant) stays, and so does what it needs
     assert cleaned.tasks == () and present(client) == [first, then]
