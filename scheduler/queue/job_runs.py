@@ -429,6 +429,8 @@ class JobRuns:
             left = "; ".join(filter(None, [left, lost_output_note(job.log_lost_bytes)]))
             if reason == "cancelled":
                 why = "; ".join(filter(None, ["cancelled while running", left]))
+                # the log's last line says why its output stops where it does (issue 33)
+                self._note_in_log(rec.log_path, cancelled_line(now))
                 new = self.store.update(task_id, state="cancelled", reason=why, **base)
                 self.queue.emit("cancelled", new, f"{new.name} cancelled")
             elif reason in ("lost", "shutdown", "orphaned"):
@@ -518,6 +520,11 @@ def discard_if_still(files: JobFiles, pid: int) -> None:
     run = read_run(files)
     if run is None or run.pid == pid:
         files.discard()
+
+
+def cancelled_line(now_s: float) -> str:
+    """The log's last line of a job stopped by ``cancel``: its output ends there because of it."""
+    return f"cancelled at {time.strftime('%H:%M:%S', time.localtime(now_s))}: the job was stopped by request"
 
 
 def lost_output_line(count: int) -> str:
