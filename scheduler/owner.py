@@ -38,6 +38,7 @@ from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
 if TYPE_CHECKING:
     from gputray.scheduler.cluster_port import ClusterLinkFactory, ClusterPort
+    from gputray.scheduler.metrics.endpoint import MetricsEndpoint
     from gputray.scheduler.pyenvs.choice import EnvResolver
     from gputray.scheduler.queue.retention import Retention
     from gputray.scheduler.queue.service import QueueService
@@ -137,6 +138,7 @@ class Owner:
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
         self.retention: Retention | None = None
+        self.metrics: MetricsEndpoint | None = None  # [metrics] listen: the Prometheus endpoint
         self._pauses: JobPauser | None = None
         self.server: IpcServer | None = None
         self._ready = threading.Event()
@@ -248,6 +250,16 @@ class Owner:
                 history=self._queue.estimates.history,
             )
             self._queue.add_timer(self.retention)  # ended tasks and logs past [retention]'s limits go
+            if config.metrics.listen:  # prometheus_client is loaded only when metrics are asked for
+                from gputray.scheduler.metrics.endpoint import start_metrics
+
+                monitor = self._monitor
+                self.metrics = start_metrics(
+                    config.metrics.listen,
+                    config.metrics.token,
+                    queue=self._queue,
+                    latest=lambda: monitor.latest,
+                )
         except BaseException:
             self._teardown()
             raise
@@ -291,6 +303,9 @@ class Owner:
         self.shutdown_requested.set()
 
     def _teardown(self, *, kill_running: bool = False) -> None:
+        if self.metrics is not None:
+            with contextlib.suppress(Exception):
+                self.metrics.stop()
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 self.cluster.close()  # the bridge goes first: it talks to the queue
@@ -317,6 +332,8 @@ class Owner:
 
     def _event(self, event: QueueEvent) -> None:
         log.info("task %s %s: %s", event.task.id, event.kind, event.message)
+        if self.metrics is not None:
+            self.metrics.observe(event)
         if self.cluster is not None:
             self.cluster.on_event(event)
         if self._on_event is not None:
