@@ -86,7 +86,7 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 _NO_NUL = r"^[^\x00]*$"
-_WORD = r"^[^\x00]*\S[^\x00]*$"  # not blank, no NUL
+_WORD = r"^[^\x00]*[^\x00\s][^\x00]*$"  # not blank, no NUL (``\S`` alone matches a NUL)
 Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS, pattern=_NO_NUL)]
 Word = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT_CHARS, pattern=_WORD)]
 Texts = Annotated[tuple[Text, ...], Meta(max_length=MAX_ITEMS)]

@@ -243,7 +243,7 @@ def load_task_file(path: Path) -> TaskSpec:
     """Read and validate one task file. Errors (TaskFileError) name the file, the key and the problem."""
     path = Path(path)
     try:
-        data = tomllib.loads(read_task_bytes(path).decode("utf-8"))
+        data = tomllib.loads(read_task_bytes(path).decode("utf-8-sig"))  # a BOM (Notepad) is no statement
     except FileNotFoundError:
         raise TaskFileError(f"{path}: no such task file") from None
     except OSError as exc:
