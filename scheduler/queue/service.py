@@ -585,6 +585,7 @@ class QueueService:
                 with self._lock:
                     self._put_aside.clear()
                     self.store.bring_back()
+                    self.runs.clock_set(jump)
                 self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
