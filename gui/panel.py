@@ -327,6 +327,9 @@ class Panel(QWidget):
         self.table.selectionModel().selectionChanged.connect(lambda *_: self.update_buttons())
         for change in (model.dataChanged, model.rowsInserted, model.rowsRemoved, model.modelReset):
             change.connect(lambda *_: self.update_buttons())
+        # A reorder (a cancelled task sorts among the ended ones) moves the selection with its task
+        # (persistent indexes): the list follows it, so the task Retry and Open log act on is in view.
+        model.layoutChanged.connect(lambda *_: self._after_reorder())
 
         self.drop_zone = DropZone(self.content)
         self.drop_zone.set_pinned(self.pinned or windowed)
@@ -646,6 +649,12 @@ class Panel(QWidget):
         ):
             button.setEnabled(usable)
             button.setToolTip(doing if usable else why_not)
+
+    def _after_reorder(self) -> None:
+        self.update_buttons()
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        if rows:
+            self.table.scrollTo(self.model.index(rows[0], 0))
 
     def _toggle_pause_all(self) -> None:
         if self._paused_all:

@@ -58,12 +58,7 @@ from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.jobs.launcher import HOST, Job
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import check_epoch_s
-from gputray.scheduler.pyenvs.choice import (
-    EnvChecking,
-    EnvChooser,
-    EnvMissing,
-    ProbingChooser,
-)
+from gputray.scheduler.pyenvs.choice import EnvChecking, EnvChooser, EnvMissing, ProbingChooser
 from gputray.scheduler.queue import dependencies as deps
 from gputray.scheduler.queue.device_book import DeviceBook
 from gputray.scheduler.queue.device_checks import (
@@ -88,6 +83,7 @@ from gputray.scheduler.queue.placement import (
 from gputray.scheduler.queue.put_aside import PutAside
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.timing import ClockJumps
+from gputray.scheduler.queue.waits_book import WaitsBook
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
@@ -179,6 +175,7 @@ class QueueService:
         self._urgent = threading.Event()
         self._due_s: float | None = None
         self._put_aside = PutAside()  # tasks held back only by their start time or window, until then
+        self.waits_book = WaitsBook()  # the device each pending task waits for (the metrics read it)
         self._clock_jumps = ClockJumps(clock)  # the wall clock set: every time gate is planned afresh
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -505,6 +502,7 @@ class QueueService:
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
     ) -> None:
+        self.waits_book.note(waits)
         updates: builtins.list[tuple[int, life.Step]] = [
             (task.id, life.Wait(reason=wait.reason, overtakes=overtakes.get(task.id)))
             for task, wait in waits
@@ -583,6 +581,7 @@ class QueueService:
                 with self._lock:
                     self._put_aside.clear()
                     self.store.bring_back()
+                    self.runs.clock_set(jump)
                 self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
@@ -636,6 +635,7 @@ class QueueService:
         a run that succeeded teaches the estimates."""
         if kind == "finished":
             self.estimates.finished(rec)
+        self.waits_book.on_event(kind, rec.id)
         self._events.put(QueueEvent(kind, rec, message, offer))
         self.edits.notify_waiters()
 

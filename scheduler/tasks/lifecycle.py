@@ -23,8 +23,9 @@ so nobody ever sees a half-started row. A task another machine runs (the cluster
 ``HandOver`` (sending) → ``Handed`` (its id there) → ``RemoteRun`` (what it does there; the
 ``RemoteMark`` bookkeeping) → back with ``TakeBack`` or ``LostThere`` (that machine left).
 
-**Adding a state** (``paused``, say) is a change here only: its name in ``STATES`` (and the
-``TaskState`` literal beside it), its row in ``EDGES`` (where it may go from and to), and a step class
+**Adding a state** (``frozen``, say) is a change in this folder only: its name in ``states.py`` (the
+``TaskState`` literal and ``STATES``: names only, kept apart so that a listing filters by state without
+loading this module), and here its row in ``EDGES`` (where it may go from and to) and a step class
 per move into and out of it (``class Pause(Step, tag="pause")``: ``SOURCES``, ``to``, ``columns``;
 add a cluster-sendable one to ``ClusterStep`` as well). ``tests/scheduler/test_lifecycle.py`` fails
 for a state without a row, a step whose moves the table does not allow, and drives random sequences
@@ -37,30 +38,22 @@ owner as they are (``protocol.ClusterUpdate``), so what crosses the process is t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Literal, Protocol, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-TaskState = Literal["queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted"]
-STATES: tuple[TaskState, ...] = (
-    "queued",
-    "waiting",
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "interrupted",
-)
-#: Tasks in these states are still in the queue (waiting to be placed).
-PENDING_STATES: frozenset[str] = frozenset({"queued", "waiting"})
-#: Final states. ``interrupted`` is transient: the retry policy turns it into ``queued`` or ``failed``.
-FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+# The states by name live in ``states`` (a listing filters by state without loading this module).
+from gputray.scheduler.tasks.states import FINISHED_STATES as FINISHED_STATES
+from gputray.scheduler.tasks.states import PENDING_STATES as PENDING_STATES
+from gputray.scheduler.tasks.states import STATES as STATES
+from gputray.scheduler.tasks.states import TaskState as TaskState
+
 MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 
 _PENDING: frozenset[TaskState] = frozenset({"queued", "waiting"})
 _ENDED: frozenset[TaskState] = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
-_ALL: frozenset[TaskState] = frozenset(STATES)
+_ALL: frozenset[TaskState] = frozenset(cast("tuple[TaskState, ...]", STATES))
 
 #: Every legal move, from → to (a step may stay in its state: a reason, a pid, the cluster's notes).
 #: ``running → waiting`` and ``queued/waiting → succeeded`` are the cluster's only (``RemoteRun``): a
@@ -117,6 +110,12 @@ class Row(Protocol):
     @property
     def overtakes(self) -> int: ...
 
+    @property
+    def started_at(self) -> float | None: ...
+
+    @property
+    def paused_at(self) -> float | None: ...
+
 
 class Step(msgspec.Struct, frozen=True, kw_only=True, tag_field="step", forbid_unknown_fields=True):
     """One move of one task. ``SOURCES``: the states it may start from; ``to``: the state it leaves
@@ -169,6 +168,7 @@ class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     energy_j: float | None = None
     energy_shared: bool = False
     paused_s: float | None = None  # it ended while paused: its pause ends with it, at this total
+    started_at: float | None = None  # its start as its run's monotonic length places it (a set clock)
 
     def columns(self) -> Columns:
         cols: Columns = {
@@ -179,6 +179,8 @@ class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         }
         if self.measured:
             cols.update(energy_j=self.energy_j, energy_shared=self.energy_shared)
+        if self.started_at is not None:
+            cols["started_at"] = self.started_at
         if self.paused_s is not None:
             cols.update(paused_at=None, paused_s=self.paused_s)
         return cols
@@ -361,6 +363,22 @@ class ResumeJob(Step, frozen=True, tag="resume_job"):
 
     def columns(self, row: Row) -> Columns:
         return {"paused_at": None, "paused_s": self.paused_s, "reason": self.reason}
+
+
+class ClockSet(Step, frozen=True, tag="clock_set"):
+    """The wall clock was set by ``jump_s`` while its job runs: its start (and a pause in force, begun
+    on the same clock) move with it, so how long it has run stays true."""
+
+    SOURCES = frozenset({"running"})
+    jump_s: float
+
+    def columns(self, row: Row) -> Columns:
+        cols: Columns = {}
+        if row.started_at is not None:
+            cols["started_at"] = row.started_at + self.jump_s
+        if row.paused_at is not None:
+            cols["paused_at"] = row.paused_at + self.jump_s
+        return cols
 
 
 class Fail(Step, frozen=True, tag="fail"):

@@ -32,6 +32,7 @@ STEPS: dict[str, Callable[[TaskRecord], life.Step]] = {
         device="cpu", attempts=r.attempts + 1, started_at=2.0, log_path="", pid=4243, pid_create_time=1.0
     ),
     "launched": lambda r: life.Launched(pid=4244, pid_create_time=1.0),
+    "clock_set": lambda r: life.ClockSet(jump_s=3600.0),
     "pause_job": lambda r: life.PauseJob(paused_at=3.0, reason="paused by you"),
     "resume_job": lambda r: life.ResumeJob(paused_s=1.0, reason="resumed"),
     "fail": lambda r: life.Fail(reason="dependency failed", ended_at=3.0),
