@@ -132,9 +132,8 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, tag_field="step", forbid_u
 
 def _state(row: Row) -> TaskState:
     state = row.state
-    for known in STATES:
-        if known == state:
-            return known
+    if state in _ALL:
+        return state
     raise IllegalTransition(f"task #{row.id} is in an unknown state {state!r}")
 
 
