@@ -132,9 +132,15 @@ def os_str(value: str | RawText) -> str:
         import os
 
         try:
-            return os.fsdecode(base64.b64decode(value.b64, validate=True))
+            text = os.fsdecode(base64.b64decode(value.b64, validate=True))
         except (binascii.Error, ValueError):
             raise BadRequest("a RawText value is not valid base64") from None
+        if "\x00" in text:  # the OS takes no NUL in an argument, a path or a variable: refuse it now
+            raise BadRequest(
+                "an argument, path or variable holds a NUL byte, which no program can be given; "
+                "nothing was queued"
+            )
+        return text
     return value
 
 
@@ -401,8 +407,20 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
     v: int | None = None
 
 
+#: What a pattern on a text field asks, in words (the regex itself is no answer for a person).
+_PATTERN_WORDS = {
+    r"^[^\x00]*$": "text with no NUL character",
+    r"^[^\x00]*[^\x00\s][^\x00]*$": "text that is not blank, with no NUL character",
+}
+
+
 def _refuse(exc: msgspec.ValidationError, op: str) -> BadRequest:
     text = str(exc)
+    head, regex, rest = text.partition("`str` matching regex ")
+    pattern = rest.partition(" - at `$.")[0]
+    for known, words in _PATTERN_WORDS.items():
+        if regex and pattern in (repr(known), f"'{known}'"):
+            text = f"{head}{words}{rest[len(pattern) :]}"
     where = text.rpartition(" - at `$.")
     if where[1]:  # "Expected `int`, got `str` - at `$.ids[0]`" → "argument 'ids[0]': expected `int` ..."
         return BadRequest(

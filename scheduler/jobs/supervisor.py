@@ -436,6 +436,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         "pid_create_time": linux_create_time(proc.pid) if sys.platform.startswith("linux") else None,
         "supervisor_pid": os.getpid(),
         "started_at": started_at,
+        "started_mono": time.monotonic(),  # how long it ran is the monotonic clock's (``ExitInfo``)
         "timeout_s": req.get("timeout_s"),
         "log_path": req["log"],
         "cgroup": cgroup_path,
@@ -492,6 +493,8 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         "leftovers": leftovers,
         "log_lost_bytes": output.lost,
         "ended_at": time.time(),
+        "ended_mono": time.monotonic(),  # how long it ran and how long ago it ended, whatever the wall clock
+        "boot": boot_id(),
     }
     told = _answer(doc)  # first: the owner records it (durably) and starts the next job without our fsyncs
     try:
@@ -503,6 +506,15 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     if cgroup is not None and not told:  # no owner to remove our group after us: we do
         cgroup.leave_and_remove()
     return 0
+
+
+def boot_id() -> str | None:
+    """This boot's id (Linux): a monotonic reading means something only within the boot that made it."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
 
 
 def _ignore(signum: int, frame: object) -> None:
