@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from gputray.monitor.fdinfo import read_file_bytes
+from gputray.monitor.records import plausible_power_max_w
 from gputray.monitor.sysfs import int_of, text_of
 
 
@@ -169,15 +170,21 @@ def energy_j(files: HwmonFiles | None) -> float | None:
 
 
 class EnergyRate:
-    """Power from an energy counter (µJ): its growth between two samples over the time between them."""
+    """Power from an energy counter (µJ): its growth between two samples over the time between them.
+
+    A counter that went back (it wrapped, the driver restarted) or grew faster than the device can draw
+    (``records.plausible_power_max_w`` of its limit: a glitch that jumped it forward) gives no power for
+    that interval, and the next is measured from the new reading; a negative or unreadable reading is
+    no reference at all (before, one made the next interval's power absurd)."""
 
     def __init__(self) -> None:
         self._last: tuple[float, int] | None = None
 
-    def update(self, now_s: float, micro_j: int | None) -> float | None:
-        if micro_j is None:
+    def update(self, now_s: float, micro_j: int | None, limit_w: float | None = None) -> float | None:
+        if micro_j is None or micro_j < 0:
             return None
         last, self._last = self._last, (now_s, micro_j)
         if last is None or now_s <= last[0] or micro_j < last[1]:
             return None  # the first sample, or the counter wrapped or was reset
-        return (micro_j - last[1]) / 1e6 / (now_s - last[0])
+        rate = (micro_j - last[1]) / 1e6 / (now_s - last[0])
+        return rate if rate <= plausible_power_max_w(limit_w) else None

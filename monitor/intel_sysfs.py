@@ -178,7 +178,7 @@ class IntelSysfsBackend(DrmBackend[_Card]):
         hw = card.hw
         power = hwmon.power_w(hw)
         if power is None and card.energy is not None and hw is not None:
-            power = card.energy.update(now_s, hwmon.read_int(hw.energy_input))
+            power = card.energy.update(now_s, hwmon.read_int(hw.energy_input), hwmon.power_limit_w(hw))
         util = vram_used = shared_used = None
         clients = usage.devices.get(card.bdf) if usage is not None and card.bdf is not None else None
         if usage is not None and usage.measured:
