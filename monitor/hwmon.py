@@ -1,6 +1,10 @@
 """A GPU's hwmon folder: which files hold temperature, fans, power and its limit, found once per card.
 
-Units (``Documentation/hwmon/sysfs-interface.rst``): ``tempN_input`` m°C, ``fanN_input`` RPM,
+Every DRM card's hwmon is read the same way, whatever its driver: an old Radeon on ``radeon`` reports its
+core clock only here (``freq1_input``), nouveau its power, a virtual GPU nothing at all.
+
+Units (``Documentation/hwmon/sysfs-interface.rst``): ``tempN_input`` m°C, ``fanN_input`` RPM, ``freqN_input``
+Hz (``radeon``, amdgpu: ``sclk`` and ``mclk``),
 ``pwmN`` 0..``pwmN_max`` (255 when absent), ``powerN_input``/``_average`` µW, ``energyN_input`` µJ (a
 counter: power is its rate between two samples), ``powerN_max``/``_cap``/``_crit`` µW limits.
 Labels (``*_label``) name the sensors where a driver has several: amdgpu ``edge``/``junction``/``mem``,
@@ -49,6 +53,7 @@ class HwmonFiles:
     power_inputs: tuple[str, ...]
     energy_input: str | None
     power_limit: str | None
+    freq_input: str | None = None  # the core clock (``sclk`` where labelled, else the lowest N)
 
 
 def _labels(base: str, files: set[str]) -> dict[str, str | None]:
@@ -98,7 +103,14 @@ def find_hwmon(
         temp_crit = temp.replace("_input", "_crit") if temp is not None else None
         fans = tuple(f"{base}/{n}" for n in sorted(files) if _FAN.match(n))
         pwm = "pwm1" if "pwm1" in files else None
-        power_inputs = tuple(f"{base}/{n}" for n in ("power1_average", "power1_input") if n in files)
+        power_inputs = tuple(
+            f"{base}/{n}"
+            for n in (
+                _pick(files, labels, "power", suffix, power_labels) for suffix in ("_average", "_input")
+            )
+            if n is not None
+        )
+        freq = _pick(files, labels, "freq", "_input", ("sclk", "gt"))
         energy = None
         for label in (*power_labels, None):
             candidates = [
@@ -125,6 +137,7 @@ def find_hwmon(
             power_inputs=power_inputs,
             energy_input=f"{base}/{energy}" if energy is not None else None,
             power_limit=f"{base}/{limit}" if limit is not None else None,
+            freq_input=f"{base}/{freq}" if freq is not None else None,
         )
     return None
 
@@ -156,6 +169,13 @@ def power_w(files: HwmonFiles | None) -> float | None:
         if micro is not None and micro >= 0:
             return micro / 1e6
     return None
+
+
+def freq_mhz(files: HwmonFiles | None) -> int | None:
+    """The core clock from ``freqN_input`` (Hz) in MHz; None without one, or a reading of 0 (a card
+    that is off answers 0 rather than nothing)."""
+    hz = read_int(files.freq_input) if files is not None else None
+    return round(hz / 1e6) if hz is not None and hz > 0 else None
 
 
 def power_limit_w(files: HwmonFiles | None) -> float | None:

@@ -212,7 +212,7 @@ class IntelSysfsBackend(DrmBackend[_Card]):
             vram_total_bytes=info.vram_total_bytes,
             shared_used_bytes=shared_used,
             shared_total_bytes=info.shared_total_bytes,
-            sclk_mhz=self._clock_mhz(card),
+            sclk_mhz=self._clock_mhz(card) or hwmon.freq_mhz(hw),
             **link,
             fan_percent=fan_percent,
             fan_rpm=fan_rpm,
