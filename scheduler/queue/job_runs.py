@@ -197,7 +197,7 @@ class JobRuns:
                     run.pid,
                     name=rec.spec.name,
                     util_percent=rec.spec.util_percent,
-                    vram_bytes=rec.spec.vram_bytes,
+                    vram_bytes=rec.spec.memory_need_bytes,
                 )
                 self.energy.start(rec.id, run.device, run.pid)  # measured from now: a lower bound
                 adopted.add(rec.id)
@@ -321,7 +321,11 @@ class JobRuns:
         )
         self.queue.device_book.names_used[info.key] = info.name
         self.monitor.job_started(
-            info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
+            info.key,
+            job.pid,
+            name=spec.name,
+            util_percent=spec.util_percent,
+            vram_bytes=spec.memory_need_bytes,
         )
         self.energy.start(task.id, info.key, job.pid)
         if decision.redirected:

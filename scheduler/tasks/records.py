@@ -156,6 +156,10 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     max_wait_s: DurationS | None = None
     after_max_wait: AfterMaxWait = "redirect"
     vram_bytes: SizeBytes | None = None
+    # Without vram_bytes: the need predicted from the model files it names, and from what, in words
+    # ("model.safetensors 7.2 GiB + 5 %"); set by ``taskfile.spec_from_patch`` (``model_memory``).
+    vram_need_bytes: SizeBytes | None = None
+    vram_need_source: Word | None = None
     priority: Priority = 0
     needs: Texts = ()
     start_at: EpochS | None = None
@@ -188,6 +192,11 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     family: Family | None = None
     prefer: Prefer = "free"
     max_slowdown: Slowdown = 1.5
+
+    @property
+    def memory_need_bytes(self) -> int | None:
+        """What placement counts: the ``vram`` given, else the need predicted from its model files."""
+        return self.vram_bytes if self.vram_bytes is not None else self.vram_need_bytes
 
     def __hash__(self) -> int:  # env is a dict; hash the rest
         return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
@@ -244,6 +253,8 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     max_wait_s: DurationS | UnsetType | None = UNSET
     after_max_wait: AfterMaxWait | UnsetType = UNSET
     vram_bytes: SizeBytes | UnsetType | None = UNSET
+    vram_need_bytes: SizeBytes | UnsetType | None = UNSET
+    vram_need_source: Word | UnsetType | None = UNSET
     priority: Priority | UnsetType = UNSET
     needs: Texts | UnsetType = UNSET
     start_at: EpochS | UnsetType | None = UNSET
