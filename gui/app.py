@@ -37,7 +37,7 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   queue      list waiting and running tasks, with why each waits
   logs       print (or --follow) a task's log
   cancel     cancel tasks; a running one is stopped with its process tree
-  retry      queue a failed, cancelled or interrupted task again
+  retry      queue a finished task again (succeeded, failed, cancelled or interrupted)
   wait       wait until tasks end; exit with their exit status
   edit       change a task that has not started (priority, device, time, name ...)
   move       reorder the queue: --top, --bottom, --before ID, --after ID
@@ -45,15 +45,19 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   clean      forget ended tasks (--older-than 7d, --state failed) and their logs
   pause      stop starting tasks on a device (or all)
   resume     start tasks again on a device (or all)
+  pause-job  freeze one running job (its GPU memory freed where cuda-checkpoint can)
+  resume-job thaw a job paused with pause-job
   schedule   submit a task file on a cron schedule
   envs       the Python environments jobs run in
   doctor     prove which env works on which GPU, with a real kernel
   config     check the config file: bad values, unknown keys
+  completion shell completion for bash, zsh, fish (gputray completion bash --install)
   cluster    several machines in one queue, on Ray: join, leave, status
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gputray.scheduler.about import version_line
     from gputray.scheduler.paths import app_paths
 
     paths = app_paths()
@@ -75,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="files to queue (one job per file)")
+    p.add_argument("--version", action="version", version=version_line(), help="print the version, then exit")
     p.add_argument("--demo", action="store_true", help="simulate an RTX 5060 Ti and a Radeon 780M")
     p.add_argument("--demo-scenario", type=Path, metavar="TOML", help="scripted external load for the demo")
     p.add_argument("--sysfs-root", type=Path, default=Path("/sys"), help="read this folder as /sys")

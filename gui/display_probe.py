@@ -4,8 +4,9 @@ When Qt's xcb plugin cannot connect (a ``DISPLAY`` left over from an ssh session
 Qt does not return an error: it aborts the process (exit 134, core dump) with "could not load the Qt
 platform plugin … Reinstalling the application may fix this", which sends people to reinstall for
 nothing. So the tray connects once itself, with libxcb through ctypes (the library Qt's own plugin
-loads, so no new dependency), and says in one line what is wrong. The same check finds a missing
-``libxcb-cursor0``, which Qt ≥ 6.5 needs and reports with the same abort.
+loads, so no new dependency), and says in one line what is wrong. Before that, ``qt_libraries`` loads
+Qt's xcb plugin as Qt would: a missing ``libxcb-cursor0`` (Qt ≥ 6.5 needs it) or any other system
+library it links against is named with the package to install, instead of the same abort.
 
 Only the X11 path is checked: ``QT_QPA_PLATFORM=offscreen`` / ``wayland`` / ``vnc`` …, and a Wayland
 session without an explicit ``xcb``, are Qt's to handle. Qt-free, so it runs before Qt loads.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import ctypes
 import sys
 from collections.abc import Mapping
+
+from gputray.gui.qt_libraries import xcb_library_problem
 
 ADVICE = "Run `gputray daemon` to own the queue without a screen, and `gputray status` to see the GPUs."
 
@@ -58,6 +61,9 @@ def display_problem(environ: Mapping[str, str]) -> str | None:
     (or when this cannot be told: another platform, no libxcb)."""
     if sys.platform in {"win32", "darwin"} or not uses_x11(environ):
         return None
+    libraries = xcb_library_problem(environ)  # first: it holds wherever the display is
+    if libraries is not None:
+        return libraries
     display = environ.get("DISPLAY", "")
     if not display:
         return None  # app.no_display_reason says this one
@@ -66,10 +72,5 @@ def display_problem(environ: Mapping[str, str]) -> str | None:
             f"the X display {display} (DISPLAY={display}) cannot be opened: no X server answers there, "
             "or it does not let this user in, so there is no tray. Start gputray inside your desktop "
             f"session (or fix DISPLAY). {ADVICE}"
-        )
-    if _library("libxcb-cursor.so.0") is None:
-        return (
-            "Qt's X11 platform needs libxcb-cursor0, which is not installed: install it "
-            "(Debian/Ubuntu: sudo apt install libxcb-cursor0; Fedora: sudo dnf install xcb-util-cursor)."
         )
     return None

@@ -128,7 +128,7 @@ class QueueModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return self.tooltip(task, col) or None
         if role == Qt.ItemDataRole.ForegroundRole and col == COL_STATE:
-            return self._state_colors.get(task.state)
+            return self._state_colors.get(task.shown_state, self._state_colors.get(task.state))
         if role == ID_ROLE:
             return task.id
         if role == RECORD_ROLE:
@@ -139,14 +139,20 @@ class QueueModel(QAbstractTableModel):
         if col == COL_NAME:
             return task.name or str(task.id)
         if col == COL_STATE:
-            return tr(task.state)
+            return tr(task.shown_state)  # "paused": a running task whose job is paused
         if col == COL_DEVICE:
             device = task.device
             shown = self._device_names.get(str(device), str(device)) if device else "–"
             env = task.env
             return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
-            return messages.reason(task.reason, task.state)
+            reason = messages.reason(task.reason, task.state)
+            offer = task.offer if task.state in ("queued", "waiting") else None
+            if offer is None:
+                return reason
+            # a standing offer comes first: the answer is one click away in the bar above the list
+            can = tr("can start now on {device}").format(device=offer.device_name)
+            return f"{can}; {reason}" if reason else can
         if col == COL_ELAPSED:
             took = elapsed_s(task, self._now)
             return "" if took is None else format_duration(took)

@@ -20,28 +20,37 @@ start that every request type has one).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, ClassVar, Generic, Literal, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Annotated, ClassVar, Generic, Literal, TypeVar, cast, get_args
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
+from msgspec import Meta
 
 from gputray.scheduler import replies as rp
-from gputray.scheduler.cluster_records import ClusterReport
-from gputray.scheduler.reasons.codes import Reason
-from gputray.scheduler.tasks.records import (  # the limits of task values live with the task model
+from gputray.scheduler.lazy_import import lazy_module
+from gputray.scheduler.tasks.limits import (  # the limits of task values live with the task model
     MAX_DURATION_S,
     MAX_EPOCH_S,
     MAX_RETRIES,
     MAX_SIZE_BYTES,
     MAX_TASK_ID,
     MIN_EPOCH_S,
-    TaskPatch,
-    TaskSpec,
-    TaskState,
     check_duration_s,
     check_epoch_s,
     check_size_bytes,
 )
+
+# Named in annotations only, resolved when a request of theirs is first encoded or decoded: a command
+# that sends none (``gputray queue``) never loads the task model (``lazy_import``).
+if TYPE_CHECKING:
+    from gputray.scheduler import cluster_records
+    from gputray.scheduler.reasons import codes as reason_codes
+    from gputray.scheduler.tasks import lifecycle as task_lifecycle
+    from gputray.scheduler.tasks import records as task_records
+else:
+    cluster_records = lazy_module("gputray.scheduler.cluster_records")
+    reason_codes = lazy_module("gputray.scheduler.reasons.codes")
+    task_lifecycle = lazy_module("gputray.scheduler.tasks.lifecycle")
+    task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = [  # re-exported: the limits every request field shares
     "MAX_DURATION_S",
@@ -61,9 +70,11 @@ __all__ = [  # re-exported: the limits every request field shares
 # 4: ``status`` sends the monitor's typed Snapshot, ``schedule_*`` typed ScheduleViews.
 # 5: the cluster's report (``cluster_sync``) and status document (``status``'s ``cluster``) are typed
 # (``cluster_records``), a device's readings the monitor's Sample.
-# 6: a task's reason (``TaskView.reason``, a cluster update's) is a typed code (``reasons.codes``), a
+# 6: ``cluster_update`` carries one lifecycle step (``tasks/lifecycle.py``) in place of a bag of
+# fields, and the cluster-only ops the owner's secret for its bridge.
+# 7: a task's reason (``TaskView.reason``, a lifecycle step's) is a typed code (``reasons.codes``), a
 # device verdict's reasons the monitor's ``busy_why`` codes; both sides word them.
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 MAX_TABLE_KEYS = 4_096
@@ -129,9 +140,15 @@ def os_str(value: str | RawText) -> str:
         import os
 
         try:
-            return os.fsdecode(base64.b64decode(value.b64, validate=True))
+            text = os.fsdecode(base64.b64decode(value.b64, validate=True))
         except (binascii.Error, ValueError):
             raise BadRequest("a RawText value is not valid base64") from None
+        if "\x00" in text:  # the OS takes no NUL in an argument, a path or a variable: refuse it now
+            raise BadRequest(
+                "an argument, path or variable holds a NUL byte, which no program can be given; "
+                "nothing was queued"
+            )
+        return text
     return value
 
 
@@ -159,8 +176,8 @@ class Status(Request[rp.StatusReply]):
 class Submit(Request[rp.Submitted]):
     op = "submit"
     task_file: OsStr | None = None
-    spec: TaskPatch | None = None  # a whole task, when there is no task file
-    overrides: TaskPatch | None = None
+    spec: task_records.TaskPatch | None = None  # a whole task, when there is no task file
+    overrides: task_records.TaskPatch | None = None
     cwd: OsStr | None = None
     caller_env: Env | None = None  # the CLI's os.environ: the job starts from it
 
@@ -169,7 +186,7 @@ class SubmitFiles(Request[rp.Submitted]):
     op = "submit_files"
     files: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     recipe: Str | None = None
-    overrides: TaskPatch | None = None
+    overrides: task_records.TaskPatch | None = None
     cwd: OsStr | None = None
     caller_env: Env | None = None
 
@@ -186,7 +203,7 @@ class Run(Request[rp.Submitted]):
     op = "run"
     argv: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     name: Str | None = None
-    overrides: TaskPatch | None = None
+    overrides: task_records.TaskPatch | None = None
     cwd: OsStr | None = None
     caller_env: Env | None = None
 
@@ -228,7 +245,7 @@ class Edit(Request[rp.TaskReply]):
 
     op = "edit"
     id: TaskId
-    changes: TaskPatch
+    changes: task_records.TaskPatch
 
 
 class Remove(Request[rp.TasksDone]):
@@ -262,6 +279,18 @@ class Resume(Request[rp.PausedReply]):
     device: Str | None = None
 
 
+class PauseJob(Request[rp.TaskReply]):
+    """Freeze one running job (``gputray pause-job``); not ``Pause``, which holds the whole queue back."""
+
+    op = "pause_job"
+    id: TaskId
+
+
+class ResumeJob(Request[rp.TaskReply]):
+    op = "resume_job"
+    id: TaskId
+
+
 class Logs(Request[rp.LogChunk]):
     op = "logs"
     id: TaskId
@@ -273,7 +302,7 @@ class ScheduleAdd(Request[rp.Schedules]):
     op = "schedule_add"
     cron: Str
     task_file: Str
-    overrides: TaskPatch | None = None
+    overrides: task_records.TaskPatch | None = None
     name: Str | None = None
     cwd: Str | None = None
 
@@ -305,44 +334,26 @@ class ClusterSync(Request[rp.ClusterSynced]):
     the tasks that concern the cluster out; long-polled for up to ``wait_ms``."""
 
     op = "cluster_sync"
-    report: ClusterReport | None = None
+    report: cluster_records.ClusterReport | None = None
     wait_ms: Int | None = None
+    bridge_key: BridgeKey = ""
 
 
-class RecordChanges(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
-):
-    """What the cluster bridge may change on a task another machine runs: the fields it sets (``UNSET``
-    leaves one as it is, None empties one)."""
-
-    state: TaskState | UnsetType = UNSET
-    reason: Reason | UnsetType | None = UNSET
-    device: Str | UnsetType | None = UNSET
-    env: Str | UnsetType | None = UNSET
-    exit_code: Int | UnsetType | None = UNSET
-    attempts: Annotated[int, Meta(ge=0, le=2**31)] | UnsetType = UNSET
-    started_at: Float | UnsetType | None = UNSET
-    ended_at: Float | UnsetType | None = UNSET
-    log_path: Str | UnsetType | None = UNSET
-    machine: Str | UnsetType | None = UNSET
-    remote_id: Int | UnsetType | None = UNSET
-    remote_state: Str | UnsetType | None = UNSET
-    energy_j: Annotated[float, Meta(ge=0)] | UnsetType | None = UNSET  # the GPU energy of its run there
-    energy_shared: bool | UnsetType = UNSET
-
-    def given(self) -> dict[str, object]:
-        """The fields this sets, by name."""
-        return {f: v for f in self.__struct_fields__ if (v := getattr(self, f)) is not UNSET}
+#: The secret this owner starts its cluster bridge with (``GPUTRAY_BRIDGE_KEY``): the cluster-only ops
+#: carry it, so a plain client cannot requeue or finish a task (``cluster.link``).
+BridgeKey = Annotated[str, Meta(max_length=128)]
 
 
 class ClusterUpdate(Request[rp.ClusterTask]):
-    """The bridge: what became of one task another machine runs."""
+    """The bridge: one lifecycle step (``tasks/lifecycle.py``: ``ClusterStep``) of a task the cluster
+    places or another machine runs; with ``expect_state``, only while the task is still in that state
+    (the reply's ``task`` is None and ``now`` says what it is when it was not)."""
 
     op = "cluster_update"
     id: TaskId
+    step: task_lifecycle.ClusterStep
     expect_state: Str | None = None
-    changes: RecordChanges | None = None
-    requeue: Reason | None = None  # why it is queued again (the retry policy decides)
+    bridge_key: BridgeKey = ""
 
 
 class ClusterSubmit(Request[rp.ClusterTask]):
@@ -351,7 +362,7 @@ class ClusterSubmit(Request[rp.ClusterTask]):
 
     op = "cluster_submit"
     origin: Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00]*$")]
-    spec: TaskSpec
+    spec: task_records.TaskSpec
 
 
 class ClusterWithdraw(Request[rp.ClusterTask]):
@@ -362,7 +373,7 @@ class ClusterWithdraw(Request[rp.ClusterTask]):
     op = "cluster_withdraw"
     id: TaskId
     origin: Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00]*$")]
-    reason: Reason
+    reason: reason_codes.Reason
 
 
 #: A request of whichever op: each is a ``Request[ItsReply]``, and every reply is a ``Reply``.
@@ -386,8 +397,20 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
     v: int | None = None
 
 
+#: What a pattern on a text field asks, in words (the regex itself is no answer for a person).
+_PATTERN_WORDS = {
+    r"^[^\x00]*$": "text with no NUL character",
+    r"^[^\x00]*[^\x00\s][^\x00]*$": "text that is not blank, with no NUL character",
+}
+
+
 def _refuse(exc: msgspec.ValidationError, op: str) -> BadRequest:
     text = str(exc)
+    head, regex, rest = text.partition("`str` matching regex ")
+    pattern = rest.partition(" - at `$.")[0]
+    for known, words in _PATTERN_WORDS.items():
+        if regex and pattern in (repr(known), f"'{known}'"):
+            text = f"{head}{words}{rest[len(pattern) :]}"
     where = text.rpartition(" - at `$.")
     if where[1]:  # "Expected `int`, got `str` - at `$.ids[0]`" → "argument 'ids[0]': expected `int` ..."
         return BadRequest(

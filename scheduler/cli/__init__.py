@@ -31,6 +31,8 @@ COMMAND_MODULES: dict[str, str] = {
     "cancel": "control",
     "pause": "control",
     "resume": "control",
+    "pause-job": "control",
+    "resume-job": "control",
     "logs": "queue_logs",
     "retry": "control",
     "wait": "wait",
@@ -42,6 +44,7 @@ COMMAND_MODULES: dict[str, str] = {
     "envs": "envs",
     "doctor": "doctor",
     "config": "config_cmd",
+    "completion": "completion",
 }
 
 Handler = Callable[[argparse.Namespace], int]

@@ -30,8 +30,9 @@ Frames
     reads it: surrogate escapes) travels as JSON ``\\udcXX`` escapes and arrives as the same str
     (``protocol.encode_json`` / ``decode_json``): the name the OS has, not U+FFFD.
 
-Requests are ``{"op": NAME, "args": {...}, "v": 2}``; replies ``{"ok": true, "result": {...}}`` or
-``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is decoded into its op's typed
+Requests are ``{"op": NAME, "args": {...}, "v": PROTOCOL_VERSION}`` (6 now); replies
+``{"ok": true, "result": {...}}`` or ``{"ok": false, "error": {"type": ..., "message": ...}}``. Every
+request is decoded into its op's typed
 Struct (``protocol``: known op, known argument names, types and sizes) before a handler sees it, so
 garbage gets an error reply and never reaches the queue. The handler answers with the op's reply Struct
 (``replies``), encoded by msgspec; the client decodes the result into the same type
@@ -40,14 +41,12 @@ garbage gets an error reply and never reaches the queue. The handler answers wit
 
 from __future__ import annotations
 
+import _thread
 import contextlib
-import hashlib
-import logging
 import os
 import socket
 import struct
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,8 +66,6 @@ from gputray.scheduler.protocol import (
     encode_json,
     reply_type,
 )
-
-log = logging.getLogger("gputray.ipc")
 
 __all__ = ["OPS", "PROTOCOL_VERSION", "SOCKET_NAME", "BadRequest", "Refusal"]
 
@@ -193,6 +190,8 @@ def pipe_name(paths: Paths, user: str | None = None) -> str:
     """The Windows pipe name: per user and per data dir, so GPUTRAY_HOME owners never meet."""
     if user is None:
         user = os.environ.get("USERNAME") or os.environ.get("USER") or "user"
+    import hashlib
+
     digest = hashlib.sha256(f"{user.lower()}\x00{paths.data_dir}".encode()).hexdigest()[:24]
     return rf"\\.\pipe\gputray-{digest}"
 
@@ -306,7 +305,7 @@ class IpcClient:
         self.pipe_family = pipe_family
         self._sock: socket.socket | None = None
         self._conn: Any = None
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()  # threading.Lock, without importing threading for one request
 
     def __enter__(self) -> IpcClient:
         return self

@@ -56,6 +56,7 @@ from gputray.scheduler.ipc.location import SOCKET_NAME, UntrustedLocation
 from gputray.scheduler.paths import FolderError, Paths, unwritable_reason
 from gputray.scheduler.protocol import BadRequest, Refusal, Request, decode_request
 from gputray.scheduler.queue.lock import PidLock
+from gputray.scheduler.queue.store_errors import is_disk_full, no_space_message
 from gputray.scheduler.replies import Reply
 
 log = logging.getLogger("gputray.ipc")
@@ -258,7 +259,19 @@ class IpcServer:
         self._selector.register(sock, selectors.EVENT_READ, "listen")
         self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
         self._accept_guard = AcceptGuard()
-        loc.write_pointer(self.paths, self.address)
+        try:
+            loc.write_pointer(self.paths, self.address)
+        except OSError as exc:  # a full disk, say: one line from the daemon, never a traceback
+            self._sock = None
+            sock.close()
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            if self._private_dir is not None:
+                with contextlib.suppress(OSError):
+                    self._private_dir.rmdir()
+            pointer = loc.pointer_path(self.paths)
+            why = no_space_message(pointer.parent) if is_disk_full(exc, pointer.parent) else exc.strerror
+            raise FolderError(f"cannot write {pointer}: {why or exc}") from None
 
     def _wake(self) -> None:
         if self._wake_w is not None:

@@ -3,7 +3,8 @@
 Beside ``task-N.log`` (``JobFiles``): ``task-N.lock`` (held by the supervisor while it lives),
 ``task-N.run.json`` (written when the job started: ``RunInfo``), ``task-N.exit.json`` (when it ended:
 ``ExitInfo``), ``task-N.stop.json`` (why the owner stopped it: a later owner that records the exit needs
-the reason). An owner that starts later finds the runs a previous owner left (``find_runs``); a file
+the reason), ``task-N.pause.json`` (the job's pauses: ``PauseInfo``; the supervisor's timeout and a
+later owner read it). An owner that starts later finds the runs a previous owner left (``find_runs``); a file
 that cannot be read is None, never an exception.
 """
 
@@ -32,6 +33,7 @@ class JobFiles:
     exit: Path
     lock: Path
     stop: Path
+    pause: Path
 
     @classmethod
     def beside(cls, log_path: Path) -> JobFiles:
@@ -42,11 +44,12 @@ class JobFiles:
             folder / f"{stem}.exit.json",
             folder / f"{stem}.lock",
             folder / f"{stem}.stop.json",
+            folder / f"{stem}.pause.json",
         )
 
     def discard(self) -> None:
         """Remove the files once the exit is recorded (the lock only when no supervisor holds it)."""
-        for path in (self.exit, self.run, self.stop):
+        for path in (self.exit, self.run, self.stop, self.pause):
             with contextlib.suppress(OSError):
                 path.unlink()
         if not supervisor_alive(self):
@@ -70,6 +73,7 @@ class RunInfo:
     out: str | None
     timeout_s: float | None
     cgroup: str | None = None  # the job's own cgroup v2 folder, where it has one (``reach.py``)
+    started_mono: float | None = None  # the supervisor's monotonic clock at the start (older files: None)
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,61 @@ class ExitInfo:
     timed_out: bool
     ended_at: float
     leftovers: int = 0  # processes still running when the job ended, stopped by its supervisor
+    log_lost_bytes: int = 0  # output the log could not take (a full disk)
+    ended_mono: float | None = None  # the monotonic clock at the end; None: not this boot's, or not said
+
+
+@dataclass(frozen=True)
+class PauseInfo:
+    """A ``task-N.pause.json``: the pauses of the job's current run, written by the owner that pauses
+    and resumes it (``queue.job_pause``). ``paused_s``: the seconds of the pauses that ended;
+    ``paused_since``: when the pause now in force began (epoch seconds), None while it runs;
+    ``method``: how it was frozen (``freeze.FreezeMethod``); ``checkpointed``: the pids whose CUDA state
+    ``cuda-checkpoint`` moved to host memory (restored before the thaw's end); ``why``: the words
+    the log and the reason give it."""
+
+    paused_s: float = 0.0
+    paused_since: float | None = None
+    method: str | None = None
+    checkpointed: tuple[int, ...] = ()
+    why: str = ""
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_since is not None
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "paused_s": self.paused_s,
+            "paused_since": self.paused_since,
+            "method": self.method,
+            "checkpointed": list(self.checkpointed),
+            "why": self.why,
+        }
+
+
+def read_pause(files: JobFiles) -> PauseInfo | None:
+    """The job's pause file; None when it has none (never paused) or it cannot be read."""
+    doc = _read_json(files.pause)
+    if doc is None:
+        return None
+    try:
+        since = doc.get("paused_since")
+        method = doc.get("method")
+        return PauseInfo(
+            paused_s=max(0.0, float(doc.get("paused_s") or 0.0)),
+            paused_since=None if since is None else float(since),
+            method=method if isinstance(method, str) else None,
+            checkpointed=tuple(int(p) for p in doc.get("checkpointed") or ()),
+            why=str(doc.get("why") or ""),
+        )
+    except (TypeError, ValueError):
+        return None
+
+
+def write_pause(files: JobFiles, info: PauseInfo) -> None:
+    """The pause file, all or nothing (the supervisor may read it at any moment)."""
+    supervisor.write_atomic(files.pause, info.doc())
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -89,6 +148,10 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def _float_or_none(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def read_run(files: JobFiles) -> RunInfo | None:
@@ -112,6 +175,7 @@ def read_run(files: JobFiles) -> RunInfo | None:
             out=None if out is None else str(out),
             timeout_s=None if timeout_s is None else float(timeout_s),
             cgroup=cgroup if isinstance(cgroup, str) else None,
+            started_mono=_float_or_none(doc.get("started_mono")),
         )
     except (AssertionError, KeyError, TypeError, ValueError):
         return None
@@ -128,6 +192,9 @@ def exit_info(doc: object, pid: int) -> ExitInfo | None:
             bool(doc.get("timed_out")),
             float(doc["ended_at"]),
             int(doc.get("leftovers") or 0),
+            int(doc.get("log_lost_bytes") or 0),
+            # a monotonic reading means something only in the boot that made it
+            _float_or_none(doc.get("ended_mono")) if doc.get("boot") == supervisor.boot_id() else None,
         )
     except (KeyError, TypeError, ValueError):
         return None

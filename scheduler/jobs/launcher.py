@@ -29,12 +29,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import psutil
 
 from gputray.monitor.process_group import popen_own_group
-from gputray.scheduler.jobs import reach, supervisor, win_job
+from gputray.scheduler.jobs import freeze, reach, supervisor, win_job
 from gputray.scheduler.jobs.job_files import (
     ExitInfo,
     JobFiles,
@@ -42,6 +42,7 @@ from gputray.scheduler.jobs.job_files import (
     RunInfo,
     exit_info,
     read_exit,
+    read_pause,
     read_stop_reason,
     supervisor_alive,
 )
@@ -52,8 +53,18 @@ SUPERVISOR_START_TIMEOUT_S = 60.0
 GRACE_S = 3.0  # from SIGTERM to SIGKILL when a job is stopped
 
 
-#: start failures for want of a resource now (fds, processes or threads, memory), not the task's fault
-TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM})
+#: start failures for want of a resource now (fds, processes or threads, memory, disk space for the
+#: supervisor's files), not the task's fault
+TRANSIENT_ERRNOS = frozenset(
+    {
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.EAGAIN,
+        errno.ENOMEM,
+        errno.ENOSPC,
+        getattr(errno, "EDQUOT", errno.ENOSPC),
+    }
+)
 
 
 class LaunchFailed(OSError):
@@ -113,6 +124,7 @@ class Job:
         adopted: bool = False,
         watch: _WatchThread | None = None,
         cgroup: str | None = None,
+        supervisor_pid: int | None = None,
     ) -> None:
         self.pid = pid
         self.log_path = log_path
@@ -123,26 +135,45 @@ class Job:
         self.kill_reason: KillReason | None = read_stop_reason(files) if adopted else None
         self.returncode: int | None = None
         self.ended_at: float | None = None
+        self.ended_mono: float | None = None  # the monotonic clock's at its end (``ExitInfo.ended_mono``)
         self.stopped_leftover = False  # orphaned: whether a process was still alive to be stopped
         self.leftovers = 0  # processes still running when the job ended (or its supervisor died): stopped
+        self.log_lost_bytes = 0  # output its log could not take (a full disk)
         self.cgroup = cgroup
+        self.supervisor_pid = supervisor_pid
+        self._timeout_s = timeout_s
         self._reason_lock = threading.Lock()  # kill_reason is fixed once the process has exited
         self._on_exit = on_exit
         self._grace_s = grace_s
         self._supervisor = supervisor_proc
         self._done = threading.Event()
-        # Windows: a handle on the job's job object keeps its name valid while we watch, even if the
-        # supervisor that created it is killed (win_job.py)
+        # Windows: a handle on its job object keeps the name valid while we watch (win_job.py)
         self._job_object = win_job.open_job(pid)
         if watch is not None:  # launched: its supervisor says on its pipe when the timeout passes
             watch.watch(self)
             return
         threading.Thread(target=self._watch, name=f"gputray-job-{pid}", daemon=True).start()
         if timeout_s is not None:  # the supervisor stops it; this only says why, as soon as it is so
-            timer = threading.Timer(max(0.0, started_at + timeout_s - time.time()), self._timed_out)
-            timer.daemon = True
-            with contextlib.suppress(RuntimeError):  # no thread: its exit file says it timed out
-                timer.start()
+            self._arm_timer(started_at + timeout_s - time.time())
+
+    def _arm_timer(self, due_s: float) -> None:
+        timer = threading.Timer(max(0.0, due_s), self._timer_fired)
+        timer.daemon = True
+        with contextlib.suppress(RuntimeError):  # no thread: its exit file says it timed out
+            timer.start()
+
+    def _timer_fired(self) -> None:
+        """An adopted job's timeout, as its supervisor counts it: paused time does not count."""
+        pause = read_pause(self.files)
+        if pause is not None and self._timeout_s is not None and self.running:
+            if pause.paused:
+                self._arm_timer(supervisor.PAUSED_LOOK_S)
+                return
+            due_s = self.started_at + self._timeout_s + pause.paused_s - time.time()
+            if due_s > 0:
+                self._arm_timer(due_s)
+                return
+        self._timed_out()
 
     def _timed_out(self) -> None:
         with self._reason_lock:
@@ -196,8 +227,9 @@ class Job:
                 code = end.returncode
                 if end.timed_out and self.kill_reason is None:
                     self.kill_reason = "timeout"
-                self.ended_at = end.ended_at
+                self.ended_at, self.ended_mono = end.ended_at, end.ended_mono
                 self.leftovers = end.leftovers
+                self.log_lost_bytes = end.log_lost_bytes
             else:  # the supervisor vanished without a word: nobody knows how the job ends
                 self.kill_reason = "orphaned"
                 in_group = reach.kill_cgroup(self.cgroup) if self.cgroup else 0  # all, wherever they went
@@ -207,7 +239,7 @@ class Job:
                 if self._job_object is not None:  # Windows: what the job left, orphans included
                     self._job_object.terminate()
                 code = -int(getattr(signal, "SIGKILL", 9))
-                self.ended_at = time.time()
+                self.ended_at, self.ended_mono = time.time(), time.monotonic()
             self.returncode = code  # from here on, a late cancel cannot relabel how it ended
         try:
             if self._on_exit is not None:
@@ -244,7 +276,18 @@ class Job:
                 with contextlib.suppress(OSError):
                     supervisor.write_atomic(self.files.stop, {"reason": reason})
         if not exited:
+            self._thaw()
             self._stop()
+
+    def processes(self) -> freeze.JobProcesses:
+        """What ``freeze`` needs to reach every process of the job."""
+        return freeze.JobProcesses(self.pid, self.supervisor_pid, self.cgroup)
+
+    def _thaw(self) -> None:
+        """A paused job is thawed before it is stopped: a frozen or stopped process acts on no SIGTERM."""
+        pause = read_pause(self.files)
+        if pause is not None and pause.paused and pause.method in freeze.FREEZE_METHODS:
+            freeze.thaw(self.processes(), cast(freeze.FreezeMethod, pause.method))
 
     def _stop(self) -> None:
         # SIGTERM now, from this thread: an owner that dies a moment later has still asked for the stop.
@@ -417,6 +460,7 @@ def launch(
         timeout_s=timeout_s,
         watch=watch,
         cgroup=cgroup if isinstance(cgroup, str) else None,
+        supervisor_pid=int(answer["supervisor_pid"]) if "supervisor_pid" in answer else None,
     )
     return job
 
@@ -566,6 +610,7 @@ def _start_supervised(
             "run_file": str(files.run),
             "exit_file": str(files.exit),
             "lock_file": str(files.lock),
+            "pause_file": str(files.pause),
             "timeout_s": timeout_s,
             "grace_s": grace_s,
             "umask": umask,
@@ -574,8 +619,9 @@ def _start_supervised(
             "psutil_path": str(Path(psutil.__file__).parent.parent),
             "stderr_to_log": sys.platform != "win32",
         }
-        with contextlib.suppress(FileNotFoundError):
-            files.stop.unlink()  # an earlier attempt's reason
+        for earlier in (files.stop, files.pause):  # an earlier attempt's reason and pauses
+            with contextlib.suppress(FileNotFoundError):
+                earlier.unlink()
         sup: _SupervisorLink | None = HOST.supervisor(files.lock)
         if sup is None:
             try:
@@ -650,6 +696,7 @@ def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
         timeout_s=run.timeout_s,
         adopted=True,
         cgroup=run.cgroup,
+        supervisor_pid=run.supervisor_pid,
     )
     if job.kill_reason is not None and job.running:
         job._stop()  # that owner was stopping it when it went: finish the stop

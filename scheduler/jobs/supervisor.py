@@ -17,7 +17,9 @@ is born in (``reach.py``; the host joins the next job's group ahead of need, as 
 3. answers the job's pid first (a job that kills its supervisor at once is still known), then writes
    ``task-N.run.json`` (pids, attempt, device, cgroup …) atomically and says "recorded";
 4. waits for the job (and reaps the orphans it left, which come to the subreaper), stopping every
-   process in reach when its timeout passes;
+   process in reach when its timeout passes; time the job spent paused (``task-N.pause.json``, written
+   by the owner that paused it) does not count: the deadline moves on by it, and there is none while
+   the job is paused;
 5. stops whatever the job left running (children in other sessions included), counts them and says
    so in the log, answers how the job ended, then writes ``task-N.exit.json`` (return code, whether
    it timed out, leftovers) atomically: a temporary file, fsync, rename, fsync of the folder;
@@ -46,18 +48,29 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING or __package__:  # imported: the owner, the tests, the type checker
     from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES, CappedLog, open_log
-else:  # run as a script with ``-I -S``: the module beside this one, loaded by path (not importable)
+    from gputray.scheduler.jobs.sure_files import lock_exclusive, reserve, write_atomic, write_reserved
+else:  # run as a script with ``-I -S``: the modules beside this one, loaded by path (not importable)
     import importlib.util
 
-    _spec = importlib.util.spec_from_file_location("_gputray_job_log", Path(__file__).with_name("job_log.py"))
-    assert _spec is not None and _spec.loader is not None
-    _job_log = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_job_log)
+    def _beside(name: str) -> Any:
+        spec = importlib.util.spec_from_file_location(
+            f"_gputray_{name}", Path(__file__).with_name(f"{name}.py")
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    _job_log, _sure = _beside("job_log"), _beside("sure_files")
     DEFAULT_LOG_MAX_BYTES, CappedLog, open_log = (
         _job_log.DEFAULT_LOG_MAX_BYTES,
         _job_log.CappedLog,
         _job_log.open_log,
     )
+    lock_exclusive, reserve = _sure.lock_exclusive, _sure.reserve
+    write_atomic, write_reserved = _sure.write_atomic, _sure.write_reserved
+
+__all__ = ["lock_exclusive", "main", "reserve", "supervise", "write_atomic", "write_reserved"]
 
 FORMAT = 1  # version of the run and exit files
 
@@ -66,60 +79,6 @@ RETRY_WRITE_S = 1.0  # a full disk: how often the exit file is tried again
 #: how long the task's lock may stay held by the previous attempt's supervisor: it answers the owner
 #: first and then writes its exit file, while the retry may already be starting
 PREVIOUS_ATTEMPT_S = 10.0
-
-
-def write_atomic(path: Path, doc: dict[str, Any]) -> None:
-    """``doc`` as JSON at ``path``, all or nothing: temporary file, fsync, rename, fsync of the folder."""
-    data = json.dumps(doc, ensure_ascii=True).encode("ascii")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if sys.platform != "win32":
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-
-
-def lock_exclusive(path: Path, *, blocking: bool) -> int | None:
-    """An fd holding an exclusive lock on ``path`` (created if missing), or None when someone holds it.
-
-    POSIX: ``flock`` (freed when the holder exits, however it exits). Windows: ``msvcrt.locking`` on
-    the first byte (the same); a blocking wait there polls.
-    """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
-    try:
-        if sys.platform == "win32":
-            import msvcrt
-
-            while True:
-                try:
-                    msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-                    return fd
-                except OSError:
-                    if not blocking:
-                        os.close(fd)
-                        return None
-                    time.sleep(0.25)
-        import fcntl
-
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        return fd
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-        raise
 
 
 def _group_popen_kwargs() -> dict[str, Any]:
@@ -351,6 +310,31 @@ def _leftover_line(count: int) -> str:
     return f"{were} still running after the job ended: stopped"
 
 
+#: While the job is paused, how often its pause file is read again (to learn of the resume: the owner
+#: sends no signal; under a cgroup freeze we are frozen ourselves and wake with the job).
+PAUSED_LOOK_S = 2.0
+
+
+def later_deadline(pause_file: str | None, started: float, timeout_s: float) -> float | None:
+    """A monotonic deadline later than ``started + timeout_s`` by the time the job spent paused (the
+    pause file: ``{"paused_s": …, "paused_since": …}``); a look again soon while it is paused now; None
+    when no pause pushes it past now (then the timeout stands)."""
+    if not pause_file:
+        return None
+    try:
+        with open(pause_file, "rb") as f:
+            doc = json.loads(f.read())
+        paused_s = float(doc.get("paused_s") or 0.0)
+        paused_now = doc.get("paused_since") is not None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    now = time.monotonic()
+    if paused_now:
+        return now + PAUSED_LOOK_S
+    deadline = started + timeout_s + paused_s
+    return deadline if deadline > now else None
+
+
 def _note_in_log(path: str, text: str) -> None:
     with contextlib.suppress(OSError):
         fd = open_log(path)
@@ -374,8 +358,15 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     with contextlib.suppress(FileNotFoundError):
         os.unlink(exit_file)  # an earlier attempt's
     try:
+        # Room for the run and exit files, taken before the job starts: a job that ends on a full disk
+        # still leaves its exit here, so that no owner ever takes it for interrupted and runs it again.
+        reserve(exit_file)
+        reserve(run_file)
         log_fd = open_log(req["log"])
     except OSError as exc:
+        for path in (exit_file, run_file):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         _answer(_refusal(exc))
         return 0
     if req.get("stderr_to_log"):  # a forked supervisor has no log as stderr: its own trouble shows there
@@ -438,24 +429,25 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     signal.signal(signal.SIGTERM, on_term)
     if sys.platform == "win32":
         _answer(pid_answer, last=False)
-    write_atomic(
-        run_file,
-        {
-            "format": FORMAT,
-            **meta,
-            "pid": proc.pid,
-            "pid_create_time": linux_create_time(proc.pid) if sys.platform.startswith("linux") else None,
-            "supervisor_pid": os.getpid(),
-            "started_at": started_at,
-            "timeout_s": req.get("timeout_s"),
-            "log_path": req["log"],
-            "cgroup": cgroup_path,
-        },
-    )
+    run_doc = {
+        "format": FORMAT,
+        **meta,
+        "pid": proc.pid,
+        "pid_create_time": linux_create_time(proc.pid) if sys.platform.startswith("linux") else None,
+        "supervisor_pid": os.getpid(),
+        "started_at": started_at,
+        "started_mono": time.monotonic(),  # how long it ran is the monotonic clock's (``ExitInfo``)
+        "timeout_s": req.get("timeout_s"),
+        "log_path": req["log"],
+        "cgroup": cgroup_path,
+    }
+    with contextlib.suppress(OSError):  # over its reservation: only a vanished file fails here
+        write_reserved(run_file, run_doc)
     _answer({"recorded": True}, last=False)
     timeout_s = req.get("timeout_s")
     grace_s = float(req.get("grace_s", 3.0))
-    deadline = None if timeout_s is None else time.monotonic() + float(timeout_s)
+    started_mono = time.monotonic()
+    deadline = None if timeout_s is None else started_mono + float(timeout_s)
     timed_out = False
     while True:
         if reaper is not None:
@@ -470,6 +462,10 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
                 break
             except subprocess.TimeoutExpired:
                 pass
+        later = later_deadline(req.get("pause_file"), started_mono, float(timeout_s or 0.0))
+        if later is not None:  # paused time does not count: the timeout is further off
+            deadline = later
+            continue
         _answer({"timing_out": True}, last=False)  # the owner knows why it ends before it has
         timed_out = True
         deadline = None
@@ -495,18 +491,30 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         "returncode": code,
         "timed_out": timed_out,
         "leftovers": leftovers,
+        "log_lost_bytes": output.lost,
         "ended_at": time.time(),
+        "ended_mono": time.monotonic(),  # how long it ran and how long ago it ended, whatever the wall clock
+        "boot": boot_id(),
     }
     told = _answer(doc)  # first: the owner records it (durably) and starts the next job without our fsyncs
     try:
         if run_file.exists():  # gone: the owner has recorded it already
-            write_atomic(exit_file, doc)
-    except OSError:  # a full disk: the owner that started us, if still up, records the exit from this
+            write_reserved(exit_file, doc)  # over its reservation when the disk is full
+    except OSError:  # no reservation to write over: the owner that started us, if still up, has our line
         _record_exit(exit_file, run_file, doc)
     os.close(lock_fd)
     if cgroup is not None and not told:  # no owner to remove our group after us: we do
         cgroup.leave_and_remove()
     return 0
+
+
+def boot_id() -> str | None:
+    """This boot's id (Linux): a monotonic reading means something only within the boot that made it."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
 
 
 def _ignore(signum: int, frame: object) -> None:

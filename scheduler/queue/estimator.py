@@ -84,7 +84,7 @@ def allowed_devices(
     preference alone pins the task there. ``cache``: the answers for one set of ``devices`` by the
     task's shape (a backlog of similar tasks costs a few shapes)."""
     spec = task.spec
-    shape = (spec.device_prefs, spec.vram_bytes, spec.needs, spec.kind)
+    shape = (spec.device_prefs, spec.memory_need_bytes, spec.needs, spec.kind)
     if cache is not None and shape in cache:
         return cache[shape]
     seen: dict[str, DeviceState] = {}
@@ -140,7 +140,7 @@ def free_in_s(
     ours = 0.0
     if dev.running >= dev.slots:
         left = [
-            est - (now_s - (r.started_at or now_s))
+            est - (r.run_s(now_s) or 0.0)  # a paused job's pause does not bring its end closer
             for r in running
             if r.device == dev.key and (est := outlook.run_s(family_of(r.spec), dev.key)) is not None
         ]
@@ -184,7 +184,7 @@ class Estimator:
         self.history.record_run(
             JobRun(
                 family=family_of(rec.spec), device_key=rec.device, env=rec.env,
-                duration_s=max(0.0, rec.ended_at - rec.started_at),
+                duration_s=rec.run_s(rec.ended_at) or 0.0,  # paused time left out
                 energy_j=None if rec.energy_shared else rec.energy_j,
                 throttled=self.history.throttled_since(rec.device, rec.started_at), ended_at=rec.ended_at,
             )

@@ -15,15 +15,19 @@ import dataclasses
 import functools
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
+
+import msgspec
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.jobs.invocation import LaunchError, drop_unused_out
-from gputray.scheduler.jobs.job_files import find_runs, supervisor_alive
+from gputray.scheduler.jobs.job_files import JobFiles, find_runs, read_run, supervisor_alive
+from gputray.scheduler.jobs.job_log import make_room
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
@@ -37,6 +41,7 @@ from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.reasons.render import render
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
 
 log = logging.getLogger("gputray.scheduler.queue.service")
@@ -57,6 +62,13 @@ class Running:
     pid: int
     out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
     demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
+    started_mono: float | None = None  # the monotonic clock at its start (its run file's, when adopted)
+
+    def run_s(self) -> float | None:
+        """How long the job ran by the monotonic clock (a wall clock set meanwhile changes nothing);
+        None where that is not known (an exit file of an older supervisor's, or of another boot)."""
+        end, start = self.job.ended_mono, self.started_mono
+        return end - start if end is not None and start is not None and end >= start else None
 
 
 class RunsQueue(Protocol):
@@ -105,6 +117,7 @@ class JobRuns:
         self.recording = True  # False once the queue closed: exits are then left to the next owner
         self._absent_ticks: dict[str, int] = {}
         self.energy = EnergyMeter(queue.monitor.clock)  # the GPU energy of each running job
+        self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
 
     def stop_on_lost_devices(self, snapshot: Snapshot) -> None:
         """Monitor thread: stop the jobs whose device is lost, or gone from a few snapshots in a row."""
@@ -161,35 +174,33 @@ class JobRuns:
                     runs[rec.id] = run  # someone else's leftover: judged below
                     continue
                 if rec.state != "running":
-                    marked = self.store.compare_and_update(
-                        rec.id,
-                        rec.state,
-                        state="running",
+                    adopted_run = life.Adopt(
                         device=run.device,
                         attempts=run.attempt,
                         started_at=run.started_at,
-                        ended_at=None,
-                        exit_code=None,
                         log_path=str(run.log_path),
                         pid=run.pid,
                         pid_create_time=run.pid_create_time,
-                        not_before=None,
-                        reason=None,
                     )
+                    marked = self.store.apply(rec.id, adopted_run, expect_state=rec.state)
                     if marked is None:
                         continue
                 elif rec.pid is None:
-                    self.store.update(rec.id, pid=run.pid, pid_create_time=run.pid_create_time)
+                    self.store.must_apply(
+                        rec.id, life.Launched(pid=run.pid, pid_create_time=run.pid_create_time)
+                    )
                 if run.pid_create_time is None and rec.pid == run.pid and rec.pid_create_time is not None:
                     run = dataclasses.replace(run, pid_create_time=rec.pid_create_time)  # pid reuse check
                 job = adopt(run, on_exit=functools.partial(self._on_exit, rec.id))
-                self.jobs[rec.id] = Running(rec.id, job, run.device, rec.spec, run.pid, run.out)
+                self.jobs[rec.id] = Running(
+                    rec.id, job, run.device, rec.spec, run.pid, run.out, started_mono=run.started_mono
+                )
                 self.monitor.job_started(
                     run.device,
                     run.pid,
                     name=rec.spec.name,
                     util_percent=rec.spec.util_percent,
-                    vram_bytes=rec.spec.vram_bytes,
+                    vram_bytes=rec.spec.memory_need_bytes,
                 )
                 self.energy.start(rec.id, run.device, run.pid)  # measured from now: a lower bound
                 adopted.add(rec.id)
@@ -215,31 +226,25 @@ class JobRuns:
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
-            self.store.compare_and_update(task.id, task.state, state="waiting", reason=chosen.reason)
+            self.store.apply(task.id, life.Wait(reason=chosen.reason), expect_state=task.state)
             self.queue.request_dispatch()
             return
         pyenv = chosen.env if chosen is not None else None
         if chosen is not None and chosen.on_cpu:
             notes.insert(0, c.DemoOnCpu(device=info.name))
         log_path = self.queue.paths.logs_dir / f"task-{task.id}.log"
-        running = dict(  # what the store says once the process exists, never before
-            state="running",
+        running = life.Start(  # what the store says once the process exists, never before
             device=info.key,
             env=pyenv.name if pyenv is not None and pyenv.name else None,
             reason=c.chain(*notes),
             attempts=task.attempts + 1,
             started_at=now,
-            ended_at=None,
-            exit_code=None,
             log_path=str(log_path),
-            not_before=None,
-            energy_j=None,  # measured anew for this run (``job_energy``)
-            energy_shared=False,
         )
         launch_plan: LaunchPlan | None = None
         try:
             launch_plan = prepare_launch(
-                task.replace(**running),
+                task.replace(**running.columns(task)),
                 info,
                 known,
                 python=None if pyenv is None else str(pyenv.python),
@@ -250,6 +255,7 @@ class JobRuns:
                 on_cpu=chosen is not None and chosen.on_cpu,
                 pair=chosen.pair if chosen is not None else None,
             )
+            make_room(str(log_path), self.queue.log_max_bytes)  # earlier attempts leave this one room
             job = launch(
                 list(launch_plan.argv),
                 env=launch_plan.env,
@@ -278,24 +284,16 @@ class JobRuns:
                 return
             if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
                 log.exception("task #%d could not be prepared", task.id)
-            failed = self.store.compare_and_update(
-                task.id,
-                task.state,
-                **{
-                    **running,
-                    "state": "failed",
-                    "reason": c.CouldNotStart(error=str(exc)),
-                    "ended_at": self.queue.clock(),
-                    "pid": None,
-                },
+            not_started = life.CouldNotStart(
+                start=running, reason=c.CouldNotStart(error=str(exc)), ended_at=self.queue.clock()
             )
+            failed = self.store.apply(task.id, not_started, expect_state=task.state)
             if failed is not None:
                 self.queue.emit("failed", failed, c.JobCouldNotStart(name=failed.name, error=str(exc)))
             return
         try:
-            started = self.store.compare_and_update(
-                task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
-            )
+            launched = msgspec.structs.replace(running, pid=job.pid, pid_create_time=job.create_time)
+            started = self.store.apply(task.id, launched, expect_state=task.state)
         except Exception as exc:  # the job runs but its row says otherwise: stop it, try again later
             log.exception("task #%d: its start could not be recorded", task.id)
             job.cancel("cancelled")
@@ -306,10 +304,16 @@ class JobRuns:
             return
         self.start_backoff.started(task.id)
         demo_for = info.name if chosen is not None and chosen.on_cpu else None
-        self.jobs[task.id] = Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
+        self.jobs[task.id] = Running(
+            task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for, started_mono=time.monotonic()
+        )
         self.queue.device_book.names_used[info.key] = info.name
         self.monitor.job_started(
-            info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
+            info.key,
+            job.pid,
+            name=spec.name,
+            util_percent=spec.util_percent,
+            vram_bytes=spec.memory_need_bytes,
         )
         self.energy.start(task.id, info.key, job.pid)
         if decision.redirected and decision.reason is not None:
@@ -318,15 +322,15 @@ class JobRuns:
             where = None if info.key == "cpu" else info.name
             self.queue.emit("started", started, c.JobStarted(name=spec.name, device=where, demo_for=demo_for))
 
-    def _interrupted_at_start(self, task: TaskRecord, running: Mapping[str, Any], exc: LaunchFailed) -> None:
+    def _interrupted_at_start(self, task: TaskRecord, running: life.Start, exc: LaunchFailed) -> None:
         """Its supervisor was killed as the job started (by the job itself, maybe): an attempt that was
         interrupted, not a refusal to start; the retry policy decides what comes next."""
-        counted = self.store.compare_and_update(task.id, task.state, **running)
+        counted = self.store.apply(task.id, running, expect_state=task.state)
         if counted is None:
             return
-        ended = dict(ended_at=self.queue.clock(), exit_code=None, pid=None, pid_create_time=None)
+        ended = life.JobEnd(exit_code=None, ended_at=self.queue.clock())
         why = c.SupervisorKilled(at_start=True, stopped=exc.stopped)
-        new = self.store.apply_retry_policy(task.id, why, now=self.queue.clock(), **ended)
+        new = self.store.must_apply(task.id, life.RetryOrFail(why=why, now=self.queue.clock(), end=ended))
         self.queue.emit("interrupted", new, c.Named(name=new.name, why=new.reason or why))
 
     def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
@@ -334,7 +338,7 @@ class JobRuns:
         again after a back-off (``start_backoff``)."""
         wait = self.start_backoff.hold(task.id, exc, now)
         log.warning("task #%d: %s", task.id, render(wait.reason))
-        new = self.store.compare_and_update(task.id, task.state, state="waiting", reason=wait.reason)
+        new = self.store.apply(task.id, life.Wait(reason=wait.reason), expect_state=task.state)
         if new is not None:
             self.queue.emit("waiting", new, c.Named(name=new.name, why=wait.reason))
 
@@ -350,6 +354,14 @@ class JobRuns:
         except Exception as exc:
             log.exception("env lookup failed")
             return EnvMissing(c.EnvLookupFailed(error=str(exc)))
+
+    def clock_set(self, jump_s: float) -> None:
+        """The wall clock was set by ``jump_s``: a running job's start moves with it, so that how long
+        it has run (`queue`'s DUR, the estimates' time left) stays true; its end is measured by the
+        monotonic clock (``_on_exit``)."""
+        for rec in self.store.list(states=("running",)):
+            if rec.started_at is not None:
+                self.store.apply(rec.id, life.ClockSet(jump_s=jump_s), expect_state="running")
 
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
@@ -371,30 +383,51 @@ class JobRuns:
             except TaskNotFound:
                 job.files.discard()
                 return
-            now = job.ended_at or self.queue.clock()
+            # Times from the monotonic clock (a wall clock set while the job ran must not make it a
+            # year long): the end placed on the queue's clock by how long ago it was, the start by how
+            # long the job ran. Files that do not say (an older supervisor's) keep the wall clock's.
+            now = self.queue.clock()
+            if job.ended_mono is not None:
+                now -= max(0.0, time.monotonic() - job.ended_mono)
+            elif job.ended_at is not None:
+                now = job.ended_at
+            ran_s = running.run_s() if running is not None else None
             if rec.state != "running" or rec.pid not in (None, job.pid):
                 if rec.state != "running":
                     job.files.discard()
                 self.queue.request_dispatch(urgent=True)
                 return
             reason = job.kill_reason
-            base: dict[str, Any] = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
-            base.update(energy_j=used.energy_j, energy_shared=used.shared)
             demo_for = running.demo_for if running is not None else _demo_for(rec.reason)
             if demo_for is not None:  # an adopted job's too: its reason says so
                 _note_demo(demo_for, rec.log_path)
             # the footer's watts over the run's start-to-end time, as queue --json's power_avg_w and the
             # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
-            span = now - rec.started_at if rec.started_at is not None else used.duration_s
+            span = ran_s if ran_s is not None else now - (rec.started_at or now) or used.duration_s
             logged = dataclasses.replace(used, duration_s=span)
-            _note_energy(rec.log_path, energy_line(logged, self.queue.device_name(device)))
-            if reason == "orphaned":
-                base["exit_code"] = None
-            left = c.Leftovers(count=job.leftovers) if reason != "orphaned" and job.leftovers else None
+            self._note_in_log(rec.log_path, energy_line(logged, self.queue.device_name(device)))
+            if job.log_lost_bytes:  # the log's last line, now or once there is room (``write_late_notes``)
+                self._note_in_log(rec.log_path, lost_output_line(job.log_lost_bytes))
+            base = life.JobEnd(
+                exit_code=None if reason == "orphaned" else code,
+                ended_at=now,
+                started_at=None if ran_s is None else now - ran_s,  # from the monotonic clock
+                measured=True,
+                energy_j=used.energy_j,
+                energy_shared=used.shared,
+                # it ended while paused (cancelled): its pause ends with it
+                paused_s=None if rec.paused_at is None else rec.paused_s + max(0.0, now - rec.paused_at),
+            )
+            left = c.chain(
+                c.Leftovers(count=job.leftovers) if reason != "orphaned" and job.leftovers else None,
+                c.OutputLost(bytes=job.log_lost_bytes) if job.log_lost_bytes else None,
+            )
             why: Reason
             if reason == "cancelled":
                 why = c.chain(c.Cancelled(while_running=True), left) or c.Cancelled(while_running=True)
-                new = self.store.update(task_id, state="cancelled", reason=why, **base)
+                # the log's last line says why its output stops where it does (issue 33)
+                self._note_in_log(rec.log_path, cancelled_line(now))
+                new = self.store.must_apply(task_id, life.Cancel(reason=why, ended_at=now, end=base))
                 self.queue.emit("cancelled", new, c.JobCancelled(name=new.name))
             elif reason in ("lost", "shutdown", "orphaned"):
                 gone: dict[str, Reason] = {
@@ -405,11 +438,11 @@ class JobRuns:
                     ),
                 }
                 why = c.chain(gone[reason], left) or gone[reason]
-                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
+                new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
                 self.queue.emit("interrupted", new, c.Named(name=new.name, why=new.reason or why))
             elif code == 0 and reason is None:
-                kept = {"reason": c.chain(rec.reason, left)} if left is not None else {}
-                new = self.store.update(task_id, state="succeeded", **base, **kept)
+                kept = c.chain(rec.reason, left) if left is not None else None
+                new = self.store.must_apply(task_id, life.Succeed(end=base, reason=kept))
                 done = c.JobFinished(name=new.name, device=self._device_word(device), demo_for=demo_for)
                 self.queue.emit("finished", new, done)
             else:
@@ -421,11 +454,27 @@ class JobRuns:
                 else:
                     ended = c.ExitedWith(status=code)
                 why = c.chain(ended, left) or ended
-                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
+                new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
                 kind: EventKind = "queued" if new.state == "queued" else "failed"
                 self.queue.emit(kind, new, c.Named(name=new.name, why=new.reason or why))
-            job.files.discard()  # recorded: the supervisor's files have said what they had to say
+            # Recorded: the supervisor's files have said what they had to say, once the record is on the
+            # disk. Until then (a full disk holds it in memory) they are what proves how the job ended:
+            # an owner that dies meanwhile leaves them to the next, which records the end from them.
+            self.store.when_written(functools.partial(discard_if_still, job.files, job.pid))
         self.queue.request_dispatch(urgent=True)
+
+    def _note_in_log(self, log_path: str | None, line: str | None) -> None:
+        """``line`` at the end of a job's log; on a full disk, kept and written once there is room."""
+        if log_path and line is not None and not _append_line(log_path, line):
+            self.late_notes.append((log_path, line))
+
+    def write_late_notes(self) -> None:
+        """Monitor thread, each tick: the log lines a full disk refused, in order, once there is room."""
+        while self.late_notes:
+            log_path, line = self.late_notes[0]
+            if not _append_line(log_path, line):
+                return
+            self.late_notes.pop(0)
 
     def _device_word(self, key: str | None) -> str | None:
         """The device a job ran on, for an event's words (None: the CPU)."""
@@ -449,15 +498,33 @@ def _note_demo(device_name: str, log_path: str | None) -> None:
             log.warning("could not append to %s", log_path)
 
 
-def _note_energy(log_path: str | None, line: str | None) -> None:
-    """The job log's last line: the GPU energy the run used (``job_energy.energy_line``)."""
-    if not log_path or line is None:
-        return
+def _append_line(log_path: str, line: str) -> bool:
+    """``gputray: line`` at the end of a job's log (the energy it used, output it lost); whether it was
+    written (a full disk: not yet)."""
     try:
         with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
             f.write(f"\ngputray: {line}\n")
+        return True
     except OSError:
-        log.warning("could not append to %s", log_path)
+        return False
+
+
+def discard_if_still(files: JobFiles, pid: int) -> None:
+    """Discard a recorded job's files, unless a later attempt's supervisor has written its own there."""
+    run = read_run(files)
+    if run is None or run.pid == pid:
+        files.discard()
+
+
+def cancelled_line(now_s: float) -> str:
+    """The log's last line of a job stopped by ``cancel``: its output ends there because of it."""
+    return f"cancelled at {time.strftime('%H:%M:%S', time.localtime(now_s))}: the job was stopped by request"
+
+
+def lost_output_line(count: int) -> str:
+    """The log's last line when part of the job's output could not be written to it (the owner writes
+    it, once there is room: the supervisor ends as soon as its exit is safe)."""
+    return f"{count:,} bytes of the job's output could not be written to this log (the disk was full)"
 
 
 def _signal_name(number: int) -> str:

@@ -46,7 +46,7 @@ from gputray.monitor.records import DeviceInfo, Sample, Verdict
 from gputray.scheduler.queue.timing import next_window_open
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.codes import Reason
-from gputray.scheduler.tasks.records import TaskRecord, window_label, window_open
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec, window_label, window_open
 
 DEFAULT_PREFS = ("discrete", "integrated")
 OVERTAKE_LIMIT = 3  # overtakes before a waiting task holds the device it waits for
@@ -195,13 +195,20 @@ def total_memory_bytes(dev: DeviceState) -> int | None:
     return vram
 
 
+def _need(spec: TaskSpec) -> c.Need:
+    """The task's memory need: its ``vram``, or what its model files predict (``tasks.model_memory``)."""
+    if spec.vram_bytes is None and spec.vram_need_bytes is not None:
+        return c.Need(bytes=spec.vram_need_bytes, predicted=True, source=spec.vram_need_source)
+    return c.Need(bytes=spec.memory_need_bytes or 0)
+
+
 def never_fits(task: TaskRecord, dev: DeviceState) -> Reason | None:
     """Why this device can never run the task, or None."""
-    need = task.spec.vram_bytes
+    need = task.spec.memory_need_bytes
     if need:
         total = total_memory_bytes(dev)
         if total is not None and need > total:
-            return c.TooBig(need_bytes=need, device=dev.name, total_bytes=total)
+            return c.TooBig(need=_need(task.spec), device=dev.name, total_bytes=total)
     if dev.capabilities is not None:
         missing = [n for n in task.spec.needs if n not in dev.capabilities]
         if missing:
@@ -233,14 +240,14 @@ def busy_reason(
         return c.SlotsTaken()
     if dev.verdict is not None and dev.verdict.busy:
         return c.DeviceBusy(why=dev.verdict.reasons)
-    need = task.spec.vram_bytes or 0
+    need = task.spec.memory_need_bytes or 0
     if need:
         free = free_memory_bytes(dev)
         if free is not None and need > free:
             where: Literal["vram", "shared", "ram"] = (
                 "shared" if dev.info.kind == "integrated" else ("ram" if dev.is_cpu else "vram")
             )
-            return c.MemoryShort(need_bytes=need, free_bytes=max(0, free), where=where)
+            return c.MemoryShort(need=_need(task.spec), free_bytes=max(0, free), where=where)
     if dev.verdict is None and sample is not None and sample.temp_c is not None:
         limit = temp_limit_c(dev)
         if sample.temp_c >= limit:
@@ -542,7 +549,7 @@ def plan(
                 spec.on_busy,
                 spec.max_wait_s is None,
                 spec.after_max_wait,
-                spec.vram_bytes,
+                spec.memory_need_bytes,
                 spec.needs,
                 spec.kind == "torch",
                 spec.allow_unproven,
@@ -568,7 +575,7 @@ def plan(
                 d,
                 running=d.running + 1,
                 running_names=(*d.running_names, f"{task.spec.name} (#{task.id})"),
-                extra_used_bytes=d.extra_used_bytes + (task.spec.vram_bytes or 0),
+                extra_used_bytes=d.extra_used_bytes + (task.spec.memory_need_bytes or 0),
             )
             current = list(states.values())
             for ahead, accepts in waiting:

@@ -57,11 +57,14 @@ TASK_TABLE_COLUMNS: tuple[str, ...] = (
     "remote_state",
     "energy_j",  # schema 4, the same way
     "energy_shared",
+    "paused_at",  # schema 6, the same way
+    "paused_s",
 )
 #: How many values a row of schema 1 holds. A column added by ALTER TABLE is not written into the rows
 #: already there: a row saved before the migration (or in a schema-1 file) holds only these, and SQLite
 #: reads the missing ones as their defaults. The page reader takes any count from this up to the table's
-#: (21 in a schema-1 row, 22 in a schema-2 row, 25 in a schema-3 row, 27 in a schema-4 row).
+#: (21 in a schema-1 row, 22 in a schema-2 row, 25 in a schema-3 row, 27 in a schema-4 or -5 row, 29
+#: in a schema-6 row).
 SCHEMA_1_COLUMN_COUNT = 21
 #: More ids than this past the highest row seen are not probed one by one (a garbled sequence).
 MAX_ID_PROBE_GAP = 100_000

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gputray.scheduler.queue.store_errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def migrate_0_to_1(db: sqlite3.Connection) -> None:
@@ -82,12 +82,20 @@ def migrate_4_to_5(db: sqlite3.Connection) -> None:
     )
 
 
+def migrate_5_to_6(db: sqlite3.Connection) -> None:
+    """A job's pauses (``gputray pause-job``): ``paused_at`` (when the pause in force began, NULL when it
+    runs) and ``paused_s`` (the seconds its run spent paused: no timeout nor runtime counts them)."""
+    db.execute("ALTER TABLE tasks ADD COLUMN paused_at REAL")
+    db.execute("ALTER TABLE tasks ADD COLUMN paused_s REAL NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migrate_0_to_1,
     migrate_1_to_2,
     migrate_2_to_3,
     migrate_3_to_4,
     migrate_4_to_5,
+    migrate_5_to_6,
 ]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ class StoreWriter:
         self._lock = lock
         self._held: list[Statement] = []  # written when the disk has room again
         self._held_error = ""
+        self._on_written: list[Callable[[], None]] = []  # called once the held changes are on the disk
         self._flusher: threading.Thread | None = None
         self._closing = threading.Event()
 
@@ -95,7 +96,23 @@ class StoreWriter:
         )
         self._held.clear()
         self._held_error = ""
+        written, self._on_written = self._on_written, []
+        for callback in written:
+            try:
+                callback()
+            except Exception:
+                log.exception("after the held changes were written")
         return True
+
+    def when_written(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once every change made so far is on the disk: now, or (changes held for a
+        full disk) right after they are written. Never, when they are lost at close: what the callback
+        would discard (a job's exit files, say) then stays for the next owner to read. Callers hold the
+        lock; the callback must be quick and take no other lock than the store's."""
+        if not self._held:
+            callback()
+            return
+        self._on_written.append(callback)
 
     def _flush_loop(self) -> None:
         while not self._closing.wait(HELD_RETRY_S):

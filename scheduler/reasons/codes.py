@@ -61,10 +61,19 @@ class OnDevice(Code, frozen=True):
 # -- why one device cannot take the task (placement) --------------------------------------------------
 
 
-class TooBig(Code, frozen=True):
-    """The task's memory estimate is above all the memory the device has."""
+class Need(msgspec.Struct, frozen=True, kw_only=True):
+    """A task's memory need: its ``vram``, or (``predicted``) what its model files need (``source``:
+    "model.safetensors 7.2 GiB + 5 %")."""
 
-    need_bytes: int
+    bytes: int
+    predicted: bool = False
+    source: str | None = None
+
+
+class TooBig(Code, frozen=True):
+    """The task's memory need is above all the memory the device has."""
+
+    need: Need
     device: str
     total_bytes: int
 
@@ -122,7 +131,7 @@ class DeviceBusy(Code, frozen=True):
 class MemoryShort(Code, frozen=True):
     """Not enough memory free for the task's estimate now."""
 
-    need_bytes: int
+    need: Need
     free_bytes: int
     where: Literal["vram", "shared", "ram"]  # discrete VRAM, an iGPU's GTT + carve-out, the CPU's RAM
 
@@ -282,6 +291,25 @@ class Preferred(Code, frozen=True):
 # -- a job's start and end (queue/job_runs.py, store's retry policy, start_backoff) -------------------
 
 
+class JobPaused(Code, frozen=True):
+    """Its job was paused by the user at ``at_s`` (``queue/job_pause.py``); what became of its GPU memory:
+    ``moved`` to host memory by cuda-checkpoint, or ``held`` (``problem``: the tool's words)."""
+
+    at_s: float
+    memory: Literal["moved", "held"] | None = None
+    problem: str | None = None
+
+
+class JobResumed(Code, frozen=True):
+    """Its paused job runs again (``by_you``: the pause was the user's); ``problem``: cuda-checkpoint
+    could not restore its memory."""
+
+    paused_at_s: float
+    at_s: float
+    by_you: bool = True
+    problem: str | None = None
+
+
 class DemoOnCpu(Code, frozen=True):
     """A torch job on a simulated GPU runs on the CPU instead (tense follows the task)."""
 
@@ -324,6 +352,12 @@ class Leftovers(Code, frozen=True):
     """Processes still running after the job ended, stopped."""
 
     count: int
+
+
+class OutputLost(Code, frozen=True):
+    """Part of the job's output could not be written to its log (the disk was full)."""
+
+    bytes: int
 
 
 class TimedOut(Code, frozen=True):
@@ -381,8 +415,12 @@ class DepState(msgspec.Struct, frozen=True):
 
 
 class WaitsForDeps(Code, frozen=True):
+    """Its ``after`` tasks have not succeeded (ended, with ``any_end``); a dependency in state
+    ``removed`` is no longer in the queue (the words say how to edit task ``task_id``'s ``after``)."""
+
     deps: tuple[DepState, ...]
     any_end: bool  # after_any: waits for them to end, else to succeed
+    task_id: int = 0
 
 
 class DependencyFailed(Code, frozen=True):
@@ -541,6 +579,8 @@ Reason = (
     | WindowWait
     | Unestimated
     | Preferred
+    | JobPaused
+    | JobResumed
     | DemoOnCpu
     | CouldNotStart
     | StartHeld
@@ -549,6 +589,7 @@ Reason = (
     | OwnerStopped
     | SupervisorKilled
     | Leftovers
+    | OutputLost
     | TimedOut
     | KilledBy
     | ExitedWith

@@ -123,9 +123,15 @@ def _on_device(r: c.OnDevice, s: Say) -> str:
     return f"{r.device}: {s(r.why)}"
 
 
+def _needs(need: c.Need, s: Say) -> str:
+    if need.predicted:
+        return f"needs ~{s.size(need.bytes)}" + (f" ({need.source})" if need.source else "")
+    return f"needs {s.size(need.bytes)}"
+
+
 @says(c.TooBig)
 def _too_big(r: c.TooBig, s: Say) -> str:
-    return f"needs {s.size(r.need_bytes)}, {r.device} has {s.size(r.total_bytes)}"
+    return f"{_needs(r.need, s)}, {r.device} has {s.size(r.total_bytes)}"
 
 
 @says(c.LacksNeeds)
@@ -177,7 +183,7 @@ def _busy(r: c.DeviceBusy, s: Say) -> str:
 @says(c.MemoryShort)
 def _memory_short(r: c.MemoryShort, s: Say) -> str:
     where = {"vram": "VRAM", "shared": "GTT + carve-out", "ram": "RAM"}[r.where]
-    return f"needs {s.size(r.need_bytes)}, {s.size(r.free_bytes)} {where} free"
+    return f"{_needs(r.need, s)}, {s.size(r.free_bytes)} {where} free"
 
 
 @says(c.TooHot)
@@ -323,6 +329,23 @@ def _preferred(r: c.Preferred, s: Say) -> str:
 # -- a job's start and end ----------------------------------------------------------------------------
 
 
+@says(c.JobPaused)
+def _job_paused(r: c.JobPaused, s: Say) -> str:
+    paused = f"paused by you at {s.clock(r.at_s, False)}"
+    if r.memory == "held":
+        return f"{paused}; its GPU memory stays held (cuda-checkpoint: {s.text(r.problem or '')})"
+    if r.memory == "moved":
+        return f"{paused}; its GPU memory was moved to host memory (cuda-checkpoint)"
+    return paused
+
+
+@says(c.JobResumed)
+def _job_resumed(r: c.JobResumed, s: Say) -> str:
+    by = "by you " if r.by_you else ""
+    text = f"paused {by}at {s.clock(r.paused_at_s, False)}; resumed {s.clock(r.at_s, False)}"
+    return text + (f" (cuda-checkpoint could not restore it: {s.text(r.problem)})" if r.problem else "")
+
+
 @says(c.DemoOnCpu)
 def _demo_on_cpu(r: c.DemoOnCpu, s: Say) -> str:
     return f"demo: {'ran' if s.finished else 'running'} on the CPU in place of {r.device}"
@@ -371,6 +394,11 @@ def _supervisor_killed(r: c.SupervisorKilled, s: Say) -> str:
 def _leftovers(r: c.Leftovers, s: Say) -> str:
     were = "was" if r.count == 1 else "were"
     return f"{_processes(r.count)} {were} still running after the job ended: stopped"
+
+
+@says(c.OutputLost)
+def _output_lost(r: c.OutputLost, s: Say) -> str:
+    return f"{r.bytes:,} bytes of output were lost: the disk was full when the job wrote them"
 
 
 @says(c.TimedOut)
@@ -427,9 +455,18 @@ def _dep(d: c.DepState) -> str:
     return f"#{d.task_id} {d.name!r}"
 
 
+def _edit_after(task_id: int) -> str:
+    return f"`gputray edit {task_id} --after …` changes what it waits for"
+
+
 @says(c.WaitsForDeps)
 def _waits_for_deps(r: c.WaitsForDeps, s: Say) -> str:
-    deps = ", ".join(f"{_dep(d)} ({d.state})" for d in r.deps)
+    deps = ", ".join(
+        f"#{d.task_id} (no longer in the queue; {_edit_after(r.task_id)})"
+        if d.state == "removed"
+        else f"{_dep(d)} ({d.state})"
+        for d in r.deps
+    )
     return f"waits for {deps} {'to end' if r.any_end else 'to succeed'}"
 
 

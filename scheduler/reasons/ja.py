@@ -125,9 +125,15 @@ def _on_device(r: c.OnDevice, s: Say) -> str:
     return f"{r.device}: {s(r.why)}"
 
 
+def _needs(need: c.Need, s: Say) -> str:
+    if need.predicted:
+        return f"約 {s.size(need.bytes)}" + (f"（{need.source}）" if need.source else " ")
+    return f"{s.size(need.bytes)} "
+
+
 @says(c.TooBig)
 def _too_big(r: c.TooBig, s: Say) -> str:
-    return f"{s.size(r.need_bytes)} 必要ですが {r.device} は {s.size(r.total_bytes)} です"
+    return f"{_needs(r.need, s)}必要ですが {r.device} は {s.size(r.total_bytes)} です"
 
 
 @says(c.LacksNeeds)
@@ -180,7 +186,7 @@ def _busy(r: c.DeviceBusy, s: Say) -> str:
 @says(c.MemoryShort)
 def _memory_short(r: c.MemoryShort, s: Say) -> str:
     where = {"vram": "VRAM", "shared": "GTT + カーブアウト", "ram": "RAM"}[r.where]
-    return f"{s.size(r.need_bytes)} 必要ですが {where} の空きは {s.size(r.free_bytes)} です"
+    return f"{_needs(r.need, s)}必要ですが {where} の空きは {s.size(r.free_bytes)} です"
 
 
 @says(c.TooHot)
@@ -328,6 +334,22 @@ def _preferred(r: c.Preferred, s: Say) -> str:
 # -- a job's start and end ----------------------------------------------------------------------------
 
 
+@says(c.JobPaused)
+def _job_paused(r: c.JobPaused, s: Say) -> str:
+    paused = f"{s.clock(r.at_s, False)} に一時停止しました"
+    if r.memory == "held":
+        return f"{paused}。GPU メモリは確保されたままです（cuda-checkpoint: {s.text(r.problem or '')}）"
+    if r.memory == "moved":
+        return f"{paused}。GPU メモリはホストのメモリに移しました（cuda-checkpoint）"
+    return paused
+
+
+@says(c.JobResumed)
+def _job_resumed(r: c.JobResumed, s: Say) -> str:
+    text = f"{s.clock(r.paused_at_s, False)} に一時停止、{s.clock(r.at_s, False)} に再開"
+    return text + (f"。cuda-checkpoint で復元できませんでした: {s.text(r.problem)}" if r.problem else "")
+
+
 @says(c.DemoOnCpu)
 def _demo_on_cpu(r: c.DemoOnCpu, s: Say) -> str:
     return f"デモ：{r.device} の代わりに CPU で{'実行しました' if s.finished else '実行中'}"
@@ -374,6 +396,11 @@ def _supervisor_killed(r: c.SupervisorKilled, s: Say) -> str:
 @says(c.Leftovers)
 def _leftovers(r: c.Leftovers, s: Say) -> str:
     return f"ジョブの終了後も {r.count} 個のプロセスが動いていたので停止しました"
+
+
+@says(c.OutputLost)
+def _output_lost(r: c.OutputLost, s: Say) -> str:
+    return f"ディスクが一杯だったため、ジョブの出力 {r.bytes:,} バイトが失われました"
 
 
 @says(c.TimedOut)
@@ -442,7 +469,12 @@ def _dep(d: c.DepState) -> str:
 
 @says(c.WaitsForDeps)
 def _waits_for_deps(r: c.WaitsForDeps, s: Say) -> str:
-    deps = "、".join(f"{_dep(d)}（{_STATES.get(d.state, d.state)}）" for d in r.deps)
+    deps = "、".join(
+        f"#{d.task_id}（キューにありません。`gputray edit {r.task_id} --after …` で待つ先を変えられます）"
+        if d.state == "removed"
+        else f"{_dep(d)}（{_STATES.get(d.state, d.state)}）"
+        for d in r.deps
+    )
     return f"{deps} の{'終了' if r.any_end else '成功'}を待機中"
 
 

@@ -31,6 +31,7 @@ REAL = [
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
 DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'", "blur"]
+DATA += ["cuda-checkpoint"]  # a program's name
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from gui_snapshots import KEY_780M, KEY_5060, snapshot
 from PySide6.QtCore import QEvent, QMimeData, QPointF, QRect, Qt, QUrl
-from PySide6.QtGui import QDropEvent
+from PySide6.QtGui import QAction, QDropEvent
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -188,6 +188,38 @@ def test_row_menu_offers_what_fits_the_task(qtbot: QtBot) -> None:
     assert opened.args == ["/tmp/9.log"]
 
 
+def test_row_menu_pauses_and_resumes_one_running_job(qtbot: QtBot) -> None:
+    """Pause job on a running row, Resume job on a paused one (shown "paused"), neither elsewhere."""
+    panel = make_panel(qtbot)
+    panel.model.apply(
+        [
+            TaskView(id=3, name="train.py", state="running"),
+            TaskView(id=4, name="big.py", state="running", paused_at=1.8e9, reason="paused by you at 14:02"),
+            TaskView(id=5, name="later.py", state="queued"),
+            TaskView(id=6, name="there.py", state="running", machine="lab"),
+        ]
+    )  # fmt: skip
+    shown = [panel.model.task(r) for r in range(4)]
+    rows = {t.id: r for r, t in enumerate(shown) if t is not None}
+    paused_row = shown[rows[4]]
+    assert paused_row is not None and panel.model.display(paused_row, 1) == "paused"
+
+    def action(task_id: int) -> QAction:
+        menu = panel.row_menu(rows[task_id])
+        return next(a for a in menu.actions() if a.text() in ("Pause job", "Resume job"))
+
+    assert action(3).text() == "Pause job" and action(3).isEnabled()
+    with qtbot.waitSignal(panel.pause_job_requested) as asked:
+        action(3).trigger()
+    assert asked.args == [3, True]
+    assert action(4).text() == "Resume job" and action(4).isEnabled()
+    with qtbot.waitSignal(panel.pause_job_requested) as asked:
+        action(4).trigger()
+    assert asked.args == [4, False]
+    assert not action(5).isEnabled()  # not running
+    assert not action(6).isEnabled()  # another machine runs it
+
+
 def test_cards_keep_their_height_whatever_their_gpu_does(qtbot: QtBot) -> None:
     """Busy lines and process lines come and go; the card (and so the queue below it) stays put."""
     panel = make_panel(qtbot)
@@ -266,3 +298,42 @@ def test_card_shows_the_egpu_readings_and_hides_them_when_there_are_none(qtbot: 
     lost = replace(egpu.sample, state="lost", reason="fell off the bus")
     panel.update_snapshot(replace(snap, readings=(replace(egpu, sample=lost), igpu)))
     assert card.metrics_label.text() == "lost" and card.extras_label.text() == "lost: fell off the bus"
+
+
+def test_the_elided_readings_tooltip_is_said_once_and_follows_the_line_while_open(qtbot: QtBot) -> None:
+    """Issue 33 item 14: the elided PCIe / fan line's tooltip said the line twice in near-identical
+    words, and kept "fan 30 %" while the line said 60 %."""
+    from dataclasses import replace
+
+    from PySide6.QtGui import QCursor
+    from PySide6.QtWidgets import QToolTip
+
+    panel = make_panel(qtbot)
+    panel.show()
+    snap = snapshot()
+    egpu, igpu = snap.readings
+
+    def with_fan(percent: float) -> object:
+        sample = replace(
+            egpu.sample,
+            **dict(
+                pcie_gen=4, pcie_width=4, pcie_max_gen=5, pcie_max_width=8, fan_percent=percent, fan_rpm=900
+            ),
+            **dict(power_limit_w=180.0, mclk_mhz=14001, encoder_percent=12.0, decoder_percent=34.0),
+        )
+        return replace(snap, readings=(replace(egpu, sample=sample), igpu))
+
+    panel.update_snapshot(with_fan(30.0))
+    label = panel.cards[KEY_5060].extras_label
+    label.setFixedWidth(120)  # elided
+    QApplication.processEvents()
+    assert label.is_elided()
+    tip = label.toolTip()
+    assert "fan 30 %" in tip and tip.count("fan 30 %") == 1, tip  # once, at length
+    QCursor.setPos(label.mapToGlobal(label.rect().center()))
+    QToolTip.showText(QCursor.pos(), tip, label)
+    qtbot.waitUntil(QToolTip.isVisible, timeout=2000)
+    panel.update_snapshot(with_fan(60.0))
+    assert "fan 60 %" in label.text()
+    assert "fan 60 %" in QToolTip.text() and "fan 30 %" not in QToolTip.text()
+    QToolTip.hideText()

@@ -56,6 +56,8 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
         "get": {"id": 999},
         "cancel": {"ids": [999]},
         "retry": {"id": 999},
+        "pause_job": {"id": 999},
+        "resume_job": {"id": 999},
         "move": {"id": 999, "delta": 1},
         "edit": {"id": 999, "changes": {"priority": 1}},
         "remove": {"ids": [999]},
@@ -63,7 +65,7 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
         "logs": {"id": 999},
         "schedule_add": {"cron": "0 3 * * *", "task_file": "/nonexistent.toml"},
         "schedule_remove": {"id": 999},
-        "cluster_update": {"id": 999},  # gputray.cluster's bridge and agent
+        "cluster_update": {"id": 999, "step": {"step": "note", "reason": "x"}},  # gputray.cluster's bridge
         "cluster_withdraw": {"id": 999, "origin": "desk#1.1", "reason": "taken back"},
         "cluster_submit": {
             "origin": "desk#1.1",

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from gputray.scheduler import console
-from gputray.scheduler.reasons.render import render_for
 from gputray.scheduler.replies import PausedReply, TaskView
-from gputray.scheduler.tasks.records import iso_utc
+from gputray.scheduler.tasks.times import iso_utc
 
 if TYPE_CHECKING:
     from gputray.monitor.monitor import Monitor
@@ -110,6 +109,10 @@ def _escaped(char: str) -> str:
 
 def reason_text(t: TaskView) -> str:
     """The task's reason in words, as its state reads it (the command line speaks English)."""
+    from gputray.scheduler.reasons.render import (
+        render_for,  # loaded when a task is shown, not for every command
+    )
+
     return render_for(t.state, t.reason, "en")
 
 
@@ -119,7 +122,7 @@ def task_json(t: TaskView) -> dict[str, Any]:
         return {"id": t.id, "state": t.state}
     doc = msgspec.structs.asdict(t)
     doc["reason"] = reason_text(t)
-    for key in ("submitted_at", "started_at", "ended_at"):
+    for key in ("submitted_at", "started_at", "ended_at", "paused_at"):
         doc[key] = iso_utc(doc[key])
     doc["after"] = list(t.after)
     doc["offer"] = None if t.offer is None else msgspec.to_builtins(t.offer)

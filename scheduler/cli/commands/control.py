@@ -1,5 +1,6 @@
 """``gputray cancel``, ``retry``, ``pause`` and ``resume``: thin clients of the owner's socket. With no
-owner running they act on the saved queue itself (``offline``), under the lock the owner takes."""
+owner running they act on the saved queue itself (``offline``), under the lock the owner takes.
+``pause-job`` and ``resume-job`` (one running job frozen and thawed) need the owner: it holds the job."""
 
 from __future__ import annotations
 
@@ -72,6 +73,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             _print_pause,
             lambda a: ask(rq.Pause(device=a.device) if a.op == "pause" else rq.Resume(device=a.device)),
             lambda offline, a: offline.pause(app_paths(), a.op, a.device),
+        )
+
+    for name, short, verb, request in (
+        (
+            "pause-job",
+            "freeze one running job (its GPU memory freed where cuda-checkpoint can)",
+            "Pause a running job: every process of it is frozen (its cgroup's freezer, else SIGSTOP to "
+            "each; Windows: each thread suspended) and keeps its slot on the device. Where "
+            "cuda-checkpoint (NVIDIA, driver 550 or later) is on PATH, its CUDA state is moved to host "
+            "memory first, so its GPU memory is free while it is paused; otherwise, or when the tool "
+            "fails, its memory stays held and the reason says why. Paused time counts neither to its "
+            "--timeout nor to its runtime. Not 'gputray pause', which stops new tasks starting.",
+            rq.PauseJob,
+        ),
+        (
+            "resume-job",
+            "thaw a job paused with pause-job",
+            "Resume a job paused with pause-job: thawed, its CUDA state restored where it was "
+            "checkpointed. Not 'gputray resume', which lets new tasks start again.",
+            rq.ResumeJob,
+        ),
+    ):
+        p = sub.add_parser(name, help=short, description=verb)
+        p.add_argument("id", metavar="ID")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(
+            func=lambda a, request=request: run_command(lambda x: _print_retry(x, ask(request(id=x.id))), a)
         )
 
 

@@ -60,7 +60,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from gputray.scheduler.log_setup import setup_logging
     from gputray.scheduler.owner import Owner
     from gputray.scheduler.paths import FolderError
-    from gputray.scheduler.queue.store_errors import StoreError
+    from gputray.scheduler.queue.store_errors import StoreError, is_disk_full, no_space_message
 
     paths = app_paths()
     log_file = paths.state_dir / "daemon.log"
@@ -81,6 +81,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     # A bad scenario, an unsafe socket folder, a read-only or damaged data folder: said, not a traceback.
     except (ScenarioError, ipc.UnsafeIpcLocation, StoreError, FolderError) as exc:
         return error(str(exc), EXIT_REFUSED)
+    except OSError as exc:  # a full disk while starting: one line, never a traceback
+        if not is_disk_full(exc, paths.data_dir):
+            raise
+        return error(f"cannot start: {no_space_message(paths.data_dir)}", EXIT_REFUSED)
 
     stopped_by: list[int] = []
 
