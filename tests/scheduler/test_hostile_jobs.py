@@ -68,7 +68,7 @@ def _without_cgroups() -> tuple[str, ...]:
     )
     if mount is None or os.geteuid() != 0 or shutil.which("unshare") is None:
         return ()
-    script = f"mount -o remount,bind,ro {mount} && exec \"$@\""
+    script = f'mount -o remount,bind,ro {mount} && exec "$@"'
     return ("unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh")
 
 
