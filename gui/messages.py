@@ -41,6 +41,13 @@ def _t(source: str, *nested: str) -> Template:
 
 # Most specific first: the first template that matches the whole message wins.
 TEMPLATES: tuple[Template, ...] = (
+    # scheduler/queue/job_pause.py: gputray pause-job / resume-job
+    _t(tr_noop("paused by you at {time}")),
+    _t(tr_noop("paused at {time}")),
+    _t(tr_noop("resumed {time}")),
+    _t(tr_noop("its GPU memory was moved to host memory (cuda-checkpoint)")),
+    _t(tr_noop("its GPU memory stays held (cuda-checkpoint: {error})"), "error"),
+    _t(tr_noop("{why} (cuda-checkpoint could not restore it: {error})"), "why", "error"),
     # monitor/verdict.py and monitor/monitor.py
     _t(tr_noop("{name} is hot: {temp} °C (limit {limit} °C)")),
     _t(tr_noop("{name} is hot: {temp} °C (limit {limit})")),

@@ -204,6 +204,7 @@ class DropZone(QFrame):
 class Panel(QWidget):
     cancel_requested = Signal(list)
     retry_requested = Signal(object)
+    pause_job_requested = Signal(int, bool)  # task id, pause (True) or resume (False): gputray pause-job
     move_requested = Signal(object, int)
     priority_requested = Signal(object, int)  # task id, the new priority number (higher starts first)
     pause_requested = Signal(object)  # device key, or None for the whole queue
@@ -326,6 +327,9 @@ class Panel(QWidget):
         self.table.selectionModel().selectionChanged.connect(lambda *_: self.update_buttons())
         for change in (model.dataChanged, model.rowsInserted, model.rowsRemoved, model.modelReset):
             change.connect(lambda *_: self.update_buttons())
+        # A reorder (a cancelled task sorts among the ended ones) moves the selection with its task
+        # (persistent indexes): the list follows it, so the task Retry and Open log act on is in view.
+        model.layoutChanged.connect(lambda *_: self._after_reorder())
 
         self.drop_zone = DropZone(self.content)
         self.drop_zone.set_pinned(self.pinned or windowed)
@@ -646,6 +650,12 @@ class Panel(QWidget):
             button.setEnabled(usable)
             button.setToolTip(doing if usable else why_not)
 
+    def _after_reorder(self) -> None:
+        self.update_buttons()
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        if rows:
+            self.table.scrollTo(self.model.index(rows[0], 0))
+
     def _toggle_pause_all(self) -> None:
         if self._paused_all:
             self.resume_requested.emit(None)
@@ -704,6 +714,16 @@ class Panel(QWidget):
         retry = menu.addAction(tr("Retry"))
         retry.setEnabled(bool(states & RETRYABLE_STATES))
         retry.triggered.connect(lambda: self._retry(tasks))
+        # one running job of this machine: freeze it (or thaw it) whole, keeping its slot (docs/queue.md)
+        ours = single is not None and single.state == "running" and not single.machine
+        paused = single is not None and single.paused_at is not None
+        pausing = menu.addAction(tr("Resume job") if paused else tr("Pause job"))
+        pausing.setEnabled(ours)
+        pausing.setToolTip(
+            tr("Freeze every process of the job; its GPU memory is freed where cuda-checkpoint can")
+        )
+        if single is not None:
+            pausing.triggered.connect(lambda: self.pause_job_requested.emit(single.id, not paused))
         movable = single is not None and single.state in PENDING_STATES
         priority = menu.addMenu(tr("Priority"))
         priority.setEnabled(movable)

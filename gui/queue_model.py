@@ -127,7 +127,7 @@ class QueueModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return self.tooltip(task, col) or None
         if role == Qt.ItemDataRole.ForegroundRole and col == COL_STATE:
-            return self._state_colors.get(task.state)
+            return self._state_colors.get(task.shown_state, self._state_colors.get(task.state))
         if role == ID_ROLE:
             return task.id
         if role == RECORD_ROLE:
@@ -138,7 +138,7 @@ class QueueModel(QAbstractTableModel):
         if col == COL_NAME:
             return task.name or str(task.id)
         if col == COL_STATE:
-            return tr(task.state)
+            return tr(task.shown_state)  # "paused": a running task whose job is paused
         if col == COL_DEVICE:
             device = task.device
             shown = self._device_names.get(str(device), str(device)) if device else "–"

@@ -21,7 +21,6 @@ import re
 from dataclasses import dataclass
 from typing import TypedDict
 
-from gputray.monitor.fdinfo import read_file_bytes
 from gputray.monitor.sysfs import int_of, text_of
 
 _GT_S = re.compile(r"([\d.]+)\s*GT/s")
@@ -56,6 +55,8 @@ def _width(text: str | None) -> int | None:
 
 
 def _read(path: str) -> str | None:
+    from gputray.monitor.fdinfo import read_file_bytes  # the sysfs side; the words need none of it
+
     return text_of(read_file_bytes(path, 256))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +104,8 @@ def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
 
 
 def load_scenario(path: Path) -> Scenario:
+    import tomllib  # here: `gputray status` imports this module for ScenarioError alone
+
     try:
         with path.open("rb") as f:
             data = tomllib.load(f)

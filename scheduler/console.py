@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import json
 import sys
 import unicodedata
 from typing import Any, TextIO
@@ -136,6 +135,8 @@ def can_encode(text: str, stream: TextIO | None = None) -> bool:
 
 def json_text(doc: Any, stream: TextIO | None = None, *, indent: int | None = None) -> str:
     """``doc`` as JSON for ``stream``: readable UTF-8 where it fits, ``\\u`` escapes where it does not."""
+    import json  # here: only a --json answer needs it
+
     text = json.dumps(doc, ensure_ascii=False, indent=indent)
     if can_encode(text, stream):
         return text

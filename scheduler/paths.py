@@ -7,16 +7,18 @@ import errno
 import os
 import stat
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import platformdirs
 
 APP_NAME = "gputray"
 
 
-@dataclass(frozen=True)
-class Paths:
+class Paths(msgspec.Struct, frozen=True):
+    """The four folders. A Struct (not a dataclass): every command builds one, and a dataclass costs
+    every command the import of ``dataclasses`` and ``inspect``."""
+
     config_dir: Path
     data_dir: Path
     state_dir: Path

@@ -20,27 +20,33 @@ start that every request type has one).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, ClassVar, Generic, Literal, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Annotated, ClassVar, Generic, Literal, TypeVar, cast, get_args
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from gputray.scheduler import replies as rp
-from gputray.scheduler.cluster_records import ClusterReport
-from gputray.scheduler.tasks.records import (  # the limits of task values live with the task model
+from gputray.scheduler.lazy_import import lazy_module
+from gputray.scheduler.tasks.limits import (  # the limits of task values live with the task model
     MAX_DURATION_S,
     MAX_EPOCH_S,
     MAX_RETRIES,
     MAX_SIZE_BYTES,
     MAX_TASK_ID,
     MIN_EPOCH_S,
-    TaskPatch,
-    TaskSpec,
-    TaskState,
     check_duration_s,
     check_epoch_s,
     check_size_bytes,
 )
+
+# Named in annotations only, resolved when a request of theirs is first encoded or decoded: a command
+# that sends none (``gputray queue``) never loads the task model (``lazy_import``).
+if TYPE_CHECKING:
+    from gputray.scheduler import cluster_records
+    from gputray.scheduler.tasks import records as task_records
+else:
+    cluster_records = lazy_module("gputray.scheduler.cluster_records")
+    task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = [  # re-exported: the limits every request field shares
     "MAX_DURATION_S",
@@ -126,9 +132,15 @@ def os_str(value: str | RawText) -> str:
         import os
 
         try:
-            return os.fsdecode(base64.b64decode(value.b64, validate=True))
+            text = os.fsdecode(base64.b64decode(value.b64, validate=True))
         except (binascii.Error, ValueError):
             raise BadRequest("a RawText value is not valid base64") from None
+        if "\x00" in text:  # the OS takes no NUL in an argument, a path or a variable: refuse it now
+            raise BadRequest(
+                "an argument, path or variable holds a NUL byte, which no program can be given; "
+                "nothing was queued"
+            )
+        return text
     return value
 
 
@@ -156,8 +168,8 @@ class Status(Request[rp.StatusReply]):
 class Submit(Request[rp.Submitted]):
     op = "submit"
     task_file: OsStr | None = None
-    spec: TaskPatch | None = None  # a whole task, when there is no task file
-    overrides: TaskPatch | None = None
+    spec: task_records.TaskPatch | None = None  # a whole task, when there is no task file
+    overrides: task_records.TaskPatch | None = None
     cwd: OsStr | None = None
     caller_env: Env | None = None  # the CLI's os.environ: the job starts from it
 
@@ -166,7 +178,7 @@ class SubmitFiles(Request[rp.Submitted]):
     op = "submit_files"
     files: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     recipe: Str | None = None
-    overrides: TaskPatch | None = None
+    overrides: task_records.TaskPatch | None = None
     cwd: OsStr | None = None
     caller_env: Env | None = None
 
@@ -183,7 +195,7 @@ class Run(Request[rp.Submitted]):
     op = "run"
     argv: Annotated[list[OsStr], Meta(min_length=1, max_length=MAX_LIST_ITEMS)]
     name: Str | None = None
-    overrides: TaskPatch | None = None
+    overrides: task_records.TaskPatch | None = None
     cwd: OsStr | None = None
     caller_env: Env | None = None
 
@@ -225,7 +237,7 @@ class Edit(Request[rp.TaskReply]):
 
     op = "edit"
     id: TaskId
-    changes: TaskPatch
+    changes: task_records.TaskPatch
 
 
 class Remove(Request[rp.TasksDone]):
@@ -282,7 +294,7 @@ class ScheduleAdd(Request[rp.Schedules]):
     op = "schedule_add"
     cron: Str
     task_file: Str
-    overrides: TaskPatch | None = None
+    overrides: task_records.TaskPatch | None = None
     name: Str | None = None
     cwd: Str | None = None
 
@@ -314,7 +326,7 @@ class ClusterSync(Request[rp.ClusterSynced]):
     the tasks that concern the cluster out; long-polled for up to ``wait_ms``."""
 
     op = "cluster_sync"
-    report: ClusterReport | None = None
+    report: cluster_records.ClusterReport | None = None
     wait_ms: Int | None = None
 
 
@@ -324,7 +336,7 @@ class RecordChanges(
     """What the cluster bridge may change on a task another machine runs: the fields it sets (``UNSET``
     leaves one as it is, None empties one)."""
 
-    state: TaskState | UnsetType = UNSET
+    state: task_records.TaskState | UnsetType = UNSET
     reason: Str | UnsetType = UNSET
     device: Str | UnsetType | None = UNSET
     env: Str | UnsetType | None = UNSET
@@ -360,7 +372,7 @@ class ClusterSubmit(Request[rp.ClusterTask]):
 
     op = "cluster_submit"
     origin: Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00]*$")]
-    spec: TaskSpec
+    spec: task_records.TaskSpec
 
 
 class ClusterWithdraw(Request[rp.ClusterTask]):
@@ -395,8 +407,20 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
     v: int | None = None
 
 
+#: What a pattern on a text field asks, in words (the regex itself is no answer for a person).
+_PATTERN_WORDS = {
+    r"^[^\x00]*$": "text with no NUL character",
+    r"^[^\x00]*[^\x00\s][^\x00]*$": "text that is not blank, with no NUL character",
+}
+
+
 def _refuse(exc: msgspec.ValidationError, op: str) -> BadRequest:
     text = str(exc)
+    head, regex, rest = text.partition("`str` matching regex ")
+    pattern = rest.partition(" - at `$.")[0]
+    for known, words in _PATTERN_WORDS.items():
+        if regex and pattern in (repr(known), f"'{known}'"):
+            text = f"{head}{words}{rest[len(pattern) :]}"
     where = text.rpartition(" - at `$.")
     if where[1]:  # "Expected `int`, got `str` - at `$.ids[0]`" → "argument 'ids[0]': expected `int` ..."
         return BadRequest(

@@ -8,13 +8,24 @@ Times are epoch seconds or None; ``commands.common.task_json`` writes the ``--js
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from gputray.monitor.records import Snapshot
-from gputray.scheduler.cluster_records import ClusterStatus
-from gputray.scheduler.tasks.family import family_of
-from gputray.scheduler.tasks.records import Offer, TaskPatch, TaskRecord, TaskSpec
+from gputray.scheduler.lazy_import import lazy_module
+from gputray.scheduler.tasks.offer import Offer
+
+# Named in annotations only, resolved when a reply of theirs is first decoded or encoded: a client that
+# gets none (``gputray queue``) never loads the monitor's records or the task model (``lazy_import``).
+if TYPE_CHECKING:
+    from gputray.monitor import records as monitor_records
+    from gputray.scheduler import cluster_records
+    from gputray.scheduler.tasks import records as task_records
+    from gputray.scheduler.tasks.records import TaskRecord
+else:
+    monitor_records = lazy_module("gputray.monitor.records")
+    cluster_records = lazy_module("gputray.scheduler.cluster_records")
+    task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = ["Offer"]  # defined beside QueueEvent, which carries it; part of the replies (TaskView.offer)
 
@@ -93,6 +104,10 @@ class TaskView(Reply, frozen=True, kw_only=True):
     # paused, which its timeout and runtime leave out
     paused_at: float | None = None
     paused_s: float = 0.0
+    # the GPU memory it is counted as needing (bytes), and where that figure comes from: "vram" (given),
+    # or the model files it names ("model.safetensors 7.2 GiB + 5 %"); None/"" when neither
+    vram_need: int | None = None
+    vram_need_source: str = ""
 
     @property
     def shown_state(self) -> str:
@@ -101,6 +116,8 @@ class TaskView(Reply, frozen=True, kw_only=True):
 
     @classmethod
     def of(cls, r: TaskRecord, offer: Offer | None = None) -> TaskView:
+        from gputray.scheduler.tasks.family import family_of
+
         s = r.spec
         return cls(
             id=r.id, state=r.state, name=s.name, kind=s.kind, device=r.device, env=r.env, reason=r.reason,
@@ -110,7 +127,14 @@ class TaskView(Reply, frozen=True, kw_only=True):
             origin=s.origin, energy_j=r.energy_j, energy_shared=r.energy_shared,
             power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), prefer=s.prefer,
             family=family_of(s), offer=offer, paused_at=r.paused_at, paused_s=r.paused_s,
+            vram_need=s.memory_need_bytes, vram_need_source=_need_source(s),
         )  # fmt: skip
+
+
+def _need_source(spec: task_records.TaskSpec) -> str:
+    if spec.vram_bytes is not None:
+        return "vram"
+    return spec.vram_need_source or ""
 
 
 Tasks = tuple[TaskView, ...]
@@ -148,14 +172,15 @@ class DeviceVerdict(Reply, frozen=True):
 class StatusReply(Reply, frozen=True):
     pid: int
     demo: bool
-    snapshot: Snapshot | None  # the monitor's latest readings (`status --json`: monitor.serialize)
+    # the monitor's latest readings (`status --json`: monitor.serialize)
+    snapshot: monitor_records.Snapshot | None
     devices: tuple[DeviceVerdict, ...]
     paused: Paused
     counts: dict[str, int]
     monitor_failures: int
     monitor_last_failure: str | None
     # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner passes on
-    cluster: ClusterStatus | None = None
+    cluster: cluster_records.ClusterStatus | None = None
 
 
 class Submitted(Reply, frozen=True):
@@ -189,7 +214,7 @@ class TaskReply(Reply, frozen=True):
     """``retry``, ``move``, ``edit``: the task; ``get`` also its spec and pid."""
 
     task: TaskView
-    spec: TaskSpec | None = None
+    spec: task_records.TaskSpec | None = None
     pid: int | None = None
 
 
@@ -236,7 +261,7 @@ class ScheduleView(Reply, frozen=True):
     name: str
     cron: str
     task_file: str
-    overrides: TaskPatch
+    overrides: task_records.TaskPatch
     created_at: float
     last_run_at: float | None
     next_run_at: float | None
@@ -257,15 +282,15 @@ class ClusterSynced(Reply, frozen=True):
     """The cluster bridge's view of the tasks that concern it: whole records, spec and queue fields."""
 
     machine: str
-    tasks: tuple[TaskRecord, ...]
+    tasks: tuple[task_records.TaskRecord, ...]
     stopping: bool
     paused: Paused = Paused()  # this machine's pause now: the bridge looks again at once when it changed
     edited: tuple[int, ...] = ()  # tasks waiting on another machine, edited here since: to take back
 
 
 class ClusterTask(Reply, frozen=True):
-    task: TaskRecord | None  # None: not in the expected state, see ``now``
-    now: TaskRecord | None = None
+    task: task_records.TaskRecord | None  # None: not in the expected state, see ``now``
+    now: task_records.TaskRecord | None = None
     existing: bool | None = None
 
 

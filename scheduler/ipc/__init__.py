@@ -40,14 +40,12 @@ garbage gets an error reply and never reaches the queue. The handler answers wit
 
 from __future__ import annotations
 
+import _thread
 import contextlib
-import hashlib
-import logging
 import os
 import socket
 import struct
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,8 +65,6 @@ from gputray.scheduler.protocol import (
     encode_json,
     reply_type,
 )
-
-log = logging.getLogger("gputray.ipc")
 
 __all__ = ["OPS", "PROTOCOL_VERSION", "SOCKET_NAME", "BadRequest", "Refusal"]
 
@@ -193,6 +189,8 @@ def pipe_name(paths: Paths, user: str | None = None) -> str:
     """The Windows pipe name: per user and per data dir, so GPUTRAY_HOME owners never meet."""
     if user is None:
         user = os.environ.get("USERNAME") or os.environ.get("USER") or "user"
+    import hashlib
+
     digest = hashlib.sha256(f"{user.lower()}\x00{paths.data_dir}".encode()).hexdigest()[:24]
     return rf"\\.\pipe\gputray-{digest}"
 
@@ -306,7 +304,7 @@ class IpcClient:
         self.pipe_family = pipe_family
         self._sock: socket.socket | None = None
         self._conn: Any = None
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()  # threading.Lock, without importing threading for one request
 
     def __enter__(self) -> IpcClient:
         return self

@@ -27,9 +27,10 @@ import contextlib
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+import msgspec
 
 from gputray.scheduler.paths import Paths
 
@@ -146,6 +147,8 @@ def server_socket_dir(paths: Paths) -> tuple[Path, str | None]:
             return preferred, None
         except (UntrustedLocation, OSError) as exc:
             why = str(exc)
+    import tempfile  # the owner's fallback only: a client never makes a folder
+
     folder = Path(
         tempfile.mkdtemp(prefix=f"gputray-{uid()}-", dir=_SHORT_TMP if os.path.isdir(_SHORT_TMP) else None)
     )
@@ -175,8 +178,6 @@ def remove_pointer(paths: Paths, address: str) -> None:
 
 def read_pointer(paths: Paths) -> str | None:
     """The address in the pointer file, if the file is ours and nobody else can write it."""
-    import json
-
     path = pointer_path(paths)
     try:
         if sys.platform != "win32":
@@ -185,8 +186,8 @@ def read_pointer(paths: Paths) -> str | None:
                 return None
             check_dir_chain(path.parent)
         with open(path, "rb") as f:
-            doc = json.loads(f.read(4096))
-    except (OSError, ValueError, UntrustedLocation):
+            doc = msgspec.json.decode(f.read(4096))
+    except (OSError, ValueError, msgspec.DecodeError, UntrustedLocation):
         return None
     address = doc.get("address") if isinstance(doc, dict) else None
     return address if isinstance(address, str) and address else None

@@ -145,6 +145,7 @@ class Job:
         self.kill_reason: KillReason | None = read_stop_reason(files) if adopted else None
         self.returncode: int | None = None
         self.ended_at: float | None = None
+        self.ended_mono: float | None = None  # the monotonic clock's at its end (``ExitInfo.ended_mono``)
         self.stopped_leftover = False  # orphaned: whether a process was still alive to be stopped
         self.leftovers = 0  # processes still running when the job ended (or its supervisor died): stopped
         self.log_lost_bytes = 0  # output its log could not take (a full disk)
@@ -158,8 +159,7 @@ class Job:
         self._grace_s = grace_s
         self._supervisor = supervisor_proc
         self._done = threading.Event()
-        # Windows: a handle on the job's job object keeps its name valid while we watch, even if the
-        # supervisor that created it is killed (win_job.py)
+        # Windows: a handle on its job object keeps the name valid while we watch (win_job.py)
         self._job_object = win_job.open_job(pid)
         if watch is not None:  # launched: its supervisor says on its pipe when the timeout passes
             watch.watch(self)
@@ -266,7 +266,7 @@ class Job:
                 code = end.returncode
                 if end.timed_out and self.kill_reason is None:
                     self.kill_reason = "timeout"
-                self.ended_at = end.ended_at
+                self.ended_at, self.ended_mono = end.ended_at, end.ended_mono
                 self.leftovers = end.leftovers
                 self.log_lost_bytes = end.log_lost_bytes
             else:  # nobody knows how the job ends: stop all that is left of it, then free its place
@@ -274,7 +274,7 @@ class Job:
                 self.leftovers = self._stop_what_is_left()
                 self.stopped_leftover = bool(self.leftovers)
                 code = -int(getattr(signal, "SIGKILL", 9))
-                self.ended_at = time.time()
+                self.ended_at, self.ended_mono = time.time(), time.monotonic()
             self.returncode = code  # from here on, a late cancel cannot relabel how it ended
         try:
             if self._on_exit is not None:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING or __package__:  # imported: the owner, the tests, the type checker
     from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES, CappedLog, open_log
+    from gputray.scheduler.jobs.reaper import Reaper
     from gputray.scheduler.jobs.sure_files import lock_exclusive, reserve, write_atomic, write_reserved
 else:  # run as a script with ``-I -S``: the modules beside this one, loaded by path (not importable)
     import importlib.util
@@ -67,7 +68,7 @@ else:  # run as a script with ``-I -S``: the modules beside this one, loaded by 
         _job_log.CappedLog,
         _job_log.open_log,
     )
-    lock_exclusive, reserve = _sure.lock_exclusive, _sure.reserve
+    lock_exclusive, reserve, Reaper = _sure.lock_exclusive, _sure.reserve, _beside("reaper").Reaper
     write_atomic, write_reserved = _sure.write_atomic, _sure.write_reserved
 
 __all__ = ["lock_exclusive", "main", "reserve", "supervise", "write_atomic", "write_reserved"]
@@ -213,52 +214,6 @@ def _load_beside(name: str) -> Any:
     return module
 
 
-class _Reaper:
-    """POSIX: waits for the job and reaps every child, the job's orphans included (a subreaper gets
-    them), waking on SIGCHLD (a wakeup pipe): no polling, no zombies piling up while the job runs."""
-
-    def __init__(self) -> None:
-        self._r, w = os.pipe()
-        os.set_blocking(self._r, False)
-        os.set_blocking(w, False)
-        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-        signal.signal(signal.SIGCHLD, _ignore)
-        self.job_pid: int | None = None
-        self.job_status: int | None = None  # the job's exit code, once reaped
-
-    def reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if pid == self.job_pid:
-                self.job_status = os.waitstatus_to_exitcode(status)
-
-    def sleep(self, timeout_s: float | None) -> None:
-        """Until a child changes state (or a signal comes), at most ``timeout_s``."""
-        import select
-
-        with contextlib.suppress(InterruptedError):
-            select.select([self._r], [], [], timeout_s)
-        with contextlib.suppress(BlockingIOError, InterruptedError):
-            while os.read(self._r, 512):
-                pass
-
-    def wait_job(self, deadline: float | None) -> int | None:
-        """The job's exit code, or None when ``deadline`` (monotonic) passes first."""
-        while True:
-            self.reap()
-            if self.job_status is not None:
-                return self.job_status
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                return None
-            self.sleep(remaining)
-
-
 class _Reach:
     """What the supervisor can reach of a job's processes: its group always; on Linux every descendant
     (a subreaper) and, where allowed, the job's own cgroup (``reach.py``)."""
@@ -283,7 +238,7 @@ class _Reach:
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
 
-    def stop_all(self, reaper: _Reaper | None, grace_s: float) -> int:
+    def stop_all(self, reaper: Reaper | None, grace_s: float) -> int:
         """SIGTERM everything in reach, SIGKILL what is left after ``grace_s``; how many there were."""
         if reaper is None:  # no subreaper: its group is what we know of
             _signal_group(self.job_pid, _SIGKILL)
@@ -371,7 +326,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         return 0
     if req.get("stderr_to_log"):  # a forked supervisor has no log as stderr: its own trouble shows there
         os.dup2(log_fd, 2)
-    reaper = _Reaper() if sys.platform != "win32" else None
+    reaper = Reaper() if sys.platform != "win32" else None
     read_fd, write_fd = os.pipe()  # the job writes here; CappedLog keeps the log within its cap
     popen_kwargs: dict[str, Any] = {
         "env": req["env"],
@@ -441,6 +396,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         "pid_create_time": linux_create_time(proc.pid) if sys.platform.startswith("linux") else None,
         "supervisor_pid": os.getpid(),
         "started_at": started_at,
+        "started_mono": time.monotonic(),  # how long it ran is the monotonic clock's (``ExitInfo``)
         "timeout_s": req.get("timeout_s"),
         "log_path": req["log"],
         "cgroup": cgroup_path,
@@ -497,6 +453,8 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         "leftovers": leftovers,
         "log_lost_bytes": output.lost,
         "ended_at": time.time(),
+        "ended_mono": time.monotonic(),  # how long it ran and how long ago it ended, whatever the wall clock
+        "boot": boot_id(),
     }
     told = _answer(doc)  # first: the owner records it (durably) and starts the next job without our fsyncs
     try:
@@ -508,6 +466,15 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     if cgroup is not None and not told:  # no owner to remove our group after us: we do
         cgroup.leave_and_remove()
     return 0
+
+
+def boot_id() -> str | None:
+    """This boot's id (Linux): a monotonic reading means something only within the boot that made it."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
 
 
 def _ignore(signum: int, frame: object) -> None:

@@ -78,7 +78,7 @@ class DeviceBook:
         for reading in readings:
             key = reading.info.key
             mine = [r for r in running if r.device == key]
-            declared = sum(r.spec.vram_bytes or 0 for r in mine)
+            declared = sum(r.spec.memory_need_bytes or 0 for r in mine)
             ours = (p for p in processes if p.device == key and p.pid in our_pids)
             seen = sum((p.vram_bytes or 0) + (p.shared_bytes or 0) for p in ours)
             states.append(
@@ -105,7 +105,7 @@ class DeviceBook:
                 running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
                 host_ram_free_bytes=ram_free,
                 host_ram_total_bytes=ram_total,
-                extra_used_bytes=sum(r.spec.vram_bytes or 0 for r in mine),
+                extra_used_bytes=sum(r.spec.memory_need_bytes or 0 for r in mine),
                 capabilities=self.needs_ok("cpu", needs),
             )
         )

@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,13 @@ class Running:
     pid: int
     out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
     demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
+    started_mono: float | None = None  # the monotonic clock at its start (its run file's, when adopted)
+
+    def run_s(self) -> float | None:
+        """How long the job ran by the monotonic clock (a wall clock set meanwhile changes nothing);
+        None where that is not known (an exit file of an older supervisor's, or of another boot)."""
+        end, start = self.job.ended_mono, self.started_mono
+        return end - start if end is not None and start is not None and end >= start else None
 
 
 class RunsQueue(Protocol):
@@ -189,13 +197,15 @@ class JobRuns:
                 if run.pid_create_time is None and rec.pid == run.pid and rec.pid_create_time is not None:
                     run = dataclasses.replace(run, pid_create_time=rec.pid_create_time)  # pid reuse check
                 job = adopt(run, on_exit=functools.partial(self._on_exit, rec.id))
-                self.jobs[rec.id] = Running(rec.id, job, run.device, rec.spec, run.pid, run.out)
+                self.jobs[rec.id] = Running(
+                    rec.id, job, run.device, rec.spec, run.pid, run.out, started_mono=run.started_mono
+                )
                 self.monitor.job_started(
                     run.device,
                     run.pid,
                     name=rec.spec.name,
                     util_percent=rec.spec.util_percent,
-                    vram_bytes=rec.spec.vram_bytes,
+                    vram_bytes=rec.spec.memory_need_bytes,
                 )
                 self.energy.start(rec.id, run.device, run.pid)  # measured from now: a lower bound
                 adopted.add(rec.id)
@@ -381,10 +391,16 @@ class JobRuns:
         spec = task.spec
         self.start_backoff.started(task.id)
         demo_for = info.name if isinstance(chosen, EnvReady) and chosen.on_cpu else None
-        self.jobs[task.id] = Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
+        self.jobs[task.id] = Running(
+            task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for, started_mono=time.monotonic()
+        )
         self.queue.device_book.names_used[info.key] = info.name
         self.monitor.job_started(
-            info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
+            info.key,
+            job.pid,
+            name=spec.name,
+            util_percent=spec.util_percent,
+            vram_bytes=spec.memory_need_bytes,
         )
         self.energy.start(task.id, info.key, job.pid)
         if decision.redirected:
@@ -424,6 +440,17 @@ class JobRuns:
             log.exception("env lookup failed")
             return EnvMissing(f"env lookup failed ({exc})")
 
+    def clock_set(self, jump_s: float) -> None:
+        """The wall clock was set by ``jump_s``: a running job's start moves with it, so that how long
+        it has run (`queue`'s DUR, the estimates' time left) stays true; its end is measured by the
+        monotonic clock (``_on_exit``)."""
+        for rec in self.store.list(states=("running",)):
+            if rec.started_at is not None:
+                moved: dict[str, float] = {"started_at": rec.started_at + jump_s}
+                if rec.paused_at is not None:  # a pause in force began on the same clock
+                    moved["paused_at"] = rec.paused_at + jump_s
+                self.store.compare_and_update(rec.id, "running", **moved)
+
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
 
@@ -447,7 +474,15 @@ class JobRuns:
             except TaskNotFound:
                 job.files.discard()
                 return
-            now = job.ended_at or self.queue.clock()
+            # Times from the monotonic clock (a wall clock set while the job ran must not make it a
+            # year long): the end placed on the queue's clock by how long ago it was, the start by how
+            # long the job ran. Files that do not say (an older supervisor's) keep the wall clock's.
+            now = self.queue.clock()
+            if job.ended_mono is not None:
+                now -= max(0.0, time.monotonic() - job.ended_mono)
+            elif job.ended_at is not None:
+                now = job.ended_at
+            ran_s = running.run_s() if running is not None else None
             if rec.state != "running" or rec.pid not in (None, job.pid):
                 if rec.state != "running":
                     job.files.discard()
@@ -455,6 +490,8 @@ class JobRuns:
                 return
             reason = job.kill_reason
             base: dict[str, Any] = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
+            if ran_s is not None:
+                base["started_at"] = now - ran_s
             base.update(energy_j=used.energy_j, energy_shared=used.shared)
             if rec.paused_at is not None:  # it ended while paused (cancelled): its pause ends with it
                 base.update(paused_at=None, paused_s=rec.paused_s + max(0.0, now - rec.paused_at))
@@ -463,7 +500,7 @@ class JobRuns:
                 demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
             # the footer's watts over the run's start-to-end time, as queue --json's power_avg_w and the
             # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
-            span = now - rec.started_at if rec.started_at is not None else used.duration_s
+            span = ran_s if ran_s is not None else now - (rec.started_at or now) or used.duration_s
             logged = dataclasses.replace(used, duration_s=span)
             self._note_in_log(rec.log_path, energy_line(logged, self.queue.device_name(device)))
             if job.log_lost_bytes:  # the log's last line, now or once there is room (``write_late_notes``)
@@ -475,6 +512,8 @@ class JobRuns:
             left = "; ".join(filter(None, [left, lost_output_note(job.log_lost_bytes)]))
             if reason == "cancelled":
                 why = "; ".join(filter(None, ["cancelled while running", left]))
+                # the log's last line says why its output stops where it does (issue 33)
+                self._note_in_log(rec.log_path, cancelled_line(now))
                 new = self.store.update(task_id, state="cancelled", reason=why, **base)
                 self.queue.emit("cancelled", new, f"{new.name} cancelled")
             elif reason in ("lost", "shutdown", "orphaned", "unanswering"):
@@ -589,6 +628,11 @@ def discard_if_still(files: JobFiles, pid: int) -> None:
     run = read_run(files)
     if run is None or run.pid == pid:
         files.discard()
+
+
+def cancelled_line(now_s: float) -> str:
+    """The log's last line of a job stopped by ``cancel``: its output ends there because of it."""
+    return f"cancelled at {time.strftime('%H:%M:%S', time.localtime(now_s))}: the job was stopped by request"
 
 
 def lost_output_line(count: int) -> str:

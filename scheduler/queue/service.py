@@ -57,10 +57,7 @@ from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.jobs.launcher import HOST, Job
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import check_epoch_s
-from gputray.scheduler.pyenvs.choice import (
-    EnvChooser,
-    ProbingChooser,
-)
+from gputray.scheduler.pyenvs.choice import EnvChooser, ProbingChooser
 from gputray.scheduler.queue import dependencies as deps
 from gputray.scheduler.queue.device_book import DeviceBook, with_env_status
 from gputray.scheduler.queue.device_checks import (
@@ -86,6 +83,7 @@ from gputray.scheduler.queue.placement import (
 from gputray.scheduler.queue.put_aside import PutAside
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.timing import ClockJumps
+from gputray.scheduler.queue.waits_book import WaitsBook
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
 from gputray.scheduler.tasks.records import (
@@ -178,6 +176,7 @@ class QueueService:
         self._urgent = threading.Event()
         self._due_s: float | None = None
         self._put_aside = PutAside()  # tasks held back only by their start time or window, until then
+        self.waits_book = WaitsBook()  # the device each pending task waits for (the metrics read it)
         self._clock_jumps = ClockJumps(clock)  # the wall clock set: every time gate is planned afresh
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -517,6 +516,7 @@ class QueueService:
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
     ) -> None:
         updates: builtins.list[tuple[int, dict[str, Any]]] = []
+        self.waits_book.note(waits)
         for task, wait in waits:
             cols: dict[str, Any] = {}
             if task.state != "waiting":
@@ -583,6 +583,7 @@ class QueueService:
                 with self._lock:
                     self._put_aside.clear()
                     self.store.bring_back()
+                    self.runs.clock_set(jump)
                 self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
@@ -636,6 +637,7 @@ class QueueService:
         a run that succeeded teaches the estimates."""
         if kind == "finished":
             self.estimates.finished(rec)
+        self.waits_book.on_event(kind, rec.id)
         self._events.put(QueueEvent(kind, rec, message, offer))
         self.edits.notify_waiters()
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import math
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, cast
@@ -23,25 +21,59 @@ from typing import Annotated, Any, Literal, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from gputray.scheduler.tasks.limits import (
+    MAX_DURATION_S,
+    MAX_ENV_KEYS,
+    MAX_EPOCH_S,
+    MAX_ITEMS,
+    MAX_RETRIES,
+    MAX_SIZE_BYTES,
+    MAX_TASK_ID,
+    MAX_TEXT_CHARS,
+    MIN_EPOCH_S,
+    check_duration_s,
+    check_epoch_s,
+    check_size_bytes,
+)
+from gputray.scheduler.tasks.offer import Offer
+from gputray.scheduler.tasks.states import FINISHED_STATES, PENDING_STATES, STATES, TaskState
+from gputray.scheduler.tasks.times import iso_utc, local_iso, local_time
+
+__all__ = [  # re-exported: the limits of task values, the offer QueueEvent carries, states, times
+    "FINISHED_STATES",
+    "MAX_DURATION_S",
+    "MAX_ENV_KEYS",
+    "MAX_EPOCH_S",
+    "MAX_ITEMS",
+    "MAX_RETRIES",
+    "MAX_SIZE_BYTES",
+    "MAX_TASK_ID",
+    "MAX_TEXT_CHARS",
+    "MIN_EPOCH_S",
+    "PENDING_STATES",
+    "STATES",
+    "Offer",
+    "TaskState",
+    "check_duration_s",
+    "check_epoch_s",
+    "check_size_bytes",
+    "iso_utc",
+    "local_iso",
+    "local_time",
+]
+
 TaskKind = Literal["torch", "vulkan", "command"]
-TaskState = Literal["queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted"]
 OnBusy = Literal["wait", "redirect", "cpu"]
 AfterMaxWait = Literal["redirect", "cpu", "fail"]
 Prefer = Literal["free", "fastest", "greenest"]
 
 KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
-STATES: tuple[str, ...] = ("queued", "waiting", "running", "succeeded", "failed", "cancelled", "interrupted")
 ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
 AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
 PREFER: tuple[str, ...] = ("free", "fastest", "greenest")
-#: Tasks in these states are still in the queue (waiting to be placed).
-PENDING_STATES: frozenset[str] = frozenset({"queued", "waiting"})
-#: Final states. ``interrupted`` is transient: the retry policy turns it into ``queued`` or ``failed``.
-FINISHED_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 #: Placeholders substituted per argv element (and in env values) when a vulkan or recipe task is
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
 PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
-MAX_RETRIES = 100
 #: A machine name in a cluster (``[cluster] machine``, ``--machine``): letters, digits, ``.``, ``_``, ``-``.
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
@@ -50,43 +82,11 @@ PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
 
 
-# Limits of task values, checked by msgspec wherever a spec or a patch is decoded (a task file, a
-# request, a cluster hand-over). 1970-01-01 to 9999-12-31 UTC: what datetime (and so every time shown)
-# can represent; durations up to 10 years; sizes up to 1 PiB.
-MIN_EPOCH_S = 0.0
-MAX_EPOCH_S = 253_402_300_799.0
-MAX_DURATION_S = 10 * 365.25 * 86_400.0
-MAX_SIZE_BYTES = 1 << 50  # 1 PiB
-MAX_TASK_ID = 2**63 - 1
-MAX_TEXT_CHARS = 131_072  # Linux refuses a single argument or environment string over 128 KiB
-MAX_ITEMS = 10_000
-MAX_ENV_KEYS = 4_096
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def check_epoch_s(value: float, what: str = "the time") -> float:
-    """Finite and within 1970–9999, or ValueError naming the limit."""
-    if not math.isfinite(value) or not MIN_EPOCH_S <= value <= MAX_EPOCH_S:
-        raise ValueError(f"{what} must be a date between the years 1970 and 9999")
-    return value
-
-
-def check_duration_s(value: float) -> float:
-    if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_S:
-        raise ValueError(
-            f"a duration must be between 0 and 10 years ({MAX_DURATION_S:.0f} s), got {value:g} s"
-        )
-    return value
-
-
-def check_size_bytes(value: float) -> int:
-    if not math.isfinite(value) or not 0 <= value <= MAX_SIZE_BYTES:
-        raise ValueError(f"a size must be between 0 and 1 PiB ({MAX_SIZE_BYTES} bytes), got {value:g}")
-    return int(value)
-
-
 _NO_NUL = r"^[^\x00]*$"
-_WORD = r"^[^\x00]*\S[^\x00]*$"  # not blank, no NUL
+_WORD = r"^[^\x00]*[^\x00\s][^\x00]*$"  # not blank, no NUL (``\S`` alone matches a NUL)
 Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS, pattern=_NO_NUL)]
 Word = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT_CHARS, pattern=_WORD)]
 Texts = Annotated[tuple[Text, ...], Meta(max_length=MAX_ITEMS)]
@@ -156,6 +156,10 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     max_wait_s: DurationS | None = None
     after_max_wait: AfterMaxWait = "redirect"
     vram_bytes: SizeBytes | None = None
+    # Without vram_bytes: the need predicted from the model files it names, and from what, in words
+    # ("model.safetensors 7.2 GiB + 5 %"); set by ``taskfile.spec_from_patch`` (``model_memory``).
+    vram_need_bytes: SizeBytes | None = None
+    vram_need_source: Word | None = None
     priority: Priority = 0
     needs: Texts = ()
     start_at: EpochS | None = None
@@ -188,6 +192,11 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     family: Family | None = None
     prefer: Prefer = "free"
     max_slowdown: Slowdown = 1.5
+
+    @property
+    def memory_need_bytes(self) -> int | None:
+        """What placement counts: the ``vram`` given, else the need predicted from its model files."""
+        return self.vram_bytes if self.vram_bytes is not None else self.vram_need_bytes
 
     def __hash__(self) -> int:  # env is a dict; hash the rest
         return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
@@ -244,6 +253,8 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     max_wait_s: DurationS | UnsetType | None = UNSET
     after_max_wait: AfterMaxWait | UnsetType = UNSET
     vram_bytes: SizeBytes | UnsetType | None = UNSET
+    vram_need_bytes: SizeBytes | UnsetType | None = UNSET
+    vram_need_source: Word | UnsetType | None = UNSET
     priority: Priority | UnsetType = UNSET
     needs: Texts | UnsetType = UNSET
     start_at: EpochS | UnsetType | None = UNSET
@@ -273,8 +284,15 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
     def then(self, later: TaskPatch) -> TaskPatch:
         """This patch with ``later`` laid over it: its fields win, except ``env``, which adds to ours
-        (``--env`` sets one variable, it does not drop the task file's or the recipe's)."""
+        (``--env`` sets one variable, it does not drop the task file's or the recipe's).
+
+        Devices and ``on_busy`` go together (issue 33): where ``later`` names the devices but says
+        nothing of ``on_busy``, the task waits for the devices it names (``on_busy = "wait"``), so
+        ``--device 5060ti`` alone pins a torch task the recipe would redirect; ``--on-busy`` (or
+        ``--max-wait``, then ``after_max_wait``) is how a named device lets the task go elsewhere."""
         changes = later.given()
+        if "device_prefs" in changes and "on_busy" not in changes:
+            changes["on_busy"] = "wait"
         if isinstance(self.env, Mapping) and isinstance(later.env, Mapping):
             changes["env"] = {**self.env, **later.env}
         return msgspec.structs.replace(self, **changes)
@@ -369,26 +387,6 @@ class TaskRecord:
         return dataclasses.replace(self, **changes)
 
 
-class Offer(msgspec.Struct, frozen=True, kw_only=True):
-    """A pending task could finish sooner elsewhere: it has waited ``waited_s`` seconds, longer than its
-    estimated run of ``run_s`` seconds on the allowed, free device ``device_key`` (``device_name``).
-
-    The contract between whoever makes offers (the estimator) and the tray that shows them:
-    - the owner sets ``TaskView.offer`` on a pending task's view while the offer stands
-      (``TaskView.of(record, offer)``), and emits one ``QueueEvent(kind="offer", offer=...)`` (message:
-      the arithmetic, in words) when it becomes set; the tray shows it as a ``job_offer`` notification;
-    - never for a task whose ``TaskSpec.offer_declined`` is true;
-    - "Run on <device_name> now" is ``Edit(id, TaskPatch(device_prefs=(device_key,)))``: the task's first
-      choice becomes that device, so the next dispatch starts it there;
-    - "Keep waiting" is ``Edit(id, TaskPatch(offer_declined=True))``: no more offers for that task.
-    """
-
-    device_key: str
-    device_name: str
-    run_s: float
-    waited_s: float
-
-
 EventKind = Literal[
     "queued", "started", "redirected", "waiting", "finished", "failed", "cancelled", "interrupted", "offer"
 ]
@@ -402,36 +400,6 @@ class QueueEvent:
     task: TaskRecord
     message: str
     offer: Offer | None = None  # kind "offer": what is offered (the tray's ``TaskView.offer``)
-
-
-def iso_utc(epoch_s: float | None) -> str | None:
-    if epoch_s is None:
-        return None
-    whole = math.floor(epoch_s)
-    millis = min(999, round((epoch_s - whole) * 1000))
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
-
-
-def local_time(epoch_s: float | None, now_s: float | None = None, *, short: bool = False) -> str:
-    """A time for listings, in local time: ``14:02`` today, ``11-30 14:02`` this year, else with the
-    year (``short``: the date alone, ``11-30``); "-" for none. (``--json`` keeps ISO 8601 UTC.)"""
-    if epoch_s is None:
-        return "-"
-    try:
-        t = dt.datetime.fromtimestamp(epoch_s)
-        now = dt.datetime.fromtimestamp(time.time() if now_s is None else now_s)
-    except (OverflowError, OSError, ValueError):
-        return "?"
-    if t.date() == now.date():
-        return t.strftime("%H:%M")
-    if short:
-        return t.strftime("%m-%d") if t.year == now.year else t.strftime("%Y-%m")
-    return t.strftime("%m-%d %H:%M") if t.year == now.year else t.strftime("%Y-%m-%d %H:%M")
-
-
-def local_iso(epoch_s: float) -> str:
-    """``2026-11-30 14:02:03 +0100``: a local time with its offset, for a log header."""
-    return dt.datetime.fromtimestamp(epoch_s).astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
 
 
 def parse_window(window: str) -> tuple[int, int]:

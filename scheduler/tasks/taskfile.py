@@ -61,6 +61,7 @@ from typing import Any
 import msgspec
 
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.tasks.model_memory import predict_need
 from gputray.scheduler.tasks.needs import NEEDS
 from gputray.scheduler.tasks.records import (
     AFTER_MAX_WAIT,
@@ -102,7 +103,11 @@ KEY_ALIASES = {
     "timeout": "timeout_s",
     "backoff": "backoff_s",
 }
-KEYS: dict[str, str] = {**{f: f for f in TaskSpec.__struct_fields__}, **KEY_ALIASES}
+# the predicted need is worked out, never written: not a key of a task file
+KEYS: dict[str, str] = {
+    **{f: f for f in TaskSpec.__struct_fields__ if not f.startswith("vram_need_")},
+    **KEY_ALIASES,
+}
 TASK_KEYS = frozenset(KEYS)  # every key a task file may use
 #: Keys people write that mean another (a command is its argument list, ``argv = ["ffmpeg", …]``).
 GUESSES = {"command": "argv", "cmd": "argv", "program": "argv", "gpu": "device", "gpus": "devices"}
@@ -238,7 +243,7 @@ def load_task_file(path: Path) -> TaskSpec:
     """Read and validate one task file. Errors (TaskFileError) name the file, the key and the problem."""
     path = Path(path)
     try:
-        data = tomllib.loads(read_task_bytes(path).decode("utf-8"))
+        data = tomllib.loads(read_task_bytes(path).decode("utf-8-sig"))  # a BOM (Notepad) is no statement
     except FileNotFoundError:
         raise TaskFileError(f"{path}: no such task file") from None
     except OSError as exc:
@@ -493,7 +498,20 @@ def spec_from_patch(patch: TaskPatch, *, source: str, base: TaskSpec | None = No
         else:
             name = Path(argv[0]).name
     after = tuple(dict.fromkeys(given.get("after", ())))
-    return TaskSpec(**{**given, "kind": kind, "name": name, "after": after})
+    spec = TaskSpec(**{**given, "kind": kind, "name": name, "after": after})
+    return with_memory_need(spec)
+
+
+def with_memory_need(spec: TaskSpec) -> TaskSpec:
+    """The spec with the memory need its model files predict (``model_memory``), when it gives no
+    ``vram``; one whose files cannot be read here (another machine's) keeps what it had."""
+    if spec.vram_bytes is not None:
+        return msgspec.structs.replace(spec, vram_need_bytes=None, vram_need_source=None)
+    args = spec.args if spec.kind == "torch" else spec.argv[1:]
+    need = predict_need(spec.files, args, spec.cwd)
+    if need is None:
+        return spec
+    return msgspec.structs.replace(spec, vram_need_bytes=need.bytes, vram_need_source=need.source)
 
 
 def _check_placeholders(

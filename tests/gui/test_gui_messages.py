@@ -65,9 +65,13 @@ REAL = [
     "fastest: no earlier run of this job to estimate from; waiting for GeForce RTX 5060 Ti: llama-server "
     "uses 13.5 GiB; above 30 % for 10 s; now 97 %",
     "blur has waited ~6 min: Radeon 780M is free and would run it in ~70 s",
+    # scheduler/queue/job_pause.py: gputray pause-job / resume-job
+    "paused by you at 14:02; its GPU memory was moved to host memory (cuda-checkpoint)",
+    "paused by you at 14:02; resumed 14:07",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
 DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'", "blur"]
+DATA += ["cuda-checkpoint"]  # a program's name
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from gui_snapshots import KEY_780M, KEY_5060, snapshot
 from PySide6.QtCore import QEvent, QMimeData, QPointF, QRect, Qt, QUrl
-from PySide6.QtGui import QDropEvent
+from PySide6.QtGui import QAction, QDropEvent
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -186,6 +186,38 @@ def test_row_menu_offers_what_fits_the_task(qtbot: QtBot) -> None:
     with qtbot.waitSignal(panel.open_log_requested) as opened:
         next(a for a in menu.actions() if a.text() == "Open log").trigger()
     assert opened.args == ["/tmp/9.log"]
+
+
+def test_row_menu_pauses_and_resumes_one_running_job(qtbot: QtBot) -> None:
+    """Pause job on a running row, Resume job on a paused one (shown "paused"), neither elsewhere."""
+    panel = make_panel(qtbot)
+    panel.model.apply(
+        [
+            TaskView(id=3, name="train.py", state="running"),
+            TaskView(id=4, name="big.py", state="running", paused_at=1.8e9, reason="paused by you at 14:02"),
+            TaskView(id=5, name="later.py", state="queued"),
+            TaskView(id=6, name="there.py", state="running", machine="lab"),
+        ]
+    )  # fmt: skip
+    shown = [panel.model.task(r) for r in range(4)]
+    rows = {t.id: r for r, t in enumerate(shown) if t is not None}
+    paused_row = shown[rows[4]]
+    assert paused_row is not None and panel.model.display(paused_row, 1) == "paused"
+
+    def action(task_id: int) -> QAction:
+        menu = panel.row_menu(rows[task_id])
+        return next(a for a in menu.actions() if a.text() in ("Pause job", "Resume job"))
+
+    assert action(3).text() == "Pause job" and action(3).isEnabled()
+    with qtbot.waitSignal(panel.pause_job_requested) as asked:
+        action(3).trigger()
+    assert asked.args == [3, True]
+    assert action(4).text() == "Resume job" and action(4).isEnabled()
+    with qtbot.waitSignal(panel.pause_job_requested) as asked:
+        action(4).trigger()
+    assert asked.args == [4, False]
+    assert not action(5).isEnabled()  # not running
+    assert not action(6).isEnabled()  # another machine runs it
 
 
 def test_cards_keep_their_height_whatever_their_gpu_does(qtbot: QtBot) -> None:

@@ -11,7 +11,7 @@ import msgspec
 
 from gputray.scheduler import console
 from gputray.scheduler.replies import PausedReply, TaskView
-from gputray.scheduler.tasks.records import iso_utc
+from gputray.scheduler.tasks.times import iso_utc
 
 if TYPE_CHECKING:
     from gputray.monitor.monitor import Monitor

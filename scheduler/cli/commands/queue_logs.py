@@ -81,7 +81,7 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _task_filter(args: argparse.Namespace) -> TaskFilter | None:
     if not args.filter:
         return None
-    from gputray.scheduler.tasks.records import STATES
+    from gputray.scheduler.tasks.states import STATES
 
     try:
         return parse_filter(args.filter, STATES)
@@ -116,7 +116,7 @@ def _cmd_queue(args: argparse.Namespace) -> int:
 
 
 def _print_queue(result: QueueReply, args: argparse.Namespace, wanted: TaskFilter | None) -> None:
-    from gputray.scheduler.tasks.records import FINISHED_STATES
+    from gputray.scheduler.tasks.states import FINISHED_STATES
 
     names = result.device_names
     tasks = list(result.tasks)

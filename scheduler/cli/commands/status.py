@@ -7,12 +7,10 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from gputray.monitor.monitor import Monitor
 from gputray.monitor.readings_text import extra_parts
-from gputray.monitor.records import DeviceReading, Snapshot
 from gputray.monitor.scenario import ScenarioError
-from gputray.monitor.serialize import snapshot_to_json
 from gputray.monitor.units import DASH, format_number, format_pair
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
@@ -29,6 +27,10 @@ from gputray.scheduler.cli.commands.common import (
 )
 from gputray.scheduler.cli.commands.listing import cut_to_cells, terminal_width
 from gputray.scheduler.paths import app_paths
+
+if TYPE_CHECKING:  # the monitor itself loads only where this command reads the GPUs itself
+    from gputray.monitor.monitor import Monitor
+    from gputray.monitor.records import DeviceReading, Snapshot
 
 BAR_CELLS = 10
 MIN_ROOM = 16  # the fewest columns a line under a GPU's name keeps for its fields, else it starts at 2
@@ -193,6 +195,8 @@ def _owner_snapshot(client: ipc.IpcClient) -> Snapshot | None:
 
 def _show(snap: Snapshot, as_json: bool, refresh: bool) -> None:
     if as_json:
+        from gputray.monitor.serialize import snapshot_to_json
+
         print_json(snapshot_to_json(snap))
         return
     text = render_text(snap, terminal_width())  # a terminal's width (or COLUMNS); a pipe's lines stay whole

@@ -48,7 +48,9 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
         "--device",
         metavar="PREFS",
         help="devices in order of preference, comma-separated: 5060ti, 780m, nvidia, amd, discrete, "
-        "integrated, cpu or a key like pci:0000:01:00.0",
+        "integrated, cpu or a key like pci:0000:01:00.0. The task waits for them when they are busy "
+        "(the recipe's on_busy goes with the recipe's devices): --device 5060ti alone pins it; add "
+        "--on-busy or --max-wait to let it go elsewhere",
     )
     g.add_argument(
         "--on-busy",

@@ -1,0 +1,124 @@
+"""CLI start: the wall time of each `gputray` command that talks to the owner, beside the bare interpreter
+(`python -c pass`) and task-spooler's `tsp -l`.
+
+A real `gputray daemon --demo` owns a throw-away queue (GPUTRAY_HOME in a temp dir), paused, with a
+few tasks in it. Each round runs every command once, one after another (interleaved, so a burst of
+load from elsewhere lands on all of them alike), through the installed console script `gputray`, as a
+person or a script calls it; the figure is the median over the rounds (and the fastest round, the
+closest to an idle machine). PYTHONDONTWRITEBYTECODE is dropped for the commands: an installed
+gputray has its bytecode compiled (pip does it), and compiling our sources on every start would
+measure the compiler. The load average before and after is printed: the figures mean little on a
+machine busy with other work.
+
+Goal (issue 31): every command that talks to the owner at most 50 ms median wall on CI's 2-core machine.
+Usage: python bench/cli_start.py [ROUNDS]   (default 21)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from daemon_harness import BenchDaemon
+
+GOAL_MS = 50.0
+TASK_FILE = 'name = "bench"\nkind = "command"\nargv = ["true"]\n'
+
+
+def gputray_argv() -> list[str]:
+    """The console script beside this interpreter (what `pip install` puts on PATH), else `-m`."""
+    script = Path(sys.executable).parent / "gputray"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "gputray.gui.entry"]
+
+
+def load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def main() -> int:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+    with BenchDaemon() as daemon:
+        env = {k: v for k, v in daemon.env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        gputray = gputray_argv()
+        task_file = daemon.home / "bench.toml"
+        task_file.write_text(TASK_FILE)
+
+        def cli(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*gputray, *args], env=env, capture_output=True, text=True, check=False)
+
+        cli("pause")  # nothing runs: the tasks stay where each round's commands expect them
+        ids = [json.loads(cli("run", "--json", "--", "true").stdout)[0]["id"] for _ in range(rounds + 1)]
+
+        def commands(task: int) -> dict[str, list[str]]:
+            """One round: the task ``task`` is edited, moved, cancelled, retried, cancelled, removed."""
+            t = str(task)
+            return {
+                "queue": ["queue"],
+                "queue --json": ["queue", "--json"],
+                "status": ["status"],
+                "submit FILE": ["submit", str(task_file)],
+                "run -- true": ["run", "--", "true"],
+                "edit --priority": ["edit", t, "--priority", "5"],
+                "move --top": ["move", t, "--top"],
+                "cancel": ["cancel", t],
+                "retry": ["retry", t],
+                "cancel again": ["cancel", t],
+                "wait (ended)": ["wait", t],
+                "logs": ["logs", t],
+                "remove": ["remove", t],
+                "resume": ["resume"],
+                "pause": ["pause"],
+                "schedule list": ["schedule", "list"],
+            }
+
+        timed: dict[str, list[float]] = {name: [] for name in commands(0)}
+        timed["python -c pass"] = []
+        tsp = shutil.which("tsp")
+        if tsp:
+            timed["tsp -l"] = []
+        baselines = {"python -c pass": [sys.executable, "-c", "pass"], "tsp -l": [tsp or "tsp", "-l"]}
+        failures: dict[str, str] = {}
+        for argv in commands(ids[-1]).values():  # warm-up: bytecode written, files in the page cache
+            subprocess.run([*gputray, *argv], env=env, capture_output=True, check=False)
+        load_before = load()
+        for r in range(rounds):
+            for name, argv in [*commands(ids[r]).items(), *((b, None) for b in baselines if b in timed)]:
+                full = baselines[name] if argv is None else [*gputray, *argv]
+                start = time.perf_counter()
+                done = subprocess.run(full, env=env, capture_output=True, text=True, check=False)
+                timed[name].append((time.perf_counter() - start) * 1000)
+                if done.returncode not in (0, 1) and name not in failures:  # 1: a refusal is an answer too
+                    failures[name] = f"exit {done.returncode}: {(done.stderr or done.stdout).strip()[:200]}"
+        load_after = load()
+
+    print(
+        f"cli_start: {rounds} rounds, {os.cpu_count()} CPUs, "
+        f"load average {load_before} before, {load_after} after"
+    )
+    print(f"{'command':<18} {'median':>9} {'fastest':>9}   goal")
+    for name, values in timed.items():
+        median, fastest = statistics.median(values), min(values)
+        baseline = name in baselines
+        verdict = "(baseline)" if baseline else ("ok" if median <= GOAL_MS else "OVER")
+        goal = "" if baseline else f"<= {GOAL_MS:.0f} ms "
+        print(f"{name:<18} {median:7.1f} ms {fastest:6.1f} ms   {goal}{verdict}")
+    if not tsp:
+        print("tsp -l: not measured, tsp is not installed (Debian: apt-get install task-spooler)")
+    for name, why in failures.items():
+        print(f"{name}: did not answer as expected ({why})")
+    over = [n for n, v in timed.items() if n not in baselines and statistics.median(v) > GOAL_MS]
+    return 1 if over or failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,40 @@
+"""The limits of task values, checked by msgspec wherever a spec or a patch is decoded (a task file, a
+request, a cluster hand-over); ``records`` builds its field types from them and ``protocol`` its
+request limits. Their own module so that the protocol has them without loading the task model."""
+
+from __future__ import annotations
+
+import math
+
+MAX_RETRIES = 100
+# 1970-01-01 to 9999-12-31 UTC: what datetime (and so every time shown)
+# can represent; durations up to 10 years; sizes up to 1 PiB.
+MIN_EPOCH_S = 0.0
+MAX_EPOCH_S = 253_402_300_799.0
+MAX_DURATION_S = 10 * 365.25 * 86_400.0
+MAX_SIZE_BYTES = 1 << 50  # 1 PiB
+MAX_TASK_ID = 2**63 - 1
+MAX_TEXT_CHARS = 131_072  # Linux refuses a single argument or environment string over 128 KiB
+MAX_ITEMS = 10_000
+MAX_ENV_KEYS = 4_096
+
+
+def check_epoch_s(value: float, what: str = "the time") -> float:
+    """Finite and within 1970–9999, or ValueError naming the limit."""
+    if not math.isfinite(value) or not MIN_EPOCH_S <= value <= MAX_EPOCH_S:
+        raise ValueError(f"{what} must be a date between the years 1970 and 9999")
+    return value
+
+
+def check_duration_s(value: float) -> float:
+    if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_S:
+        raise ValueError(
+            f"a duration must be between 0 and 10 years ({MAX_DURATION_S:.0f} s), got {value:g} s"
+        )
+    return value
+
+
+def check_size_bytes(value: float) -> int:
+    if not math.isfinite(value) or not 0 <= value <= MAX_SIZE_BYTES:
+        raise ValueError(f"a size must be between 0 and 1 PiB ({MAX_SIZE_BYTES} bytes), got {value:g}")
+    return int(value)
