@@ -44,7 +44,7 @@ from gputray.scheduler.jobs.job_files import (
     supervisor_alive,
 )
 from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
-from gputray.scheduler.jobs.orphans import QUEUE_FILE_VAR, kill_marked
+from gputray.scheduler.jobs.orphans import kill_marked, marks_of
 from gputray.scheduler.jobs.supervisor_link import (
     HOST,
     SUPERVISOR_START_TIMEOUT_S,
@@ -309,7 +309,8 @@ class Job:
         found += _kill_tree(self.pid, self.create_time, grace_s=0.0)
         while True:  # until none is left: its place is free only then
             more = kill_marked(
-                *(self.marker or (None, None)), session=_session_of(self.pid, self.create_time)
+                *(self.marker or (None, None)),
+                session=None if sys.platform == "win32" else self.pid,  # it leads one
             )
             more += HOST.sweep()
             if not more:
@@ -358,17 +359,6 @@ class Job:
             ).start()
         except RuntimeError:  # can't start new thread (out of processes): the kill waits here instead
             _escalate(self.pid, procs, grace_s=self._grace_s)
-
-
-def _session_of(pid: int, create_time: float | None) -> int | None:
-    """The session the job leads (it starts in one of its own, POSIX); a session id stays taken while a
-    process is in it, so it is never another job's."""
-    return None if sys.platform == "win32" else pid
-
-
-def _marker(env: Mapping[str, str]) -> tuple[int, str] | None:
-    task_id, queue_file = env.get("GPUTRAY_TASK_ID", ""), env.get(QUEUE_FILE_VAR)
-    return (int(task_id), queue_file) if task_id.isdigit() and queue_file else None
 
 
 def _create_time(pid: int) -> float | None:
@@ -528,7 +518,7 @@ def launch(
         watch=watch,
         cgroup=cgroup if isinstance(cgroup, str) else None,
         supervisor_pid=int(answer["supervisor_pid"]) if "supervisor_pid" in answer else None,
-        marker=_marker(env),
+        marker=marks_of(env),
     )
     return job
 
@@ -599,11 +589,19 @@ def _converse(
     the pid, or LaunchFailed."""
     cgroup: str | None = None
     answer: dict[str, Any] = {}
+    continues = 0
+    deadline = time.monotonic() + SUPERVISOR_START_TIMEOUT_S
     try:
-        sup.send(request)  # it reads the whole request before it writes: no deadlock on a large env
-        deadline = time.monotonic() + SUPERVISOR_START_TIMEOUT_S
+        sup.send(request, deadline)  # it reads the whole request before it writes: no deadlock
         while True:  # the job's cgroup, if it gets one; then the pid (how it ended comes later)
-            got = sup.answers.next(deadline, stuck=sup.stopped)
+            try:
+                got = sup.answers.next(deadline, stuck=sup.stopped)
+            except Silent as silent:  # stopped (by the job, maybe, as it started): continued, a few times
+                if not silent.stopped or continues >= MAX_CONTINUES:
+                    raise
+                continues += 1
+                sup.cont()
+                continue
             if got is None or set(got) != {"cgroup"}:
                 answer = got or {}
                 break
@@ -651,7 +649,7 @@ def _converse(
 def _stop_unanswered(cgroup: str | None, env: Mapping[str, str]) -> int:
     """Whatever a supervisor that never told the job's pid may have started: its cgroup, its marks."""
     stopped = reach.kill_cgroup(cgroup) if cgroup else 0
-    return stopped + kill_marked(*(_marker(env) or (None, None)))
+    return stopped + kill_marked(*(marks_of(env) or (None, None)))
 
 
 def _stopped_note(count: int) -> str:
@@ -665,9 +663,11 @@ def _given_up(
     sup.kill()
     sup.answers.close()
     sup.wait(timeout=5)
-    msg = why + _stopped_note(_stop_unanswered(cgroup, env))
+    stopped = _stop_unanswered(cgroup, env)
+    msg = why + _stopped_note(stopped)
     log.write(f"gputray: {msg}\n".encode())
-    return LaunchFailed(msg, transient=True)
+    # Something of the job ran: an attempt, interrupted (the retry policy decides); else tried again.
+    return LaunchFailed(msg, transient=not stopped, supervisor_killed=bool(stopped))
 
 
 def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:

@@ -9,6 +9,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 # Every job's environment names the queue file that started it (beside GPUTRAY_TASK_ID), so that
@@ -65,6 +66,12 @@ def kill_marked(task_id: int | None, queue_file: str | None, *, session: int | N
                 found.append(proc)
     kill_all(found)
     return len(found)
+
+
+def marks_of(env: Mapping[str, str]) -> tuple[int, str] | None:
+    """The marks gputray put in a job's environment (task id, queue file), if it has both."""
+    task_id, queue_file = env.get("GPUTRAY_TASK_ID", ""), env.get(QUEUE_FILE_VAR)
+    return (int(task_id), queue_file) if task_id.isdigit() and queue_file else None
 
 
 def kill_all(procs: builtins.list[Any]) -> None:

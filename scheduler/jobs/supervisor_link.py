@@ -142,15 +142,31 @@ class SupervisorLink:
     def stopped(self) -> bool:
         return is_stopped(self.pid)
 
-    def send(self, request: dict[str, Any]) -> None:
-        """The job's request, all of it, then the end of the pipe (the supervisor reads it whole first)."""
+    def send(self, request: dict[str, Any], deadline: float) -> None:
+        """The job's request, all of it, then the end of the pipe (the supervisor reads it whole first).
+        Raises ``Silent`` when the supervisor takes none of it by ``deadline`` or is stopped meanwhile
+        (a large environment fills the pipe)."""
         stdin, self.stdin = self.stdin, None
         if stdin is None:
             return
-        with contextlib.suppress(BrokenPipeError):
-            stdin.write(json.dumps(request, ensure_ascii=True).encode("ascii"))
-        with contextlib.suppress(OSError):
-            stdin.close()
+        data = memoryview(json.dumps(request, ensure_ascii=True).encode("ascii"))
+        try:
+            fd = stdin.fileno()
+            os.set_blocking(fd, False)
+            while data:
+                try:
+                    data = data[os.write(fd, data) :]
+                    continue
+                except BlockingIOError:
+                    pass
+                _r, ready, _x = select.select([], [fd], [], max(0.0, min(0.05, deadline - time.monotonic())))
+                if not ready and (time.monotonic() > deadline or self.stopped()):
+                    raise Silent(stopped=self.stopped())
+        except (BrokenPipeError, ValueError):
+            pass  # it ended: its answers (none) say so
+        finally:
+            with contextlib.suppress(OSError):
+                stdin.close()
 
     def abandon(self) -> None:
         """Before the request was sent: close our ends (a supervisor forked later reads nothing and ends)."""
