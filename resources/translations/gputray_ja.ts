@@ -1995,5 +1995,9 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>{why} (cuda-checkpoint could not restore it: {error})</source>
         <translation>{why} (cuda-checkpoint で復元できません: {error})</translation>
     </message>
+    <message>
+        <source>paused for #{id} (priority {priority}) at {time}</source>
+        <translation>{time} に #{id} (優先度 {priority}) のため一時停止</translation>
+    </message>
 </context>
 </TS>

@@ -55,6 +55,7 @@ class Running:
     pid: int
     out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
     demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
+    paused: bool = False  # frozen (``job_pause``): it holds no slot, only the memory it keeps
     started_mono: float | None = None  # the monotonic clock at its start (its run file's, when adopted)
 
     def run_s(self) -> float | None:
@@ -192,6 +193,7 @@ class JobRuns:
                 self.jobs[rec.id] = Running(
                     rec.id, job, run.device, rec.spec, run.pid, run.out, started_mono=run.started_mono
                 )
+                self.jobs[rec.id].paused = rec.paused_at is not None  # adopted paused: it stays so
                 self.monitor.job_started(
                     run.device,
                     run.pid,
