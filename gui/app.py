@@ -51,6 +51,7 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   envs       the Python environments jobs run in
   doctor     prove which env works on which GPU, with a real kernel
   config     check the config file: bad values, unknown keys
+  completion shell completion for bash, zsh, fish (gputray completion bash --install)
   cluster    several machines in one queue, on Ray: join, leave, status
 """
 

@@ -25,6 +25,7 @@ from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.jobs.invocation import LaunchError, drop_unused_out
 from gputray.scheduler.jobs.job_files import JobFiles, find_runs, read_run, supervisor_alive
+from gputray.scheduler.jobs.job_log import make_room
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
@@ -262,6 +263,7 @@ class JobRuns:
                 on_cpu=chosen is not None and chosen.on_cpu,
                 pair=chosen.pair if chosen is not None else None,
             )
+            make_room(str(log_path), self.queue.log_max_bytes)  # earlier attempts leave this one room
             job = launch(
                 list(launch_plan.argv),
                 env=launch_plan.env,
