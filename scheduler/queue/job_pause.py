@@ -36,6 +36,7 @@ from gputray.scheduler.paths import open_private_append
 from gputray.scheduler.queue.edits import TaskStateError
 from gputray.scheduler.queue.job_runs import JobRuns
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.tasks.lifecycle import PauseJob, ResumeJob
 from gputray.scheduler.tasks.records import TaskRecord, local_time
 
 log = logging.getLogger("gputray.scheduler.queue.job_pause")
@@ -98,9 +99,8 @@ class JobPauser:
             )
             memory = _memory_note(checkpointed, held)
             with self.queue.lock:
-                new = self.queue.store.update(
-                    task_id, paused_at=now, reason="; ".join(filter(None, [why, memory]))
-                )
+                paused = PauseJob(paused_at=now, reason="; ".join(filter(None, [why, memory])))
+                new = self.queue.store.must_apply(task_id, paused)
                 self._mark(task_id, paused=True)
             _note(job.log_path, f"{why}: {_frozen_words(frozen)}" + (f"; {memory}" if memory else ""))
             log.info("task #%d: %s (%s)", task_id, why, frozen.method)
@@ -124,7 +124,7 @@ class JobPauser:
             if problems:
                 why += f" (cuda-checkpoint could not restore it: {problems[0]})"
             with self.queue.lock:
-                new = self.queue.store.update(task_id, paused_at=None, paused_s=paused_s, reason=why)
+                new = self.queue.store.must_apply(task_id, ResumeJob(paused_s=paused_s, reason=why))
                 self._mark(task_id, paused=False)
             _note(job.log_path, f"resumed at {local_time(now)} after {_duration(now - rec.paused_at)} paused")
             log.info("task #%d: %s", task_id, why)
