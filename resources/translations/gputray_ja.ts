@@ -1996,6 +1996,10 @@ gputray の実行中に更新または再インストールした場合は、終
         <translation>{why} (cuda-checkpoint で復元できません: {error})</translation>
     </message>
     <message>
+        <source>paused for #{id} (priority {priority}) at {time}</source>
+        <translation>{time} に #{id} (優先度 {priority}) のため一時停止</translation>
+    </message>
+    <message>
         <source>can start now on {device}</source>
         <translation>{device} で今すぐ開始できます</translation>
     </message>
