@@ -80,7 +80,7 @@ def main() -> int:
                 proc.terminate()
                 proc.wait(timeout=10)
     folder = args.exe.resolve().parent
-    size_mib = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+    size_mib = sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) / 2**20
     med = statistics.median(frozen)
     print(f"load before: {os.getloadavg()[0]:.2f} (1-min average, {os.cpu_count()} CPUs)")
     print(

@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     python = build_venv(args.work)
     app = freeze(python, args.work)
     tarball = package(app, python, args.out, version)
-    folder_mib = sum(p.stat().st_size for p in app.rglob("*") if p.is_file()) / 2**20
+    folder_mib = sum(p.lstat().st_size for p in app.rglob("*") if p.is_file() and not p.is_symlink()) / 2**20
     print(f"built {tarball}: {tarball.stat().st_size / 2**20:.0f} MiB packed, {folder_mib:.0f} MiB unpacked")
     return 0
 
