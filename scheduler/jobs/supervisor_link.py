@@ -33,6 +33,7 @@ from typing import IO, Any
 
 import psutil
 
+from gputray.monitor import interpreter
 from gputray.monitor.process_group import popen_own_group
 from gputray.scheduler.jobs import supervisor
 
@@ -303,7 +304,7 @@ class _Host:
             return
         try:
             self._proc = popen_own_group(
-                [sys.executable, "-I", "-S", supervisor.__file__, "--host"],
+                interpreter.script_command(supervisor.__file__, "--host"),
                 stdin=theirs,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -349,7 +350,7 @@ HOST = _Host()
 def popen_supervisor(stderr: Any, lock: Path) -> SupervisorLink:
     """A supervisor started for one job (no host): our child, its stderr the job's log."""
     proc = popen_own_group(
-        [sys.executable, "-I", "-S", supervisor.__file__],
+        interpreter.script_command(supervisor.__file__),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
