@@ -146,6 +146,17 @@ def axis_top(metric: str, limits: Sequence[Limit], peak: float) -> float:
     return top * 1.06
 
 
+def fit_columns(table: QTableWidget, *, most: float = 0.45) -> None:
+    """Each column as wide as its widest cell, so names and figures are whole where the window has room
+    ("CPU (Intel(R) Xeon(R) …" was cut at Qt's default width, issue 33); none wider than ``most`` of the
+    view, so one long diagnosis leaves the others their room (it elides, whole in its tooltip)."""
+    table.resizeColumnsToContents()
+    cap = int(max(table.viewport().width(), 600) * most)
+    for col in range(table.columnCount() - 1):  # the last one stretches to the edge
+        if table.columnWidth(col) > cap:
+            table.setColumnWidth(col, cap)
+
+
 class Dashboard(QWidget):
     doctor_done = Signal(list)
     doctor_line = Signal(str)
@@ -398,7 +409,7 @@ class Dashboard(QWidget):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)  # a narrow window elides the cell: the full reading stays readable
                 self.device_table.setItem(row, col, item)
-        self.device_table.resizeColumnsToContents()
+        fit_columns(self.device_table)
 
     def _fill_processes(self, snap: Snapshot) -> None:
         names = {r.info.key: r.info.name for r in snap.readings}
@@ -548,6 +559,7 @@ class Dashboard(QWidget):
                         mark_icon(p.verdict)
                     )  # drawn: ✅/❌ need an emoji font (empty boxes without)
                 self.doctor_table.setItem(row, col, item)
+        fit_columns(self.doctor_table)
         if not pairs and not keep_status:
             self._set_doctor_status(messages.note(NO_ENVIRONMENT_HINT))
         self.doctor_button.setEnabled(self._doctor_thread is None or not self._doctor_thread.is_alive())

@@ -1,6 +1,7 @@
 """Is any text cut off? A walk over a window's visible widgets that finds text that does not fit.
 
-Allowed: an :class:`ElidedLabel` whose tooltip holds its whole text, wrapped text that has the height
+Allowed: an :class:`ElidedLabel` whose tooltip holds its whole text (or says it at more length:
+``set_own_tooltip(says_the_line=True)``), wrapped text that has the height
 it needs, table cells (and a delegate's second line, such as the queue's reasons) that elide with the
 whole text in their tooltip. Not allowed, tooltip or not: a primary figure (a widget marked with
 ``widgets.PRIMARY_PROPERTY``: a GPU's load, temperature, power, VRAM and shared memory) that is elided
@@ -193,7 +194,7 @@ def _elided_label(w: ElidedLabel, report: Report) -> None:
         return
     report.checked += 1
     if w.is_elided():
-        if w.text() in w.toolTip():
+        if w.text() in w.toolTip() or w.tip_says_the_line():
             report.allow_elided(w.text())
         else:
             report.problems.append(Problem(_name(w), w.text(), "is elided without its text in the tooltip"))

@@ -70,6 +70,14 @@ WINDOW_FAILED = tr_noop(
 )
 
 
+def click_on_icon(tray: QSystemTrayIcon) -> bool:
+    """Whether the pointer is on the tray icon now (where a tray reports its geometry)."""
+    from PySide6.QtGui import QCursor
+
+    where = tray.geometry()
+    return where.isValid() and not where.isEmpty() and where.contains(QCursor.pos())
+
+
 def missing_package(exc: BaseException) -> str | None:
     """The third-party package whose absence ``exc`` reports; None for anything else (gputray's own
     modules missing means an install changed under the running app, not a package to add)."""
@@ -186,6 +194,7 @@ class TrayApp(QObject):
         self.menu.about_action.triggered.connect(self.open_about)
         self.menu.quit_action.triggered.connect(lambda: self.quit_asking())
         self.tray.setContextMenu(self.menu)
+        self.menu.aboutToShow.connect(lambda: log.info("tray menu shown"))
         self.panel.set_notice(self.notice_text)
 
     def _config_notes(self) -> list[Note]:
@@ -625,6 +634,12 @@ class TrayApp(QObject):
             self.panel.set_notice(lambda: self.notice_text() + "\n" + shown)
 
     def _on_message_clicked(self) -> None:
+        if click_on_icon(self.tray):
+            # Qt's X11 tray reports any click on the icon while a balloon is up as a click on the
+            # balloon (before it pops the menu or emits activated): the icon's click is the menu's or
+            # the panel's, never the notification's (issue 33).
+            log.info("notification dismissed by a click on the icon")
+            return
         log.info("notification clicked")
         balloon = self._balloon
         if balloon is not None and balloon.offer is not None and balloon.task_id is not None:

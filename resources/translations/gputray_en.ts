@@ -32,5 +32,12 @@
             <numerusform>Stop %n running jobs?</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>(%n more: right-click their rows)</source>
+        <translation>
+            <numerusform>(%n more: right-click its row)</numerusform>
+            <numerusform>(%n more: right-click their rows)</numerusform>
+        </translation>
+    </message>
 </context>
 </TS>

@@ -1995,5 +1995,23 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>{why} (cuda-checkpoint could not restore it: {error})</source>
         <translation>{why} (cuda-checkpoint で復元できません: {error})</translation>
     </message>
+    <message>
+        <source>paused for #{id} (priority {priority}) at {time}</source>
+        <translation>{time} に #{id} (優先度 {priority}) のため一時停止</translation>
+    </message>
+    <message>
+        <source>can start now on {device}</source>
+        <translation>{device} で今すぐ開始できます</translation>
+    </message>
+    <message>
+        <source>{name} can start now on {device}: waiting for {waited}, it takes about {run} there</source>
+        <translation>{name} は {device} で今すぐ開始できます: {waited} 待機中、{device} では約 {run} で終わります</translation>
+    </message>
+    <message numerus="yes">
+        <source>(%n more: right-click their rows)</source>
+        <translation>
+            <numerusform>(ほかに %n 件: 各行を右クリック)</numerusform>
+        </translation>
+    </message>
 </context>
 </TS>

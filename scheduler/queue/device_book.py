@@ -32,6 +32,9 @@ class RunningJob(Protocol):
     def pid(self) -> int: ...
 
     @property
+    def paused(self) -> bool: ...
+
+    @property
     def spec(self) -> TaskSpec: ...
 
 
@@ -76,7 +79,7 @@ class DeviceBook:
         processes = snapshot.processes if snapshot is not None else ()
         for reading in readings:
             key = reading.info.key
-            mine = [r for r in running if r.device == key]
+            mine = [r for r in running if r.device == key and not r.paused]  # paused: holds no slot
             declared = sum(r.spec.memory_need_bytes or 0 for r in mine)
             ours = (p for p in processes if p.device == key and p.pid in our_pids)
             seen = sum((p.vram_bytes or 0) + (p.shared_bytes or 0) for p in ours)
@@ -95,7 +98,7 @@ class DeviceBook:
                     capabilities=self.needs_ok(key, needs),
                 )
             )
-        mine = [r for r in running if r.device == "cpu"]
+        mine = [r for r in running if r.device == "cpu" and not r.paused]
         states.append(
             cpu_state(
                 running=len(mine),

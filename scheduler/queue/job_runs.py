@@ -16,10 +16,12 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
+
+import msgspec
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
@@ -36,6 +38,7 @@ from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
 
 log = logging.getLogger("gputray.scheduler.queue.service")
@@ -56,6 +59,7 @@ class Running:
     pid: int
     out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
     demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
+    paused: bool = False  # frozen (``job_pause``): it holds no slot, only the memory it keeps
     started_mono: float | None = None  # the monotonic clock at its start (its run file's, when adopted)
 
     def run_s(self) -> float | None:
@@ -168,31 +172,28 @@ class JobRuns:
                     runs[rec.id] = run  # someone else's leftover: judged below
                     continue
                 if rec.state != "running":
-                    marked = self.store.compare_and_update(
-                        rec.id,
-                        rec.state,
-                        state="running",
+                    adopted_run = life.Adopt(
                         device=run.device,
                         attempts=run.attempt,
                         started_at=run.started_at,
-                        ended_at=None,
-                        exit_code=None,
                         log_path=str(run.log_path),
                         pid=run.pid,
                         pid_create_time=run.pid_create_time,
-                        not_before=None,
-                        reason="",
                     )
+                    marked = self.store.apply(rec.id, adopted_run, expect_state=rec.state)
                     if marked is None:
                         continue
                 elif rec.pid is None:
-                    self.store.update(rec.id, pid=run.pid, pid_create_time=run.pid_create_time)
+                    self.store.must_apply(
+                        rec.id, life.Launched(pid=run.pid, pid_create_time=run.pid_create_time)
+                    )
                 if run.pid_create_time is None and rec.pid == run.pid and rec.pid_create_time is not None:
                     run = dataclasses.replace(run, pid_create_time=rec.pid_create_time)  # pid reuse check
                 job = adopt(run, on_exit=functools.partial(self._on_exit, rec.id))
                 self.jobs[rec.id] = Running(
                     rec.id, job, run.device, rec.spec, run.pid, run.out, started_mono=run.started_mono
                 )
+                self.jobs[rec.id].paused = rec.paused_at is not None  # adopted paused: it stays so
                 self.monitor.job_started(
                     run.device,
                     run.pid,
@@ -224,33 +225,25 @@ class JobRuns:
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
-            self.store.compare_and_update(task.id, task.state, state="waiting", reason=chosen.reason)
+            self.store.apply(task.id, life.Wait(reason=chosen.reason), expect_state=task.state)
             self.queue.request_dispatch()
             return
         pyenv = chosen.env if chosen is not None else None
         if chosen is not None and chosen.on_cpu:
             notes.insert(0, demo_note(info.name, done=False))
         log_path = self.queue.paths.logs_dir / f"task-{task.id}.log"
-        running = dict(  # what the store says once the process exists, never before
-            state="running",
+        running = life.Start(  # what the store says once the process exists, never before
             device=info.key,
             env=pyenv.name if pyenv is not None and pyenv.name else None,
             reason="; ".join(notes),
             attempts=task.attempts + 1,
             started_at=now,
-            ended_at=None,
-            exit_code=None,
             log_path=str(log_path),
-            not_before=None,
-            energy_j=None,  # measured anew for this run (``job_energy``)
-            energy_shared=False,
-            paused_at=None,  # a run's pauses are its own (``job_pause``)
-            paused_s=0.0,
         )
         launch_plan: LaunchPlan | None = None
         try:
             launch_plan = prepare_launch(
-                task.replace(**running),
+                task.replace(**running.columns(task)),
                 info,
                 known,
                 python=None if pyenv is None else str(pyenv.python),
@@ -290,24 +283,16 @@ class JobRuns:
                 return
             if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
                 log.exception("task #%d could not be prepared", task.id)
-            failed = self.store.compare_and_update(
-                task.id,
-                task.state,
-                **{
-                    **running,
-                    "state": "failed",
-                    "reason": f"could not start: {exc}",
-                    "ended_at": self.queue.clock(),
-                    "pid": None,
-                },
+            not_started = life.CouldNotStart(
+                start=running, reason=f"could not start: {exc}", ended_at=self.queue.clock()
             )
+            failed = self.store.apply(task.id, not_started, expect_state=task.state)
             if failed is not None:
                 self.queue.emit("failed", failed, f"{failed.name} could not start: {exc}")
             return
         try:
-            started = self.store.compare_and_update(
-                task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
-            )
+            launched = msgspec.structs.replace(running, pid=job.pid, pid_create_time=job.create_time)
+            started = self.store.apply(task.id, launched, expect_state=task.state)
         except Exception as exc:  # the job runs but its row says otherwise: stop it, try again later
             log.exception("task #%d: its start could not be recorded", task.id)
             job.cancel("cancelled")
@@ -335,14 +320,15 @@ class JobRuns:
         else:
             self.queue.emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
 
-    def _interrupted_at_start(self, task: TaskRecord, running: Mapping[str, Any], exc: LaunchFailed) -> None:
+    def _interrupted_at_start(self, task: TaskRecord, running: life.Start, exc: LaunchFailed) -> None:
         """Its supervisor was killed as the job started (by the job itself, maybe): an attempt that was
         interrupted, not a refusal to start; the retry policy decides what comes next."""
-        counted = self.store.compare_and_update(task.id, task.state, **running)
+        counted = self.store.apply(task.id, running, expect_state=task.state)
         if counted is None:
             return
-        ended = dict(ended_at=self.queue.clock(), exit_code=None, pid=None, pid_create_time=None)
-        new = self.store.apply_retry_policy(task.id, f"interrupted: {exc}", now=self.queue.clock(), **ended)
+        ended = life.JobEnd(exit_code=None, ended_at=self.queue.clock())
+        step = life.RetryOrFail(why=f"interrupted: {exc}", now=self.queue.clock(), end=ended)
+        new = self.store.must_apply(task.id, step)
         self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
 
     def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
@@ -350,7 +336,7 @@ class JobRuns:
         again after a back-off (``start_backoff``)."""
         wait = self.start_backoff.hold(task.id, exc, now)
         log.warning("task #%d: %s", task.id, wait.reason)
-        new = self.store.compare_and_update(task.id, task.state, state="waiting", reason=wait.reason)
+        new = self.store.apply(task.id, life.Wait(reason=wait.reason), expect_state=task.state)
         if new is not None:
             self.queue.emit("waiting", new, f"{new.name}: {wait.reason}")
 
@@ -373,10 +359,7 @@ class JobRuns:
         monotonic clock (``_on_exit``)."""
         for rec in self.store.list(states=("running",)):
             if rec.started_at is not None:
-                moved: dict[str, float] = {"started_at": rec.started_at + jump_s}
-                if rec.paused_at is not None:  # a pause in force began on the same clock
-                    moved["paused_at"] = rec.paused_at + jump_s
-                self.store.compare_and_update(rec.id, "running", **moved)
+                self.store.apply(rec.id, life.ClockSet(jump_s=jump_s), expect_state="running")
 
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
@@ -413,15 +396,9 @@ class JobRuns:
                 self.queue.request_dispatch(urgent=True)
                 return
             reason = job.kill_reason
-            base: dict[str, Any] = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
-            if ran_s is not None:
-                base["started_at"] = now - ran_s
-            base.update(energy_j=used.energy_j, energy_shared=used.shared)
-            if rec.paused_at is not None:  # it ended while paused (cancelled): its pause ends with it
-                base.update(paused_at=None, paused_s=rec.paused_s + max(0.0, now - rec.paused_at))
-            demo: dict[str, str] = {}
+            demo: str | None = None
             if running is not None and running.demo_for is not None:
-                demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
+                demo = _demo_done(rec.reason, running.demo_for, rec.log_path)
             # the footer's watts over the run's start-to-end time, as queue --json's power_avg_w and the
             # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
             span = ran_s if ran_s is not None else now - (rec.started_at or now) or used.duration_s
@@ -429,15 +406,23 @@ class JobRuns:
             self._note_in_log(rec.log_path, energy_line(logged, self.queue.device_name(device)))
             if job.log_lost_bytes:  # the log's last line, now or once there is room (``write_late_notes``)
                 self._note_in_log(rec.log_path, lost_output_line(job.log_lost_bytes))
-            if reason == "orphaned":
-                base["exit_code"] = None
+            base = life.JobEnd(
+                exit_code=None if reason == "orphaned" else code,
+                ended_at=now,
+                started_at=None if ran_s is None else now - ran_s,  # from the monotonic clock
+                measured=True,
+                energy_j=used.energy_j,
+                energy_shared=used.shared,
+                # it ended while paused (cancelled): its pause ends with it
+                paused_s=None if rec.paused_at is None else rec.paused_s + max(0.0, now - rec.paused_at),
+            )
             left = leftover_note(job.leftovers) if reason != "orphaned" else ""
             left = "; ".join(filter(None, [left, lost_output_note(job.log_lost_bytes)]))
             if reason == "cancelled":
                 why = "; ".join(filter(None, ["cancelled while running", left]))
                 # the log's last line says why its output stops where it does (issue 33)
                 self._note_in_log(rec.log_path, cancelled_line(now))
-                new = self.store.update(task_id, state="cancelled", reason=why, **base)
+                new = self.store.must_apply(task_id, life.Cancel(reason=why, ended_at=now, end=base))
                 self.queue.emit("cancelled", new, f"{new.name} cancelled")
             elif reason in ("lost", "shutdown", "orphaned"):
                 why = {
@@ -447,12 +432,12 @@ class JobRuns:
                     + (f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""),
                 }[reason]
                 why = "; ".join(filter(None, [why, left]))
-                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
+                new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
                 self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
                 if left:
-                    demo["reason"] = "; ".join(filter(None, [demo.get("reason", rec.reason), left]))
-                new = self.store.update(task_id, state="succeeded", **base, **demo)
+                    demo = "; ".join(filter(None, [demo if demo is not None else rec.reason, left]))
+                new = self.store.must_apply(task_id, life.Succeed(end=base, reason=demo))
                 where = self._where(device, running.demo_for if running is not None else None)
                 self.queue.emit("finished", new, f"{new.name} finished on {where}")
             else:
@@ -463,7 +448,7 @@ class JobRuns:
                 else:
                     why = f"exited with status {code}"
                 why = "; ".join(filter(None, [why, left]))
-                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
+                new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
                 self.queue.emit(
                     "queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}"
                 )

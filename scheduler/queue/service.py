@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import Snapshot
@@ -72,7 +72,6 @@ from gputray.scheduler.queue.device_checks import (
 from gputray.scheduler.queue.edits import QueueEdits, TaskStateError
 from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.job_runs import EventKind, JobRuns
-from gputray.scheduler.queue.offline import requeue_changes
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.placement import (
     DeviceState,
@@ -86,6 +85,7 @@ from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.queue.waits_book import WaitsBook
 from gputray.scheduler.replies import DeviceSlots, Paused
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
@@ -308,8 +308,8 @@ class QueueService:
         with self._lock:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "interrupted":
-                new = self.store.compare_and_update(
-                    task_id, rec.state, state="cancelled", reason="cancelled", ended_at=self.clock()
+                new = self.store.apply(
+                    task_id, life.Cancel(reason="cancelled", ended_at=self.clock()), expect_state=rec.state
                 )
                 if new is None:  # it just started: cancel the running job below
                     rec = self.store.get(task_id)
@@ -323,7 +323,7 @@ class QueueService:
                 raise TaskStateError(f"task #{task_id} already {rec.state}; nothing to cancel")
             running = self.runs.jobs.get(task_id)
         if running is None:  # running in the store but not ours (should not happen after recovery)
-            new = self.store.update(task_id, state="cancelled", reason="cancelled", ended_at=self.clock())
+            new = self.store.must_apply(task_id, life.Cancel(reason="cancelled", ended_at=self.clock()))
             self.emit("cancelled", new, f"{new.name} cancelled")
             return new
         running.job.cancel("cancelled")
@@ -353,8 +353,8 @@ class QueueService:
 
     def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
         """A finished task back in the queue, at its end; None when its state changed meanwhile."""
-        changes = requeue_changes(rec, reason, now_s=self.clock(), position=self.store.next_position())
-        return self.store.compare_and_update(rec.id, rec.state, **changes)
+        step = life.Requeue(reason=reason, now=self.clock(), position=self.store.next_position())
+        return self.store.apply(rec.id, step, expect_state=rec.state)
 
     def pause(self, device_key: str | None = None) -> None:
         """Stop starting jobs on one device (a key or a name like ``5060ti``), or everywhere (None)."""
@@ -495,29 +495,25 @@ class QueueService:
 
     def _fail(self, rec: TaskRecord, reason: str, now: float) -> None:
         """A pending task fails with ``reason`` (unless its state changed meanwhile: a race lost)."""
-        new = self.store.compare_and_update(rec.id, rec.state, state="failed", reason=reason, ended_at=now)
+        new = self.store.apply(rec.id, life.Fail(reason=reason, ended_at=now), expect_state=rec.state)
         if new is not None:
             self.emit("failed", new, f"{new.name}: {reason}")
 
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
     ) -> None:
-        updates: builtins.list[tuple[int, dict[str, Any]]] = []
         self.waits_book.note(waits)
-        for task, wait in waits:
-            cols: dict[str, Any] = {}
-            if task.state != "waiting":
-                cols["state"] = "waiting"
-            if task.reason != wait.reason:
-                cols["reason"] = wait.reason
-            if task.id in overtakes and overtakes[task.id] != task.overtakes:
-                cols["overtakes"] = overtakes[task.id]
-            if cols:
-                updates.append((task.id, cols))
+        updates: builtins.list[tuple[int, life.Step]] = [
+            (task.id, life.Wait(reason=wait.reason, overtakes=overtakes.get(task.id)))
+            for task, wait in waits
+            if task.state != "waiting"
+            or task.reason != wait.reason
+            or (task.id in overtakes and overtakes[task.id] != task.overtakes)
+        ]
         if updates:
             # Only rows still pending: a cancel may have raced this pass. Why a task waits is said again by
             # the next pass: no need to wait for the disk (acknowledged submits are synced by the store).
-            self.store.update_many(updates, only_states=PENDING_STATES, sync=False)
+            self.store.apply_many(updates, only_states=PENDING_STATES, sync=False)
         for task, wait in waits:
             if task.state == "queued":
                 self.emit(

@@ -77,7 +77,6 @@ PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
 #: A machine name in a cluster (``[cluster] machine``, ``--machine``): letters, digits, ``.``, ``_``, ``-``.
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
-MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
 
@@ -140,7 +139,7 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     see ``queue.placement_policy``. ``family`` names "the same job" (default: recipe + script path).
     ``start_at`` is epoch seconds; ``window`` is a daily local-time window ``"01:00-07:00"``
     (may cross midnight). ``retries`` more attempts after a failure or interruption, each after
-    ``backoff_s * 2**(attempt-1)`` seconds, at most ``MAX_BACKOFF_S``. ``after`` names tasks that
+    ``backoff_s * 2**(attempt-1)`` seconds, at most ``lifecycle.MAX_BACKOFF_S``. ``after`` names tasks that
     must succeed first (``after_any``: end, however); one that fails or is cancelled fails this one.
     """
 
@@ -192,6 +191,11 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     family: Family | None = None
     prefer: Prefer = "free"
     max_slowdown: Slowdown = 1.5
+    # Priority with teeth (``queue.preemption``): ``preempt`` lets this task pause lower-priority jobs
+    # of ours that hold its device (``[queue] preempt = "priority"`` makes every task do so);
+    # ``preemptible = false`` keeps this one's job from ever being paused for another.
+    preempt: bool = False
+    preemptible: bool = True
 
     @property
     def memory_need_bytes(self) -> int | None:
@@ -277,6 +281,8 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     family: Family | UnsetType | None = UNSET
     prefer: Prefer | UnsetType = UNSET
     max_slowdown: Slowdown | UnsetType = UNSET
+    preempt: bool | UnsetType = UNSET
+    preemptible: bool | UnsetType = UNSET
 
     def given(self) -> dict[str, Any]:
         """The fields this patch sets, by name."""

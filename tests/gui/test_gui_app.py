@@ -305,6 +305,7 @@ def test_unticking_demo_mode_without_a_gpu_says_why_and_locks_the_entry(qtbot: Q
         assert demo.toolTip() == "No GPU was found on this machine, so gputray stays in demo mode."
         assert app._last_warning.isVisible()
         assert app._last_warning.text() == demo.toolTip()
+        app._last_warning.close()
     finally:
         app.shutdown()
         app.panel.hide()

@@ -133,6 +133,10 @@ def test_doctor_without_an_environment_keeps_its_hint_and_a_settings_button(
     qtbot.waitUntil(finished, timeout=120_000)
     qtbot.waitUntil(lambda: dash.doctor_status.text().startswith("Doctor finished at "), timeout=5000)
     assert dash.doctor_table.rowCount() >= 1 and not dash.doctor_settings_button.isVisible()
+    table = dash.doctor_table
+    for row in range(table.rowCount()):  # device names whole ("CPU (Intel(R) Xeon(R) …" was cut)
+        name = table.item(row, 1).text()
+        assert table.fontMetrics().horizontalAdvance(name) + 8 <= table.columnWidth(1), name
     stamp = dash.doctor_status.text().removeprefix("Doctor finished at ")
     try:
         install_language("ja")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import task_steps as steps
 from waiting import wait_for
 
 from gputray.monitor.host import HostReader
@@ -636,7 +637,7 @@ def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
 def test_start_recovers_what_a_crash_left_running(harness: Callable[..., Harness]) -> None:
     h = harness()
     rec = h.store.add(command("survivor", device_prefs=("cpu",), retries=1, backoff_s=0))
-    h.store.update(rec.id, state="running", attempts=1, started_at=1.0, device="cpu")
+    steps.start(h.store, rec.id)
     q = h.start()
     h.until(h.state(rec.id, "succeeded"))
     assert q.get(rec.id).attempts == 2
