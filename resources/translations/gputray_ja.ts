@@ -2013,5 +2013,9 @@ gputray の実行中に更新または再インストールした場合は、終
             <numerusform>(ほかに %n 件: 各行を右クリック)</numerusform>
         </translation>
     </message>
+    <message>
+        <source>Recipes</source>
+        <translation>レシピ</translation>
+    </message>
 </context>
 </TS>

@@ -33,7 +33,7 @@ from typing import IO, Any, cast
 
 import psutil
 
-from gputray.monitor.process_group import popen_own_group
+from gputray.monitor import interpreter, process_group
 from gputray.scheduler.jobs import freeze, reach, supervisor, win_job
 from gputray.scheduler.jobs.job_files import (
     ExitInfo,
@@ -533,8 +533,8 @@ class _Host:
         except OSError:
             return
         try:
-            self._proc = popen_own_group(
-                [sys.executable, "-I", "-S", supervisor.__file__, "--host"],
+            self._proc = process_group.popen_own_group(
+                interpreter.script_command(supervisor.__file__, "--host"),
                 stdin=theirs,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -570,8 +570,8 @@ HOST = _Host()
 
 
 def _popen_supervisor(stderr: Any) -> subprocess.Popen[bytes]:
-    return popen_own_group(
-        [sys.executable, "-I", "-S", supervisor.__file__],
+    return process_group.popen_own_group(
+        interpreter.script_command(supervisor.__file__),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
