@@ -298,6 +298,8 @@ class JobPaused(Code, frozen=True):
     at_s: float
     memory: Literal["moved", "held"] | None = None
     problem: str | None = None
+    for_task: int | None = None  # paused for this task (priority ``priority``), which preempts it
+    priority: int = 0
 
 
 class JobResumed(Code, frozen=True):
@@ -308,6 +310,8 @@ class JobResumed(Code, frozen=True):
     at_s: float
     by_you: bool = True
     problem: str | None = None
+    for_task: int | None = None  # it was paused for this task (priority ``priority``)
+    priority: int = 0
 
 
 class DemoOnCpu(Code, frozen=True):
@@ -346,6 +350,7 @@ class OwnerStopped(Code, frozen=True):
 class SupervisorKilled(Code, frozen=True):
     at_start: bool  # killed as the job started (else: how the job ended is unknown)
     stopped: int = 0  # processes of the job stopped
+    unanswering: bool = False  # not killed: stopped (SIGSTOP) again and again, it answered nothing
 
 
 class Leftovers(Code, frozen=True):

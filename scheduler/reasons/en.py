@@ -331,7 +331,8 @@ def _preferred(r: c.Preferred, s: Say) -> str:
 
 @says(c.JobPaused)
 def _job_paused(r: c.JobPaused, s: Say) -> str:
-    paused = f"paused by you at {s.clock(r.at_s, False)}"
+    who = f"for #{r.for_task} (priority {r.priority})" if r.for_task is not None else "by you"
+    paused = f"paused {who} at {s.clock(r.at_s, False)}"
     if r.memory == "held":
         return f"{paused}; its GPU memory stays held (cuda-checkpoint: {s.text(r.problem or '')})"
     if r.memory == "moved":
@@ -341,7 +342,13 @@ def _job_paused(r: c.JobPaused, s: Say) -> str:
 
 @says(c.JobResumed)
 def _job_resumed(r: c.JobResumed, s: Say) -> str:
-    by = "by you " if r.by_you else ""
+    by = (
+        f"for #{r.for_task} (priority {r.priority}) "
+        if r.for_task is not None
+        else "by you "
+        if r.by_you
+        else ""
+    )
     text = f"paused {by}at {s.clock(r.paused_at_s, False)}; resumed {s.clock(r.at_s, False)}"
     return text + (f" (cuda-checkpoint could not restore it: {s.text(r.problem)})" if r.problem else "")
 
@@ -387,6 +394,11 @@ def _supervisor_killed(r: c.SupervisorKilled, s: Say) -> str:
         stopped = f"; {_processes(r.stopped)} of the job stopped" if r.stopped else ""
         return f"interrupted: its supervisor process was killed as the job started{stopped}"
     stopped = f" ({_processes(r.stopped)} of the job stopped)" if r.stopped else ""
+    if r.unanswering:
+        return (
+            "interrupted: its supervisor was stopped (SIGSTOP) again and again and answered nothing, "
+            f"so how it ended is unknown{stopped}"
+        )
     return f"interrupted: its supervisor process was killed, so how it ended is unknown{stopped}"
 
 

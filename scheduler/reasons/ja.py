@@ -336,7 +336,8 @@ def _preferred(r: c.Preferred, s: Say) -> str:
 
 @says(c.JobPaused)
 def _job_paused(r: c.JobPaused, s: Say) -> str:
-    paused = f"{s.clock(r.at_s, False)} に一時停止しました"
+    who = f"#{r.for_task}（優先度 {r.priority}）のため" if r.for_task is not None else ""
+    paused = f"{who}{s.clock(r.at_s, False)} に一時停止しました"
     if r.memory == "held":
         return f"{paused}。GPU メモリは確保されたままです（cuda-checkpoint: {s.text(r.problem or '')}）"
     if r.memory == "moved":
@@ -346,7 +347,8 @@ def _job_paused(r: c.JobPaused, s: Say) -> str:
 
 @says(c.JobResumed)
 def _job_resumed(r: c.JobResumed, s: Say) -> str:
-    text = f"{s.clock(r.paused_at_s, False)} に一時停止、{s.clock(r.at_s, False)} に再開"
+    who = f"#{r.for_task}（優先度 {r.priority}）のため" if r.for_task is not None else ""
+    text = f"{who}{s.clock(r.paused_at_s, False)} に一時停止、{s.clock(r.at_s, False)} に再開"
     return text + (f"。cuda-checkpoint で復元できませんでした: {s.text(r.problem)}" if r.problem else "")
 
 
@@ -390,6 +392,9 @@ def _supervisor_killed(r: c.SupervisorKilled, s: Say) -> str:
     stopped = f"。ジョブのプロセス {r.stopped} 個を停止しました" if r.stopped else ""
     if r.at_start:
         return f"中断: ジョブの開始時に監視プロセスが強制終了されました{stopped}"
+    if r.unanswering:
+        unanswered = "監視プロセスが何度も停止され（SIGSTOP）何も応答しなかったため"
+        return f"中断: {unanswered}、終了状態は不明です{stopped}"
     return f"中断: 監視プロセスが強制終了されたため、終了状態は不明です{stopped}"
 
 
