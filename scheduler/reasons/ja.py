@@ -336,7 +336,7 @@ def _preferred(r: c.Preferred, s: Say) -> str:
 
 @says(c.JobPaused)
 def _job_paused(r: c.JobPaused, s: Say) -> str:
-    who = f"#{r.for_task}（優先度 {r.priority}）のため" if r.for_task is not None else ""
+    who = f"#{r.for_task}（優先度 {r.priority}）のため " if r.for_task is not None else ""
     paused = f"{who}{s.clock(r.at_s, False)} に一時停止しました"
     if r.memory == "held":
         return f"{paused}。GPU メモリは確保されたままです（cuda-checkpoint: {s.text(r.problem or '')}）"
@@ -347,7 +347,7 @@ def _job_paused(r: c.JobPaused, s: Say) -> str:
 
 @says(c.JobResumed)
 def _job_resumed(r: c.JobResumed, s: Say) -> str:
-    who = f"#{r.for_task}（優先度 {r.priority}）のため" if r.for_task is not None else ""
+    who = f"#{r.for_task}（優先度 {r.priority}）のため " if r.for_task is not None else ""
     text = f"{who}{s.clock(r.paused_at_s, False)} に一時停止、{s.clock(r.at_s, False)} に再開"
     return text + (f"。cuda-checkpoint で復元できませんでした: {s.text(r.problem)}" if r.problem else "")
 

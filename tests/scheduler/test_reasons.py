@@ -18,6 +18,7 @@ from gputray.scheduler.queue.store_rows import reason_column, reason_of
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.render import catalogue, languages, render, render_for
 from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks.lifecycle import Wait
 from gputray.scheduler.tasks.records import TaskSpec
 
 GIB = 1024**3
@@ -56,7 +57,7 @@ def sample(tp: Any, depth: int = 0) -> Any:
 SAMPLES = [sample(code) for code in ALL_CODES]
 # Words that are data or the names of things in every language (device names, units, the CLI's own).
 KEPT = {"Radeon", "GPU", "CPU", "VRAM", "RAM", "GTT", "GiB", "torch", "Python", "gputray", "allow_unproven"}
-KEPT |= {"true", "kJ", "PATH", "TO", "VENV"}
+KEPT |= {"true", "kJ", "PATH", "TO", "VENV", "cuda", "checkpoint", "SIGSTOP", "gputray", "edit", "after"}
 
 
 def english_words(text: str) -> list[str]:
@@ -186,7 +187,7 @@ def test_a_reason_survives_the_store_and_an_old_english_row_is_shown_as_written(
 
     store = TaskStore(tmp_path / "queue.sqlite3")
     rec = store.add(TaskSpec(kind="command", name="a", argv=("true",)))
-    store.update(rec.id, state="waiting", reason=reason)
+    store.must_apply(rec.id, Wait(reason=reason))
     store.close()
     again = TaskStore(tmp_path / "queue.sqlite3")
     try:
