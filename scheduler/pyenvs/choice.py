@@ -50,7 +50,8 @@ from gputray.scheduler.reasons.codes import Reason
 
 log = logging.getLogger(__name__)
 
-ADD_ENV_HINT = "gputray envs add PATH/TO/VENV (a venv where `pip install torch` ran)"
+ADD_ENV_COMMAND = "gputray envs add PATH/TO/VENV"
+ADD_ENV_HINT = f"{ADD_ENV_COMMAND} (a venv where `pip install torch` ran)"
 REFRESH_S = 10.0  # results are re-read at least this often: an upgraded torch changes no file of ours
 
 
@@ -108,7 +109,7 @@ def _where(info: DeviceInfo) -> str | None:
 
 def no_env_configured(info: DeviceInfo) -> c.NoEnvConfigured:
     """The one line that says how to add an env."""
-    return c.NoEnvConfigured(demo=info.simulated, hint=ADD_ENV_HINT)
+    return c.NoEnvConfigured(demo=info.simulated, command=ADD_ENV_COMMAND)
 
 
 class ResolverChooser:

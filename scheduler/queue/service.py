@@ -203,7 +203,9 @@ class QueueService:
         adopted = self.runs.adopt_left_jobs()
         reach.remove_stale_cgroups()  # empty job groups left while no owner was up
         for rec in self.store.recover_after_crash(skip=adopted):
-            self.emit("interrupted", rec.record, _named(rec.record))
+            self.emit(
+                "interrupted", rec.record, c.named(rec.record.name, rec.record.reason, rec.record.state)
+            )
         if self.monitor.latest is None:
             self.monitor.sample_once()
         self._unsubscribe = self.monitor.subscribe(self._on_snapshot)
@@ -350,7 +352,7 @@ class QueueService:
             ]
         self.emit("queued", new, c.Queued(name=new.name, task_id=new.id, again=True))
         for again in back:
-            self.emit("queued", again, _named(again, f"{again.name} (#{again.id})"))
+            self.emit("queued", again, c.named(f"{again.name} (#{again.id})", again.reason, again.state))
         self.request_dispatch()
         return new
 
@@ -691,10 +693,3 @@ class QueueService:
             write_paused(self.paths.data_dir, paused)
         except OSError:
             log.exception("could not save the pause state")
-
-
-def _named(rec: TaskRecord, name: str | None = None) -> Reason:
-    """An event's words: the task's name and its reason."""
-    if rec.reason is None:
-        return c.Named(name=name or rec.name, why=c.Said(text=rec.state))
-    return c.Named(name=name or rec.name, why=rec.reason)

@@ -173,10 +173,10 @@ class NoEnvKnown(Code, frozen=True):
 
 
 class NoEnvConfigured(Code, frozen=True):
-    """No env at all; ``hint`` says how to add one."""
+    """No env at all; ``command`` adds one."""
 
     demo: bool
-    hint: str
+    command: str
 
 
 class EnvUnproven(Code, frozen=True):
@@ -622,6 +622,11 @@ Reason = (
     | OfferMade
     | Unanswered
 )
+
+
+def named(name: str, why: Reason | None, state: str) -> Named:
+    """An event's words: the task's name and its reason (its state where it has none)."""
+    return Named(name=name, why=why if why is not None else Said(text=state))
 
 
 def codes() -> tuple[type[Code], ...]:

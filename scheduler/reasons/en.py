@@ -214,9 +214,10 @@ def _no_env_known(r: c.NoEnvKnown, s: Say) -> str:
 
 @says(c.NoEnvConfigured)
 def _no_env_configured(r: c.NoEnvConfigured, s: Say) -> str:
+    add = f"add one: {r.command} (a venv where `pip install torch` ran)"
     if r.demo:
-        return f"demo: torch jobs run on the CPU in an env with torch; add one: {r.hint}"
-    return f"no Python env is configured for torch jobs; add one: {r.hint}"
+        return f"demo: torch jobs run on the CPU in an env with torch; {add}"
+    return f"no Python env is configured for torch jobs; {add}"
 
 
 @says(c.EnvUnproven)

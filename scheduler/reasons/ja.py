@@ -217,9 +217,10 @@ def _no_env_known(r: c.NoEnvKnown, s: Say) -> str:
 
 @says(c.NoEnvConfigured)
 def _no_env_configured(r: c.NoEnvConfigured, s: Say) -> str:
+    add = f"追加：{r.command}（`pip install torch` を実行した venv）"
     if r.demo:
-        return f"デモ：torch ジョブは torch のある環境で CPU 上で動きます。追加：{r.hint}"
-    return f"torch ジョブ用の Python 環境が設定されていません。追加：{r.hint}"
+        return f"デモ：torch ジョブは torch のある環境で CPU 上で動きます。{add}"
+    return f"torch ジョブ用の Python 環境が設定されていません。{add}"
 
 
 @says(c.EnvUnproven)
@@ -480,7 +481,7 @@ def _waits_for_deps(r: c.WaitsForDeps, s: Say) -> str:
         else f"{_dep(d)}（{_STATES.get(d.state, d.state)}）"
         for d in r.deps
     )
-    return f"{deps} の{'終了' if r.any_end else '成功'}を待機中"
+    return f"{deps}の{'終了' if r.any_end else '成功'}を待機中"
 
 
 @says(c.DependencyFailed)

@@ -19,6 +19,7 @@ from cluster_harness import (
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons.codes import Said
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks import lifecycle as life
 
@@ -152,7 +153,7 @@ def test_a_task_waiting_on_the_laptop_is_taken_back_when_desk_is_free_and_runs_o
         assert there is not None
         key = desk.bridge_key()  # the hand-over is the bridge's: sent with its key
         sending = life.HandOver(
-            machine="laptop", device="laptop/cpu", reason="sending", into="waiting", attempts=1
+            machine="laptop", device="laptop/cpu", reason=Said(text="sending"), into="waiting", attempts=1
         )
         handed = life.Handed(
             remote_id=there.id, remote_state="queued", log_path="", reason=f"on laptop as #{there.id}"

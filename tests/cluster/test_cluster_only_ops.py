@@ -17,12 +17,13 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons.codes import LeftCluster, Said
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
-REQUEUE = life.LostThere(why="laptop left the cluster while it ran", now=1.0)
-DONE = life.RemoteRun(into="succeeded", remote_state="fetched", reason="done", exit_code=0)
+REQUEUE = life.LostThere(why=LeftCluster(machine="laptop", while_running=True), now=1.0)
+DONE = life.RemoteRun(into="succeeded", remote_state="fetched", reason=Said(text="done"), exit_code=0)
 
 
 def _refusal(paths_home: Path, request: rq.Request[object]) -> str:

@@ -116,7 +116,8 @@ def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
     link.attach(FakeQueue(store))
     rec = store.add(spec(machine="any", retries=1, backoff_s=0.0))
-    lost = {"step": "lost_there", "why": "laptop left the cluster while it ran", "now": time.time()}
+    left = {"code": "LeftCluster", "machine": "laptop", "while_running": True}  # a reason, as JSON carries it
+    lost = {"step": "lost_there", "why": left, "now": time.time()}
     steps.run_there(store, rec.id, "laptop", 3)
     got = link.update(request("cluster_update", id=rec.id, step=lost, bridge_key=link.bridge_key)).task
     assert got is not None
@@ -297,7 +298,7 @@ def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> 
     with pytest.raises(BadRequest, match=r"argument 'spec\.util_percent'"):
         request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
     with pytest.raises(BadRequest, match="needs the argument 'id'"):
-        request_from("cluster_update", {"step": {"step": "note", "reason": "x"}})
+        request_from("cluster_update", {"step": {"step": "note", "reason": {"code": "Said", "text": "x"}}})
 
 
 def test_a_misspelt_cluster_key_is_named_but_does_not_stop_the_cluster(tmp_path: Path) -> None:
@@ -348,7 +349,7 @@ def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_r
     poll.join(5)
     assert replies and replies[0].paused == Paused(all=True)
     shown = _devices(link)
-    assert shown[0].paused and shown[0].reasons == ("the queue is paused on desk",)
+    assert shown[0].paused and tuple(map(render, shown[0].reasons)) == ("the queue is paused on desk",)
     assert not shown[1].paused  # another machine's pause is its own bridge's to tell
     queue.paused_now = Paused()
     assert not _devices(link)[0].paused

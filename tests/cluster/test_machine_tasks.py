@@ -35,6 +35,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.codes import Said
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
@@ -222,7 +223,7 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
     # the task on the laptop ends (the bridge records it in its row here): its dependant may go
     steps.run_there(desk.store, remote_first.id, "laptop", 7)
     ended = life.RemoteRun(
-        into="succeeded", exit_code=0, remote_state="fetched", energy_j=420.5, reason="done"
+        into="succeeded", exit_code=0, remote_state="fetched", energy_j=420.5, reason=Said(text="done")
     )
     desk.step(remote_first, ended)
     assert desk.synced() == [after_remote.id]
@@ -246,7 +247,7 @@ def test_wait_on_a_task_another_machine_runs_answers_when_the_bridge_records_its
     waiter.start()
     time.sleep(0.5)  # (only so that it waits before the end comes; the test passes either way)
     ended = life.RemoteRun(
-        into="failed", exit_code=3, ended_at=time.time(), remote_state="fetched", reason="exit 3"
+        into="failed", exit_code=3, ended_at=time.time(), remote_state="fetched", reason=Said(text="exit 3")
     )
     desk.step(rec, ended)
     wait_for(lambda: answers, 60, "wait_ended to answer (it waits up to 600 s for a change)")

@@ -14,6 +14,7 @@ from test_machine_tasks import Desk
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import ClusterTask
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord, TaskSpec
@@ -113,8 +114,8 @@ class _Holder:
 
         class withdraw:
             @staticmethod
-            def remote(task_id: int, origin: str, reason: str) -> object:
-                agent.calls.append((task_id, origin, reason))
+            def remote(task_id: int, origin: str, reason: Reason) -> object:
+                agent.calls.append((task_id, origin, render(reason)))  # as the laptop's queue words it
                 return None if started_first else object()  # the cancelled record there
 
         class cleanup:

@@ -522,7 +522,8 @@ def test_the_owner_judges_gpus_by_the_users_configured_limits(paths: Paths) -> N
         snap = wait_for(lambda: o.monitor.latest, what="a first sample")
         verdict = snap.verdict(AMD)
         assert verdict is not None and verdict.hot and verdict.busy
-        assert "Radeon 780M is hot" in verdict.reasons[0] and "limit 30 °C" in verdict.reasons[0]
+        said = render(verdict.reasons[0])
+        assert "Radeon 780M is hot" in said and "limit 30 °C" in said
     finally:
         o.stop()
 

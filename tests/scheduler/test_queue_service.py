@@ -603,7 +603,9 @@ def test_a_named_device_alone_pins_a_torch_task_that_the_recipe_would_redirect(
     (let_go,) = q.submit_files([script], overrides=patch_from_args(free_args))
     h.until(h.state(let_go.id, "succeeded"))
     assert q.get(let_go.id).device == AMD
-    h.until(lambda: q.get(pinned.id).reason.startswith("waiting for GeForce RTX 5060 Ti: llama-server"))
+    h.until(
+        lambda: render(q.get(pinned.id).reason).startswith("waiting for GeForce RTX 5060 Ti: llama-server")
+    )
     assert q.get(pinned.id).state == "waiting" and q.get(pinned.id).device is None
     # the recipe's own choice (no --device) still redirects, as the recipe says
     (recipe_default,) = q.submit_files([script])
