@@ -41,6 +41,7 @@ def owner(paths: Paths) -> Iterator[Owner]:
 def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
     with ipc.IpcClient(paths) as c:
         yield c
+SAID = {"code": "Said", "text": "x"}  # a reason as JSON carries it (``reasons.codes``)
 
 
 def state_of(client: ipc.IpcClient, task_id: int) -> str:
@@ -65,8 +66,8 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
         "logs": {"id": 999},
         "schedule_add": {"cron": "0 3 * * *", "task_file": "/nonexistent.toml"},
         "schedule_remove": {"id": 999},
-        "cluster_update": {"id": 999, "step": {"step": "note", "reason": "x"}},  # gputray.cluster's bridge
-        "cluster_withdraw": {"id": 999, "origin": "desk#1.1", "reason": "taken back"},
+        "cluster_update": {"id": 999, "step": {"step": "note", "reason": SAID}},  # gputray.cluster's bridge
+        "cluster_withdraw": {"id": 999, "origin": "desk#1.1", "reason": SAID},
         "cluster_submit": {
             "origin": "desk#1.1",
             "spec": {"kind": "command", "name": "x", "argv": ["/nonexistent"]},
