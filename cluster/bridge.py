@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -52,7 +52,7 @@ from gputray.cluster.config import (
     ClusterConfigError,
     load_cluster_config,
 )
-from gputray.cluster.link import EXIT_NO_RAY, EXIT_RECONNECT, TERMINAL_REMOTE, is_loopback
+from gputray.cluster.link import BRIDGE_KEY_ENV, EXIT_NO_RAY, EXIT_RECONNECT, TERMINAL_REMOTE, is_loopback
 from gputray.cluster.pause_marks import mark_paused
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, staged_spec
@@ -66,6 +66,8 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
 from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
 from gputray.scheduler.replies import Paused, TaskView
+from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks.lifecycle import ClusterStep
 from gputray.scheduler.tasks.records import FINISHED_STATES, PENDING_STATES, TaskRecord
 
 log = logging.getLogger("gputray.cluster.bridge")
@@ -105,8 +107,11 @@ class _Machine:
 
 
 class Bridge:
-    def __init__(self, paths: Paths, config: ClusterConfig, owner_pid: int | None) -> None:
+    def __init__(self, paths: Paths, config: ClusterConfig, owner_pid: int | None, *, key: str = "") -> None:
         self.paths = paths
+        self.key = (
+            key  # the owner's secret for its bridge (``link.BRIDGE_KEY_ENV``): cluster-only ops carry it
+        )
         self.config = config
         self.owner_pid = owner_pid
         self.local = config.machine
@@ -354,7 +359,9 @@ class Bridge:
                 break
             try:
                 reply = self.client.ask(
-                    rq.ClusterSync(report=self.report(), wait_ms=200 if following else 1000)
+                    rq.ClusterSync(
+                        report=self.report(), wait_ms=200 if following else 1000, bridge_key=self.key
+                    )
                 )
                 owner_lost_since = None
             except ipc.IpcError as exc:
@@ -434,7 +441,7 @@ class Bridge:
             if not r.finished:
                 self._send(r)
             else:  # cancelled while being sent: nothing to follow (a copy that arrived is an orphan)
-                self._ask(rq.ClusterUpdate(id=r.id, changes=rq.RecordChanges(remote_state="lost")))
+                self._step(r, life.RemoteMark(remote_state="lost"), expect=False)
         for r in handed:
             self._follow(r)
         self._mark_silent(handed)
@@ -469,24 +476,25 @@ class Bridge:
             if isinstance(d.decision, Placement):
                 assert d.machine is not None and d.device_key is not None
                 if d.machine == self.local:
-                    self._update(r, machine=self.local)  # the local queue starts it now
+                    self._step(r, life.PlaceHere(machine=self.local))  # the local queue starts it now
                     continue
-                claimed = self._update(
+                claimed = self._step(
                     r,
-                    machine=d.machine,
-                    remote_state="sending",
-                    device=qualified(d.machine, d.device_key),
-                    attempts=r.attempts + 1,
-                    state="waiting",
-                    reason=f"sending to {d.machine}"
-                    + (f" ({d.decision.reason})" if d.decision.reason else ""),
+                    life.HandOver(
+                        machine=d.machine,
+                        device=qualified(d.machine, d.device_key),
+                        attempts=r.attempts + 1,
+                        into="waiting",
+                        reason=f"sending to {d.machine}"
+                        + (f" ({d.decision.reason})" if d.decision.reason else ""),
+                    ),
                 )
                 if claimed is not None:
                     self._send(claimed)
             elif isinstance(d.decision, GiveUp):
-                self._update(r, state="failed", reason=d.decision.reason, ended_at=now)
+                self._step(r, life.Fail(reason=d.decision.reason, ended_at=now))
             elif isinstance(d.decision, Wait) and (r.state != "waiting" or r.reason != d.decision.reason):
-                self._update(r, state="waiting", reason=d.decision.reason)
+                self._step(r, life.Wait(reason=d.decision.reason))
 
     def _place_again(self, rows: list[TaskRecord], in_flight: list[TaskRecord]) -> None:
         """Tasks for any machine placed here that this machine's queue has not started within
@@ -513,16 +521,17 @@ class Bridge:
             assert d.device_key is not None
             r = d.task
             log.info("task #%d waits here; %s can start it now: placing it there", r.id, d.machine)
-            claimed = self._update(
+            claimed = self._step(
                 r,
-                machine=d.machine,
-                remote_state="sending",
-                device=qualified(d.machine, d.device_key),
-                attempts=r.attempts + 1,
-                # another state than the one the queue here would start it from: its start, had it
-                # begun meanwhile, fails its own compare-and-set and stops the job
-                state="queued" if r.state == "waiting" else "waiting",
-                reason=f"sending to {d.machine} (it could not start here)",
+                life.HandOver(
+                    machine=d.machine,
+                    device=qualified(d.machine, d.device_key),
+                    attempts=r.attempts + 1,
+                    # another state than the one the queue here would start it from: its start, had it
+                    # begun meanwhile, fails its own compare-and-set and stops the job
+                    into="queued" if r.state == "waiting" else "waiting",
+                    reason=f"sending to {d.machine} (it could not start here)",
+                ),
             )
             if claimed is not None:
                 self._placed_here_since.pop(r.id, None)
@@ -588,21 +597,13 @@ class Bridge:
         if not done:
             late = f"on {holder} (#{rec.remote_id}): it started there before the edit; it runs as sent"
             if rec.reason != late:
-                self._update(rec, reason=late)
+                self._step(rec, life.Note(reason=late))
             return
         why = f"taken back from {holder} to apply the edit"
         log.info("task #%d: %s", rec.id, why)
         self._note_in_log(rec, why)
-        self._update(  # placed afresh (the copy there never ran: no attempt)
-            rec,
-            machine=None,
-            remote_id=None,
-            remote_state=None,
-            device=None,
-            attempts=rec.attempts - 1,
-            state="queued",
-            reason=why,
-        )
+        # placed afresh (the copy there never ran: no attempt)
+        self._step(rec, life.TakeBack(machine=None, attempts=rec.attempts - 1, reason=why))
 
     def _withdraw_to(self, rec: TaskRecord, machine: str, device_key: str) -> None:
         holder = str(rec.machine)
@@ -613,25 +614,17 @@ class Bridge:
         log.info("task #%d: %s", rec.id, why)
         if machine == self.local:  # the local queue starts it now; the copy there never ran: no attempt
             self._note_in_log(rec, why)  # the queue appends its run to the same log
-            self._update(
-                rec,
-                machine=self.local,
-                remote_id=None,
-                remote_state=None,
-                device=None,
-                attempts=rec.attempts - 1,
-                state="queued",
-                reason=why,
-            )
+            self._step(rec, life.TakeBack(machine=self.local, attempts=rec.attempts - 1, reason=why))
             return
-        claimed = self._update(  # the same attempt, handed to another machine
+        claimed = self._step(  # the same attempt, handed to another machine
             rec,
-            machine=machine,
-            remote_id=None,
-            remote_state="sending",
-            device=qualified(machine, device_key),
-            state="queued",
-            reason=f"sending to {machine} ({why})",
+            life.HandOver(
+                machine=machine,
+                device=qualified(machine, device_key),
+                into="queued",
+                again=True,
+                reason=f"sending to {machine} ({why})",
+            ),
         )
         if claimed is not None:
             self._send(claimed)
@@ -641,12 +634,17 @@ class Bridge:
         with contextlib.suppress(OSError), open(self.paths.logs_dir / f"task-{rec.id}.log", "a") as f:
             f.write(f"gputray: {note}\n")
 
-    def _update(self, rec: TaskRecord, **changes: Any) -> TaskRecord | None:
-        """Change the local row if it is still in the state we saw (a cancel may have come between)."""
-        got = self._ask(
-            rq.ClusterUpdate(id=rec.id, expect_state=rec.state, changes=rq.RecordChanges(**changes))
+    def _step(self, rec: TaskRecord, step: ClusterStep, *, expect: bool = True) -> TaskRecord | None:
+        """One lifecycle step of the local row, while it is still in the state we saw (``expect``: a
+        cancel may have come between); None when it was not, or the owner refused it (logged)."""
+        request = rq.ClusterUpdate(
+            id=rec.id, step=step, expect_state=rec.state if expect else None, bridge_key=self.key
         )
-        return got.task
+        try:
+            return self._ask(request).task
+        except ipc.RemoteError as exc:
+            log.warning("task #%d: the owner refused %s: %s", rec.id, type(step).__name__, exc)
+            return None
 
     # sending
 
@@ -665,7 +663,7 @@ class Bridge:
             if not plan.shared_in_place:
                 check_size(plan, self.config, machine)
         except TransferRefused as exc:
-            self._update(rec, state="failed", reason=str(exc), ended_at=time.time(), remote_state="lost")
+            self._step(rec, life.HandOverFailed(reason=str(exc), ended_at=time.time()))
             return
         try:
             staging = ray.get(handle.staging_dir.remote(origin), timeout=CALL_TIMEOUT_S)
@@ -690,13 +688,8 @@ class Bridge:
         except Exception as exc:
             refusal = _refusal(exc)
             if refusal is not None:  # the other machine's queue refused it (a program it lacks ...)
-                self._update(
-                    rec,
-                    state="failed",
-                    reason=f"{machine} refused it: {refusal}",
-                    ended_at=time.time(),
-                    remote_state="lost",
-                )
+                failed = life.HandOverFailed(reason=f"{machine} refused it: {refusal}", ended_at=time.time())
+                self._step(rec, failed)
             else:
                 log.warning("sending task #%d to %s failed: %s", rec.id, machine, _short(exc))
             return
@@ -704,12 +697,14 @@ class Bridge:
         self.paths.logs_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.close(fd)
-        self._update(
+        self._step(
             rec,
-            remote_id=remote.id,
-            remote_state=remote.state,
-            log_path=str(log_path),
-            reason=f"on {machine} as #{remote.id}",
+            life.Handed(
+                remote_id=remote.id,
+                remote_state=remote.state,
+                log_path=str(log_path),
+                reason=f"on {machine} as #{remote.id}",
+            ),
         )
         log.info("task #%d handed to %s as #%s", rec.id, machine, remote.id)
 
@@ -771,32 +766,42 @@ class Bridge:
                     ray.get(handle.cancel.remote(rec.remote_id), timeout=CALL_TIMEOUT_S)
             if remote_done and log_complete:
                 self._fetch(rec, handle)
-                self._update(rec, remote_state="fetched")
+                self._step(rec, life.RemoteMark(remote_state="fetched"))
             elif remote_state != rec.remote_state:
-                self._update(rec, remote_state=remote_state)
+                self._step(rec, life.RemoteMark(remote_state=remote_state))
             return
         if remote_done and not log_complete:
             return  # the rest of the log first: `logs --follow` stops at the final state
-        changes: dict[str, Any] = {"remote_state": remote_state}
         where = f"on {machine} (#{rec.remote_id})"
         reason = f"{where}: {t.reason}" if t.reason else where
+        device = qualified(machine, t.device) if t.device else msgspec.UNSET
+        run: life.RemoteRun
         if remote_state == "running":
-            changes.update(state="running", started_at=t.started_at)
+            run = life.RemoteRun(
+                into="running",
+                remote_state=remote_state,
+                started_at=t.started_at,
+                device=device,
+                reason=reason,
+            )
         elif remote_done:
-            changes.update(state=remote_state, exit_code=t.exit_code, ended_at=t.ended_at)
-            changes.update(energy_j=t.energy_j, energy_shared=t.energy_shared)  # measured there
-            if t.started_at is not None:  # a short job may end between two looks: it did start
-                changes["started_at"] = t.started_at
-        else:
-            changes.update(state="waiting")
-        if t.device:
-            changes["device"] = qualified(machine, t.device)
-        changes["reason"] = reason
-        if remote_done:
             self._fetch(rec, handle)
-            changes["remote_state"] = "fetched"
-        if any(getattr(rec, k) != v for k, v in changes.items()):
-            self._update(rec, **changes)
+            run = life.RemoteRun(
+                into=cast(life.RemoteState, remote_state),
+                remote_state="fetched",
+                exit_code=t.exit_code,
+                ended_at=t.ended_at,
+                energy_j=t.energy_j,  # measured there
+                energy_shared=t.energy_shared,
+                # a short job may end between two looks: it did start
+                started_at=t.started_at if t.started_at is not None else msgspec.UNSET,
+                device=device,
+                reason=reason,
+            )
+        else:
+            run = life.RemoteRun(into="waiting", remote_state=remote_state, device=device, reason=reason)
+        if any(getattr(rec, k) != v for k, v in run.columns(rec).items()):
+            self._step(rec, run)
 
     def _mark_silent(self, rows: list[TaskRecord]) -> None:
         """A task on a machine whose gputray (or agent) stopped answering says so in its row here: it
@@ -816,7 +821,7 @@ class Bridge:
                 "stopped?); its queue there keeps the task, followed again when it answers"
             )
             if r.reason != reason:
-                self._update(r, reason=reason)
+                self._step(r, life.Note(reason=reason))
 
     def _fetch(self, rec: TaskRecord, handle: Any) -> None:
         """Results and the log, beside the input here; never over an existing file."""
@@ -886,10 +891,10 @@ class Bridge:
             running = r.state == "running" or r.remote_state == "running"
             why = f"{machine} left the cluster while it ran" if running else f"{machine} left the cluster"
             if r.finished:
-                self._ask(rq.ClusterUpdate(id=r.id, changes=rq.RecordChanges(remote_state="lost")))
+                self._step(r, life.RemoteMark(remote_state="lost"), expect=False)
                 continue
             log.warning("task #%d: %s", r.id, why)
-            self._ask(rq.ClusterUpdate(id=r.id, requeue=why))
+            self._step(r, life.LostThere(why=why, now=time.time()), expect=False)
 
     def _cancel_orphans(self, rows: list[TaskRecord]) -> None:
         """A machine back after we gave its copy of a task up: stop that copy (it must not run twice).
@@ -1237,7 +1242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError:
         log.error("Ray is not installed: pip install 'gputray[cluster]'")
         return EXIT_NO_RAY
-    bridge = Bridge(paths, config, args.owner_pid)
+    key = os.environ.pop(BRIDGE_KEY_ENV, "")  # not handed on to Ray's processes
+    bridge = Bridge(paths, config, args.owner_pid, key=key)
 
     def on_signal(signum: int, frame: object) -> None:
         bridge.stop()

@@ -15,8 +15,10 @@
 from __future__ import annotations
 
 import contextlib
+import hmac
 import logging
 import os
+import secrets
 import subprocess
 import sys
 import threading
@@ -45,8 +47,16 @@ from gputray.scheduler.queue.device_checks import check_submit
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.replies import ClusterSynced, ClusterTask, Paused
+from gputray.scheduler.tasks.lifecycle import (
+    Cancel,
+    Handed,
+    IllegalTransition,
+    LostThere,
+    RemoteMark,
+    RemoteRun,
+    TakeBack,
+)
 from gputray.scheduler.tasks.records import (
-    FINISHED_STATES,
     PENDING_STATES,
     EventKind,
     QueueEvent,
@@ -61,25 +71,10 @@ BRIDGE_ALIVE_S = 5.0  # a bridge that has not synced for this long is not placin
 MAX_WAIT_MS = 2000  # a sync long-poll waits at most this long (owner.stop waits for requests)
 EXIT_NO_RAY = 3  # the bridge's exit status when Ray is not installed
 EXIT_RECONNECT = 4  # ... when it lost the Ray head and wants a fresh start
+BRIDGE_KEY_ENV = "GPUTRAY_BRIDGE_KEY"  # the owner's secret for the bridge it starts (cluster-only ops)
 TERMINAL_REMOTE = frozenset({"fetched", "lost"})
-_UPDATABLE = frozenset(
-    {
-        "state",
-        "reason",
-        "device",
-        "env",
-        "exit_code",
-        "attempts",
-        "started_at",
-        "ended_at",
-        "log_path",
-        "machine",
-        "remote_id",
-        "remote_state",
-        "energy_j",
-        "energy_shared",
-    }
-)
+# Steps about a run on another machine: refused for a task this machine runs.
+_ELSEWHERE_STEPS = (Handed, RemoteRun, RemoteMark, LostThere, TakeBack)
 _EVENT_FOR_STATE: dict[str, EventKind] = {
     "running": "started",
     "succeeded": "finished",
@@ -110,6 +105,8 @@ class ClusterLink:
         self.emit = emit
         self.python = python
         self.queue: Any = None
+        #: The secret the bridge this owner starts is given (``BRIDGE_KEY_ENV``); cluster-only ops carry it.
+        self.bridge_key = secrets.token_hex(32)
         self._config = ClusterConfig()
         self._config_stamp: tuple[int, int] | None = None
         self._config_error: str | None = None
@@ -281,6 +278,7 @@ class ClusterLink:
     # --- ops ---------------------------------------------------------------------------------------
 
     def sync(self, req: rq.ClusterSync) -> ClusterSynced:
+        self._check_bridge(req.bridge_key, "cluster_sync")
         self._last_sync_mono = time.monotonic()
         self.bridge_note = ""
         if req.report is not None:
@@ -319,37 +317,48 @@ class ClusterLink:
             return rec.machine not in (None, self.local_machine) and rec.remote_state not in TERMINAL_REMOTE
         return True
 
-    def update(self, req: rq.ClusterUpdate) -> ClusterTask:
-        task_id = int(req.id)
-        changes = req.changes.given() if req.changes is not None else {}
-        bad = set(changes) - _UPDATABLE
-        if bad:
-            raise ClusterRequestError(f"cluster_update cannot change {sorted(bad)}")
-        if changes.get("state") is not None and changes["state"] not in (
-            *FINISHED_STATES,
-            "queued",
-            "waiting",
-            "running",
-        ):
-            raise ClusterRequestError(f"cluster_update: bad state {changes['state']!r}")
-        before = self.store.get(task_id)
-        if req.requeue:
-            why = req.requeue
-            retries_left = max(0, before.attempts - 1) < before.spec.retries
-            also: dict[str, Any] = (
-                {"machine": None, "remote_id": None, "remote_state": None, "device": None}
-                if retries_left
-                else {"remote_state": "lost"}
+    def _check_bridge(self, key: str, op: str) -> None:
+        """Cluster-only ops come from the bridge this owner started, while a cluster is configured:
+        never from a plain client (a requeue or an end written by hand would run a job twice)."""
+        if not self._config.enabled:
+            raise ClusterRequestError(
+                f"{op} refused: this gputray is in no cluster ([cluster] address is not set); "
+                "only a cluster bridge sends it"
             )
-            new = self.store.apply_retry_policy(task_id, why, now=self.clock(), ended_at=self.clock(), **also)
-        elif req.expect_state:
-            got = self.store.compare_and_update(task_id, req.expect_state, **changes)
-            if got is None:
-                self._wake()
-                return ClusterTask(task=None, now=sendable(self.store.get(task_id)))
-            new = got
-        else:
-            new = self.store.update(task_id, **changes)
+        if not hmac.compare_digest(key.encode(), self.bridge_key.encode()):
+            raise ClusterRequestError(
+                f"{op} refused: only the cluster bridge this owner started may send it (a plain client "
+                "cannot move a task: use cancel, retry or edit)"
+            )
+
+    def update(self, req: rq.ClusterUpdate) -> ClusterTask:
+        """One lifecycle step of a task the cluster places or another machine runs, from the bridge."""
+        self._check_bridge(req.bridge_key, "cluster_update")
+        task_id = int(req.id)
+        step = req.step
+        with self._queue_lock():
+            before = self.store.get(task_id)
+            if before.spec.machine is None:
+                raise ClusterRequestError(
+                    f"cluster_update refused: task #{task_id} is this machine's own (no --machine); "
+                    "the cluster does not move it"
+                )
+            if isinstance(step, _ELSEWHERE_STEPS) and before.machine in (None, self.local_machine):
+                if req.expect_state is not None:  # placed afresh meanwhile (a retry here): a race lost
+                    self._wake()
+                    return ClusterTask(task=None, now=sendable(before))
+                raise ClusterRequestError(
+                    f"cluster_update refused: task #{task_id} is not on another machine "
+                    f"({type(step).__name__} is for a task another machine runs)"
+                )
+            try:
+                got = self.store.apply(task_id, step, expect_state=req.expect_state)
+            except IllegalTransition as exc:
+                raise ClusterRequestError(f"cluster_update refused: {exc}") from None
+        if got is None:
+            self._wake()
+            return ClusterTask(task=None, now=sendable(self.store.get(task_id)))
+        new = got
         if new.state != before.state and self.emit is not None:
             kind = _EVENT_FOR_STATE.get(new.state)
             if kind is not None:
@@ -361,6 +370,9 @@ class ClusterLink:
                 self.queue.request_dispatch()  # ... and its dependants may start
         self._wake()
         return ClusterTask(task=sendable(new))
+
+    def _queue_lock(self) -> contextlib.AbstractContextManager[object]:
+        return self.queue.lock if self.queue is not None else contextlib.nullcontext()
 
     def submit(self, req: rq.ClusterSubmit) -> ClusterTask:
         from gputray.scheduler.tasks.taskfile import spec_from_patch
@@ -389,8 +401,8 @@ class ClusterLink:
             rec = self.store.get(task_id)
             if rec.spec.origin != req.origin or rec.state not in PENDING_STATES:
                 return ClusterTask(task=None, now=sendable(rec))  # started (or ended, or not that copy)
-            new = self.store.compare_and_update(
-                task_id, rec.state, state="cancelled", reason=req.reason, ended_at=self.clock()
+            new = self.store.apply(
+                task_id, Cancel(reason=req.reason, ended_at=self.clock()), expect_state=rec.state
             )
         if new is None:
             return ClusterTask(task=None, now=sendable(self.store.get(task_id)))
@@ -489,7 +501,12 @@ class ClusterLink:
         self.paths.state_dir.mkdir(parents=True, exist_ok=True)
         with open(self._stderr_path(), "wb") as err:
             self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=err,
+                start_new_session=True,
+                env={**os.environ, BRIDGE_KEY_ENV: self.bridge_key},  # not argv: `ps` shows argv
             )
         self._proc_config = cfg
         self.bridge_note = "starting"

@@ -37,7 +37,7 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   queue      list waiting and running tasks, with why each waits
   logs       print (or --follow) a task's log
   cancel     cancel tasks; a running one is stopped with its process tree
-  retry      queue a failed, cancelled or interrupted task again
+  retry      queue a finished task again (succeeded, failed, cancelled or interrupted)
   wait       wait until tasks end; exit with their exit status
   edit       change a task that has not started (priority, device, time, name ...)
   move       reorder the queue: --top, --bottom, --before ID, --after ID
@@ -51,6 +51,7 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   envs       the Python environments jobs run in
   doctor     prove which env works on which GPU, with a real kernel
   config     check the config file: bad values, unknown keys
+  completion shell completion for bash, zsh, fish (gputray completion bash --install)
   cluster    several machines in one queue, on Ray: join, leave, status
 """
 

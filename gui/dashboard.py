@@ -45,6 +45,7 @@ from gputray.gui.legend import color_of, gpu_readings, legend_for
 from gputray.gui.queue_model import energy_text
 from gputray.gui.status_marks import mark_icon, strip_mark
 from gputray.gui.theme import colors, follow_change, is_dark
+from gputray.gui.window_fit import fit_on_screen
 from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB, format_energy_j
@@ -76,6 +77,7 @@ DOCTOR_HEADERS = (
 )
 DOCTOR_RESULT_COLUMN = 2
 DOCTOR_VERDICTS = (tr_noop("works"), tr_noop("limited"), tr_noop("fails"))
+NO_ENVIRONMENT_HINT = tr_noop("No doctor results yet: add a Python environment in Settings.")
 TABS = (tr_noop("History"), tr_noop("Processes"), tr_noop("Doctor"), tr_noop("Task logs"), tr_noop("Devices"))
 DEVICE_HEADERS = (
     tr_noop("Device"),
@@ -144,9 +146,22 @@ def axis_top(metric: str, limits: Sequence[Limit], peak: float) -> float:
     return top * 1.06
 
 
+def fit_columns(table: QTableWidget, *, most: float = 0.45) -> None:
+    """Each column as wide as its widest cell, so names and figures are whole where the window has room
+    ("CPU (Intel(R) Xeon(R) …" was cut at Qt's default width, issue 33); none wider than ``most`` of the
+    view, so one long diagnosis leaves the others their room (it elides, whole in its tooltip)."""
+    table.resizeColumnsToContents()
+    cap = int(max(table.viewport().width(), 600) * most)
+    for col in range(table.columnCount() - 1):  # the last one stretches to the edge
+        if table.columnWidth(col) > cap:
+            table.setColumnWidth(col, cap)
+
+
 class Dashboard(QWidget):
     doctor_done = Signal(list)
     doctor_line = Signal(str)
+    doctor_note = Signal(object)  # a messages.Note from the doctor's thread: it follows a language switch
+    settings_requested = Signal()  # "Open Settings…" beside the hint to add a Python environment
     stop_process_requested = Signal(object)  # ProcessUse
 
     def __init__(
@@ -218,6 +233,10 @@ class Dashboard(QWidget):
         self.doctor_button = QPushButton(doctor)
         self.doctor_button.clicked.connect(self.run_doctor)
         top.addWidget(self.doctor_status, 1)
+        self.doctor_settings_button = QPushButton(doctor)  # shown with the "add an environment" hint
+        self.doctor_settings_button.clicked.connect(self.settings_requested)
+        self.doctor_settings_button.hide()
+        top.addWidget(self.doctor_settings_button)
         top.addWidget(self.doctor_button)
         dl.addLayout(top)
         self.doctor_table = QTableWidget(0, len(DOCTOR_HEADERS), doctor)
@@ -228,6 +247,7 @@ class Dashboard(QWidget):
         self.tabs.addTab(doctor, "")
         self.doctor_done.connect(self.show_doctor)
         self.doctor_line.connect(self._set_doctor_status_text)
+        self.doctor_note.connect(self._set_doctor_status)
         self._doctor_thread: threading.Thread | None = None
         self._doctor_pairs: list[Any] = []
 
@@ -271,6 +291,7 @@ class Dashboard(QWidget):
         self.doctor_table.setHorizontalHeaderLabels([tr(h) for h in DOCTOR_HEADERS])
         self.device_table.setHorizontalHeaderLabels([tr(h) for h in DEVICE_HEADERS])
         self.doctor_button.setText(tr("Run doctor"))
+        self.doctor_settings_button.setText(tr("Open Settings…"))
         self.proc_table.setToolTip(tr("Right-click a process of yours to stop it"))
         if self._doctor_status_note is not None:
             self.doctor_status.setText(self._doctor_status_note.text())
@@ -305,6 +326,7 @@ class Dashboard(QWidget):
         self.timer.start()
         self.refresh()
         super().showEvent(event)
+        fit_on_screen(self)  # 900×660 is more than a small screen's available area (issue 33)
 
     def hideEvent(self, event: Any) -> None:
         self.timer.stop()
@@ -387,7 +409,7 @@ class Dashboard(QWidget):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)  # a narrow window elides the cell: the full reading stays readable
                 self.device_table.setItem(row, col, item)
-        self.device_table.resizeColumnsToContents()
+        fit_columns(self.device_table)
 
     def _fill_processes(self, snap: Snapshot) -> None:
         names = {r.info.key: r.info.name for r in snap.readings}
@@ -501,6 +523,7 @@ class Dashboard(QWidget):
         self._doctor_status_note = status
         self._show_status_mark(None)
         self.doctor_status.setText(status.text())
+        self.doctor_settings_button.setVisible(status.source == NO_ENVIRONMENT_HINT)
 
     def _show_status_mark(self, verdict: str | None) -> None:
         if verdict is None:
@@ -536,10 +559,9 @@ class Dashboard(QWidget):
                         mark_icon(p.verdict)
                     )  # drawn: ✅/❌ need an emoji font (empty boxes without)
                 self.doctor_table.setItem(row, col, item)
+        fit_columns(self.doctor_table)
         if not pairs and not keep_status:
-            self._set_doctor_status(
-                messages.note(tr_noop("No doctor results yet: add a Python environment in Settings."))
-            )
+            self._set_doctor_status(messages.note(NO_ENVIRONMENT_HINT))
         self.doctor_button.setEnabled(self._doctor_thread is None or not self._doctor_thread.is_alive())
 
     def run_doctor(self) -> None:
@@ -558,10 +580,15 @@ class Dashboard(QWidget):
 
                 results = run_doctor(load_envs(), devices, progress=self.doctor_line.emit)
             except Exception as exc:
-                self.doctor_line.emit(tr("The doctor failed: {error}").format(error=exc))
-                results = []
+                self.doctor_done.emit([])
+                self.doctor_note.emit(messages.note(tr_noop("The doctor failed: {error}"), error=exc))
+                return
+            # Nothing probed (no environment): the hint and its button stay, not "finished" over an
+            # empty table (issue 33). The finish time is a Note: it follows a language switch.
             self.doctor_done.emit(results)
-            self.doctor_line.emit(tr("Doctor finished at {time}").format(time=time.strftime("%H:%M:%S")))
+            if results:
+                finished = tr_noop("Doctor finished at {time}")
+                self.doctor_note.emit(messages.note(finished, time=time.strftime("%H:%M:%S")))
 
         self._doctor_thread = threading.Thread(target=work, name="gputray-doctor", daemon=True)
         self._doctor_thread.start()

@@ -57,12 +57,27 @@ def xdg_config_home() -> Path:
 
 
 def exec_command() -> str:
-    """``gputray`` when it is on PATH (what the .desktop spec expects), else its absolute path, quoted."""
-    if shutil.which("gputray"):
-        return "gputray"
-    candidate = Path(sys.executable).with_name("gputray")
-    path = str(candidate) if candidate.exists() else f"{sys.executable} -m gputray.gui.entry"
-    return " ".join(_desktop_quote(p) for p in path.split(" "))
+    """The absolute path of the gputray that runs now, quoted for a .desktop ``Exec`` line.
+
+    Never a bare ``gputray``: found on PATH only in the shell that had a venv active, it is broken for
+    the file manager, the session and every other shell (issue 33). In order: a frozen build's own
+    executable; the ``gputray`` launcher this process was started as (``sys.argv[0]``); the one beside
+    this interpreter (a venv's ``bin``); else this interpreter with ``-m gputray.gui.entry``.
+    """
+    return " ".join(_desktop_quote(part) for part in running_command())
+
+
+def running_command() -> list[str]:
+    """What starts this very gputray again, as absolute argv words (see ``exec_command``)."""
+    if getattr(sys, "frozen", False):
+        return [os.path.abspath(sys.executable)]
+    started_as = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if started_as is not None and started_as.name.startswith("gputray") and started_as.is_file():
+        return [os.path.abspath(started_as)]
+    beside = Path(os.path.abspath(sys.executable)).with_name("gputray")
+    if beside.is_file():
+        return [str(beside)]
+    return [os.path.abspath(sys.executable), "-m", "gputray.gui.entry"]
 
 
 def _desktop_quote(arg: str) -> str:

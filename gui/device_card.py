@@ -307,7 +307,8 @@ class DeviceCard(QFrame):
         ok = r.sample.state == "ok"
         details = sample_extras(r.sample, compact=True, words=words) if ok else state_line(r)
         self.extras_label.setText(details)
-        self.extras_label.set_own_tooltip(sample_extras(r.sample, words=words) if ok else "")
+        long_form = sample_extras(r.sample, words=words) if ok else ""
+        self.extras_label.set_own_tooltip(long_form, says_the_line=ok)
         self._render_jobs()
         busy = "; ".join(messages.translate(b) for b in self._busy)
         self.busy_label.setText(

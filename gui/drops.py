@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -32,9 +32,10 @@ from PySide6.QtWidgets import (
 
 from gputray.gui import messages
 from gputray.gui.gui_state import GuiState
-from gputray.gui.i18n import tr
+from gputray.gui.i18n import tr, trn
 from gputray.gui.theme import colors
 from gputray.gui.widgets import ElidedLabel
+from gputray.gui.window_fit import fit_on_screen
 from gputray.scheduler.tasks.recipes import Recipe
 from gputray.scheduler.tasks.records import TaskPatch
 
@@ -374,14 +375,18 @@ class DropConfirmDialog(QDialog):
     def _update_summary(self) -> None:
         jobs = sum(len(g.files) for g in self.plan.groups if g.file_type not in self.blocked)
         dropped = sum(len(g.files) for g in self.plan.groups) + len(self.plan.problems)
-        text = tr("{n} file(s) will become {n} job(s).").format(n=jobs)
+        text = trn("%n file(s) will become %n job(s).", jobs)
         left = dropped - jobs
         if left:
-            text += " " + tr("{n} of the {total} dropped item(s) will not be queued (see below).").format(
-                n=left, total=dropped
-            )
+            text += " " + trn(
+                "{left} of the %n dropped item(s) will not be queued (see below).", dropped
+            ).format(left=left)
         self.summary.setText(text)
         self.ok.setEnabled(jobs > 0)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        fit_on_screen(self)
 
     def machine(self) -> str | None:
         """Where the jobs run: None (this machine), "any", or another machine's name."""

@@ -1,9 +1,11 @@
 """English and Japanese UI through Qt's own translators.
 
-Every user-visible string goes through :func:`tr`, one translation context (``gputray``), compiled
-into ``resources/translations/gputray_ja.qm``. Qt's own strings (the standard buttons OK, Cancel,
-Save …, the context menus of text fields) come from Qt's ``qtbase_ja.qm``, shipped with PySide6.
-What the queue and the monitor say (reasons, errors) is translated by ``gui/messages.py``.
+Every user-visible string goes through :func:`tr` (or :func:`trn`, a sentence about a number of
+things), one translation context (``gputray``), compiled into ``resources/translations/gputray_ja.qm``;
+``gputray_en.qm`` holds only the English plural forms of the :func:`trn` sentences. Qt's own strings
+(the standard buttons OK, Cancel, Save …, the context menus of text fields) come from Qt's
+``qtbase_ja.qm``, shipped with PySide6. What the queue and the monitor say (reasons, errors) is
+translated by ``gui/messages.py``.
 
 The language follows the system locale unless the config says ``[gui] language = "en" | "ja"``.
 Installing or removing a translator makes Qt send every widget a ``LanguageChange`` event: the
@@ -26,6 +28,15 @@ _generation = 0
 
 def tr(text: str) -> str:
     return QCoreApplication.translate(CONTEXT, text)
+
+
+def trn(text: str, n: int) -> str:
+    """A sentence about ``n`` things, in the plural form ``n`` takes in the current language (Qt's
+    numerus forms: ``%n`` is ``n``). English has its forms too (``gputray_en.qm``, plural messages
+    only): "1 file will become 1 job", "2 files will become 2 jobs", never "1 file(s)"."""
+    if not _installed and _language == "en" and QCoreApplication.instance() is not None:
+        install_language("en")  # the English plural forms, before the app installed any language
+    return QCoreApplication.translate(CONTEXT, text, None, n)
 
 
 def tr_noop(text: str) -> str:
@@ -64,7 +75,7 @@ def install_language(language: str) -> bool:
     app = QCoreApplication.instance()
     if app is None:
         raise RuntimeError("install_language needs a QCoreApplication")
-    if language == _language and (language == "en" or _installed):
+    if language == _language and _installed:
         return True
     for old in _installed:
         QCoreApplication.removeTranslator(old)
@@ -72,6 +83,10 @@ def install_language(language: str) -> bool:
     _language = "en"
     _generation += 1
     if language == "en":
+        english = QTranslator(app)  # English plural forms only: every other string is its own source
+        if english.load(str(resource_path("translations/gputray_en.qm"))):
+            QCoreApplication.installTranslator(english)
+            _installed.append(english)
         return True
     ours = QTranslator(app)
     if not ours.load(str(resource_path(f"translations/gputray_{language}.qm"))):

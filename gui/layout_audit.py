@@ -1,15 +1,18 @@
 """Is any text cut off? A walk over a window's visible widgets that finds text that does not fit.
 
-Allowed: an :class:`ElidedLabel` whose tooltip holds its whole text, wrapped text that has the height
+Allowed: an :class:`ElidedLabel` whose tooltip holds its whole text (or says it at more length:
+``set_own_tooltip(says_the_line=True)``), wrapped text that has the height
 it needs, table cells (and a delegate's second line, such as the queue's reasons) that elide with the
 whole text in their tooltip. Not allowed, tooltip or not: a primary figure (a widget marked with
 ``widgets.PRIMARY_PROPERTY``: a GPU's load, temperature, power, VRAM and shared memory) that is elided
 or cut at all, nor one outside its window; the figures are what the panel is for. A window that
 scrolls inside itself (a :class:`QScrollArea` with somewhere to scroll) is a problem on a screen of
 ``NO_SCROLL_SCREEN`` (1366×768) or more; on a smaller one what it scrolls to counts as shown.
-Everything else that does not fit is a :class:`Problem`. The tests call :func:`audit` on every
-window; with ``GPUTRAY_LAYOUT_AUDIT=1`` the app logs the result each time the panel is shown (the
-X11 end-to-end test reads it).
+A window (or dialog) whose frame is not wholly inside its screen's available area (the screen less
+its panels: ``window_fit``) is a problem too. Everything else that does not fit is a
+:class:`Problem`. The tests call :func:`audit` on every window; with ``GPUTRAY_LAYOUT_AUDIT=1`` the
+app logs the result for every window and dialog each time one is shown (``window_audit``; the X11
+end-to-end test reads it).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from gputray.gui.widgets import PRIMARY_PROPERTY, ElidedLabel, WrappedLabel
+from gputray.gui.window_fit import outside_area
 
 CELL_PADDING_PX = 8  # what an item view's cell keeps around its text
 NO_SCROLL_SCREEN = QSize(1366, 768)  # on a screen this large (logical pixels) a window fits unscrolled
@@ -93,6 +97,10 @@ def is_primary(w: QWidget) -> bool:
 
 def audit(root: QWidget, *, rows: int = 50) -> Report:
     report = Report()
+    if root.isWindow() and root.isVisible():
+        outside = outside_area(root)
+        if outside is not None:
+            report.problems.append(Problem(_name(root), root.windowTitle(), outside))
     for w in [root, *root.findChildren(QWidget)]:
         if w is not root and not _shown(w, root):
             continue
@@ -186,7 +194,7 @@ def _elided_label(w: ElidedLabel, report: Report) -> None:
         return
     report.checked += 1
     if w.is_elided():
-        if w.text() in w.toolTip():
+        if w.text() in w.toolTip() or w.tip_says_the_line():
             report.allow_elided(w.text())
         else:
             report.problems.append(Problem(_name(w), w.text(), "is elided without its text in the tooltip"))

@@ -6,7 +6,9 @@ from PySide6.QtCore import QEvent
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QWidget
 
-from gputray.gui.i18n import tr
+from gputray.gui.i18n import tr, tr_noop
+
+DEMO_LOCKED = tr_noop("No GPU was found on this machine, so gputray stays in demo mode.")
 
 
 class TrayMenu(QMenu):
@@ -37,6 +39,15 @@ class TrayMenu(QMenu):
         self.addSeparator()
         self.addAction(self.about_action)
         self.addAction(self.quit_action)
+        self.setToolTipsVisible(True)  # the demo entry says why it cannot be unticked
+        self.demo_locked = False
+        self.retranslate()
+
+    def set_demo_locked(self, locked: bool) -> None:
+        """No GPU was found: demo mode cannot be left, so the entry is off and says why (issue 33:
+        unticking it restarted the owner, which found no GPU and ticked it again, silently)."""
+        self.demo_locked = locked
+        self.demo_action.setEnabled(not locked)
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -46,6 +57,7 @@ class TrayMenu(QMenu):
         self.doctor_action.setText(tr("Run doctor"))
         self.settings_action.setText(tr("Settings…"))
         self.demo_action.setText(tr("Demo mode"))
+        self.demo_action.setToolTip(tr(DEMO_LOCKED) if self.demo_locked else "")
         self.bubble_action.setText(tr("Drop bubble"))
         self.about_action.setText(tr("About gputray"))
         self.quit_action.setText(tr("Quit"))

@@ -59,6 +59,7 @@ from gputray.gui.device_card import (
 )
 from gputray.gui.i18n import tr
 from gputray.gui.legend import gpu_readings, legend_for
+from gputray.gui.offer_bar import OfferBar, standing_offers
 from gputray.gui.offer_prompts import KEEP_WAITING, RUN_HERE, keep_label, run_label
 from gputray.gui.queue_model import ACTIVE_STATES, QueueModel
 from gputray.gui.queue_view import QueueTable
@@ -66,7 +67,7 @@ from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.tray_icon import is_hot
 from gputray.gui.widgets import ElidedLabel, FigureLabel, WrappedLabel
 from gputray.monitor.records import Snapshot
-from gputray.scheduler.replies import DeviceSlots, TaskView
+from gputray.scheduler.replies import DeviceSlots, Offer, TaskView
 
 __all__ = ["DeviceCard", "DropZone", "Panel", "process_menu"]
 
@@ -302,6 +303,9 @@ class Panel(QWidget):
         queue_head.addWidget(self.pause_all_button)
         body.addLayout(queue_head)
 
+        self.offer_bar = OfferBar(self._offer_answered_in_bar, self.content)
+        body.addWidget(self.offer_bar)
+        self._answered_offers: set[int] = set()  # answered here: the bar moves on before the reload
         self.table = QueueTable(model, self.content)
         self.table.doubleClicked.connect(self._open_log_at)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -327,6 +331,11 @@ class Panel(QWidget):
         self.table.selectionModel().selectionChanged.connect(lambda *_: self.update_buttons())
         for change in (model.dataChanged, model.rowsInserted, model.rowsRemoved, model.modelReset):
             change.connect(lambda *_: self.update_buttons())
+        # A reorder (a cancelled task sorts among the ended ones) moves the selection with its task
+        # (persistent indexes): the list follows it, so the task Retry and Open log act on is in view.
+        model.layoutChanged.connect(lambda *_: self._after_reorder())
+        for change in (model.dataChanged, model.rowsInserted, model.rowsRemoved, model.modelReset):
+            change.connect(lambda *_: self.refresh_offers())
 
         self.drop_zone = DropZone(self.content)
         self.drop_zone.set_pinned(self.pinned or windowed)
@@ -646,6 +655,22 @@ class Panel(QWidget):
         ):
             button.setEnabled(usable)
             button.setToolTip(doing if usable else why_not)
+
+    def refresh_offers(self) -> None:
+        """The offer bar shows the first standing offer (issue 33: without a notification daemon the
+        answers were only in the row menu)."""
+        self.offer_bar.show_offers(standing_offers(self.model.tasks(), self._answered_offers))
+
+    def _offer_answered_in_bar(self, task_id: int, answer: str, offer: Offer) -> None:
+        self._answered_offers.add(task_id)
+        self.refresh_offers()
+        self.offer_answered.emit(task_id, answer, offer)
+
+    def _after_reorder(self) -> None:
+        self.update_buttons()
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        if rows:
+            self.table.scrollTo(self.model.index(rows[0], 0))
 
     def _toggle_pause_all(self) -> None:
         if self._paused_all:

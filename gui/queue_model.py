@@ -145,7 +145,13 @@ class QueueModel(QAbstractTableModel):
             env = task.env
             return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
-            return messages.translate(task.reason)
+            reason = messages.translate(task.reason)
+            offer = task.offer if task.state in ("queued", "waiting") else None
+            if offer is None:
+                return reason
+            # a standing offer comes first: the answer is one click away in the bar above the list
+            can = tr("can start now on {device}").format(device=offer.device_name)
+            return f"{can}; {reason}" if reason else can
         if col == COL_ELAPSED:
             took = elapsed_s(task, self._now)
             return "" if took is None else format_duration(took)

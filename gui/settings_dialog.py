@@ -15,6 +15,7 @@ from typing import Any
 
 import tomli_w
 from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -23,12 +24,12 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QMessageBox,
     QPushButton,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -36,16 +37,21 @@ from PySide6.QtWidgets import (
 from gputray.gui import desktop_integration, messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.notifications import KINDS, kind_labels
+from gputray.gui.window_fit import fit_on_screen
 from gputray.scheduler.config import Config, ConfigError, read_config, read_user_config
 from gputray.scheduler.config import write_user_config as write_config_text
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.pyenvs.record import PythonEnv
 
 LANGUAGE_LABELS = {"auto": tr_noop("System (auto)"), "en": "English", "ja": "日本語"}
 
 
-def write_user_config(updates: Mapping[str, Mapping[str, Any]], path: Path | None = None) -> Path:
+def write_user_config(
+    updates: Mapping[str, Mapping[str, Any]], path: Path | None = None, *, backup: bool = True
+) -> Path:
     """Merge ``{table: {key: value}}`` into the user's config file; other tables stay as they are, and
-    the file as it was is kept as ``config.toml.bak`` (its comments are not written back)."""
+    the file as it was is kept as ``config.toml.bak`` (its comments are not written back) unless
+    ``backup`` is False (Save wrote the environments first and kept the file as it was then)."""
     path = path or app_paths().config_file
     data = read_user_config(path, malformed_hint=" (fix the file first; gputray will not overwrite it)")
     for table, values in updates.items():
@@ -58,7 +64,7 @@ def write_user_config(updates: Mapping[str, Mapping[str, Any]], path: Path | Non
             else:
                 merged[key] = value
         data[table] = merged
-    write_config_text(path, tomli_w.dumps(data), backup=True)  # TOML writers drop comments
+    write_config_text(path, tomli_w.dumps(data), backup=backup)  # TOML writers drop comments
     return path
 
 
@@ -89,23 +95,32 @@ def _without(tables: dict[str, dict[str, Any]], dotted: Sequence[str]) -> dict[s
 
 
 class SettingsDialog(QDialog):
+    """Nothing is written until Save: Cancel (or Esc, or closing the window) leaves ``config.toml``,
+    the environments in it and autostart as they were (issue 33). The sections are tabs, so the dialog
+    fits a 1366×768 screen with a panel bar in either language."""
+
     saved = Signal(dict)
 
     def __init__(self, parent: QWidget | None = None, config: Config | None = None) -> None:
         super().__init__(parent)
+        self.setObjectName("settings")
         cfg = config if config is not None else read_config()
         th = cfg.thresholds
         layout = QVBoxLayout(self)
+        self.tabs = QTabWidget(self)
+        self.tabs.setUsesScrollButtons(False)  # every tab's name in sight: the dialog is as wide as they are
+        layout.addWidget(self.tabs)
 
-        form = QFormLayout()
+        general = QWidget(self.tabs)
+        form = QFormLayout(general)
         self.form_labels: list[tuple[QLabel, str]] = []
 
         def add_row(label: str, widget: QWidget) -> None:
-            text = QLabel(self)
+            text = QLabel(general)
             self.form_labels.append((text, label))
             form.addRow(text, widget)
 
-        self.interval = QDoubleSpinBox(self)
+        self.interval = QDoubleSpinBox(general)
         self.interval.setRange(0.25, 60.0)
         self.interval.setSingleStep(0.25)
         self.interval.setSuffix(" s")
@@ -117,25 +132,25 @@ class SettingsDialog(QDialog):
         add_row(tr_noop("Temperature limit, discrete GPU"), self.temp_limit)
         self.igpu_temp_limit = self._spin(th.igpu_temp_limit_c, 40, 120, " °C")
         add_row(tr_noop("Temperature limit, integrated GPU"), self.igpu_temp_limit)
-        self.language = QComboBox(self)
+        self.language = QComboBox(general)
         for key, label in LANGUAGE_LABELS.items():
             self.language.addItem(tr(label) if key == "auto" else label, key)
         idx = self.language.findData(cfg.gui.language)
         self.language.setCurrentIndex(max(idx, 0))
         add_row(tr_noop("Language"), self.language)
-        self.autostart = QCheckBox(self)
+        self.autostart = QCheckBox(general)
         self.autostart.setChecked(desktop_integration.autostart_enabled())
         form.addRow("", self.autostart)
-        layout.addLayout(form)
+        self.tabs.addTab(general, "")
 
-        envs_box = QGroupBox(self)
-        self.envs_box = envs_box
-        envs_layout = QVBoxLayout(envs_box)
-        self.envs_list = QListWidget(envs_box)
+        envs_tab = QWidget(self.tabs)
+        self.envs_box = envs_tab
+        envs_layout = QVBoxLayout(envs_tab)
+        self.envs_list = QListWidget(envs_tab)
         envs_layout.addWidget(self.envs_list)
         row = QHBoxLayout()
-        add = QPushButton(envs_box)
-        remove = QPushButton(envs_box)
+        add = QPushButton(envs_tab)
+        remove = QPushButton(envs_tab)
         self.add_env_button, self.remove_env_button = add, remove
         add.clicked.connect(self._add_env)
         remove.clicked.connect(self._remove_env)
@@ -143,30 +158,41 @@ class SettingsDialog(QDialog):
         row.addWidget(remove)
         row.addStretch(1)
         envs_layout.addLayout(row)
-        layout.addWidget(envs_box)
-        self._load_envs()
+        self.envs_note = QLabel(envs_tab)
+        self.envs_note.setWordWrap(True)
+        envs_layout.addWidget(self.envs_note)
+        self.tabs.addTab(envs_tab, "")
+        self.envs_error: str | None = None
+        self.saved_envs = self._read_envs()
+        self.envs: list[PythonEnv] = list(self.saved_envs)
+        self._show_envs()
 
-        recipes_box = QGroupBox(self)
-        self.recipes_box = recipes_box
-        rl = QVBoxLayout(recipes_box)
-        self.recipes_list = QListWidget(recipes_box)
+        recipes_tab = QWidget(self.tabs)
+        self.recipes_box = recipes_tab
+        rl = QVBoxLayout(recipes_tab)
+        self.recipes_note = QLabel(recipes_tab)
+        self.recipes_note.setWordWrap(True)
+        rl.addWidget(self.recipes_note)
+        self.recipes_list = QListWidget(recipes_tab)
         rl.addWidget(self.recipes_list)
-        self.open_recipes_button = QPushButton(recipes_box)
+        self.open_recipes_button = QPushButton(recipes_tab)
         self.open_recipes_button.clicked.connect(self._edit_recipes)
         rl.addWidget(self.open_recipes_button)
-        layout.addWidget(recipes_box)
+        self.tabs.addTab(recipes_tab, "")
+        self.recipes_viewer: QDialog | None = None
 
-        notes_box = QGroupBox(self)
-        self.notes_box = notes_box
-        nl = QVBoxLayout(notes_box)
+        notes_tab = QWidget(self.tabs)
+        self.notes_box = notes_tab
+        nl = QVBoxLayout(notes_tab)
         enabled = cfg.gui.notifications
         self.notify_checks: dict[str, QCheckBox] = {}
         for kind in kind_labels():
-            box = QCheckBox(notes_box)
+            box = QCheckBox(notes_tab)
             box.setChecked(enabled.get(kind, True))
             nl.addWidget(box)
             self.notify_checks[kind] = box
-        layout.addWidget(notes_box)
+        nl.addStretch(1)
+        self.tabs.addTab(notes_tab, "")
 
         self.config_label = QLabel(self)
         self.config_label.setWordWrap(True)
@@ -189,21 +215,34 @@ class SettingsDialog(QDialog):
             label.setText(tr(source))
         self.language.setItemText(self.language.findData("auto"), tr(LANGUAGE_LABELS["auto"]))
         self.autostart.setText(tr("Start gputray when I log in"))
-        self.envs_box.setTitle(tr("Python environments"))
+        for i, title in enumerate(
+            (
+                tr("General"),
+                tr("Python environments"),
+                tr("Recipes"),
+                tr("Notifications"),
+            )
+        ):
+            self.tabs.setTabText(i, title)
         self.add_env_button.setText(tr("Add…"))
         self.remove_env_button.setText(tr("Remove"))
-        self.recipes_box.setTitle(tr("Recipes (what a dropped file becomes)"))
+        self.envs_note.setText(tr("Added and removed environments are written to the config file on Save."))
+        self.recipes_note.setText(tr("Recipes (what a dropped file becomes)"))
         self.open_recipes_button.setText(tr("Edit my recipes file"))
-        self.notes_box.setTitle(tr("Notifications"))
         for kind, kind_label in kind_labels().items():
             self.notify_checks[kind].setText(kind_label)
         self.config_label.setText(tr("Saved in {path}").format(path=app_paths().config_file))
+        self._show_envs()
         self._load_recipes()
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.LanguageChange:
             self.retranslate()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        fit_on_screen(self)
 
     def _load_recipes(self) -> None:
         self.recipes_list.clear()
@@ -225,41 +264,56 @@ class SettingsDialog(QDialog):
         spin.setValue(value)
         return spin
 
-    def _load_envs(self) -> None:
+    # -- Python environments: a list of its own until Save ----------------------------------------
+    def _read_envs(self) -> list[PythonEnv]:
         from gputray.scheduler.pyenvs.registry import load_envs
 
-        self.envs_list.clear()
         try:
-            for env in load_envs():
-                extra = " ".join(f"{k}={v}" for k, v in env.extra_env.items())
-                self.envs_list.addItem(f"{env.name} — {env.python} {extra}".rstrip())
-        except Exception as exc:
-            self.envs_list.addItem(tr("Environments could not be read: {error}").format(error=exc))
+            return load_envs()
+        except Exception as exc:  # a bad [[env]] entry: shown, and nothing of it is written back
+            self.envs_error = str(exc)
+            return []
+
+    def _show_envs(self) -> None:
+        self.envs_list.clear()
+        if self.envs_error is not None:
+            self.envs_list.addItem(
+                tr("Environments could not be read: {error}").format(error=self.envs_error)
+            )
+            return
+        for env in self.envs:
+            extra = " ".join(f"{k}={v}" for k, v in env.extra_env.items())
+            self.envs_list.addItem(f"{env.name} — {env.python} {extra}".rstrip())
 
     def _add_env(self) -> None:
-        from gputray.scheduler.pyenvs.registry import add_env
-
         path, _ = QFileDialog.getOpenFileName(self, tr("Choose a Python interpreter"))
-        if not path:
-            return
+        if path:
+            self.add_env(Path(path))
+
+    def add_env(self, python: Path) -> bool:
+        """Check ``python`` as ``gputray envs add`` does and list it; written on Save. False (and a
+        message box saying why) when it is refused."""
+        from gputray.scheduler.pyenvs.registry import env_to_add
+
+        if self.envs_error is not None:
+            QMessageBox.warning(self, tr("Python environments"), messages.translate(self.envs_error))
+            return False
         try:
-            add_env(Path(path))
+            env = env_to_add(self.envs, python)
         except Exception as exc:
             QMessageBox.warning(self, tr("Python environments"), messages.translate(str(exc)))
-        self._load_envs()
+            return False
+        self.envs.append(env)
+        self._show_envs()
+        return True
 
     def _remove_env(self) -> None:
-        from gputray.scheduler.pyenvs.registry import remove_env
+        row = self.envs_list.currentRow()
+        if self.envs_error is None and 0 <= row < len(self.envs):
+            del self.envs[row]
+            self._show_envs()
 
-        item = self.envs_list.currentItem()
-        if item is None:
-            return
-        try:
-            remove_env(item.text().split(" — ")[0])
-        except Exception as exc:
-            QMessageBox.warning(self, tr("Python environments"), str(exc))
-        self._load_envs()
-
+    # -- recipes --------------------------------------------------------------------------------------
     def _edit_recipes(self) -> None:
         from PySide6.QtCore import QUrl
         from PySide6.QtGui import QDesktopServices
@@ -269,7 +323,13 @@ class SettingsDialog(QDialog):
             path.parent.mkdir(parents=True, exist_ok=True)
             note = "# Your recipes: copy a [[recipe]] from the shipped recipes.toml here to change it.\n"
             path.write_text(note, "utf-8")
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            # No program opens it (no xdg-open, a bare window manager): say where it is, in a window
+            # that shows it and copies its path, instead of a line in the log nobody sees.
+            from gputray.gui.file_viewer import FileViewer
+
+            self.recipes_viewer = FileViewer(path, tr("Your recipes file"), self)
+            self.recipes_viewer.show()
 
     def values(self) -> dict[str, dict[str, Any]]:
         return {
@@ -286,15 +346,21 @@ class SettingsDialog(QDialog):
         }
 
     def _save(self) -> None:
+        from gputray.scheduler.pyenvs.registry import save_envs
+
         values = self.values()
         try:
+            envs_changed = self.envs_error is None and self.envs != self.saved_envs
+            if envs_changed:
+                save_envs(self.envs)  # keeps the file as it was in config.toml.bak
             edits = changed(self.shown, values)
             if edits:
-                write_user_config(edits)
+                write_user_config(edits, backup=not envs_changed)
             if self.autostart.isChecked() != desktop_integration.autostart_enabled():
                 desktop_integration.set_autostart(self.autostart.isChecked())
         except (OSError, ValueError, ConfigError) as exc:  # ConfigError: a malformed file, left alone
             QMessageBox.warning(self, tr("gputray settings"), str(exc))
             return
+        self.saved_envs = list(self.envs)
         self.saved.emit(values)
         self.accept()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import sys
 import threading
 import time
@@ -23,11 +22,11 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from gputray.cluster.picture import ClusterPicture, cluster_picture
-from gputray.gui import messages
+from gputray.gui import messages, window_audit
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
-from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop
-from gputray.gui.menu import TrayMenu
+from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop, trn
+from gputray.gui.menu import DEMO_LOCKED, TrayMenu
 from gputray.gui.messages import Note, note
 from gputray.gui.notifications import Notice, Notifier
 from gputray.gui.offer_prompts import RUN_HERE, OfferPrompts
@@ -69,6 +68,14 @@ WINDOW_FAILED = tr_noop(
     "{window} could not be opened: {error}\n\nIf gputray was updated or reinstalled while it ran, quit and "
     "start it again. The full error is in {log}."
 )
+
+
+def click_on_icon(tray: QSystemTrayIcon) -> bool:
+    """Whether the pointer is on the tray icon now (where a tray reports its geometry)."""
+    from PySide6.QtGui import QCursor
+
+    where = tray.geometry()
+    return where.isValid() and not where.isEmpty() and where.contains(QCursor.pos())
 
 
 def missing_package(exc: BaseException) -> str | None:
@@ -126,6 +133,7 @@ class TrayApp(QObject):
         self.notes: list[Note] = self._config_notes()
         self._unsubscribe: Any = None
         self._starting = False
+        self._left_demo = False  # Demo mode was unticked: the owner restarts on the real backends
         self.dashboard: Any = None
         self.bubble: Any = None
         self.paused = Paused()
@@ -151,6 +159,8 @@ class TrayApp(QObject):
         self.queue_event_arrived.connect(self._on_queue_event, Qt.ConnectionType.QueuedConnection)
         self.owner_started.connect(self._on_owner_started, Qt.ConnectionType.QueuedConnection)
         self.files_opened.connect(self._on_files_opened, Qt.ConnectionType.QueuedConnection)
+        # diagnostics (and the X11 tests): every window and dialog audited when shown
+        self.window_auditor = window_audit.WindowAuditor(self) if window_audit.enabled() else None
         self.visible_timer = QTimer(self)  # runs only while the panel is on screen
         self.visible_timer.setInterval(1000)
         self.visible_timer.timeout.connect(self._tick_visible)
@@ -184,6 +194,7 @@ class TrayApp(QObject):
         self.menu.about_action.triggered.connect(self.open_about)
         self.menu.quit_action.triggered.connect(lambda: self.quit_asking())
         self.tray.setContextMenu(self.menu)
+        self.menu.aboutToShow.connect(lambda: log.info("tray menu shown"))
         self.panel.set_notice(self.notice_text)
 
     def _config_notes(self) -> list[Note]:
@@ -320,6 +331,11 @@ class TrayApp(QObject):
         self.owner, self.monitor, demo, notes = result
         self.notes += notes
         self._set_demo_flag(demo)
+        no_gpu = any(n.source == NO_GPU_NOTE for n in notes)
+        self.menu.set_demo_locked(no_gpu)
+        if no_gpu and self._left_demo:  # the user unticked Demo mode: say why it is ticked again
+            self._warn(tr(DEMO_LOCKED))
+        self._left_demo = False
         self.panel.set_notice(self.notice_text)
         self._unsubscribe = self.monitor.subscribe(self.snapshot_arrived.emit)
         self.reload_queue()
@@ -382,7 +398,7 @@ class TrayApp(QObject):
     def ask_quit(running: int) -> str | None:
         """The person's answer: keep, stop, or None to cancel the quit. Tests replace it."""
         box = QMessageBox(QMessageBox.Icon.Question, "gputray", "")
-        box.setText(tr("{n} job(s) are running. Keep them running after gputray quits?").format(n=running))
+        box.setText(trn("%n job(s) are running. Keep them running after gputray quits?", running))
         box.setInformativeText(
             tr("Kept jobs run to their end; when gputray starts again it records how they ended.")
         )
@@ -425,6 +441,16 @@ class TrayApp(QObject):
         self.menu.set_paused(paused.all)
 
     def cancel(self, ids: list[Any]) -> None:
+        from gputray.gui.cancel_confirm import confirm_cancel
+
+        tasks = [t for t in self.model.tasks() if t.id in set(ids)]
+        pinned = self.panel.pinned
+        self.panel.pinned = True  # the question takes the focus: keep the panel open meanwhile
+        try:
+            if not confirm_cancel(self.panel if self.panel.isVisible() else None, tasks, self.state):
+                return
+        finally:
+            self.panel.pinned = pinned
         result = self.request(rq.Cancel(ids=list(ids)))
         if result and result.errors:
             self._warn("\n".join(result.errors))
@@ -557,18 +583,6 @@ class TrayApp(QObject):
             self.panel.update_snapshot(self.latest, self.monitor.history if self.monitor else None)
         self.reload_queue()
         self.visible_timer.start()
-        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":  # diagnostics (and the X11 test): cut-off text
-            QTimer.singleShot(1500, lambda: self.audit_layout("panel", self.panel))
-
-    def audit_layout(self, name: str, window: Any) -> None:
-        from gputray.gui.layout_audit import audit
-
-        if window is None or not window.isVisible():
-            return
-        report = audit(window)
-        log.info("layout audit (%s): %s", name, report.summary())
-        for problem in report.problems:
-            log.warning("layout problem (%s): %s", name, problem)
 
     def _tick_visible(self) -> None:
         self._ticks += 1
@@ -620,6 +634,12 @@ class TrayApp(QObject):
             self.panel.set_notice(lambda: self.notice_text() + "\n" + shown)
 
     def _on_message_clicked(self) -> None:
+        if click_on_icon(self.tray):
+            # Qt's X11 tray reports any click on the icon while a balloon is up as a click on the
+            # balloon (before it pops the menu or emits activated): the icon's click is the menu's or
+            # the panel's, never the notification's (issue 33).
+            log.info("notification dismissed by a click on the icon")
+            return
         log.info("notification clicked")
         balloon = self._balloon
         if balloon is not None and balloon.offer is not None and balloon.task_id is not None:
@@ -693,13 +713,15 @@ class TrayApp(QObject):
                 self._window_failed(tr("The dashboard"), exc)
                 return False
             self.dashboard.stop_process_requested.connect(self.stop_process)
+            self.dashboard.settings_requested.connect(self.open_settings)
         self.dashboard.tabs.setCurrentIndex(tab)
         log.info("dashboard opened")
+        already_shown = self.dashboard.isVisible()
         self.dashboard.show()
         self.dashboard.raise_()
         self.dashboard.activateWindow()
-        if os.environ.get("GPUTRAY_LAYOUT_AUDIT") == "1":
-            QTimer.singleShot(1500, lambda: self.audit_layout("dashboard", self.dashboard))
+        if already_shown and window_audit.enabled():  # no Show event: audit the tab it turned to
+            window_audit.audit_soon(self.dashboard)
         return True
 
     def run_doctor(self) -> None:
@@ -775,6 +797,7 @@ class TrayApp(QObject):
     def set_demo(self, demo: bool) -> None:
         if demo == self.demo and self.owner is not None:
             return
+        self._left_demo = not demo
         self.stop_owner()
         self.latest = None
         self.notes = self._config_notes()  # the owner's notes go with it; the config's stay

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from PySide6.QtCore import QEvent, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPaintEvent, QResizeEvent
-from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics, QPainter, QPaintEvent, QResizeEvent
+from PySide6.QtWidgets import QLabel, QSizePolicy, QToolTip, QWidget
 
 PRIMARY_PROPERTY = "primaryFigure"  # the layout audit allows no eliding at all for such a widget
 
@@ -32,6 +32,7 @@ class ElidedLabel(QLabel):
         super().__init__(parent)
         self._full = ""
         self._own_tip = ""
+        self._tip_says_the_line = False
         self._mode = mode
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
@@ -55,10 +56,17 @@ class ElidedLabel(QLabel):
     def is_elided(self) -> bool:
         return super().text() != self._full
 
-    def set_own_tooltip(self, tip: str) -> None:
-        """A tooltip that explains the line; the whole text is added to it while the line is elided."""
+    def set_own_tooltip(self, tip: str, *, says_the_line: bool = False) -> None:
+        """A tooltip that explains the line; the whole text is added to it while the line is elided,
+        unless ``says_the_line``: the tip is the line's own readings at more length (the card's PCIe /
+        fan line), and the two near-identical lines it made were one too many (issue 33)."""
         self._own_tip = tip
+        self._tip_says_the_line = says_the_line and bool(tip)
         self._elide()
+
+    def tip_says_the_line(self) -> bool:
+        """The tooltip says everything the line does, in other words (for ``layout_audit``)."""
+        return self._tip_says_the_line
 
     def _shown_is_current(self) -> bool:
         return super().text() == self._elided_for(self.contentsRect().width())
@@ -73,10 +81,23 @@ class ElidedLabel(QLabel):
         if super().text() != shown:
             super().setText(shown)
         tip = self._own_tip
-        if shown != self._full:
+        if shown != self._full and not self._tip_says_the_line:
             tip = f"{tip}\n{self._full}" if tip else self._full
         if self.toolTip() != tip:
             self.setToolTip(tip)
+            self._refresh_open_tooltip(tip)
+
+    def _refresh_open_tooltip(self, tip: str) -> None:
+        """A tooltip on screen is Qt's copy of the text when it opened: put the new one there (the fan's
+        30 % stayed in it while the line said 60 %)."""
+        if not QToolTip.isVisible() or not self.isVisible():
+            return
+        pointer = QCursor.pos()
+        if self.rect().contains(self.mapFromGlobal(pointer)):
+            if tip:
+                QToolTip.showText(pointer, tip, self)
+            else:
+                QToolTip.hideText()
 
     # -- size ------------------------------------------------------------------------------------------
     def _line_height(self) -> int:

@@ -3,8 +3,9 @@
 An old AMD card on the ``radeon`` driver, an NVIDIA card on ``nouveau``, a virtual GPU (virtio-gpu,
 QXL, VMware SVGA), a server's display controller (ASPEED ``ast``): none of them has amdgpu's, i915's
 or NVML's figures, but a card that is not listed cannot be chosen or avoided, so each is listed with
-its name (the PCI id: gputray's table, else the system's PCI ID database), temperature, fan and power
-where its hwmon has them, and a reason in words: "radeon driver: no load or memory figures".
+its name (the PCI id: gputray's table, else the system's PCI ID database), temperature, fan, power
+and core clock where its hwmon has them (``hwmon.find_hwmon``: the standard attributes, whatever the
+driver), and a reason in words: "radeon driver: no load or memory figures".
 
 Framebuffer-only devices (``simpledrm`` on the firmware's framebuffer, ``efidrm``, ``vesadrm``,
 ``ofdrm``) are not GPUs and are skipped; so are the cards the amdgpu, Intel and NVML backends read.
@@ -158,6 +159,7 @@ class OtherDrmBackend(DrmBackend[_Card]):
             reason=f"{label}: no {_words(missing)} figures",
             temp_c=temp,
             power_w=power,
+            sclk_mhz=hwmon.freq_mhz(hw),
             **link,
             fan_percent=fan_percent,
             fan_rpm=fan_rpm,

@@ -1,6 +1,10 @@
 """A GPU's hwmon folder: which files hold temperature, fans, power and its limit, found once per card.
 
-Units (``Documentation/hwmon/sysfs-interface.rst``): ``tempN_input`` m°C, ``fanN_input`` RPM,
+Every DRM card's hwmon is read the same way, whatever its driver: an old Radeon on ``radeon`` reports its
+core clock only here (``freq1_input``), nouveau its power, a virtual GPU nothing at all.
+
+Units (``Documentation/hwmon/sysfs-interface.rst``): ``tempN_input`` m°C, ``fanN_input`` RPM, ``freqN_input``
+Hz (``radeon``, amdgpu: ``sclk`` and ``mclk``),
 ``pwmN`` 0..``pwmN_max`` (255 when absent), ``powerN_input``/``_average`` µW, ``energyN_input`` µJ (a
 counter: power is its rate between two samples), ``powerN_max``/``_cap``/``_crit`` µW limits.
 Labels (``*_label``) name the sensors where a driver has several: amdgpu ``edge``/``junction``/``mem``,
@@ -14,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from gputray.monitor.fdinfo import read_file_bytes
+from gputray.monitor.records import plausible_power_max_w
 from gputray.monitor.sysfs import int_of, text_of
 
 
@@ -48,6 +53,7 @@ class HwmonFiles:
     power_inputs: tuple[str, ...]
     energy_input: str | None
     power_limit: str | None
+    freq_input: str | None = None  # the core clock (``sclk`` where labelled, else the lowest N)
 
 
 def _labels(base: str, files: set[str]) -> dict[str, str | None]:
@@ -97,7 +103,14 @@ def find_hwmon(
         temp_crit = temp.replace("_input", "_crit") if temp is not None else None
         fans = tuple(f"{base}/{n}" for n in sorted(files) if _FAN.match(n))
         pwm = "pwm1" if "pwm1" in files else None
-        power_inputs = tuple(f"{base}/{n}" for n in ("power1_average", "power1_input") if n in files)
+        power_inputs = tuple(
+            f"{base}/{n}"
+            for n in (
+                _pick(files, labels, "power", suffix, power_labels) for suffix in ("_average", "_input")
+            )
+            if n is not None
+        )
+        freq = _pick(files, labels, "freq", "_input", ("sclk", "gt"))
         energy = None
         for label in (*power_labels, None):
             candidates = [
@@ -124,6 +137,7 @@ def find_hwmon(
             power_inputs=power_inputs,
             energy_input=f"{base}/{energy}" if energy is not None else None,
             power_limit=f"{base}/{limit}" if limit is not None else None,
+            freq_input=f"{base}/{freq}" if freq is not None else None,
         )
     return None
 
@@ -157,6 +171,13 @@ def power_w(files: HwmonFiles | None) -> float | None:
     return None
 
 
+def freq_mhz(files: HwmonFiles | None) -> int | None:
+    """The core clock from ``freqN_input`` (Hz) in MHz; None without one, or a reading of 0 (a card
+    that is off answers 0 rather than nothing)."""
+    hz = read_int(files.freq_input) if files is not None else None
+    return round(hz / 1e6) if hz is not None and hz > 0 else None
+
+
 def power_limit_w(files: HwmonFiles | None) -> float | None:
     micro = read_int(files.power_limit) if files is not None else None
     return micro / 1e6 if micro is not None and micro > 0 else None
@@ -169,15 +190,21 @@ def energy_j(files: HwmonFiles | None) -> float | None:
 
 
 class EnergyRate:
-    """Power from an energy counter (µJ): its growth between two samples over the time between them."""
+    """Power from an energy counter (µJ): its growth between two samples over the time between them.
+
+    A counter that went back (it wrapped, the driver restarted) or grew faster than the device can draw
+    (``records.plausible_power_max_w`` of its limit: a glitch that jumped it forward) gives no power for
+    that interval, and the next is measured from the new reading; a negative or unreadable reading is
+    no reference at all (before, one made the next interval's power absurd)."""
 
     def __init__(self) -> None:
         self._last: tuple[float, int] | None = None
 
-    def update(self, now_s: float, micro_j: int | None) -> float | None:
-        if micro_j is None:
+    def update(self, now_s: float, micro_j: int | None, limit_w: float | None = None) -> float | None:
+        if micro_j is None or micro_j < 0:
             return None
         last, self._last = self._last, (now_s, micro_j)
         if last is None or now_s <= last[0] or micro_j < last[1]:
             return None  # the first sample, or the counter wrapped or was reset
-        return (micro_j - last[1]) / 1e6 / (now_s - last[0])
+        rate = (micro_j - last[1]) / 1e6 / (now_s - last[0])
+        return rate if rate <= plausible_power_max_w(limit_w) else None

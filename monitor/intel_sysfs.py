@@ -178,7 +178,7 @@ class IntelSysfsBackend(DrmBackend[_Card]):
         hw = card.hw
         power = hwmon.power_w(hw)
         if power is None and card.energy is not None and hw is not None:
-            power = card.energy.update(now_s, hwmon.read_int(hw.energy_input))
+            power = card.energy.update(now_s, hwmon.read_int(hw.energy_input), hwmon.power_limit_w(hw))
         util = vram_used = shared_used = None
         clients = usage.devices.get(card.bdf) if usage is not None and card.bdf is not None else None
         if usage is not None and usage.measured:
@@ -212,7 +212,7 @@ class IntelSysfsBackend(DrmBackend[_Card]):
             vram_total_bytes=info.vram_total_bytes,
             shared_used_bytes=shared_used,
             shared_total_bytes=info.shared_total_bytes,
-            sclk_mhz=self._clock_mhz(card),
+            sclk_mhz=self._clock_mhz(card) or hwmon.freq_mhz(hw),
             **link,
             fan_percent=fan_percent,
             fan_rpm=fan_rpm,

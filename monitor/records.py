@@ -75,6 +75,21 @@ class Sample:
     energy_counter_j: float | None = None
 
 
+#: Above its power limit × this, a reading is a glitch: cards draw over their sustained limit only in
+#: short bursts (Intel PL2 ≈ 1.2 × PL1, NVIDIA's transients), never half as much again over a second.
+POWER_LIMIT_SLACK = 1.5
+#: Where a device names no limit: more than any one GPU draws (B200 1 kW, MI355X 1.4 kW).
+NO_LIMIT_MAX_W = 2_000.0
+
+
+def plausible_power_max_w(power_limit_w: float | None) -> float:
+    """The most power a reading of a device with ``power_limit_w`` may credibly show (W): an energy
+    counter that grew faster, or a power figure above it, is a glitch, not energy."""
+    if power_limit_w is None or power_limit_w <= 0:
+        return NO_LIMIT_MAX_W
+    return power_limit_w * POWER_LIMIT_SLACK
+
+
 @dataclass(frozen=True)
 class DeviceReading:
     info: DeviceInfo

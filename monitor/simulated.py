@@ -73,6 +73,19 @@ DEMO_SCENARIO = Scenario(
 )
 
 
+def process_name(pid: int, fallback: str) -> str:
+    """The name the operating system gives a job's process (``comm`` on Linux: ``python3`` for a
+    script), as every real backend reports it, so "Stop process…" finds the same name when it checks the
+    pid again; the task's name only where the process cannot be read (issue 33: the demo listed a job's
+    process by its task's name, and the check then said "the PID now belongs to python")."""
+    try:
+        import psutil
+
+        return str(psutil.Process(pid).name()) or fallback
+    except Exception:  # gone already, or not ours to read: the task's name is all there is
+        return fallback
+
+
 @dataclass(frozen=True)
 class _Profile:
     idle_util: float
@@ -133,7 +146,7 @@ class SimulatedBackend:
         if key not in _PROFILES:
             return  # CPU jobs and unknown keys do not load the simulated GPUs
         with self._lock:
-            self._jobs[pid] = _Job(pid, name, key, util_percent, vram_bytes or 1 * GIB)
+            self._jobs[pid] = _Job(pid, process_name(pid, name), key, util_percent, vram_bytes or 1 * GIB)
 
     def job_ended(self, pid: int) -> None:
         with self._lock:

@@ -69,6 +69,16 @@ class RetentionSection:
     keep_tasks: Annotated[int, Meta(ge=0, le=10_000_000)] = 1000
 
 
+@dataclass(frozen=True)
+class QueueSection:
+    """``[queue]``: ``preempt = "priority"`` lets every task pause lower-priority jobs of ours that hold
+    its device (``--preempt`` does it for one task; ``queue.preemption``); a job paused for another
+    resumes when that one ends, or after ``max_pause_s`` whatever happens."""
+
+    preempt: Literal["off", "priority"] = "off"
+    max_pause_s: Annotated[float, Meta(ge=1.0, le=30 * 86_400.0)] = 3600.0
+
+
 # the tray's notifications, each one ``[gui.notifications] <kind> = false`` can turn off
 NOTIFICATION_KINDS = (
     "job_started",
@@ -122,6 +132,15 @@ class LogsSection:
 
 
 @dataclass(frozen=True)
+class MetricsSection:
+    """``[metrics]``: ``listen`` (``"127.0.0.1:9835"``; empty: off) and ``token`` (needed for an address
+    other machines reach). ``metrics/listen.py`` says which addresses are served and why."""
+
+    listen: str = ""
+    token: str = ""
+
+
+@dataclass(frozen=True)
 class ConfigProblem:
     key: str  # "thresholds.temp_limit_c", "devices.780m.slots", "env", "gui.langauge"
     message: str  # names the file, the key, the value and what is allowed
@@ -142,6 +161,8 @@ class Config:
     cluster: ClusterSection = field(default_factory=ClusterSection)
     logs: LogsSection = field(default_factory=LogsSection)
     retention: RetentionSection = field(default_factory=RetentionSection)
+    metrics: MetricsSection = field(default_factory=MetricsSection)
+    queue: QueueSection = field(default_factory=QueueSection)
     problems: tuple[ConfigProblem, ...] = ()
 
     def problems_in(self, table: str) -> list[ConfigProblem]:
@@ -149,7 +170,9 @@ class Config:
 
 
 T = TypeVar("T")
-_TOP_KEYS = ("monitor", "thresholds", "devices", "env", "gui", "cluster", "logs", "retention")
+_TOP_KEYS = (
+    "monitor", "thresholds", "devices", "env", "gui", "cluster", "logs", "retention", "metrics", "queue"
+)  # fmt: skip
 
 
 def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
@@ -231,6 +254,8 @@ def read_config(path: Path | None = None) -> Config:
         cluster=table("cluster", ClusterSection),
         logs=_logs_section(table("logs", LogsSection), source, problems),
         retention=table("retention", RetentionSection),
+        metrics=_metrics_section(table("metrics", MetricsSection), source, problems),
+        queue=table("queue", QueueSection),
     )
     if isinstance(notifications, dict):  # `job_faild = false` would silently turn nothing off
         _unknown_keys(notifications, NOTIFICATION_KINDS, "gui.notifications", source, problems)
@@ -285,6 +310,18 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
                     + ("left unset" if default is None else f"using {_toml(default)}"),
                 )
             )
+
+
+def _metrics_section(metrics: MetricsSection, source: str, problems: list[ConfigProblem]) -> MetricsSection:
+    """An address that is none, or that may not be served as configured, is a problem: metrics stay off."""
+    from gputray.scheduler.metrics.listen import ListenError, checked_listen
+
+    try:
+        checked_listen(metrics.listen, metrics.token)
+    except ListenError as exc:
+        problems.append(ConfigProblem("metrics.listen", f"{source}: metrics.listen: {exc}; metrics stay off"))
+        return MetricsSection()
+    return metrics
 
 
 def _logs_section(logs: LogsSection, source: str, problems: list[ConfigProblem]) -> LogsSection:

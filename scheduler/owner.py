@@ -10,6 +10,7 @@ interrupted). Requests that arrive while the rest starts wait for it (``_ready``
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import logging
 import os
@@ -31,12 +32,14 @@ from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
+from gputray.scheduler.queue.preemption import Preemption
 from gputray.scheduler.queue.timing import Schedule, Timing
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
 if TYPE_CHECKING:
     from gputray.scheduler.cluster_port import ClusterLinkFactory, ClusterPort
+    from gputray.scheduler.metrics.endpoint import MetricsEndpoint
     from gputray.scheduler.pyenvs.choice import EnvResolver
     from gputray.scheduler.queue.retention import Retention
     from gputray.scheduler.queue.service import QueueService
@@ -90,17 +93,14 @@ def _cwd(value: str | rq.RawText | None) -> str | None:
     return None if value is None else rq.os_str(value)
 
 
-def _decode_utf8_prefix(data: bytes) -> tuple[str, int]:
-    """Decode, leaving a UTF-8 sequence cut at the end of the chunk for the next read."""
-    for cut in range(4):
-        end = len(data) - cut
-        if end < 0:
-            break
-        try:
-            return data[:end].decode("utf-8"), end
-        except UnicodeDecodeError:
-            continue
-    return data.decode("utf-8", errors="replace"), len(data)
+def _decode_utf8_prefix(data: bytes, *, final: bool = False) -> tuple[str, int]:
+    """Decode as the offline reader does (an incremental decoder, U+FFFD for bytes that are not UTF-8),
+    leaving a UTF-8 sequence cut at the end of the chunk for the next read, unless ``final``: no next
+    read will come, and the cut sequence is U+FFFD. Returns the text and how many bytes it used."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    text = decoder.decode(data, final=final)
+    held, _flag = decoder.getstate()
+    return text, len(data) - len(held)
 
 
 class Owner:
@@ -139,7 +139,9 @@ class Owner:
         self._queue_lock = QueueLock(paths.queue_db)
         self.timing: Timing | None = None
         self.retention: Retention | None = None
+        self.metrics: MetricsEndpoint | None = None  # [metrics] listen: the Prometheus endpoint
         self._pauses: JobPauser | None = None
+        self.preemption: Preemption | None = None
         self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -240,6 +242,13 @@ class Owner:
             )
             self.timing.start()
             self._queue.add_timer(self.timing)  # the dispatcher is the one clock: it wakes for schedules too
+            self.preemption = Preemption(
+                self._queue,
+                self.pauses,
+                every_task=config.queue.preempt == "priority",
+                max_pause_s=config.queue.max_pause_s,
+            )
+            self._queue.add_timer(self.preemption)  # --preempt: pauses lower-priority jobs, resumes them
             from gputray.scheduler.queue.retention import Retention
 
             self.retention = Retention(
@@ -247,8 +256,19 @@ class Owner:
                 keep_days=config.retention.keep_days,
                 keep_tasks=config.retention.keep_tasks,
                 clock=self.clock,
+                history=self._queue.estimates.history,
             )
             self._queue.add_timer(self.retention)  # ended tasks and logs past [retention]'s limits go
+            if config.metrics.listen:  # prometheus_client is loaded only when metrics are asked for
+                from gputray.scheduler.metrics.endpoint import start_metrics
+
+                monitor = self._monitor
+                self.metrics = start_metrics(
+                    config.metrics.listen,
+                    config.metrics.token,
+                    queue=self._queue,
+                    latest=lambda: monitor.latest,
+                )
         except BaseException:
             self._teardown()
             raise
@@ -292,6 +312,9 @@ class Owner:
         self.shutdown_requested.set()
 
     def _teardown(self, *, kill_running: bool = False) -> None:
+        if self.metrics is not None:
+            with contextlib.suppress(Exception):
+                self.metrics.stop()
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 self.cluster.close()  # the bridge goes first: it talks to the queue
@@ -318,6 +341,8 @@ class Owner:
 
     def _event(self, event: QueueEvent) -> None:
         log.info("task %s %s: %s", event.task.id, event.kind, event.message)
+        if self.metrics is not None:
+            self.metrics.observe(event)
         if self.cluster is not None:
             self.cluster.on_event(event)
         if self._on_event is not None:
@@ -575,7 +600,12 @@ class Owner:
         text, next_offset, size = "", offset, 0
         if rec.log_path:  # a FIFO, a link, /dev/zero in its place: refused, never waited on or followed
             data, size = read_log(rec.log_path, offset, max_bytes)
-            text, used = _decode_utf8_prefix(data)
+            # The last chunk there will be: the log of an ended task read to its end, or a read that
+            # stops where the client said it stops (`logs` without --follow). A cut sequence is then
+            # U+FFFD, as the offline reader prints it, not left for a read that never comes.
+            ended = rec.finished and offset + len(data) >= size
+            bounded = req.max_bytes is not None and len(data) == req.max_bytes <= LOG_CHUNK_MAX_BYTES
+            text, used = _decode_utf8_prefix(data, final=ended or bounded)
             next_offset = offset + used
         return rp.LogChunk(
             id=rec.id,

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, ClassVar, Generic, Literal, TypeVar, cast, get_args
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
+from msgspec import Meta
 
 from gputray.scheduler import replies as rp
 from gputray.scheduler.lazy_import import lazy_module
@@ -43,9 +43,11 @@ from gputray.scheduler.tasks.limits import (  # the limits of task values live w
 # that sends none (``gputray queue``) never loads the task model (``lazy_import``).
 if TYPE_CHECKING:
     from gputray.scheduler import cluster_records
+    from gputray.scheduler.tasks import lifecycle as task_lifecycle
     from gputray.scheduler.tasks import records as task_records
 else:
     cluster_records = lazy_module("gputray.scheduler.cluster_records")
+    task_lifecycle = lazy_module("gputray.scheduler.tasks.lifecycle")
     task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = [  # re-exported: the limits every request field shares
@@ -66,7 +68,9 @@ __all__ = [  # re-exported: the limits every request field shares
 # 4: ``status`` sends the monitor's typed Snapshot, ``schedule_*`` typed ScheduleViews.
 # 5: the cluster's report (``cluster_sync``) and status document (``status``'s ``cluster``) are typed
 # (``cluster_records``), a device's readings the monitor's Sample.
-PROTOCOL_VERSION = 5
+# 6: ``cluster_update`` carries one lifecycle step (``tasks/lifecycle.py``) in place of a bag of
+# fields, and the cluster-only ops the owner's secret for its bridge.
+PROTOCOL_VERSION = 6
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 MAX_TABLE_KEYS = 4_096
@@ -132,9 +136,15 @@ def os_str(value: str | RawText) -> str:
         import os
 
         try:
-            return os.fsdecode(base64.b64decode(value.b64, validate=True))
+            text = os.fsdecode(base64.b64decode(value.b64, validate=True))
         except (binascii.Error, ValueError):
             raise BadRequest("a RawText value is not valid base64") from None
+        if "\x00" in text:  # the OS takes no NUL in an argument, a path or a variable: refuse it now
+            raise BadRequest(
+                "an argument, path or variable holds a NUL byte, which no program can be given; "
+                "nothing was queued"
+            )
+        return text
     return value
 
 
@@ -322,42 +332,24 @@ class ClusterSync(Request[rp.ClusterSynced]):
     op = "cluster_sync"
     report: cluster_records.ClusterReport | None = None
     wait_ms: Int | None = None
+    bridge_key: BridgeKey = ""
 
 
-class RecordChanges(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
-):
-    """What the cluster bridge may change on a task another machine runs: the fields it sets (``UNSET``
-    leaves one as it is, None empties one)."""
-
-    state: task_records.TaskState | UnsetType = UNSET
-    reason: Str | UnsetType = UNSET
-    device: Str | UnsetType | None = UNSET
-    env: Str | UnsetType | None = UNSET
-    exit_code: Int | UnsetType | None = UNSET
-    attempts: Annotated[int, Meta(ge=0, le=2**31)] | UnsetType = UNSET
-    started_at: Float | UnsetType | None = UNSET
-    ended_at: Float | UnsetType | None = UNSET
-    log_path: Str | UnsetType | None = UNSET
-    machine: Str | UnsetType | None = UNSET
-    remote_id: Int | UnsetType | None = UNSET
-    remote_state: Str | UnsetType | None = UNSET
-    energy_j: Annotated[float, Meta(ge=0)] | UnsetType | None = UNSET  # the GPU energy of its run there
-    energy_shared: bool | UnsetType = UNSET
-
-    def given(self) -> dict[str, object]:
-        """The fields this sets, by name."""
-        return {f: v for f in self.__struct_fields__ if (v := getattr(self, f)) is not UNSET}
+#: The secret this owner starts its cluster bridge with (``GPUTRAY_BRIDGE_KEY``): the cluster-only ops
+#: carry it, so a plain client cannot requeue or finish a task (``cluster.link``).
+BridgeKey = Annotated[str, Meta(max_length=128)]
 
 
 class ClusterUpdate(Request[rp.ClusterTask]):
-    """The bridge: what became of one task another machine runs."""
+    """The bridge: one lifecycle step (``tasks/lifecycle.py``: ``ClusterStep``) of a task the cluster
+    places or another machine runs; with ``expect_state``, only while the task is still in that state
+    (the reply's ``task`` is None and ``now`` says what it is when it was not)."""
 
     op = "cluster_update"
     id: TaskId
+    step: task_lifecycle.ClusterStep
     expect_state: Str | None = None
-    changes: RecordChanges | None = None
-    requeue: Str | None = None
+    bridge_key: BridgeKey = ""
 
 
 class ClusterSubmit(Request[rp.ClusterTask]):
@@ -401,8 +393,20 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
     v: int | None = None
 
 
+#: What a pattern on a text field asks, in words (the regex itself is no answer for a person).
+_PATTERN_WORDS = {
+    r"^[^\x00]*$": "text with no NUL character",
+    r"^[^\x00]*[^\x00\s][^\x00]*$": "text that is not blank, with no NUL character",
+}
+
+
 def _refuse(exc: msgspec.ValidationError, op: str) -> BadRequest:
     text = str(exc)
+    head, regex, rest = text.partition("`str` matching regex ")
+    pattern = rest.partition(" - at `$.")[0]
+    for known, words in _PATTERN_WORDS.items():
+        if regex and pattern in (repr(known), f"'{known}'"):
+            text = f"{head}{words}{rest[len(pattern) :]}"
     where = text.rpartition(" - at `$.")
     if where[1]:  # "Expected `int`, got `str` - at `$.ids[0]`" → "argument 'ids[0]': expected `int` ..."
         return BadRequest(

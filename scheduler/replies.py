@@ -104,6 +104,10 @@ class TaskView(Reply, frozen=True, kw_only=True):
     # paused, which its timeout and runtime leave out
     paused_at: float | None = None
     paused_s: float = 0.0
+    # the GPU memory it is counted as needing (bytes), and where that figure comes from: "vram" (given),
+    # or the model files it names ("model.safetensors 7.2 GiB + 5 %"); None/"" when neither
+    vram_need: int | None = None
+    vram_need_source: str = ""
 
     @property
     def shown_state(self) -> str:
@@ -123,7 +127,14 @@ class TaskView(Reply, frozen=True, kw_only=True):
             origin=s.origin, energy_j=r.energy_j, energy_shared=r.energy_shared,
             power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), prefer=s.prefer,
             family=family_of(s), offer=offer, paused_at=r.paused_at, paused_s=r.paused_s,
+            vram_need=s.memory_need_bytes, vram_need_source=_need_source(s),
         )  # fmt: skip
+
+
+def _need_source(spec: task_records.TaskSpec) -> str:
+    if spec.vram_bytes is not None:
+        return "vram"
+    return spec.vram_need_source or ""
 
 
 Tasks = tuple[TaskView, ...]

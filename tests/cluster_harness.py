@@ -216,6 +216,14 @@ class Machine:
         assert doc is not None, "the owner has no cluster link"
         return doc
 
+    def bridge_key(self) -> str:
+        """The secret this owner started its bridge with (read from the bridge's environment, as
+        another process of this user could): for a test that acts as the bridge would."""
+        pid = self.cluster().bridge.pid
+        assert pid is not None, "no bridge runs"
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        return next(v.partition(b"=")[2].decode() for v in environ if v.startswith(b"GPUTRAY_BRIDGE_KEY="))
+
     def state(self) -> str | None:
         """The bridge's connection as its last report says (None before the first)."""
         report = self.cluster().report

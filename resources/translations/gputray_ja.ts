@@ -1884,6 +1884,82 @@ gputray の実行中に更新または再インストールした場合は、終
         <translation>単体実行ビルド</translation>
     </message>
     <message>
+        <source>General</source>
+        <translation>一般</translation>
+    </message>
+    <message>
+        <source>Added and removed environments are written to the config file on Save.</source>
+        <translation>追加・削除した環境は「保存」を押したときに設定ファイルへ書き込まれます。</translation>
+    </message>
+    <message>
+        <source>Your recipes file</source>
+        <translation>自分のレシピファイル</translation>
+    </message>
+    <message>
+        <source>No program here opens this file. Open it in your editor from this path:</source>
+        <translation>このファイルを開くプログラムがありません。次のパスからエディターで開いてください:</translation>
+    </message>
+    <message>
+        <source>Copy path</source>
+        <translation>パスをコピー</translation>
+    </message>
+    <message>
+        <source>Copied</source>
+        <translation>コピーしました</translation>
+    </message>
+    <message>
+        <source>Open Settings…</source>
+        <translation>設定を開く…</translation>
+    </message>
+    <message>
+        <source>No GPU was found on this machine, so gputray stays in demo mode.</source>
+        <translation>このマシンに GPU が見つからないため、gputray はデモモードのままです。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n file(s) will become %n job(s).</source>
+        <translation>
+            <numerusform>%n 個のファイルから %n 個のジョブを作ります。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{left} of the %n dropped item(s) will not be queued (see below).</source>
+        <translation>
+            <numerusform>ドロップした %n 件のうち {left} 件はキューに追加されません(下記参照)。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n job(s) are running. Keep them running after gputray quits?</source>
+        <translation>
+            <numerusform>%n 件のジョブが実行中です。gputray を終了した後も実行を続けますか?</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Stop %n running job(s)?</source>
+        <translation>
+            <numerusform>実行中の %n 件のジョブを止めますか?</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Stop the running job {name} (#{id})?</source>
+        <translation>実行中のジョブ {name} (#{id}) を止めますか?</translation>
+    </message>
+    <message>
+        <source>It is stopped at once with the processes it started, and its log ends with the cancel.</source>
+        <translation>ジョブが起動したプロセスごとすぐに止め、ログの最後にキャンセルしたことを書きます。</translation>
+    </message>
+    <message>
+        <source>Stop it</source>
+        <translation>止める</translation>
+    </message>
+    <message>
+        <source>Keep it running</source>
+        <translation>実行を続ける</translation>
+    </message>
+    <message>
+        <source>Don't ask again</source>
+        <translation>次回から確認しない</translation>
+    </message>
+    <message>
         <source>Pause job</source>
         <translation>ジョブを一時停止</translation>
     </message>
@@ -1918,6 +1994,28 @@ gputray の実行中に更新または再インストールした場合は、終
     <message>
         <source>{why} (cuda-checkpoint could not restore it: {error})</source>
         <translation>{why} (cuda-checkpoint で復元できません: {error})</translation>
+    </message>
+    <message>
+        <source>paused for #{id} (priority {priority}) at {time}</source>
+        <translation>{time} に #{id} (優先度 {priority}) のため一時停止</translation>
+    </message>
+    <message>
+        <source>can start now on {device}</source>
+        <translation>{device} で今すぐ開始できます</translation>
+    </message>
+    <message>
+        <source>{name} can start now on {device}: waiting for {waited}, it takes about {run} there</source>
+        <translation>{name} は {device} で今すぐ開始できます: {waited} 待機中、{device} では約 {run} で終わります</translation>
+    </message>
+    <message numerus="yes">
+        <source>(%n more: right-click their rows)</source>
+        <translation>
+            <numerusform>(ほかに %n 件: 各行を右クリック)</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Recipes</source>
+        <translation>レシピ</translation>
     </message>
 </context>
 </TS>

@@ -44,6 +44,7 @@ COMMAND_MODULES: dict[str, str] = {
     "envs": "envs",
     "doctor": "doctor",
     "config": "config_cmd",
+    "completion": "completion",
 }
 
 Handler = Callable[[argparse.Namespace], int]

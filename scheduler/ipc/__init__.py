@@ -30,8 +30,9 @@ Frames
     reads it: surrogate escapes) travels as JSON ``\\udcXX`` escapes and arrives as the same str
     (``protocol.encode_json`` / ``decode_json``): the name the OS has, not U+FFFD.
 
-Requests are ``{"op": NAME, "args": {...}, "v": 2}``; replies ``{"ok": true, "result": {...}}`` or
-``{"ok": false, "error": {"type": ..., "message": ...}}``. Every request is decoded into its op's typed
+Requests are ``{"op": NAME, "args": {...}, "v": PROTOCOL_VERSION}`` (6 now); replies
+``{"ok": true, "result": {...}}`` or ``{"ok": false, "error": {"type": ..., "message": ...}}``. Every
+request is decoded into its op's typed
 Struct (``protocol``: known op, known argument names, types and sizes) before a handler sees it, so
 garbage gets an error reply and never reaches the queue. The handler answers with the op's reply Struct
 (``replies``), encoded by msgspec; the client decodes the result into the same type

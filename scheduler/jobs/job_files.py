@@ -21,7 +21,7 @@ from gputray.scheduler.jobs import supervisor
 
 #: Why a job ended other than by itself. ``orphaned``: its supervisor vanished without writing the exit
 #: (killed with SIGKILL, a power cut): the exit status is unknown.
-KillReason = Literal["cancelled", "timeout", "lost", "shutdown", "orphaned"]
+KillReason = Literal["cancelled", "timeout", "lost", "shutdown", "orphaned", "unanswering"]
 _REASONS: frozenset[str] = frozenset({"cancelled", "timeout", "lost", "shutdown"})
 
 
@@ -73,6 +73,8 @@ class RunInfo:
     out: str | None
     timeout_s: float | None
     cgroup: str | None = None  # the job's own cgroup v2 folder, where it has one (``reach.py``)
+    queue_file: str | None = None  # the queue that started it (its environment names it too)
+    started_mono: float | None = None  # the supervisor's monotonic clock at the start (older files: None)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class ExitInfo:
     ended_at: float
     leftovers: int = 0  # processes still running when the job ended, stopped by its supervisor
     log_lost_bytes: int = 0  # output the log could not take (a full disk)
+    ended_mono: float | None = None  # the monotonic clock at the end; None: not this boot's, or not said
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,10 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
+def _float_or_none(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def read_run(files: JobFiles) -> RunInfo | None:
     doc = _read_json(files.run)
     try:
@@ -169,6 +176,8 @@ def read_run(files: JobFiles) -> RunInfo | None:
             out=None if out is None else str(out),
             timeout_s=None if timeout_s is None else float(timeout_s),
             cgroup=cgroup if isinstance(cgroup, str) else None,
+            queue_file=str(doc["queue_file"]) if isinstance(doc.get("queue_file"), str) else None,
+            started_mono=_float_or_none(doc.get("started_mono")),
         )
     except (AssertionError, KeyError, TypeError, ValueError):
         return None
@@ -186,6 +195,8 @@ def exit_info(doc: object, pid: int) -> ExitInfo | None:
             float(doc["ended_at"]),
             int(doc.get("leftovers") or 0),
             int(doc.get("log_lost_bytes") or 0),
+            # a monotonic reading means something only in the boot that made it
+            _float_or_none(doc.get("ended_mono")) if doc.get("boot") == supervisor.boot_id() else None,
         )
     except (KeyError, TypeError, ValueError):
         return None

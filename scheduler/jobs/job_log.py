@@ -15,6 +15,7 @@ DEFAULT_LOG_MAX_BYTES = 1 << 30  # [logs] max_size
 MAX_TAIL_BYTES = 8 << 20  # past its cap, a log keeps at most this much of the output's end
 READ_BYTES = 1 << 16
 DRAIN_S = 0.5  # after the job ended: how long output still in flight may take to reach the log
+NOTE_BYTES = 1024  # kept free under the cap for gputray's own lines (these notes, the energy footer)
 
 
 def _write_all(fd: int, data: bytes) -> int:
@@ -51,7 +52,7 @@ class CappedLog:
             self._size = os.fstat(log_fd).st_size  # the header is part of it
         except OSError:
             self._size = 0
-        self._head_end = max(self._size, max_bytes - self._tail_max)
+        self._head_end = max(self._size, max_bytes - self._tail_max - NOTE_BYTES)
         self._tail: collections.deque[bytes] = collections.deque()
         self._tail_bytes = 0
         self.dropped = 0
@@ -119,6 +120,62 @@ class CappedLog:
             self.lost += _write_all(self._log_fd, tail)
             with contextlib.suppress(OSError):
                 os.close(self._log_fd)
+
+
+def attempt_room(max_bytes: int) -> int:
+    """What one attempt needs under the cap: its head and its tail (``CappedLog``) and the notes."""
+    return 2 * min(max_bytes // 8, MAX_TAIL_BYTES) + NOTE_BYTES
+
+
+def make_room(path: str, max_bytes: int) -> int:
+    """Before another attempt appends to a task's log: what the earlier attempts left is cut to leave
+    this one ``attempt_room`` under ``max_bytes`` (the cap is the log's, not each attempt's): their
+    first and last parts stay, with a line between saying how much was dropped. The log is replaced
+    whole (a temporary file, then a rename), or left as it is when that cannot be written (a full
+    disk). Returns how many bytes were dropped."""
+    try:
+        return _make_room(path, max_bytes)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(f"{path}.room")
+        return 0
+
+
+def _make_room(path: str, max_bytes: int) -> int:
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return 0  # no log yet (or none we may read): nothing to make room in
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        budget = max_bytes - attempt_room(max_bytes)
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode) or size <= budget:
+            return 0
+        note = b""
+        for _ in range(3):  # the note's length depends on the figure it gives
+            dropped = size - (budget - len(note))
+            note = (
+                f"\n[gputray: {dropped:,} bytes ({_size(dropped)}) of earlier attempts' output were dropped "
+                f"here to keep this log within [logs] max_size ({_size(max_bytes)})]\n"
+            ).encode()
+        keep = budget - len(note)
+        head = f.read(keep // 2)
+        f.seek(size - (keep - len(head)))
+        tail = f.read()
+    tmp = f"{path}.room"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        view = memoryview(head + note + tail)
+        while view:  # not _write_all: a log cut short by a full disk must not replace the whole one
+            view = view[os.write(out, view) :]
+    finally:
+        os.close(out)
+    os.replace(tmp, path)
+    return size - len(head) - len(tail)
 
 
 def open_log(path: str) -> int:

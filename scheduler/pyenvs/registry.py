@@ -181,10 +181,26 @@ def add_env(
     check: bool = True,
 ) -> PythonEnv:
     """Add an environment to the config file. ``python`` may be the interpreter or the venv folder."""
+    envs = load_envs()
+    env = env_to_add(envs, python, name=name, extra_env=extra_env, check=check)
+    save_envs([*envs, env])
+    return env
+
+
+def env_to_add(
+    envs: Iterable[PythonEnv],
+    python: Path,
+    *,
+    name: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> PythonEnv:
+    """The env that ``add_env`` would add to ``envs``, checked the same way, without writing anything
+    (Settings keeps its list until Save)."""
     python = resolve_python(python)
     if check:
         check_python(python, extra_env)
-    envs = load_envs()
+    envs = list(envs)
     for env in envs:
         if env.python == python and dict(env.extra_env) == dict(extra_env or {}):
             raise EnvError(f"{python} is already configured as {env.name!r}")
@@ -197,9 +213,7 @@ def add_env(
             raise EnvError(f"an environment named {name!r} exists already; choose another --name")
     else:
         name = _unique_name(suggest_name(python), taken)
-    env = PythonEnv(name=name, python=python, extra_env=dict(extra_env or {}))
-    save_envs([*envs, env])
-    return env
+    return PythonEnv(name=name, python=python, extra_env=dict(extra_env or {}))
 
 
 def remove_env(name: str) -> PythonEnv:

@@ -49,7 +49,9 @@ def gate(task: TaskRecord, tasks: Mapping[int, TaskRecord]) -> Blocked | Broken 
     """What the task's dependencies allow now: None (start it when a device is free), Blocked or Broken.
 
     A dependency that no longer exists (removed by hand, which ``remove`` refuses while a pending task
-    names it) counts as ended: nothing can bring it back.
+    names it; retention keeps whatever a task that stays names) is not met for ``after``: the task
+    waits, its reason naming the id that is gone, until it is edited (``gputray edit ID --after …``) or
+    cancelled; for ``after_any`` it has ended (it cannot run any more).
     """
     spec = task.spec
     if not spec.after:
@@ -58,6 +60,12 @@ def gate(task: TaskRecord, tasks: Mapping[int, TaskRecord]) -> Blocked | Broken 
     for dep_id in spec.after:
         dep = tasks.get(dep_id)
         if dep is None:
+            if spec.after_any:  # only an ended or a never-run task can be removed: it will not run now
+                continue
+            waiting.append(
+                f"#{dep_id} (no longer in the queue; `gputray edit {task.id} --after …` changes what it "
+                "waits for)"
+            )
             continue
         if dep.state in FINISHED_STATES:
             if dep.state == "succeeded" or spec.after_any:

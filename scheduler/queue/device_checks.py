@@ -254,7 +254,7 @@ def check_device_names(
 
 def check_memory(spec: TaskSpec, devices: Sequence[DeviceState], *, where: str = "") -> None:
     """Refuse a memory request larger than every one of ``devices`` the task may use."""
-    need = spec.vram_bytes
+    need = spec.memory_need_bytes
     if not need:
         return
     allowed = allowed_devices(spec, devices)
@@ -265,9 +265,15 @@ def check_memory(spec: TaskSpec, devices: Sequence[DeviceState], *, where: str =
     if most is not None and need > most:
         name = "the CPU (RAM)" if largest.is_cpu else largest.name
         raise SubmitRefused(
-            f"{spec.name}: memory asks {format_bytes(need)}; the largest allowed device{where}, {name}, "
-            f"has {format_bytes(most)}"
+            f"{spec.name}: {_asks(spec)}; the largest allowed device{where}, {name}, has {format_bytes(most)}"
         )
+
+
+def _asks(spec: TaskSpec) -> str:
+    """``memory asks 4.0 GiB`` (its ``vram``), or the need its model files predict, and from what."""
+    if spec.vram_bytes is None and spec.vram_need_bytes is not None:
+        return f"its model files need ~{format_bytes(spec.vram_need_bytes)} ({spec.vram_need_source})"
+    return f"memory asks {format_bytes(spec.memory_need_bytes or 0)}"
 
 
 def remembered_absent_note(

@@ -296,7 +296,7 @@ class QueueEdits:
             chosen = prunable(self.store.list(states=states), now_s=now, older_than_s=older_than_s, keep=keep)
             if not chosen:
                 return [], []
-            ok, kept = keep_depended_on(chosen, {r.id for r in chosen}, self.store.pending())
+            ok, kept = keep_needed(chosen, self.store.list())
             gone = self.store.delete(r.id for r in ok)
         for rec in gone:
             delete_task_log(self.queue.paths.logs_dir, rec)
@@ -365,6 +365,33 @@ def keep_depended_on(
         else:
             ok.append(rec)
     return ok, kept
+
+
+def keep_needed(
+    chosen: builtins.list[TaskRecord], tasks: Sequence[TaskRecord]
+) -> tuple[builtins.list[TaskRecord], builtins.list[str]]:
+    """``chosen`` (what a clean would remove) minus every task that a task staying names in its
+    ``after``, down the chain (a kept task's dependencies stay too), and why each stays. Any task that
+    stays counts, ended ones too: ``retry`` of a failed dependant must find what it waits for."""
+    by_id = {r.id: r for r in chosen}
+    needed_by: dict[int, builtins.list[int]] = {}
+    frontier = [t for t in tasks if t.id not in by_id]
+    while frontier:
+        newly: builtins.list[TaskRecord] = []
+        for task in frontier:
+            for dep_id in task.spec.after:
+                if dep_id not in by_id:
+                    continue
+                if dep_id not in needed_by:
+                    needed_by[dep_id] = []
+                    newly.append(by_id[dep_id])
+                needed_by[dep_id].append(task.id)
+        frontier = newly
+    kept = [
+        f"task #{dep_id} stays: {', '.join(f'#{i}' for i in sorted(set(ids)))} name(s) it in --after"
+        for dep_id, ids in sorted(needed_by.items())
+    ]
+    return [r for r in chosen if r.id not in needed_by], kept
 
 
 def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:

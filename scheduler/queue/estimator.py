@@ -83,7 +83,7 @@ def allowed_devices(
     preference alone pins the task there. ``cache``: the answers for one set of ``devices`` by the
     task's shape (a backlog of similar tasks costs a few shapes)."""
     spec = task.spec
-    shape = (spec.device_prefs, spec.vram_bytes, spec.needs, spec.kind)
+    shape = (spec.device_prefs, spec.memory_need_bytes, spec.needs, spec.kind)
     if cache is not None and shape in cache:
         return cache[shape]
     seen: dict[str, DeviceState] = {}

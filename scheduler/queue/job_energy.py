@@ -4,7 +4,11 @@ Per sample of a device and per job running on it, the meter adds the energy of t
 device's previous sample: the growth of the device's own energy counter (``Sample.energy_counter_j``:
 NVML's total energy, hwmon ``energyN_input``, the simulated GPUs' integrated power) where both samples
 have one and it grew, else the mean of the two power readings times the interval (a counter that
-wrapped or restarted with its driver falls back to power for that interval). A job that starts or ends
+wrapped or restarted with its driver falls back to power for that interval). No interval counts more
+than the device can draw (``records.plausible_power_max_w`` of its power limit, × the interval): a
+counter that jumped further, or could not be read, is a glitch, and that interval is counted from the
+power readings that are credible (else the device's last measured rate); the job's record says how
+many seconds were counted so (``JobEnergy.estimated_s``, the log's footer). A job that starts or ends
 between two samples gets the part of the interval it ran for; its last stretch after the last sample
 is counted at the device's last rate. Times are the monitor's clock (monotonic, as the samples' own
 timestamps): setting the wall clock back changes nothing.
@@ -24,7 +28,7 @@ import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from gputray.monitor.records import DeviceReading, ProcessUse, Snapshot
+from gputray.monitor.records import DeviceReading, ProcessUse, Snapshot, plausible_power_max_w
 from gputray.monitor.units import format_energy_j
 
 #: Longer than this between two samples without a counter: the power in between is not known.
@@ -41,6 +45,7 @@ class JobEnergy:
     energy_j: float | None
     shared: bool
     duration_s: float = 0.0
+    estimated_s: float = 0.0  # seconds counted from power because the energy counter glitched
 
     @property
     def power_avg_w(self) -> float | None:
@@ -55,6 +60,8 @@ def energy_line(used: JobEnergy, device_name: str) -> str | None:
     text = f"GPU energy: {format_energy_j(used.energy_j)} on {device_name}"
     if used.power_avg_w is not None:
         text += f" ({used.power_avg_w:.0f} W on average)"
+    if used.estimated_s > 0:
+        text += f"; {used.estimated_s:.0f} s of it counted from power (the energy counter glitched)"
     if used.shared:
         text += "; shared: the device also ran other work, so this is the whole device's energy"
     return text
@@ -77,24 +84,47 @@ class _Meter:
     started_s: float
     energy_j: float | None = None
     shared: bool = False
+    estimated_s: float = 0.0
 
     def add(self, joules: float) -> None:
         self.energy_j = (self.energy_j or 0.0) + joules
 
 
-def interval_energy_j(
-    before: LastSample, counter_j: float | None, power_w: float | None, now_s: float
-) -> float | None:
+@dataclass(frozen=True)
+class Interval:
+    """The device's energy between two samples; ``estimated``: counted from power because its energy
+    counter glitched (jumped further than the device can draw, or could not be read)."""
+
+    joules: float
+    estimated: bool = False
+
+
+def interval_energy(
+    before: LastSample,
+    counter_j: float | None,
+    power_w: float | None,
+    now_s: float,
+    power_limit_w: float | None = None,
+) -> Interval | None:
     """The device's energy between its previous sample and this one (see the module docstring)."""
     dt = now_s - before.timestamp_s
     if dt <= 0:
         return None
-    if counter_j is not None and before.counter_j is not None and counter_j >= before.counter_j:
-        return counter_j - before.counter_j
+    most_w = plausible_power_max_w(power_limit_w)
+    if counter_j is not None and before.counter_j is not None:
+        grown = counter_j - before.counter_j
+        if 0 <= grown <= most_w * dt:
+            return Interval(grown)
+    # a glitch: the device has a counter, and this interval could not use it (a wrap going back too)
+    glitch = counter_j is not None or before.counter_j is not None
     if dt > MAX_GAP_S:
         return None
-    powers = [p for p in (before.power_w, power_w) if p is not None]
-    return sum(powers) / len(powers) * dt if powers else None
+    powers = [p for p in (before.power_w, power_w) if p is not None and 0 <= p <= most_w]
+    if powers:
+        return Interval(sum(powers) / len(powers) * dt, glitch)
+    if glitch and before.rate_w is not None:  # no credible power beside it: the device's last rate
+        return Interval(min(before.rate_w, most_w) * dt, True)
+    return None
 
 
 def _session_of(pid: int) -> int | None:
@@ -145,7 +175,7 @@ class EnergyMeter:
                 tail = now - max(last.timestamp_s, meter.started_s)
                 if 0 < tail <= MAX_GAP_S:
                     meter.add(last.rate_w * tail)
-            return JobEnergy(meter.energy_j, meter.shared, max(0.0, now - meter.started_s))
+            return JobEnergy(meter.energy_j, meter.shared, max(0.0, now - meter.started_s), meter.estimated_s)
 
     def running_energy_j(self, task_id: int) -> float | None:
         """What a running job used so far (up to the last sample)."""
@@ -158,7 +188,8 @@ class EnergyMeter:
             meter = self._jobs.get(task_id)
             if meter is None:
                 return None
-            return JobEnergy(meter.energy_j, meter.shared, max(0.0, self.clock() - meter.started_s))
+            ran_s = max(0.0, self.clock() - meter.started_s)
+            return JobEnergy(meter.energy_j, meter.shared, ran_s, meter.estimated_s)
 
     def on_snapshot(self, snapshot: Snapshot) -> None:
         """Monitor thread: add each device's energy since its previous sample to the jobs on it."""
@@ -170,7 +201,12 @@ class EnergyMeter:
         key, sample = reading.info.key, reading.sample
         now = sample.timestamp_s
         before = self._last.get(key)
-        joules = interval_energy_j(before, sample.energy_counter_j, sample.power_w, now) if before else None
+        interval = (
+            interval_energy(before, sample.energy_counter_j, sample.power_w, now, sample.power_limit_w)
+            if before
+            else None
+        )
+        joules = interval.joules if interval is not None else None
         rate = joules / (now - before.timestamp_s) if joules is not None and before is not None else None
         self._last[key] = LastSample(now, sample.energy_counter_j, sample.power_w, rate)
         here = [m for m in self._jobs.values() if m.device == key]
@@ -179,13 +215,15 @@ class EnergyMeter:
         if len(here) > 1 or self._foreign_use(key, snapshot, {m.pid for m in here}):
             for m in here:
                 m.shared = True
-        if joules is None or before is None:
+        if interval is None or before is None:
             return
         span = now - before.timestamp_s
         for m in here:
             ran = now - max(before.timestamp_s, m.started_s)
             if ran > 0:
-                m.add(joules * min(1.0, ran / span))
+                m.add(interval.joules * min(1.0, ran / span))
+                if interval.estimated:
+                    m.estimated_s += min(ran, span)
 
     def _mark_shared(self, device: str) -> None:
         here = [m for m in self._jobs.values() if m.device == device]

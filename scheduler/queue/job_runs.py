@@ -3,27 +3,32 @@
 device is lost.
 
 ``JobRuns`` is a part of ``QueueService`` (``service.runs``) and reaches the queue only through what
-``RunsQueue`` names: the store, the monitor, the queue's lock (the dispatcher holds it while it calls
-``start``; a job's watcher thread takes it to record the exit), its events, a dispatch pass after an
-exit, and where Python envs and device names come from.
+``RunsQueue`` names: the store, the monitor, the queue's lock (``start`` takes it to check and to
+record, and lets go of it while the supervisor answers; a job's watcher thread takes it to record the
+exit), its events, a dispatch pass after an exit, and where Python envs and device names come from.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import functools
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
+
+import msgspec
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.jobs.invocation import LaunchError, drop_unused_out
 from gputray.scheduler.jobs.job_files import JobFiles, find_runs, read_run, supervisor_alive
+from gputray.scheduler.jobs.job_log import make_room
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
@@ -34,6 +39,8 @@ from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.replies import Paused
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
 
 log = logging.getLogger("gputray.scheduler.queue.service")
@@ -54,6 +61,14 @@ class Running:
     pid: int
     out: str | None = None  # the {out} file it writes, kept from other jobs until it ends
     demo_for: str | None = None  # the simulated GPU a torch job runs on the CPU in place of
+    paused: bool = False  # frozen (``job_pause``): it holds no slot, only the memory it keeps
+    started_mono: float | None = None  # the monotonic clock at its start (its run file's, when adopted)
+
+    def run_s(self) -> float | None:
+        """How long the job ran by the monotonic clock (a wall clock set meanwhile changes nothing);
+        None where that is not known (an exit file of an older supervisor's, or of another boot)."""
+        end, start = self.job.ended_mono, self.started_mono
+        return end - start if end is not None and start is not None and end >= start else None
 
 
 class RunsQueue(Protocol):
@@ -88,6 +103,11 @@ class RunsQueue(Protocol):
 
     def device_name(self, key: str | None) -> str: ...
 
+    @property
+    def closed(self) -> bool: ...
+
+    def paused(self) -> Paused: ...
+
 
 class JobRuns:
     """Start, end, adopt and stop the queue's jobs; see the module docstring."""
@@ -102,6 +122,7 @@ class JobRuns:
         self.recording = True  # False once the queue closed: exits are then left to the next owner
         self._absent_ticks: dict[str, int] = {}
         self.energy = EnergyMeter(queue.monitor.clock)  # the GPU energy of each running job
+        self._launching: dict[int, threading.Event] = {}  # tasks being started: set once recorded
         self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
 
     def stop_on_lost_devices(self, snapshot: Snapshot) -> None:
@@ -159,35 +180,34 @@ class JobRuns:
                     runs[rec.id] = run  # someone else's leftover: judged below
                     continue
                 if rec.state != "running":
-                    marked = self.store.compare_and_update(
-                        rec.id,
-                        rec.state,
-                        state="running",
+                    adopted_run = life.Adopt(
                         device=run.device,
                         attempts=run.attempt,
                         started_at=run.started_at,
-                        ended_at=None,
-                        exit_code=None,
                         log_path=str(run.log_path),
                         pid=run.pid,
                         pid_create_time=run.pid_create_time,
-                        not_before=None,
-                        reason="",
                     )
+                    marked = self.store.apply(rec.id, adopted_run, expect_state=rec.state)
                     if marked is None:
                         continue
                 elif rec.pid is None:
-                    self.store.update(rec.id, pid=run.pid, pid_create_time=run.pid_create_time)
+                    self.store.must_apply(
+                        rec.id, life.Launched(pid=run.pid, pid_create_time=run.pid_create_time)
+                    )
                 if run.pid_create_time is None and rec.pid == run.pid and rec.pid_create_time is not None:
                     run = dataclasses.replace(run, pid_create_time=rec.pid_create_time)  # pid reuse check
                 job = adopt(run, on_exit=functools.partial(self._on_exit, rec.id))
-                self.jobs[rec.id] = Running(rec.id, job, run.device, rec.spec, run.pid, run.out)
+                self.jobs[rec.id] = Running(
+                    rec.id, job, run.device, rec.spec, run.pid, run.out, started_mono=run.started_mono
+                )
+                self.jobs[rec.id].paused = rec.paused_at is not None  # adopted paused: it stays so
                 self.monitor.job_started(
                     run.device,
                     run.pid,
                     name=rec.spec.name,
                     util_percent=rec.spec.util_percent,
-                    vram_bytes=rec.spec.vram_bytes,
+                    vram_bytes=rec.spec.memory_need_bytes,
                 )
                 self.energy.start(rec.id, run.device, run.pid)  # measured from now: a lower bound
                 adopted.add(rec.id)
@@ -206,6 +226,41 @@ class JobRuns:
         devices: Sequence[DeviceState],
         known: Sequence[DeviceInfo],
     ) -> None:
+        """Start the task the pass placed, once the pass let go of the queue's lock: checked (and the
+        start recorded) under the lock, the supervisor answered outside it (``launcher.launch``, every
+        wait bounded): a supervisor slow to answer never holds up a cancel, a submit or a job's end."""
+        with self._lock:
+            if not self._still_placeable(task, decision):
+                return
+            gate = self._launching[task.id] = threading.Event()  # its end waits until its start is in
+            try:
+                self._start(task, decision, devices, known)
+            finally:
+                del self._launching[task.id]
+                gate.set()
+
+    def _still_placeable(self, task: TaskRecord, decision: Placement) -> bool:
+        """Whether nothing changed for the task since the pass placed it (a cancel, an edit, a pause)."""
+        if self.queue.closed:
+            return False
+        try:
+            now = self.store.get(task.id)
+        except TaskNotFound:
+            return False
+        paused = self.queue.paused()
+        unchanged = now.state == task.state and _same_spec(now.spec, task.spec)
+        if unchanged and not paused.all and decision.device not in paused.devices:
+            return True
+        self.queue.request_dispatch()
+        return False
+
+    def _start(
+        self,
+        task: TaskRecord,
+        decision: Placement,
+        devices: Sequence[DeviceState],
+        known: Sequence[DeviceInfo],
+    ) -> None:
         info = next(d.info for d in devices if d.key == decision.device)
         spec = task.spec
         now = self.queue.clock()
@@ -213,33 +268,25 @@ class JobRuns:
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
-            self.store.compare_and_update(task.id, task.state, state="waiting", reason=chosen.reason)
+            self.store.apply(task.id, life.Wait(reason=chosen.reason), expect_state=task.state)
             self.queue.request_dispatch()
             return
         pyenv = chosen.env if chosen is not None else None
         if chosen is not None and chosen.on_cpu:
             notes.insert(0, demo_note(info.name, done=False))
         log_path = self.queue.paths.logs_dir / f"task-{task.id}.log"
-        running = dict(  # what the store says once the process exists, never before
-            state="running",
+        running = life.Start(  # what the store says once the process exists, never before
             device=info.key,
             env=pyenv.name if pyenv is not None and pyenv.name else None,
             reason="; ".join(notes),
             attempts=task.attempts + 1,
             started_at=now,
-            ended_at=None,
-            exit_code=None,
             log_path=str(log_path),
-            not_before=None,
-            energy_j=None,  # measured anew for this run (``job_energy``)
-            energy_shared=False,
-            paused_at=None,  # a run's pauses are its own (``job_pause``)
-            paused_s=0.0,
         )
         launch_plan: LaunchPlan | None = None
         try:
             launch_plan = prepare_launch(
-                task.replace(**running),
+                task.replace(**running.columns(task)),
                 info,
                 known,
                 python=None if pyenv is None else str(pyenv.python),
@@ -250,52 +297,15 @@ class JobRuns:
                 on_cpu=chosen is not None and chosen.on_cpu,
                 pair=chosen.pair if chosen is not None else None,
             )
-            job = launch(
-                list(launch_plan.argv),
-                env=launch_plan.env,
-                log_path=log_path,
-                cwd=spec.cwd,
-                on_exit=functools.partial(self._on_exit, task.id),
-                timeout_s=spec.timeout_s,
-                header=launch_plan.header,
-                umask=job_umask(),  # the user's own: gputray's private umask is not the job's
-                log_max_bytes=self.queue.log_max_bytes,
-                meta={
-                    "task_id": task.id,
-                    "attempt": task.attempts + 1,
-                    "device": info.key,
-                    "out": launch_plan.out,
-                },
-            )
+            make_room(str(log_path), self.queue.log_max_bytes)  # earlier attempts leave this one room
+            with _unlocked(self._lock):
+                job = self._launch(task, info, spec, launch_plan, log_path)
         except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
-            if launch_plan is not None and launch_plan.out is not None:
-                drop_unused_out(launch_plan.out)
-            if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
-                self._hold_back(task, exc, now)
-                return
-            if isinstance(exc, LaunchFailed) and exc.supervisor_killed:  # it ran, if only for a moment
-                self._interrupted_at_start(task, running, exc)
-                return
-            if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
-                log.exception("task #%d could not be prepared", task.id)
-            failed = self.store.compare_and_update(
-                task.id,
-                task.state,
-                **{
-                    **running,
-                    "state": "failed",
-                    "reason": f"could not start: {exc}",
-                    "ended_at": self.queue.clock(),
-                    "pid": None,
-                },
-            )
-            if failed is not None:
-                self.queue.emit("failed", failed, f"{failed.name} could not start: {exc}")
+            self._not_started(task, running, launch_plan, exc, now)
             return
         try:
-            started = self.store.compare_and_update(
-                task.id, task.state, **running, pid=job.pid, pid_create_time=job.create_time
-            )
+            launched = msgspec.structs.replace(running, pid=job.pid, pid_create_time=job.create_time)
+            started = self.store.apply(task.id, launched, expect_state=task.state)
         except Exception as exc:  # the job runs but its row says otherwise: stop it, try again later
             log.exception("task #%d: its start could not be recorded", task.id)
             job.cancel("cancelled")
@@ -304,12 +314,80 @@ class JobRuns:
         if started is None:  # cancelled or changed meanwhile: its process must not run on
             job.cancel("cancelled")
             return
+        self._started(task, decision, info, chosen, job, launch_plan, started)
+
+    def _launch(
+        self, task: TaskRecord, info: DeviceInfo, spec: TaskSpec, launch_plan: LaunchPlan, log_path: Path
+    ) -> Job:
+        return launch(
+            list(launch_plan.argv),
+            env=launch_plan.env,
+            log_path=log_path,
+            cwd=spec.cwd,
+            on_exit=functools.partial(self._on_exit, task.id),
+            timeout_s=spec.timeout_s,
+            header=launch_plan.header,
+            umask=job_umask(),  # the user's own: gputray's private umask is not the job's
+            log_max_bytes=self.queue.log_max_bytes,
+            meta={
+                "task_id": task.id,
+                "attempt": task.attempts + 1,
+                "device": info.key,
+                "out": launch_plan.out,
+                "queue_file": str(self.store.path),
+            },
+        )
+
+    def _not_started(
+        self,
+        task: TaskRecord,
+        running: life.Start,
+        launch_plan: LaunchPlan | None,
+        exc: Exception,
+        now: float,
+    ) -> None:
+        """A record that cannot be prepared or launched: held back (a want of resources now), counted as
+        an interrupted attempt (its supervisor was killed as it started), else failed with its reason."""
+        if launch_plan is not None and launch_plan.out is not None:
+            drop_unused_out(launch_plan.out)
+        if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
+            self._hold_back(task, exc, now)
+            return
+        if isinstance(exc, LaunchFailed) and exc.supervisor_killed:  # it ran, if only for a moment
+            self._interrupted_at_start(task, running, exc)
+            return
+        if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
+            log.exception("task #%d could not be prepared", task.id)
+        not_started = life.CouldNotStart(
+            start=running, reason=f"could not start: {exc}", ended_at=self.queue.clock()
+        )
+        failed = self.store.apply(task.id, not_started, expect_state=task.state)
+        if failed is not None:
+            self.queue.emit("failed", failed, f"{failed.name} could not start: {exc}")
+
+    def _started(
+        self,
+        task: TaskRecord,
+        decision: Placement,
+        info: DeviceInfo,
+        chosen: EnvStatus | None,
+        job: Job,
+        launch_plan: LaunchPlan,
+        started: TaskRecord,
+    ) -> None:
+        spec = task.spec
         self.start_backoff.started(task.id)
-        demo_for = info.name if chosen is not None and chosen.on_cpu else None
-        self.jobs[task.id] = Running(task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for)
+        demo_for = info.name if isinstance(chosen, EnvReady) and chosen.on_cpu else None
+        self.jobs[task.id] = Running(
+            task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for, started_mono=time.monotonic()
+        )
         self.queue.device_book.names_used[info.key] = info.name
         self.monitor.job_started(
-            info.key, job.pid, name=spec.name, util_percent=spec.util_percent, vram_bytes=spec.vram_bytes
+            info.key,
+            job.pid,
+            name=spec.name,
+            util_percent=spec.util_percent,
+            vram_bytes=spec.memory_need_bytes,
         )
         self.energy.start(task.id, info.key, job.pid)
         if decision.redirected:
@@ -317,14 +395,15 @@ class JobRuns:
         else:
             self.queue.emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
 
-    def _interrupted_at_start(self, task: TaskRecord, running: Mapping[str, Any], exc: LaunchFailed) -> None:
+    def _interrupted_at_start(self, task: TaskRecord, running: life.Start, exc: LaunchFailed) -> None:
         """Its supervisor was killed as the job started (by the job itself, maybe): an attempt that was
         interrupted, not a refusal to start; the retry policy decides what comes next."""
-        counted = self.store.compare_and_update(task.id, task.state, **running)
+        counted = self.store.apply(task.id, running, expect_state=task.state)
         if counted is None:
             return
-        ended = dict(ended_at=self.queue.clock(), exit_code=None, pid=None, pid_create_time=None)
-        new = self.store.apply_retry_policy(task.id, f"interrupted: {exc}", now=self.queue.clock(), **ended)
+        ended = life.JobEnd(exit_code=None, ended_at=self.queue.clock())
+        step = life.RetryOrFail(why=f"interrupted: {exc}", now=self.queue.clock(), end=ended)
+        new = self.store.must_apply(task.id, step)
         self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
 
     def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
@@ -332,7 +411,7 @@ class JobRuns:
         again after a back-off (``start_backoff``)."""
         wait = self.start_backoff.hold(task.id, exc, now)
         log.warning("task #%d: %s", task.id, wait.reason)
-        new = self.store.compare_and_update(task.id, task.state, state="waiting", reason=wait.reason)
+        new = self.store.apply(task.id, life.Wait(reason=wait.reason), expect_state=task.state)
         if new is not None:
             self.queue.emit("waiting", new, f"{new.name}: {wait.reason}")
 
@@ -349,11 +428,22 @@ class JobRuns:
             log.exception("env lookup failed")
             return EnvMissing(f"env lookup failed ({exc})")
 
+    def clock_set(self, jump_s: float) -> None:
+        """The wall clock was set by ``jump_s``: a running job's start moves with it, so that how long
+        it has run (`queue`'s DUR, the estimates' time left) stays true; its end is measured by the
+        monotonic clock (``_on_exit``)."""
+        for rec in self.store.list(states=("running",)):
+            if rec.started_at is not None:
+                self.store.apply(rec.id, life.ClockSet(jump_s=jump_s), expect_state="running")
+
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
 
         After ``close()`` that kept the jobs running nothing is recorded here: the job's supervisor
         wrote its exit beside the log, and the next owner records it from there."""
+        gate = self._launching.get(task_id)
+        if gate is not None:  # it ended before its start was recorded (the launch let go of the lock)
+            gate.wait()
         with self._lock:
             if not self.recording:
                 return
@@ -369,49 +459,67 @@ class JobRuns:
             except TaskNotFound:
                 job.files.discard()
                 return
-            now = job.ended_at or self.queue.clock()
+            # Times from the monotonic clock (a wall clock set while the job ran must not make it a
+            # year long): the end placed on the queue's clock by how long ago it was, the start by how
+            # long the job ran. Files that do not say (an older supervisor's) keep the wall clock's.
+            now = self.queue.clock()
+            if job.ended_mono is not None:
+                now -= max(0.0, time.monotonic() - job.ended_mono)
+            elif job.ended_at is not None:
+                now = job.ended_at
+            ran_s = running.run_s() if running is not None else None
             if rec.state != "running" or rec.pid not in (None, job.pid):
                 if rec.state != "running":
                     job.files.discard()
                 self.queue.request_dispatch(urgent=True)
                 return
             reason = job.kill_reason
-            base: dict[str, Any] = dict(exit_code=code, ended_at=now, pid=None, pid_create_time=None)
-            base.update(energy_j=used.energy_j, energy_shared=used.shared)
-            if rec.paused_at is not None:  # it ended while paused (cancelled): its pause ends with it
-                base.update(paused_at=None, paused_s=rec.paused_s + max(0.0, now - rec.paused_at))
-            demo: dict[str, str] = {}
+            demo: str | None = None
             if running is not None and running.demo_for is not None:
-                demo["reason"] = _demo_done(rec.reason, running.demo_for, rec.log_path)
+                demo = _demo_done(rec.reason, running.demo_for, rec.log_path)
             # the footer's watts over the run's start-to-end time, as queue --json's power_avg_w and the
             # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
-            span = now - rec.started_at if rec.started_at is not None else used.duration_s
+            span = ran_s if ran_s is not None else now - (rec.started_at or now) or used.duration_s
             logged = dataclasses.replace(used, duration_s=span)
             self._note_in_log(rec.log_path, energy_line(logged, self.queue.device_name(device)))
             if job.log_lost_bytes:  # the log's last line, now or once there is room (``write_late_notes``)
                 self._note_in_log(rec.log_path, lost_output_line(job.log_lost_bytes))
-            if reason == "orphaned":
-                base["exit_code"] = None
-            left = leftover_note(job.leftovers) if reason != "orphaned" else ""
+            unknown = reason in ("orphaned", "unanswering")  # how it ended: nobody can say
+            base = life.JobEnd(
+                exit_code=None if unknown else code,
+                ended_at=now,
+                started_at=None if ran_s is None else now - ran_s,  # from the monotonic clock
+                measured=True,
+                energy_j=used.energy_j,
+                energy_shared=used.shared,
+                # it ended while paused (cancelled): its pause ends with it
+                paused_s=None if rec.paused_at is None else rec.paused_s + max(0.0, now - rec.paused_at),
+            )
+            left = leftover_note(job.leftovers) if not unknown else ""
             left = "; ".join(filter(None, [left, lost_output_note(job.log_lost_bytes)]))
             if reason == "cancelled":
                 why = "; ".join(filter(None, ["cancelled while running", left]))
-                new = self.store.update(task_id, state="cancelled", reason=why, **base)
+                # the log's last line says why its output stops where it does (issue 33)
+                self._note_in_log(rec.log_path, cancelled_line(now))
+                new = self.store.must_apply(task_id, life.Cancel(reason=why, ended_at=now, end=base))
                 self.queue.emit("cancelled", new, f"{new.name} cancelled")
-            elif reason in ("lost", "shutdown", "orphaned"):
+            elif reason in ("lost", "shutdown", "orphaned", "unanswering"):
+                stopped = f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""
                 why = {
                     "lost": f"interrupted: {self.queue.device_name(device)} was lost while it ran",
                     "shutdown": "interrupted: gputray stopped while it ran",
                     "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
-                    + (f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""),
+                    + stopped,
+                    "unanswering": "interrupted: its supervisor was stopped (SIGSTOP) again and again and "
+                    "answered nothing, so how it ended is unknown" + stopped,
                 }[reason]
                 why = "; ".join(filter(None, [why, left]))
-                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
+                new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
                 self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
             elif code == 0 and reason is None:
                 if left:
-                    demo["reason"] = "; ".join(filter(None, [demo.get("reason", rec.reason), left]))
-                new = self.store.update(task_id, state="succeeded", **base, **demo)
+                    demo = "; ".join(filter(None, [demo if demo is not None else rec.reason, left]))
+                new = self.store.must_apply(task_id, life.Succeed(end=base, reason=demo))
                 where = self._where(device, running.demo_for if running is not None else None)
                 self.queue.emit("finished", new, f"{new.name} finished on {where}")
             else:
@@ -422,7 +530,7 @@ class JobRuns:
                 else:
                     why = f"exited with status {code}"
                 why = "; ".join(filter(None, [why, left]))
-                new = self.store.apply_retry_policy(task_id, why, now=now, **base)
+                new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
                 self.queue.emit(
                     "queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}"
                 )
@@ -469,6 +577,28 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
     return reason.replace(demo_note(device_name, done=False), done) if reason else done
 
 
+@contextlib.contextmanager
+def _unlocked(lock: threading.RLock) -> Iterator[None]:
+    """The queue's lock let go for a moment, however deeply this thread holds it, then taken again."""
+    held = 0
+    while True:
+        try:
+            lock.release()
+        except RuntimeError:  # not (or no longer) held by this thread
+            break
+        held += 1
+    try:
+        yield
+    finally:
+        for _ in range(held):
+            lock.acquire()
+
+
+def _same_spec(a: TaskSpec, b: TaskSpec) -> bool:
+    """Whether a task's spec is unchanged (its caller environment, stored apart, left out)."""
+    return a is b or a.replace(base_env=None) == b.replace(base_env=None)
+
+
 def _append_line(log_path: str, line: str) -> bool:
     """``gputray: line`` at the end of a job's log (the energy it used, output it lost); whether it was
     written (a full disk: not yet)."""
@@ -485,6 +615,11 @@ def discard_if_still(files: JobFiles, pid: int) -> None:
     run = read_run(files)
     if run is None or run.pid == pid:
         files.discard()
+
+
+def cancelled_line(now_s: float) -> str:
+    """The log's last line of a job stopped by ``cancel``: its output ends there because of it."""
+    return f"cancelled at {time.strftime('%H:%M:%S', time.localtime(now_s))}: the job was stopped by request"
 
 
 def lost_output_line(count: int) -> str:

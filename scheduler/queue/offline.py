@@ -15,7 +15,7 @@ ended by itself is left for the next owner to record (it knows how it ended).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from gputray.scheduler.jobs.orphans import kill_orphan
 from gputray.scheduler.paths import Paths
@@ -25,6 +25,7 @@ from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
 
 _T = TypeVar("_T")
@@ -59,34 +60,6 @@ def act(paths: Paths, fn: Callable[[OfflineQueue], _T]) -> _T:
             lock.release()
 
 
-def requeue_changes(
-    rec: TaskRecord, reason: str = "queued again by request", *, now_s: float, position: float
-) -> dict[str, Any]:
-    """What ``retry`` writes: queued again at ``position`` (the end); attempts count on ("attempt 2")
-    while its automatic retries start afresh. The owner's queue writes the same (``QueueService``)."""
-    return dict(
-        state="queued",
-        reason=reason,
-        attempts_before=rec.attempts,
-        exit_code=None,
-        started_at=None,
-        ended_at=None,
-        device=None,
-        env=None,
-        pid=None,
-        pid_create_time=None,
-        not_before=None,
-        queued_at=now_s,
-        overtakes=0,
-        position=position,
-        machine=None,  # placed afresh, on any machine its spec allows (the cluster)
-        remote_id=None,
-        remote_state=None,
-        energy_j=None,
-        energy_shared=False,
-    )
-
-
 class OfflineQueue:
     """The queue's operations on the saved file, for a client command holding the queue lock. The
     store opens on first use, and a queue never saved is not created (its tasks do not exist)."""
@@ -114,8 +87,8 @@ class OfflineQueue:
         rec = self.get(task_id)
         now = self.store.clock()
         if rec.state in PENDING_STATES or rec.state == "interrupted":
-            new = self.store.compare_and_update(
-                task_id, rec.state, state="cancelled", reason="cancelled", ended_at=now
+            new = self.store.apply(
+                task_id, life.Cancel(reason="cancelled", ended_at=now), expect_state=rec.state
             )
             if new is None:
                 raise OfflineRefusal(f"task #{task_id} changed meanwhile; try again")
@@ -145,14 +118,14 @@ class OfflineQueue:
                 end = read_exit(files, run.pid)
         else:
             kill_orphan(rec.pid, rec.pid_create_time)  # started by a gputray without supervisors
-        new = self.store.update(
+        ended = life.JobEnd(
+            exit_code=None if end is None else end.returncode, ended_at=now if end is None else end.ended_at
+        )
+        new = self.store.must_apply(
             task_id,
-            state="cancelled",
-            reason="cancelled while running (no owner was up)",
-            exit_code=None if end is None else end.returncode,
-            ended_at=now if end is None else end.ended_at,
-            pid=None,
-            pid_create_time=None,
+            life.Cancel(
+                reason="cancelled while running (no owner was up)", ended_at=ended.ended_at, end=ended
+            ),
         )
         if supervised:
             files.discard()
@@ -174,8 +147,8 @@ class OfflineQueue:
         return new
 
     def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
-        changes = requeue_changes(rec, reason, now_s=self.store.clock(), position=self.store.next_position())
-        return self.store.compare_and_update(rec.id, rec.state, **changes)
+        step = life.Requeue(reason=reason, now=self.store.clock(), position=self.store.next_position())
+        return self.store.apply(rec.id, step, expect_state=rec.state)
 
 
 def _task_id(value: str) -> int:

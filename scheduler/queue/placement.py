@@ -45,7 +45,7 @@ from typing import Protocol
 from gputray.monitor.records import DeviceInfo, Sample, Verdict
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.queue.timing import next_window_open
-from gputray.scheduler.tasks.records import TaskRecord, window_label, window_open
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec, window_label, window_open
 
 DEFAULT_PREFS = ("discrete", "integrated")
 OVERTAKE_LIMIT = 3  # overtakes before a waiting task holds the device it waits for
@@ -203,13 +203,22 @@ def total_memory_bytes(dev: DeviceState) -> int | None:
     return vram
 
 
+def need_words(spec: TaskSpec) -> str:
+    """``needs 4.0 GiB`` (its ``vram``), or ``needs ~7.6 GiB (model.safetensors 7.2 GiB + 5 %)``: the
+    need its model files predict (``tasks.model_memory``)."""
+    if spec.vram_bytes is None and spec.vram_need_bytes is not None:
+        source = f" ({spec.vram_need_source})" if spec.vram_need_source else ""
+        return f"needs ~{format_bytes(spec.vram_need_bytes)}{source}"
+    return f"needs {format_bytes(spec.memory_need_bytes or 0)}"
+
+
 def never_fits(task: TaskRecord, dev: DeviceState) -> str | None:
     """Why this device can never run the task, or None."""
-    need = task.spec.vram_bytes
+    need = task.spec.memory_need_bytes
     if need:
         total = total_memory_bytes(dev)
         if total is not None and need > total:
-            return f"needs {format_bytes(need)}, {dev.name} has {format_bytes(total)}"
+            return f"{need_words(task.spec)}, {dev.name} has {format_bytes(total)}"
     if dev.capabilities is not None:
         missing = [n for n in task.spec.needs if n not in dev.capabilities]
         if missing:
@@ -239,12 +248,12 @@ def busy_reason(task: TaskRecord, dev: DeviceState, *, held: Mapping[str, int] |
         return "all its job slots are taken"
     if dev.verdict is not None and dev.verdict.busy:
         return "; ".join(_clean(r, name) for r in dev.verdict.reasons) or "busy"
-    need = task.spec.vram_bytes or 0
+    need = task.spec.memory_need_bytes or 0
     if need:
         free = free_memory_bytes(dev)
         if free is not None and need > free:
             where = "GTT + carve-out" if dev.info.kind == "integrated" else ("RAM" if dev.is_cpu else "VRAM")
-            return f"needs {format_bytes(need)}, {format_bytes(max(0, free))} {where} free"
+            return f"{need_words(task.spec)}, {format_bytes(max(0, free))} {where} free"
     if dev.verdict is None and sample is not None and sample.temp_c is not None:
         limit = temp_limit_c(dev)
         if sample.temp_c >= limit:
@@ -539,7 +548,7 @@ def plan(
                 spec.on_busy,
                 spec.max_wait_s is None,
                 spec.after_max_wait,
-                spec.vram_bytes,
+                spec.memory_need_bytes,
                 spec.needs,
                 spec.kind == "torch",
                 spec.allow_unproven,
@@ -565,7 +574,7 @@ def plan(
                 d,
                 running=d.running + 1,
                 running_names=(*d.running_names, f"{task.spec.name} (#{task.id})"),
-                extra_used_bytes=d.extra_used_bytes + (task.spec.vram_bytes or 0),
+                extra_used_bytes=d.extra_used_bytes + (task.spec.memory_need_bytes or 0),
             )
             current = list(states.values())
             for ahead, accepts in waiting:

@@ -16,7 +16,7 @@ import sqlite3
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import msgspec
 
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 KEEP_RUNS = 20  # runs kept per family and device
 KEEP_SPELLS = 20  # external-busy spells kept per device
+KEEP_FAMILIES = 1_000  # families kept at most (the most recently seen), whatever [retention] says
 MIN_SPELL_S = 5.0  # shorter external use (a desktop blip) is not a spell worth learning from
 MIN_STEADY_RUNS = 3  # runs that did not throttle, enough to estimate from alone
 
@@ -54,6 +55,17 @@ class RunBook:
     def add(self, run: JobRun) -> None:
         per_device = self._runs.setdefault(run.family, {})
         per_device.setdefault(run.device_key, deque(maxlen=self.keep)).append(run)
+
+    def last_seen(self) -> dict[str, float]:
+        """Family → when its newest run ended (the queue's wall clock)."""
+        return {
+            family: max((r.ended_at for runs in per_device.values() for r in runs), default=0.0)
+            for family, per_device in self._runs.items()
+        }
+
+    def forget(self, families: Collection[str]) -> None:
+        for family in families:
+            self._runs.pop(family, None)
 
     def runs(self, family: str) -> Mapping[str, tuple[JobRun, ...]]:
         """Device key → the family's recent runs there."""
@@ -193,6 +205,22 @@ class RuntimeHistory:
                 ),
             ]
         )
+
+    def forget_unseen(self, seen_since_s: float | None, *, keep_families: int = KEEP_FAMILIES) -> int:
+        """Forget the families not seen since ``seen_since_s`` (no run ended since; None: no age limit)
+        and those beyond the ``keep_families`` seen last: each distinct script is a family, so without
+        this the table grows with every script ever run. Retention calls it (``[retention] keep_days``).
+        Returns how many families went."""
+        seen = self.runs.last_seen()
+        newest_first = sorted(seen, key=lambda f: seen[f], reverse=True)
+        gone = newest_first[keep_families:]
+        if seen_since_s is not None:
+            gone += [f for f in newest_first[:keep_families] if seen[f] < seen_since_s]
+        if not gone:
+            return 0
+        self.runs.forget(gone)
+        self._write([("DELETE FROM job_runs WHERE family = ?", (family,)) for family in gone])
+        return len(gone)
 
     def note_snapshot(self, snapshot: Snapshot) -> None:
         """A monitor tick: follow each device's external use, and remember when one throttled."""

@@ -41,31 +41,25 @@ adopts the jobs an earlier owner left and stops the jobs of a lost device.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from gputray.monitor.monitor import Monitor
-from gputray.monitor.records import Snapshot
+from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.cluster_port import ClusterPort
 from gputray.scheduler.jobs import reach
 from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.jobs.launcher import HOST, Job
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import check_epoch_s
-from gputray.scheduler.pyenvs.choice import (
-    EnvChecking,
-    EnvChooser,
-    EnvMissing,
-    ProbingChooser,
-)
+from gputray.scheduler.pyenvs.choice import EnvChooser, ProbingChooser
 from gputray.scheduler.queue import dependencies as deps
-from gputray.scheduler.queue.device_book import DeviceBook
+from gputray.scheduler.queue.device_book import DeviceBook, with_env_status
 from gputray.scheduler.queue.device_checks import (
     DEVICES_SEEN_FILE,
     DevicesSeen,
@@ -77,7 +71,6 @@ from gputray.scheduler.queue.device_checks import (
 from gputray.scheduler.queue.edits import QueueEdits, TaskStateError
 from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.job_runs import EventKind, JobRuns
-from gputray.scheduler.queue.offline import requeue_changes
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.placement import (
     DeviceState,
@@ -89,7 +82,9 @@ from gputray.scheduler.queue.placement import (
 from gputray.scheduler.queue.put_aside import PutAside
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.timing import ClockJumps
+from gputray.scheduler.queue.waits_book import WaitsBook
 from gputray.scheduler.replies import DeviceSlots, Paused
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
@@ -106,6 +101,8 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
+#: a task the pass placed, started once the pass let go of the lock: (task, decision, devices, known)
+_Start = tuple[TaskRecord, Placement, Sequence[DeviceState], Sequence[DeviceInfo]]
 WALL_RECHECK_S = 60.0  # a wait for a wall-clock time looks at the clock at least this often (it may be set)
 
 
@@ -179,6 +176,7 @@ class QueueService:
         self._urgent = threading.Event()
         self._due_s: float | None = None
         self._put_aside = PutAside()  # tasks held back only by their start time or window, until then
+        self.waits_book = WaitsBook()  # the device each pending task waits for (the metrics read it)
         self._clock_jumps = ClockJumps(clock)  # the wall clock set: every time gate is planned afresh
         self._dispatcher: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -311,8 +309,8 @@ class QueueService:
         with self._lock:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "interrupted":
-                new = self.store.compare_and_update(
-                    task_id, rec.state, state="cancelled", reason="cancelled", ended_at=self.clock()
+                new = self.store.apply(
+                    task_id, life.Cancel(reason="cancelled", ended_at=self.clock()), expect_state=rec.state
                 )
                 if new is None:  # it just started: cancel the running job below
                     rec = self.store.get(task_id)
@@ -326,7 +324,7 @@ class QueueService:
                 raise TaskStateError(f"task #{task_id} already {rec.state}; nothing to cancel")
             running = self.runs.jobs.get(task_id)
         if running is None:  # running in the store but not ours (should not happen after recovery)
-            new = self.store.update(task_id, state="cancelled", reason="cancelled", ended_at=self.clock())
+            new = self.store.must_apply(task_id, life.Cancel(reason="cancelled", ended_at=self.clock()))
             self.emit("cancelled", new, f"{new.name} cancelled")
             return new
         running.job.cancel("cancelled")
@@ -356,8 +354,8 @@ class QueueService:
 
     def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
         """A finished task back in the queue, at its end; None when its state changed meanwhile."""
-        changes = requeue_changes(rec, reason, now_s=self.clock(), position=self.store.next_position())
-        return self.store.compare_and_update(rec.id, rec.state, **changes)
+        step = life.Requeue(reason=reason, now=self.clock(), position=self.store.next_position())
+        return self.store.apply(rec.id, step, expect_state=rec.state)
 
     def pause(self, device_key: str | None = None) -> None:
         """Stop starting jobs on one device (a key or a name like ``5060ti``), or everywhere (None)."""
@@ -380,7 +378,17 @@ class QueueService:
         self._wake.set()
 
     def dispatch(self) -> None:
-        """One dispatch pass now, in the calling thread: start what can start, record why the rest waits."""
+        """One dispatch pass now, in the calling thread: start what can start, record why the rest waits.
+
+        The pass is planned under the queue's lock; its jobs are started after (``JobRuns.start`` holds
+        the lock only to check and record): a supervisor slow to answer never holds up a cancel, a
+        submit or a job's end."""
+        placed: builtins.list[_Start] = []
+        self._plan_pass(placed)
+        for task, decision, devices, known in placed:
+            self.runs.start(task, decision, devices, known)
+
+    def _plan_pass(self, placed: builtins.list[_Start]) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -425,7 +433,9 @@ class QueueService:
             devices = self._device_states(snapshot, needs=wanted)
             torch_keys = torch_device_keys((r.spec for r in pending), devices)
             if torch_keys:  # an env is looked up (checked) only where a torch task may run
-                devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
+                devices = [
+                    with_env_status(d, self.env_chooser) if d.key in torch_keys else d for d in devices
+                ]
             result = self.estimates.plan(pending, devices, now, running=list(self.runs.jobs))
             waits: builtins.list[tuple[TaskRecord, Wait]] = builtins.list(parking)
             parked_due = self._put_aside.next_due_s()
@@ -433,7 +443,7 @@ class QueueService:
             known = [d.info for d in devices]
             for task, decision in result.decisions:
                 if isinstance(decision, Placement):
-                    self.runs.start(task, decision, devices, known)
+                    placed.append((task, decision, devices, known))
                 elif isinstance(decision, GiveUp):
                     self._fail(task, decision.reason, now)
                 else:
@@ -498,28 +508,25 @@ class QueueService:
 
     def _fail(self, rec: TaskRecord, reason: str, now: float) -> None:
         """A pending task fails with ``reason`` (unless its state changed meanwhile: a race lost)."""
-        new = self.store.compare_and_update(rec.id, rec.state, state="failed", reason=reason, ended_at=now)
+        new = self.store.apply(rec.id, life.Fail(reason=reason, ended_at=now), expect_state=rec.state)
         if new is not None:
             self.emit("failed", new, f"{new.name}: {reason}")
 
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
     ) -> None:
-        updates: builtins.list[tuple[int, dict[str, Any]]] = []
-        for task, wait in waits:
-            cols: dict[str, Any] = {}
-            if task.state != "waiting":
-                cols["state"] = "waiting"
-            if task.reason != wait.reason:
-                cols["reason"] = wait.reason
-            if task.id in overtakes and overtakes[task.id] != task.overtakes:
-                cols["overtakes"] = overtakes[task.id]
-            if cols:
-                updates.append((task.id, cols))
+        self.waits_book.note(waits)
+        updates: builtins.list[tuple[int, life.Step]] = [
+            (task.id, life.Wait(reason=wait.reason, overtakes=overtakes.get(task.id)))
+            for task, wait in waits
+            if task.state != "waiting"
+            or task.reason != wait.reason
+            or (task.id in overtakes and overtakes[task.id] != task.overtakes)
+        ]
         if updates:
             # Only rows still pending: a cancel may have raced this pass. Why a task waits is said again by
             # the next pass: no need to wait for the disk (acknowledged submits are synced by the store).
-            self.store.update_many(updates, only_states=PENDING_STATES, sync=False)
+            self.store.apply_many(updates, only_states=PENDING_STATES, sync=False)
         for task, wait in waits:
             if task.state == "queued":
                 self.emit(
@@ -527,21 +534,6 @@ class QueueService:
                     task.replace(state="waiting", reason=wait.reason),
                     f"{task.name}: {wait.reason}",
                 )
-
-    def _with_env_status(self, dev: DeviceState) -> DeviceState:
-        """The device as torch tasks see it: whether an env is checked there now, or none works."""
-        try:
-            status = self.env_chooser.status(dev.info)
-        except Exception as exc:  # the doctor's lookups must not stop the queue
-            log.exception("env lookup failed")
-            return dataclasses.replace(dev, torch_no_env=f"env lookup failed ({exc})")
-        if isinstance(status, EnvChecking):
-            return dataclasses.replace(dev, torch_checking=status.reason)
-        if isinstance(status, EnvMissing) and status.unproven:
-            return dataclasses.replace(dev, torch_unproven=status.reason)
-        if isinstance(status, EnvMissing):
-            return dataclasses.replace(dev, torch_no_env=status.reason)
-        return dev
 
     # -- monitor ticks ---------------------------------------------------------------------------
     def _on_snapshot(self, snapshot: Snapshot) -> None:
@@ -587,6 +579,7 @@ class QueueService:
                 with self._lock:
                     self._put_aside.clear()
                     self.store.bring_back()
+                    self.runs.clock_set(jump)
                 self._urgent.set()
             now_mono = time.monotonic()
             urgent = self._urgent.is_set()
@@ -640,6 +633,7 @@ class QueueService:
         a run that succeeded teaches the estimates."""
         if kind == "finished":
             self.estimates.finished(rec)
+        self.waits_book.on_event(kind, rec.id)
         self._events.put(QueueEvent(kind, rec, message, offer))
         self.edits.notify_waiters()
 

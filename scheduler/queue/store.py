@@ -55,10 +55,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
+
+import msgspec
 
 from gputray.scheduler.jobs.orphans import kill_orphan, kill_unrecorded_job
 from gputray.scheduler.queue.store_errors import (
@@ -83,8 +85,8 @@ from gputray.scheduler.queue.store_schema import (
     transaction,
 )
 from gputray.scheduler.queue.store_writer import Statement, StoreWriter
+from gputray.scheduler.tasks.lifecycle import Interrupt, RetryOrFail, Step, check
 from gputray.scheduler.tasks.records import (
-    MAX_BACKOFF_S,
     PENDING_STATES,
     TaskRecord,
     TaskSpec,
@@ -98,16 +100,6 @@ NO_FSYNC_VAR = "GPUTRAY_UNSAFE_NO_FSYNC"
 
 _Records = list[TaskRecord]  # TaskStore.list shadows the builtin inside the class
 SPEC_CACHE_SIZE = 256  # decoded specs kept by their text while the file is read (identical ones share)
-
-
-def _check_columns(changes: Mapping[str, Any]) -> None:
-    bad = set(changes) - _UPDATABLE
-    if bad:
-        raise ValueError(f"cannot update {sorted(bad)}")
-
-
-# Fields of TaskRecord that map 1:1 to columns and change after submit (all but id, spec, submitted_at).
-_UPDATABLE = {f.name for f in fields(TaskRecord)} - {"id", "spec", "submitted_at"}
 
 
 @dataclass(frozen=True)
@@ -264,7 +256,7 @@ class TaskStore:
         self._mirror()[task_id] = rec
         return rec
 
-    def _refuse_unreadable(self, task_id: int, changes: dict[str, Any]) -> None:
+    def _refuse_unreadable(self, task_id: int, changes: Mapping[str, object]) -> None:
         if task_id in self._unreadable and changes.get("state", "failed") not in ("failed", "cancelled"):
             raise UnreadableTask(
                 f"task #{task_id} cannot run again: its saved record cannot be read "
@@ -460,18 +452,14 @@ class TaskStore:
     def running(self) -> _Records:
         return self.list(states=("running",))
 
-    def update(self, task_id: int, **changes: Any) -> TaskRecord:
-        """Change columns of one task in one transaction; returns the new record."""
-        new = self._update(task_id, None, changes)
-        assert new is not None  # no state expected: never a race lost
-        return new
+    # -- the lifecycle's steps: the one place a task's row changes after its submit -----------------
+    def apply(self, task_id: int, step: Step, *, expect_state: str | None = None) -> TaskRecord | None:
+        """Write ``step`` (``tasks/lifecycle.py``) to one task in one transaction; the new record.
 
-    def compare_and_update(self, task_id: int, expect_state: str, **changes: Any) -> TaskRecord | None:
-        """Update only if the task is still in ``expect_state``; None when it was not (a race lost)."""
-        return self._update(task_id, expect_state, changes)
-
-    def _update(self, task_id: int, expect_state: str | None, changes: dict[str, Any]) -> TaskRecord | None:
-        _check_columns(changes)
+        With ``expect_state``, only while the task is still in that state: None when it was not (a race
+        lost, nothing written). A move the lifecycle does not allow from the task's state raises
+        ``IllegalTransition`` (nothing written).
+        """
         with self._lock:
             rec = self._mirror().get(task_id)
             if rec is None:
@@ -479,43 +467,55 @@ class TaskStore:
             # The mirror is the table (one writer), held changes included.
             if expect_state is not None and rec.state != expect_state:
                 return None
-            self._refuse_unreadable(task_id, changes)
-            if changes:
-                cols = ", ".join(f"{k} = ?" for k in changes)
-                sql, params = f"UPDATE tasks SET {cols} WHERE id = ?", (*changes.values(), task_id)
+            step = self._fit(task_id, step)
+            check(rec, step)
+            cols = step.columns(rec)
+            self._refuse_unreadable(task_id, cols)
+            if cols:
+                sets = ", ".join(f"{k} = ?" for k in cols)
+                sql, params = f"UPDATE tasks SET {sets} WHERE id = ?", (*cols.values(), task_id)
                 if expect_state is not None:
                     sql, params = f"{sql} AND state = ?", (*params, expect_state)
                 self._writer.write([(sql, params)])
-            return self._changed(task_id, **changes)
+            return self._changed(task_id, **cols)
 
-    def update_many(
+    def must_apply(self, task_id: int, step: Step) -> TaskRecord:
+        """``apply`` with no state expected (the caller holds the queue's lock): never a race lost."""
+        new = self.apply(task_id, step)
+        assert new is not None
+        return new
+
+    def apply_many(
         self,
-        changes: Iterable[tuple[int, dict[str, Any]]],
+        steps: Iterable[tuple[int, Step]],
         *,
         only_states: Iterable[str] | None = None,
         sync: bool = True,
     ) -> None:
-        """Several updates in one transaction (a dispatch pass writes its reasons this way).
+        """Several steps in one transaction (a dispatch pass writes its waits this way).
 
-        With ``only_states``, a row is changed only while its state is one of them. ``sync=False`` for
-        what nobody was promised (why a task waits: the next pass says it again): it does not wait for
-        the disk, so it never holds up the submits' commits, and the next synced commit covers it.
+        With ``only_states``, a task is moved only while its state is one of them (a cancel may have
+        raced the pass). ``sync=False`` for what nobody was promised (why a task waits: the next pass
+        says it again): it does not wait for the disk, so it never holds up the submits' commits, and
+        the next synced commit covers it.
         """
         guard = ""
         extra: tuple[str, ...] = ()
         if only_states is not None:
             extra = tuple(only_states)
             guard = f" AND state IN ({','.join('?' * len(extra))})"
-        changes = builtins.list(changes)
-        for _task_id, cols in changes:
-            _check_columns(cols)
         with self._lock:
             mirror = self._mirror()
-            after: dict[int, TaskRecord] = {}  # the mirror as these changes leave it, applied once written
+            after: dict[int, TaskRecord] = {}  # the mirror as these steps leave it, applied once written
             statements: builtins.list[Statement] = []
-            for task_id, cols in changes:
+            for task_id, step in steps:
                 rec = after.get(task_id) or mirror.get(task_id)
-                if rec is None or not cols or (only_states is not None and rec.state not in extra):
+                if rec is None or (only_states is not None and rec.state not in extra):
+                    continue
+                step = self._fit(task_id, step)
+                check(rec, step)
+                cols = step.columns(rec)
+                if not cols:
                     continue
                 self._refuse_unreadable(task_id, cols)
                 sets = ", ".join(f"{k} = ?" for k in cols)
@@ -525,6 +525,12 @@ class TaskStore:
                 after[task_id] = rec.replace(**cols)
             self._writer.write(statements, sync=sync)
             mirror.update(after)
+
+    def _fit(self, task_id: int, step: Step) -> Step:
+        """A task whose saved row cannot be read never runs again: its retry policy fails it."""
+        if isinstance(step, RetryOrFail) and task_id in self._unreadable and step.may_retry:
+            return msgspec.structs.replace(step, may_retry=False)
+        return step
 
     def _top_position(self) -> float:
         # Kept in memory: a MAX() over an unindexed column per insert made 10,000 submits quadratic.
@@ -623,8 +629,8 @@ class TaskStore:
             if not stale:
                 return []
             why = "interrupted: gputray stopped while it ran"
-            self.update_many(
-                [(r.id, {"state": "interrupted", "ended_at": now, "reason": why}) for r in stale],
+            self.apply_many(
+                [(r.id, Interrupt(reason=why, ended_at=now)) for r in stale if r.state == "running"],
                 only_states=("running",),
             )
         out = []
@@ -634,46 +640,9 @@ class TaskStore:
             else:
                 killed = kill_orphans and kill_orphan(rec.pid, rec.pid_create_time)
             why = "gputray stopped while it ran" + (" (its leftover process was stopped)" if killed else "")
-            new = self.apply_retry_policy(rec.id, f"interrupted: {why}", now=now)
+            new = self.must_apply(rec.id, RetryOrFail(why=f"interrupted: {why}", now=now))
             out.append(Recovered(new, new.state == "queued", killed))
         return out
-
-    def apply_retry_policy(
-        self, task_id: int, why: str, *, now: float | None = None, **also: Any
-    ) -> TaskRecord:
-        """After a failure or interruption: requeue with backoff while retries remain, else fail.
-
-        One update, so nobody ever sees a passing ``failed`` for a task that will retry; ``also`` are
-        further columns written with it (exit code, end time …).
-        """
-        now = self.clock() if now is None else now
-        with self._lock:
-            rec = self.get(task_id)
-            retries_used = max(0, rec.attempts - rec.attempts_before - 1)
-            if retries_used < rec.spec.retries and task_id not in self._unreadable:
-                delay = min(MAX_BACKOFF_S, rec.spec.backoff_s * 2.0 ** min(retries_used, 60))
-                left = rec.spec.retries - retries_used
-                reason = (
-                    f"{why}; retry {retries_used + 1} of {rec.spec.retries} in {delay:.0f} s"
-                    if delay >= 1
-                    else f"{why}; retrying ({left} left)"
-                )
-                cols: dict[str, Any] = {
-                    **also,
-                    "state": "queued",
-                    "reason": reason,
-                    "not_before": now + delay,
-                    "queued_at": now,
-                    "pid": None,
-                    "pid_create_time": None,
-                    "overtakes": 0,
-                }
-                return self.update(task_id, **cols)
-            suffix = "; no retries left" if rec.spec.retries else ""
-            ended = also.pop("ended_at", None) or rec.ended_at or now
-            return self.update(
-                task_id, **{**also, "state": "failed", "reason": f"{why}{suffix}", "ended_at": ended}
-            )
 
 
 UNFINISHED_STATES = frozenset({"queued", "waiting", "running", "interrupted"})

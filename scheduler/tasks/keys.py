@@ -62,7 +62,8 @@ class TaskKey(msgspec.Struct, frozen=True, kw_only=True):
     docs). ``takes``: what a value must be, for the message when its type refuses one (``form``
     ``text``, ``number``: the default message otherwise). ``option`` or ``no_option`` (why the command
     line has none). ``in_view``: ``replies.TaskView`` carries it (``queue --json``, the tray).
-    ``by_gputray``: gputray writes it itself (not offered as a suggestion for a mistyped key)."""
+    ``by_gputray``: gputray writes it itself (not offered as a suggestion for a mistyped key);
+    ``in_file`` false: not even then, it is worked out (a task file may not hold it)."""
 
     field: str
     doc: str
@@ -76,6 +77,7 @@ class TaskKey(msgspec.Struct, frozen=True, kw_only=True):
     no_option: str = ""
     in_view: bool = False
     by_gputray: bool = False
+    in_file: bool = True  # a task file may write it (false: worked out by gputray, never written)
     example: str = ""  # the docs table's example value, as a task file writes it
 
     @property
@@ -148,7 +150,9 @@ TASK_KEYS: tuple[TaskKey, ...] = (
             flag="--device",
             metavar="PREFS",
             help="devices in order of preference, comma-separated: 5060ti, 780m, nvidia, amd, discrete, "
-            "integrated, cpu or a key like pci:0000:01:00.0",
+            "integrated, cpu or a key like pci:0000:01:00.0. The task waits for them when they are busy "
+            "(the recipe's on_busy goes with the recipe's devices): --device 5060ti alone pins it; add "
+            "--on-busy or --max-wait to let it go elsewhere",
             refused="--device needs at least one device",
         ),
     ),
@@ -440,6 +444,41 @@ TASK_KEYS: tuple[TaskKey, ...] = (
             refused="--max-slowdown must be between 1 and 100 (1.5: at most 50 % slower)",
         ),
     ),
+    TaskKey(
+        field="vram_need_bytes",
+        doc="without `vram`: the memory its model files predict (`tasks/model_memory.py`)",
+        by_gputray=True,
+        in_file=False,
+        no_option="worked out from the model files a task names (`--vram` gives it instead)",
+    ),
+    TaskKey(
+        field="vram_need_source",
+        doc='where that prediction comes from, in words ("model.safetensors 7.2 GiB + 5 %")',
+        by_gputray=True,
+        in_file=False,
+        in_view=True,  # "vram" where the task gives it, else this
+        no_option="worked out with `vram_need_bytes`",
+    ),
+    TaskKey(
+        field="preempt",
+        doc="when lower-priority jobs of yours hold its device, pause them so this one starts "
+        "(they resume when it ends)",
+        form="bool",
+        example="true",
+        option=Option(
+            flag="--preempt",
+            switch=True,
+            help="when lower-priority jobs of yours hold its device, pause them (gputray pause-job) so this "
+            "one starts; they resume when it ends (a task file's `preemptible = false` keeps a job running)",
+        ),
+    ),
+    TaskKey(
+        field="preemptible",
+        doc="false: this job is never paused for another task's `preempt`",
+        form="bool",
+        example="false",
+        no_option="a task file's key",
+    ),
 )
 
 BY_FIELD: dict[str, TaskKey] = {k.field: k for k in TASK_KEYS}
@@ -461,7 +500,7 @@ def options(*, editing: bool) -> tuple[tuple[TaskKey, Option], ...]:
 def docs_table() -> str:
     """docs/queue.md's table of task keys (``tools/task_keys_table.py`` writes it there)."""
     rows = ["| key (task file) | option | what |", "|---|---|---|"]
-    for k in TASK_KEYS:
+    for k in (k for k in TASK_KEYS if k.in_file):
         key = f"`{k.spelled} = {k.example}`" if k.example else f"`{k.spelled}`"
         if k.aliases[1:]:
             key += " (also " + ", ".join(f"`{a}`" for a in (k.field, *k.aliases[1:]) if a != k.spelled) + ")"

@@ -125,10 +125,11 @@ def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
 
 def read_recipes_file(path: Path) -> list[Recipe]:
     try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
+        data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))  # a BOM (Notepad) is no statement
     except OSError as exc:
         raise RecipeError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise RecipeError(f"{path}: not valid TOML: the file is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise RecipeError(f"{path}: not valid TOML: {exc}") from None
     return _parse(data, str(path))

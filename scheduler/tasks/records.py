@@ -77,7 +77,6 @@ PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
 #: A machine name in a cluster (``[cluster] machine``, ``--machine``): letters, digits, ``.``, ``_``, ``-``.
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
-MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
 
@@ -86,7 +85,7 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 _NO_NUL = r"^[^\x00]*$"
-_WORD = r"^[^\x00]*\S[^\x00]*$"  # not blank, no NUL
+_WORD = r"^[^\x00]*[^\x00\s][^\x00]*$"  # not blank, no NUL (``\S`` alone matches a NUL)
 Text = Annotated[str, Meta(max_length=MAX_TEXT_CHARS, pattern=_NO_NUL)]
 Word = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT_CHARS, pattern=_WORD)]
 Texts = Annotated[tuple[Text, ...], Meta(max_length=MAX_ITEMS)]
@@ -140,7 +139,7 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     see ``queue.placement_policy``. ``family`` names "the same job" (default: recipe + script path).
     ``start_at`` is epoch seconds; ``window`` is a daily local-time window ``"01:00-07:00"``
     (may cross midnight). ``retries`` more attempts after a failure or interruption, each after
-    ``backoff_s * 2**(attempt-1)`` seconds, at most ``MAX_BACKOFF_S``. ``after`` names tasks that
+    ``backoff_s * 2**(attempt-1)`` seconds, at most ``lifecycle.MAX_BACKOFF_S``. ``after`` names tasks that
     must succeed first (``after_any``: end, however); one that fails or is cancelled fails this one.
     """
 
@@ -156,6 +155,10 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     max_wait_s: DurationS | None = None
     after_max_wait: AfterMaxWait = "redirect"
     vram_bytes: SizeBytes | None = None
+    # Without vram_bytes: the need predicted from the model files it names, and from what, in words
+    # ("model.safetensors 7.2 GiB + 5 %"); set by ``taskfile.spec_from_patch`` (``model_memory``).
+    vram_need_bytes: SizeBytes | None = None
+    vram_need_source: Word | None = None
     priority: Priority = 0
     needs: Texts = ()
     start_at: EpochS | None = None
@@ -188,6 +191,16 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     family: Family | None = None
     prefer: Prefer = "free"
     max_slowdown: Slowdown = 1.5
+    # Priority with teeth (``queue.preemption``): ``preempt`` lets this task pause lower-priority jobs
+    # of ours that hold its device (``[queue] preempt = "priority"`` makes every task do so);
+    # ``preemptible = false`` keeps this one's job from ever being paused for another.
+    preempt: bool = False
+    preemptible: bool = True
+
+    @property
+    def memory_need_bytes(self) -> int | None:
+        """What placement counts: the ``vram`` given, else the need predicted from its model files."""
+        return self.vram_bytes if self.vram_bytes is not None else self.vram_need_bytes
 
     def __hash__(self) -> int:  # env is a dict; hash the rest
         return hash((self.kind, self.name, self.argv, self.script, self.args, self.files))
@@ -244,6 +257,8 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     max_wait_s: DurationS | UnsetType | None = UNSET
     after_max_wait: AfterMaxWait | UnsetType = UNSET
     vram_bytes: SizeBytes | UnsetType | None = UNSET
+    vram_need_bytes: SizeBytes | UnsetType | None = UNSET
+    vram_need_source: Word | UnsetType | None = UNSET
     priority: Priority | UnsetType = UNSET
     needs: Texts | UnsetType = UNSET
     start_at: EpochS | UnsetType | None = UNSET
@@ -266,6 +281,8 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     family: Family | UnsetType | None = UNSET
     prefer: Prefer | UnsetType = UNSET
     max_slowdown: Slowdown | UnsetType = UNSET
+    preempt: bool | UnsetType = UNSET
+    preemptible: bool | UnsetType = UNSET
 
     def given(self) -> dict[str, Any]:
         """The fields this patch sets, by name."""
@@ -273,8 +290,15 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
     def then(self, later: TaskPatch) -> TaskPatch:
         """This patch with ``later`` laid over it: its fields win, except ``env``, which adds to ours
-        (``--env`` sets one variable, it does not drop the task file's or the recipe's)."""
+        (``--env`` sets one variable, it does not drop the task file's or the recipe's).
+
+        Devices and ``on_busy`` go together (issue 33): where ``later`` names the devices but says
+        nothing of ``on_busy``, the task waits for the devices it names (``on_busy = "wait"``), so
+        ``--device 5060ti`` alone pins a torch task the recipe would redirect; ``--on-busy`` (or
+        ``--max-wait``, then ``after_max_wait``) is how a named device lets the task go elsewhere."""
         changes = later.given()
+        if "device_prefs" in changes and "on_busy" not in changes:
+            changes["on_busy"] = "wait"
         if isinstance(self.env, Mapping) and isinstance(later.env, Mapping):
             changes["env"] = {**self.env, **later.env}
         return msgspec.structs.replace(self, **changes)

@@ -62,6 +62,7 @@ import msgspec
 
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.tasks.keys import BY_FIELD, GUESSES, KEY_ALIASES, TaskKey
+from gputray.scheduler.tasks.model_memory import predict_need
 from gputray.scheduler.tasks.needs import NEEDS
 from gputray.scheduler.tasks.records import (
     ENV_NAME_RE,
@@ -87,8 +88,9 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600,
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
 _SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
-# Task-file key → TaskSpec field: every field name, and the spellings ``tasks.keys`` declares.
-KEYS: dict[str, str] = {**{f: f for f in TaskSpec.__struct_fields__}, **KEY_ALIASES}
+# Task-file key → TaskSpec field: every field name a task file may hold (not a predicted memory need,
+# which is worked out), and the spellings ``tasks.keys`` declares.
+KEYS: dict[str, str] = {**{k.field: k.field for k in BY_FIELD.values() if k.in_file}, **KEY_ALIASES}
 TASK_KEYS = frozenset(KEYS)  # every key a task file may use
 __all__ = ["GUESSES", "KEY_ALIASES"]  # re-exported: the spellings, declared in tasks.keys
 
@@ -223,7 +225,7 @@ def load_task_file(path: Path) -> TaskSpec:
     """Read and validate one task file. Errors (TaskFileError) name the file, the key and the problem."""
     path = Path(path)
     try:
-        data = tomllib.loads(read_task_bytes(path).decode("utf-8"))
+        data = tomllib.loads(read_task_bytes(path).decode("utf-8-sig"))  # a BOM (Notepad) is no statement
     except FileNotFoundError:
         raise TaskFileError(f"{path}: no such task file") from None
     except OSError as exc:
@@ -480,7 +482,20 @@ def spec_from_patch(patch: TaskPatch, *, source: str, base: TaskSpec | None = No
         else:
             name = Path(argv[0]).name
     after = tuple(dict.fromkeys(given.get("after", ())))
-    return TaskSpec(**{**given, "kind": kind, "name": name, "after": after})
+    spec = TaskSpec(**{**given, "kind": kind, "name": name, "after": after})
+    return with_memory_need(spec)
+
+
+def with_memory_need(spec: TaskSpec) -> TaskSpec:
+    """The spec with the memory need its model files predict (``model_memory``), when it gives no
+    ``vram``; one whose files cannot be read here (another machine's) keeps what it had."""
+    if spec.vram_bytes is not None:
+        return msgspec.structs.replace(spec, vram_need_bytes=None, vram_need_source=None)
+    args = spec.args if spec.kind == "torch" else spec.argv[1:]
+    need = predict_need(spec.files, args, spec.cwd)
+    if need is None:
+        return spec
+    return msgspec.structs.replace(spec, vram_need_bytes=need.bytes, vram_need_source=need.source)
 
 
 def _check_placeholders(

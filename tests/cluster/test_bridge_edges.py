@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import task_steps as steps
 from test_machine_tasks import Desk, _view
 
 import gputray.cluster.bridge as bridge_module
@@ -20,7 +21,6 @@ from gputray.cluster.config import LOOPBACK_ENV
 from gputray.cluster.wire import TaskChunk
 from gputray.monitor.simulated import RADEON_780M
 from gputray.monitor.units import GIB
-from gputray.scheduler import protocol as rq
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -69,10 +69,7 @@ def _handed(
     rec = desk.queue.submit(spec)
     log_path = tmp_path / "task-local.log"
     log_path.write_bytes(b"")
-    running = rq.RecordChanges(
-        machine="laptop", remote_id=4, remote_state="waiting", state="waiting", log_path=str(log_path)
-    )
-    desk.link.update(rq.ClusterUpdate(id=rec.id, changes=running))
+    steps.hand_over(desk.store, rec.id, "laptop", 4, remote_state="waiting", log_path=str(log_path))
     b = desk.bridge
     b.connected, b.gcs_ok_mono = True, time.monotonic()
     b.machines["laptop"] = _Machine(last_contact=time.time(), handle=agent)

@@ -19,6 +19,7 @@ from cluster_harness import (
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.tasks import lifecycle as life
 
 _why_not = ray_available()
 pytestmark = [
@@ -146,10 +147,16 @@ def test_a_task_waiting_on_the_laptop_is_taken_back_when_desk_is_free_and_runs_o
             rq.ClusterSubmit(origin=origin, spec=spec.replace(machine=None, origin=origin))
         ).task
         assert there is not None
-        handed = rq.RecordChanges(
-            machine="laptop", remote_id=there.id, remote_state="queued", state="waiting", attempts=1
+        key = desk.bridge_key()  # the hand-over is the bridge's: sent with its key
+        sending = life.HandOver(
+            machine="laptop", device="laptop/cpu", reason="sending", into="waiting", attempts=1
         )
-        assert desk.ask(rq.ClusterUpdate(id=task_id, expect_state="waiting", changes=handed)).task is not None
+        handed = life.Handed(
+            remote_id=there.id, remote_state="queued", log_path="", reason=f"on laptop as #{there.id}"
+        )
+        for step in (sending, handed):
+            sent = rq.ClusterUpdate(id=task_id, expect_state="waiting", step=step, bridge_key=key)
+            assert desk.ask(sent).task is not None
         desk.ask(rq.Resume())
         wait_for(
             lambda: desk.task(task_id).state == "succeeded",

@@ -3,11 +3,13 @@ checks, and what the bridge may write."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import task_steps as steps
 import tomli_w
 
 from gputray.cluster.config import ClusterConfigError, load_cluster_config, write_cluster_table
@@ -18,6 +20,7 @@ from gputray.scheduler.protocol import BadRequest, Request, request_from
 from gputray.scheduler.queue.saved_queue import read_saved_tasks
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.replies import Paused
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.recipes import SubmitError
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -55,6 +58,7 @@ class FakeQueue:
         self.passes = 0
         self.edits = FakeEdits()
         self.paused_now = Paused()
+        self.lock = threading.RLock()
 
     def paused(self) -> Paused:
         return self.paused_now
@@ -85,18 +89,18 @@ def test_in_a_cluster_the_bridge_places_any_while_it_talks_to_us(tmp_path: Path)
     mine = store.add(spec(machine="desk"))
     plain = store.add(spec())
     assert link.runs_here(anywhere)  # no bridge has synced: "any" is what we can see, this machine
-    link.sync(request("cluster_sync"))
+    link.sync(request("cluster_sync", bridge_key=link.bridge_key))
     assert not link.runs_here(anywhere) and not link.runs_here(other)
     assert link.runs_here(mine) and link.runs_here(plain)
-    placed_here = store.update(anywhere.id, machine="desk")
+    placed_here = store.must_apply(anywhere.id, life.PlaceHere(machine="desk"))
     assert link.runs_here(placed_here)
-    handed = store.update(other.id, machine="laptop", remote_id=7, remote_state="running", state="running")
+    handed = steps.run_there(store, other.id, "laptop", 7)
     assert not link.runs_here(handed)
-    ids = {t.id for t in link.sync(request("cluster_sync")).tasks}
+    ids = {t.id for t in link.sync(request("cluster_sync", bridge_key=link.bridge_key)).tasks}
     # placed here but not started: the bridge keeps an eye on it (to place it again if it cannot start)
     assert ids == {anywhere.id, other.id}  # plain tasks are never the bridge's
-    store.update(anywhere.id, state="running")
-    ids = {t.id for t in link.sync(request("cluster_sync")).tasks}
+    steps.start(store, anywhere.id)
+    ids = {t.id for t in link.sync(request("cluster_sync", bridge_key=link.bridge_key)).tasks}
     assert ids == {other.id}  # started here: the local queue has it
 
 
@@ -111,17 +115,14 @@ def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
     link.attach(FakeQueue(store))
     rec = store.add(spec(machine="any", retries=1, backoff_s=0.0))
-    store.update(rec.id, machine="laptop", remote_id=3, remote_state="running", state="running", attempts=1)
-    got = link.update(
-        request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran")
-    ).task
+    lost = {"step": "lost_there", "why": "laptop left the cluster while it ran", "now": time.time()}
+    steps.run_there(store, rec.id, "laptop", 3)
+    got = link.update(request("cluster_update", id=rec.id, step=lost, bridge_key=link.bridge_key)).task
     assert got is not None
     assert got.state == "queued" and got.machine is None and got.remote_id is None
     assert "laptop left the cluster while it ran" in got.reason
-    store.update(rec.id, machine="laptop", remote_id=4, remote_state="running", state="running", attempts=2)
-    got = link.update(
-        request("cluster_update", id=rec.id, requeue="laptop left the cluster while it ran")
-    ).task
+    steps.run_there(store, rec.id, "laptop", 4)
+    got = link.update(request("cluster_update", id=rec.id, step=lost, bridge_key=link.bridge_key)).task
     assert got is not None
     assert got.state == "failed" and got.machine == "laptop" and got.remote_state == "lost"
     assert got.reason.startswith("laptop left the cluster while it ran")
@@ -130,14 +131,17 @@ def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason
 def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path) -> None:
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
     rec = store.add(spec(machine="any"))
-    store.update(rec.id, state="cancelled")
+    steps.cancel(store, rec.id)
+    place = {"step": "place_here", "machine": "laptop"}
     got = link.update(
-        request("cluster_update", id=rec.id, expect_state="queued", changes={"machine": "laptop"})
+        request("cluster_update", id=rec.id, expect_state="queued", step=place, bridge_key=link.bridge_key)
     )
     assert got.task is None and got.now is not None
     assert got.now.state == "cancelled" and got.now.machine is None
-    with pytest.raises(BadRequest, match="unknown field `spec`"):
-        request("cluster_update", id=rec.id, changes={"spec": {}})  # refused before the link sees it
+    with pytest.raises(BadRequest, match="unknown field `spec`"):  # refused before the link sees it
+        request("cluster_update", id=rec.id, step={**place, "spec": {}})
+    with pytest.raises(BadRequest, match="step"):  # a bag of fields is no step
+        request("cluster_update", id=rec.id, step={"state": "succeeded"})
 
 
 def test_a_task_sent_twice_is_queued_once(tmp_path: Path) -> None:
@@ -224,7 +228,7 @@ def test_a_queue_file_from_before_the_cluster_columns_still_reads_and_upgrades(
     assert store.schema_version == SCHEMA_VERSION
     upgraded = store.get(old.id)
     assert upgraded.remote_id is None and upgraded.machine is None and upgraded.remote_state is None
-    store.update(old.id, machine="laptop", remote_id=7, remote_state="running")
+    steps.run_there(store, old.id, "laptop", 7)
     assert store.get(old.id).remote_id == 7
     store.close()
 
@@ -292,7 +296,7 @@ def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> 
     with pytest.raises(BadRequest, match=r"argument 'spec\.util_percent'"):
         request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
     with pytest.raises(BadRequest, match="needs the argument 'id'"):
-        request_from("cluster_update", {"changes": {}})
+        request_from("cluster_update", {"step": {"step": "note", "reason": "x"}})
 
 
 def test_a_misspelt_cluster_key_is_named_but_does_not_stop_the_cluster(tmp_path: Path) -> None:
@@ -318,7 +322,9 @@ def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_r
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
     queue = FakeQueue(store)
     link.attach(queue)
-    link.sync(rq.ClusterSync(wait_ms=0))  # the first sync answers at once (nothing seen yet)
+    link.sync(
+        rq.ClusterSync(wait_ms=0, bridge_key=link.bridge_key)
+    )  # the first sync answers at once (nothing seen yet)
     gpu = DeviceView(key="pci:1", name="GPU", vendor="amd", kind="integrated")
     other = DeviceView(key="pci:2", name="GPU", vendor="amd", kind="integrated")
     machines = (
@@ -331,7 +337,9 @@ def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_r
     )  # fmt: skip
     replies: list[ClusterSynced] = []
     poll = threading.Thread(
-        target=lambda: replies.append(link.sync(rq.ClusterSync(report=report, wait_ms=2000)))
+        target=lambda: replies.append(
+            link.sync(rq.ClusterSync(report=report, wait_ms=2000, bridge_key=link.bridge_key))
+        )
     )
     poll.start()  # the bridge's long-poll; the pause answers it (before or during its wait)
     queue.paused_now = Paused(all=True)

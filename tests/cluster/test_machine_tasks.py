@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import task_steps as steps
 import tomli_w
 from waiting import wait_for
 
@@ -34,6 +35,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 RAM = 64 * GIB
@@ -77,7 +79,8 @@ class Desk:
         self.monitor.sample_once()
         self.queue = QueueService(self.store, self.monitor, paths=self.paths, cluster=self.link)
         self.link.attach(self.queue)
-        self.bridge = Bridge(self.paths, load_cluster_config(self.paths.config_file), None)
+        config = load_cluster_config(self.paths.config_file)
+        self.bridge = Bridge(self.paths, config, None, key=self.link.bridge_key)
 
     def report(self, laptop: str | None = "online", oldbox: bool = False, head_up: bool = True) -> None:
         """What the bridge tells the owner: desk as it sees itself; the laptop "online", "away" or not
@@ -92,11 +95,15 @@ class Desk:
                 b.machines["laptop"].left_at = time.time()
         if oldbox:
             b.machines["oldbox"] = _Machine(last_contact=time.time() - 3600, left_at=time.time() - 3600)
-        self.link.sync(rq.ClusterSync(report=b.report()))
+        self.link.sync(rq.ClusterSync(report=b.report(), bridge_key=self.link.bridge_key))
 
     def synced(self) -> list[int]:
         """The task ids the owner hands the bridge to place or follow."""
-        return [t.id for t in self.link.sync(rq.ClusterSync()).tasks]
+        return [t.id for t in self.link.sync(rq.ClusterSync(bridge_key=self.link.bridge_key)).tasks]
+
+    def step(self, rec: TaskRecord, step: life.ClusterStep) -> TaskRecord | None:
+        """What the bridge writes, as it writes it: one step, with this owner's key."""
+        return self.link.update(rq.ClusterUpdate(id=rec.id, step=step, bridge_key=self.link.bridge_key)).task
 
     def close(self) -> None:
         self.queue.close(kill_running=True)
@@ -212,10 +219,11 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
     assert held.state == "waiting" and held.reason.startswith(f"waits for #{first.id} 'first' (")
 
     # the task on the laptop ends (the bridge records it in its row here): its dependant may go
-    ended = rq.RecordChanges(
-        state="succeeded", exit_code=0, machine="laptop", remote_id=7, remote_state="fetched", energy_j=420.5
+    steps.run_there(desk.store, remote_first.id, "laptop", 7)
+    ended = life.RemoteRun(
+        into="succeeded", exit_code=0, remote_state="fetched", energy_j=420.5, reason="done"
     )
-    desk.link.update(rq.ClusterUpdate(id=remote_first.id, changes=ended))
+    desk.step(remote_first, ended)
     assert desk.synced() == [after_remote.id]
     assert desk.queue.get(remote_first.id).energy_j == 420.5  # the GPU energy measured on the laptop
 
@@ -229,14 +237,15 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
 
 def test_wait_on_a_task_another_machine_runs_answers_when_the_bridge_records_its_end(desk: Desk) -> None:
     rec = desk.queue.submit(job(machine="laptop"))
-    running = rq.RecordChanges(machine="laptop", remote_id=7, remote_state="running", state="running")
-    desk.link.update(rq.ClusterUpdate(id=rec.id, changes=running))
+    steps.run_there(desk.store, rec.id, "laptop", 7)
     answers: list[list[TaskRecord | int]] = []
     waiter = threading.Thread(target=lambda: answers.append(desk.queue.edits.wait_ended([rec.id], 600)))
     waiter.start()
     time.sleep(0.5)  # (only so that it waits before the end comes; the test passes either way)
-    ended = rq.RecordChanges(state="failed", exit_code=3, ended_at=time.time(), remote_state="fetched")
-    desk.link.update(rq.ClusterUpdate(id=rec.id, changes=ended))
+    ended = life.RemoteRun(
+        into="failed", exit_code=3, ended_at=time.time(), remote_state="fetched", reason="exit 3"
+    )
+    desk.step(rec, ended)
     wait_for(lambda: answers, 60, "wait_ended to answer (it waits up to 600 s for a change)")
     (got,) = answers[0]
     assert isinstance(got, TaskRecord) and got.state == "failed" and got.exit_code == 3
@@ -262,8 +271,7 @@ def test_an_agent_of_another_version_is_named_once_and_its_tasks_left_alone(
     import gputray.cluster.bridge as bridge_module
 
     rec = desk.queue.submit(job(machine="laptop"))
-    running = rq.RecordChanges(machine="laptop", remote_id=7, remote_state="running", state="running")
-    desk.link.update(rq.ClusterUpdate(id=rec.id, changes=running))
+    steps.run_there(desk.store, rec.id, "laptop", 7)
     fake_ray = types.SimpleNamespace(get=lambda ref, timeout=None: ref)
     monkeypatch.setattr(bridge_module, "_ray", lambda: fake_ray)
     b = desk.bridge

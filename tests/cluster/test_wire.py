@@ -59,7 +59,7 @@ def test_status_cluster_json_shows_every_reading_another_machine_takes(
         "cluster_sync", {"report": msgspec.to_builtins(report)}
     )  # as the socket decodes it
     assert isinstance(sent, rq.ClusterSync) and sent.report == report
-    desk.link.sync(sent)
+    desk.link.sync(msgspec.structs.replace(sent, bridge_key=desk.link.bridge_key))
     monkeypatch.setattr(commands, "_owner_cluster", desk.link.report_doc)
     assert commands.status_cluster(argparse.Namespace(json=True)) == 0
     rows = {d["key"]: d for d in json.loads(capsys.readouterr().out)["devices"]}

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import task_steps as steps
 from test_machine_tasks import Desk
 from waiting import wait_for
 
@@ -137,10 +138,7 @@ def _waiting_on_laptop(desk: Desk, monkeypatch: pytest.MonkeyPatch, holder: _Hol
     desk.report()
     spec = TaskSpec(kind="command", name="any job", argv=("python3", "-c", "pass"), machine="any")
     rec = desk.queue.submit(spec.replace(device_prefs=("cpu",)))
-    handed = rq.RecordChanges(
-        machine="laptop", remote_id=4, remote_state="waiting", state="waiting", attempts=1
-    )
-    desk.link.update(rq.ClusterUpdate(id=rec.id, changes=handed))
+    steps.hand_over(desk.store, rec.id, "laptop", 4, remote_state="waiting")
     desk.bridge.machines["laptop"].handle = holder
     desk.bridge._ask = desk.link.update  # type: ignore[assignment,method-assign]  # the owner, in this process
     assert isinstance(desk.bridge.machines["laptop"], _Machine)
@@ -188,7 +186,7 @@ def test_an_edit_of_a_task_waiting_on_the_laptop_takes_it_back_to_place_it_afres
     laptop = _Holder(started_first=False)
     rec = _waiting_on_laptop(desk, monkeypatch, laptop)
     desk.queue.edits.edit(rec.id, TaskPatch(priority=5))
-    edited = desk.link.sync(rq.ClusterSync()).edited
+    edited = desk.link.sync(rq.ClusterSync(bridge_key=desk.link.bridge_key)).edited
     assert edited == (rec.id,)  # today the copy there ran as it was sent, the edit never reached it
     desk.bridge._edited = set(edited)
     desk.bridge._take_back([desk.store.get(rec.id)], [])
@@ -196,7 +194,7 @@ def test_an_edit_of_a_task_waiting_on_the_laptop_takes_it_back_to_place_it_afres
     now = desk.store.get(rec.id)
     assert (now.machine, now.remote_id, now.state) == (None, None, "queued")  # placed afresh next pass
     assert now.reason == "taken back from laptop to apply the edit" and now.spec.priority == 5
-    assert desk.link.sync(rq.ClusterSync()).edited == ()
+    assert desk.link.sync(rq.ClusterSync(bridge_key=desk.link.bridge_key)).edited == ()
 
 
 def test_an_edit_that_comes_after_the_start_there_is_said_so(
@@ -205,7 +203,7 @@ def test_an_edit_that_comes_after_the_start_there_is_said_so(
     laptop = _Holder(started_first=True)
     rec = _waiting_on_laptop(desk, monkeypatch, laptop)
     desk.queue.edits.edit(rec.id, TaskPatch(priority=5))
-    desk.bridge._edited = set(desk.link.sync(rq.ClusterSync()).edited)
+    desk.bridge._edited = set(desk.link.sync(rq.ClusterSync(bridge_key=desk.link.bridge_key)).edited)
     desk.bridge._take_back([desk.store.get(rec.id)], [])
     now = desk.store.get(rec.id)
     assert (now.machine, now.remote_id) == ("laptop", 4)

@@ -135,7 +135,7 @@ def three_machines(paths: Paths, *, util_4070: float = 97.0, head_ok: bool = Tru
     try:
         link = ClusterLink(paths, store)
         report = bridge_report(paths, desk_view(), util_4070=util_4070, head_ok=head_ok)
-        link.sync(rq.ClusterSync(report=report))
+        link.sync(rq.ClusterSync(report=report, bridge_key=link.bridge_key))
         picture = cluster_picture(link)
     finally:
         store.close()
@@ -149,7 +149,8 @@ def report_as_the_bridge(owner: Owner | None, paths: Paths) -> None:
     assert owner is not None
     with ipc.IpcClient(paths, timeout_s=10.0) as client:
         desk = local_view(client, "desk")
-    owner.handle(rq.ClusterSync(report=bridge_report(paths, desk)))
+    assert isinstance(owner.cluster, ClusterLink)  # the bridge it starts is given its key
+    owner.handle(rq.ClusterSync(report=bridge_report(paths, desk), bridge_key=owner.cluster.bridge_key))
 
 
 # Names the cluster's machines and GPUs carry: data, not the app's words (for the language walk).

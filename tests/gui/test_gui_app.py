@@ -286,6 +286,31 @@ def test_the_tray_starts_with_a_bad_config_using_its_good_keys(
         install_language("en")
 
 
+def test_unticking_demo_mode_without_a_gpu_says_why_and_locks_the_entry(qtbot: QtBot, tmp_path: Path) -> None:
+    """Issue 33 item 7: unticking Demo mode restarted the owner, which found no GPU and ticked the box
+    again without a word. Now it says why, and the entry is off with that reason as its tooltip."""
+    empty = tmp_path / "empty-root"
+    empty.mkdir()
+    args = build_parser().parse_args(["--demo", "--sysfs-root", str(empty), "--proc-root", str(empty)])
+    app = TrayApp(args, tray_available=False)
+    app.start()
+    try:
+        qtbot.waitUntil(lambda: app.owner is not None, timeout=30_000)
+        demo = app.menu.demo_action
+        assert demo.isChecked() and demo.isEnabled()  # asked for: whether a GPU exists is not known yet
+        demo.setChecked(False)  # what a click on the ticked entry does
+        qtbot.waitUntil(lambda: app.owner is not None and not app._starting, timeout=30_000)
+        assert app.demo and demo.isChecked()
+        assert not demo.isEnabled()
+        assert demo.toolTip() == "No GPU was found on this machine, so gputray stays in demo mode."
+        assert app._last_warning.isVisible()
+        assert app._last_warning.text() == demo.toolTip()
+        app._last_warning.close()
+    finally:
+        app.shutdown()
+        app.panel.hide()
+
+
 def test_about_in_the_tray_menu_names_gputray_qt_and_python_versions(qtbot: QtBot, tray_app: TrayApp) -> None:
     import platform
     from importlib import metadata

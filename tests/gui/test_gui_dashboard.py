@@ -91,3 +91,61 @@ def test_axes_start_at_zero_and_end_at_the_totals_with_their_lines(qtbot: QtBot)
     assert dash.curves[(KEY_5060, "util_percent")].opts["pen"].color().name() == "#76b900"
     assert dash.curves[(KEY_780M, "util_percent")].opts["pen"].color().name() == "#ed1c24"
     monitor.stop()
+
+
+def test_doctor_without_an_environment_keeps_its_hint_and_a_settings_button(
+    qtbot: QtBot, gputray_home: Path
+) -> None:
+    """Issue 33 item 6: Run doctor with no environment left "Doctor finished at …" over an empty table;
+    the hint to add one stays, with a button that opens Settings. Item 14: with an environment, the
+    finish line follows a switch to Japanese and back (it stayed "診断完了 …" in English)."""
+    import sys
+
+    from PySide6.QtCore import QCoreApplication, QEvent, Qt
+
+    from gputray.gui.i18n import install_language
+    from gputray.scheduler.pyenvs.registry import add_env
+
+    monitor = build_monitor(demo=True)
+    monitor.sample_once()
+    dash = Dashboard(monitor, demo=True)
+    qtbot.addWidget(dash)
+    dash.show()
+
+    def finished() -> bool:
+        return (
+            dash._doctor_thread is not None
+            and not dash._doctor_thread.is_alive()
+            and dash.doctor_button.isEnabled()
+        )
+
+    dash.run_doctor()
+    qtbot.waitUntil(finished, timeout=60_000)
+    qtbot.wait(50)  # the queued signals of the thread's last lines
+    assert dash.doctor_table.rowCount() == 0
+    assert dash.doctor_status.text() == "No doctor results yet: add a Python environment in Settings."
+    assert dash.doctor_settings_button.isVisible()
+    with qtbot.waitSignal(dash.settings_requested):
+        qtbot.mouseClick(dash.doctor_settings_button, Qt.MouseButton.LeftButton)
+
+    add_env(Path(sys.executable), name="plain")  # no torch: the doctor says so, per device
+    dash.run_doctor()
+    qtbot.waitUntil(finished, timeout=120_000)
+    qtbot.waitUntil(lambda: dash.doctor_status.text().startswith("Doctor finished at "), timeout=5000)
+    assert dash.doctor_table.rowCount() >= 1 and not dash.doctor_settings_button.isVisible()
+    table = dash.doctor_table
+    for row in range(table.rowCount()):  # device names whole ("CPU (Intel(R) Xeon(R) …" was cut)
+        name = table.item(row, 1).text()
+        assert table.fontMetrics().horizontalAdvance(name) + 8 <= table.columnWidth(1), name
+    stamp = dash.doctor_status.text().removeprefix("Doctor finished at ")
+    try:
+        install_language("ja")
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LanguageChange)
+        assert (
+            dash.doctor_status.text() != f"Doctor finished at {stamp}" and stamp in dash.doctor_status.text()
+        )
+    finally:
+        install_language("en")
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LanguageChange)
+    assert dash.doctor_status.text() == f"Doctor finished at {stamp}"
+    monitor.stop()

@@ -140,8 +140,8 @@ def test_confirm_dialog_says_what_will_not_be_queued_before_anything_is(qtbot: Q
         "• folder is a folder: drop the files inside it instead",
     ]
     assert not dialog.ok.isEnabled()
-    assert dialog.summary.text().startswith("0 file(s) will become 0 job(s).")
-    assert "3 of the 3 dropped item(s) will not be queued" in dialog.summary.text()
+    assert dialog.summary.text().startswith("0 files will become 0 jobs.")  # Qt's plural forms
+    assert "3 of the 3 dropped items will not be queued" in dialog.summary.text()
     # with a file that can run, Queue is on and only that one is queued
     mixed = plan_drop([str(f["png"]), str(f["py"])], recipes)
     dialog = DropConfirmDialog(mixed, {}, check=tool_check(recipes))

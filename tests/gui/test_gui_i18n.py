@@ -30,7 +30,7 @@ def marked_strings() -> list[str]:
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
-                and node.func.id in ("tr", "tr_noop")
+                and node.func.id in ("tr", "tr_noop", "trn")
             ):
                 arg = node.args[0] if node.args else None
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value not in out:
@@ -38,9 +38,18 @@ def marked_strings() -> list[str]:
     return out
 
 
-def ts_messages() -> dict[str, str]:
-    root = ET.parse(TS).getroot()
-    return {m.findtext("source") or "": m.findtext("translation") or "" for m in root.iter("message")}
+def ts_messages(ts: Path = TS) -> dict[str, str]:
+    """Source → translation; a plural message's forms joined by newlines."""
+    root = ET.parse(ts).getroot()
+    out = {}
+    for m in root.iter("message"):
+        forms = [f.text or "" for f in m.iter("numerusform")]
+        out[m.findtext("source") or ""] = "\n".join(forms) if forms else (m.findtext("translation") or "")
+    return out
+
+
+def numerus_sources(ts: Path = TS) -> list[str]:
+    return [m.findtext("source") or "" for m in ET.parse(ts).getroot().iter("message") if m.get("numerus")]
 
 
 @pytest.fixture
@@ -63,8 +72,30 @@ def test_every_marked_string_has_a_japanese_translation() -> None:
 def test_compiled_qm_is_up_to_date_with_the_ts(qapp: object) -> None:
     translator = QTranslator()
     assert translator.load(str(QM))
+    plural = set(numerus_sources())
     for source, translation in ts_messages().items():
-        assert translator.translate(CONTEXT, source) == translation, source
+        if source in plural:  # Japanese has one form: the same sentence for 1 and 2
+            for n in (1, 2):
+                assert translator.translate(CONTEXT, source, None, n) == translation  # %n: filled by Qt
+        else:
+            assert translator.translate(CONTEXT, source) == translation, source
+
+
+def test_plural_sentences_have_english_and_japanese_forms(qapp: object) -> None:
+    """Issue 33 item 14: "1 file(s) will become 1 job(s)" is Qt's plural forms now, in both languages:
+    every ``trn`` sentence is a numerus message in gputray_ja.ts and gputray_en.ts, and the shipped
+    gputray_en.qm says "1 file … 1 job", "2 files … 2 jobs"."""
+    en_ts = resource_path("translations/gputray_en.ts")
+    plural = [s for s in marked_strings() if "%n" in s]
+    assert len(plural) >= 4
+    assert set(plural) <= set(numerus_sources()) and set(plural) <= set(numerus_sources(en_ts))
+    english = QTranslator()
+    assert english.load(str(resource_path("translations/gputray_en.qm")))
+    for source in plural:
+        one, two = ts_messages(en_ts)[source].split("\n")
+        assert english.translate(CONTEXT, source, None, 1) == one
+        assert english.translate(CONTEXT, source, None, 2) == two
+        assert "(s)" not in one + two
 
 
 def test_the_panel_and_menu_speak_japanese(qtbot: QtBot, japanese: None) -> None:

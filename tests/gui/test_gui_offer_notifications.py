@@ -241,3 +241,42 @@ def test_a_task_that_waited_longer_than_its_run_elsewhere_is_offered_and_starts_
     assert asked["body"].startswith("Waiting for ") and "on Radeon 780M." in asked["body"]
     daemon.press(asked["id"], "run-here")
     qtbot.waitUntil(lambda: task_now(demo_app, task_id).task.device == KEY_780M, timeout=30_000)
+
+
+def test_without_a_notification_service_the_row_and_the_bar_offer_both_answers(
+    qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, demo_app: TrayApp
+) -> None:
+    """Issue 33 item 11: with no notification service (no session bus: only Qt's balloon, which has no
+    buttons), the offer is in the row's reason and in a bar above the list with its two answers as
+    buttons, one click away."""
+    from PySide6.QtCore import Qt
+
+    from gputray.gui.queue_model import COL_REASON
+
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path={tmp_path / 'no-bus'}")
+    panel = demo_app.panel
+    demo_app.show_panel(None)
+    cnn, upscale = waiting_task(demo_app, "cnn.py"), waiting_task(demo_app, "upscale.py")
+    demo_app.reload_queue()
+    assert not panel.offer_bar.isVisible()
+    offer(demo_app, cnn)
+    qtbot.waitUntil(lambda: any(n.kind == "job_offer" for n in demo_app.notifier.shown))
+    row = demo_app.model.row_of(cnn.id)
+    assert row is not None
+    reason = demo_app.model.data(demo_app.model.index(row, COL_REASON))
+    assert reason.startswith("can start now on Radeon 780M")  # then why it waits, if it says yet
+    qtbot.waitUntil(panel.offer_bar.isVisible, timeout=5000)
+    assert panel.offer_bar.text.text().startswith("cnn.py can start now on Radeon 780M: waiting for 12 min")
+    assert panel.offer_bar.run_button.text() == "Run on Radeon 780M now"
+    assert panel.offer_bar.keep_button.text() == "Keep waiting"
+    qtbot.mouseClick(panel.offer_bar.run_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: task_now(demo_app, cnn.id).task.device == KEY_780M, timeout=30_000)
+
+    offer(demo_app, upscale)
+    qtbot.waitUntil(
+        lambda: panel.offer_bar.isVisible() and panel.offer_bar.text.text().startswith("upscale.py"),
+        timeout=5000,
+    )
+    qtbot.mouseClick(panel.offer_bar.keep_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: declined(demo_app, upscale.id), timeout=30_000)
+    assert not panel.offer_bar.isVisible()

@@ -298,3 +298,42 @@ def test_card_shows_the_egpu_readings_and_hides_them_when_there_are_none(qtbot: 
     lost = replace(egpu.sample, state="lost", reason="fell off the bus")
     panel.update_snapshot(replace(snap, readings=(replace(egpu, sample=lost), igpu)))
     assert card.metrics_label.text() == "lost" and card.extras_label.text() == "lost: fell off the bus"
+
+
+def test_the_elided_readings_tooltip_is_said_once_and_follows_the_line_while_open(qtbot: QtBot) -> None:
+    """Issue 33 item 14: the elided PCIe / fan line's tooltip said the line twice in near-identical
+    words, and kept "fan 30 %" while the line said 60 %."""
+    from dataclasses import replace
+
+    from PySide6.QtGui import QCursor
+    from PySide6.QtWidgets import QToolTip
+
+    panel = make_panel(qtbot)
+    panel.show()
+    snap = snapshot()
+    egpu, igpu = snap.readings
+
+    def with_fan(percent: float) -> object:
+        sample = replace(
+            egpu.sample,
+            **dict(
+                pcie_gen=4, pcie_width=4, pcie_max_gen=5, pcie_max_width=8, fan_percent=percent, fan_rpm=900
+            ),
+            **dict(power_limit_w=180.0, mclk_mhz=14001, encoder_percent=12.0, decoder_percent=34.0),
+        )
+        return replace(snap, readings=(replace(egpu, sample=sample), igpu))
+
+    panel.update_snapshot(with_fan(30.0))
+    label = panel.cards[KEY_5060].extras_label
+    label.setFixedWidth(120)  # elided
+    QApplication.processEvents()
+    assert label.is_elided()
+    tip = label.toolTip()
+    assert "fan 30 %" in tip and tip.count("fan 30 %") == 1, tip  # once, at length
+    QCursor.setPos(label.mapToGlobal(label.rect().center()))
+    QToolTip.showText(QCursor.pos(), tip, label)
+    qtbot.waitUntil(QToolTip.isVisible, timeout=2000)
+    panel.update_snapshot(with_fan(60.0))
+    assert "fan 60 %" in label.text()
+    assert "fan 60 %" in QToolTip.text() and "fan 30 %" not in QToolTip.text()
+    QToolTip.hideText()

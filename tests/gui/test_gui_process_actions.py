@@ -111,3 +111,74 @@ def test_other_users_gone_and_reused_pids_cannot_be_stopped(qtbot: QtBot, foreig
             assert entries[refused] is False and "another user's process" in refused
         finally:
             mine.kill()
+
+
+def test_stop_process_is_offered_for_a_real_job_of_the_users_own(qtbot: QtBot) -> None:
+    """Issue 33 item 4: on the demo, a job's process was listed under its task's name, so the check
+    against the pid found "python" and greyed the entry out ("the PID now belongs to python"). The
+    card and the dashboard's Processes tab now offer "Stop process…" for it, and it stops the job."""
+    from gputray.gui.app import build_parser
+    from gputray.gui.tray_app import TrayApp
+    from gputray.scheduler import protocol as rq
+    from gputray.scheduler.tasks.records import TaskPatch
+
+    app = TrayApp(build_parser().parse_args(["--demo"]), tray_available=False)
+    app.start()
+    try:
+        qtbot.waitUntil(lambda: app.owner is not None and app.latest is not None, timeout=30_000)
+        assert app.owner is not None
+        script = "import time; print('up', flush=True); time.sleep(120)"
+        reply = app.owner.handle(
+            rq.Run(
+                argv=[sys.executable, "-c", script],
+                name="my render",
+                overrides=TaskPatch(device_prefs=("5060ti",)),
+            )
+        )
+        task_id = reply.tasks[0].id
+
+        def job_pid() -> int | None:
+            assert app.owner is not None
+            got = app.owner.handle(rq.Get(id=task_id))
+            return got.pid if got.task.state == "running" else None
+
+        qtbot.waitUntil(lambda: job_pid() is not None, timeout=30_000)
+        pid = job_pid()
+        assert pid is not None and psutil.Process(pid).uids().real == os.getuid()
+        listed = lambda: [p for p in (app.latest.processes if app.latest else ()) if p.pid == pid]  # noqa: E731
+        qtbot.waitUntil(lambda: bool(listed()), timeout=15_000)
+        (process,) = listed()
+        app.show_panel(None)
+        card = app.panel.cards[process.device]
+        qtbot.waitUntil(lambda: any(p.pid == pid for p in card.processes()), timeout=10_000)
+        menu = process_menu(
+            card, [p for p in card.processes() if p.pid == pid], card.stop_process_requested.emit
+        )
+        (entry,) = [a for a in menu.actions() if f"({pid})" in a.text()]
+        assert entry.isEnabled(), entry.text()
+        assert ownership(process) == (True, "")
+        assert app.open_dashboard(tab=1) and app.dashboard is not None
+        app.dashboard.refresh()
+        row = next(i for i, p in enumerate(app.dashboard._procs) if p.pid == pid)
+        assert (
+            process_menu(app.dashboard, [app.dashboard._procs[row]], lambda p: None).actions()[0].isEnabled()
+        )
+
+        def answer_yes() -> None:
+            box = QApplication.activeModalWidget()
+            if not isinstance(box, QMessageBox):
+                QTimer.singleShot(20, answer_yes)
+                return
+            next(b for b in box.buttons() if b.text() == "Stop process").click()
+
+        QTimer.singleShot(20, answer_yes)
+        entry.trigger()  # the card's signal → the app's stop_process → the question → SIGTERM
+        qtbot.waitUntil(
+            lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie", timeout=15_000
+        )
+        assert app.owner.handle(rq.Get(id=task_id)).task.state == "failed"  # killed by SIGTERM
+    finally:
+        if app.dashboard is not None:
+            app.dashboard.close()
+        app.shutdown()
+        app.panel.hide()

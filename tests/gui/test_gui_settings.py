@@ -1,10 +1,19 @@
 from __future__ import annotations
 
+import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QMessageBox
 from pytestqt.qtbot import QtBot
 
+from gputray.gui import desktop_integration
+from gputray.gui.file_viewer import FileViewer
+from gputray.gui.i18n import install_language
+from gputray.gui.layout_audit import audit
 from gputray.gui.settings_dialog import SettingsDialog, write_user_config
 from gputray.scheduler.config import read_config
 from gputray.scheduler.paths import app_paths
@@ -112,3 +121,111 @@ def test_save_writes_the_shown_value_over_a_bad_one(qtbot: QtBot, gputray_home: 
         "temp_limit_c": 85.0,
         "busy_util_percent": 55.0,
     }
+
+
+COMMENTED = (
+    "# mine: keep these notes\n[thresholds]\ntemp_limit_c = 80.0  # summer\n\n"
+    '[[env]]\nname = "old"\npython = "/opt/old venv/bin/python"\n'
+)
+
+
+def _clicked(qtbot: QtBot, dialog: SettingsDialog, which: QDialogButtonBox.StandardButton) -> None:
+    button = dialog.buttons.button(which)
+    assert button is not None and button.isVisible()
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def test_cancel_leaves_the_config_file_byte_identical(qtbot: QtBot, gputray_home: Path) -> None:
+    """Issue 33 item 2: Add… an environment, Remove another, change values and autostart, then Cancel:
+    config.toml is byte for byte what it was, no backup appears and autostart is as it was. The same
+    edits with Save are written, and the file as it was is the backup."""
+    path = app_paths().config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(COMMENTED.encode())
+    before = path.read_bytes()
+
+    def edit(dialog: SettingsDialog) -> None:
+        dialog.show()
+        qtbot.waitExposed(dialog)
+        dialog.tabs.setCurrentIndex(1)
+        assert dialog.envs_list.item(0).text().startswith("old — ")
+        dialog.envs_list.setCurrentRow(0)
+        qtbot.mouseClick(dialog.remove_env_button, Qt.MouseButton.LeftButton)
+        assert dialog.add_env(Path(sys.executable))  # what Add… does with the file chosen
+        assert dialog.envs_list.count() == 1 and "old" not in dialog.envs_list.item(0).text()
+        dialog.interval.setValue(3.0)
+        dialog.autostart.setChecked(True)
+
+    dialog = SettingsDialog(None, read_config())
+    qtbot.addWidget(dialog)
+    edit(dialog)
+    _clicked(qtbot, dialog, QDialogButtonBox.StandardButton.Cancel)
+    assert dialog.result() == QDialog.DialogCode.Rejected and not dialog.isVisible()
+    assert path.read_bytes() == before
+    assert not path.with_name("config.toml.bak").exists()
+    assert not desktop_integration.autostart_enabled()
+
+    dialog = SettingsDialog(None, read_config())
+    qtbot.addWidget(dialog)
+    edit(dialog)
+    with qtbot.waitSignal(dialog.saved):
+        _clicked(qtbot, dialog, QDialogButtonBox.StandardButton.Save)
+    config = read_config()
+    assert [str(env.python) for env in config.envs] == [sys.executable]
+    assert config.monitor.interval_s == 3.0 and config.thresholds.temp_limit_c == 80.0
+    assert path.with_name("config.toml.bak").read_bytes() == before
+    assert desktop_integration.autostart_enabled()
+
+
+def test_a_refused_environment_is_said_and_nothing_is_written(
+    qtbot: QtBot, gputray_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warnings: list[str] = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: warnings.append(text))
+    dialog = SettingsDialog(None, read_config())
+    qtbot.addWidget(dialog)
+    assert not dialog.add_env(tmp_path / "nowhere" / "bin" / "python")
+    assert warnings and "does not exist" in warnings[0]
+    assert dialog.envs == [] and not app_paths().config_file.exists()
+
+
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_settings_is_short_enough_for_a_1366x768_screen_with_a_panel(
+    qtbot: QtBot, gputray_home: Path, language: str
+) -> None:
+    """Issue 33 item 1: it was 816 px tall in Japanese. Its sections are tabs now; the X11 test checks
+    the real window inside the available area of a 1366×768 screen with a 30-px bar."""
+    assert install_language(language)
+    try:
+        dialog = SettingsDialog(None, read_config())
+        qtbot.addWidget(dialog)
+        dialog.show()
+        qtbot.waitExposed(dialog)
+        assert dialog.height() <= 768 - 30 - 40, dialog.size()  # 40: a generous title bar
+        assert dialog.width() <= 1366
+        report = audit(dialog)
+        assert report.problems == [], report.problems
+    finally:
+        install_language("en")
+
+
+def test_edit_my_recipes_file_without_a_file_launcher_shows_the_path(
+    qtbot: QtBot, gputray_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33 item 13: with nothing to open the file (no xdg-open on PATH; the offscreen platform opens
+    nothing either), the button shows a window with the file's path, a Copy button and its text."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    dialog = SettingsDialog(None, read_config())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.tabs.setCurrentIndex(2)
+    qtbot.mouseClick(dialog.open_recipes_button, Qt.MouseButton.LeftButton)
+    viewer = dialog.recipes_viewer
+    assert isinstance(viewer, FileViewer)
+    qtbot.waitExposed(viewer)
+    recipes = app_paths().config_dir / "recipes.toml"
+    assert viewer.path_field.text() == str(recipes) and recipes.is_file()
+    assert "[[recipe]]" in viewer.text.toPlainText()  # the note the new file starts with
+    qtbot.mouseClick(viewer.copy_button, Qt.MouseButton.LeftButton)
+    assert QGuiApplication.clipboard().text() == str(recipes)
+    assert audit(viewer).problems == []

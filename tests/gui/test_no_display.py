@@ -112,3 +112,15 @@ def test_help_names_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     text = build_parser().format_help()
     assert f"config     {app_paths().config_file}" in text
     assert str(tmp_path) in str(app_paths().config_file)
+
+
+def test_help_says_retry_takes_every_finished_task() -> None:
+    """Issue 33 item 14: the help said "failed, cancelled or interrupted" while retry re-runs succeeded
+    tasks too; its line now names every state retry accepts, as `gputray retry --help` does."""
+    from gputray.gui.app import build_parser
+    from gputray.scheduler.tasks.records import STATES
+
+    text = build_parser().format_help()
+    line = next(line for line in text.splitlines() if line.strip().startswith("retry "))
+    finished = [state for state in STATES if state not in ("queued", "waiting", "running")]
+    assert finished and all(state in line for state in finished), line

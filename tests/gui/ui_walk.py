@@ -40,6 +40,7 @@ ALLOWED = {
     "SIGTERM", "llama-server", "English", "Ubuntu", "torch", "upscale-image", "upscale-video",
     "llama-bench", "png", "jpg", "jpeg", "webp", "bmp", "tif", "tiff", "mp4", "mkv", "mov", "webm",
     "avi", "gguf", "py", "txt", "toml", "realesrgan-ncnn-vulkan", "ms", "OK", "PCIe", "RPM", "kJ",
+    "cuda-checkpoint",
 }  # fmt: skip
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9.+\-]*[A-Za-z0-9]|[A-Za-z]")
 URL = re.compile(r"https?://\S+")

@@ -160,3 +160,21 @@ def test_the_monitor_lists_every_card_once(tmp_path: Path) -> None:
         monitor.stop()
     gpus = sorted((r.info.key, r.info.backend) for r in snap.readings if r.info.kind != "cpu")
     assert gpus == [("pci:0000:01:00.0", "drm-sysfs"), ("pci:0000:64:00.0", "amdgpu-sysfs")]
+
+
+RADEON_TREE = Path(__file__).resolve().parents[1] / "fixtures" / "radeon-sysfs" / "hd7850"
+
+
+def test_a_radeon_cards_clock_temperature_and_fan_come_from_its_standard_hwmon_files(tmp_path: Path) -> None:
+    """The HD 7850 on `radeon` reports its core clock only as hwmon's ``freq1_input`` (Hz). Before, the
+    clock was "—" for every card gputray has no backend of its own for."""
+    monitor = build_monitor(sysfs_root=RADEON_TREE, proc_root=tmp_path / "proc")
+    try:
+        snap = monitor.sample_once()
+    finally:
+        monitor.stop()
+    (card,) = [r for r in snap.readings if r.info.kind != "cpu"]
+    assert card.info.backend == "drm-sysfs" and card.info.pci_device_id == 0x6819
+    assert card.sample.sclk_mhz == 860
+    assert card.sample.temp_c == 52.0 and card.sample.fan_percent == 40.0
+    assert card.sample.reason == "radeon driver: no load or memory figures"

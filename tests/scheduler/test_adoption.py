@@ -4,6 +4,7 @@ nothing that completed runs again. Real job processes and a real SQLite file."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -12,6 +13,7 @@ from typing import Any
 
 import psutil
 import pytest
+import task_steps as steps
 from test_queue_service import Harness, command
 from waiting import wait_for
 
@@ -122,8 +124,10 @@ def test_a_job_started_just_before_a_crash_is_adopted_not_started_twice(
     h1.until(lambda: q1.get(rec.id).pid is not None)
     pid = q1.get(rec.id).pid
     q1.close(kill_running=False)
-    h1.store.update(rec.id, state="queued", attempts=0, pid=None, pid_create_time=None, started_at=None)
     h1.store.close()
+    with sqlite3.connect(h1.store.path) as raw:  # as the file was before the start was written
+        unstarted = "state = 'queued', attempts = 0, pid = NULL, pid_create_time = NULL, started_at = NULL"
+        raw.execute(f"UPDATE tasks SET {unstarted} WHERE id = ?", (rec.id,))
 
     h2 = harnesses()
     q2 = h2.start()
@@ -143,13 +147,7 @@ def test_a_process_already_dead_is_not_said_to_be_stopped(
     rec = h1.store.add(command("gone"))
     dead = subprocess.Popen([PY, "-c", "pass"])  # never waited for: a zombie once it exits
     wait_for(lambda: psutil.Process(dead.pid).status() == psutil.STATUS_ZOMBIE, what="a zombie")
-    h1.store.update(
-        rec.id,
-        state="running",
-        attempts=1,
-        pid=dead.pid,
-        pid_create_time=psutil.Process(dead.pid).create_time(),
-    )
+    steps.start(h1.store, rec.id, pid=dead.pid, pid_create_time=psutil.Process(dead.pid).create_time())
     q = h1.start()
     after = q.get(rec.id)
     assert after.state == "failed" and "interrupted" in after.reason

@@ -17,7 +17,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.tasks.records import iso_utc
+from gputray.scheduler.tasks.records import TaskPatch, iso_utc
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
 PY = sys.executable
@@ -93,3 +93,38 @@ def test_clock_set_forward_an_hour_the_missed_run_happens_once_and_the_plan_foll
     timing = owner.timing
     wait_for(lambda: listed_next(client) == iso_utc(next_five(clock())))  # planned just after the submit
     assert listed_next(client) == iso_utc(timing.next_due_s())
+
+
+YEAR_S = 365 * 86_400.0
+
+
+def test_a_clock_set_while_a_job_runs_does_not_make_a_year_long_run(
+    owner: Owner, client: ipc.IpcClient, clock: ShiftedClock, tmp_path: Path
+) -> None:
+    """The machine's clock is a year behind when the job starts and is set right while it runs (NTP
+    after a dead RTC battery). Before: DUR a year, `estimate_s` 1.58e7 s for its family, so `--prefer
+    fastest` sent the family elsewhere. Durations come from the monotonic clock."""
+    go = tmp_path / "go"
+    code = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)"
+    clock.offset_s = -YEAR_S
+    task = client.ask(
+        rq.Run(
+            argv=[PY, "-c", code], name="train", overrides=TaskPatch(family="train", device_prefs=("5060ti",))
+        )
+    ).tasks[0]
+    running = wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "running" and t)
+    clock.offset_s = 0.0  # set right while it runs
+    wait_for(
+        lambda: (t := client.ask(rq.Get(id=task.id)).task).started_at and t.started_at > time.time() - 600
+    )
+    go.touch()
+    done = wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "succeeded" and t)
+    assert done.started_at is not None and done.ended_at is not None and running.started_at is not None
+    assert 0 < done.ended_at - done.started_at < 120, (done.started_at, done.ended_at)
+    assert abs(done.ended_at - time.time()) < 120  # on the clock as it reads now
+    later = client.ask(
+        rq.Run(argv=[PY, "-c", "pass"], name="again", overrides=TaskPatch(
+            family="train", device_prefs=("5060ti",), start_at=time.time() + 3600))
+    ).tasks[0]  # fmt: skip
+    estimates = wait_for(lambda: next(t for t in client.ask(rq.Queue()).tasks if t.id == later.id).estimate_s)
+    assert all(e.run_s < 120 for e in estimates), estimates

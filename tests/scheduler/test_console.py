@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import task_steps as steps
 
 from gputray.scheduler import console
 from gputray.scheduler.cli.commands.common import terminal_cells
@@ -107,8 +108,8 @@ def saved_queue(tmp_path: Path) -> Path:
     paths.logs_dir.mkdir(parents=True)
     log = paths.logs_dir / f"{failed.id}.log"
     log.write_bytes("epoch 1 — loss 0.5 █\nこんにちは\n".encode())
-    store.update(failed.id, state="failed", exit_code=4, log_path=str(log), started_at=5.0, ended_at=9.0)
-    store.update(waiting.id, state="waiting", reason="waiting for GeForce RTX 5060 Ti: 91 °C → too hot")
+    steps.fail_run(store, failed.id, "", exit_code=4, log_path=str(log), started_at=5.0, ended_at=9.0)
+    steps.wait(store, waiting.id, "waiting for GeForce RTX 5060 Ti: 91 °C → too hot")
     store.close()
     return home
 

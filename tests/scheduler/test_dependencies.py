@@ -89,3 +89,10 @@ def test_retry_brings_back_exactly_the_chain_it_failed() -> None:
     other = rec(5, "failed", after=(1, 6), reason="dependency #6 't6' failed: cancelled")  # not #1's doing
     assert [t.id for t in failed_because_of(1, [a, b, c, own, other])] == [2, 3]
     assert failed_because_of(2, [a, b, c]) == [c]
+
+
+def test_a_missing_dependency_is_not_met_and_the_reason_names_it() -> None:
+    """Before: a dependency removed since counted as met, and its dependant ran without it."""
+    c = rec(3, after=(1, 2))
+    verdict = gate(c, by_id(rec(2, "succeeded"), c))
+    assert isinstance(verdict, Blocked) and verdict.reason.startswith("waits for #1 (no longer in the queue")

@@ -72,6 +72,38 @@ def test_the_a380_energy_counter_gives_the_job_its_share_of_each_interval(tmp_pa
     assert meter.finish(1) == JobEnergy(None, False)  # once
 
 
+def test_a_glitching_a380_counter_gives_the_power_limit_bounded_energy_and_says_so(tmp_path: Path) -> None:
+    """A 10 s job at 30 W on the captured Arc A380 (power1_max 55 W): the counter jumps 1 GJ forward at
+    4 s (and goes on from there), cannot be read at 5 s and reads negative at 7 s. Before: 2,002 MJ at
+    199 MW on average (the jump counted directly, then again through the power derived from it; the
+    negative reading poisoned the next interval). Each interval is bounded by the power limit × time;
+    a glitch interval is counted from power, and the record says so."""
+    card = tmp_path / "sys" / "class" / "drm" / "card1"
+    shutil.copytree(A380 / "card1", card)
+    counter = card / "device" / "hwmon" / "hwmon1" / "energy1_input"
+    backend = IntelSysfsBackend(tmp_path / "sys", tmp_path / "no-proc", pci_ids=())
+    clock = Clock(100.0)
+    meter = EnergyMeter(clock)
+    jump_uj = 10**15  # 1 GJ
+    for t in range(100, 111):
+        grown = A380_COUNTER_UJ + (t - 100) * 30_000_000 + (jump_uj if t >= 104 else 0)
+        write(counter, {105: "", 107: "-25637161804"}.get(t, str(grown)))
+        clock.t = float(t)
+        reading = backend.poll(float(t)).readings[0]
+        assert reading.sample.power_limit_w == pytest.approx(55.0)
+        if reading.sample.power_w is not None:
+            assert reading.sample.power_w <= 55.0 * 1.5  # the tray never shows the jump as power either
+        if t == 100:
+            meter.start(1, reading.info.key, JOB_PID)
+        meter.on_snapshot(snapshot(reading))
+    used = meter.finish(1)
+    assert used.energy_j is not None and 30 * 10 * 0.8 <= used.energy_j <= 30 * 10 * 1.2, used
+    assert used.power_avg_w is not None and used.power_avg_w < 55.0
+    assert used.estimated_s >= 1.0  # the glitch intervals, counted from power
+    line = energy_line(used, "Arc A380")
+    assert line is not None and "counted from power" in line and "energy counter" in line
+
+
 def test_a_counter_that_went_back_falls_back_to_power_for_that_interval() -> None:
     """hwmon's µJ counter wraps (a 32-bit driver field), NVML's restarts with the driver: that interval
     is counted as its mean power, the next ones from the counter again."""

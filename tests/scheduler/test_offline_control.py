@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import task_steps as steps
 from cli import gputray
 from real_owner import paths_of
 
@@ -157,7 +158,7 @@ def test_remove_acts_on_the_saved_queue_and_keeps_what_others_wait_for(tmp_path:
     log.write_text("a's output\n")
     store = TaskStore(paths_of(home).queue_db)
     try:
-        store.update(a, state="failed", reason="exited with status 1", log_path=str(log))
+        steps.fail_run(store, a, "exited with status 1", log_path=str(log))
     finally:
         store.close()
 
@@ -187,12 +188,10 @@ def test_retry_without_an_owner_brings_back_what_the_task_failed_too(tmp_path: P
     (lone,) = saved(home, job("lone"))
     store = TaskStore(paths_of(home).queue_db)
     try:
-        store.update(a, state="failed", reason="exited with status 1", exit_code=1, attempts=1)
+        steps.fail_run(store, a, "exited with status 1", exit_code=1)
         for task, parent in ((b, a), (c, b)):
-            store.update(
-                task, state="failed", reason=f"dependency #{parent} 'x' failed: exited with status 1"
-            )
-        store.update(lone, state="failed", reason="exited with status 2", exit_code=2, attempts=1)
+            steps.fail(store, task, f"dependency #{parent} 'x' failed: exited with status 1")
+        steps.fail_run(store, lone, "exited with status 2", exit_code=2)
     finally:
         store.close()
     out = gputray("retry", str(a), home=home)
@@ -204,7 +203,7 @@ def test_retry_without_an_owner_brings_back_what_the_task_failed_too(tmp_path: P
 
 
 def test_retry_help_says_what_retry_does() -> None:
-    """Each thing `retry` does (QueueService.retry, offline.requeue_changes) is in its --help."""
+    """Each thing `retry` does (QueueService.retry, lifecycle.Requeue) is in its --help."""
     import re
 
     out = gputray("retry", "--help", home=Path("/nonexistent-home"))

@@ -64,7 +64,7 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
         "logs": {"id": 999},
         "schedule_add": {"cron": "0 3 * * *", "task_file": "/nonexistent.toml"},
         "schedule_remove": {"id": 999},
-        "cluster_update": {"id": 999},  # gputray.cluster's bridge and agent
+        "cluster_update": {"id": 999, "step": {"step": "note", "reason": "x"}},  # gputray.cluster's bridge
         "cluster_withdraw": {"id": 999, "origin": "desk#1.1", "reason": "taken back"},
         "cluster_submit": {
             "origin": "desk#1.1",

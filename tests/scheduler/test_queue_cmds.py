@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import task_steps as steps
 from cli import gputray
 
 from gputray.scheduler import cli
@@ -229,11 +230,10 @@ def saved_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, 
     paths.logs_dir.mkdir(parents=True)
     log = paths.logs_dir / f"{failed.id}.log"
     log.write_bytes("epoch 1 loss 0.5\nこんにちは\n".encode() + b"\xff\n")
-    store.update(failed.id, state="failed", exit_code=4, log_path=str(log), started_at=5.0, ended_at=9.0)
-    store.update(
-        waiting.id, state="waiting", reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB"
-    )
-    store.update(running.id, state="running", device="pci:0000:64:00.0", pid=1)
+    ran = dict(device="pci:0000:64:00.0", log_path=str(log), started_at=5.0)
+    steps.fail_run(store, failed.id, "", exit_code=4, ended_at=9.0, **ran)
+    steps.wait(store, waiting.id, "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB")
+    steps.start(store, running.id, device="pci:0000:64:00.0", pid=1)
     store.close()
     paths.data_dir.joinpath("paused.json").write_text('{"queue": false, "devices": ["pci:0000:64:00.0"]}')
     from gputray.scheduler.queue.saved_queue import read_saved_tasks

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import task_steps as steps
 from waiting import wait_for
 
 from gputray.monitor.host import HostReader
@@ -556,8 +557,8 @@ def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
     (on_amd,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("780m",)))
     (cpu_only,) = q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",), on_busy="wait"))
     (moved,) = q.submit_files(
-        [script], overrides=TaskPatch(device_prefs=("cpu",), needs=("fp16",))
-    )  # redirect
+        [script], overrides=TaskPatch(device_prefs=("cpu",), on_busy="redirect", needs=("fp16",))
+    )
     h.until(h.state(on_amd.id, "succeeded"))
     h.until(h.state(moved.id, "succeeded"))
     amd = q.get(on_amd.id)
@@ -573,6 +574,38 @@ def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
         "redirected to Radeon 780M: CPU cannot run it (no Python env is known to work on the CPU)"
     )
     assert ("cpu", ()) in seen and (AMD, ("fp16",)) in seen
+
+
+def test_a_named_device_alone_pins_a_torch_task_that_the_recipe_would_redirect(
+    harness: Callable[..., Harness], tmp_path: Path
+) -> None:
+    """Issue 33 item 3: `gputray submit x.py --device 5060ti` waits for the 5060 Ti that llama-server
+    holds; the torch recipe's `on_busy = "redirect"` goes with the recipe's own devices. Saying
+    `--on-busy redirect` too is what lets it go to the 780M. The CLI's help says the same rule."""
+    from gputray.scheduler import cli
+    from gputray.scheduler.cli.commands.submit import patch_from_args
+
+    script = tmp_path / "train.py"
+    script.write_text(SHOW_ENV + "\n", encoding="utf-8")
+    h = harness(LLAMA_FOREVER, env_chooser=ResolverChooser(lambda key, needs: PythonEnv("any", Path(PY))))
+    q = h.start()
+    parser = cli.build_parser(only="submit")
+    pinned_args = parser.parse_args(["submit", str(script), "--device", "5060ti"])
+    (pinned,) = q.submit_files([script], overrides=patch_from_args(pinned_args))
+    assert pinned.spec.on_busy == "wait" and pinned.spec.device_prefs == ("5060ti",)
+    free_args = parser.parse_args(["submit", str(script), "--device", "5060ti", "--on-busy", "redirect"])
+    (let_go,) = q.submit_files([script], overrides=patch_from_args(free_args))
+    h.until(h.state(let_go.id, "succeeded"))
+    assert q.get(let_go.id).device == AMD
+    h.until(lambda: q.get(pinned.id).reason.startswith("waiting for GeForce RTX 5060 Ti: llama-server"))
+    assert q.get(pinned.id).state == "waiting" and q.get(pinned.id).device is None
+    # the recipe's own choice (no --device) still redirects, as the recipe says
+    (recipe_default,) = q.submit_files([script])
+    h.until(h.state(recipe_default.id, "succeeded"))
+    assert q.get(recipe_default.id).device == AMD
+    help_text = " ".join(parser.format_help().split())
+    sub_help = " ".join(cli._subparsers(parser)["submit"].format_help().split())
+    assert "--device 5060ti alone pins it" in sub_help, help_text
 
 
 def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
@@ -604,7 +637,7 @@ def test_a_torch_job_finds_its_own_envs_python_and_pip_first_on_path(
 def test_start_recovers_what_a_crash_left_running(harness: Callable[..., Harness]) -> None:
     h = harness()
     rec = h.store.add(command("survivor", device_prefs=("cpu",), retries=1, backoff_s=0))
-    h.store.update(rec.id, state="running", attempts=1, started_at=1.0, device="cpu")
+    steps.start(h.store, rec.id)
     q = h.start()
     h.until(h.state(rec.id, "succeeded"))
     assert q.get(rec.id).attempts == 2

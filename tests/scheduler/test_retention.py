@@ -3,6 +3,7 @@ the same function as ``gputray clean``. A real owner with a shifted clock, real 
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,3 +109,54 @@ def test_retention_values_are_checked_like_every_other_key(tmp_path: Path) -> No
     )
     assert 'retention.keep_tasks = "lots"' in messages["retention.keep_tasks"]
     assert "did you mean retention.keep_days?" in messages["retention.keep_dayz"]
+
+
+def test_a_dependency_of_a_kept_task_is_kept_and_a_missing_one_is_not_met(
+    owner: Owner, client: ipc.IpcClient, paths: Paths
+) -> None:
+    """Before: retention removed a failed dependency (no *pending* task named it), then `retry` of its
+    dependant ran it at once: a dependency that no longer exists counted as met."""
+    first = client.ask(rq.Run(argv=[PY, "-c", "raise SystemExit(3)"], name="prepare")).tasks[0].id
+    wait_for(lambda: client.ask(rq.Get(id=first)).task.state == "failed")
+    then = (
+        client.ask(rq.Run(argv=[PY, "-c", "print('ran')"], name="train", overrides={"after": [first]}))
+        .tasks[0]
+        .id
+    )
+    wait_for(lambda: client.ask(rq.Get(id=then)).task.state == "failed")  # "dependency #1 … failed"
+    cleaned = client.ask(rq.Clean(keep=1))  # the newest (the dependant) stays, and so does what it needs
+    assert cleaned.tasks == () and present(client) == [first, then]
+    assert any(f"#{first}" in why and f"#{then}" in why for why in cleaned.kept), cleaned.kept
+    # By hand, a person may still remove it (no pending task names it); then the dependant cannot start.
+    assert [t.id for t in client.ask(rq.Remove(ids=[first])).tasks] == [first]
+    client.ask(rq.Retry(id=then))
+    wait_for(lambda: f"#{first}" in client.ask(rq.Get(id=then)).task.reason)
+    task = client.ask(rq.Get(id=then)).task
+    assert task.state in ("queued", "waiting") and "no longer in the queue" in task.reason, task
+    assert task.started_at is None or task.attempts == 0, task  # it never ran without its dependency
+
+
+def job_run_families(paths: Paths) -> list[str]:
+    db = sqlite3.connect(f"file:{paths.queue_db}?mode=ro", uri=True)
+    try:
+        return sorted({str(f) for (f,) in db.execute("SELECT family FROM job_runs")})
+    finally:
+        db.close()
+
+
+def test_runtimes_of_families_not_seen_for_keep_days_are_forgotten(
+    owner: Owner, client: ipc.IpcClient, clock: ShiftedClock, paths: Paths
+) -> None:
+    """Before: each distinct script added `job_runs` rows that nothing ever pruned (30,301 kept)."""
+    for family in ("nightly-old", "one-off"):
+        task = client.ask(rq.Run(argv=[PY, "-c", "pass"], name=family, overrides={"family": family})).tasks[0]
+        wait_for(lambda: client.ask(rq.Get(id=task.id)).task.state == "succeeded")  # noqa: B023
+    wait_for(lambda: job_run_families(paths) == ["nightly-old", "one-off"])
+    clock.offset_s += 3 * DAY_S  # keep_days = 2: neither family has run since
+    task = client.ask(rq.Run(argv=[PY, "-c", "pass"], name="fresh", overrides={"family": "fresh"})).tasks[0]
+    wait_for(lambda: client.ask(rq.Get(id=task.id)).task.state == "succeeded")
+    wait_for(lambda: "fresh" in job_run_families(paths))
+    clock.offset_s += 11 * 60  # the retention's next look
+    owner.queue.request_dispatch()
+    wait_for(lambda: job_run_families(paths) == ["fresh"], timeout_s=5, what=str(job_run_families(paths)))
+    assert owner.queue.estimates.history.runs.runs("one-off") == {}  # gone from memory too

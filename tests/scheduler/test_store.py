@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import task_steps as steps
 from waiting import wait_for
 
 from gputray.scheduler.cli.commands.common import task_json
@@ -20,6 +21,7 @@ from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import StoreError, TaskNotFound
 from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
 from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
@@ -32,7 +34,7 @@ def test_tasks_survive_reopening(tmp_path: Path) -> None:
     store = TaskStore(db, clock=lambda: 100.0)
     a = store.add(spec("a", device_prefs=("5060ti",), env={"X": "1"}))
     b = store.add(spec("b", priority=5))
-    store.update(a.id, state="waiting", reason="waiting for GeForce RTX 5060 Ti: busy")
+    steps.wait(store, a.id, "waiting for GeForce RTX 5060 Ti: busy")
     store.close()
 
     again = TaskStore(db)
@@ -79,23 +81,24 @@ def test_a_garbage_file_is_kept_beside_a_fresh_queue_with_a_note(tmp_path: Path)
 def test_retry_policy_requeues_with_doubling_backoff_then_fails(tmp_path: Path) -> None:
     store = TaskStore(tmp_path / "q.db", clock=lambda: 1000.0)
     rec = store.add(spec(retries=2, backoff_s=10))
-    store.update(rec.id, state="failed", attempts=1)
-    first = store.apply_retry_policy(rec.id, "exited with status 1")
+    exited = life.RetryOrFail(why="exited with status 1", now=1000.0)
+    steps.start(store, rec.id)
+    first = store.must_apply(rec.id, exited)
     assert first.state == "queued" and first.not_before == 1010.0
     assert first.reason == "exited with status 1; retry 1 of 2 in 10 s"
-    store.update(rec.id, attempts=2)
-    second = store.apply_retry_policy(rec.id, "exited with status 1")
+    steps.start(store, rec.id)
+    second = store.must_apply(rec.id, exited)
     assert second.state == "queued" and second.not_before == 1020.0
-    store.update(rec.id, attempts=3)
-    last = store.apply_retry_policy(rec.id, "exited with status 1")
+    steps.start(store, rec.id)
+    last = store.must_apply(rec.id, exited)
     assert last.state == "failed" and last.reason == "exited with status 1; no retries left"
 
 
 def test_the_doubling_backoff_stops_at_an_hour(tmp_path: Path) -> None:
     store = TaskStore(tmp_path / "q.db", clock=lambda: 1000.0)
     rec = store.add(spec(retries=100, backoff_s=30))
-    store.update(rec.id, state="failed", attempts=99)  # 98 retries used: 30 s x 2**98 uncapped
-    again = store.apply_retry_policy(rec.id, "exited with status 1")
+    steps.start(store, rec.id, attempts=99)  # 98 retries used: 30 s x 2**98 uncapped
+    again = store.must_apply(rec.id, life.RetryOrFail(why="exited with status 1", now=1000.0))
     assert again.state == "queued" and again.not_before == 1000.0 + 3600.0
     assert again.reason == "exited with status 1; retry 99 of 100 in 3600 s"
 
@@ -114,17 +117,16 @@ def test_crash_recovery_interrupts_running_tasks_and_applies_their_policy(tmp_pa
     log.write_text("half of the output\n")
     orphan = _sleeper()
     try:
-        store.update(
+        steps.start(
+            store,
             again.id,
-            state="running",
-            attempts=1,
             started_at=400.0,
             pid=orphan.pid,
             pid_create_time=psutil.Process(orphan.pid).create_time(),
             log_path=str(log),
         )
-        store.update(once.id, state="running", attempts=1, started_at=400.0, pid=None)
-        store.update(waiting.id, state="waiting", reason="waiting for Radeon 780M: paused")
+        steps.start(store, once.id, started_at=400.0)
+        steps.wait(store, waiting.id, "waiting for Radeon 780M: paused")
         store.close()  # the owner "crashes": nothing else happens
 
         reopened = TaskStore(db, clock=lambda: 600.0)
@@ -150,7 +152,7 @@ def test_recovery_never_kills_a_reused_pid(tmp_path: Path) -> None:
     rec = store.add(spec())
     bystander = _sleeper()
     try:
-        store.update(rec.id, state="running", attempts=1, pid=bystander.pid, pid_create_time=1.0)
+        steps.start(store, rec.id, pid=bystander.pid, pid_create_time=1.0)
         (r,) = store.recover_after_crash()
         assert not r.killed_orphan
         assert bystander.poll() is None
@@ -169,7 +171,7 @@ def test_recovery_does_not_claim_to_stop_a_job_that_had_already_ended(tmp_path: 
         store = TaskStore(tmp_path / "q.db")
         rec = store.add(spec())
         create_time = psutil.Process(job.pid).create_time()
-        store.update(rec.id, state="running", attempts=1, pid=job.pid, pid_create_time=create_time)
+        steps.start(store, rec.id, pid=job.pid, pid_create_time=create_time)
         (r,) = store.recover_after_crash()
         assert not r.killed_orphan
         assert "leftover process" not in store.get(rec.id).reason
@@ -192,7 +194,7 @@ def test_recovery_finds_a_job_whose_pid_was_never_saved_by_its_environment(tmp_p
     db = tmp_path / "q.db"
     store = TaskStore(db)
     rec = store.add(spec("unsaved pid", retries=1, backoff_s=0))
-    store.update(rec.id, state="running", attempts=1, pid=None)
+    steps.start(store, rec.id)
     sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
     ours_env = {**os.environ, "GPUTRAY_TASK_ID": str(rec.id), QUEUE_FILE_VAR: str(db)}
     other_env = {**ours_env, QUEUE_FILE_VAR: str(tmp_path / "other-home" / "q.db")}
@@ -233,7 +235,7 @@ def test_recovery_also_stops_helpers_the_job_left_in_its_process_group(tmp_path:
         store = TaskStore(tmp_path / "q.db")
         rec = store.add(spec())
         create_time = psutil.Process(job.pid).create_time()
-        store.update(rec.id, state="running", attempts=1, pid=job.pid, pid_create_time=create_time)
+        steps.start(store, rec.id, pid=job.pid, pid_create_time=create_time)
         (r,) = store.recover_after_crash()
         assert r.killed_orphan
         job.wait(timeout=10)
@@ -251,12 +253,14 @@ WRITER = textwrap.dedent(
     import sys
     from pathlib import Path
     from gputray.scheduler.queue.store import TaskStore
+    from gputray.scheduler.tasks import lifecycle as life
     from gputray.scheduler.tasks.records import TaskSpec
     store = TaskStore(Path(sys.argv[1]))
     i = 0
     while True:
         rec = store.add(TaskSpec(kind="command", name=f"t{i}", argv=("echo", str(i))))
-        store.update(rec.id, state="running", attempts=1)
+        start = life.Start(device="cpu", env=None, reason="", attempts=1, started_at=1.0, log_path="")
+        store.must_apply(rec.id, start)
         print(rec.id, flush=True)
         i += 1
     """
@@ -287,8 +291,9 @@ def test_kill_9_mid_write_loses_nothing_that_was_acknowledged(tmp_path: Path) ->
 def test_update_many_leaves_rows_that_changed_state(tmp_path: Path) -> None:
     store = TaskStore(tmp_path / "q.db")
     a, b = store.add(spec("a")), store.add(spec("b"))
-    store.update(b.id, state="cancelled")
-    store.update_many([(a.id, {"state": "waiting"}), (b.id, {"state": "waiting"})], only_states=("queued",))
+    steps.cancel(store, b.id)
+    waits = [(a.id, life.Wait(reason="w")), (b.id, life.Wait(reason="w"))]
+    store.apply_many(waits, only_states=("queued",))
     assert store.get(a.id).state == "waiting"
     assert store.get(b.id).state == "cancelled"
 
@@ -321,17 +326,16 @@ def test_reads_come_from_memory_and_follow_every_write(tmp_path: Path) -> None:
         assert len(store.list()) == 3 and store.get(b.id).name == "b" and len(store.pending()) == 3
     assert statements == []  # nothing read from SQLite again
 
-    store.update_many(
-        [(a.id, {"state": "waiting", "reason": "r"}), (c.id, {"reason": "x"})], only_states=("queued",)
-    )
-    store.update(c.id, state="cancelled")
-    store.update_many(
-        [(c.id, {"state": "waiting"})], only_states=("queued", "waiting")
-    )  # c is cancelled: untouched
-    assert store.compare_and_update(b.id, "queued", state="running", pid=42) is not None
-    assert store.compare_and_update(b.id, "queued", state="failed") is None
-    with pytest.raises(ValueError):
-        store.update_many([(a.id, {"state": "failed"}), (b.id, {"spec": "bad"})])  # rolled back whole
+    store.apply_many([(a.id, life.Wait(reason="r")), (c.id, life.Note(reason="x"))], only_states=("queued",))
+    store.must_apply(c.id, life.Cancel(reason="x", ended_at=10.0))
+    store.apply_many([(c.id, life.Wait(reason="w"))], only_states=("queued", "waiting"))  # c is cancelled
+    started = life.Start(device="cpu", env=None, reason="", attempts=1, started_at=10.0, log_path="", pid=42)
+    assert store.apply(b.id, started, expect_state="queued") is not None
+    assert store.apply(b.id, life.Fail(reason="f", ended_at=10.0), expect_state="queued") is None
+    with pytest.raises(life.IllegalTransition):  # b runs: a Fail is for a pending task; rolled back whole
+        store.apply_many(
+            [(a.id, life.Fail(reason="f", ended_at=10.0)), (b.id, life.Fail(reason="f", ended_at=10.0))]
+        )
     store.set_priority_position(a.id, 5, 0.5)
     seen = {r.id: (r.state, r.reason, r.pid, r.spec.priority) for r in store.list()}
     assert seen == {
@@ -360,13 +364,16 @@ def test_the_saved_queue_reads_back_read_only_after_a_crash(tmp_path: Path) -> N
         import os
         from pathlib import Path
         from gputray.scheduler.queue.store import TaskStore
+        from gputray.scheduler.tasks import lifecycle as life
         from gputray.scheduler.tasks.records import TaskSpec
         store = TaskStore(Path({str(db)!r}), clock=lambda: 100.0)
         a = store.add(TaskSpec(kind="command", name="a", argv=("echo", "a")))
         b = store.add(TaskSpec(kind="command", name="b", argv=("echo", "b"), priority=5))
         done = store.add(TaskSpec(kind="command", name="done", argv=("echo", "d")))
-        store.update(a.id, state="running", device="pci:0000:01:00.0", pid=1, log_path="/x/1.log")
-        store.update(done.id, state="succeeded", exit_code=0, ended_at=200.0)
+        start = dict(device="pci:0000:01:00.0", env=None, reason="", attempts=1, started_at=100.0)
+        store.must_apply(a.id, life.Start(**start, pid=1, log_path="/x/1.log"))
+        store.must_apply(done.id, life.Start(**start, log_path=""))
+        store.must_apply(done.id, life.Succeed(end=life.JobEnd(exit_code=0, ended_at=200.0)))
         os._exit(0)  # no close: the WAL keeps the writes, as after kill -9
         """
     )
@@ -439,8 +446,15 @@ def test_a_schema_1_file_is_read_as_it_is_and_migrated_by_the_owner(tmp_path: Pa
     assert store.get(saved.id).attempts == 2 and store.get(saved.id).exit_code == 3
     assert store.get(saved.id).machine is None and store.get(saved.id).remote_id is None
     assert store.get(saved.id).energy_j is None and store.get(saved.id).energy_shared is False
-    store.update(saved.id, attempts_before=2, machine="laptop", remote_id=7, remote_state="succeeded")
-    store.update(saved.id, energy_j=1234.5, energy_shared=True)
+    store.must_apply(saved.id, life.Requeue(reason="again", now=6.0, position=2.0))  # attempts_before 2
+    store.must_apply(
+        saved.id, life.HandOver(machine="laptop", device="laptop/cpu", reason="r", into="waiting")
+    )
+    store.must_apply(saved.id, life.Handed(remote_id=7, remote_state="queued", log_path="", reason="r"))
+    ended = life.RemoteRun(
+        into="succeeded", remote_state="succeeded", reason="r", energy_j=1234.5, energy_shared=True
+    )
+    store.must_apply(saved.id, ended)
     store.close()
     again = read_saved_task(db, saved.id)
     assert (again.attempts_before, again.machine, again.remote_id, again.remote_state) == (
@@ -461,7 +475,7 @@ def test_delete_and_replace_spec(tmp_path: Path) -> None:
     edited = store.replace_spec(b.id, spec("b2", priority=7, env={"K": "v"}), only_states=("queued",))
     assert edited is not None and edited.spec.name == "b2" and edited.spec.priority == 7
     assert [r.id for r in store.pending()] == [b.id, a.id, c.id]  # the priority column moved too
-    store.update(c.id, state="running")
+    steps.start(store, c.id)
     assert store.replace_spec(c.id, spec("c2"), only_states=("queued", "waiting")) is None
     assert store.get(c.id).spec.name == "c"
     with pytest.raises(TaskNotFound):
@@ -481,7 +495,7 @@ def test_a_name_that_is_not_utf8_is_saved_and_read_back_as_submitted(tmp_path: P
     odd = os.fsdecode(b"caf\xe9.py")
     store = TaskStore(db)
     rec = store.add(spec(odd))
-    store.update(rec.id, state="failed", reason=f"could not start: no such file: {odd}")
+    steps.fail(store, rec.id, f"could not start: no such file: {odd}")
     store.replace_spec(rec.id, spec(odd, priority=3), only_states=("failed",))
     store.close()
     again = TaskStore(db)

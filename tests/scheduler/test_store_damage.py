@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import task_steps as steps
 from cli import gputray
 
 from gputray.scheduler import protocol as rq
@@ -29,6 +30,7 @@ from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import StoreError, UnreadableTask
 from gputray.scheduler.queue.store_salvage import inspect_files, scan_wal
 from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskSpec
 
 PAGE = 4096
@@ -39,13 +41,16 @@ CRASHED_OWNER = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from gputray.scheduler.queue.store import TaskStore
+    from gputray.scheduler.tasks import lifecycle as life
     from gputray.scheduler.tasks.records import TaskSpec
     store = TaskStore(Path(sys.argv[1]), clock=lambda: 1000.0)
     for i in range(1, int(sys.argv[2]) + 1):
         spec = TaskSpec(kind="command", name=f"task-{i}", argv=("echo", str(i)), env={"K": "v" * 40})
         rec = store.add(spec)
         if i % 5 == 0:
-            store.update(rec.id, state="succeeded", exit_code=0, attempts=1, ended_at=1100.0)
+            start = life.Start(device="cpu", env=None, reason="", attempts=1, started_at=1000.0, log_path="")
+            store.must_apply(rec.id, start)
+            store.must_apply(rec.id, life.Succeed(end=life.JobEnd(exit_code=0, ended_at=1100.0)))
     os._exit(0)  # no close: everything is still in the WAL, as after kill -9 or a power cut
     """
 )
@@ -251,7 +256,7 @@ def test_rows_that_are_no_task_are_shown_failed_and_the_rest_is_untouched(tmp_pa
     assert [r.id for r in store.pending()] == [1, 6]
     assert {r.id for r in store.list(states=("failed",))} == {2, 3, 4, 5}
     with pytest.raises(UnreadableTask, match=r"task #2 cannot run again.*submit it anew"):
-        store.compare_and_update(2, "failed", state="queued")
+        store.apply(2, life.Requeue(reason="again", now=200.0, position=9.0), expect_state="failed")
     store.close()
     with sqlite3.connect(db) as raw:  # failed on disk too, the saved spec kept as it was
         assert raw.execute("SELECT state, spec FROM tasks WHERE id = 2").fetchone() == (
@@ -381,8 +386,23 @@ def test_rows_saved_before_and_after_the_migration_both_come_back_from_a_damaged
         rec = store.add(
             TaskSpec(kind="command", name=f"task-{i}", argv=("echo", str(i)), env={"K": "v" * 40})
         )
-        store.update(rec.id, state="failed", attempts=3, attempts_before=2, ended_at=1200.0, remote_id=i)
-        store.update(rec.id, energy_j=float(i), energy_shared=i % 2 == 0)
+        steps.fail_run(store, rec.id, "exited with status 1", attempts=2)
+        store.must_apply(
+            rec.id, life.Requeue(reason="again", now=1100.0, position=float(i))
+        )  # attempts_before 2
+        store.must_apply(
+            rec.id, life.HandOver(machine="m", device="m/cpu", reason="r", into="waiting", attempts=3)
+        )
+        store.must_apply(rec.id, life.Handed(remote_id=i, remote_state="queued", log_path="", reason="r"))
+        ended = life.RemoteRun(
+            into="failed",
+            remote_state="failed",
+            reason="r",
+            ended_at=1200.0,
+            energy_j=float(i),
+            energy_shared=i % 2 == 0,
+        )
+        store.must_apply(rec.id, ended)
     store.close()
     _garble_schema_page(db)
     saved = read_saved_queue(db)

@@ -46,6 +46,10 @@ JSON_KEYS = [
     "family",
     "offer",  # run elsewhere now? {device_key, device_name, run_s, waited_s} or null (replies.Offer)
     "estimate_s",  # per device it may use: [{device_key, device_name, run_s, finish_s, runs, throttled_runs}]
+    "paused_at",  # a running task whose job is paused (pause-job): since when (null: not paused)
+    "paused_s",  # the seconds its run spent paused
+    "vram_need",  # the GPU memory it counts as needing, and from what: "vram" or its model files
+    "vram_need_source",
 ]
 
 

@@ -1,0 +1,679 @@
+"""A task's life: its states, the legal moves between them, and each move as a typed record (a *step*).
+
+Every change of a task's row after its submit is one of the steps below, handed to
+``TaskStore.apply`` (``queue/store.py``), the one place that writes them: it checks the step against
+this table (``check``: an illegal move raises :class:`IllegalTransition`, it never becomes a row),
+asks the step for its columns and writes them in one transaction. Nobody writes a state by name.
+
+    queued ─┬─ Wait ──────────► waiting ─┐    (PlaceHere, HandOver, Handed, TakeBack: the cluster's
+            │                            │     hand-over keeps a task pending here)
+            ├─ Start / Adopt ◄───────────┤
+            ▼                            │
+         running ── Launched (its pid) ──┤
+            │  ├── Succeed ────────────► succeeded ─┐
+            │  ├── RetryOrFail ────────► queued | failed (retries left, or none)
+            │  ├── Cancel ─────────────► cancelled ─┤
+            │  └── Interrupt ──────────► interrupted ── RetryOrFail / Cancel
+            │                                       │
+    Fail, CouldNotStart (pending → failed)          └── Requeue (``retry`` by hand) ─► queued
+
+There is no ``starting`` state on disk: a start is one step (``Start``) written once the job's
+process exists (a start that fails is ``CouldNotStart``, from the pending state it was chosen in),
+so nobody ever sees a half-started row. A task another machine runs (the cluster) moves through
+``HandOver`` (sending) → ``Handed`` (its id there) → ``RemoteRun`` (what it does there; the
+``RemoteMark`` bookkeeping) → back with ``TakeBack`` or ``LostThere`` (that machine left).
+
+**Adding a state** (``frozen``, say) is a change in this folder only: its name in ``states.py`` (the
+``TaskState`` literal and ``STATES``: names only, kept apart so that a listing filters by state without
+loading this module), and here its row in ``EDGES`` (where it may go from and to) and a step class
+per move into and out of it (``class Pause(Step, tag="pause")``: ``SOURCES``, ``to``, ``columns``;
+add a cluster-sendable one to ``ClusterStep`` as well). ``tests/scheduler/test_lifecycle.py`` fails
+for a state without a row, a step whose moves the table does not allow, and drives random sequences
+of every step through a real store to check each stored history against ``EDGES``.
+
+Steps are frozen msgspec Structs, tagged by ``step``: the cluster's bridge sends its steps to the
+owner as they are (``protocol.ClusterUpdate``), so what crosses the process is the same typed record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Literal, Protocol, cast
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+# The states by name live in ``states`` (a listing filters by state without loading this module).
+from gputray.scheduler.tasks.states import FINISHED_STATES as FINISHED_STATES
+from gputray.scheduler.tasks.states import PENDING_STATES as PENDING_STATES
+from gputray.scheduler.tasks.states import STATES as STATES
+from gputray.scheduler.tasks.states import TaskState as TaskState
+
+MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
+
+_PENDING: frozenset[TaskState] = frozenset({"queued", "waiting"})
+_ENDED: frozenset[TaskState] = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
+_ALL: frozenset[TaskState] = frozenset(cast("tuple[TaskState, ...]", STATES))
+
+#: Every legal move, from → to (a step may stay in its state: a reason, a pid, the cluster's notes).
+#: ``running → waiting`` and ``queued/waiting → succeeded`` are the cluster's only (``RemoteRun``): a
+#: task run elsewhere was queued again there, or ran and ended there between two looks.
+EDGES: Mapping[TaskState, frozenset[TaskState]] = {
+    "queued": frozenset({"queued", "waiting", "running", "succeeded", "failed", "cancelled"}),
+    "waiting": frozenset({"queued", "waiting", "running", "succeeded", "failed", "cancelled"}),
+    "running": frozenset({"running", "waiting", "queued", "succeeded", "failed", "cancelled", "interrupted"}),
+    "interrupted": frozenset({"interrupted", "queued", "failed", "cancelled"}),
+    "succeeded": frozenset({"succeeded", "queued"}),
+    "failed": frozenset({"failed", "queued"}),
+    "cancelled": frozenset({"cancelled", "queued"}),
+}
+
+Columns = dict[str, object]
+
+
+class IllegalTransition(ValueError):
+    """A step its task's state does not allow (a bug in the caller, or a request refused in words)."""
+
+
+class _Spec(Protocol):
+    @property
+    def retries(self) -> int: ...
+
+    @property
+    def backoff_s(self) -> float: ...
+
+
+class Row(Protocol):
+    """What a step reads of the task it moves (``TaskRecord`` is one)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def spec(self) -> _Spec: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+    @property
+    def attempts_before(self) -> int: ...
+
+    @property
+    def ended_at(self) -> float | None: ...
+
+    @property
+    def overtakes(self) -> int: ...
+
+    @property
+    def started_at(self) -> float | None: ...
+
+    @property
+    def paused_at(self) -> float | None: ...
+
+
+class Step(msgspec.Struct, frozen=True, kw_only=True, tag_field="step", forbid_unknown_fields=True):
+    """One move of one task. ``SOURCES``: the states it may start from; ``to``: the state it leaves
+    the task in; ``columns``: what it writes (the store adds nothing)."""
+
+    SOURCES: ClassVar[frozenset[TaskState]] = frozenset()
+
+    def to(self, row: Row) -> TaskState:
+        return _state(row)
+
+    def columns(self, row: Row) -> Columns:
+        raise NotImplementedError
+
+
+def _state(row: Row) -> TaskState:
+    state = row.state
+    if state in _ALL:
+        return state
+    raise IllegalTransition(f"task #{row.id} is in an unknown state {state!r}")
+
+
+def check(row: Row, step: Step) -> TaskState:
+    """The state ``step`` leaves ``row`` in; raises IllegalTransition when the table does not allow it."""
+    here = _state(row)
+    name = type(step).__name__
+    if here not in step.SOURCES:
+        raise IllegalTransition(f"task #{row.id} is {here}: {name} is not a move from there")
+    there = step.to(row)
+    if there not in EDGES[here]:
+        raise IllegalTransition(f"task #{row.id}: {name} would move it from {here} to {there}")
+    return there
+
+
+def allowed(row: Row, step: Step) -> bool:
+    try:
+        check(row, step)
+    except IllegalTransition:
+        return False
+    return True
+
+
+class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How a job's process ended, written with the step that records it: its exit status, when, and
+    (``measured``) the energy it used."""
+
+    exit_code: int | None
+    ended_at: float
+    measured: bool = False
+    energy_j: float | None = None
+    energy_shared: bool = False
+    paused_s: float | None = None  # it ended while paused: its pause ends with it, at this total
+    started_at: float | None = None  # its start as its run's monotonic length places it (a set clock)
+
+    def columns(self) -> Columns:
+        cols: Columns = {
+            "exit_code": self.exit_code,
+            "ended_at": self.ended_at,
+            "pid": None,
+            "pid_create_time": None,
+        }
+        if self.measured:
+            cols.update(energy_j=self.energy_j, energy_shared=self.energy_shared)
+        if self.started_at is not None:
+            cols["started_at"] = self.started_at
+        if self.paused_s is not None:
+            cols.update(paused_at=None, paused_s=self.paused_s)
+        return cols
+
+
+def retry_columns(row: Row, why: str, now: float, also: Columns, *, may_retry: bool = True) -> Columns:
+    """The retry policy after a failure or interruption: queued again with a backoff while retries
+    remain, else failed. One write, so nobody sees a passing ``failed`` for a task that will retry;
+    ``also`` are further columns written with it (exit code, end time …)."""
+    retries_used = max(0, row.attempts - row.attempts_before - 1)
+    if may_retry and retries_used < row.spec.retries:
+        delay = min(MAX_BACKOFF_S, row.spec.backoff_s * 2.0 ** min(retries_used, 60))
+        left = row.spec.retries - retries_used
+        reason = (
+            f"{why}; retry {retries_used + 1} of {row.spec.retries} in {delay:.0f} s"
+            if delay >= 1
+            else f"{why}; retrying ({left} left)"
+        )
+        return {
+            **also,
+            "state": "queued",
+            "reason": reason,
+            "not_before": now + delay,
+            "queued_at": now,
+            "pid": None,
+            "pid_create_time": None,
+            "overtakes": 0,
+        }
+    suffix = "; no retries left" if row.spec.retries else ""
+    rest = dict(also)
+    ended = rest.pop("ended_at", None) or row.ended_at or now
+    return {**rest, "state": "failed", "reason": f"{why}{suffix}", "ended_at": ended}
+
+
+def retries_left(row: Row) -> bool:
+    return max(0, row.attempts - row.attempts_before - 1) < row.spec.retries
+
+
+# --- this machine's queue ---------------------------------------------------------------------------
+
+
+class Wait(Step, frozen=True, tag="wait"):
+    """A pending task waits, saying why (and how often a later task overtook it). Writes only what
+    differs (the dispatcher says it again every pass)."""
+
+    SOURCES = _PENDING
+    reason: str
+    overtakes: int | None = None
+
+    def to(self, row: Row) -> TaskState:
+        return "waiting"
+
+    def columns(self, row: Row) -> Columns:
+        cols: Columns = {}
+        if row.state != "waiting":
+            cols["state"] = "waiting"
+        if row.reason != self.reason:
+            cols["reason"] = self.reason
+        if self.overtakes is not None and self.overtakes != row.overtakes:
+            cols["overtakes"] = self.overtakes
+        return cols
+
+
+class Start(Step, frozen=True, tag="start"):
+    """Its job's process exists (``pid``; None: its supervisor died as it started, and the retry
+    policy follows at once): running, attempt ``attempts``."""
+
+    SOURCES = _PENDING
+    device: str
+    env: str | None
+    reason: str
+    attempts: int
+    started_at: float
+    log_path: str
+    pid: int | None = None
+    pid_create_time: float | None = None
+
+    def to(self, row: Row) -> TaskState:
+        return "running"
+
+    def columns(self, row: Row) -> Columns:
+        return {
+            "state": "running",
+            "device": self.device,
+            "env": self.env,
+            "reason": self.reason,
+            "attempts": self.attempts,
+            "started_at": self.started_at,
+            "ended_at": None,
+            "exit_code": None,
+            "log_path": self.log_path,
+            "not_before": None,
+            "energy_j": None,  # measured anew for this run (``job_energy``)
+            "energy_shared": False,
+            "paused_at": None,  # a run's pauses are its own (``job_pause``)
+            "paused_s": 0.0,
+            "pid": self.pid,
+            "pid_create_time": self.pid_create_time,
+        }
+
+
+class CouldNotStart(Step, frozen=True, tag="could_not_start"):
+    """The start it was chosen for could not be prepared or launched: failed, with what it would have
+    run as (device, attempt, log) and why."""
+
+    SOURCES = _PENDING
+    start: Start
+    reason: str
+    ended_at: float
+
+    def to(self, row: Row) -> TaskState:
+        return "failed"
+
+    def columns(self, row: Row) -> Columns:
+        cols = self.start.columns(row)
+        cols.update(
+            state="failed", reason=self.reason, ended_at=self.ended_at, pid=None, pid_create_time=None
+        )
+        return cols
+
+
+class Adopt(Step, frozen=True, tag="adopt"):
+    """A job an earlier owner started (its run file says so) before it marked the task running."""
+
+    SOURCES = _PENDING
+    device: str
+    attempts: int
+    started_at: float
+    log_path: str
+    pid: int
+    pid_create_time: float | None
+
+    def to(self, row: Row) -> TaskState:
+        return "running"
+
+    def columns(self, row: Row) -> Columns:
+        return {
+            "state": "running",
+            "device": self.device,
+            "attempts": self.attempts,
+            "started_at": self.started_at,
+            "ended_at": None,
+            "exit_code": None,
+            "log_path": self.log_path,
+            "pid": self.pid,
+            "pid_create_time": self.pid_create_time,
+            "not_before": None,
+            "reason": "",
+        }
+
+
+class Launched(Step, frozen=True, tag="launched"):
+    """The pid of a running task's job, learnt after it was marked running (an adopted job)."""
+
+    SOURCES = frozenset({"running"})
+    pid: int
+    pid_create_time: float | None
+
+    def columns(self, row: Row) -> Columns:
+        return {"pid": self.pid, "pid_create_time": self.pid_create_time}
+
+
+class PauseJob(Step, frozen=True, tag="pause_job"):
+    """Its running job is frozen (``queue/job_pause.py``): still ``running``, paused since ``paused_at``."""
+
+    SOURCES = frozenset({"running"})
+    paused_at: float
+    reason: str
+
+    def columns(self, row: Row) -> Columns:
+        return {"paused_at": self.paused_at, "reason": self.reason}
+
+
+class ResumeJob(Step, frozen=True, tag="resume_job"):
+    """Its frozen job runs again; ``paused_s``: the seconds of its pauses so far."""
+
+    SOURCES = frozenset({"running"})
+    paused_s: float
+    reason: str
+
+    def columns(self, row: Row) -> Columns:
+        return {"paused_at": None, "paused_s": self.paused_s, "reason": self.reason}
+
+
+class ClockSet(Step, frozen=True, tag="clock_set"):
+    """The wall clock was set by ``jump_s`` while its job runs: its start (and a pause in force, begun
+    on the same clock) move with it, so how long it has run stays true."""
+
+    SOURCES = frozenset({"running"})
+    jump_s: float
+
+    def columns(self, row: Row) -> Columns:
+        cols: Columns = {}
+        if row.started_at is not None:
+            cols["started_at"] = row.started_at + self.jump_s
+        if row.paused_at is not None:
+            cols["paused_at"] = row.paused_at + self.jump_s
+        return cols
+
+
+class Fail(Step, frozen=True, tag="fail"):
+    """A pending task that can never start (a dependency failed, no device can take it …)."""
+
+    SOURCES = _PENDING
+    reason: str
+    ended_at: float
+
+    def to(self, row: Row) -> TaskState:
+        return "failed"
+
+    def columns(self, row: Row) -> Columns:
+        return {"state": "failed", "reason": self.reason, "ended_at": self.ended_at}
+
+
+class Cancel(Step, frozen=True, tag="cancel"):
+    """Cancelled: pending, left interrupted, or its job stopped (``end``: how that job ended)."""
+
+    SOURCES = frozenset({"queued", "waiting", "interrupted", "running"})
+    reason: str
+    ended_at: float
+    end: JobEnd | None = None
+
+    def to(self, row: Row) -> TaskState:
+        return "cancelled"
+
+    def columns(self, row: Row) -> Columns:
+        cols: Columns = {"state": "cancelled", "reason": self.reason, "ended_at": self.ended_at}
+        if self.end is not None:
+            cols.update(self.end.columns())
+        return cols
+
+
+class Succeed(Step, frozen=True, tag="succeed"):
+    """Its job exited 0 (``reason``: a note to keep, as the demo's "ran on the CPU")."""
+
+    SOURCES = frozenset({"running"})
+    end: JobEnd
+    reason: str | None = None
+
+    def to(self, row: Row) -> TaskState:
+        return "succeeded"
+
+    def columns(self, row: Row) -> Columns:
+        cols: Columns = {"state": "succeeded", **self.end.columns()}
+        if self.reason is not None:
+            cols["reason"] = self.reason
+        return cols
+
+
+class RetryOrFail(Step, frozen=True, tag="retry_or_fail"):
+    """Its attempt failed or was interrupted: the retry policy (``retry_columns``) queues it again or
+    fails it. ``may_retry=False``: failed whatever its retries (its saved row cannot be read)."""
+
+    SOURCES = frozenset({"running", "interrupted"})
+    why: str
+    now: float
+    end: JobEnd | None = None
+    may_retry: bool = True
+
+    def to(self, row: Row) -> TaskState:
+        return "queued" if self.may_retry and retries_left(row) else "failed"
+
+    def columns(self, row: Row) -> Columns:
+        also = self.end.columns() if self.end is not None else {}
+        return retry_columns(row, self.why, self.now, also, may_retry=self.may_retry)
+
+
+class Interrupt(Step, frozen=True, tag="interrupt"):
+    """The owner stopped (crashed) while its job ran: interrupted, then ``RetryOrFail``."""
+
+    SOURCES = frozenset({"running"})
+    reason: str
+    ended_at: float
+
+    def to(self, row: Row) -> TaskState:
+        return "interrupted"
+
+    def columns(self, row: Row) -> Columns:
+        return {"state": "interrupted", "ended_at": self.ended_at, "reason": self.reason}
+
+
+class Requeue(Step, frozen=True, tag="requeue"):
+    """``retry`` by hand: queued again at ``position`` (the end); attempts count on ("attempt 2") while
+    its automatic retries start afresh; placed afresh on any machine its spec allows."""
+
+    SOURCES = _ENDED
+    reason: str
+    now: float
+    position: float
+
+    def to(self, row: Row) -> TaskState:
+        return "queued"
+
+    def columns(self, row: Row) -> Columns:
+        return {
+            "state": "queued",
+            "reason": self.reason,
+            "attempts_before": row.attempts,
+            "exit_code": None,
+            "started_at": None,
+            "ended_at": None,
+            "device": None,
+            "env": None,
+            "pid": None,
+            "pid_create_time": None,
+            "not_before": None,
+            "queued_at": self.now,
+            "overtakes": 0,
+            "position": self.position,
+            "machine": None,
+            "remote_id": None,
+            "remote_state": None,
+            "energy_j": None,
+            "energy_shared": False,
+        }
+
+
+class Note(Step, frozen=True, tag="note"):
+    """A new reason, nothing else (where a task handed elsewhere stands, a machine gone silent)."""
+
+    SOURCES = _ALL
+    reason: str
+
+    def columns(self, row: Row) -> Columns:
+        return {"reason": self.reason}
+
+
+# --- another machine runs it (the cluster's bridge sends these) ---------------------------------------
+
+
+class PlaceHere(Step, frozen=True, tag="place_here"):
+    """A task for any machine is placed on this one: this queue starts it."""
+
+    SOURCES = _PENDING
+    machine: str
+
+    def columns(self, row: Row) -> Columns:
+        return {"machine": self.machine}
+
+
+class HandOver(Step, frozen=True, tag="hand_over"):
+    """Handed to ``machine`` (being sent). ``to``: the pending state it is written in (the other one
+    than a local start would expect makes that start lose its compare-and-set); ``attempts``: a new
+    attempt (None: the same one, handed on); ``again``: it was on another machine before."""
+
+    SOURCES = _PENDING
+    machine: str
+    device: str
+    reason: str
+    into: Literal["queued", "waiting"]
+    attempts: int | None = None
+    again: bool = False
+
+    def to(self, row: Row) -> TaskState:
+        return self.into
+
+    def columns(self, row: Row) -> Columns:
+        cols: Columns = {"machine": self.machine}
+        if self.again:
+            cols["remote_id"] = None
+        cols.update(remote_state="sending", device=self.device)
+        if self.attempts is not None:
+            cols["attempts"] = self.attempts
+        cols.update(state=self.into, reason=self.reason)
+        return cols
+
+
+class Handed(Step, frozen=True, tag="handed"):
+    """The other machine's queue took it, as its ``remote_id``."""
+
+    SOURCES = _PENDING
+    remote_id: int
+    remote_state: str
+    log_path: str
+    reason: str
+
+    def columns(self, row: Row) -> Columns:
+        return {
+            "remote_id": self.remote_id,
+            "remote_state": self.remote_state,
+            "log_path": self.log_path,
+            "reason": self.reason,
+        }
+
+
+class TakeBack(Step, frozen=True, tag="take_back"):
+    """Withdrawn from the machine it waited on before it started there (no attempt was made): queued
+    here again, placed afresh (``machine`` None) or for this machine's queue."""
+
+    SOURCES = _PENDING
+    machine: str | None
+    reason: str
+    attempts: int
+
+    def to(self, row: Row) -> TaskState:
+        return "queued"
+
+    def columns(self, row: Row) -> Columns:
+        return {
+            "machine": self.machine,
+            "remote_id": None,
+            "remote_state": None,
+            "device": None,
+            "attempts": self.attempts,
+            "state": "queued",
+            "reason": self.reason,
+        }
+
+
+class HandOverFailed(Step, frozen=True, tag="hand_over_failed"):
+    """It could not be sent, or the other machine's queue refused it: failed."""
+
+    SOURCES = _PENDING
+    reason: str
+    ended_at: float
+
+    def to(self, row: Row) -> TaskState:
+        return "failed"
+
+    def columns(self, row: Row) -> Columns:
+        return {"state": "failed", "reason": self.reason, "ended_at": self.ended_at, "remote_state": "lost"}
+
+
+RemoteState = Literal["waiting", "running", "succeeded", "failed", "cancelled"]
+
+
+class RemoteRun(Step, frozen=True, tag="remote_run"):
+    """What its run on the other machine did, mirrored here (``into``), with the fields seen there."""
+
+    SOURCES = frozenset({"queued", "waiting", "running"})
+    into: RemoteState
+    remote_state: str
+    reason: str
+    device: str | UnsetType = UNSET
+    started_at: float | UnsetType | None = UNSET
+    exit_code: int | UnsetType | None = UNSET
+    ended_at: float | UnsetType | None = UNSET
+    energy_j: float | UnsetType | None = UNSET
+    energy_shared: bool | UnsetType = UNSET
+
+    def to(self, row: Row) -> TaskState:
+        return self.into
+
+    def columns(self, row: Row) -> Columns:
+        cols: Columns = {"remote_state": self.remote_state, "state": self.into}
+        for name in ("started_at", "exit_code", "ended_at", "energy_j", "energy_shared", "device"):
+            value = getattr(self, name)
+            if value is not UNSET:
+                cols[name] = value
+        cols["reason"] = self.reason
+        return cols
+
+
+class RemoteMark(Step, frozen=True, tag="remote_mark"):
+    """Bookkeeping only: the last state seen there, ``fetched`` (results back), ``lost``."""
+
+    SOURCES = _ALL
+    remote_state: str
+
+    def columns(self, row: Row) -> Columns:
+        return {"remote_state": self.remote_state}
+
+
+class LostThere(Step, frozen=True, tag="lost_there"):
+    """The machine it was handed to left the cluster: the retry policy decides (placed afresh while
+    retries remain, else failed and its copy there given up)."""
+
+    SOURCES = frozenset({"queued", "waiting", "running", "interrupted"})
+    why: str
+    now: float
+
+    def to(self, row: Row) -> TaskState:
+        return "queued" if retries_left(row) else "failed"
+
+    def columns(self, row: Row) -> Columns:
+        also: Columns = (
+            {"machine": None, "remote_id": None, "remote_state": None, "device": None}
+            if retries_left(row)
+            else {"remote_state": "lost"}
+        )
+        return retry_columns(row, self.why, self.now, {"ended_at": self.now, **also})
+
+
+#: The steps the cluster's bridge may send (``protocol.ClusterUpdate``).
+ClusterStep = (
+    PlaceHere
+    | HandOver
+    | Handed
+    | TakeBack
+    | HandOverFailed
+    | RemoteRun
+    | RemoteMark
+    | LostThere
+    | Wait
+    | Fail
+    | Note
+)
