@@ -448,9 +448,8 @@ class RetryOrFail(Step, frozen=True, tag="retry_or_fail"):
 
 
 class RunElsewhere(Step, frozen=True, tag="run_elsewhere"):
-    """Its job ran out of memory and a device where it fits is free (``on_oom = "elsewhere"``,
-    ``queue/oom_elsewhere.py``): queued again at once, whatever its retries (its spec is then pointed at
-    that device, once: ``TaskStore.replace_spec``)."""
+    """Out of memory, and a device where it fits is free (``queue/oom_elsewhere.py``): queued again at
+    once, whatever its retries (then pointed at that device, once: ``TaskStore.replace_spec``)."""
 
     SOURCES = frozenset({"running"})
     reason: str
@@ -462,14 +461,7 @@ class RunElsewhere(Step, frozen=True, tag="run_elsewhere"):
 
     def columns(self, row: Row) -> Columns:
         also = self.end.columns() if self.end is not None else {}
-        return {
-            **also,
-            "state": "queued",
-            "reason": self.reason,
-            "not_before": None,
-            "queued_at": self.now,
-            "overtakes": 0,
-        }
+        return {**also, "state": "queued", "reason": self.reason, "not_before": None, "queued_at": self.now}
 
 
 class Interrupt(Step, frozen=True, tag="interrupt"):

@@ -101,6 +101,12 @@ def _ended(client: ipc.IpcClient, task_id: int) -> TaskView:
     )
 
 
+def _on(client: ipc.IpcClient, key: str) -> list[int]:
+    """Our processes the monitor's latest sample shows on the device ``key``."""
+    snapshot = client.ask(rq.Status()).snapshot
+    return [p.pid for p in (snapshot.processes if snapshot is not None else ()) if p.device == key]
+
+
 # Runs out of memory on the device its first argument names ({device}), as torch says it on CUDA.
 STANDIN = (
     "import sys\n"
@@ -129,6 +135,8 @@ def test_out_of_memory_on_the_5060_ti_runs_again_on_the_780m_once(client: ipc.Ip
     assert "shared free)" in moved.reason
     log = Path(moved.log_path or "").read_text()
     assert "torch CUDA: torch.OutOfMemoryError: CUDA out of memory." in log and f"done on {AMD}" in log
+    # the monitor no longer shows the first job's memory on the 780M: the second one may fit there too
+    wait_for(lambda: not _on(client, AMD), what="the 780M's sample without the first job")
     nowhere = _ended(client, run(NVIDIA, AMD))  # out of memory on both: moved once, then it fails
     assert nowhere.state == "failed" and nowhere.attempts == 2 and nowhere.device == AMD
     assert nowhere.reason.startswith("out of memory on Radeon 780M at 16.4 GiB"), nowhere.reason
