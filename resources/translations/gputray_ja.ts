@@ -2041,5 +2041,9 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>no device it may use has that free</source>
         <translation>使えるデバイスにその空きがありません</translation>
     </message>
+    <message>
+        <source>Recipes</source>
+        <translation>レシピ</translation>
+    </message>
 </context>
 </TS>
