@@ -67,6 +67,7 @@ OnBusy = Literal["wait", "redirect", "cpu"]
 AfterMaxWait = Literal["redirect", "cpu", "fail"]
 Prefer = Literal["free", "fastest", "greenest"]
 OnOom = Literal["fail", "elsewhere"]
+ON_OOM: tuple[str, ...] = ("fail", "elsewhere")
 
 KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
 ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
