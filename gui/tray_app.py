@@ -54,9 +54,7 @@ NO_TRAY_NOTE = tr_noop(
 BACKENDS_FAILED_NOTE = tr_noop("The GPU backends failed to start ({error}).")
 OWNER_FAILED_NOTE = tr_noop("gputray could not start its queue: {error}")
 CONFIG_NOTE = tr_noop("Your config file has a problem, so the defaults are used: {error}")
-CONFIG_PROBLEMS_NOTE = tr_noop(
-    "Your config file has %n problem(s) (`gputray config` lists them): {first}"
-)
+CONFIG_PROBLEMS_NOTE = tr_noop("Your config file has %n problem(s) (`gputray config` lists them): {first}")
 
 
 WINDOW_MISSING_PART = tr_noop(
