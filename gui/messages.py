@@ -43,6 +43,7 @@ def _t(source: str, *nested: str) -> Template:
 TEMPLATES: tuple[Template, ...] = (
     # scheduler/queue/job_pause.py: gputray pause-job / resume-job
     _t(tr_noop("paused by you at {time}")),
+    _t(tr_noop("paused for #{id} (priority {priority}) at {time}")),
     _t(tr_noop("paused at {time}")),
     _t(tr_noop("resumed {time}")),
     _t(tr_noop("its GPU memory was moved to host memory (cuda-checkpoint)")),

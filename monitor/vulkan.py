@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from gputray.monitor.interpreter import module_command
 from gputray.monitor.process_group import kill_group, popen_own_group
 
 VulkanDeviceType = Literal["integrated", "discrete", "virtual", "cpu", "other"]
@@ -715,7 +716,7 @@ def enumerate_devices(
     The worker runs in its own process group (own session on POSIX) so a hung driver is killed with
     everything it started.
     """
-    cmd = [python or sys.executable, "-m", WORKER_MODULE]
+    cmd = module_command(WORKER_MODULE, python=python)
     try:
         proc = popen_own_group(
             cmd,

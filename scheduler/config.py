@@ -69,6 +69,16 @@ class RetentionSection:
     keep_tasks: Annotated[int, Meta(ge=0, le=10_000_000)] = 1000
 
 
+@dataclass(frozen=True)
+class QueueSection:
+    """``[queue]``: ``preempt = "priority"`` lets every task pause lower-priority jobs of ours that hold
+    its device (``--preempt`` does it for one task; ``queue.preemption``); a job paused for another
+    resumes when that one ends, or after ``max_pause_s`` whatever happens."""
+
+    preempt: Literal["off", "priority"] = "off"
+    max_pause_s: Annotated[float, Meta(ge=1.0, le=30 * 86_400.0)] = 3600.0
+
+
 # the tray's notifications, each one ``[gui.notifications] <kind> = false`` can turn off
 NOTIFICATION_KINDS = (
     "job_started",
@@ -152,6 +162,7 @@ class Config:
     logs: LogsSection = field(default_factory=LogsSection)
     retention: RetentionSection = field(default_factory=RetentionSection)
     metrics: MetricsSection = field(default_factory=MetricsSection)
+    queue: QueueSection = field(default_factory=QueueSection)
     problems: tuple[ConfigProblem, ...] = ()
 
     def problems_in(self, table: str) -> list[ConfigProblem]:
@@ -159,7 +170,9 @@ class Config:
 
 
 T = TypeVar("T")
-_TOP_KEYS = ("monitor", "thresholds", "devices", "env", "gui", "cluster", "logs", "retention", "metrics")
+_TOP_KEYS = (
+    "monitor", "thresholds", "devices", "env", "gui", "cluster", "logs", "retention", "metrics", "queue"
+)  # fmt: skip
 
 
 def read_user_config(path: Path, *, malformed_hint: str = "") -> dict[str, Any]:
@@ -242,6 +255,7 @@ def read_config(path: Path | None = None) -> Config:
         logs=_logs_section(table("logs", LogsSection), source, problems),
         retention=table("retention", RetentionSection),
         metrics=_metrics_section(table("metrics", MetricsSection), source, problems),
+        queue=table("queue", QueueSection),
     )
     if isinstance(notifications, dict):  # `job_faild = false` would silently turn nothing off
         _unknown_keys(notifications, NOTIFICATION_KINDS, "gui.notifications", source, problems)

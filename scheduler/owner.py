@@ -32,6 +32,7 @@ from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
+from gputray.scheduler.queue.preemption import Preemption
 from gputray.scheduler.queue.timing import Schedule, Timing
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
@@ -140,6 +141,7 @@ class Owner:
         self.retention: Retention | None = None
         self.metrics: MetricsEndpoint | None = None  # [metrics] listen: the Prometheus endpoint
         self._pauses: JobPauser | None = None
+        self.preemption: Preemption | None = None
         self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -240,6 +242,13 @@ class Owner:
             )
             self.timing.start()
             self._queue.add_timer(self.timing)  # the dispatcher is the one clock: it wakes for schedules too
+            self.preemption = Preemption(
+                self._queue,
+                self.pauses,
+                every_task=config.queue.preempt == "priority",
+                max_pause_s=config.queue.max_pause_s,
+            )
+            self._queue.add_timer(self.preemption)  # --preempt: pauses lower-priority jobs, resumes them
             from gputray.scheduler.queue.retention import Retention
 
             self.retention = Retention(

@@ -1996,6 +1996,10 @@ gputray の実行中に更新または再インストールした場合は、終
         <translation>{why} (cuda-checkpoint で復元できません: {error})</translation>
     </message>
     <message>
+        <source>paused for #{id} (priority {priority}) at {time}</source>
+        <translation>{time} に #{id} (優先度 {priority}) のため一時停止</translation>
+    </message>
+    <message>
         <source>can start now on {device}</source>
         <translation>{device} で今すぐ開始できます</translation>
     </message>
@@ -2008,6 +2012,10 @@ gputray の実行中に更新または再インストールした場合は、終
         <translation>
             <numerusform>(ほかに %n 件: 各行を右クリック)</numerusform>
         </translation>
+    </message>
+    <message>
+        <source>Recipes</source>
+        <translation>レシピ</translation>
     </message>
 </context>
 </TS>

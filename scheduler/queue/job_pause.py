@@ -14,8 +14,9 @@ A pause, in this order:
 
 A resume writes the pause file first (the paused seconds added up, so that the supervisor, thawed with
 the job under a cgroup freeze, sees its deadline moved on), thaws, restores and unlocks the CUDA state,
-and the reason reads "paused by you at 14:02; resumed 14:07". The job keeps its slot on its device
-while paused; paused time counts neither to ``--timeout`` nor to the runtime the queue learns
+and the reason reads "paused by you at 14:02; resumed 14:07". While paused the job holds no slot on
+its device (``Running.paused``: the next task may start there; the memory it still holds is counted
+as used by the monitor); paused time counts neither to ``--timeout`` nor to the runtime the queue learns
 (``TaskRecord.run_s``).
 """
 
@@ -71,9 +72,9 @@ class JobPauser:
         self._checkpoint_tool = checkpoint_tool
         self._busy = threading.Lock()  # one pause or resume at a time: the tool calls take a while
 
-    def pause(self, task_id: int, *, by: str = "you") -> TaskRecord:
-        """Pause the running job of ``task_id`` (``by``: who asked, for the reason: "you", "#31 (priority
-        10)"). TaskStateError when it is not running here or is paused already."""
+    def pause(self, task_id: int, *, for_task: str | None = None) -> TaskRecord:
+        """Pause the running job of ``task_id``: by you, or (``for_task``: "#31 (priority 10)") for a task
+        that preempts it. TaskStateError when it is not running here or is paused already."""
         with self._busy:
             rec, job = self._running(task_id)
             if rec.paused_at is not None:
@@ -90,7 +91,8 @@ class JobPauser:
                 self._restore(tool, checkpointed)
                 raise TaskStateError(f"task #{task_id} could not be paused: {exc}") from None
             now = self.queue.clock()
-            why = f"paused by {by} at {local_time(now)}"
+            who = f"for {for_task}" if for_task is not None else "by you"
+            why = f"paused {who} at {local_time(now)}"
             write_pause(
                 job.files,
                 PauseInfo(rec.paused_s, now, frozen.method, checkpointed, why),
@@ -99,6 +101,7 @@ class JobPauser:
             with self.queue.lock:
                 paused = PauseJob(paused_at=now, reason="; ".join(filter(None, [why, memory])))
                 new = self.queue.store.must_apply(task_id, paused)
+                self._mark(task_id, paused=True)
             _note(job.log_path, f"{why}: {_frozen_words(frozen)}" + (f"; {memory}" if memory else ""))
             log.info("task #%d: %s (%s)", task_id, why, frozen.method)
             return new
@@ -122,9 +125,18 @@ class JobPauser:
                 why += f" (cuda-checkpoint could not restore it: {problems[0]})"
             with self.queue.lock:
                 new = self.queue.store.must_apply(task_id, ResumeJob(paused_s=paused_s, reason=why))
+                self._mark(task_id, paused=False)
             _note(job.log_path, f"resumed at {local_time(now)} after {_duration(now - rec.paused_at)} paused")
             log.info("task #%d: %s", task_id, why)
             return new
+
+    def _mark(self, task_id: int, *, paused: bool) -> None:
+        """Its slot is free while it is paused (its memory is counted by the monitor as long as it
+        holds it): the next pass may start another task there."""
+        running = self.queue.runs.jobs.get(task_id)
+        if running is not None:
+            running.paused = paused
+        self.queue.request_dispatch(urgent=True)
 
     def _running(self, task_id: int) -> tuple[TaskRecord, Job]:
         with self.queue.lock:

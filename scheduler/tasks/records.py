@@ -191,6 +191,11 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     family: Family | None = None
     prefer: Prefer = "free"
     max_slowdown: Slowdown = 1.5
+    # Priority with teeth (``queue.preemption``): ``preempt`` lets this task pause lower-priority jobs
+    # of ours that hold its device (``[queue] preempt = "priority"`` makes every task do so);
+    # ``preemptible = false`` keeps this one's job from ever being paused for another.
+    preempt: bool = False
+    preemptible: bool = True
 
     @property
     def memory_need_bytes(self) -> int | None:
@@ -276,6 +281,8 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     family: Family | UnsetType | None = UNSET
     prefer: Prefer | UnsetType = UNSET
     max_slowdown: Slowdown | UnsetType = UNSET
+    preempt: bool | UnsetType = UNSET
+    preemptible: bool | UnsetType = UNSET
 
     def given(self) -> dict[str, Any]:
         """The fields this patch sets, by name."""

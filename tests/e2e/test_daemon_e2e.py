@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 import pytest
 import tomli_w
+from child_signals import DEFAULT_CTRL_C
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from waiting import wait_for
@@ -67,8 +68,15 @@ class Daemon:
         if self.scenario is not None:
             cmd += ["--demo-scenario", str(self.scenario)]
         self.stderr = open(self.home / f"daemon-stderr-{time.monotonic_ns()}.txt", "w")  # noqa: SIM115
+        # Ctrl+C stops it as a terminal's would, even in a suite run with SIGINT ignored (nohup, &)
         self.proc = subprocess.Popen(
-            cmd, env=self.env, stdout=subprocess.PIPE, stderr=self.stderr, text=True, start_new_session=True
+            cmd,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            start_new_session=True,
+            preexec_fn=DEFAULT_CTRL_C,
         )
         wait_for(self._answers, 40.0, "the daemon to answer ping")
         self.client = ipc.IpcClient(self.paths, timeout_s=20.0)

@@ -68,6 +68,7 @@ REAL = [
     # scheduler/queue/job_pause.py: gputray pause-job / resume-job
     "paused by you at 14:02; its GPU memory was moved to host memory (cuda-checkpoint)",
     "paused by you at 14:02; resumed 14:07",
+    "paused for #31 (priority 10) at 14:02; resumed 14:07",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
 DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'", "blur"]

@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "pause-job",
             "freeze one running job (its GPU memory freed where cuda-checkpoint can)",
             "Pause a running job: every process of it is frozen (its cgroup's freezer, else SIGSTOP to "
-            "each; Windows: each thread suspended) and keeps its slot on the device. Where "
+            "each; Windows: each thread suspended); its slot on the device is free for the next task. Where "
             "cuda-checkpoint (NVIDIA, driver 550 or later) is on PATH, its CUDA state is moved to host "
             "memory first, so its GPU memory is free while it is paused; otherwise, or when the tool "
             "fails, its memory stays held and the reason says why. Paused time counts neither to its "

@@ -103,6 +103,12 @@ def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> 
         action="store_true",
         help="torch: run also on a GPU where `gputray doctor` could not prove the env's torch lands on it",
     )
+    g.add_argument(
+        "--preempt",
+        action="store_true",
+        help="when lower-priority jobs of yours hold its device, pause them (gputray pause-job) so this "
+        "one starts; they resume when it ends (a task file's `preemptible = false` keeps a job running)",
+    )
     if not editing:  # where a task runs is settled once it is queued (the cluster bridge may have sent it)
         g.add_argument(
             "--machine",
@@ -235,6 +241,8 @@ def patch_from_args(
             out["after_any"] = True
         if getattr(args, "allow_unproven", False):
             out["allow_unproven"] = True
+        if getattr(args, "preempt", False):
+            out["preempt"] = True
         if args.env:
             out["env"] = _env_assignments(args.env)
         if args.cwd is not None:

@@ -1,0 +1,95 @@
+"""Frozen start → tray icon: how long the PyInstaller build takes from launch to its icon in the tray,
+beside the same measure for gputray from this venv (``python -m gputray.gui.entry``), on Xvfb + trayer.
+
+    python bench/frozen_start.py PATH/TO/gputray [--runs 3]
+
+``PATH/TO/gputray``: the executable of an unpacked ``tools/build_linux.py`` tarball. Goal: the same as
+``bench/gui_cost.py``'s launch goal (issue 6), ≤ 0.8 s; never asserts. Also prints the build's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the X11 tree reader
+from x11_tree import tray_icon_geometry
+
+GOAL_S = 0.8
+
+
+def tree(env: dict[str, str]) -> str:
+    return subprocess.run(["xwininfo", "-root", "-tree"], env=env, capture_output=True, text=True).stdout
+
+
+def launch_to_icon(argv: Sequence[str], env: dict[str, str]) -> float:
+    home = tempfile.mkdtemp(prefix="gputray-bench-")
+    t0 = time.monotonic()
+    app = subprocess.Popen(
+        [*argv, "--demo"],
+        env={**env, "GPUTRAY_HOME": home},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while tray_icon_geometry(tree(env)) is None:
+            if app.poll() is not None or time.monotonic() - t0 > 60:
+                raise RuntimeError(f"{argv[0]}: no tray icon (exit {app.poll()})")
+            time.sleep(0.01)
+        return time.monotonic() - t0
+    finally:
+        app.send_signal(signal.SIGTERM)
+        app.wait(timeout=30)
+        while tray_icon_geometry(tree(env)) is not None:
+            time.sleep(0.05)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("exe", type=Path, help="the frozen gputray executable")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    n = next(i for i in range(120, 250) if not Path(f"/tmp/.X{i}-lock").exists())
+    xvfb = subprocess.Popen(["Xvfb", f":{n}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
+    env = {**os.environ, "DISPLAY": f":{n}", "QT_QPA_PLATFORM": "xcb"}
+    trayer = None
+    try:
+        while not Path(f"/tmp/.X11-unix/X{n}").exists():
+            time.sleep(0.05)
+        trayer = subprocess.Popen(
+            ["trayer", "--edge", "bottom", "--align", "right", "--widthtype", "request", "--height", "32"],
+            env=env,
+        )
+        while '"panel": ("panel" "trayer")' not in tree(env):
+            time.sleep(0.05)
+        frozen = [launch_to_icon([str(args.exe)], env) for _ in range(args.runs)]
+        venv = [launch_to_icon([sys.executable, "-m", "gputray.gui.entry"], env) for _ in range(args.runs)]
+    finally:
+        for proc in (trayer, xvfb):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=10)
+    folder = args.exe.resolve().parent
+    size_mib = sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) / 2**20
+    med = statistics.median(frozen)
+    print(f"load before: {os.getloadavg()[0]:.2f} (1-min average, {os.cpu_count()} CPUs)")
+    print(
+        f"frozen start → tray icon: median {med:.2f} s (runs: {', '.join(f'{v:.2f}' for v in frozen)}; "
+        f"from the venv: median {statistics.median(venv):.2f} s) goal ≤ {GOAL_S} s: "
+        f"{'met' if med <= GOAL_S else 'not met'}; the folder: {size_mib:.0f} MiB"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
