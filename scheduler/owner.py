@@ -606,7 +606,9 @@ class Owner:
             ended = rec.finished and offset + len(data) >= size
             bounded = req.max_bytes is not None and len(data) == req.max_bytes <= LOG_CHUNK_MAX_BYTES
             text, used = _decode_utf8_prefix(data, final=ended or bounded)
-            next_offset = offset + used
+            # past the end: a retry cut what the earlier attempts left (``job_log.make_room``); a
+            # follower goes on from the end as it is now
+            next_offset = offset + used if offset <= size else size
         return rp.LogChunk(
             id=rec.id,
             state=rec.state,
