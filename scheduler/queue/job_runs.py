@@ -3,20 +3,21 @@
 device is lost.
 
 ``JobRuns`` is a part of ``QueueService`` (``service.runs``) and reaches the queue only through what
-``RunsQueue`` names: the store, the monitor, the queue's lock (the dispatcher holds it while it calls
-``start``; a job's watcher thread takes it to record the exit), its events, a dispatch pass after an
-exit, and where Python envs and device names come from.
+``RunsQueue`` names: the store, the monitor, the queue's lock (``start`` takes it to check and to
+record, and lets go of it while the supervisor answers; a job's watcher thread takes it to record the
+exit), its events, a dispatch pass after an exit, and where Python envs and device names come from.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import functools
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -30,14 +31,17 @@ from gputray.scheduler.jobs.job_files import JobFiles, find_runs, read_run, supe
 from gputray.scheduler.jobs.job_log import make_room
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
+from gputray.scheduler.jobs.oom import OutOfMemory, oom_in_log
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
 from gputray.scheduler.queue.device_book import DeviceBook
 from gputray.scheduler.queue.job_energy import EnergyMeter, energy_line
+from gputray.scheduler.queue.oom_elsewhere import OOM_SAID, elsewhere
 from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
 
@@ -101,6 +105,11 @@ class RunsQueue(Protocol):
 
     def device_name(self, key: str | None) -> str: ...
 
+    @property
+    def closed(self) -> bool: ...
+
+    def paused(self) -> Paused: ...
+
 
 class JobRuns:
     """Start, end, adopt and stop the queue's jobs; see the module docstring."""
@@ -115,6 +124,7 @@ class JobRuns:
         self.recording = True  # False once the queue closed: exits are then left to the next owner
         self._absent_ticks: dict[str, int] = {}
         self.energy = EnergyMeter(queue.monitor.clock)  # the GPU energy of each running job
+        self._launching: dict[int, threading.Event] = {}  # tasks being started: set once recorded
         self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
 
     def stop_on_lost_devices(self, snapshot: Snapshot) -> None:
@@ -218,10 +228,47 @@ class JobRuns:
         devices: Sequence[DeviceState],
         known: Sequence[DeviceInfo],
     ) -> None:
+        """Start the task the pass placed, once the pass let go of the queue's lock: checked (and the
+        start recorded) under the lock, the supervisor answered outside it (``launcher.launch``, every
+        wait bounded): a supervisor slow to answer never holds up a cancel, a submit or a job's end."""
+        with self._lock:
+            if not self._still_placeable(task, decision):
+                return
+            gate = self._launching[task.id] = threading.Event()  # its end waits until its start is in
+            try:
+                self._start(task, decision, devices, known)
+            finally:
+                del self._launching[task.id]
+                gate.set()
+
+    def _still_placeable(self, task: TaskRecord, decision: Placement) -> bool:
+        """Whether nothing changed for the task since the pass placed it (a cancel, an edit, a pause)."""
+        if self.queue.closed:
+            return False
+        try:
+            now = self.store.get(task.id)
+        except TaskNotFound:
+            return False
+        paused = self.queue.paused()
+        unchanged = now.state == task.state and _same_spec(now.spec, task.spec)
+        if unchanged and not paused.all and decision.device not in paused.devices:
+            return True
+        self.queue.request_dispatch()
+        return False
+
+    def _start(
+        self,
+        task: TaskRecord,
+        decision: Placement,
+        devices: Sequence[DeviceState],
+        known: Sequence[DeviceInfo],
+    ) -> None:
         info = next(d.info for d in devices if d.key == decision.device)
         spec = task.spec
         now = self.queue.clock()
         notes: builtins.list[str] = [decision.reason] if decision.reason else []
+        if task.reason.startswith(OOM_SAID):  # moved here after running out of memory: it still says so
+            notes.insert(0, task.reason)
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
@@ -255,40 +302,10 @@ class JobRuns:
                 pair=chosen.pair if chosen is not None else None,
             )
             make_room(str(log_path), self.queue.log_max_bytes)  # earlier attempts leave this one room
-            job = launch(
-                list(launch_plan.argv),
-                env=launch_plan.env,
-                log_path=log_path,
-                cwd=spec.cwd,
-                on_exit=functools.partial(self._on_exit, task.id),
-                timeout_s=spec.timeout_s,
-                header=launch_plan.header,
-                umask=job_umask(),  # the user's own: gputray's private umask is not the job's
-                log_max_bytes=self.queue.log_max_bytes,
-                meta={
-                    "task_id": task.id,
-                    "attempt": task.attempts + 1,
-                    "device": info.key,
-                    "out": launch_plan.out,
-                },
-            )
+            with _unlocked(self._lock):
+                job = self._launch(task, info, spec, launch_plan, log_path)
         except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
-            if launch_plan is not None and launch_plan.out is not None:
-                drop_unused_out(launch_plan.out)
-            if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
-                self._hold_back(task, exc, now)
-                return
-            if isinstance(exc, LaunchFailed) and exc.supervisor_killed:  # it ran, if only for a moment
-                self._interrupted_at_start(task, running, exc)
-                return
-            if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
-                log.exception("task #%d could not be prepared", task.id)
-            not_started = life.CouldNotStart(
-                start=running, reason=f"could not start: {exc}", ended_at=self.queue.clock()
-            )
-            failed = self.store.apply(task.id, not_started, expect_state=task.state)
-            if failed is not None:
-                self.queue.emit("failed", failed, f"{failed.name} could not start: {exc}")
+            self._not_started(task, running, launch_plan, exc, now)
             return
         try:
             launched = msgspec.structs.replace(running, pid=job.pid, pid_create_time=job.create_time)
@@ -301,8 +318,70 @@ class JobRuns:
         if started is None:  # cancelled or changed meanwhile: its process must not run on
             job.cancel("cancelled")
             return
+        self._started(task, decision, info, chosen, job, launch_plan, started)
+
+    def _launch(
+        self, task: TaskRecord, info: DeviceInfo, spec: TaskSpec, launch_plan: LaunchPlan, log_path: Path
+    ) -> Job:
+        return launch(
+            list(launch_plan.argv),
+            env=launch_plan.env,
+            log_path=log_path,
+            cwd=spec.cwd,
+            on_exit=functools.partial(self._on_exit, task.id),
+            timeout_s=spec.timeout_s,
+            header=launch_plan.header,
+            umask=job_umask(),  # the user's own: gputray's private umask is not the job's
+            log_max_bytes=self.queue.log_max_bytes,
+            meta={
+                "task_id": task.id,
+                "attempt": task.attempts + 1,
+                "device": info.key,
+                "out": launch_plan.out,
+                "queue_file": str(self.store.path),
+            },
+        )
+
+    def _not_started(
+        self,
+        task: TaskRecord,
+        running: life.Start,
+        launch_plan: LaunchPlan | None,
+        exc: Exception,
+        now: float,
+    ) -> None:
+        """A record that cannot be prepared or launched: held back (a want of resources now), counted as
+        an interrupted attempt (its supervisor was killed as it started), else failed with its reason."""
+        if launch_plan is not None and launch_plan.out is not None:
+            drop_unused_out(launch_plan.out)
+        if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
+            self._hold_back(task, exc, now)
+            return
+        if isinstance(exc, LaunchFailed) and exc.supervisor_killed:  # it ran, if only for a moment
+            self._interrupted_at_start(task, running, exc)
+            return
+        if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
+            log.exception("task #%d could not be prepared", task.id)
+        not_started = life.CouldNotStart(
+            start=running, reason=f"could not start: {exc}", ended_at=self.queue.clock()
+        )
+        failed = self.store.apply(task.id, not_started, expect_state=task.state)
+        if failed is not None:
+            self.queue.emit("failed", failed, f"{failed.name} could not start: {exc}")
+
+    def _started(
+        self,
+        task: TaskRecord,
+        decision: Placement,
+        info: DeviceInfo,
+        chosen: EnvStatus | None,
+        job: Job,
+        launch_plan: LaunchPlan,
+        started: TaskRecord,
+    ) -> None:
+        spec = task.spec
         self.start_backoff.started(task.id)
-        demo_for = info.name if chosen is not None and chosen.on_cpu else None
+        demo_for = info.name if isinstance(chosen, EnvReady) and chosen.on_cpu else None
         self.jobs[task.id] = Running(
             task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for, started_mono=time.monotonic()
         )
@@ -366,6 +445,9 @@ class JobRuns:
 
         After ``close()`` that kept the jobs running nothing is recorded here: the job's supervisor
         wrote its exit beside the log, and the next owner records it from there."""
+        gate = self._launching.get(task_id)
+        if gate is not None:  # it ended before its start was recorded (the launch let go of the lock)
+            gate.wait()
         with self._lock:
             if not self.recording:
                 return
@@ -406,8 +488,9 @@ class JobRuns:
             self._note_in_log(rec.log_path, energy_line(logged, self.queue.device_name(device)))
             if job.log_lost_bytes:  # the log's last line, now or once there is room (``write_late_notes``)
                 self._note_in_log(rec.log_path, lost_output_line(job.log_lost_bytes))
+            unknown = reason in ("orphaned", "unanswering")  # how it ended: nobody can say
             base = life.JobEnd(
-                exit_code=None if reason == "orphaned" else code,
+                exit_code=None if unknown else code,
                 ended_at=now,
                 started_at=None if ran_s is None else now - ran_s,  # from the monotonic clock
                 measured=True,
@@ -416,7 +499,7 @@ class JobRuns:
                 # it ended while paused (cancelled): its pause ends with it
                 paused_s=None if rec.paused_at is None else rec.paused_s + max(0.0, now - rec.paused_at),
             )
-            left = leftover_note(job.leftovers) if reason != "orphaned" else ""
+            left = leftover_note(job.leftovers) if not unknown else ""
             left = "; ".join(filter(None, [left, lost_output_note(job.log_lost_bytes)]))
             if reason == "cancelled":
                 why = "; ".join(filter(None, ["cancelled while running", left]))
@@ -424,12 +507,15 @@ class JobRuns:
                 self._note_in_log(rec.log_path, cancelled_line(now))
                 new = self.store.must_apply(task_id, life.Cancel(reason=why, ended_at=now, end=base))
                 self.queue.emit("cancelled", new, f"{new.name} cancelled")
-            elif reason in ("lost", "shutdown", "orphaned"):
+            elif reason in ("lost", "shutdown", "orphaned", "unanswering"):
+                stopped = f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""
                 why = {
                     "lost": f"interrupted: {self.queue.device_name(device)} was lost while it ran",
                     "shutdown": "interrupted: gputray stopped while it ran",
                     "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
-                    + (f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""),
+                    + stopped,
+                    "unanswering": "interrupted: its supervisor was stopped (SIGSTOP) again and again and "
+                    "answered nothing, so how it ended is unknown" + stopped,
                 }[reason]
                 why = "; ".join(filter(None, [why, left]))
                 new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
@@ -440,6 +526,8 @@ class JobRuns:
                 new = self.store.must_apply(task_id, life.Succeed(end=base, reason=demo))
                 where = self._where(device, running.demo_for if running is not None else None)
                 self.queue.emit("finished", new, f"{new.name} finished on {where}")
+            elif reason is None and (oom := oom_in_log(rec.log_path, code)) is not None:
+                self._out_of_memory(rec, device, oom, now, base, left)
             else:
                 if reason == "timeout":
                     why = f"timed out after {rec.spec.timeout_s:g} s"
@@ -457,6 +545,27 @@ class JobRuns:
             # an owner that dies meanwhile leaves them to the next, which records the end from them.
             self.store.when_written(functools.partial(discard_if_still, job.files, job.pid))
         self.queue.request_dispatch(urgent=True)
+
+    def _out_of_memory(
+        self, rec: TaskRecord, device: str | None, oom: OutOfMemory, now: float, end: life.JobEnd, left: str
+    ) -> None:
+        """It ran out of memory: with ``on_oom = "elsewhere"`` once more where that fits, saying so
+        (``oom_elsewhere``); otherwise, or where nothing fits, the retry policy with the reason."""
+        states = self.queue.device_book.states(self.monitor.latest, list(self.jobs.values()), Paused())
+        failed = next((d for d in states if d.key == device), None)
+        outcome = elsewhere(rec.spec, failed, oom, states)
+        why = "; ".join(filter(None, [outcome.words, left]))
+        self._note_in_log(rec.log_path, f"{why} ({oom.kind}: {oom.line})")
+        if rec.spec.on_oom == "elsewhere" and outcome.spec is not None:
+            new = self.store.must_apply(rec.id, life.RunElsewhere(reason=why, now=now, end=end))
+            new = self.store.replace_spec(rec.id, outcome.spec, only_states=("queued",)) or new
+            self.queue.emit("redirected", new, f"{new.name}: {why}")
+            return
+        elsewhere_asked = rec.spec.on_oom == "elsewhere"  # nowhere fits: the same would happen again
+        new = self.store.must_apply(
+            rec.id, life.RetryOrFail(why=why, now=now, end=end, may_retry=not elsewhere_asked)
+        )
+        self.queue.emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
 
     def _note_in_log(self, log_path: str | None, line: str | None) -> None:
         """``line`` at the end of a job's log; on a full disk, kept and written once there is room."""
@@ -493,6 +602,28 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
         except OSError:
             log.warning("could not append to %s", log_path)
     return reason.replace(demo_note(device_name, done=False), done) if reason else done
+
+
+@contextlib.contextmanager
+def _unlocked(lock: threading.RLock) -> Iterator[None]:
+    """The queue's lock let go for a moment, however deeply this thread holds it, then taken again."""
+    held = 0
+    while True:
+        try:
+            lock.release()
+        except RuntimeError:  # not (or no longer) held by this thread
+            break
+        held += 1
+    try:
+        yield
+    finally:
+        for _ in range(held):
+            lock.acquire()
+
+
+def _same_spec(a: TaskSpec, b: TaskSpec) -> bool:
+    """Whether a task's spec is unchanged (its caller environment, stored apart, left out)."""
+    return a is b or a.replace(base_env=None) == b.replace(base_env=None)
 
 
 def _append_line(log_path: str, line: str) -> bool:

@@ -41,7 +41,6 @@ adopts the jobs an earlier owner left and stops the jobs of a lost device.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import logging
 import queue
 import threading
@@ -51,16 +50,16 @@ from pathlib import Path
 from typing import Protocol
 
 from gputray.monitor.monitor import Monitor
-from gputray.monitor.records import Snapshot
+from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.cluster_port import ClusterPort
 from gputray.scheduler.jobs import reach
 from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.jobs.launcher import HOST, Job
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import check_epoch_s
-from gputray.scheduler.pyenvs.choice import EnvChecking, EnvChooser, EnvMissing, ProbingChooser
+from gputray.scheduler.pyenvs.choice import EnvChooser, ProbingChooser
 from gputray.scheduler.queue import dependencies as deps
-from gputray.scheduler.queue.device_book import DeviceBook
+from gputray.scheduler.queue.device_book import DeviceBook, with_env_status
 from gputray.scheduler.queue.device_checks import (
     DEVICES_SEEN_FILE,
     DevicesSeen,
@@ -102,6 +101,8 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
+#: a task the pass placed, started once the pass let go of the lock: (task, decision, devices, known)
+_Start = tuple[TaskRecord, Placement, Sequence[DeviceState], Sequence[DeviceInfo]]
 WALL_RECHECK_S = 60.0  # a wait for a wall-clock time looks at the clock at least this often (it may be set)
 
 
@@ -377,7 +378,17 @@ class QueueService:
         self._wake.set()
 
     def dispatch(self) -> None:
-        """One dispatch pass now, in the calling thread: start what can start, record why the rest waits."""
+        """One dispatch pass now, in the calling thread: start what can start, record why the rest waits.
+
+        The pass is planned under the queue's lock; its jobs are started after (``JobRuns.start`` holds
+        the lock only to check and record): a supervisor slow to answer never holds up a cancel, a
+        submit or a job's end."""
+        placed: builtins.list[_Start] = []
+        self._plan_pass(placed)
+        for task, decision, devices, known in placed:
+            self.runs.start(task, decision, devices, known)
+
+    def _plan_pass(self, placed: builtins.list[_Start]) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -422,7 +433,9 @@ class QueueService:
             devices = self._device_states(snapshot, needs=wanted)
             torch_keys = torch_device_keys((r.spec for r in pending), devices)
             if torch_keys:  # an env is looked up (checked) only where a torch task may run
-                devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
+                devices = [
+                    with_env_status(d, self.env_chooser) if d.key in torch_keys else d for d in devices
+                ]
             result = self.estimates.plan(pending, devices, now, running=list(self.runs.jobs))
             waits: builtins.list[tuple[TaskRecord, Wait]] = builtins.list(parking)
             parked_due = self._put_aside.next_due_s()
@@ -430,7 +443,7 @@ class QueueService:
             known = [d.info for d in devices]
             for task, decision in result.decisions:
                 if isinstance(decision, Placement):
-                    self.runs.start(task, decision, devices, known)
+                    placed.append((task, decision, devices, known))
                 elif isinstance(decision, GiveUp):
                     self._fail(task, decision.reason, now)
                 else:
@@ -521,21 +534,6 @@ class QueueService:
                     task.replace(state="waiting", reason=wait.reason),
                     f"{task.name}: {wait.reason}",
                 )
-
-    def _with_env_status(self, dev: DeviceState) -> DeviceState:
-        """The device as torch tasks see it: whether an env is checked there now, or none works."""
-        try:
-            status = self.env_chooser.status(dev.info)
-        except Exception as exc:  # the doctor's lookups must not stop the queue
-            log.exception("env lookup failed")
-            return dataclasses.replace(dev, torch_no_env=f"env lookup failed ({exc})")
-        if isinstance(status, EnvChecking):
-            return dataclasses.replace(dev, torch_checking=status.reason)
-        if isinstance(status, EnvMissing) and status.unproven:
-            return dataclasses.replace(dev, torch_unproven=status.reason)
-        if isinstance(status, EnvMissing):
-            return dataclasses.replace(dev, torch_no_env=status.reason)
-        return dev
 
     # -- monitor ticks ---------------------------------------------------------------------------
     def _on_snapshot(self, snapshot: Snapshot) -> None:
