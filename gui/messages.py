@@ -43,6 +43,14 @@ def _t(source: str, *nested: str) -> Template:
 TEMPLATES: tuple[Template, ...] = (
     # scheduler/queue/job_pause.py: gputray pause-job / resume-job
     _t(tr_noop("paused by you at {time}")),
+    # scheduler/queue/oom_elsewhere.py: on_oom = "elsewhere"
+    _t(tr_noop("out of memory on {name} at {size}")),
+    _t(tr_noop("out of memory on {name}")),
+    _t(tr_noop("running on {name} ({size} VRAM free)")),
+    _t(tr_noop("running on {name} ({size} shared free)")),
+    _t(tr_noop("running on {name} ({size} RAM free)")),
+    _t(tr_noop("no device it may use has that free ({free})")),
+    _t(tr_noop("no device it may use has that free")),
     _t(tr_noop("paused for #{id} (priority {priority}) at {time}")),
     _t(tr_noop("paused at {time}")),
     _t(tr_noop("resumed {time}")),

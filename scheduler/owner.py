@@ -30,6 +30,7 @@ from gputray.scheduler.config import Config, log_problems, read_config_or_defaul
 from gputray.scheduler.ipc.server import IpcServer
 from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue.device_names import devices_named
 from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.preemption import Preemption
@@ -557,11 +558,7 @@ class Owner:
             return "cpu"
         snap = self.monitor.latest
         infos = [r.info for r in snap.readings] if snap else []
-        for info in infos:
-            if info.key.lower() == wanted:
-                return info.key
-        squashed = wanted.replace(" ", "")
-        matches = [i for i in infos if squashed in i.name.lower().replace(" ", "")]
+        matches = devices_named(wanted, infos)
         if len(matches) == 1:
             return matches[0].key
         if len(matches) > 1:
@@ -570,7 +567,7 @@ class Owner:
         from gputray.scheduler.queue.device_checks import unknown_device_message
 
         seen = [s.info() for s in self.queue.devices_seen.remembered() if s.key not in {i.key for i in infos}]
-        away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
+        away = devices_named(wanted, seen)
         if len(away) == 1:
             return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
         raise OwnerRequestError(unknown_device_message(text, [*infos, *seen], classes=("cpu",)))
@@ -606,7 +603,9 @@ class Owner:
             ended = rec.finished and offset + len(data) >= size
             bounded = req.max_bytes is not None and len(data) == req.max_bytes <= LOG_CHUNK_MAX_BYTES
             text, used = _decode_utf8_prefix(data, final=ended or bounded)
-            next_offset = offset + used
+            # past the end: a retry cut what the earlier attempts left (``job_log.make_room``); a
+            # follower goes on from the end as it is now
+            next_offset = offset + used if offset <= size else size
         return rp.LogChunk(
             id=rec.id,
             state=rec.state,

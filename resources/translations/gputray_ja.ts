@@ -2014,6 +2014,34 @@ gputray の実行中に更新または再インストールした場合は、終
         </translation>
     </message>
     <message>
+        <source>out of memory on {name} at {size}</source>
+        <translation>{name} でメモリ不足 ({size} 使用時)</translation>
+    </message>
+    <message>
+        <source>out of memory on {name}</source>
+        <translation>{name} でメモリ不足</translation>
+    </message>
+    <message>
+        <source>running on {name} ({size} VRAM free)</source>
+        <translation>{name} で実行 (VRAM 空き {size})</translation>
+    </message>
+    <message>
+        <source>running on {name} ({size} shared free)</source>
+        <translation>{name} で実行 (共有メモリ空き {size})</translation>
+    </message>
+    <message>
+        <source>running on {name} ({size} RAM free)</source>
+        <translation>{name} で実行 (RAM 空き {size})</translation>
+    </message>
+    <message>
+        <source>no device it may use has that free ({free})</source>
+        <translation>使えるデバイスにその空きがありません ({free})</translation>
+    </message>
+    <message>
+        <source>no device it may use has that free</source>
+        <translation>使えるデバイスにその空きがありません</translation>
+    </message>
+    <message>
         <source>Recipes</source>
         <translation>レシピ</translation>
     </message>
