@@ -30,6 +30,7 @@ from gputray.scheduler.config import Config, log_problems, read_config_or_defaul
 from gputray.scheduler.ipc.server import IpcServer
 from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue.device_names import devices_named
 from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.preemption import Preemption
@@ -223,9 +224,7 @@ class Owner:
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
             if self._cluster_factory is not None:
                 # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
-                self.cluster = self._cluster_factory(
-                    self.paths, self._store, clock=self.clock, emit=self._event
-                )
+                self.cluster = self._cluster_factory(self.paths, clock=self.clock, emit=self._event)
             from gputray.scheduler.pyenvs.choice import ResolverChooser
             from gputray.scheduler.pyenvs.doctor_cache import DoctorNeeds
 
@@ -247,7 +246,9 @@ class Owner:
                 cluster=self.cluster,
             )
             if self.cluster is not None:
-                self.cluster.attach(self._queue)
+                from gputray.scheduler.queue.cluster_side import ClusterSide
+
+                self.cluster.attach(ClusterSide(self._queue))  # the cluster's only way into the queue
             self._queue.start()
             self.timing = Timing(
                 self.paths.data_dir / "schedules.sqlite3", submit=self._submit_schedule, clock=self.clock
@@ -573,11 +574,7 @@ class Owner:
             return "cpu"
         snap = self.monitor.latest
         infos = [r.info for r in snap.readings] if snap else []
-        for info in infos:
-            if info.key.lower() == wanted:
-                return info.key
-        squashed = wanted.replace(" ", "")
-        matches = [i for i in infos if squashed in i.name.lower().replace(" ", "")]
+        matches = devices_named(wanted, infos)
         if len(matches) == 1:
             return matches[0].key
         if len(matches) > 1:
@@ -586,7 +583,7 @@ class Owner:
         from gputray.scheduler.queue.device_checks import unknown_device_message
 
         seen = [s.info() for s in self.queue.devices_seen.remembered() if s.key not in {i.key for i in infos}]
-        away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
+        away = devices_named(wanted, seen)
         if len(away) == 1:
             return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
         raise OwnerRequestError(unknown_device_message(text, [*infos, *seen], classes=("cpu",)))
@@ -622,7 +619,9 @@ class Owner:
             ended = rec.finished and offset + len(data) >= size
             bounded = req.max_bytes is not None and len(data) == req.max_bytes <= LOG_CHUNK_MAX_BYTES
             text, used = _decode_utf8_prefix(data, final=ended or bounded)
-            next_offset = offset + used
+            # past the end: a retry cut what the earlier attempts left (``job_log.make_room``); a
+            # follower goes on from the end as it is now
+            next_offset = offset + used if offset <= size else size
         return rp.LogChunk(
             id=rec.id,
             state=rec.state,
