@@ -212,9 +212,7 @@ class Owner:
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
             if self._cluster_factory is not None:
                 # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
-                self.cluster = self._cluster_factory(
-                    self.paths, self._store, clock=self.clock, emit=self._event
-                )
+                self.cluster = self._cluster_factory(self.paths, clock=self.clock, emit=self._event)
             from gputray.scheduler.pyenvs.choice import ResolverChooser
             from gputray.scheduler.pyenvs.doctor_cache import DoctorNeeds
 
@@ -236,7 +234,9 @@ class Owner:
                 cluster=self.cluster,
             )
             if self.cluster is not None:
-                self.cluster.attach(self._queue)
+                from gputray.scheduler.queue.cluster_side import ClusterSide
+
+                self.cluster.attach(ClusterSide(self._queue))  # the cluster's only way into the queue
             self._queue.start()
             self.timing = Timing(
                 self.paths.data_dir / "schedules.sqlite3", submit=self._submit_schedule, clock=self.clock
@@ -603,7 +603,9 @@ class Owner:
             ended = rec.finished and offset + len(data) >= size
             bounded = req.max_bytes is not None and len(data) == req.max_bytes <= LOG_CHUNK_MAX_BYTES
             text, used = _decode_utf8_prefix(data, final=ended or bounded)
-            next_offset = offset + used
+            # past the end: a retry cut what the earlier attempts left (``job_log.make_room``); a
+            # follower goes on from the end as it is now
+            next_offset = offset + used if offset <= size else size
         return rp.LogChunk(
             id=rec.id,
             state=rec.state,
