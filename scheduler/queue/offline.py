@@ -236,8 +236,9 @@ def resolve_device_offline(text: str) -> str:
         infos = [r.info for r in monitor.sample_once().readings]
     finally:
         monitor.stop()
-    squashed = wanted.replace(" ", "")
-    matches = [i for i in infos if squashed in i.name.lower().replace(" ", "") or i.key.lower() == wanted]
+    from gputray.scheduler.queue.device_names import devices_named
+
+    matches = devices_named(wanted, infos)
     if len(matches) == 1:
         return matches[0].key
     known = ", ".join(f"{i.key} ({i.name})" for i in infos) or "none found"

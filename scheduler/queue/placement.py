@@ -37,12 +37,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from gputray.monitor.records import DeviceInfo, Sample, Verdict
+from gputray.scheduler.queue.device_names import by_name, keyed
 from gputray.scheduler.queue.timing import next_window_open
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.codes import Reason
@@ -156,31 +156,28 @@ class Policy(Protocol):
         ...
 
 
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
-
-
 def _gpu_order(d: DeviceState) -> tuple[int, str]:
     return (0 if d.info.kind == "discrete" else 1, d.key)
 
 
 def resolve_pref(pref: str, devices: Sequence[DeviceState]) -> list[DeviceState]:
-    """The devices one preference names: a key, ``cpu``, a vendor, a kind, ``gpu`` or a name fragment."""
+    """The devices one preference names: ``cpu``, a key or PCI address, a vendor, a kind, ``gpu`` or a
+    name fragment (the keys and names as ``device_names`` matches them everywhere)."""
     p = pref.strip().lower()
     gpus = sorted((d for d in devices if not d.is_cpu), key=_gpu_order)
     if p == "cpu":
         return [d for d in devices if d.is_cpu]
-    exact = [d for d in devices if d.key.lower() == p or (d.info.pci_bdf or "").lower() == p]
+    exact = {i.key for i in keyed(p, [d.info for d in devices])}
     if exact:
-        return exact
+        return [d for d in devices if d.key in exact]
     if p in _VENDORS:
         return [d for d in gpus if d.info.vendor == p]
     if p in _KINDS:
         return [d for d in gpus if d.info.kind == p]
     if p in {"gpu", "any"}:
         return gpus
-    frag = _norm(p)
-    return [d for d in gpus if frag and frag in _norm(d.info.name)] if frag else []
+    named = {i.key for i in by_name(p, [d.info for d in gpus])}
+    return [d for d in gpus if d.key in named]
 
 
 def total_memory_bytes(dev: DeviceState) -> int | None:

@@ -365,6 +365,26 @@ class OutputLost(Code, frozen=True):
     bytes: int
 
 
+class FreeOn(msgspec.Struct, frozen=True, kw_only=True):
+    """How much memory a device had free (``device`` None: the CPU)."""
+
+    device: str | None
+    free_bytes: int
+
+
+class RanOutOfMemory(Code, frozen=True):
+    """Its job ran out of memory on ``device`` (None: its device is not known; ``on_cpu``: the CPU) at
+    ``at_bytes`` (0: not said); ``moved_to``: it runs again where that is free (``queue/oom_elsewhere``),
+    else ``tried`` says what the devices it may use have free."""
+
+    device: str | None
+    on_cpu: bool = False
+    at_bytes: int = 0
+    moved_to: FreeOn | None = None
+    where: Literal["vram", "shared", "ram"] = "vram"
+    tried: tuple[FreeOn, ...] = ()
+
+
 class TimedOut(Code, frozen=True):
     timeout_s: float
 
@@ -595,6 +615,7 @@ Reason = (
     | SupervisorKilled
     | Leftovers
     | OutputLost
+    | RanOutOfMemory
     | TimedOut
     | KilledBy
     | ExitedWith

@@ -414,6 +414,18 @@ def _output_lost(r: c.OutputLost, s: Say) -> str:
     return f"{r.bytes:,} bytes of output were lost: the disk was full when the job wrote them"
 
 
+@says(c.RanOutOfMemory)
+def _ran_out_of_memory(r: c.RanOutOfMemory, s: Say) -> str:
+    on = "the CPU" if r.on_cpu else r.device or "its device"
+    said = f"out of memory on {on}" + (f" at {s.size(r.at_bytes)}" if r.at_bytes else "")
+    if r.moved_to is not None:
+        where = {"vram": "VRAM", "shared": "shared", "ram": "RAM"}[r.where]
+        free = f"{s.size(r.moved_to.free_bytes)} {where} free"
+        return f"{said}; running on {_where(r.moved_to.device)} ({free})"
+    tried = ", ".join(f"{_where(t.device)} {s.size(max(0, t.free_bytes))} free" for t in r.tried)
+    return f"{said}; no device it may use has that free" + (f" ({tried})" if tried else "")
+
+
 @says(c.TimedOut)
 def _timed_out(r: c.TimedOut, s: Say) -> str:
     return f"timed out after {r.timeout_s:g} s"

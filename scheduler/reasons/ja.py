@@ -409,6 +409,18 @@ def _output_lost(r: c.OutputLost, s: Say) -> str:
     return f"ディスクが一杯だったため、ジョブの出力 {r.bytes:,} バイトが失われました"
 
 
+@says(c.RanOutOfMemory)
+def _ran_out_of_memory(r: c.RanOutOfMemory, s: Say) -> str:
+    on = "CPU" if r.on_cpu else r.device or "そのデバイス"
+    said = f"{on} でメモリ不足" + (f"（{s.size(r.at_bytes)} の時点）" if r.at_bytes else "")
+    if r.moved_to is not None:
+        where = {"vram": "VRAM", "shared": "共有メモリ", "ram": "RAM"}[r.where]
+        free = f"{where} の空き {s.size(r.moved_to.free_bytes)}"
+        return f"{said}。{_where(r.moved_to.device)} で実行します（{free}）"
+    tried = "、".join(f"{_where(t.device)} の空き {s.size(max(0, t.free_bytes))}" for t in r.tried)
+    return f"{said}。使えるデバイスにそれだけの空きがありません" + (f"（{tried}）" if tried else "")
+
+
 @says(c.TimedOut)
 def _timed_out(r: c.TimedOut, s: Say) -> str:
     return f"{r.timeout_s:g} 秒でタイムアウト"

@@ -443,6 +443,23 @@ class RetryOrFail(Step, frozen=True, tag="retry_or_fail"):
         return retry_columns(row, self.why, self.now, also, may_retry=self.may_retry)
 
 
+class RunElsewhere(Step, frozen=True, tag="run_elsewhere"):
+    """Out of memory, and a device where it fits is free (``queue/oom_elsewhere.py``): queued again at
+    once, whatever its retries (then pointed at that device, once: ``TaskStore.replace_spec``)."""
+
+    SOURCES = frozenset({"running"})
+    reason: Reason
+    now: float
+    end: JobEnd | None = None
+
+    def to(self, row: Row) -> TaskState:
+        return "queued"
+
+    def columns(self, row: Row) -> Columns:
+        also = self.end.columns() if self.end is not None else {}
+        return {**also, "state": "queued", "reason": self.reason, "not_before": None, "queued_at": self.now}
+
+
 class Interrupt(Step, frozen=True, tag="interrupt"):
     """The owner stopped (crashed) while its job ran: interrupted, then ``RetryOrFail``."""
 

@@ -67,6 +67,8 @@ TaskKind = Literal["torch", "vulkan", "command"]
 OnBusy = Literal["wait", "redirect", "cpu"]
 AfterMaxWait = Literal["redirect", "cpu", "fail"]
 Prefer = Literal["free", "fastest", "greenest"]
+OnOom = Literal["fail", "elsewhere"]
+ON_OOM: tuple[str, ...] = ("fail", "elsewhere")
 
 KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
 ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
@@ -197,6 +199,9 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     # ``preemptible = false`` keeps this one's job from ever being paused for another.
     preempt: bool = False
     preemptible: bool = True
+    # A run that ends out of memory (``jobs.oom``): "elsewhere" runs it once more on an allowed device
+    # where the memory it reached is free (``queue.oom_elsewhere``); "fail": the retry policy, as any failure.
+    on_oom: OnOom = "fail"
 
     @property
     def memory_need_bytes(self) -> int | None:
@@ -284,6 +289,7 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     max_slowdown: Slowdown | UnsetType = UNSET
     preempt: bool | UnsetType = UNSET
     preemptible: bool | UnsetType = UNSET
+    on_oom: OnOom | UnsetType = UNSET
 
     def given(self) -> dict[str, Any]:
         """The fields this patch sets, by name."""

@@ -61,18 +61,13 @@ from typing import Any
 import msgspec
 
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.tasks.keys import BY_FIELD, GUESSES, KEY_ALIASES, TaskKey
 from gputray.scheduler.tasks.model_memory import predict_need
 from gputray.scheduler.tasks.needs import NEEDS
 from gputray.scheduler.tasks.records import (
-    AFTER_MAX_WAIT,
     ENV_NAME_RE,
-    KINDS,
-    MAX_PRIORITY,
-    MAX_RETRIES,
     MAX_TASK_ID,
-    ON_BUSY,
     PLACEHOLDERS,
-    PREFER,
     TaskPatch,
     TaskSpec,
     check_duration_s,
@@ -93,24 +88,11 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600,
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
 _SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
-# The one table of spellings: task-file key → TaskSpec field. Every field name is a key too; the
-# short spellings are what people write.
-KEY_ALIASES = {
-    "devices": "device_prefs",
-    "device": "device_prefs",
-    "max_wait": "max_wait_s",
-    "vram": "vram_bytes",
-    "timeout": "timeout_s",
-    "backoff": "backoff_s",
-}
-# the predicted need is worked out, never written: not a key of a task file
-KEYS: dict[str, str] = {
-    **{f: f for f in TaskSpec.__struct_fields__ if not f.startswith("vram_need_")},
-    **KEY_ALIASES,
-}
+# Task-file key → TaskSpec field: every field name a task file may hold (not a predicted memory need,
+# which is worked out), and the spellings ``tasks.keys`` declares.
+KEYS: dict[str, str] = {**{k.field: k.field for k in BY_FIELD.values() if k.in_file}, **KEY_ALIASES}
 TASK_KEYS = frozenset(KEYS)  # every key a task file may use
-#: Keys people write that mean another (a command is its argument list, ``argv = ["ffmpeg", …]``).
-GUESSES = {"command": "argv", "cmd": "argv", "program": "argv", "gpu": "device", "gpus": "devices"}
+__all__ = ["GUESSES", "KEY_ALIASES"]  # re-exported: the spellings, declared in tasks.keys
 
 
 def parse_duration(value: object) -> float:
@@ -280,10 +262,6 @@ def spec_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | No
 
 # --- task-file spelling → TaskPatch -----------------------------------------------------------------
 
-_DURATIONS = frozenset({"max_wait_s", "timeout_s", "backoff_s"})
-_ONE_OR_MORE = frozenset({"device_prefs", "needs", "files"})  # a single string means a list of one
-_PATHS = frozenset({"script", "cwd"})
-
 
 def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskPatch:
     """A task table as people write it (``vram = "4GiB"``, ``max_wait = "10m"``, ``devices = "cpu"``)
@@ -306,7 +284,7 @@ def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | N
         spelled[field], raw[field] = key, value
     values: dict[str, Any] = {}
     for field, value in raw.items():
-        if value is None and field not in _MAY_BE_NONE:
+        if value is None and field not in MAY_BE_NONE:
             continue  # "not given", as a stored table of an older gputray may say
         try:
             values[field] = _spelled_value(field, value, base_dir)
@@ -324,35 +302,42 @@ def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | N
 
 
 #: Fields that may be empty (script, out, max_wait_s …): None in a patch clears them.
-_MAY_BE_NONE = frozenset(f.name for f in msgspec.structs.fields(TaskSpec) if f.default is None)
+MAY_BE_NONE = frozenset(f.name for f in msgspec.structs.fields(TaskSpec) if f.default is None)
 
 
 def _suggestion(key: str) -> str:
-    known = sorted(TASK_KEYS - {"base_env", "origin"})  # those two gputray writes itself
+    known = sorted(k for k in TASK_KEYS if not BY_FIELD[KEYS[k]].by_gputray)  # base_env, origin: ours
     hint = [GUESSES[key]] if key in GUESSES else difflib.get_close_matches(key, known, n=1)
     return f" (did you mean '{hint[0]}'?)" if hint else f"; the keys are: {', '.join(known)}"
 
 
 def _spelled_value(field: str, value: Any, base_dir: Path | None) -> Any:
-    """One value as written → as its field holds it (units read, paths made absolute); anything it
-    cannot read is left for the field's type to refuse. ValueError says what is wrong."""
+    """One value as written → as its field holds it (units read, paths made absolute), by the key's
+    ``spelling`` (``tasks.keys``); anything it cannot read is left for the field's type to refuse.
+    ValueError says what is wrong."""
     if value is None:
         return None
-    if field in _DURATIONS:
+    spelling = BY_FIELD[field].spelling
+    if spelling == "duration":
         return parse_duration(value)
-    if field == "vram_bytes":
+    if spelling == "size":
         return parse_size(value)
-    if field == "start_at":
+    if spelling == "time":
         return parse_start_at(value)
-    if field == "after":
+    if spelling == "task_ids":
         return _task_ids(value)
-    if field in _ONE_OR_MORE and isinstance(value, str):
+    if spelling in ("list", "paths") and isinstance(value, str):
         value = [value]
-    if field == "env" and isinstance(value, Mapping):  # numbers are written as numbers, meant as text
+    if spelling == "env" and isinstance(value, Mapping):  # numbers are written as numbers, meant as text
         return {k: str(v) if type(v) in (int, float) else v for k, v in value.items()}
-    if base_dir is not None and field in _PATHS and _pathlike(value):
+    if base_dir is not None and spelling == "path" and _pathlike(value):
         return _absolute(value, base_dir)
-    if base_dir is not None and field == "files" and isinstance(value, list) and all(map(_pathlike, value)):
+    if (
+        base_dir is not None
+        and spelling == "paths"
+        and isinstance(value, list)
+        and all(map(_pathlike, value))
+    ):
         return [_absolute(v, base_dir) for v in value]
     return value
 
@@ -384,46 +369,45 @@ def _task_ids(value: object) -> list[int]:
     return ids
 
 
-_CHOICES = {"kind": KINDS, "on_busy": ON_BUSY, "after_max_wait": AFTER_MAX_WAIT, "prefer": PREFER}
-_WHOLE = {"priority": (-MAX_PRIORITY, MAX_PRIORITY), "retries": (0, MAX_RETRIES)}
-_STRING_LISTS = frozenset({"argv", "args", "files", "needs", "device_prefs"})
-
-
 def _problem(field: str, value: Any) -> str | None:
-    """What a field takes, said for a value its type refused (msgspec names only the field)."""
-    if field in _CHOICES:
-        return f"must be one of {', '.join(_CHOICES[field])}; got {value!r}"
-    if field in _WHOLE:
-        low, high = _WHOLE[field]
+    """What a field takes, said for a value its type refused (msgspec names only the field), by the
+    key's ``form`` (``tasks.keys``)."""
+    key = BY_FIELD[field]
+    if key.form == "choice":
+        return f"must be one of {', '.join(key.choices)}; got {value!r}"
+    if key.form == "whole" and key.whole is not None:
+        low, high = key.whole
         if isinstance(value, bool) or not isinstance(value, int):
             return f"must be a whole number, got {value!r}"
         if value < low:
             return f"must be at least {low}, got {value}"
         return f"must be at most {high}, got {value}"
-    if field in _STRING_LISTS:
+    if key.form == "strings":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             return f"must be a list of strings, got {value!r}"
         if any("\x00" in v for v in value):
             return "contains a NUL character"
         return "contains an empty device name" if field == "device_prefs" else None
-    if field == "max_slowdown":
-        return f"must be a number from 1 to 100 (1.5: at most 50 % slower than the fastest), got {value!r}"
-    if field in ("placeholders", "after_any", "offer_declined", "allow_unproven"):
+    if key.form == "bool":
         return f"must be true or false, got {value!r}"
-    if field == "util_percent":
-        return f"must be a number from 0 to 100, got {value!r}"
-    if field == "timeout_s" and isinstance(value, float) and value <= 0:
+    if key.form == "number" and key.takes:
+        return f"must be {key.takes}, got {value!r}"
+    if key.spelling == "duration" and field == "timeout_s" and isinstance(value, float) and value <= 0:
         return f"must be more than 0 (leave it out for no limit), got {value:g} s"
-    if field == "env":
+    if key.form == "env":
         return _env_problem(value)
-    if field == "base_env":
+    if key.form == "base_env":
         return "must be a table of environment variables (names without '=', no NUL)"
+    return _text_problem(key, value)
+
+
+def _text_problem(key: TaskKey, value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return f"must be a non-empty string, got {value!r}"
     if "\x00" in value:
         return "contains a NUL character"
-    if field == "machine":
-        return f'must be "any" or a machine name (letters, digits, . _ -), got {value!r}'
+    if key.takes:
+        return f"must be {key.takes}, got {value!r}"
     return None
 
 

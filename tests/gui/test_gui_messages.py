@@ -31,7 +31,7 @@ REAL = [
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
 DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'", "blur"]
-DATA += ["cuda-checkpoint"]  # a program's name
+DATA += ["cuda-checkpoint", "(Radeon 780M 12.0 GiB free)"]  # a program's name; devices' figures
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ python = "/usr/bin/python3"
 
 
 def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp_path: Path) -> None:
-    from gputray.gui.messages import note
+    from gputray.gui.messages import counted_note
     from gputray.gui.tray_app import CONFIG_PROBLEMS_NOTE
     from gputray.scheduler.config import read_config
 
@@ -146,5 +146,5 @@ def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp
     for problem in problems:
         shown = translate(str(problem))
         assert JAPANESE.search(shown) and english_words(shown, data) == [], shown
-    banner = note(CONFIG_PROBLEMS_NOTE, count=len(problems), first=problems[0]).text()
+    banner = counted_note(CONFIG_PROBLEMS_NOTE, len(problems), first=problems[0]).text()
     assert english_words(banner, [*data, "gputray config"]) == [], banner

@@ -41,6 +41,8 @@ def owner(paths: Paths) -> Iterator[Owner]:
 def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
     with ipc.IpcClient(paths) as c:
         yield c
+
+
 SAID = {"code": "Said", "text": "x"}  # a reason as JSON carries it (``reasons.codes``)
 
 
