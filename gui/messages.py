@@ -22,7 +22,7 @@ from gputray.gui import i18n
 from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
-from gputray.scheduler.reasons.render import ENDED_STATES, Worded, render, render_all
+from gputray.scheduler.reasons.render import ENDED_STATES, Worded, catalogue, render, render_all
 
 
 @dataclass(frozen=True)
@@ -231,6 +231,11 @@ def reason(why: Worded | None, state: str | None = None) -> str:
 def reasons(whys: Iterable[Worded]) -> str:
     """Several reasons (a device's busy verdict, rule by rule), joined as the current language joins them."""
     return render_all(whys, i18n.current_language(), words=translate)
+
+
+def in_a_row(*texts: str) -> str:
+    """Sentences one after another, joined as the current language joins reasons ("; ", "。")."""
+    return catalogue(i18n.current_language()).sentences.join(t for t in texts if t)
 
 
 def translate(message: str | None) -> str:

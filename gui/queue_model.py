@@ -152,7 +152,7 @@ class QueueModel(QAbstractTableModel):
                 return reason
             # a standing offer comes first: the answer is one click away in the bar above the list
             can = tr("can start now on {device}").format(device=offer.device_name)
-            return f"{can}; {reason}" if reason else can
+            return messages.in_a_row(can, reason)
         if col == COL_ELAPSED:
             took = elapsed_s(task, self._now)
             return "" if took is None else format_duration(took)
