@@ -22,7 +22,8 @@ from gputray.gui import i18n
 from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
-from gputray.scheduler.reasons.render import ENDED_STATES, Worded, catalogue, render, render_all
+from gputray.scheduler.reasons.render import ENDED_STATES, catalogue, render, render_all
+from gputray.scheduler.reasons.say import Worded
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gputray.monitor import busy_why as b
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.render import Catalogue, Say
+from gputray.scheduler.reasons.say import Catalogue, Say
 
 EN = Catalogue(
     "en", joiner="; ", sentences="; ", unit_s="{n} s", unit_min="{m} min", unit_h_min="{h} h {m:02d} min"

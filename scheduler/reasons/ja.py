@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gputray.monitor import busy_why as b
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.render import Catalogue, Say
+from gputray.scheduler.reasons.say import Catalogue, Say
 
 JA = Catalogue(
     "ja", joiner="、", sentences="。", unit_s="{n} 秒", unit_min="{m} 分", unit_h_min="{h} 時間 {m:02d} 分"
