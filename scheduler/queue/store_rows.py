@@ -327,6 +327,8 @@ def reason_column(reason: Reason | None) -> str:
     """What the reason column holds for ``reason`` (``reason_of`` reads it back)."""
     if reason is None:
         return ""
+    if isinstance(reason, str):  # words from a caller not yet typed: kept as written (read back as Said)
+        return column_text(reason)
     try:
         return msgspec.json.encode(reason).decode()
     except UnicodeEncodeError:  # a file name's bytes that are not UTF-8: written as the console shows them

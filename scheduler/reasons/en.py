@@ -421,7 +421,8 @@ def _ran_out_of_memory(r: c.RanOutOfMemory, s: Say) -> str:
     if r.moved_to is not None:
         where = {"vram": "VRAM", "shared": "shared", "ram": "RAM"}[r.where]
         free = f"{s.size(r.moved_to.free_bytes)} {where} free"
-        return f"{said}; running on {_where(r.moved_to.device)} ({free})"
+        runs = "ran" if s.finished else "running"
+        return f"{said}; {runs} on {_where(r.moved_to.device)} ({free})"
     tried = ", ".join(f"{_where(t.device)} {s.size(max(0, t.free_bytes))} free" for t in r.tried)
     return f"{said}; no device it may use has that free" + (f" ({tried})" if tried else "")
 

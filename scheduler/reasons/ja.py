@@ -416,7 +416,8 @@ def _ran_out_of_memory(r: c.RanOutOfMemory, s: Say) -> str:
     if r.moved_to is not None:
         where = {"vram": "VRAM", "shared": "共有メモリ", "ram": "RAM"}[r.where]
         free = f"{where} の空き {s.size(r.moved_to.free_bytes)}"
-        return f"{said}。{_where(r.moved_to.device)} で実行します（{free}）"
+        runs = "実行しました" if s.finished else "実行します"
+        return f"{said}。{_where(r.moved_to.device)} で{runs}（{free}）"
     tried = "、".join(f"{_where(t.device)} の空き {s.size(max(0, t.free_bytes))}" for t in r.tried)
     return f"{said}。使えるデバイスにそれだけの空きがありません" + (f"（{tried}）" if tried else "")
 
