@@ -32,22 +32,37 @@ for a state without a row, a step whose moves the table does not allow, and driv
 of every step through a real store to check each stored history against ``EDGES``.
 
 Steps are frozen msgspec Structs, tagged by ``step``: the cluster's bridge sends its steps to the
-owner as they are (``protocol.ClusterUpdate``), so what crosses the process is the same typed record.
+owner as they are (``protocol.ClusterUpdate``), so what crosses the process is the same typed record. Their fields
+carry the limits a request's do (``Text``, ``Seconds`` …), checked when one is decoded.
+
+One write is not a step: a saved row the store cannot read at all is shown ``failed`` when it opens
+(``TaskStore._fail_unreadable``), whatever it said: that is the store's repair of a damaged file, not a
+move of a task, and such a task never runs again (``RetryOrFail`` fails it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar, Literal, Protocol, cast
+from typing import Annotated, ClassVar, Literal, Protocol, cast
 
 import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 # The states by name live in ``states`` (a listing filters by state without loading this module).
 from gputray.scheduler.tasks.states import FINISHED_STATES as FINISHED_STATES
 from gputray.scheduler.tasks.states import PENDING_STATES as PENDING_STATES
 from gputray.scheduler.tasks.states import STATES as STATES
 from gputray.scheduler.tasks.states import TaskState as TaskState
+
+# Limits a step's fields are held to when it is decoded (the bridge's steps come over the socket): text
+# as long as a request's, counts and ids within SQLite's integers, times and sizes finite.
+Text = Annotated[str, Meta(max_length=32_768)]
+Count = Annotated[int, Meta(ge=0, le=2**31)]
+Id = Annotated[int, Meta(ge=0, le=2**63 - 1)]
+Seconds = Annotated[float, Meta(ge=-(2.0**53), le=2.0**53)]
+Joules = Annotated[float, Meta(ge=0, le=2.0**53)]
+ExitCode = Annotated[int, Meta(ge=-(2**31), le=2**31)]
+Position = Annotated[float, Meta(ge=-(2.0**53), le=2.0**53)]
 
 MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 
@@ -161,13 +176,13 @@ class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """How a job's process ended, written with the step that records it: its exit status, when, and
     (``measured``) the energy it used."""
 
-    exit_code: int | None
-    ended_at: float
+    exit_code: ExitCode | None
+    ended_at: Seconds
     measured: bool = False
-    energy_j: float | None = None
+    energy_j: Joules | None = None
     energy_shared: bool = False
-    paused_s: float | None = None  # it ended while paused: its pause ends with it, at this total
-    started_at: float | None = None  # its start as its run's monotonic length places it (a set clock)
+    paused_s: Seconds | None = None  # it ended while paused: its pause ends with it, at this total
+    started_at: Seconds | None = None  # its start as its run's monotonic length places it (a set clock)
 
     def columns(self) -> Columns:
         cols: Columns = {
@@ -226,8 +241,8 @@ class Wait(Step, frozen=True, tag="wait"):
     differs (the dispatcher says it again every pass)."""
 
     SOURCES = _PENDING
-    reason: str
-    overtakes: int | None = None
+    reason: Text
+    overtakes: Count | None = None
 
     def to(self, row: Row) -> TaskState:
         return "waiting"
@@ -248,14 +263,14 @@ class Start(Step, frozen=True, tag="start"):
     policy follows at once): running, attempt ``attempts``."""
 
     SOURCES = _PENDING
-    device: str
-    env: str | None
-    reason: str
-    attempts: int
-    started_at: float
-    log_path: str
-    pid: int | None = None
-    pid_create_time: float | None = None
+    device: Text
+    env: Text | None
+    reason: Text
+    attempts: Count
+    started_at: Seconds
+    log_path: Text
+    pid: Id | None = None
+    pid_create_time: Seconds | None = None
 
     def to(self, row: Row) -> TaskState:
         return "running"
@@ -287,8 +302,8 @@ class CouldNotStart(Step, frozen=True, tag="could_not_start"):
 
     SOURCES = _PENDING
     start: Start
-    reason: str
-    ended_at: float
+    reason: Text
+    ended_at: Seconds
 
     def to(self, row: Row) -> TaskState:
         return "failed"
@@ -305,12 +320,12 @@ class Adopt(Step, frozen=True, tag="adopt"):
     """A job an earlier owner started (its run file says so) before it marked the task running."""
 
     SOURCES = _PENDING
-    device: str
-    attempts: int
-    started_at: float
-    log_path: str
-    pid: int
-    pid_create_time: float | None
+    device: Text
+    attempts: Count
+    started_at: Seconds
+    log_path: Text
+    pid: Id
+    pid_create_time: Seconds | None
 
     def to(self, row: Row) -> TaskState:
         return "running"
@@ -335,8 +350,8 @@ class Launched(Step, frozen=True, tag="launched"):
     """The pid of a running task's job, learnt after it was marked running (an adopted job)."""
 
     SOURCES = frozenset({"running"})
-    pid: int
-    pid_create_time: float | None
+    pid: Id
+    pid_create_time: Seconds | None
 
     def columns(self, row: Row) -> Columns:
         return {"pid": self.pid, "pid_create_time": self.pid_create_time}
@@ -346,8 +361,8 @@ class PauseJob(Step, frozen=True, tag="pause_job"):
     """Its running job is frozen (``queue/job_pause.py``): still ``running``, paused since ``paused_at``."""
 
     SOURCES = frozenset({"running"})
-    paused_at: float
-    reason: str
+    paused_at: Seconds
+    reason: Text
 
     def columns(self, row: Row) -> Columns:
         return {"paused_at": self.paused_at, "reason": self.reason}
@@ -357,8 +372,8 @@ class ResumeJob(Step, frozen=True, tag="resume_job"):
     """Its frozen job runs again; ``paused_s``: the seconds of its pauses so far."""
 
     SOURCES = frozenset({"running"})
-    paused_s: float
-    reason: str
+    paused_s: Seconds
+    reason: Text
 
     def columns(self, row: Row) -> Columns:
         return {"paused_at": None, "paused_s": self.paused_s, "reason": self.reason}
@@ -369,7 +384,7 @@ class ClockSet(Step, frozen=True, tag="clock_set"):
     on the same clock) move with it, so how long it has run stays true."""
 
     SOURCES = frozenset({"running"})
-    jump_s: float
+    jump_s: Seconds
 
     def columns(self, row: Row) -> Columns:
         cols: Columns = {}
@@ -384,8 +399,8 @@ class Fail(Step, frozen=True, tag="fail"):
     """A pending task that can never start (a dependency failed, no device can take it …)."""
 
     SOURCES = _PENDING
-    reason: str
-    ended_at: float
+    reason: Text
+    ended_at: Seconds
 
     def to(self, row: Row) -> TaskState:
         return "failed"
@@ -398,8 +413,8 @@ class Cancel(Step, frozen=True, tag="cancel"):
     """Cancelled: pending, left interrupted, or its job stopped (``end``: how that job ended)."""
 
     SOURCES = frozenset({"queued", "waiting", "interrupted", "running"})
-    reason: str
-    ended_at: float
+    reason: Text
+    ended_at: Seconds
     end: JobEnd | None = None
 
     def to(self, row: Row) -> TaskState:
@@ -417,7 +432,7 @@ class Succeed(Step, frozen=True, tag="succeed"):
 
     SOURCES = frozenset({"running"})
     end: JobEnd
-    reason: str | None = None
+    reason: Text | None = None
 
     def to(self, row: Row) -> TaskState:
         return "succeeded"
@@ -434,8 +449,8 @@ class RetryOrFail(Step, frozen=True, tag="retry_or_fail"):
     fails it. ``may_retry=False``: failed whatever its retries (its saved row cannot be read)."""
 
     SOURCES = frozenset({"running", "interrupted"})
-    why: str
-    now: float
+    why: Text
+    now: Seconds
     end: JobEnd | None = None
     may_retry: bool = True
 
@@ -452,8 +467,8 @@ class RunElsewhere(Step, frozen=True, tag="run_elsewhere"):
     once, whatever its retries (then pointed at that device, once: ``TaskStore.replace_spec``)."""
 
     SOURCES = frozenset({"running"})
-    reason: str
-    now: float
+    reason: Text
+    now: Seconds
     end: JobEnd | None = None
 
     def to(self, row: Row) -> TaskState:
@@ -468,8 +483,8 @@ class Interrupt(Step, frozen=True, tag="interrupt"):
     """The owner stopped (crashed) while its job ran: interrupted, then ``RetryOrFail``."""
 
     SOURCES = frozenset({"running"})
-    reason: str
-    ended_at: float
+    reason: Text
+    ended_at: Seconds
 
     def to(self, row: Row) -> TaskState:
         return "interrupted"
@@ -483,9 +498,9 @@ class Requeue(Step, frozen=True, tag="requeue"):
     its automatic retries start afresh; placed afresh on any machine its spec allows."""
 
     SOURCES = _ENDED
-    reason: str
-    now: float
-    position: float
+    reason: Text
+    now: Seconds
+    position: Position
 
     def to(self, row: Row) -> TaskState:
         return "queued"
@@ -518,7 +533,7 @@ class Note(Step, frozen=True, tag="note"):
     """A new reason, nothing else (where a task handed elsewhere stands, a machine gone silent)."""
 
     SOURCES = _ALL
-    reason: str
+    reason: Text
 
     def columns(self, row: Row) -> Columns:
         return {"reason": self.reason}
@@ -531,7 +546,7 @@ class PlaceHere(Step, frozen=True, tag="place_here"):
     """A task for any machine is placed on this one: this queue starts it."""
 
     SOURCES = _PENDING
-    machine: str
+    machine: Text
 
     def columns(self, row: Row) -> Columns:
         return {"machine": self.machine}
@@ -543,11 +558,11 @@ class HandOver(Step, frozen=True, tag="hand_over"):
     attempt (None: the same one, handed on); ``again``: it was on another machine before."""
 
     SOURCES = _PENDING
-    machine: str
-    device: str
-    reason: str
+    machine: Text
+    device: Text
+    reason: Text
     into: Literal["queued", "waiting"]
-    attempts: int | None = None
+    attempts: Count | None = None
     again: bool = False
 
     def to(self, row: Row) -> TaskState:
@@ -568,10 +583,10 @@ class Handed(Step, frozen=True, tag="handed"):
     """The other machine's queue took it, as its ``remote_id``."""
 
     SOURCES = _PENDING
-    remote_id: int
-    remote_state: str
-    log_path: str
-    reason: str
+    remote_id: Id
+    remote_state: Text
+    log_path: Text
+    reason: Text
 
     def columns(self, row: Row) -> Columns:
         return {
@@ -587,9 +602,9 @@ class TakeBack(Step, frozen=True, tag="take_back"):
     here again, placed afresh (``machine`` None) or for this machine's queue."""
 
     SOURCES = _PENDING
-    machine: str | None
-    reason: str
-    attempts: int
+    machine: Text | None
+    reason: Text
+    attempts: Count
 
     def to(self, row: Row) -> TaskState:
         return "queued"
@@ -610,8 +625,8 @@ class HandOverFailed(Step, frozen=True, tag="hand_over_failed"):
     """It could not be sent, or the other machine's queue refused it: failed."""
 
     SOURCES = _PENDING
-    reason: str
-    ended_at: float
+    reason: Text
+    ended_at: Seconds
 
     def to(self, row: Row) -> TaskState:
         return "failed"
@@ -628,13 +643,13 @@ class RemoteRun(Step, frozen=True, tag="remote_run"):
 
     SOURCES = frozenset({"queued", "waiting", "running"})
     into: RemoteState
-    remote_state: str
-    reason: str
-    device: str | UnsetType = UNSET
-    started_at: float | UnsetType | None = UNSET
-    exit_code: int | UnsetType | None = UNSET
-    ended_at: float | UnsetType | None = UNSET
-    energy_j: float | UnsetType | None = UNSET
+    remote_state: Text
+    reason: Text
+    device: Text | UnsetType = UNSET
+    started_at: Seconds | UnsetType | None = UNSET
+    exit_code: ExitCode | UnsetType | None = UNSET
+    ended_at: Seconds | UnsetType | None = UNSET
+    energy_j: Joules | UnsetType | None = UNSET
     energy_shared: bool | UnsetType = UNSET
 
     def to(self, row: Row) -> TaskState:
@@ -654,7 +669,7 @@ class RemoteMark(Step, frozen=True, tag="remote_mark"):
     """Bookkeeping only: the last state seen there, ``fetched`` (results back), ``lost``."""
 
     SOURCES = _ALL
-    remote_state: str
+    remote_state: Text
 
     def columns(self, row: Row) -> Columns:
         return {"remote_state": self.remote_state}
@@ -665,8 +680,8 @@ class LostThere(Step, frozen=True, tag="lost_there"):
     retries remain, else failed and its copy there given up)."""
 
     SOURCES = frozenset({"queued", "waiting", "running", "interrupted"})
-    why: str
-    now: float
+    why: Text
+    now: Seconds
 
     def to(self, row: Row) -> TaskState:
         return "queued" if retries_left(row) else "failed"

@@ -298,6 +298,13 @@ def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> 
         request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
     with pytest.raises(BadRequest, match="needs the argument 'id'"):
         request_from("cluster_update", {"step": {"step": "note", "reason": "x"}})
+    with pytest.raises(BadRequest, match=r"argument 'step\.reason'"):  # a step's fields keep their limits
+        request_from("cluster_update", {"id": 1, "step": {"step": "note", "reason": "x" * 40_000}})
+    ended = {"step": "remote_run", "into": "succeeded", "remote_state": "fetched", "reason": "r"}
+    with pytest.raises(BadRequest, match=r"argument 'step\.ended_at'"):
+        request_from("cluster_update", {"id": 1, "step": {**ended, "ended_at": float("nan")}})
+    with pytest.raises(BadRequest, match=r"argument 'step\.into'"):  # a run there never "interrupted" here
+        request_from("cluster_update", {"id": 1, "step": {**ended, "into": "interrupted"}})
 
 
 def test_a_misspelt_cluster_key_is_named_but_does_not_stop_the_cluster(tmp_path: Path) -> None:
