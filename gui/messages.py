@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from gputray.gui import i18n
-from gputray.gui.i18n import tr, tr_noop
+from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
 
@@ -493,17 +493,24 @@ class Note:
 
     source: str
     values: tuple[tuple[str, str], ...] = ()
+    count: int | None = None  # a sentence about this many things: Qt's plural forms (``%n``, ``trn``)
 
     def text(self) -> str:
         filled = {k: translate(v) for k, v in self.values}
+        said = tr(self.source) if self.count is None else trn(self.source, self.count)
         try:
-            return tr(self.source).format(**filled)
+            return said.format(**filled)
         except (KeyError, IndexError, ValueError):
             return self.source.format(**filled)
 
 
 def note(source: str, **values: object) -> Note:
     return Note(source, tuple((k, str(v)) for k, v in values.items()))
+
+
+def counted_note(source: str, count: int, **values: object) -> Note:
+    """A note about ``count`` things (``%n`` in ``source``), in the plural form the count takes."""
+    return Note(source, tuple((k, str(v)) for k, v in values.items()), count)
 
 
 def reading_words() -> Words:

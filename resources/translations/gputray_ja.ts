@@ -1464,10 +1464,6 @@
         <translation>設定ファイルに問題があるため、既定値を使います: {error}</translation>
     </message>
     <message>
-        <source>Your config file has {count} problem(s) (`gputray config` lists them): {first}</source>
-        <translation>設定ファイルに問題が {count} 件あります（`gputray config` で一覧できます）: {first}</translation>
-    </message>
-    <message>
         <source>gputray is still starting; try again in a moment.</source>
         <translation>gputray はまだ起動中です。少し待ってからもう一度お試しください。</translation>
     </message>
@@ -2044,6 +2040,12 @@ gputray の実行中に更新または再インストールした場合は、終
     <message>
         <source>Recipes</source>
         <translation>レシピ</translation>
+    </message>
+    <message numerus="yes">
+        <source>Your config file has %n problem(s) (`gputray config` lists them): {first}</source>
+        <translation>
+            <numerusform>設定ファイルに問題が %n 件あります（`gputray config` で一覧できます）: {first}</numerusform>
+        </translation>
     </message>
 </context>
 </TS>

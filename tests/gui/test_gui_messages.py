@@ -162,7 +162,7 @@ python = "/usr/bin/python3"
 
 
 def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp_path: Path) -> None:
-    from gputray.gui.messages import note
+    from gputray.gui.messages import counted_note
     from gputray.gui.tray_app import CONFIG_PROBLEMS_NOTE
     from gputray.scheduler.config import read_config
 
@@ -178,5 +178,5 @@ def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp
     for problem in problems:
         shown = translate(str(problem))
         assert JAPANESE.search(shown) and english_words(shown, data) == [], shown
-    banner = note(CONFIG_PROBLEMS_NOTE, count=len(problems), first=problems[0]).text()
+    banner = counted_note(CONFIG_PROBLEMS_NOTE, len(problems), first=problems[0]).text()
     assert english_words(banner, [*data, "gputray config"]) == [], banner
