@@ -19,7 +19,7 @@ from gputray.cluster.link import TERMINAL_REMOTE
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks import cluster_steps
 from gputray.scheduler.tasks.records import FINISHED_STATES, TaskRecord
 
 
@@ -50,10 +50,10 @@ class Faults(BridgeBase):
             running = r.state == "running" or r.remote_state == "running"
             why = f"{machine} left the cluster while it ran" if running else f"{machine} left the cluster"
             if r.finished:
-                self._step(r, life.RemoteMark(remote_state="lost"), expect=False)
+                self._step(r, cluster_steps.RemoteMark(remote_state="lost"), expect=False)
                 continue
             log.warning("task #%d: %s", r.id, why)
-            self._step(r, life.LostThere(why=why, now=time.time()), expect=False)
+            self._step(r, cluster_steps.LostThere(why=why, now=time.time()), expect=False)
 
     def _cancel_orphans(self, rows: list[TaskRecord]) -> None:
         """A machine back after we gave its copy of a task up: stop that copy (it must not run twice).

@@ -29,6 +29,7 @@ from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, st
 from gputray.cluster.wire import TaskChunk, qualified, split_qualified
 from gputray.scheduler import ipc
 from gputray.scheduler.jobs.invocation import free_out_path
+from gputray.scheduler.tasks import cluster_steps
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import FINISHED_STATES, TaskRecord
 
@@ -48,7 +49,7 @@ class Transfers(BridgeBase):
             if not plan.shared_in_place:
                 check_size(plan, self.config, machine)
         except TransferRefused as exc:
-            self._step(rec, life.HandOverFailed(reason=str(exc), ended_at=time.time()))
+            self._step(rec, cluster_steps.HandOverFailed(reason=str(exc), ended_at=time.time()))
             return
         try:
             staging = ray.get(handle.staging_dir.remote(origin), timeout=CALL_TIMEOUT_S)
@@ -73,7 +74,9 @@ class Transfers(BridgeBase):
         except Exception as exc:
             refusal = _refusal(exc)
             if refusal is not None:  # the other machine's queue refused it (a program it lacks ...)
-                failed = life.HandOverFailed(reason=f"{machine} refused it: {refusal}", ended_at=time.time())
+                failed = cluster_steps.HandOverFailed(
+                    reason=f"{machine} refused it: {refusal}", ended_at=time.time()
+                )
                 self._step(rec, failed)
             else:
                 log.warning("sending task #%d to %s failed: %s", rec.id, machine, _short(exc))
@@ -84,7 +87,7 @@ class Transfers(BridgeBase):
         os.close(fd)
         self._step(
             rec,
-            life.Handed(
+            cluster_steps.Handed(
                 remote_id=remote.id,
                 remote_state=remote.state,
                 log_path=str(log_path),
@@ -149,18 +152,18 @@ class Transfers(BridgeBase):
                     ray.get(handle.cancel.remote(rec.remote_id), timeout=CALL_TIMEOUT_S)
             if remote_done and log_complete:
                 self._fetch(rec, handle)
-                self._step(rec, life.RemoteMark(remote_state="fetched"))
+                self._step(rec, cluster_steps.RemoteMark(remote_state="fetched"))
             elif remote_state != rec.remote_state:
-                self._step(rec, life.RemoteMark(remote_state=remote_state))
+                self._step(rec, cluster_steps.RemoteMark(remote_state=remote_state))
             return
         if remote_done and not log_complete:
             return  # the rest of the log first: `logs --follow` stops at the final state
         where = f"on {machine} (#{rec.remote_id})"
         reason = f"{where}: {t.reason}" if t.reason else where
         device = qualified(machine, t.device) if t.device else msgspec.UNSET
-        run: life.RemoteRun
+        run: cluster_steps.RemoteRun
         if remote_state == "running":
-            run = life.RemoteRun(
+            run = cluster_steps.RemoteRun(
                 into="running",
                 remote_state=remote_state,
                 started_at=t.started_at,
@@ -169,8 +172,8 @@ class Transfers(BridgeBase):
             )
         elif remote_done:
             self._fetch(rec, handle)
-            run = life.RemoteRun(
-                into=cast(life.RemoteState, remote_state),
+            run = cluster_steps.RemoteRun(
+                into=cast(cluster_steps.RemoteState, remote_state),
                 remote_state="fetched",
                 exit_code=t.exit_code,
                 ended_at=t.ended_at,
@@ -182,7 +185,9 @@ class Transfers(BridgeBase):
                 reason=reason,
             )
         else:
-            run = life.RemoteRun(into="waiting", remote_state=remote_state, device=device, reason=reason)
+            run = cluster_steps.RemoteRun(
+                into="waiting", remote_state=remote_state, device=device, reason=reason
+            )
         if any(getattr(rec, k) != v for k, v in run.columns(rec).items()):
             self._step(rec, run)
 

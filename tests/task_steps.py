@@ -4,6 +4,7 @@ does: a row can only be in a state the table allows it to reach."""
 from __future__ import annotations
 
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord
 
@@ -83,16 +84,16 @@ def hand_over(
 ) -> TaskRecord:
     """A pending task handed to ``machine`` (a new attempt), taken there as ``remote_id``: waiting."""
     rec = store.get(task_id)
-    sending = life.HandOver(
+    sending = remote.HandOver(
         machine=machine, device=f"{machine}/cpu", reason="sending", into="waiting", attempts=rec.attempts + 1
     )
     store.must_apply(task_id, sending)
-    taken = life.Handed(remote_id=remote_id, remote_state=remote_state, log_path=log_path, reason="there")
+    taken = remote.Handed(remote_id=remote_id, remote_state=remote_state, log_path=log_path, reason="there")
     return store.must_apply(task_id, taken)
 
 
 def run_there(store: TaskStore, task_id: int, machine: str, remote_id: int) -> TaskRecord:
     """``hand_over``, then running there."""
     hand_over(store, task_id, machine, remote_id)
-    running = life.RemoteRun(into="running", remote_state="running", reason="on it", started_at=1.0)
+    running = remote.RemoteRun(into="running", remote_state="running", reason="on it", started_at=1.0)
     return store.must_apply(task_id, running)

@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from gputray.scheduler.queue.store_errors import TaskNotFound
-from gputray.scheduler.tasks.lifecycle import Cancel, ClusterStep
+from gputray.scheduler.tasks.cluster_steps import ClusterStep
+from gputray.scheduler.tasks.lifecycle import Cancel
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
 
 if TYPE_CHECKING:

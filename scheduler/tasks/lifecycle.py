@@ -21,19 +21,21 @@ There is no ``starting`` state on disk: a start is one step (``Start``) written 
 process exists (a start that fails is ``CouldNotStart``, from the pending state it was chosen in),
 so nobody ever sees a half-started row. A task another machine runs (the cluster) moves through
 ``HandOver`` (sending) → ``Handed`` (its id there) → ``RemoteRun`` (what it does there; the
-``RemoteMark`` bookkeeping) → back with ``TakeBack`` or ``LostThere`` (that machine left).
+``RemoteMark`` bookkeeping) → back with ``TakeBack`` or ``LostThere`` (that machine left): those
+steps are in ``cluster_steps.py`` beside this module, on this module's table and ``Step``.
 
 **Adding a state** (``frozen``, say) is a change in this folder only: its name in ``states.py`` (the
 ``TaskState`` literal and ``STATES``: names only, kept apart so that a listing filters by state without
 loading this module), and here its row in ``EDGES`` (where it may go from and to) and a step class
-per move into and out of it (``class Pause(Step, tag="pause")``: ``SOURCES``, ``to``, ``columns``;
-add a cluster-sendable one to ``ClusterStep`` as well). ``tests/scheduler/test_lifecycle.py`` fails
-for a state without a row, a step whose moves the table does not allow, and drives random sequences
-of every step through a real store to check each stored history against ``EDGES``.
+per move into and out of it (``class Freeze(Step, tag="freeze")``: ``SOURCES``, ``to``, ``columns``;
+one the bridge may send goes in ``cluster_steps.py`` and its ``ClusterStep``).
+``tests/scheduler/test_lifecycle.py`` fails for a state without a row, a step whose moves the table
+does not allow, and drives random sequences of every step through a real store to check each stored
+history against ``EDGES``.
 
 Steps are frozen msgspec Structs, tagged by ``step``: the cluster's bridge sends its steps to the
-owner as they are (``protocol.ClusterUpdate``), so what crosses the process is the same typed record. Their fields
-carry the limits a request's do (``Text``, ``Seconds`` …), checked when one is decoded.
+owner as they are (``protocol.ClusterUpdate``), so what crosses the process is the same typed record.
+Their fields carry the limits a request's do (``Text``, ``Seconds`` …), checked when one is decoded.
 
 One write is not a step: a saved row the store cannot read at all is shown ``failed`` when it opens
 (``TaskStore._fail_unreadable``), whatever it said: that is the store's repair of a damaged file, not a
@@ -43,10 +45,10 @@ move of a task, and such a task never runs again (``RetryOrFail`` fails it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, ClassVar, Literal, Protocol, cast
+from typing import Annotated, ClassVar, Protocol, cast
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
+from msgspec import Meta
 
 # The states by name live in ``states`` (a listing filters by state without loading this module).
 from gputray.scheduler.tasks.states import FINISHED_STATES as FINISHED_STATES
@@ -66,9 +68,9 @@ Position = Annotated[float, Meta(ge=-(2.0**53), le=2.0**53)]
 
 MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 
-_PENDING: frozenset[TaskState] = frozenset({"queued", "waiting"})
-_ENDED: frozenset[TaskState] = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
-_ALL: frozenset[TaskState] = frozenset(cast("tuple[TaskState, ...]", STATES))
+PENDING: frozenset[TaskState] = frozenset({"queued", "waiting"})
+ENDED: frozenset[TaskState] = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
+ANY_STATE: frozenset[TaskState] = frozenset(cast("tuple[TaskState, ...]", STATES))
 
 #: Every legal move, from → to (a step may stay in its state: a reason, a pid, the cluster's notes).
 #: ``running → waiting`` and ``queued/waiting → succeeded`` are the cluster's only (``RemoteRun``): a
@@ -147,7 +149,7 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, tag_field="step", forbid_u
 
 def _state(row: Row) -> TaskState:
     state = row.state
-    if state in _ALL:
+    if state in ANY_STATE:
         return state
     raise IllegalTransition(f"task #{row.id} is in an unknown state {state!r}")
 
@@ -240,7 +242,7 @@ class Wait(Step, frozen=True, tag="wait"):
     """A pending task waits, saying why (and how often a later task overtook it). Writes only what
     differs (the dispatcher says it again every pass)."""
 
-    SOURCES = _PENDING
+    SOURCES = PENDING
     reason: Text
     overtakes: Count | None = None
 
@@ -262,7 +264,7 @@ class Start(Step, frozen=True, tag="start"):
     """Its job's process exists (``pid``; None: its supervisor died as it started, and the retry
     policy follows at once): running, attempt ``attempts``."""
 
-    SOURCES = _PENDING
+    SOURCES = PENDING
     device: Text
     env: Text | None
     reason: Text
@@ -300,7 +302,7 @@ class CouldNotStart(Step, frozen=True, tag="could_not_start"):
     """The start it was chosen for could not be prepared or launched: failed, with what it would have
     run as (device, attempt, log) and why."""
 
-    SOURCES = _PENDING
+    SOURCES = PENDING
     start: Start
     reason: Text
     ended_at: Seconds
@@ -319,7 +321,7 @@ class CouldNotStart(Step, frozen=True, tag="could_not_start"):
 class Adopt(Step, frozen=True, tag="adopt"):
     """A job an earlier owner started (its run file says so) before it marked the task running."""
 
-    SOURCES = _PENDING
+    SOURCES = PENDING
     device: Text
     attempts: Count
     started_at: Seconds
@@ -398,7 +400,7 @@ class ClockSet(Step, frozen=True, tag="clock_set"):
 class Fail(Step, frozen=True, tag="fail"):
     """A pending task that can never start (a dependency failed, no device can take it …)."""
 
-    SOURCES = _PENDING
+    SOURCES = PENDING
     reason: Text
     ended_at: Seconds
 
@@ -497,7 +499,7 @@ class Requeue(Step, frozen=True, tag="requeue"):
     """``retry`` by hand: queued again at ``position`` (the end); attempts count on ("attempt 2") while
     its automatic retries start afresh; placed afresh on any machine its spec allows."""
 
-    SOURCES = _ENDED
+    SOURCES = ENDED
     reason: Text
     now: Seconds
     position: Position
@@ -532,180 +534,8 @@ class Requeue(Step, frozen=True, tag="requeue"):
 class Note(Step, frozen=True, tag="note"):
     """A new reason, nothing else (where a task handed elsewhere stands, a machine gone silent)."""
 
-    SOURCES = _ALL
+    SOURCES = ANY_STATE
     reason: Text
 
     def columns(self, row: Row) -> Columns:
         return {"reason": self.reason}
-
-
-# --- another machine runs it (the cluster's bridge sends these) ---------------------------------------
-
-
-class PlaceHere(Step, frozen=True, tag="place_here"):
-    """A task for any machine is placed on this one: this queue starts it."""
-
-    SOURCES = _PENDING
-    machine: Text
-
-    def columns(self, row: Row) -> Columns:
-        return {"machine": self.machine}
-
-
-class HandOver(Step, frozen=True, tag="hand_over"):
-    """Handed to ``machine`` (being sent). ``to``: the pending state it is written in (the other one
-    than a local start would expect makes that start lose its compare-and-set); ``attempts``: a new
-    attempt (None: the same one, handed on); ``again``: it was on another machine before."""
-
-    SOURCES = _PENDING
-    machine: Text
-    device: Text
-    reason: Text
-    into: Literal["queued", "waiting"]
-    attempts: Count | None = None
-    again: bool = False
-
-    def to(self, row: Row) -> TaskState:
-        return self.into
-
-    def columns(self, row: Row) -> Columns:
-        cols: Columns = {"machine": self.machine}
-        if self.again:
-            cols["remote_id"] = None
-        cols.update(remote_state="sending", device=self.device)
-        if self.attempts is not None:
-            cols["attempts"] = self.attempts
-        cols.update(state=self.into, reason=self.reason)
-        return cols
-
-
-class Handed(Step, frozen=True, tag="handed"):
-    """The other machine's queue took it, as its ``remote_id``."""
-
-    SOURCES = _PENDING
-    remote_id: Id
-    remote_state: Text
-    log_path: Text
-    reason: Text
-
-    def columns(self, row: Row) -> Columns:
-        return {
-            "remote_id": self.remote_id,
-            "remote_state": self.remote_state,
-            "log_path": self.log_path,
-            "reason": self.reason,
-        }
-
-
-class TakeBack(Step, frozen=True, tag="take_back"):
-    """Withdrawn from the machine it waited on before it started there (no attempt was made): queued
-    here again, placed afresh (``machine`` None) or for this machine's queue."""
-
-    SOURCES = _PENDING
-    machine: Text | None
-    reason: Text
-    attempts: Count
-
-    def to(self, row: Row) -> TaskState:
-        return "queued"
-
-    def columns(self, row: Row) -> Columns:
-        return {
-            "machine": self.machine,
-            "remote_id": None,
-            "remote_state": None,
-            "device": None,
-            "attempts": self.attempts,
-            "state": "queued",
-            "reason": self.reason,
-        }
-
-
-class HandOverFailed(Step, frozen=True, tag="hand_over_failed"):
-    """It could not be sent, or the other machine's queue refused it: failed."""
-
-    SOURCES = _PENDING
-    reason: Text
-    ended_at: Seconds
-
-    def to(self, row: Row) -> TaskState:
-        return "failed"
-
-    def columns(self, row: Row) -> Columns:
-        return {"state": "failed", "reason": self.reason, "ended_at": self.ended_at, "remote_state": "lost"}
-
-
-RemoteState = Literal["waiting", "running", "succeeded", "failed", "cancelled"]
-
-
-class RemoteRun(Step, frozen=True, tag="remote_run"):
-    """What its run on the other machine did, mirrored here (``into``), with the fields seen there."""
-
-    SOURCES = frozenset({"queued", "waiting", "running"})
-    into: RemoteState
-    remote_state: Text
-    reason: Text
-    device: Text | UnsetType = UNSET
-    started_at: Seconds | UnsetType | None = UNSET
-    exit_code: ExitCode | UnsetType | None = UNSET
-    ended_at: Seconds | UnsetType | None = UNSET
-    energy_j: Joules | UnsetType | None = UNSET
-    energy_shared: bool | UnsetType = UNSET
-
-    def to(self, row: Row) -> TaskState:
-        return self.into
-
-    def columns(self, row: Row) -> Columns:
-        cols: Columns = {"remote_state": self.remote_state, "state": self.into}
-        for name in ("started_at", "exit_code", "ended_at", "energy_j", "energy_shared", "device"):
-            value = getattr(self, name)
-            if value is not UNSET:
-                cols[name] = value
-        cols["reason"] = self.reason
-        return cols
-
-
-class RemoteMark(Step, frozen=True, tag="remote_mark"):
-    """Bookkeeping only: the last state seen there, ``fetched`` (results back), ``lost``."""
-
-    SOURCES = _ALL
-    remote_state: Text
-
-    def columns(self, row: Row) -> Columns:
-        return {"remote_state": self.remote_state}
-
-
-class LostThere(Step, frozen=True, tag="lost_there"):
-    """The machine it was handed to left the cluster: the retry policy decides (placed afresh while
-    retries remain, else failed and its copy there given up)."""
-
-    SOURCES = frozenset({"queued", "waiting", "running", "interrupted"})
-    why: Text
-    now: Seconds
-
-    def to(self, row: Row) -> TaskState:
-        return "queued" if retries_left(row) else "failed"
-
-    def columns(self, row: Row) -> Columns:
-        also: Columns = (
-            {"machine": None, "remote_id": None, "remote_state": None, "device": None}
-            if retries_left(row)
-            else {"remote_state": "lost"}
-        )
-        return retry_columns(row, self.why, self.now, {"ended_at": self.now, **also})
-
-
-#: The steps the cluster's bridge may send (``protocol.ClusterUpdate``).
-ClusterStep = (
-    PlaceHere
-    | HandOver
-    | Handed
-    | TakeBack
-    | HandOverFailed
-    | RemoteRun
-    | RemoteMark
-    | LostThere
-    | Wait
-    | Fail
-    | Note
-)

@@ -19,7 +19,7 @@ from cluster_harness import (
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks import cluster_steps as remote
 
 _why_not = ray_available()
 pytestmark = [
@@ -148,10 +148,10 @@ def test_a_task_waiting_on_the_laptop_is_taken_back_when_desk_is_free_and_runs_o
         ).task
         assert there is not None
         key = desk.bridge_key()  # the hand-over is the bridge's: sent with its key
-        sending = life.HandOver(
+        sending = remote.HandOver(
             machine="laptop", device="laptop/cpu", reason="sending", into="waiting", attempts=1
         )
-        handed = life.Handed(
+        handed = remote.Handed(
             remote_id=there.id, remote_state="queued", log_path="", reason=f"on laptop as #{there.id}"
         )
         for step in (sending, handed):

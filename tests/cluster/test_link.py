@@ -21,7 +21,7 @@ from gputray.scheduler.queue.cluster_side import ClusterSide
 from gputray.scheduler.queue.saved_queue import read_saved_tasks
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.replies import Paused
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks.recipes import SubmitError
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -95,7 +95,7 @@ def test_in_a_cluster_the_bridge_places_any_while_it_talks_to_us(tmp_path: Path)
     link.sync(request("cluster_sync", bridge_key=link.bridge_key))
     assert not link.runs_here(anywhere) and not link.runs_here(other)
     assert link.runs_here(mine) and link.runs_here(plain)
-    placed_here = store.must_apply(anywhere.id, life.PlaceHere(machine="desk"))
+    placed_here = store.must_apply(anywhere.id, remote.PlaceHere(machine="desk"))
     assert link.runs_here(placed_here)
     handed = steps.run_there(store, other.id, "laptop", 7)
     assert not link.runs_here(handed)

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -44,26 +45,30 @@ STEPS: dict[str, Callable[[TaskRecord], life.Step]] = {
     "interrupt": lambda r: life.Interrupt(reason="interrupted", ended_at=4.0),
     "requeue": lambda r: life.Requeue(reason="queued again by request", now=6.0, position=9.0),
     "note": lambda r: life.Note(reason="a note"),
-    "place_here": lambda r: life.PlaceHere(machine="desk"),
-    "hand_over": lambda r: life.HandOver(
+    "place_here": lambda r: remote.PlaceHere(machine="desk"),
+    "hand_over": lambda r: remote.HandOver(
         machine="laptop", device="laptop/cpu", reason="sending", into="waiting", attempts=r.attempts + 1
     ),
-    "hand_on": lambda r: life.HandOver(
+    "hand_on": lambda r: remote.HandOver(
         machine="nas", device="nas/cpu", reason="sending", into="queued", again=True
     ),
-    "handed": lambda r: life.Handed(remote_id=7, remote_state="queued", log_path="", reason="on laptop"),
-    "take_back": lambda r: life.TakeBack(machine=None, reason="taken back", attempts=max(0, r.attempts - 1)),
-    "hand_over_failed": lambda r: life.HandOverFailed(reason="refused there", ended_at=3.0),
-    "remote_running": lambda r: life.RemoteRun(
+    "handed": lambda r: remote.Handed(remote_id=7, remote_state="queued", log_path="", reason="on laptop"),
+    "take_back": lambda r: remote.TakeBack(
+        machine=None, reason="taken back", attempts=max(0, r.attempts - 1)
+    ),
+    "hand_over_failed": lambda r: remote.HandOverFailed(reason="refused there", ended_at=3.0),
+    "remote_running": lambda r: remote.RemoteRun(
         into="running", remote_state="running", reason="on", started_at=2.0
     ),
-    "remote_waiting": lambda r: life.RemoteRun(into="waiting", remote_state="queued", reason="there"),
-    "remote_succeeded": lambda r: life.RemoteRun(
+    "remote_waiting": lambda r: remote.RemoteRun(into="waiting", remote_state="queued", reason="there"),
+    "remote_succeeded": lambda r: remote.RemoteRun(
         into="succeeded", remote_state="fetched", reason="done", exit_code=0, ended_at=5.0
     ),
-    "remote_failed": lambda r: life.RemoteRun(into="failed", remote_state="fetched", reason="x", exit_code=2),
-    "remote_mark": lambda r: life.RemoteMark(remote_state="lost"),
-    "lost_there": lambda r: life.LostThere(why="laptop left the cluster", now=6.0),
+    "remote_failed": lambda r: remote.RemoteRun(
+        into="failed", remote_state="fetched", reason="x", exit_code=2
+    ),
+    "remote_mark": lambda r: remote.RemoteMark(remote_state="lost"),
+    "lost_there": lambda r: remote.LostThere(why="laptop left the cluster", now=6.0),
 }
 
 

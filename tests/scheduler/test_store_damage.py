@@ -30,6 +30,7 @@ from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import StoreError, UnreadableTask
 from gputray.scheduler.queue.store_salvage import inspect_files, scan_wal
 from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -391,10 +392,10 @@ def test_rows_saved_before_and_after_the_migration_both_come_back_from_a_damaged
             rec.id, life.Requeue(reason="again", now=1100.0, position=float(i))
         )  # attempts_before 2
         store.must_apply(
-            rec.id, life.HandOver(machine="m", device="m/cpu", reason="r", into="waiting", attempts=3)
+            rec.id, remote.HandOver(machine="m", device="m/cpu", reason="r", into="waiting", attempts=3)
         )
-        store.must_apply(rec.id, life.Handed(remote_id=i, remote_state="queued", log_path="", reason="r"))
-        ended = life.RemoteRun(
+        store.must_apply(rec.id, remote.Handed(remote_id=i, remote_state="queued", log_path="", reason="r"))
+        ended = remote.RemoteRun(
             into="failed",
             remote_state="failed",
             reason="r",
