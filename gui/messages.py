@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from gputray.gui import i18n
-from gputray.gui.i18n import tr, tr_noop
+from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
 
@@ -43,6 +43,14 @@ def _t(source: str, *nested: str) -> Template:
 TEMPLATES: tuple[Template, ...] = (
     # scheduler/queue/job_pause.py: gputray pause-job / resume-job
     _t(tr_noop("paused by you at {time}")),
+    # scheduler/queue/oom_elsewhere.py: on_oom = "elsewhere"
+    _t(tr_noop("out of memory on {name} at {size}")),
+    _t(tr_noop("out of memory on {name}")),
+    _t(tr_noop("running on {name} ({size} VRAM free)")),
+    _t(tr_noop("running on {name} ({size} shared free)")),
+    _t(tr_noop("running on {name} ({size} RAM free)")),
+    _t(tr_noop("no device it may use has that free ({free})")),
+    _t(tr_noop("no device it may use has that free")),
     _t(tr_noop("paused for #{id} (priority {priority}) at {time}")),
     _t(tr_noop("paused at {time}")),
     _t(tr_noop("resumed {time}")),
@@ -485,17 +493,24 @@ class Note:
 
     source: str
     values: tuple[tuple[str, str], ...] = ()
+    count: int | None = None  # a sentence about this many things: Qt's plural forms (``%n``, ``trn``)
 
     def text(self) -> str:
         filled = {k: translate(v) for k, v in self.values}
+        said = tr(self.source) if self.count is None else trn(self.source, self.count)
         try:
-            return tr(self.source).format(**filled)
+            return said.format(**filled)
         except (KeyError, IndexError, ValueError):
             return self.source.format(**filled)
 
 
 def note(source: str, **values: object) -> Note:
     return Note(source, tuple((k, str(v)) for k, v in values.items()))
+
+
+def counted_note(source: str, count: int, **values: object) -> Note:
+    """A note about ``count`` things (``%n`` in ``source``), in the plural form the count takes."""
+    return Note(source, tuple((k, str(v)) for k, v in values.items()), count)
 
 
 def reading_words() -> Words:

@@ -27,7 +27,7 @@ from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop, trn
 from gputray.gui.menu import DEMO_LOCKED, TrayMenu
-from gputray.gui.messages import Note, note
+from gputray.gui.messages import Note, counted_note, note
 from gputray.gui.notifications import Notice, Notifier
 from gputray.gui.offer_prompts import RUN_HERE, OfferPrompts
 from gputray.gui.panel import Panel
@@ -54,9 +54,7 @@ NO_TRAY_NOTE = tr_noop(
 BACKENDS_FAILED_NOTE = tr_noop("The GPU backends failed to start ({error}).")
 OWNER_FAILED_NOTE = tr_noop("gputray could not start its queue: {error}")
 CONFIG_NOTE = tr_noop("Your config file has a problem, so the defaults are used: {error}")
-CONFIG_PROBLEMS_NOTE = tr_noop(
-    "Your config file has {count} problem(s) (`gputray config` lists them): {first}"
-)
+CONFIG_PROBLEMS_NOTE = tr_noop("Your config file has %n problem(s) (`gputray config` lists them): {first}")
 
 
 WINDOW_MISSING_PART = tr_noop(
@@ -203,7 +201,7 @@ class TrayApp(QObject):
         if self.config_error is not None:
             return [note(CONFIG_NOTE, error=self.config_error)]
         problems = self.config.problems
-        return [note(CONFIG_PROBLEMS_NOTE, count=len(problems), first=problems[0])] if problems else []
+        return [counted_note(CONFIG_PROBLEMS_NOTE, len(problems), first=problems[0])] if problems else []
 
     def notice_text(self) -> str:
         """The panel's banner, in the current language: no tray, no GPU (demo), start-up problems."""

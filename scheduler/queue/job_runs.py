@@ -31,10 +31,12 @@ from gputray.scheduler.jobs.job_files import JobFiles, find_runs, read_run, supe
 from gputray.scheduler.jobs.job_log import make_room
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
+from gputray.scheduler.jobs.oom import OutOfMemory, oom_in_log
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
 from gputray.scheduler.queue.device_book import DeviceBook
 from gputray.scheduler.queue.job_energy import EnergyMeter, energy_line
+from gputray.scheduler.queue.oom_elsewhere import OOM_SAID, elsewhere
 from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
@@ -156,7 +158,11 @@ class JobRuns:
         for i, rec in enumerate(out):
             so_far = self.energy.so_far(rec.id) if rec.state == "running" else None
             if so_far is not None:
-                out[i] = rec.replace(energy_j=so_far.energy_j, energy_shared=so_far.shared)
+                out[i] = rec.replace(
+                    energy_j=so_far.energy_j,
+                    energy_shared=so_far.shared,
+                    energy_estimated_s=so_far.estimated_s,
+                )
         return out
 
     def adopt_left_jobs(self) -> set[int]:
@@ -265,6 +271,8 @@ class JobRuns:
         spec = task.spec
         now = self.queue.clock()
         notes: builtins.list[str] = [decision.reason] if decision.reason else []
+        if task.reason.startswith(OOM_SAID):  # moved here after running out of memory: it still says so
+            notes.insert(0, task.reason)
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
@@ -492,6 +500,7 @@ class JobRuns:
                 measured=True,
                 energy_j=used.energy_j,
                 energy_shared=used.shared,
+                energy_estimated_s=used.estimated_s,
                 # it ended while paused (cancelled): its pause ends with it
                 paused_s=None if rec.paused_at is None else rec.paused_s + max(0.0, now - rec.paused_at),
             )
@@ -522,6 +531,8 @@ class JobRuns:
                 new = self.store.must_apply(task_id, life.Succeed(end=base, reason=demo))
                 where = self._where(device, running.demo_for if running is not None else None)
                 self.queue.emit("finished", new, f"{new.name} finished on {where}")
+            elif reason is None and (oom := oom_in_log(rec.log_path, code)) is not None:
+                self._out_of_memory(rec, device, oom, now, base, left)
             else:
                 if reason == "timeout":
                     why = f"timed out after {rec.spec.timeout_s:g} s"
@@ -539,6 +550,27 @@ class JobRuns:
             # an owner that dies meanwhile leaves them to the next, which records the end from them.
             self.store.when_written(functools.partial(discard_if_still, job.files, job.pid))
         self.queue.request_dispatch(urgent=True)
+
+    def _out_of_memory(
+        self, rec: TaskRecord, device: str | None, oom: OutOfMemory, now: float, end: life.JobEnd, left: str
+    ) -> None:
+        """It ran out of memory: with ``on_oom = "elsewhere"`` once more where that fits, saying so
+        (``oom_elsewhere``); otherwise, or where nothing fits, the retry policy with the reason."""
+        states = self.queue.device_book.states(self.monitor.latest, list(self.jobs.values()), Paused())
+        failed = next((d for d in states if d.key == device), None)
+        outcome = elsewhere(rec.spec, failed, oom, states)
+        why = "; ".join(filter(None, [outcome.words, left]))
+        self._note_in_log(rec.log_path, f"{why} ({oom.kind}: {oom.line})")
+        if rec.spec.on_oom == "elsewhere" and outcome.spec is not None:
+            new = self.store.must_apply(rec.id, life.RunElsewhere(reason=why, now=now, end=end))
+            new = self.store.replace_spec(rec.id, outcome.spec, only_states=("queued",)) or new
+            self.queue.emit("redirected", new, f"{new.name}: {why}")
+            return
+        elsewhere_asked = rec.spec.on_oom == "elsewhere"  # nowhere fits: the same would happen again
+        new = self.store.must_apply(
+            rec.id, life.RetryOrFail(why=why, now=now, end=end, may_retry=not elsewhere_asked)
+        )
+        self.queue.emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
 
     def _note_in_log(self, log_path: str | None, line: str | None) -> None:
         """``line`` at the end of a job's log; on a full disk, kept and written once there is room."""

@@ -18,7 +18,15 @@ from typing import Literal
 
 import msgspec
 
-from gputray.scheduler.tasks.limits import AFTER_MAX_WAIT, KINDS, MAX_PRIORITY, MAX_RETRIES, ON_BUSY, PREFER
+from gputray.scheduler.tasks.limits import (
+    AFTER_MAX_WAIT,
+    KINDS,
+    MAX_PRIORITY,
+    MAX_RETRIES,
+    ON_BUSY,
+    ON_OOM,
+    PREFER,
+)
 
 #: How a value is written, in a task file and on the command line, and read into its field.
 #: ``duration``: ``"10m"`` or seconds; ``size``: ``"4GiB"`` or bytes; ``time``: a date and time (the
@@ -477,6 +485,20 @@ TASK_KEYS: tuple[TaskKey, ...] = (
         form="bool",
         example="false",
         no_option="a task file's key",
+    ),
+    TaskKey(
+        field="on_oom",
+        doc="out of memory: elsewhere runs it once more on an allowed device where what it reached is "
+        "free (the torch recipe's default); fail: the retry policy",
+        form="choice",
+        choices=ON_OOM,
+        example='"elsewhere"',
+        option=Option(
+            flag="--on-oom",
+            choices=ON_OOM,
+            help="out of memory: elsewhere runs it once more on a device it may use where what it reached "
+            "is free (the torch recipe's default); fail: the retry policy, as any failure",
+        ),
     ),
 )
 

@@ -35,6 +35,7 @@ from gputray.scheduler.tasks.limits import (
     MAX_TEXT_CHARS,
     MIN_EPOCH_S,
     ON_BUSY,
+    ON_OOM,
     PREFER,
     check_duration_s,
     check_epoch_s,
@@ -59,6 +60,7 @@ __all__ = [  # re-exported: the limits of task values, the offer QueueEvent carr
     "MAX_TEXT_CHARS",
     "MIN_EPOCH_S",
     "ON_BUSY",
+    "ON_OOM",
     "PENDING_STATES",
     "PREFER",
     "STATES",
@@ -76,6 +78,7 @@ TaskKind = Literal["torch", "vulkan", "command"]
 OnBusy = Literal["wait", "redirect", "cpu"]
 AfterMaxWait = Literal["redirect", "cpu", "fail"]
 Prefer = Literal["free", "fastest", "greenest"]
+OnOom = Literal["fail", "elsewhere"]
 
 #: Placeholders substituted per argv element (and in env values) when a vulkan or recipe task is
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
@@ -201,6 +204,9 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     # ``preemptible = false`` keeps this one's job from ever being paused for another.
     preempt: bool = False
     preemptible: bool = True
+    # A run that ends out of memory (``jobs.oom``): "elsewhere" runs it once more on an allowed device
+    # where the memory it reached is free (``queue.oom_elsewhere``); "fail": the retry policy, as any failure.
+    on_oom: OnOom = "fail"
 
     @property
     def memory_need_bytes(self) -> int | None:
@@ -288,6 +294,7 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     max_slowdown: Slowdown | UnsetType = UNSET
     preempt: bool | UnsetType = UNSET
     preemptible: bool | UnsetType = UNSET
+    on_oom: OnOom | UnsetType = UNSET
 
     def given(self) -> dict[str, Any]:
         """The fields this patch sets, by name."""
@@ -365,6 +372,7 @@ class TaskRecord:
     energy_shared: bool = False
     paused_at: float | None = None
     paused_s: float = 0.0
+    energy_estimated_s: float = 0.0  # of ``energy_j``, seconds counted from power (a glitching counter)
 
     @property
     def name(self) -> str:

@@ -478,7 +478,7 @@ def _open_ray_head(tmp: Path) -> _OpenHead:
     import tempfile
 
     head = _OpenHead(Path(tempfile.mkdtemp(prefix="gto", dir="/tmp")))
-    from gputray.cluster.bridge import ProbeResult, run_probe
+    from gputray.cluster.bridge_probe import ProbeResult, run_probe
 
     seen: list[ProbeResult] = []
 

@@ -17,12 +17,13 @@ from gputray.cluster.link import ClusterLink
 from gputray.scheduler.cluster_records import ClusterReport, DeviceView, ReportedMachine
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import BadRequest, Request, request_from
+from gputray.scheduler.queue.cluster_side import ClusterSide
 from gputray.scheduler.queue.saved_queue import read_saved_tasks
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.recipes import SubmitError
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
 def _paths(tmp_path: Path) -> Paths:
@@ -35,7 +36,9 @@ def _link(tmp_path: Path, cluster: dict[str, object] | None) -> tuple[ClusterLin
     if cluster is not None:
         paths.config_file.write_text(tomli_w.dumps({"cluster": cluster}))
     store = TaskStore(paths.queue_db)
-    return ClusterLink(paths, store), store
+    link = ClusterLink(paths)
+    link.attach(ClusterSide(FakeQueue(store)))  # the queue's real side, over a stand-in for the service
+    return link, store
 
 
 def spec(**fields: object) -> TaskSpec:
@@ -50,8 +53,8 @@ class FakeEdits:
 
 
 class FakeQueue:
-    """Stands in for the QueueService: the link only submits, asks for a pass and tells the queue's
-    waiters that a row changed."""
+    """Stands in for the QueueService under the queue's real ``ClusterSide``: its store is real; it
+    submits, asks for a pass and tells the queue's waiters that a row changed."""
 
     def __init__(self, store: TaskStore) -> None:
         self.store = store
@@ -63,7 +66,7 @@ class FakeQueue:
     def paused(self) -> Paused:
         return self.paused_now
 
-    def submit(self, s: TaskSpec) -> object:
+    def submit(self, s: TaskSpec) -> TaskRecord:
         return self.store.add(s)
 
     def request_dispatch(self, *, urgent: bool = False) -> None:
@@ -113,7 +116,6 @@ def test_a_task_for_another_machine_need_not_find_its_program_here(tmp_path: Pat
 
 def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason(tmp_path: Path) -> None:
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
-    link.attach(FakeQueue(store))
     rec = store.add(spec(machine="any", retries=1, backoff_s=0.0))
     lost = {"step": "lost_there", "why": "laptop left the cluster while it ran", "now": time.time()}
     steps.run_there(store, rec.id, "laptop", 3)
@@ -146,7 +148,6 @@ def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path
 
 def test_a_task_sent_twice_is_queued_once(tmp_path: Path) -> None:
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "laptop"})
-    link.attach(FakeQueue(store))
     wire = spec(base_env={"SECRET": "x"}, env={"GREETING": "hi"}, after=(2, 3), after_any=True).to_dict()
     first = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
     again = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
@@ -252,7 +253,7 @@ def test_only_the_bridge_process_imports_ray() -> None:
 
 
 def test_a_remote_copy_is_an_orphan_only_when_our_row_went_another_way() -> None:
-    from gputray.cluster.bridge import _is_that_copy
+    from gputray.cluster.bridge_faults import _is_that_copy
 
     assert _is_that_copy("laptop", 7, 1, "laptop", 7, "1")  # ours, handed over
     assert _is_that_copy("laptop", None, 1, "laptop", 7, "1")  # ours, being sent right now
@@ -321,7 +322,7 @@ def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_r
 
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
     queue = FakeQueue(store)
-    link.attach(queue)
+    link.attach(ClusterSide(queue))
     link.sync(
         rq.ClusterSync(wait_ms=0, bridge_key=link.bridge_key)
     )  # the first sync answers at once (nothing seen yet)

@@ -19,7 +19,8 @@ import task_steps as steps
 import tomli_w
 from waiting import wait_for
 
-from gputray.cluster.bridge import Bridge, _Machine
+from gputray.cluster.bridge import Bridge
+from gputray.cluster.bridge_base import _Machine
 from gputray.cluster.config import load_cluster_config
 from gputray.cluster.link import ClusterLink
 from gputray.cluster.submit_checks import check_machine_task
@@ -32,6 +33,7 @@ from gputray.monitor.simulated import RADEON_780M, SimulatedBackend
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue.cluster_side import ClusterSide
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
@@ -73,12 +75,12 @@ class Desk:
         cluster = {"address": "127.0.0.1:6379", "machine": "desk"}
         self.paths.config_file.write_text(tomli_w.dumps({"cluster": cluster}), encoding="utf-8")
         self.store = TaskStore(self.paths.queue_db)
-        self.link = ClusterLink(self.paths, self.store)
+        self.link = ClusterLink(self.paths)
         gone = Load("780m", 0, 1e9, 0, state="gone")
         self.monitor = Monitor([SimulatedBackend(Scenario((gone,)))], host=HostReader())
         self.monitor.sample_once()
         self.queue = QueueService(self.store, self.monitor, paths=self.paths, cluster=self.link)
-        self.link.attach(self.queue)
+        self.link.attach(ClusterSide(self.queue))
         config = load_cluster_config(self.paths.config_file)
         self.bridge = Bridge(self.paths, config, None, key=self.link.bridge_key)
 
@@ -268,12 +270,12 @@ def test_an_agent_of_another_version_is_named_once_and_its_tasks_left_alone(
 ) -> None:
     import types
 
-    import gputray.cluster.bridge as bridge_module
+    import gputray.cluster.bridge_base as bridge_module
 
     rec = desk.queue.submit(job(machine="laptop"))
     steps.run_there(desk.store, rec.id, "laptop", 7)
     fake_ray = types.SimpleNamespace(get=lambda ref, timeout=None: ref)
-    monkeypatch.setattr(bridge_module, "_ray", lambda: fake_ray)
+    monkeypatch.setattr(bridge_module, "ray", lambda: fake_ray)
     b = desk.bridge
     b.connected, b.gcs_ok_mono = True, time.monotonic()
     b.machines["laptop"] = _Machine(last_contact=time.time(), handle=_OldAgent())

@@ -128,13 +128,14 @@ def _waiting_on_laptop(desk: Desk, monkeypatch: pytest.MonkeyPatch, holder: _Hol
     """A task for any machine, handed to the laptop as its #4, waiting there; desk's CPU is free."""
     import types
 
-    import gputray.cluster.bridge as bridge_module
-    from gputray.cluster.bridge import _Machine
+    import gputray.cluster.bridge_base as bridge_module
+    import gputray.cluster.bridge_placing as placing_module
+    from gputray.cluster.bridge_base import _Machine
 
     monkeypatch.setattr(
-        bridge_module, "_ray", lambda: types.SimpleNamespace(get=lambda ref, timeout=None: ref)
+        bridge_module, "ray", lambda: types.SimpleNamespace(get=lambda ref, timeout=None: ref)
     )
-    monkeypatch.setattr(bridge_module, "PLACED_HERE_GRACE_S", 0.0)
+    monkeypatch.setattr(placing_module, "PLACED_HERE_GRACE_S", 0.0)
     desk.report()
     spec = TaskSpec(kind="command", name="any job", argv=("python3", "-c", "pass"), machine="any")
     rec = desk.queue.submit(spec.replace(device_prefs=("cpu",)))

@@ -60,10 +60,10 @@ model.apply([
     for i in range(1, 9)
 ])
 panel = Panel(model, demo=True)
-from gputray.gui.messages import note
+from gputray.gui.messages import counted_note, note
 from gputray.gui.tray_app import CONFIG_PROBLEMS_NOTE, NO_GPU_NOTE
 bad = "monitor.interval_s = -3 is not a number"
-banner = [note(NO_GPU_NOTE), note(CONFIG_PROBLEMS_NOTE, count=2, first=bad)]
+banner = [note(NO_GPU_NOTE), counted_note(CONFIG_PROBLEMS_NOTE, 2, first=bad)]
 panel.set_notice(lambda: "\n".join(n.text() for n in banner))  # in the panel's language
 # icons on every edge of every screen, and a 1x1 cursor anchor (StatusNotifierItem)
 anchors = {

@@ -69,10 +69,14 @@ REAL = [
     "paused by you at 14:02; its GPU memory was moved to host memory (cuda-checkpoint)",
     "paused by you at 14:02; resumed 14:07",
     "paused for #31 (priority 10) at 14:02; resumed 14:07",
+    # scheduler/queue/oom_elsewhere.py
+    "out of memory on GeForce RTX 5060 Ti at 16.4 GiB; running on Radeon 780M (29.0 GiB shared free)",
+    "out of memory on Radeon 780M at 16.4 GiB; no device it may use has that free "
+    "(Radeon 780M 12.0 GiB free)",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
 DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'", "blur"]
-DATA += ["cuda-checkpoint"]  # a program's name
+DATA += ["cuda-checkpoint", "(Radeon 780M 12.0 GiB free)"]  # a program's name; devices' figures
 
 
 @pytest.fixture
@@ -158,7 +162,7 @@ python = "/usr/bin/python3"
 
 
 def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp_path: Path) -> None:
-    from gputray.gui.messages import note
+    from gputray.gui.messages import counted_note
     from gputray.gui.tray_app import CONFIG_PROBLEMS_NOTE
     from gputray.scheduler.config import read_config
 
@@ -174,5 +178,5 @@ def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp
     for problem in problems:
         shown = translate(str(problem))
         assert JAPANESE.search(shown) and english_words(shown, data) == [], shown
-    banner = note(CONFIG_PROBLEMS_NOTE, count=len(problems), first=problems[0]).text()
+    banner = counted_note(CONFIG_PROBLEMS_NOTE, len(problems), first=problems[0]).text()
     assert english_words(banner, [*data, "gputray config"]) == [], banner

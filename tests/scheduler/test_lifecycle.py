@@ -40,6 +40,7 @@ STEPS: dict[str, Callable[[TaskRecord], life.Step]] = {
     "cancel_running": lambda r: life.Cancel(reason="cancelled while running", ended_at=3.0, end=END),
     "succeed": lambda r: life.Succeed(end=life.JobEnd(exit_code=0, ended_at=4.0)),
     "retry_or_fail": lambda r: life.RetryOrFail(why="exited with status 1", now=4.0, end=END),
+    "run_elsewhere": lambda r: life.RunElsewhere(reason="out of memory on A; running on B", now=4.0, end=END),
     "interrupt": lambda r: life.Interrupt(reason="interrupted", ended_at=4.0),
     "requeue": lambda r: life.Requeue(reason="queued again by request", now=6.0, position=9.0),
     "note": lambda r: life.Note(reason="a note"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,8 +126,7 @@ def paused_json(reply: PausedReply) -> dict[str, bool]:
     return {"queue": paused.all, **{k: k in paused.devices for k in keys}}
 
 
-def print_json(doc: Any) -> None:
-    sys.stdout.write(console.json_text(doc, sys.stdout, indent=2) + "\n")
+print_json = console.print_json
 
 
 # Exit statuses, the same for every command (listed in the README): 0 done, 1 refused (a bad file, an
@@ -144,5 +142,4 @@ EXIT_INTERRUPTED = 130
 
 def error(message: str, code: int = EXIT_USAGE) -> int:
     """``gputray: message`` on stderr; returns ``code`` (default 2, bad usage) as the exit status."""
-    print(f"gputray: {message}", file=sys.stderr)
-    return code
+    return console.say_error(message, code)
