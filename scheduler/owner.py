@@ -35,6 +35,7 @@ from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.preemption import Preemption
 from gputray.scheduler.queue.timing import Schedule, Timing
+from gputray.scheduler.queue.wait_book import Later, States
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
@@ -62,6 +63,16 @@ class OwnerRequestError(rq.Refusal, ValueError):
 
 class OwnerStopping(OwnerRequestError):
     """The owner is shutting down; clients that keep watching treat this as the owner going away."""
+
+
+def _waited(now: States) -> rp.Waited:
+    """A ``wait``'s answer: the tasks as they are now (one removed meanwhile says so)."""
+    tasks = tuple(
+        rp.TaskView.of(r) if not isinstance(r, int) else rp.TaskView(id=r, state="removed") for r in now
+    )
+    return rp.Waited(
+        tasks=tasks, done=all(t.state in ("succeeded", "failed", "cancelled", "removed") for t in tasks)
+    )
 
 
 def _task_id(value: int | str, what: str = "task", listing: str = "gputray queue") -> int:
@@ -192,7 +203,8 @@ class Owner:
         for note in prepare_private_folders(self.paths):
             log.warning("%s", note)
         if self._serve_ipc:
-            self.server = IpcServer(self.paths, self._answer)  # requests already decoded and checked
+            # requests already decoded and checked; a `wait` parked until it is answered
+            self.server = IpcServer(self.paths, self._answer, deferrer=self._defer)
             self.server.start()
         try:
             config = self._config or read_config_or_defaults(self.paths.config_file)
@@ -540,14 +552,18 @@ class Owner:
 
     def _op_wait(self, req: rq.WaitFor) -> rp.Waited:
         ids = [_task_id(raw) for raw in req.ids]
-        now = self.queue.edits.wait_ended(ids, req.timeout_s)
-        tasks = tuple(
-            rp.TaskView.of(r) if not isinstance(r, int) else rp.TaskView(id=r, state="removed") for r in now
-        )
-        return rp.Waited(
-            tasks=tasks,
-            done=all(t.state in ("succeeded", "failed", "cancelled", "removed") for t in tasks),
-        )
+        return _waited(self.queue.edits.wait_ended(ids, req.timeout_s))
+
+    def _defer(self, req: rq.Request[Any]) -> Later[rp.Waited] | None:
+        """The socket's ``wait``: answered later, its connection parked (no thread held meanwhile)."""
+        if not isinstance(req, rq.WaitFor):
+            return None
+        if not self._ready.wait(60.0):
+            raise OwnerRequestError("the gputray owner is still starting; try again")
+        if self._stopped.is_set():
+            raise OwnerStopping("the gputray owner is stopping")
+        ids = [_task_id(raw) for raw in req.ids]
+        return self.queue.edits.wait_later(ids, req.timeout_s, _waited)
 
     def resolve_device(self, text: str | None) -> str | None:
         """A device key from a key, a name fragment (``5060ti``, ``780m``) or ``cpu``; None for all."""

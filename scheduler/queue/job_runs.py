@@ -169,7 +169,11 @@ class JobRuns:
         for i, rec in enumerate(out):
             so_far = self.energy.so_far(rec.id) if rec.state == "running" else None
             if so_far is not None:
-                out[i] = rec.replace(energy_j=so_far.energy_j, energy_shared=so_far.shared)
+                out[i] = rec.replace(
+                    energy_j=so_far.energy_j,
+                    energy_shared=so_far.shared,
+                    energy_estimated_s=so_far.estimated_s,
+                )
         return out
 
     def adopt_left_jobs(self) -> set[int]:
@@ -512,6 +516,7 @@ class JobRuns:
                 measured=True,
                 energy_j=used.energy_j,
                 energy_shared=used.shared,
+                energy_estimated_s=used.estimated_s,
                 # it ended while paused (cancelled): its pause ends with it
                 paused_s=None if rec.paused_at is None else rec.paused_s + max(0.0, now - rec.paused_at),
             )

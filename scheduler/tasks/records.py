@@ -366,6 +366,7 @@ class TaskRecord:
     energy_shared: bool = False
     paused_at: float | None = None
     paused_s: float = 0.0
+    energy_estimated_s: float = 0.0  # of ``energy_j``, seconds counted from power (a glitching counter)
 
     @property
     def name(self) -> str:
