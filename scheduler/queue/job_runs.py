@@ -475,8 +475,7 @@ class JobRuns:
             if device is not None:
                 self.monitor.job_ended(device, job.pid)
             used = self.energy.finish(task_id)
-            peak = self.peaks.finish(task_id)
-            if peak is not None:  # learned with the run, if it succeeds (``Estimator.finished``)
+            if (peak := self.peaks.finish(task_id)) is not None:  # learned with the run if it succeeds
                 self.queue.estimates.peaks[task_id] = peak
             try:
                 rec = self.store.get(task_id)
@@ -573,19 +572,16 @@ class JobRuns:
         """It ran out of memory: with ``on_oom = "elsewhere"`` once more where that fits, saying so
         (``oom_elsewhere``); otherwise, or where nothing fits, the retry policy with the reason."""
         states = self.queue.device_book.states(self.monitor.latest, list(self.jobs.values()), Paused())
-        failed = next((d for d in states if d.key == device), None)
-        outcome = elsewhere(rec.spec, failed, oom, states)
+        outcome = elsewhere(rec.spec, next((d for d in states if d.key == device), None), oom, states)
         why = "; ".join(filter(None, [outcome.words, left]))
         self._note_in_log(rec.log_path, f"{why} ({oom.kind}: {oom.line})")
         if rec.spec.on_oom == "elsewhere" and outcome.spec is not None:
             new = self.store.must_apply(rec.id, life.RunElsewhere(reason=why, now=now, end=end))
             new = self.store.replace_spec(rec.id, outcome.spec, only_states=("queued",)) or new
-            self.queue.emit("redirected", new, f"{new.name}: {why}")
-            return
-        elsewhere_asked = rec.spec.on_oom == "elsewhere"  # nowhere fits: the same would happen again
-        new = self.store.must_apply(
-            rec.id, life.RetryOrFail(why=why, now=now, end=end, may_retry=not elsewhere_asked)
-        )
+            return self.queue.emit("redirected", new, f"{new.name}: {why}")
+        # asked to run elsewhere, and nowhere fits: the same would happen again, so no retry
+        step = life.RetryOrFail(why=why, now=now, end=end, may_retry=rec.spec.on_oom != "elsewhere")
+        new = self.store.must_apply(rec.id, step)
         self.queue.emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
 
     def _note_in_log(self, log_path: str | None, line: str | None) -> None:
