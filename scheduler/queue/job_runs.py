@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -569,9 +569,10 @@ class JobRuns:
     def _out_of_memory(
         self, rec: TaskRecord, device: str | None, oom: OutOfMemory, now: float, end: life.JobEnd, left: str
     ) -> None:
-        """It ran out of memory: with ``on_oom = "elsewhere"`` once more where that fits, saying so
-        (``oom_elsewhere``); otherwise, or where nothing fits, the retry policy with the reason."""
+        """Out of memory: ``on_oom = "elsewhere"`` runs it once more where it fits (``oom_elsewhere``)."""
         states = self.queue.device_book.states(self.monitor.latest, list(self.jobs.values()), Paused())
+        measured = self.queue.estimates.peaks.pop(rec.id, None)  # what the monitor saw it hold at most
+        oom = oom if oom.peak_bytes is not None or measured is None else replace(oom, peak_bytes=measured)
         outcome = elsewhere(rec.spec, next((d for d in states if d.key == device), None), oom, states)
         why = "; ".join(filter(None, [outcome.words, left]))
         self._note_in_log(rec.log_path, f"{why} ({oom.kind}: {oom.line})")
@@ -579,7 +580,6 @@ class JobRuns:
             new = self.store.must_apply(rec.id, life.RunElsewhere(reason=why, now=now, end=end))
             new = self.store.replace_spec(rec.id, outcome.spec, only_states=("queued",)) or new
             return self.queue.emit("redirected", new, f"{new.name}: {why}")
-        # asked to run elsewhere, and nowhere fits: the same would happen again, so no retry
         step = life.RetryOrFail(why=why, now=now, end=end, may_retry=rec.spec.on_oom != "elsewhere")
         new = self.store.must_apply(rec.id, step)
         self.queue.emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
