@@ -23,6 +23,7 @@ from gputray.cluster.wire import MachineView, qualified, split_qualified
 from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.render import render
+from gputray.scheduler.tasks import cluster_steps
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
 
@@ -57,11 +58,13 @@ class Placing(BridgeBase):
             if isinstance(d.decision, Placement):
                 assert d.machine is not None and d.device_key is not None
                 if d.machine == self.local:
-                    self._step(r, life.PlaceHere(machine=self.local))  # the local queue starts it now
+                    self._step(
+                        r, cluster_steps.PlaceHere(machine=self.local)
+                    )  # the local queue starts it now
                     continue
                 claimed = self._step(
                     r,
-                    life.HandOver(
+                    cluster_steps.HandOver(
                         machine=d.machine,
                         device=qualified(d.machine, d.device_key),
                         attempts=r.attempts + 1,
@@ -103,7 +106,7 @@ class Placing(BridgeBase):
             log.info("task #%d waits here; %s can start it now: placing it there", r.id, d.machine)
             claimed = self._step(
                 r,
-                life.HandOver(
+                cluster_steps.HandOver(
                     machine=d.machine,
                     device=qualified(d.machine, d.device_key),
                     attempts=r.attempts + 1,
@@ -183,7 +186,7 @@ class Placing(BridgeBase):
         log.info("task #%d: %s", rec.id, render(why))
         self._note_in_log(rec, render(why))
         # placed afresh (the copy there never ran: no attempt)
-        self._step(rec, life.TakeBack(machine=None, attempts=rec.attempts - 1, reason=why))
+        self._step(rec, cluster_steps.TakeBack(machine=None, attempts=rec.attempts - 1, reason=why))
 
     def _withdraw_to(self, rec: TaskRecord, machine: str, device_key: str) -> None:
         holder = str(rec.machine)
@@ -194,11 +197,11 @@ class Placing(BridgeBase):
         log.info("task #%d: %s", rec.id, render(why))
         if machine == self.local:  # the local queue starts it now; the copy there never ran: no attempt
             self._note_in_log(rec, render(why))  # the queue appends its run to the same log
-            self._step(rec, life.TakeBack(machine=self.local, attempts=rec.attempts - 1, reason=why))
+            self._step(rec, cluster_steps.TakeBack(machine=self.local, attempts=rec.attempts - 1, reason=why))
             return
         claimed = self._step(  # the same attempt, handed to another machine
             rec,
-            life.HandOver(
+            cluster_steps.HandOver(
                 machine=machine,
                 device=qualified(machine, device_key),
                 into="queued",

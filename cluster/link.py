@@ -46,14 +46,8 @@ from gputray.scheduler.queue.dependencies import gate
 from gputray.scheduler.queue.device_checks import check_submit
 from gputray.scheduler.reasons.codes import Named, Said
 from gputray.scheduler.replies import ClusterSynced, ClusterTask, Paused
-from gputray.scheduler.tasks.lifecycle import (
-    Handed,
-    IllegalTransition,
-    LostThere,
-    RemoteMark,
-    RemoteRun,
-    TakeBack,
-)
+from gputray.scheduler.tasks.cluster_steps import Handed, LostThere, RemoteMark, RemoteRun, TakeBack
+from gputray.scheduler.tasks.lifecycle import IllegalTransition
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
     EventKind,

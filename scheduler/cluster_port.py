@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from gputray.scheduler.queue.device_checks import SeenDevice
     from gputray.scheduler.queue.placement import DeviceState
     from gputray.scheduler.reasons.codes import Reason
-    from gputray.scheduler.tasks.lifecycle import ClusterStep
+    from gputray.scheduler.tasks.cluster_steps import ClusterStep
     from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
 
 

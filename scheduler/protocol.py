@@ -44,12 +44,12 @@ from gputray.scheduler.tasks.limits import (  # the limits of task values live w
 if TYPE_CHECKING:
     from gputray.scheduler import cluster_records
     from gputray.scheduler.reasons import codes as reason_codes
-    from gputray.scheduler.tasks import lifecycle as task_lifecycle
+    from gputray.scheduler.tasks import cluster_steps as task_steps
     from gputray.scheduler.tasks import records as task_records
 else:
     cluster_records = lazy_module("gputray.scheduler.cluster_records")
     reason_codes = lazy_module("gputray.scheduler.reasons.codes")
-    task_lifecycle = lazy_module("gputray.scheduler.tasks.lifecycle")
+    task_steps = lazy_module("gputray.scheduler.tasks.cluster_steps")
     task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = [  # re-exported: the limits every request field shares
@@ -345,13 +345,13 @@ BridgeKey = Annotated[str, Meta(max_length=128)]
 
 
 class ClusterUpdate(Request[rp.ClusterTask]):
-    """The bridge: one lifecycle step (``tasks/lifecycle.py``: ``ClusterStep``) of a task the cluster
+    """The bridge: one lifecycle step (``tasks/cluster_steps.py``: ``ClusterStep``) of a task the cluster
     places or another machine runs; with ``expect_state``, only while the task is still in that state
     (the reply's ``task`` is None and ``now`` says what it is when it was not)."""
 
     op = "cluster_update"
     id: TaskId
-    step: task_lifecycle.ClusterStep
+    step: task_steps.ClusterStep
     expect_state: Str | None = None
     bridge_key: BridgeKey = ""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.reasons.codes import Cancelled, Reason, Said
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord
 
@@ -89,7 +90,7 @@ def hand_over(
 ) -> TaskRecord:
     """A pending task handed to ``machine`` (a new attempt), taken there as ``remote_id``: waiting."""
     rec = store.get(task_id)
-    sending = life.HandOver(
+    sending = remote.HandOver(
         machine=machine,
         device=f"{machine}/cpu",
         reason=Said(text="sending"),
@@ -97,7 +98,7 @@ def hand_over(
         attempts=rec.attempts + 1,
     )
     store.must_apply(task_id, sending)
-    taken = life.Handed(
+    taken = remote.Handed(
         remote_id=remote_id, remote_state=remote_state, log_path=log_path, reason=Said(text="there")
     )
     return store.must_apply(task_id, taken)
@@ -106,7 +107,7 @@ def hand_over(
 def run_there(store: TaskStore, task_id: int, machine: str, remote_id: int) -> TaskRecord:
     """``hand_over``, then running there."""
     hand_over(store, task_id, machine, remote_id)
-    running = life.RemoteRun(
+    running = remote.RemoteRun(
         into="running", remote_state="running", reason=Said(text="on it"), started_at=1.0
     )
     return store.must_apply(task_id, running)

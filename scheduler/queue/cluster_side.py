@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.reasons.codes import Reason
-from gputray.scheduler.tasks.lifecycle import Cancel, ClusterStep
+from gputray.scheduler.tasks.cluster_steps import ClusterStep
+from gputray.scheduler.tasks.lifecycle import Cancel
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ Tense follows the task: ``render(reason, finished=True)`` for a task that has en
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -36,7 +36,7 @@ class Said(Code, frozen=True):
     """Words kept as written: a row saved before reasons had codes, an error's own message (an OS error,
     a refusal from another machine), a backend's words. Shown as they are in every language."""
 
-    text: str
+    text: Annotated[str, msgspec.Meta(max_length=32_768)]  # as every text a request carries (protocol)
 
 
 class Chain(Code, frozen=True):

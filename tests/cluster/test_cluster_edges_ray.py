@@ -21,11 +21,11 @@ from waiting import wait_for
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.reasons.codes import Said
 from gputray.scheduler.reasons.render import render
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks import cluster_steps as remote
 
 _why_not = ray_available()
 pytestmark = [
-    pytest.mark.skipif(_why_not is not None, reason=f"needs a real Ray cluster: {_why_not}"),
+    pytest.mark.skipif(_why_not is not None, reason=Said(text=f"needs a real Ray cluster: {_why_not}")),
     pytest.mark.slow,
     pytest.mark.timeout(300),
 ]
@@ -152,11 +152,14 @@ def test_a_task_waiting_on_the_laptop_is_taken_back_when_desk_is_free_and_runs_o
         ).task
         assert there is not None
         key = desk.bridge_key()  # the hand-over is the bridge's: sent with its key
-        sending = life.HandOver(
+        sending = remote.HandOver(
             machine="laptop", device="laptop/cpu", reason=Said(text="sending"), into="waiting", attempts=1
         )
-        handed = life.Handed(
-            remote_id=there.id, remote_state="queued", log_path="", reason=f"on laptop as #{there.id}"
+        handed = remote.Handed(
+            remote_id=there.id,
+            remote_state="queued",
+            log_path="",
+            reason=Said(text=f"on laptop as #{there.id}"),
         )
         for step in (sending, handed):
             sent = rq.ClusterUpdate(id=task_id, expect_state="waiting", step=step, bridge_key=key)

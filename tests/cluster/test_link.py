@@ -22,7 +22,7 @@ from gputray.scheduler.queue.saved_queue import read_saved_tasks
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import Paused
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks.recipes import SubmitError
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -96,7 +96,7 @@ def test_in_a_cluster_the_bridge_places_any_while_it_talks_to_us(tmp_path: Path)
     link.sync(request("cluster_sync", bridge_key=link.bridge_key))
     assert not link.runs_here(anywhere) and not link.runs_here(other)
     assert link.runs_here(mine) and link.runs_here(plain)
-    placed_here = store.must_apply(anywhere.id, life.PlaceHere(machine="desk"))
+    placed_here = store.must_apply(anywhere.id, remote.PlaceHere(machine="desk"))
     assert link.runs_here(placed_here)
     handed = steps.run_there(store, other.id, "laptop", 7)
     assert not link.runs_here(handed)
@@ -300,6 +300,15 @@ def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> 
         request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
     with pytest.raises(BadRequest, match="needs the argument 'id'"):
         request_from("cluster_update", {"step": {"step": "note", "reason": {"code": "Said", "text": "x"}}})
+    with pytest.raises(BadRequest, match=r"argument 'step\.reason"):  # a step's fields keep their limits
+        long = {"code": "Said", "text": "x" * 40_000}
+        request_from("cluster_update", {"id": 1, "step": {"step": "note", "reason": long}})
+    r = {"code": "Said", "text": "r"}
+    ended = {"step": "remote_run", "into": "succeeded", "remote_state": "fetched", "reason": r}
+    with pytest.raises(BadRequest, match=r"argument 'step\.ended_at'"):
+        request_from("cluster_update", {"id": 1, "step": {**ended, "ended_at": float("nan")}})
+    with pytest.raises(BadRequest, match=r"argument 'step\.into'"):  # a run there never "interrupted" here
+        request_from("cluster_update", {"id": 1, "step": {**ended, "into": "interrupted"}})
 
 
 def test_a_misspelt_cluster_key_is_named_but_does_not_stop_the_cluster(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gputray.gui.panel import nearest_edge, panel_position
+from gputray.gui.panel_geometry import nearest_edge, panel_position
 
 SCREENS = {
     "synchronousWindowSystemEvents": True,
@@ -41,7 +41,8 @@ app = QApplication([])
 from gui_snapshots import snapshot
 from gputray.gui.i18n import install_language
 from gputray.gui.layout_audit import audit
-from gputray.gui.panel import Panel, screen_for
+from gputray.gui.panel import Panel
+from gputray.gui.panel_geometry import screen_for
 from gputray.gui.queue_model import QueueModel
 from gputray.monitor.records import ProcessUse
 from gputray.scheduler.replies import TaskView

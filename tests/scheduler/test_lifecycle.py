@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.reasons.codes import Said
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -50,39 +51,35 @@ STEPS: dict[str, Callable[[TaskRecord], life.Step]] = {
     ),
     "interrupt": lambda r: life.Interrupt(reason=Said(text="interrupted"), ended_at=4.0),
     "requeue": lambda r: life.Requeue(reason=Said(text="queued again by request"), now=6.0, position=9.0),
-    "note": lambda r: life.Note(reason=Said(text="a note")),
-    "place_here": lambda r: life.PlaceHere(machine="desk"),
-    "hand_over": lambda r: life.HandOver(
+    "note": lambda r: life.Note(reason="a note"),
+    "place_here": lambda r: remote.PlaceHere(machine="desk"),
+    "hand_over": lambda r: remote.HandOver(
         machine="laptop",
         device="laptop/cpu",
         reason=Said(text="sending"),
         into="waiting",
         attempts=r.attempts + 1,
     ),
-    "hand_on": lambda r: life.HandOver(
+    "hand_on": lambda r: remote.HandOver(
         machine="nas", device="nas/cpu", reason=Said(text="sending"), into="queued", again=True
     ),
-    "handed": lambda r: life.Handed(
-        remote_id=7, remote_state="queued", log_path="", reason=Said(text="on laptop")
-    ),
-    "take_back": lambda r: life.TakeBack(
+    "handed": lambda r: remote.Handed(remote_id=7, remote_state="queued", log_path="", reason="on laptop"),
+    "take_back": lambda r: remote.TakeBack(
         machine=None, reason=Said(text="taken back"), attempts=max(0, r.attempts - 1)
     ),
-    "hand_over_failed": lambda r: life.HandOverFailed(reason=Said(text="refused there"), ended_at=3.0),
-    "remote_running": lambda r: life.RemoteRun(
+    "hand_over_failed": lambda r: remote.HandOverFailed(reason=Said(text="refused there"), ended_at=3.0),
+    "remote_running": lambda r: remote.RemoteRun(
         into="running", remote_state="running", reason=Said(text="on"), started_at=2.0
     ),
-    "remote_waiting": lambda r: life.RemoteRun(
-        into="waiting", remote_state="queued", reason=Said(text="there")
-    ),
-    "remote_succeeded": lambda r: life.RemoteRun(
+    "remote_waiting": lambda r: remote.RemoteRun(into="waiting", remote_state="queued", reason="there"),
+    "remote_succeeded": lambda r: remote.RemoteRun(
         into="succeeded", remote_state="fetched", reason=Said(text="done"), exit_code=0, ended_at=5.0
     ),
-    "remote_failed": lambda r: life.RemoteRun(
+    "remote_failed": lambda r: remote.RemoteRun(
         into="failed", remote_state="fetched", reason=Said(text="x"), exit_code=2
     ),
-    "remote_mark": lambda r: life.RemoteMark(remote_state="lost"),
-    "lost_there": lambda r: life.LostThere(why=Said(text="laptop left the cluster"), now=6.0),
+    "remote_mark": lambda r: remote.RemoteMark(remote_state="lost"),
+    "lost_there": lambda r: remote.LostThere(why=Said(text="laptop left the cluster"), now=6.0),
 }
 
 

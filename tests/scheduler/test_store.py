@@ -23,6 +23,7 @@ from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
 from gputray.scheduler.reasons.codes import ExitedWith, Said
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -454,16 +455,16 @@ def test_a_schema_1_file_is_read_as_it_is_and_migrated_by_the_owner(tmp_path: Pa
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     store = TaskStore(db)  # the owner: migrated, the row kept
-    assert store.schema_version == SCHEMA_VERSION == 7
+    assert store.schema_version == SCHEMA_VERSION == 8
     assert store.get(saved.id).attempts == 2 and store.get(saved.id).exit_code == 3
     assert store.get(saved.id).machine is None and store.get(saved.id).remote_id is None
     assert store.get(saved.id).energy_j is None and store.get(saved.id).energy_shared is False
     store.must_apply(saved.id, life.Requeue(reason="again", now=6.0, position=2.0))  # attempts_before 2
     store.must_apply(
-        saved.id, life.HandOver(machine="laptop", device="laptop/cpu", reason="r", into="waiting")
+        saved.id, remote.HandOver(machine="laptop", device="laptop/cpu", reason="r", into="waiting")
     )
-    store.must_apply(saved.id, life.Handed(remote_id=7, remote_state="queued", log_path="", reason="r"))
-    ended = life.RemoteRun(
+    store.must_apply(saved.id, remote.Handed(remote_id=7, remote_state="queued", log_path="", reason="r"))
+    ended = remote.RemoteRun(
         into="succeeded", remote_state="succeeded", reason="r", energy_j=1234.5, energy_shared=True
     )
     store.must_apply(saved.id, ended)
