@@ -51,7 +51,7 @@ STEPS: dict[str, Callable[[TaskRecord], life.Step]] = {
     ),
     "interrupt": lambda r: life.Interrupt(reason=Said(text="interrupted"), ended_at=4.0),
     "requeue": lambda r: life.Requeue(reason=Said(text="queued again by request"), now=6.0, position=9.0),
-    "note": lambda r: life.Note(reason="a note"),
+    "note": lambda r: life.Note(reason=Said(text="a note")),
     "place_here": lambda r: remote.PlaceHere(machine="desk"),
     "hand_over": lambda r: remote.HandOver(
         machine="laptop",
@@ -63,7 +63,9 @@ STEPS: dict[str, Callable[[TaskRecord], life.Step]] = {
     "hand_on": lambda r: remote.HandOver(
         machine="nas", device="nas/cpu", reason=Said(text="sending"), into="queued", again=True
     ),
-    "handed": lambda r: remote.Handed(remote_id=7, remote_state="queued", log_path="", reason="on laptop"),
+    "handed": lambda r: remote.Handed(
+        remote_id=7, remote_state="queued", log_path="", reason=Said(text="on laptop")
+    ),
     "take_back": lambda r: remote.TakeBack(
         machine=None, reason=Said(text="taken back"), attempts=max(0, r.attempts - 1)
     ),
@@ -71,7 +73,9 @@ STEPS: dict[str, Callable[[TaskRecord], life.Step]] = {
     "remote_running": lambda r: remote.RemoteRun(
         into="running", remote_state="running", reason=Said(text="on"), started_at=2.0
     ),
-    "remote_waiting": lambda r: remote.RemoteRun(into="waiting", remote_state="queued", reason="there"),
+    "remote_waiting": lambda r: remote.RemoteRun(
+        into="waiting", remote_state="queued", reason=Said(text="there")
+    ),
     "remote_succeeded": lambda r: remote.RemoteRun(
         into="succeeded", remote_state="fetched", reason=Said(text="done"), exit_code=0, ended_at=5.0
     ),

@@ -399,7 +399,9 @@ def test_rows_saved_before_and_after_the_migration_both_come_back_from_a_damaged
             rec.id,
             remote.HandOver(machine="m", device="m/cpu", reason=Said(text="r"), into="waiting", attempts=3),
         )
-        store.must_apply(rec.id, remote.Handed(remote_id=i, remote_state="queued", log_path="", reason="r"))
+        store.must_apply(
+            rec.id, remote.Handed(remote_id=i, remote_state="queued", log_path="", reason=Said(text="r"))
+        )
         ended = remote.RemoteRun(
             into="failed",
             remote_state="failed",
