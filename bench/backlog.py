@@ -67,7 +67,7 @@ def fill_finished(n: int, env: dict[str, str]) -> Callable[[Paths], None]:
             TaskSpec(kind="command", name=f"done {i}", argv=(program, str(i)), base_env=env) for i in range(n)
         ]
         records = store.add_many(specs, now=now - 3600)
-        ran = life.Start(device="cpu", env=None, reason="", attempts=1, started_at=now - 300, log_path="")
+        ran = life.Start(device="cpu", env=None, reason=None, attempts=1, started_at=now - 300, log_path="")
         store.apply_many([(r.id, ran) for r in records])  # each through the lifecycle: started, then ended
         ended = life.Succeed(end=life.JobEnd(exit_code=0, ended_at=now - 290))
         store.apply_many([(r.id, ended) for r in records])

@@ -30,6 +30,7 @@ from daemon_harness import BenchDaemon
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.store import NO_FSYNC_VAR, TaskStore
+from gputray.scheduler.reasons.codes import ExitedWith
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -54,11 +55,11 @@ def prepare(port: int) -> object:
         now = time.time()
         specs = [TaskSpec(kind="command", name=f"done {i}", argv=("true", str(i))) for i in range(700)]
         records = store.add_many(specs, now=now - 3600)
-        ran = life.Start(device="cpu", env=None, reason="", attempts=1, started_at=now - 300, log_path="")
+        ran = life.Start(device="cpu", env=None, reason=None, attempts=1, started_at=now - 300, log_path="")
         store.apply_many([(r.id, ran) for r in records])  # each through the lifecycle: started, then ended
         ok = life.Succeed(end=life.JobEnd(exit_code=0, ended_at=now - 290))
         failed = life.RetryOrFail(
-            why="exited with status 1", now=now - 290, end=life.JobEnd(exit_code=1, ended_at=now - 290)
+            why=ExitedWith(status=1), now=now - 290, end=life.JobEnd(exit_code=1, ended_at=now - 290)
         )
         store.apply_many([(r.id, ok if i < 600 else failed) for i, r in enumerate(records)])
         store.close()

@@ -94,7 +94,7 @@ def main(days: int = 7, *, retain: bool = True) -> int:
                 ran = life.Start(
                     device="cpu",
                     env=None,
-                    reason="",
+                    reason=None,
                     attempts=1,
                     started_at=end - 0.5,
                     log_path=str(log_path),
