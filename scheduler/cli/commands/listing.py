@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from gputray.monitor.units import format_energy_j
-from gputray.scheduler.cli.commands.common import shown, terminal_cells
+from gputray.scheduler.cli.commands.common import reason_text, shown, terminal_cells
 from gputray.scheduler.replies import DeviceSlots, TaskView
 from gputray.scheduler.tasks.times import about, local_time
 
@@ -50,7 +50,7 @@ def reason_shown(t: TaskView) -> str:
     """The task's reason, with its exit status where the reason does not already say how it ended, and
     a pending task's run-elsewhere offer with the command that takes it (the tray asks in a notification;
     on the command line this is where it is seen)."""
-    reason, code = t.reason, t.exit_code
+    reason, code = reason_text(t), t.exit_code
     if t.offer is not None and t.state in ("queued", "waiting"):
         o = t.offer
         offer = (
@@ -61,7 +61,9 @@ def reason_shown(t: TaskView) -> str:
         return f"{reason}; {offer}" if reason else offer
     if t.state != "failed" or code is None:
         return reason
-    if f"status {code}" in reason or "signal" in reason or "timed out" in reason:
+    from gputray.scheduler.reasons.codes import says_how_it_ended
+
+    if says_how_it_ended(t.reason):
         return reason
     return f"exit {code}" + (f"; {reason}" if reason else "")
 
