@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ PROGRESS_VAR = "GPUTRAY_PROGRESS"
 TAIL_BYTES = 16 * 1024
 HEAD_BYTES = 16 * 1024
 FILE_BYTES = 256
+LINE_CHARS = 1024  # of a line, only its end is looked at
 
 _SUFFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _NUM = r"(\d+(?:\.\d+)?)([kKMGT]?)"
@@ -103,17 +105,29 @@ def progress_in_line(line: str, duration_s: float | None = None) -> Progress | N
     return None
 
 
+def _lines_backwards(text: str) -> Iterator[str]:
+    """``text``'s lines (``\\r`` and ``\\n`` both end one), last first, each cut to its last
+    ``LINE_CHARS``: no regex ever runs over a whole tail (a preallocated log's NULs are one line)."""
+    end = len(text)
+    while end > 0:
+        start = max(text.rfind("\n", 0, end), text.rfind("\r", 0, end)) + 1
+        if start < end:
+            yield text[max(start, end - LINE_CHARS) : end]
+        end = start - 1
+
+
 def progress_in_text(text: str, duration_s: float | None = None) -> Progress | None:
-    """The last progress ``text`` (a log's tail) reports; tqdm's ``\\r`` updates count as lines."""
-    for line in reversed(re.split(r"[\r\n]+", text)):
-        if line and (found := progress_in_line(line, duration_s)) is not None:
+    """The last progress ``text`` (a log's tail) reports; tqdm's ``\\r`` updates count as lines. A line
+    with none of ``%``, ``/``, ``=`` (what every pattern needs) is passed over without a regex."""
+    for line in _lines_backwards(text):
+        if ("%" in line or "/" in line or "=" in line) and (found := progress_in_line(line, duration_s)):
             return found
     return None
 
 
 def ffmpeg_duration_s(head: str) -> float | None:
     """The first input's duration ffmpeg printed (``Duration: 00:00:10.00``); None when absent."""
-    m = _FFMPEG_DURATION.search(head)
+    m = _FFMPEG_DURATION.search(head) if "Duration:" in head else None
     return None if m is None else _seconds(*m.groups())
 
 
@@ -164,6 +178,6 @@ def read_progress(
     if found is not None:
         return found, duration_s
     tail = read_tail(log_path)
-    if duration_s is None and _FFMPEG.search(tail) is not None:
-        duration_s = ffmpeg_duration_s(read_head(log_path)) or ffmpeg_duration_s(tail)
+    if duration_s is None and "frame=" in tail:  # ffmpeg's: its input's duration, looked for once (0: none)
+        duration_s = ffmpeg_duration_s(read_head(log_path)) or ffmpeg_duration_s(tail) or 0.0
     return progress_in_text(tail, duration_s), duration_s

@@ -113,7 +113,7 @@ def progress_cell(task: TaskView) -> str:
     if task.progress is None or task.state != "running":
         return "-"
     done = f"{math.floor(task.progress * 100)}%"
-    return done if task.eta_s is None else f"{done} {_about(task.eta_s)}"
+    return done if task.eta_s is None else f"{done} {about(task.eta_s)}"
 
 
 def energy_cell(task: TaskView) -> str:
