@@ -17,7 +17,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -126,6 +126,8 @@ class JobRuns:
         self.energy = EnergyMeter(queue.monitor.clock)  # the GPU energy of each running job
         self._launching: dict[int, threading.Event] = {}  # tasks being started: set once recorded
         self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
+        # task id -> what making room did for it, said when asked (queue/make_room.py)
+        self.room_notes: dict[int, Callable[[], str]] = {}
 
     def stop_on_lost_devices(self, snapshot: Snapshot) -> None:
         """Monitor thread: stop the jobs whose device is lost, or gone from a few snapshots in a row."""
@@ -269,6 +271,8 @@ class JobRuns:
         notes: builtins.list[str] = [decision.reason] if decision.reason else []
         if task.reason.startswith(OOM_SAID):  # moved here after running out of memory: it still says so
             notes.insert(0, task.reason)
+        if task.id in self.room_notes:  # "freed 9.8 GiB held by ComfyUI (idle 14 min)"
+            notes.insert(0, self.room_notes.pop(task.id)())
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.

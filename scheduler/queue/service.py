@@ -515,6 +515,11 @@ class QueueService:
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
     ) -> None:
+        said = self.runs.room_notes  # what making room did for a task goes on its reason (make_room.py)
+        waits = [
+            (t, Wait(f"{w.reason}; {said[t.id]()}", w.device, w.until_s, w.accepts) if t.id in said else w)
+            for t, w in waits
+        ]
         self.waits_book.note(waits)
         updates: builtins.list[tuple[int, life.Step]] = [
             (task.id, life.Wait(reason=wait.reason, overtakes=overtakes.get(task.id)))
