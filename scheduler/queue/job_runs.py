@@ -11,14 +11,13 @@ exit), its events, a dispatch pass after an exit, and where Python envs and devi
 from __future__ import annotations
 
 import builtins
-import contextlib
 import dataclasses
 import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -43,6 +42,7 @@ from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.queue.unlocked import unlocked as _unlocked
 from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
@@ -132,8 +132,7 @@ class JobRuns:
         self.peaks = PeakMeter()  # the most GPU memory each running job held (``job_peaks``)
         self._launching: dict[int, threading.Event] = {}  # tasks being started: set once recorded
         self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
-        # task id -> what making room did for it, said when asked (queue/make_room.py)
-        self.room_notes: dict[int, Callable[[], str]] = {}
+        self.room_notes: dict[int, Callable[[], str]] = {}  # task id -> what make_room.py did for it
 
     def on_snapshot(self, snapshot: Snapshot) -> None:
         """Monitor thread: each job's peak memory, then the jobs of lost devices stopped."""
@@ -287,8 +286,7 @@ class JobRuns:
         notes: builtins.list[str] = [decision.reason] if decision.reason else []
         if task.reason.startswith(OOM_SAID):  # moved here after running out of memory: it still says so
             notes.insert(0, task.reason)
-        if task.id in self.room_notes:  # "freed 9.8 GiB held by ComfyUI (idle 14 min)"
-            notes.insert(0, self.room_notes.pop(task.id)())
+        notes[:0] = [self.room_notes.pop(task.id)()] if task.id in self.room_notes else []  # freed 9.8 GiB…
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
@@ -573,9 +571,10 @@ class JobRuns:
     def _out_of_memory(
         self, rec: TaskRecord, device: str | None, oom: OutOfMemory, now: float, end: life.JobEnd, left: str
     ) -> None:
-        """It ran out of memory: with ``on_oom = "elsewhere"`` once more where that fits, saying so
-        (``oom_elsewhere``); otherwise, or where nothing fits, the retry policy with the reason."""
+        """Out of memory: ``on_oom = "elsewhere"`` runs it once more where it fits (``oom_elsewhere``)."""
         states = self.queue.device_book.states(self.monitor.latest, list(self.jobs.values()), Paused())
+        measured = self.queue.estimates.peaks.pop(rec.id, None)  # what the monitor saw it hold at most
+        oom = oom if oom.peak_bytes is not None or measured is None else replace(oom, peak_bytes=measured)
         outcome = elsewhere(rec.spec, next((d for d in states if d.key == device), None), oom, states)
         why = "; ".join(filter(None, [outcome.words, left]))
         self._note_in_log(rec.log_path, f"{why} ({oom.kind}: {oom.line})")
@@ -583,7 +582,6 @@ class JobRuns:
             new = self.store.must_apply(rec.id, life.RunElsewhere(reason=why, now=now, end=end))
             new = self.store.replace_spec(rec.id, outcome.spec, only_states=("queued",)) or new
             return self.queue.emit("redirected", new, f"{new.name}: {why}")
-        # asked to run elsewhere, and nowhere fits: the same would happen again, so no retry
         step = life.RetryOrFail(why=why, now=now, end=end, may_retry=rec.spec.on_oom != "elsewhere")
         new = self.store.must_apply(rec.id, step)
         self.queue.emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
@@ -623,23 +621,6 @@ def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
         except OSError:
             log.warning("could not append to %s", log_path)
     return reason.replace(demo_note(device_name, done=False), done) if reason else done
-
-
-@contextlib.contextmanager
-def _unlocked(lock: threading.RLock) -> Iterator[None]:
-    """The queue's lock let go for a moment, however deeply this thread holds it, then taken again."""
-    held = 0
-    while True:
-        try:
-            lock.release()
-        except RuntimeError:  # not (or no longer) held by this thread
-            break
-        held += 1
-    try:
-        yield
-    finally:
-        for _ in range(held):
-            lock.acquire()
 
 
 def _same_spec(a: TaskSpec, b: TaskSpec) -> bool:
