@@ -37,6 +37,7 @@ from gputray.scheduler.queue.make_room import MakeRoom
 from gputray.scheduler.queue.preemption import Preemption
 from gputray.scheduler.queue.timing import Schedule, Timing
 from gputray.scheduler.queue.wait_book import Later, States
+from gputray.scheduler.reasons.render import render_for
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
@@ -351,7 +352,7 @@ class Owner:
     # --- events and schedules --------------------------------------------------------------------
 
     def _event(self, event: QueueEvent) -> None:
-        log.info("task %s %s: %s", event.task.id, event.kind, event.message)
+        log.info("task %s %s: %s", event.task.id, event.kind, render_for(event.task.state, event.message))
         if self.metrics is not None:
             self.metrics.observe(event)
         if self.cluster is not None:

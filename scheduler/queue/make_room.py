@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from gputray.monitor.records import Snapshot
 from gputray.monitor.resident_api import FreeResult, free
 from gputray.monitor.residents import ResidentView, ResidentWatch
-from gputray.monitor.units import format_bytes
-from gputray.scheduler.queue.placement import DeviceState, busy_reason, never_fits, resolve_pref
+from gputray.scheduler.queue.placement import DeviceState, Wait, busy_reason, never_fits, resolve_pref
 from gputray.scheduler.queue.preemption import DEFAULT_PREFS, PreemptingQueue
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.resident_config import ResidentPolicy, ResidentsConfig
 from gputray.scheduler.tasks.records import TaskRecord
 
@@ -39,6 +41,7 @@ log = logging.getLogger("gputray.scheduler.queue.make_room")
 LOOK_S = 2.0
 FREE_BOUND_S = 30.0  # the memory must be back within this after asking
 DROP_SHARE = 0.5  # … by at least this share of what the resident held
+RoomStep = Literal["holds", "asked", "freed", "not_freed", "refused"]
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,6 @@ class RoomPlan:
     device: str
     resident: ResidentView
     policy: ResidentPolicy
-
-
-def idle_words(resident: ResidentView, now_s: float) -> str:
-    minutes = int(resident.idle_s(now_s) // 60)
-    return f"idle {minutes} min" if minutes else "idle under a minute"
 
 
 def choose(
@@ -159,14 +157,28 @@ class MakeRoom:
             else:
                 questions[task.id] = plan
                 if task.id not in self.questions:
-                    self._note(task.id, self._question_words(plan, now_s))
+                    self._note(task.id, self._said("holds", plan.resident, now_s))
         self.questions = questions
 
-    def _question_words(self, plan: RoomPlan, now_s: float) -> str:
-        r = plan.resident
-        return (
-            f"{r.name} holds {format_bytes(r.held_bytes or 0)} ({idle_words(r, now_s)}); "
-            f"`gputray free-resident {r.name.lower()}` frees it for this task"
+    @staticmethod
+    def _said(
+        step: RoomStep,
+        r: ResidentView,
+        now_s: float,
+        *,
+        freed_bytes: int = 0,
+        bound_s: float = 0.0,
+        said: str = "",
+    ) -> c.RoomMade:
+        held, idle_s = r.held_bytes or 0, r.idle_s(now_s)
+        return c.RoomMade(
+            step=step,
+            resident=r.name,
+            held_bytes=held,
+            idle_s=idle_s,
+            freed_bytes=freed_bytes,
+            bound_s=bound_s,
+            said=said,
         )
 
     def answer(self, name: str, now_s: float) -> tuple[str, bool]:
@@ -187,22 +199,19 @@ class MakeRoom:
         return self.free_for(RoomPlan(0, resident.device or "", resident, policy), now_s)
 
     def free_for(self, plan: RoomPlan, now_s: float) -> tuple[str, bool]:
-        """Ask ``plan``'s resident to free its memory; what was said, and whether it was asked."""
+        """Ask ``plan``'s resident to free its memory; what was said (English), and whether it was asked."""
         r = plan.resident
         used = self._used(plan.device)
         result = self._freer(r, plan.policy)
-        held = format_bytes(r.held_bytes or 0)
         if not result.ok:
-            words = f"asked {r.name} to free {held}, and it refused or did not answer: {result.said}"
             self._refused.add((plan.task_id, r.pid))
-            self._note(plan.task_id, words)
-            return words, False
-        words = f"asked {r.name} ({idle_words(r, now_s)}) to free {held}: {result.said}"
+            return self._note(plan.task_id, self._said("refused", r, now_s, said=result.said)), False
+        said = self._said("asked", r, now_s)
+        words = self._note(plan.task_id, said) + f": {result.said}"
         log.info("task #%d: %s", plan.task_id, words)
-        self._note(plan.task_id, words)
         self.asked[r.pid] = _Asked(plan, used if used is not None else 0, now_s, result.said)
         if plan.task_id:  # the task may start before the next look: its start asks whether the room was made
-            self.queue.runs.room_notes[plan.task_id] = lambda: self._settle(r.pid, now_s) or words
+            self.queue.runs.room_notes[plan.task_id] = lambda: self._settle(r.pid, now_s) or said
         return words, True
 
     def _used(self, device: str) -> int | None:
@@ -216,14 +225,12 @@ class MakeRoom:
                 self._refused.add((asked.plan.task_id, pid))
                 r = asked.plan.resident
                 self._note(
-                    asked.plan.task_id,
-                    f"asked {r.name} to free {format_bytes(r.held_bytes or 0)}, but the device's used "
-                    f"memory did not drop within {FREE_BOUND_S:.0f} s; waiting",
+                    asked.plan.task_id, self._said("not_freed", r, asked.asked_at, bound_s=FREE_BOUND_S)
                 )
 
-    def _settle(self, pid: int, now_s: float) -> str | None:
+    def _settle(self, pid: int, now_s: float) -> c.RoomMade | None:
         """Whether the memory asked of resident ``pid`` is back (the device's used memory, less our jobs',
-        dropped by ``DROP_SHARE`` of what it held): then what to say, once; None while it is not."""
+        dropped by ``DROP_SHARE`` of what it held): then the reason that says so, once; None while not."""
         asked = self.asked.get(pid)
         if asked is None:
             return None
@@ -233,24 +240,32 @@ class MakeRoom:
             return None
         del self.asked[pid]
         self.freed += 1
-        freed = format_bytes(max(0, asked.used_before - used))
-        idle = int(max(0.0, asked.asked_at - (r.idle_since_s or asked.asked_at)) // 60)
-        words = f"freed {freed} held by {r.name} (idle {idle} min)"
-        log.info("task #%d: %s", plan.task_id, words)
-        self.notices.append(words)
-        if plan.task_id:
-            self.queue.runs.room_notes[plan.task_id] = lambda: f"{words}: starting"
-            self.queue.request_dispatch(urgent=True)
-        return f"{words}: starting"
+        said = self._said("freed", r, asked.asked_at, freed_bytes=max(0, asked.used_before - used))
+        self._note(plan.task_id, said)
+        self.queue.request_dispatch(urgent=True)
+        return said
 
-    def _note(self, task_id: int, words: str) -> None:
-        """Say it: the tray's notices, and the task's reason (each pass puts it after why it waits, and
-        its start puts it first: ``JobRuns.room_notes``)."""
+    def _note(self, task_id: int, said: c.RoomMade) -> str:
+        """Say it: the tray's notices and the log, and the task's reason (each pass puts it after why it
+        waits, and its start puts it first: ``JobRuns.room_notes``); the English words."""
+        words = render(said)
+        log.info("%s%s", f"task #{task_id}: " if task_id else "", words)
         self.notices.append(words if not task_id else f"#{task_id}: {words}")
         del self.notices[:-50]
         if task_id:
-            self.queue.runs.room_notes[task_id] = lambda: words
+            self.queue.runs.room_notes[task_id] = lambda: said
             self.queue.request_dispatch()
+        return words
+
+
+def with_room_notes(
+    waits: Sequence[tuple[TaskRecord, Wait]], notes: Mapping[int, Callable[[], c.Reason]]
+) -> list[tuple[TaskRecord, Wait]]:
+    """The dispatcher's waits with what making room did for each task after why it waits."""
+    return [
+        (t, dataclasses.replace(w, reason=c.Chain(parts=(w.reason, notes[t.id]()))) if t.id in notes else w)
+        for t, w in waits
+    ]
 
 
 def _others_used_bytes(snapshot: Snapshot | None, device: str, ours: frozenset[int]) -> int | None:

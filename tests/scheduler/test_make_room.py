@@ -26,6 +26,8 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil ports, symlinked names")
@@ -96,18 +98,18 @@ def test_always_frees_the_idle_resident_and_the_job_runs(
             lambda: (t := _task(client, task.id)).state == "succeeded" and t,
             what="the job to run after the free",
         )
-        assert "POST /free {unload_models, free_memory}" in ended.reason or "freed" in ended.reason, (
-            ended.reason
-        )
         assert comfy.paths_called("POST") == ["/free"]
-        assert comfy.calls()[-1]["body"] == {"unload_models": True, "free_memory": True} or any(
-            c["body"] == {"unload_models": True, "free_memory": True} for c in comfy.calls()
-        )
+        assert [call["body"] for call in comfy.calls() if call["path"] == "/free"] == [
+            {"unload_models": True, "free_memory": True}
+        ]
         assert (tmp_path / "job-done").read_text() == "ran"
         assert _nvidia_used(owner) < 2 * GIB  # the memory really came back
         assert owner.make_room is not None and owner.make_room.freed == 1
-        assert ended.reason.startswith("freed "), ended.reason
-        assert "held by ComfyUI" in ended.reason
+        freed = next(r for r in c.inner(ended.reason) if isinstance(r, c.RoomMade))
+        assert freed.step == "freed" and freed.resident == "ComfyUI" and freed.freed_bytes > 11 * GIB, freed
+        assert render(ended.reason, finished=True).startswith("freed 1"), render(ended.reason)
+        assert "held by ComfyUI (idle " in render(ended.reason)
+        assert "ComfyUI（アイドル" in render(ended.reason, "ja")
 
 
 def test_never_and_a_busy_resident_are_not_asked(
@@ -147,10 +149,10 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
         wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="Ollama's 12 GiB on the simulated 5060 Ti")
         task = _needs_8_gib(client, tmp_path)
         asked = wait_for(
-            lambda: "free-resident ollama" in (t := _task(client, task.id)).reason and t,
+            lambda: "free-resident ollama" in render((t := _task(client, task.id)).reason) and t,
             what="the reason to name Ollama and the command",
         )
-        assert "Ollama holds 12.0 GiB (idle under a minute)" in asked.reason, asked.reason
+        assert "Ollama holds 12.0 GiB (idle " in render(asked.reason), render(asked.reason)
         assert ollama.paths_called("POST") == []  # asked the user, not the resident
         said = client.ask(rq.FreeResident(name="ollama"))
         assert said.asked, said
@@ -161,4 +163,4 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
         assert generate == [
             {"method": "POST", "path": "/api/generate", "body": {"model": "qwen3:14b", "keep_alive": 0}}
         ]
-        assert ended.reason.startswith("freed "), ended.reason
+        assert render(ended.reason).startswith("freed "), render(ended.reason)
