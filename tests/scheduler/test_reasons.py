@@ -58,7 +58,8 @@ SAMPLES = [sample(code) for code in ALL_CODES]
 # Words that are data or the names of things in every language (device names, units, the CLI's own).
 KEPT = {"Radeon", "GPU", "CPU", "VRAM", "RAM", "GTT", "GiB", "torch", "Python", "gputray", "allow_unproven"}
 KEPT |= {"true", "kJ", "PATH", "TO", "VENV", "cuda", "checkpoint", "SIGSTOP", "gputray", "edit", "after"}
-KEPT |= {"pip", "install", "venv", "envs", "add", "free", "resident", "radeon"}  # `gputray free-resident NAME`
+KEPT |= {"pip", "install", "venv", "envs", "add"}
+KEPT |= {"free", "resident", "radeon"}  # `gputray free-resident NAME`
 
 
 def english_words(text: str) -> list[str]:
