@@ -42,8 +42,8 @@ def main() -> None:
         ratio = big_us / small_us
         verdict = "met" if ratio <= 1.5 and big_us < 1000 else "NOT met"
         print(
-            f"progress read: {small_us:.0f} us per read of a {small.stat().st_size} B log, {big_us:.0f} us of a "
-            f"1 GiB log = {ratio:.2f}x  (goal <= 1.5x and < 1000 us): {verdict}"
+            f"progress read: {small_us:.0f} us per read of a {small.stat().st_size} B log, "
+            f"{big_us:.0f} us of a 1 GiB log = {ratio:.2f}x  (goal <= 1.5x and < 1000 us): {verdict}"
         )
 
 
