@@ -24,7 +24,7 @@ import msgspec
 from gputray.monitor.records import Snapshot
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.pyenvs.doctor_cache import cached_results
-from gputray.scheduler.queue.estimates import Outlook, about
+from gputray.scheduler.queue.estimates import Outlook
 from gputray.scheduler.queue.placement import (
     DEFAULT_PREFS,
     DeviceState,
@@ -40,6 +40,7 @@ from gputray.scheduler.queue.placement import (
 from gputray.scheduler.queue.placement_policy import OutlookPolicy
 from gputray.scheduler.queue.runtime_history import JobRun, RunBook, RuntimeHistory, SpellBook
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.codes import OfferMade, Reason
 from gputray.scheduler.replies import DeviceSlots, Estimate, Tasks, TaskView
 from gputray.scheduler.tasks.family import family_of
 from gputray.scheduler.tasks.records import Offer, TaskRecord
@@ -47,7 +48,7 @@ from gputray.scheduler.tasks.records import Offer, TaskRecord
 log = logging.getLogger(__name__)
 
 SPEEDS_REFRESH_S = 30.0  # the doctor's cache is read again at most this often
-EmitOffer = Callable[[TaskRecord, str, Offer], None]
+EmitOffer = Callable[[TaskRecord, Reason, Offer], None]
 
 
 class DoctorSpeeds:
@@ -261,7 +262,7 @@ class Estimator:
             for d in devices
             if d.key not in taken and d.running < d.slots and not (d.verdict and d.verdict.busy)
         }
-        offers: dict[int, tuple[TaskRecord, Offer, str]] = {}
+        offers: dict[int, tuple[TaskRecord, Offer, Reason]] = {}
         allowed: AllowedCache = {}
         for task, decision in result.decisions:
             if not idle - taken:
@@ -296,7 +297,7 @@ class Estimator:
         taken: set[str],
         outlook: Outlook,
         now_s: float,
-    ) -> tuple[Offer, str] | None:
+    ) -> tuple[Offer, Reason] | None:
         waited = now_s - wait_started_s(task)
         family = family_of(task.spec)
         best: tuple[float, DeviceState] | None = None
@@ -310,10 +311,7 @@ class Estimator:
             return None
         run, dev = best
         offer = Offer(device_key=dev.key, device_name=dev.name, run_s=run, waited_s=waited)
-        message = (
-            f"{task.name} has waited {about(waited)}: {dev.name} is free and would run it in {about(run)}"
-        )
-        return offer, message
+        return offer, OfferMade(name=task.name, waited_s=waited, device=dev.name, run_s=run)
 
     # -- views -----------------------------------------------------------------------------------
     def views(self, records: Iterable[TaskRecord], now_s: float | None = None) -> Tasks:
