@@ -39,6 +39,7 @@ from gputray.scheduler.queue.estimator import build_outlook
 from gputray.scheduler.queue.placement import DeviceState, GiveUp, Placement, plan
 from gputray.scheduler.queue.placement_policy import OutlookPolicy
 from gputray.scheduler.queue.runtime_history import JobRun, RunBook, SpellBook
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 NV, AMD = RTX_5060_TI.key, RADEON_780M.key
@@ -176,8 +177,9 @@ def simulate(day: Day, prefer: str, *, yesterday: bool = True) -> Result:
                 t + true_s,
             )
             heapq.heappush(events, (t + true_s, 0, rec.id))
-            if decision.reason and len(result.reasons) < 3 and "running there" in decision.reason:
-                result.reasons.append(f"{rec.name}: {decision.reason}")
+            said = render(decision.reason) if decision.reason else ""
+            if said and len(result.reasons) < 3 and "running there" in said:
+                result.reasons.append(f"{rec.name}: {said}")
     return result
 
 
