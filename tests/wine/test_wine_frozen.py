@@ -19,7 +19,7 @@ from pathlib import Path, PureWindowsPath
 
 import pytest
 from test_wine_desktop import known_folders, linux_path, parse_lnk
-from test_wine_tray import TOOLS, docked_icon, tree, window, x_env
+from test_wine_tray import TOOLS, colours, docked_icon, tree, window, x_env
 from waiting import wait_for
 from winpython import Drain, WinePython, winpath
 
@@ -87,9 +87,20 @@ def test_the_frozen_tray_docks_opens_its_panel_takes_a_file_and_points_links_at_
         wait_for(lambda: log.exists() and "owner started" in log.read_text("utf-8"), 180, "the tray's owner")
         icon = wait_for(lambda: docked_icon(display), 30, "the frozen tray's icon in trayer")
         x, y, w, h = icon
+
+        def both_bars() -> bool:  # the first demo sample drawn: the tray is built and answers clicks
+            seen = colours(display, icon, tmp_path / "icon.png")
+            green = any(g > r + 20 and g > b + 40 for r, g, b in seen)
+            red = any(r > 150 and r > g + 60 and r > b + 60 for r, g, b in seen)
+            return green and red
+
+        wait_for(both_bars, 60, "the icon's green (NVIDIA) and red (AMD) bars")
         subprocess.run(["xdotool", "mousemove", str(x + w // 2), str(y + h // 2), "click", "1"],
                        env=x_env(display), check=True, timeout=20)  # fmt: skip
-        wait_for(lambda: window(display, PANEL_TITLE), 30, "the panel")
+        try:
+            wait_for(lambda: window(display, PANEL_TITLE), 30, "the panel")
+        except AssertionError:
+            raise AssertionError(f"no panel; the tray's log:\n{log.read_text('utf-8')[-3000:]}") from None
 
         script = tmp_path / "学習 script.py"
         script.write_text("print('hello')\n", "utf-8")
