@@ -18,6 +18,8 @@ and the true end of each LLM spell.
 
 Figures per policy: makespan, mean wait (start - arrival), mean completion (end - arrival), total GPU
 energy. Goals: ``fastest`` <= 1.10x the oracle's mean completion time, and >= 20 % better than ``free``.
+Then the same day through preemption and out-of-memory handling (``placement_teeth.py``, issue 28):
+the urgent jobs' wait without and with ``--preempt``, the big jobs that fail or finish elsewhere.
 Run: ``python bench/placement_day.py [--seed N] [--hours H]``.
 """
 
@@ -273,6 +275,10 @@ def main() -> None:
     print("sample reasons (fastest):")
     for line in results["fastest"].reasons:
         print(f"  {line}")
+    from placement_teeth import teeth_lines  # issue 28: priority with teeth, out of memory elsewhere
+
+    for line in teeth_lines(day):
+        print(line)
 
 
 if __name__ == "__main__":

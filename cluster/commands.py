@@ -21,12 +21,15 @@ from gputray.monitor.records import DeviceInfo, DeviceKind, DeviceReading, Sampl
 from gputray.monitor.units import DASH
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.cli.commands.common import error, print_json
+from gputray.scheduler.cluster_port import DeviceLine
 from gputray.scheduler.cluster_records import ClusterStatus, DeviceView
+from gputray.scheduler.console import print_json, say_error
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.reasons.render import render
 
 EXIT_REFUSED = 1
-EXIT_NO_OWNER = 3
+EXIT_USAGE = 2
+EXIT_NO_OWNER = 3  # the command line's exit statuses (README)
 INSECURE_REASON = (
     "it does not use token authentication, so anyone who can reach its ports can run any code on "
     "every machine in it (Ray's own security advice). Start every Ray node with RAY_AUTH_MODE=token and "
@@ -172,7 +175,7 @@ def _epoch(iso: str | None) -> float | None:
 
 
 def _join(args: argparse.Namespace) -> int:
-    from gputray.cluster.bridge import run_probe
+    from gputray.cluster.bridge_probe import run_probe
     from gputray.cluster.link import is_loopback
 
     address = args.address.strip()
@@ -236,10 +239,14 @@ def _leave(args: argparse.Namespace) -> int:
     return 0
 
 
-def status_cluster(args: argparse.Namespace) -> int:
-    """``gputray status --cluster``: every machine's GPUs, grouped by machine."""
+def error(message: str, code: int = EXIT_USAGE) -> int:
+    return say_error(message, code)
+
+
+def status_cluster(args: argparse.Namespace, device_line: DeviceLine) -> int:
+    """``gputray status --cluster``: every machine's GPUs, grouped by machine (``device_line``: how
+    ``gputray status`` writes a GPU's line, handed by the command line)."""
     from gputray.monitor.serialize import device_to_json
-    from gputray.scheduler.cli.commands.status import device_line
 
     doc = _owner_cluster()
     if doc is None:
@@ -252,7 +259,7 @@ def status_cluster(args: argparse.Namespace) -> int:
             reading = _reading(m.name, d)
             row = device_to_json(reading)
             row.update(backend="cluster", machine=m.name, local_key=d.key, key=reading.info.key)
-            row.update(busy=d.busy, reasons=list(d.reasons), running=list(d.running_names))
+            row.update(busy=d.busy, reasons=[render(r) for r in d.reasons], running=list(d.running_names))
             devices.append(row)
             lines.append((m.name, reading))
     out = {"devices": devices, "machines": summary["machines"], "cluster": summary}

@@ -25,7 +25,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -40,22 +39,15 @@ from gputray.cluster.pause_marks import with_local_pause
 from gputray.cluster.submit_checks import ClusterView, check_machine_task, view_from_report
 from gputray.cluster.wire import sendable
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.cluster_port import QueuePort
 from gputray.scheduler.cluster_records import BridgeState, ClusterReport, ClusterStatus
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.dependencies import gate
 from gputray.scheduler.queue.device_checks import check_submit
-from gputray.scheduler.queue.store import TaskStore
-from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.reasons.codes import Named, Said
 from gputray.scheduler.replies import ClusterSynced, ClusterTask, Paused
-from gputray.scheduler.tasks.lifecycle import (
-    Cancel,
-    Handed,
-    IllegalTransition,
-    LostThere,
-    RemoteMark,
-    RemoteRun,
-    TakeBack,
-)
+from gputray.scheduler.tasks.cluster_steps import Handed, LostThere, RemoteMark, RemoteRun, TakeBack
+from gputray.scheduler.tasks.lifecycle import IllegalTransition
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
     EventKind,
@@ -89,22 +81,25 @@ class ClusterRequestError(rq.Refusal, ValueError):
     """A cluster request the owner understood but cannot do (a field it may not change, no queue yet)."""
 
 
+class _NotElsewhere(ClusterRequestError):
+    """A step about a run on another machine, for a task this machine runs (a race lost, when the
+    bridge expected a state)."""
+
+
 class ClusterLink:
     def __init__(
         self,
         paths: Paths,
-        store: TaskStore,
         *,
         clock: Callable[[], float] = time.time,
         emit: Callable[[QueueEvent], None] | None = None,
         python: str = sys.executable,
     ) -> None:
         self.paths = paths
-        self.store = store
         self.clock = clock
         self.emit = emit
         self.python = python
-        self.queue: Any = None
+        self.queue: QueuePort | None = None  # this machine's queue, once the owner attached it
         #: The secret the bridge this owner starts is given (``BRIDGE_KEY_ENV``); cluster-only ops carry it.
         self.bridge_key = secrets.token_hex(32)
         self._config = ClusterConfig()
@@ -115,7 +110,6 @@ class ClusterLink:
         self._dirty = True
         self._last_sync_mono = -1e9
         self._report: ClusterReport | None = None
-        self._submit_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -127,8 +121,13 @@ class ClusterLink:
 
     # --- life -------------------------------------------------------------------------------------
 
-    def attach(self, queue: Any) -> None:
+    def attach(self, queue: QueuePort) -> None:
         self.queue = queue
+
+    def _queue(self) -> QueuePort:
+        if self.queue is None:
+            raise ClusterRequestError("the queue is not started")
+        return self.queue
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._supervise, name="gputray-cluster", daemon=True)
@@ -256,10 +255,7 @@ class ClusterLink:
         takes them back, or finds they started there first: either way the row moves on)."""
         with self._changed:
             for task_id, remote_id in list(self._edited.items()):
-                try:
-                    rec: TaskRecord | None = self.store.get(task_id)
-                except TaskNotFound:  # removed meanwhile
-                    rec = None
+                rec = self.queue.find(task_id) if self.queue is not None else None  # None: removed
                 if rec is None or rec.remote_id != remote_id or rec.state not in PENDING_STATES:
                     del self._edited[task_id]
             return tuple(self._edited)
@@ -289,8 +285,11 @@ class ClusterLink:
                 self._changed.wait(wait_s)
             self._dirty = False
         self._last_sync_mono = time.monotonic()
-        rows = self.store.view()
-        tasks = tuple(sendable(r) for r in self.store.list() if self._concerns(r, rows))
+        if self.queue is None:  # not attached yet: no task is the cluster's
+            tasks: tuple[TaskRecord, ...] = ()
+        else:
+            rows = self.queue.rows()
+            tasks = tuple(sendable(r) for r in self.queue.tasks() if self._concerns(r, rows))
         return ClusterSynced(
             machine=self.local_machine,
             tasks=tasks,
@@ -336,80 +335,62 @@ class ClusterLink:
         self._check_bridge(req.bridge_key, "cluster_update")
         task_id = int(req.id)
         step = req.step
-        with self._queue_lock():
-            before = self.store.get(task_id)
+
+        def check(before: TaskRecord) -> None:
             if before.spec.machine is None:
                 raise ClusterRequestError(
                     f"cluster_update refused: task #{task_id} is this machine's own (no --machine); "
                     "the cluster does not move it"
                 )
             if isinstance(step, _ELSEWHERE_STEPS) and before.machine in (None, self.local_machine):
-                if req.expect_state is not None:  # placed afresh meanwhile (a retry here): a race lost
-                    self._wake()
-                    return ClusterTask(task=None, now=sendable(before))
-                raise ClusterRequestError(
+                raise _NotElsewhere(
                     f"cluster_update refused: task #{task_id} is not on another machine "
                     f"({type(step).__name__} is for a task another machine runs)"
                 )
-            try:
-                got = self.store.apply(task_id, step, expect_state=req.expect_state)
-            except IllegalTransition as exc:
-                raise ClusterRequestError(f"cluster_update refused: {exc}") from None
-        if got is None:
+
+        queue = self._queue()
+        try:
+            before, new = queue.record(
+                task_id, step, expect_state=req.expect_state, check=check, here=self.local_machine
+            )
+        except _NotElsewhere:
+            if req.expect_state is None:
+                raise
+            new = None  # placed afresh meanwhile (a retry here): a race lost
+        except IllegalTransition as exc:
+            raise ClusterRequestError(f"cluster_update refused: {exc}") from None
+        if new is None:
             self._wake()
-            return ClusterTask(task=None, now=sendable(self.store.get(task_id)))
-        new = got
+            return ClusterTask(task=None, now=sendable(queue.task(task_id)))
         if new.state != before.state and self.emit is not None:
             kind = _EVENT_FOR_STATE.get(new.state)
             if kind is not None:
-                where = f" on {new.machine}" if new.machine else ""
-                self.emit(QueueEvent(kind, new, f"{new.name}{where}: {new.reason or new.state}"))
-        if self.queue is not None:
-            self.queue.edits.task_changed_elsewhere()  # `gputray wait` on this row answers now
-            if new.machine == self.local_machine or new.state == "queued" or new.finished:
-                self.queue.request_dispatch()  # ... and its dependants may start
+                why = new.reason if new.reason is not None else Said(text=new.state)
+                self.emit(QueueEvent(kind, new, Named(name=new.name, why=why, machine=new.machine)))
         self._wake()
         return ClusterTask(task=sendable(new))
-
-    def _queue_lock(self) -> contextlib.AbstractContextManager[object]:
-        return self.queue.lock if self.queue is not None else contextlib.nullcontext()
 
     def submit(self, req: rq.ClusterSubmit) -> ClusterTask:
         from gputray.scheduler.tasks.taskfile import spec_from_patch
 
         origin = req.origin
-        with self._submit_lock:
-            for rec in self.store.list():
-                if rec.spec.origin == origin:
-                    return ClusterTask(task=sendable(rec), existing=True)
-            # ``after`` names the sender's task ids (met there before it was sent), never ours
-            here = TaskPatch(origin=origin, machine=None, base_env=None, after=(), after_any=False)
-            spec = spec_from_patch(here, base=req.spec, source=f"a task from {origin.partition('#')[0]}")
-            if self.queue is None:
-                raise ClusterRequestError("the queue is not started")
-            rec = self.queue.submit(spec)
-        return ClusterTask(task=sendable(rec), existing=False)
+        # ``after`` names the sender's task ids (met there before it was sent), never ours
+        here = TaskPatch(origin=origin, machine=None, base_env=None, after=(), after_any=False)
+        spec = spec_from_patch(here, base=req.spec, source=f"a task from {origin.partition('#')[0]}")
+        rec, existing = self._queue().hand_over(origin, spec)
+        return ClusterTask(task=sendable(rec), existing=existing)
 
     def withdraw(self, req: rq.ClusterWithdraw) -> ClusterTask:
         """The machine that handed us ``req.origin`` takes it back: cancelled here with ``req.reason`` if
         it has not started, else left as it is. Under the queue's lock, which a dispatch pass holds from
         choosing a task to recording its start, so the two never both win."""
-        if self.queue is None:
-            raise ClusterRequestError("the queue is not started")
+        queue = self._queue()
         task_id = int(req.id)
-        with self.queue.lock:
-            rec = self.store.get(task_id)
-            if rec.spec.origin != req.origin or rec.state not in PENDING_STATES:
-                return ClusterTask(task=None, now=sendable(rec))  # started (or ended, or not that copy)
-            new = self.store.apply(
-                task_id, Cancel(reason=req.reason, ended_at=self.clock()), expect_state=rec.state
-            )
-        if new is None:
-            return ClusterTask(task=None, now=sendable(self.store.get(task_id)))
+        new = queue.take_back(task_id, req.origin, req.reason, now=self.clock())
+        if new is None:  # started (or ended, or not that copy)
+            return ClusterTask(task=None, now=sendable(queue.task(task_id)))
         if self.emit is not None:
-            self.emit(QueueEvent("cancelled", new, f"{new.name}: {req.reason}"))
-        self.queue.edits.task_changed_elsewhere()
-        self.queue.request_dispatch()  # its slot here is for the next task
+            self.emit(QueueEvent("cancelled", new, Named(name=new.name, why=req.reason)))
         return ClusterTask(task=sendable(new))
 
     def report_doc(self) -> ClusterStatus:

@@ -13,7 +13,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gputray.scheduler.cluster_port import ClusterLinkFactory
+    from gputray.scheduler.cluster_port import ClusterLinkFactory, DeviceLine
     from gputray.scheduler.config import ClusterSection
 
 
@@ -25,10 +25,10 @@ class _ClusterCommands:
 
         register(sub)
 
-    def status(self, args: argparse.Namespace) -> int:
+    def status(self, args: argparse.Namespace, device_line: DeviceLine) -> int:
         from gputray.cluster.commands import status_cluster
 
-        return status_cluster(args)
+        return status_cluster(args, device_line)
 
     def config_problem(self, section: ClusterSection) -> str | None:
         from gputray.cluster.config import ClusterConfigError, cluster_config

@@ -464,7 +464,7 @@ class Dashboard(QWidget):
             item = QListWidgetItem(text)
             item.setData(ID_ROLE, t.id)
             item.setData(LOG_ROLE, t.log_path)
-            reason = messages.translate(t.reason)
+            reason = messages.reason(t.reason, t.state)
             item.setToolTip("\n".join(filter(None, [text, reason, energy_text(t)])))
             self.task_list.addItem(item)
             if t.id == current_id:
@@ -486,8 +486,8 @@ class Dashboard(QWidget):
                 tr("#{id} {name} has not started yet.").format(id=t.id, name=t.name),
                 tr("State: {state}").format(state=tr(t.state)),
             ]
-            if t.reason:
-                lines.append(tr("Why: {reason}").format(reason=messages.translate(t.reason)))
+            if t.reason is not None:
+                lines.append(tr("Why: {reason}").format(reason=messages.reason(t.reason, t.state)))
             text = "\n".join(lines)
         else:
             path = Path(str(log_path))

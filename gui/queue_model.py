@@ -24,6 +24,7 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.theme import colors
 from gputray.monitor.units import format_energy_j
+from gputray.scheduler.reasons.codes import says_how_it_ended
 from gputray.scheduler.replies import TaskView
 
 log = logging.getLogger("gputray.gui")
@@ -72,6 +73,11 @@ def energy_text(task: TaskView) -> str:
         text = tr("GPU energy: {energy} ({watts} W on average)").format(energy=energy, watts=watts)
     if task.energy_shared:
         text += "\n" + tr("shared: the GPU ran other work too, so this is the whole device's energy")
+    if task.energy_estimated_s > 0:
+        seconds = f"{task.energy_estimated_s:.0f}"
+        text += "\n" + tr("{seconds} s of it counted from power: the GPU's energy counter glitched").format(
+            seconds=seconds
+        )
     return text
 
 
@@ -145,13 +151,13 @@ class QueueModel(QAbstractTableModel):
             env = task.env
             return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
-            reason = messages.translate(task.reason)
+            reason = messages.reason(task.reason, task.state)
             offer = task.offer if task.state in ("queued", "waiting") else None
             if offer is None:
                 return reason
             # a standing offer comes first: the answer is one click away in the bar above the list
             can = tr("can start now on {device}").format(device=offer.device_name)
-            return f"{can}; {reason}" if reason else can
+            return messages.in_a_row(can, reason)
         if col == COL_ELAPSED:
             took = elapsed_s(task, self._now)
             return "" if took is None else format_duration(took)
@@ -160,10 +166,7 @@ class QueueModel(QAbstractTableModel):
     def tooltip(self, task: TaskView, col: int) -> str:
         """The whole of what a cell shows (cells elide), and a little more: every cell has one."""
         exit_code = task.exit_code
-        reason_text = task.reason
-        said = (
-            f"status {exit_code}" in reason_text or "signal" in reason_text
-        )  # the reason says it: not twice
+        said = says_how_it_ended(task.reason)  # the reason says it: not twice
         failed = exit_code not in (None, 0) and not said
         exit_text = tr("exit status {code}").format(code=exit_code) if failed else ""
         if col == COL_NAME:

@@ -24,6 +24,7 @@ from PySide6.QtGui import (
     QHideEvent,
     QPainter,
     QPalette,
+    QResizeEvent,
     QTextLayout,
     QTextOption,
 )
@@ -192,6 +193,8 @@ class QueueTable(QTableView):
         self._pointer_in = False
         self._menus_open = 0
         self.viewport().installEventFilter(self)
+        for change in (model.dataChanged, model.rowsInserted, model.rowsRemoved, model.layoutChanged):
+            change.connect(lambda *_: self.share_room())
 
     # -- size ------------------------------------------------------------------------------------------
     def _height_for_rows(self, rows: int) -> int:
@@ -222,7 +225,8 @@ class QueueTable(QTableView):
         names = [*model.device_names(), "RTX 5060 Ti"]
         widest = max(cell_fm.horizontalAdvance(n) for n in names) + 12
         device_w = min(widest, cell_fm.horizontalAdvance("M" * 12))  # a long name elides beyond that
-        self.setColumnWidth(COL_DEVICE, max(header_w(COL_DEVICE), device_w))
+        self._device_base_w = max(header_w(COL_DEVICE), device_w)
+        self.setColumnWidth(COL_DEVICE, self._device_base_w)
         elapsed_w = cell_fm.horizontalAdvance("0:00:00") + 12
         self.setColumnWidth(COL_ELAPSED, max(header_w(COL_ELAPSED), elapsed_w))
         shown = (COL_NAME, COL_STATE, COL_DEVICE, COL_ELAPSED)
@@ -235,6 +239,29 @@ class QueueTable(QTableView):
             + self.verticalScrollBar().sizeHint().width()
         )
         self.updateGeometry()
+
+    def share_room(self) -> None:
+        """Where the panel has room the Device column shows its cells whole ("Radeon 780M · torch-cpu"
+        was "Radeon 780…" beside a name column with room to spare, issue 33): it widens up to what its
+        cells need while the names keep what theirs need; it never makes the panel wider."""
+        base = getattr(self, "_device_base_w", None)
+        if base is None:
+            return
+        model, fm = self.queue_model, self.fontMetrics()
+        rows = range(min(model.rowCount(), 200))
+        texts = [model.display(t, COL_DEVICE) for t in (model.task(r) for r in rows) if t is not None]
+        need = max((fm.horizontalAdvance(x) + 12 for x in texts), default=0)
+        names = [model.display(t, COL_NAME) for t in (model.task(r) for r in rows) if t is not None]
+        name_need = max((fm.horizontalAdvance(x) + 12 for x in names), default=0)
+        others = sum(self.columnWidth(c) for c in (COL_STATE, COL_ELAPSED))
+        room = self.viewport().width() - others - name_need
+        width = max(base, min(need, room))
+        if width != self.columnWidth(COL_DEVICE):
+            self.setColumnWidth(COL_DEVICE, width)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.share_room()
 
     # -- holding the order -----------------------------------------------------------------------------
     def set_menu_open(self, open_: bool) -> None:

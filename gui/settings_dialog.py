@@ -108,6 +108,7 @@ class SettingsDialog(QDialog):
         th = cfg.thresholds
         layout = QVBoxLayout(self)
         self.tabs = QTabWidget(self)
+        self.tabs.setUsesScrollButtons(False)  # every tab's name in sight: the dialog is as wide as they are
         layout.addWidget(self.tabs)
 
         general = QWidget(self.tabs)
@@ -169,6 +170,9 @@ class SettingsDialog(QDialog):
         recipes_tab = QWidget(self.tabs)
         self.recipes_box = recipes_tab
         rl = QVBoxLayout(recipes_tab)
+        self.recipes_note = QLabel(recipes_tab)
+        self.recipes_note.setWordWrap(True)
+        rl.addWidget(self.recipes_note)
         self.recipes_list = QListWidget(recipes_tab)
         rl.addWidget(self.recipes_list)
         self.open_recipes_button = QPushButton(recipes_tab)
@@ -215,7 +219,7 @@ class SettingsDialog(QDialog):
             (
                 tr("General"),
                 tr("Python environments"),
-                tr("Recipes (what a dropped file becomes)"),
+                tr("Recipes"),
                 tr("Notifications"),
             )
         ):
@@ -223,6 +227,7 @@ class SettingsDialog(QDialog):
         self.add_env_button.setText(tr("Add…"))
         self.remove_env_button.setText(tr("Remove"))
         self.envs_note.setText(tr("Added and removed environments are written to the config file on Save."))
+        self.recipes_note.setText(tr("Recipes (what a dropped file becomes)"))
         self.open_recipes_button.setText(tr("Edit my recipes file"))
         for kind, kind_label in kind_labels().items():
             self.notify_checks[kind].setText(kind_label)

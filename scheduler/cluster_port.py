@@ -6,7 +6,11 @@ owner or the command line from above hands it the cluster's side of these seams:
 - ``ClusterPort``: what the queue and the owner use while they run — which pending tasks are not this
   queue's to start, the submit check for a task bound for another machine (``--machine``), the
   document ``status --cluster`` shows, and the bridge's and the agent's ops.
-- ``ClusterLinkFactory``: how an owner makes its port once its store is open.
+- ``QueuePort``: what the cluster may ask of this machine's queue, the other way (``queue/cluster_side.py``
+  answers it): read tasks, hand a task another machine sent here to the queue, take one back that has
+  not started, record the bridge's lifecycle steps. Typed end to end: no ``Any`` crosses the seam
+  (``tests/cluster/test_seam.py``).
+- ``ClusterLinkFactory``: how an owner makes its port.
 - ``ClusterCommands``: what the command line adds — the ``cluster`` subcommand, ``status --cluster``,
   the ``[cluster]`` checks of ``gputray config`` and the daemon's link.
 
@@ -17,17 +21,71 @@ commands are absent.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from gputray.monitor.records import DeviceReading
     from gputray.scheduler import protocol as rq
     from gputray.scheduler import replies as rp
     from gputray.scheduler.cluster_records import ClusterStatus
     from gputray.scheduler.config import ClusterSection
     from gputray.scheduler.paths import Paths
-    from gputray.scheduler.queue.store import TaskStore
+    from gputray.scheduler.queue.device_checks import SeenDevice
+    from gputray.scheduler.queue.placement import DeviceState
+    from gputray.scheduler.reasons.codes import Reason
+    from gputray.scheduler.tasks.cluster_steps import ClusterStep
     from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
+
+
+#: How ``gputray status`` writes one GPU's line: (the reading, the width of the name column) → text.
+DeviceLine = Callable[["DeviceReading", int], str]
+
+
+class QueuePort(Protocol):
+    """This machine's queue as the cluster sees it (``queue.cluster_side.ClusterSide``)."""
+
+    def task(self, task_id: int) -> TaskRecord:
+        """The task; ``TaskNotFound`` (a ``Refusal``) when there is none."""
+        ...
+
+    def find(self, task_id: int) -> TaskRecord | None: ...
+
+    def tasks(self) -> list[TaskRecord]:
+        """Every task, in queue order."""
+        ...
+
+    def rows(self) -> Mapping[int, TaskRecord]:
+        """Every task by id, read-only and live (for lookups)."""
+        ...
+
+    def paused(self) -> rp.Paused: ...
+
+    def devices_for_checks(self) -> tuple[list[DeviceState], list[SeenDevice]] | None:
+        """The devices present and seen before, for a submit check; None before the first reading."""
+        ...
+
+    def hand_over(self, origin: str, spec: TaskSpec) -> tuple[TaskRecord, bool]:
+        """Queue a task another machine hands here as ``origin``, once: (the task, already here)."""
+        ...
+
+    def take_back(self, task_id: int, origin: str, reason: Reason, *, now: float) -> TaskRecord | None:
+        """Cancel a task handed here if it has not started (compare-and-set); None when it had."""
+        ...
+
+    def record(
+        self,
+        task_id: int,
+        step: ClusterStep,
+        *,
+        expect_state: str | None,
+        check: Callable[[TaskRecord], None],
+        here: str,
+    ) -> tuple[TaskRecord, TaskRecord | None]:
+        """One lifecycle step of a task the cluster places or another machine runs: (before, after;
+        None: it was no longer in ``expect_state``). ``check`` refuses first what the cluster may not
+        do to the row; a step its state does not allow raises ``IllegalTransition``."""
+        ...
 
 
 class ClusterPort(Protocol):
@@ -45,7 +103,9 @@ class ClusterPort(Protocol):
         """Every machine's view, for ``status --cluster`` and the ``cluster status`` subcommand."""
         ...
 
-    def attach(self, queue: Any) -> None: ...
+    def attach(self, queue: QueuePort) -> None:
+        """The queue this link answers for, once the owner made it (before: no task is the cluster's)."""
+        ...
 
     def start(self) -> None: ...
 
@@ -73,12 +133,12 @@ class ClusterPort(Protocol):
 
 
 class ClusterLinkFactory(Protocol):
-    """Makes an owner's ``ClusterPort`` once its store is open (``cluster.link.ClusterLink`` is one)."""
+    """Makes an owner's ``ClusterPort`` (``cluster.link.ClusterLink`` is one); the owner then attaches
+    its queue's ``QueuePort``."""
 
     def __call__(
         self,
         paths: Paths,
-        store: TaskStore,
         *,
         clock: Callable[[], float],
         emit: Callable[[QueueEvent], None] | None,
@@ -92,8 +152,10 @@ class ClusterCommands(Protocol):
 
     def register(self, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
 
-    def status(self, args: argparse.Namespace) -> int:
-        """``gputray status --cluster``: every machine's GPUs, grouped by machine."""
+    def status(self, args: argparse.Namespace, device_line: DeviceLine) -> int:
+        """``gputray status --cluster``: every machine's GPUs, grouped by machine, each GPU's line as
+        ``gputray status`` writes it (``device_line``, handed by the command line: the cluster borrows
+        nothing from it)."""
         ...
 
     def config_problem(self, section: ClusterSection) -> str | None:

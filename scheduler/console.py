@@ -141,3 +141,14 @@ def json_text(doc: Any, stream: TextIO | None = None, *, indent: int | None = No
     if can_encode(text, stream):
         return text
     return json.dumps(doc, ensure_ascii=True, indent=indent)
+
+
+def print_json(doc: Any) -> None:
+    """``doc`` as indented JSON on stdout, as every ``--json`` prints it."""
+    sys.stdout.write(json_text(doc, sys.stdout, indent=2) + "\n")
+
+
+def say_error(message: str, code: int) -> int:
+    """``gputray: message`` on stderr; returns ``code`` as the exit status."""
+    print(f"gputray: {message}", file=sys.stderr)
+    return code

@@ -30,10 +30,13 @@ from gputray.scheduler.config import Config, log_problems, read_config_or_defaul
 from gputray.scheduler.ipc.server import IpcServer
 from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue.device_names import devices_named
 from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.preemption import Preemption
 from gputray.scheduler.queue.timing import Schedule, Timing
+from gputray.scheduler.queue.wait_book import Later, States
+from gputray.scheduler.reasons.render import render_for
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
@@ -61,6 +64,16 @@ class OwnerRequestError(rq.Refusal, ValueError):
 
 class OwnerStopping(OwnerRequestError):
     """The owner is shutting down; clients that keep watching treat this as the owner going away."""
+
+
+def _waited(now: States) -> rp.Waited:
+    """A ``wait``'s answer: the tasks as they are now (one removed meanwhile says so)."""
+    tasks = tuple(
+        rp.TaskView.of(r) if not isinstance(r, int) else rp.TaskView(id=r, state="removed") for r in now
+    )
+    return rp.Waited(
+        tasks=tasks, done=all(t.state in ("succeeded", "failed", "cancelled", "removed") for t in tasks)
+    )
 
 
 def _task_id(value: int | str, what: str = "task", listing: str = "gputray queue") -> int:
@@ -191,7 +204,8 @@ class Owner:
         for note in prepare_private_folders(self.paths):
             log.warning("%s", note)
         if self._serve_ipc:
-            self.server = IpcServer(self.paths, self._answer)  # requests already decoded and checked
+            # requests already decoded and checked; a `wait` parked until it is answered
+            self.server = IpcServer(self.paths, self._answer, deferrer=self._defer)
             self.server.start()
         try:
             config = self._config or read_config_or_defaults(self.paths.config_file)
@@ -211,9 +225,7 @@ class Owner:
             self._store = TaskStore(self.paths.queue_db, clock=self.clock)
             if self._cluster_factory is not None:
                 # Ray-free: reads [cluster] from the config, runs the bridge process when it names a cluster.
-                self.cluster = self._cluster_factory(
-                    self.paths, self._store, clock=self.clock, emit=self._event
-                )
+                self.cluster = self._cluster_factory(self.paths, clock=self.clock, emit=self._event)
             from gputray.scheduler.pyenvs.choice import ResolverChooser
             from gputray.scheduler.pyenvs.doctor_cache import DoctorNeeds
 
@@ -235,7 +247,9 @@ class Owner:
                 cluster=self.cluster,
             )
             if self.cluster is not None:
-                self.cluster.attach(self._queue)
+                from gputray.scheduler.queue.cluster_side import ClusterSide
+
+                self.cluster.attach(ClusterSide(self._queue))  # the cluster's only way into the queue
             self._queue.start()
             self.timing = Timing(
                 self.paths.data_dir / "schedules.sqlite3", submit=self._submit_schedule, clock=self.clock
@@ -340,7 +354,7 @@ class Owner:
     # --- events and schedules --------------------------------------------------------------------
 
     def _event(self, event: QueueEvent) -> None:
-        log.info("task %s %s: %s", event.task.id, event.kind, event.message)
+        log.info("task %s %s: %s", event.task.id, event.kind, render_for(event.task.state, event.message))
         if self.metrics is not None:
             self.metrics.observe(event)
         if self.cluster is not None:
@@ -535,18 +549,24 @@ class Owner:
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
         gone, kept = self.queue.edits.clean(older_than_s=req.older_than_s, keep=req.keep, states=states)
+        if req.older_than_s is not None:  # the runtimes of job families not seen for as long go too
+            self.queue.estimates.history.forget_unseen(self.clock() - req.older_than_s)
         return rp.Cleaned(tasks=rp.views(gone), kept=tuple(kept))
 
     def _op_wait(self, req: rq.WaitFor) -> rp.Waited:
         ids = [_task_id(raw) for raw in req.ids]
-        now = self.queue.edits.wait_ended(ids, req.timeout_s)
-        tasks = tuple(
-            rp.TaskView.of(r) if not isinstance(r, int) else rp.TaskView(id=r, state="removed") for r in now
-        )
-        return rp.Waited(
-            tasks=tasks,
-            done=all(t.state in ("succeeded", "failed", "cancelled", "removed") for t in tasks),
-        )
+        return _waited(self.queue.edits.wait_ended(ids, req.timeout_s))
+
+    def _defer(self, req: rq.Request[Any]) -> Later[rp.Waited] | None:
+        """The socket's ``wait``: answered later, its connection parked (no thread held meanwhile)."""
+        if not isinstance(req, rq.WaitFor):
+            return None
+        if not self._ready.wait(60.0):
+            raise OwnerRequestError("the gputray owner is still starting; try again")
+        if self._stopped.is_set():
+            raise OwnerStopping("the gputray owner is stopping")
+        ids = [_task_id(raw) for raw in req.ids]
+        return self.queue.edits.wait_later(ids, req.timeout_s, _waited)
 
     def resolve_device(self, text: str | None) -> str | None:
         """A device key from a key, a name fragment (``5060ti``, ``780m``) or ``cpu``; None for all."""
@@ -557,11 +577,7 @@ class Owner:
             return "cpu"
         snap = self.monitor.latest
         infos = [r.info for r in snap.readings] if snap else []
-        for info in infos:
-            if info.key.lower() == wanted:
-                return info.key
-        squashed = wanted.replace(" ", "")
-        matches = [i for i in infos if squashed in i.name.lower().replace(" ", "")]
+        matches = devices_named(wanted, infos)
         if len(matches) == 1:
             return matches[0].key
         if len(matches) > 1:
@@ -570,7 +586,7 @@ class Owner:
         from gputray.scheduler.queue.device_checks import unknown_device_message
 
         seen = [s.info() for s in self.queue.devices_seen.remembered() if s.key not in {i.key for i in infos}]
-        away = [i for i in seen if i.key.lower() == wanted or squashed in i.name.lower().replace(" ", "")]
+        away = devices_named(wanted, seen)
         if len(away) == 1:
             return str(away[0].key)  # seen before, absent now (an unplugged eGPU): it may be paused too
         raise OwnerRequestError(unknown_device_message(text, [*infos, *seen], classes=("cpu",)))
@@ -606,7 +622,9 @@ class Owner:
             ended = rec.finished and offset + len(data) >= size
             bounded = req.max_bytes is not None and len(data) == req.max_bytes <= LOG_CHUNK_MAX_BYTES
             text, used = _decode_utf8_prefix(data, final=ended or bounded)
-            next_offset = offset + used
+            # past the end: a retry cut what the earlier attempts left (``job_log.make_room``); a
+            # follower goes on from the end as it is now
+            next_offset = offset + used if offset <= size else size
         return rp.LogChunk(
             id=rec.id,
             state=rec.state,

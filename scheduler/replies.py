@@ -18,13 +18,17 @@ from gputray.scheduler.tasks.offer import Offer
 # Named in annotations only, resolved when a reply of theirs is first decoded or encoded: a client that
 # gets none (``gputray queue``) never loads the monitor's records or the task model (``lazy_import``).
 if TYPE_CHECKING:
+    from gputray.monitor import busy_why
     from gputray.monitor import records as monitor_records
     from gputray.scheduler import cluster_records
+    from gputray.scheduler.reasons import codes as reason_codes
     from gputray.scheduler.tasks import records as task_records
     from gputray.scheduler.tasks.records import TaskRecord
 else:
+    busy_why = lazy_module("gputray.monitor.busy_why")
     monitor_records = lazy_module("gputray.monitor.records")
     cluster_records = lazy_module("gputray.scheduler.cluster_records")
+    reason_codes = lazy_module("gputray.scheduler.reasons.codes")
     task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = ["Offer"]  # defined beside QueueEvent, which carries it; part of the replies (TaskView.offer)
@@ -78,7 +82,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
     state: str
     device: str | None = None
     env: str | None = None
-    reason: str = ""
+    reason: reason_codes.Reason | None = None  # words: ``reasons.render_for(state, reason, language)``
     exit_code: int | None = None
     attempts: int = 0
     submitted_at: float | None = None
@@ -94,6 +98,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
     origin: str | None = None
     energy_j: float | None = None
     energy_shared: bool = False
+    energy_estimated_s: float = 0.0  # of ``energy_j``, seconds counted from power (a glitching counter)
     power_avg_w: float | None = None
     prefer: str = "free"  # the placement policy: free | fastest | greenest
     family: str = ""  # whose earlier runs estimate it (``family_of``: the task file's, or recipe + script)
@@ -125,6 +130,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
             ended_at=r.ended_at, log_path=r.log_path, priority=s.priority, after=s.after,
             after_any=s.after_any, cwd=s.cwd, machine=r.machine or s.machine, remote_id=r.remote_id,
             origin=s.origin, energy_j=r.energy_j, energy_shared=r.energy_shared,
+            energy_estimated_s=r.energy_estimated_s if r.energy_j is not None else 0.0,  # of this run's
             power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), prefer=s.prefer,
             family=family_of(s), offer=offer, paused_at=r.paused_at, paused_s=r.paused_s,
             vram_need=s.memory_need_bytes, vram_need_source=_need_source(s),
@@ -165,7 +171,7 @@ class DeviceVerdict(Reply, frozen=True):
 
     key: str
     busy: bool | None
-    reasons: tuple[str, ...]
+    reasons: tuple[busy_why.BusyWhy, ...]  # words: ``reasons.render``
     simulated: bool
 
 

@@ -77,7 +77,8 @@ class Daemon:
     """``gputray daemon --demo`` on ``home``, in a session of its own (``kill`` is a crash: SIGKILL to
     its group; the supervisor host and the supervisors, each in a group of their own, live on)."""
 
-    def __init__(self, home: Path, out: Path) -> None:
+    def __init__(self, home: Path, out: Path, *prefix: str) -> None:
+        self.prefix = prefix  # run under this (``unshare -m …``)
         self.home = home
         self.paths = Paths(home / "config", home / "data", home / "state", home / "run")
         self.env = {**os.environ, "GPUTRAY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
@@ -87,7 +88,7 @@ class Daemon:
     def start(self, *, wait: bool = True) -> Daemon:
         with self.stderr_path.open("a") as err:
             self.proc = subprocess.Popen(
-                [PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
+                [*self.prefix, PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
                 env=self.env,
                 stdout=subprocess.DEVNULL,
                 stderr=err,

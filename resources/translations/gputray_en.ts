@@ -39,5 +39,12 @@
             <numerusform>(%n more: right-click their rows)</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>Your config file has %n problem(s) (`gputray config` lists them): {first}</source>
+        <translation>
+            <numerusform>Your config file has %n problem (`gputray config` lists it): {first}</numerusform>
+            <numerusform>Your config file has %n problems (`gputray config` lists them): {first}</numerusform>
+        </translation>
+    </message>
 </context>
 </TS>

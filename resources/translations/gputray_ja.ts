@@ -1464,10 +1464,6 @@
         <translation>設定ファイルに問題があるため、既定値を使います: {error}</translation>
     </message>
     <message>
-        <source>Your config file has {count} problem(s) (`gputray config` lists them): {first}</source>
-        <translation>設定ファイルに問題が {count} 件あります（`gputray config` で一覧できます）: {first}</translation>
-    </message>
-    <message>
         <source>gputray is still starting; try again in a moment.</source>
         <translation>gputray はまだ起動中です。少し待ってからもう一度お試しください。</translation>
     </message>
@@ -1864,6 +1860,10 @@ gputray の実行中に更新または再インストールした場合は、終
         <translation>共有: GPU で他の処理も動いていたため、これはデバイス全体の電力量です</translation>
     </message>
     <message>
+        <source>{seconds} s of it counted from power: the GPU's energy counter glitched</source>
+        <translation>うち {seconds} 秒分は消費電力から計算: GPU の電力量カウンタが異常な値を示したため</translation>
+    </message>
+    <message>
         <source>About gputray</source>
         <translation>gputray について</translation>
     </message>
@@ -2011,6 +2011,44 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>(%n more: right-click their rows)</source>
         <translation>
             <numerusform>(ほかに %n 件: 各行を右クリック)</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>out of memory on {name} at {size}</source>
+        <translation>{name} でメモリ不足 ({size} 使用時)</translation>
+    </message>
+    <message>
+        <source>out of memory on {name}</source>
+        <translation>{name} でメモリ不足</translation>
+    </message>
+    <message>
+        <source>running on {name} ({size} VRAM free)</source>
+        <translation>{name} で実行 (VRAM 空き {size})</translation>
+    </message>
+    <message>
+        <source>running on {name} ({size} shared free)</source>
+        <translation>{name} で実行 (共有メモリ空き {size})</translation>
+    </message>
+    <message>
+        <source>running on {name} ({size} RAM free)</source>
+        <translation>{name} で実行 (RAM 空き {size})</translation>
+    </message>
+    <message>
+        <source>no device it may use has that free ({free})</source>
+        <translation>使えるデバイスにその空きがありません ({free})</translation>
+    </message>
+    <message>
+        <source>no device it may use has that free</source>
+        <translation>使えるデバイスにその空きがありません</translation>
+    </message>
+    <message>
+        <source>Recipes</source>
+        <translation>レシピ</translation>
+    </message>
+    <message numerus="yes">
+        <source>Your config file has %n problem(s) (`gputray config` lists them): {first}</source>
+        <translation>
+            <numerusform>設定ファイルに問題が %n 件あります（`gputray config` で一覧できます）: {first}</numerusform>
         </translation>
     </message>
 </context>

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import errno
 import functools
 import logging
 import os
@@ -45,6 +44,7 @@ from gputray.scheduler.ipc import (
     encode_payload,
     error_reply,
     load_authkey,
+    owner_socket,
     peer_uid,
     pipe_family,
     pipe_name,
@@ -53,6 +53,7 @@ from gputray.scheduler.ipc import (
 from gputray.scheduler.ipc import location as loc
 from gputray.scheduler.ipc.fd_shortage import AcceptGuard, is_shortage
 from gputray.scheduler.ipc.location import SOCKET_NAME, UntrustedLocation
+from gputray.scheduler.ipc.parking import DEFERRED_OPS, Deferred, Parked, Parking
 from gputray.scheduler.paths import FolderError, Paths, unwritable_reason
 from gputray.scheduler.protocol import BadRequest, Refusal, Request, decode_request
 from gputray.scheduler.queue.lock import PidLock
@@ -64,9 +65,10 @@ log = logging.getLogger("gputray.ipc")
 FIRST_FRAME_S = 5.0  # a new connection's first complete request must arrive within this
 FRAME_S = 10.0  # a later request, once its first byte is in (1 MiB at the slowest sane local rate)
 IDLE_S = 300.0  # a kept connection between requests
-MAX_CONNECTIONS = 256
+MAX_CONNECTIONS = 4096  # parked `wait`s included (they hold no thread)
 WORKERS = 16
-LIGHT_WORKERS = {"ping": 1, "status": 2}  # ops with workers of their own: never behind slow requests
+#: ops with workers of their own, never behind slow requests (``wait``: to park it, then to answer it)
+LIGHT_WORKERS = {"ping": 1, "status": 2, "wait": 2}
 SEND_TIMEOUT_S = 30.0
 
 
@@ -87,6 +89,7 @@ def _take_owner_lock(paths: Paths) -> PidLock:
 
 
 Handler = Callable[[Request[Any]], Reply]
+Deferrer = Callable[[Request[Any]], Deferred | None]
 
 
 class _OpName(msgspec.Struct):
@@ -103,7 +106,8 @@ class _Conn:
     idle_since: float = 0.0
 
 
-_Work = tuple[_Conn, bytes | None, dict[str, Any] | None]  # a request to answer, or a reply to send and close
+#: a request to answer, or a reply to send and then close (keep: a parked request's, then serve on)
+_Work = tuple[_Conn, bytes | None, dict[str, Any] | None, bool]
 
 
 class IpcServer:
@@ -124,9 +128,11 @@ class IpcServer:
         transport: Transport = "auto",
         pipe_address: str | None = None,
         pipe_family: str | None = None,
+        deferrer: Deferrer | None = None,
     ) -> None:
         self.paths = paths
         self.handler = handler
+        self.deferrer = deferrer  # a request answered later (``wait``): its connection is parked
         self.first_frame_s = first_frame_s
         self.transport = resolve_transport(transport)
         self._pipe_address = pipe_address
@@ -145,6 +151,7 @@ class IpcServer:
             op: queue.Queue() for op in (*LIGHT_WORKERS, "")
         }
         self._selector: selectors.BaseSelector | None = None
+        self.parking: Parking[_Conn] = Parking(self._wake, lambda conn: conn.sock)
         self._accept_guard: AcceptGuard | None = None  # out of fds: refuse in words, or pause (Unix)
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
@@ -184,6 +191,7 @@ class IpcServer:
             return
         self._stop.set()
         self._wake()
+        self.parking.cancel_all()
         for q in self._queues.values():
             for _ in range(WORKERS + 2):
                 q.put(None)
@@ -225,7 +233,8 @@ class IpcServer:
     # --- Unix ------------------------------------------------------------------------------------
 
     def _start_unix(self) -> None:
-        _remove_stale_private_dir(self.paths)  # we hold the owner lock: an earlier owner's is dead
+        # we hold the owner lock: an earlier owner's is dead
+        owner_socket.remove_stale_private_dir(self.paths)
         try:
             directory, why = loc.server_socket_dir(self.paths)
         except (UntrustedLocation, OSError) as exc:
@@ -234,7 +243,7 @@ class IpcServer:
             log.warning("IPC: not using the usual socket folder (%s): the socket is in %s", why, directory)
             self._private_dir = directory
         path = directory / SOCKET_NAME
-        if why is None and _unix_socket_answers(path):
+        if why is None and owner_socket.unix_socket_answers(path):
             raise OwnerAlreadyRunning(f"another gputray owner answers on {path}")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # stale: nobody holds the owner lock and nobody answers
@@ -299,8 +308,12 @@ class IpcServer:
                     with contextlib.suppress(OSError):
                         while self._wake_r is not None and self._wake_r.recv(4096):
                             pass
+                elif isinstance(key.data, Parked):
+                    if not self.parking.readable(key.data, key.data.conn.buf, sel):
+                        self._drop(key.data.conn)
                 else:
                     self._read_ready(key.data)
+            self.parking.step(sel, lambda conn, reply: self._queues["wait"].put((conn, None, reply, True)))
             self._take_back()
             self._expire()
 
@@ -411,7 +424,7 @@ class IpcServer:
         conn.busy = True
         conn.fresh = False
         op = "ping" if payload is None else _op_of(payload)  # an error to send: the ping worker sends it
-        self._queues[op if op in LIGHT_WORKERS else ""].put((conn, payload, reply))
+        self._queues[op if op in LIGHT_WORKERS else ""].put((conn, payload, reply, False))
 
     def _take_back(self) -> None:
         """Connections the workers have answered: watched again, or their next request handed on."""
@@ -445,15 +458,17 @@ class IpcServer:
             item = jobs.get()
             if item is None or self._stop.is_set():
                 return
-            conn, payload, reply = item
+            conn, payload, reply, keep = item
             try:
-                answer = reply if reply is not None else self.answer(payload or b"")
+                answer = reply if reply is not None else self._answer_or_park(conn, payload or b"")
+                if answer is None:  # parked: answered later, through the I/O thread
+                    continue
                 data = _reply_payload(answer)
                 sent = _send_blocking(conn.sock, FRAME_HEADER.pack(len(data)) + data)
             except Exception:
                 log.exception("IPC connection failed")
                 sent = False
-            if sent and reply is None and not self._stop.is_set():
+            if sent and (reply is None or keep) and not self._stop.is_set():
                 self._returned.append(conn)
                 self._wake()
             else:
@@ -467,17 +482,17 @@ class IpcServer:
         family = pipe_family(self.pipe_family)
         self._authkey = load_authkey(authkey_path(self.paths), create=True)
         address = self._pipe_address or pipe_name(self.paths)
-        if _pipe_answers(address, family, self._authkey):
+        if owner_socket.pipe_answers(address, family, self._authkey):
             raise OwnerAlreadyRunning(f"another gputray owner answers on {address}")
         try:
-            self._listener = _listen(address, family)
+            self._listener = owner_socket.listen(address, family)
         except OSError as exc:
             if self._pipe_address is not None:
                 raise OwnerAlreadyRunning(f"cannot listen on {address}: {exc}") from exc
             # The name is taken by something that cannot prove our key: listen elsewhere, say where.
             log.warning("IPC: %s is taken by someone else (%s): listening on a private name", address, exc)
             address = f"{address}-{secrets.token_hex(8)}"
-            self._listener = _listen(address, family)
+            self._listener = owner_socket.listen(address, family)
         self.address = address
         if self._pipe_address is None:
             loc.write_pointer(self.paths, address)
@@ -497,7 +512,7 @@ class IpcServer:
             if not self._pipe_slots.acquire(blocking=False):
                 with contextlib.suppress(Exception):
                     conn.send_bytes(encode_payload(error_reply("Busy", "too many connections; try again")))
-                _close_quietly(conn)
+                owner_socket.close_quietly(conn)
                 continue
             with self._conns_lock:
                 self._pipe_conns.add(conn)
@@ -513,7 +528,7 @@ class IpcServer:
         finally:
             with self._conns_lock:
                 self._pipe_conns.discard(conn)
-            _close_quietly(conn)
+            owner_socket.close_quietly(conn)
             self._pipe_slots.release()
 
     def _serve_pipe(self, conn: Any) -> None:
@@ -522,7 +537,7 @@ class IpcServer:
 
         # Authentication and the first request must be done within first_frame_s: a client that
         # connects and waits is closed then (closing the handle ends the blocked read).
-        watchdog = threading.Timer(self.first_frame_s, lambda: _close_quietly(conn))
+        watchdog = threading.Timer(self.first_frame_s, lambda: owner_socket.close_quietly(conn))
         watchdog.daemon = True
         watchdog.start()
         try:
@@ -544,6 +559,22 @@ class IpcServer:
             log.debug("IPC: a pipe client left or was closed")
         finally:
             watchdog.cancel()
+
+    def _answer_or_park(self, conn: _Conn, data: bytes) -> dict[str, Any] | None:
+        """The reply now, or None: the request is answered later and its connection parked."""
+        if self.deferrer is None or _op_of(data) not in DEFERRED_OPS:
+            return self.answer(data)
+        try:
+            later = self.deferrer(decode_request(data))
+        except Refusal as exc:  # BadRequest included
+            return error_reply(type(exc).__name__, str(exc) or type(exc).__name__)
+        except Exception as exc:
+            log.exception("IPC: a deferred request failed")
+            return error_reply("InternalError", f"{_op_of(data)} failed inside the owner: {exc}")
+        if later is None:
+            return self.answer(data)
+        self.parking.park(conn, later)
+        return None
 
     def answer(self, data: bytes) -> dict[str, Any]:
         """One raw request → one reply. Never raises."""
@@ -571,25 +602,6 @@ def _reply_payload(reply: Mapping[str, Any]) -> bytes:
         return encode_payload(error_reply("InternalError", f"reply could not be sent: {exc}"))
 
 
-def _remove_stale_private_dir(paths: Paths) -> None:
-    """The private fallback folder an owner killed before it could clean up (named in its pointer)."""
-    old = loc.read_pointer(paths)
-    if old is None:
-        return
-    folder = Path(old).parent
-    if folder == loc.preferred_socket_dir(paths) or not folder.name.startswith(f"gputray-{loc.uid()}-"):
-        return
-    try:
-        loc.check_private_dir(folder)
-    except (UntrustedLocation, OSError):
-        return
-    if not _unix_socket_answers(Path(old)):
-        with contextlib.suppress(OSError):
-            os.unlink(old)
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-
-
 def _op_of(payload: bytes) -> str:
     try:
         return msgspec.json.decode(payload, type=_OpName).op
@@ -602,22 +614,6 @@ def _close(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     with contextlib.suppress(OSError):
         sock.close()
-
-
-def _listen(address: str, family: str) -> Any:
-    """A listener on ``address``; on Windows every pipe instance admits only this user (``win_pipe.py``)."""
-    from multiprocessing.connection import Listener
-
-    if family == "AF_PIPE":
-        from gputray.scheduler.ipc.win_pipe import private_listener
-
-        return private_listener(address)
-    return Listener(address=address, family=family)
-
-
-def _close_quietly(conn: Any) -> None:
-    with contextlib.suppress(Exception):
-        conn.close()
 
 
 def _send_quick(sock: socket.socket, reply: Mapping[str, Any]) -> None:
@@ -651,37 +647,3 @@ def _send_blocking(sock: socket.socket, data: bytes) -> bool:
 def _peer_is_us(conn: socket.socket) -> bool:
     uid = peer_uid(conn)
     return uid is None or uid == os.getuid()  # None: the 0700 folder and 0600 socket keep others out
-
-
-def _unix_socket_answers(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(2.0)
-    try:
-        probe.connect(str(path))
-    except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
-        return False
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ECONNREFUSED):
-            return False
-        raise
-    finally:
-        probe.close()
-    return True
-
-
-def _pipe_answers(address: str, family: str, authkey: bytes) -> bool:
-    """Whether an owner of ours (one that proves the key) listens on ``address``."""
-    from multiprocessing.connection import Client, answer_challenge, deliver_challenge
-
-    try:
-        conn = Client(address, family=family)
-    except (OSError, EOFError):
-        return False
-    try:
-        answer_challenge(conn, authkey)
-        deliver_challenge(conn, authkey)
-        return True
-    except Exception:
-        return False
-    finally:
-        _close_quietly(conn)

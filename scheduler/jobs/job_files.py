@@ -21,7 +21,7 @@ from gputray.scheduler.jobs import supervisor
 
 #: Why a job ended other than by itself. ``orphaned``: its supervisor vanished without writing the exit
 #: (killed with SIGKILL, a power cut): the exit status is unknown.
-KillReason = Literal["cancelled", "timeout", "lost", "shutdown", "orphaned"]
+KillReason = Literal["cancelled", "timeout", "lost", "shutdown", "orphaned", "unanswering"]
 _REASONS: frozenset[str] = frozenset({"cancelled", "timeout", "lost", "shutdown"})
 
 
@@ -73,6 +73,7 @@ class RunInfo:
     out: str | None
     timeout_s: float | None
     cgroup: str | None = None  # the job's own cgroup v2 folder, where it has one (``reach.py``)
+    queue_file: str | None = None  # the queue that started it (its environment names it too)
     started_mono: float | None = None  # the supervisor's monotonic clock at the start (older files: None)
 
 
@@ -175,6 +176,7 @@ def read_run(files: JobFiles) -> RunInfo | None:
             out=None if out is None else str(out),
             timeout_s=None if timeout_s is None else float(timeout_s),
             cgroup=cgroup if isinstance(cgroup, str) else None,
+            queue_file=str(doc["queue_file"]) if isinstance(doc.get("queue_file"), str) else None,
             started_mono=_float_or_none(doc.get("started_mono")),
         )
     except (AssertionError, KeyError, TypeError, ValueError):

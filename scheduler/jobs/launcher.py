@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
+import logging
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -33,7 +31,6 @@ from typing import IO, Any, cast
 
 import psutil
 
-from gputray.monitor import interpreter, process_group
 from gputray.scheduler.jobs import freeze, reach, supervisor, win_job
 from gputray.scheduler.jobs.job_files import (
     ExitInfo,
@@ -47,10 +44,25 @@ from gputray.scheduler.jobs.job_files import (
     supervisor_alive,
 )
 from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
+from gputray.scheduler.jobs.orphans import kill_marked, marks_of
+from gputray.scheduler.jobs.supervisor_link import (
+    HOST,
+    SUPERVISOR_START_TIMEOUT_S,
+    Silent,
+    SupervisorLink,
+    is_stopped,
+    popen_supervisor,
+)
 from gputray.scheduler.paths import make_private_dir, open_private_append
 
-SUPERVISOR_START_TIMEOUT_S = 60.0
 GRACE_S = 3.0  # from SIGTERM to SIGKILL when a job is stopped
+STOP_CHECK_S = 1.0  # a job's watcher, while its supervisor is silent: how often it looks if it was stopped
+ADOPTED_LOOK_S = 0.25  # an adopted job's supervisor (not our child): how often its lock is looked at
+RECORDED_S = 10.0  # after the pid: how long the launch waits for "recorded" (the run file is written)
+MAX_CONTINUES = 3  # a supervisor stopped again after this many SIGCONTs is given up (killed with its job)
+__all__ = ["HOST", "Job", "LaunchFailed", "adopt", "launch", "stop_leftover"]
+
+log = logging.getLogger("gputray.scheduler.jobs")
 
 
 #: start failures for want of a resource now (fds, processes or threads, memory, disk space for the
@@ -73,10 +85,13 @@ class LaunchFailed(OSError):
     ``transient``: only for want of a resource now (out of fds, processes, threads, memory): the queue
     tries again later instead of failing the task."""
 
-    def __init__(self, message: str, *, transient: bool = False, supervisor_killed: bool = False) -> None:
+    def __init__(
+        self, message: str, *, transient: bool = False, supervisor_killed: bool = False, stopped: int = 0
+    ) -> None:
         super().__init__(message)
         self.transient = transient
         self.supervisor_killed = supervisor_killed  # as the job started (by the job, maybe): not a refusal
+        self.stopped = stopped  # the job's processes stopped then
 
 
 class _WatchThread:
@@ -116,12 +131,13 @@ class Job:
         files: JobFiles,
         on_exit: Callable[[Job, int], None] | None,
         grace_s: float,
-        supervisor_proc: _SupervisorLink | None,
+        supervisor_proc: SupervisorLink | None,
         timeout_s: float | None = None,
         adopted: bool = False,
         watch: _WatchThread | None = None,
         cgroup: str | None = None,
         supervisor_pid: int | None = None,
+        marker: tuple[int, str] | None = None,
     ) -> None:
         self.pid = pid
         self.log_path = log_path
@@ -138,6 +154,8 @@ class Job:
         self.log_lost_bytes = 0  # output its log could not take (a full disk)
         self.cgroup = cgroup
         self.supervisor_pid = supervisor_pid
+        self.marker = marker  # (task id, queue file) in its environment: found by them if all else fails
+        self._continues = 0  # times its stopped supervisor was continued
         self._timeout_s = timeout_s
         self._reason_lock = threading.Lock()  # kill_reason is fixed once the process has exited
         self._on_exit = on_exit
@@ -190,35 +208,62 @@ class Job:
         self._done.wait(timeout)
         return self.returncode
 
-    def _wait_supervisor(self) -> None:
+    def _continued(self, pid: int | None) -> bool:
+        """A supervisor found stopped (``kill -STOP``, by its own job maybe): continued, as long as it is
+        not stopped again and again; False once we give up on it (``MAX_CONTINUES``)."""
+        if self._continues >= MAX_CONTINUES or pid is None:
+            return False
+        self._continues += 1
+        log.warning("job %d: its supervisor (pid %d) was stopped; continuing it", self.pid, pid)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGCONT)
+        return True
+
+    def _wait_supervisor(self) -> bool:
+        """Until the supervisor has ended (its lock is free; ours is reaped too). False when it stays
+        stopped (we gave up on it): it is then killed with what is left of the job (``_watch``)."""
         if self._supervisor is not None:
-            self._supervisor.wait()  # ours: reaps it too
-            return
-        fd = supervisor.lock_exclusive(self.files.lock, blocking=True)  # free once it has exited
-        if fd is not None:
-            os.close(fd)
+            while not self._supervisor.wait(timeout=STOP_CHECK_S):
+                if self._supervisor.stopped() and not self._continued(self._supervisor.pid):
+                    return False
+            return True
+        while supervisor_alive(self.files):
+            if is_stopped(self.supervisor_pid) and not self._continued(self.supervisor_pid):
+                return False
+            time.sleep(ADOPTED_LOOK_S)
+        return True
 
     def _last_word(self) -> ExitInfo | None:
         """How the job ended, as our own supervisor tells us on its pipe (it may still be waiting for
-        disk space to write the exit file); None for an adopted job or a supervisor that died."""
-        out = self._supervisor.stdout if self._supervisor is not None else None
-        if out is None:
+        disk space to write the exit file); None for an adopted job or a supervisor that died. Raises
+        ``Silent`` when the supervisor stays stopped however often it is continued."""
+        if self._supervisor is None:
             return None
-        with contextlib.suppress(OSError, ValueError):
-            while True:
-                doc = json.loads(out.readline().decode("ascii"))
-                if isinstance(doc, dict) and doc.get("timing_out"):  # it is stopping the job: say why now
-                    self._timed_out()
+        link = self._supervisor
+        while True:
+            try:
+                doc = link.answers.next(None, stuck=link.stopped, tick_s=STOP_CHECK_S)
+            except Silent:
+                if self._continued(link.pid):
                     continue
+                raise
+            if doc is None:
+                return None
+            if doc.get("timing_out"):  # it is stopping the job: say why now
+                self._timed_out()
+                continue
+            if "returncode" in doc:
                 return exit_info(doc, self.pid)
-        return None
+            # "recorded" and the like: the launch read what it needed
 
     def _watch(self) -> None:
-        end = self._last_word()
-        if end is None:
-            with contextlib.suppress(OSError):
-                self._wait_supervisor()
-            end = read_exit(self.files, self.pid)
+        try:
+            end = self._last_word()
+            if end is None and self._wait_supervisor():
+                end = read_exit(self.files, self.pid)
+            reason: KillReason = "orphaned"  # the supervisor vanished without a word
+        except Silent:
+            end, reason = None, "unanswering"
         with self._reason_lock:
             if end is not None:
                 code = end.returncode
@@ -227,14 +272,10 @@ class Job:
                 self.ended_at, self.ended_mono = end.ended_at, end.ended_mono
                 self.leftovers = end.leftovers
                 self.log_lost_bytes = end.log_lost_bytes
-            else:  # the supervisor vanished without a word: nobody knows how the job ends
-                self.kill_reason = "orphaned"
-                in_group = reach.kill_cgroup(self.cgroup) if self.cgroup else 0  # all, wherever they went
-                in_tree = _kill_tree(self.pid, self.create_time, grace_s=0.0)
-                self.leftovers = in_group or in_tree
+            else:  # nobody knows how the job ends: stop all that is left of it, then free its place
+                self.kill_reason = reason
+                self.leftovers = self._stop_what_is_left()
                 self.stopped_leftover = bool(self.leftovers)
-                if self._job_object is not None:  # Windows: what the job left, orphans included
-                    self._job_object.terminate()
                 code = -int(getattr(signal, "SIGKILL", 9))
                 self.ended_at, self.ended_mono = time.time(), time.monotonic()
             self.returncode = code  # from here on, a late cancel cannot relabel how it ended
@@ -246,8 +287,7 @@ class Job:
             if self._job_object is not None:
                 self._job_object.close()
             if self._supervisor is not None:  # reap it once it has written the exit file too
-                with contextlib.suppress(OSError, ValueError):
-                    self._supervisor.stdout.close()  # type: ignore[union-attr]
+                self._supervisor.answers.close()
                 self._supervisor.wait()
                 if not self.files.run.exists():
                     # Recorded (the exit callback discarded the files) while the supervisor, which
@@ -256,6 +296,29 @@ class Job:
                     self.files.discard()
             if self.cgroup is not None:  # the supervisor has ended: its (empty) group goes
                 reach.remove_cgroup(self.cgroup)
+
+    def _stop_what_is_left(self) -> int:
+        """Its supervisor vanished or stays stopped: kill it and every process of the job, wherever
+        they went (its cgroup; its tree, group and session; what carries its marks; what the host
+        adopted), and wait until they are gone. How many there were."""
+        if self._supervisor is not None:
+            self._supervisor.kill()
+        elif self.supervisor_pid is not None and supervisor_alive(self.files):
+            with contextlib.suppress(OSError):
+                os.kill(self.supervisor_pid, getattr(signal, "SIGKILL", 9))
+        if self._job_object is not None:  # Windows: what the job left, orphans included
+            self._job_object.terminate()
+        found = reach.kill_cgroup(self.cgroup) if self.cgroup else 0  # all, wherever they went
+        found += _kill_tree(self.pid, self.create_time, grace_s=0.0)
+        while True:  # until none is left: its place is free only then
+            more = kill_marked(
+                *(self.marker or (None, None)),
+                session=None if sys.platform == "win32" else self.pid,  # it leads one
+            )
+            more += HOST.sweep()
+            if not more:
+                return found
+            found += more
 
     def cancel(self, reason: KillReason = "cancelled") -> None:
         """Stop the whole process tree: SIGTERM (CTRL_BREAK on Windows), then SIGKILL after the grace time.
@@ -458,125 +521,9 @@ def launch(
         watch=watch,
         cgroup=cgroup if isinstance(cgroup, str) else None,
         supervisor_pid=int(answer["supervisor_pid"]) if "supervisor_pid" in answer else None,
+        marker=marks_of(env),
     )
     return job
-
-
-class _HostedSupervisor:
-    """A supervisor the host forked (``supervisor.py --host``): its pipes, as a started one's are; it is
-    not our child, so its end is waited for on the task's lock, which it holds while it lives."""
-
-    def __init__(self, stdin: int, stdout: int, lock: Path) -> None:
-        self.stdin: IO[bytes] | None = open(stdin, "wb")  # noqa: SIM115  (closed once the request is in)
-        self.stdout: IO[bytes] | None = open(stdout, "rb")  # noqa: SIM115  (closed by the watcher)
-        self.pid: int | None = None
-        self._lock = lock
-
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.pid is not None and _same_process(self.pid, None) is not None:  # gone, or a zombie
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired("supervisor", timeout or 0.0)
-            fd = supervisor.lock_exclusive(self._lock, blocking=deadline is None)  # free as it ends
-            if fd is not None:
-                os.close(fd)
-            time.sleep(0.01)
-        return 0
-
-    def kill(self) -> None:
-        if self.pid is not None:
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGKILL)
-
-
-_SupervisorLink = subprocess.Popen[bytes] | _HostedSupervisor
-
-
-class _Host:
-    """POSIX: the supervisor host, started once (``supervisor.py --host``): it forks each job's
-    supervisor, so a job waits for a fork (~1 ms) instead of a Python interpreter's start and imports
-    (~30 ms on an idle machine, over 100 ms on a busy one). It ends when we close our end (``close``)
-    or exit; the supervisors it forked live on. Where it cannot run, each job starts its own."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sock: socket.socket | None = None
-
-    def supervisor(self, lock: Path) -> _HostedSupervisor | None:
-        """A freshly forked supervisor for one job, or None (no host here: start one the usual way)."""
-        if sys.platform == "win32":
-            return None
-        with self._lock:
-            if self._sock is None or self._proc is None or self._proc.poll() is not None:
-                self._start()
-            if self._sock is None:
-                return None
-            req_r, req_w = os.pipe()
-            ans_r, ans_w = os.pipe()
-            try:
-                socket.send_fds(self._sock, [b"j"], [req_r, ans_w])
-            except OSError:
-                for fd in (req_w, ans_r):
-                    os.close(fd)
-                self._stop()
-                return None
-            finally:
-                os.close(req_r)
-                os.close(ans_w)
-        return _HostedSupervisor(req_w, ans_r, lock)
-
-    def _start(self) -> None:
-        self._stop()
-        try:
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        except OSError:
-            return
-        try:
-            self._proc = process_group.popen_own_group(
-                interpreter.script_command(supervisor.__file__, "--host"),
-                stdin=theirs,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                close_fds=True,
-            )
-        except OSError:  # out of processes or fds now: this job starts its own supervisor
-            ours.close()
-            return
-        finally:
-            theirs.close()
-        self._sock = ours
-
-    def _stop(self) -> None:
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.close()
-            self._sock = None
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            self._proc = None
-
-    def close(self) -> None:
-        """End the host (the supervisors it forked run on), e.g. when the queue closes."""
-        with self._lock:
-            self._stop()
-
-
-HOST = _Host()
-
-
-def _popen_supervisor(stderr: Any) -> subprocess.Popen[bytes]:
-    return process_group.popen_own_group(
-        interpreter.script_command(supervisor.__file__),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        close_fds=True,  # gputray's private umask: the supervisor's files (run, exit) are 0600
-    )
 
 
 def _start_supervised(
@@ -591,7 +538,7 @@ def _start_supervised(
     meta: Mapping[str, Any] | None,
     umask: int,
     log_max_bytes: int,
-) -> tuple[_SupervisorLink, dict[str, Any]]:
+) -> tuple[SupervisorLink, dict[str, Any]]:
     """Start the job under a supervisor: the supervisor and its answer (the job's pid), or LaunchFailed."""
     with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
         if header:
@@ -619,63 +566,111 @@ def _start_supervised(
         for earlier in (files.stop, files.pause):  # an earlier attempt's reason and pauses
             with contextlib.suppress(FileNotFoundError):
                 earlier.unlink()
-        sup: _SupervisorLink | None = HOST.supervisor(files.lock)
+        sup = HOST.supervisor(files.lock)
         if sup is None:
             try:
-                sup = _popen_supervisor(log)  # its own trouble, if any, shows in the log
+                sup = popen_supervisor(log, files.lock)  # its own trouble, if any, shows in the log
             except OSError as exc:
                 raise LaunchFailed(
                     f"cannot start the job's supervisor: {exc.strerror or exc}",
                     transient=exc.errno in TRANSIENT_ERRNOS,
                 ) from None
-        assert sup.stdin is not None and sup.stdout is not None
-        cgroup: str | None = None
-        try:
-            # It reads the whole request before it writes anything: no deadlock on a large environment.
-            with contextlib.suppress(BrokenPipeError):
-                sup.stdin.write(json.dumps(request, ensure_ascii=True).encode("ascii"))
-            with contextlib.suppress(BrokenPipeError):
-                sup.stdin.close()
-            while True:  # the job's cgroup, if it gets one; then the pid (how it ended comes later)
-                answer = _answer_line(sup.stdout.readline())
-                if set(answer) != {"cgroup"}:
-                    break
-                cgroup = str(answer["cgroup"])
-        except BaseException:
-            sup.kill()
-            sup.wait()
-            raise
-        if isinstance(sup, _HostedSupervisor) and "supervisor_pid" in answer:
-            sup.pid = int(answer["supervisor_pid"])
-        if "pid" in answer:  # then the run file is written (EOF instead: the supervisor was killed)
-            with contextlib.suppress(OSError, ValueError):
-                sup.stdout.readline()
-        else:
-            sup.stdout.close()
-            error = answer.get("error") or {"message": "its supervisor ended without starting it"}
-            msg = _failure_message(argv, cwd, error)
-            killed = isinstance(sup, subprocess.Popen) and sup.wait() < 0
-            if not answer.get("error") and (cgroup or killed):
-                # Killed as the job started (by the job itself, maybe): what it started is stopped.
-                stopped = reach.kill_cgroup(cgroup) if cgroup else 0
-                msg = "its supervisor process was killed as the job started" + (
-                    f"; {stopped} process{'es' if stopped != 1 else ''} of the job stopped" if stopped else ""
-                )
-                log.write(f"gputray: {msg}\n".encode())
-                raise LaunchFailed(msg, supervisor_killed=True)
-            log.write(f"gputray: {msg}\n".encode())
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                sup.wait(timeout=SUPERVISOR_START_TIMEOUT_S)
-            raise LaunchFailed(msg, transient=error.get("errno") in TRANSIENT_ERRNOS)
-    return sup, answer
+        return sup, _converse(sup, request, log, argv, cwd, env)
 
 
-def _answer_line(line: bytes) -> dict[str, Any]:
+def _converse(
+    sup: SupervisorLink,
+    request: dict[str, Any],
+    log: IO[bytes],
+    argv: Sequence[str],
+    cwd: str | Path | None,
+    env: Mapping[str, str],
+) -> dict[str, Any]:
+    """Send the job to its supervisor and read its answers up to the job's pid, every read bounded: a
+    supervisor that is stopped (or silent past ``SUPERVISOR_START_TIMEOUT_S``) before the pid is
+    killed with whatever it may have started, and the start is tried again later. The answer with
+    the pid, or LaunchFailed."""
+    cgroup: str | None = None
+    answer: dict[str, Any] = {}
+    continues = 0
+    deadline = time.monotonic() + SUPERVISOR_START_TIMEOUT_S
     try:
-        doc = json.loads(line.decode("ascii").strip() or "{}")
-    except (UnicodeDecodeError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+        sup.send(request, deadline)  # it reads the whole request before it writes: no deadlock
+        while True:  # the job's cgroup, if it gets one; then the pid (how it ended comes later)
+            try:
+                got = sup.answers.next(deadline, stuck=sup.stopped)
+            except Silent as silent:  # stopped (by the job, maybe, as it started): continued, a few times
+                if not silent.stopped or continues >= MAX_CONTINUES:
+                    raise
+                continues += 1
+                sup.cont()
+                continue
+            if got is None or set(got) != {"cgroup"}:
+                answer = got or {}
+                break
+            cgroup = str(got["cgroup"])
+    except Silent as silent:
+        why = "was stopped" if silent.stopped else f"did not answer within {SUPERVISOR_START_TIMEOUT_S:g} s"
+        raise _given_up(sup, log, f"its supervisor {why} as the job was starting", cgroup, env) from None
+    except BaseException:
+        sup.kill()
+        sup.wait(timeout=5)
+        raise
+    if "pid" in answer:
+        if sup.hosted and "supervisor_pid" in answer:
+            sup.pid = int(answer["supervisor_pid"])
+        try:  # then "recorded" (the run file is written); a silence here is the watcher's to handle
+            after = sup.answers.next(time.monotonic() + RECORDED_S, stuck=sup.stopped)
+        except Silent:
+            after = {}
+        error = (after or {}).get("error")
+        if isinstance(error, dict):  # it failed as the job started: the job must not run unwatched
+            _kill_tree(int(answer["pid"]), None, grace_s=0.0)
+            raise _given_up(
+                sup, log, f"its supervisor failed as the job started ({error.get('message')})", cgroup, env
+            )
+        return answer
+    sup.answers.close()
+    error = answer.get("error")
+    if isinstance(error, dict):
+        log.write(f"gputray: {_failure_message(argv, cwd, error)}\n".encode())
+        sup.wait(timeout=SUPERVISOR_START_TIMEOUT_S)
+        transient = error.get("errno") in TRANSIENT_ERRNOS or bool(error.get("supervisor_failed"))
+        raise LaunchFailed(_failure_message(argv, cwd, error), transient=transient)
+    # It ended without a word: killed before it answered the pid, maybe as the job started.
+    killed = sup.killed_by_signal()
+    stopped = _stop_unanswered(cgroup, env)
+    if stopped or cgroup or killed:  # by the job itself, maybe: an attempt, with what it started stopped
+        msg = "its supervisor process was killed as the job started" + _stopped_note(stopped)
+        log.write(f"gputray: {msg}\n".encode())
+        raise LaunchFailed(msg, supervisor_killed=True, stopped=stopped)
+    msg = "its supervisor ended before it started the job"  # nothing began: tried again
+    log.write(f"gputray: {msg}\n".encode())
+    raise LaunchFailed(msg, transient=True)
+
+
+def _stop_unanswered(cgroup: str | None, env: Mapping[str, str]) -> int:
+    """Whatever a supervisor that never told the job's pid may have started: its cgroup, its marks."""
+    stopped = reach.kill_cgroup(cgroup) if cgroup else 0
+    return stopped + kill_marked(*(marks_of(env) or (None, None)))
+
+
+def _stopped_note(count: int) -> str:
+    return f"; {count} process{'es' if count != 1 else ''} of the job stopped" if count else ""
+
+
+def _given_up(
+    sup: SupervisorLink, log: IO[bytes], why: str, cgroup: str | None, env: Mapping[str, str]
+) -> LaunchFailed:
+    """A supervisor given up on as the job started: killed, with all it started; tried again later."""
+    sup.kill()
+    sup.answers.close()
+    sup.wait(timeout=5)
+    stopped = _stop_unanswered(cgroup, env)
+    msg = why + _stopped_note(stopped)
+    log.write(f"gputray: {msg}\n".encode())
+    # Something of the job ran: an attempt, interrupted (the retry policy decides); else tried again.
+    return LaunchFailed(msg, transient=not stopped, supervisor_killed=bool(stopped))
 
 
 def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
@@ -694,6 +689,7 @@ def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:
         adopted=True,
         cgroup=run.cgroup,
         supervisor_pid=run.supervisor_pid,
+        marker=(run.task_id, run.queue_file) if run.queue_file else None,
     )
     if job.kill_reason is not None and job.running:
         job._stop()  # that owner was stopping it when it went: finish the stop

@@ -9,6 +9,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 # Every job's environment names the queue file that started it (beside GPUTRAY_TASK_ID), so that
@@ -42,18 +43,35 @@ def kill_orphan(pid: int | None, create_time: float | None) -> bool:
 def kill_unrecorded_job(task_id: int, queue_file: str) -> bool:
     """Kill the processes of a job whose pid was never saved, found by the task id and queue file
     gputray put in its environment (processes whose environment we may not read are skipped)."""
+    return bool(kill_marked(task_id, queue_file))
+
+
+def kill_marked(task_id: int | None, queue_file: str | None, *, session: int | None = None) -> int:
+    """Kill every live process that carries the job's marks in its environment (``GPUTRAY_TASK_ID``
+    and ``QUEUE_FILE_VAR``) or, with ``session``, is in that session (the job leads its own): what a
+    job left that nothing else reaches (no cgroup, its supervisor gone). How many there were."""
     import psutil
 
     wanted = {"GPUTRAY_TASK_ID": str(task_id), QUEUE_FILE_VAR: queue_file}
+    marked = task_id is not None and queue_file is not None
     found = []
-    for proc in psutil.process_iter(["environ"]):
-        environ = proc.info.get("environ") or {}
-        if proc.pid != os.getpid() and all(environ.get(k) == v for k, v in wanted.items()):
-            with contextlib.suppress(psutil.Error, OSError):
-                if proc.status() != psutil.STATUS_ZOMBIE:  # a zombie is dead: nothing to stop
-                    found.append(proc)
+    for proc in psutil.process_iter(["environ"] if marked else []):
+        if proc.pid == os.getpid():
+            continue
+        with contextlib.suppress(psutil.Error, OSError):
+            ours = marked and all((proc.info.get("environ") or {}).get(k) == v for k, v in wanted.items())
+            if not ours and session is not None and sys.platform != "win32":
+                ours = os.getsid(proc.pid) == session
+            if ours and proc.status() != psutil.STATUS_ZOMBIE:  # a zombie is dead: nothing to stop
+                found.append(proc)
     kill_all(found)
-    return bool(found)
+    return len(found)
+
+
+def marks_of(env: Mapping[str, str]) -> tuple[int, str] | None:
+    """The marks gputray put in a job's environment (task id, queue file), if it has both."""
+    task_id, queue_file = env.get("GPUTRAY_TASK_ID", ""), env.get(QUEUE_FILE_VAR)
+    return (int(task_id), queue_file) if task_id.isdigit() and queue_file else None
 
 
 def kill_all(procs: builtins.list[Any]) -> None:

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
+#: set (not "0") in the owner's environment: no job gets a cgroup, as for a user whose cgroup is not
+#: theirs to write (an SSH or terminal session); the tests use it to prove the fallbacks
+NO_CGROUPS_VAR = "GPUTRAY_NO_CGROUPS"
 
 
 _prctl: Any = None
@@ -97,6 +100,19 @@ def descendants(pid: int | None = None) -> list[int]:
     return [p for p in seen if not _is_zombie(p)]
 
 
+def descendants_of_children(pid: int, *, exclude: set[int]) -> list[int]:
+    """Every live child of ``pid`` not in ``exclude`` and every live descendant of those, deepest first
+    (what the supervisor host adopted: see ``supervisor._sweep``)."""
+    found: list[int] = []
+    for child in _children(pid):
+        if child in exclude:
+            continue
+        found.extend(reversed(descendants(child)))
+        if not _is_zombie(child):
+            found.append(child)
+    return found
+
+
 def _cgroup2_mount() -> Path | None:
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
@@ -113,7 +129,7 @@ def own_cgroup() -> Path | None:
     """This process's cgroup v2 folder, if the unified hierarchy is mounted and we may make groups in
     it (write access to the folder and to its ``cgroup.procs``: moving a process between two groups
     needs the latter on their common ancestor)."""
-    if not sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux") or os.environ.get(NO_CGROUPS_VAR, "") not in ("", "0"):
         return None
     mount = _cgroup2_mount()
     if mount is None:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING or __package__:  # imported: the owner, the tests, the type checker
     from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES, CappedLog, open_log
+    from gputray.scheduler.jobs.reaper import Reaper
     from gputray.scheduler.jobs.sure_files import lock_exclusive, reserve, write_atomic, write_reserved
 else:  # run as a script with ``-I -S``: the modules beside this one, loaded by path (not importable)
     import importlib.util
@@ -67,7 +68,7 @@ else:  # run as a script with ``-I -S``: the modules beside this one, loaded by 
         _job_log.CappedLog,
         _job_log.open_log,
     )
-    lock_exclusive, reserve = _sure.lock_exclusive, _sure.reserve
+    lock_exclusive, reserve, Reaper = _sure.lock_exclusive, _sure.reserve, _beside("reaper").Reaper
     write_atomic, write_reserved = _sure.write_atomic, _sure.write_reserved
 
 __all__ = ["lock_exclusive", "main", "reserve", "supervise", "write_atomic", "write_reserved"]
@@ -213,52 +214,6 @@ def _load_beside(name: str) -> Any:
     return module
 
 
-class _Reaper:
-    """POSIX: waits for the job and reaps every child, the job's orphans included (a subreaper gets
-    them), waking on SIGCHLD (a wakeup pipe): no polling, no zombies piling up while the job runs."""
-
-    def __init__(self) -> None:
-        self._r, w = os.pipe()
-        os.set_blocking(self._r, False)
-        os.set_blocking(w, False)
-        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-        signal.signal(signal.SIGCHLD, _ignore)
-        self.job_pid: int | None = None
-        self.job_status: int | None = None  # the job's exit code, once reaped
-
-    def reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if pid == self.job_pid:
-                self.job_status = os.waitstatus_to_exitcode(status)
-
-    def sleep(self, timeout_s: float | None) -> None:
-        """Until a child changes state (or a signal comes), at most ``timeout_s``."""
-        import select
-
-        with contextlib.suppress(InterruptedError):
-            select.select([self._r], [], [], timeout_s)
-        with contextlib.suppress(BlockingIOError, InterruptedError):
-            while os.read(self._r, 512):
-                pass
-
-    def wait_job(self, deadline: float | None) -> int | None:
-        """The job's exit code, or None when ``deadline`` (monotonic) passes first."""
-        while True:
-            self.reap()
-            if self.job_status is not None:
-                return self.job_status
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                return None
-            self.sleep(remaining)
-
-
 class _Reach:
     """What the supervisor can reach of a job's processes: its group always; on Linux every descendant
     (a subreaper) and, where allowed, the job's own cgroup (``reach.py``)."""
@@ -283,7 +238,7 @@ class _Reach:
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
 
-    def stop_all(self, reaper: _Reaper | None, grace_s: float) -> int:
+    def stop_all(self, reaper: Reaper | None, grace_s: float) -> int:
         """SIGTERM everything in reach, SIGKILL what is left after ``grace_s``; how many there were."""
         if reaper is None:  # no subreaper: its group is what we know of
             _signal_group(self.job_pid, _SIGKILL)
@@ -371,7 +326,7 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
         return 0
     if req.get("stderr_to_log"):  # a forked supervisor has no log as stderr: its own trouble shows there
         os.dup2(log_fd, 2)
-    reaper = _Reaper() if sys.platform != "win32" else None
+    reaper = Reaper() if sys.platform != "win32" else None
     read_fd, write_fd = os.pipe()  # the job writes here; CappedLog keeps the log within its cap
     popen_kwargs: dict[str, Any] = {
         "env": req["env"],
@@ -384,15 +339,21 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     }
     if req.get("umask", -1) != -1:
         popen_kwargs["umask"] = int(req["umask"])  # the user's own, not gputray's private one
+    try:  # its thread before the job: one that cannot start (RLIMIT_NPROC) is a refusal, nothing runs
+        output = CappedLog(read_fd, log_fd, int(req.get("log_max_bytes") or DEFAULT_LOG_MAX_BYTES))
+    except (RuntimeError, MemoryError) as exc:
+        for fd in (read_fd, write_fd, log_fd):
+            os.close(fd)
+        _answer(_failed(exc))
+        return 0
     try:
         proc: subprocess.Popen[bytes] = subprocess.Popen(req["argv"], **popen_kwargs)
     except (OSError, ValueError, TypeError) as exc:
-        for fd in (read_fd, log_fd):
-            os.close(fd)
+        os.close(write_fd)
+        output.finish()  # its thread sees the pipe end, the log is closed
         _answer(_refusal(exc))
         return 0
-    finally:
-        os.close(write_fd)
+    os.close(write_fd)
     started_at = time.time()
     cgroup_path = None if cgroup is None else str(cgroup.path)
     # The pid first, then the run file, then "recorded": a job that kills us at once (`kill -9 $PPID`)
@@ -406,7 +367,6 @@ def supervise(req: dict[str, Any], reach: Any = None, cgroup: Any = None) -> int
     }
     if sys.platform != "win32":
         _answer(pid_answer, last=False)
-    output = CappedLog(read_fd, log_fd, int(req.get("log_max_bytes") or DEFAULT_LOG_MAX_BYTES))
     _contain(proc)
     in_reach = _Reach(reach, cgroup)
     in_reach.job_pid = proc.pid
@@ -551,25 +511,46 @@ def _job_main(reach: Any, cgroup: Any = None) -> int:
     return supervise(req, reach, cgroup)
 
 
+_forked: set[int] = set()  # the host: the supervisors it forked that have not ended
+
+
 def _reap_children(signum: int, frame: object) -> None:
     with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
+        while True:
+            pid = os.waitpid(-1, os.WNOHANG)[0]
+            if not pid:
+                break
+            _forked.discard(pid)
+
+
+def _sweep(reach: Any) -> int:
+    """The host: stop what it adopted (it is a child subreaper): every child it did not fork, with its
+    descendants. They are what a job left when its supervisor was killed. How many processes."""
+    if reach is None:
+        return 0
+    stopped = 0
+    for child in reach.descendants_of_children(os.getpid(), exclude=_forked):
+        with contextlib.suppress(OSError):
+            os.kill(child, _SIGKILL)
+            stopped += 1
+    return stopped
 
 
 def _host_main(reach: Any) -> int:
     """``--host`` (POSIX): fork one supervisor per job, so that no job waits for a Python interpreter
     to start and import (~30-150 ms on a busy machine). Stdin is our end of a ``SOCK_SEQPACKET``
-    socket pair; each message from the owner carries two fds, the read end of the job's request pipe
-    and the write end of its answer pipe. The forked supervisor is then what a started one is: a
-    session of its own, the same files, the same answers; it outlives us and the owner. We end when
-    the owner's end closes."""
+    socket pair; each message from the owner carries two fds (``j``), the read end of the job's request
+    pipe and the write end of its answer pipe; the forked supervisor says hello (its pid) there first,
+    then is what a started one is: a session of its own, the same files, the same answers; it outlives
+    us and the owner. The host is a child subreaper: what a job leaves when its supervisor is killed
+    comes to us, and ``s`` (one fd, for the answer) stops it. We end when the owner's end closes."""
     import socket
 
     host = socket.socket(fileno=os.dup(0))
     signal.signal(signal.SIGCHLD, _reap_children)
     if reach is not None:
         reach.load_prctl()  # once, here: each forked supervisor needs it at once
+        reach.become_subreaper()
     forks = 0
     base = reach.own_cgroup() if reach is not None else None  # ours now; the next jobs' beside it
     group = _next_group(reach, base, forks)
@@ -582,6 +563,11 @@ def _host_main(reach: Any) -> int:
             if group is not None:
                 group.leave_and_remove()
             return 0
+        if msg == b"s" and len(fds) == 1:
+            with contextlib.suppress(OSError):
+                os.write(fds[0], (json.dumps({"stopped": _sweep(reach)}) + "\n").encode("ascii"))
+            os.close(fds[0])
+            continue
         if len(fds) != 2:
             for fd in fds:
                 os.close(fd)
@@ -596,26 +582,47 @@ def _host_main(reach: Any) -> int:
             os.close(ans_w)
             continue
         if pid == 0:
-            code = 70
-            try:
-                host.close()
-                os.setsid()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                os.dup2(req_r, 0)
-                os.dup2(ans_w, 1)
-                os.close(req_r)
-                os.close(ans_w)
-                if group is not None:
-                    group.exclude.add(os.getppid())  # we are born in it; the host leaves it soon
-                code = _job_main(reach, group)
-            finally:
-                with contextlib.suppress(Exception):
-                    sys.stdout.flush()
-                os._exit(code)
+            _hosted_child(host, req_r, ans_w, reach, group)
+        _forked.add(pid)
         os.close(req_r)
         os.close(ans_w)
         forks += 1
         group = _next_group(reach, base, forks)  # while the job runs, not when the next one is due
+
+
+def _hosted_child(host: Any, req_r: int, ans_w: int, reach: Any, group: Any) -> None:
+    """A supervisor the host forked: hello, then one job. Whatever goes wrong is answered in words
+    (a thread that cannot start under RLIMIT_NPROC, say), never a silent exit."""
+    code = 70
+    try:
+        host.close()
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.dup2(req_r, 0)
+        os.dup2(ans_w, 1)
+        os.close(req_r)
+        os.close(ans_w)
+        _answer({"hello": os.getpid()}, last=False)
+        if group is not None:
+            group.exclude.add(os.getppid())  # we are born in it; the host leaves it soon
+        code = _job_main(reach, group)
+    except BaseException as exc:
+        _answer(_failed(exc))
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os._exit(code)
+
+
+def _failed(exc: BaseException) -> dict[str, Any]:
+    """The supervisor itself failed: said in words, with an errno that tells a want of resources."""
+    doc = _refusal(exc)
+    doc["error"]["supervisor_failed"] = True
+    if doc["error"]["errno"] is None and "can't start new thread" in str(exc):
+        doc["error"]["errno"] = 11  # EAGAIN: no thread for now (RLIMIT_NPROC, a pids limit)
+    if isinstance(exc, MemoryError):
+        doc["error"]["errno"] = 12  # ENOMEM
+    return doc
 
 
 def _next_group(reach: Any, base: Any, n: int) -> Any:
@@ -645,7 +652,14 @@ def main() -> int:
             reach = _load_beside("reach.py")
     if sys.argv[1:] == ["--host"]:
         return _host_main(reach)
-    return _job_main(reach)
+    try:
+        return _job_main(reach)
+    except Exception as exc:  # said to the owner in words (and, with its traceback, in the log)
+        import traceback
+
+        traceback.print_exc()
+        _answer(_failed(exc))
+        return 70
 
 
 if __name__ == "__main__":

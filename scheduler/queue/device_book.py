@@ -4,15 +4,17 @@ name means, and a device's name for messages even after it is gone."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Snapshot
-from gputray.scheduler.pyenvs.choice import EnvChooser
+from gputray.scheduler.pyenvs.choice import EnvChecking, EnvChooser, EnvMissing
 from gputray.scheduler.queue.edits import QueueError
 from gputray.scheduler.queue.placement import CPU_INFO, DeviceState, cpu_state, resolve_pref
+from gputray.scheduler.reasons.codes import EnvLookupFailed
 from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -153,3 +155,19 @@ class DeviceBook:
             if info.key == key:
                 return info.name
         return self.names_used.get(key, key)
+
+
+def with_env_status(dev: DeviceState, env_chooser: EnvChooser) -> DeviceState:
+    """The device as torch tasks see it: whether an env is checked there now, or none works."""
+    try:
+        status = env_chooser.status(dev.info)
+    except Exception as exc:  # the doctor's lookups must not stop the queue
+        log.exception("env lookup failed")
+        return dataclasses.replace(dev, torch_no_env=EnvLookupFailed(error=str(exc)))
+    if isinstance(status, EnvChecking):
+        return dataclasses.replace(dev, torch_checking=status.reason)
+    if isinstance(status, EnvMissing) and status.unproven:
+        return dataclasses.replace(dev, torch_unproven=status.reason)
+    if isinstance(status, EnvMissing):
+        return dataclasses.replace(dev, torch_no_env=status.reason)
+    return dev

@@ -27,6 +27,7 @@ from pathlib import Path
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.queue.device_names import squashed
 from gputray.scheduler.queue.placement import (
     DEFAULT_PREFS,
     GENERIC_PREFS,
@@ -149,21 +150,17 @@ def short_name(name: str) -> str:
     return "".join(words) or re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
-
-
 def _likeness(wanted: str, names: Iterable[str]) -> float:
     return max((difflib.SequenceMatcher(None, wanted, name).ratio() for name in names), default=0.0)
 
 
 def _device_likeness(wanted: str, info: DeviceInfo) -> float:
-    return _likeness(wanted, (_norm(info.name), short_name(info.name), info.key.lower()))
+    return _likeness(wanted, (squashed(info.name), short_name(info.name), info.key.lower()))
 
 
 def closest_device(text: str, infos: Sequence[DeviceInfo]) -> DeviceInfo | None:
     """The device whose name (or short name) is most like ``text``; None when nothing is alike at all."""
-    wanted = _norm(text)
+    wanted = squashed(text)
     best = max(infos, key=lambda info: _device_likeness(wanted, info), default=None)
     return best if best is not None and _device_likeness(wanted, best) >= 0.3 else None
 
@@ -174,7 +171,7 @@ def closest_name(
     """What to suggest for ``text``: the device most like it (``GeForce RTX 5060 Ti (5060ti)``) or, when
     one is more alike and alike enough to be a typo of it, a word of ``classes`` (``nvidia`` for
     ``nvidai``: every NVIDIA GPU). None when nothing is alike."""
-    wanted = _norm(text)
+    wanted = squashed(text)
     near = closest_device(text, infos)
     word = max(sorted(classes), key=lambda w: _likeness(wanted, (w,)))
     word_likeness = _likeness(wanted, (word,))

@@ -12,10 +12,9 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from gputray.scheduler.cluster_port import ClusterPort
 from gputray.scheduler.paths import Paths
@@ -23,6 +22,7 @@ from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.queue import dependencies as deps
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.queue.wait_book import Later, States, WaitBook
 from gputray.scheduler.tasks.recipes import check_runnable
 from gputray.scheduler.tasks.records import (
     FINISHED_STATES,
@@ -100,6 +100,9 @@ class EditedQueue(Protocol):
     def cluster(self) -> ClusterPort | None: ...
 
 
+_T = TypeVar("_T")
+
+
 class QueueEdits:
     """Reorder, edit, remove, clean and wait; see the module docstring."""
 
@@ -107,13 +110,11 @@ class QueueEdits:
         self.queue = queue
         self.store = queue.store
         self._lock = queue.lock
-        self._ended = threading.Condition()  # notified on every queue event: `wait_ended` watches for ends
-        self._waiters_released = False
+        self.waits = WaitBook(self._states_now)  # `wait` requests: entries, not threads
 
     def notify_waiters(self) -> None:
-        """A queue event: every ``wait_ended`` looks again."""
-        with self._ended:
-            self._ended.notify_all()
+        """A queue event: every wait looks again."""
+        self.waits.poke()
 
     def task_changed_elsewhere(self) -> None:
         """A row changed outside this queue's own paths (the cluster bridge mirrored a task another
@@ -303,35 +304,34 @@ class QueueEdits:
         return gone, kept
 
     def release_waiters(self) -> None:
-        """Answer every ``wait_ended`` now, and later ones at once (the owner is stopping)."""
-        with self._ended:
-            self._waiters_released = True
-            self._ended.notify_all()
+        """Answer every wait now, and later ones at once (the owner is stopping)."""
+        self.waits.release()
 
-    def wait_ended(self, task_ids: Sequence[int], timeout_s: float) -> builtins.list[TaskRecord | int]:
+    def _states_now(self, task_ids: Sequence[int]) -> States:
+        out: States = []
+        for i in task_ids:
+            try:
+                out.append(self.store.get(i))
+            except TaskNotFound:
+                out.append(i)  # removed meanwhile
+        return out
+
+    def wait_ended(self, task_ids: Sequence[int], timeout_s: float) -> States:
         """Block until every task has ended (succeeded, failed, cancelled) or ``timeout_s`` passed; the
         tasks as they are then (the id of one that no longer exists). Raises TaskNotFound at once for an
         id that names no task."""
-        records: builtins.list[TaskRecord | int] = [self.store.get(i) for i in task_ids]
-        deadline = time.monotonic() + timeout_s
+        for i in task_ids:
+            self.store.get(i)
+        return self.waits.wait(task_ids, timeout_s)
 
-        def now_states() -> builtins.list[TaskRecord | int]:
-            out: builtins.list[TaskRecord | int] = []
-            for i in task_ids:
-                try:
-                    out.append(self.store.get(i))
-                except TaskNotFound:
-                    out.append(i)  # removed meanwhile
-            return out
-
-        with self._ended:
-            while True:
-                records = now_states()
-                done = all(isinstance(r, int) or r.finished for r in records)
-                left = deadline - time.monotonic()
-                if done or left <= 0 or self.queue.closed or self._waiters_released:
-                    return records
-                self._ended.wait(left)
+    def wait_later(
+        self, task_ids: Sequence[int], timeout_s: float, convert: Callable[[States], _T]
+    ) -> Later[_T]:
+        """The same wait, answered later through ``convert`` without holding a thread (the socket's
+        ``wait``: ``ipc.server`` parks the connection). Raises TaskNotFound at once for an unknown id."""
+        for i in task_ids:
+            self.store.get(i)
+        return Later(self.waits, task_ids, timeout_s, convert)
 
 
 def prunable(

@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import msgspec
 
 from gputray.monitor.records import Snapshot
+from gputray.monitor.units import format_bytes
 from gputray.scheduler.pyenvs.doctor_cache import cached_results
-from gputray.scheduler.queue.estimates import Outlook, about
+from gputray.scheduler.queue.estimates import Outlook
 from gputray.scheduler.queue.placement import (
     DEFAULT_PREFS,
     DeviceState,
@@ -39,6 +40,7 @@ from gputray.scheduler.queue.placement import (
 from gputray.scheduler.queue.placement_policy import OutlookPolicy
 from gputray.scheduler.queue.runtime_history import JobRun, RunBook, RuntimeHistory, SpellBook
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.codes import OfferMade, Reason
 from gputray.scheduler.replies import DeviceSlots, Estimate, Tasks, TaskView
 from gputray.scheduler.tasks.family import family_of
 from gputray.scheduler.tasks.records import Offer, TaskRecord
@@ -46,7 +48,7 @@ from gputray.scheduler.tasks.records import Offer, TaskRecord
 log = logging.getLogger(__name__)
 
 SPEEDS_REFRESH_S = 30.0  # the doctor's cache is read again at most this often
-EmitOffer = Callable[[TaskRecord, str, Offer], None]
+EmitOffer = Callable[[TaskRecord, Reason, Offer], None]
 
 
 class DoctorSpeeds:
@@ -174,6 +176,7 @@ class Estimator:
         self._free_in: Mapping[str, float | None] = {}
         self._offers: dict[int, Offer] = {}
         self._offered: set[int] = set()  # tasks an offer event was emitted for (once each)
+        self.peaks: dict[int, int] = {}  # task id -> its run's peak GPU memory (``job_peaks``), until learned
 
     # -- learning --------------------------------------------------------------------------------
     def finished(self, rec: TaskRecord) -> None:
@@ -183,11 +186,25 @@ class Estimator:
         self.history.record_run(
             JobRun(
                 family=family_of(rec.spec), device_key=rec.device, env=rec.env,
-                duration_s=rec.run_s(rec.ended_at) or 0.0,  # paused time left out
+                duration_s=rec.run_s(rec.ended_at) or 0.0,
                 energy_j=None if rec.energy_shared else rec.energy_j,
                 throttled=self.history.throttled_since(rec.device, rec.started_at), ended_at=rec.ended_at,
+                peak_bytes=self.peaks.pop(rec.id, None),
             )
         )  # fmt: skip
+
+    def with_learned_need(self, rec: TaskRecord) -> TaskRecord:
+        """A task without ``vram`` whose family's recent runs reached more GPU memory than its model files
+        predict (or that names none) counts that peak (``job_peaks``); others as they are."""
+        spec = rec.spec
+        if spec.vram_bytes is not None:
+            return rec
+        peak = self.history.runs.recent_peak(family_of(spec))
+        if peak is None or peak <= (spec.vram_need_bytes or 0):
+            return rec
+        source = f"the peak of its recent runs, {format_bytes(peak)}"
+        learned = msgspec.structs.replace(spec, vram_need_bytes=peak, vram_need_source=source)
+        return rec.replace(spec=learned)
 
     def note_snapshot(self, snapshot: Snapshot) -> None:
         self.history.note_snapshot(snapshot)
@@ -237,6 +254,7 @@ class Estimator:
         """``placement.plan`` with the estimates; remembers the devices and makes the offers. ``running``:
         the ids of our running jobs."""
         outlook = self.outlook({family_of(r.spec) for r in pending}, devices, self._records(running), now_s)
+        pending = [self.with_learned_need(r) for r in pending]  # a family's recent peaks count too
         result = plan(pending, devices, now_s=now_s, policy=OutlookPolicy(outlook))
         taken = {d.device for _, d in result.decisions if isinstance(d, Placement)}
         idle = {
@@ -244,7 +262,7 @@ class Estimator:
             for d in devices
             if d.key not in taken and d.running < d.slots and not (d.verdict and d.verdict.busy)
         }
-        offers: dict[int, tuple[TaskRecord, Offer, str]] = {}
+        offers: dict[int, tuple[TaskRecord, Offer, Reason]] = {}
         allowed: AllowedCache = {}
         for task, decision in result.decisions:
             if not idle - taken:
@@ -279,7 +297,7 @@ class Estimator:
         taken: set[str],
         outlook: Outlook,
         now_s: float,
-    ) -> tuple[Offer, str] | None:
+    ) -> tuple[Offer, Reason] | None:
         waited = now_s - wait_started_s(task)
         family = family_of(task.spec)
         best: tuple[float, DeviceState] | None = None
@@ -293,10 +311,7 @@ class Estimator:
             return None
         run, dev = best
         offer = Offer(device_key=dev.key, device_name=dev.name, run_s=run, waited_s=waited)
-        message = (
-            f"{task.name} has waited {about(waited)}: {dev.name} is free and would run it in {about(run)}"
-        )
-        return offer, message
+        return offer, OfferMade(name=task.name, waited_s=waited, device=dev.name, run_s=run)
 
     # -- views -----------------------------------------------------------------------------------
     def views(self, records: Iterable[TaskRecord], now_s: float | None = None) -> Tasks:
@@ -312,6 +327,7 @@ class Estimator:
         out = []
         allowed: AllowedCache = {}
         for rec in records:
+            rec = self.with_learned_need(rec) if rec.pending else rec
             view = TaskView.of(rec, offers.get(rec.id) if rec.pending else None)
             if rec.pending:
                 estimates = self.estimates(rec, allowed_devices(rec, devices, allowed), outlook)

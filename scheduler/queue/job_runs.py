@@ -3,21 +3,22 @@
 device is lost.
 
 ``JobRuns`` is a part of ``QueueService`` (``service.runs``) and reaches the queue only through what
-``RunsQueue`` names: the store, the monitor, the queue's lock (the dispatcher holds it while it calls
-``start``; a job's watcher thread takes it to record the exit), its events, a dispatch pass after an
-exit, and where Python envs and device names come from.
+``RunsQueue`` names: the store, the monitor, the queue's lock (``start`` takes it to check and to
+record, and lets go of it while the supervisor answers; a job's watcher thread takes it to record the
+exit), its events, a dispatch pass after an exit, and where Python envs and device names come from.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import functools
 import logging
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -30,14 +31,22 @@ from gputray.scheduler.jobs.job_files import JobFiles, find_runs, read_run, supe
 from gputray.scheduler.jobs.job_log import make_room
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
+from gputray.scheduler.jobs.oom import OutOfMemory, oom_in_log
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
 from gputray.scheduler.queue.device_book import DeviceBook
+from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.job_energy import EnergyMeter, energy_line
+from gputray.scheduler.queue.job_peaks import PeakMeter
+from gputray.scheduler.queue.oom_elsewhere import elsewhere
 from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.codes import Reason
+from gputray.scheduler.reasons.render import render
+from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
 
@@ -95,11 +104,19 @@ class RunsQueue(Protocol):
 
     def clock(self) -> float: ...
 
-    def emit(self, kind: EventKind, rec: TaskRecord, message: str) -> None: ...
+    def emit(self, kind: EventKind, rec: TaskRecord, message: Reason) -> None: ...
 
     def request_dispatch(self, *, urgent: bool = False) -> None: ...
 
     def device_name(self, key: str | None) -> str: ...
+
+    @property
+    def estimates(self) -> Estimator: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def paused(self) -> Paused: ...
 
 
 class JobRuns:
@@ -115,7 +132,14 @@ class JobRuns:
         self.recording = True  # False once the queue closed: exits are then left to the next owner
         self._absent_ticks: dict[str, int] = {}
         self.energy = EnergyMeter(queue.monitor.clock)  # the GPU energy of each running job
+        self.peaks = PeakMeter()  # the most GPU memory each running job held (``job_peaks``)
+        self._launching: dict[int, threading.Event] = {}  # tasks being started: set once recorded
         self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
+
+    def on_snapshot(self, snapshot: Snapshot) -> None:
+        """Monitor thread: each job's peak memory, then the jobs of lost devices stopped."""
+        self.peaks.on_snapshot(snapshot)
+        self.stop_on_lost_devices(snapshot)
 
     def stop_on_lost_devices(self, snapshot: Snapshot) -> None:
         """Monitor thread: stop the jobs whose device is lost, or gone from a few snapshots in a row."""
@@ -148,7 +172,11 @@ class JobRuns:
         for i, rec in enumerate(out):
             so_far = self.energy.so_far(rec.id) if rec.state == "running" else None
             if so_far is not None:
-                out[i] = rec.replace(energy_j=so_far.energy_j, energy_shared=so_far.shared)
+                out[i] = rec.replace(
+                    energy_j=so_far.energy_j,
+                    energy_shared=so_far.shared,
+                    energy_estimated_s=so_far.estimated_s,
+                )
         return out
 
     def adopt_left_jobs(self) -> set[int]:
@@ -202,6 +230,7 @@ class JobRuns:
                     vram_bytes=rec.spec.memory_need_bytes,
                 )
                 self.energy.start(rec.id, run.device, run.pid)  # measured from now: a lower bound
+                self.peaks.start(rec.id, run.pid)
                 adopted.add(rec.id)
                 log.info("task #%d: adopted its job (pid %d) from an earlier owner", rec.id, run.pid)
         for run in runs.values():  # files of tasks that have ended or are gone: a live job there is a stray
@@ -218,10 +247,48 @@ class JobRuns:
         devices: Sequence[DeviceState],
         known: Sequence[DeviceInfo],
     ) -> None:
+        """Start the task the pass placed, once the pass let go of the queue's lock: checked (and the
+        start recorded) under the lock, the supervisor answered outside it (``launcher.launch``, every
+        wait bounded): a supervisor slow to answer never holds up a cancel, a submit or a job's end."""
+        with self._lock:
+            if not self._still_placeable(task, decision):
+                return
+            gate = self._launching[task.id] = threading.Event()  # its end waits until its start is in
+            try:
+                self._start(task, decision, devices, known)
+            finally:
+                del self._launching[task.id]
+                gate.set()
+
+    def _still_placeable(self, task: TaskRecord, decision: Placement) -> bool:
+        """Whether nothing changed for the task since the pass placed it (a cancel, an edit, a pause)."""
+        if self.queue.closed:
+            return False
+        try:
+            now = self.store.get(task.id)
+        except TaskNotFound:
+            return False
+        paused = self.queue.paused()
+        unchanged = now.state == task.state and _same_spec(now.spec, task.spec)
+        if unchanged and not paused.all and decision.device not in paused.devices:
+            return True
+        self.queue.request_dispatch()
+        return False
+
+    def _start(
+        self,
+        task: TaskRecord,
+        decision: Placement,
+        devices: Sequence[DeviceState],
+        known: Sequence[DeviceInfo],
+    ) -> None:
         info = next(d.info for d in devices if d.key == decision.device)
         spec = task.spec
         now = self.queue.clock()
-        notes: builtins.list[str] = [decision.reason] if decision.reason else []
+        notes: builtins.list[Reason] = [decision.reason] if decision.reason is not None else []
+        oom = next((r for r in c.inner(task.reason) if isinstance(r, c.RanOutOfMemory)), None)
+        if oom is not None:  # moved here after running out of memory: it still says so
+            notes.insert(0, oom)
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
@@ -230,12 +297,12 @@ class JobRuns:
             return
         pyenv = chosen.env if chosen is not None else None
         if chosen is not None and chosen.on_cpu:
-            notes.insert(0, demo_note(info.name, done=False))
+            notes.insert(0, c.DemoOnCpu(device=info.name))
         log_path = self.queue.paths.logs_dir / f"task-{task.id}.log"
         running = life.Start(  # what the store says once the process exists, never before
             device=info.key,
             env=pyenv.name if pyenv is not None and pyenv.name else None,
-            reason="; ".join(notes),
+            reason=c.chain(*notes),
             attempts=task.attempts + 1,
             started_at=now,
             log_path=str(log_path),
@@ -255,40 +322,10 @@ class JobRuns:
                 pair=chosen.pair if chosen is not None else None,
             )
             make_room(str(log_path), self.queue.log_max_bytes)  # earlier attempts leave this one room
-            job = launch(
-                list(launch_plan.argv),
-                env=launch_plan.env,
-                log_path=log_path,
-                cwd=spec.cwd,
-                on_exit=functools.partial(self._on_exit, task.id),
-                timeout_s=spec.timeout_s,
-                header=launch_plan.header,
-                umask=job_umask(),  # the user's own: gputray's private umask is not the job's
-                log_max_bytes=self.queue.log_max_bytes,
-                meta={
-                    "task_id": task.id,
-                    "attempt": task.attempts + 1,
-                    "device": info.key,
-                    "out": launch_plan.out,
-                },
-            )
+            with _unlocked(self._lock):
+                job = self._launch(task, info, spec, launch_plan, log_path)
         except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
-            if launch_plan is not None and launch_plan.out is not None:
-                drop_unused_out(launch_plan.out)
-            if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
-                self._hold_back(task, exc, now)
-                return
-            if isinstance(exc, LaunchFailed) and exc.supervisor_killed:  # it ran, if only for a moment
-                self._interrupted_at_start(task, running, exc)
-                return
-            if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
-                log.exception("task #%d could not be prepared", task.id)
-            not_started = life.CouldNotStart(
-                start=running, reason=f"could not start: {exc}", ended_at=self.queue.clock()
-            )
-            failed = self.store.apply(task.id, not_started, expect_state=task.state)
-            if failed is not None:
-                self.queue.emit("failed", failed, f"{failed.name} could not start: {exc}")
+            self._not_started(task, running, launch_plan, exc, now)
             return
         try:
             launched = msgspec.structs.replace(running, pid=job.pid, pid_create_time=job.create_time)
@@ -301,8 +338,70 @@ class JobRuns:
         if started is None:  # cancelled or changed meanwhile: its process must not run on
             job.cancel("cancelled")
             return
+        self._started(task, decision, info, chosen, job, launch_plan, started)
+
+    def _launch(
+        self, task: TaskRecord, info: DeviceInfo, spec: TaskSpec, launch_plan: LaunchPlan, log_path: Path
+    ) -> Job:
+        return launch(
+            list(launch_plan.argv),
+            env=launch_plan.env,
+            log_path=log_path,
+            cwd=spec.cwd,
+            on_exit=functools.partial(self._on_exit, task.id),
+            timeout_s=spec.timeout_s,
+            header=launch_plan.header,
+            umask=job_umask(),  # the user's own: gputray's private umask is not the job's
+            log_max_bytes=self.queue.log_max_bytes,
+            meta={
+                "task_id": task.id,
+                "attempt": task.attempts + 1,
+                "device": info.key,
+                "out": launch_plan.out,
+                "queue_file": str(self.store.path),
+            },
+        )
+
+    def _not_started(
+        self,
+        task: TaskRecord,
+        running: life.Start,
+        launch_plan: LaunchPlan | None,
+        exc: Exception,
+        now: float,
+    ) -> None:
+        """A record that cannot be prepared or launched: held back (a want of resources now), counted as
+        an interrupted attempt (its supervisor was killed as it started), else failed with its reason."""
+        if launch_plan is not None and launch_plan.out is not None:
+            drop_unused_out(launch_plan.out)
+        if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
+            self._hold_back(task, exc, now)
+            return
+        if isinstance(exc, LaunchFailed) and exc.supervisor_killed:  # it ran, if only for a moment
+            self._interrupted_at_start(task, running, exc)
+            return
+        if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
+            log.exception("task #%d could not be prepared", task.id)
+        not_started = life.CouldNotStart(
+            start=running, reason=c.CouldNotStart(error=str(exc)), ended_at=self.queue.clock()
+        )
+        failed = self.store.apply(task.id, not_started, expect_state=task.state)
+        if failed is not None:
+            self.queue.emit("failed", failed, c.JobCouldNotStart(name=failed.name, error=str(exc)))
+
+    def _started(
+        self,
+        task: TaskRecord,
+        decision: Placement,
+        info: DeviceInfo,
+        chosen: EnvStatus | None,
+        job: Job,
+        launch_plan: LaunchPlan,
+        started: TaskRecord,
+    ) -> None:
+        spec = task.spec
         self.start_backoff.started(task.id)
-        demo_for = info.name if chosen is not None and chosen.on_cpu else None
+        demo_for = info.name if isinstance(chosen, EnvReady) and chosen.on_cpu else None
         self.jobs[task.id] = Running(
             task.id, job, info.key, spec, job.pid, launch_plan.out, demo_for, started_mono=time.monotonic()
         )
@@ -315,10 +414,12 @@ class JobRuns:
             vram_bytes=spec.memory_need_bytes,
         )
         self.energy.start(task.id, info.key, job.pid)
-        if decision.redirected:
-            self.queue.emit("redirected", started, f"{spec.name}: {decision.reason}")
+        self.peaks.start(task.id, job.pid)
+        if decision.redirected and decision.reason is not None:
+            self.queue.emit("redirected", started, c.Named(name=spec.name, why=decision.reason))
         else:
-            self.queue.emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
+            where = None if info.key == "cpu" else info.name
+            self.queue.emit("started", started, c.JobStarted(name=spec.name, device=where, demo_for=demo_for))
 
     def _interrupted_at_start(self, task: TaskRecord, running: life.Start, exc: LaunchFailed) -> None:
         """Its supervisor was killed as the job started (by the job itself, maybe): an attempt that was
@@ -327,18 +428,18 @@ class JobRuns:
         if counted is None:
             return
         ended = life.JobEnd(exit_code=None, ended_at=self.queue.clock())
-        step = life.RetryOrFail(why=f"interrupted: {exc}", now=self.queue.clock(), end=ended)
-        new = self.store.must_apply(task.id, step)
-        self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
+        why = c.SupervisorKilled(at_start=True, stopped=exc.stopped)
+        new = self.store.must_apply(task.id, life.RetryOrFail(why=why, now=self.queue.clock(), end=ended))
+        self.queue.emit("interrupted", new, c.Named(name=new.name, why=new.reason or why))
 
     def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
         """A start that failed for want of a resource now: the task waits, saying why, and is tried
         again after a back-off (``start_backoff``)."""
         wait = self.start_backoff.hold(task.id, exc, now)
-        log.warning("task #%d: %s", task.id, wait.reason)
+        log.warning("task #%d: %s", task.id, render(wait.reason))
         new = self.store.apply(task.id, life.Wait(reason=wait.reason), expect_state=task.state)
         if new is not None:
-            self.queue.emit("waiting", new, f"{new.name}: {wait.reason}")
+            self.queue.emit("waiting", new, c.Named(name=new.name, why=wait.reason))
 
     def _python_env(self, task: TaskRecord, info: DeviceInfo) -> EnvStatus | None:
         """A torch task's env on the device (an ``EnvReady``, or why there is none now); None for other
@@ -351,7 +452,7 @@ class JobRuns:
             )
         except Exception as exc:
             log.exception("env lookup failed")
-            return EnvMissing(f"env lookup failed ({exc})")
+            return EnvMissing(c.EnvLookupFailed(error=str(exc)))
 
     def clock_set(self, jump_s: float) -> None:
         """The wall clock was set by ``jump_s``: a running job's start moves with it, so that how long
@@ -366,6 +467,9 @@ class JobRuns:
 
         After ``close()`` that kept the jobs running nothing is recorded here: the job's supervisor
         wrote its exit beside the log, and the next owner records it from there."""
+        gate = self._launching.get(task_id)
+        if gate is not None:  # it ended before its start was recorded (the launch let go of the lock)
+            gate.wait()
         with self._lock:
             if not self.recording:
                 return
@@ -376,6 +480,8 @@ class JobRuns:
             if device is not None:
                 self.monitor.job_ended(device, job.pid)
             used = self.energy.finish(task_id)
+            if (peak := self.peaks.finish(task_id)) is not None:  # learned with the run if it succeeds
+                self.queue.estimates.peaks[task_id] = peak
             try:
                 rec = self.store.get(task_id)
             except TaskNotFound:
@@ -396,9 +502,9 @@ class JobRuns:
                 self.queue.request_dispatch(urgent=True)
                 return
             reason = job.kill_reason
-            demo: str | None = None
-            if running is not None and running.demo_for is not None:
-                demo = _demo_done(rec.reason, running.demo_for, rec.log_path)
+            demo_for = running.demo_for if running is not None else _demo_for(rec.reason)
+            if demo_for is not None:  # an adopted job's too: its reason says so
+                _note_demo(demo_for, rec.log_path)
             # the footer's watts over the run's start-to-end time, as queue --json's power_avg_w and the
             # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
             span = ran_s if ran_s is not None else now - (rec.started_at or now) or used.duration_s
@@ -406,57 +512,89 @@ class JobRuns:
             self._note_in_log(rec.log_path, energy_line(logged, self.queue.device_name(device)))
             if job.log_lost_bytes:  # the log's last line, now or once there is room (``write_late_notes``)
                 self._note_in_log(rec.log_path, lost_output_line(job.log_lost_bytes))
+            unknown = reason in ("orphaned", "unanswering")  # how it ended: nobody can say
             base = life.JobEnd(
-                exit_code=None if reason == "orphaned" else code,
+                exit_code=None if unknown else code,
                 ended_at=now,
                 started_at=None if ran_s is None else now - ran_s,  # from the monotonic clock
                 measured=True,
                 energy_j=used.energy_j,
                 energy_shared=used.shared,
+                energy_estimated_s=used.estimated_s,
                 # it ended while paused (cancelled): its pause ends with it
                 paused_s=None if rec.paused_at is None else rec.paused_s + max(0.0, now - rec.paused_at),
             )
-            left = leftover_note(job.leftovers) if reason != "orphaned" else ""
-            left = "; ".join(filter(None, [left, lost_output_note(job.log_lost_bytes)]))
+            left = c.chain(
+                c.Leftovers(count=job.leftovers) if not unknown and job.leftovers else None,
+                c.OutputLost(bytes=job.log_lost_bytes) if job.log_lost_bytes else None,
+            )
+            why: Reason
             if reason == "cancelled":
-                why = "; ".join(filter(None, ["cancelled while running", left]))
+                why = c.chain(c.Cancelled(while_running=True), left) or c.Cancelled(while_running=True)
                 # the log's last line says why its output stops where it does (issue 33)
                 self._note_in_log(rec.log_path, cancelled_line(now))
                 new = self.store.must_apply(task_id, life.Cancel(reason=why, ended_at=now, end=base))
-                self.queue.emit("cancelled", new, f"{new.name} cancelled")
-            elif reason in ("lost", "shutdown", "orphaned"):
-                why = {
-                    "lost": f"interrupted: {self.queue.device_name(device)} was lost while it ran",
-                    "shutdown": "interrupted: gputray stopped while it ran",
-                    "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
-                    + (f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""),
-                }[reason]
-                why = "; ".join(filter(None, [why, left]))
+                self.queue.emit("cancelled", new, c.JobCancelled(name=new.name))
+            elif reason in ("lost", "shutdown", "orphaned", "unanswering"):
+                stopped = job.leftovers if job.stopped_leftover else 0
+                gone: dict[str, Reason] = {
+                    "lost": c.LostWhileRunning(device=self.queue.device_name(device)),
+                    "shutdown": c.OwnerStopped(),
+                    "orphaned": c.SupervisorKilled(at_start=False, stopped=stopped),
+                    "unanswering": c.SupervisorKilled(at_start=False, stopped=stopped, unanswering=True),
+                }
+                why = c.chain(gone[reason], left) or gone[reason]
                 new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
-                self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
+                self.queue.emit("interrupted", new, c.Named(name=new.name, why=new.reason or why))
             elif code == 0 and reason is None:
-                if left:
-                    demo = "; ".join(filter(None, [demo if demo is not None else rec.reason, left]))
-                new = self.store.must_apply(task_id, life.Succeed(end=base, reason=demo))
-                where = self._where(device, running.demo_for if running is not None else None)
-                self.queue.emit("finished", new, f"{new.name} finished on {where}")
+                kept = c.chain(rec.reason, left) if left is not None else None
+                new = self.store.must_apply(task_id, life.Succeed(end=base, reason=kept))
+                done = c.JobFinished(name=new.name, device=self._device_word(device), demo_for=demo_for)
+                self.queue.emit("finished", new, done)
+            elif reason is None and (oom := oom_in_log(rec.log_path, code)) is not None:
+                self._out_of_memory(rec, device, oom, now, base, left)
             else:
+                ended: Reason
                 if reason == "timeout":
-                    why = f"timed out after {rec.spec.timeout_s:g} s"
+                    ended = c.TimedOut(timeout_s=rec.spec.timeout_s or 0.0)
                 elif code < 0:
-                    why = f"killed by signal {_signal_name(-code)}"
+                    ended = c.KilledBy(signal=_signal_name(-code))
                 else:
-                    why = f"exited with status {code}"
-                why = "; ".join(filter(None, [why, left]))
+                    ended = c.ExitedWith(status=code)
+                why = c.chain(ended, left) or ended
                 new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
-                self.queue.emit(
-                    "queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}"
-                )
+                kind: EventKind = "queued" if new.state == "queued" else "failed"
+                self.queue.emit(kind, new, c.Named(name=new.name, why=new.reason or why))
             # Recorded: the supervisor's files have said what they had to say, once the record is on the
             # disk. Until then (a full disk holds it in memory) they are what proves how the job ended:
             # an owner that dies meanwhile leaves them to the next, which records the end from them.
             self.store.when_written(functools.partial(discard_if_still, job.files, job.pid))
         self.queue.request_dispatch(urgent=True)
+
+    def _out_of_memory(
+        self,
+        rec: TaskRecord,
+        device: str | None,
+        oom: OutOfMemory,
+        now: float,
+        end: life.JobEnd,
+        left: Reason | None,
+    ) -> None:
+        """Out of memory: ``on_oom = "elsewhere"`` runs it once more where it fits (``oom_elsewhere``)."""
+        states = self.queue.device_book.states(self.monitor.latest, list(self.jobs.values()), Paused())
+        measured = self.queue.estimates.peaks.pop(rec.id, None)  # what the monitor saw it hold at most
+        oom = oom if oom.peak_bytes is not None or measured is None else replace(oom, peak_bytes=measured)
+        outcome = elsewhere(rec.spec, next((d for d in states if d.key == device), None), oom, states)
+        why = c.chain(outcome.reason, left) or outcome.reason
+        self._note_in_log(rec.log_path, f"{render(why)} ({oom.kind}: {oom.line})")
+        if rec.spec.on_oom == "elsewhere" and outcome.spec is not None:
+            new = self.store.must_apply(rec.id, life.RunElsewhere(reason=why, now=now, end=end))
+            new = self.store.replace_spec(rec.id, outcome.spec, only_states=("queued",)) or new
+            return self.queue.emit("redirected", new, c.Named(name=new.name, why=why))
+        step = life.RetryOrFail(why=why, now=now, end=end, may_retry=rec.spec.on_oom != "elsewhere")
+        new = self.store.must_apply(rec.id, step)
+        kind: EventKind = "queued" if new.state == "queued" else "failed"
+        self.queue.emit(kind, new, c.Named(name=new.name, why=new.reason or why))
 
     def _note_in_log(self, log_path: str | None, line: str | None) -> None:
         """``line`` at the end of a job's log; on a full disk, kept and written once there is room."""
@@ -471,28 +609,48 @@ class JobRuns:
                 return
             self.late_notes.pop(0)
 
-    def _where(self, key: str | None, demo_for: str | None) -> str:
-        """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
-        return (
-            f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self.queue.device_name(key)
-        )
+    def _device_word(self, key: str | None) -> str | None:
+        """The device a job ran on, for an event's words (None: the CPU)."""
+        return None if key in (None, "cpu") else self.queue.device_name(key)
 
 
-def demo_note(device_name: str, *, done: bool) -> str:
-    """What a torch job on a simulated GPU says: it runs (ran) on the CPU instead."""
-    return f"demo: {'ran' if done else 'running'} on the CPU in place of {device_name}"
+def _demo_for(reason: Reason | None) -> str | None:
+    """The simulated GPU a job ran on the CPU in place of, as its reason says (an adopted job's too)."""
+    parts = reason.parts if isinstance(reason, c.Chain) else (reason,)
+    return next((p.device for p in parts if isinstance(p, c.DemoOnCpu)), None)
 
 
-def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
-    """The reason of a demo job that ended (its note in the past tense), also written to its log."""
-    done = demo_note(device_name, done=True)
+def _note_demo(device_name: str, log_path: str | None) -> None:
+    """The last line of a demo job's log: it ran on the CPU in place of a simulated GPU."""
     if log_path:
         try:
             with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
+                done = render(c.DemoOnCpu(device=device_name), finished=True)
                 f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
         except OSError:
             log.warning("could not append to %s", log_path)
-    return reason.replace(demo_note(device_name, done=False), done) if reason else done
+
+
+@contextlib.contextmanager
+def _unlocked(lock: threading.RLock) -> Iterator[None]:
+    """The queue's lock let go for a moment, however deeply this thread holds it, then taken again."""
+    held = 0
+    while True:
+        try:
+            lock.release()
+        except RuntimeError:  # not (or no longer) held by this thread
+            break
+        held += 1
+    try:
+        yield
+    finally:
+        for _ in range(held):
+            lock.acquire()
+
+
+def _same_spec(a: TaskSpec, b: TaskSpec) -> bool:
+    """Whether a task's spec is unchanged (its caller environment, stored apart, left out)."""
+    return a is b or a.replace(base_env=None) == b.replace(base_env=None)
 
 
 def _append_line(log_path: str, line: str) -> bool:
@@ -522,24 +680,6 @@ def lost_output_line(count: int) -> str:
     """The log's last line when part of the job's output could not be written to it (the owner writes
     it, once there is room: the supervisor ends as soon as its exit is safe)."""
     return f"{count:,} bytes of the job's output could not be written to this log (the disk was full)"
-
-
-def lost_output_note(count: int) -> str:
-    """What the task says when part of its job's output could not be written to its log."""
-    if not count:
-        return ""
-    return f"{count:,} bytes of output were lost: the disk was full when the job wrote them"
-
-
-def _processes(count: int) -> str:
-    return "1 process" if count == 1 else f"{count} processes"
-
-
-def leftover_note(count: int) -> str:
-    """What the task says when its job left processes running that its supervisor stopped."""
-    if not count:
-        return ""
-    return f"{_processes(count)} {'was' if count == 1 else 'were'} still running after the job ended: stopped"
 
 
 def _signal_name(number: int) -> str:

@@ -209,7 +209,7 @@ class Preemption:
         by = f"#{task.id} (priority {task.spec.priority})"
         for victim in choice.victims:
             try:
-                rec = self.pauser.pause(victim, for_task=by)
+                rec = self.pauser.pause(victim, for_task=(task.id, task.spec.priority))
             except (TaskStateError, KeyError) as exc:
                 log.info("task #%d: not paused for %s: %s", victim, by, exc)
                 continue

@@ -41,7 +41,6 @@ adopts the jobs an earlier owner left and stops the jobs of a lost device.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import logging
 import queue
 import threading
@@ -51,16 +50,16 @@ from pathlib import Path
 from typing import Protocol
 
 from gputray.monitor.monitor import Monitor
-from gputray.monitor.records import Snapshot
+from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.cluster_port import ClusterPort
 from gputray.scheduler.jobs import reach
 from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.jobs.launcher import HOST, Job
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import check_epoch_s
-from gputray.scheduler.pyenvs.choice import EnvChecking, EnvChooser, EnvMissing, ProbingChooser
+from gputray.scheduler.pyenvs.choice import EnvChooser, ProbingChooser
 from gputray.scheduler.queue import dependencies as deps
-from gputray.scheduler.queue.device_book import DeviceBook
+from gputray.scheduler.queue.device_book import DeviceBook, with_env_status
 from gputray.scheduler.queue.device_checks import (
     DEVICES_SEEN_FILE,
     DevicesSeen,
@@ -84,6 +83,8 @@ from gputray.scheduler.queue.put_aside import PutAside
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.queue.waits_book import WaitsBook
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
@@ -102,6 +103,8 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
+#: a task the pass placed, started once the pass let go of the lock: (task, decision, devices, known)
+_Start = tuple[TaskRecord, Placement, Sequence[DeviceState], Sequence[DeviceInfo]]
 WALL_RECHECK_S = 60.0  # a wait for a wall-clock time looks at the clock at least this often (it may be set)
 
 
@@ -200,7 +203,9 @@ class QueueService:
         adopted = self.runs.adopt_left_jobs()
         reach.remove_stale_cgroups()  # empty job groups left while no owner was up
         for rec in self.store.recover_after_crash(skip=adopted):
-            self.emit("interrupted", rec.record, f"{rec.record.name}: {rec.record.reason}")
+            self.emit(
+                "interrupted", rec.record, c.named(rec.record.name, rec.record.reason, rec.record.state)
+            )
         if self.monitor.latest is None:
             self.monitor.sample_once()
         self._unsubscribe = self.monitor.subscribe(self._on_snapshot)
@@ -299,7 +304,7 @@ class QueueService:
             deps.check_after(None, spec, self.store.view())
         records = self.store.add_many(specs, now=self.clock())
         for rec in records:
-            self.emit("queued", rec, f"{rec.name} queued as #{rec.id}")
+            self.emit("queued", rec, c.Queued(name=rec.name, task_id=rec.id))
         self.request_dispatch()
         return records
 
@@ -309,12 +314,12 @@ class QueueService:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "interrupted":
                 new = self.store.apply(
-                    task_id, life.Cancel(reason="cancelled", ended_at=self.clock()), expect_state=rec.state
+                    task_id, life.Cancel(reason=c.Cancelled(), ended_at=self.clock()), expect_state=rec.state
                 )
                 if new is None:  # it just started: cancel the running job below
                     rec = self.store.get(task_id)
                 else:
-                    self.emit("cancelled", new, f"{new.name} cancelled")
+                    self.emit("cancelled", new, c.JobCancelled(name=new.name))
                     self.request_dispatch()
                     return new
             if rec.state in {"succeeded", "failed", "cancelled"}:
@@ -323,8 +328,8 @@ class QueueService:
                 raise TaskStateError(f"task #{task_id} already {rec.state}; nothing to cancel")
             running = self.runs.jobs.get(task_id)
         if running is None:  # running in the store but not ours (should not happen after recovery)
-            new = self.store.must_apply(task_id, life.Cancel(reason="cancelled", ended_at=self.clock()))
-            self.emit("cancelled", new, f"{new.name} cancelled")
+            new = self.store.must_apply(task_id, life.Cancel(reason=c.Cancelled(), ended_at=self.clock()))
+            self.emit("cancelled", new, c.JobCancelled(name=new.name))
             return new
         running.job.cancel("cancelled")
         running.job.wait(timeout=10)
@@ -337,21 +342,21 @@ class QueueService:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "running":
                 raise TaskStateError(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-            new = self._requeue(rec, "queued again by request")
+            new = self._requeue(rec, c.RequeuedByRequest())
             if new is None:
                 raise TaskStateError(f"task #{task_id} changed state meanwhile; try again")
             back = [
                 again
                 for dependant in deps.failed_because_of(task_id, self.store.list())
-                if (again := self._requeue(dependant, f"queued again: #{task_id} was queued again"))
+                if (again := self._requeue(dependant, c.RequeuedWith(task_id=task_id)))
             ]
-        self.emit("queued", new, f"{new.name} queued again as #{new.id}")
+        self.emit("queued", new, c.Queued(name=new.name, task_id=new.id, again=True))
         for again in back:
-            self.emit("queued", again, f"{again.name} (#{again.id}): {again.reason}")
+            self.emit("queued", again, c.named(f"{again.name} (#{again.id})", again.reason, again.state))
         self.request_dispatch()
         return new
 
-    def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
+    def _requeue(self, rec: TaskRecord, reason: Reason) -> TaskRecord | None:
         """A finished task back in the queue, at its end; None when its state changed meanwhile."""
         step = life.Requeue(reason=reason, now=self.clock(), position=self.store.next_position())
         return self.store.apply(rec.id, step, expect_state=rec.state)
@@ -377,7 +382,17 @@ class QueueService:
         self._wake.set()
 
     def dispatch(self) -> None:
-        """One dispatch pass now, in the calling thread: start what can start, record why the rest waits."""
+        """One dispatch pass now, in the calling thread: start what can start, record why the rest waits.
+
+        The pass is planned under the queue's lock; its jobs are started after (``JobRuns.start`` holds
+        the lock only to check and record): a supervisor slow to answer never holds up a cancel, a
+        submit or a job's end."""
+        placed: builtins.list[_Start] = []
+        self._plan_pass(placed)
+        for task, decision, devices, known in placed:
+            self.runs.start(task, decision, devices, known)
+
+    def _plan_pass(self, placed: builtins.list[_Start]) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -406,14 +421,12 @@ class QueueService:
                 )
                 return
             if self._paused.all:
-                self._record_waits([(r, Wait("the queue is paused")) for r in pending])
+                self._record_waits([(r, Wait(c.QueuePaused())) for r in pending])
                 self._due_s = None
                 return
             no_space = self.store.space_problem()
             if no_space is not None:  # a job's log and its exit need room: start nothing until there is
-                self._record_waits(
-                    [(r, Wait(f"{no_space}: nothing starts until there is room")) for r in pending]
-                )
+                self._record_waits([(r, Wait(c.NoRoom(problem=no_space))) for r in pending])
                 self._due_s = now + SPACE_RECHECK_S
                 return
             pending, parking = self._put_aside.split(pending, now)
@@ -422,7 +435,9 @@ class QueueService:
             devices = self._device_states(snapshot, needs=wanted)
             torch_keys = torch_device_keys((r.spec for r in pending), devices)
             if torch_keys:  # an env is looked up (checked) only where a torch task may run
-                devices = [self._with_env_status(d) if d.key in torch_keys else d for d in devices]
+                devices = [
+                    with_env_status(d, self.env_chooser) if d.key in torch_keys else d for d in devices
+                ]
             result = self.estimates.plan(pending, devices, now, running=list(self.runs.jobs))
             waits: builtins.list[tuple[TaskRecord, Wait]] = builtins.list(parking)
             parked_due = self._put_aside.next_due_s()
@@ -430,7 +445,7 @@ class QueueService:
             known = [d.info for d in devices]
             for task, decision in result.decisions:
                 if isinstance(decision, Placement):
-                    self.runs.start(task, decision, devices, known)
+                    placed.append((task, decision, devices, known))
                 elif isinstance(decision, GiveUp):
                     self._fail(task, decision.reason, now)
                 else:
@@ -456,7 +471,7 @@ class QueueService:
                     if value is not None:
                         check_epoch_s(value, what)
             except ValueError as exc:
-                self._fail(rec, f"cannot be planned: {exc}", now)
+                self._fail(rec, c.Unplannable(problem=str(exc)), now)
                 continue
             ok.append(rec)
         return ok
@@ -493,11 +508,11 @@ class QueueService:
         self._record_waits(waits)
         return ready
 
-    def _fail(self, rec: TaskRecord, reason: str, now: float) -> None:
+    def _fail(self, rec: TaskRecord, reason: Reason, now: float) -> None:
         """A pending task fails with ``reason`` (unless its state changed meanwhile: a race lost)."""
         new = self.store.apply(rec.id, life.Fail(reason=reason, ended_at=now), expect_state=rec.state)
         if new is not None:
-            self.emit("failed", new, f"{new.name}: {reason}")
+            self.emit("failed", new, c.Named(name=new.name, why=reason))
 
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
@@ -519,23 +534,8 @@ class QueueService:
                 self.emit(
                     "waiting",
                     task.replace(state="waiting", reason=wait.reason),
-                    f"{task.name}: {wait.reason}",
+                    c.Named(name=task.name, why=wait.reason),
                 )
-
-    def _with_env_status(self, dev: DeviceState) -> DeviceState:
-        """The device as torch tasks see it: whether an env is checked there now, or none works."""
-        try:
-            status = self.env_chooser.status(dev.info)
-        except Exception as exc:  # the doctor's lookups must not stop the queue
-            log.exception("env lookup failed")
-            return dataclasses.replace(dev, torch_no_env=f"env lookup failed ({exc})")
-        if isinstance(status, EnvChecking):
-            return dataclasses.replace(dev, torch_checking=status.reason)
-        if isinstance(status, EnvMissing) and status.unproven:
-            return dataclasses.replace(dev, torch_unproven=status.reason)
-        if isinstance(status, EnvMissing):
-            return dataclasses.replace(dev, torch_no_env=status.reason)
-        return dev
 
     # -- monitor ticks ---------------------------------------------------------------------------
     def _on_snapshot(self, snapshot: Snapshot) -> None:
@@ -543,7 +543,7 @@ class QueueService:
         self.devices_seen.note(r.info for r in snapshot.readings)
         self.estimates.note_snapshot(snapshot)
         self.runs.energy.on_snapshot(snapshot)
-        self.runs.stop_on_lost_devices(snapshot)
+        self.runs.on_snapshot(snapshot)  # peaks (``job_peaks``), lost devices
         self.runs.write_late_notes()
         # Ticks only catch external changes. With a huge queue a pass is not free: the dispatcher
         # keeps tick-driven passes under ~5 % of the time (small queues still get one every tick).
@@ -630,7 +630,7 @@ class QueueService:
                 except Exception:
                     log.exception("queue event handler failed")
 
-    def emit(self, kind: EventKind, rec: TaskRecord, message: str, offer: Offer | None = None) -> None:
+    def emit(self, kind: EventKind, rec: TaskRecord, message: Reason, offer: Offer | None = None) -> None:
         """Hand an event to ``on_event`` (in its own thread, in order) and wake every ``wait_ended``;
         a run that succeeded teaches the estimates."""
         if kind == "finished":

@@ -21,16 +21,23 @@ from typing import Annotated, Any, Literal, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.tasks.limits import (
+    AFTER_MAX_WAIT,
+    KINDS,
     MAX_DURATION_S,
     MAX_ENV_KEYS,
     MAX_EPOCH_S,
     MAX_ITEMS,
+    MAX_PRIORITY,
     MAX_RETRIES,
     MAX_SIZE_BYTES,
     MAX_TASK_ID,
     MAX_TEXT_CHARS,
     MIN_EPOCH_S,
+    ON_BUSY,
+    ON_OOM,
+    PREFER,
     check_duration_s,
     check_epoch_s,
     check_size_bytes,
@@ -40,17 +47,23 @@ from gputray.scheduler.tasks.states import FINISHED_STATES, PENDING_STATES, STAT
 from gputray.scheduler.tasks.times import iso_utc, local_iso, local_time
 
 __all__ = [  # re-exported: the limits of task values, the offer QueueEvent carries, states, times
+    "AFTER_MAX_WAIT",
     "FINISHED_STATES",
+    "KINDS",
     "MAX_DURATION_S",
     "MAX_ENV_KEYS",
     "MAX_EPOCH_S",
     "MAX_ITEMS",
+    "MAX_PRIORITY",
     "MAX_RETRIES",
     "MAX_SIZE_BYTES",
     "MAX_TASK_ID",
     "MAX_TEXT_CHARS",
     "MIN_EPOCH_S",
+    "ON_BUSY",
+    "ON_OOM",
     "PENDING_STATES",
+    "PREFER",
     "STATES",
     "Offer",
     "TaskState",
@@ -66,17 +79,13 @@ TaskKind = Literal["torch", "vulkan", "command"]
 OnBusy = Literal["wait", "redirect", "cpu"]
 AfterMaxWait = Literal["redirect", "cpu", "fail"]
 Prefer = Literal["free", "fastest", "greenest"]
+OnOom = Literal["fail", "elsewhere"]
 
-KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
-ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
-AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
-PREFER: tuple[str, ...] = ("free", "fastest", "greenest")
 #: Placeholders substituted per argv element (and in env values) when a vulkan or recipe task is
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
 PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
 #: A machine name in a cluster (``[cluster] machine``, ``--machine``): letters, digits, ``.``, ``_``, ``-``.
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
 
@@ -196,6 +205,9 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     # ``preemptible = false`` keeps this one's job from ever being paused for another.
     preempt: bool = False
     preemptible: bool = True
+    # A run that ends out of memory (``jobs.oom``): "elsewhere" runs it once more on an allowed device
+    # where the memory it reached is free (``queue.oom_elsewhere``); "fail": the retry policy, as any failure.
+    on_oom: OnOom = "fail"
 
     @property
     def memory_need_bytes(self) -> int | None:
@@ -283,6 +295,7 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     max_slowdown: Slowdown | UnsetType = UNSET
     preempt: bool | UnsetType = UNSET
     preemptible: bool | UnsetType = UNSET
+    on_oom: OnOom | UnsetType = UNSET
 
     def given(self) -> dict[str, Any]:
         """The fields this patch sets, by name."""
@@ -314,8 +327,9 @@ class TaskRecord:
     """A task in the queue and what became of it.
 
     ``device`` is the device key it runs/ran on (``cpu`` for the CPU), ``env`` the Python env name
-    (torch tasks) and ``reason`` the latest human-readable explanation (why it waits, where it was
-    redirected, why it failed). ``attempts`` counts starts. Times are epoch seconds (UTC).
+    (torch tasks) and ``reason`` the latest explanation (why it waits, where it was redirected, why it
+    failed: a ``reasons.codes`` record, worded by ``reasons.render``). ``attempts`` counts starts.
+    Times are epoch seconds (UTC).
     ``position`` orders the queue within a priority; ``queued_at`` is when it last (re)entered the
     queue (max_wait and aging count from there); ``not_before`` delays a retry (backoff);
     ``overtakes`` counts how often a later task took a device this one was waiting for;
@@ -337,7 +351,7 @@ class TaskRecord:
     submitted_at: float
     device: str | None = None
     env: str | None = None
-    reason: str = ""
+    reason: Reason | None = None
     exit_code: int | None = None
     attempts: int = 0
     started_at: float | None = None
@@ -360,6 +374,7 @@ class TaskRecord:
     energy_shared: bool = False
     paused_at: float | None = None
     paused_s: float = 0.0
+    energy_estimated_s: float = 0.0  # of ``energy_j``, seconds counted from power (a glitching counter)
 
     @property
     def name(self) -> str:
@@ -404,7 +419,7 @@ class QueueEvent:
 
     kind: EventKind
     task: TaskRecord
-    message: str
+    message: Reason  # what happened, as data (``reasons.render`` words it)
     offer: Offer | None = None  # kind "offer": what is offered (the tray's ``TaskView.offer``)
 
 

@@ -46,9 +46,7 @@ to the task file's folder.
 
 from __future__ import annotations
 
-import datetime as dt
 import difflib
-import math
 import os
 import re
 import stat
@@ -61,126 +59,37 @@ from typing import Any
 import msgspec
 
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.tasks.keys import BY_FIELD, GUESSES, KEY_ALIASES, TaskKey
 from gputray.scheduler.tasks.model_memory import predict_need
 from gputray.scheduler.tasks.needs import NEEDS
 from gputray.scheduler.tasks.records import (
-    AFTER_MAX_WAIT,
     ENV_NAME_RE,
-    KINDS,
-    MAX_PRIORITY,
-    MAX_RETRIES,
     MAX_TASK_ID,
-    ON_BUSY,
     PLACEHOLDERS,
-    PREFER,
     TaskPatch,
     TaskSpec,
-    check_duration_s,
-    check_epoch_s,
-    check_size_bytes,
     fills_placeholders,
     parse_window,
     unknown_placeholders,
 )
+from gputray.scheduler.tasks.spelling import parse_duration, parse_size, parse_start_at
 
 
 class TaskFileError(Refusal, ValueError):
     """A task file (or submitted spec) is invalid; the message names the source, the key and the problem."""
 
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|hr|s|m|h|d)?", re.IGNORECASE)
-_DURATION_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
-_SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
-
-# The one table of spellings: task-file key → TaskSpec field. Every field name is a key too; the
-# short spellings are what people write.
-KEY_ALIASES = {
-    "devices": "device_prefs",
-    "device": "device_prefs",
-    "max_wait": "max_wait_s",
-    "vram": "vram_bytes",
-    "timeout": "timeout_s",
-    "backoff": "backoff_s",
-}
-# the predicted need is worked out, never written: not a key of a task file
-KEYS: dict[str, str] = {
-    **{f: f for f in TaskSpec.__struct_fields__ if not f.startswith("vram_need_")},
-    **KEY_ALIASES,
-}
+# Task-file key → TaskSpec field: every field name a task file may hold (not a predicted memory need,
+# which is worked out), and the spellings ``tasks.keys`` declares.
+KEYS: dict[str, str] = {**{k.field: k.field for k in BY_FIELD.values() if k.in_file}, **KEY_ALIASES}
 TASK_KEYS = frozenset(KEYS)  # every key a task file may use
-#: Keys people write that mean another (a command is its argument list, ``argv = ["ffmpeg", …]``).
-GUESSES = {"command": "argv", "cmd": "argv", "program": "argv", "gpu": "device", "gpus": "devices"}
-
-
-def parse_duration(value: object) -> float:
-    """``"10m"`` → 600.0; numbers are seconds. Raises ValueError with a readable message."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration like '10m' or a number of seconds, got {value!r}")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"expected a duration ≥ 0, got {value!r}")
-        return check_duration_s(float(value))
-    if not isinstance(value, str):
-        raise ValueError(f"expected a duration like '10m', got {type(value).__name__}")
-    text = value.strip().replace(" ", "")
-    if not text:
-        raise ValueError("expected a duration like '10m', got an empty string")
-    if text.startswith("-"):
-        raise ValueError(f"a duration cannot be negative, got {value!r:.80}")
-    total, pos = 0.0, 0
-    for m in _DURATION_RE.finditer(text):
-        if m.start() != pos or (m.group(2) is None and m.end() != len(text)):
-            break
-        total += float(m.group(1)) * _DURATION_UNITS[(m.group(2) or "s").lower()]
-        pos = m.end()
-    if pos != len(text):
-        raise ValueError(f"expected a duration like '90s', '10m', '1h30m' or '2d', got {value!r:.80}")
-    return check_duration_s(total)
-
-
-def parse_size(value: object) -> int:
-    """``"4GiB"`` → 4294967296; ``"4GB"`` is SI (4e9); bare ``"4G"`` is binary. Numbers are bytes."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a size like '4GiB' or a number of bytes, got {value!r}")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"expected a size ≥ 0, got {value!r}")
-        return check_size_bytes(value)
-    if not isinstance(value, str):
-        raise ValueError(f"expected a size like '4GiB', got {type(value).__name__}")
-    if value.strip().startswith("-"):
-        raise ValueError(f"a size cannot be negative, got {value!r:.80}")
-    m = _SIZE_RE.match(value)
-    if not m or (not m.group(2) and (m.group(3))):
-        raise ValueError(f"expected a size like '512MiB', '4GiB' or '4GB', got {value!r:.80}")
-    number, prefix, binary, b = m.groups()
-    prefix = prefix.lower()
-    base = 1000 if (prefix and b and not binary) else 1024
-    return check_size_bytes(float(number) * base ** _SIZE_POW[prefix])  # float("9" * 400) is inf
-
-
-def parse_start_at(value: object) -> float:
-    """A TOML datetime, an ISO string (local time without an offset) or epoch seconds → epoch seconds,
-    within the years 1970–9999."""
-    return check_epoch_s(_start_at(value), "start_at")
-
-
-def _start_at(value: object) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}") from None
-    if isinstance(value, dt.datetime):
-        return value.timestamp()  # naive → local time, as a person means it
-    if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day).timestamp()
-    raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {type(value).__name__}")
+__all__ = [  # re-exported: the spellings (tasks.keys) and how values are written (tasks.spelling)
+    "GUESSES",
+    "KEY_ALIASES",
+    "parse_duration",
+    "parse_size",
+    "parse_start_at",
+]
 
 
 MAX_TASK_FILE_BYTES = 1 << 20
@@ -280,10 +189,6 @@ def spec_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | No
 
 # --- task-file spelling → TaskPatch -----------------------------------------------------------------
 
-_DURATIONS = frozenset({"max_wait_s", "timeout_s", "backoff_s"})
-_ONE_OR_MORE = frozenset({"device_prefs", "needs", "files"})  # a single string means a list of one
-_PATHS = frozenset({"script", "cwd"})
-
 
 def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskPatch:
     """A task table as people write it (``vram = "4GiB"``, ``max_wait = "10m"``, ``devices = "cpu"``)
@@ -306,7 +211,7 @@ def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | N
         spelled[field], raw[field] = key, value
     values: dict[str, Any] = {}
     for field, value in raw.items():
-        if value is None and field not in _MAY_BE_NONE:
+        if value is None and field not in MAY_BE_NONE:
             continue  # "not given", as a stored table of an older gputray may say
         try:
             values[field] = _spelled_value(field, value, base_dir)
@@ -319,40 +224,47 @@ def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | N
         if found is None or found.group(1) not in spelled:
             raise TaskFileError(f"{source}: {exc}") from None
         field = found.group(1)
-        problem = _problem(field, values[field]) or str(exc).partition(" - at ")[0].lower()
+        problem = value_problem(field, values[field]) or str(exc).partition(" - at ")[0].lower()
         raise TaskFileError(f"{source}: key '{spelled[field]}': {problem}") from None
 
 
 #: Fields that may be empty (script, out, max_wait_s …): None in a patch clears them.
-_MAY_BE_NONE = frozenset(f.name for f in msgspec.structs.fields(TaskSpec) if f.default is None)
+MAY_BE_NONE = frozenset(f.name for f in msgspec.structs.fields(TaskSpec) if f.default is None)
 
 
 def _suggestion(key: str) -> str:
-    known = sorted(TASK_KEYS - {"base_env", "origin"})  # those two gputray writes itself
+    known = sorted(k for k in TASK_KEYS if not BY_FIELD[KEYS[k]].by_gputray)  # base_env, origin: ours
     hint = [GUESSES[key]] if key in GUESSES else difflib.get_close_matches(key, known, n=1)
     return f" (did you mean '{hint[0]}'?)" if hint else f"; the keys are: {', '.join(known)}"
 
 
 def _spelled_value(field: str, value: Any, base_dir: Path | None) -> Any:
-    """One value as written → as its field holds it (units read, paths made absolute); anything it
-    cannot read is left for the field's type to refuse. ValueError says what is wrong."""
+    """One value as written → as its field holds it (units read, paths made absolute), by the key's
+    ``spelling`` (``tasks.keys``); anything it cannot read is left for the field's type to refuse.
+    ValueError says what is wrong."""
     if value is None:
         return None
-    if field in _DURATIONS:
+    spelling = BY_FIELD[field].spelling
+    if spelling == "duration":
         return parse_duration(value)
-    if field == "vram_bytes":
+    if spelling == "size":
         return parse_size(value)
-    if field == "start_at":
+    if spelling == "time":
         return parse_start_at(value)
-    if field == "after":
+    if spelling == "task_ids":
         return _task_ids(value)
-    if field in _ONE_OR_MORE and isinstance(value, str):
+    if spelling in ("list", "paths") and isinstance(value, str):
         value = [value]
-    if field == "env" and isinstance(value, Mapping):  # numbers are written as numbers, meant as text
+    if spelling == "env" and isinstance(value, Mapping):  # numbers are written as numbers, meant as text
         return {k: str(v) if type(v) in (int, float) else v for k, v in value.items()}
-    if base_dir is not None and field in _PATHS and _pathlike(value):
+    if base_dir is not None and spelling == "path" and _pathlike(value):
         return _absolute(value, base_dir)
-    if base_dir is not None and field == "files" and isinstance(value, list) and all(map(_pathlike, value)):
+    if (
+        base_dir is not None
+        and spelling == "paths"
+        and isinstance(value, list)
+        and all(map(_pathlike, value))
+    ):
         return [_absolute(v, base_dir) for v in value]
     return value
 
@@ -384,46 +296,45 @@ def _task_ids(value: object) -> list[int]:
     return ids
 
 
-_CHOICES = {"kind": KINDS, "on_busy": ON_BUSY, "after_max_wait": AFTER_MAX_WAIT, "prefer": PREFER}
-_WHOLE = {"priority": (-MAX_PRIORITY, MAX_PRIORITY), "retries": (0, MAX_RETRIES)}
-_STRING_LISTS = frozenset({"argv", "args", "files", "needs", "device_prefs"})
-
-
-def _problem(field: str, value: Any) -> str | None:
-    """What a field takes, said for a value its type refused (msgspec names only the field)."""
-    if field in _CHOICES:
-        return f"must be one of {', '.join(_CHOICES[field])}; got {value!r}"
-    if field in _WHOLE:
-        low, high = _WHOLE[field]
+def value_problem(field: str, value: Any) -> str | None:
+    """What a field takes, said for a value its type refused (msgspec names only the field), by the
+    key's ``form`` (``tasks.keys``)."""
+    key = BY_FIELD[field]
+    if key.form == "choice":
+        return f"must be one of {', '.join(key.choices)}; got {value!r}"
+    if key.form == "whole" and key.whole is not None:
+        low, high = key.whole
         if isinstance(value, bool) or not isinstance(value, int):
             return f"must be a whole number, got {value!r}"
         if value < low:
             return f"must be at least {low}, got {value}"
         return f"must be at most {high}, got {value}"
-    if field in _STRING_LISTS:
+    if key.form == "strings":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             return f"must be a list of strings, got {value!r}"
         if any("\x00" in v for v in value):
             return "contains a NUL character"
         return "contains an empty device name" if field == "device_prefs" else None
-    if field == "max_slowdown":
-        return f"must be a number from 1 to 100 (1.5: at most 50 % slower than the fastest), got {value!r}"
-    if field in ("placeholders", "after_any", "offer_declined", "allow_unproven"):
+    if key.form == "bool":
         return f"must be true or false, got {value!r}"
-    if field == "util_percent":
-        return f"must be a number from 0 to 100, got {value!r}"
-    if field == "timeout_s" and isinstance(value, float) and value <= 0:
+    if key.form == "number" and key.takes:
+        return f"must be {key.takes}, got {value!r}"
+    if key.spelling == "duration" and field == "timeout_s" and isinstance(value, float) and value <= 0:
         return f"must be more than 0 (leave it out for no limit), got {value:g} s"
-    if field == "env":
+    if key.form == "env":
         return _env_problem(value)
-    if field == "base_env":
+    if key.form == "base_env":
         return "must be a table of environment variables (names without '=', no NUL)"
+    return _text_problem(key, value)
+
+
+def _text_problem(key: TaskKey, value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return f"must be a non-empty string, got {value!r}"
     if "\x00" in value:
         return "contains a NUL character"
-    if field == "machine":
-        return f'must be "any" or a machine name (letters, digits, . _ -), got {value!r}'
+    if key.takes:
+        return f"must be {key.takes}, got {value!r}"
     return None
 
 

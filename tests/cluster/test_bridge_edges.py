@@ -15,8 +15,8 @@ import pytest
 import task_steps as steps
 from test_machine_tasks import Desk, _view
 
-import gputray.cluster.bridge as bridge_module
-from gputray.cluster.bridge import _Machine
+import gputray.cluster.bridge_base as bridge_module
+from gputray.cluster.bridge_base import _Machine
 from gputray.cluster.config import LOOPBACK_ENV
 from gputray.cluster.wire import TaskChunk
 from gputray.monitor.simulated import RADEON_780M
@@ -56,7 +56,7 @@ class _Agent:
 def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Desk]:
     d = Desk(tmp_path)
     fake_ray = types.SimpleNamespace(get=lambda ref, timeout=None: ref)
-    monkeypatch.setattr(bridge_module, "_ray", lambda: fake_ray)
+    monkeypatch.setattr(bridge_module, "ray", lambda: fake_ray)
     yield d
     d.close()
 

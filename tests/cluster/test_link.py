@@ -17,12 +17,14 @@ from gputray.cluster.link import ClusterLink
 from gputray.scheduler.cluster_records import ClusterReport, DeviceView, ReportedMachine
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import BadRequest, Request, request_from
+from gputray.scheduler.queue.cluster_side import ClusterSide
 from gputray.scheduler.queue.saved_queue import read_saved_tasks
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import Paused
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks.recipes import SubmitError
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
 def _paths(tmp_path: Path) -> Paths:
@@ -35,7 +37,9 @@ def _link(tmp_path: Path, cluster: dict[str, object] | None) -> tuple[ClusterLin
     if cluster is not None:
         paths.config_file.write_text(tomli_w.dumps({"cluster": cluster}))
     store = TaskStore(paths.queue_db)
-    return ClusterLink(paths, store), store
+    link = ClusterLink(paths)
+    link.attach(ClusterSide(FakeQueue(store)))  # the queue's real side, over a stand-in for the service
+    return link, store
 
 
 def spec(**fields: object) -> TaskSpec:
@@ -50,8 +54,8 @@ class FakeEdits:
 
 
 class FakeQueue:
-    """Stands in for the QueueService: the link only submits, asks for a pass and tells the queue's
-    waiters that a row changed."""
+    """Stands in for the QueueService under the queue's real ``ClusterSide``: its store is real; it
+    submits, asks for a pass and tells the queue's waiters that a row changed."""
 
     def __init__(self, store: TaskStore) -> None:
         self.store = store
@@ -63,7 +67,7 @@ class FakeQueue:
     def paused(self) -> Paused:
         return self.paused_now
 
-    def submit(self, s: TaskSpec) -> object:
+    def submit(self, s: TaskSpec) -> TaskRecord:
         return self.store.add(s)
 
     def request_dispatch(self, *, urgent: bool = False) -> None:
@@ -92,7 +96,7 @@ def test_in_a_cluster_the_bridge_places_any_while_it_talks_to_us(tmp_path: Path)
     link.sync(request("cluster_sync", bridge_key=link.bridge_key))
     assert not link.runs_here(anywhere) and not link.runs_here(other)
     assert link.runs_here(mine) and link.runs_here(plain)
-    placed_here = store.must_apply(anywhere.id, life.PlaceHere(machine="desk"))
+    placed_here = store.must_apply(anywhere.id, remote.PlaceHere(machine="desk"))
     assert link.runs_here(placed_here)
     handed = steps.run_there(store, other.id, "laptop", 7)
     assert not link.runs_here(handed)
@@ -113,19 +117,19 @@ def test_a_task_for_another_machine_need_not_find_its_program_here(tmp_path: Pat
 
 def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason(tmp_path: Path) -> None:
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
-    link.attach(FakeQueue(store))
     rec = store.add(spec(machine="any", retries=1, backoff_s=0.0))
-    lost = {"step": "lost_there", "why": "laptop left the cluster while it ran", "now": time.time()}
+    left = {"code": "LeftCluster", "machine": "laptop", "while_running": True}  # a reason, as JSON carries it
+    lost = {"step": "lost_there", "why": left, "now": time.time()}
     steps.run_there(store, rec.id, "laptop", 3)
     got = link.update(request("cluster_update", id=rec.id, step=lost, bridge_key=link.bridge_key)).task
     assert got is not None
     assert got.state == "queued" and got.machine is None and got.remote_id is None
-    assert "laptop left the cluster while it ran" in got.reason
+    assert "laptop left the cluster while it ran" in render(got.reason)
     steps.run_there(store, rec.id, "laptop", 4)
     got = link.update(request("cluster_update", id=rec.id, step=lost, bridge_key=link.bridge_key)).task
     assert got is not None
     assert got.state == "failed" and got.machine == "laptop" and got.remote_state == "lost"
-    assert got.reason.startswith("laptop left the cluster while it ran")
+    assert render(got.reason).startswith("laptop left the cluster while it ran")
 
 
 def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path) -> None:
@@ -146,7 +150,6 @@ def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path
 
 def test_a_task_sent_twice_is_queued_once(tmp_path: Path) -> None:
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "laptop"})
-    link.attach(FakeQueue(store))
     wire = spec(base_env={"SECRET": "x"}, env={"GREETING": "hi"}, after=(2, 3), after_any=True).to_dict()
     first = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
     again = link.submit(request("cluster_submit", origin="desk#4.1", spec=wire))
@@ -252,7 +255,7 @@ def test_only_the_bridge_process_imports_ray() -> None:
 
 
 def test_a_remote_copy_is_an_orphan_only_when_our_row_went_another_way() -> None:
-    from gputray.cluster.bridge import _is_that_copy
+    from gputray.cluster.bridge_faults import _is_that_copy
 
     assert _is_that_copy("laptop", 7, 1, "laptop", 7, "1")  # ours, handed over
     assert _is_that_copy("laptop", None, 1, "laptop", 7, "1")  # ours, being sent right now
@@ -296,7 +299,16 @@ def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> 
     with pytest.raises(BadRequest, match=r"argument 'spec\.util_percent'"):
         request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
     with pytest.raises(BadRequest, match="needs the argument 'id'"):
-        request_from("cluster_update", {"step": {"step": "note", "reason": "x"}})
+        request_from("cluster_update", {"step": {"step": "note", "reason": {"code": "Said", "text": "x"}}})
+    with pytest.raises(BadRequest, match=r"argument 'step\.reason"):  # a step's fields keep their limits
+        long = {"code": "Said", "text": "x" * 40_000}
+        request_from("cluster_update", {"id": 1, "step": {"step": "note", "reason": long}})
+    r = {"code": "Said", "text": "r"}
+    ended = {"step": "remote_run", "into": "succeeded", "remote_state": "fetched", "reason": r}
+    with pytest.raises(BadRequest, match=r"argument 'step\.ended_at'"):
+        request_from("cluster_update", {"id": 1, "step": {**ended, "ended_at": float("nan")}})
+    with pytest.raises(BadRequest, match=r"argument 'step\.into'"):  # a run there never "interrupted" here
+        request_from("cluster_update", {"id": 1, "step": {**ended, "into": "interrupted"}})
 
 
 def test_a_misspelt_cluster_key_is_named_but_does_not_stop_the_cluster(tmp_path: Path) -> None:
@@ -321,7 +333,7 @@ def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_r
 
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
     queue = FakeQueue(store)
-    link.attach(queue)
+    link.attach(ClusterSide(queue))
     link.sync(
         rq.ClusterSync(wait_ms=0, bridge_key=link.bridge_key)
     )  # the first sync answers at once (nothing seen yet)
@@ -347,7 +359,7 @@ def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_r
     poll.join(5)
     assert replies and replies[0].paused == Paused(all=True)
     shown = _devices(link)
-    assert shown[0].paused and shown[0].reasons == ("the queue is paused on desk",)
+    assert shown[0].paused and tuple(map(render, shown[0].reasons)) == ("the queue is paused on desk",)
     assert not shown[1].paused  # another machine's pause is its own bridge's to tell
     queue.paused_now = Paused()
     assert not _devices(link)[0].paused

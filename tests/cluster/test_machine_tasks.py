@@ -19,7 +19,8 @@ import task_steps as steps
 import tomli_w
 from waiting import wait_for
 
-from gputray.cluster.bridge import Bridge, _Machine
+from gputray.cluster.bridge import Bridge
+from gputray.cluster.bridge_base import _Machine
 from gputray.cluster.config import load_cluster_config
 from gputray.cluster.link import ClusterLink
 from gputray.cluster.submit_checks import check_machine_task
@@ -32,10 +33,13 @@ from gputray.monitor.simulated import RADEON_780M, SimulatedBackend
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue.cluster_side import ClusterSide
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.reasons.codes import Said
+from gputray.scheduler.reasons.render import render
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 RAM = 64 * GIB
@@ -73,12 +77,12 @@ class Desk:
         cluster = {"address": "127.0.0.1:6379", "machine": "desk"}
         self.paths.config_file.write_text(tomli_w.dumps({"cluster": cluster}), encoding="utf-8")
         self.store = TaskStore(self.paths.queue_db)
-        self.link = ClusterLink(self.paths, self.store)
+        self.link = ClusterLink(self.paths)
         gone = Load("780m", 0, 1e9, 0, state="gone")
         self.monitor = Monitor([SimulatedBackend(Scenario((gone,)))], host=HostReader())
         self.monitor.sample_once()
         self.queue = QueueService(self.store, self.monitor, paths=self.paths, cluster=self.link)
-        self.link.attach(self.queue)
+        self.link.attach(ClusterSide(self.queue))
         config = load_cluster_config(self.paths.config_file)
         self.bridge = Bridge(self.paths, config, None, key=self.link.bridge_key)
 
@@ -101,7 +105,7 @@ class Desk:
         """The task ids the owner hands the bridge to place or follow."""
         return [t.id for t in self.link.sync(rq.ClusterSync(bridge_key=self.link.bridge_key)).tasks]
 
-    def step(self, rec: TaskRecord, step: life.ClusterStep) -> TaskRecord | None:
+    def step(self, rec: TaskRecord, step: remote.ClusterStep) -> TaskRecord | None:
         """What the bridge writes, as it writes it: one step, with this owner's key."""
         return self.link.update(rq.ClusterUpdate(id=rec.id, step=step, bridge_key=self.link.bridge_key)).task
 
@@ -216,12 +220,12 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
     # held: the bridge is not given them to place, and the local queue says why they wait
     assert desk.synced() == [remote_first.id]
     held = desk.queue.get(after_local.id)
-    assert held.state == "waiting" and held.reason.startswith(f"waits for #{first.id} 'first' (")
+    assert held.state == "waiting" and render(held.reason).startswith(f"waits for #{first.id} 'first' (")
 
     # the task on the laptop ends (the bridge records it in its row here): its dependant may go
     steps.run_there(desk.store, remote_first.id, "laptop", 7)
-    ended = life.RemoteRun(
-        into="succeeded", exit_code=0, remote_state="fetched", energy_j=420.5, reason="done"
+    ended = remote.RemoteRun(
+        into="succeeded", exit_code=0, remote_state="fetched", energy_j=420.5, reason=Said(text="done")
     )
     desk.step(remote_first, ended)
     assert desk.synced() == [after_remote.id]
@@ -231,7 +235,9 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
     desk.queue.cancel(first.id)
     desk.queue.dispatch()
     failed = desk.queue.get(after_local.id)
-    assert failed.state == "failed" and failed.reason.startswith(f"dependency #{first.id} 'first' cancelled")
+    assert failed.state == "failed" and render(failed.reason).startswith(
+        f"dependency #{first.id} 'first' cancelled"
+    )
     assert after_local.id not in desk.synced()
 
 
@@ -242,8 +248,8 @@ def test_wait_on_a_task_another_machine_runs_answers_when_the_bridge_records_its
     waiter = threading.Thread(target=lambda: answers.append(desk.queue.edits.wait_ended([rec.id], 600)))
     waiter.start()
     time.sleep(0.5)  # (only so that it waits before the end comes; the test passes either way)
-    ended = life.RemoteRun(
-        into="failed", exit_code=3, ended_at=time.time(), remote_state="fetched", reason="exit 3"
+    ended = remote.RemoteRun(
+        into="failed", exit_code=3, ended_at=time.time(), remote_state="fetched", reason=Said(text="exit 3")
     )
     desk.step(rec, ended)
     wait_for(lambda: answers, 60, "wait_ended to answer (it waits up to 600 s for a change)")
@@ -268,12 +274,12 @@ def test_an_agent_of_another_version_is_named_once_and_its_tasks_left_alone(
 ) -> None:
     import types
 
-    import gputray.cluster.bridge as bridge_module
+    import gputray.cluster.bridge_base as bridge_module
 
     rec = desk.queue.submit(job(machine="laptop"))
     steps.run_there(desk.store, rec.id, "laptop", 7)
     fake_ray = types.SimpleNamespace(get=lambda ref, timeout=None: ref)
-    monkeypatch.setattr(bridge_module, "_ray", lambda: fake_ray)
+    monkeypatch.setattr(bridge_module, "ray", lambda: fake_ray)
     b = desk.bridge
     b.connected, b.gcs_ok_mono = True, time.monotonic()
     b.machines["laptop"] = _Machine(last_contact=time.time(), handle=_OldAgent())

@@ -19,6 +19,7 @@ from gputray.cluster.wire import WIRE_VERSION, MachineView, OtherVersion
 from gputray.monitor.simulated import RADEON_780M
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.cli.commands.status import device_line
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_status_cluster_json_shows_every_reading_another_machine_takes(
     assert isinstance(sent, rq.ClusterSync) and sent.report == report
     desk.link.sync(msgspec.structs.replace(sent, bridge_key=desk.link.bridge_key))
     monkeypatch.setattr(commands, "_owner_cluster", desk.link.report_doc)
-    assert commands.status_cluster(argparse.Namespace(json=True)) == 0
+    assert commands.status_cluster(argparse.Namespace(json=True), device_line) == 0
     rows = {d["key"]: d for d in json.loads(capsys.readouterr().out)["devices"]}
     row = rows[f"laptop/{RADEON_780M.key}"]
     assert row["fan_percent"] == 41.0 and row["temp_c"] == 55.0 and row["local_key"] == RADEON_780M.key

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from child_signals import DEFAULT_CTRL_C
 from test_daemon_e2e import PY, Daemon
 from waiting import wait_for
 
@@ -30,7 +31,11 @@ def interrupted(d: Daemon, *args: str, shows: str) -> tuple[int, str]:
     out, err = d.home / "cli-stdout.txt", d.home / "cli-stderr.txt"
     with open(out, "w") as stdout, open(err, "w") as stderr:
         proc = subprocess.Popen(
-            [PY, "-m", "gputray.gui.entry", *args], env=d.env, stdout=stdout, stderr=stderr
+            [PY, "-m", "gputray.gui.entry", *args],
+            env=d.env,
+            stdout=stdout,
+            stderr=stderr,
+            preexec_fn=DEFAULT_CTRL_C,  # as a terminal gives it, even to a suite run with SIGINT ignored
         )
     try:
         said = lambda: out.read_text() + err.read_text()  # noqa: E731

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from child_signals import DEFAULT_CTRL_C
 from test_daemon_e2e import Daemon
 from waiting import wait_for
 
@@ -149,6 +150,7 @@ def test_ctrl_c_during_a_submit_of_1000_files_says_they_were_queued(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=DEFAULT_CTRL_C,  # Ctrl+C as a terminal gives it, even to a suite run with SIGINT ignored
     )
     try:
         client = psutil.Process(submit.pid)
@@ -188,6 +190,7 @@ def test_ctrl_c_while_the_command_is_imported_prints_no_traceback(home: Path) ->
         capture_output=True,
         text=True,
         timeout=60,
+        preexec_fn=DEFAULT_CTRL_C,  # its own SIGINT must not be ignored either
     )
     assert out.returncode == 130, out
     assert _one_line(out.stderr) == "gputray: interrupted before the command began: nothing was done"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from child_signals import DEFAULT_CTRL_C
 from test_daemon_e2e import PY, Daemon
 from waiting import wait_for
 
@@ -180,6 +181,7 @@ def _follower(q: Queue, task_id: int) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=DEFAULT_CTRL_C,  # Ctrl+C as a terminal gives it, even to a suite run with SIGINT ignored
     )
     assert waiter.stdout is not None
     for line in waiter.stdout:  # the job's log as it grows; ends at EOF should the waiter die

@@ -84,6 +84,7 @@ class Case:
     scale: int
     size: tuple[int, int] = (1280, 800)  # in logical pixels
     banner: bool = False  # a config file with problems: the panel's banner says so
+    bar_px: int | None = None  # trayer this tall, and the work area (_NET_WORKAREA) less it, as a WM sets
 
     @property
     def name(self) -> str:
@@ -238,13 +239,18 @@ def desktop(
         )  # fmt: skip
         started.append(portal)
         assert portal.stdout is not None and portal.stdout.readline().strip() == "portal-ready"
+        bar = str(case.bar_px * case.scale) if case.bar_px else "32"
         trayer = subprocess.Popen(
-            ["trayer", "--edge", case.edge, "--align", "right", "--widthtype", "request", "--height", "32",
+            ["trayer", "--edge", case.edge, "--align", "right", "--widthtype", "request", "--height", bar,
              "--SetDockType", "true", "--transparent", "false", "--tint", "0x37474f"],
             env=env,
         )  # fmt: skip
         started.append(trayer)
         wait_for("the trayer panel", lambda: '"panel": ("panel" "trayer")' in display.tree())
+        if case.bar_px:  # what a window manager publishes for a panel bar: the screen less the bar
+            top = int(bar) if case.edge == "top" else 0
+            area = f"0,{top},{width},{height - int(bar)}"
+            display.run("xprop", "-root", "-f", "_NET_WORKAREA", "32c", "-set", "_NET_WORKAREA", area)
 
         state = home / "state"
         state.mkdir(parents=True, exist_ok=True)

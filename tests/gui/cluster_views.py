@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from gputray.cluster.bridge import Bridge, _Machine
+from gputray.cluster.bridge import Bridge
+from gputray.cluster.bridge_base import _Machine
 from gputray.cluster.config import load_cluster_config, write_cluster_table
 from gputray.cluster.link import ClusterLink
 from gputray.cluster.picture import ClusterPicture, cluster_picture
@@ -29,7 +30,6 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler.cluster_records import ClusterReport
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.queue.store import TaskStore
 
 GIB = 1024**3
 JST = dt.timezone(dt.timedelta(hours=9))
@@ -131,14 +131,10 @@ def bridge_report(
 def three_machines(paths: Paths, *, util_4070: float = 97.0, head_ok: bool = True) -> ClusterPicture:
     """The picture the tray gets of desk + laptop + nas, through a real (unstarted) ClusterLink."""
     join(paths)
-    store = TaskStore(paths.queue_db)
-    try:
-        link = ClusterLink(paths, store)
-        report = bridge_report(paths, desk_view(), util_4070=util_4070, head_ok=head_ok)
-        link.sync(rq.ClusterSync(report=report, bridge_key=link.bridge_key))
-        picture = cluster_picture(link)
-    finally:
-        store.close()
+    link = ClusterLink(paths)  # no queue attached: only the report matters here
+    report = bridge_report(paths, desk_view(), util_4070=util_4070, head_ok=head_ok)
+    link.sync(rq.ClusterSync(report=report, bridge_key=link.bridge_key))
+    picture = cluster_picture(link)
     assert picture is not None
     return picture
 

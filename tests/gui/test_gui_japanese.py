@@ -137,6 +137,13 @@ def all_window_texts(app: TrayApp, qtbot: QtBot, tmp_path: Path) -> dict[str, li
     settings = SettingsDialog(None, app.config)
     qtbot.addWidget(settings)
     texts["settings"] = widget_texts(settings)
+    from gputray.gui.file_viewer import FileViewer
+    from gputray.gui.i18n import tr
+
+    viewer = FileViewer(app_paths().config_file, tr("Your recipes file"))  # (the file's text is data)
+    viewer.text.setPlainText("")
+    qtbot.addWidget(viewer)
+    texts["file viewer"] = widget_texts(viewer)
     photo = tmp_path / "photo (1).png"
     photo.write_bytes(b"x")
     (tmp_path / "notes.txt").write_text("x")

@@ -337,3 +337,23 @@ def test_the_elided_readings_tooltip_is_said_once_and_follows_the_line_while_ope
     assert "fan 60 %" in label.text()
     assert "fan 60 %" in QToolTip.text() and "fan 30 %" not in QToolTip.text()
     QToolTip.hideText()
+
+
+def test_device_cells_are_whole_where_the_panel_has_room(qtbot: QtBot) -> None:
+    """Issue 33 item 14: "Radeon 780M · torch-cpu" showed as "Radeon 780…" beside short task names."""
+    from gputray.gui.queue_model import COL_DEVICE
+
+    panel = make_panel(qtbot)
+    panel.model.apply(
+        [
+            TaskView(id=1, name="a.py", state="running", device=KEY_780M, env="torch-cpu"),
+            TaskView(id=2, name="b.py", state="succeeded", device=KEY_5060, env="cu128-nightly"),
+        ]
+    )
+    panel.model.set_device_names({KEY_780M: "Radeon 780M", KEY_5060: "RTX 5060 Ti"})
+    panel.fit_columns()
+    panel.show_at(QRect(1200, 770, 24, 24))
+    QApplication.processEvents()
+    fm = panel.table.fontMetrics()
+    for text in ("Radeon 780M · torch-cpu", "RTX 5060 Ti · cu128-nightly"):
+        assert fm.horizontalAdvance(text) + 8 <= panel.table.columnWidth(COL_DEVICE), text

@@ -142,3 +142,53 @@ def test_after_a_cancel_the_selection_follows_the_task_in_view_with_only_its_but
     assert panel.table.viewport().rect().intersects(rect), "the selected row is in view"
     assert buttons() == {"cancel": False, "retry": True, "up": False, "down": False}
     assert panel.up_button.toolTip() == "Select one queued or waiting task to move it"
+
+
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_the_cancel_question_and_the_offer_bar_speak_the_language(
+    qtbot: QtBot, gputray_home: Path, language: str
+) -> None:
+    """The words of items 9 and 11 in both languages: the question names the job (plural forms for
+    several), "Don't ask again" is a real check box; the offer bar says the offer and its two answers."""
+    from gputray.gui.cancel_confirm import confirm_cancel
+    from gputray.gui.gui_state import GuiState
+    from gputray.gui.i18n import install_language
+    from gputray.gui.offer_bar import OfferBar
+    from gputray.scheduler.replies import Offer, TaskView
+
+    words = {
+        "en": (
+            "Stop the running job render (#4)?",
+            "Stop 2 running jobs?",
+            "Keep it running",
+            "Run on Radeon 780M now",
+        ),
+        "ja": (
+            "実行中のジョブ render (#4) を止めますか?",
+            "実行中の 2 件のジョブを止めますか?",
+            "実行を続ける",
+            "Radeon 780M",
+        ),
+    }[language]
+    assert install_language(language)
+    try:
+        state = GuiState(gputray_home / "gui_state.json")
+        one = TaskView(id=4, name="render", state="running")
+        two = [one, TaskView(id=5, name="encode", state="running")]
+        for tasks, question in (([one], words[0]), (two, words[1])):
+            seen: list[str] = []
+            answer_question(qtbot, button=words[2], never_again=False, seen=seen)
+            assert not confirm_cancel(None, tasks, state)
+            assert seen == [question]
+        assert confirm_cancel(None, [TaskView(id=6, name="waits", state="waiting")], state)  # no question
+        offer = Offer(device_key="pci:0000:64:00.0", device_name="Radeon 780M", run_s=240.0, waited_s=720.0)
+        bar = OfferBar(lambda *_: None)
+        qtbot.addWidget(bar)
+        bar.show_offers([TaskView(id=7, name="cnn.py", state="waiting", offer=offer)])
+        assert not bar.isHidden()  # shown (a widget of its own here, not on screen)
+        assert "cnn.py" in bar.text.text() and "Radeon 780M" in bar.text.text()
+        assert words[3] in bar.run_button.text()
+        if language == "ja":
+            assert "今すぐ" in bar.text.text() and bar.keep_button.text() != "Keep waiting"
+    finally:
+        install_language("en")

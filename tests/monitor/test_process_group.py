@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from child_signals import DEFAULT_CTRL_C
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="the child signals its parent from preexec_fn")
 
@@ -55,6 +56,7 @@ def test_ctrl_c_while_the_child_starts_kills_it_and_still_interrupts(tmp_path: P
         capture_output=True,
         text=True,
         timeout=60,
+        preexec_fn=DEFAULT_CTRL_C,  # Ctrl+C as a terminal gives it, even to a suite run with SIGINT ignored
     )
     assert done.stdout.strip() == "interrupted", done.stderr
     child = int(pid_file.read_text())

@@ -28,6 +28,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs import freeze, reach
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 
 pytestmark = pytest.mark.skipif(
@@ -109,11 +110,11 @@ def test_a_paused_job_stops_using_the_cpu_whole_and_resumes(
         assert wait_for(lambda: burning(pids), what="the burners to burn")
         paused = client.ask(rq.PauseJob(id=task_id)).task
         assert paused.state == "running" and paused.shown_state == "paused" and paused.paused_at is not None
-        assert paused.reason.startswith("paused by you at ")
+        assert render(paused.reason).startswith("paused by you at ")
         assert idle(pids), "a process of the paused job still used the CPU (the setsid one included)"
         log_text = Path(paused.log_path or "").read_text()
         method = "its cgroup's freezer" if reach.own_cgroup() is not None else "SIGSTOP"
-        assert f"gputray: {paused.reason}: " in log_text and method in log_text
+        assert f"gputray: {render(paused.reason)}: " in log_text and method in log_text
         with pytest.raises(ipc.RemoteError, match="paused already"):
             client.ask(rq.PauseJob(id=task_id))
         listed = subprocess.run(
@@ -123,7 +124,7 @@ def test_a_paused_job_stops_using_the_cpu_whole_and_resumes(
         assert any(line.split()[:2] == [str(task_id), "paused"] for line in listed.splitlines()), listed
         resumed = client.ask(rq.ResumeJob(id=task_id)).task
         assert resumed.shown_state == "running" and resumed.paused_at is None and resumed.paused_s > 0
-        assert " ; " not in resumed.reason and "; resumed " in resumed.reason
+        assert " ; " not in render(resumed.reason) and "; resumed " in render(resumed.reason)
         assert wait_for(lambda: burning(pids), what="the burners to burn again")
         with pytest.raises(ipc.RemoteError, match="not paused"):
             client.ask(rq.ResumeJob(id=task_id))
@@ -153,7 +154,7 @@ def test_paused_time_counts_neither_to_the_timeout_nor_to_the_runtime(
     time.sleep(3.5)  # paused past its timeout: had it counted, the job would be stopped as timed out
     client.ask(rq.ResumeJob(id=task_id))
     done = _ended(client, task_id)
-    assert done.state == "succeeded", done.reason
+    assert done.state == "succeeded", render(done.reason)
     assert done.paused_s >= 3.5 and done.started_at is not None and done.ended_at is not None
     with contextlib.closing(sqlite3.connect(paths.queue_db)) as db:  # what the estimates learn
         learned = wait_for(lambda: db.execute("SELECT duration_s FROM job_runs").fetchone(), what="the run")
@@ -242,7 +243,7 @@ def test_cuda_checkpoint_moves_the_memory_out_before_the_freeze_and_back_after_t
     standin["pids"].write_text(f"{pids[2]}\n")  # the job's own process is its CUDA one
     try:
         paused = client.ask(rq.PauseJob(id=task_id)).task
-        assert "its GPU memory was moved to host memory (cuda-checkpoint)" in paused.reason
+        assert "its GPU memory was moved to host memory (cuda-checkpoint)" in render(paused.reason)
         assert json.loads(standin["state"].read_text()) == {str(pids[2]): "checkpointed"}
         client.ask(rq.ResumeJob(id=task_id))
         cuda = pids[2]
@@ -272,7 +273,7 @@ def test_a_failed_checkpoint_leaves_the_job_frozen_with_its_memory_held_and_says
     try:
         paused = client.ask(rq.PauseJob(id=task_id)).task
         assert paused.shown_state == "paused"
-        assert paused.reason.endswith(
+        assert render(paused.reason).endswith(
             f"its GPU memory stays held (cuda-checkpoint: Could not checkpoint on process ID {pids[2]}: "
             '"operation not supported")'
         )

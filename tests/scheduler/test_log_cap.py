@@ -63,6 +63,9 @@ def test_five_attempts_leave_one_capped_log_with_the_last_attempt_whole_at_its_e
     last = data[data.rindex(b"=== gputray task #") :]
     assert b"attempt 5, on " in last.splitlines()[0]  # its header
     assert b"attempt 5 begins\n" in last and b"attempt 5 ends\n" in last  # the last one's head and tail
+    # a follower that was further on than the cut log goes on from its end as it is now
+    beyond = client.ask(rq.Logs(id=task.id, offset=10 * MIB))
+    assert beyond.offset == beyond.size == len(data) and beyond.text == ""
 
 
 def test_a_log_within_its_room_is_left_as_it_is(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from waiting import wait_for
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="real jobs paused on Linux")
@@ -77,7 +78,7 @@ def test_a_preempting_task_pauses_the_lower_priority_job_and_it_resumes_after(
     assert started.device == NVIDIA
     paused = _task(client, low.id)
     assert paused.shown_state == "paused"
-    assert paused.reason.startswith(f"paused for #{high.id} (priority 10) at "), paused.reason
+    assert render(paused.reason).startswith(f"paused for #{high.id} (priority 10) at "), paused.reason
     held = _count(tmp_path, "low")
     time.sleep(0.3)  # frozen: it counts nothing, however long it is given
     assert _count(tmp_path, "low") == held
@@ -85,7 +86,9 @@ def test_a_preempting_task_pauses_the_lower_priority_job_and_it_resumes_after(
     wait_for(lambda: _task(client, high.id).state == "succeeded", what="the high one to end")
     wait_for(lambda: _count(tmp_path, "low") > held, what="the low one to count again")
     resumed = _task(client, low.id)
-    assert resumed.shown_state == "running" and "; resumed " in resumed.reason and resumed.paused_s > 0
+    assert (
+        resumed.shown_state == "running" and "; resumed " in render(resumed.reason) and resumed.paused_s > 0
+    )
     client.ask(rq.Cancel(ids=[low.id]))
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from child_signals import DEFAULT_CTRL_C
 
 from gputray.scheduler.pyenvs.probe_runner import probe_env, python_version_info, run_python
 
@@ -121,7 +122,9 @@ def test_ctrl_c_while_probing_stops_the_probe_too(tmp_path: Path) -> None:
         "from gputray.scheduler.pyenvs.probe_runner import run_python\n"
         f"run_python({str(hang)!r}, ['--bench'], timeout_s=300)\n"
     )
-    doctor = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    doctor = subprocess.Popen(
+        [sys.executable, "-c", code], stderr=subprocess.PIPE, text=True, preexec_fn=DEFAULT_CTRL_C
+    )
     deadline = time.monotonic() + 30
     while not (pids.exists() and len(pids.read_text().split()) == 2):
         assert time.monotonic() < deadline, "the fake probe never started"

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from child_signals import DEFAULT_CTRL_C
 from cli import gputray
 from waiting import wait_for
 
@@ -114,6 +115,7 @@ def test_status_watch_refreshes_until_interrupted(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=DEFAULT_CTRL_C,  # Ctrl+C as a terminal gives it, even to a suite run with SIGINT ignored
     )
     try:
         out, _ = proc.communicate(timeout=3)
@@ -166,6 +168,7 @@ def test_status_watch_goes_on_by_itself_when_the_owner_stops(
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            preexec_fn=DEFAULT_CTRL_C,  # Ctrl+C as a terminal gives it, even under nohup
         )
         assert watch.stdout is not None
         assert "DEMO" in watch.stdout.readline()  # the owner's readings

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_signals import DEFAULT_CTRL_C
 
 from gputray.scheduler.cli.commands.common import terminal_cells
 
@@ -53,6 +54,7 @@ def watch_screens(tmp_path: Path, columns: int) -> list[str]:
         stdout=slave,
         stderr=subprocess.PIPE,
         env=env,
+        preexec_fn=DEFAULT_CTRL_C,  # Ctrl+C as a terminal gives it, even to a suite run with SIGINT ignored
     )
     os.close(slave)
     seen = b""

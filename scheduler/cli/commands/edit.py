@@ -10,7 +10,6 @@ from gputray.scheduler.cli.commands.client import UsageError, ask, run_command
 from gputray.scheduler.cli.commands.common import print_json, shown, task_json
 from gputray.scheduler.cli.commands.submit import add_placement_args, named, patch_from_args
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks.records import TaskPatch
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,11 +24,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("id", metavar="ID")
     p.add_argument("--name", help="a new name for the listing")
-    p.add_argument(
-        "--decline-offer",
-        action="store_true",
-        help='keep waiting: no more offers to run it on another free device (the tray\'s "Keep waiting")',
-    )
     add_placement_args(p, editing=True)
     p.add_argument("--json", action="store_true", help="print the task as JSON")
     p.set_defaults(func=lambda a: run_command(_cmd_edit, a))
@@ -56,8 +50,6 @@ def _cmd_edit(args: argparse.Namespace) -> int:
     changes = patch_from_args(args, editing=True)
     if args.name is not None:
         changes = changes.then(named(args.name))
-    if args.decline_offer:
-        changes = changes.then(TaskPatch(offer_declined=True))
     if not changes.given():
         raise UsageError(
             "nothing to change: give --priority, --device, --at, --name, --decline-offer … (see --help)"

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from gputray.monitor.units import format_energy_j
-from gputray.scheduler.cli.commands.common import shown, terminal_cells
+from gputray.scheduler.cli.commands.common import reason_text, shown, terminal_cells
 from gputray.scheduler.replies import DeviceSlots, TaskView
-from gputray.scheduler.tasks.times import local_time
+from gputray.scheduler.tasks.times import about, local_time
 
 FILTER_KEYS = ("state", "device", "name", "env")
 HEADERS = ("ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON")
@@ -33,6 +33,8 @@ HEADERS = ("ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME",
 ENERGY_HEADERS = (*HEADERS[:8], "ENERGY", *HEADERS[8:])
 SHARED_MARK = "*"
 SHARED_NOTE = "* the GPU ran other work too: the energy is the whole device's over the run"
+ESTIMATED_MARK = "~"
+ESTIMATED_NOTE = "~ part of it counted from power: the GPU's energy counter glitched"
 # The columns that give way when the terminal is narrow, and the narrowest each is cut to.
 SHRINK = {"REASON": 12, "NAME": 10, "DEVICE": 8}
 
@@ -44,30 +46,24 @@ def device_label(device: str | None, names: Mapping[str, str]) -> str:
     return names.get(device, device)
 
 
-def _about(seconds: float) -> str:
-    """``queue.estimates.about``, loaded when a listing has an estimate to show (it is the planner's
-    module: a plain listing need not load it)."""
-    from gputray.scheduler.queue.estimates import about
-
-    return about(seconds)
-
-
 def reason_shown(t: TaskView) -> str:
     """The task's reason, with its exit status where the reason does not already say how it ended, and
     a pending task's run-elsewhere offer with the command that takes it (the tray asks in a notification;
     on the command line this is where it is seen)."""
-    reason, code = t.reason, t.exit_code
+    reason, code = reason_text(t), t.exit_code
     if t.offer is not None and t.state in ("queued", "waiting"):
         o = t.offer
         offer = (
-            f"{o.device_name} is free and would run it in {_about(o.run_s)}:"
+            f"{o.device_name} is free and would run it in {about(o.run_s)}:"
             f" gputray edit {t.id} --device {o.device_key}"
             f" (keep waiting: gputray edit {t.id} --decline-offer)"
         )
         return f"{reason}; {offer}" if reason else offer
     if t.state != "failed" or code is None:
         return reason
-    if f"status {code}" in reason or "signal" in reason or "timed out" in reason:
+    from gputray.scheduler.reasons.codes import says_how_it_ended
+
+    if says_how_it_ended(t.reason):
         return reason
     return f"exit {code}" + (f"; {reason}" if reason else "")
 
@@ -114,7 +110,10 @@ def energy_cell(task: TaskView) -> str:
     """``850 J``, ``12.3 kJ*`` (shared: the device ran other work too), "-" where none was measured."""
     if task.energy_j is None:
         return "-"
-    return format_energy_j(task.energy_j) + (SHARED_MARK if task.energy_shared else "")
+    marks = (SHARED_MARK if task.energy_shared else "") + (
+        ESTIMATED_MARK if task.energy_estimated_s > 0 else ""
+    )
+    return format_energy_j(task.energy_j) + marks
 
 
 def _rows(
@@ -210,6 +209,8 @@ def format_tasks(
         lines.append((" " * gap).join([*padded, cells[-1]]).rstrip())
     if any(t.energy_shared and t.energy_j is not None for t in tasks):
         lines.append(cut_to_cells(SHARED_NOTE, width) if width is not None else SHARED_NOTE)
+    if any(t.energy_estimated_s > 0 and t.energy_j is not None for t in tasks):
+        lines.append(cut_to_cells(ESTIMATED_NOTE, width) if width is not None else ESTIMATED_NOTE)
     return "\n".join(lines)
 
 
@@ -224,7 +225,7 @@ def format_devices(devices: Sequence[DeviceSlots]) -> str:
             continue
         paused = " (paused)" if d.paused else ""
         busy = "busy, " if d.running < d.slots else ""
-        frees = f" ({busy}frees in {_about(d.free_in_s)})" if d.free_in_s and not d.paused else ""
+        frees = f" ({busy}frees in {about(d.free_in_s)})" if d.free_in_s and not d.paused else ""
         parts.append(f"{shown(d.name or d.key)} {d.running}/{d.slots}{paused}{frees}")
     return "jobs: " + " · ".join(parts) if parts else ""
 

@@ -31,6 +31,7 @@ from gputray.scheduler.paths import app_paths
 if TYPE_CHECKING:  # the monitor itself loads only where this command reads the GPUs itself
     from gputray.monitor.monitor import Monitor
     from gputray.monitor.records import DeviceReading, Snapshot
+    from gputray.scheduler.cluster_port import DeviceLine
 
 BAR_CELLS = 10
 MIN_ROOM = 16  # the fewest columns a line under a GPU's name keeps for its fields, else it starts at 2
@@ -228,8 +229,8 @@ def run(args: argparse.Namespace) -> int:
         cluster = args.cluster_commands  # handed from above (cluster_port): the scheduler never imports it
         if cluster is None:
             return error("this gputray has no cluster support", EXIT_REFUSED)
-        status_cluster: Callable[[argparse.Namespace], int] = cluster.status
-        return status_cluster(args)
+        status_cluster: Callable[[argparse.Namespace, DeviceLine], int] = cluster.status
+        return status_cluster(args, device_line)
     # Poll from one place only: while the tray or `gputray daemon` runs, show what it reads.
     if not uses_custom_source(args):
         client = ipc.IpcClient(app_paths(), timeout_s=5.0)

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import (
@@ -26,7 +26,9 @@ from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, shown
 from gputray.scheduler.cli.interrupts import answer_awaited
 from gputray.scheduler.protocol import wire_str
 from gputray.scheduler.replies import Submitted
-from gputray.scheduler.tasks.records import MAX_PRIORITY, MAX_RETRIES, TaskPatch
+
+if TYPE_CHECKING:  # the task model loads when a command makes a patch (`move` makes none)
+    from gputray.scheduler.tasks.records import TaskPatch
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,97 +36,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_run(sub)
 
 
-FOLDER_HELP = (
-    "the folder the job runs in (default: the folder where this command is typed; a task file's "
-    "`cwd` key, relative to the file, comes before that)"
-)
-
-
 def add_placement_args(p: argparse.ArgumentParser, *, editing: bool = False) -> None:
-    """The options that say where, when and how a task runs; ``editing``: for ``gputray edit`` (no
-    ``--json`` here, and ``none`` clears ``--at`` and ``--window``)."""
-    g = p.add_argument_group("where and when it runs")
-    g.add_argument(
-        "--device",
-        metavar="PREFS",
-        help="devices in order of preference, comma-separated: 5060ti, 780m, nvidia, amd, discrete, "
-        "integrated, cpu or a key like pci:0000:01:00.0. The task waits for them when they are busy "
-        "(the recipe's on_busy goes with the recipe's devices): --device 5060ti alone pins it; add "
-        "--on-busy or --max-wait to let it go elsewhere",
-    )
-    g.add_argument(
-        "--on-busy",
-        choices=["wait", "redirect", "cpu"],
-        help="when the first choice is busy: wait for it, redirect to the first free other one, or use CPU",
-    )
-    g.add_argument("--max-wait", metavar="DURATION", help="wait at most this long (e.g. 10m), then redirect")
-    g.add_argument(
-        "--prefer",
-        choices=["free", "fastest", "greenest"],
-        help="free (default): the first free preferred device; fastest: the device where it finishes "
-        "first (wait + run, learned from earlier runs of its family); greenest: the least energy within "
-        "--max-slowdown of the fastest",
-    )
-    g.add_argument(
-        "--max-slowdown",
-        type=float,
-        metavar="FACTOR",
-        help="with --prefer greenest: at most this many times the fastest finish (default 1.5)",
-    )
-    g.add_argument(
-        "--family",
-        metavar="NAME",
-        help="the job family whose earlier runs estimate this one (default: recipe + script path)",
-    )
-    g.add_argument(
-        "--vram", metavar="SIZE", help="memory the job needs, e.g. 4GiB (checked before it starts)"
-    )
-    g.add_argument("--priority", type=int, help="higher runs first (default 0; may be negative)")
-    clear = " (`none` clears it)" if editing else ""
-    g.add_argument("--at", metavar="TIME", help=f"not before TIME: HH:MM, +10m, or 2026-12-01T01:00{clear}")
-    g.add_argument(
-        "--window",
-        metavar="HH:MM-HH:MM",
-        help=f"only start inside this daily window, e.g. 01:00-07:00{clear}",
-    )
-    g.add_argument("--retries", type=int, help="retry this many times after a failure")
-    g.add_argument("--timeout", metavar="DURATION", help="stop the job after this long, e.g. 2h")
-    g.add_argument(
-        "--after",
-        metavar="ID[,ID...]",
-        help="start only after these tasks succeeded; one that fails or is cancelled fails this one "
-        "too (and `gputray retry` of it brings this one back)",
-    )
-    g.add_argument(
-        "--after-any", action="store_true", help="with --after: start once they ended, however they ended"
-    )
-    g.add_argument(
-        "--allow-unproven",
-        action="store_true",
-        help="torch: run also on a GPU where `gputray doctor` could not prove the env's torch lands on it",
-    )
-    g.add_argument(
-        "--preempt",
-        action="store_true",
-        help="when lower-priority jobs of yours hold its device, pause them (gputray pause-job) so this "
-        "one starts; they resume when it ends (a task file's `preemptible = false` keeps a job running)",
-    )
-    if not editing:  # where a task runs is settled once it is queued (the cluster bridge may have sent it)
-        g.add_argument(
-            "--machine",
-            metavar="NAME|any",
-            help="cluster: run it on that machine, or on whichever machine's GPU is free (`any`); its "
-            "inputs travel there, its results and log come back beside the input (see `gputray"
-            " cluster status`)",
-        )
-    g = p.add_argument_group("what the job gets")
-    g.add_argument(
-        "--env",
-        action="append",
-        metavar="KEY=VALUE",
-        help="set an environment variable for the job (repeatable; added to the task file's [env])",
-    )
-    g.add_argument("--cwd", metavar="DIR", help=FOLDER_HELP)
+    """The options that say where, when and how a task runs, one per key ``tasks.keys`` gives an
+    option; ``editing``: for ``gputray edit`` (its own keys, no ``--json`` here, and ``none`` clears
+    the keys that may be emptied)."""
+    from gputray.scheduler.tasks.keys import options
+
+    groups = {
+        "where": p.add_argument_group("where and when it runs"),
+        "what": p.add_argument_group("what the job gets"),
+    }
+    for _key, o in options(editing=editing):
+        g = groups[o.group]
+        help_text = o.help + (" (`none` clears it)" if editing and o.clears else "")
+        if o.switch:
+            g.add_argument(o.flag, action="store_true", help=help_text)
+        elif o.repeat:
+            g.add_argument(o.flag, action="append", metavar=o.metavar, help=help_text)
+        elif o.choices:
+            g.add_argument(o.flag, choices=list(o.choices), help=help_text)
+        elif o.number == "int":
+            g.add_argument(o.flag, type=int, metavar=o.metavar, help=help_text)
+        elif o.number == "float":
+            g.add_argument(o.flag, type=float, metavar=o.metavar, help=help_text)
+        else:
+            g.add_argument(o.flag, metavar=o.metavar, help=help_text)
     if not editing:
         p.add_argument("--json", action="store_true", help="print the queued tasks as JSON")
         p.add_argument(
@@ -160,105 +96,87 @@ def _env_assignments(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _prefer_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``--prefer``, ``--max-slowdown``, ``--family`` → the fields they set."""
-    out: dict[str, Any] = {}
-    if args.prefer:
-        out["prefer"] = args.prefer
-    if args.max_slowdown is not None:
-        if not 1.0 <= args.max_slowdown <= 100.0:
-            raise UsageError("--max-slowdown must be between 1 and 100 (1.5: at most 50 % slower)")
-        out["max_slowdown"] = args.max_slowdown
-    if args.family is not None:
-        if not args.family.strip() or len(args.family) > 200:
-            raise UsageError("--family takes a name of 1 to 200 characters")
-        out["family"] = args.family
-    return out
-
-
 def patch_from_args(
     args: argparse.Namespace, now_s: float | None = None, *, editing: bool = False
 ) -> TaskPatch:
-    """The placement options → the TaskPatch they set, checked here for quick, clear errors.
-    ``editing`` (``gputray edit``): ``none`` clears ``--at``, ``--window`` and ``--after``."""
-    from gputray.scheduler.queue.timing import TimingError, parse_at
-    from gputray.scheduler.tasks.records import parse_window
-    from gputray.scheduler.tasks.taskfile import parse_duration, parse_size
+    """The options ``add_placement_args`` made → the TaskPatch they set, each value read as its key
+    is spelled (``tasks.keys``) and checked against the field's limits here, for quick, clear errors
+    (exit status 2). ``editing`` (``gputray edit``): ``none`` clears the keys that may be emptied."""
+    import msgspec
+
+    from gputray.scheduler.tasks.keys import options
+    from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
+
+    may_be_none = {f.name for f in msgspec.structs.fields(TaskSpec) if f.default is None}
 
     out: dict[str, Any] = {}
-    option = ""  # the option being read, named in its error
-    try:
-        if args.device:
-            prefs = [p.strip() for p in args.device.split(",") if p.strip()]
-            if not prefs:
-                raise UsageError("--device needs at least one device")
-            out["device_prefs"] = tuple(prefs)
-        if args.on_busy:
-            out["on_busy"] = args.on_busy
-        out.update(_prefer_options(args))
-        if args.max_wait:
-            option = "--max-wait"
-            out["max_wait_s"] = parse_duration(args.max_wait)
-        if args.vram:
-            option = "--vram"
-            out["vram_bytes"] = parse_size(args.vram)
-        if args.priority is not None:
-            if abs(args.priority) > MAX_PRIORITY:
-                raise UsageError(f"--priority must be between -{MAX_PRIORITY} and {MAX_PRIORITY}")
-            out["priority"] = args.priority
-        if args.at and editing and args.at.strip().lower() == "none":
-            out["start_at"] = None
-        elif args.at:
-            out["start_at"] = parse_at(args.at, time.time() if now_s is None else now_s)
-        if args.window and editing and args.window.strip().lower() == "none":
-            out["window"] = None
-        elif args.window:
-            option = "--window"
-            parse_window(args.window)
-            out["window"] = args.window
-        if args.retries is not None:
-            if not 0 <= args.retries <= MAX_RETRIES:
-                raise UsageError(f"--retries must be between 0 and {MAX_RETRIES}")
-            out["retries"] = args.retries
-        if getattr(args, "machine", None):
-            from gputray.scheduler.tasks.records import MACHINE_RE
+    for key, o in options(editing=editing):
+        given = getattr(args, o.dest, None)
+        if given is None or given is False:
+            continue
+        if editing and o.clears and isinstance(given, str) and given.strip().lower() == "none":
+            out[key.field] = None if key.field in may_be_none else ()
+            continue
+        value = _option_value(key.spelling, o.flag, given, now_s)
+        if key.spelling == "list" and not value:
+            raise UsageError(o.refused or f"{o.flag} needs a value")
+        try:
+            msgspec.convert({key.field: value}, TaskPatch, strict=True)
+        except msgspec.ValidationError:
+            if o.refused:
+                raise UsageError(o.refused.format(value=given)) from None
+            if key.whole is not None:
+                raise UsageError(f"{o.flag} must be between {key.whole[0]} and {key.whole[1]}") from None
+            from gputray.scheduler.tasks.taskfile import value_problem
 
-            if not MACHINE_RE.match(args.machine):
-                raise UsageError(f"--machine takes a machine name or `any`, not {args.machine!r}")
-            out["machine"] = args.machine
-        if args.timeout:
-            option = "--timeout"
-            out["timeout_s"] = parse_duration(args.timeout)
-            if out["timeout_s"] <= 0:
-                raise UsageError("--timeout must be more than 0 (leave it out for no limit)")
-        if args.after is not None and editing and args.after.strip().lower() == "none":
-            out["after"] = ()
-        elif args.after is not None:
-            out["after"] = tuple(task_ids(args.after, "--after"))
-        if args.after_any:
-            if args.after is None and not editing:
-                raise UsageError("--after-any goes with --after ID[,ID...]")
-            out["after_any"] = True
-        if getattr(args, "allow_unproven", False):
-            out["allow_unproven"] = True
-        if getattr(args, "preempt", False):
-            out["preempt"] = True
-        if args.env:
-            out["env"] = _env_assignments(args.env)
-        if args.cwd is not None:
-            folder = Path(absolute(str(Path(args.cwd).expanduser())))
-            if not folder.is_dir():
-                raise UsageError(f"--cwd {args.cwd}: no such folder")
-            out["cwd"] = str(folder)
-    except TimingError as exc:
-        raise UsageError(str(exc)) from None
-    except ValueError as exc:
-        raise UsageError(f"{option} {exc}" if option else str(exc)) from None
+            raise UsageError(f"{o.flag} {value_problem(key.field, value) or 'is out of range'}") from None
+        out[key.field] = value
+    if out.get("after_any") and "after" not in out and not editing:
+        raise UsageError("--after-any goes with --after ID[,ID...]")
     return TaskPatch(**out)
+
+
+def _option_value(spelling: str, flag: str, given: Any, now_s: float | None) -> Any:
+    """One option's value as typed → as its field holds it (``tasks.keys``' spellings, read as the
+    command line writes them); UsageError naming ``flag``."""
+    from gputray.scheduler.tasks.records import parse_window
+    from gputray.scheduler.tasks.spelling import parse_duration, parse_size
+
+    try:
+        if spelling == "duration":
+            return parse_duration(given)
+        if spelling == "size":
+            return parse_size(given)
+        if spelling == "time":
+            from gputray.scheduler.queue.timing import TimingError, parse_at
+
+            try:
+                return parse_at(given, time.time() if now_s is None else now_s)
+            except TimingError as exc:
+                raise UsageError(str(exc)) from None
+        if spelling == "window":
+            parse_window(given)
+            return given
+        if spelling == "list":
+            return tuple(p.strip() for p in given.split(",") if p.strip())
+        if spelling == "task_ids":
+            return tuple(task_ids(given, flag))
+        if spelling == "env":
+            return _env_assignments(given)
+        if spelling == "path":
+            folder = Path(absolute(str(Path(given).expanduser())))
+            if not folder.is_dir():
+                raise UsageError(f"{flag} {given}: no such folder")
+            return str(folder)
+    except ValueError as exc:
+        raise UsageError(f"{flag} {exc}") from None
+    return given
 
 
 def named(name: str) -> TaskPatch:
     """``--name``: a name for the listing, never an empty one."""
+    from gputray.scheduler.tasks.records import TaskPatch
+
     if not name.strip():
         raise UsageError("--name needs a name")
     return TaskPatch(name=name)
