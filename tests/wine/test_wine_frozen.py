@@ -3,8 +3,9 @@ it: `gputray.exe --version`; `gputrayw.exe --demo` docks its icon into a real X 
 click opens the panel; a second launch with a file hands it to the running tray; `gputray.exe status
 --json` answers; the Send To link and the autostart entry it writes point at its own `gputrayw.exe`.
 
-The build takes many minutes under Wine, so it is not made here: `.ci/run` builds it before the suite
-and names the zip in `GPUTRAY_FROZEN_WINDOWS`; without that variable this file is skipped.
+The build takes many minutes under Wine, so it is not made here: `.ci/run`'s frozen step (before the suite,
+outside it) builds it and runs this file with the zip in `GPUTRAY_FROZEN_WINDOWS`; without that variable
+(the suite) it is skipped.
 """
 
 from __future__ import annotations
