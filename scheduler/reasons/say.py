@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from gputray.monitor.busy_why import BusyWhy
+from gputray.monitor.busy_why import BusyWhy, DeviceNews
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.reasons.codes import Reason
 
-Worded = Reason | BusyWhy
+Worded = Reason | BusyWhy | DeviceNews
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]
 
