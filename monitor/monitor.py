@@ -140,6 +140,11 @@ class Monitor:
                 except Exception:
                     log.exception("backend %s: job_started failed", backend.name)
 
+    def own_pids(self, device_key: str) -> frozenset[int]:
+        """The processes of our jobs on that device (``job_started``), for whoever must tell them apart."""
+        with self._poll_lock:
+            return frozenset(self._own.get(device_key, ()))
+
     def job_ended(self, device_key: str, pid: int) -> None:
         with self._poll_lock:
             self._own.get(device_key, set()).discard(pid)

@@ -316,6 +316,14 @@ class ScheduleRemove(Request[rp.Schedules]):
     id: TaskId
 
 
+class FreeResident(Request[rp.RoomMade]):
+    """Ask a resident (an LLM server, ComfyUI) to let go of its GPU memory (``gputray free-resident``,
+    the tray's "Free" button): through its own API, never if it is serving a request."""
+
+    op = "free_resident"
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
 class Shutdown(Request[rp.Stopping]):
     op = "shutdown"
     jobs: Literal["keep", "stop"] | None = (

@@ -11,13 +11,12 @@ exit), its events, a dispatch pass after an exit, and where Python envs and devi
 from __future__ import annotations
 
 import builtins
-import contextlib
 import dataclasses
 import functools
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
@@ -32,6 +31,7 @@ from gputray.scheduler.jobs.job_log import make_room
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
 from gputray.scheduler.jobs.oom import OutOfMemory, oom_in_log
+from gputray.scheduler.jobs.progress import PROGRESS_VAR, progress_file
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
 from gputray.scheduler.queue.device_book import DeviceBook
@@ -43,6 +43,7 @@ from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.queue.unlocked import unlocked as _unlocked
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.reasons.render import render
@@ -135,6 +136,7 @@ class JobRuns:
         self.peaks = PeakMeter()  # the most GPU memory each running job held (``job_peaks``)
         self._launching: dict[int, threading.Event] = {}  # tasks being started: set once recorded
         self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
+        self.room_notes: dict[int, Callable[[], Reason]] = {}  # task id -> what make_room.py did for it
 
     def on_snapshot(self, snapshot: Snapshot) -> None:
         """Monitor thread: each job's peak memory, then the jobs of lost devices stopped."""
@@ -289,6 +291,7 @@ class JobRuns:
         oom = next((r for r in c.inner(task.reason) if isinstance(r, c.RanOutOfMemory)), None)
         if oom is not None:  # moved here after running out of memory: it still says so
             notes.insert(0, oom)
+        notes[:0] = [self.room_notes.pop(task.id)()] if task.id in self.room_notes else []  # freed 9.8 GiB…
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
@@ -343,9 +346,11 @@ class JobRuns:
     def _launch(
         self, task: TaskRecord, info: DeviceInfo, spec: TaskSpec, launch_plan: LaunchPlan, log_path: Path
     ) -> Job:
+        progress_path = progress_file(log_path)  # the job may write ``done total`` there (docs/queue.md)
+        progress_path.unlink(missing_ok=True)  # an earlier attempt's
         return launch(
             list(launch_plan.argv),
-            env=launch_plan.env,
+            env={**launch_plan.env, PROGRESS_VAR: str(progress_path)},
             log_path=log_path,
             cwd=spec.cwd,
             on_exit=functools.partial(self._on_exit, task.id),
@@ -629,23 +634,6 @@ def _note_demo(device_name: str, log_path: str | None) -> None:
                 f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
         except OSError:
             log.warning("could not append to %s", log_path)
-
-
-@contextlib.contextmanager
-def _unlocked(lock: threading.RLock) -> Iterator[None]:
-    """The queue's lock let go for a moment, however deeply this thread holds it, then taken again."""
-    held = 0
-    while True:
-        try:
-            lock.release()
-        except RuntimeError:  # not (or no longer) held by this thread
-            break
-        held += 1
-    try:
-        yield
-    finally:
-        for _ in range(held):
-            lock.acquire()
 
 
 def _same_spec(a: TaskSpec, b: TaskSpec) -> bool:

@@ -71,6 +71,7 @@ from gputray.scheduler.queue.device_checks import (
 from gputray.scheduler.queue.edits import QueueEdits, TaskStateError
 from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.job_runs import EventKind, JobRuns
+from gputray.scheduler.queue.make_room import with_room_notes
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.placement import (
     DeviceState,
@@ -517,6 +518,7 @@ class QueueService:
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
     ) -> None:
+        waits = with_room_notes(waits, self.runs.room_notes)  # what making room did goes on the reason
         self.waits_book.note(waits)
         updates: builtins.list[tuple[int, life.Step]] = [
             (task.id, life.Wait(reason=wait.reason, overtakes=overtakes.get(task.id)))

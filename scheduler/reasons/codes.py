@@ -302,6 +302,20 @@ class JobPaused(Code, frozen=True):
     priority: int = 0
 
 
+class RoomMade(Code, frozen=True):
+    """Making room (``queue/make_room.py``): ``resident`` holds ``held_bytes`` idle for ``idle_s`` —
+    ``step`` "holds" (free it with ``gputray free-resident``), "asked", "freed" (``freed_bytes`` back:
+    starting), "not_freed" (not back within ``bound_s``), "refused" (``said``: its answer)."""
+
+    step: Literal["holds", "asked", "freed", "not_freed", "refused"]
+    resident: str
+    held_bytes: int
+    idle_s: float = 0.0
+    freed_bytes: int = 0
+    bound_s: float = 0.0
+    said: str = ""
+
+
 class JobResumed(Code, frozen=True):
     """Its paused job runs again (``by_you``: the pause was the user's); ``problem``: cuda-checkpoint
     could not restore its memory."""
@@ -606,6 +620,7 @@ Reason = (
     | Preferred
     | JobPaused
     | JobResumed
+    | RoomMade
     | DemoOnCpu
     | CouldNotStart
     | StartHeld

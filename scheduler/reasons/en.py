@@ -341,6 +341,22 @@ def _job_paused(r: c.JobPaused, s: Say) -> str:
     return paused
 
 
+@says(c.RoomMade)
+def _room_made(r: c.RoomMade, s: Say) -> str:
+    held, idle = s.size(r.held_bytes), f"idle {s.duration(r.idle_s)}"
+    if r.step == "holds":
+        command = f"`gputray free-resident {r.resident.lower()}`"
+        return f"{r.resident} holds {held} ({idle}); {command} frees it for this task"
+    if r.step == "asked":
+        return f"asked {r.resident} ({idle}) to free {held}"
+    if r.step == "freed":
+        return f"freed {s.size(r.freed_bytes)} held by {r.resident} ({idle}): starting"
+    if r.step == "not_freed":
+        within = s.seconds(r.bound_s)
+        return f"asked {r.resident} to free {held}, but the device's used memory did not drop within {within}"
+    return f"asked {r.resident} to free {held}; it refused or did not answer ({s.text(r.said)})"
+
+
 @says(c.JobResumed)
 def _job_resumed(r: c.JobResumed, s: Say) -> str:
     by = (

@@ -346,6 +346,23 @@ def _job_paused(r: c.JobPaused, s: Say) -> str:
     return paused
 
 
+@says(c.RoomMade)
+def _room_made(r: c.RoomMade, s: Say) -> str:
+    held, idle = s.size(r.held_bytes), f"アイドル {s.duration(r.idle_s)}"
+    if r.step == "holds":
+        command = f"`gputray free-resident {r.resident.lower()}`"
+        return f"{r.resident} が {held} を確保しています（{idle}）。{command} でこのタスクのために解放します"
+    if r.step == "asked":
+        return f"{r.resident}（{idle}）に {held} の解放を依頼しました"
+    if r.step == "freed":
+        return f"{r.resident}（{idle}）が確保していた {s.size(r.freed_bytes)} を解放しました。開始します"
+    if r.step == "not_freed":
+        within = s.seconds(r.bound_s)
+        asked = f"{r.resident} に {held} の解放を依頼しましたが"
+        return f"{asked}、{within}以内にデバイスの使用メモリが減りませんでした"
+    return f"{r.resident} に {held} の解放を依頼しましたが、拒否されたか応答がありません（{s.text(r.said)}）"
+
+
 @says(c.JobResumed)
 def _job_resumed(r: c.JobResumed, s: Say) -> str:
     who = f"#{r.for_task}（優先度 {r.priority}）のため " if r.for_task is not None else ""

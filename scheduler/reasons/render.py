@@ -14,21 +14,26 @@ from typing import Any
 
 from gputray.scheduler.reasons.say import Catalogue, Say, Worded
 
+#: The languages with a catalogue, each in the module of its name (``reasons/en.py`` holds ``EN``).
+LANGUAGES: tuple[str, ...] = ("en", "ja")
 _CATALOGUES: dict[str, Catalogue] = {}
 
 
 def catalogue(language: str) -> Catalogue:
-    """The catalogue of ``language`` (English for any language without one)."""
-    if not _CATALOGUES:  # loaded when a reason is first worded, not by every command that imports this
-        from gputray.scheduler.reasons import en, ja
+    """The catalogue of ``language`` (English for any language without one). Each loads when a reason
+    is first worded in it: the command line, which words in English, never loads the others."""
+    name = language if language in LANGUAGES else "en"
+    found = _CATALOGUES.get(name)
+    if found is None:
+        import importlib
 
-        _CATALOGUES.update({"en": en.EN, "ja": ja.JA})
-    return _CATALOGUES.get(language) or _CATALOGUES["en"]
+        module = importlib.import_module(f"gputray.scheduler.reasons.{name}")
+        found = _CATALOGUES[name] = getattr(module, name.upper())
+    return found
 
 
 def languages() -> tuple[str, ...]:
-    catalogue("en")
-    return tuple(_CATALOGUES)
+    return LANGUAGES
 
 
 def render(

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+import msgspec
 
 from gputray.monitor.busy_why import BusyWhy, DeviceNews
 from gputray.monitor.units import format_bytes
@@ -18,10 +19,10 @@ T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]
 
 
-@dataclass
-class Catalogue:
+class Catalogue(msgspec.Struct):
     """One language's words for every code; ``joiner`` joins a list inside a reason, ``sentences``
-    several reasons in a row."""
+    several reasons in a row. (Structs, not dataclasses, here: `gputray queue` words its reasons with
+    these, and a dataclass costs every command the import of ``dataclasses`` and ``inspect``.)"""
 
     language: str
     joiner: str
@@ -29,7 +30,7 @@ class Catalogue:
     unit_s: str  # "{n} s"
     unit_min: str  # "{m} min"
     unit_h_min: str  # "{h} h {m:02d} min"
-    words: dict[type, Wording] = field(default_factory=dict)
+    words: dict[type, Wording] = msgspec.field(default_factory=dict)
 
     def says(self, *codes: type[T]) -> Callable[[Callable[[T, Say], str]], Callable[[T, Say], str]]:
         """Register the decorated function as this language's words for ``codes``."""
@@ -44,8 +45,7 @@ class Catalogue:
         return register
 
 
-@dataclass(frozen=True)
-class Say:
+class Say(msgspec.Struct, frozen=True):
     """What a wording gets besides its reason: the catalogue, the tense, and how to word what nests."""
 
     catalogue: Catalogue

@@ -68,6 +68,7 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
         "logs": {"id": 999},
         "schedule_add": {"cron": "0 3 * * *", "task_file": "/nonexistent.toml"},
         "schedule_remove": {"id": 999},
+        "free_resident": {"name": "nobody"},  # no such resident: said so, nothing asked
         "cluster_update": {"id": 999, "step": {"step": "note", "reason": SAID}},  # gputray.cluster's bridge
         "cluster_withdraw": {"id": 999, "origin": "desk#1.1", "reason": SAID},
         "cluster_submit": {

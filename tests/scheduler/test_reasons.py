@@ -59,6 +59,7 @@ SAMPLES = [sample(code) for code in ALL_CODES]
 KEPT = {"Radeon", "GPU", "CPU", "VRAM", "RAM", "GTT", "GiB", "torch", "Python", "gputray", "allow_unproven"}
 KEPT |= {"true", "kJ", "PATH", "TO", "VENV", "cuda", "checkpoint", "SIGSTOP", "gputray", "edit", "after"}
 KEPT |= {"pip", "install", "venv", "envs", "add"}
+KEPT |= {"free", "resident", "radeon"}  # `gputray free-resident NAME`
 
 
 def english_words(text: str) -> list[str]:

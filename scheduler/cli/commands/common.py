@@ -85,6 +85,8 @@ def monitor_from_args(args: argparse.Namespace) -> Monitor:
 def terminal_cells(text: str) -> int:
     """Terminal columns: CJK characters (a file called 学習.py) and emoji like ✅ take two, combining marks
     none."""
+    if text.isascii():  # every ASCII character is one column (what console.cells says of each): quick
+        return len(text)
     return sum(map(console.cells, text))
 
 
