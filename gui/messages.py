@@ -23,7 +23,7 @@ from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
 from gputray.scheduler.reasons.render import ENDED_STATES, catalogue, render, render_all
-from gputray.scheduler.reasons.say import Worded
+from gputray.scheduler.reasons.say import Say, Worded
 
 
 @dataclass(frozen=True)
@@ -232,6 +232,11 @@ def reason(why: Worded | None, state: str | None = None) -> str:
 def reasons(whys: Iterable[Worded]) -> str:
     """Several reasons (a device's busy verdict, rule by rule), joined as the current language joins them."""
     return render_all(whys, i18n.current_language(), words=translate)
+
+
+def about(seconds: float) -> str:
+    """An estimate in the current language: ``~25 s``, ``~12 min`` (``~25 秒`` …)."""
+    return Say(catalogue(i18n.current_language())).about(seconds)
 
 
 def in_a_row(*texts: str) -> str:

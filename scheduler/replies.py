@@ -115,6 +115,10 @@ class TaskView(Reply, frozen=True, kw_only=True):
     # or the model files it names ("model.safetensors 7.2 GiB + 5 %"); None/"" when neither
     vram_need: int | None = None
     vram_need_source: str = ""
+    # a running task whose job reports its progress (``jobs/progress.py``: tqdm, step N/M, ffmpeg, …,
+    # ``GPUTRAY_PROGRESS``): the fraction done (0..1) and the seconds left at its pace (None: too early)
+    progress: float | None = None
+    eta_s: float | None = None
 
     @property
     def shown_state(self) -> str:
