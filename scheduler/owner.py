@@ -548,6 +548,8 @@ class Owner:
 
         states = FINISHED_STATES if not req.states else frozenset(req.states)
         gone, kept = self.queue.edits.clean(older_than_s=req.older_than_s, keep=req.keep, states=states)
+        if req.older_than_s is not None:  # the runtimes of job families not seen for as long go too
+            self.queue.estimates.history.forget_unseen(self.clock() - req.older_than_s)
         return rp.Cleaned(tasks=rp.views(gone), kept=tuple(kept))
 
     def _op_wait(self, req: rq.WaitFor) -> rp.Waited:

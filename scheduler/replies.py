@@ -94,6 +94,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
     origin: str | None = None
     energy_j: float | None = None
     energy_shared: bool = False
+    energy_estimated_s: float = 0.0  # of ``energy_j``, seconds counted from power (a glitching counter)
     power_avg_w: float | None = None
     prefer: str = "free"  # the placement policy: free | fastest | greenest
     family: str = ""  # whose earlier runs estimate it (``family_of``: the task file's, or recipe + script)
@@ -125,6 +126,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
             ended_at=r.ended_at, log_path=r.log_path, priority=s.priority, after=s.after,
             after_any=s.after_any, cwd=s.cwd, machine=r.machine or s.machine, remote_id=r.remote_id,
             origin=s.origin, energy_j=r.energy_j, energy_shared=r.energy_shared,
+            energy_estimated_s=r.energy_estimated_s if r.energy_j is not None else 0.0,  # of this run's
             power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), prefer=s.prefer,
             family=family_of(s), offer=offer, paused_at=r.paused_at, paused_s=r.paused_s,
             vram_need=s.memory_need_bytes, vram_need_source=_need_source(s),

@@ -1860,6 +1860,10 @@ gputray の実行中に更新または再インストールした場合は、終
         <translation>共有: GPU で他の処理も動いていたため、これはデバイス全体の電力量です</translation>
     </message>
     <message>
+        <source>{seconds} s of it counted from power: the GPU's energy counter glitched</source>
+        <translation>うち {seconds} 秒分は消費電力から計算: GPU の電力量カウンタが異常な値を示したため</translation>
+    </message>
+    <message>
         <source>About gputray</source>
         <translation>gputray について</translation>
     </message>

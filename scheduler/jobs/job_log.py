@@ -129,53 +129,44 @@ def attempt_room(max_bytes: int) -> int:
 
 def make_room(path: str, max_bytes: int) -> int:
     """Before another attempt appends to a task's log: what the earlier attempts left is cut to leave
-    this one ``attempt_room`` under ``max_bytes`` (the cap is the log's, not each attempt's): their
-    first and last parts stay, with a line between saying how much was dropped. The log is replaced
-    whole (a temporary file, then a rename), or left as it is when that cannot be written (a full
-    disk). Returns how many bytes were dropped."""
+    this one ``attempt_room`` under ``max_bytes`` (the cap is the log's, not each attempt's). Their head
+    stays where it is and their last part (at most what one attempt's tail keeps) moves down after a
+    line saying how much was dropped: at most that tail is read and written, whatever the cap. Returns
+    how many bytes were dropped (0: nothing to do, or the log could not be changed)."""
     try:
         return _make_room(path, max_bytes)
     except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(f"{path}.room")
         return 0
 
 
 def _make_room(path: str, max_bytes: int) -> int:
     import stat
 
+    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, flags)
     except OSError:
-        return 0  # no log yet (or none we may read): nothing to make room in
-    with os.fdopen(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+        return 0  # no log yet (or none we may change): nothing to make room in
+    with os.fdopen(fd, "r+b") as f:
+        info = os.fstat(f.fileno())
         budget = max_bytes - attempt_room(max_bytes)
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode) or size <= budget:
+        if not stat.S_ISREG(info.st_mode) or info.st_size <= budget:
             return 0
+        tail_n = min(max_bytes // 8, MAX_TAIL_BYTES, budget // 2)
         note = b""
         for _ in range(3):  # the note's length depends on the figure it gives
-            dropped = size - (budget - len(note))
+            dropped = info.st_size - (budget - len(note))
             note = (
                 f"\n[gputray: {dropped:,} bytes ({_size(dropped)}) of earlier attempts' output were dropped "
                 f"here to keep this log within [logs] max_size ({_size(max_bytes)})]\n"
             ).encode()
-        keep = budget - len(note)
-        head = f.read(keep // 2)
-        f.seek(size - (keep - len(head)))
-        tail = f.read()
-    tmp = f"{path}.room"
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        view = memoryview(head + note + tail)
-        while view:  # not _write_all: a log cut short by a full disk must not replace the whole one
-            view = view[os.write(out, view) :]
-    finally:
-        os.close(out)
-    os.replace(tmp, path)
-    return size - len(head) - len(tail)
+        head_n = budget - len(note) - tail_n
+        f.seek(info.st_size - tail_n)
+        tail = f.read(tail_n)
+        f.seek(head_n)
+        f.write(note + tail)
+        f.truncate(head_n + len(note) + len(tail))
+    return info.st_size - head_n - len(tail)
 
 
 def open_log(path: str) -> int:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import msgspec
 
 from gputray.monitor.records import Snapshot
+from gputray.monitor.units import format_bytes
 from gputray.scheduler.pyenvs.doctor_cache import cached_results
 from gputray.scheduler.queue.estimates import Outlook, about
 from gputray.scheduler.queue.placement import (
@@ -174,6 +175,7 @@ class Estimator:
         self._free_in: Mapping[str, float | None] = {}
         self._offers: dict[int, Offer] = {}
         self._offered: set[int] = set()  # tasks an offer event was emitted for (once each)
+        self.peaks: dict[int, int] = {}  # task id -> its run's peak GPU memory (``job_peaks``), until learned
 
     # -- learning --------------------------------------------------------------------------------
     def finished(self, rec: TaskRecord) -> None:
@@ -183,11 +185,25 @@ class Estimator:
         self.history.record_run(
             JobRun(
                 family=family_of(rec.spec), device_key=rec.device, env=rec.env,
-                duration_s=rec.run_s(rec.ended_at) or 0.0,  # paused time left out
+                duration_s=rec.run_s(rec.ended_at) or 0.0,
                 energy_j=None if rec.energy_shared else rec.energy_j,
                 throttled=self.history.throttled_since(rec.device, rec.started_at), ended_at=rec.ended_at,
+                peak_bytes=self.peaks.pop(rec.id, None),
             )
         )  # fmt: skip
+
+    def with_learned_need(self, rec: TaskRecord) -> TaskRecord:
+        """A task without ``vram`` whose family's recent runs reached more GPU memory than its model files
+        predict (or that names none) counts that peak (``job_peaks``); others as they are."""
+        spec = rec.spec
+        if spec.vram_bytes is not None:
+            return rec
+        peak = self.history.runs.recent_peak(family_of(spec))
+        if peak is None or peak <= (spec.vram_need_bytes or 0):
+            return rec
+        source = f"the peak of its recent runs, {format_bytes(peak)}"
+        learned = msgspec.structs.replace(spec, vram_need_bytes=peak, vram_need_source=source)
+        return rec.replace(spec=learned)
 
     def note_snapshot(self, snapshot: Snapshot) -> None:
         self.history.note_snapshot(snapshot)
@@ -237,6 +253,7 @@ class Estimator:
         """``placement.plan`` with the estimates; remembers the devices and makes the offers. ``running``:
         the ids of our running jobs."""
         outlook = self.outlook({family_of(r.spec) for r in pending}, devices, self._records(running), now_s)
+        pending = [self.with_learned_need(r) for r in pending]  # a family's recent peaks count too
         result = plan(pending, devices, now_s=now_s, policy=OutlookPolicy(outlook))
         taken = {d.device for _, d in result.decisions if isinstance(d, Placement)}
         idle = {
@@ -312,6 +329,7 @@ class Estimator:
         out = []
         allowed: AllowedCache = {}
         for rec in records:
+            rec = self.with_learned_need(rec) if rec.pending else rec
             view = TaskView.of(rec, offers.get(rec.id) if rec.pending else None)
             if rec.pending:
                 estimates = self.estimates(rec, allowed_devices(rec, devices, allowed), outlook)

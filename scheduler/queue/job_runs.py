@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -35,7 +35,9 @@ from gputray.scheduler.jobs.oom import OutOfMemory, oom_in_log
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
 from gputray.scheduler.queue.device_book import DeviceBook
+from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.job_energy import EnergyMeter, energy_line
+from gputray.scheduler.queue.job_peaks import PeakMeter
 from gputray.scheduler.queue.oom_elsewhere import OOM_SAID, elsewhere
 from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
@@ -106,6 +108,9 @@ class RunsQueue(Protocol):
     def device_name(self, key: str | None) -> str: ...
 
     @property
+    def estimates(self) -> Estimator: ...
+
+    @property
     def closed(self) -> bool: ...
 
     def paused(self) -> Paused: ...
@@ -124,8 +129,14 @@ class JobRuns:
         self.recording = True  # False once the queue closed: exits are then left to the next owner
         self._absent_ticks: dict[str, int] = {}
         self.energy = EnergyMeter(queue.monitor.clock)  # the GPU energy of each running job
+        self.peaks = PeakMeter()  # the most GPU memory each running job held (``job_peaks``)
         self._launching: dict[int, threading.Event] = {}  # tasks being started: set once recorded
         self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
+
+    def on_snapshot(self, snapshot: Snapshot) -> None:
+        """Monitor thread: each job's peak memory, then the jobs of lost devices stopped."""
+        self.peaks.on_snapshot(snapshot)
+        self.stop_on_lost_devices(snapshot)
 
     def stop_on_lost_devices(self, snapshot: Snapshot) -> None:
         """Monitor thread: stop the jobs whose device is lost, or gone from a few snapshots in a row."""
@@ -158,7 +169,11 @@ class JobRuns:
         for i, rec in enumerate(out):
             so_far = self.energy.so_far(rec.id) if rec.state == "running" else None
             if so_far is not None:
-                out[i] = rec.replace(energy_j=so_far.energy_j, energy_shared=so_far.shared)
+                out[i] = rec.replace(
+                    energy_j=so_far.energy_j,
+                    energy_shared=so_far.shared,
+                    energy_estimated_s=so_far.estimated_s,
+                )
         return out
 
     def adopt_left_jobs(self) -> set[int]:
@@ -212,6 +227,7 @@ class JobRuns:
                     vram_bytes=rec.spec.memory_need_bytes,
                 )
                 self.energy.start(rec.id, run.device, run.pid)  # measured from now: a lower bound
+                self.peaks.start(rec.id, run.pid)
                 adopted.add(rec.id)
                 log.info("task #%d: adopted its job (pid %d) from an earlier owner", rec.id, run.pid)
         for run in runs.values():  # files of tasks that have ended or are gone: a live job there is a stray
@@ -394,6 +410,7 @@ class JobRuns:
             vram_bytes=spec.memory_need_bytes,
         )
         self.energy.start(task.id, info.key, job.pid)
+        self.peaks.start(task.id, job.pid)
         if decision.redirected:
             self.queue.emit("redirected", started, f"{spec.name}: {decision.reason}")
         else:
@@ -458,6 +475,8 @@ class JobRuns:
             if device is not None:
                 self.monitor.job_ended(device, job.pid)
             used = self.energy.finish(task_id)
+            if (peak := self.peaks.finish(task_id)) is not None:  # learned with the run if it succeeds
+                self.queue.estimates.peaks[task_id] = peak
             try:
                 rec = self.store.get(task_id)
             except TaskNotFound:
@@ -496,6 +515,7 @@ class JobRuns:
                 measured=True,
                 energy_j=used.energy_j,
                 energy_shared=used.shared,
+                energy_estimated_s=used.estimated_s,
                 # it ended while paused (cancelled): its pause ends with it
                 paused_s=None if rec.paused_at is None else rec.paused_s + max(0.0, now - rec.paused_at),
             )
@@ -549,22 +569,19 @@ class JobRuns:
     def _out_of_memory(
         self, rec: TaskRecord, device: str | None, oom: OutOfMemory, now: float, end: life.JobEnd, left: str
     ) -> None:
-        """It ran out of memory: with ``on_oom = "elsewhere"`` once more where that fits, saying so
-        (``oom_elsewhere``); otherwise, or where nothing fits, the retry policy with the reason."""
+        """Out of memory: ``on_oom = "elsewhere"`` runs it once more where it fits (``oom_elsewhere``)."""
         states = self.queue.device_book.states(self.monitor.latest, list(self.jobs.values()), Paused())
-        failed = next((d for d in states if d.key == device), None)
-        outcome = elsewhere(rec.spec, failed, oom, states)
+        measured = self.queue.estimates.peaks.pop(rec.id, None)  # what the monitor saw it hold at most
+        oom = oom if oom.peak_bytes is not None or measured is None else replace(oom, peak_bytes=measured)
+        outcome = elsewhere(rec.spec, next((d for d in states if d.key == device), None), oom, states)
         why = "; ".join(filter(None, [outcome.words, left]))
         self._note_in_log(rec.log_path, f"{why} ({oom.kind}: {oom.line})")
         if rec.spec.on_oom == "elsewhere" and outcome.spec is not None:
             new = self.store.must_apply(rec.id, life.RunElsewhere(reason=why, now=now, end=end))
             new = self.store.replace_spec(rec.id, outcome.spec, only_states=("queued",)) or new
-            self.queue.emit("redirected", new, f"{new.name}: {why}")
-            return
-        elsewhere_asked = rec.spec.on_oom == "elsewhere"  # nowhere fits: the same would happen again
-        new = self.store.must_apply(
-            rec.id, life.RetryOrFail(why=why, now=now, end=end, may_retry=not elsewhere_asked)
-        )
+            return self.queue.emit("redirected", new, f"{new.name}: {why}")
+        step = life.RetryOrFail(why=why, now=now, end=end, may_retry=rec.spec.on_oom != "elsewhere")
+        new = self.store.must_apply(rec.id, step)
         self.queue.emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
 
     def _note_in_log(self, log_path: str | None, line: str | None) -> None:

@@ -1,7 +1,8 @@
 """Out of memory → run where it fits (``on_oom = "elsewhere"``, the torch recipe's default).
 
 A job that ended out of memory (``jobs.oom``) needed at least what its message says it reached
-(``OutOfMemory.peak_bytes``), else at least all of the device it ran on. ``elsewhere`` picks, among the
+(``OutOfMemory.peak_bytes``), else the most the monitor saw its processes hold (``job_peaks``, put
+there by ``JobRuns``), else at least all of the device it ran on. ``elsewhere`` picks, among the
 devices the task may use (its preferences and policy, ``device_checks.allowed_devices``) other than
 that one, the first whose free memory exceeds that need — VRAM, an iGPU's VRAM and shared GTT
 (``placement.free_memory_bytes``), the CPU's RAM last — and points a copy of the task's spec at it, with

@@ -43,6 +43,7 @@ class JobRun(msgspec.Struct, frozen=True, kw_only=True):
     energy_j: float | None = None
     throttled: bool | None = None
     ended_at: float = 0.0
+    peak_bytes: int | None = None  # the most GPU memory its processes held at once (``job_peaks``)
 
 
 class RunBook:
@@ -62,6 +63,11 @@ class RunBook:
             family: max((r.ended_at for runs in per_device.values() for r in runs), default=0.0)
             for family, per_device in self._runs.items()
         }
+
+    def recent_peak(self, family: str) -> int | None:
+        """The most GPU memory the family's recent runs reached, on any device; None when none says."""
+        peaks = [r.peak_bytes for runs in self._runs.get(family, {}).values() for r in runs if r.peak_bytes]
+        return max(peaks) if peaks else None
 
     def forget(self, families: Collection[str]) -> None:
         for family in families:
@@ -162,19 +168,19 @@ class RuntimeHistory:
     def _load(self) -> None:
         try:
             rows = self.store.read_side(
-                "SELECT family, device, env, duration_s, energy_j, throttled, ended_at"
+                "SELECT family, device, env, duration_s, energy_j, throttled, ended_at, peak_bytes"
                 " FROM job_runs ORDER BY id"
             )
             spells = self.store.read_side("SELECT device, duration_s FROM busy_spells ORDER BY id")
         except sqlite3.Error as exc:  # an unreadable history costs estimates, never the queue
             log.warning("the runtime history cannot be read: %s", exc)
             return
-        for family, device, env, duration_s, energy_j, throttled, ended_at in rows:
+        for family, device, env, duration_s, energy_j, throttled, ended_at, peak_bytes in rows:
             self.runs.add(
                 JobRun(
                     family=str(family), device_key=str(device), env=env, duration_s=float(duration_s),
                     energy_j=energy_j, throttled=None if throttled is None else bool(throttled),
-                    ended_at=float(ended_at),
+                    ended_at=float(ended_at), peak_bytes=peak_bytes if isinstance(peak_bytes, int) else None,
                 )
             )  # fmt: skip
         for device, duration_s in spells:
@@ -186,8 +192,8 @@ class RuntimeHistory:
         self._write(
             [
                 (
-                    "INSERT INTO job_runs (family, device, env, duration_s, energy_j, throttled, ended_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO job_runs (family, device, env, duration_s, energy_j, throttled, ended_at,"
+                    " peak_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run.family,
                         run.device_key,
@@ -196,6 +202,7 @@ class RuntimeHistory:
                         run.energy_j,
                         throttled,
                         run.ended_at,
+                        run.peak_bytes,
                     ),
                 ),
                 (

@@ -541,7 +541,7 @@ class QueueService:
         self.devices_seen.note(r.info for r in snapshot.readings)
         self.estimates.note_snapshot(snapshot)
         self.runs.energy.on_snapshot(snapshot)
-        self.runs.stop_on_lost_devices(snapshot)
+        self.runs.on_snapshot(snapshot)  # peaks (``job_peaks``), lost devices
         self.runs.write_late_notes()
         # Ticks only catch external changes. With a huge queue a pass is not free: the dispatcher
         # keeps tick-driven passes under ~5 % of the time (small queues still get one every tick).

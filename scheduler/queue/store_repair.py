@@ -107,6 +107,7 @@ def _insertable(row: dict[str, Any]) -> tuple[Any, ...]:
         "attempts_before": 0,
         "energy_shared": 0,
         "paused_s": 0.0,
+        "energy_estimated_s": 0.0,
     }
     return tuple(
         stand_in[name] if row.get(name) is None and name in stand_in else row.get(name)

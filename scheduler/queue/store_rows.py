@@ -27,7 +27,7 @@ from gputray.scheduler.tasks.records import (
 COLUMNS = (
     "id, spec, state, device, env, reason, exit_code, attempts, submitted_at, started_at, ended_at, "
     "log_path, pid, pid_create_time, position, queued_at, not_before, overtakes, name, attempts_before, "
-    "machine, remote_id, remote_state, energy_j, energy_shared, paused_at, paused_s"
+    "machine, remote_id, remote_state, energy_j, energy_shared, paused_at, paused_s, energy_estimated_s"
 )
 COLUMN_NAMES = tuple(c.strip() for c in COLUMNS.split(","))
 # (index, name) of the columns that are TaskRecord fields as they are (the spec is decoded; the name is
@@ -40,6 +40,7 @@ ADDED_COLUMNS: dict[int, dict[str, Any]] = {
     3: {"machine": None, "remote_id": None, "remote_state": None},  # the cluster's bookkeeping
     4: {"energy_j": None, "energy_shared": 0},  # a run's GPU energy
     6: {"paused_at": None, "paused_s": 0.0},  # a job's pauses
+    7: {"energy_estimated_s": 0.0},  # a run's energy counted from power (a glitching counter)
 }
 
 

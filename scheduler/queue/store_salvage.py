@@ -59,6 +59,7 @@ TASK_TABLE_COLUMNS: tuple[str, ...] = (
     "energy_shared",
     "paused_at",  # schema 6, the same way
     "paused_s",
+    "energy_estimated_s",  # schema 7, the same way
 )
 #: How many values a row of schema 1 holds. A column added by ALTER TABLE is not written into the rows
 #: already there: a row saved before the migration (or in a schema-1 file) holds only these, and SQLite

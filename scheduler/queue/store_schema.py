@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gputray.scheduler.queue.store_errors import StoreError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 
 
 def migrate_0_to_1(db: sqlite3.Connection) -> None:
@@ -89,6 +89,17 @@ def migrate_5_to_6(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE tasks ADD COLUMN paused_s REAL NOT NULL DEFAULT 0")
 
 
+def migrate_6_to_7(db: sqlite3.Connection) -> None:
+    """``energy_estimated_s``: the seconds of a run's energy counted from power because the device's
+    energy counter glitched (jumped further than the device can draw, or could not be read)."""
+    db.execute("ALTER TABLE tasks ADD COLUMN energy_estimated_s REAL NOT NULL DEFAULT 0")
+
+
+def migrate_7_to_8(db: sqlite3.Connection) -> None:
+    """A run's peak GPU memory (``queue.job_peaks``): the next task of its family counts at least that."""
+    db.execute("ALTER TABLE job_runs ADD COLUMN peak_bytes INTEGER")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migrate_0_to_1,
     migrate_1_to_2,
@@ -96,6 +107,8 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migrate_3_to_4,
     migrate_4_to_5,
     migrate_5_to_6,
+    migrate_6_to_7,
+    migrate_7_to_8,
 ]
 
 

@@ -18,8 +18,15 @@ from typing import Literal
 
 import msgspec
 
-from gputray.scheduler.tasks.limits import MAX_RETRIES
-from gputray.scheduler.tasks.records import AFTER_MAX_WAIT, KINDS, MAX_PRIORITY, ON_BUSY, ON_OOM, PREFER
+from gputray.scheduler.tasks.limits import (
+    AFTER_MAX_WAIT,
+    KINDS,
+    MAX_PRIORITY,
+    MAX_RETRIES,
+    ON_BUSY,
+    ON_OOM,
+    PREFER,
+)
 
 #: How a value is written, in a task file and on the command line, and read into its field.
 #: ``duration``: ``"10m"`` or seconds; ``size``: ``"4GiB"`` or bytes; ``time``: a date and time (the

@@ -166,6 +166,7 @@ class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     measured: bool = False
     energy_j: float | None = None
     energy_shared: bool = False
+    energy_estimated_s: float = 0.0  # seconds of it counted from power (the energy counter glitched)
     paused_s: float | None = None  # it ended while paused: its pause ends with it, at this total
     started_at: float | None = None  # its start as its run's monotonic length places it (a set clock)
 
@@ -178,6 +179,7 @@ class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         }
         if self.measured:
             cols.update(energy_j=self.energy_j, energy_shared=self.energy_shared)
+            cols["energy_estimated_s"] = self.energy_estimated_s
         if self.started_at is not None:
             cols["started_at"] = self.started_at
         if self.paused_s is not None:

@@ -7,6 +7,13 @@ from __future__ import annotations
 import math
 
 MAX_RETRIES = 100
+MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
+#: The words a choice key takes (``records`` types them as Literals, ``keys`` offers them).
+KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
+ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
+AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
+PREFER: tuple[str, ...] = ("free", "fastest", "greenest")
+ON_OOM: tuple[str, ...] = ("fail", "elsewhere")
 # 1970-01-01 to 9999-12-31 UTC: what datetime (and so every time shown)
 # can represent; durations up to 10 years; sizes up to 1 PiB.
 MIN_EPOCH_S = 0.0

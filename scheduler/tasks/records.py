@@ -22,15 +22,21 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from gputray.scheduler.tasks.limits import (
+    AFTER_MAX_WAIT,
+    KINDS,
     MAX_DURATION_S,
     MAX_ENV_KEYS,
     MAX_EPOCH_S,
     MAX_ITEMS,
+    MAX_PRIORITY,
     MAX_RETRIES,
     MAX_SIZE_BYTES,
     MAX_TASK_ID,
     MAX_TEXT_CHARS,
     MIN_EPOCH_S,
+    ON_BUSY,
+    ON_OOM,
+    PREFER,
     check_duration_s,
     check_epoch_s,
     check_size_bytes,
@@ -40,17 +46,23 @@ from gputray.scheduler.tasks.states import FINISHED_STATES, PENDING_STATES, STAT
 from gputray.scheduler.tasks.times import iso_utc, local_iso, local_time
 
 __all__ = [  # re-exported: the limits of task values, the offer QueueEvent carries, states, times
+    "AFTER_MAX_WAIT",
     "FINISHED_STATES",
+    "KINDS",
     "MAX_DURATION_S",
     "MAX_ENV_KEYS",
     "MAX_EPOCH_S",
     "MAX_ITEMS",
+    "MAX_PRIORITY",
     "MAX_RETRIES",
     "MAX_SIZE_BYTES",
     "MAX_TASK_ID",
     "MAX_TEXT_CHARS",
     "MIN_EPOCH_S",
+    "ON_BUSY",
+    "ON_OOM",
     "PENDING_STATES",
+    "PREFER",
     "STATES",
     "Offer",
     "TaskState",
@@ -67,18 +79,12 @@ OnBusy = Literal["wait", "redirect", "cpu"]
 AfterMaxWait = Literal["redirect", "cpu", "fail"]
 Prefer = Literal["free", "fastest", "greenest"]
 OnOom = Literal["fail", "elsewhere"]
-ON_OOM: tuple[str, ...] = ("fail", "elsewhere")
 
-KINDS: tuple[str, ...] = ("torch", "vulkan", "command")
-ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
-AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
-PREFER: tuple[str, ...] = ("free", "fastest", "greenest")
 #: Placeholders substituted per argv element (and in env values) when a vulkan or recipe task is
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
 PLACEHOLDERS: tuple[str, ...] = ("file", "stem", "out", "vk_index", "device")
 #: A machine name in a cluster (``[cluster] machine``, ``--machine``): letters, digits, ``.``, ``_``, ``-``.
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
 PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 WINDOW_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$")
 
@@ -366,6 +372,7 @@ class TaskRecord:
     energy_shared: bool = False
     paused_at: float | None = None
     paused_s: float = 0.0
+    energy_estimated_s: float = 0.0  # of ``energy_j``, seconds counted from power (a glitching counter)
 
     @property
     def name(self) -> str:

@@ -46,9 +46,7 @@ to the task file's folder.
 
 from __future__ import annotations
 
-import datetime as dt
 import difflib
-import math
 import os
 import re
 import stat
@@ -70,99 +68,28 @@ from gputray.scheduler.tasks.records import (
     PLACEHOLDERS,
     TaskPatch,
     TaskSpec,
-    check_duration_s,
-    check_epoch_s,
-    check_size_bytes,
     fills_placeholders,
     parse_window,
     unknown_placeholders,
 )
+from gputray.scheduler.tasks.spelling import parse_duration, parse_size, parse_start_at
 
 
 class TaskFileError(Refusal, ValueError):
     """A task file (or submitted spec) is invalid; the message names the source, the key and the problem."""
 
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|hr|s|m|h|d)?", re.IGNORECASE)
-_DURATION_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
-_SIZE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
-
 # Task-file key → TaskSpec field: every field name a task file may hold (not a predicted memory need,
 # which is worked out), and the spellings ``tasks.keys`` declares.
 KEYS: dict[str, str] = {**{k.field: k.field for k in BY_FIELD.values() if k.in_file}, **KEY_ALIASES}
 TASK_KEYS = frozenset(KEYS)  # every key a task file may use
-__all__ = ["GUESSES", "KEY_ALIASES"]  # re-exported: the spellings, declared in tasks.keys
-
-
-def parse_duration(value: object) -> float:
-    """``"10m"`` → 600.0; numbers are seconds. Raises ValueError with a readable message."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration like '10m' or a number of seconds, got {value!r}")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"expected a duration ≥ 0, got {value!r}")
-        return check_duration_s(float(value))
-    if not isinstance(value, str):
-        raise ValueError(f"expected a duration like '10m', got {type(value).__name__}")
-    text = value.strip().replace(" ", "")
-    if not text:
-        raise ValueError("expected a duration like '10m', got an empty string")
-    if text.startswith("-"):
-        raise ValueError(f"a duration cannot be negative, got {value!r:.80}")
-    total, pos = 0.0, 0
-    for m in _DURATION_RE.finditer(text):
-        if m.start() != pos or (m.group(2) is None and m.end() != len(text)):
-            break
-        total += float(m.group(1)) * _DURATION_UNITS[(m.group(2) or "s").lower()]
-        pos = m.end()
-    if pos != len(text):
-        raise ValueError(f"expected a duration like '90s', '10m', '1h30m' or '2d', got {value!r:.80}")
-    return check_duration_s(total)
-
-
-def parse_size(value: object) -> int:
-    """``"4GiB"`` → 4294967296; ``"4GB"`` is SI (4e9); bare ``"4G"`` is binary. Numbers are bytes."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a size like '4GiB' or a number of bytes, got {value!r}")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"expected a size ≥ 0, got {value!r}")
-        return check_size_bytes(value)
-    if not isinstance(value, str):
-        raise ValueError(f"expected a size like '4GiB', got {type(value).__name__}")
-    if value.strip().startswith("-"):
-        raise ValueError(f"a size cannot be negative, got {value!r:.80}")
-    m = _SIZE_RE.match(value)
-    if not m or (not m.group(2) and (m.group(3))):
-        raise ValueError(f"expected a size like '512MiB', '4GiB' or '4GB', got {value!r:.80}")
-    number, prefix, binary, b = m.groups()
-    prefix = prefix.lower()
-    base = 1000 if (prefix and b and not binary) else 1024
-    return check_size_bytes(float(number) * base ** _SIZE_POW[prefix])  # float("9" * 400) is inf
-
-
-def parse_start_at(value: object) -> float:
-    """A TOML datetime, an ISO string (local time without an offset) or epoch seconds → epoch seconds,
-    within the years 1970–9999."""
-    return check_epoch_s(_start_at(value), "start_at")
-
-
-def _start_at(value: object) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {value!r}") from None
-    if isinstance(value, dt.datetime):
-        return value.timestamp()  # naive → local time, as a person means it
-    if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day).timestamp()
-    raise ValueError(f"expected a date and time like 2026-12-01T01:00:00, got {type(value).__name__}")
+__all__ = [  # re-exported: the spellings (tasks.keys) and how values are written (tasks.spelling)
+    "GUESSES",
+    "KEY_ALIASES",
+    "parse_duration",
+    "parse_size",
+    "parse_start_at",
+]
 
 
 MAX_TASK_FILE_BYTES = 1 << 20
@@ -297,7 +224,7 @@ def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | N
         if found is None or found.group(1) not in spelled:
             raise TaskFileError(f"{source}: {exc}") from None
         field = found.group(1)
-        problem = _problem(field, values[field]) or str(exc).partition(" - at ")[0].lower()
+        problem = value_problem(field, values[field]) or str(exc).partition(" - at ")[0].lower()
         raise TaskFileError(f"{source}: key '{spelled[field]}': {problem}") from None
 
 
@@ -369,7 +296,7 @@ def _task_ids(value: object) -> list[int]:
     return ids
 
 
-def _problem(field: str, value: Any) -> str | None:
+def value_problem(field: str, value: Any) -> str | None:
     """What a field takes, said for a value its type refused (msgspec names only the field), by the
     key's ``form`` (``tasks.keys``)."""
     key = BY_FIELD[field]

@@ -257,3 +257,64 @@ def test_a_demo_job_through_the_owner_shows_its_energy_in_queue_json(
     log = Path(task["log_path"]).read_text()
     assert "GPU energy: " in log.splitlines()[-1] and "on Radeon 780M" in log
     assert log.splitlines()[-1].endswith(f" ({watts:.0f} W on average)")  # the same figure as --json's
+
+
+def test_a_glitching_counter_through_a_real_owner_is_bounded_and_the_record_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real owner reading the captured Arc A380 tree; while the job runs, its counter grows at 30 W,
+    jumps 1 GJ forward, reads empty for a while, then negative for a while. Before: a gigajoule for a
+    few seconds' job. Now the task's energy stays within the power limit and the record says how much
+    of it was counted from power (``queue --json``'s ``energy_estimated_s``, the log's footer)."""
+    import threading
+    import time
+
+    from cli import gputray
+    from waiting import wait_for
+
+    from gputray.scheduler.owner import Owner
+    from gputray.scheduler.paths import app_paths
+
+    sys_dir = tmp_path / "sys" / "class" / "drm"
+    shutil.copytree(A380 / "card1", sys_dir / "card1")
+    counter = sys_dir / "card1" / "device" / "hwmon" / "hwmon1" / "energy1_input"
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    stop, flag = threading.Event(), tmp_path / "go-on"
+    began = time.monotonic()
+
+    def counter_writer() -> None:  # the device's counter as the glitching firmware shows it
+        while not stop.wait(0.1):
+            ran_s = time.monotonic() - began
+            grown = A380_COUNTER_UJ + round(ran_s * 30e6) + (10**15 if ran_s > 1.5 else 0)
+            text = "" if 2.2 < ran_s < 3.4 else "-25637161804" if 4.0 < ran_s < 5.2 else str(grown)
+            tmp = counter.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(counter)
+
+    writer = threading.Thread(target=counter_writer, daemon=True)
+    counter.unlink()
+    counter.write_text(str(A380_COUNTER_UJ))
+    owner = Owner(app_paths(), sysfs_root=tmp_path / "sys", proc_root=tmp_path / "no-proc")
+    owner.start()
+    try:
+        job = f"import os, time\nwhile not os.path.exists({str(flag)!r}): time.sleep(0.05)"
+        ran = gputray("run", "--device", "a380", "--name", "glitch", "--", sys.executable, "-c", job,
+                      home=tmp_path / "home")  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        wait_for(lambda: owner.queue.list()[0].state == "running", 30, "the job to start")
+        began = time.monotonic()
+        writer.start()
+        wait_for(lambda: time.monotonic() - began > 6.2, 30, "the glitches to pass")  # six samples
+        flag.touch()
+        wait_for(lambda: owner.queue.list(include_finished=True)[0].finished, 30, "the job to end")
+        listed = gputray("queue", "--all", "--json", home=tmp_path / "home")
+    finally:
+        stop.set()
+        owner.stop()
+    (task,) = json.loads(listed.stdout)["tasks"]
+    assert task["state"] == "succeeded" and task["device_name"] == "Intel Arc A380", task
+    run_s = task["energy_j"] / task["power_avg_w"]
+    assert 0 < task["energy_j"] <= 55.0 * 1.5 * run_s  # never more than the card can draw
+    assert task["energy_estimated_s"] >= 1.0
+    footer = Path(task["log_path"]).read_text().splitlines()[-1]
+    assert "counted from power (the energy counter glitched)" in footer, footer

@@ -22,6 +22,7 @@ import gguf
 import numpy as np
 import pytest
 from real_owner import home_paths, running_owner
+from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
@@ -144,3 +145,34 @@ def test_the_owner_places_refuses_and_lists_with_the_predicted_need(
     listed = {t.id: t for t in client.ask(rq.Queue(all=True)).tasks}
     assert listed[later.id].vram_need_source == "small.safetensors 2.0 GiB + 5 %"
     assert os.path.exists(small)
+
+
+def test_a_familys_recent_peak_counts_when_it_is_more_than_the_prediction(
+    client: ipc.IpcClient, tmp_path: Path
+) -> None:
+    """The demo's simulated 5060 Ti lists a job's process holding 1 GiB where its task names no need
+    (what the monitor reads per process on real GPUs): the run's peak is kept with its family, and the
+    family's next task, naming a model predicted at 0.5 GiB, counts the 1 GiB its last run reached."""
+    small = tmp_path / "small.safetensors"
+    write_safetensors(small, {"w": ("F16", [256, 1024, 1024])})  # 0.5 GiB
+    mark = tmp_path / "go"
+    waits = f"import os, time\nwhile not os.path.exists({str(mark)!r}): time.sleep(0.05)"
+    first = client.ask(rq.Run(argv=[PY, "-c", waits], name="first",
+                              overrides={"family": "blur", "device_prefs": ["5060ti"]})).tasks[0]  # fmt: skip
+
+    def seen_holding() -> bool:
+        snapshot = client.ask(rq.Status()).snapshot
+        pid = client.ask(rq.Get(id=first.id)).task
+        return (
+            snapshot is not None and any(p.vram_bytes for p in snapshot.processes) and pid.state == "running"
+        )
+
+    wait_for(seen_holding, what="a sample with the job's memory")
+    time.sleep(1.5)  # one more monitor tick (1 s) while it holds it: the peak is read from the samples
+    mark.touch()
+    wait_for(lambda: client.ask(rq.Get(id=first.id)).task.state == "succeeded", what="the first run")
+    an_hour_on = {"family": "blur", "start_at": time.time() + 3600}
+    later = client.ask(rq.Run(argv=[PY, "-c", "pass", str(small)], overrides=an_hour_on)).tasks[0]
+    assert later.vram_need == math.ceil(0.5 * GiB * (1 + MARGIN))  # the submit's own answer: the files
+    (listed,) = [t for t in client.ask(rq.Queue(all=False)).tasks if t.id == later.id]
+    assert listed.vram_need == GiB and listed.vram_need_source == "the peak of its recent runs, 1.0 GiB"

@@ -160,3 +160,14 @@ def test_runtimes_of_families_not_seen_for_keep_days_are_forgotten(
     owner.queue.request_dispatch()
     wait_for(lambda: job_run_families(paths) == ["fresh"], timeout_s=5, what=str(job_run_families(paths)))
     assert owner.queue.estimates.history.runs.runs("one-off") == {}  # gone from memory too
+
+
+def test_clean_older_than_by_hand_forgets_those_families_too(
+    owner: Owner, client: ipc.IpcClient, clock: ShiftedClock, paths: Paths
+) -> None:
+    task = client.ask(rq.Run(argv=[PY, "-c", "pass"], name="old", overrides={"family": "old"})).tasks[0]
+    wait_for(lambda: client.ask(rq.Get(id=task.id)).task.state == "succeeded")
+    wait_for(lambda: job_run_families(paths) == ["old"])
+    clock.offset_s += 3600
+    client.ask(rq.Clean(older_than_s=1800))  # `gputray clean --older-than 30m`
+    assert job_run_families(paths) == [] and present(client) == []

@@ -33,6 +33,8 @@ HEADERS = ("ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME",
 ENERGY_HEADERS = (*HEADERS[:8], "ENERGY", *HEADERS[8:])
 SHARED_MARK = "*"
 SHARED_NOTE = "* the GPU ran other work too: the energy is the whole device's over the run"
+ESTIMATED_MARK = "~"
+ESTIMATED_NOTE = "~ part of it counted from power: the GPU's energy counter glitched"
 # The columns that give way when the terminal is narrow, and the narrowest each is cut to.
 SHRINK = {"REASON": 12, "NAME": 10, "DEVICE": 8}
 
@@ -114,7 +116,10 @@ def energy_cell(task: TaskView) -> str:
     """``850 J``, ``12.3 kJ*`` (shared: the device ran other work too), "-" where none was measured."""
     if task.energy_j is None:
         return "-"
-    return format_energy_j(task.energy_j) + (SHARED_MARK if task.energy_shared else "")
+    marks = (SHARED_MARK if task.energy_shared else "") + (
+        ESTIMATED_MARK if task.energy_estimated_s > 0 else ""
+    )
+    return format_energy_j(task.energy_j) + marks
 
 
 def _rows(
@@ -210,6 +215,8 @@ def format_tasks(
         lines.append((" " * gap).join([*padded, cells[-1]]).rstrip())
     if any(t.energy_shared and t.energy_j is not None for t in tasks):
         lines.append(cut_to_cells(SHARED_NOTE, width) if width is not None else SHARED_NOTE)
+    if any(t.energy_estimated_s > 0 and t.energy_j is not None for t in tasks):
+        lines.append(cut_to_cells(ESTIMATED_NOTE, width) if width is not None else ESTIMATED_NOTE)
     return "\n".join(lines)
 
 

@@ -61,8 +61,9 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "paused, free_in_s}]}; per task: id, name, kind, state, device, device_name, env, reason, "
         "exit_code, attempts, submitted_at, started_at, ended_at, log_path, priority, after, after_any, "
         "cwd (times ISO 8601 UTC), machine and remote_id (the machine it runs on and its id there, for a "
-        "task another machine of the cluster runs), origin, energy_j, energy_shared and power_avg_w (the "
-        "GPU energy of its last run, null where none was measured), prefer and family (the placement "
+        "task another machine of the cluster runs), origin, energy_j, energy_shared, energy_estimated_s "
+        "and power_avg_w (the GPU energy of its last run, null where none was measured; the seconds of "
+        "it counted from power because the energy counter glitched), prefer and family (the placement "
         "policy, and whose earlier runs estimate it), offer (run elsewhere now?) and "
         "estimate_s (a pending task of a family that ran before: device_key, device_name, run_s, "
         "finish_s, runs per device it may use; runs 0: scaled from another device)",

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import (
@@ -26,7 +26,9 @@ from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, shown
 from gputray.scheduler.cli.interrupts import answer_awaited
 from gputray.scheduler.protocol import wire_str
 from gputray.scheduler.replies import Submitted
-from gputray.scheduler.tasks.records import TaskPatch
+
+if TYPE_CHECKING:  # the task model loads when a command makes a patch (`move` makes none)
+    from gputray.scheduler.tasks.records import TaskPatch
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -103,7 +105,9 @@ def patch_from_args(
     import msgspec
 
     from gputray.scheduler.tasks.keys import options
-    from gputray.scheduler.tasks.taskfile import MAY_BE_NONE
+    from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
+
+    may_be_none = {f.name for f in msgspec.structs.fields(TaskSpec) if f.default is None}
 
     out: dict[str, Any] = {}
     for key, o in options(editing=editing):
@@ -111,7 +115,7 @@ def patch_from_args(
         if given is None or given is False:
             continue
         if editing and o.clears and isinstance(given, str) and given.strip().lower() == "none":
-            out[key.field] = None if key.field in MAY_BE_NONE else ()
+            out[key.field] = None if key.field in may_be_none else ()
             continue
         value = _option_value(key.spelling, o.flag, given, now_s)
         if key.spelling == "list" and not value:
@@ -123,9 +127,9 @@ def patch_from_args(
                 raise UsageError(o.refused.format(value=given)) from None
             if key.whole is not None:
                 raise UsageError(f"{o.flag} must be between {key.whole[0]} and {key.whole[1]}") from None
-            from gputray.scheduler.tasks.taskfile import _problem
+            from gputray.scheduler.tasks.taskfile import value_problem
 
-            raise UsageError(f"{o.flag} {_problem(key.field, value) or 'is out of range'}") from None
+            raise UsageError(f"{o.flag} {value_problem(key.field, value) or 'is out of range'}") from None
         out[key.field] = value
     if out.get("after_any") and "after" not in out and not editing:
         raise UsageError("--after-any goes with --after ID[,ID...]")
@@ -136,7 +140,7 @@ def _option_value(spelling: str, flag: str, given: Any, now_s: float | None) -> 
     """One option's value as typed → as its field holds it (``tasks.keys``' spellings, read as the
     command line writes them); UsageError naming ``flag``."""
     from gputray.scheduler.tasks.records import parse_window
-    from gputray.scheduler.tasks.taskfile import parse_duration, parse_size
+    from gputray.scheduler.tasks.spelling import parse_duration, parse_size
 
     try:
         if spelling == "duration":
@@ -171,6 +175,8 @@ def _option_value(spelling: str, flag: str, given: Any, now_s: float | None) -> 
 
 def named(name: str) -> TaskPatch:
     """``--name``: a name for the listing, never an empty one."""
+    from gputray.scheduler.tasks.records import TaskPatch
+
     if not name.strip():
         raise UsageError("--name needs a name")
     return TaskPatch(name=name)

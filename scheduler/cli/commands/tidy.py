@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="remove ended tasks and their logs",
         description=(
             "Remove ended tasks (succeeded, failed, cancelled) and delete their logs; queued, waiting "
-            "and running tasks are never touched, nor an ended task that a queued one waits for. "
+            "and running tasks are never touched, nor an ended task that a task staying waits for. "
             "With --older-than and/or --keep, only those past either limit: the owner applies the "
             "config's [retention] keep_days / keep_tasks (default 30 days, 1000 tasks) the same way "
             "every few minutes."
@@ -49,7 +49,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--older-than",
         metavar="DURATION",
-        help="only tasks that ended longer ago than this, e.g. 7d or 12h (default: all)",
+        help="only tasks that ended longer ago than this, e.g. 7d or 12h (default: all); the runtimes "
+        "learnt from job families not run for as long are forgotten too",
     )
     p.add_argument(
         "--keep",
