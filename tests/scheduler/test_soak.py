@@ -74,6 +74,7 @@ class Soak:
         self.sup_killed: set[int] = set()  # tasks whose supervisor the soak killed (their end is unknowable)
         self.filler: Path | None = None
         self.log: list[str] = []
+        self.unfinished: list[str] = []  # the tasks not ended at the last look
 
     def up(self) -> bool:
         return self.daemon.proc is not None and self.daemon.proc.poll() is None
@@ -176,7 +177,12 @@ def test_soak_nothing_lost_nothing_run_twice_every_end_true(tmp_path: Path) -> N
             if soak.filler is not None:
                 soak.fill_or_free()
             soak.start_owner()
-            ended = wait_for(lambda: _all_ended(soak), 180, f"every task to end (seed {seed}, {soak.log})")
+            try:
+                ended = wait_for(lambda: _all_ended(soak), 180, "every task to end")
+            except AssertionError:
+                raise AssertionError(
+                    f"seed {seed}: not ended: {soak.unfinished} (attacks: {soak.log})"
+                ) from None
         finally:
             soak.daemon.kill()
     problems = _judge(soak, ended)
@@ -191,6 +197,7 @@ def _all_ended(soak: Soak) -> dict[int, TaskView] | None:
         return None
     if all(t.state in FINISHED for t in tasks.values()) and set(soak.retries) <= set(tasks):
         return tasks
+    soak.unfinished = [f"#{t.id} {t.state}: {t.reason}" for t in tasks.values() if t.state not in FINISHED]
     return None
 
 
