@@ -34,6 +34,7 @@ from daemon_harness import BenchDaemon, percentile
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.store import NO_FSYNC_VAR, TaskStore
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskSpec
 
 BURST = 60
@@ -66,12 +67,10 @@ def fill_finished(n: int, env: dict[str, str]) -> Callable[[Paths], None]:
             TaskSpec(kind="command", name=f"done {i}", argv=(program, str(i)), base_env=env) for i in range(n)
         ]
         records = store.add_many(specs, now=now - 3600)
-        store.update_many(
-            [
-                (r.id, {"state": "succeeded", "exit_code": 0, "started_at": now - 300, "ended_at": now - 290})
-                for r in records
-            ]
-        )
+        ran = life.Start(device="cpu", env=None, reason=None, attempts=1, started_at=now - 300, log_path="")
+        store.apply_many([(r.id, ran) for r in records])  # each through the lifecycle: started, then ended
+        ended = life.Succeed(end=life.JobEnd(exit_code=0, ended_at=now - 290))
+        store.apply_many([(r.id, ended) for r in records])
         store.close()
 
     return prepare

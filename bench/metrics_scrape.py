@@ -30,6 +30,8 @@ from daemon_harness import BenchDaemon
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.store import NO_FSYNC_VAR, TaskStore
+from gputray.scheduler.reasons.codes import ExitedWith
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskSpec
 
 GOAL_MS = 1.0
@@ -53,20 +55,13 @@ def prepare(port: int) -> object:
         now = time.time()
         specs = [TaskSpec(kind="command", name=f"done {i}", argv=("true", str(i))) for i in range(700)]
         records = store.add_many(specs, now=now - 3600)
-        store.update_many(
-            [
-                (
-                    r.id,
-                    {
-                        "state": "succeeded" if i < 600 else "failed",
-                        "exit_code": 0 if i < 600 else 1,
-                        "started_at": now - 300,
-                        "ended_at": now - 290,
-                    },
-                )
-                for i, r in enumerate(records)
-            ]
+        ran = life.Start(device="cpu", env=None, reason=None, attempts=1, started_at=now - 300, log_path="")
+        store.apply_many([(r.id, ran) for r in records])  # each through the lifecycle: started, then ended
+        ok = life.Succeed(end=life.JobEnd(exit_code=0, ended_at=now - 290))
+        failed = life.RetryOrFail(
+            why=ExitedWith(status=1), now=now - 290, end=life.JobEnd(exit_code=1, ended_at=now - 290)
         )
+        store.apply_many([(r.id, ok if i < 600 else failed) for i, r in enumerate(records)])
         store.close()
 
     return fill

@@ -31,6 +31,7 @@ from gputray.scheduler.paths import app_paths
 from gputray.scheduler.queue.retention import Retention
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import NO_FSYNC_VAR, TaskStore
+from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskSpec
 
 BATCH_S = 600  # simulated seconds per batch: one job each
@@ -82,27 +83,26 @@ def main(days: int = 7, *, retain: bool = True) -> int:
                 for i in range(BATCH_S)
             ]
             records = store.add_many(specs, now=clock.t)
-            changes = []
+            changes: list[tuple[int, life.Step]] = []
+            ends: list[tuple[int, life.Step]] = []
             for i, rec in enumerate(records):
                 log_path = paths.logs_dir / f"task-{rec.id}.log"
                 fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 os.write(fd, log_bytes)
                 os.close(fd)
                 end = clock.t + i + 1
-                changes.append(
-                    (
-                        rec.id,
-                        {
-                            "state": "succeeded",
-                            "exit_code": 0,
-                            "attempts": 1,
-                            "started_at": end - 0.5,
-                            "ended_at": end,
-                            "log_path": str(log_path),
-                        },
-                    )
+                ran = life.Start(
+                    device="cpu",
+                    env=None,
+                    reason=None,
+                    attempts=1,
+                    started_at=end - 0.5,
+                    log_path=str(log_path),
                 )
-            store.update_many(changes)
+                changes.append((rec.id, ran))
+                ends.append((rec.id, life.Succeed(end=life.JobEnd(exit_code=0, ended_at=end))))
+            store.apply_many(changes)  # each through the lifecycle: started, then ended
+            store.apply_many(ends)
             jobs += BATCH_S
             clock.t += BATCH_S
             due = retention.next_due_s()

@@ -21,6 +21,7 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs.log_files import LogNotReadable, read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.replies import TasksDone, TaskView
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -111,7 +112,7 @@ class Agent:
             f.seek(offset)
             return f.read(size)
 
-    def withdraw(self, task_id: int, origin: str, reason: str) -> TaskRecord | None:
+    def withdraw(self, task_id: int, origin: str, reason: Reason) -> TaskRecord | None:
         """Take back the copy ``origin`` handed here as ``task_id`` if it has not started here: the
         cancelled record, or None when it started first (it then runs here, and only here)."""
         return self._ask(rq.ClusterWithdraw(id=task_id, origin=origin, reason=reason)).task

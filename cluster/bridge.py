@@ -75,7 +75,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cluster_records import ClusterReport, ConnectionState, ReportedMachine
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks import cluster_steps
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
 
 
@@ -328,7 +328,7 @@ class Bridge(Placing, Transfers, Faults):
             if not r.finished:
                 self._send(r)
             else:  # cancelled while being sent: nothing to follow (a copy that arrived is an orphan)
-                self._step(r, life.RemoteMark(remote_state="lost"), expect=False)
+                self._step(r, cluster_steps.RemoteMark(remote_state="lost"), expect=False)
         for r in handed:
             self._follow(r)
         self._mark_silent(handed)

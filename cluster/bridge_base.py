@@ -31,7 +31,7 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.protocol import R
 from gputray.scheduler.replies import Paused
-from gputray.scheduler.tasks.lifecycle import ClusterStep
+from gputray.scheduler.tasks.cluster_steps import ClusterStep
 from gputray.scheduler.tasks.records import TaskRecord
 
 log = logging.getLogger("gputray.cluster.bridge")

@@ -18,8 +18,10 @@ from gputray.cluster.bridge_base import (
 from gputray.cluster.link import TERMINAL_REMOTE
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks import cluster_steps
 from gputray.scheduler.tasks.records import FINISHED_STATES, TaskRecord
 
 
@@ -48,12 +50,12 @@ class Faults(BridgeBase):
             if unseen_s < self.config.lost_after_s:
                 continue
             running = r.state == "running" or r.remote_state == "running"
-            why = f"{machine} left the cluster while it ran" if running else f"{machine} left the cluster"
+            why = c.LeftCluster(machine=machine, while_running=running)
             if r.finished:
-                self._step(r, life.RemoteMark(remote_state="lost"), expect=False)
+                self._step(r, cluster_steps.RemoteMark(remote_state="lost"), expect=False)
                 continue
-            log.warning("task #%d: %s", r.id, why)
-            self._step(r, life.LostThere(why=why, now=time.time()), expect=False)
+            log.warning("task #%d: %s", r.id, render(why))
+            self._step(r, cluster_steps.LostThere(why=why, now=time.time()), expect=False)
 
     def _cancel_orphans(self, rows: list[TaskRecord]) -> None:
         """A machine back after we gave its copy of a task up: stop that copy (it must not run twice).

@@ -21,6 +21,9 @@ from gputray.cluster.placer import place_all
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs
 from gputray.cluster.wire import MachineView, qualified, split_qualified
 from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.render import render
+from gputray.scheduler.tasks import cluster_steps
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
 
@@ -55,17 +58,18 @@ class Placing(BridgeBase):
             if isinstance(d.decision, Placement):
                 assert d.machine is not None and d.device_key is not None
                 if d.machine == self.local:
-                    self._step(r, life.PlaceHere(machine=self.local))  # the local queue starts it now
+                    self._step(
+                        r, cluster_steps.PlaceHere(machine=self.local)
+                    )  # the local queue starts it now
                     continue
                 claimed = self._step(
                     r,
-                    life.HandOver(
+                    cluster_steps.HandOver(
                         machine=d.machine,
                         device=qualified(d.machine, d.device_key),
                         attempts=r.attempts + 1,
                         into="waiting",
-                        reason=f"sending to {d.machine}"
-                        + (f" ({d.decision.reason})" if d.decision.reason else ""),
+                        reason=c.Sending(machine=d.machine, why=d.decision.reason),
                     ),
                 )
                 if claimed is not None:
@@ -102,14 +106,14 @@ class Placing(BridgeBase):
             log.info("task #%d waits here; %s can start it now: placing it there", r.id, d.machine)
             claimed = self._step(
                 r,
-                life.HandOver(
+                cluster_steps.HandOver(
                     machine=d.machine,
                     device=qualified(d.machine, d.device_key),
                     attempts=r.attempts + 1,
                     # another state than the one the queue here would start it from: its start, had it
                     # begun meanwhile, fails its own compare-and-set and stops the job
                     into="queued" if r.state == "waiting" else "waiting",
-                    reason=f"sending to {d.machine} (it could not start here)",
+                    reason=c.Sending(machine=d.machine, not_here=True),
                 ),
             )
             if claimed is not None:
@@ -144,7 +148,7 @@ class Placing(BridgeBase):
             if isinstance(d.decision, Placement) and d.machine is not None and d.device_key is not None:
                 self._withdraw_to(d.task, d.machine, d.device_key)
 
-    def _withdraw(self, rec: TaskRecord, told: str) -> bool | None:
+    def _withdraw(self, rec: TaskRecord, told: c.Reason) -> bool | None:
         """Ask the machine holding ``rec`` to withdraw it (``told``: the reason its copy ends with): True
         when it did (the copy there never ran), False when it had started there first, None when that
         machine could not be asked."""
@@ -170,39 +174,39 @@ class Placing(BridgeBase):
         """Edited here while it waited on the machine it was handed to: taken back and placed afresh as
         edited; if it had started there first, it runs as it was sent and its row says so."""
         holder = str(rec.machine)
-        done = self._withdraw(rec, f"taken back by {self.local} to apply an edit")
+        done = self._withdraw(rec, c.TakenBack(machine=self.local, by=True))
         if done is None:
             return
         if not done:
-            late = f"on {holder} (#{rec.remote_id}): it started there before the edit; it runs as sent"
+            late = c.StartedBeforeEdit(machine=holder, remote_id=rec.remote_id)
             if rec.reason != late:
                 self._step(rec, life.Note(reason=late))
             return
-        why = f"taken back from {holder} to apply the edit"
-        log.info("task #%d: %s", rec.id, why)
-        self._note_in_log(rec, why)
+        why = c.TakenBack(machine=holder)
+        log.info("task #%d: %s", rec.id, render(why))
+        self._note_in_log(rec, render(why))
         # placed afresh (the copy there never ran: no attempt)
-        self._step(rec, life.TakeBack(machine=None, attempts=rec.attempts - 1, reason=why))
+        self._step(rec, cluster_steps.TakeBack(machine=None, attempts=rec.attempts - 1, reason=why))
 
     def _withdraw_to(self, rec: TaskRecord, machine: str, device_key: str) -> None:
         holder = str(rec.machine)
-        free = "this machine" if machine == self.local else machine
-        if not self._withdraw(rec, f"taken back by {self.local}: it waited here and {free} is free"):
+        free = "" if machine == self.local else machine
+        if not self._withdraw(rec, c.TakenBack(machine=self.local, free=free, by=True)):
             return
-        why = f"taken back from {holder}: it waited there and {machine} is free"
-        log.info("task #%d: %s", rec.id, why)
+        why = c.TakenBack(machine=holder, free=machine)
+        log.info("task #%d: %s", rec.id, render(why))
         if machine == self.local:  # the local queue starts it now; the copy there never ran: no attempt
-            self._note_in_log(rec, why)  # the queue appends its run to the same log
-            self._step(rec, life.TakeBack(machine=self.local, attempts=rec.attempts - 1, reason=why))
+            self._note_in_log(rec, render(why))  # the queue appends its run to the same log
+            self._step(rec, cluster_steps.TakeBack(machine=self.local, attempts=rec.attempts - 1, reason=why))
             return
         claimed = self._step(  # the same attempt, handed to another machine
             rec,
-            life.HandOver(
+            cluster_steps.HandOver(
                 machine=machine,
                 device=qualified(machine, device_key),
                 into="queued",
                 again=True,
-                reason=f"sending to {machine} ({why})",
+                reason=c.Sending(machine=machine, why=why),
             ),
         )
         if claimed is not None:

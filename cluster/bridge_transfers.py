@@ -29,6 +29,8 @@ from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, st
 from gputray.cluster.wire import TaskChunk, qualified, split_qualified
 from gputray.scheduler import ipc
 from gputray.scheduler.jobs.invocation import free_out_path
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.tasks import cluster_steps
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import FINISHED_STATES, TaskRecord
 
@@ -48,7 +50,7 @@ class Transfers(BridgeBase):
             if not plan.shared_in_place:
                 check_size(plan, self.config, machine)
         except TransferRefused as exc:
-            self._step(rec, life.HandOverFailed(reason=str(exc), ended_at=time.time()))
+            self._step(rec, cluster_steps.HandOverFailed(reason=c.Said(text=str(exc)), ended_at=time.time()))
             return
         try:
             staging = ray.get(handle.staging_dir.remote(origin), timeout=CALL_TIMEOUT_S)
@@ -73,7 +75,8 @@ class Transfers(BridgeBase):
         except Exception as exc:
             refusal = _refusal(exc)
             if refusal is not None:  # the other machine's queue refused it (a program it lacks ...)
-                failed = life.HandOverFailed(reason=f"{machine} refused it: {refusal}", ended_at=time.time())
+                refused = c.RefusedBy(machine=machine, refusal=refusal)
+                failed = cluster_steps.HandOverFailed(reason=refused, ended_at=time.time())
                 self._step(rec, failed)
             else:
                 log.warning("sending task #%d to %s failed: %s", rec.id, machine, _short(exc))
@@ -84,11 +87,11 @@ class Transfers(BridgeBase):
         os.close(fd)
         self._step(
             rec,
-            life.Handed(
+            cluster_steps.Handed(
                 remote_id=remote.id,
                 remote_state=remote.state,
                 log_path=str(log_path),
-                reason=f"on {machine} as #{remote.id}",
+                reason=c.HandedTo(machine=machine, remote_id=remote.id),
             ),
         )
         log.info("task #%d handed to %s as #%s", rec.id, machine, remote.id)
@@ -149,18 +152,17 @@ class Transfers(BridgeBase):
                     ray.get(handle.cancel.remote(rec.remote_id), timeout=CALL_TIMEOUT_S)
             if remote_done and log_complete:
                 self._fetch(rec, handle)
-                self._step(rec, life.RemoteMark(remote_state="fetched"))
+                self._step(rec, cluster_steps.RemoteMark(remote_state="fetched"))
             elif remote_state != rec.remote_state:
-                self._step(rec, life.RemoteMark(remote_state=remote_state))
+                self._step(rec, cluster_steps.RemoteMark(remote_state=remote_state))
             return
         if remote_done and not log_complete:
             return  # the rest of the log first: `logs --follow` stops at the final state
-        where = f"on {machine} (#{rec.remote_id})"
-        reason = f"{where}: {t.reason}" if t.reason else where
+        reason = c.OnMachine(machine=machine, remote_id=rec.remote_id, why=t.reason)
         device = qualified(machine, t.device) if t.device else msgspec.UNSET
-        run: life.RemoteRun
+        run: cluster_steps.RemoteRun
         if remote_state == "running":
-            run = life.RemoteRun(
+            run = cluster_steps.RemoteRun(
                 into="running",
                 remote_state=remote_state,
                 started_at=t.started_at,
@@ -169,8 +171,8 @@ class Transfers(BridgeBase):
             )
         elif remote_done:
             self._fetch(rec, handle)
-            run = life.RemoteRun(
-                into=cast(life.RemoteState, remote_state),
+            run = cluster_steps.RemoteRun(
+                into=cast(cluster_steps.RemoteState, remote_state),
                 remote_state="fetched",
                 exit_code=t.exit_code,
                 ended_at=t.ended_at,
@@ -182,7 +184,9 @@ class Transfers(BridgeBase):
                 reason=reason,
             )
         else:
-            run = life.RemoteRun(into="waiting", remote_state=remote_state, device=device, reason=reason)
+            run = cluster_steps.RemoteRun(
+                into="waiting", remote_state=remote_state, device=device, reason=reason
+            )
         if any(getattr(rec, k) != v for k, v in run.columns(rec).items()):
             self._step(rec, run)
 
@@ -198,11 +202,7 @@ class Transfers(BridgeBase):
                 silent_since = m.left_at if m is not None else None
             if silent_since is None:
                 continue
-            since = time.strftime("%H:%M:%S", time.localtime(silent_since))
-            reason = (
-                f"on {r.machine} (#{r.remote_id}): {r.machine} has not answered since {since} (its gputray "
-                "stopped?); its queue there keeps the task, followed again when it answers"
-            )
+            reason = c.Unanswered(machine=str(r.machine), remote_id=r.remote_id, since_s=silent_since)
             if r.reason != reason:
                 self._step(r, life.Note(reason=reason))
 

@@ -25,6 +25,7 @@ from gputray.scheduler.cluster_port import DeviceLine
 from gputray.scheduler.cluster_records import ClusterStatus, DeviceView
 from gputray.scheduler.console import print_json, say_error
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.reasons.render import render
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -258,7 +259,7 @@ def status_cluster(args: argparse.Namespace, device_line: DeviceLine) -> int:
             reading = _reading(m.name, d)
             row = device_to_json(reading)
             row.update(backend="cluster", machine=m.name, local_key=d.key, key=reading.info.key)
-            row.update(busy=d.busy, reasons=list(d.reasons), running=list(d.running_names))
+            row.update(busy=d.busy, reasons=[render(r) for r in d.reasons], running=list(d.running_names))
             devices.append(row)
             lines.append((m.name, reading))
     out = {"devices": devices, "machines": summary["machines"], "cluster": summary}

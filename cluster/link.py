@@ -44,15 +44,10 @@ from gputray.scheduler.cluster_records import BridgeState, ClusterReport, Cluste
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.dependencies import gate
 from gputray.scheduler.queue.device_checks import check_submit
+from gputray.scheduler.reasons.codes import Named, Said
 from gputray.scheduler.replies import ClusterSynced, ClusterTask, Paused
-from gputray.scheduler.tasks.lifecycle import (
-    Handed,
-    IllegalTransition,
-    LostThere,
-    RemoteMark,
-    RemoteRun,
-    TakeBack,
-)
+from gputray.scheduler.tasks.cluster_steps import Handed, LostThere, RemoteMark, RemoteRun, TakeBack
+from gputray.scheduler.tasks.lifecycle import IllegalTransition
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
     EventKind,
@@ -370,8 +365,8 @@ class ClusterLink:
         if new.state != before.state and self.emit is not None:
             kind = _EVENT_FOR_STATE.get(new.state)
             if kind is not None:
-                where = f" on {new.machine}" if new.machine else ""
-                self.emit(QueueEvent(kind, new, f"{new.name}{where}: {new.reason or new.state}"))
+                why = new.reason if new.reason is not None else Said(text=new.state)
+                self.emit(QueueEvent(kind, new, Named(name=new.name, why=why, machine=new.machine)))
         self._wake()
         return ClusterTask(task=sendable(new))
 
@@ -395,7 +390,7 @@ class ClusterLink:
         if new is None:  # started (or ended, or not that copy)
             return ClusterTask(task=None, now=sendable(queue.task(task_id)))
         if self.emit is not None:
-            self.emit(QueueEvent("cancelled", new, f"{new.name}: {req.reason}"))
+            self.emit(QueueEvent("cancelled", new, Named(name=new.name, why=req.reason)))
         return ClusterTask(task=sendable(new))
 
     def report_doc(self) -> ClusterStatus:

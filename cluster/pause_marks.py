@@ -7,21 +7,17 @@ from __future__ import annotations
 
 import msgspec
 
+from gputray.monitor.busy_why import BusyWhy, PausedOn
 from gputray.scheduler.cluster_records import ClusterReport, DeviceView
 from gputray.scheduler.replies import Paused
 
 
-def _marks(machine: str) -> tuple[str, str]:
-    return f"the queue is paused on {machine}", f"paused on {machine}"
-
-
 def mark_paused(d: DeviceView, machine: str, *, queue_paused: bool, device_paused: bool) -> DeviceView:
     """``d`` (one device of ``machine``) with ``paused`` and its first reason as the pause says."""
-    queue_mark, device_mark = _marks(machine)
-    reasons = [r for r in d.reasons if r not in (queue_mark, device_mark)]
+    reasons: list[BusyWhy] = [r for r in d.reasons if not isinstance(r, PausedOn)]
     paused = queue_paused or device_paused
     if paused:  # paused there: it takes no job of ours
-        reasons.insert(0, queue_mark if queue_paused else device_mark)
+        reasons.insert(0, PausedOn(machine=machine, whole_queue=queue_paused))
     return msgspec.structs.replace(d, paused=paused, reasons=tuple(reasons))
 
 

@@ -12,12 +12,22 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import msgspec
+
 from gputray.cluster.wire import DeviceView, MachineView, qualified, split_qualified
+from gputray.monitor.busy_why import BusyWhy
 from gputray.monitor.records import Sample, Verdict
 from gputray.scheduler.queue.placement import Decision, DeviceState, Placement, plan
 from gputray.scheduler.tasks.records import TaskRecord
 
 TORCH_NEED = "torch"  # a pseudo-need: some Python env runs torch on the device (per the doctor)
+
+
+def _renamed(why: BusyWhy, name: str, as_name: str) -> BusyWhy:
+    """A verdict of another machine's device, naming it as this machine does ("Radeon 780M on desk")."""
+    if getattr(why, "device", None) == name:
+        return msgspec.structs.replace(why, device=as_name)
+    return why
 
 
 def _device_state(machine: str, view: MachineView, d: DeviceView, needs: frozenset[str]) -> DeviceState:
@@ -38,7 +48,7 @@ def _device_state(machine: str, view: MachineView, d: DeviceView, needs: frozens
         sample = dataclasses.replace(reading, key=key, timestamp_s=view.taken_at_s)  # that machine's reading
         verdict = None
         if d.busy is not None:
-            reasons = tuple(r.replace(d.name, name, 1) if r.startswith(d.name) else r for r in d.reasons)
+            reasons = tuple(_renamed(r, d.name, name) for r in d.reasons)
             verdict = Verdict(key, d.busy, reasons)
     return DeviceState(
         info=info,

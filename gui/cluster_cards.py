@@ -60,7 +60,7 @@ def remote_metrics_line(d: DeviceView) -> str:
 
 
 def remote_tooltip(d: DeviceView) -> str:
-    busy = "; ".join(messages.translate(r) for r in d.reasons) if d.busy else ""
+    busy = messages.reasons(d.reasons) if d.busy else ""
     lines = [tr("busy: {reasons}").format(reasons=busy) if busy else tr("not in use by other programs")]
     if d.running_names:
         lines.append(tr("our jobs here: {names}").format(names=", ".join(d.running_names)))

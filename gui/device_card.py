@@ -40,6 +40,7 @@ from gputray.gui.legend import LegendEntry
 from gputray.gui.sparkline import Sparkline
 from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.widgets import ElidedLabel, FigureLabel, Swatch
+from gputray.monitor.busy_why import BusyWhy
 from gputray.monitor.readings_text import sample_extras
 from gputray.monitor.records import DeviceReading, ProcessUse
 from gputray.monitor.units import GIB
@@ -208,7 +209,7 @@ class DeviceCard(QFrame):
         self._reading: DeviceReading | None = None
         self._entry: LegendEntry | None = None
         self._processes: tuple[ProcessUse, ...] = ()
-        self._busy: tuple[str, ...] = ()
+        self._busy: tuple[BusyWhy, ...] = ()
         self._hot = False
         self._dark: bool | None = None
         self._jobs: tuple[int, int] | None = None  # (running, slots), from the queue
@@ -269,7 +270,7 @@ class DeviceCard(QFrame):
         self,
         r: DeviceReading,
         processes: Sequence[ProcessUse],
-        busy_reasons: Sequence[str],
+        busy_reasons: Sequence[BusyWhy],
         hot: bool,
         history: list[tuple[float, float | None]],
         now_s: float,
@@ -310,7 +311,7 @@ class DeviceCard(QFrame):
         long_form = sample_extras(r.sample, words=words) if ok else ""
         self.extras_label.set_own_tooltip(long_form, says_the_line=ok)
         self._render_jobs()
-        busy = "; ".join(messages.translate(b) for b in self._busy)
+        busy = messages.reasons(self._busy)
         self.busy_label.setText(
             tr("busy: {reasons}").format(reasons=busy) if busy else tr("not in use by other programs")
         )

@@ -1,24 +1,29 @@
-"""Reasons, errors and notices from the queue and the monitor, shown in the user's language.
+"""What the queue and the monitor say, shown in the user's language.
 
-``monitor/`` and ``scheduler/`` never import Qt and speak English (their words also go to logs, the
-CLI and ``--json``). The tray translates what they say here, at the moment it is shown: each known
-sentence is a template below (the English format string the scheduler uses, marked for the ``.ts``);
-a message is matched against the templates, and the fields that are messages themselves (``{why}``)
-are translated the same way, so "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %"
-becomes one Japanese sentence. Names, sizes and numbers are kept as they are. A sentence that no
-template knows is shown as written (the Japanese walk test in tests/gui catches new ones).
+A task's reason, a queue event and a device's busy verdict are data (``gputray.scheduler.reasons``):
+``reason``/``reasons`` word them with the one renderer the command line uses too, in the language the
+tray shows (docs/architecture.md, "Adding a reason").
+
+The rest is still English text from ``monitor/`` and ``scheduler/`` (a device event, a submit error,
+the doctor's findings and fixes, a config problem): ``translate`` matches it against the templates
+below (the English format strings, marked for the ``.ts``), and the fields that are messages
+themselves (``{why}``) are translated the same way. Names, sizes and numbers are kept as they are; a
+sentence that no template knows is shown as written.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gputray.gui import i18n
 from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
+from gputray.scheduler.reasons.render import ENDED_STATES, catalogue, render, render_all
+from gputray.scheduler.reasons.say import Say, Worded
 
 
 @dataclass(frozen=True)
@@ -41,141 +46,11 @@ def _t(source: str, *nested: str) -> Template:
 
 # Most specific first: the first template that matches the whole message wins.
 TEMPLATES: tuple[Template, ...] = (
-    # scheduler/queue/job_pause.py: gputray pause-job / resume-job
-    _t(tr_noop("paused by you at {time}")),
-    # scheduler/queue/oom_elsewhere.py: on_oom = "elsewhere"
-    _t(tr_noop("out of memory on {name} at {size}")),
-    _t(tr_noop("out of memory on {name}")),
-    _t(tr_noop("running on {name} ({size} VRAM free)")),
-    _t(tr_noop("running on {name} ({size} shared free)")),
-    _t(tr_noop("running on {name} ({size} RAM free)")),
-    _t(tr_noop("no device it may use has that free ({free})")),
-    _t(tr_noop("no device it may use has that free")),
-    _t(tr_noop("paused for #{id} (priority {priority}) at {time}")),
-    _t(tr_noop("paused at {time}")),
-    _t(tr_noop("resumed {time}")),
-    _t(tr_noop("its GPU memory was moved to host memory (cuda-checkpoint)")),
-    _t(tr_noop("its GPU memory stays held (cuda-checkpoint: {error})"), "error"),
-    _t(tr_noop("{why} (cuda-checkpoint could not restore it: {error})"), "why", "error"),
-    # monitor/verdict.py and monitor/monitor.py
-    _t(tr_noop("{name} is hot: {temp} °C (limit {limit} °C)")),
-    _t(tr_noop("{name} is hot: {temp} °C (limit {limit})")),
-    _t(tr_noop("{name} is lost: {why}"), "why"),
-    _t(tr_noop("{name} was lost: {why}"), "why"),
-    _t(tr_noop("{name} unavailable: {why}"), "why"),
-    _t(tr_noop("{name} uses {size}, {util} %")),
-    _t(tr_noop("in use by another program: {util} % for ≥ {secs} s")),
-    _t(tr_noop("{name} holds {size} and is active")),
-    _t(tr_noop("{name} cooled to {temp} °C")),
-    _t(tr_noop("{name} went to sleep")),
-    _t(tr_noop("{name} woke up")),
-    _t(tr_noop("{name} disappeared")),
-    _t(tr_noop("{name} appeared")),
-    # scheduler/queue/store.py: the retry policy appends to the reason
-    _t(tr_noop("{why}; retry {n} of {total} in {secs} s"), "why"),
-    _t(tr_noop("{why}; retrying ({left} left)"), "why"),
-    # scheduler/queue/placement.py
-    # scheduler/queue/placement_policy.py and estimator.py: prefer = fastest | greenest, the offer
-    _t(tr_noop("fastest: {why}"), "why"),
-    _t(tr_noop("greenest: {why}"), "why"),
-    _t(tr_noop("{why}: running there"), "why"),
-    _t(tr_noop("{why}: waiting for it"), "why"),
-    _t(tr_noop("{why}, past {factor}× the fastest finish"), "why"),
-    _t(tr_noop("no earlier run of this job to estimate from")),
-    _t(tr_noop("{name} frees in {wait}, finishes in {finish}, {kj} kJ")),
-    _t(tr_noop("{name} frees in {wait}, finishes in {finish}")),
-    _t(tr_noop("{name} finishes in {run}, {kj} kJ")),
-    _t(tr_noop("{name} finishes in {run}")),
-    _t(tr_noop("{name} busy, free time unknown")),
-    _t(tr_noop("{task} has waited {waited}: {name} is free and would run it in {run}")),
-    _t(tr_noop("waiting for a free device: {detail}"), "detail"),
-    _t(tr_noop("gave up after waiting {duration} for {label}: {why}"), "why"),
-    _t(tr_noop("waiting for {label}: {why}"), "why"),
-    _t(tr_noop("no device can run it: {reasons}"), "reasons"),
-    _t(tr_noop("redirected to {target} after waiting {duration}: {state}"), "state"),
-    _t(tr_noop("redirected to {target}: {state}"), "state"),
-    _t(tr_noop("on CPU after waiting {duration}: {state}"), "state"),
-    _t(tr_noop("on CPU: {state}"), "state"),
-    _t(tr_noop("{label} busy ({why})"), "why"),
-    _t(tr_noop("{label} cannot run it ({why})"), "why"),
-    _t(tr_noop("{label} not present")),
-    _t(tr_noop("held for task #{id}, which waited longest")),
-    _t(tr_noop("running {name}")),
-    _t(tr_noop("needs {need}, {name} has {total}")),
-    _t(tr_noop("needs {need}, {free} {where} free")),
-    _t(tr_noop("{name} lacks {what} (per the doctor)")),
-    _t(tr_noop("hot: {temp} °C (limit {limit} °C)")),
-    _t(tr_noop("lost: {why}"), "why"),
-    _t(tr_noop("unavailable: {why}"), "why"),
-    _t(tr_noop("retry in {duration}")),
-    _t(tr_noop("starts at {when}")),
-    _t(tr_noop("waits for its window {window}")),
-    # scheduler/pyenvs/choice.py and the demo's notes (scheduler/queue/service.py)
-    _t(tr_noop("checking env {env} on {where} (demo: in place of {name})…")),
-    _t(tr_noop("checking env {env} on {where}…")),
-    _t(tr_noop("no configured Python env works on {where} (demo: in place of {name}): {parts}"), "parts"),
-    _t(tr_noop("no configured Python env works on {where}: {parts}"), "parts"),
-    _t(tr_noop("no configured Python env works on {where} (demo: in place of {name})")),
-    _t(tr_noop("no configured Python env works on {where}")),
-    _t(tr_noop("no Python env is known to work on {where}")),
-    _t(tr_noop("demo: torch jobs run on the CPU in an env with torch; add one: {hint}")),
-    _t(tr_noop("no Python env is configured for torch jobs; add one: {hint}")),
-    _t(tr_noop("demo: ran on the CPU in place of {name}")),
-    _t(tr_noop("demo: running on the CPU in place of {name}")),
-    _t(tr_noop("the CPU (demo: in place of {name})")),
-    # scheduler/queue/service.py
-    _t(tr_noop("env lookup failed ({error})")),
-    _t(tr_noop("no Python env is known to work on {where}: using gputray's own Python ({python})"), "where"),
-    _t(tr_noop("interrupted: {name} was lost while it ran")),
-    _t(tr_noop("interrupted: gputray stopped while it ran")),
-    _t(tr_noop("timed out after {secs} s")),
-    _t(tr_noop("killed by signal {signal}")),
-    _t(tr_noop("exited with status {code}")),
-    _t(tr_noop("{name} queued again as #{id}")),
-    _t(tr_noop("could not start for now ({error}); trying again in {secs} s, {n} tries so far"), "error"),
-    _t(tr_noop("could not start for now ({error}); trying again in {secs} s"), "error"),
-    _t(
-        tr_noop(
-            "interrupted: its supervisor process was killed as the job started; "
-            "{n} processes of the job stopped"
-        )
-    ),
-    _t(
-        tr_noop(
-            "interrupted: its supervisor process was killed as the job started; 1 process of the job stopped"
-        )
-    ),
-    _t(tr_noop("interrupted: its supervisor process was killed as the job started")),
-    _t(
-        tr_noop(
-            "interrupted: its supervisor process was killed, so how it ended is unknown "
-            "({n} processes of the job stopped)"
-        )
-    ),
-    _t(
-        tr_noop(
-            "interrupted: its supervisor process was killed, so how it ended is unknown "
-            "(1 process of the job stopped)"
-        )
-    ),
-    _t(tr_noop("interrupted: its supervisor process was killed, so how it ended is unknown")),
-    _t(tr_noop("{n} processes were still running after the job ended: stopped")),
-    _t(tr_noop("1 process was still running after the job ended: stopped")),
-    _t(tr_noop("{name} could not start: {error}"), "error"),
-    _t(tr_noop("could not start: {error}"), "error"),
-    _t(tr_noop("{name} started on {where}"), "where"),
-    _t(tr_noop("{name} finished on {where}"), "where"),
+    # scheduler/queue/service.py and edits.py: refusals
     _t(tr_noop("task #{id} already {state}; nothing to cancel"), "state"),
     _t(tr_noop("task #{id} changed state meanwhile; try again")),
     _t(tr_noop("task #{id} is {state}; only queued or waiting tasks move"), "state"),
     _t(tr_noop("task #{id} is {state}; retry is for finished tasks"), "state"),
-    # scheduler/queue/dependencies.py and queue_edits.py: --after, move
-    _t(tr_noop("dependency {dep} failed: {why}"), "why"),
-    _t(tr_noop("dependency {dep} cancelled: {why}"), "why"),
-    _t(tr_noop("because of its own {why}"), "why"),
-    _t(tr_noop("waits for {deps} to succeed")),
-    _t(tr_noop("waits for {deps} to end")),
-    _t(tr_noop("queued again: #{id} was queued again")),
     _t(tr_noop("task #{id} cannot move next to itself")),
     _t(tr_noop("task #{id} is {state}; tasks move among queued or waiting ones"), "state"),
     # scheduler/tasks/recipes.py: submit errors and the shipped recipes' words
@@ -313,17 +188,9 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("the gputray owner is stopping")),
     _t(tr_noop("no such file: {files}")),
     # single words and short phrases
-    _t(tr_noop("the queue is paused")),
-    _t(tr_noop("queued again by request")),
-    _t(tr_noop("cancelled while running")),
-    _t(tr_noop("all its job slots are taken")),
     _t(tr_noop("fell off the bus")),
-    _t(tr_noop("not present")),
     _t(tr_noop("no data")),
     _t(tr_noop("the CPU")),
-    _t(tr_noop("{name} is asleep")),
-    _t(tr_noop("{name} is back")),
-    _t(tr_noop("{name} cancelled")),
     _t(tr_noop("cancelled")),
     _t(tr_noop("paused")),
     _t(tr_noop("busy")),
@@ -337,19 +204,6 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("failed")),
     _t(tr_noop("interrupted")),
     # monitor/verdict.py's busy rules; last: {who} may hold a label, so every specific sentence goes first
-    _t(tr_noop("{who} holds {size} and the GPU is at {util} % (busy above {threshold})"), "who"),
-    _t(tr_noop("{who} hold {size} and the GPU is at {util} % (busy above {threshold})"), "who"),
-    _t(tr_noop("{who} holds {size} and the GPU was above {threshold} {secs} s ago"), "who"),
-    _t(tr_noop("{who} hold {size} and the GPU was above {threshold} {secs} s ago"), "who"),
-    _t(tr_noop("{name} and {n} others")),
-    _t(tr_noop("{name} and {n} other")),
-    _t(tr_noop("above {threshold} for {secs} s")),
-    _t(tr_noop("now {util} %, free again in {secs} s if it stays low")),
-    _t(tr_noop("now {util} %")),
-    _t(tr_noop("now —")),
-    _t(tr_noop("free again in {secs} s if it stays low")),
-    _t(tr_noop("{who} uses {size}"), "who"),
-    _t(tr_noop("{who} use {size}"), "who"),
 )
 
 # Sentences that have "; " of their own are tried before a text is split into reasons at "; ".
@@ -357,6 +211,28 @@ SEMICOLON_TEMPLATES = tuple(t for t in TEMPLATES if "; " in t.source)
 
 # Last resort for "<device or task>: <message>" (a per-device detail, an event's "name: reason").
 LABELLED = Template("{label}: {why}", ("why",))
+
+
+def reason(why: Worded | None, state: str | None = None) -> str:
+    """A reason (``scheduler.reasons``) in the current language; past tense for a task in ``state`` that
+    has ended. The renderer is the command line's too; the doctor's words inside it are translated here."""
+    finished = state is not None and state in ENDED_STATES
+    return render(why, i18n.current_language(), finished=finished, words=translate)
+
+
+def reasons(whys: Iterable[Worded]) -> str:
+    """Several reasons (a device's busy verdict, rule by rule), joined as the current language joins them."""
+    return render_all(whys, i18n.current_language(), words=translate)
+
+
+def about(seconds: float) -> str:
+    """An estimate in the current language: ``~25 s``, ``~12 min`` (``~25 秒`` …)."""
+    return Say(catalogue(i18n.current_language())).about(seconds)
+
+
+def in_a_row(*texts: str) -> str:
+    """Sentences one after another, joined as the current language joins reasons ("; ", "。")."""
+    return catalogue(i18n.current_language()).sentences.join(t for t in texts if t)
 
 
 def translate(message: str | None) -> str:
@@ -437,48 +313,11 @@ def _translate_sentence(text: str, depth: int) -> str:
     return text
 
 
-DURATIONS = (
-    (re.compile(r"^(\d+) h (\d+) min$"), tr_noop("{h} h {m} min")),
-    (re.compile(r"^(\d+) min$"), tr_noop("{m} min")),
-    (re.compile(r"^(\d+) s$"), tr_noop("{s} s")),
-)
-
-
-def _duration(value: str) -> str:
-    """``2 min`` / ``1 h 05 min`` / ``45 s`` (placement's own format) in the current language."""
-    if value.startswith("~"):  # an estimate (``queue/estimates.about``)
-        return "~" + _duration(value[1:])
-    for rx, source in DURATIONS:
-        m = rx.match(value)
-        if m is not None:
-            keys = re.findall(r"{(\w+)}", source)
-            return tr(source).format(**dict(zip(keys, m.groups(), strict=True)))
-    return value
-
-
-_DEPENDENCY = re.compile(r"^(#\d+ .+) \((\w+)\)$")
-
-
-def _dependencies(value: str) -> str:
-    """``#2 'b' (running), #3 'c' (queued)`` (dependencies.py's list) with each state translated; a
-    name holding ", " only leaves its states in English."""
-    out = []
-    for part in value.split(", "):
-        m = _DEPENDENCY.match(part)
-        out.append(part if m is None else f"{m.group(1)} ({_translate_sentence(m.group(2), 1)})")
-    return ", ".join(out)
-
-
 def _fill(template: Template, m: re.Match[str], depth: int) -> str:
     values = {
         k: (_translate_sentence(v, depth + 1) if k in template.nested else v)
         for k, v in m.groupdict().items()
     }
-    for key in ("duration", "wait", "finish", "run", "waited"):  # the estimates' durations too
-        if key in values:
-            values[key] = _duration(values[key])
-    if "deps" in values:
-        values["deps"] = _dependencies(values["deps"])
     translated = tr(template.source)
     try:
         return translated.format(**values)

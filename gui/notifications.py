@@ -20,6 +20,7 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.monitor.records import DeviceEvent
 from gputray.scheduler.config import NOTIFICATION_KINDS
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.replies import Offer, TaskView
 
 log = logging.getLogger("gputray.gui.notifications")
@@ -117,10 +118,10 @@ class Notifier:
             else:
                 continue
             self.notify(
-                Notice(kind, title.format(name=ev.name), messages.translate(ev.message), critical, key=ev.key)
+                Notice(kind, title.format(name=ev.name), messages.reason(ev.message), critical, key=ev.key)
             )
 
-    def on_queue_event(self, kind: str, task: TaskView, message: str) -> None:
+    def on_queue_event(self, kind: str, task: TaskView, message: Reason | None) -> None:
         """A scheduler QueueEvent (kind, the task, message) → maybe a notice."""
         name = task.name or str(task.id)
         log_path = task.log_path
@@ -141,7 +142,7 @@ class Notifier:
             Notice(
                 notice_kind,
                 titles[notice_kind].format(name=name),
-                messages.translate(message or task.reason),
+                messages.reason(message if message is not None else task.reason, task.state),
                 critical=notice_kind == "job_failed",
                 log_path=str(log_path) if log_path else None,
                 key=f"{key}:{notice_kind}",

@@ -34,7 +34,6 @@ from PySide6.QtGui import (
     QFont,
     QGuiApplication,
     QResizeEvent,
-    QScreen,
 )
 from PySide6.QtWidgets import (
     QFrame,
@@ -42,7 +41,6 @@ from PySide6.QtWidgets import (
     QMenu,
     QPushButton,
     QScrollArea,
-    QSizePolicy,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -57,15 +55,18 @@ from gputray.gui.device_card import (
     process_menu,
     secondary_style,
 )
+from gputray.gui.drop_zone import DropZone
 from gputray.gui.i18n import tr
 from gputray.gui.legend import gpu_readings, legend_for
 from gputray.gui.offer_bar import OfferBar, standing_offers
 from gputray.gui.offer_prompts import KEEP_WAITING, RUN_HERE, keep_label, run_label
+from gputray.gui.panel_geometry import panel_position, room_beside, screen_for
+from gputray.gui.priority_dialog import ask_priority
 from gputray.gui.queue_model import ACTIVE_STATES, QueueModel
 from gputray.gui.queue_view import QueueTable
 from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.tray_icon import is_hot
-from gputray.gui.widgets import ElidedLabel, FigureLabel, WrappedLabel
+from gputray.gui.widgets import ElidedLabel, WrappedLabel
 from gputray.monitor.records import Snapshot
 from gputray.scheduler.replies import DeviceSlots, Offer, TaskView
 
@@ -81,125 +82,6 @@ PANEL_SCREEN_SHARE = 3 / 8  # of the screen's width: wider screens get a wider p
 TITLE_BAR_PX = 48  # what a window manager's frame may take from an ordinary window's height
 PENDING_STATES = frozenset({"queued", "waiting"})
 RETRYABLE_STATES = frozenset({"failed", "cancelled", "interrupted", "succeeded"})
-
-
-def screen_for(anchor: QRect) -> QScreen:
-    """The screen that holds the icon: the one under its centre, else the one it overlaps most."""
-    screen = QGuiApplication.screenAt(anchor.center())
-    if screen is not None:
-        return screen
-    best, best_area = QGuiApplication.primaryScreen(), 0
-    for s in QGuiApplication.screens():
-        overlap = s.geometry().intersected(anchor)
-        area = overlap.width() * overlap.height()
-        if area > best_area:
-            best, best_area = s, area
-    return best
-
-
-def nearest_edge(anchor: QRect, screen: QRect) -> str:
-    """Which screen edge the tray sits on: ``top``, ``bottom``, ``left`` or ``right``.
-
-    An icon in a corner is near two edges; trays along the top or bottom are far more common, so a
-    horizontal edge wins unless the icon is clearly away from both (a vertical panel).
-    """
-    distances = {
-        "bottom": screen.bottom() - anchor.bottom(),
-        "top": anchor.top() - screen.top(),
-        "right": screen.right() - anchor.right(),
-        "left": anchor.left() - screen.left(),
-    }
-    horizontal = min(("bottom", "top"), key=lambda k: distances[k])
-    vertical = min(("right", "left"), key=lambda k: distances[k])
-    if distances[horizontal] <= max(anchor.height(), 48) or distances[horizontal] <= distances[vertical]:
-        return horizontal
-    return vertical
-
-
-def room_beside(anchor: QRect, screen: QRect, full: QRect | None = None) -> QSize:
-    """The largest panel that fits on ``screen`` beside the icon without covering it (the tray's own
-    strip is not always outside the screen's available area: no window manager, some docks)."""
-    edge = nearest_edge(anchor, full if full is not None else screen)
-    if edge == "bottom":
-        return QSize(screen.width(), max(1, anchor.top() - 4 - screen.top()))
-    if edge == "top":
-        return QSize(screen.width(), max(1, screen.bottom() - anchor.bottom() - 4))
-    if edge == "left":
-        return QSize(max(1, screen.right() - anchor.right() - 4), screen.height())
-    return QSize(max(1, anchor.left() - 4 - screen.left()), screen.height())
-
-
-def panel_position(anchor: QRect, size: QSize, screen: QRect, full: QRect | None = None) -> QPoint:
-    """Top-left for a panel of ``size`` next to ``anchor`` (the icon, or a 1×1 rect at the cursor).
-
-    Beside the icon on the side away from the screen edge its tray is on (above for a bottom panel,
-    below for a top bar, right of a left panel, left of a right one), aligned with the icon, and
-    always wholly inside ``screen`` (the available area of the screen that holds the icon). ``full``
-    is that screen's whole geometry, which tells the edge when the available area excludes the tray.
-    """
-    edge = nearest_edge(anchor, full if full is not None else screen)
-    w, h = min(size.width(), screen.width()), min(size.height(), screen.height())
-    if edge in ("top", "bottom"):
-        x = anchor.right() - w
-        y = anchor.bottom() + 4 if edge == "top" else anchor.top() - h - 4
-    else:
-        x = anchor.right() + 4 if edge == "left" else anchor.left() - w - 4
-        y = anchor.top() if anchor.center().y() < screen.center().y() else anchor.bottom() - h + 1
-    x = max(screen.left(), min(x, screen.right() - w + 1))
-    y = max(screen.top(), min(y, screen.bottom() - h + 1))
-    return QPoint(x, y)
-
-
-class DropZone(QFrame):
-    """Where files are dropped; says, visibly, to pin the panel before dragging from another window."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("dropZone")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 6, 8, 6)
-        layout.setSpacing(1)
-        # whole, always: the drop zone is useless if its words are cut (the audit checks both)
-        self.title = FigureLabel(self)
-        self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.title.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-        self.hint = WrappedLabel(self)
-        self.hint.setProperty("primaryFigure", True)
-        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        layout.addWidget(self.title)
-        layout.addWidget(self.hint)
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-        self.pinned = False
-        self._highlight = False
-        self.retranslate()
-        self.set_highlight(False)
-
-    def retranslate(self) -> None:
-        self.title.set_figures(tr("Drop files here to queue them"))
-        self.set_pinned(self.pinned)
-
-    def set_pinned(self, pinned: bool) -> None:
-        self.pinned = pinned
-        if pinned:
-            self.hint.setText(tr("Pinned: the panel stays open while you drag files here."))
-        else:
-            self.hint.setText(tr("Dragging from another window? Pin the panel first (Pin, top right)."))
-
-    def text(self) -> str:
-        return self.title.text()
-
-    def set_highlight(self, on: bool) -> None:
-        self._highlight = on
-        c = colors()
-        color = c.accent if on else c.secondary_text
-        style = f"border: 2px dashed {color}; border-radius: 6px"
-        self.setStyleSheet(f"QFrame#dropZone {{ {style} }}")
-        self.hint.setStyleSheet(secondary_style())
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate()
 
 
 class Panel(QWidget):
@@ -778,24 +660,11 @@ class Panel(QWidget):
 
     def _ask_priority(self, tasks: list[TaskView] | None = None) -> None:
         """A priority number for the selected waiting task (higher starts first), as `gputray edit` sets."""
-        from PySide6.QtWidgets import QInputDialog
-
-        from gputray.scheduler.tasks.records import MAX_PRIORITY
-
         tasks = self.selected_tasks() if tasks is None else tasks
-        if len(tasks) != 1 or tasks[0].state not in PENDING_STATES:
-            return
-        task = tasks[0]
-        value, ok = QInputDialog.getInt(
-            self,
-            tr("Set priority"),
-            tr("Priority of {name} (higher starts first):").format(name=task.name),
-            task.priority,
-            -MAX_PRIORITY,
-            MAX_PRIORITY,
-        )
-        if ok:
-            self.priority_requested.emit(task.id, value)
+        if len(tasks) == 1 and tasks[0].state in PENDING_STATES:
+            value = ask_priority(self, tasks[0])
+            if value is not None:
+                self.priority_requested.emit(tasks[0].id, value)
 
     def _row_menu(self, pos: QPoint) -> None:
         index = self.table.indexAt(pos)

@@ -13,6 +13,7 @@ until the hold ends, so the row under the pointer stays the task the user is poi
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -24,6 +25,7 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.theme import colors
 from gputray.monitor.units import format_energy_j
+from gputray.scheduler.reasons.codes import says_how_it_ended
 from gputray.scheduler.replies import TaskView
 
 log = logging.getLogger("gputray.gui")
@@ -78,6 +80,24 @@ def energy_text(task: TaskView) -> str:
             seconds=seconds
         )
     return text
+
+
+PROGRESS_CELLS = 10  # the bar's width in block characters
+
+
+def progress_text(task: TaskView) -> str:
+    """A running job's progress as the panel and the dashboard show it: a bar, how far, and the time left
+    at its pace (``TaskView.progress``/``eta_s``, read from the job's own output); "" when it reports
+    none."""
+    if task.progress is None or task.state != "running":
+        return ""
+    filled = min(PROGRESS_CELLS, max(0, round(task.progress * PROGRESS_CELLS)))
+    bar = "\u2588" * filled + "\u2591" * (PROGRESS_CELLS - filled)
+    percent = math.floor(task.progress * 100)
+    if task.eta_s is None:
+        return tr("{bar} {percent}%").format(bar=bar, percent=percent)
+    left = messages.about(task.eta_s)
+    return tr("{bar} {percent}%, {left} left").format(bar=bar, percent=percent, left=left)
 
 
 class QueueModel(QAbstractTableModel):
@@ -150,13 +170,15 @@ class QueueModel(QAbstractTableModel):
             env = task.env
             return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
-            reason = messages.translate(task.reason)
+            reason = messages.reason(task.reason, task.state)
+            if (progress := progress_text(task)) and task.paused_at is None:
+                return f"{progress} \u00b7 {reason}" if reason else progress  # the job's own progress first
             offer = task.offer if task.state in ("queued", "waiting") else None
             if offer is None:
                 return reason
             # a standing offer comes first: the answer is one click away in the bar above the list
             can = tr("can start now on {device}").format(device=offer.device_name)
-            return f"{can}; {reason}" if reason else can
+            return messages.in_a_row(can, reason)
         if col == COL_ELAPSED:
             took = elapsed_s(task, self._now)
             return "" if took is None else format_duration(took)
@@ -165,10 +187,7 @@ class QueueModel(QAbstractTableModel):
     def tooltip(self, task: TaskView, col: int) -> str:
         """The whole of what a cell shows (cells elide), and a little more: every cell has one."""
         exit_code = task.exit_code
-        reason_text = task.reason
-        said = (
-            f"status {exit_code}" in reason_text or "signal" in reason_text
-        )  # the reason says it: not twice
+        said = says_how_it_ended(task.reason)  # the reason says it: not twice
         failed = exit_code not in (None, 0) and not said
         exit_text = tr("exit status {code}").format(code=exit_code) if failed else ""
         if col == COL_NAME:

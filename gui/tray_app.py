@@ -23,7 +23,6 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from gputray.cluster.picture import ClusterPicture, cluster_picture
 from gputray.gui import messages, window_audit
-from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop, trn
 from gputray.gui.menu import DEMO_LOCKED, TrayMenu
@@ -34,11 +33,12 @@ from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.theme import ThemeWatcher, scheme_name
 from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
+from gputray.gui.tray_requests import OwnerRequests
 from gputray.monitor.records import ProcessUse, Snapshot
-from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.replies import Offer, Paused, Reply, TaskView
-from gputray.scheduler.tasks.records import QueueEvent, TaskPatch
+from gputray.scheduler.tasks.records import QueueEvent
 
 if TYPE_CHECKING:
     from gputray.scheduler.owner import Owner
@@ -97,9 +97,9 @@ def window_failed_text(window: str, exc: BaseException) -> str:
     )
 
 
-class TrayApp(QObject):
+class TrayApp(OwnerRequests, QObject):
     snapshot_arrived = Signal(object)
-    queue_event_arrived = Signal(str, object, str)
+    queue_event_arrived = Signal(str, object, object)  # kind, TaskView, its words (a reasons.codes Reason)
     owner_started = Signal(object)
     files_opened = Signal(list)  # from the owner's IPC thread: "Open with", "Send To", a second launch
 
@@ -408,132 +408,6 @@ class TrayApp(QObject):
         clicked = box.clickedButton()
         return "keep" if clicked is keep else "stop" if clicked is stop else None
 
-    # -- owner requests (in-process: the same handler the socket uses) ---------------------------------
-    def request(self, req: rq.Request[R]) -> R | None:
-        if self.owner is None:
-            self._warn(tr("gputray is still starting; try again in a moment."))
-            return None
-        try:
-            return self.owner.handle(req)
-        except Exception as exc:
-            log.warning("%s failed: %s", req.op, exc)
-            self._warn(str(exc))
-            return None
-
-    def reload_queue(self) -> None:
-        if self.owner is None:
-            return
-        try:
-            result = self.owner.handle(rq.Queue(all=True))
-        except Exception as exc:
-            log.warning("queue listing failed: %s", exc)
-            return
-        self.model.apply(result.tasks)
-        self._apply_paused(result.paused)
-        self.panel.set_jobs(result.devices)
-        self.panel.update_queue_label()
-
-    def _apply_paused(self, paused: Paused) -> None:
-        self.paused = paused
-        self.panel.set_paused(paused.all, paused.devices)
-        self.menu.set_paused(paused.all)
-
-    def cancel(self, ids: list[Any]) -> None:
-        from gputray.gui.cancel_confirm import confirm_cancel
-
-        tasks = [t for t in self.model.tasks() if t.id in set(ids)]
-        pinned = self.panel.pinned
-        self.panel.pinned = True  # the question takes the focus: keep the panel open meanwhile
-        try:
-            if not confirm_cancel(self.panel if self.panel.isVisible() else None, tasks, self.state):
-                return
-        finally:
-            self.panel.pinned = pinned
-        result = self.request(rq.Cancel(ids=list(ids)))
-        if result and result.errors:
-            self._warn("\n".join(result.errors))
-        self.reload_queue()
-
-    def retry(self, task_id: Any) -> None:
-        self.request(rq.Retry(id=task_id))
-        self.reload_queue()
-
-    def pause_job(self, task_id: int, pause: bool) -> None:
-        """The row menu's Pause job / Resume job (``gputray pause-job`` / ``resume-job``)."""
-        self.request(rq.PauseJob(id=task_id) if pause else rq.ResumeJob(id=task_id))
-        self.reload_queue()
-
-    def set_priority(self, task_id: Any, priority: int) -> None:
-        self.request(rq.Edit(id=task_id, changes=TaskPatch(priority=priority)))
-        self.reload_queue()
-
-    def move(self, task_id: Any, delta: int) -> None:
-        self.request(rq.Move(id=task_id, delta=delta))
-        self.reload_queue()
-        row = self.model.row_of(task_id)
-        if row is not None:
-            self.panel.table.selectRow(row)
-
-    def pause(self, device: str | None) -> None:
-        result = self.request(rq.Pause(device=device))
-        if result is not None:
-            self._apply_paused(result.paused)
-
-    def resume(self, device: str | None) -> None:
-        result = self.request(rq.Resume(device=device))
-        if result is not None:
-            self._apply_paused(result.paused)
-
-    def submit_files(self, files: list[str], recipe: str | None, overrides: TaskPatch) -> list[Any]:
-        """Raises the owner's readable error (missing tool …) so the drop handler can report it."""
-        if self.owner is None:
-            raise RuntimeError(tr("gputray is still starting; try again in a moment."))
-        result = self.owner.handle(rq.SubmitFiles(files=[*files], recipe=recipe, overrides=overrides))
-        for t in result.tasks:
-            self.model.upsert(t)
-        self.panel.update_queue_label()
-        log.info("queued %d job(s) from %d file(s)", len(result.tasks), len(files))
-        return [t.id for t in result.tasks]
-
-    def _on_files_opened(self, files: list[str]) -> None:
-        if self.owner is None:  # handed over while the owner was still being announced
-            self.args.files = [*(self.args.files or []), *files]
-            return
-        self.drop_files(files)
-
-    def drop_files(self, items: list[str]) -> DropOutcome:
-        from gputray.scheduler.tasks.recipes import load_recipes
-
-        try:
-            recipes = load_recipes()
-        except Exception as exc:
-            self._warn(str(exc))
-            return DropOutcome(messages=[str(exc)])
-        parent = self.panel if self.panel.isVisible() else None
-        pinned = self.panel.pinned
-        self.panel.pinned = True  # the dialog takes focus: keep the panel open meanwhile
-        machines = self._run_on_machines()
-        try:
-            outcome = handle_drop(
-                items,
-                recipes=recipes,
-                submit=self.submit_files,
-                ask=ask_with_dialog(parent, recipes, machines=machines),
-                state=self.state,
-                machines=machines,
-            )
-        finally:
-            self.panel.pinned = pinned
-        log.info(
-            "drop of %d item(s): %d job(s), %d message(s)",
-            len(items),
-            len(outcome.task_ids),
-            len(outcome.messages),
-        )
-        if outcome.messages:
-            self._warn("\n".join(outcome.messages))
-        return outcome
-
     # -- events ----------------------------------------------------------------------------------------
     def _on_snapshot(self, snap: Snapshot) -> None:
         self.latest = snap
@@ -560,7 +434,7 @@ class TrayApp(QObject):
         picture = self.cluster_picture()
         return None if picture is None else list(picture.online_others())
 
-    def _on_queue_event(self, kind: str, task: TaskView, message: str) -> None:
+    def _on_queue_event(self, kind: str, task: TaskView, message: Reason) -> None:
         self.model.upsert(task)
         if task.state not in ("queued", "waiting"):
             self.offers.task_moved_on(task.id)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gputray.monitor.busy_why import BusyWhy, DeviceNews
+
 Vendor = Literal["nvidia", "amd", "intel", "other"]
 DeviceKind = Literal["integrated", "discrete", "cpu", "other"]
 DeviceState = Literal["ok", "asleep", "lost", "unavailable"]
@@ -130,7 +132,7 @@ class Verdict:
 
     key: str
     busy: bool
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[BusyWhy, ...] = ()  # words: ``gputray.scheduler.reasons.render``
     hot: bool = False  # over its temperature limit (with hysteresis): the tray paints it red
 
 
@@ -142,7 +144,7 @@ class DeviceEvent:
     kind: EventKind
     key: str
     name: str
-    message: str
+    message: DeviceNews  # words: ``gputray.scheduler.reasons.render``
     timestamp_s: float
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
 from gputray.monitor.scenario import Load, Scenario
+from gputray.monitor.sim_holds import holds_dir, read_holds
 from gputray.monitor.units import GIB, MIB
 
 RTX_5060_TI = DeviceInfo(
@@ -127,6 +128,7 @@ class SimulatedBackend:
 
     def __init__(self, scenario: Scenario | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.scenario = DEMO_SCENARIO if scenario is None else scenario
+        self._holds_dir = holds_dir()  # real processes holding memory here (monitor/sim_holds.py)
         self._clock = clock
         self._t0 = clock()
         self._jobs: dict[int, _Job] = {}
@@ -157,7 +159,7 @@ class SimulatedBackend:
 
     def poll(self, now_s: float) -> BackendPoll:
         elapsed = self._clock() - self._t0
-        loads = self.scenario.active(elapsed)
+        loads = self.scenario.active(elapsed) + self._held_loads()
         with self._lock:
             jobs = list(self._jobs.values())
         dt = 1.0 if self._last_s is None else max(0.0, now_s - self._last_s)
@@ -178,6 +180,25 @@ class SimulatedBackend:
             readings.append(DeviceReading(info, self._sample(info, mine, my_jobs, now_s, elapsed, dt)))
             processes.extend(self._processes(info, mine, my_jobs))
         return BackendPoll(tuple(readings), tuple(processes))
+
+    def _held_loads(self) -> list[Load]:
+        """The live processes that hold memory here (``sim_holds``), as loads without an end."""
+        out = []
+        for hold in read_holds(self._holds_dir):
+            integrated = self.resolve(hold.device) == RADEON_780M.key
+            out.append(
+                Load(
+                    hold.device,
+                    0.0,
+                    float("inf"),
+                    hold.util_percent,
+                    vram_bytes=0 if integrated else hold.vram_bytes,
+                    shared_bytes=hold.vram_bytes if integrated else 0,
+                    process=process_name(hold.pid, "resident"),
+                    pid=hold.pid,
+                )
+            )
+        return out
 
     def _sample(
         self, info: DeviceInfo, loads: list[Load], jobs: list[_Job], now_s: float, elapsed: float, dt: float

@@ -15,8 +15,19 @@ from typing import Annotated
 
 from msgspec import Meta
 
+from gputray.monitor.busy_why import (
+    Asleep,
+    BusyWhy,
+    Hot,
+    Lost,
+    MemoryHeld,
+    MemoryHeldRecently,
+    NoData,
+    UtilHigh,
+    Who,
+)
 from gputray.monitor.records import DeviceReading, ProcessUse, Verdict
-from gputray.monitor.units import GIB, format_bytes
+from gputray.monitor.units import GIB
 
 
 @dataclass(frozen=True)
@@ -81,16 +92,16 @@ class VerdictTracker:
         name = reading.info.name
 
         if sample.state == "lost":
-            return Verdict(key, True, (f"{name} is lost: {sample.reason or 'fell off the bus'}",))
+            return Verdict(key, True, (Lost(device=name, why=sample.reason or None),))
         if sample.state == "unavailable":
-            return Verdict(key, True, (f"{name} unavailable: {sample.reason or 'no data'}",))
+            return Verdict(key, True, (NoData(device=name, why=sample.reason or None),))
         if sample.state == "asleep":
             # A sleeping GPU is idle and a job may wake it: judge the wake-up spike afresh.
             st.util_high_since = st.util_low_since = None
             st.util_busy = False
-            return Verdict(key, False, (f"{name} is asleep",))
+            return Verdict(key, False, (Asleep(device=name),))
 
-        reasons: list[str] = []
+        reasons: list[BusyWhy] = []
 
         # Temperature, with hysteresis so the verdict does not flap at the limit.
         limit = self.temp_limit_c(reading)
@@ -100,7 +111,7 @@ class VerdictTracker:
             elif sample.temp_c <= limit - t.temp_hysteresis_c:
                 st.hot = False
             if st.hot:
-                reasons.append(f"{name} is hot: {sample.temp_c:.0f} °C (limit {limit:.0f} °C)")
+                reasons.append(Hot(device=name, temp_c=sample.temp_c, limit_c=limit))
 
         # Utilisation, counting only time when none of our jobs ran there.
         if own_active:
@@ -127,31 +138,43 @@ class VerdictTracker:
             st.util_busy = False
 
         foreign_bytes = sum(_bytes(p) for p in foreign)
-        who, many = _who(foreign)
-        threshold = f"{t.busy_util_percent:.0f} %"
+        who = _who(foreign)
         if st.util_busy:
             # Name the rule that holds, with the figure now and when it lets go (the free window).
-            now_text = "now —" if util is None else f"now {util:.0f} %"
+            free_in_s = None
             if util is not None and util < t.busy_util_percent and st.util_low_since is not None:
-                left_s = max(0.0, t.free_window_s - (now_s - st.util_low_since))
-                now_text += f", free again in {math.ceil(left_s)} s if it stays low"
-            rule = f"above {threshold} for {t.busy_window_s:.0f} s; {now_text}"  # the panel says "busy: "
+                free_in_s = math.ceil(max(0.0, t.free_window_s - (now_s - st.util_low_since)))
             reasons.append(
-                f"{who} {'use' if many else 'uses'} {format_bytes(foreign_bytes)}; {rule}"
-                if who and foreign_bytes
-                else rule
+                UtilHigh(
+                    who=who if foreign_bytes else None,
+                    held_bytes=foreign_bytes,
+                    threshold_pct=t.busy_util_percent,
+                    window_s=t.busy_window_s,
+                    util_pct=util,
+                    free_in_s=free_in_s,
+                )
             )
-        elif foreign_bytes >= t.external_vram_bytes and who:
+        elif foreign_bytes >= t.external_vram_bytes and who is not None:
             active_ago_s = None if st.last_active_s is None else now_s - st.last_active_s
             if active_ago_s is not None and active_ago_s < t.stale_context_s:
-                held = f"{who} {'hold' if many else 'holds'} {format_bytes(foreign_bytes)}"
                 if util is not None and util >= t.busy_util_percent:
-                    reasons.append(f"{held} and the GPU is at {util:.0f} % (busy above {threshold})")
-                else:
-                    left_s = math.ceil(t.stale_context_s - active_ago_s)
                     reasons.append(
-                        f"{held} and the GPU was above {threshold} {active_ago_s:.0f} s ago; "
-                        f"free again in {left_s} s if it stays low"
+                        MemoryHeld(
+                            who=who,
+                            held_bytes=foreign_bytes,
+                            util_pct=util,
+                            threshold_pct=t.busy_util_percent,
+                        )
+                    )
+                else:
+                    reasons.append(
+                        MemoryHeldRecently(
+                            who=who,
+                            held_bytes=foreign_bytes,
+                            threshold_pct=t.busy_util_percent,
+                            ago_s=active_ago_s,
+                            free_in_s=math.ceil(t.stale_context_s - active_ago_s),
+                        )
                     )
         return Verdict(key, bool(reasons), tuple(reasons), hot=st.hot)
 
@@ -160,13 +183,10 @@ def _bytes(p: ProcessUse) -> int:
     return (p.vram_bytes or 0) + (p.shared_bytes or 0)
 
 
-def _who(foreign: list[ProcessUse]) -> tuple[str, bool]:
-    """``llama-server`` or ``llama-server and 2 others`` (and whether that is several): the processes
-    behind the memory figure, so that it adds up to what the process lines show."""
+def _who(foreign: list[ProcessUse]) -> Who | None:
+    """``llama-server`` (and how many others): the processes behind the memory figure, so that it adds
+    up to what the process lines show."""
     if not foreign:
-        return "", False
+        return None
     top = max(foreign, key=_bytes)
-    others = len({p.pid for p in foreign if p.pid != top.pid})
-    if not others:
-        return top.name, False
-    return f"{top.name} and {others} other{'s' if others > 1 else ''}", True
+    return Who(top.name, len({p.pid for p in foreign if p.pid != top.pid}))

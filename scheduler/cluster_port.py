@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from gputray.scheduler.paths import Paths
     from gputray.scheduler.queue.device_checks import SeenDevice
     from gputray.scheduler.queue.placement import DeviceState
-    from gputray.scheduler.tasks.lifecycle import ClusterStep
+    from gputray.scheduler.reasons.codes import Reason
+    from gputray.scheduler.tasks.cluster_steps import ClusterStep
     from gputray.scheduler.tasks.records import QueueEvent, TaskRecord, TaskSpec
 
 
@@ -68,7 +69,7 @@ class QueuePort(Protocol):
         """Queue a task another machine hands here as ``origin``, once: (the task, already here)."""
         ...
 
-    def take_back(self, task_id: int, origin: str, reason: str, *, now: float) -> TaskRecord | None:
+    def take_back(self, task_id: int, origin: str, reason: Reason, *, now: float) -> TaskRecord | None:
         """Cancel a task handed here if it has not started (compare-and-set); None when it had."""
         ...
 

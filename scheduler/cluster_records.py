@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from gputray.monitor.busy_why import BusyWhy
 from gputray.monitor.records import DeviceInfo, Sample
 
 Text = Annotated[str, Meta(max_length=32_768, pattern=r"^[^\x00]*$")]
@@ -39,7 +40,7 @@ class DeviceView(msgspec.Struct, frozen=True, kw_only=True):
     pci_bdf: Text | None = None
     reading: Sample | None = None
     busy: bool | None = None
-    reasons: Texts = ()
+    reasons: tuple[BusyWhy, ...] = ()  # words: ``reasons.render``
     running: Count = 0
     running_names: Texts = ()
     paused: bool = False

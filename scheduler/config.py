@@ -36,6 +36,7 @@ from gputray.scheduler.paths import app_paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.pyenvs.record import KEYS as ENV_KEYS
 from gputray.scheduler.pyenvs.record import EnvError, PythonEnv, parse_env
+from gputray.scheduler.resident_config import ResidentsConfig, parse_residents
 
 log = logging.getLogger("gputray.config")
 
@@ -163,6 +164,7 @@ class Config:
     retention: RetentionSection = field(default_factory=RetentionSection)
     metrics: MetricsSection = field(default_factory=MetricsSection)
     queue: QueueSection = field(default_factory=QueueSection)
+    residents: ResidentsConfig = field(default_factory=ResidentsConfig)  # [[resident]], [exclusive]
     problems: tuple[ConfigProblem, ...] = ()
 
     def problems_in(self, table: str) -> list[ConfigProblem]:
@@ -171,7 +173,8 @@ class Config:
 
 T = TypeVar("T")
 _TOP_KEYS = (
-    "monitor", "thresholds", "devices", "env", "gui", "cluster", "logs", "retention", "metrics", "queue"
+    "monitor", "thresholds", "devices", "env", "gui", "cluster", "logs", "retention", "metrics", "queue",
+    "resident", "exclusive",
 )  # fmt: skip
 
 
@@ -256,10 +259,19 @@ def read_config(path: Path | None = None) -> Config:
         retention=table("retention", RetentionSection),
         metrics=_metrics_section(table("metrics", MetricsSection), source, problems),
         queue=table("queue", QueueSection),
+        residents=_residents(raw, source, problems),
     )
     if isinstance(notifications, dict):  # `job_faild = false` would silently turn nothing off
         _unknown_keys(notifications, NOTIFICATION_KINDS, "gui.notifications", source, problems)
     return dataclasses.replace(config, problems=tuple(problems))
+
+
+def _residents(raw: dict[str, Any], source: str, problems: list[ConfigProblem]) -> ResidentsConfig:
+    residents, lines = parse_residents(raw.get("resident"), raw.get("exclusive"), source)
+    for line in lines:
+        key, _, message = line.partition("\t")
+        problems.append(ConfigProblem(key, message, unknown="unknown key" in message))
+    return residents
 
 
 def read_config_or_defaults(path: Path) -> Config:

@@ -10,7 +10,6 @@ interrupted). Requests that arrive while the rest starts wait for it (``_ready``
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import logging
 import os
@@ -28,14 +27,17 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
 from gputray.scheduler.ipc.server import IpcServer
+from gputray.scheduler.jobs.log_files import decode_utf8_prefix as _decode_utf8_prefix
 from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.device_names import devices_named
 from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
+from gputray.scheduler.queue.make_room import MakeRoom
 from gputray.scheduler.queue.preemption import Preemption
 from gputray.scheduler.queue.timing import Schedule, Timing
 from gputray.scheduler.queue.wait_book import Later, States
+from gputray.scheduler.reasons.render import render_for
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
@@ -105,16 +107,6 @@ def _cwd(value: str | rq.RawText | None) -> str | None:
     return None if value is None else rq.os_str(value)
 
 
-def _decode_utf8_prefix(data: bytes, *, final: bool = False) -> tuple[str, int]:
-    """Decode as the offline reader does (an incremental decoder, U+FFFD for bytes that are not UTF-8),
-    leaving a UTF-8 sequence cut at the end of the chunk for the next read, unless ``final``: no next
-    read will come, and the cut sequence is U+FFFD. Returns the text and how many bytes it used."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    text = decoder.decode(data, final=final)
-    held, _flag = decoder.getstate()
-    return text, len(data) - len(held)
-
-
 class Owner:
     def __init__(
         self,
@@ -154,6 +146,9 @@ class Owner:
         self.metrics: MetricsEndpoint | None = None  # [metrics] listen: the Prometheus endpoint
         self._pauses: JobPauser | None = None
         self.preemption: Preemption | None = None
+        self.make_room: MakeRoom | None = (
+            None  # frees idle residents (LLM servers, ComfyUI) for waiting tasks
+        )
         self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -262,6 +257,10 @@ class Owner:
                 max_pause_s=config.queue.max_pause_s,
             )
             self._queue.add_timer(self.preemption)  # --preempt: pauses lower-priority jobs, resumes them
+            self.make_room = MakeRoom(self._queue, config.residents)
+            self._queue.add_timer(
+                self.make_room
+            )  # [[resident]]: idle residents free memory for waiting tasks
             from gputray.scheduler.queue.retention import Retention
 
             self.retention = Retention(
@@ -353,7 +352,7 @@ class Owner:
     # --- events and schedules --------------------------------------------------------------------
 
     def _event(self, event: QueueEvent) -> None:
-        log.info("task %s %s: %s", event.task.id, event.kind, event.message)
+        log.info("task %s %s: %s", event.task.id, event.kind, render_for(event.task.state, event.message))
         if self.metrics is not None:
             self.metrics.observe(event)
         if self.cluster is not None:
@@ -425,7 +424,14 @@ class Owner:
             monitor_failures=self.monitor.failures,  # polls that failed; the poller goes on after each
             monitor_last_failure=self.monitor.last_failure,
             cluster=self.cluster.report_doc() if req.cluster and self.cluster is not None else None,
+            residents=self.make_room.residents() if self.make_room is not None else (),
+            now_s=self.clock(),
         )
+
+    def _op_free_resident(self, req: rq.FreeResident) -> rp.RoomMade:
+        assert self.make_room is not None  # started: _ready is set
+        said, asked = self.make_room.answer(req.name, self.clock())
+        return rp.RoomMade(said=said, asked=asked)
 
     # QueueService.submit checks that the program, script and files exist (ToolNotFound, SubmitError).
     def _submitted(self, records: list[TaskRecord]) -> rp.Submitted:

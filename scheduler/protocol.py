@@ -43,11 +43,13 @@ from gputray.scheduler.tasks.limits import (  # the limits of task values live w
 # that sends none (``gputray queue``) never loads the task model (``lazy_import``).
 if TYPE_CHECKING:
     from gputray.scheduler import cluster_records
-    from gputray.scheduler.tasks import lifecycle as task_lifecycle
+    from gputray.scheduler.reasons import codes as reason_codes
+    from gputray.scheduler.tasks import cluster_steps as task_steps
     from gputray.scheduler.tasks import records as task_records
 else:
     cluster_records = lazy_module("gputray.scheduler.cluster_records")
-    task_lifecycle = lazy_module("gputray.scheduler.tasks.lifecycle")
+    reason_codes = lazy_module("gputray.scheduler.reasons.codes")
+    task_steps = lazy_module("gputray.scheduler.tasks.cluster_steps")
     task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = [  # re-exported: the limits every request field shares
@@ -70,7 +72,9 @@ __all__ = [  # re-exported: the limits every request field shares
 # (``cluster_records``), a device's readings the monitor's Sample.
 # 6: ``cluster_update`` carries one lifecycle step (``tasks/lifecycle.py``) in place of a bag of
 # fields, and the cluster-only ops the owner's secret for its bridge.
-PROTOCOL_VERSION = 6
+# 7: a task's reason (``TaskView.reason``, a lifecycle step's) is a typed code (``reasons.codes``), a
+# device verdict's reasons the monitor's ``busy_why`` codes; both sides word them.
+PROTOCOL_VERSION = 7
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 MAX_TABLE_KEYS = 4_096
@@ -312,6 +316,14 @@ class ScheduleRemove(Request[rp.Schedules]):
     id: TaskId
 
 
+class FreeResident(Request[rp.RoomMade]):
+    """Ask a resident (an LLM server, ComfyUI) to let go of its GPU memory (``gputray free-resident``,
+    the tray's "Free" button): through its own API, never if it is serving a request."""
+
+    op = "free_resident"
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
 class Shutdown(Request[rp.Stopping]):
     op = "shutdown"
     jobs: Literal["keep", "stop"] | None = (
@@ -341,13 +353,13 @@ BridgeKey = Annotated[str, Meta(max_length=128)]
 
 
 class ClusterUpdate(Request[rp.ClusterTask]):
-    """The bridge: one lifecycle step (``tasks/lifecycle.py``: ``ClusterStep``) of a task the cluster
+    """The bridge: one lifecycle step (``tasks/cluster_steps.py``: ``ClusterStep``) of a task the cluster
     places or another machine runs; with ``expect_state``, only while the task is still in that state
     (the reply's ``task`` is None and ``now`` says what it is when it was not)."""
 
     op = "cluster_update"
     id: TaskId
-    step: task_lifecycle.ClusterStep
+    step: task_steps.ClusterStep
     expect_state: Str | None = None
     bridge_key: BridgeKey = ""
 
@@ -369,7 +381,7 @@ class ClusterWithdraw(Request[rp.ClusterTask]):
     op = "cluster_withdraw"
     id: TaskId
     origin: Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00]*$")]
-    reason: Annotated[str, Meta(max_length=1000)]
+    reason: reason_codes.Reason
 
 
 #: A request of whichever op: each is a ``Request[ItsReply]``, and every reply is a ``Reply``.

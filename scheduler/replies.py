@@ -18,13 +18,19 @@ from gputray.scheduler.tasks.offer import Offer
 # Named in annotations only, resolved when a reply of theirs is first decoded or encoded: a client that
 # gets none (``gputray queue``) never loads the monitor's records or the task model (``lazy_import``).
 if TYPE_CHECKING:
+    from gputray.monitor import busy_why
     from gputray.monitor import records as monitor_records
+    from gputray.monitor import residents as monitor_residents
     from gputray.scheduler import cluster_records
+    from gputray.scheduler.reasons import codes as reason_codes
     from gputray.scheduler.tasks import records as task_records
     from gputray.scheduler.tasks.records import TaskRecord
 else:
+    busy_why = lazy_module("gputray.monitor.busy_why")
     monitor_records = lazy_module("gputray.monitor.records")
+    monitor_residents = lazy_module("gputray.monitor.residents")
     cluster_records = lazy_module("gputray.scheduler.cluster_records")
+    reason_codes = lazy_module("gputray.scheduler.reasons.codes")
     task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = ["Offer"]  # defined beside QueueEvent, which carries it; part of the replies (TaskView.offer)
@@ -78,7 +84,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
     state: str
     device: str | None = None
     env: str | None = None
-    reason: str = ""
+    reason: reason_codes.Reason | None = None  # words: ``reasons.render_for(state, reason, language)``
     exit_code: int | None = None
     attempts: int = 0
     submitted_at: float | None = None
@@ -109,6 +115,10 @@ class TaskView(Reply, frozen=True, kw_only=True):
     # or the model files it names ("model.safetensors 7.2 GiB + 5 %"); None/"" when neither
     vram_need: int | None = None
     vram_need_source: str = ""
+    # a running task whose job reports its progress (``jobs/progress.py``: tqdm, step N/M, ffmpeg, …,
+    # ``GPUTRAY_PROGRESS``): the fraction done (0..1) and the seconds left at its pace (None: too early)
+    progress: float | None = None
+    eta_s: float | None = None
 
     @property
     def shown_state(self) -> str:
@@ -167,7 +177,7 @@ class DeviceVerdict(Reply, frozen=True):
 
     key: str
     busy: bool | None
-    reasons: tuple[str, ...]
+    reasons: tuple[busy_why.BusyWhy, ...]  # words: ``reasons.render``
     simulated: bool
 
 
@@ -183,6 +193,16 @@ class StatusReply(Reply, frozen=True):
     monitor_last_failure: str | None
     # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner passes on
     cluster: cluster_records.ClusterStatus | None = None
+    # the GPU servers running here (Ollama, ComfyUI …: queue/make_room.py), and the time they were seen
+    residents: tuple[monitor_residents.ResidentView, ...] = ()
+    now_s: float | None = None
+
+
+class RoomMade(Reply, frozen=True):
+    """``free-resident``: what was done (asked, refused, not found)."""
+
+    said: str
+    asked: bool
 
 
 class Submitted(Reply, frozen=True):

@@ -4,8 +4,15 @@ does: a row can only be in a state the table allows it to reach."""
 from __future__ import annotations
 
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.codes import Cancelled, Reason, Said
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord
+
+
+def said(why: str | Reason) -> Reason:
+    """A reason given as words (what an earlier gputray saved) as a reason; a code as it is."""
+    return Said(text=why) if isinstance(why, str) else why
 
 
 def start(
@@ -19,14 +26,14 @@ def start(
     pid_create_time: float | None = None,
     log_path: str = "",
     env: str | None = None,
-    reason: str = "",
+    reason: str | Reason | None = None,
 ) -> TaskRecord:
     """A pending task marked running (its job's ``pid``), attempt ``attempts`` (the next by default)."""
     rec = store.get(task_id)
     step = life.Start(
         device=device,
         env=env,
-        reason=reason,
+        reason=said(reason) if reason else None,
         attempts=rec.attempts + 1 if attempts is None else attempts,
         started_at=started_at,
         log_path=log_path,
@@ -46,7 +53,7 @@ def succeed(store: TaskStore, task_id: int, *, ended_at: float = 2.0, **started:
 def fail_run(
     store: TaskStore,
     task_id: int,
-    why: str,
+    why: str | Reason,
     *,
     exit_code: int | None = 1,
     ended_at: float = 2.0,
@@ -56,20 +63,20 @@ def fail_run(
     if store.get(task_id).state != "running":
         start(store, task_id, **started)  # type: ignore[arg-type]
     end = life.JobEnd(exit_code=exit_code, ended_at=ended_at)
-    return store.must_apply(task_id, life.RetryOrFail(why=why, now=ended_at, end=end, may_retry=False))
+    return store.must_apply(task_id, life.RetryOrFail(why=said(why), now=ended_at, end=end, may_retry=False))
 
 
-def fail(store: TaskStore, task_id: int, reason: str, *, ended_at: float = 2.0) -> TaskRecord:
+def fail(store: TaskStore, task_id: int, reason: str | Reason, *, ended_at: float = 2.0) -> TaskRecord:
     """A pending task that can never start: failed with ``reason``."""
-    return store.must_apply(task_id, life.Fail(reason=reason, ended_at=ended_at))
+    return store.must_apply(task_id, life.Fail(reason=said(reason), ended_at=ended_at))
 
 
 def cancel(store: TaskStore, task_id: int, *, ended_at: float = 2.0) -> TaskRecord:
-    return store.must_apply(task_id, life.Cancel(reason="cancelled", ended_at=ended_at))
+    return store.must_apply(task_id, life.Cancel(reason=Cancelled(), ended_at=ended_at))
 
 
-def wait(store: TaskStore, task_id: int, reason: str) -> TaskRecord:
-    return store.must_apply(task_id, life.Wait(reason=reason))
+def wait(store: TaskStore, task_id: int, reason: str | Reason) -> TaskRecord:
+    return store.must_apply(task_id, life.Wait(reason=said(reason)))
 
 
 def hand_over(
@@ -83,16 +90,24 @@ def hand_over(
 ) -> TaskRecord:
     """A pending task handed to ``machine`` (a new attempt), taken there as ``remote_id``: waiting."""
     rec = store.get(task_id)
-    sending = life.HandOver(
-        machine=machine, device=f"{machine}/cpu", reason="sending", into="waiting", attempts=rec.attempts + 1
+    sending = remote.HandOver(
+        machine=machine,
+        device=f"{machine}/cpu",
+        reason=Said(text="sending"),
+        into="waiting",
+        attempts=rec.attempts + 1,
     )
     store.must_apply(task_id, sending)
-    taken = life.Handed(remote_id=remote_id, remote_state=remote_state, log_path=log_path, reason="there")
+    taken = remote.Handed(
+        remote_id=remote_id, remote_state=remote_state, log_path=log_path, reason=Said(text="there")
+    )
     return store.must_apply(task_id, taken)
 
 
 def run_there(store: TaskStore, task_id: int, machine: str, remote_id: int) -> TaskRecord:
     """``hand_over``, then running there."""
     hand_over(store, task_id, machine, remote_id)
-    running = life.RemoteRun(into="running", remote_state="running", reason="on it", started_at=1.0)
+    running = remote.RemoteRun(
+        into="running", remote_state="running", reason=Said(text="on it"), started_at=1.0
+    )
     return store.must_apply(task_id, running)

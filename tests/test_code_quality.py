@@ -96,15 +96,8 @@ def test_no_cluster_module_is_over_700_lines() -> None:
     assert modules_over(ROOT / "cluster", MAX_SCHEDULER_MODULE_LINES) == []
 
 
-#: The gui modules still over the limit, each to be split along a seam (issue 31 item 3; the gui changes
-#: under issue 33 this round). Any other gui module over it fails now; one of these under it, too (drop it
-#: from the list).
-GUI_STILL_OVER = frozenset({"panel.py", "tray_app.py"})
-
-
-def test_no_gui_module_is_over_700_lines_but_those_named_to_split() -> None:
-    over = {line.partition(":")[0] for line in modules_over(ROOT / "gui", MAX_SCHEDULER_MODULE_LINES)}
-    assert over == GUI_STILL_OVER
+def test_no_gui_module_is_over_700_lines() -> None:
+    assert modules_over(ROOT / "gui", MAX_SCHEDULER_MODULE_LINES) == []
 
 
 def test_a_module_over_the_limit_is_named(tmp_path: Path) -> None:

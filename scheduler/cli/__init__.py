@@ -45,6 +45,8 @@ COMMAND_MODULES: dict[str, str] = {
     "doctor": "doctor",
     "config": "config_cmd",
     "completion": "completion",
+    "residents": "residents",
+    "free-resident": "residents",
 }
 
 Handler = Callable[[argparse.Namespace], int]

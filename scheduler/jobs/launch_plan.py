@@ -26,6 +26,7 @@ from gputray.scheduler.jobs.orphans import QUEUE_FILE_VAR
 from gputray.scheduler.paths import job_umask
 from gputray.scheduler.pyenvs.doctor_cache import PairResult
 from gputray.scheduler.pyenvs.selection import TORCH_DEVICE_VAR
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, local_iso
 
 log = logging.getLogger("gputray.scheduler.queue.service")  # the queue's log, where these lines always were
@@ -108,7 +109,8 @@ def prepare_launch(
     if on_cpu:
         info = dataclasses.replace(info, kind="cpu")  # build_env hides CUDA and HIP devices
     base_env = dict(spec.base_env) if spec.base_env is not None else dict(os.environ)  # the submitter's
-    notes = [task.reason] if task.reason else []
+    said = render(task.reason)  # the log speaks English, as the command line does
+    notes = [said] if said else []
     out: str | None = None
     rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
     values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
@@ -147,7 +149,7 @@ def prepare_launch(
         + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
         + (f"{TORCH_DEVICE_VAR}={torch_device}\n" if torch_device else "")
         + (selection_header(pair) if pair is not None else "")
-        + (f"note: {task.reason}\n" if task.reason else "")
-        + "".join(f"{n}\n" for n in notes[1 if task.reason else 0 :])
+        + (f"note: {said}\n" if said else "")
+        + "".join(f"{n}\n" for n in notes[1 if said else 0 :])
     )
     return LaunchPlan(tuple(argv), env, header, out, tuple(notes))

@@ -85,10 +85,13 @@ class LaunchFailed(OSError):
     ``transient``: only for want of a resource now (out of fds, processes, threads, memory): the queue
     tries again later instead of failing the task."""
 
-    def __init__(self, message: str, *, transient: bool = False, supervisor_killed: bool = False) -> None:
+    def __init__(
+        self, message: str, *, transient: bool = False, supervisor_killed: bool = False, stopped: int = 0
+    ) -> None:
         super().__init__(message)
         self.transient = transient
         self.supervisor_killed = supervisor_killed  # as the job started (by the job, maybe): not a refusal
+        self.stopped = stopped  # the job's processes stopped then
 
 
 class _WatchThread:
@@ -640,7 +643,7 @@ def _converse(
     if stopped or cgroup or killed:  # by the job itself, maybe: an attempt, with what it started stopped
         msg = "its supervisor process was killed as the job started" + _stopped_note(stopped)
         log.write(f"gputray: {msg}\n".encode())
-        raise LaunchFailed(msg, supervisor_killed=True)
+        raise LaunchFailed(msg, supervisor_killed=True, stopped=stopped)
     msg = "its supervisor ended before it started the job"  # nothing began: tried again
     log.write(f"gputray: {msg}\n".encode())
     raise LaunchFailed(msg, transient=True)

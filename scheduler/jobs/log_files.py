@@ -9,6 +9,7 @@ any file of the user's. A log is opened without following a link (``O_NOFOLLOW``
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import stat
@@ -79,3 +80,13 @@ def read_log(path: str | Path, offset: int, max_bytes: int) -> tuple[bytes, int]
             return f.read(min(max_bytes, size - offset)), size
         except OSError as exc:
             raise LogNotReadable(f"cannot read the log {path}: {exc.strerror or exc}") from None
+
+
+def decode_utf8_prefix(data: bytes, *, final: bool = False) -> tuple[str, int]:
+    """Decode as the offline reader does (an incremental decoder, U+FFFD for bytes that are not UTF-8),
+    leaving a UTF-8 sequence cut at the end of the chunk for the next read, unless ``final``: no next
+    read will come, and the cut sequence is U+FFFD. Returns the text and how many bytes it used."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    text = decoder.decode(data, final=final)
+    held, _flag = decoder.getstate()
+    return text, len(data) - len(held)

@@ -45,10 +45,13 @@ from gputray.scheduler.pyenvs.doctor_cache import (
     file_stamp,
 )
 from gputray.scheduler.pyenvs.registry import EnvError, PythonEnv, load_envs
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.codes import Reason
 
 log = logging.getLogger(__name__)
 
-ADD_ENV_HINT = "gputray envs add PATH/TO/VENV (a venv where `pip install torch` ran)"
+ADD_ENV_COMMAND = "gputray envs add PATH/TO/VENV"
+ADD_ENV_HINT = f"{ADD_ENV_COMMAND} (a venv where `pip install torch` ran)"
 REFRESH_S = 10.0  # results are re-read at least this often: an upgraded torch changes no file of ours
 
 
@@ -66,7 +69,7 @@ class EnvReady:
 class EnvChecking:
     """Candidates are being probed on the device; ``reason`` says which."""
 
-    reason: str
+    reason: c.EnvChecking
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class EnvMissing:
     """No configured env works on the device; ``reason`` holds the doctor's reasons and fix.
     ``unproven``: one works there, but the device its torch lands on is not proven (a task may allow it)."""
 
-    reason: str
+    reason: Reason
     unproven: bool = False
 
 
@@ -99,15 +102,14 @@ class EnvChooser(Protocol):
     def close(self) -> None: ...
 
 
-def _where(info: DeviceInfo) -> str:
-    return "the CPU" if info.kind == "cpu" or info.key == "cpu" else info.name
+def _where(info: DeviceInfo) -> str | None:
+    """The device a reason names (None: the CPU)."""
+    return None if info.kind == "cpu" or info.key == "cpu" else info.name
 
 
-def no_env_configured(info: DeviceInfo) -> str:
+def no_env_configured(info: DeviceInfo) -> c.NoEnvConfigured:
     """The one line that says how to add an env."""
-    if info.simulated:
-        return f"demo: torch jobs run on the CPU in an env with torch; add one: {ADD_ENV_HINT}"
-    return f"no Python env is configured for torch jobs; add one: {ADD_ENV_HINT}"
+    return c.NoEnvConfigured(demo=info.simulated, command=ADD_ENV_COMMAND)
 
 
 class ResolverChooser:
@@ -137,7 +139,7 @@ class ResolverChooser:
             if env is not None:
                 return EnvReady(env, on_cpu=True)
             return EnvMissing(no_env_configured(info))
-        return EnvMissing(f"no Python env is known to work on {_where(info)}")
+        return EnvMissing(c.NoEnvKnown(device=_where(info)))
 
     def check_all(self) -> int:
         return 0
@@ -252,7 +254,7 @@ class ProbingChooser:
         with self._lock:
             self._refresh()
             if self._config_error is not None:
-                return EnvMissing(f"the env list cannot be read: {self._config_error}")
+                return EnvMissing(c.EnvListUnreadable(error=str(self._config_error)))
             if not self._envs:
                 return EnvMissing(no_env_configured(info))
             on_cpu = False
@@ -278,29 +280,29 @@ class ProbingChooser:
                     failures += pairs
             if working:  # none passed every need: the first that works (placement checks the needs)
                 return EnvReady(working[0][0], on_cpu, working[0][1])
-            where = "the CPU" if target == "cpu" else info.name
-            demo = f" (demo: in place of {info.name})" if on_cpu else ""
+            where = None if target == "cpu" else info.name
+            demo = info.name if on_cpu else None
             if unchecked:
                 self._want(unchecked)
                 current = self._current if self._current in unchecked else unchecked[0]
                 assert current is not None
-                return EnvChecking(f"checking env {current.name} on {where}{demo}…")
+                return EnvChecking(c.EnvChecking(env=current.name, device=where, demo_for=demo))
             if unproven:
                 first = unproven[0]
                 return EnvMissing(
-                    f"env {first.env_name} works on {where}, but that its torch lands on this GPU is not "
-                    f"proven ({first.selection_reason}); a task with allow_unproven = true runs there anyway",
+                    c.EnvUnproven(env=first.env_name, device=where, why=str(first.selection_reason)),
                     unproven=True,
                 )
             return EnvMissing(self._missing_reason(failures, where, demo))
 
     @staticmethod
-    def _missing_reason(failures: Sequence[PairResult], where: str, demo: str) -> str:
-        if not failures:
-            return f"no configured Python env works on {where}{demo}"
-        parts = "; ".join(f"{p.env_name}: {p.reason}" for p in failures)
-        fix = next((p.fix for p in failures if p.fix), None)
-        return f"no configured Python env works on {where}{demo}: {parts}" + (f" (fix: {fix})" if fix else "")
+    def _missing_reason(failures: Sequence[PairResult], where: str | None, demo: str | None) -> c.NoEnvWorks:
+        return c.NoEnvWorks(
+            device=where,
+            demo_for=demo,
+            failures=tuple(c.EnvFailure(p.env_name, p.reason) for p in failures),
+            fix=next((p.fix for p in failures if p.fix), None),
+        )
 
     def check_all(self) -> int:
         """Check in the background every env that has no current result on some device (``envs add``);

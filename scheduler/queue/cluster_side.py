@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from gputray.scheduler.queue.store_errors import TaskNotFound
-from gputray.scheduler.tasks.lifecycle import Cancel, ClusterStep
+from gputray.scheduler.reasons.codes import Reason
+from gputray.scheduler.tasks.cluster_steps import ClusterStep
+from gputray.scheduler.tasks.lifecycle import Cancel
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
 
 if TYPE_CHECKING:
@@ -89,7 +91,7 @@ class ClusterSide:
                     return rec, True
             return self._queue.submit(spec), False
 
-    def take_back(self, task_id: int, origin: str, reason: str, *, now: float) -> TaskRecord | None:
+    def take_back(self, task_id: int, origin: str, reason: Reason, *, now: float) -> TaskRecord | None:
         """The machine that handed ``origin`` here takes it back: cancelled with ``reason`` if it has not
         started; None when it has (or ended, or is not that copy), and it stays. Under the queue's lock,
         which a dispatch pass holds from choosing a task to recording its start: never both."""

@@ -2,8 +2,8 @@
 
 A task with ``after`` starts only once every task it names has succeeded; with ``after_any``, once
 they have ended however (succeeded, failed or cancelled). A dependency that failed or was cancelled
-fails its dependants (``after`` only) with a reason that names it: ``DEPENDENCY_FAILED`` starts
-that reason, and ``retry`` of the dependency brings back exactly the tasks whose reason says so.
+fails its dependants (``after`` only) with a reason that names it (``DependencyFailed``), and ``retry``
+of the dependency brings back exactly the tasks whose reason says so.
 ``interrupted`` is not an end: the retry policy turns it into ``queued`` or ``failed``.
 
 At submit (and ``edit --after``), ids that name no task, and an ``after`` that would close a cycle,
@@ -17,10 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.reasons.codes import DependencyFailed, DepState, Reason, Said, WaitsForDeps
 from gputray.scheduler.tasks.records import FINISHED_STATES, TaskRecord, TaskSpec
-
-DEPENDENCY_FAILED = "dependency"  # how the reason of a task failed by its dependency begins
-_SHORT_REASON = 120
 
 
 class DependencyError(Refusal):
@@ -31,18 +29,18 @@ class DependencyError(Refusal):
 class Blocked:
     """Not yet: ``reason`` says which dependencies it waits for."""
 
-    reason: str
+    reason: WaitsForDeps
 
 
 @dataclass(frozen=True)
 class Broken:
-    """Never: a dependency failed or was cancelled; ``reason`` (starting ``DEPENDENCY_FAILED``) says which."""
+    """Never: a dependency failed or was cancelled; ``reason`` says which."""
 
-    reason: str
+    reason: DependencyFailed
 
 
-def _label(rec: TaskRecord) -> str:
-    return f"#{rec.id} {rec.name!r}"
+def _dep(rec: TaskRecord) -> DepState:
+    return DepState(rec.id, rec.name, rec.state)
 
 
 def gate(task: TaskRecord, tasks: Mapping[int, TaskRecord]) -> Blocked | Broken | None:
@@ -56,31 +54,22 @@ def gate(task: TaskRecord, tasks: Mapping[int, TaskRecord]) -> Blocked | Broken 
     spec = task.spec
     if not spec.after:
         return None
-    waiting: list[str] = []
+    waiting: list[DepState] = []
     for dep_id in spec.after:
         dep = tasks.get(dep_id)
         if dep is None:
             if spec.after_any:  # only an ended or a never-run task can be removed: it will not run now
                 continue
-            waiting.append(
-                f"#{dep_id} (no longer in the queue; `gputray edit {task.id} --after …` changes what it "
-                "waits for)"
-            )
+            waiting.append(DepState(dep_id, "", "removed"))  # its reason names the id that is gone
             continue
         if dep.state in FINISHED_STATES:
             if dep.state == "succeeded" or spec.after_any:
                 continue
-            why = dep.reason or dep.state
-            if why.startswith(DEPENDENCY_FAILED):
-                why = f"because of its own {why}"
-            if len(why) > _SHORT_REASON:
-                why = why[: _SHORT_REASON - 1] + "…"
-            return Broken(f"{DEPENDENCY_FAILED} {_label(dep)} {dep.state}: {why}")
-        waiting.append(f"{_label(dep)} ({dep.state})")
+            return Broken(DependencyFailed(dep=_dep(dep), why=dep.reason))
+        waiting.append(_dep(dep))
     if not waiting:
         return None
-    what = "to end" if spec.after_any else "to succeed"
-    return Blocked(f"waits for {', '.join(waiting)} {what}")
+    return Blocked(WaitsForDeps(deps=tuple(waiting), any_end=spec.after_any, task_id=task.id))
 
 
 def check_after(task_id: int | None, spec: TaskSpec, tasks: Mapping[int, TaskRecord]) -> None:
@@ -126,6 +115,14 @@ def dependants(task_id: int, tasks: Iterable[TaskRecord]) -> list[TaskRecord]:
     return [t for t in tasks if task_id in t.spec.after]
 
 
+def _failed_by(reason: Reason | None, task_id: int) -> bool:
+    """Whether ``reason`` says the task failed because ``task_id`` failed or was cancelled (a row saved
+    before reasons had codes says it in words that begin so)."""
+    if isinstance(reason, DependencyFailed):
+        return reason.dep.task_id == task_id
+    return isinstance(reason, Said) and reason.text.startswith(f"dependency #{task_id} ")
+
+
 def failed_because_of(task_id: int, tasks: Iterable[TaskRecord]) -> list[TaskRecord]:
     """Every task failed, directly or down a chain, because ``task_id`` failed or was cancelled, in id
     order: what ``retry`` of it queues again."""
@@ -139,7 +136,7 @@ def failed_because_of(task_id: int, tasks: Iterable[TaskRecord]) -> list[TaskRec
                 t.id not in found
                 and current in t.spec.after
                 and t.state == "failed"
-                and t.reason.startswith(f"{DEPENDENCY_FAILED} #{current} ")
+                and _failed_by(t.reason, current)
             ):
                 found[t.id] = t
                 frontier.append(t.id)

@@ -14,6 +14,7 @@ from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.pyenvs.choice import EnvChecking, EnvChooser, EnvMissing
 from gputray.scheduler.queue.edits import QueueError
 from gputray.scheduler.queue.placement import CPU_INFO, DeviceState, cpu_state, resolve_pref
+from gputray.scheduler.reasons.codes import EnvLookupFailed
 from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -162,7 +163,7 @@ def with_env_status(dev: DeviceState, env_chooser: EnvChooser) -> DeviceState:
         status = env_chooser.status(dev.info)
     except Exception as exc:  # the doctor's lookups must not stop the queue
         log.exception("env lookup failed")
-        return dataclasses.replace(dev, torch_no_env=f"env lookup failed ({exc})")
+        return dataclasses.replace(dev, torch_no_env=EnvLookupFailed(error=str(exc)))
     if isinstance(status, EnvChecking):
         return dataclasses.replace(dev, torch_checking=status.reason)
     if isinstance(status, EnvMissing) and status.unproven:

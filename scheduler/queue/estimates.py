@@ -22,6 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gputray.scheduler.tasks.times import about
+
+__all__ = ["about"]  # re-exported: estimates are said with it (it lives with the task times)
+
 #: Relative speed per device class when the doctor has not measured both devices.
 DEFAULT_SPEED: Mapping[str, float] = {"discrete": 4.0, "integrated": 1.0, "cpu": 0.25}
 #: Typical draw under load per device class (W), for energy where no run measured it.
@@ -71,13 +75,3 @@ class Outlook:
     def scaled(self, family: str, device_key: str) -> bool:
         """Whether the estimate there is scaled from another device (the family never ran there)."""
         return device_key not in self.run_medians.get(family, {})
-
-
-def about(seconds: float) -> str:
-    """``~40 s``, ``~12 min``, ``~2 h 05 min``: an estimate, rounded as one."""
-    s = max(0, round(seconds))
-    if s < 90:
-        return f"~{s} s"
-    if s < 5400:
-        return f"~{round(s / 60)} min"
-    return f"~{s // 3600} h {s % 3600 // 60:02d} min"

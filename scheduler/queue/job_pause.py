@@ -36,6 +36,8 @@ from gputray.scheduler.paths import open_private_append
 from gputray.scheduler.queue.edits import TaskStateError
 from gputray.scheduler.queue.job_runs import JobRuns
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.codes import JobPaused, JobResumed
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.lifecycle import PauseJob, ResumeJob
 from gputray.scheduler.tasks.records import TaskRecord, local_time
 
@@ -72,8 +74,8 @@ class JobPauser:
         self._checkpoint_tool = checkpoint_tool
         self._busy = threading.Lock()  # one pause or resume at a time: the tool calls take a while
 
-    def pause(self, task_id: int, *, for_task: str | None = None) -> TaskRecord:
-        """Pause the running job of ``task_id``: by you, or (``for_task``: "#31 (priority 10)") for a task
+    def pause(self, task_id: int, *, for_task: tuple[int, int] | None = None) -> TaskRecord:
+        """Pause the running job of ``task_id``: by you, or (``for_task``: its id and priority) for a task
         that preempts it. TaskStateError when it is not running here or is paused already."""
         with self._busy:
             rec, job = self._running(task_id)
@@ -91,15 +93,22 @@ class JobPauser:
                 self._restore(tool, checkpointed)
                 raise TaskStateError(f"task #{task_id} could not be paused: {exc}") from None
             now = self.queue.clock()
-            who = f"for {for_task}" if for_task is not None else "by you"
+            who = f"for #{for_task[0]} (priority {for_task[1]})" if for_task is not None else "by you"
             why = f"paused {who} at {local_time(now)}"
             write_pause(
                 job.files,
                 PauseInfo(rec.paused_s, now, frozen.method, checkpointed, why),
             )
             memory = _memory_note(checkpointed, held)
+            said = JobPaused(
+                at_s=now,
+                memory="held" if held is not None else "moved" if checkpointed else None,
+                problem=held,
+                for_task=for_task[0] if for_task is not None else None,
+                priority=for_task[1] if for_task is not None else 0,
+            )
             with self.queue.lock:
-                paused = PauseJob(paused_at=now, reason="; ".join(filter(None, [why, memory])))
+                paused = PauseJob(paused_at=now, reason=said)
                 new = self.queue.store.must_apply(task_id, paused)
                 self._mark(task_id, paused=True)
             _note(job.log_path, f"{why}: {_frozen_words(frozen)}" + (f"; {memory}" if memory else ""))
@@ -120,14 +129,20 @@ class JobPauser:
             method = pause.method if pause.method in freeze.FREEZE_METHODS else "signals"
             freeze.thaw(job.processes(), cast(freeze.FreezeMethod, method))
             problems = self._restore(self._checkpoint_tool(), pause.checkpointed)
-            why = f"{pause.why or f'paused at {local_time(rec.paused_at)}'}; resumed {local_time(now)}"
-            if problems:
-                why += f" (cuda-checkpoint could not restore it: {problems[0]})"
+            before = rec.reason if isinstance(rec.reason, JobPaused) else None  # for whom it was paused
+            resumed = JobResumed(
+                paused_at_s=rec.paused_at,
+                at_s=now,
+                by_you=bool(pause.why) and (before is None or before.for_task is None),
+                problem=problems[0] if problems else None,
+                for_task=before.for_task if before is not None else None,
+                priority=before.priority if before is not None else 0,
+            )
             with self.queue.lock:
-                new = self.queue.store.must_apply(task_id, ResumeJob(paused_s=paused_s, reason=why))
+                new = self.queue.store.must_apply(task_id, ResumeJob(paused_s=paused_s, reason=resumed))
                 self._mark(task_id, paused=False)
             _note(job.log_path, f"resumed at {local_time(now)} after {_duration(now - rec.paused_at)} paused")
-            log.info("task #%d: %s", task_id, why)
+            log.info("task #%d: %s", task_id, render(resumed))
             return new
 
     def _mark(self, task_id: int, *, paused: bool) -> None:

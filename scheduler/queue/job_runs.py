@@ -11,13 +11,12 @@ exit), its events, a dispatch pass after an exit, and where Python envs and devi
 from __future__ import annotations
 
 import builtins
-import contextlib
 import dataclasses
 import functools
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
@@ -32,17 +31,22 @@ from gputray.scheduler.jobs.job_log import make_room
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
 from gputray.scheduler.jobs.oom import OutOfMemory, oom_in_log
+from gputray.scheduler.jobs.progress import PROGRESS_VAR, progress_file
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
 from gputray.scheduler.queue.device_book import DeviceBook
 from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.job_energy import EnergyMeter, energy_line
 from gputray.scheduler.queue.job_peaks import PeakMeter
-from gputray.scheduler.queue.oom_elsewhere import OOM_SAID, elsewhere
+from gputray.scheduler.queue.oom_elsewhere import elsewhere
 from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.queue.unlocked import unlocked as _unlocked
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.codes import Reason
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord, TaskSpec
@@ -101,7 +105,7 @@ class RunsQueue(Protocol):
 
     def clock(self) -> float: ...
 
-    def emit(self, kind: EventKind, rec: TaskRecord, message: str) -> None: ...
+    def emit(self, kind: EventKind, rec: TaskRecord, message: Reason) -> None: ...
 
     def request_dispatch(self, *, urgent: bool = False) -> None: ...
 
@@ -132,6 +136,7 @@ class JobRuns:
         self.peaks = PeakMeter()  # the most GPU memory each running job held (``job_peaks``)
         self._launching: dict[int, threading.Event] = {}  # tasks being started: set once recorded
         self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
+        self.room_notes: dict[int, Callable[[], Reason]] = {}  # task id -> what make_room.py did for it
 
     def on_snapshot(self, snapshot: Snapshot) -> None:
         """Monitor thread: each job's peak memory, then the jobs of lost devices stopped."""
@@ -283,9 +288,11 @@ class JobRuns:
         info = next(d.info for d in devices if d.key == decision.device)
         spec = task.spec
         now = self.queue.clock()
-        notes: builtins.list[str] = [decision.reason] if decision.reason else []
-        if task.reason.startswith(OOM_SAID):  # moved here after running out of memory: it still says so
-            notes.insert(0, task.reason)
+        notes: builtins.list[Reason] = [decision.reason] if decision.reason is not None else []
+        oom = next((r for r in c.inner(task.reason) if isinstance(r, c.RanOutOfMemory)), None)
+        if oom is not None:  # moved here after running out of memory: it still says so
+            notes.insert(0, oom)
+        notes[:0] = [self.room_notes.pop(task.id)()] if task.id in self.room_notes else []  # freed 9.8 GiB…
         chosen = self._python_env(task, info)
         if chosen is not None and not isinstance(chosen, EnvReady):
             # The env went away since the pass began (a config change): the task waits, saying why.
@@ -294,12 +301,12 @@ class JobRuns:
             return
         pyenv = chosen.env if chosen is not None else None
         if chosen is not None and chosen.on_cpu:
-            notes.insert(0, demo_note(info.name, done=False))
+            notes.insert(0, c.DemoOnCpu(device=info.name))
         log_path = self.queue.paths.logs_dir / f"task-{task.id}.log"
         running = life.Start(  # what the store says once the process exists, never before
             device=info.key,
             env=pyenv.name if pyenv is not None and pyenv.name else None,
-            reason="; ".join(notes),
+            reason=c.chain(*notes),
             attempts=task.attempts + 1,
             started_at=now,
             log_path=str(log_path),
@@ -341,9 +348,11 @@ class JobRuns:
     def _launch(
         self, task: TaskRecord, info: DeviceInfo, spec: TaskSpec, launch_plan: LaunchPlan, log_path: Path
     ) -> Job:
+        progress_path = progress_file(log_path)  # the job may write ``done total`` there (docs/queue.md)
+        progress_path.unlink(missing_ok=True)  # an earlier attempt's
         return launch(
             list(launch_plan.argv),
-            env=launch_plan.env,
+            env={**launch_plan.env, PROGRESS_VAR: str(progress_path)},
             log_path=log_path,
             cwd=spec.cwd,
             on_exit=functools.partial(self._on_exit, task.id),
@@ -381,11 +390,11 @@ class JobRuns:
         if not isinstance(exc, (LaunchError, LaunchFailed, OSError)):
             log.exception("task #%d could not be prepared", task.id)
         not_started = life.CouldNotStart(
-            start=running, reason=f"could not start: {exc}", ended_at=self.queue.clock()
+            start=running, reason=c.CouldNotStart(error=str(exc)), ended_at=self.queue.clock()
         )
         failed = self.store.apply(task.id, not_started, expect_state=task.state)
         if failed is not None:
-            self.queue.emit("failed", failed, f"{failed.name} could not start: {exc}")
+            self.queue.emit("failed", failed, c.JobCouldNotStart(name=failed.name, error=str(exc)))
 
     def _started(
         self,
@@ -413,10 +422,11 @@ class JobRuns:
         )
         self.energy.start(task.id, info.key, job.pid)
         self.peaks.start(task.id, job.pid)
-        if decision.redirected:
-            self.queue.emit("redirected", started, f"{spec.name}: {decision.reason}")
+        if decision.redirected and decision.reason is not None:
+            self.queue.emit("redirected", started, c.Named(name=spec.name, why=decision.reason))
         else:
-            self.queue.emit("started", started, f"{spec.name} started on {self._where(info.key, demo_for)}")
+            where = None if info.key == "cpu" else info.name
+            self.queue.emit("started", started, c.JobStarted(name=spec.name, device=where, demo_for=demo_for))
 
     def _interrupted_at_start(self, task: TaskRecord, running: life.Start, exc: LaunchFailed) -> None:
         """Its supervisor was killed as the job started (by the job itself, maybe): an attempt that was
@@ -425,18 +435,18 @@ class JobRuns:
         if counted is None:
             return
         ended = life.JobEnd(exit_code=None, ended_at=self.queue.clock())
-        step = life.RetryOrFail(why=f"interrupted: {exc}", now=self.queue.clock(), end=ended)
-        new = self.store.must_apply(task.id, step)
-        self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
+        why = c.SupervisorKilled(at_start=True, stopped=exc.stopped)
+        new = self.store.must_apply(task.id, life.RetryOrFail(why=why, now=self.queue.clock(), end=ended))
+        self.queue.emit("interrupted", new, c.Named(name=new.name, why=new.reason or why))
 
     def _hold_back(self, task: TaskRecord, exc: BaseException, now: float) -> None:
         """A start that failed for want of a resource now: the task waits, saying why, and is tried
         again after a back-off (``start_backoff``)."""
         wait = self.start_backoff.hold(task.id, exc, now)
-        log.warning("task #%d: %s", task.id, wait.reason)
+        log.warning("task #%d: %s", task.id, render(wait.reason))
         new = self.store.apply(task.id, life.Wait(reason=wait.reason), expect_state=task.state)
         if new is not None:
-            self.queue.emit("waiting", new, f"{new.name}: {wait.reason}")
+            self.queue.emit("waiting", new, c.Named(name=new.name, why=wait.reason))
 
     def _python_env(self, task: TaskRecord, info: DeviceInfo) -> EnvStatus | None:
         """A torch task's env on the device (an ``EnvReady``, or why there is none now); None for other
@@ -449,7 +459,7 @@ class JobRuns:
             )
         except Exception as exc:
             log.exception("env lookup failed")
-            return EnvMissing(f"env lookup failed ({exc})")
+            return EnvMissing(c.EnvLookupFailed(error=str(exc)))
 
     def clock_set(self, jump_s: float) -> None:
         """The wall clock was set by ``jump_s``: a running job's start moves with it, so that how long
@@ -499,9 +509,9 @@ class JobRuns:
                 self.queue.request_dispatch(urgent=True)
                 return
             reason = job.kill_reason
-            demo: str | None = None
-            if running is not None and running.demo_for is not None:
-                demo = _demo_done(rec.reason, running.demo_for, rec.log_path)
+            demo_for = running.demo_for if running is not None else _demo_for(rec.reason)
+            if demo_for is not None:  # an adopted job's too: its reason says so
+                _note_demo(demo_for, rec.log_path)
             # the footer's watts over the run's start-to-end time, as queue --json's power_avg_w and the
             # panel's tooltip give them (the meter's own span differs by the start-up: "26 W" vs "25 W")
             span = ran_s if ran_s is not None else now - (rec.started_at or now) or used.duration_s
@@ -521,47 +531,47 @@ class JobRuns:
                 # it ended while paused (cancelled): its pause ends with it
                 paused_s=None if rec.paused_at is None else rec.paused_s + max(0.0, now - rec.paused_at),
             )
-            left = leftover_note(job.leftovers) if not unknown else ""
-            left = "; ".join(filter(None, [left, lost_output_note(job.log_lost_bytes)]))
+            left = c.chain(
+                c.Leftovers(count=job.leftovers) if not unknown and job.leftovers else None,
+                c.OutputLost(bytes=job.log_lost_bytes) if job.log_lost_bytes else None,
+            )
+            why: Reason
             if reason == "cancelled":
-                why = "; ".join(filter(None, ["cancelled while running", left]))
+                why = c.chain(c.Cancelled(while_running=True), left) or c.Cancelled(while_running=True)
                 # the log's last line says why its output stops where it does (issue 33)
                 self._note_in_log(rec.log_path, cancelled_line(now))
                 new = self.store.must_apply(task_id, life.Cancel(reason=why, ended_at=now, end=base))
-                self.queue.emit("cancelled", new, f"{new.name} cancelled")
+                self.queue.emit("cancelled", new, c.JobCancelled(name=new.name))
             elif reason in ("lost", "shutdown", "orphaned", "unanswering"):
-                stopped = f" ({_processes(job.leftovers)} of the job stopped)" if job.stopped_leftover else ""
-                why = {
-                    "lost": f"interrupted: {self.queue.device_name(device)} was lost while it ran",
-                    "shutdown": "interrupted: gputray stopped while it ran",
-                    "orphaned": "interrupted: its supervisor process was killed, so how it ended is unknown"
-                    + stopped,
-                    "unanswering": "interrupted: its supervisor was stopped (SIGSTOP) again and again and "
-                    "answered nothing, so how it ended is unknown" + stopped,
-                }[reason]
-                why = "; ".join(filter(None, [why, left]))
+                stopped = job.leftovers if job.stopped_leftover else 0
+                gone: dict[str, Reason] = {
+                    "lost": c.LostWhileRunning(device=self.queue.device_name(device)),
+                    "shutdown": c.OwnerStopped(),
+                    "orphaned": c.SupervisorKilled(at_start=False, stopped=stopped),
+                    "unanswering": c.SupervisorKilled(at_start=False, stopped=stopped, unanswering=True),
+                }
+                why = c.chain(gone[reason], left) or gone[reason]
                 new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
-                self.queue.emit("interrupted", new, f"{new.name}: {new.reason}")
+                self.queue.emit("interrupted", new, c.Named(name=new.name, why=new.reason or why))
             elif code == 0 and reason is None:
-                if left:
-                    demo = "; ".join(filter(None, [demo if demo is not None else rec.reason, left]))
-                new = self.store.must_apply(task_id, life.Succeed(end=base, reason=demo))
-                where = self._where(device, running.demo_for if running is not None else None)
-                self.queue.emit("finished", new, f"{new.name} finished on {where}")
+                kept = c.chain(rec.reason, left) if left is not None else None
+                new = self.store.must_apply(task_id, life.Succeed(end=base, reason=kept))
+                done = c.JobFinished(name=new.name, device=self._device_word(device), demo_for=demo_for)
+                self.queue.emit("finished", new, done)
             elif reason is None and (oom := oom_in_log(rec.log_path, code)) is not None:
                 self._out_of_memory(rec, device, oom, now, base, left)
             else:
+                ended: Reason
                 if reason == "timeout":
-                    why = f"timed out after {rec.spec.timeout_s:g} s"
+                    ended = c.TimedOut(timeout_s=rec.spec.timeout_s or 0.0)
                 elif code < 0:
-                    why = f"killed by signal {_signal_name(-code)}"
+                    ended = c.KilledBy(signal=_signal_name(-code))
                 else:
-                    why = f"exited with status {code}"
-                why = "; ".join(filter(None, [why, left]))
+                    ended = c.ExitedWith(status=code)
+                why = c.chain(ended, left) or ended
                 new = self.store.must_apply(task_id, life.RetryOrFail(why=why, now=now, end=base))
-                self.queue.emit(
-                    "queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}"
-                )
+                kind: EventKind = "queued" if new.state == "queued" else "failed"
+                self.queue.emit(kind, new, c.Named(name=new.name, why=new.reason or why))
             # Recorded: the supervisor's files have said what they had to say, once the record is on the
             # disk. Until then (a full disk holds it in memory) they are what proves how the job ended:
             # an owner that dies meanwhile leaves them to the next, which records the end from them.
@@ -569,22 +579,29 @@ class JobRuns:
         self.queue.request_dispatch(urgent=True)
 
     def _out_of_memory(
-        self, rec: TaskRecord, device: str | None, oom: OutOfMemory, now: float, end: life.JobEnd, left: str
+        self,
+        rec: TaskRecord,
+        device: str | None,
+        oom: OutOfMemory,
+        now: float,
+        end: life.JobEnd,
+        left: Reason | None,
     ) -> None:
         """Out of memory: ``on_oom = "elsewhere"`` runs it once more where it fits (``oom_elsewhere``)."""
         states = self.queue.device_book.states(self.monitor.latest, list(self.jobs.values()), Paused())
         measured = self.queue.estimates.peaks.pop(rec.id, None)  # what the monitor saw it hold at most
         oom = oom if oom.peak_bytes is not None or measured is None else replace(oom, peak_bytes=measured)
         outcome = elsewhere(rec.spec, next((d for d in states if d.key == device), None), oom, states)
-        why = "; ".join(filter(None, [outcome.words, left]))
-        self._note_in_log(rec.log_path, f"{why} ({oom.kind}: {oom.line})")
+        why = c.chain(outcome.reason, left) or outcome.reason
+        self._note_in_log(rec.log_path, f"{render(why)} ({oom.kind}: {oom.line})")
         if rec.spec.on_oom == "elsewhere" and outcome.spec is not None:
             new = self.store.must_apply(rec.id, life.RunElsewhere(reason=why, now=now, end=end))
             new = self.store.replace_spec(rec.id, outcome.spec, only_states=("queued",)) or new
-            return self.queue.emit("redirected", new, f"{new.name}: {why}")
+            return self.queue.emit("redirected", new, c.Named(name=new.name, why=why))
         step = life.RetryOrFail(why=why, now=now, end=end, may_retry=rec.spec.on_oom != "elsewhere")
         new = self.store.must_apply(rec.id, step)
-        self.queue.emit("queued" if new.state == "queued" else "failed", new, f"{new.name}: {new.reason}")
+        kind: EventKind = "queued" if new.state == "queued" else "failed"
+        self.queue.emit(kind, new, c.Named(name=new.name, why=new.reason or why))
 
     def _note_in_log(self, log_path: str | None, line: str | None) -> None:
         """``line`` at the end of a job's log; on a full disk, kept and written once there is room."""
@@ -599,45 +616,26 @@ class JobRuns:
                 return
             self.late_notes.pop(0)
 
-    def _where(self, key: str | None, demo_for: str | None) -> str:
-        """Where a job runs, for messages: its device, or the CPU in place of a simulated GPU (demo)."""
-        return (
-            f"the CPU (demo: in place of {demo_for})" if demo_for is not None else self.queue.device_name(key)
-        )
+    def _device_word(self, key: str | None) -> str | None:
+        """The device a job ran on, for an event's words (None: the CPU)."""
+        return None if key in (None, "cpu") else self.queue.device_name(key)
 
 
-def demo_note(device_name: str, *, done: bool) -> str:
-    """What a torch job on a simulated GPU says: it runs (ran) on the CPU instead."""
-    return f"demo: {'ran' if done else 'running'} on the CPU in place of {device_name}"
+def _demo_for(reason: Reason | None) -> str | None:
+    """The simulated GPU a job ran on the CPU in place of, as its reason says (an adopted job's too)."""
+    parts = reason.parts if isinstance(reason, c.Chain) else (reason,)
+    return next((p.device for p in parts if isinstance(p, c.DemoOnCpu)), None)
 
 
-def _demo_done(reason: str, device_name: str, log_path: str | None) -> str:
-    """The reason of a demo job that ended (its note in the past tense), also written to its log."""
-    done = demo_note(device_name, done=True)
+def _note_demo(device_name: str, log_path: str | None) -> None:
+    """The last line of a demo job's log: it ran on the CPU in place of a simulated GPU."""
     if log_path:
         try:
             with open(open_private_append(Path(log_path)), "a", encoding="utf-8") as f:  # no FIFO, no link
+                done = render(c.DemoOnCpu(device=device_name), finished=True)
                 f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
         except OSError:
             log.warning("could not append to %s", log_path)
-    return reason.replace(demo_note(device_name, done=False), done) if reason else done
-
-
-@contextlib.contextmanager
-def _unlocked(lock: threading.RLock) -> Iterator[None]:
-    """The queue's lock let go for a moment, however deeply this thread holds it, then taken again."""
-    held = 0
-    while True:
-        try:
-            lock.release()
-        except RuntimeError:  # not (or no longer) held by this thread
-            break
-        held += 1
-    try:
-        yield
-    finally:
-        for _ in range(held):
-            lock.acquire()
 
 
 def _append_line(log_path: str, line: str) -> bool:
@@ -667,24 +665,6 @@ def lost_output_line(count: int) -> str:
     """The log's last line when part of the job's output could not be written to it (the owner writes
     it, once there is room: the supervisor ends as soon as its exit is safe)."""
     return f"{count:,} bytes of the job's output could not be written to this log (the disk was full)"
-
-
-def lost_output_note(count: int) -> str:
-    """What the task says when part of its job's output could not be written to its log."""
-    if not count:
-        return ""
-    return f"{count:,} bytes of output were lost: the disk was full when the job wrote them"
-
-
-def _processes(count: int) -> str:
-    return "1 process" if count == 1 else f"{count} processes"
-
-
-def leftover_note(count: int) -> str:
-    """What the task says when its job left processes running that its supervisor stopped."""
-    if not count:
-        return ""
-    return f"{_processes(count)} {'was' if count == 1 else 'were'} still running after the job ended: stopped"
 
 
 def _signal_name(number: int) -> str:

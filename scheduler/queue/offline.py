@@ -24,6 +24,7 @@ from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.reasons.codes import Cancelled, Reason, RequeuedByRequest, RequeuedWith
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
@@ -88,7 +89,7 @@ class OfflineQueue:
         now = self.store.clock()
         if rec.state in PENDING_STATES or rec.state == "interrupted":
             new = self.store.apply(
-                task_id, life.Cancel(reason="cancelled", ended_at=now), expect_state=rec.state
+                task_id, life.Cancel(reason=Cancelled(), ended_at=now), expect_state=rec.state
             )
             if new is None:
                 raise OfflineRefusal(f"task #{task_id} changed meanwhile; try again")
@@ -124,7 +125,7 @@ class OfflineQueue:
         new = self.store.must_apply(
             task_id,
             life.Cancel(
-                reason="cancelled while running (no owner was up)", ended_at=ended.ended_at, end=ended
+                reason=Cancelled(while_running=True, offline=True), ended_at=ended.ended_at, end=ended
             ),
         )
         if supervised:
@@ -139,14 +140,14 @@ class OfflineQueue:
         rec = self.get(task_id)
         if rec.state in PENDING_STATES or rec.state == "running":
             raise OfflineRefusal(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-        new = self._requeue(rec, "queued again by request")
+        new = self._requeue(rec, RequeuedByRequest())
         if new is None:
             raise OfflineRefusal(f"task #{task_id} changed state meanwhile; try again")
         for dependant in failed_because_of(task_id, self.store.list()):
-            self._requeue(dependant, f"queued again: #{task_id} was queued again")
+            self._requeue(dependant, RequeuedWith(task_id=task_id))
         return new
 
-    def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
+    def _requeue(self, rec: TaskRecord, reason: Reason) -> TaskRecord | None:
         step = life.Requeue(reason=reason, now=self.store.clock(), position=self.store.next_position())
         return self.store.apply(rec.id, step, expect_state=rec.state)
 

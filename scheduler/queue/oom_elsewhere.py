@@ -15,23 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import msgspec
 
-from gputray.monitor.units import format_bytes
 from gputray.scheduler.jobs.oom import OutOfMemory
 from gputray.scheduler.queue.device_checks import allowed_devices
 from gputray.scheduler.queue.placement import DeviceState, free_memory_bytes, total_memory_bytes
+from gputray.scheduler.reasons.codes import FreeOn, RanOutOfMemory
 from gputray.scheduler.tasks.records import TaskSpec
-
-OOM_SAID = "out of memory on "  # how its reason begins (kept while it runs where it was moved)
 
 
 @dataclass(frozen=True)
 class OomOutcome:
-    """Where to run it again (``spec`` pointed there) or None, and the reason in words."""
+    """Where to run it again (``spec`` pointed there) or None, and the reason."""
 
-    words: str
+    reason: RanOutOfMemory
     spec: TaskSpec | None = None
     device: str | None = None
 
@@ -40,29 +39,28 @@ def elsewhere(
     spec: TaskSpec, failed: DeviceState | None, oom: OutOfMemory, devices: Sequence[DeviceState]
 ) -> OomOutcome:
     """Where the task fits after running out of memory on ``failed`` (see the module docstring)."""
-    failed_name = _named(failed) if failed is not None else "its device"
     need = oom.peak_bytes or (total_memory_bytes(failed) if failed is not None else None) or 0
-    at = f" at {format_bytes(need)}" if need else ""
-    said = f"{OOM_SAID}{failed_name}{at}"
+    said = RanOutOfMemory(
+        device=None if failed is None or failed.is_cpu else failed.name,
+        on_cpu=failed is not None and failed.is_cpu,
+        at_bytes=need,
+    )
     others = [d for d in allowed_devices(spec, devices) if failed is None or d.key != failed.key]
     others.sort(key=lambda d: d.is_cpu)  # GPUs first; the CPU's RAM last
-    tried: list[str] = []
+    tried: list[FreeOn] = []
     for dev in others:
         free = free_memory_bytes(dev)
         if free is None:
             continue
+        named = None if dev.is_cpu else dev.name
         if free > need:
-            where = "RAM" if dev.is_cpu else ("shared" if dev.info.kind == "integrated" else "VRAM")
+            where: Literal["vram", "shared", "ram"] = (
+                "ram" if dev.is_cpu else ("shared" if dev.info.kind == "integrated" else "vram")
+            )
             moved = msgspec.structs.replace(
                 spec, device_prefs=(dev.key,), vram_bytes=need or None, on_oom="fail"
             )
-            return OomOutcome(
-                f"{said}; running on {dev.name} ({format_bytes(free)} {where} free)", moved, dev.key
-            )
-        tried.append(f"{_named(dev)} {format_bytes(max(0, free))} free")
-    where_not = f" ({', '.join(tried)})" if tried else ""
-    return OomOutcome(f"{said}; no device it may use has that free{where_not}")
-
-
-def _named(dev: DeviceState) -> str:
-    return "the CPU" if dev.is_cpu else dev.name
+            to = FreeOn(device=named, free_bytes=free)
+            return OomOutcome(msgspec.structs.replace(said, moved_to=to, where=where), moved, dev.key)
+        tried.append(FreeOn(device=named, free_bytes=free))
+    return OomOutcome(msgspec.structs.replace(said, tried=tuple(tried)))

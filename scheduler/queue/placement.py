@@ -39,12 +39,13 @@ import datetime as dt
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from gputray.monitor.records import DeviceInfo, Sample, Verdict
-from gputray.monitor.units import format_bytes
 from gputray.scheduler.queue.device_names import by_name, keyed
 from gputray.scheduler.queue.timing import next_window_open
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec, window_label, window_open
 
 DEFAULT_PREFS = ("discrete", "integrated")
@@ -81,10 +82,10 @@ class DeviceState:
     capabilities: frozenset[str] | None = None
     # Torch tasks only (``env_choice``): why no Python env can start one here yet ("checking env cu128
     # on …", a pass or two), or why none ever can (every configured env failed here: the doctor's words).
-    torch_checking: str | None = None
-    torch_no_env: str | None = None
+    torch_checking: Reason | None = None
+    torch_no_env: Reason | None = None
     # An env works here but the GPU its torch lands on is not proven: only tasks with allow_unproven run.
-    torch_unproven: str | None = None
+    torch_unproven: Reason | None = None
 
     @property
     def key(self) -> str:
@@ -109,7 +110,7 @@ class Placement:
 
     device: str
     device_name: str
-    reason: str = ""
+    reason: Reason | None = None
     redirected: bool = False
     run_s: float | None = None  # its estimated run there (``prefer`` policies), for the device's backlog
 
@@ -120,7 +121,7 @@ class Wait:
     ``until_s`` is when a time gate opens; ``accepts`` are the devices it would take if freed
     (used to count overtakes)."""
 
-    reason: str
+    reason: Reason
     device: str | None = None
     until_s: float | None = None
     accepts: tuple[str, ...] = ()
@@ -131,7 +132,7 @@ class Wait:
 class GiveUp:
     """The task cannot run: no device could ever take it, or it waited longer than allowed (``fail``)."""
 
-    reason: str
+    reason: Reason
 
 
 Decision = Placement | Wait | GiveUp
@@ -144,7 +145,7 @@ class Policy(Protocol):
         self,
         task: TaskRecord,
         allowed: Sequence[DeviceState],
-        why_busy: Mapping[str, str | None],
+        why_busy: Mapping[str, Reason | None],
         backlog: Mapping[str, float],
     ) -> Decision | None:
         """The decision among ``allowed`` (None: nothing is known, decide by the plain rules)."""
@@ -179,15 +180,6 @@ def resolve_pref(pref: str, devices: Sequence[DeviceState]) -> list[DeviceState]
     return [d for d in gpus if d.key in named]
 
 
-def _clean(reason: str, name: str) -> str:
-    """'Radeon 780M is hot: 91 °C' → 'hot: 91 °C' (the device is already named around it)."""
-    if reason.startswith(name + " "):
-        reason = reason[len(name) + 1 :]
-        if reason.startswith("is "):
-            reason = reason[3:]
-    return reason
-
-
 def total_memory_bytes(dev: DeviceState) -> int | None:
     """All the memory a job could ever have there: VRAM (an iGPU: carve-out + GTT; the CPU: RAM)."""
     info = dev.info
@@ -200,26 +192,24 @@ def total_memory_bytes(dev: DeviceState) -> int | None:
     return vram
 
 
-def need_words(spec: TaskSpec) -> str:
-    """``needs 4.0 GiB`` (its ``vram``), or ``needs ~7.6 GiB (model.safetensors 7.2 GiB + 5 %)``: the
-    need its model files predict (``tasks.model_memory``)."""
+def _need(spec: TaskSpec) -> c.Need:
+    """The task's memory need: its ``vram``, or what its model files predict (``tasks.model_memory``)."""
     if spec.vram_bytes is None and spec.vram_need_bytes is not None:
-        source = f" ({spec.vram_need_source})" if spec.vram_need_source else ""
-        return f"needs ~{format_bytes(spec.vram_need_bytes)}{source}"
-    return f"needs {format_bytes(spec.memory_need_bytes or 0)}"
+        return c.Need(bytes=spec.vram_need_bytes, predicted=True, source=spec.vram_need_source)
+    return c.Need(bytes=spec.memory_need_bytes or 0)
 
 
-def never_fits(task: TaskRecord, dev: DeviceState) -> str | None:
+def never_fits(task: TaskRecord, dev: DeviceState) -> Reason | None:
     """Why this device can never run the task, or None."""
     need = task.spec.memory_need_bytes
     if need:
         total = total_memory_bytes(dev)
         if total is not None and need > total:
-            return f"{need_words(task.spec)}, {dev.name} has {format_bytes(total)}"
+            return c.TooBig(need=_need(task.spec), device=dev.name, total_bytes=total)
     if dev.capabilities is not None:
         missing = [n for n in task.spec.needs if n not in dev.capabilities]
         if missing:
-            return f"{dev.name} lacks {', '.join(missing)} (per the doctor)"
+            return c.LacksNeeds(device=dev.name, needs=tuple(missing))
     if task.spec.kind == "torch" and dev.torch_no_env:
         return dev.torch_no_env
     if task.spec.kind == "torch" and dev.torch_unproven and not task.spec.allow_unproven:
@@ -227,34 +217,38 @@ def never_fits(task: TaskRecord, dev: DeviceState) -> str | None:
     return None
 
 
-def busy_reason(task: TaskRecord, dev: DeviceState, *, held: Mapping[str, int] | None = None) -> str | None:
-    """Why the device is not free for this task right now, in words; None when it is free."""
-    name = dev.name
+def busy_reason(
+    task: TaskRecord, dev: DeviceState, *, held: Mapping[str, int] | None = None
+) -> Reason | None:
+    """Why the device is not free for this task right now; None when it is free."""
     sample = dev.sample
     if sample is not None and sample.state in {"lost", "unavailable"}:
-        why = dev.verdict.reasons[0] if dev.verdict and dev.verdict.reasons else sample.reason or sample.state
-        return _clean(why, name) if why.startswith(name) else f"{sample.state}: {why}"
+        return c.DeviceGone(
+            state="lost" if sample.state == "lost" else "unavailable", why=sample.reason or None
+        )
     if dev.paused:
-        return "paused"
+        return c.DevicePaused()
     holder = (held or {}).get(dev.key)
     if holder is not None and holder != task.id:
-        return f"held for task #{holder}, which waited longest"
+        return c.HeldFor(task_id=holder)
     if dev.running >= dev.slots:
         if dev.running_names:
-            return f"running {dev.running_names[0]!r}"
-        return "all its job slots are taken"
+            return c.RunningTask(name=dev.running_names[0])
+        return c.SlotsTaken()
     if dev.verdict is not None and dev.verdict.busy:
-        return "; ".join(_clean(r, name) for r in dev.verdict.reasons) or "busy"
+        return c.DeviceBusy(why=dev.verdict.reasons)
     need = task.spec.memory_need_bytes or 0
     if need:
         free = free_memory_bytes(dev)
         if free is not None and need > free:
-            where = "GTT + carve-out" if dev.info.kind == "integrated" else ("RAM" if dev.is_cpu else "VRAM")
-            return f"{need_words(task.spec)}, {format_bytes(max(0, free))} {where} free"
+            where: Literal["vram", "shared", "ram"] = (
+                "shared" if dev.info.kind == "integrated" else ("ram" if dev.is_cpu else "vram")
+            )
+            return c.MemoryShort(need=_need(task.spec), free_bytes=max(0, free), where=where)
     if dev.verdict is None and sample is not None and sample.temp_c is not None:
         limit = temp_limit_c(dev)
         if sample.temp_c >= limit:
-            return f"hot: {sample.temp_c:.0f} °C (limit {limit:.0f} °C)"
+            return c.TooHot(temp_c=sample.temp_c, limit_c=limit)
     if task.spec.kind == "torch" and dev.torch_checking:
         return dev.torch_checking
     return None
@@ -291,32 +285,22 @@ def free_memory_bytes(dev: DeviceState) -> int | None:
     return s.vram_total_bytes - s.vram_used_bytes - dev.extra_used_bytes
 
 
-def _when(epoch_s: float, now_s: float) -> str:
-    t = dt.datetime.fromtimestamp(epoch_s)
-    if t.date() == dt.datetime.fromtimestamp(now_s).date():
-        return t.strftime("%H:%M")
-    return t.strftime("%Y-%m-%d %H:%M")
-
-
-def _duration(seconds: float) -> str:
-    s = round(seconds)
-    if s < 90:
-        return f"{s} s"
-    if s < 5400:
-        return f"{s // 60} min"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+def _other_day(epoch_s: float, now_s: float) -> bool:
+    return dt.datetime.fromtimestamp(epoch_s).date() != dt.datetime.fromtimestamp(now_s).date()
 
 
 def time_gate(task: TaskRecord, now_s: float) -> Wait | None:
     """A Wait while the task's retry backoff, start time or daily window keeps it back."""
     spec = task.spec
     if task.not_before is not None and task.not_before > now_s:
-        return Wait(f"retry in {_duration(task.not_before - now_s)}", until_s=task.not_before)
+        return Wait(c.RetryIn(delay_s=task.not_before - now_s), until_s=task.not_before)
     if spec.start_at is not None and spec.start_at > now_s:
-        return Wait(f"starts at {_when(spec.start_at, now_s)}", until_s=spec.start_at)
+        return Wait(
+            c.StartsAt(at_s=spec.start_at, with_date=_other_day(spec.start_at, now_s)), until_s=spec.start_at
+        )
     if spec.window is not None and not window_open(spec.window, now_s):
         return Wait(
-            f"waits for its window {window_label(spec.window)}", until_s=next_window_open(spec.window, now_s)
+            c.WindowWait(window=window_label(spec.window)), until_s=next_window_open(spec.window, now_s)
         )
     return None
 
@@ -325,10 +309,6 @@ def wait_started_s(task: TaskRecord) -> float:
     """When the task's wait began: it entered the queue, or its start time / backoff passed."""
     gates = [task.queued_at, task.spec.start_at or 0.0, task.not_before or 0.0]
     return max(gates)
-
-
-#: The start of a ``fastest``/``greenest`` task's reason while its family has no run to estimate from.
-UNESTIMATED = "no earlier run of this job to estimate from"
 
 
 def place(
@@ -346,13 +326,18 @@ def place(
     waiting for …" (else it reads as if the preference were ignored)."""
     decision = _place(task, devices, now_s=now_s, held=held, policy=policy, backlog=backlog)
     prefer = task.spec.prefer
-    if policy is None or prefer == "free" or not decision.reason or decision.reason.startswith(f"{prefer}:"):
+    if (
+        policy is None
+        or prefer == "free"
+        or decision.reason is None
+        or isinstance(decision.reason, c.Preferred)
+    ):
         return decision
     if isinstance(decision, GiveUp) or (isinstance(decision, Wait) and decision.until_s is not None):
         return decision  # waiting for its time, not for a device; or failed, which says why
     if any(policy.run_s(task, d.key) is not None for d in devices):
         return decision  # estimated, yet no device's free time is known: the plain rules say the rest
-    return dataclasses.replace(decision, reason=f"{prefer}: {UNESTIMATED}; {decision.reason}")
+    return dataclasses.replace(decision, reason=c.Unestimated(prefer=prefer, then=decision.reason))
 
 
 def _place(
@@ -371,7 +356,7 @@ def _place(
     prefs = spec.device_prefs or DEFAULT_PREFS
 
     groups: list[tuple[str, list[DeviceState]]] = [(p, resolve_pref(p, devices)) for p in prefs]
-    unsuitable: dict[str, str] = {}
+    unsuitable: dict[str, Reason] = {}
 
     def usable(devs: Sequence[DeviceState]) -> list[DeviceState]:
         out = []
@@ -404,9 +389,9 @@ def _place(
     for d in primary:
         if why_busy[d.key] is None:
             return Placement(d.key, d.name)
-    checking = [d for d in primary if d.torch_checking and why_busy[d.key] == d.torch_checking]
+    checking = [(d, why) for d in primary if (why := d.torch_checking) is not None and why_busy[d.key] == why]
     if checking:  # free but for the env check, which takes seconds: wait for it rather than redirect
-        return Wait(str(checking[0].torch_checking), checking[0].key, accepts=tuple(d.key for d in primary))
+        return Wait(checking[0][1], checking[0][0].key, accepts=tuple(d.key for d in primary))
 
     def goes(where: str, later: bool) -> bool:
         """Whether a busy first choice sends the task ``where`` ("redirect", "cpu"): at once
@@ -424,26 +409,29 @@ def _place(
     head = primary[0] if primary else None
     # The device's name when the first preference names one device, else the preference itself.
     first_label = first_matched[0].name if len(first_matched) == 1 else first_pref
+    first_why: Reason
+    first_state: Reason
     if head is not None:
-        first_why = str(why_busy[head.key])
-        if len(primary) > 1:
-            first_why = "; ".join(f"{d.name}: {why_busy[d.key]}" for d in primary)
-        first_state = f"{first_label} busy ({first_why})"
+        first_why = _on_each(primary, why_busy)
+        first_state = c.FirstBusy(label=first_label, why=first_why)
     elif first_matched:
-        first_why = "; ".join(unsuitable[d.key] for d in first_matched)
-        first_state = f"{first_label} cannot run it ({first_why})"
+        first_why = c.Each(parts=tuple(unsuitable[d.key] for d in first_matched))
+        first_state = c.FirstCannot(label=first_label, why=first_why)
     else:
-        first_why = "not present"
-        first_state = f"{first_label} not present"
+        first_why, first_state = c.NotPresent(), c.FirstAbsent(label=first_label)
 
     for alt in alternatives:
         if why_busy[alt.key] is None:
-            target = "CPU" if alt.is_cpu else alt.name
-            after = f" after waiting {_duration(waited)}" if expired and spec.on_busy == "wait" else ""
+            after = waited if expired and spec.on_busy == "wait" else None
             return Placement(
                 alt.key,
                 alt.name,
-                f"{'on' if alt.is_cpu else 'redirected to'} {target}{after}: {first_state}",
+                c.Redirected(
+                    target="CPU" if alt.is_cpu else alt.name,
+                    to_cpu=alt.is_cpu,
+                    waited_s=after,
+                    first=first_state,
+                ),
                 redirected=True,
             )
 
@@ -458,32 +446,44 @@ def _place(
             relevant += [d.key for d in devices if d.is_cpu]
         reasons = {k: unsuitable[k] for k in dict.fromkeys(relevant) if k in unsuitable}
         return _no_env_wait(task, devices, reasons, waited if expired else None) or GiveUp(
-            "no device can run it: " + "; ".join(reasons.values())
+            c.NoDeviceCanRun(why=tuple(reasons.values()))
         )
     if expired and spec.after_max_wait == "fail":
-        return GiveUp(f"gave up after waiting {_duration(waited)} for {first_label}: {first_why}")
+        return GiveUp(c.GaveUp(waited_s=waited, label=first_label, why=first_why))
 
     accepts = tuple(d.key for d in [*primary, *alternatives])
     if alternatives:
-        detail = "; ".join(f"{d.name}: {why_busy[d.key]}" for d in [*primary, *alternatives])
-        return Wait(f"waiting for a free device: {detail}", head.key if head else None, accepts=accepts)
-    return Wait(f"waiting for {first_label}: {first_why}", head.key if head else None, accepts=accepts)
+        detail = tuple(
+            c.OnDevice(device=d.name, why=_busy(why_busy[d.key])) for d in [*primary, *alternatives]
+        )
+        return Wait(c.WaitingForAny(why=detail), head.key if head else None, accepts=accepts)
+    return Wait(c.WaitingFor(label=first_label, why=first_why), head.key if head else None, accepts=accepts)
 
 
-def _said_once(reasons: Iterable[str]) -> list[str]:
-    """Each reason once, and the same advice once: of reasons that end in one "; add one: …" (the
-    demo's GPUs and the CPU both lack an env with torch), the first is kept."""
-    kept: dict[str, str] = {}
+def _busy(why: Reason | None) -> Reason:
+    return why if why is not None else c.DeviceBusy(why=())
+
+
+def _on_each(devices: Sequence[DeviceState], why_busy: Mapping[str, Reason | None]) -> Reason:
+    """Why each of these devices is busy: the one's reason, or each named ("a: …; b: …")."""
+    if len(devices) == 1:
+        return _busy(why_busy[devices[0].key])
+    return c.Each(parts=tuple(c.OnDevice(device=d.name, why=_busy(why_busy[d.key])) for d in devices))
+
+
+def _said_once(reasons: Iterable[Reason]) -> list[Reason]:
+    """Each reason once, and the advice to add an env once (the demo's GPUs and the CPU both lack an
+    env with torch: the first is kept)."""
+    kept: dict[object, Reason] = {}
     for why in reasons:
-        _, sep, advice = why.rpartition("; add one: ")
-        kept.setdefault(advice if sep else why, why)
+        kept.setdefault(c.NoEnvConfigured if isinstance(why, c.NoEnvConfigured) else why, why)
     return list(kept.values())
 
 
 def _no_env_wait(
     task: TaskRecord,
     devices: Sequence[DeviceState],
-    reasons: Mapping[str, str],
+    reasons: Mapping[str, Reason],
     expired_after_s: float | None,
 ) -> Decision | None:
     """When only a Python env is missing on every device the task may use (a torch task), it waits:
@@ -491,9 +491,10 @@ def _no_env_wait(
     no_env = {d.key: d.torch_no_env or d.torch_unproven for d in devices if task.spec.kind == "torch"}
     if not reasons or any(not no_env.get(k) or why != no_env[k] for k, why in reasons.items()):
         return None
-    text = "; ".join(_said_once(reasons.values()))
+    text = c.chain(*_said_once(reasons.values()))
+    assert text is not None  # reasons is not empty
     if expired_after_s is not None and task.spec.after_max_wait == "fail":
-        return GiveUp(f"gave up after waiting {_duration(expired_after_s)}: {text}")
+        return GiveUp(c.GaveUp(waited_s=expired_after_s, label=None, why=text))
     return Wait(text)
 
 

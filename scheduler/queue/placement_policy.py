@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gputray.scheduler.queue.estimates import Outlook, about
+from gputray.scheduler.queue.estimates import Outlook
 from gputray.scheduler.queue.placement import Decision, DeviceState, Placement, Wait
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.tasks.family import family_of
 from gputray.scheduler.tasks.records import TaskRecord
 
@@ -40,7 +42,7 @@ class Option:
 def options(
     task: TaskRecord,
     allowed: Sequence[DeviceState],
-    why_busy: Mapping[str, str | None],
+    why_busy: Mapping[str, Reason | None],
     backlog: Mapping[str, float],
     outlook: Outlook,
 ) -> list[Option]:
@@ -73,35 +75,29 @@ def pick(task: TaskRecord, opts: Sequence[Option]) -> Option | None:
     return min(within, key=lambda o: (o.energy_j is None, o.energy_j or 0.0, o.finish_s))
 
 
-def _said(o: Option, *, energy: bool) -> str:
-    kj = f", {o.energy_j / 1000:.1f} kJ" if energy and o.energy_j is not None else ""
-    if o.wait_s is None:
-        return f"{o.device.name} busy, free time unknown"
-    if o.wait_s > 0:
-        return f"{o.device.name} frees in {about(o.wait_s)}, finishes in {about(o.finish_s or 0.0)}{kj}"
-    return f"{o.device.name} finishes in {about(o.run_s)}{kj}"
+def _outlook(o: Option, limit_s: float | None, max_slowdown: float) -> c.Outlook:
+    """One device's figures for the reason; under ``greenest`` a device that would use less energy but
+    finish past the slowdown limit says so, or the reason reads as if it had been passed over for nothing."""
+    past = limit_s is not None and o.finish_s is not None and o.finish_s > limit_s + 1e-9
+    return c.Outlook(
+        device=o.device.name,
+        run_s=o.run_s,
+        wait_s=o.wait_s,
+        energy_j=o.energy_j,
+        past_factor=max_slowdown if past else None,
+    )
 
 
-def _said_green(o: Option, limit_s: float | None, max_slowdown: float) -> str:
-    """Under ``greenest``: a device that would use less energy but finish past the slowdown limit says
-    so, or the reason reads as if the greener device had been passed over for nothing."""
-    said = _said(o, energy=True)
-    if limit_s is not None and o.finish_s is not None and o.finish_s > limit_s + 1e-9:
-        said += f", past {max_slowdown:g}× the fastest finish"
-    return said
-
-
-def explain(chosen: Option, opts: Sequence[Option], prefer: str, max_slowdown: float = 1.5) -> str:
+def explain(chosen: Option, opts: Sequence[Option], prefer: str, max_slowdown: float = 1.5) -> c.Preferred:
     known = [o.finish_s for o in opts if o.finish_s is not None]
     limit = min(known) * max_slowdown if known and prefer == "greenest" else None
-
-    def said(o: Option) -> str:
-        return _said_green(o, limit, max_slowdown) if prefer == "greenest" else _said(o, energy=False)
-
-    others = "; ".join(said(o) for o in opts if o is not chosen)
-    mine = said(chosen)
-    verdict = "running there" if chosen.wait_s == 0 else "waiting for it"
-    return f"{others}; {mine}: {verdict}" if others else f"{mine}: {verdict}"
+    return c.Preferred(
+        prefer=prefer,
+        others=tuple(_outlook(o, limit, max_slowdown) for o in opts if o is not chosen),
+        chosen=_outlook(chosen, limit, max_slowdown),
+        starts=chosen.wait_s == 0,
+        energy=prefer == "greenest",
+    )
 
 
 @dataclass(frozen=True)
@@ -114,17 +110,17 @@ class OutlookPolicy:
         self,
         task: TaskRecord,
         allowed: Sequence[DeviceState],
-        why_busy: Mapping[str, str | None],
+        why_busy: Mapping[str, Reason | None],
         backlog: Mapping[str, float],
     ) -> Decision | None:
         opts = options(task, allowed, why_busy, backlog, self.outlook)
         chosen = pick(task, opts)
         if chosen is None:
             return None
-        reason = f"{task.spec.prefer}: {explain(chosen, opts, task.spec.prefer, task.spec.max_slowdown)}"
+        reason = explain(chosen, opts, task.spec.prefer, task.spec.max_slowdown)
         dev = chosen.device
         if chosen.wait_s == 0:
-            return Placement(dev.key, dev.name, reason if len(opts) > 1 else "", run_s=chosen.run_s)
+            return Placement(dev.key, dev.name, reason if len(opts) > 1 else None, run_s=chosen.run_s)
         return Wait(reason, dev.key, accepts=(dev.key,), run_s=chosen.run_s)
 
     def run_s(self, task: TaskRecord, device_key: str) -> float | None:

@@ -27,6 +27,7 @@ from gputray.scheduler.queue.store_salvage import Damage
 from gputray.scheduler.queue.store_schema import (
     schema_version_of,
 )
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import (
     TaskRecord,
 )
@@ -54,7 +55,7 @@ def read_saved_queue(path: Path, *, include_finished: bool = True) -> SavedQueue
     rows, notes = _saved_rows(Path(path), None)
     records, bad = decode_rows(rows, spec_from_json)
     for task_id in builtins.list(bad)[:10]:
-        notes.append(f"task #{task_id}: {records[task_id].reason}")
+        notes.append(f"task #{task_id}: {render(records[task_id].reason)}")
     if len(bad) > 10:
         notes.append(f"{len(bad) - 10} more task(s) whose saved record cannot be read")
     tasks = builtins.list(records.values())

@@ -71,6 +71,7 @@ from gputray.scheduler.queue.device_checks import (
 from gputray.scheduler.queue.edits import QueueEdits, TaskStateError
 from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.job_runs import EventKind, JobRuns
+from gputray.scheduler.queue.make_room import with_room_notes
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.placement import (
     DeviceState,
@@ -83,6 +84,8 @@ from gputray.scheduler.queue.put_aside import PutAside
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.queue.waits_book import WaitsBook
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.recipes import check_runnable, specs_for_files
@@ -202,7 +205,9 @@ class QueueService:
         adopted = self.runs.adopt_left_jobs()
         reach.remove_stale_cgroups()  # empty job groups left while no owner was up
         for rec in self.store.recover_after_crash(skip=adopted):
-            self.emit("interrupted", rec.record, f"{rec.record.name}: {rec.record.reason}")
+            self.emit(
+                "interrupted", rec.record, c.named(rec.record.name, rec.record.reason, rec.record.state)
+            )
         if self.monitor.latest is None:
             self.monitor.sample_once()
         self._unsubscribe = self.monitor.subscribe(self._on_snapshot)
@@ -301,7 +306,7 @@ class QueueService:
             deps.check_after(None, spec, self.store.view())
         records = self.store.add_many(specs, now=self.clock())
         for rec in records:
-            self.emit("queued", rec, f"{rec.name} queued as #{rec.id}")
+            self.emit("queued", rec, c.Queued(name=rec.name, task_id=rec.id))
         self.request_dispatch()
         return records
 
@@ -311,12 +316,12 @@ class QueueService:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "interrupted":
                 new = self.store.apply(
-                    task_id, life.Cancel(reason="cancelled", ended_at=self.clock()), expect_state=rec.state
+                    task_id, life.Cancel(reason=c.Cancelled(), ended_at=self.clock()), expect_state=rec.state
                 )
                 if new is None:  # it just started: cancel the running job below
                     rec = self.store.get(task_id)
                 else:
-                    self.emit("cancelled", new, f"{new.name} cancelled")
+                    self.emit("cancelled", new, c.JobCancelled(name=new.name))
                     self.request_dispatch()
                     return new
             if rec.state in {"succeeded", "failed", "cancelled"}:
@@ -325,8 +330,8 @@ class QueueService:
                 raise TaskStateError(f"task #{task_id} already {rec.state}; nothing to cancel")
             running = self.runs.jobs.get(task_id)
         if running is None:  # running in the store but not ours (should not happen after recovery)
-            new = self.store.must_apply(task_id, life.Cancel(reason="cancelled", ended_at=self.clock()))
-            self.emit("cancelled", new, f"{new.name} cancelled")
+            new = self.store.must_apply(task_id, life.Cancel(reason=c.Cancelled(), ended_at=self.clock()))
+            self.emit("cancelled", new, c.JobCancelled(name=new.name))
             return new
         running.job.cancel("cancelled")
         running.job.wait(timeout=10)
@@ -339,21 +344,21 @@ class QueueService:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "running":
                 raise TaskStateError(f"task #{task_id} is {rec.state}; retry is for finished tasks")
-            new = self._requeue(rec, "queued again by request")
+            new = self._requeue(rec, c.RequeuedByRequest())
             if new is None:
                 raise TaskStateError(f"task #{task_id} changed state meanwhile; try again")
             back = [
                 again
                 for dependant in deps.failed_because_of(task_id, self.store.list())
-                if (again := self._requeue(dependant, f"queued again: #{task_id} was queued again"))
+                if (again := self._requeue(dependant, c.RequeuedWith(task_id=task_id)))
             ]
-        self.emit("queued", new, f"{new.name} queued again as #{new.id}")
+        self.emit("queued", new, c.Queued(name=new.name, task_id=new.id, again=True))
         for again in back:
-            self.emit("queued", again, f"{again.name} (#{again.id}): {again.reason}")
+            self.emit("queued", again, c.named(f"{again.name} (#{again.id})", again.reason, again.state))
         self.request_dispatch()
         return new
 
-    def _requeue(self, rec: TaskRecord, reason: str) -> TaskRecord | None:
+    def _requeue(self, rec: TaskRecord, reason: Reason) -> TaskRecord | None:
         """A finished task back in the queue, at its end; None when its state changed meanwhile."""
         step = life.Requeue(reason=reason, now=self.clock(), position=self.store.next_position())
         return self.store.apply(rec.id, step, expect_state=rec.state)
@@ -423,14 +428,12 @@ class QueueService:
                 )
                 return
             if self._paused.all:
-                self._record_waits([(r, Wait("the queue is paused")) for r in pending])
+                self._record_waits([(r, Wait(c.QueuePaused())) for r in pending])
                 self._due_s = None
                 return
             no_space = self.store.space_problem()
             if no_space is not None:  # a job's log and its exit need room: start nothing until there is
-                self._record_waits(
-                    [(r, Wait(f"{no_space}: nothing starts until there is room")) for r in pending]
-                )
+                self._record_waits([(r, Wait(c.NoRoom(problem=no_space))) for r in pending])
                 self._due_s = now + SPACE_RECHECK_S
                 return
             pending, parking = self._put_aside.split(pending, now)
@@ -475,7 +478,7 @@ class QueueService:
                     if value is not None:
                         check_epoch_s(value, what)
             except ValueError as exc:
-                self._fail(rec, f"cannot be planned: {exc}", now)
+                self._fail(rec, c.Unplannable(problem=str(exc)), now)
                 continue
             ok.append(rec)
         return ok
@@ -512,15 +515,16 @@ class QueueService:
         self._record_waits(waits)
         return ready
 
-    def _fail(self, rec: TaskRecord, reason: str, now: float) -> None:
+    def _fail(self, rec: TaskRecord, reason: Reason, now: float) -> None:
         """A pending task fails with ``reason`` (unless its state changed meanwhile: a race lost)."""
         new = self.store.apply(rec.id, life.Fail(reason=reason, ended_at=now), expect_state=rec.state)
         if new is not None:
-            self.emit("failed", new, f"{new.name}: {reason}")
+            self.emit("failed", new, c.Named(name=new.name, why=reason))
 
     def _record_waits(
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
     ) -> None:
+        waits = with_room_notes(waits, self.runs.room_notes)  # what making room did goes on the reason
         self.waits_book.note(waits)
         updates: builtins.list[tuple[int, life.Step]] = [
             (task.id, life.Wait(reason=wait.reason, overtakes=overtakes.get(task.id)))
@@ -538,7 +542,7 @@ class QueueService:
                 self.emit(
                     "waiting",
                     task.replace(state="waiting", reason=wait.reason),
-                    f"{task.name}: {wait.reason}",
+                    c.Named(name=task.name, why=wait.reason),
                 )
 
     # -- monitor ticks ---------------------------------------------------------------------------
@@ -634,7 +638,7 @@ class QueueService:
                 except Exception:
                     log.exception("queue event handler failed")
 
-    def emit(self, kind: EventKind, rec: TaskRecord, message: str, offer: Offer | None = None) -> None:
+    def emit(self, kind: EventKind, rec: TaskRecord, message: Reason, offer: Offer | None = None) -> None:
         """Hand an event to ``on_event`` (in its own thread, in order) and wake every ``wait_ended``;
         a run that succeeded teaches the estimates."""
         if kind == "finished":

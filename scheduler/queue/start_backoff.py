@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from gputray.scheduler.jobs.launcher import TRANSIENT_ERRNOS
 from gputray.scheduler.queue.placement import Wait
+from gputray.scheduler.reasons.codes import StartHeld
 from gputray.scheduler.tasks.records import TaskRecord
 
 FIRST_S = 1.0
@@ -37,10 +38,6 @@ class _Held:
     failures: int
 
 
-def _duration(seconds: float) -> str:
-    return f"{max(1, round(seconds))} s"
-
-
 class StartBackoff:
     """Tasks held back after a transient start failure, by task id."""
 
@@ -57,11 +54,7 @@ class StartBackoff:
 
     @staticmethod
     def _wait(held: _Held, now_s: float) -> Wait:
-        tries = f", {held.failures} tries so far" if held.failures > 1 else ""
-        reason = (
-            f"could not start for now ({held.error}); trying again in "
-            f"{_duration(held.until_s - now_s)}{tries}"
-        )
+        reason = StartHeld(error=held.error, delay_s=held.until_s - now_s, tries=held.failures)
         return Wait(reason, until_s=held.until_s)
 
     def next_due_s(self, now_s: float) -> float | None:

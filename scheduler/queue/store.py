@@ -78,6 +78,7 @@ from gputray.scheduler.queue.store_rows import (
     StoredEnv,
     column_text,
     decode_rows,
+    reason_column,
     spec_from_json,
     spec_text,
 )
@@ -85,6 +86,8 @@ from gputray.scheduler.queue.store_schema import (
     transaction,
 )
 from gputray.scheduler.queue.store_writer import Statement, StoreWriter
+from gputray.scheduler.reasons.codes import OwnerStopped
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.lifecycle import Interrupt, RetryOrFail, Step, check
 from gputray.scheduler.tasks.records import (
     PENDING_STATES,
@@ -100,6 +103,11 @@ NO_FSYNC_VAR = "GPUTRAY_UNSAFE_NO_FSYNC"
 
 _Records = list[TaskRecord]  # TaskStore.list shadows the builtin inside the class
 SPEC_CACHE_SIZE = 256  # decoded specs kept by their text while the file is read (identical ones share)
+
+
+def _column_values(cols: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The values of ``cols`` as their columns hold them (a reason as its code's JSON)."""
+    return tuple(reason_column(v) if k == "reason" else v for k, v in cols.items())
 
 
 @dataclass(frozen=True)
@@ -234,16 +242,16 @@ class TaskStore:
         mirror = self._mirror()
         for task_id, (_problem, row) in bad.items():
             rec = mirror[task_id]
-            log.warning("task #%d: %s", task_id, rec.reason)
+            log.warning("task #%d: %s", task_id, render(rec.reason))
             pid, create_time = row[12], row[13]
             if row[2] == "running" and type(pid) is int and isinstance(create_time, float):
                 kill_orphan(pid, create_time)
-            if row[2] != "failed" or row[5] != rec.reason:
+            if row[2] != "failed" or row[5] != reason_column(rec.reason):
                 ended = rec.ended_at if rec.ended_at is not None else now
                 statements.append(
                     (
                         "UPDATE tasks SET state = 'failed', reason = ?, ended_at = ? WHERE id = ?",
-                        (rec.reason, ended, task_id),
+                        (reason_column(rec.reason), ended, task_id),
                     )
                 )
                 mirror[task_id] = rec.replace(ended_at=ended)
@@ -473,7 +481,7 @@ class TaskStore:
             self._refuse_unreadable(task_id, cols)
             if cols:
                 sets = ", ".join(f"{k} = ?" for k in cols)
-                sql, params = f"UPDATE tasks SET {sets} WHERE id = ?", (*cols.values(), task_id)
+                sql, params = f"UPDATE tasks SET {sets} WHERE id = ?", (*_column_values(cols), task_id)
                 if expect_state is not None:
                     sql, params = f"{sql} AND state = ?", (*params, expect_state)
                 self._writer.write([(sql, params)])
@@ -520,7 +528,7 @@ class TaskStore:
                 self._refuse_unreadable(task_id, cols)
                 sets = ", ".join(f"{k} = ?" for k in cols)
                 statements.append(
-                    (f"UPDATE tasks SET {sets} WHERE id = ?{guard}", (*cols.values(), task_id, *extra))
+                    (f"UPDATE tasks SET {sets} WHERE id = ?{guard}", (*_column_values(cols), task_id, *extra))
                 )
                 after[task_id] = rec.replace(**cols)
             self._writer.write(statements, sync=sync)
@@ -628,7 +636,7 @@ class TaskStore:
             ]
             if not stale:
                 return []
-            why = "interrupted: gputray stopped while it ran"
+            why = OwnerStopped()
             self.apply_many(
                 [(r.id, Interrupt(reason=why, ended_at=now)) for r in stale if r.state == "running"],
                 only_states=("running",),
@@ -639,8 +647,7 @@ class TaskStore:
                 killed = kill_orphans and kill_unrecorded_job(rec.id, str(self.path))
             else:
                 killed = kill_orphans and kill_orphan(rec.pid, rec.pid_create_time)
-            why = "gputray stopped while it ran" + (" (its leftover process was stopped)" if killed else "")
-            new = self.must_apply(rec.id, RetryOrFail(why=f"interrupted: {why}", now=now))
+            new = self.must_apply(rec.id, RetryOrFail(why=OwnerStopped(stopped_leftover=killed), now=now))
             out.append(Recovered(new, new.state == "queued", killed))
         return out
 

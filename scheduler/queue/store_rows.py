@@ -14,6 +14,9 @@ import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import msgspec
+
+from gputray.scheduler.reasons.codes import Reason, RecordUnreadable, Said
 from gputray.scheduler.tasks.records import (
     AFTER_MAX_WAIT,
     KINDS,
@@ -74,6 +77,7 @@ def decode_rows(
                 values = {n: row[i] for i, n in _RECORD_COLUMNS}
                 for name in _BOOL_COLUMNS:
                     values[name] = bool(values[name])
+                values["reason"] = reason_of(values["reason"])
                 out[row[0]] = TaskRecord(spec=spec_of(row[1]), **values)
                 continue
             except BadSpec as exc:
@@ -101,7 +105,7 @@ def _kind(hint: object) -> str:
 
 # (column index, column name, kind) for each column read into the record as it is, in column order;
 # the id is SQLite's own integer, the state is checked against STATES.
-_HINTS = typing.get_type_hints(TaskRecord)
+_HINTS = {**typing.get_type_hints(TaskRecord), "reason": str}  # the reason column holds text (``reason_of``)
 _ROW_CHECKS = tuple((i, n, _kind(_HINTS[n])) for i, n in _RECORD_COLUMNS if n not in ("id", "state"))
 _CHECK: dict[str, Callable[[Any], bool]] = {
     "s": lambda v: type(v) is str,
@@ -139,7 +143,7 @@ def unreadable_record(row: Sequence[Any], problem: str) -> TaskRecord:
         state="failed",
         submitted_at=_num_or(row[8], 0.0) or 0.0,
         device=row[3] if type(row[3]) is str else None,
-        reason=f"its saved record cannot be read: {problem}; it is kept in the queue file as it was",
+        reason=RecordUnreadable(problem=problem),
         exit_code=row[6] if type(row[6]) is int else None,
         attempts=row[7] if type(row[7]) is int else 0,
         started_at=_num_or(row[9], None),
@@ -304,6 +308,41 @@ class RecordMirror(dict[int, TaskRecord]):
     def update(self, *args: Any, **kwargs: Any) -> None:
         for task_id, rec in dict(*args, **kwargs).items():
             self[task_id] = rec
+
+
+def reason_of(text: str) -> Reason | None:
+    """A reason as the column holds it: its code's JSON, "" for none; a row saved before reasons had
+    codes holds English, kept as it was written (``Said``)."""
+    if not text:
+        return None
+    if text.startswith('{"code":'):
+        try:
+            return msgspec.json.decode(text, type=Reason)
+        except msgspec.DecodeError:  # a code of a newer gputray, or a hand edit: shown as written
+            pass
+    return Said(text=text)
+
+
+def reason_column(reason: Reason | None) -> str:
+    """What the reason column holds for ``reason`` (``reason_of`` reads it back)."""
+    if reason is None:
+        return ""
+    if isinstance(reason, str):  # words from a caller not yet typed: kept as written (read back as Said)
+        return column_text(reason)
+    try:
+        return msgspec.json.encode(reason).decode()
+    except UnicodeEncodeError:  # a file name's bytes that are not UTF-8: written as the console shows them
+        return msgspec.json.encode(_column_texts(msgspec.to_builtins(reason))).decode()
+
+
+def _column_texts(value: Any) -> Any:
+    if isinstance(value, str):
+        return column_text(value)
+    if isinstance(value, dict):
+        return {k: _column_texts(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_column_texts(v) for v in value]
+    return value
 
 
 def column_text(text: str) -> str:

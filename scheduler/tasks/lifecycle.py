@@ -21,27 +21,36 @@ There is no ``starting`` state on disk: a start is one step (``Start``) written 
 process exists (a start that fails is ``CouldNotStart``, from the pending state it was chosen in),
 so nobody ever sees a half-started row. A task another machine runs (the cluster) moves through
 ``HandOver`` (sending) → ``Handed`` (its id there) → ``RemoteRun`` (what it does there; the
-``RemoteMark`` bookkeeping) → back with ``TakeBack`` or ``LostThere`` (that machine left).
+``RemoteMark`` bookkeeping) → back with ``TakeBack`` or ``LostThere`` (that machine left): those
+steps are in ``cluster_steps.py`` beside this module, on this module's table and ``Step``.
 
 **Adding a state** (``frozen``, say) is a change in this folder only: its name in ``states.py`` (the
 ``TaskState`` literal and ``STATES``: names only, kept apart so that a listing filters by state without
 loading this module), and here its row in ``EDGES`` (where it may go from and to) and a step class
-per move into and out of it (``class Pause(Step, tag="pause")``: ``SOURCES``, ``to``, ``columns``;
-add a cluster-sendable one to ``ClusterStep`` as well). ``tests/scheduler/test_lifecycle.py`` fails
-for a state without a row, a step whose moves the table does not allow, and drives random sequences
-of every step through a real store to check each stored history against ``EDGES``.
+per move into and out of it (``class Freeze(Step, tag="freeze")``: ``SOURCES``, ``to``, ``columns``;
+one the bridge may send goes in ``cluster_steps.py`` and its ``ClusterStep``).
+``tests/scheduler/test_lifecycle.py`` fails for a state without a row, a step whose moves the table
+does not allow, and drives random sequences of every step through a real store to check each stored
+history against ``EDGES``.
 
 Steps are frozen msgspec Structs, tagged by ``step``: the cluster's bridge sends its steps to the
 owner as they are (``protocol.ClusterUpdate``), so what crosses the process is the same typed record.
+Their fields carry the limits a request's do (``Text``, ``Seconds`` …), checked when one is decoded.
+
+One write is not a step: a saved row the store cannot read at all is shown ``failed`` when it opens
+(``TaskStore._fail_unreadable``), whatever it said: that is the store's repair of a damaged file, not a
+move of a task, and such a task never runs again (``RetryOrFail`` fails it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar, Literal, Protocol, cast
+from typing import Annotated, ClassVar, Protocol, cast
 
 import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import Meta
+
+from gputray.scheduler.reasons.codes import NoRetriesLeft, Reason, RetryPlanned
 
 # The states by name live in ``states`` (a listing filters by state without loading this module).
 from gputray.scheduler.tasks.states import FINISHED_STATES as FINISHED_STATES
@@ -49,11 +58,21 @@ from gputray.scheduler.tasks.states import PENDING_STATES as PENDING_STATES
 from gputray.scheduler.tasks.states import STATES as STATES
 from gputray.scheduler.tasks.states import TaskState as TaskState
 
+# Limits a step's fields are held to when it is decoded (the bridge's steps come over the socket): text
+# as long as a request's, counts and ids within SQLite's integers, times and sizes finite.
+Text = Annotated[str, Meta(max_length=32_768)]
+Count = Annotated[int, Meta(ge=0, le=2**31)]
+Id = Annotated[int, Meta(ge=0, le=2**63 - 1)]
+Seconds = Annotated[float, Meta(ge=-(2.0**53), le=2.0**53)]
+Joules = Annotated[float, Meta(ge=0, le=2.0**53)]
+ExitCode = Annotated[int, Meta(ge=-(2**31), le=2**31)]
+Position = Annotated[float, Meta(ge=-(2.0**53), le=2.0**53)]
+
 MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 
-_PENDING: frozenset[TaskState] = frozenset({"queued", "waiting"})
-_ENDED: frozenset[TaskState] = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
-_ALL: frozenset[TaskState] = frozenset(cast("tuple[TaskState, ...]", STATES))
+PENDING: frozenset[TaskState] = frozenset({"queued", "waiting"})
+ENDED: frozenset[TaskState] = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
+ANY_STATE: frozenset[TaskState] = frozenset(cast("tuple[TaskState, ...]", STATES))
 
 #: Every legal move, from → to (a step may stay in its state: a reason, a pid, the cluster's notes).
 #: ``running → waiting`` and ``queued/waiting → succeeded`` are the cluster's only (``RemoteRun``): a
@@ -96,7 +115,7 @@ class Row(Protocol):
     def spec(self) -> _Spec: ...
 
     @property
-    def reason(self) -> str: ...
+    def reason(self) -> Reason | None: ...
 
     @property
     def attempts(self) -> int: ...
@@ -132,7 +151,7 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, tag_field="step", forbid_u
 
 def _state(row: Row) -> TaskState:
     state = row.state
-    if state in _ALL:
+    if state in ANY_STATE:
         return state
     raise IllegalTransition(f"task #{row.id} is in an unknown state {state!r}")
 
@@ -161,14 +180,14 @@ class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     """How a job's process ended, written with the step that records it: its exit status, when, and
     (``measured``) the energy it used."""
 
-    exit_code: int | None
-    ended_at: float
+    exit_code: ExitCode | None
+    ended_at: Seconds
     measured: bool = False
-    energy_j: float | None = None
+    energy_j: Joules | None = None
     energy_shared: bool = False
-    energy_estimated_s: float = 0.0  # seconds of it counted from power (the energy counter glitched)
-    paused_s: float | None = None  # it ended while paused: its pause ends with it, at this total
-    started_at: float | None = None  # its start as its run's monotonic length places it (a set clock)
+    energy_estimated_s: Seconds = 0.0  # seconds of it counted from power (the energy counter glitched)
+    paused_s: Seconds | None = None  # it ended while paused: its pause ends with it, at this total
+    started_at: Seconds | None = None  # its start as its run's monotonic length places it (a set clock)
 
     def columns(self) -> Columns:
         cols: Columns = {
@@ -187,33 +206,27 @@ class JobEnd(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         return cols
 
 
-def retry_columns(row: Row, why: str, now: float, also: Columns, *, may_retry: bool = True) -> Columns:
+def retry_columns(row: Row, why: Reason, now: float, also: Columns, *, may_retry: bool = True) -> Columns:
     """The retry policy after a failure or interruption: queued again with a backoff while retries
     remain, else failed. One write, so nobody sees a passing ``failed`` for a task that will retry;
     ``also`` are further columns written with it (exit code, end time …)."""
     retries_used = max(0, row.attempts - row.attempts_before - 1)
     if may_retry and retries_used < row.spec.retries:
         delay = min(MAX_BACKOFF_S, row.spec.backoff_s * 2.0 ** min(retries_used, 60))
-        left = row.spec.retries - retries_used
-        reason = (
-            f"{why}; retry {retries_used + 1} of {row.spec.retries} in {delay:.0f} s"
-            if delay >= 1
-            else f"{why}; retrying ({left} left)"
-        )
         return {
             **also,
             "state": "queued",
-            "reason": reason,
+            "reason": RetryPlanned(why=why, n=retries_used + 1, total=row.spec.retries, delay_s=delay),
             "not_before": now + delay,
             "queued_at": now,
             "pid": None,
             "pid_create_time": None,
             "overtakes": 0,
         }
-    suffix = "; no retries left" if row.spec.retries else ""
     rest = dict(also)
     ended = rest.pop("ended_at", None) or row.ended_at or now
-    return {**rest, "state": "failed", "reason": f"{why}{suffix}", "ended_at": ended}
+    failed = NoRetriesLeft(why=why) if row.spec.retries else why
+    return {**rest, "state": "failed", "reason": failed, "ended_at": ended}
 
 
 def retries_left(row: Row) -> bool:
@@ -227,9 +240,9 @@ class Wait(Step, frozen=True, tag="wait"):
     """A pending task waits, saying why (and how often a later task overtook it). Writes only what
     differs (the dispatcher says it again every pass)."""
 
-    SOURCES = _PENDING
-    reason: str
-    overtakes: int | None = None
+    SOURCES = PENDING
+    reason: Reason
+    overtakes: Count | None = None
 
     def to(self, row: Row) -> TaskState:
         return "waiting"
@@ -249,15 +262,15 @@ class Start(Step, frozen=True, tag="start"):
     """Its job's process exists (``pid``; None: its supervisor died as it started, and the retry
     policy follows at once): running, attempt ``attempts``."""
 
-    SOURCES = _PENDING
-    device: str
-    env: str | None
-    reason: str
-    attempts: int
-    started_at: float
-    log_path: str
-    pid: int | None = None
-    pid_create_time: float | None = None
+    SOURCES = PENDING
+    device: Text
+    env: Text | None
+    reason: Reason | None
+    attempts: Count
+    started_at: Seconds
+    log_path: Text
+    pid: Id | None = None
+    pid_create_time: Seconds | None = None
 
     def to(self, row: Row) -> TaskState:
         return "running"
@@ -287,10 +300,10 @@ class CouldNotStart(Step, frozen=True, tag="could_not_start"):
     """The start it was chosen for could not be prepared or launched: failed, with what it would have
     run as (device, attempt, log) and why."""
 
-    SOURCES = _PENDING
+    SOURCES = PENDING
     start: Start
-    reason: str
-    ended_at: float
+    reason: Reason
+    ended_at: Seconds
 
     def to(self, row: Row) -> TaskState:
         return "failed"
@@ -306,13 +319,13 @@ class CouldNotStart(Step, frozen=True, tag="could_not_start"):
 class Adopt(Step, frozen=True, tag="adopt"):
     """A job an earlier owner started (its run file says so) before it marked the task running."""
 
-    SOURCES = _PENDING
-    device: str
-    attempts: int
-    started_at: float
-    log_path: str
-    pid: int
-    pid_create_time: float | None
+    SOURCES = PENDING
+    device: Text
+    attempts: Count
+    started_at: Seconds
+    log_path: Text
+    pid: Id
+    pid_create_time: Seconds | None
 
     def to(self, row: Row) -> TaskState:
         return "running"
@@ -329,7 +342,7 @@ class Adopt(Step, frozen=True, tag="adopt"):
             "pid": self.pid,
             "pid_create_time": self.pid_create_time,
             "not_before": None,
-            "reason": "",
+            "reason": None,
         }
 
 
@@ -337,8 +350,8 @@ class Launched(Step, frozen=True, tag="launched"):
     """The pid of a running task's job, learnt after it was marked running (an adopted job)."""
 
     SOURCES = frozenset({"running"})
-    pid: int
-    pid_create_time: float | None
+    pid: Id
+    pid_create_time: Seconds | None
 
     def columns(self, row: Row) -> Columns:
         return {"pid": self.pid, "pid_create_time": self.pid_create_time}
@@ -348,8 +361,8 @@ class PauseJob(Step, frozen=True, tag="pause_job"):
     """Its running job is frozen (``queue/job_pause.py``): still ``running``, paused since ``paused_at``."""
 
     SOURCES = frozenset({"running"})
-    paused_at: float
-    reason: str
+    paused_at: Seconds
+    reason: Reason
 
     def columns(self, row: Row) -> Columns:
         return {"paused_at": self.paused_at, "reason": self.reason}
@@ -359,8 +372,8 @@ class ResumeJob(Step, frozen=True, tag="resume_job"):
     """Its frozen job runs again; ``paused_s``: the seconds of its pauses so far."""
 
     SOURCES = frozenset({"running"})
-    paused_s: float
-    reason: str
+    paused_s: Seconds
+    reason: Reason
 
     def columns(self, row: Row) -> Columns:
         return {"paused_at": None, "paused_s": self.paused_s, "reason": self.reason}
@@ -371,7 +384,7 @@ class ClockSet(Step, frozen=True, tag="clock_set"):
     on the same clock) move with it, so how long it has run stays true."""
 
     SOURCES = frozenset({"running"})
-    jump_s: float
+    jump_s: Seconds
 
     def columns(self, row: Row) -> Columns:
         cols: Columns = {}
@@ -385,9 +398,9 @@ class ClockSet(Step, frozen=True, tag="clock_set"):
 class Fail(Step, frozen=True, tag="fail"):
     """A pending task that can never start (a dependency failed, no device can take it …)."""
 
-    SOURCES = _PENDING
-    reason: str
-    ended_at: float
+    SOURCES = PENDING
+    reason: Reason
+    ended_at: Seconds
 
     def to(self, row: Row) -> TaskState:
         return "failed"
@@ -400,8 +413,8 @@ class Cancel(Step, frozen=True, tag="cancel"):
     """Cancelled: pending, left interrupted, or its job stopped (``end``: how that job ended)."""
 
     SOURCES = frozenset({"queued", "waiting", "interrupted", "running"})
-    reason: str
-    ended_at: float
+    reason: Reason
+    ended_at: Seconds
     end: JobEnd | None = None
 
     def to(self, row: Row) -> TaskState:
@@ -419,7 +432,7 @@ class Succeed(Step, frozen=True, tag="succeed"):
 
     SOURCES = frozenset({"running"})
     end: JobEnd
-    reason: str | None = None
+    reason: Reason | None = None
 
     def to(self, row: Row) -> TaskState:
         return "succeeded"
@@ -436,8 +449,8 @@ class RetryOrFail(Step, frozen=True, tag="retry_or_fail"):
     fails it. ``may_retry=False``: failed whatever its retries (its saved row cannot be read)."""
 
     SOURCES = frozenset({"running", "interrupted"})
-    why: str
-    now: float
+    why: Reason
+    now: Seconds
     end: JobEnd | None = None
     may_retry: bool = True
 
@@ -454,8 +467,8 @@ class RunElsewhere(Step, frozen=True, tag="run_elsewhere"):
     once, whatever its retries (then pointed at that device, once: ``TaskStore.replace_spec``)."""
 
     SOURCES = frozenset({"running"})
-    reason: str
-    now: float
+    reason: Reason
+    now: Seconds
     end: JobEnd | None = None
 
     def to(self, row: Row) -> TaskState:
@@ -470,8 +483,8 @@ class Interrupt(Step, frozen=True, tag="interrupt"):
     """The owner stopped (crashed) while its job ran: interrupted, then ``RetryOrFail``."""
 
     SOURCES = frozenset({"running"})
-    reason: str
-    ended_at: float
+    reason: Reason
+    ended_at: Seconds
 
     def to(self, row: Row) -> TaskState:
         return "interrupted"
@@ -484,10 +497,10 @@ class Requeue(Step, frozen=True, tag="requeue"):
     """``retry`` by hand: queued again at ``position`` (the end); attempts count on ("attempt 2") while
     its automatic retries start afresh; placed afresh on any machine its spec allows."""
 
-    SOURCES = _ENDED
-    reason: str
-    now: float
-    position: float
+    SOURCES = ENDED
+    reason: Reason
+    now: Seconds
+    position: Position
 
     def to(self, row: Row) -> TaskState:
         return "queued"
@@ -519,180 +532,8 @@ class Requeue(Step, frozen=True, tag="requeue"):
 class Note(Step, frozen=True, tag="note"):
     """A new reason, nothing else (where a task handed elsewhere stands, a machine gone silent)."""
 
-    SOURCES = _ALL
-    reason: str
+    SOURCES = ANY_STATE
+    reason: Reason
 
     def columns(self, row: Row) -> Columns:
         return {"reason": self.reason}
-
-
-# --- another machine runs it (the cluster's bridge sends these) ---------------------------------------
-
-
-class PlaceHere(Step, frozen=True, tag="place_here"):
-    """A task for any machine is placed on this one: this queue starts it."""
-
-    SOURCES = _PENDING
-    machine: str
-
-    def columns(self, row: Row) -> Columns:
-        return {"machine": self.machine}
-
-
-class HandOver(Step, frozen=True, tag="hand_over"):
-    """Handed to ``machine`` (being sent). ``to``: the pending state it is written in (the other one
-    than a local start would expect makes that start lose its compare-and-set); ``attempts``: a new
-    attempt (None: the same one, handed on); ``again``: it was on another machine before."""
-
-    SOURCES = _PENDING
-    machine: str
-    device: str
-    reason: str
-    into: Literal["queued", "waiting"]
-    attempts: int | None = None
-    again: bool = False
-
-    def to(self, row: Row) -> TaskState:
-        return self.into
-
-    def columns(self, row: Row) -> Columns:
-        cols: Columns = {"machine": self.machine}
-        if self.again:
-            cols["remote_id"] = None
-        cols.update(remote_state="sending", device=self.device)
-        if self.attempts is not None:
-            cols["attempts"] = self.attempts
-        cols.update(state=self.into, reason=self.reason)
-        return cols
-
-
-class Handed(Step, frozen=True, tag="handed"):
-    """The other machine's queue took it, as its ``remote_id``."""
-
-    SOURCES = _PENDING
-    remote_id: int
-    remote_state: str
-    log_path: str
-    reason: str
-
-    def columns(self, row: Row) -> Columns:
-        return {
-            "remote_id": self.remote_id,
-            "remote_state": self.remote_state,
-            "log_path": self.log_path,
-            "reason": self.reason,
-        }
-
-
-class TakeBack(Step, frozen=True, tag="take_back"):
-    """Withdrawn from the machine it waited on before it started there (no attempt was made): queued
-    here again, placed afresh (``machine`` None) or for this machine's queue."""
-
-    SOURCES = _PENDING
-    machine: str | None
-    reason: str
-    attempts: int
-
-    def to(self, row: Row) -> TaskState:
-        return "queued"
-
-    def columns(self, row: Row) -> Columns:
-        return {
-            "machine": self.machine,
-            "remote_id": None,
-            "remote_state": None,
-            "device": None,
-            "attempts": self.attempts,
-            "state": "queued",
-            "reason": self.reason,
-        }
-
-
-class HandOverFailed(Step, frozen=True, tag="hand_over_failed"):
-    """It could not be sent, or the other machine's queue refused it: failed."""
-
-    SOURCES = _PENDING
-    reason: str
-    ended_at: float
-
-    def to(self, row: Row) -> TaskState:
-        return "failed"
-
-    def columns(self, row: Row) -> Columns:
-        return {"state": "failed", "reason": self.reason, "ended_at": self.ended_at, "remote_state": "lost"}
-
-
-RemoteState = Literal["waiting", "running", "succeeded", "failed", "cancelled"]
-
-
-class RemoteRun(Step, frozen=True, tag="remote_run"):
-    """What its run on the other machine did, mirrored here (``into``), with the fields seen there."""
-
-    SOURCES = frozenset({"queued", "waiting", "running"})
-    into: RemoteState
-    remote_state: str
-    reason: str
-    device: str | UnsetType = UNSET
-    started_at: float | UnsetType | None = UNSET
-    exit_code: int | UnsetType | None = UNSET
-    ended_at: float | UnsetType | None = UNSET
-    energy_j: float | UnsetType | None = UNSET
-    energy_shared: bool | UnsetType = UNSET
-
-    def to(self, row: Row) -> TaskState:
-        return self.into
-
-    def columns(self, row: Row) -> Columns:
-        cols: Columns = {"remote_state": self.remote_state, "state": self.into}
-        for name in ("started_at", "exit_code", "ended_at", "energy_j", "energy_shared", "device"):
-            value = getattr(self, name)
-            if value is not UNSET:
-                cols[name] = value
-        cols["reason"] = self.reason
-        return cols
-
-
-class RemoteMark(Step, frozen=True, tag="remote_mark"):
-    """Bookkeeping only: the last state seen there, ``fetched`` (results back), ``lost``."""
-
-    SOURCES = _ALL
-    remote_state: str
-
-    def columns(self, row: Row) -> Columns:
-        return {"remote_state": self.remote_state}
-
-
-class LostThere(Step, frozen=True, tag="lost_there"):
-    """The machine it was handed to left the cluster: the retry policy decides (placed afresh while
-    retries remain, else failed and its copy there given up)."""
-
-    SOURCES = frozenset({"queued", "waiting", "running", "interrupted"})
-    why: str
-    now: float
-
-    def to(self, row: Row) -> TaskState:
-        return "queued" if retries_left(row) else "failed"
-
-    def columns(self, row: Row) -> Columns:
-        also: Columns = (
-            {"machine": None, "remote_id": None, "remote_state": None, "device": None}
-            if retries_left(row)
-            else {"remote_state": "lost"}
-        )
-        return retry_columns(row, self.why, self.now, {"ended_at": self.now, **also})
-
-
-#: The steps the cluster's bridge may send (``protocol.ClusterUpdate``).
-ClusterStep = (
-    PlaceHere
-    | HandOver
-    | Handed
-    | TakeBack
-    | HandOverFailed
-    | RemoteRun
-    | RemoteMark
-    | LostThere
-    | Wait
-    | Fail
-    | Note
-)

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.tasks.limits import (
     AFTER_MAX_WAIT,
     KINDS,
@@ -326,8 +327,9 @@ class TaskRecord:
     """A task in the queue and what became of it.
 
     ``device`` is the device key it runs/ran on (``cpu`` for the CPU), ``env`` the Python env name
-    (torch tasks) and ``reason`` the latest human-readable explanation (why it waits, where it was
-    redirected, why it failed). ``attempts`` counts starts. Times are epoch seconds (UTC).
+    (torch tasks) and ``reason`` the latest explanation (why it waits, where it was redirected, why it
+    failed: a ``reasons.codes`` record, worded by ``reasons.render``). ``attempts`` counts starts.
+    Times are epoch seconds (UTC).
     ``position`` orders the queue within a priority; ``queued_at`` is when it last (re)entered the
     queue (max_wait and aging count from there); ``not_before`` delays a retry (backoff);
     ``overtakes`` counts how often a later task took a device this one was waiting for;
@@ -349,7 +351,7 @@ class TaskRecord:
     submitted_at: float
     device: str | None = None
     env: str | None = None
-    reason: str = ""
+    reason: Reason | None = None
     exit_code: int | None = None
     attempts: int = 0
     started_at: float | None = None
@@ -417,7 +419,7 @@ class QueueEvent:
 
     kind: EventKind
     task: TaskRecord
-    message: str
+    message: Reason  # what happened, as data (``reasons.render`` words it)
     offer: Offer | None = None  # kind "offer": what is offered (the tray's ``TaskView.offer``)
 
 

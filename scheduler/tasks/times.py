@@ -37,3 +37,13 @@ def local_time(epoch_s: float | None, now_s: float | None = None, *, short: bool
 def local_iso(epoch_s: float) -> str:
     """``2026-11-30 14:02:03 +0100``: a local time with its offset, for a log header."""
     return dt.datetime.fromtimestamp(epoch_s).astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
+
+
+def about(seconds: float) -> str:
+    """``~40 s``, ``~12 min``, ``~2 h 05 min``: an estimate, rounded as one."""
+    s = max(0, round(seconds))
+    if s < 90:
+        return f"~{s} s"
+    if s < 5400:
+        return f"~{round(s / 60)} min"
+    return f"~{s // 3600} h {s % 3600 // 60:02d} min"

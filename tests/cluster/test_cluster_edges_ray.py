@@ -19,11 +19,13 @@ from cluster_harness import (
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.reasons.codes import Said
+from gputray.scheduler.reasons.render import render
+from gputray.scheduler.tasks import cluster_steps as remote
 
 _why_not = ray_available()
 pytestmark = [
-    pytest.mark.skipif(_why_not is not None, reason=f"needs a real Ray cluster: {_why_not}"),
+    pytest.mark.skipif(_why_not is not None, reason=Said(text=f"needs a real Ray cluster: {_why_not}")),
     pytest.mark.slow,
     pytest.mark.timeout(300),
 ]
@@ -83,13 +85,13 @@ def test_a_remote_owner_that_stops_mid_job_is_shown_as_such_and_followed_again_o
     wait_for(lambda: desk.task(task_id).state == "running", 60, f"#{task_id} running: {desk.task(task_id)}")
     laptop.stop()  # its daemon (and so its agent's answers) stops; its Ray node stays
     wait_for(
-        lambda: "laptop has not answered since" in desk.task(task_id).reason,
+        lambda: "laptop has not answered since" in render(desk.task(task_id).reason),
         60,
         f"desk's row to say the laptop does not answer: {desk.task(task_id)}",
     )
     laptop.start()
     wait_for(
-        lambda: "has not answered" not in desk.task(task_id).reason,
+        lambda: "has not answered" not in render(desk.task(task_id).reason),
         90,
         f"desk to follow it again: {desk.task(task_id)}\n{desk.logs()}",
     )
@@ -138,7 +140,9 @@ def test_a_task_waiting_on_the_laptop_is_taken_back_when_desk_is_free_and_runs_o
         args = ("run", "--machine", "any", "--device", "cpu", "--json", "--", PY, "-c", "print('ran')")
         (task_id,) = _ids(desk.cli(*args))
         wait_for(
-            lambda: "paused" in desk.task(task_id).reason, 20, f"#{task_id} to wait: {desk.task(task_id)}"
+            lambda: "paused" in render(desk.task(task_id).reason),
+            20,
+            f"#{task_id} to wait: {desk.task(task_id)}",
         )
         spec = desk.ask(rq.Get(id=task_id)).spec
         assert spec is not None
@@ -148,11 +152,14 @@ def test_a_task_waiting_on_the_laptop_is_taken_back_when_desk_is_free_and_runs_o
         ).task
         assert there is not None
         key = desk.bridge_key()  # the hand-over is the bridge's: sent with its key
-        sending = life.HandOver(
-            machine="laptop", device="laptop/cpu", reason="sending", into="waiting", attempts=1
+        sending = remote.HandOver(
+            machine="laptop", device="laptop/cpu", reason=Said(text="sending"), into="waiting", attempts=1
         )
-        handed = life.Handed(
-            remote_id=there.id, remote_state="queued", log_path="", reason=f"on laptop as #{there.id}"
+        handed = remote.Handed(
+            remote_id=there.id,
+            remote_state="queued",
+            log_path="",
+            reason=Said(text=f"on laptop as #{there.id}"),
         )
         for step in (sending, handed):
             sent = rq.ClusterUpdate(id=task_id, expect_state="waiting", step=step, bridge_key=key)
@@ -169,6 +176,6 @@ def test_a_task_waiting_on_the_laptop_is_taken_back_when_desk_is_free_and_runs_o
     assert desk.task(task_id).machine == "desk"
     theirs = laptop.task(there.id)
     assert theirs.state == "cancelled" and theirs.started_at is None, theirs
-    assert theirs.reason == "taken back by desk: it waited here and this machine is free"
+    assert render(theirs.reason) == "taken back by desk: it waited here and this machine is free"
     log = desk.ask(rq.Logs(id=task_id)).text
     assert "taken back from laptop: it waited there and desk is free" in log and "ran" in log, log

@@ -17,12 +17,13 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.reasons.codes import Said
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
-REQUEUE = life.LostThere(why="laptop left the cluster while it ran", now=1.0)
-DONE = life.RemoteRun(into="succeeded", remote_state="fetched", reason="done", exit_code=0)
+REQUEUE = remote.LostThere(why=Said(text="laptop left the cluster while it ran"), now=1.0)
+DONE = remote.RemoteRun(into="succeeded", remote_state="fetched", reason=Said(text="done"), exit_code=0)
 
 
 def _refusal(paths_home: Path, request: rq.Request[object]) -> str:
@@ -80,7 +81,7 @@ def test_the_bridge_key_moves_no_task_along_a_step_its_state_does_not_allow(tmp_
     with pytest.raises(rq.Refusal, match=r"task #1 is this machine's own"):
         link.update(rq.ClusterUpdate(id=local.id, step=REQUEUE, bridge_key=key))
     placed_here = store.add(TaskSpec(kind="command", name="any", argv=("true",), machine="any"))
-    store.must_apply(placed_here.id, life.PlaceHere(machine="desk"))
+    store.must_apply(placed_here.id, remote.PlaceHere(machine="desk"))
     steps.start(store, placed_here.id)
     with pytest.raises(rq.Refusal, match="is not on another machine"):
         link.update(rq.ClusterUpdate(id=placed_here.id, step=DONE, bridge_key=key))

@@ -29,6 +29,7 @@ from torch_venv import torch_venv_python
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 
 _why_not = ray_available()
@@ -283,7 +284,7 @@ def test_wait_after_and_env_work_across_machines_and_the_submitters_environment_
     )
     # held here until the first has ended: not handed to the laptop meanwhile
     wait_for(
-        lambda: desk.task(second).reason.startswith(f"waits for #{first} "),
+        lambda: render(desk.task(second).reason).startswith(f"waits for #{first} "),
         30,
         f"#{second} to wait for #{first}: {desk.task(second)}",
     )

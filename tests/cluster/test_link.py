@@ -20,8 +20,9 @@ from gputray.scheduler.protocol import BadRequest, Request, request_from
 from gputray.scheduler.queue.cluster_side import ClusterSide
 from gputray.scheduler.queue.saved_queue import read_saved_tasks
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import Paused
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks.recipes import SubmitError
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -95,7 +96,7 @@ def test_in_a_cluster_the_bridge_places_any_while_it_talks_to_us(tmp_path: Path)
     link.sync(request("cluster_sync", bridge_key=link.bridge_key))
     assert not link.runs_here(anywhere) and not link.runs_here(other)
     assert link.runs_here(mine) and link.runs_here(plain)
-    placed_here = store.must_apply(anywhere.id, life.PlaceHere(machine="desk"))
+    placed_here = store.must_apply(anywhere.id, remote.PlaceHere(machine="desk"))
     assert link.runs_here(placed_here)
     handed = steps.run_there(store, other.id, "laptop", 7)
     assert not link.runs_here(handed)
@@ -117,17 +118,18 @@ def test_a_task_for_another_machine_need_not_find_its_program_here(tmp_path: Pat
 def test_a_lost_machine_requeues_while_retries_remain_then_fails_with_the_reason(tmp_path: Path) -> None:
     link, store = _link(tmp_path, {"address": "127.0.0.1:6379", "machine": "desk"})
     rec = store.add(spec(machine="any", retries=1, backoff_s=0.0))
-    lost = {"step": "lost_there", "why": "laptop left the cluster while it ran", "now": time.time()}
+    left = {"code": "LeftCluster", "machine": "laptop", "while_running": True}  # a reason, as JSON carries it
+    lost = {"step": "lost_there", "why": left, "now": time.time()}
     steps.run_there(store, rec.id, "laptop", 3)
     got = link.update(request("cluster_update", id=rec.id, step=lost, bridge_key=link.bridge_key)).task
     assert got is not None
     assert got.state == "queued" and got.machine is None and got.remote_id is None
-    assert "laptop left the cluster while it ran" in got.reason
+    assert "laptop left the cluster while it ran" in render(got.reason)
     steps.run_there(store, rec.id, "laptop", 4)
     got = link.update(request("cluster_update", id=rec.id, step=lost, bridge_key=link.bridge_key)).task
     assert got is not None
     assert got.state == "failed" and got.machine == "laptop" and got.remote_state == "lost"
-    assert got.reason.startswith("laptop left the cluster while it ran")
+    assert render(got.reason).startswith("laptop left the cluster while it ran")
 
 
 def test_an_update_that_lost_a_race_with_a_cancel_changes_nothing(tmp_path: Path) -> None:
@@ -297,7 +299,16 @@ def test_a_cluster_request_with_garbage_is_refused_before_the_link_sees_it() -> 
     with pytest.raises(BadRequest, match=r"argument 'spec\.util_percent'"):
         request_from("cluster_submit", {"origin": "desk#1.1", "spec": {"util_percent": float("nan")}})
     with pytest.raises(BadRequest, match="needs the argument 'id'"):
-        request_from("cluster_update", {"step": {"step": "note", "reason": "x"}})
+        request_from("cluster_update", {"step": {"step": "note", "reason": {"code": "Said", "text": "x"}}})
+    with pytest.raises(BadRequest, match=r"argument 'step\.reason"):  # a step's fields keep their limits
+        long = {"code": "Said", "text": "x" * 40_000}
+        request_from("cluster_update", {"id": 1, "step": {"step": "note", "reason": long}})
+    r = {"code": "Said", "text": "r"}
+    ended = {"step": "remote_run", "into": "succeeded", "remote_state": "fetched", "reason": r}
+    with pytest.raises(BadRequest, match=r"argument 'step\.ended_at'"):
+        request_from("cluster_update", {"id": 1, "step": {**ended, "ended_at": float("nan")}})
+    with pytest.raises(BadRequest, match=r"argument 'step\.into'"):  # a run there never "interrupted" here
+        request_from("cluster_update", {"id": 1, "step": {**ended, "into": "interrupted"}})
 
 
 def test_a_misspelt_cluster_key_is_named_but_does_not_stop_the_cluster(tmp_path: Path) -> None:
@@ -348,7 +359,7 @@ def test_a_pause_answers_the_bridges_long_poll_with_the_pause_and_shows_in_the_r
     poll.join(5)
     assert replies and replies[0].paused == Paused(all=True)
     shown = _devices(link)
-    assert shown[0].paused and shown[0].reasons == ("the queue is paused on desk",)
+    assert shown[0].paused and tuple(map(render, shown[0].reasons)) == ("the queue is paused on desk",)
     assert not shown[1].paused  # another machine's pause is its own bridge's to tell
     queue.paused_now = Paused()
     assert not _devices(link)[0].paused

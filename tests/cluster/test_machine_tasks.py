@@ -37,7 +37,9 @@ from gputray.scheduler.queue.cluster_side import ClusterSide
 from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
-from gputray.scheduler.tasks import lifecycle as life
+from gputray.scheduler.reasons.codes import Said
+from gputray.scheduler.reasons.render import render
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 RAM = 64 * GIB
@@ -103,7 +105,7 @@ class Desk:
         """The task ids the owner hands the bridge to place or follow."""
         return [t.id for t in self.link.sync(rq.ClusterSync(bridge_key=self.link.bridge_key)).tasks]
 
-    def step(self, rec: TaskRecord, step: life.ClusterStep) -> TaskRecord | None:
+    def step(self, rec: TaskRecord, step: remote.ClusterStep) -> TaskRecord | None:
         """What the bridge writes, as it writes it: one step, with this owner's key."""
         return self.link.update(rq.ClusterUpdate(id=rec.id, step=step, bridge_key=self.link.bridge_key)).task
 
@@ -218,12 +220,12 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
     # held: the bridge is not given them to place, and the local queue says why they wait
     assert desk.synced() == [remote_first.id]
     held = desk.queue.get(after_local.id)
-    assert held.state == "waiting" and held.reason.startswith(f"waits for #{first.id} 'first' (")
+    assert held.state == "waiting" and render(held.reason).startswith(f"waits for #{first.id} 'first' (")
 
     # the task on the laptop ends (the bridge records it in its row here): its dependant may go
     steps.run_there(desk.store, remote_first.id, "laptop", 7)
-    ended = life.RemoteRun(
-        into="succeeded", exit_code=0, remote_state="fetched", energy_j=420.5, reason="done"
+    ended = remote.RemoteRun(
+        into="succeeded", exit_code=0, remote_state="fetched", energy_j=420.5, reason=Said(text="done")
     )
     desk.step(remote_first, ended)
     assert desk.synced() == [after_remote.id]
@@ -233,7 +235,9 @@ def test_dependencies_hold_a_task_for_another_machine_until_they_allow_it(desk: 
     desk.queue.cancel(first.id)
     desk.queue.dispatch()
     failed = desk.queue.get(after_local.id)
-    assert failed.state == "failed" and failed.reason.startswith(f"dependency #{first.id} 'first' cancelled")
+    assert failed.state == "failed" and render(failed.reason).startswith(
+        f"dependency #{first.id} 'first' cancelled"
+    )
     assert after_local.id not in desk.synced()
 
 
@@ -244,8 +248,8 @@ def test_wait_on_a_task_another_machine_runs_answers_when_the_bridge_records_its
     waiter = threading.Thread(target=lambda: answers.append(desk.queue.edits.wait_ended([rec.id], 600)))
     waiter.start()
     time.sleep(0.5)  # (only so that it waits before the end comes; the test passes either way)
-    ended = life.RemoteRun(
-        into="failed", exit_code=3, ended_at=time.time(), remote_state="fetched", reason="exit 3"
+    ended = remote.RemoteRun(
+        into="failed", exit_code=3, ended_at=time.time(), remote_state="fetched", reason=Said(text="exit 3")
     )
     desk.step(rec, ended)
     wait_for(lambda: answers, 60, "wait_ended to answer (it waits up to 600 s for a change)")

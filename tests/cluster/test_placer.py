@@ -6,9 +6,11 @@ import msgspec
 
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.wire import DeviceView, MachineView
+from gputray.monitor.busy_why import Words
 from gputray.monitor.records import Sample
 from gputray.monitor.units import GIB
 from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 NOW = 1_000_000.0
@@ -25,7 +27,7 @@ GTI = DeviceView(
         util_percent=96.0,
     ),
     busy=True,
-    reasons=("GeForce RTX 5060 Ti is busy: llama-server holds 14.0 GiB and is active",),
+    reasons=(Words(text="GeForce RTX 5060 Ti is busy: llama-server holds 14.0 GiB and is active"),),
 )
 IGPU = DeviceView(
     key="pci:0000:64:00.0",
@@ -78,7 +80,9 @@ def test_a_task_goes_to_the_other_machine_whose_gpu_is_really_free() -> None:
     )
     assert isinstance(d.decision, Placement)
     assert (d.machine, d.device_key) == ("laptop", "pci:0000:64:00.0")
-    assert "llama-server" in d.decision.reason and "Radeon 780M on laptop" in d.decision.reason
+    assert "llama-server" in render(d.decision.reason) and "Radeon 780M on laptop" in render(
+        d.decision.reason
+    )
 
 
 def test_wait_keeps_waiting_for_the_busy_gpu_with_the_reason_of_its_machine() -> None:
@@ -87,7 +91,7 @@ def test_wait_keeps_waiting_for_the_busy_gpu_with_the_reason_of_its_machine() ->
         [task(device_prefs=("5060ti",), on_busy="wait")], v, local="desk", now_s=NOW, allowed=everywhere
     )
     assert isinstance(d.decision, Wait)
-    assert "llama-server" in d.decision.reason and "on desk" in d.decision.reason
+    assert "llama-server" in render(d.decision.reason) and "on desk" in render(d.decision.reason)
 
 
 def test_each_placement_takes_its_slot_so_a_second_task_waits() -> None:
@@ -100,7 +104,7 @@ def test_each_placement_takes_its_slot_so_a_second_task_waits() -> None:
         allowed=everywhere,
     )
     assert isinstance(first.decision, Placement) and first.machine == "laptop"
-    assert isinstance(second.decision, Wait) and "job1 (#1)" in second.decision.reason
+    assert isinstance(second.decision, Wait) and "job1 (#1)" in render(second.decision.reason)
 
 
 def test_a_torch_job_only_goes_where_some_env_works_per_the_doctor() -> None:
@@ -108,7 +112,7 @@ def test_a_torch_job_only_goes_where_some_env_works_per_the_doctor() -> None:
     v = views(desk=(GTI, CPU), laptop=(broken, CPU))
     t = task(kind="torch", script="train.py", argv=(), device_prefs=("780m",))
     (d,) = place_all([t], v, local="desk", now_s=NOW, allowed=everywhere)
-    assert isinstance(d.decision, GiveUp) and "lacks torch" in d.decision.reason
+    assert isinstance(d.decision, GiveUp) and "lacks torch" in render(d.decision.reason)
     fine = msgspec.structs.replace(IGPU, torch_ok=True)
     (d,) = place_all(
         [t], views(desk=(GTI, CPU), laptop=(fine, CPU)), local="desk", now_s=NOW, allowed=everywhere
@@ -122,7 +126,7 @@ def test_a_need_the_doctor_saw_fail_keeps_a_job_off_that_machine() -> None:
     (d,) = place_all(
         [task(device_prefs=("780m",), needs=("fp16",))], v, local="desk", now_s=NOW, allowed=everywhere
     )
-    assert isinstance(d.decision, GiveUp) and "fp16" in d.decision.reason
+    assert isinstance(d.decision, GiveUp) and "fp16" in render(d.decision.reason)
 
 
 def test_a_task_bound_to_a_machine_takes_its_bare_device_keys_as_that_machines() -> None:
@@ -131,14 +135,14 @@ def test_a_task_bound_to_a_machine_takes_its_bare_device_keys_as_that_machines()
     (d,) = place_all([t], v, local="desk", now_s=NOW, allowed=lambda _: ["laptop"])
     assert isinstance(d.decision, Placement) and (d.machine, d.device_key) == ("laptop", "pci:0000:64:00.0")
     (gone,) = place_all([t], views(desk=(GTI, CPU)), local="desk", now_s=NOW, allowed=lambda _: ["laptop"])
-    assert isinstance(gone.decision, Wait) and "not present" in gone.decision.reason
+    assert isinstance(gone.decision, Wait) and "not present" in render(gone.decision.reason)
 
 
 def test_a_paused_queue_on_the_other_machine_takes_nothing() -> None:
     v = views(desk=(GTI, CPU), laptop=(IGPU, CPU))
     v["laptop"] = MachineView("laptop", NOW, (IGPU, CPU), queue_paused=True)
     (d,) = place_all([task(device_prefs=("780m",))], v, local="desk", now_s=NOW, allowed=everywhere)
-    assert isinstance(d.decision, Wait) and "paused" in d.decision.reason
+    assert isinstance(d.decision, Wait) and "paused" in render(d.decision.reason)
 
 
 def test_the_handed_task_prefers_the_chosen_device_in_that_machines_terms() -> None:

@@ -15,6 +15,7 @@ SEAM = [
     "scheduler/cluster_port.py",
     "scheduler/queue/cluster_side.py",
     "scheduler/tasks/lifecycle.py",
+    "scheduler/tasks/cluster_steps.py",
     "cluster/link.py",
 ]
 BRIDGE = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cluster").glob("bridge*.py"))

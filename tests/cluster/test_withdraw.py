@@ -14,6 +14,8 @@ from test_machine_tasks import Desk
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons.codes import Reason
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import ClusterTask
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord, TaskSpec
 
@@ -44,7 +46,7 @@ def test_a_task_that_waits_here_is_withdrawn_and_never_starts(holder: Desk) -> N
     holder.queue.dispatch()
     assert holder.queue.get(rec.id).state == "waiting"
     got = _withdraw(holder, rec, "laptop#3.1")
-    assert got.task is not None and got.task.state == "cancelled" and got.task.reason == WHY
+    assert got.task is not None and got.task.state == "cancelled" and render(got.task.reason) == WHY
     holder.queue.resume()
     holder.queue.dispatch()
     after = holder.queue.get(rec.id)
@@ -95,7 +97,7 @@ def test_a_withdraw_racing_the_queues_start_never_lets_both_win(holder: Desk) ->
     for i in range(12):
         got, final = _race(holder, f"laptop#{i + 10}.1", withdraw_first=i % 2 == 0)
         if got.task is not None:
-            assert final.state == "cancelled" and final.started_at is None and final.reason == WHY
+            assert final.state == "cancelled" and final.started_at is None and render(final.reason) == WHY
         else:
             assert final.state == "succeeded" and final.started_at is not None
 
@@ -112,8 +114,8 @@ class _Holder:
 
         class withdraw:
             @staticmethod
-            def remote(task_id: int, origin: str, reason: str) -> object:
-                agent.calls.append((task_id, origin, reason))
+            def remote(task_id: int, origin: str, reason: Reason) -> object:
+                agent.calls.append((task_id, origin, render(reason)))  # as the laptop's queue words it
                 return None if started_first else object()  # the cancelled record there
 
         class cleanup:
@@ -164,7 +166,7 @@ def test_a_task_waiting_on_the_laptop_while_desk_is_free_is_taken_back_and_the_r
     ]
     now = desk.store.get(rec.id)
     why = "taken back from laptop: it waited there and desk is free"
-    assert (now.machine, now.remote_id, now.state, now.reason) == ("desk", None, "queued", why)
+    assert (now.machine, now.remote_id, now.state, render(now.reason)) == ("desk", None, "queued", why)
     assert now.attempts == 0  # the copy on the laptop never ran
     assert desk.link.runs_here(now)  # the queue here starts it
     assert why in (desk.paths.logs_dir / f"task-{rec.id}.log").read_text()
@@ -194,7 +196,7 @@ def test_an_edit_of_a_task_waiting_on_the_laptop_takes_it_back_to_place_it_afres
     assert laptop.calls == [(4, f"desk#{rec.id}.1", "taken back by desk to apply an edit")]
     now = desk.store.get(rec.id)
     assert (now.machine, now.remote_id, now.state) == (None, None, "queued")  # placed afresh next pass
-    assert now.reason == "taken back from laptop to apply the edit" and now.spec.priority == 5
+    assert render(now.reason) == "taken back from laptop to apply the edit" and now.spec.priority == 5
     assert desk.link.sync(rq.ClusterSync(bridge_key=desk.link.bridge_key)).edited == ()
 
 
@@ -208,4 +210,4 @@ def test_an_edit_that_comes_after_the_start_there_is_said_so(
     desk.bridge._take_back([desk.store.get(rec.id)], [])
     now = desk.store.get(rec.id)
     assert (now.machine, now.remote_id) == ("laptop", 4)
-    assert now.reason == "on laptop (#4): it started there before the edit; it runs as sent"
+    assert render(now.reason) == "on laptop (#4): it started there before the edit; it runs as sent"

@@ -14,6 +14,7 @@ from test_daemon_e2e import Daemon
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons.render import render
 
 PY = sys.executable
 pytestmark = [
@@ -65,12 +66,12 @@ def test_jobs_that_end_while_no_owner_is_up_get_their_real_exit(
     ok = d2.wait_state(ids["ok"], {"succeeded"}, 40)
     assert (ok.exit_code, ok.attempts) == (0, 1), ok
     three = d2.wait_state(ids["three"], {"failed"})
-    assert (three.exit_code, three.reason) == (3, "exited with status 3"), three
+    assert (three.exit_code, render(three.reason)) == (3, "exited with status 3"), three
     again = d2.wait_state(ids["again"], {"succeeded"})
     assert again.attempts == 1
     for name in ids:  # completed once: none ran again, none was called interrupted
         assert (home / name).read_text() == "start\nexit\n", name
-        assert "interrupted" not in d2.task(ids[name]).reason
+        assert "interrupted" not in render(d2.task(ids[name]).reason)
 
 
 def test_jobs_still_running_after_a_kill_9_are_adopted(daemons: Callable[..., Daemon], home: Path) -> None:
@@ -123,7 +124,7 @@ def test_stop_stopping_jobs_says_so(daemons: Callable[..., Daemon], home: Path) 
     assert d.proc is not None and d.proc.wait(30) == 0
     wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     d2 = daemons()
-    assert "interrupted: gputray stopped while it ran" in d2.wait_state(task, {"failed"}).reason
+    assert "interrupted: gputray stopped while it ran" in render(d2.wait_state(task, {"failed"}).reason)
 
 
 def test_keep_jobs_needs_stop(home: Path) -> None:
@@ -147,5 +148,5 @@ def test_with_no_owner_up_a_kept_job_can_be_cancelled(daemons: Callable[..., Dae
     wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     d2 = daemons()
     rec = d2.task(task)
-    assert (rec.state, rec.reason) == ("cancelled", "cancelled while running (no owner was up)")
+    assert (rec.state, render(rec.reason)) == ("cancelled", "cancelled while running (no owner was up)")
     assert (home / "marks").read_text() == "start\n"  # not started again

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gputray.monitor.busy_why import BusyWhy, Words
 from gputray.monitor.records import (
     DeviceInfo,
     DeviceReading,
@@ -44,7 +45,7 @@ def snapshot(
     util_780m: float | None = 3.0,
     temp_780m: float | None = 45.0,
     state_5060: str = "ok",
-    busy_5060: tuple[str, ...] = (),
+    busy_5060: tuple[BusyWhy | str, ...] = (),  # text: as another machine worded it (``Words``)
 ) -> Snapshot:
     s1 = Sample(
         KEY_5060,
@@ -80,7 +81,12 @@ def snapshot(
             ),
         ),
         verdicts=(
-            Verdict(KEY_5060, bool(busy_5060), busy_5060, hot=hot[KEY_5060]),
+            Verdict(
+                KEY_5060,
+                bool(busy_5060),
+                tuple(Words(text=b) if isinstance(b, str) else b for b in busy_5060),
+                hot=hot[KEY_5060],
+            ),
             Verdict(KEY_780M, False, hot=hot[KEY_780M]),
         ),
     )

@@ -6,6 +6,7 @@ from pytestqt.qtbot import QtBot
 
 from gputray.gui.dashboard import Dashboard
 from gputray.monitor.factory import build_monitor
+from gputray.scheduler.reasons.codes import DevicePaused, WaitingFor
 from gputray.scheduler.replies import TaskView
 
 KEY_5060, KEY_780M = "pci:0000:01:00.0", "pci:0000:64:00.0"
@@ -19,7 +20,12 @@ def test_dashboard_plots_history_processes_doctor_and_logs(qtbot: QtBot, tmp_pat
     log.write_text("=== task 1 ===\nhello from the job\n")
     tasks = [
         TaskView(id=1, name="a.py", state="succeeded", log_path=str(log), energy_j=850.0, power_avg_w=21.0),
-        TaskView(id=2, name="b.py", state="waiting", reason="waiting for GeForce RTX 5060 Ti: paused"),
+        TaskView(
+            id=2,
+            name="b.py",
+            state="waiting",
+            reason=WaitingFor(label="GeForce RTX 5060 Ti", why=DevicePaused()),
+        ),
     ]
     dash = Dashboard(monitor, tasks=lambda: tasks, demo=True)
     qtbot.addWidget(dash)

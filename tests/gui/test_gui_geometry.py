@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gputray.gui.panel import nearest_edge, panel_position
+from gputray.gui.panel_geometry import nearest_edge, panel_position
 
 SCREENS = {
     "synchronousWindowSystemEvents": True,
@@ -41,10 +41,12 @@ app = QApplication([])
 from gui_snapshots import snapshot
 from gputray.gui.i18n import install_language
 from gputray.gui.layout_audit import audit
-from gputray.gui.panel import Panel, screen_for
+from gputray.gui.panel import Panel
+from gputray.gui.panel_geometry import screen_for
 from gputray.gui.queue_model import QueueModel
 from gputray.monitor.records import ProcessUse
 from gputray.scheduler.replies import TaskView
+from gputray.scheduler.reasons.codes import DevicePaused, WaitingFor
 
 language = sys.argv[1]
 install_language(language)
@@ -56,7 +58,7 @@ if cluster:
 model = QueueModel()
 model.apply([
     TaskView(id=i, name=f"job {i} with a long name.py", state=("waiting", "running", "failed")[i % 3],
-             reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %", started_at=None)
+             reason=WaitingFor(label="GeForce RTX 5060 Ti", why=DevicePaused()), started_at=None)
     for i in range(1, 9)
 ])
 panel = Panel(model, demo=True)

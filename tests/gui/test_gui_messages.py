@@ -9,31 +9,15 @@ import pytest
 from ui_walk import JAPANESE, english_words
 
 from gputray.gui.i18n import install_language
-from gputray.gui.messages import TEMPLATES, translate
+from gputray.gui.messages import TEMPLATES, reason, translate
+from gputray.monitor.busy_why import MemoryHeld, Who
+from gputray.scheduler.reasons.codes import DemoOnCpu, DeviceBusy, Said, WaitingFor
 
-# Sentences as the scheduler and the monitor write them (scheduler/queue/placement.py, queue_service.py,
-# store.py, recipes.py, monitor/verdict.py), composites included.
+HELD = MemoryHeld(who=Who("llama-server"), held_bytes=14 * 1024**3, util_pct=97.0, threshold_pct=30.0)
+
+# Sentences the scheduler and the monitor still write in English (refusals, submit errors, device events);
+# a task's reasons are codes, worded per language by scheduler/reasons (tests/scheduler/test_reasons.py).
 REAL = [
-    "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %",
-    "waiting for a free device: GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %; "
-    "Radeon 780M: running 'train.py (#3)'",
-    "redirected to Radeon 780M: GeForce RTX 5060 Ti busy (llama-server holds 14.0 GiB and is active); "
-    "no Python env is known to work on Radeon 780M: using gputray's own Python (/usr/bin/python3)",
-    "on CPU after waiting 2 min: GeForce RTX 5060 Ti busy (hot: 91 °C (limit 85 °C))",
-    "exited with status 1; retry 1 of 3 in 30 s",
-    "killed by signal SIGKILL; retrying (2 left)",
-    "no device can run it: needs 100.0 GiB, Radeon 780M has 33.3 GiB",
-    "gave up after waiting 10 min for GeForce RTX 5060 Ti: in use by another program: 97 % for ≥ 30 s",
-    "interrupted: gputray stopped while it ran",
-    "cancelled while running; 2 processes were still running after the job ended: stopped",
-    "1 process was still running after the job ended: stopped",
-    "interrupted: its supervisor process was killed, so how it ended is unknown "
-    "(3 processes of the job stopped)",
-    "interrupted: its supervisor process was killed as the job started; 1 process of the job stopped; "
-    "retry 1 of 2 in 10 s",
-    "interrupted: GeForce RTX 5060 Ti was lost while it ran",
-    "upscale-image: photo.png started on Radeon 780M",
-    "train.py finished on the CPU",
     "task #4 is running; only queued or waiting tasks move",
     "photo.png: the program 'realesrgan-ncnn-vulkan' is not installed or not on PATH. "
     "Get it: https://github.com/xinntao/Real-ESRGAN-ncnn-vulkan/releases (put it on PATH).",
@@ -42,37 +26,8 @@ REAL = [
     "  /tmp/notes.txt: no recipe handles this kind of file\n"
     "  /tmp/a.png: needs the program 'realesrgan-ncnn-vulkan', which is not installed or not on PATH\n"
     "  Recipes: torch (*.py); upscale-image (*.png, *.jpg)",
-    "Radeon 780M is hot: 95 °C (limit 90)",
-    "the queue is paused",
-    "waits for its window 01:00–07:00",
-    "retry in 45 s",
-    # scheduler/queue/dependencies.py: a chain a → b → c where a failed
-    "dependency #2 'b' failed: because of its own dependency #1 'a' failed: exited with status 3",
-    "dependency #4 'prep' cancelled: cancelled while running",
-    "waits for #2 'b' (running), #3 'c' (queued) to succeed",
-    "waits for #2 'b' (waiting) to end",
-    "queued again: #2 was queued again",
+    "task #4 is running; retry is for finished tasks",
     "task #5 is running; tasks move among queued or waiting ones",
-    # scheduler/queue/placement_policy.py (prefer = fastest | greenest) and estimator.py (the offer)
-    "fastest: GeForce RTX 5060 Ti frees in ~12 min, finishes in ~13 min; Radeon 780M finishes in ~4 min: "
-    "running there",
-    "fastest: Radeon 780M finishes in ~63 min; GeForce RTX 5060 Ti frees in ~26 s, finishes in ~16 min: "
-    "waiting for it",
-    "greenest: GeForce RTX 5060 Ti busy, free time unknown; Radeon 780M finishes in ~79 s, 2.4 kJ: "
-    "running there",
-    "greenest: GeForce RTX 5060 Ti finishes in ~6 s, 0.8 kJ; Radeon 780M frees in ~4 s, finishes in ~9 s, "
-    "0.1 kJ, past 1.5× the fastest finish: running there",
-    "fastest: no earlier run of this job to estimate from; waiting for GeForce RTX 5060 Ti: llama-server "
-    "uses 13.5 GiB; above 30 % for 10 s; now 97 %",
-    "blur has waited ~6 min: Radeon 780M is free and would run it in ~70 s",
-    # scheduler/queue/job_pause.py: gputray pause-job / resume-job
-    "paused by you at 14:02; its GPU memory was moved to host memory (cuda-checkpoint)",
-    "paused by you at 14:02; resumed 14:07",
-    "paused for #31 (priority 10) at 14:02; resumed 14:07",
-    # scheduler/queue/oom_elsewhere.py
-    "out of memory on GeForce RTX 5060 Ti at 16.4 GiB; running on Radeon 780M (29.0 GiB shared free)",
-    "out of memory on Radeon 780M at 16.4 GiB; no device it may use has that free "
-    "(Radeon 780M 12.0 GiB free)",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
 DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'", "blur"]
@@ -94,13 +49,32 @@ def test_real_messages_become_japanese(japanese: None, message: str) -> None:
 
 
 def test_nested_and_data_kept(japanese: None) -> None:
-    assert translate("waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %") == (
-        "GeForce RTX 5060 Ti を待機中: llama-server が 14.2 GiB・97 % を使用中"
+    assert translate("task #4 is running; retry is for finished tasks") == (
+        "タスク #4 は実行中です。再試行は終わったタスクにだけ使えます"
     )
-    retry = "終了コード 1 で終了。30 秒後に再試行 (1/3)"
-    assert translate("exited with status 1; retry 1 of 3 in 30 s") == retry
     assert translate("something no template knows") == "something no template knows"  # shown as written
     assert translate("") == "" and translate(None) == ""
+
+
+def test_reasons_are_worded_by_the_renderer_in_the_trays_language(japanese: None) -> None:
+    """A task's reason reaches the tray as a code; ``messages.reason`` words it in the language shown,
+    and an old row's English (``Said``) is shown as written, never half translated."""
+    why = WaitingFor(label="GeForce RTX 5060 Ti", why=DeviceBusy(why=(HELD,)))
+    assert (
+        reason(why)
+        == "GeForce RTX 5060 Ti を待機中: llama-server が 14.0 GiB を使用中で、GPU は 97 %、30 % 超で使用中"
+    )
+    assert (
+        reason(DemoOnCpu(device="Radeon 780M"), "succeeded")
+        == "デモ：Radeon 780M の代わりに CPU で実行しました"
+    )
+    old = "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %"
+    assert reason(Said(text=old)) == old
+    install_language("en")
+    assert (
+        reason(DemoOnCpu(device="Radeon 780M"), "running")
+        == "demo: running on the CPU in place of Radeon 780M"
+    )
 
 
 def test_english_is_passed_through(qapp: object) -> None:
@@ -108,13 +82,9 @@ def test_english_is_passed_through(qapp: object) -> None:
     assert all(translate(m) == m for m in REAL)
 
 
-def test_templates_are_distinct_and_ordered_most_specific_first() -> None:
+def test_templates_are_distinct() -> None:
     sources = [t.source for t in TEMPLATES]
     assert len(sources) == len(set(sources))
-    # a wrapping sentence must come before what it wraps, or the inner one would swallow it
-    first = sources.index
-    assert first("waiting for a free device: {detail}") < first("waiting for {label}: {why}")
-    assert first("{why}; retry {n} of {total} in {secs} s") < first("exited with status {code}")
 
 
 def test_the_doctors_findings_become_japanese(japanese: None) -> None:

@@ -6,6 +6,7 @@ eGPU's long readings line that used to squeeze "VRAM 14.4 / 15…" out of the ca
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -23,7 +24,16 @@ from gputray.gui.layout_audit import audit
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.widgets import ElidedLabel
+from gputray.monitor.busy_why import UtilHigh, Who
 from gputray.monitor.records import Snapshot
+from gputray.scheduler.reasons.codes import (
+    DeviceBusy,
+    ExitedWith,
+    OnDevice,
+    StartsAt,
+    WaitingFor,
+    WaitingForAny,
+)
 from gputray.scheduler.replies import TaskView
 
 ANCHOR = QRect(1200, 770, 24, 24)  # bottom-right tray icon
@@ -34,6 +44,22 @@ def language(request: pytest.FixtureRequest, qapp: QApplication) -> Iterator[str
     assert install_language(request.param)
     yield request.param
     install_language("en")
+
+
+WAITING = WaitingFor(
+    label="GeForce RTX 5060 Ti",
+    why=DeviceBusy(
+        why=(
+            UtilHigh(
+                who=Who("llama-server"),
+                held_bytes=int(14.2 * 1024**3),
+                threshold_pct=30.0,
+                window_s=10.0,
+                util_pct=97.0,
+            ),
+        )
+    ),
+)
 
 
 def egpu_snapshot() -> Snapshot:
@@ -114,11 +140,16 @@ def waiting_tasks() -> list[TaskView]:
             id=1,
             name="upscale holiday photos",
             state="waiting",
-            reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %",
+            reason=WAITING,
         ),
-        TaskView(id=2, name="nightly training run", state="waiting", reason="starts at 23:00"),
+        TaskView(
+            id=2,
+            name="nightly training run",
+            state="waiting",
+            reason=StartsAt(at_s=dt.datetime(2026, 12, 6, 23, 0).timestamp(), with_date=False),
+        ),
         TaskView(id=3, name="llama bench", state="running", device=KEY_780M, started_at=1.0),
-        TaskView(id=4, name="broken script", state="failed", exit_code=1, reason="exited with status 1"),
+        TaskView(id=4, name="broken script", state="failed", exit_code=1, reason=ExitedWith(status=1)),
     ]
 
 
@@ -137,16 +168,14 @@ def test_queue_reasons_are_shown_in_full_under_each_task(qtbot: QtBot, language:
     assert report.elided == 0, f"cut in the queue: {report.elided_texts}"
     delegate = panel.table.row_delegate
     reasons = [delegate.second_line_text(model.index(row, 0)) for row in range(model.rowCount())]
-    assert reasons[0] == messages.translate(waiting_tasks()[0].reason) and reasons[2] == ""
+    assert reasons[0] == messages.reason(waiting_tasks()[0].reason) and reasons[2] == ""
     # a reason too long even for two whole lines ends in "…", and is whole in its tooltip
-    long_reason = "waiting for a free device: " + "; ".join(
-        f"GPU {n}: llama-server uses 14.2 GiB, 97 %" for n in range(8)
-    )
+    long_reason = WaitingForAny(why=tuple(OnDevice(device=f"GPU {n}", why=WAITING.why) for n in range(8)))
     model.upsert(msgspec.structs.replace(waiting_tasks()[0], reason=long_reason))
     QApplication.processEvents()
     index = model.index(0, 0)
     assert not delegate.second_line_fits(index)
-    assert messages.translate(long_reason) in delegate.second_line_tip(index)
+    assert messages.reason(long_reason) in delegate.second_line_tip(index)
     assert audit(panel.table).problems == []
 
 

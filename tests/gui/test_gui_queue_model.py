@@ -6,9 +6,34 @@ from PySide6.QtCore import QPersistentModelIndex, Qt
 from PySide6.QtWidgets import QTableView
 from pytestqt.qtbot import QtBot
 
-from gputray.gui.queue_model import COL_DEVICE, COL_ELAPSED, COL_NAME, COL_STATE, QueueModel, format_duration
+from gputray.gui.queue_model import (
+    COL_DEVICE,
+    COL_ELAPSED,
+    COL_NAME,
+    COL_REASON,
+    COL_STATE,
+    QueueModel,
+    format_duration,
+)
+from gputray.monitor.busy_why import UtilHigh, Who
+from gputray.scheduler.reasons.codes import DemoOnCpu, DeviceBusy, ExitedWith, Said, WaitingFor
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
+
+WAITING = WaitingFor(
+    label="GeForce RTX 5060 Ti",
+    why=DeviceBusy(
+        why=(
+            UtilHigh(
+                who=Who("llama-server"),
+                held_bytes=int(14.2 * 1024**3),
+                threshold_pct=30.0,
+                window_s=10.0,
+                util_pct=97.0,
+            ),
+        )
+    ),
+)
 
 
 def task(i: int, state: str = "queued", **extra: Any) -> TaskView:
@@ -19,7 +44,7 @@ def task(i: int, state: str = "queued", **extra: Any) -> TaskView:
         "state": state,
         "device": None,
         "env": None,
-        "reason": "",
+        "reason": None,
         "exit_code": None,
         "attempts": 0,
         "submitted_at": 1_764_468_000.0,
@@ -98,20 +123,16 @@ def test_upsert_and_tick_touch_only_what_changed(qtbot: QtBot) -> None:
     assert model.tick(1_700_000_000.0) == 1
     assert rec.changed_rows == [(1, 1)]
     assert model.data(model.index(1, COL_ELAPSED)) == "1:15"
-    model.upsert(
-        task(3, "waiting", reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %")
-    )
+    model.upsert(task(3, "waiting", reason=WAITING))
     assert rec.inserted == [(2, 2)]
     assert model.counts() == {"queued": 1, "running": 1, "waiting": 1}
-    model.upsert(
-        task(3, "waiting", reason="waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %")
-    )
+    model.upsert(task(3, "waiting", reason=WAITING))
     assert rec.changed_rows == [(1, 1)]  # identical record: no signal
 
 
 def test_device_names_and_tooltips() -> None:
     model = QueueModel()
-    model.apply([task(1, "failed", device="pci:0000:64:00.0", reason="HIP error", exit_code=3)])
+    model.apply([task(1, "failed", device="pci:0000:64:00.0", reason=Said(text="HIP error"), exit_code=3)])
     assert model.data(model.index(0, COL_DEVICE)) == "pci:0000:64:00.0"
     model.set_device_names({"pci:0000:64:00.0": "Radeon 780M"}, {"pci:0000:64:00.0": "AMD Radeon 780M"})
     assert model.data(model.index(0, COL_DEVICE)) == "Radeon 780M"
@@ -122,7 +143,7 @@ def test_device_names_and_tooltips() -> None:
     for col in range(model.columnCount()):
         shown = model.data(model.index(0, col))
         assert shown == "" or shown in model.data(model.index(0, col), tip)
-    model.apply([task(1, "failed", device="pci:0000:64:00.0", reason="exited with status 3", exit_code=3)])
+    model.apply([task(1, "failed", device="pci:0000:64:00.0", reason=ExitedWith(status=3), exit_code=3)])
     assert model.data(model.index(0, COL_STATE), tip) == "failed\nexited with status 3"  # not twice
 
 
@@ -166,3 +187,30 @@ def test_a_finished_task_tells_its_gpu_energy_in_its_tooltips() -> None:
         "shared: the GPU ran other work too, so this is the whole device's energy",
     ]
     assert "energy" not in model.data(model.index(2, COL_NAME), tip)
+
+
+def test_a_row_reads_in_the_tense_of_its_state_in_both_languages(qapp: object) -> None:
+    """Issue 33 item 10: a demo job an owner adopted after a restart said "running on the CPU" next to
+    "succeeded". The row words the task's reason as its state reads it, whoever recorded it."""
+    from gputray.gui.i18n import install_language
+
+    note = DemoOnCpu(device="Radeon 780M")
+    model = QueueModel()
+    model.apply([task(1, "running", reason=note), task(2, "succeeded", reason=note)])
+    try:
+        for language, running, ran in (
+            (
+                "en",
+                "demo: running on the CPU in place of Radeon 780M",
+                "demo: ran on the CPU in place of Radeon 780M",
+            ),
+            (
+                "ja",
+                "デモ：Radeon 780M の代わりに CPU で実行中",
+                "デモ：Radeon 780M の代わりに CPU で実行しました",
+            ),
+        ):
+            assert install_language(language)
+            assert [model.data(model.index(row, COL_REASON)) for row in (0, 1)] == [running, ran]
+    finally:
+        install_language("en")

@@ -17,6 +17,7 @@ from gputray.gui.tray_app import TrayApp
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskPatch
 
 PY = sys.executable
@@ -98,7 +99,7 @@ def test_quit_stopping_jobs_interrupts_them(tray_app: TrayApp, tmp_path: Path) -
     tray_app.quit_asking()
     assert tray_app.owner is None
     rec = owner.queue.store.get(task_id)  # the store's last word, kept in memory after it closed
-    assert rec.state == "queued" and "gputray stopped while it ran" in rec.reason, rec
+    assert rec.state == "queued" and "gputray stopped while it ran" in render(rec.reason), rec
 
 
 def test_cancel_leaves_everything_running(tray_app: TrayApp, tmp_path: Path) -> None:

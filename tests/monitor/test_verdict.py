@@ -2,6 +2,13 @@ from __future__ import annotations
 
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Sample
 from gputray.monitor.verdict import BusyThresholds, VerdictTracker
+from gputray.scheduler.reasons.render import render
+
+
+def words(reasons: tuple[object, ...]) -> tuple[str, ...]:
+    """The verdict's reasons as the command line words them (``scheduler.reasons``)."""
+    return tuple(render(r) for r in reasons)  # type: ignore[arg-type]
+
 
 GIB = 1024**3
 DGPU = DeviceInfo("pci:0000:01:00.0", "GeForce RTX 5060 Ti", "nvidia", "discrete", "nvml", temp_limit_c=90.0)
@@ -35,24 +42,26 @@ def test_short_spike_does_not_mark_busy_but_sustained_load_does() -> None:
     assert not any(v.busy for v in spike)
     sustained = run(tracker, DGPU, [97] * 12, start=10)  # no per-process data (e.g. Windows WDDM)
     assert not sustained[9].busy and sustained[10].busy
-    assert sustained[-1].reasons == ("above 30 % for 10 s; now 97 %",)
+    assert words(sustained[-1].reasons) == ("above 30 % for 10 s; now 97 %",)
 
 
 def test_a_busy_reason_names_the_rule_the_figure_now_and_when_it_lets_go() -> None:
     tracker = VerdictTracker(BusyThresholds(busy_util_percent=30, busy_window_s=10, free_window_s=10))
     assert run(tracker, DGPU, [97] * 11)[-1].busy
     calm = run(tracker, DGPU, [2, 2, 2], start=11)
-    assert calm[0].reasons == ("above 30 % for 10 s; now 2 %, free again in 10 s if it stays low",)
-    assert calm[2].reasons == ("above 30 % for 10 s; now 2 %, free again in 8 s if it stays low",)
-    assert run(tracker, DGPU, [50], start=14)[0].reasons == ("above 30 % for 10 s; now 50 %",)
+    assert words(calm[0].reasons) == ("above 30 % for 10 s; now 2 %, free again in 10 s if it stays low",)
+    assert words(calm[2].reasons) == ("above 30 % for 10 s; now 2 %, free again in 8 s if it stays low",)
+    assert words(run(tracker, DGPU, [50], start=14)[0].reasons) == ("above 30 % for 10 s; now 50 %",)
 
 
 def test_foreign_process_holding_memory_while_active_is_busy_at_once() -> None:
     tracker = VerdictTracker(BusyThresholds(busy_window_s=10))
     verdicts = run(tracker, DGPU, [97] * 12, foreign=[LLAMA])
     assert verdicts[0].busy
-    assert verdicts[0].reasons == ("llama-server holds 14.2 GiB and the GPU is at 97 % (busy above 30 %)",)
-    assert verdicts[-1].reasons == ("llama-server uses 14.2 GiB; above 30 % for 10 s; now 97 %",)
+    assert words(verdicts[0].reasons) == (
+        "llama-server holds 14.2 GiB and the GPU is at 97 %, busy above 30 %",
+    )
+    assert words(verdicts[-1].reasons) == ("llama-server uses 14.2 GiB; above 30 % for 10 s; now 97 %",)
 
 
 def test_the_memory_in_a_busy_reason_adds_up_to_the_processes_it_names() -> None:
@@ -60,8 +69,8 @@ def test_the_memory_in_a_busy_reason_adds_up_to_the_processes_it_names() -> None
     tracker = VerdictTracker(BusyThresholds(busy_window_s=10))
     viewer = ProcessUse(4343, "comfyui", DGPU.key, "compute", vram_bytes=int(0.8 * GIB))
     first = run(tracker, DGPU, [97], foreign=[LLAMA, viewer])[0]
-    assert first.reasons == (
-        "llama-server and 1 other hold 15.0 GiB and the GPU is at 97 % (busy above 30 %)",
+    assert words(first.reasons) == (
+        "llama-server and 1 other hold 15.0 GiB and the GPU is at 97 %, busy above 30 %",
     )
 
 
@@ -86,7 +95,7 @@ def test_stale_idle_context_stops_pinning_the_gpu() -> None:
     run(tracker, DGPU, [80, 80, 80], foreign=[holder])  # was active
     idle = run(tracker, DGPU, [0] * 40, start=3, foreign=[holder])
     assert idle[10].busy
-    assert idle[10].reasons == (
+    assert words(idle[10].reasons) == (
         "python holds 2.0 GiB and the GPU was above 30 % 11 s ago; free again in 19 s if it stays low",
     )
     assert not idle[-1].busy
@@ -101,13 +110,13 @@ def test_hot_gpu_is_busy_with_hysteresis_and_apu_gets_our_limit() -> None:
         tracker.update(reading(IGPU, i, 0, t), [], own_active=False, now_s=i) for i, t in enumerate(temps)
     ]
     assert [v.busy for v in verdicts] == [False, True, True, True, False]
-    assert verdicts[1].reasons == ("Radeon 780M is hot: 91 °C (limit 90 °C)",)
+    assert words(verdicts[1].reasons) == ("Radeon 780M is hot: 91 °C (limit 90 °C)",)
     assert tracker.temp_limit_c(reading(DGPU, 0)) == 90.0  # the GPU's own limit wins
 
 
 def test_lost_unavailable_and_asleep_states() -> None:
     tracker = VerdictTracker()
     lost = tracker.update(reading(DGPU, 0, None, None, "lost"), [], own_active=False, now_s=0)
-    assert lost.busy and "lost" in lost.reasons[0]
+    assert lost.busy and "lost" in words(lost.reasons)[0]
     asleep = tracker.update(reading(DGPU, 1, None, None, "asleep"), [], own_active=False, now_s=1)
-    assert not asleep.busy and asleep.reasons == ("GeForce RTX 5060 Ti is asleep",)
+    assert not asleep.busy and words(asleep.reasons) == ("GeForce RTX 5060 Ti is asleep",)

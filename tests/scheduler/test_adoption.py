@@ -18,6 +18,7 @@ from test_queue_service import Harness, command
 from waiting import wait_for
 
 from gputray.scheduler.jobs.job_files import JobFiles
+from gputray.scheduler.reasons.render import render
 
 PY = sys.executable
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
@@ -69,7 +70,7 @@ def test_jobs_kept_running_are_recorded_by_the_next_queue_and_not_run_again(
     done_ok, done_bad = q2.get(ok.id), q2.get(bad.id)
     assert (done_ok.state, done_ok.exit_code, done_ok.attempts) == ("succeeded", 0, 1)
     assert (done_bad.state, done_bad.exit_code) == ("failed", 3)
-    assert done_bad.reason == "exited with status 3"
+    assert render(done_bad.reason) == "exited with status 3"
     assert (tmp_path / "ok").read_text() == "start\n"  # completed once, never run again
     assert not any(f.exit.exists() or f.run.exists() for f in files)  # recorded: the files are gone
     kinds = [(e.kind, e.task.id) for e in h2.events]
@@ -108,7 +109,7 @@ def test_an_adopted_job_can_be_cancelled(harnesses: Callable[..., Harness], tmp_
     h1.store.close()
     q2 = harnesses().start()
     stopped = q2.cancel(rec.id)
-    assert (stopped.state, stopped.reason) == ("cancelled", "cancelled while running")
+    assert (stopped.state, render(stopped.reason)) == ("cancelled", "cancelled while running")
     wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
 
 
@@ -150,6 +151,6 @@ def test_a_process_already_dead_is_not_said_to_be_stopped(
     steps.start(h1.store, rec.id, pid=dead.pid, pid_create_time=psutil.Process(dead.pid).create_time())
     q = h1.start()
     after = q.get(rec.id)
-    assert after.state == "failed" and "interrupted" in after.reason
-    assert "leftover process was stopped" not in after.reason, after.reason
+    assert after.state == "failed" and "interrupted" in render(after.reason)
+    assert "leftover process was stopped" not in render(after.reason), render(after.reason)
     dead.wait()

@@ -23,6 +23,7 @@ from gputray.scheduler.queue import estimator as queue_estimator  # the dispatch
 from gputray.scheduler.queue.placement import Plan
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
 
 BACKLOG = 2_000
@@ -88,7 +89,7 @@ def test_tasks_waiting_for_a_time_are_planned_once_not_every_pass(
     monkeypatch.setattr(queue_estimator, "plan", counting_plan)
     q = queue()
     wait_for(lambda: all(r.state == "waiting" for r in store.pending()))
-    assert q.get(BACKLOG).reason.startswith("starts at")
+    assert render(q.get(BACKLOG).reason).startswith("starts at")
     planned.clear()
     for i in range(5):
         now = q.submit(job(f"now {i}", device_prefs=("cpu",)))
@@ -96,7 +97,7 @@ def test_tasks_waiting_for_a_time_are_planned_once_not_every_pass(
         q.dispatch()
     # Each pass plans what can start (the new task), not the 2,000 that wait for their time.
     assert planned and max(planned) <= 5, planned
-    assert all(r.state == "waiting" and r.reason.startswith("starts at") for r in store.pending())
+    assert all(r.state == "waiting" and render(r.reason).startswith("starts at") for r in store.pending())
 
 
 def test_a_task_put_aside_starts_when_its_time_comes_or_when_edited(
@@ -149,7 +150,7 @@ def test_a_task_put_aside_for_its_window_starts_when_the_clock_is_set_back_into_
     clock.t = ten.timestamp()
     q = queue()
     rec = q.submit(job("windowed", device_prefs=("cpu",), window="09:00-09:30"))
-    wait_for(lambda: q.get(rec.id).reason.startswith("waits for its window"))
+    wait_for(lambda: render(q.get(rec.id).reason).startswith("waits for its window"))
     q.dispatch()  # put aside until tomorrow 09:00
     clock.t -= 40 * 60  # 09:20: the window is open
     q.request_dispatch()

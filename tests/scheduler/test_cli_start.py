@@ -1,13 +1,12 @@
 """`gputray queue` loads only what it uses (issue 31: every command that talks to the owner starts in
 ≤ 50 ms; ``bench/cli_start.py`` measures the time, this guards the cause on module counts, not time).
 
-The real command runs against a real owner under ``python -X importtime``, which names every module a
-process really executes: a module ``lazy_import`` stands in for, never touched, is not among them."""
+The real command (``gui.entry.main``) runs against a real owner in a fresh interpreter, which then lists
+the modules it really executed (``sys.modules``, less the stand-ins ``lazy_import`` left untouched)."""
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,10 +45,16 @@ QUEUE_MODULES = {
     "gputray.scheduler.cli.commands.common",
     "gputray.scheduler.cli.commands.listing",
     "gputray.scheduler.cli.commands.queue_logs",
+    "gputray.scheduler.reasons",  # a task's reason in words: the codes, the renderer, English
+    "gputray.scheduler.reasons.codes",
+    "gputray.scheduler.reasons.render",
+    "gputray.scheduler.reasons.say",
+    "gputray.scheduler.reasons.en",
+    "gputray.monitor.busy_why",
 }
 #: What each of these costs a start: the task model and the monitor's records (dataclasses, ~10 ms),
-#: typing_extensions' imports (~8 ms, through msgspec; -X importtime names the import it refused, so
-#: ``inspect`` and ``ast`` stand for it here), logging, threading, json.
+#: typing_extensions and what it imports (~8 ms, through msgspec), logging, threading, json; the
+#: reasons' Japanese catalogue (the command line words in English).
 NEVER_FOR_QUEUE = {
     "gputray.scheduler.tasks.records",
     "gputray.monitor.records",
@@ -58,6 +63,8 @@ NEVER_FOR_QUEUE = {
     "dataclasses",
     "inspect",
     "ast",
+    "typing_extensions",
+    "gputray.scheduler.reasons.ja",
     "logging",
     "threading",
     "json",
@@ -65,14 +72,24 @@ NEVER_FOR_QUEUE = {
     "psutil",
     "tomllib",
 }
-#: Every module the process executes, the interpreter's own start included (~150 when this was written,
+#: Every module the process holds, the interpreter's own start included (~150 when this was written;
 #: ~220 before): a bound, so that a new import on this path is a decision, not an accident.
-MAX_QUEUE_MODULES = 165
+MAX_QUEUE_MODULES = 175
+#: The command as the console script runs it, then the modules it executed, on stderr's last line.
+DRIVER = """
+import sys
+from gputray.gui.entry import main
+status = main(sys.argv[1:])
+sys.stdout.flush()
+loaded = sorted(n for n, m in sys.modules.items() if m is not None and type(m).__name__ != "_LazyModule")
+sys.stderr.write("\\nloaded: " + " ".join(loaded) + "\\n")
+raise SystemExit(status)
+"""
 
 
 def imported_by(args: list[str], home: Path) -> tuple[set[str], subprocess.CompletedProcess[str]]:
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "gputray.gui.entry", *args],
+        [sys.executable, "-c", DRIVER, *args],
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -80,14 +97,15 @@ def imported_by(args: list[str], home: Path) -> tuple[set[str], subprocess.Compl
         timeout=120,
         check=False,
     )
-    names = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \| *(\S+)$", done.stderr, re.MULTILINE))
-    return names, done
+    last = done.stderr.rstrip().rpartition("\n")[2]
+    assert last.startswith("loaded: "), done.stderr[-2000:]
+    return set(last.removeprefix("loaded: ").split()), done
 
 
 def test_queue_loads_only_what_it_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = home_paths(tmp_path, monkeypatch)
     with running_owner(paths) as owner:
-        owner.handle(rq.Pause())  # the task stays queued: the listing has a row to print
+        owner.handle(rq.Pause())  # the task stays queued, with a reason: the listing has a row to word
         owner.handle(rq.Run(argv=["true"], name="listed"))
         loaded, done = imported_by(["queue"], tmp_path / "home")
     assert done.returncode == 0, done.stderr[-2000:]

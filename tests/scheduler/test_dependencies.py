@@ -16,6 +16,8 @@ from gputray.scheduler.queue.dependencies import (
     failed_because_of,
     gate,
 )
+from gputray.scheduler.reasons.codes import Cancelled, DependencyFailed, DepState, ExitedWith
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 
@@ -34,36 +36,40 @@ def test_a_dependant_waits_until_every_dependency_succeeded() -> None:
     tasks = by_id(rec(1, "running"), b, rec(3, "queued"))
     blocked = gate(b, tasks)
     assert isinstance(blocked, Blocked)
-    assert blocked.reason == "waits for #1 't1' (running), #3 't3' (queued) to succeed"
-    assert gate(b, by_id(rec(1, "succeeded"), b, rec(3, "interrupted"))) == Blocked(
-        "waits for #3 't3' (interrupted) to succeed"  # interrupted is no end: the retry policy decides
-    )
+    assert render(blocked.reason) == "waits for #1 't1' (running), #3 't3' (queued) to succeed"
+    still = gate(b, by_id(rec(1, "succeeded"), b, rec(3, "interrupted")))
+    assert isinstance(still, Blocked)  # interrupted is no end: the retry policy decides
+    assert render(still.reason) == "waits for #3 't3' (interrupted) to succeed"
     assert gate(b, by_id(rec(1, "succeeded"), b, rec(3, "succeeded"))) is None
     assert gate(rec(4), tasks) is None  # no dependencies
 
 
 def test_a_failed_or_cancelled_dependency_fails_the_dependant_naming_it() -> None:
     c = rec(3, after=(2,))
-    broken = gate(c, by_id(rec(2, "failed", reason="exited with status 4"), c))
-    assert broken == Broken("dependency #2 't2' failed: exited with status 4")
-    cancelled = gate(c, by_id(rec(2, "cancelled", reason="cancelled"), c))
-    assert cancelled == Broken("dependency #2 't2' cancelled: cancelled")
+    broken = gate(c, by_id(rec(2, "failed", reason=ExitedWith(status=4)), c))
+    assert isinstance(broken, Broken)
+    assert render(broken.reason) == "dependency #2 't2' failed: exited with status 4"
+    cancelled = gate(c, by_id(rec(2, "cancelled", reason=Cancelled()), c))
+    assert isinstance(cancelled, Broken)
+    assert render(cancelled.reason) == "dependency #2 't2' cancelled: cancelled"
     # down a chain, the reason stays short and names the link it came through
     d = rec(4, after=(3,))
     failed_c = rec(3, "failed", after=(2,), reason=broken.reason)
     down = gate(d, by_id(failed_c, d))
     assert isinstance(down, Broken)
     assert (
-        down.reason
+        render(down.reason)
         == "dependency #3 't3' failed: because of its own dependency #2 't2' failed: exited with status 4"
+    )
+    assert render(down.reason, "ja") == (
+        "依存先 #3「t3」が失敗しました: その依存先のため: 依存先 #2「t2」が失敗しました: 終了コード 4 で終了"
     )
 
 
 def test_after_any_starts_once_they_ended_however() -> None:
     c = rec(3, after=(1, 2), after_any=True)
-    assert gate(c, by_id(rec(1, "failed"), rec(2, "running"), c)) == Blocked(
-        "waits for #2 't2' (running) to end"
-    )
+    blocked = gate(c, by_id(rec(1, "failed"), rec(2, "running"), c))
+    assert isinstance(blocked, Blocked) and render(blocked.reason) == "waits for #2 't2' (running) to end"
     assert gate(c, by_id(rec(1, "failed"), rec(2, "cancelled"), c)) is None
     assert gate(c, by_id(c)) is None  # both removed since: nothing can bring them back
 
@@ -82,11 +88,14 @@ def test_unknown_ids_and_cycles_are_refused() -> None:
 
 
 def test_retry_brings_back_exactly_the_chain_it_failed() -> None:
-    a = rec(1, "failed", reason="exited with status 1")
-    b = rec(2, "failed", after=(1,), reason="dependency #1 't1' failed: exited with status 1")
-    c = rec(3, "failed", after=(2,), reason="dependency #2 't2' failed: because of its own dependency #1 …")
-    own = rec(4, "failed", after=(1,), attempts=1, reason="exited with status 2")  # failed by itself
-    other = rec(5, "failed", after=(1, 6), reason="dependency #6 't6' failed: cancelled")  # not #1's doing
+    a = rec(1, "failed", reason=ExitedWith(status=1))
+    b = rec(2, "failed", after=(1,), reason=DependencyFailed(dep=DepState(1, "t1", "failed"), why=a.reason))
+    c = rec(3, "failed", after=(2,), reason=DependencyFailed(dep=DepState(2, "t2", "failed"), why=b.reason))
+    own = rec(4, "failed", after=(1,), attempts=1, reason=ExitedWith(status=2))  # failed by itself
+    six = DepState(6, "t6", "cancelled")
+    other = rec(
+        5, "failed", after=(1, 6), reason=DependencyFailed(dep=six, why=Cancelled())
+    )  # not #1's doing
     assert [t.id for t in failed_because_of(1, [a, b, c, own, other])] == [2, 3]
     assert failed_because_of(2, [a, b, c]) == [c]
 
@@ -95,4 +104,6 @@ def test_a_missing_dependency_is_not_met_and_the_reason_names_it() -> None:
     """Before: a dependency removed since counted as met, and its dependant ran without it."""
     c = rec(3, after=(1, 2))
     verdict = gate(c, by_id(rec(2, "succeeded"), c))
-    assert isinstance(verdict, Blocked) and verdict.reason.startswith("waits for #1 (no longer in the queue")
+    assert isinstance(verdict, Blocked) and render(verdict.reason).startswith(
+        "waits for #1 (no longer in the queue"
+    )

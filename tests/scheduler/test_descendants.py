@@ -29,6 +29,7 @@ from waiting import wait_for
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs import reach
+from gputray.scheduler.reasons.render import render
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or shutil.which("setsid") is None, reason="Linux, setsid"
@@ -104,7 +105,7 @@ def test_children_left_by_a_job_that_ended_are_stopped_and_counted(
     done = wait_for(lambda: finished(daemon, task_id), 60, "the job to end")
     assert marked.alive() == []  # gone before the task was said to be done: the slot was free after
     assert done.state == "succeeded"
-    assert "2 processes were still running after the job ended: stopped" in done.reason
+    assert "2 processes were still running after the job ended: stopped" in render(done.reason)
     log = Path(done.log_path).read_text()
     assert "gputray: 2 processes were still running after the job ended: stopped" in log
 
@@ -116,14 +117,14 @@ def test_a_cancel_ends_children_in_other_sessions_too(daemon: ipc.IpcClient, mar
     done = wait_for(lambda: finished(daemon, task_id), 60, "the cancel")
     assert marked.alive() == []
     assert done.state == "cancelled"
-    assert "1 process was still running after the job ended: stopped" in done.reason
+    assert "1 process was still running after the job ended: stopped" in render(done.reason)
 
 
 def test_a_timeout_ends_children_in_other_sessions_too(daemon: ipc.IpcClient, marked: Marked) -> None:
     task_id = run(daemon, f"(setsid sleep {marked.escaped} &); sleep {marked.inside}", timeout_s=2.0)
     done = wait_for(lambda: finished(daemon, task_id), 60, "the timeout")
     assert marked.alive() == []
-    assert done.state == "failed" and "timed out" in done.reason
+    assert done.state == "failed" and "timed out" in render(done.reason)
 
 
 def test_a_job_that_kills_its_supervisor_is_reported_so_and_stopped(
@@ -132,8 +133,8 @@ def test_a_job_that_kills_its_supervisor_is_reported_so_and_stopped(
     script = f"(setsid sleep {marked.escaped} &); kill -9 $PPID; sleep {marked.inside}"
     task_id = run(daemon, script)
     done = wait_for(lambda: finished(daemon, task_id), 60, "the job to be stopped")
-    assert "could not start" not in done.reason
-    assert "its supervisor process was killed" in done.reason
+    assert "could not start" not in render(done.reason)
+    assert "its supervisor process was killed" in render(done.reason)
     if reach.own_cgroup() is None:  # no cgroup of its own: what left the job's tree is out of reach
         wait_for(
             lambda: all(marked.inside not in " ".join(psutil.Process(p).cmdline()) for p in marked.alive())

@@ -33,6 +33,7 @@ from gputray.scheduler.pyenvs.doctor_cache import PairResult, cache_file, record
 from gputray.scheduler.pyenvs.registry import PythonEnv, add_env
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord
 
@@ -177,7 +178,7 @@ def test_a_redirect_runs_in_the_env_proven_on_the_other_device_and_back(
     done = h.ended(away)
     assert done.state == "succeeded", h.log(away)
     assert done.device == AMD and done.env == "rocm-standin"
-    assert done.reason.startswith("redirected to Radeon 780M: GeForce RTX 5060 Ti busy (llama-server")
+    assert render(done.reason).startswith("redirected to Radeon 780M: GeForce RTX 5060 Ti busy (llama-server")
     ran = h.job(away)
     assert ran["python"] == str(second_torch_python) and ran["torch"].startswith("2.13.0")
     assert ran["HSA_OVERRIDE_GFX_VERSION"] == "11.0.0" and ran["ROCR_VISIBLE_DEVICES"] == "0"
@@ -209,7 +210,7 @@ def test_a_stale_result_is_probed_again_before_the_job_runs(
     h = queues()
     (rec,) = h.q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",)))
     seen: set[str] = set()
-    h.until(lambda: seen.add(h.q.get(rec.id).reason) or h.q.get(rec.id).finished, timeout_s=120)
+    h.until(lambda: seen.add(render(h.q.get(rec.id).reason)) or h.q.get(rec.id).finished, timeout_s=120)
     done = h.q.get(rec.id)
     assert done.state == "succeeded" and done.env == "standin", h.log(rec)
     assert h.chooser.checks == 1
@@ -237,13 +238,13 @@ def test_the_first_torch_job_checks_the_env_in_the_background_then_runs_in_it(
     h.chooser._probe = watched
     (rec,) = h.q.submit_files([script], overrides=TaskPatch(device_prefs=("cpu",)))
     reasons: list[str] = []
-    h.until(lambda: reasons.append(h.q.get(rec.id).reason) or h.q.get(rec.id).finished, timeout_s=180)
+    h.until(lambda: reasons.append(render(h.q.get(rec.id).reason)) or h.q.get(rec.id).finished, timeout_s=180)
     done = h.q.get(rec.id)
     assert done.state == "succeeded" and done.env == "torch-cpu", h.log(rec)
     assert h.job(rec)["python"] == str(torch_python) and h.job(rec)["CUDA_VISIBLE_DEVICES"] == ""
     assert threads == ["gputray-env-check", "gputray-env-check"]
     assert any(r.startswith("checking env ") and r.endswith(" on the CPU…") for r in reasons), reasons
-    assert "gputray's own Python" not in h.log(rec) and done.reason == ""
+    assert "gputray's own Python" not in h.log(rec) and render(done.reason) == ""
     # The doctor's cache now holds both results, as `gputray doctor` would show them.
     verdicts = {(p.env_name, p.device_key): p.verdict for p in doctor.cached_results()}
     assert verdicts[("plain", "cpu")] == "fails" and verdicts[("torch-cpu", "cpu")] == "works"
@@ -263,11 +264,11 @@ def test_a_torch_job_never_runs_without_torch_it_waits_or_fails_by_its_policy(
         "no configured Python env works on the CPU: plain: torch is not installed in this env "
         f"(fix: {notorch_python} -m pip install torch"
     )
-    h.until(lambda: h.q.get(waits.id).reason.startswith(expected), timeout_s=120)
+    h.until(lambda: render(h.q.get(waits.id).reason).startswith(expected), timeout_s=120)
     assert h.q.get(waits.id).state == "waiting" and h.q.get(waits.id).log_path is None
     failed = h.ended(gives_up)  # the dispatcher wakes for its max wait by itself
     assert failed.state == "failed" and failed.log_path is None
-    assert re.match(r"gave up after waiting \d+ s: " + re.escape(expected), failed.reason)
+    assert re.match(r"gave up after waiting \d+ s: " + re.escape(expected), render(failed.reason))
     assert h.q.get(waits.id).state == "waiting"  # no max wait: it waits for an env that works
 
 
@@ -281,14 +282,14 @@ def test_demo_a_torch_job_on_the_simulated_5060_ti_runs_on_the_cpu_and_says_so(
         "demo: torch jobs run on the CPU in an env with torch; add one: "
         "gputray envs add PATH/TO/VENV (a venv where `pip install torch` ran)"
     )
-    h.until(lambda: h.q.get(early.id).reason == hint)
+    h.until(lambda: render(h.q.get(early.id).reason) == hint)
     add_env(torch_python, name="torch-cpu")  # nothing else: the next pass finds and checks it
     (rec,) = h.q.submit_files([script], overrides=TaskPatch(device_prefs=("5060ti",), on_busy="wait"))
     for task in (early, rec):
         done = h.ended(task)
         assert done.state == "succeeded", h.log(task)
         assert done.device == NV and done.env == "torch-cpu"
-        assert done.reason == "demo: ran on the CPU in place of GeForce RTX 5060 Ti"
+        assert render(done.reason, finished=True) == "demo: ran on the CPU in place of GeForce RTX 5060 Ti"
         ran = h.job(task)
         assert ran["CUDA_VISIBLE_DEVICES"] == "" and ran["HIP_VISIBLE_DEVICES"] == ""
         assert ran["GPUTRAY_DEVICE"] == NV and ran["sum"] == 9.0
@@ -308,8 +309,8 @@ def test_demo_with_no_env_anywhere_the_advice_is_said_once(
     h = queues()
     (rec,) = h.q.submit_files([script])
     hint = "gputray envs add PATH/TO/VENV (a venv where `pip install torch` ran)"
-    h.until(lambda: h.q.get(rec.id).reason.endswith(hint))
-    reason = h.q.get(rec.id).reason
+    h.until(lambda: render(h.q.get(rec.id).reason).endswith(hint))
+    reason = render(h.q.get(rec.id).reason)
     assert reason == f"demo: torch jobs run on the CPU in an env with torch; add one: {hint}"
     assert reason.count("add one") == 1
 
@@ -334,14 +335,16 @@ def test_the_chooser_checks_an_env_once_and_says_which_it_checks(
 
         first = chooser.status(RTX_5060_TI)
         assert isinstance(first, EnvChecking)
-        assert first.reason == "checking env plain on the CPU (demo: in place of GeForce RTX 5060 Ti)…"
+        assert (
+            render(first.reason) == "checking env plain on the CPU (demo: in place of GeForce RTX 5060 Ti)…"
+        )
         for _ in range(20):
             assert isinstance(chooser.status(RTX_5060_TI), EnvChecking)
         wait_for(lambda: calls, what="the check to start")
         release.set()
         assert changes.wait(60), "the queue is told when a check ends"
         last = chooser.status(RTX_5060_TI)
-        assert isinstance(last, EnvMissing) and "torch is not installed in this env" in last.reason
+        assert isinstance(last, EnvMissing) and "torch is not installed in this env" in render(last.reason)
         assert calls == ["plain"]
     finally:
         release.set()
@@ -355,7 +358,7 @@ def test_with_no_env_configured_the_reason_says_how_to_add_one(gputray_home: Pat
     chooser = ProbingChooser(devices=lambda: [], on_change=lambda: None)
     status = chooser.status(CPU_INFO)
     assert isinstance(status, EnvMissing)
-    assert status.reason == (
+    assert render(status.reason) == (
         "no Python env is configured for torch jobs; add one: "
         "gputray envs add PATH/TO/VENV (a venv where `pip install torch` ran)"
     )

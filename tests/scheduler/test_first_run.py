@@ -21,6 +21,7 @@ from waiting import wait_for
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="stops the daemon with SIGTERM")
@@ -116,7 +117,7 @@ def test_a_new_users_first_torch_job_runs_in_the_env_they_added(
     early_id = json.loads(early.stdout)[0]["id"]
     wait_for(
         lambda: (
-            home.task(early_id).reason == "no Python env is configured for torch jobs; add one: "
+            render(home.task(early_id).reason) == "no Python env is configured for torch jobs; add one: "
             "gputray envs add PATH/TO/VENV (a venv where `pip install torch` ran)"
         ),
         60,
@@ -135,7 +136,7 @@ def test_a_new_users_first_torch_job_runs_in_the_env_they_added(
         assert done.env == "cpu-torch" and done.device == "cpu" and done.kind == "torch"
         assert "TORCH 2.13.0" in log and "SUM 1.0" in log and f"PY {torch_python}" in log
         assert "CUDA_VISIBLE_DEVICES=''" in log
-        assert "gputray's own Python" not in log and done.reason == ""
+        assert "gputray's own Python" not in log and render(done.reason) == ""
     listing = home.cli("queue", "--all").stdout.splitlines()
     header = next(line for line in listing if line.startswith("ID "))  # after the "jobs:" line
     row = next(line for line in listing if line.startswith(str(task_id)))

@@ -15,55 +15,75 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.codes import Said
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 END = life.JobEnd(exit_code=1, ended_at=5.0)
-START = life.Start(device="cpu", env=None, reason="", attempts=1, started_at=2.0, log_path="", pid=None)
+START = life.Start(device="cpu", env=None, reason=None, attempts=1, started_at=2.0, log_path="", pid=None)
 
 #: One of every step, built for the row it is applied to.
 STEPS: dict[str, Callable[[TaskRecord], life.Step]] = {
-    "wait": lambda r: life.Wait(reason="busy", overtakes=r.overtakes + 1),
+    "wait": lambda r: life.Wait(reason=Said(text="busy"), overtakes=r.overtakes + 1),
     "start": lambda r: life.Start(
-        device="cpu", env=None, reason="", attempts=r.attempts + 1, started_at=2.0, log_path="", pid=4242
+        device="cpu", env=None, reason=None, attempts=r.attempts + 1, started_at=2.0, log_path="", pid=4242
     ),
-    "could_not_start": lambda r: life.CouldNotStart(start=START, reason="could not start: x", ended_at=3.0),
+    "could_not_start": lambda r: life.CouldNotStart(
+        start=START, reason=Said(text="could not start: x"), ended_at=3.0
+    ),
     "adopt": lambda r: life.Adopt(
         device="cpu", attempts=r.attempts + 1, started_at=2.0, log_path="", pid=4243, pid_create_time=1.0
     ),
     "launched": lambda r: life.Launched(pid=4244, pid_create_time=1.0),
     "clock_set": lambda r: life.ClockSet(jump_s=3600.0),
-    "pause_job": lambda r: life.PauseJob(paused_at=3.0, reason="paused by you"),
-    "resume_job": lambda r: life.ResumeJob(paused_s=1.0, reason="resumed"),
-    "fail": lambda r: life.Fail(reason="dependency failed", ended_at=3.0),
-    "cancel": lambda r: life.Cancel(reason="cancelled", ended_at=3.0),
-    "cancel_running": lambda r: life.Cancel(reason="cancelled while running", ended_at=3.0, end=END),
+    "pause_job": lambda r: life.PauseJob(paused_at=3.0, reason=Said(text="paused by you")),
+    "resume_job": lambda r: life.ResumeJob(paused_s=1.0, reason=Said(text="resumed")),
+    "fail": lambda r: life.Fail(reason=Said(text="dependency failed"), ended_at=3.0),
+    "cancel": lambda r: life.Cancel(reason=Said(text="cancelled"), ended_at=3.0),
+    "cancel_running": lambda r: life.Cancel(
+        reason=Said(text="cancelled while running"), ended_at=3.0, end=END
+    ),
     "succeed": lambda r: life.Succeed(end=life.JobEnd(exit_code=0, ended_at=4.0)),
-    "retry_or_fail": lambda r: life.RetryOrFail(why="exited with status 1", now=4.0, end=END),
-    "run_elsewhere": lambda r: life.RunElsewhere(reason="out of memory on A; running on B", now=4.0, end=END),
-    "interrupt": lambda r: life.Interrupt(reason="interrupted", ended_at=4.0),
-    "requeue": lambda r: life.Requeue(reason="queued again by request", now=6.0, position=9.0),
-    "note": lambda r: life.Note(reason="a note"),
-    "place_here": lambda r: life.PlaceHere(machine="desk"),
-    "hand_over": lambda r: life.HandOver(
-        machine="laptop", device="laptop/cpu", reason="sending", into="waiting", attempts=r.attempts + 1
+    "retry_or_fail": lambda r: life.RetryOrFail(why=Said(text="exited with status 1"), now=4.0, end=END),
+    "run_elsewhere": lambda r: life.RunElsewhere(
+        reason=Said(text="out of memory on A; running on B"), now=4.0, end=END
     ),
-    "hand_on": lambda r: life.HandOver(
-        machine="nas", device="nas/cpu", reason="sending", into="queued", again=True
+    "interrupt": lambda r: life.Interrupt(reason=Said(text="interrupted"), ended_at=4.0),
+    "requeue": lambda r: life.Requeue(reason=Said(text="queued again by request"), now=6.0, position=9.0),
+    "note": lambda r: life.Note(reason=Said(text="a note")),
+    "place_here": lambda r: remote.PlaceHere(machine="desk"),
+    "hand_over": lambda r: remote.HandOver(
+        machine="laptop",
+        device="laptop/cpu",
+        reason=Said(text="sending"),
+        into="waiting",
+        attempts=r.attempts + 1,
     ),
-    "handed": lambda r: life.Handed(remote_id=7, remote_state="queued", log_path="", reason="on laptop"),
-    "take_back": lambda r: life.TakeBack(machine=None, reason="taken back", attempts=max(0, r.attempts - 1)),
-    "hand_over_failed": lambda r: life.HandOverFailed(reason="refused there", ended_at=3.0),
-    "remote_running": lambda r: life.RemoteRun(
-        into="running", remote_state="running", reason="on", started_at=2.0
+    "hand_on": lambda r: remote.HandOver(
+        machine="nas", device="nas/cpu", reason=Said(text="sending"), into="queued", again=True
     ),
-    "remote_waiting": lambda r: life.RemoteRun(into="waiting", remote_state="queued", reason="there"),
-    "remote_succeeded": lambda r: life.RemoteRun(
-        into="succeeded", remote_state="fetched", reason="done", exit_code=0, ended_at=5.0
+    "handed": lambda r: remote.Handed(
+        remote_id=7, remote_state="queued", log_path="", reason=Said(text="on laptop")
     ),
-    "remote_failed": lambda r: life.RemoteRun(into="failed", remote_state="fetched", reason="x", exit_code=2),
-    "remote_mark": lambda r: life.RemoteMark(remote_state="lost"),
-    "lost_there": lambda r: life.LostThere(why="laptop left the cluster", now=6.0),
+    "take_back": lambda r: remote.TakeBack(
+        machine=None, reason=Said(text="taken back"), attempts=max(0, r.attempts - 1)
+    ),
+    "hand_over_failed": lambda r: remote.HandOverFailed(reason=Said(text="refused there"), ended_at=3.0),
+    "remote_running": lambda r: remote.RemoteRun(
+        into="running", remote_state="running", reason=Said(text="on"), started_at=2.0
+    ),
+    "remote_waiting": lambda r: remote.RemoteRun(
+        into="waiting", remote_state="queued", reason=Said(text="there")
+    ),
+    "remote_succeeded": lambda r: remote.RemoteRun(
+        into="succeeded", remote_state="fetched", reason=Said(text="done"), exit_code=0, ended_at=5.0
+    ),
+    "remote_failed": lambda r: remote.RemoteRun(
+        into="failed", remote_state="fetched", reason=Said(text="x"), exit_code=2
+    ),
+    "remote_mark": lambda r: remote.RemoteMark(remote_state="lost"),
+    "lost_there": lambda r: remote.LostThere(why=Said(text="laptop left the cluster"), now=6.0),
 }
 
 
@@ -97,7 +117,7 @@ def test_an_illegal_step_raises_and_writes_nothing(tmp_path: Path) -> None:
     rec = store.add(spec())
     with pytest.raises(life.IllegalTransition, match=r"task #1 is queued: Succeed is not a move from there"):
         store.apply(rec.id, life.Succeed(end=life.JobEnd(exit_code=0, ended_at=2.0)))
-    store.must_apply(rec.id, life.Cancel(reason="cancelled", ended_at=2.0))
+    store.must_apply(rec.id, life.Cancel(reason=Said(text="cancelled"), ended_at=2.0))
     with pytest.raises(life.IllegalTransition, match="cancelled: Launched"):
         store.apply_many([(rec.id, life.Launched(pid=1, pid_create_time=None))])
     store.close()

@@ -18,6 +18,7 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths, app_paths
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskSpec
 from gputray.scheduler.tasks.taskfile import TaskFileError, load_task_file, spec_from_table
 
@@ -116,7 +117,7 @@ def test_the_owner_starts_with_a_stored_far_future_task_and_fails_only_that_one(
     o.start()
     try:
         wait_for(lambda: o.queue.get(far.id).state == "failed", 10.0)
-        reason = o.queue.get(far.id).reason
+        reason = render(o.queue.get(far.id).reason)
         assert reason is not None and "1970 and 9999" in reason
     finally:
         o.stop()

@@ -17,6 +17,7 @@ from gputray.scheduler.owner import Owner
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.pause_file import read_paused
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -35,7 +36,7 @@ def state_of(home: Path, task_id: int) -> tuple[str, str]:
     store = TaskStore(paths_of(home).queue_db)
     try:
         rec = store.get(task_id)
-        return rec.state, rec.reason
+        return rec.state, render(rec.reason)
     finally:
         store.close()
 

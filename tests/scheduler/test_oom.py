@@ -20,6 +20,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.jobs.oom import find_oom
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.reasons.render import render, render_for
 from gputray.scheduler.replies import TaskView
 
 GiB = 1 << 30
@@ -129,17 +130,16 @@ def test_out_of_memory_on_the_5060_ti_runs_again_on_the_780m_once(client: ipc.Ip
 
     moved = _ended(client, run(NVIDIA))
     assert moved.state == "succeeded" and moved.device == AMD and moved.attempts == 2, moved.reason
-    assert moved.reason.startswith(
-        "out of memory on GeForce RTX 5060 Ti at 16.4 GiB; running on Radeon 780M ("
-    )
-    assert "shared free)" in moved.reason
+    said = render_for(moved.state, moved.reason)  # it ended: the past tense
+    assert said.startswith("out of memory on GeForce RTX 5060 Ti at 16.4 GiB; ran on Radeon 780M ("), said
+    assert "shared free)" in said
     log = Path(moved.log_path or "").read_text()
     assert "torch CUDA: torch.OutOfMemoryError: CUDA out of memory." in log and f"done on {AMD}" in log
     # the monitor no longer shows the first job's memory on the 780M: the second one may fit there too
     wait_for(lambda: not _on(client, AMD), what="the 780M's sample without the first job")
     nowhere = _ended(client, run(NVIDIA, AMD))  # out of memory on both: moved once, then it fails
     assert nowhere.state == "failed" and nowhere.attempts == 2 and nowhere.device == AMD
-    assert nowhere.reason.startswith("out of memory on Radeon 780M at 16.4 GiB"), nowhere.reason
+    assert render(nowhere.reason).startswith("out of memory on Radeon 780M at 16.4 GiB"), nowhere.reason
 
 
 @pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit (util-linux) is not installed")
@@ -152,7 +152,6 @@ def test_a_real_cpu_torch_job_out_of_memory_under_prlimit_says_what_it_needed(
     task = client.ask(rq.Run(argv=job, name="cpu-oom", overrides=only_cpu)).tasks[0]
     failed = _ended(client, task.id)
     assert failed.state == "failed" and failed.attempts == 1
-    assert failed.reason == "out of memory on the CPU at 8.0 GiB; no device it may use has that free", (
-        failed.reason
-    )
+    said = render(failed.reason)
+    assert said == "out of memory on the CPU at 8.0 GiB; no device it may use has that free", said
     assert "DefaultCPUAllocator: can't allocate memory" in Path(failed.log_path or "").read_text()

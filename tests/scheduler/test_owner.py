@@ -16,6 +16,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner, _decode_utf8_prefix
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import QueueReply, Submitted, TaskView
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
@@ -42,6 +43,9 @@ def client(owner: Owner, paths: Paths) -> Iterator[ipc.IpcClient]:
         yield c
 
 
+SAID = {"code": "Said", "text": "x"}  # a reason as JSON carries it (``reasons.codes``)
+
+
 def state_of(client: ipc.IpcClient, task_id: int) -> str:
     return str(client.ask(rq.Get(id=task_id)).task.state)
 
@@ -64,8 +68,9 @@ def test_every_protocol_op_is_answered(client: ipc.IpcClient) -> None:
         "logs": {"id": 999},
         "schedule_add": {"cron": "0 3 * * *", "task_file": "/nonexistent.toml"},
         "schedule_remove": {"id": 999},
-        "cluster_update": {"id": 999, "step": {"step": "note", "reason": "x"}},  # gputray.cluster's bridge
-        "cluster_withdraw": {"id": 999, "origin": "desk#1.1", "reason": "taken back"},
+        "free_resident": {"name": "nobody"},  # no such resident: said so, nothing asked
+        "cluster_update": {"id": 999, "step": {"step": "note", "reason": SAID}},  # gputray.cluster's bridge
+        "cluster_withdraw": {"id": 999, "origin": "desk#1.1", "reason": SAID},
         "cluster_submit": {
             "origin": "desk#1.1",
             "spec": {"kind": "command", "name": "x", "argv": ["/nonexistent"]},
@@ -291,7 +296,7 @@ def test_a_start_time_holds_the_task_then_it_runs(client: ipc.IpcClient, tmp_pat
         )
     ).tasks[0]
     waiting = wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "waiting" and t)
-    assert "starts at" in waiting.reason
+    assert "starts at" in render(waiting.reason)
     done = wait_for(lambda: (t := client.ask(rq.Get(id=task.id)).task).state == "succeeded" and t)
     assert done.started_at >= waiting.submitted_at
 
@@ -318,7 +323,7 @@ def test_stopping_the_owner_stops_running_jobs_and_requeues_by_policy(paths: Pat
     try:
         rec = again.queue.get(task.id)
         assert rec.attempts == 1 and rec.state in ("queued", "waiting")  # requeued: one retry left
-        assert "retry" in rec.reason and rec.not_before is not None  # after its backoff
+        assert "retry" in render(rec.reason) and rec.not_before is not None  # after its backoff
     finally:
         again.stop()
 
@@ -421,11 +426,11 @@ def test_needs_avoid_devices_where_the_doctor_saw_them_fail(
 
     redirected = run(["fp16"], ["780m", "5060ti"])
     assert redirected.state == "succeeded" and redirected.device == NVIDIA
-    assert "Radeon 780M" in redirected.reason and "fp16" in redirected.reason
-    assert "doctor" in redirected.reason
+    assert "Radeon 780M" in render(redirected.reason) and "fp16" in render(redirected.reason)
+    assert "doctor" in render(redirected.reason)
     only_igpu = run(["fp16"], ["780m"], on_busy="wait")
     assert only_igpu.state == "failed" and only_igpu.device is None
-    assert "Radeon 780M" in only_igpu.reason and "fp16" in only_igpu.reason
+    assert "Radeon 780M" in render(only_igpu.reason) and "fp16" in render(only_igpu.reason)
     assert run(["bf16"], ["780m"]).device == AMD  # passed in the doctor
     assert run(["fp16"], ["5060ti"]).device == NVIDIA  # never measured there: unknown does not block
     assert run([], ["780m"]).device == AMD
@@ -521,7 +526,8 @@ def test_the_owner_judges_gpus_by_the_users_configured_limits(paths: Paths) -> N
         snap = wait_for(lambda: o.monitor.latest, what="a first sample")
         verdict = snap.verdict(AMD)
         assert verdict is not None and verdict.hot and verdict.busy
-        assert "Radeon 780M is hot" in verdict.reasons[0] and "limit 30 °C" in verdict.reasons[0]
+        said = render(verdict.reasons[0])
+        assert "Radeon 780M is hot" in said and "limit 30 °C" in said
     finally:
         o.stop()
 

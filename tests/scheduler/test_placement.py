@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gputray.monitor.busy_why import Lost, Words
 from gputray.monitor.records import Sample, Verdict
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.queue.placement import (
@@ -20,6 +21,7 @@ from gputray.scheduler.queue.placement import (
     plan,
     resolve_pref,
 )
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 GIB = 1024**3
@@ -33,7 +35,7 @@ def nvidia(*, busy: str | None = None, used: int = GIB // 2, **kw: Any) -> Devic
     sample = Sample(
         NV, NOW, util_percent=97 if busy else 2, temp_c=50, vram_used_bytes=used, vram_total_bytes=16 * GIB
     )
-    verdict = Verdict(NV, busy is not None, (busy,) if busy else ())
+    verdict = Verdict(NV, busy is not None, (Words(text=busy),) if busy else ())
     return DeviceState(RTX_5060_TI, sample, verdict, **kw)
 
 
@@ -48,7 +50,7 @@ def radeon(*, busy: str | None = None, gtt_used: int = GIB, **kw: Any) -> Device
         shared_used_bytes=gtt_used,
         shared_total_bytes=29 * GIB,
     )
-    verdict = Verdict(AMD, busy is not None, (busy,) if busy else ())
+    verdict = Verdict(AMD, busy is not None, (Words(text=busy),) if busy else ())
     kw.setdefault("host_ram_free_bytes", 20 * GIB)
     kw.setdefault("host_ram_total_bytes", 32 * GIB)
     return DeviceState(RADEON_780M, sample, verdict, **kw)
@@ -90,27 +92,27 @@ def test_first_choice_free_runs_there() -> None:
 def test_wait_names_the_device_and_the_external_user() -> None:
     d = place(task(on_busy="wait"), [nvidia(busy=LLAMA), radeon(), cpu()], now_s=NOW)
     assert isinstance(d, Wait)
-    assert d.reason == f"waiting for GeForce RTX 5060 Ti: {LLAMA}"
+    assert render(d.reason) == f"waiting for GeForce RTX 5060 Ti: {LLAMA}"
     assert d.device == NV
 
 
 def test_redirect_goes_to_the_first_free_other_device_and_says_why() -> None:
     d = place(task(on_busy="redirect"), [nvidia(busy=LLAMA), radeon(), cpu()], now_s=NOW)
     assert isinstance(d, Placement) and d.redirected and d.device == AMD
-    assert d.reason == f"redirected to Radeon 780M: GeForce RTX 5060 Ti busy ({LLAMA})"
+    assert render(d.reason) == f"redirected to Radeon 780M: GeForce RTX 5060 Ti busy ({LLAMA})"
 
 
 def test_cpu_policy_runs_on_the_cpu() -> None:
     d = place(task(on_busy="cpu"), [nvidia(busy=LLAMA), radeon(), cpu()], now_s=NOW)
     assert isinstance(d, Placement) and d.device == "cpu"
-    assert d.reason.startswith("on CPU: GeForce RTX 5060 Ti busy")
+    assert render(d.reason).startswith("on CPU: GeForce RTX 5060 Ti busy")
 
 
 def test_redirect_waits_when_nothing_is_free_and_lists_every_reason() -> None:
     devices = [nvidia(busy=LLAMA), radeon(running=1, running_names=("upscale (#3)",)), cpu()]
     d = place(task(on_busy="redirect"), devices, now_s=NOW)
     assert isinstance(d, Wait)
-    assert d.reason == (
+    assert render(d.reason) == (
         f"waiting for a free device: GeForce RTX 5060 Ti: {LLAMA}; Radeon 780M: running 'upscale (#3)'"
     )
 
@@ -126,15 +128,15 @@ def test_after_max_wait(after: str, expected: str | None) -> None:
     late = place(t, devices, now_s=NOW + 2)
     if expected is None:
         assert isinstance(late, GiveUp)
-        assert late.reason == f"gave up after waiting 10 min for GeForce RTX 5060 Ti: {LLAMA}"
+        assert render(late.reason) == f"gave up after waiting 10 min for GeForce RTX 5060 Ti: {LLAMA}"
     else:
         assert isinstance(late, Placement) and late.device == expected
-        assert "after waiting 10 min" in late.reason
+        assert "after waiting 10 min" in render(late.reason)
 
 
 def test_one_job_per_gpu_and_the_igpu_stays_serial() -> None:
     d = place(task(device_prefs=("780m",)), [nvidia(), radeon(running=1), cpu()], now_s=NOW)
-    assert isinstance(d, Wait) and d.reason == "waiting for Radeon 780M: all its job slots are taken"
+    assert isinstance(d, Wait) and render(d.reason) == "waiting for Radeon 780M: all its job slots are taken"
 
 
 def test_discrete_memory_must_fit() -> None:
@@ -143,7 +145,7 @@ def test_discrete_memory_must_fit() -> None:
     d = place(t, [nvidia(used=11 * GIB)], now_s=NOW)
     assert (
         isinstance(d, Wait)
-        and d.reason == "waiting for GeForce RTX 5060 Ti: needs 6.0 GiB, 5.0 GiB VRAM free"
+        and render(d.reason) == "waiting for GeForce RTX 5060 Ti: needs 6.0 GiB, 5.0 GiB VRAM free"
     )
     # Memory our just-started job will take counts too.
     assert isinstance(place(t, [nvidia(used=9 * GIB, extra_used_bytes=2 * GIB)], now_s=NOW), Wait)
@@ -153,9 +155,9 @@ def test_igpu_memory_is_gtt_plus_carve_out_and_bounded_by_system_ram() -> None:
     t = task(device_prefs=("780m",), vram_bytes=8 * GIB)
     assert isinstance(place(t, [radeon()], now_s=NOW), Placement)
     d = place(t, [radeon(host_ram_free_bytes=6 * GIB)], now_s=NOW)
-    assert isinstance(d, Wait) and "needs 8.0 GiB, 6.0 GiB GTT + carve-out free" in d.reason
+    assert isinstance(d, Wait) and "needs 8.0 GiB, 6.0 GiB GTT + carve-out free" in render(d.reason)
     d = place(t, [radeon(gtt_used=26 * GIB)], now_s=NOW)
-    assert isinstance(d, Wait) and "6.0 GiB GTT + carve-out free" in d.reason
+    assert isinstance(d, Wait) and "6.0 GiB GTT + carve-out free" in render(d.reason)
 
 
 def test_a_task_no_device_can_hold_gives_up_instead_of_waiting_forever() -> None:
@@ -163,52 +165,52 @@ def test_a_task_no_device_can_hold_gives_up_instead_of_waiting_forever() -> None
     d = place(t, [nvidia(), radeon(), cpu()], now_s=NOW)
     assert (
         isinstance(d, GiveUp)
-        and d.reason == "no device can run it: needs 40.0 GiB, GeForce RTX 5060 Ti has 15.9 GiB"
+        and render(d.reason) == "no device can run it: needs 40.0 GiB, GeForce RTX 5060 Ti has 15.9 GiB"
     )
 
 
 def test_too_big_for_the_first_choice_but_redirectable() -> None:
     t = task(device_prefs=("5060ti", "780m"), on_busy="redirect", vram_bytes=20 * GIB)
     d = place(t, [nvidia(), radeon(gtt_used=GIB), cpu()], now_s=NOW)
-    assert isinstance(d, Placement) and d.device == AMD and "needs 20.0 GiB" in d.reason
+    assert isinstance(d, Placement) and d.device == AMD and "needs 20.0 GiB" in render(d.reason)
 
 
 def test_lost_paused_hot_and_missing_devices() -> None:
     lost = dataclasses.replace(
         nvidia(),
         sample=Sample(NV, NOW, "lost", "GPU is lost"),
-        verdict=Verdict(NV, True, ("GeForce RTX 5060 Ti is lost: GPU is lost",)),
+        verdict=Verdict(NV, True, (Lost(device="GeForce RTX 5060 Ti", why="GPU is lost"),)),
     )
-    assert place(task(), [lost], now_s=NOW) == Wait(
-        "waiting for GeForce RTX 5060 Ti: lost: GPU is lost", NV, accepts=(NV,)
-    )
+    got = place(task(), [lost], now_s=NOW)
+    assert isinstance(got, Wait) and (got.device, got.accepts) == (NV, (NV,))
+    assert render(got.reason) == "waiting for GeForce RTX 5060 Ti: lost: GPU is lost"
     d = place(task(), [nvidia(paused=True)], now_s=NOW)
-    assert isinstance(d, Wait) and d.reason == "waiting for GeForce RTX 5060 Ti: paused"
+    assert isinstance(d, Wait) and render(d.reason) == "waiting for GeForce RTX 5060 Ti: paused"
     hot = dataclasses.replace(radeon(), verdict=None, sample=Sample(AMD, NOW, temp_c=93.0))
     d = place(task(device_prefs=("780m",)), [hot], now_s=NOW)
-    assert isinstance(d, Wait) and d.reason == "waiting for Radeon 780M: hot: 93 °C (limit 90 °C)"
+    assert isinstance(d, Wait) and render(d.reason) == "waiting for Radeon 780M: hot: 93 °C, limit 90 °C"
     d = place(task(device_prefs=("5060ti",)), [radeon(), cpu()], now_s=NOW)  # the eGPU is unplugged
-    assert isinstance(d, Wait) and d.reason == "waiting for 5060ti: not present"
+    assert isinstance(d, Wait) and render(d.reason) == "waiting for 5060ti: not present"
 
 
 def test_needs_are_checked_against_what_the_doctor_proved() -> None:
     t = task(device_prefs=("780m", "cpu"), on_busy="redirect", needs=("fp16",))
     d = place(t, [radeon(capabilities=frozenset({"fp32"})), cpu()], now_s=NOW)
-    assert isinstance(d, Placement) and d.device == "cpu" and "lacks fp16" in d.reason
+    assert isinstance(d, Placement) and d.device == "cpu" and "lacks fp16" in render(d.reason)
 
 
 def test_time_gates() -> None:
     devices = [nvidia(), radeon(), cpu()]
     at = dt.datetime(2026, 6, 1, 1, 0).timestamp()
     d = place(task(start_at=at), devices, now_s=at - 3600)
-    assert isinstance(d, Wait) and d.reason == "starts at 01:00" and d.until_s == at
+    assert isinstance(d, Wait) and render(d.reason) == "starts at 01:00" and d.until_s == at
     noon = dt.datetime(2026, 6, 1, 12, 0).timestamp()
     d = place(task(window="01:00-07:00"), devices, now_s=noon)
-    assert isinstance(d, Wait) and d.reason == "waits for its window 01:00–07:00"
+    assert isinstance(d, Wait) and render(d.reason) == "waits for its window 01:00–07:00"
     assert d.until_s == dt.datetime(2026, 6, 2, 1, 0).timestamp()
     assert isinstance(place(task(window="01:00-07:00"), devices, now_s=noon - 8 * 3600), Placement)
     d = place(task(not_before=NOW + 30), devices, now_s=NOW)
-    assert isinstance(d, Wait) and d.reason == "retry in 30 s"
+    assert isinstance(d, Wait) and render(d.reason) == "retry in 30 s"
 
 
 def test_preference_classes_and_names() -> None:
@@ -233,7 +235,8 @@ def test_a_plan_takes_slots_as_it_goes() -> None:
     (_, first), (_, second) = result.decisions
     assert isinstance(first, Placement) and first.device == NV
     assert (
-        isinstance(second, Wait) and second.reason == "waiting for GeForce RTX 5060 Ti: running 'job1 (#1)'"
+        isinstance(second, Wait)
+        and render(second.reason) == "waiting for GeForce RTX 5060 Ti: running 'job1 (#1)'"
     )
 
 
@@ -260,8 +263,11 @@ def test_a_big_task_is_overtaken_at_most_the_limit_then_holds_its_device() -> No
         if isinstance(result.decisions[1][1], Placement):
             started_small += 1
         else:
-            assert result.decisions[1][1] == Wait(
-                "waiting for GeForce RTX 5060 Ti: held for task #1, which waited longest", NV, accepts=(NV,)
+            got = result.decisions[1][1]
+            assert isinstance(got, Wait) and (got.device, got.accepts) == (NV, (NV,))
+            assert (
+                render(got.reason)
+                == "waiting for GeForce RTX 5060 Ti: held for task #1, which waited longest"
             )
             assert result.held == {NV: big.id}
     assert started_small == 3  # the default overtake limit
@@ -356,9 +362,9 @@ def test_place_always_decides_with_a_reason(
     if isinstance(d, Placement):
         chosen = next(x for x in devices if x.key == d.device)
         assert not chosen.paused and chosen.running < chosen.slots
-        assert not d.redirected or d.reason  # a redirect always says why
+        assert not d.redirected or render(d.reason)  # a redirect always says why
     else:
-        assert d.reason
+        assert render(d.reason)
 
 
 def test_with_two_slots_a_second_job_starts_only_if_its_memory_fits() -> None:
@@ -369,6 +375,6 @@ def test_with_two_slots_a_second_job_starts_only_if_its_memory_fits() -> None:
     kinds = [type(d).__name__ for _, d in result.decisions]
     assert kinds == ["Placement", "Placement", "Wait"]
     wait = result.decisions[2][1]
-    assert isinstance(wait, Wait) and "needs 6.0 GiB, 2.0 GiB VRAM free" in wait.reason
+    assert isinstance(wait, Wait) and "needs 6.0 GiB, 2.0 GiB VRAM free" in render(wait.reason)
     one_slot = plan(tasks[:2], [nvidia(slots=1, used=2 * GIB)], now_s=NOW)
     assert [type(d).__name__ for _, d in one_slot.decisions] == ["Placement", "Wait"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gputray.monitor.busy_why import Words
 from gputray.monitor.records import Sample, Verdict
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.queue.estimates import Outlook
@@ -14,6 +15,7 @@ from gputray.scheduler.queue.placement import DeviceState, Placement, Wait, plan
 from gputray.scheduler.queue.placement_policy import OutlookPolicy
 from gputray.scheduler.queue.runtime_history import JobRun, RunBook, SpellBook
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 NOW = 10_000.0
@@ -23,7 +25,10 @@ KINDS = {NV: "discrete", AMD: "integrated"}
 
 def dev(info: Any, busy: str | None = None, **kw: Any) -> DeviceState:
     return DeviceState(
-        info, Sample(info.key, NOW), Verdict(info.key, busy is not None, (busy,) if busy else ()), **kw
+        info,
+        Sample(info.key, NOW),
+        Verdict(info.key, busy is not None, (Words(text=busy),) if busy else ()),
+        **kw,
     )
 
 
@@ -44,7 +49,7 @@ def test_fastest_runs_on_the_idle_igpu_when_the_busy_gpu_frees_too_late() -> Non
         [task(prefer="fastest")], devices, now_s=NOW, policy=OutlookPolicy(view)
     ).decisions
     assert isinstance(decision, Placement) and decision.device == AMD
-    assert decision.reason == (
+    assert render(decision.reason) == (
         "fastest: GeForce RTX 5060 Ti frees in ~12 min, finishes in ~13 min; "
         "Radeon 780M finishes in ~4 min: running there"
     )
@@ -56,7 +61,9 @@ def test_fastest_runs_on_the_idle_igpu_when_the_busy_gpu_frees_too_late() -> Non
     never = OutlookPolicy(unknown)
     ((_, first),) = plan([task(prefer="fastest")], devices, now_s=NOW, policy=never).decisions
     assert isinstance(first, Wait) and first.device == NV
-    assert first.reason == "fastest: no earlier run of this job to estimate from; " + plain.reason
+    assert render(first.reason) == "fastest: no earlier run of this job to estimate from; " + render(
+        plain.reason
+    )
 
 
 def test_fastest_waits_for_the_fast_gpu_when_it_frees_soon_and_counts_the_work_queued_there() -> None:
@@ -65,7 +72,7 @@ def test_fastest_waits_for_the_fast_gpu_when_it_frees_soon_and_counts_the_work_q
     tasks = [task(i, prefer="fastest") for i in range(1, 13)]
     decisions = [d for _, d in plan(tasks, devices, now_s=NOW, policy=OutlookPolicy(view)).decisions]
     first = decisions[0]
-    assert isinstance(first, Wait) and first.device == NV and first.reason.endswith("waiting for it")
+    assert isinstance(first, Wait) and first.device == NV and render(first.reason).endswith("waiting for it")
     # nine wait for the 5060 Ti (the ninth finishes at 30 s + 9 × 60 s = 570 s < 600 s), the tenth
     # runs on the 780M (600 s < 630 s), and the rest wait for the 5060 Ti again (the 780M is taken)
     where = [d.device for d in decisions]
@@ -76,12 +83,12 @@ def test_greenest_takes_the_igpu_within_the_slowdown_limit_and_not_beyond() -> N
     devices = [dev(RTX_5060_TI), dev(RADEON_780M)]
     near = outlook({NV: 100.0, AMD: 140.0}, {NV: 0.0, AMD: 0.0})
     ((_, green),) = plan([task(prefer="greenest")], devices, now_s=NOW, policy=OutlookPolicy(near)).decisions
-    assert isinstance(green, Placement) and green.device == AMD and "kJ" in green.reason
+    assert isinstance(green, Placement) and green.device == AMD and "kJ" in render(green.reason)
     far = outlook({NV: 100.0, AMD: 400.0}, {NV: 0.0, AMD: 0.0})
     ((_, fast),) = plan([task(prefer="greenest")], devices, now_s=NOW, policy=OutlookPolicy(far)).decisions
     assert isinstance(fast, Placement) and fast.device == NV
     # the greener iGPU was passed over for its finish, and the reason says so
-    assert "Radeon 780M finishes in ~7 min, 10.0 kJ, past 1.5× the fastest finish;" in fast.reason
+    assert "Radeon 780M finishes in ~7 min, 10.0 kJ, past 1.5× the fastest finish;" in render(fast.reason)
     ((_, wide),) = plan(
         [task(prefer="greenest", max_slowdown=5.0)], devices, now_s=NOW, policy=OutlookPolicy(far)
     ).decisions
@@ -98,7 +105,7 @@ def test_a_family_that_ran_on_one_device_is_scaled_by_the_doctors_measured_speed
         [task(prefer="fastest")], devices, now_s=NOW, policy=OutlookPolicy(view)
     ).decisions
     assert isinstance(decision, Placement) and decision.device == AMD
-    assert "free time unknown" in decision.reason
+    assert "free time unknown" in render(decision.reason)
 
 
 def test_estimates_prefer_runs_that_did_not_throttle_and_say_how_many_did() -> None:
@@ -126,7 +133,7 @@ def test_no_history_falls_back_to_the_plain_rules() -> None:
     ((_, decision),) = plan(
         [task(prefer="fastest")], devices, now_s=NOW, policy=OutlookPolicy(view)
     ).decisions
-    assert isinstance(decision, Wait) and decision.device == NV and "waiting for" in decision.reason
+    assert isinstance(decision, Wait) and decision.device == NV and "waiting for" in render(decision.reason)
 
 
 def test_offers_one_task_per_free_device_once_and_never_a_declined_one(tmp_path: Path) -> None:
@@ -144,7 +151,9 @@ def test_offers_one_task_per_free_device_once_and_never_a_declined_one(tmp_path:
     estimator.plan(waiting, devices, NOW + 30, running=[])  # waited 30 s < 60 s: no offer yet
     assert emitted == []
     estimator.plan(declined, devices, NOW + 90, running=[])
-    assert emitted == [(2, "job2 has waited ~2 min: Radeon 780M is free and would run it in ~60 s")]
+    assert [(i, render(m)) for i, m in emitted] == [
+        (2, "job2 has waited ~2 min: Radeon 780M is free and would run it in ~60 s")
+    ]
     estimator.plan(waiting, devices, NOW + 120, running=[])
     assert [i for i, _ in emitted] == [2, 1]  # task 1 (no longer declined) comes first now; 2 not again
     (view,) = [v for v in estimator.views(waiting, NOW + 120) if v.id == 1]

@@ -19,7 +19,9 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="real jobs paused on Linux")
@@ -34,8 +36,14 @@ def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
 
 
 @pytest.fixture
-def client(paths: Paths) -> Iterator[ipc.IpcClient]:
-    with running_owner(paths), ipc.IpcClient(paths, timeout_s=60) as c:
+def owner(paths: Paths) -> Iterator[Owner]:
+    with running_owner(paths) as o:
+        yield o
+
+
+@pytest.fixture
+def client(paths: Paths, owner: Owner) -> Iterator[ipc.IpcClient]:
+    with ipc.IpcClient(paths, timeout_s=60) as c:
         yield c
 
 
@@ -77,7 +85,7 @@ def test_a_preempting_task_pauses_the_lower_priority_job_and_it_resumes_after(
     assert started.device == NVIDIA
     paused = _task(client, low.id)
     assert paused.shown_state == "paused"
-    assert paused.reason.startswith(f"paused for #{high.id} (priority 10) at "), paused.reason
+    assert render(paused.reason).startswith(f"paused for #{high.id} (priority 10) at "), paused.reason
     held = _count(tmp_path, "low")
     time.sleep(0.3)  # frozen: it counts nothing, however long it is given
     assert _count(tmp_path, "low") == held
@@ -85,19 +93,24 @@ def test_a_preempting_task_pauses_the_lower_priority_job_and_it_resumes_after(
     wait_for(lambda: _task(client, high.id).state == "succeeded", what="the high one to end")
     wait_for(lambda: _count(tmp_path, "low") > held, what="the low one to count again")
     resumed = _task(client, low.id)
-    assert resumed.shown_state == "running" and "; resumed " in resumed.reason and resumed.paused_s > 0
+    assert (
+        resumed.shown_state == "running" and "; resumed " in render(resumed.reason) and resumed.paused_s > 0
+    )
     client.ask(rq.Cancel(ids=[low.id]))
 
 
 def test_never_a_job_that_is_not_preemptible_and_never_without_preempt(
-    client: ipc.IpcClient, tmp_path: Path
+    client: ipc.IpcClient, owner: Owner, tmp_path: Path
 ) -> None:
     keep = _run(client, _counter(tmp_path, "keep"), "keep", preemptible=False)
     wait_for(lambda: _count(tmp_path, "keep") > 0, what="the job to count")
     eager = _run(client, [PY, "-c", "pass"], "eager", priority=10, preempt=True)
     polite = _run(client, [PY, "-c", "pass"], "polite", priority=20)
     wait_for(lambda: _task(client, eager.id).state == "waiting", what="the preempting task to wait")
-    time.sleep(2.5)  # a look of the preemption timer or more (every 2 s at most): nothing may happen
+    timer = owner.preemption
+    assert timer is not None
+    looked = timer.looks
+    wait_for(lambda: timer.looks >= looked + 2, what="two looks of the preemption timer")  # nothing done
     assert _task(client, keep.id).shown_state == "running"
     assert _task(client, polite.id).state == "waiting" and _task(client, eager.id).state == "waiting"
     client.ask(rq.Cancel(ids=[keep.id]))

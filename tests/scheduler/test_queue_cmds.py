@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from cli import gputray
 from gputray.scheduler import cli
 from gputray.scheduler.cli.commands import client, submit
 from gputray.scheduler.cli.commands.common import task_json, terminal_cells
+from gputray.scheduler.reasons.codes import Cancelled, ExitedWith, Reason, Said
 from gputray.scheduler.replies import LogChunk, Paused, QueueReply, Reply, TaskView
 from gputray.scheduler.tasks.records import TaskPatch
 
@@ -401,8 +403,14 @@ def test_a_reply_from_an_owner_of_another_version_is_a_clear_error(
 NOW_S = dt.datetime(2026, 11, 30, 14, 0).timestamp()
 
 
+def _reason(text: str) -> Reason | None:
+    """A reason as the owner sends it: a code (an exit status), else words kept as written."""
+    status = re.fullmatch(r"exited with status (\d+)", text)
+    return ExitedWith(status=int(status.group(1))) if status else Said(text=text) if text else None
+
+
 def _views(tasks: list[dict[str, Any]]) -> list[TaskView]:
-    return [TaskView(**t) for t in tasks]
+    return [TaskView(**{**t, "reason": _reason(t.get("reason", ""))}) for t in tasks]
 
 
 def _listed() -> list[dict[str, Any]]:
@@ -531,9 +539,11 @@ def test_schedule_times_are_listed_in_local_time() -> None:
 def test_wait_says_how_a_task_ended_without_saying_it_twice() -> None:
     from gputray.scheduler.cli.commands.wait import _summary
 
-    cancelled = TaskView(id=2, name="sleep", state="cancelled", reason="cancelled")
+    cancelled = TaskView(id=2, name="sleep", state="cancelled", reason=Cancelled())
     assert _summary(cancelled) == "#2 sleep: cancelled"  # not "cancelled: cancelled"
-    failed = TaskView(id=3, name="train.py", state="failed", exit_code=3, reason="exit 3 after 2 attempts")
+    failed = TaskView(
+        id=3, name="train.py", state="failed", exit_code=3, reason=Said(text="exit 3 after 2 attempts")
+    )
     assert _summary(failed) == "#3 train.py: failed (exit 3): exit 3 after 2 attempts"
 
 

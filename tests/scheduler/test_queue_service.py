@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import task_steps as steps
 from waiting import wait_for
@@ -27,6 +28,8 @@ from gputray.scheduler.queue.device_checks import SubmitRefused
 from gputray.scheduler.queue.service import QueueService, TaskStateError
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.reasons.codes import Said
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import Paused, TaskView
 from gputray.scheduler.tasks.recipes import ToolNotFound
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch, TaskRecord, TaskSpec
@@ -143,13 +146,13 @@ def test_wait_redirect_and_cpu_with_the_environment_each_job_gets(harness: Calla
 
     w = q.get(waits.id)
     assert re.fullmatch(
-        r"waiting for GeForce RTX 5060 Ti: llama-server holds 14\.0 GiB and the GPU is at \d+ % "
-        r"\(busy above 30 %\)",
-        w.reason,
+        r"waiting for GeForce RTX 5060 Ti: llama-server holds 14\.0 GiB and the GPU is at \d+ %, "
+        r"busy above 30 %",
+        render(w.reason),
     )
     m = q.get(moves.id)
     assert m.device == AMD and m.exit_code == 0 and m.attempts == 1
-    assert m.reason.startswith("redirected to Radeon 780M: GeForce RTX 5060 Ti busy (llama-server")
+    assert render(m.reason).startswith("redirected to Radeon 780M: GeForce RTX 5060 Ti busy (llama-server")
     assert h.job_env(m) == {
         "CUDA_VISIBLE_DEVICES": None,
         "CUDA_DEVICE_ORDER": None,
@@ -161,7 +164,7 @@ def test_wait_redirect_and_cpu_with_the_environment_each_job_gets(harness: Calla
         "HSA_OVERRIDE_GFX_VERSION": None,
     }
     c = q.get(cpu.id)
-    assert c.device == "cpu" and c.reason.startswith("on CPU: GeForce RTX 5060 Ti busy")
+    assert c.device == "cpu" and render(c.reason).startswith("on CPU: GeForce RTX 5060 Ti busy")
     env = h.job_env(c)
     assert (
         env["CUDA_VISIBLE_DEVICES"] == ""
@@ -183,7 +186,7 @@ def test_a_waiting_job_starts_when_the_external_load_ends(harness: Callable[...,
     q.dispatch()
     assert re.fullmatch(
         r"waiting for GeForce RTX 5060 Ti: llama-server uses 14\.2 GiB; above 30 % for 10 s; now \d+ %",
-        q.get(rec.id).reason,
+        render(q.get(rec.id).reason),
     )
     h.tick(14)  # t = 25: the LLM server has gone, the free window starts
     h.tick(6)  # t = 31: free for 6 s
@@ -234,12 +237,12 @@ def test_a_device_lost_mid_job_interrupts_it_and_the_policy_decides(
             if how == "lost"
             else "redirected to Radeon 780M: 5060ti not present"
         )
-        assert done.reason == expected
+        assert render(done.reason) == expected
         log = Path(done.log_path or "").read_text()
         assert f"attempt on {NV}" in log and f"attempt on {AMD}" in log  # one log, both attempts
     else:
         h.until(h.state(rec.id, "failed"))
-        assert q.get(rec.id).reason == "interrupted: GeForce RTX 5060 Ti was lost while it ran"
+        assert render(q.get(rec.id).reason) == "interrupted: GeForce RTX 5060 Ti was lost while it ran"
     h.until(lambda: any(e.kind == "interrupted" and e.task.id == rec.id for e in h.events))
 
 
@@ -255,12 +258,15 @@ def test_cancel_a_running_and_a_queued_task(harness: Callable[..., Harness]) -> 
     h.tick(1)  # demo mode: the simulated 780M now shows our job's load
     snap = h.monitor.latest
     assert snap is not None
-    assert any(p.pid == q.get(long.id).pid and p.device == AMD and p.name == "long" for p in snap.processes)
-    assert q.get(behind.id).reason == f"waiting for Radeon 780M: running 'long (#{long.id})'"
+    long_pid = q.get(long.id).pid
+    assert long_pid is not None
+    os_name = psutil.Process(long_pid).name()  # listed by the name the OS gives it, as real backends do
+    assert any(p.pid == long_pid and p.device == AMD and p.name == os_name for p in snap.processes)
+    assert render(q.get(behind.id).reason) == f"waiting for Radeon 780M: running 'long (#{long.id})'"
     cancelled = q.cancel(behind.id)
     assert cancelled.state == "cancelled"
     stopped = q.cancel(long.id)
-    assert stopped.state == "cancelled" and stopped.reason == "cancelled while running"
+    assert stopped.state == "cancelled" and render(stopped.reason) == "cancelled while running"
     assert q.cancel(long.id).state == "cancelled"  # idempotent
     with pytest.raises(TaskNotFound, match="no task #999"):
         q.cancel(999)
@@ -283,7 +289,11 @@ def test_a_cancel_while_a_timeout_kill_is_under_way_still_cancels(harness: Calla
     h.until(lambda: "up" in h.log_text(rec.id))
     h.until(lambda: (job := q.running_job(rec.id)) is not None and job.kill_reason == "timeout")
     stopped = q.cancel(rec.id)
-    assert (stopped.state, stopped.reason, stopped.attempts) == ("cancelled", "cancelled while running", 1)
+    assert (stopped.state, render(stopped.reason), stopped.attempts) == (
+        "cancelled",
+        "cancelled while running",
+        1,
+    )
 
 
 def test_a_job_that_exited_is_not_relabelled_by_a_late_lost_device(
@@ -336,7 +346,7 @@ def test_one_missing_snapshot_after_an_earlier_hiccup_does_not_kill_the_next_job
     job = q.running_job(b.id)
     assert job is not None and job.kill_reason is None
     h.tick(1)  # back again
-    assert q.get(b.id).state == "running", q.get(b.id).reason
+    assert q.get(b.id).state == "running", render(q.get(b.id).reason)
 
 
 def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
@@ -344,7 +354,7 @@ def test_retry_move_pause_and_resume(harness: Callable[..., Harness]) -> None:
     q = h.start()
     q.pause()
     a, b, c = (q.submit(command(n, device_prefs=("780m",))) for n in "abc")
-    h.until(lambda: q.get(c.id).reason == "the queue is paused")
+    h.until(lambda: render(q.get(c.id).reason) == "the queue is paused")
     assert [r.id for r in q.list()] == [a.id, b.id, c.id]
     q.edits.move(c.id, -2)
     assert [r.id for r in q.list()] == [c.id, a.id, b.id]
@@ -381,10 +391,10 @@ def test_failures_follow_the_retry_policy(harness: Callable[..., Harness]) -> No
     h.until(h.state(flaky.id, "failed"))
     f = q.get(flaky.id)
     assert f.attempts == 2 and f.exit_code == 2
-    assert f.reason == "exited with status 2; no retries left"
+    assert render(f.reason) == "exited with status 2; no retries left"
     assert Path(f.log_path or "").read_text().splitlines().count("try") == 2
     h.until(h.state(slow.id, "failed"))
-    assert q.get(slow.id).reason == "timed out after 0.5 s"
+    assert render(q.get(slow.id).reason) == "timed out after 0.5 s"
 
 
 def fake_upscaler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -563,14 +573,14 @@ def test_torch_scripts_use_the_env_for_the_device_and_never_gputrays_own_python(
     h.until(h.state(moved.id, "succeeded"))
     amd = q.get(on_amd.id)
     assert amd.env == "rocm" and h.job_env(amd)["HSA_OVERRIDE_GFX_VERSION"] == "11.0.0"
-    assert "gputray's own Python" not in amd.reason
+    assert "gputray's own Python" not in render(amd.reason)
     # No env on the CPU: the CPU-only task waits (never runs without torch) ...
-    h.until(lambda: q.get(cpu_only.id).reason == "no Python env is known to work on the CPU")
+    h.until(lambda: render(q.get(cpu_only.id).reason) == "no Python env is known to work on the CPU")
     assert q.get(cpu_only.id).state == "waiting" and q.get(cpu_only.id).log_path is None
     # ... and the redirecting one goes where an env works.
     done = q.get(moved.id)
     assert done.env == "rocm" and done.device == AMD
-    assert done.reason == (
+    assert render(done.reason) == (
         "redirected to Radeon 780M: CPU cannot run it (no Python env is known to work on the CPU)"
     )
     assert ("cpu", ()) in seen and (AMD, ("fp16",)) in seen
@@ -597,7 +607,9 @@ def test_a_named_device_alone_pins_a_torch_task_that_the_recipe_would_redirect(
     (let_go,) = q.submit_files([script], overrides=patch_from_args(free_args))
     h.until(h.state(let_go.id, "succeeded"))
     assert q.get(let_go.id).device == AMD
-    h.until(lambda: q.get(pinned.id).reason.startswith("waiting for GeForce RTX 5060 Ti: llama-server"))
+    h.until(
+        lambda: render(q.get(pinned.id).reason).startswith("waiting for GeForce RTX 5060 Ti: llama-server")
+    )
     assert q.get(pinned.id).state == "waiting" and q.get(pinned.id).device is None
     # the recipe's own choice (no --device) still redirects, as the recipe says
     (recipe_default,) = q.submit_files([script])
@@ -673,14 +685,16 @@ def test_time_gates_and_max_wait_wake_the_dispatcher_without_ticks(harness: Call
     q = h.start()
     later = q.submit(command("later", device_prefs=("780m",), start_at=time.time() + 1.0))
     impatient = q.submit(command("impatient", device_prefs=("5060ti",), max_wait_s=1.0, after_max_wait="cpu"))
-    h.until(lambda: q.get(later.id).reason.startswith("starts at "))
+    h.until(lambda: render(q.get(later.id).reason).startswith("starts at "))
     h.until(lambda: q.get(impatient.id).state == "waiting")
     # No monitor tick from here on: the dispatcher's own timer must catch both moments.
     h.until(h.state(later.id, "succeeded"))
     h.until(h.state(impatient.id, "succeeded"))
     done = q.get(impatient.id)
     assert done.device == "cpu"
-    assert re.match(r"on CPU after waiting \d+ s: GeForce RTX 5060 Ti busy \(llama-server", done.reason)
+    assert re.match(
+        r"on CPU after waiting \d+ s: GeForce RTX 5060 Ti busy \(llama-server", render(done.reason)
+    )
 
 
 def test_the_dispatcher_alone_wakes_for_a_timer(harness: Callable[..., Harness]) -> None:
@@ -717,7 +731,7 @@ def test_a_stored_record_that_cannot_be_planned_fails_and_the_pass_goes_on(
     h.until(h.state(fine.id, "succeeded"))
     rec = h.q.get(far.id)
     assert rec.state == "failed"
-    assert rec.reason is not None and "1970 and 9999" in rec.reason
+    assert render(rec.reason) is not None and "1970 and 9999" in render(rec.reason)
 
 
 def test_prepare_launch_is_a_plan_tests_can_read(tmp_path: Path) -> None:
@@ -744,7 +758,12 @@ def test_prepare_launch_is_a_plan_tests_can_read(tmp_path: Path) -> None:
         base_env={"HOME": "/home/me"},
     )
     rec = TaskRecord(
-        id=7, spec=spec, state="running", submitted_at=0.0, attempts=2, reason="redirected from the 780M"
+        id=7,
+        spec=spec,
+        state="running",
+        submitted_at=0.0,
+        attempts=2,
+        reason=Said(text="redirected from the 780M"),
     )
     taken = str(tmp_path / "a.png")
     plan = prepare_launch(rec, gpu, [gpu], taken_outs={taken}, queue_file="/q.sqlite3", now_s=0.0)
@@ -771,7 +790,7 @@ def test_a_chain_runs_in_order_and_a_failure_fails_the_rest_until_retried(
     c = q.submit(command("c", "print('c')", device_prefs=("cpu",), after=(b.id,)))
     h.until(h.state(c.id, "failed"))
     assert q.get(b.id).exit_code == 4 and q.get(c.id).attempts == 0  # c never ran
-    assert q.get(c.id).reason == "dependency #2 'b' failed: exited with status 4"
+    assert render(q.get(c.id).reason) == "dependency #2 'b' failed: exited with status 4"
     assert q.get(a.id).ended_at <= q.get(b.id).started_at  # type: ignore[operator]
     flag.write_text("yes")
     q.retry(b.id)  # brings c back with it

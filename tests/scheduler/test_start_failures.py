@@ -11,6 +11,7 @@ import pytest
 from test_queue_service import Harness, command, harness  # noqa: F401  (the fixture)
 
 from gputray.scheduler.queue import job_runs
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskSpec
 
 PY = sys.executable
@@ -30,7 +31,7 @@ def test_an_input_named_tilde_user_runs(harness: Callable[..., Harness], tmp_pat
         )
     )  # fmt: skip
     h.until(h.state(rec.id, "succeeded", "failed"))
-    assert q.get(rec.id).state == "succeeded", q.get(rec.id).reason
+    assert q.get(rec.id).state == "succeeded", render(q.get(rec.id).reason)
     assert (tmp_path / "~nosuchuser_x4.png").read_text() == "done"
 
 
@@ -55,4 +56,4 @@ def test_a_task_that_cannot_be_prepared_fails_and_the_pass_goes_on(
     h.until(h.state(fine.id, "succeeded"))
     failed = q.get(broken.id)
     assert failed.state == "failed" and failed.pid is None
-    assert failed.reason == "could not start: Could not determine home directory."
+    assert render(failed.reason) == "could not start: Could not determine home directory."

@@ -20,7 +20,10 @@ from gputray.scheduler.queue.saved_queue import read_saved_task, read_saved_task
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import StoreError, TaskNotFound
 from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
+from gputray.scheduler.reasons.codes import ExitedWith, Said
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -40,7 +43,7 @@ def test_tasks_survive_reopening(tmp_path: Path) -> None:
     again = TaskStore(db)
     assert again.schema_version == SCHEMA_VERSION
     got = again.get(a.id)
-    assert got.state == "waiting" and got.reason.startswith("waiting for")
+    assert got.state == "waiting" and render(got.reason).startswith("waiting for")
     assert got.spec == a.spec and got.submitted_at == 100.0
     # Pending tasks come in dispatch order: higher priority first.
     assert [r.id for r in again.pending()] == [b.id, a.id]
@@ -81,26 +84,26 @@ def test_a_garbage_file_is_kept_beside_a_fresh_queue_with_a_note(tmp_path: Path)
 def test_retry_policy_requeues_with_doubling_backoff_then_fails(tmp_path: Path) -> None:
     store = TaskStore(tmp_path / "q.db", clock=lambda: 1000.0)
     rec = store.add(spec(retries=2, backoff_s=10))
-    exited = life.RetryOrFail(why="exited with status 1", now=1000.0)
+    exited = life.RetryOrFail(why=ExitedWith(status=1), now=1000.0)
     steps.start(store, rec.id)
     first = store.must_apply(rec.id, exited)
     assert first.state == "queued" and first.not_before == 1010.0
-    assert first.reason == "exited with status 1; retry 1 of 2 in 10 s"
+    assert render(first.reason) == "exited with status 1; retry 1 of 2 in 10 s"
     steps.start(store, rec.id)
     second = store.must_apply(rec.id, exited)
     assert second.state == "queued" and second.not_before == 1020.0
     steps.start(store, rec.id)
     last = store.must_apply(rec.id, exited)
-    assert last.state == "failed" and last.reason == "exited with status 1; no retries left"
+    assert last.state == "failed" and render(last.reason) == "exited with status 1; no retries left"
 
 
 def test_the_doubling_backoff_stops_at_an_hour(tmp_path: Path) -> None:
     store = TaskStore(tmp_path / "q.db", clock=lambda: 1000.0)
     rec = store.add(spec(retries=100, backoff_s=30))
     steps.start(store, rec.id, attempts=99)  # 98 retries used: 30 s x 2**98 uncapped
-    again = store.must_apply(rec.id, life.RetryOrFail(why="exited with status 1", now=1000.0))
+    again = store.must_apply(rec.id, life.RetryOrFail(why=ExitedWith(status=1), now=1000.0))
     assert again.state == "queued" and again.not_before == 1000.0 + 3600.0
-    assert again.reason == "exited with status 1; retry 99 of 100 in 3600 s"
+    assert render(again.reason) == "exited with status 1; retry 99 of 100 in 3600 s"
 
 
 def _sleeper() -> subprocess.Popen[bytes]:
@@ -139,10 +142,10 @@ def test_crash_recovery_interrupts_running_tasks_and_applies_their_policy(tmp_pa
     assert set(recovered) == {again.id, once.id}
     requeued = reopened.get(again.id)
     assert requeued.state == "queued" and recovered[again.id].requeued and recovered[again.id].killed_orphan
-    assert requeued.reason.startswith("interrupted: gputray stopped while it ran")
+    assert render(requeued.reason).startswith("interrupted: gputray stopped while it ran")
     assert requeued.log_path == str(log) and log.read_text() == "half of the output\n"
     failed = reopened.get(once.id)
-    assert failed.state == "failed" and "interrupted" in failed.reason and failed.ended_at == 600.0
+    assert failed.state == "failed" and "interrupted" in render(failed.reason) and failed.ended_at == 600.0
     assert reopened.get(waiting.id).state == "waiting"  # untouched
     assert reopened.recover_after_crash() == []  # idempotent
 
@@ -174,7 +177,7 @@ def test_recovery_does_not_claim_to_stop_a_job_that_had_already_ended(tmp_path: 
         steps.start(store, rec.id, pid=job.pid, pid_create_time=create_time)
         (r,) = store.recover_after_crash()
         assert not r.killed_orphan
-        assert "leftover process" not in store.get(rec.id).reason
+        assert "leftover process" not in render(store.get(rec.id).reason)
     finally:
         job.wait()
 
@@ -204,7 +207,7 @@ def test_recovery_finds_a_job_whose_pid_was_never_saved_by_its_environment(tmp_p
         wait_for(lambda: psutil.Process(ours.pid).environ().get(QUEUE_FILE_VAR) == str(db), what="the job")
         (r,) = store.recover_after_crash()
         assert r.killed_orphan and r.requeued
-        assert "its leftover process was stopped" in store.get(rec.id).reason
+        assert "its leftover process was stopped" in render(store.get(rec.id).reason)
         ours.wait(timeout=10)
         assert other.poll() is None
     finally:
@@ -292,7 +295,7 @@ def test_update_many_leaves_rows_that_changed_state(tmp_path: Path) -> None:
     store = TaskStore(tmp_path / "q.db")
     a, b = store.add(spec("a")), store.add(spec("b"))
     steps.cancel(store, b.id)
-    waits = [(a.id, life.Wait(reason="w")), (b.id, life.Wait(reason="w"))]
+    waits = [(a.id, life.Wait(reason=Said(text="w"))), (b.id, life.Wait(reason=Said(text="w")))]
     store.apply_many(waits, only_states=("queued",))
     assert store.get(a.id).state == "waiting"
     assert store.get(b.id).state == "cancelled"
@@ -326,25 +329,35 @@ def test_reads_come_from_memory_and_follow_every_write(tmp_path: Path) -> None:
         assert len(store.list()) == 3 and store.get(b.id).name == "b" and len(store.pending()) == 3
     assert statements == []  # nothing read from SQLite again
 
-    store.apply_many([(a.id, life.Wait(reason="r")), (c.id, life.Note(reason="x"))], only_states=("queued",))
-    store.must_apply(c.id, life.Cancel(reason="x", ended_at=10.0))
-    store.apply_many([(c.id, life.Wait(reason="w"))], only_states=("queued", "waiting"))  # c is cancelled
-    started = life.Start(device="cpu", env=None, reason="", attempts=1, started_at=10.0, log_path="", pid=42)
+    store.apply_many(
+        [(a.id, life.Wait(reason=Said(text="r"))), (c.id, life.Note(reason=Said(text="x")))],
+        only_states=("queued",),
+    )
+    store.must_apply(c.id, life.Cancel(reason=Said(text="x"), ended_at=10.0))
+    store.apply_many(
+        [(c.id, life.Wait(reason=Said(text="w")))], only_states=("queued", "waiting")
+    )  # c is cancelled
+    started = life.Start(
+        device="cpu", env=None, reason=None, attempts=1, started_at=10.0, log_path="", pid=42
+    )
     assert store.apply(b.id, started, expect_state="queued") is not None
-    assert store.apply(b.id, life.Fail(reason="f", ended_at=10.0), expect_state="queued") is None
+    assert store.apply(b.id, life.Fail(reason=Said(text="f"), ended_at=10.0), expect_state="queued") is None
     with pytest.raises(life.IllegalTransition):  # b runs: a Fail is for a pending task; rolled back whole
         store.apply_many(
-            [(a.id, life.Fail(reason="f", ended_at=10.0)), (b.id, life.Fail(reason="f", ended_at=10.0))]
+            [
+                (a.id, life.Fail(reason=Said(text="f"), ended_at=10.0)),
+                (b.id, life.Fail(reason=Said(text="f"), ended_at=10.0)),
+            ]
         )
     store.set_priority_position(a.id, 5, 0.5)
-    seen = {r.id: (r.state, r.reason, r.pid, r.spec.priority) for r in store.list()}
+    seen = {r.id: (r.state, render(r.reason), r.pid, r.spec.priority) for r in store.list()}
     assert seen == {
         a.id: ("waiting", "r", None, 5),
         b.id: ("running", "", 42, 0),
         c.id: ("cancelled", "x", None, 0),
     }
     store.recover_after_crash(kill_orphans=False)  # b: running → interrupted → requeued by its retry
-    assert store.get(b.id).state == "queued" and "interrupted" in store.get(b.id).reason
+    assert store.get(b.id).state == "queued" and "interrupted" in render(store.get(b.id).reason)
     mine = {r.id: r for r in store.list()}
     store.close()
     assert {r.id: r for r in TaskStore(db).list()} == mine
@@ -448,10 +461,10 @@ def test_a_schema_1_file_is_read_as_it_is_and_migrated_by_the_owner(tmp_path: Pa
     assert store.get(saved.id).energy_j is None and store.get(saved.id).energy_shared is False
     store.must_apply(saved.id, life.Requeue(reason="again", now=6.0, position=2.0))  # attempts_before 2
     store.must_apply(
-        saved.id, life.HandOver(machine="laptop", device="laptop/cpu", reason="r", into="waiting")
+        saved.id, remote.HandOver(machine="laptop", device="laptop/cpu", reason="r", into="waiting")
     )
-    store.must_apply(saved.id, life.Handed(remote_id=7, remote_state="queued", log_path="", reason="r"))
-    ended = life.RemoteRun(
+    store.must_apply(saved.id, remote.Handed(remote_id=7, remote_state="queued", log_path="", reason="r"))
+    ended = remote.RemoteRun(
         into="succeeded", remote_state="succeeded", reason="r", energy_j=1234.5, energy_shared=True
     )
     store.must_apply(saved.id, ended)
@@ -501,7 +514,9 @@ def test_a_name_that_is_not_utf8_is_saved_and_read_back_as_submitted(tmp_path: P
     again = TaskStore(db)
     got = again.get(rec.id)
     assert got.spec.name == odd and got.spec.argv == ("echo", odd) and got.spec.priority == 3
-    assert got.reason == "could not start: no such file: caf\\xe9.py"  # the byte, as the console shows it
+    assert (
+        render(got.reason) == "could not start: no such file: caf\\xe9.py"
+    )  # the byte, as the console shows it
     again.close()
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT name FROM tasks").fetchone() == ("caf\\xe9.py",)

@@ -30,6 +30,9 @@ from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import StoreError, UnreadableTask
 from gputray.scheduler.queue.store_salvage import inspect_files, scan_wal
 from gputray.scheduler.queue.store_schema import SCHEMA_VERSION
+from gputray.scheduler.reasons.codes import Said
+from gputray.scheduler.reasons.render import render
+from gputray.scheduler.tasks import cluster_steps as remote
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -48,7 +51,7 @@ CRASHED_OWNER = textwrap.dedent(
         spec = TaskSpec(kind="command", name=f"task-{i}", argv=("echo", str(i)), env={"K": "v" * 40})
         rec = store.add(spec)
         if i % 5 == 0:
-            start = life.Start(device="cpu", env=None, reason="", attempts=1, started_at=1000.0, log_path="")
+            start = life.Start(device="cpu", env=None, reason=None, attempts=1, started_at=1e3, log_path="")
             store.must_apply(rec.id, start)
             store.must_apply(rec.id, life.Succeed(end=life.JobEnd(exit_code=0, ended_at=1100.0)))
     os._exit(0)  # no close: everything is still in the WAL, as after kill -9 or a power cut
@@ -246,17 +249,19 @@ def test_rows_that_are_no_task_are_shown_failed_and_the_rest_is_untouched(tmp_pa
     by_id = {r.id: r for r in saved.tasks}
     assert sorted(by_id) == [1, 2, 3, 4, 5, 6]
     assert by_id[1].state == by_id[6].state == "queued"
-    assert "not JSON" in by_id[2].reason and by_id[2].state == "failed"
-    assert "argv is 5" in by_id[3].reason
-    assert "position is 'abc'" in by_id[4].reason
-    assert "cannot be read" in by_id[5].reason
+    assert "not JSON" in render(by_id[2].reason) and by_id[2].state == "failed"
+    assert "argv is 5" in render(by_id[3].reason)
+    assert "position is 'abc'" in render(by_id[4].reason)
+    assert "cannot be read" in render(by_id[5].reason)
     assert len(saved.notes) == 4 and read_saved_task(db, 3).state == "failed"
 
     store = TaskStore(db, clock=lambda: 200.0)
     assert [r.id for r in store.pending()] == [1, 6]
     assert {r.id for r in store.list(states=("failed",))} == {2, 3, 4, 5}
     with pytest.raises(UnreadableTask, match=r"task #2 cannot run again.*submit it anew"):
-        store.apply(2, life.Requeue(reason="again", now=200.0, position=9.0), expect_state="failed")
+        store.apply(
+            2, life.Requeue(reason=Said(text="again"), now=200.0, position=9.0), expect_state="failed"
+        )
     store.close()
     with sqlite3.connect(db) as raw:  # failed on disk too, the saved spec kept as it was
         assert raw.execute("SELECT state, spec FROM tasks WHERE id = 2").fetchone() == (
@@ -388,16 +393,19 @@ def test_rows_saved_before_and_after_the_migration_both_come_back_from_a_damaged
         )
         steps.fail_run(store, rec.id, "exited with status 1", attempts=2)
         store.must_apply(
-            rec.id, life.Requeue(reason="again", now=1100.0, position=float(i))
+            rec.id, life.Requeue(reason=Said(text="again"), now=1100.0, position=float(i))
         )  # attempts_before 2
         store.must_apply(
-            rec.id, life.HandOver(machine="m", device="m/cpu", reason="r", into="waiting", attempts=3)
+            rec.id,
+            remote.HandOver(machine="m", device="m/cpu", reason=Said(text="r"), into="waiting", attempts=3),
         )
-        store.must_apply(rec.id, life.Handed(remote_id=i, remote_state="queued", log_path="", reason="r"))
-        ended = life.RemoteRun(
+        store.must_apply(
+            rec.id, remote.Handed(remote_id=i, remote_state="queued", log_path="", reason=Said(text="r"))
+        )
+        ended = remote.RemoteRun(
             into="failed",
             remote_state="failed",
-            reason="r",
+            reason=Said(text="r"),
             ended_at=1200.0,
             energy_j=float(i),
             energy_shared=i % 2 == 0,

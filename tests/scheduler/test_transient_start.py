@@ -25,6 +25,7 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons.render import render
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux resource limits")
 
@@ -39,8 +40,8 @@ def appends_a_line(out: Path) -> list[str]:
 
 def held_back(client: ipc.IpcClient, task_id: int) -> bool:
     task = next(t for t in client.ask(rq.Queue(all=True)).tasks if t.id == task_id)
-    assert task.state not in ("failed", "cancelled", "succeeded"), f"{task.state}: {task.reason}"
-    return task.state == "waiting" and "could not start for now" in (task.reason or "")
+    assert task.state not in ("failed", "cancelled", "succeeded"), f"{task.state}: {render(task.reason)}"
+    return task.state == "waiting" and "could not start for now" in (render(task.reason) or "")
 
 
 def finished(client: ipc.IpcClient, task_id: int) -> object:
@@ -68,13 +69,13 @@ def test_out_of_file_descriptors_a_task_waits_and_then_runs_once(tmp_path: Path)
                 hogs.append(hog)
             control.ask(rq.Resume(device=None))
             wait_for(lambda: held_back(control, task_id), 30, "the task to wait for file descriptors")
-            reason = next(t for t in control.ask(rq.Queue(all=True)).tasks if t.id == task_id).reason
+            reason = render(next(t for t in control.ask(rq.Queue(all=True)).tasks if t.id == task_id).reason)
             assert "Too many open files" in reason
             for hog in hogs:
                 hog.close()
             hogs.clear()
             task = wait_for(lambda: finished(control, task_id), 60, "the task to run")
-            assert task.state == "succeeded", task.reason
+            assert task.state == "succeeded", render(task.reason)
             assert task.attempts == 1
         assert out.read_text() == "ran\n"
     finally:
@@ -142,7 +143,7 @@ def test_out_of_processes_a_task_waits_and_then_runs_once(
             wait_for(lambda: held_back(control, task_id), 30, "the task to wait for processes")
             (pids_group / "pids.max").write_text("max")
             task = wait_for(lambda: finished(control, task_id), 60, "the task to run")
-            assert task.state == "succeeded", task.reason
+            assert task.state == "succeeded", render(task.reason)
             assert task.attempts == 1
         assert out.read_text() == "ran\n"
     finally:

@@ -18,6 +18,7 @@ from gputray.scheduler.cli.commands.common import (
     EXIT_USAGE,
     error,
     print_json,
+    reason_text,
     shown,
     task_json,
 )
@@ -203,7 +204,7 @@ def print_submitted(result: Submitted, as_json: bool) -> None:
         print_json([task_json(t) for t in result.tasks])
         return
     for t in result.tasks:
-        reason = f" ({shown(t.reason)})" if t.reason else ""
+        reason = f" ({shown(reason_text(t))})" if t.reason is not None else ""
         print(f"#{t.id} {shown(t.name)}: {t.state}{reason}")
 
 

@@ -85,6 +85,8 @@ def monitor_from_args(args: argparse.Namespace) -> Monitor:
 def terminal_cells(text: str) -> int:
     """Terminal columns: CJK characters (a file called 学習.py) and emoji like ✅ take two, combining marks
     none."""
+    if text.isascii():  # every ASCII character is one column (what console.cells says of each): quick
+        return len(text)
     return sum(map(console.cells, text))
 
 
@@ -106,11 +108,21 @@ def _escaped(char: str) -> str:
     return char.encode("unicode_escape").decode("ascii")
 
 
+def reason_text(t: TaskView) -> str:
+    """The task's reason in words, as its state reads it (the command line speaks English)."""
+    from gputray.scheduler.reasons.render import (
+        render_for,  # loaded when a task is shown, not for every command
+    )
+
+    return render_for(t.state, t.reason, "en")
+
+
 def task_json(t: TaskView) -> dict[str, Any]:
     """A task as ``--json`` prints it (docs/queue.md): its fields, times as ISO 8601 UTC strings."""
     if t.state == "removed":  # gone before `wait` saw it end
         return {"id": t.id, "state": t.state}
     doc = msgspec.structs.asdict(t)
+    doc["reason"] = reason_text(t)
     for key in ("submitted_at", "started_at", "ended_at", "paused_at"):
         doc[key] = iso_utc(doc[key])
     doc["after"] = list(t.after)

@@ -3,9 +3,10 @@
 
 Columns: ID, STATE, PRI (priority), DEVICE (the GPU's name where the owner knows it), ENV (the Python
 env a torch job ran in), START and END (local time: ``14:02`` today, ``11-30 14:02`` before),
-DUR (how long it ran or has been running), ENERGY (the GPU energy its run used, ``*`` where the
-device ran other work too; shown only when a listed task has one), NAME and REASON. When the terminal
-is narrow, NAME,
+DUR (how long it ran or has been running), PROGRESS (a running job that reports its progress: how far,
+and the time left at its pace, ``45% ~25 s``; shown only when a listed job reports one), ENERGY (the
+GPU energy its run used, ``*`` where the device ran other work too; shown only when a listed task has
+one), NAME and REASON. When the terminal is narrow, NAME,
 REASON and DEVICE share the room the other columns leave (cut with "…"); when that is too little,
 the gaps narrow, then times of other days show only the date. A pipe gets every cell in full unless
 ``COLUMNS`` says a width.
@@ -13,6 +14,7 @@ the gaps narrow, then times of other days show only the date. A pipe gets every 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -23,9 +25,9 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from gputray.monitor.units import format_energy_j
-from gputray.scheduler.cli.commands.common import shown, terminal_cells
+from gputray.scheduler.cli.commands.common import reason_text, shown, terminal_cells
 from gputray.scheduler.replies import DeviceSlots, TaskView
-from gputray.scheduler.tasks.times import local_time
+from gputray.scheduler.tasks.times import about, local_time
 
 FILTER_KEYS = ("state", "device", "name", "env")
 HEADERS = ("ID", "STATE", "PRI", "DEVICE", "ENV", "START", "END", "DUR", "NAME", "REASON")
@@ -46,30 +48,24 @@ def device_label(device: str | None, names: Mapping[str, str]) -> str:
     return names.get(device, device)
 
 
-def _about(seconds: float) -> str:
-    """``queue.estimates.about``, loaded when a listing has an estimate to show (it is the planner's
-    module: a plain listing need not load it)."""
-    from gputray.scheduler.queue.estimates import about
-
-    return about(seconds)
-
-
 def reason_shown(t: TaskView) -> str:
     """The task's reason, with its exit status where the reason does not already say how it ended, and
     a pending task's run-elsewhere offer with the command that takes it (the tray asks in a notification;
     on the command line this is where it is seen)."""
-    reason, code = t.reason, t.exit_code
+    reason, code = reason_text(t), t.exit_code
     if t.offer is not None and t.state in ("queued", "waiting"):
         o = t.offer
         offer = (
-            f"{o.device_name} is free and would run it in {_about(o.run_s)}:"
+            f"{o.device_name} is free and would run it in {about(o.run_s)}:"
             f" gputray edit {t.id} --device {o.device_key}"
             f" (keep waiting: gputray edit {t.id} --decline-offer)"
         )
         return f"{reason}; {offer}" if reason else offer
     if t.state != "failed" or code is None:
         return reason
-    if f"status {code}" in reason or "signal" in reason or "timed out" in reason:
+    from gputray.scheduler.reasons.codes import says_how_it_ended
+
+    if says_how_it_ended(t.reason):
         return reason
     return f"exit {code}" + (f"; {reason}" if reason else "")
 
@@ -112,6 +108,14 @@ def cut_to_cells(text: str, width: int) -> str:
     return out + "…"
 
 
+def progress_cell(task: TaskView) -> str:
+    """``45% ~25 s`` (done, and the time left at its pace), ``3%`` (too early to tell), "-" (none)."""
+    if task.progress is None or task.state != "running":
+        return "-"
+    done = f"{math.floor(task.progress * 100)}%"
+    return done if task.eta_s is None else f"{done} {about(task.eta_s)}"
+
+
 def energy_cell(task: TaskView) -> str:
     """``850 J``, ``12.3 kJ*`` (shared: the device ran other work too), "-" where none was measured."""
     if task.energy_j is None:
@@ -126,7 +130,7 @@ def _rows(
     tasks: Sequence[TaskView], names: Mapping[str, str], now_s: float, short: bool, headers: Sequence[str]
 ) -> list[list[str]]:
     rows = [list(headers)]
-    energy = "ENERGY" in headers
+    energy, progress = "ENERGY" in headers, "PROGRESS" in headers
     for t in tasks:
         rows.append(
             [
@@ -138,6 +142,7 @@ def _rows(
                 local_time(t.started_at, now_s, short=short),
                 local_time(t.ended_at, now_s, short=short),
                 duration(t, now_s),
+                *([progress_cell(t)] if progress else []),
                 *([energy_cell(t)] if energy else []),
                 shown(t.name),
                 shown(reason_shown(t)),
@@ -195,6 +200,8 @@ def format_tasks(
     now = time.time() if now_s is None else now_s
     names = device_names or {}
     headers = ENERGY_HEADERS if any(t.energy_j is not None for t in tasks) else HEADERS
+    if any(t.progress is not None and t.state == "running" for t in tasks):
+        headers = (*headers[:8], "PROGRESS", *headers[8:])
     layout: tuple[list[list[str]], list[int], int] | None = None
     for short, gap in ((False, 2), (False, 1), (True, 2), (True, 1)):
         rows = _rows(tasks, names, now, short, headers)
@@ -231,7 +238,7 @@ def format_devices(devices: Sequence[DeviceSlots]) -> str:
             continue
         paused = " (paused)" if d.paused else ""
         busy = "busy, " if d.running < d.slots else ""
-        frees = f" ({busy}frees in {_about(d.free_in_s)})" if d.free_in_s and not d.paused else ""
+        frees = f" ({busy}frees in {about(d.free_in_s)})" if d.free_in_s and not d.paused else ""
         parts.append(f"{shown(d.name or d.key)} {d.running}/{d.slots}{paused}{frees}")
     return "jobs: " + " · ".join(parts) if parts else ""
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the monitor itself loads only where this command reads the 
     from gputray.monitor.monitor import Monitor
     from gputray.monitor.records import DeviceReading, Snapshot
     from gputray.scheduler.cluster_port import DeviceLine
+    from gputray.scheduler.replies import StatusReply
 
 BAR_CELLS = 10
 MIN_ROOM = 16  # the fewest columns a line under a GPU's name keeps for its fields, else it starts at 2
@@ -185,22 +186,42 @@ def _columns(cells: Sequence[str], width: int | None) -> str:
     return line
 
 
+# The residents the owner's last status named (Ollama, ComfyUI …), and when: shown under the GPUs.
+_RESIDENTS: list[StatusReply] = []
+
+
 def _owner_snapshot(client: ipc.IpcClient) -> Snapshot | None:
     """The running owner's latest readings, or None when no owner answers (or it has no sample yet)."""
     try:
         reply = client.ask(rq.Status())
     except ipc.IpcError:
+        _RESIDENTS.clear()
         return None
+    _RESIDENTS[:] = [reply]
     return reply.snapshot
 
 
 def _show(snap: Snapshot, as_json: bool, refresh: bool) -> None:
+    owner = _RESIDENTS[0] if _RESIDENTS else None
     if as_json:
+        import msgspec
+
         from gputray.monitor.serialize import snapshot_to_json
 
-        print_json(snapshot_to_json(snap))
+        doc = snapshot_to_json(snap)
+        if owner is not None:
+            doc["residents"] = msgspec.to_builtins(owner.residents)
+        print_json(doc)
         return
     text = render_text(snap, terminal_width())  # a terminal's width (or COLUMNS); a pipe's lines stay whole
+    if owner is not None and owner.residents:
+        from gputray.scheduler.resident_words import resident_line
+
+        names = {r.info.key: r.info.name for r in snap.readings}
+        now_s = owner.now_s or time.time()
+        text += "\n" + "\n".join(
+            "resident: " + resident_line(r, now_s, names.get(r.device or "")) for r in owner.residents
+        )
     tty = sys.stdout.isatty()
     sys.stdout.write(
         ("\x1b[H\x1b[J" if tty and refresh else "") + text + "\n" + ("\n" if refresh and not tty else "")

@@ -20,8 +20,9 @@ from typing import Any
 from gputray.scheduler import console, ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import ask_again, print_task_json, run_command
-from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, shown, task_json
+from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, reason_text, shown, task_json
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.reasons.codes import WaitingFor, WaitingForAny
 from gputray.scheduler.replies import Tasks, TaskView
 from gputray.scheduler.tasks.records import PENDING_STATES
 
@@ -100,10 +101,9 @@ def _summary(task: TaskView) -> str:
     if task.state == "removed":
         return f"#{task.id}: removed from the queue before it ended"
     detail = f" (exit {task.exit_code})" if task.exit_code is not None else ""
-    said = (
-        task.reason and task.state != "succeeded" and task.reason != task.state
-    )  # not "cancelled: cancelled"
-    why = f": {shown(task.reason)}" if said else ""
+    reason = reason_text(task)
+    said = reason and task.state != "succeeded" and reason != task.state  # not "cancelled: cancelled"
+    why = f": {shown(reason)}" if said else ""
     return f"#{task.id} {shown(task.name)}: {task.state}{detail}{why}"
 
 
@@ -117,10 +117,11 @@ def _until_ended(client: ipc.IpcClient, ids: Sequence[Any]) -> Tasks:
 def why_it_waits(task: TaskView) -> str:
     """What a follower says on stderr while ``task`` has not started: why it waits, or "" (it started,
     or the owner gave no reason)."""
-    if task.state not in PENDING_STATES or not task.reason:
+    if task.state not in PENDING_STATES or task.reason is None:
         return ""
-    reason = shown(task.reason)  # "waiting for CPU: running 'long (#1)'", "the queue is paused"
-    return f"#{task.id} {reason}" if reason.startswith("waiting") else f"#{task.id} waits: {reason}"
+    reason = shown(reason_text(task))  # "waiting for CPU: running 'long (#1)'", "the queue is paused"
+    says_waiting = isinstance(task.reason, WaitingFor | WaitingForAny)
+    return f"#{task.id} {reason}" if says_waiting else f"#{task.id} waits: {reason}"
 
 
 def _follow(client: ipc.IpcClient, task_id: Any) -> None:

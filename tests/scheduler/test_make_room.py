@@ -1,0 +1,166 @@
+"""Make room, not only wait (issue 27, items 1–2), end to end through a real owner: real resident
+processes (tests/resident_stubs.py: named like the real program, speaking its API on 127.0.0.1) hold
+memory on the simulated RTX 5060 Ti; a task needing 8 GiB there waits for it.
+
+* ``free_when_idle = "always"``: the idle resident's own free call is seen by the stub, the memory is
+  really given back, the task starts and its reason tells the story.
+* ``"never"``, and a resident serving a request (whatever its policy), are never asked.
+* ``"ask"``: the reason says who holds the memory and how to free it; ``free-resident`` (the same
+  request the tray's button sends) frees it and the task starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from real_owner import home_paths
+from resident_stubs import resident
+from waiting import wait_for
+
+from gputray.monitor.units import GIB
+from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
+from gputray.scheduler.owner import Owner
+from gputray.scheduler.paths import Paths
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.render import render
+from gputray.scheduler.replies import TaskView
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil ports, symlinked names")
+
+PY = sys.executable
+NVIDIA = "pci:0000:01:00.0"  # the simulated RTX 5060 Ti (16 GiB)
+
+
+@pytest.fixture
+def holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "holds"
+    folder.mkdir()
+    monkeypatch.setenv("GPUTRAY_SIM_HOLDS", str(folder))
+    return folder
+
+
+@contextlib.contextmanager
+def owner_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str
+) -> Iterator[tuple[Owner, ipc.IpcClient]]:
+    paths: Paths = home_paths(tmp_path, monkeypatch)
+    paths.config_file.parent.mkdir(parents=True, exist_ok=True)
+    paths.config_file.write_text(config)
+    quiet = tmp_path / "no-load.toml"  # no scripted external load: only the residents hold memory
+    quiet.write_text("")
+    owner = Owner(paths, demo=True, scenario=quiet)
+    owner.start()
+    try:
+        with ipc.IpcClient(paths, timeout_s=60) as client:
+            yield owner, client
+    finally:
+        owner.stop()
+
+
+def _needs_8_gib(client: ipc.IpcClient, tmp_path: Path) -> TaskView:
+    done = tmp_path / "job-done"
+    argv = [PY, "-c", f"open({str(done)!r}, 'w').write('ran')"]
+    overrides = {"device_prefs": [NVIDIA], "vram_bytes": 8 * GIB}
+    return client.ask(rq.Run(argv=argv, name="train", overrides=overrides)).tasks[0]
+
+
+def _task(client: ipc.IpcClient, task_id: int) -> TaskView:
+    return client.ask(rq.Get(id=task_id)).task
+
+
+def _nvidia_used(owner: Owner) -> int:
+    snap = owner.monitor.latest
+    reading = snap.reading(NVIDIA) if snap is not None else None
+    return int(reading.sample.vram_used_bytes or 0) if reading is not None else 0
+
+
+def test_always_frees_the_idle_resident_and_the_job_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    config = '[[resident]]\nname = "ComfyUI"\nfree_when_idle = "always"\nidle_after = "1s"\n'
+    with (
+        resident(tmp_path, "comfyui", holds=holds, hold_gib=12) as comfy,
+        owner_with(tmp_path, monkeypatch, config) as (owner, client),
+    ):
+        seen = wait_for(
+            lambda: next((r for r in client.ask(rq.Status()).residents if r.name == "ComfyUI"), None),
+            what="the owner to see ComfyUI",
+        )
+        assert seen.pid == comfy.proc.pid and seen.port == comfy.port
+        wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="ComfyUI's 12 GiB on the simulated 5060 Ti")
+        task = _needs_8_gib(client, tmp_path)
+        ended = wait_for(
+            lambda: (t := _task(client, task.id)).state == "succeeded" and t,
+            what="the job to run after the free",
+        )
+        assert comfy.paths_called("POST") == ["/free"]
+        assert [call["body"] for call in comfy.calls() if call["path"] == "/free"] == [
+            {"unload_models": True, "free_memory": True}
+        ]
+        assert (tmp_path / "job-done").read_text() == "ran"
+        assert _nvidia_used(owner) < 2 * GIB  # the memory really came back
+        assert owner.make_room is not None and owner.make_room.freed == 1
+        freed = next(r for r in c.inner(ended.reason) if isinstance(r, c.RoomMade))
+        assert freed.step == "freed" and freed.resident == "ComfyUI" and freed.freed_bytes > 11 * GIB, freed
+        assert render(ended.reason, finished=True).startswith("freed 1"), render(ended.reason)
+        assert "held by ComfyUI (idle " in render(ended.reason)
+        assert "ComfyUI（アイドル" in render(ended.reason, "ja")
+
+
+def test_never_and_a_busy_resident_are_not_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    config = (
+        '[[resident]]\nname = "Ollama"\nfree_when_idle = "never"\nidle_after = "0s"\n'
+        '[[resident]]\nname = "ComfyUI"\nfree_when_idle = "always"\nidle_after = "0s"\n'
+    )
+    with (
+        resident(tmp_path, "ollama", holds=holds, hold_gib=6) as ollama,
+        resident(tmp_path, "comfyui", holds=holds, hold_gib=6, busy=True) as comfy,
+        owner_with(tmp_path, monkeypatch, config) as (owner, client),
+    ):
+        wait_for(lambda: len(client.ask(rq.Status()).residents) == 2, what="both residents seen")
+        wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="their 12 GiB on the simulated 5060 Ti")
+        task = _needs_8_gib(client, tmp_path)
+        make_room = owner.make_room
+        assert make_room is not None
+        looks = make_room.looks
+        wait_for(lambda: make_room.looks >= looks + 3, what="three looks with the task waiting")
+        waiting = _task(client, task.id)
+        assert waiting.state == "waiting", waiting
+        assert ollama.paths_called("POST") == []  # never: not asked
+        assert comfy.paths_called("POST") == []  # serving a prompt: not asked
+        assert make_room.asked == {} and make_room.freed == 0
+
+
+def test_ask_says_who_holds_it_and_free_resident_frees_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    config = '[[resident]]\nname = "Ollama"\nidle_after = "0s"\n'  # free_when_idle = "ask": the default
+    with (
+        resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama,
+        owner_with(tmp_path, monkeypatch, config) as (owner, client),
+    ):
+        wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="Ollama's 12 GiB on the simulated 5060 Ti")
+        task = _needs_8_gib(client, tmp_path)
+        asked = wait_for(
+            lambda: "free-resident ollama" in render((t := _task(client, task.id)).reason) and t,
+            what="the reason to name Ollama and the command",
+        )
+        assert "Ollama holds 12.0 GiB (idle " in render(asked.reason), render(asked.reason)
+        assert ollama.paths_called("POST") == []  # asked the user, not the resident
+        said = client.ask(rq.FreeResident(name="ollama"))
+        assert said.asked, said
+        ended = wait_for(
+            lambda: (t := _task(client, task.id)).state == "succeeded" and t, what="the job to run"
+        )
+        generate = [c for c in ollama.calls() if c["path"] == "/api/generate"]
+        assert generate == [
+            {"method": "POST", "path": "/api/generate", "body": {"model": "qwen3:14b", "keep_alive": 0}}
+        ]
+        assert render(ended.reason).startswith("freed "), render(ended.reason)

@@ -1,0 +1,205 @@
+"""Reasons as data (``scheduler/reasons``): every code has words in every language, Japanese joins and
+brackets its own way, tense follows the task, and a reason survives the store and the wire as it was."""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import pytest
+
+from gputray.monitor import busy_why as b
+from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.queue.store_rows import reason_column, reason_of
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.render import catalogue, languages, render, render_for
+from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks.lifecycle import Wait
+from gputray.scheduler.tasks.records import TaskSpec
+
+GIB = 1024**3
+ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
+
+
+def sample(tp: Any, depth: int = 0) -> Any:
+    """A value of type ``tp`` with every field filled (nested reasons two levels deep)."""
+    origin = typing.get_origin(tp)
+    if tp is str:
+        return "Radeon 780M"
+    if tp is bool:
+        return True
+    if tp is int:
+        return 3
+    if tp is float:
+        return 125.0
+    if origin is Literal:
+        return typing.get_args(tp)[0]
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if set(args) >= set(typing.get_args(c.Reason)):  # a nested reason
+            return sample(c.FirstBusy if depth < 2 else c.TooHot, depth + 1)
+        if set(args) >= set(typing.get_args(b.BusyWhy)):
+            return sample(b.MemoryHeld, depth + 1)
+        return sample(args[0], depth)
+    if origin is tuple:
+        item = typing.get_args(tp)[0]
+        return (sample(item, depth + 1), sample(item, depth + 1))
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        hints = typing.get_type_hints(tp)
+        return tp(**{f: sample(hints[f], depth) for f in tp.__struct_fields__})
+    raise AssertionError(f"no sample for {tp!r}")
+
+
+SAMPLES = [sample(code) for code in ALL_CODES]
+# Words that are data or the names of things in every language (device names, units, the CLI's own).
+KEPT = {"Radeon", "GPU", "CPU", "VRAM", "RAM", "GTT", "GiB", "torch", "Python", "gputray", "allow_unproven"}
+KEPT |= {"true", "kJ", "PATH", "TO", "VENV", "cuda", "checkpoint", "SIGSTOP", "gputray", "edit", "after"}
+KEPT |= {"pip", "install", "venv", "envs", "add"}
+KEPT |= {"free", "resident", "radeon"}  # `gputray free-resident NAME`
+
+
+def english_words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[A-Za-z_]{3,}", text) if w not in KEPT]
+
+
+def test_every_code_has_words_in_every_language() -> None:
+    assert set(languages()) == {"en", "ja"}
+    for language in languages():
+        worded = set(catalogue(language).words)
+        missing = [code.__name__ for code in ALL_CODES if code not in worded]
+        assert missing == [], f"reasons/{language}.py has no words for {missing}"
+
+
+@pytest.mark.parametrize("reason", SAMPLES, ids=[type(s).__name__ for s in SAMPLES])
+def test_japanese_is_japanese_joined_and_bracketed_its_own_way(reason: Any) -> None:
+    for finished in (False, True):
+        en, ja = render(reason, finished=finished), render(reason, "ja", finished=finished)
+        assert en and ja and (ja != en or isinstance(reason, c.Said | b.Words))  # those two: as written
+        assert english_words(ja) == [], ja
+        assert "; " not in ja and "(" not in ja.replace("(fix", ""), ja  # 、 and 。, full-width （）
+        depth = 0
+        for ch in ja:  # no bracket inside a bracket
+            depth += {"（": 1, "）": -1}.get(ch, 0)
+            assert depth in (0, 1), ja
+
+
+LLAMA = b.MemoryHeld(who=b.Who("llama-server"), held_bytes=14 * GIB, util_pct=97.0, threshold_pct=30.0)
+UTIL = b.UtilHigh(
+    who=b.Who("firefox"), held_bytes=int(1.5 * GIB), threshold_pct=30.0, window_s=10.0, util_pct=97.0
+)
+
+
+@pytest.mark.parametrize(
+    ("reason", "en", "ja"),
+    [
+        (
+            c.Redirected(
+                target="Radeon 780M",
+                to_cpu=False,
+                waited_s=None,
+                first=c.FirstBusy(label="GeForce RTX 5060 Ti", why=c.DeviceBusy(why=(LLAMA,))),
+            ),
+            "redirected to Radeon 780M: GeForce RTX 5060 Ti busy "
+            "(llama-server holds 14.0 GiB and the GPU is at 97 %, busy above 30 %)",
+            "Radeon 780M に振り替え: GeForce RTX 5060 Ti は使用中"
+            "（llama-server が 14.0 GiB を使用中で、GPU は 97 %、30 % 超で使用中）",
+        ),
+        (
+            c.WaitingFor(label="GeForce RTX 5060 Ti", why=c.DeviceBusy(why=(UTIL,))),
+            "waiting for GeForce RTX 5060 Ti: firefox uses 1.5 GiB; above 30 % for 10 s; now 97 %",
+            "GeForce RTX 5060 Ti を待機中: firefox が 1.5 GiB を使用中、10 秒間 30 % 超、現在 97 %",
+        ),
+        (
+            c.RetryPlanned(why=c.ExitedWith(status=1), n=1, total=3, delay_s=30.0),
+            "exited with status 1; retry 1 of 3 in 30 s",
+            "終了コード 1 で終了。30 秒後に再試行（1/3）",
+        ),
+        (
+            c.WaitingForAny(
+                why=(
+                    c.OnDevice(device="GeForce RTX 5060 Ti", why=c.DeviceBusy(why=(LLAMA,))),
+                    c.OnDevice(device="Radeon 780M", why=c.RunningTask(name="train.py (#3)")),
+                )
+            ),
+            "waiting for a free device: GeForce RTX 5060 Ti: llama-server holds 14.0 GiB and the GPU is at "
+            "97 %, busy above 30 %; Radeon 780M: running 'train.py (#3)'",
+            "空いているデバイスを待機中: GeForce RTX 5060 Ti: llama-server が 14.0 GiB を使用中で、GPU は "
+            "97 %、30 % 超で使用中、Radeon 780M: 「train.py (#3)」を実行中",
+        ),
+        (
+            c.Redirected(
+                target="CPU",
+                to_cpu=True,
+                waited_s=120.0,
+                first=c.FirstBusy(label="GeForce RTX 5060 Ti", why=c.TooHot(temp_c=91.0, limit_c=85.0)),
+            ),
+            "on CPU after waiting 2 min: GeForce RTX 5060 Ti busy (hot: 91 °C, limit 85 °C)",
+            "2 分 待った後 CPU で実行: GeForce RTX 5060 Ti は使用中（高温: 91 °C、上限 85 °C）",
+        ),
+        (
+            c.Preferred(
+                prefer="fastest",
+                others=(c.Outlook(device="GeForce RTX 5060 Ti", run_s=60.0, wait_s=720.0),),
+                chosen=c.Outlook(device="Radeon 780M", run_s=240.0, wait_s=0.0),
+                starts=True,
+                energy=False,
+            ),
+            "fastest: GeForce RTX 5060 Ti frees in ~12 min, finishes in ~13 min; Radeon 780M finishes in "
+            "~4 min: running there",
+            "最速: GeForce RTX 5060 Ti は ~12 分 後に空き、~13 分 後に完了。Radeon 780M なら ~4 分 で完了: "
+            "そこで実行します",
+        ),
+    ],
+)
+def test_renderings_as_the_command_line_and_the_tray_show_them(reason: c.Reason, en: str, ja: str) -> None:
+    assert render(reason) == en
+    assert render(reason, "ja") == ja
+
+
+def test_tense_follows_the_state_of_the_task() -> None:
+    """A demo job taken over after an owner restart said "running" next to "succeeded" (#33 item 10):
+    the words come from the state the task is in when they are shown, whoever recorded the reason."""
+    note = c.chain(c.DemoOnCpu(device="Radeon 780M"), c.Leftovers(count=1))
+    assert render_for("running", note) == (
+        "demo: running on the CPU in place of Radeon 780M; "
+        "1 process was still running after the job ended: stopped"
+    )
+    assert render_for("succeeded", note).startswith("demo: ran on the CPU in place of Radeon 780M; ")
+    assert render_for("running", note, "ja").startswith("デモ：Radeon 780M の代わりに CPU で実行中。")
+    assert render_for("succeeded", note, "ja").startswith("デモ：Radeon 780M の代わりに CPU で実行しました。")
+
+
+def test_a_reason_survives_the_store_and_an_old_english_row_is_shown_as_written(tmp_path: Path) -> None:
+    reason = c.Redirected(
+        target="Radeon 780M",
+        to_cpu=False,
+        waited_s=None,
+        first=c.FirstBusy(label="x", why=c.DeviceBusy(why=(UTIL,))),
+    )
+    assert reason_of(reason_column(reason)) == reason
+    assert reason_of("") is None and reason_column(None) == ""
+    old = "waiting for GeForce RTX 5060 Ti: llama-server uses 14.2 GiB, 97 %"  # saved by an earlier gputray
+    assert reason_of(old) == c.Said(text=old)
+    assert render(reason_of(old), "ja") == old  # shown as written, in every language
+    assert reason_of('{"code": "FromANewerGputray"}') == c.Said(text='{"code": "FromANewerGputray"}')
+
+    store = TaskStore(tmp_path / "queue.sqlite3")
+    rec = store.add(TaskSpec(kind="command", name="a", argv=("true",)))
+    store.must_apply(rec.id, Wait(reason=reason))
+    store.close()
+    again = TaskStore(tmp_path / "queue.sqlite3")
+    try:
+        assert again.get(rec.id).reason == reason
+    finally:
+        again.close()
+
+
+def test_a_reason_crosses_the_wire_typed() -> None:
+    view = TaskView(
+        id=1, state="waiting", reason=c.WaitingFor(label="GeForce", why=c.DeviceBusy(why=(LLAMA,)))
+    )
+    assert msgspec.json.decode(msgspec.json.encode(view), type=TaskView) == view
