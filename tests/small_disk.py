@@ -74,8 +74,8 @@ def pad_to_page(log_file: Path, page: int = 4096) -> None:
 
 
 class Daemon:
-    """``gputray daemon --demo`` (no external load) on ``home``, in a session of its own (``kill`` is a crash: SIGKILL to
-    its group; the supervisor host and the supervisors, each in a group of their own, live on)."""
+    """``gputray daemon --demo`` (no external load) on ``home``, in a session of its own (``kill`` is a
+    crash: SIGKILL to its group; the supervisor host and the supervisors, in groups of their own, live on)."""
 
     def __init__(self, home: Path, out: Path, *prefix: str) -> None:
         self.prefix = prefix  # run under this (``unshare -m …``)

@@ -104,7 +104,6 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
-#: a task the pass placed, started once the pass let go of the lock: (task, decision, devices, known)
 _Start = tuple[TaskRecord, Placement, Sequence[DeviceState], Sequence[DeviceInfo]]
 WALL_RECHECK_S = 60.0  # a wait for a wall-clock time looks at the clock at least this often (it may be set)
 
@@ -385,10 +384,7 @@ class QueueService:
 
     def dispatch(self) -> None:
         """One dispatch pass now, in the calling thread: start what can start, record why the rest waits.
-
-        The pass is planned under the queue's lock; its jobs are started after (``JobRuns.start`` holds
-        the lock only to check and record): a supervisor slow to answer never holds up a cancel, a
-        submit or a job's end."""
+        Planned under the queue's lock, its jobs started after it (``JobRuns.start``)."""
         placed: builtins.list[_Start] = []
         planning = time.perf_counter()
         try:
