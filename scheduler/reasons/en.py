@@ -333,6 +333,7 @@ def _preferred(r: c.Preferred, s: Say) -> str:
 @says(c.JobPaused)
 def _job_paused(r: c.JobPaused, s: Say) -> str:
     who = f"for #{r.for_task} (priority {r.priority})" if r.for_task is not None else "by you"
+    who = f"while {r.app} uses its GPU" if r.app is not None else who
     paused = f"paused {who} at {s.clock(r.at_s, False)}"
     if r.memory == "held":
         return f"{paused}; its GPU memory stays held (cuda-checkpoint: {s.text(r.problem or '')})"
