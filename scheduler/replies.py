@@ -196,6 +196,7 @@ class StatusReply(Reply, frozen=True):
     # the GPU servers running here (Ollama, ComfyUI …: queue/make_room.py), and the time they were seen
     residents: tuple[monitor_residents.ResidentView, ...] = ()
     now_s: float | None = None
+    taken: dict[str, str] = {}  # device key -> the exclusive app (a game) using it: our jobs there paused
 
 
 class RoomMade(Reply, frozen=True):

@@ -637,8 +637,10 @@ def _note_demo(device_name: str, log_path: str | None) -> None:
 
 
 def _same_spec(a: TaskSpec, b: TaskSpec) -> bool:
-    """Whether a task's spec is unchanged (its caller environment, stored apart, left out)."""
-    return a is b or a.replace(base_env=None) == b.replace(base_env=None)
+    """Whether a task's spec is unchanged (its caller environment, stored apart, and the memory need the
+    pass worked out from its family's peaks, ``Estimator.with_learned_need``, left out)."""
+    learned = {"base_env": None, "vram_need_bytes": None, "vram_need_source": None}
+    return a is b or a.replace(**learned) == b.replace(**learned)
 
 
 def _append_line(log_path: str, line: str) -> bool:
