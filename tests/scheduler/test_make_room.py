@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli import gputray
 from real_owner import home_paths
 from resident_stubs import resident
 from waiting import wait_for
@@ -154,8 +155,15 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
         )
         assert "Ollama holds 12.0 GiB (idle " in render(asked.reason), render(asked.reason)
         assert ollama.paths_called("POST") == []  # asked the user, not the resident
-        said = client.ask(rq.FreeResident(name="ollama"))
-        assert said.asked, said
+        listed = gputray("residents", home=tmp_path / "home")  # the command line, as a user types it
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("Ollama holds 12.0 GiB on GeForce RTX 5060 Ti · idle "), listed.stdout
+        said = gputray("free-resident", "ollama", home=tmp_path / "home")
+        assert said.returncode == 0 and said.stdout.startswith("asked Ollama (idle "), (
+            said.stdout,
+            said.stderr,
+        )
+        assert "POST /api/generate {model: qwen3:14b, keep_alive: 0}" in said.stdout
         ended = wait_for(
             lambda: (t := _task(client, task.id)).state == "succeeded" and t, what="the job to run"
         )
