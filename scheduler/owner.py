@@ -495,7 +495,10 @@ class Owner:
 
     def _op_get(self, req: rq.Get) -> rp.TaskReply:
         rec = self.queue.get(_task_id(req.id))
-        return rp.TaskReply(task=rp.TaskView.of(rec), spec=rec.spec.plain(), pid=rec.pid)
+        view = self.queue.estimates.with_progress(
+            rp.TaskView.of(rec), rec, self.queue.clock()
+        )  # its job's own
+        return rp.TaskReply(task=view, spec=rec.spec.plain(), pid=rec.pid)
 
     def _op_cancel(self, req: rq.Cancel) -> rp.TasksDone:
         done: list[TaskRecord] = []

