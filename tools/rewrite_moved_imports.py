@@ -95,6 +95,8 @@ def _is_module(dotted: str) -> bool:
 
 def _dotted(match: re.Match[str]) -> str:
     old = match.group(1)
+    if old in _PACKAGES_NOW and match.string[match.end() : match.end() + 1] in ("'", '"'):
+        return match.group(0)  # "gputray.scheduler.tasks": a string naming the package it is now
     if old in _PACKAGES_NOW:
         for follows in (_ALREADY_MOVED, _IMPORTED):
             name = follows.match(match.string, match.end())
