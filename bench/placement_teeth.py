@@ -32,6 +32,7 @@ from gputray.scheduler.jobs.oom import find_oom
 from gputray.scheduler.queue.oom_elsewhere import elsewhere
 from gputray.scheduler.queue.placement import DeviceState, Placement, plan
 from gputray.scheduler.queue.preemption import Candidate, choose
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 GiB = 1 << 30
@@ -145,10 +146,10 @@ def simulate_teeth(day: Day, *, preempt: bool, on_oom: str) -> TeethResult:
                 failed = next(d for d in states if d.key == NV)
                 outcome = elsewhere(run.rec.spec, failed, oom, states)
                 if run.rec.spec.on_oom == "elsewhere" and outcome.spec is not None:
-                    rec = run.rec.replace(spec=outcome.spec, state="queued", reason=outcome.words)
+                    rec = run.rec.replace(spec=outcome.spec, state="queued", reason=outcome.reason)
                     pending[task_id] = (rec, arrival[task_id])
                     if len(result.reasons) < 1:
-                        result.reasons.append(f"{rec.name}: {outcome.words}")
+                        result.reasons.append(f"{rec.name}: {render(outcome.reason)}")
                 else:
                     result.big_failed += 1
             elif run.rec.spec.family == "big":

@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
 from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.legend import color_of, gpu_readings, legend_for
-from gputray.gui.queue_model import energy_text
+from gputray.gui.queue_model import energy_text, progress_text
 from gputray.gui.status_marks import mark_icon, strip_mark
 from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.window_fit import fit_on_screen
@@ -446,7 +446,8 @@ class Dashboard(QWidget):
 
     def _task_text(self, t: TaskView) -> str:
         energy = "" if t.energy_j is None else f" · {format_energy_j(t.energy_j)}"
-        return f"#{t.id} {t.name} — {tr(t.state)}{energy}"
+        progress = f" · {shown}" if (shown := progress_text(t)) else ""  # a bar and the time left
+        return f"#{t.id} {t.name} — {tr(t.state)}{progress}{energy}"
 
     def _fill_tasks(self) -> None:
         tasks = list(self.tasks())[-200:]

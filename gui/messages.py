@@ -23,7 +23,7 @@ from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
 from gputray.scheduler.reasons.render import ENDED_STATES, catalogue, render, render_all
-from gputray.scheduler.reasons.say import Worded
+from gputray.scheduler.reasons.say import Say, Worded
 
 
 @dataclass(frozen=True)
@@ -46,14 +46,6 @@ def _t(source: str, *nested: str) -> Template:
 
 # Most specific first: the first template that matches the whole message wins.
 TEMPLATES: tuple[Template, ...] = (
-    # monitor/monitor.py: device events (a task's reasons and the busy verdicts are codes: scheduler/reasons)
-    _t(tr_noop("{name} is hot: {temp} °C (limit {limit})")),
-    _t(tr_noop("{name} was lost: {why}"), "why"),
-    _t(tr_noop("{name} cooled to {temp} °C")),
-    _t(tr_noop("{name} went to sleep")),
-    _t(tr_noop("{name} woke up")),
-    _t(tr_noop("{name} disappeared")),
-    _t(tr_noop("{name} appeared")),
     # scheduler/queue/service.py and edits.py: refusals
     _t(tr_noop("task #{id} already {state}; nothing to cancel"), "state"),
     _t(tr_noop("task #{id} changed state meanwhile; try again")),
@@ -199,7 +191,6 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("fell off the bus")),
     _t(tr_noop("no data")),
     _t(tr_noop("the CPU")),
-    _t(tr_noop("{name} is back")),
     _t(tr_noop("cancelled")),
     _t(tr_noop("paused")),
     _t(tr_noop("busy")),
@@ -232,6 +223,11 @@ def reason(why: Worded | None, state: str | None = None) -> str:
 def reasons(whys: Iterable[Worded]) -> str:
     """Several reasons (a device's busy verdict, rule by rule), joined as the current language joins them."""
     return render_all(whys, i18n.current_language(), words=translate)
+
+
+def about(seconds: float) -> str:
+    """An estimate in the current language: ``~25 s``, ``~12 min`` (``~25 秒`` …)."""
+    return Say(catalogue(i18n.current_language())).about(seconds)
 
 
 def in_a_row(*texts: str) -> str:

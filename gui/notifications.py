@@ -118,7 +118,7 @@ class Notifier:
             else:
                 continue
             self.notify(
-                Notice(kind, title.format(name=ev.name), messages.translate(ev.message), critical, key=ev.key)
+                Notice(kind, title.format(name=ev.name), messages.reason(ev.message), critical, key=ev.key)
             )
 
     def on_queue_event(self, kind: str, task: TaskView, message: Reason | None) -> None:

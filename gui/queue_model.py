@@ -13,6 +13,7 @@ until the hold ends, so the row under the pointer stays the task the user is poi
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -79,6 +80,24 @@ def energy_text(task: TaskView) -> str:
             seconds=seconds
         )
     return text
+
+
+PROGRESS_CELLS = 10  # the bar's width in block characters
+
+
+def progress_text(task: TaskView) -> str:
+    """A running job's progress as the panel and the dashboard show it: a bar, how far, and the time left
+    at its pace (``TaskView.progress``/``eta_s``, read from the job's own output); "" when it reports
+    none."""
+    if task.progress is None or task.state != "running":
+        return ""
+    filled = min(PROGRESS_CELLS, max(0, round(task.progress * PROGRESS_CELLS)))
+    bar = "\u2588" * filled + "\u2591" * (PROGRESS_CELLS - filled)
+    percent = math.floor(task.progress * 100)
+    if task.eta_s is None:
+        return tr("{bar} {percent}%").format(bar=bar, percent=percent)
+    left = messages.about(task.eta_s)
+    return tr("{bar} {percent}%, {left} left").format(bar=bar, percent=percent, left=left)
 
 
 class QueueModel(QAbstractTableModel):
@@ -152,6 +171,8 @@ class QueueModel(QAbstractTableModel):
             return f"{shown} · {env}" if env else shown  # the Python env a torch task runs in
         if col == COL_REASON:
             reason = messages.reason(task.reason, task.state)
+            if (progress := progress_text(task)) and task.paused_at is None:
+                return f"{progress} \u00b7 {reason}" if reason else progress  # the job's own progress first
             offer = task.offer if task.state in ("queued", "waiting") else None
             if offer is None:
                 return reason

@@ -92,3 +92,41 @@ class Words(Why, frozen=True):
 
 
 BusyWhy = Lost | NoData | Asleep | Hot | UtilHigh | MemoryHeld | MemoryHeldRecently | PausedOn | Words
+
+
+# -- what happened to a device (``DeviceEvent.message``: the tray's notices) ---------------------------
+
+
+class Appeared(Why, frozen=True):
+    device: str
+
+
+class Vanished(Why, frozen=True):
+    device: str
+
+
+class WasLost(Why, frozen=True):
+    """It fell off the bus; ``why``: the backend's own words."""
+
+    device: str
+    why: str | None = None
+
+
+class Back(Why, frozen=True):
+    device: str
+
+
+class WentToSleep(Why, frozen=True):
+    device: str
+
+
+class WokeUp(Why, frozen=True):
+    device: str
+
+
+class Cooled(Why, frozen=True):
+    device: str
+    temp_c: float
+
+
+DeviceNews = Appeared | Vanished | WasLost | Back | WentToSleep | WokeUp | Hot | Cooled

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backend import Backend, JobAware, PidWatcher
 from gputray.monitor.history import History
 from gputray.monitor.host import HostReader
@@ -259,32 +260,32 @@ class Monitor:
             state = r.sample.state
             before = self._last_state.get(key)
             if key not in self._known and not first_poll:
-                events.append(DeviceEvent("appeared", key, name, f"{name} appeared", now))
+                events.append(DeviceEvent("appeared", key, name, why.Appeared(device=name), now))
             if before is not None and before != state:
                 if state == "lost":
-                    events.append(DeviceEvent("lost", key, name, f"{name} was lost: {r.sample.reason}", now))
+                    lost = why.WasLost(device=name, why=r.sample.reason or None)
+                    events.append(DeviceEvent("lost", key, name, lost, now))
                 elif before == "lost":
-                    events.append(DeviceEvent("back", key, name, f"{name} is back", now))
+                    events.append(DeviceEvent("back", key, name, why.Back(device=name), now))
                 elif state == "asleep":
-                    events.append(DeviceEvent("asleep", key, name, f"{name} went to sleep", now))
+                    events.append(DeviceEvent("asleep", key, name, why.WentToSleep(device=name), now))
                 elif before == "asleep":
-                    events.append(DeviceEvent("woke", key, name, f"{name} woke up", now))
+                    events.append(DeviceEvent("woke", key, name, why.WokeUp(device=name), now))
             was_hot = self.verdicts.is_hot(key)
             limit = self.verdicts.temp_limit_c(r)
             temp = r.sample.temp_c
             if temp is not None and not was_hot and temp >= limit:
-                events.append(
-                    DeviceEvent("hot", key, name, f"{name} is hot: {temp:.0f} °C (limit {limit:.0f})", now)
-                )
+                hot = why.Hot(device=name, temp_c=temp, limit_c=limit)
+                events.append(DeviceEvent("hot", key, name, hot, now))
             elif temp is not None and was_hot and temp <= limit - self.verdicts.thresholds.temp_hysteresis_c:
-                events.append(DeviceEvent("cooled", key, name, f"{name} cooled to {temp:.0f} °C", now))
+                events.append(DeviceEvent("cooled", key, name, why.Cooled(device=name, temp_c=temp), now))
             self._known[key] = r.info
             self._last_state[key] = state
         for key in [k for k in self._known if k not in seen]:
             info = self._known.pop(key)
             self._last_state.pop(key, None)
             self.verdicts.forget(key)
-            events.append(DeviceEvent("vanished", key, info.name, f"{info.name} disappeared", now))
+            events.append(DeviceEvent("vanished", key, info.name, why.Vanished(device=info.name), now))
         return events
 
     # The background poller.

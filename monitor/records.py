@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gputray.monitor.busy_why import BusyWhy
+from gputray.monitor.busy_why import BusyWhy, DeviceNews
 
 Vendor = Literal["nvidia", "amd", "intel", "other"]
 DeviceKind = Literal["integrated", "discrete", "cpu", "other"]
@@ -144,7 +144,7 @@ class DeviceEvent:
     kind: EventKind
     key: str
     name: str
-    message: str
+    message: DeviceNews  # words: ``gputray.scheduler.reasons.render``
     timestamp_s: float
 
 

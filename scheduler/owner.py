@@ -29,12 +29,11 @@ from gputray.scheduler.config import Config, log_problems, read_config_or_defaul
 from gputray.scheduler.ipc.server import IpcServer
 from gputray.scheduler.jobs.log_files import decode_utf8_prefix as _decode_utf8_prefix
 from gputray.scheduler.jobs.log_files import read_log
+from gputray.scheduler.owner_timers import ExclusiveApps, MakeRoom, Preemption, add_room_timers
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.device_names import devices_named
 from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
-from gputray.scheduler.queue.make_room import MakeRoom
-from gputray.scheduler.queue.preemption import Preemption
 from gputray.scheduler.queue.timing import Schedule, Timing
 from gputray.scheduler.queue.wait_book import Later, States
 from gputray.scheduler.reasons.render import render_for
@@ -149,6 +148,7 @@ class Owner:
         self.make_room: MakeRoom | None = (
             None  # frees idle residents (LLM servers, ComfyUI) for waiting tasks
         )
+        self.exclusive: ExclusiveApps | None = None  # [exclusive] apps: our jobs paused while a game plays
         self.server: IpcServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -250,17 +250,10 @@ class Owner:
             )
             self.timing.start()
             self._queue.add_timer(self.timing)  # the dispatcher is the one clock: it wakes for schedules too
-            self.preemption = Preemption(
-                self._queue,
-                self.pauses,
-                every_task=config.queue.preempt == "priority",
-                max_pause_s=config.queue.max_pause_s,
+            # --preempt, [[resident]], [exclusive]: the timers that pause, free and give back (owner_timers)
+            self.preemption, self.make_room, self.exclusive = add_room_timers(
+                self._queue, self.pauses, config
             )
-            self._queue.add_timer(self.preemption)  # --preempt: pauses lower-priority jobs, resumes them
-            self.make_room = MakeRoom(self._queue, config.residents)
-            self._queue.add_timer(
-                self.make_room
-            )  # [[resident]]: idle residents free memory for waiting tasks
             from gputray.scheduler.queue.retention import Retention
 
             self.retention = Retention(
@@ -426,6 +419,7 @@ class Owner:
             cluster=self.cluster.report_doc() if req.cluster and self.cluster is not None else None,
             residents=self.make_room.residents() if self.make_room is not None else (),
             now_s=self.clock(),
+            taken=dict(self.queue.device_book.taken),
         )
 
     def _op_free_resident(self, req: rq.FreeResident) -> rp.RoomMade:

@@ -115,6 +115,10 @@ class TaskView(Reply, frozen=True, kw_only=True):
     # or the model files it names ("model.safetensors 7.2 GiB + 5 %"); None/"" when neither
     vram_need: int | None = None
     vram_need_source: str = ""
+    # a running task whose job reports its progress (``jobs/progress.py``: tqdm, step N/M, ffmpeg, …,
+    # ``GPUTRAY_PROGRESS``): the fraction done (0..1) and the seconds left at its pace (None: too early)
+    progress: float | None = None
+    eta_s: float | None = None
 
     @property
     def shown_state(self) -> str:
@@ -192,6 +196,7 @@ class StatusReply(Reply, frozen=True):
     # the GPU servers running here (Ollama, ComfyUI …: queue/make_room.py), and the time they were seen
     residents: tuple[monitor_residents.ResidentView, ...] = ()
     now_s: float | None = None
+    taken: dict[str, str] = {}  # device key -> the exclusive app (a game) using it: our jobs there paused
 
 
 class RoomMade(Reply, frozen=True):

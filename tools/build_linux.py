@@ -10,9 +10,9 @@
    (``share/icons/hicolor/<N>x<N>/apps/gputray.png``, drawn from the SVG by Qt, and ``scalable``), and a
    ``README.txt`` saying how to put it in place.
 
-Slow (a few minutes: the venv, then PyInstaller's analysis of Qt): ``.ci/run`` runs it as its own step
-after the suite, with ``GPUTRAY_FROZEN_LINUX`` pointing the test ``tests/frozen/test_frozen_linux.py``
-at the tarball. It prints the size and where the tarball is.
+Slow (a few minutes: the venv, then PyInstaller's analysis of Qt): ``.ci/run`` runs it in its frozen step
+before the suite, then ``tests/frozen/test_frozen_linux.py`` with ``GPUTRAY_FROZEN_LINUX`` naming the
+tarball. It prints the size and where the tarball is.
 """
 
 from __future__ import annotations

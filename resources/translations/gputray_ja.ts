@@ -2051,5 +2051,13 @@ gputray の実行中に更新または再インストールした場合は、終
             <numerusform>設定ファイルに問題が %n 件あります（`gputray config` で一覧できます）: {first}</numerusform>
         </translation>
     </message>
+    <message>
+        <source>{bar} {percent}%</source>
+        <translation>{bar} {percent}%</translation>
+    </message>
+    <message>
+        <source>{bar} {percent}%, {left} left</source>
+        <translation>{bar} {percent}%、残り {left}</translation>
+    </message>
 </context>
 </TS>

@@ -43,6 +43,7 @@ class RunningJob(Protocol):
 class DeviceBook:
     def __init__(self, monitor: Monitor, env_chooser: EnvChooser, *, slots: Mapping[str, int]) -> None:
         self.monitor = monitor
+        self.taken: dict[str, str] = {}  # device key -> the exclusive app using it (queue/exclusive_apps.py)
         self.env_chooser = env_chooser
         self.slots = dict(slots)
         self._slots_of: dict[str, int] = {}  # device key -> its slots, resolved once
@@ -92,7 +93,7 @@ class DeviceBook:
                     verdict=snapshot.verdict(key) if snapshot is not None else None,
                     running=len(mine),
                     slots=self.slot_count(reading.info),
-                    paused=key in paused.devices,
+                    paused=key in paused.devices or key in self.taken,
                     running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
                     extra_used_bytes=max(0, declared - seen),
                     host_ram_free_bytes=ram_free,

@@ -25,6 +25,7 @@ from gputray.monitor.records import Snapshot
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.pyenvs.doctor_cache import cached_results
 from gputray.scheduler.queue.estimates import Outlook
+from gputray.scheduler.queue.job_progress import ProgressBook, left_s, projected_s
 from gputray.scheduler.queue.placement import (
     DEFAULT_PREFS,
     DeviceState,
@@ -108,15 +109,28 @@ def build_outlook(
     *,
     measured_gflops: Mapping[str, float] | None = None,
     free_in: Mapping[str, float | None] | None = None,
+    progress: Mapping[int, float] | None = None,
 ) -> Outlook:
     """The outlook for these families (and those of the jobs ``running``) over ``devices`` at ``now_s``,
-    from the books; ``free_in`` given: as it is (the last pass's), else worked out from the devices."""
+    from the books; ``free_in`` given: as it is (the last pass's), else worked out from the devices.
+    ``progress``: task id → the fraction a running job reports done (``job_progress``): its time left
+    counts instead of its family's median, and a family with no runs gets its first estimate from it
+    (the job's projected whole run on its device, scaled to the others as any run is)."""
     running = list(running)
+    progress = progress or {}
     wanted = set(families) | {family_of(r.spec) for r in running}
     medians = {f: m for f in wanted if (m := runs.median_run_s(f))}
     bases = {f: runs.basis(f) for f in medians}
+    projected: dict[str, dict[str, float]] = {}
+    for rec in running:
+        family, fraction = family_of(rec.spec), progress.get(rec.id)
+        if family in medians or fraction is None or rec.device is None:
+            continue
+        whole = projected_s(fraction, rec.run_s(now_s) or 0.0)
+        if whole is not None:
+            projected.setdefault(family, {})[rec.device] = whole
     outlook = Outlook(
-        run_medians=medians,
+        run_medians={**medians, **projected},
         energy_medians={f: runs.median_energy_j(f) for f in medians},
         run_counts={f: {k: len(v) for k, v in basis.items()} for f, basis in bases.items()},
         throttled_counts={
@@ -126,25 +140,28 @@ def build_outlook(
         measured_gflops=measured_gflops or {},
     )
     if free_in is None:
-        free_in = {d.key: free_in_s(d, running, outlook, spells, now_s) for d in devices}
+        free_in = {d.key: free_in_s(d, running, outlook, spells, now_s, progress) for d in devices}
     return dataclasses.replace(outlook, free_in=free_in)
 
 
 def free_in_s(
-    dev: DeviceState, running: Sequence[TaskRecord], outlook: Outlook, spells: SpellBook, now_s: float
+    dev: DeviceState,
+    running: Sequence[TaskRecord],
+    outlook: Outlook,
+    spells: SpellBook,
+    now_s: float,
+    progress: Mapping[int, float] | None = None,
 ) -> float | None:
     """When ``dev`` frees up: 0 when free now; None when unknown (paused, lost, a spell of external use
-    longer than any before, our jobs past their estimates)."""
+    longer than any before, our jobs past their estimates). A job that reports its progress
+    (``progress``: task id → fraction done) is expected to need elapsed / done × what is left."""
     sample = dev.sample
     if dev.paused or (sample is not None and sample.state in {"lost", "unavailable"}):
         return None
     ours = 0.0
     if dev.running >= dev.slots:
-        left = [
-            est - (r.run_s(now_s) or 0.0)  # a paused job's pause does not bring its end closer
-            for r in running
-            if r.device == dev.key and (est := outlook.run_s(family_of(r.spec), dev.key)) is not None
-        ]
+        ours_there = [r for r in running if r.device == dev.key]
+        left = [x for r in ours_there if (x := _job_left_s(r, outlook, now_s, progress)) is not None]
         known = [x for x in left if x > 0]
         if not known:
             return None
@@ -156,6 +173,19 @@ def free_in_s(
             return None
         external = spell
     return max(ours, external)
+
+
+def _job_left_s(
+    rec: TaskRecord, outlook: Outlook, now_s: float, progress: Mapping[int, float] | None
+) -> float | None:
+    """A running job's time left: from its own progress when it reports one, else its family's
+    estimate less what it has run (a paused job's pause does not bring its end closer)."""
+    run = rec.run_s(now_s) or 0.0
+    fraction = (progress or {}).get(rec.id)
+    if fraction is not None and (left := left_s(fraction, run)) is not None:
+        return max(left, 1.0)  # "100 %" and still running: about to end
+    est = outlook.run_s(family_of(rec.spec), str(rec.device))
+    return None if est is None else est - run
 
 
 class Estimator:
@@ -177,6 +207,7 @@ class Estimator:
         self._offers: dict[int, Offer] = {}
         self._offered: set[int] = set()  # tasks an offer event was emitted for (once each)
         self.peaks: dict[int, int] = {}  # task id -> its run's peak GPU memory (``job_peaks``), until learned
+        self.progress = ProgressBook()  # the running jobs' progress, read from their own output
 
     # -- learning --------------------------------------------------------------------------------
     def finished(self, rec: TaskRecord) -> None:
@@ -218,10 +249,12 @@ class Estimator:
         now_s: float,
         free_in: Mapping[str, float | None] | None = None,
     ) -> Outlook:
-        """The outlook for these families (and those running now) over ``devices`` at ``now_s``."""
+        """The outlook for these families (and those running now) over ``devices`` at ``now_s``; the
+        running jobs' own progress counts (``job_progress``)."""
+        running = list(running)
         return build_outlook(
             self.history.runs, self.history.spells, families, devices, running, now_s,
-            measured_gflops=self.speeds(), free_in=free_in,
+            measured_gflops=self.speeds(), free_in=free_in, progress=self.progress.fractions(running),
         )  # fmt: skip
 
     def _records(self, task_ids: Iterable[int]) -> list[TaskRecord]:
@@ -253,6 +286,8 @@ class Estimator:
     ) -> Plan:
         """``placement.plan`` with the estimates; remembers the devices and makes the offers. ``running``:
         the ids of our running jobs."""
+        running = list(running)
+        self.progress.forget(running)
         outlook = self.outlook({family_of(r.spec) for r in pending}, devices, self._records(running), now_s)
         pending = [self.with_learned_need(r) for r in pending]  # a family's recent peaks count too
         result = plan(pending, devices, now_s=now_s, policy=OutlookPolicy(outlook))
@@ -315,26 +350,38 @@ class Estimator:
 
     # -- views -----------------------------------------------------------------------------------
     def views(self, records: Iterable[TaskRecord], now_s: float | None = None) -> Tasks:
-        """The records' views, with ``estimate_s`` and ``offer`` on the pending ones."""
+        """The records' views, with ``estimate_s`` and ``offer`` on the pending ones and ``progress`` and
+        ``eta_s`` on the running ones that report their progress."""
         records = list(records)
         pending = [r for r in records if r.pending]
+        running = [r for r in records if r.state == "running"]
+        now = time.time() if now_s is None else now_s
         if not pending:
-            return tuple(TaskView.of(r) for r in records)
+            return tuple(self._with_progress(TaskView.of(r), r, now) for r in records)
         with self._lock:
             devices, free_in, offers = self._devices, self._free_in, dict(self._offers)
-        now = time.time() if now_s is None else now_s
-        outlook = self.outlook({family_of(r.spec) for r in pending}, devices, (), now, free_in=free_in)
+        outlook = self.outlook({family_of(r.spec) for r in pending}, devices, running, now, free_in=free_in)
         out = []
         allowed: AllowedCache = {}
         for rec in records:
             rec = self.with_learned_need(rec) if rec.pending else rec
-            view = TaskView.of(rec, offers.get(rec.id) if rec.pending else None)
+            view = self._with_progress(
+                TaskView.of(rec, offers.get(rec.id) if rec.pending else None), rec, now
+            )
             if rec.pending:
                 estimates = self.estimates(rec, allowed_devices(rec, devices, allowed), outlook)
                 if estimates:
                     view = msgspec.structs.replace(view, estimate_s=estimates)
             out.append(view)
         return tuple(out)
+
+    def _with_progress(self, view: TaskView, rec: TaskRecord, now_s: float) -> TaskView:
+        """A running task's view with its job's progress (0..1) and time left, where it reports them."""
+        found = self.progress.progress(rec) if rec.state == "running" else None
+        if found is None:
+            return view
+        left = left_s(found.fraction, rec.run_s(now_s) or 0.0)
+        return msgspec.structs.replace(view, progress=found.fraction, eta_s=left)
 
     @staticmethod
     def estimates(rec: TaskRecord, allowed: Sequence[DeviceState], outlook: Outlook) -> tuple[Estimate, ...]:

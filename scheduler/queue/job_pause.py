@@ -74,7 +74,9 @@ class JobPauser:
         self._checkpoint_tool = checkpoint_tool
         self._busy = threading.Lock()  # one pause or resume at a time: the tool calls take a while
 
-    def pause(self, task_id: int, *, for_task: tuple[int, int] | None = None) -> TaskRecord:
+    def pause(
+        self, task_id: int, *, for_task: tuple[int, int] | None = None, for_app: str | None = None
+    ) -> TaskRecord:
         """Pause the running job of ``task_id``: by you, or (``for_task``: its id and priority) for a task
         that preempts it. TaskStateError when it is not running here or is paused already."""
         with self._busy:
@@ -94,6 +96,7 @@ class JobPauser:
                 raise TaskStateError(f"task #{task_id} could not be paused: {exc}") from None
             now = self.queue.clock()
             who = f"for #{for_task[0]} (priority {for_task[1]})" if for_task is not None else "by you"
+            who = f"while {for_app} uses its GPU" if for_app is not None else who
             why = f"paused {who} at {local_time(now)}"
             write_pause(
                 job.files,
@@ -106,6 +109,7 @@ class JobPauser:
                 problem=held,
                 for_task=for_task[0] if for_task is not None else None,
                 priority=for_task[1] if for_task is not None else 0,
+                app=for_app,
             )
             with self.queue.lock:
                 paused = PauseJob(paused_at=now, reason=said)
@@ -133,7 +137,8 @@ class JobPauser:
             resumed = JobResumed(
                 paused_at_s=rec.paused_at,
                 at_s=now,
-                by_you=bool(pause.why) and (before is None or before.for_task is None),
+                by_you=bool(pause.why)
+                and (before is None or (before.for_task is None and before.app is None)),
                 problem=problems[0] if problems else None,
                 for_task=before.for_task if before is not None else None,
                 priority=before.priority if before is not None else 0,

@@ -31,6 +31,7 @@ from gputray.scheduler.jobs.job_log import make_room
 from gputray.scheduler.jobs.launch_plan import LaunchPlan, prepare_launch
 from gputray.scheduler.jobs.launcher import Job, LaunchFailed, adopt, launch, stop_leftover
 from gputray.scheduler.jobs.oom import OutOfMemory, oom_in_log
+from gputray.scheduler.jobs.progress import PROGRESS_VAR, progress_file
 from gputray.scheduler.paths import Paths, job_umask, open_private_append
 from gputray.scheduler.pyenvs.choice import EnvChooser, EnvMissing, EnvReady, EnvStatus
 from gputray.scheduler.queue.device_book import DeviceBook
@@ -345,9 +346,11 @@ class JobRuns:
     def _launch(
         self, task: TaskRecord, info: DeviceInfo, spec: TaskSpec, launch_plan: LaunchPlan, log_path: Path
     ) -> Job:
+        progress_path = progress_file(log_path)  # the job may write ``done total`` there (docs/queue.md)
+        progress_path.unlink(missing_ok=True)  # an earlier attempt's
         return launch(
             list(launch_plan.argv),
-            env=launch_plan.env,
+            env={**launch_plan.env, PROGRESS_VAR: str(progress_path)},
             log_path=log_path,
             cwd=spec.cwd,
             on_exit=functools.partial(self._on_exit, task.id),
@@ -634,8 +637,10 @@ def _note_demo(device_name: str, log_path: str | None) -> None:
 
 
 def _same_spec(a: TaskSpec, b: TaskSpec) -> bool:
-    """Whether a task's spec is unchanged (its caller environment, stored apart, left out)."""
-    return a is b or a.replace(base_env=None) == b.replace(base_env=None)
+    """Whether a task's spec is unchanged (its caller environment, stored apart, and the memory need the
+    pass worked out from its family's peaks, ``Estimator.with_learned_need``, left out)."""
+    learned = {"base_env": None, "vram_need_bytes": None, "vram_need_source": None}
+    return a is b or a.replace(**learned) == b.replace(**learned)
 
 
 def _append_line(log_path: str, line: str) -> bool:

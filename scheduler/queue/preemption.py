@@ -138,11 +138,13 @@ class Preemption:
         self._once: set[tuple[int, int]] = set()  # (victim, attempt) paused for another once already
         self._next_s: float | None = None
         self.preemptions = 0  # victims paused so far (benches, tests)
+        self.looks = 0  # looks taken (tests wait for one)
 
     def next_due_s(self) -> float | None:
         return self._next_s if self._next_s is not None else 0.0  # never looked yet: at once
 
     def run_due(self, now_s: float) -> None:
+        self.looks += 1
         self._resume_done(now_s)
         waiting = [
             r for r in self.queue.store.pending(active_only=True)

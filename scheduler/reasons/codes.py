@@ -300,6 +300,7 @@ class JobPaused(Code, frozen=True):
     problem: str | None = None
     for_task: int | None = None  # paused for this task (priority ``priority``), which preempts it
     priority: int = 0
+    app: str | None = None  # paused while this exclusive app (a game) uses its GPU
 
 
 class RoomMade(Code, frozen=True):

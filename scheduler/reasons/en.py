@@ -333,6 +333,7 @@ def _preferred(r: c.Preferred, s: Say) -> str:
 @says(c.JobPaused)
 def _job_paused(r: c.JobPaused, s: Say) -> str:
     who = f"for #{r.for_task} (priority {r.priority})" if r.for_task is not None else "by you"
+    who = f"while {r.app} uses its GPU" if r.app is not None else who
     paused = f"paused {who} at {s.clock(r.at_s, False)}"
     if r.memory == "held":
         return f"{paused}; its GPU memory stays held (cuda-checkpoint: {s.text(r.problem or '')})"
@@ -620,3 +621,41 @@ def _job_could_not_start(r: c.JobCouldNotStart, s: Say) -> str:
 def _offer_made(r: c.OfferMade, s: Say) -> str:
     free = f"{r.device} is free and would run it in {s.about(r.run_s)}"
     return f"{r.name} has waited {s.about(r.waited_s)}: {free}"
+
+
+# -- what happened to a device (the tray's notices) ------------------------------------------------
+
+
+@says(b.Appeared)
+def _appeared(r: b.Appeared, s: Say) -> str:
+    return f"{r.device} appeared"
+
+
+@says(b.Vanished)
+def _vanished(r: b.Vanished, s: Say) -> str:
+    return f"{r.device} disappeared"
+
+
+@says(b.WasLost)
+def _waslost(r: b.WasLost, s: Say) -> str:
+    return f"{r.device} was lost: {s.text(r.why) if r.why else 'fell off the bus'}"
+
+
+@says(b.Back)
+def _back(r: b.Back, s: Say) -> str:
+    return f"{r.device} is back"
+
+
+@says(b.WentToSleep)
+def _wenttosleep(r: b.WentToSleep, s: Say) -> str:
+    return f"{r.device} went to sleep"
+
+
+@says(b.WokeUp)
+def _wokeup(r: b.WokeUp, s: Say) -> str:
+    return f"{r.device} woke up"
+
+
+@says(b.Cooled)
+def _cooled(r: b.Cooled, s: Say) -> str:
+    return f"{r.device} cooled to {r.temp_c:.0f} °C"

@@ -338,6 +338,7 @@ def _preferred(r: c.Preferred, s: Say) -> str:
 @says(c.JobPaused)
 def _job_paused(r: c.JobPaused, s: Say) -> str:
     who = f"#{r.for_task}（優先度 {r.priority}）のため " if r.for_task is not None else ""
+    who = f"{r.app} が GPU を使っている間 " if r.app is not None else who
     paused = f"{who}{s.clock(r.at_s, False)} に一時停止しました"
     if r.memory == "held":
         return f"{paused}。GPU メモリは確保されたままです（cuda-checkpoint: {s.text(r.problem or '')}）"
@@ -623,3 +624,41 @@ def _job_could_not_start(r: c.JobCouldNotStart, s: Say) -> str:
 def _offer_made(r: c.OfferMade, s: Say) -> str:
     free = f"{r.device} が空いていて {s.about(r.run_s)} で実行できます"
     return f"{r.name} は {s.about(r.waited_s)} 待っています: {free}"
+
+
+# -- what happened to a device (the tray's notices) ------------------------------------------------
+
+
+@says(b.Appeared)
+def _appeared(r: b.Appeared, s: Say) -> str:
+    return f"{r.device} が現れました"
+
+
+@says(b.Vanished)
+def _vanished(r: b.Vanished, s: Say) -> str:
+    return f"{r.device} が見えなくなりました"
+
+
+@says(b.WasLost)
+def _waslost(r: b.WasLost, s: Say) -> str:
+    return f"{r.device} が失われました: {s.text(r.why) if r.why else 'バスから外れました'}"
+
+
+@says(b.Back)
+def _back(r: b.Back, s: Say) -> str:
+    return f"{r.device} が復帰しました"
+
+
+@says(b.WentToSleep)
+def _wenttosleep(r: b.WentToSleep, s: Say) -> str:
+    return f"{r.device} がスリープしました"
+
+
+@says(b.WokeUp)
+def _wokeup(r: b.WokeUp, s: Say) -> str:
+    return f"{r.device} がスリープから復帰しました"
+
+
+@says(b.Cooled)
+def _cooled(r: b.Cooled, s: Say) -> str:
+    return f"{r.device} は {r.temp_c:.0f} °C まで下がりました"

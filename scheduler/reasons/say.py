@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from gputray.monitor.busy_why import BusyWhy
+from gputray.monitor.busy_why import BusyWhy, DeviceNews
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.reasons.codes import Reason
 
-Worded = Reason | BusyWhy
+Worded = Reason | BusyWhy | DeviceNews
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]
 

@@ -21,6 +21,7 @@ from gputray.cluster.config import LOOPBACK_ENV
 from gputray.cluster.wire import TaskChunk
 from gputray.monitor.simulated import RADEON_780M
 from gputray.monitor.units import GIB
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -113,11 +114,11 @@ def test_status_cluster_shows_a_paused_machines_gpus_as_paused(desk: Desk) -> No
     view = _view("laptop", RADEON_780M, ram_total_bytes=32 * GIB)
     b.machines["laptop"].view = msgspec.structs.replace(view, queue_paused=True)  # `gputray pause` there
     (gpu,) = [d for m in b.report().machines if m.name == "laptop" for d in m.devices]
-    assert gpu.paused is True and gpu.reasons[0] == "the queue is paused on laptop"
+    assert gpu.paused is True and render(gpu.reasons[0]) == "the queue is paused on laptop"
     paused = tuple(msgspec.structs.replace(d, paused=True) for d in view.devices)
     b.machines["laptop"].view = msgspec.structs.replace(view, devices=paused)  # `pause --device 780m` there
     (gpu,) = [d for m in b.report().machines if m.name == "laptop" for d in m.devices]
-    assert gpu.paused is True and gpu.reasons[0] == "paused on laptop"
+    assert gpu.paused is True and render(gpu.reasons[0]) == "paused on laptop"
 
 
 def test_the_docs_name_the_setting_that_keeps_ray_on_loopback() -> None:

@@ -6,6 +6,7 @@ import msgspec
 
 from gputray.cluster.placer import handed_prefs, place_all
 from gputray.cluster.wire import DeviceView, MachineView
+from gputray.monitor.busy_why import Words
 from gputray.monitor.records import Sample
 from gputray.monitor.units import GIB
 from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
@@ -26,7 +27,7 @@ GTI = DeviceView(
         util_percent=96.0,
     ),
     busy=True,
-    reasons=("GeForce RTX 5060 Ti is busy: llama-server holds 14.0 GiB and is active",),
+    reasons=(Words(text="GeForce RTX 5060 Ti is busy: llama-server holds 14.0 GiB and is active"),),
 )
 IGPU = DeviceView(
     key="pci:0000:64:00.0",

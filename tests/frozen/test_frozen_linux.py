@@ -3,8 +3,9 @@ executable, the .desktop file, the icon in every freedesktop size), `--version`,
 tray host (trayer): the tray icon appears, a click opens the panel, `gputray status --json` answers, and
 a job queued with the frozen CLI runs under the frozen supervisor and ends with its exit status.
 
-The build takes minutes, so it is not made here: `.ci/run` builds it after the suite and runs this file
-with `GPUTRAY_FROZEN_LINUX=PATH.tar.gz`; without that variable the test is skipped.
+The build takes minutes, so it is not made here: `.ci/run`'s frozen step (before the suite, outside
+it) builds it and runs this file with `GPUTRAY_FROZEN_LINUX=PATH.tar.gz`; without that variable (the suite)
+the tests are skipped.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from gputray.cluster.link import ClusterLink
 from gputray.cluster.picture import ClusterPicture, cluster_picture
 from gputray.cluster.view import local_view
 from gputray.cluster.wire import DeviceView, MachineView
+from gputray.monitor.busy_why import MemoryHeld, Who
 from gputray.monitor.records import Sample
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
@@ -94,7 +95,11 @@ def laptop_view(util_4070: float = 97.0) -> MachineView:
                 vram_used_bytes=int(7.1 * GIB),
                 vram_total_bytes=8 * GIB,
                 busy=True,
-                reasons=("llama-server holds 7.0 GiB and is active",),
+                reasons=(
+                    MemoryHeld(
+                        who=Who("llama-server"), held_bytes=7 * GIB, util_pct=97.0, threshold_pct=30.0
+                    ),
+                ),
                 running=1,
                 running_names=("upscale.py (#7)",),
             ),

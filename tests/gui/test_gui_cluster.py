@@ -85,7 +85,7 @@ def test_the_panel_groups_gpus_by_machine_and_says_since_when_one_is_offline(
     assert cards[0].metrics_label.text() == "97 %  ·  71 °C  ·  VRAM 7.1/8.0 GiB"
     assert cards[1].metrics_label.text() == "0 %  ·  —  ·  VRAM 0.5/2.0 GiB"  # no temperature: "—"
     tip = cards[0].name_label.toolTip()
-    assert "busy: llama-server holds 7.0 GiB and is active" in tip and "upscale.py (#7)" in tip
+    assert "busy: llama-server holds 7.0 GiB and the GPU is at 97 %" in tip and "upscale.py (#7)" in tip
     assert cards[1].name_label.toolTip() == "not in use by other programs"
     # the machine that left: its header says since when (local time), and it has no cards
     assert nas.name_label.text() == "nas" and nas.state_label.text() == "offline since 14:02"

@@ -26,7 +26,7 @@ REAL = [
     "  /tmp/notes.txt: no recipe handles this kind of file\n"
     "  /tmp/a.png: needs the program 'realesrgan-ncnn-vulkan', which is not installed or not on PATH\n"
     "  Recipes: torch (*.py); upscale-image (*.png, *.jpg)",
-    "Radeon 780M is hot: 95 °C (limit 90)",
+    "task #4 is running; retry is for finished tasks",
     "task #5 is running; tasks move among queued or waiting ones",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
@@ -49,7 +49,9 @@ def test_real_messages_become_japanese(japanese: None, message: str) -> None:
 
 
 def test_nested_and_data_kept(japanese: None) -> None:
-    assert translate("Radeon 780M is hot: 95 °C (limit 90)") == "Radeon 780M が高温: 95 °C(上限 90)"
+    assert translate("task #4 is running; retry is for finished tasks") == (
+        "タスク #4 は実行中です。再試行は終わったタスクにだけ使えます"
+    )
     assert translate("something no template knows") == "something no template knows"  # shown as written
     assert translate("") == "" and translate(None) == ""
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import msgspec
 
 from gputray.gui.notifications import Notice, Notifier, queue_event_kind
+from gputray.monitor.busy_why import Hot, WasLost
 from gputray.monitor.records import DeviceEvent
 from gputray.scheduler.replies import TaskView
 
@@ -30,8 +31,9 @@ def test_job_events_become_notices_with_their_log() -> None:
 
 def test_rate_limits_and_switches() -> None:
     n, shown, now = make(enabled={"gpu_hot": False}, repeat_s=60.0, burst=3)
-    hot = DeviceEvent("hot", "pci:0000:01:00.0", "GeForce RTX 5060 Ti", "91 °C, limit 85 °C", 1.0)
-    lost = DeviceEvent("lost", "pci:0000:01:00.0", "GeForce RTX 5060 Ti", "fell off the bus", 1.0)
+    name = "GeForce RTX 5060 Ti"
+    hot = DeviceEvent("hot", "pci:0000:01:00.0", name, Hot(device=name, temp_c=91.0, limit_c=85.0), 1.0)
+    lost = DeviceEvent("lost", "pci:0000:01:00.0", name, WasLost(device=name), 1.0)
     n.on_device_events([hot, lost, lost])
     assert [s.kind for s in shown] == ["gpu_lost"]  # hot is off; the repeat is limited
     assert shown[0].title == "GeForce RTX 5060 Ti lost"

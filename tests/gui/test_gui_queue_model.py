@@ -6,9 +6,17 @@ from PySide6.QtCore import QPersistentModelIndex, Qt
 from PySide6.QtWidgets import QTableView
 from pytestqt.qtbot import QtBot
 
-from gputray.gui.queue_model import COL_DEVICE, COL_ELAPSED, COL_NAME, COL_STATE, QueueModel, format_duration
+from gputray.gui.queue_model import (
+    COL_DEVICE,
+    COL_ELAPSED,
+    COL_NAME,
+    COL_REASON,
+    COL_STATE,
+    QueueModel,
+    format_duration,
+)
 from gputray.monitor.busy_why import UtilHigh, Who
-from gputray.scheduler.reasons.codes import DeviceBusy, ExitedWith, Said, WaitingFor
+from gputray.scheduler.reasons.codes import DemoOnCpu, DeviceBusy, ExitedWith, Said, WaitingFor
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
@@ -179,3 +187,30 @@ def test_a_finished_task_tells_its_gpu_energy_in_its_tooltips() -> None:
         "shared: the GPU ran other work too, so this is the whole device's energy",
     ]
     assert "energy" not in model.data(model.index(2, COL_NAME), tip)
+
+
+def test_a_row_reads_in_the_tense_of_its_state_in_both_languages(qapp: object) -> None:
+    """Issue 33 item 10: a demo job an owner adopted after a restart said "running on the CPU" next to
+    "succeeded". The row words the task's reason as its state reads it, whoever recorded it."""
+    from gputray.gui.i18n import install_language
+
+    note = DemoOnCpu(device="Radeon 780M")
+    model = QueueModel()
+    model.apply([task(1, "running", reason=note), task(2, "succeeded", reason=note)])
+    try:
+        for language, running, ran in (
+            (
+                "en",
+                "demo: running on the CPU in place of Radeon 780M",
+                "demo: ran on the CPU in place of Radeon 780M",
+            ),
+            (
+                "ja",
+                "デモ：Radeon 780M の代わりに CPU で実行中",
+                "デモ：Radeon 780M の代わりに CPU で実行しました",
+            ),
+        ):
+            assert install_language(language)
+            assert [model.data(model.index(row, COL_REASON)) for row in (0, 1)] == [running, ran]
+    finally:
+        install_language("en")

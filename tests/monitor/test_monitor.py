@@ -8,6 +8,7 @@ from gputray.monitor.monitor import Monitor, merge_readings
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
 from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.simulated import RTX_5060_TI, SimulatedBackend
+from gputray.scheduler.reasons.render import render
 
 KEY = "pci:0000:64:00.0"
 SYSFS_INFO = DeviceInfo(KEY, "Radeon 780M", "amd", "integrated", "amdgpu-sysfs", pci_bdf="0000:64:00.0")
@@ -126,7 +127,7 @@ def test_own_jobs_do_not_make_the_gpu_busy_but_a_scenario_load_does() -> None:
         clock.t += 1
     verdict = snap.verdict(RTX_5060_TI.key)
     assert verdict is not None and verdict.busy
-    assert verdict.reasons[0].startswith("llama-server")
+    assert render(verdict.reasons[0]).startswith("llama-server")
 
 
 def test_subscribers_get_every_snapshot_and_a_broken_one_does_not_stop_the_thread() -> None:

@@ -15,6 +15,7 @@ from gputray.monitor.verdict import BusyThresholds
 from gputray.resources import resource_path
 from gputray.scheduler.config import Config, ConfigError, LogsSection, read_config, read_config_or_defaults
 from gputray.scheduler.paths import app_paths
+from gputray.scheduler.reasons.render import render
 
 
 def _config(tmp_path: Path, text: str) -> Path:
@@ -234,7 +235,7 @@ def test_the_owner_starts_with_a_bad_config_and_logs_each_problem(
     try:
         snap = wait_for(lambda: owner.monitor.latest, what="a first sample")
         hot = [v for v in snap.verdicts if v.hot]
-        assert hot and "limit 30 °C" in hot[0].reasons[0]  # the good key is used
+        assert hot and "limit 30 °C" in render(hot[0].reasons[0])  # the good key is used
         logged = "\n".join(r.getMessage() for r in caplog.records)
         for needle in (
             'thresholds.temp_limit_c = "hot" is not a number in 20 … 150; using 85.0',

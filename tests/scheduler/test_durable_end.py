@@ -21,6 +21,7 @@ from small_disk import PY, Daemon, fill, pad_to_page, small_disk
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskPatch
 
 FINISHED = ("succeeded", "failed", "cancelled")
@@ -83,7 +84,7 @@ def test_output_lost_on_a_full_disk_is_said_in_the_reason_and_the_log(tmp_path: 
                 lambda: (t := daemon.ask(rq.Get(id=task.id)).task).state in FINISHED and t, 30, "its end"
             )
             assert done.state == "succeeded"
-            assert "20,000 bytes of output were lost: the disk was full" in done.reason, done.reason
+            assert "20,000 bytes of output were lost: the disk was full" in render(done.reason), done.reason
             filler.unlink()
             wanted = "20,000 bytes of the job's output could not be written to this log (the disk was full)"
             wait_for(lambda: log_file.read_text().rstrip().endswith(wanted), 30, "the log's last line")

@@ -19,6 +19,7 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.listing import format_devices, reason_shown
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.queue.estimates import about
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import DeviceSlots, TaskView
 from gputray.scheduler.tasks.records import QueueEvent
 
@@ -105,7 +106,7 @@ def test_a_waiting_task_is_offered_the_free_device_and_the_edit_starts_it_there(
     wait_for(lambda: [e for e in events if e.kind == "offer"], what="the offer event")
     (event,) = [e for e in events if e.kind == "offer"]
     assert event.offer == offer or (event.offer is not None and event.offer.device_key == AMD)
-    assert "Radeon 780M" in event.message
+    assert "Radeon 780M" in render(event.message)
     # "Keep waiting", from the command line: the same edit the tray sends; the offer goes
     kept = gputray("edit", str(waiting.id), "--decline-offer", home=tmp_path / "home")
     assert kept.returncode == 0, kept.stderr

@@ -25,6 +25,7 @@ from small_disk import PY, Daemon
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskPatch
 
@@ -112,7 +113,7 @@ def test_a_job_whose_supervisor_is_stopped_for_good_is_given_up_when_its_process
         task_id = _run(daemon, ["sh", "-c", loop], "stopper")
         ended = wait_for(lambda: _ended(daemon, task_id), 60, "the owner to give up on its supervisor")
         assert ended.state == "failed", ended.reason
-        assert "its supervisor was stopped (SIGSTOP) again and again" in ended.reason, ended.reason
+        assert "its supervisor was stopped (SIGSTOP) again and again" in render(ended.reason), ended.reason
         assert not _alive_with(marker)  # its place is free only once its processes are gone
     finally:
         daemon.kill()
@@ -154,7 +155,7 @@ def test_without_cgroups_what_a_job_leaves_when_it_kills_its_supervisor_is_stopp
         task_id = _run(daemon, ["sh", "-c", script], "escapes")
         ended = wait_for(lambda: _ended(daemon, task_id), 60, "the task to end")
         assert ended.state == "failed", ended.reason
-        assert "its supervisor process was killed" in ended.reason, ended.reason
+        assert "its supervisor process was killed" in render(ended.reason), ended.reason
         assert not _alive_with(f"sleep 2{tag}"), "a process the job left runs on"
     finally:
         daemon.kill()

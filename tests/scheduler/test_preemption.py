@@ -19,6 +19,7 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
@@ -35,8 +36,14 @@ def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
 
 
 @pytest.fixture
-def client(paths: Paths) -> Iterator[ipc.IpcClient]:
-    with running_owner(paths), ipc.IpcClient(paths, timeout_s=60) as c:
+def owner(paths: Paths) -> Iterator[Owner]:
+    with running_owner(paths) as o:
+        yield o
+
+
+@pytest.fixture
+def client(paths: Paths, owner: Owner) -> Iterator[ipc.IpcClient]:
+    with ipc.IpcClient(paths, timeout_s=60) as c:
         yield c
 
 
@@ -93,14 +100,17 @@ def test_a_preempting_task_pauses_the_lower_priority_job_and_it_resumes_after(
 
 
 def test_never_a_job_that_is_not_preemptible_and_never_without_preempt(
-    client: ipc.IpcClient, tmp_path: Path
+    client: ipc.IpcClient, owner: Owner, tmp_path: Path
 ) -> None:
     keep = _run(client, _counter(tmp_path, "keep"), "keep", preemptible=False)
     wait_for(lambda: _count(tmp_path, "keep") > 0, what="the job to count")
     eager = _run(client, [PY, "-c", "pass"], "eager", priority=10, preempt=True)
     polite = _run(client, [PY, "-c", "pass"], "polite", priority=20)
     wait_for(lambda: _task(client, eager.id).state == "waiting", what="the preempting task to wait")
-    time.sleep(2.5)  # a look of the preemption timer or more (every 2 s at most): nothing may happen
+    timer = owner.preemption
+    assert timer is not None
+    looked = timer.looks
+    wait_for(lambda: timer.looks >= looked + 2, what="two looks of the preemption timer")  # nothing done
     assert _task(client, keep.id).shown_state == "running"
     assert _task(client, polite.id).state == "waiting" and _task(client, eager.id).state == "waiting"
     client.ask(rq.Cancel(ids=[keep.id]))

@@ -22,7 +22,7 @@ from gputray.scheduler.tasks.lifecycle import Wait
 from gputray.scheduler.tasks.records import TaskSpec
 
 GIB = 1024**3
-ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy))
+ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
 
 
 def sample(tp: Any, depth: int = 0) -> Any:

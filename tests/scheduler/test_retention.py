@@ -17,6 +17,7 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler.config import read_config
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.reasons.render import render
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses the Unix socket transport")
 PY = sys.executable
@@ -130,9 +131,9 @@ def test_a_dependency_of_a_kept_task_is_kept_and_a_missing_one_is_not_met(
     # By hand, a person may still remove it (no pending task names it); then the dependant cannot start.
     assert [t.id for t in client.ask(rq.Remove(ids=[first])).tasks] == [first]
     client.ask(rq.Retry(id=then))
-    wait_for(lambda: f"#{first}" in client.ask(rq.Get(id=then)).task.reason)
+    wait_for(lambda: f"#{first}" in render(client.ask(rq.Get(id=then)).task.reason))
     task = client.ask(rq.Get(id=then)).task
-    assert task.state in ("queued", "waiting") and "no longer in the queue" in task.reason, task
+    assert task.state in ("queued", "waiting") and "no longer in the queue" in render(task.reason), task
     assert task.started_at is None or task.attempts == 0, task  # it never ran without its dependency
 
 

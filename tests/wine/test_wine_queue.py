@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,21 +14,26 @@ import pytest
 from waiting import wait_for
 from winpython import Owner, WinePython, winpath
 
-# A job that starts a child and records both pids, then sleeps: cancel must stop the child too.
+# A job that starts a child and records both pids, then counts (a count file each, every 50 ms: a
+# suspended process counts no more): cancel must stop the child too.
 TREE_JOB = textwrap.dedent(
     """
     import os, subprocess, sys, time
     out = sys.argv[1]
-    def mark(name):  # whole or absent: the test never reads a half-written pid
-        open(out + name + ".tmp", "w").write(str(os.getpid()))
+    def mark(name, text):  # whole or absent: the test never reads a half-written file
+        open(out + name + ".tmp", "w").write(text)
         os.replace(out + name + ".tmp", out + name)
+    def count(name):
+        for n in range(12000):
+            mark(name + ".count", str(n))
+            time.sleep(0.05)
     if sys.argv[2:] == ["child"]:
-        mark(".child")
-        time.sleep(600)
+        mark(".child", str(os.getpid()))
+        count(".child")
     child = subprocess.Popen([sys.executable, __file__, out, "child"])
-    mark(".parent")
+    mark(".parent", str(os.getpid()))
     print("started child", child.pid, flush=True)
-    time.sleep(600)
+    count(".parent")
     """
 )
 
@@ -88,6 +94,20 @@ def pids(prefix: Path) -> list[int]:
     return [int(wait_for(lambda p=p: Path(f"{prefix}.{p}").read_text(), 10, p)) for p in ("parent", "child")]
 
 
+def counts(prefix: Path) -> list[int]:
+    def read(name: str) -> int:
+        mark = Path(f"{prefix}.{name}.count")
+        return int(wait_for(lambda: mark.exists() and mark.read_text(), 60, name))
+
+    return [read("parent"), read("child")]
+
+
+def counting(prefix: Path) -> bool:
+    before = counts(prefix)
+    time.sleep(0.5)
+    return all(a > b for a, b in zip(counts(prefix), before, strict=True))
+
+
 def test_run_submit_queue_and_logs_follow(win: WinePython, home: Path, jobs: Path) -> None:
     owner = Owner(win, home, "--demo")
     try:
@@ -145,6 +165,19 @@ def test_cancel_stops_the_job_and_its_child_then_retry_runs_it_again(
         assert win.gputray(*job, home=home).returncode == 0
         tree = pids(marks)
         assert win.pids_alive(tree) == [True, True]
+        # pause-job (issue 28): every thread of the job and its child suspended, then resumed
+        wait_for(lambda: counting(marks), 60, "the job and its child to count")
+        paused = win.gputray("pause-job", "1", "--json", home=home)
+        assert paused.returncode == 0, paused.text
+        doc = json.loads(paused.stdout)
+        assert doc["paused_at"] is not None and doc["reason"].startswith("paused by you at "), doc
+        held = counts(marks)
+        time.sleep(1.0)  # a suspended process writes nothing, however long it is given
+        assert counts(marks) == held
+        log = Path(doc["log_path"].replace("\\", "/").removeprefix("Z:")).read_text("utf-8")  # Z: is /
+        assert "their threads suspended" in log, log
+        assert win.gputray("resume-job", "1", home=home).returncode == 0
+        wait_for(lambda: counting(marks), 60, "the job and its child to count again")
         cancelled = win.gputray("cancel", "1", home=home)
         assert cancelled.returncode == 0 and "#1 python.exe: cancelled" in cancelled.stdout, cancelled.text
         wait_for(lambda: win.pids_alive(tree) == [False, False], 30, "the job and its child to be gone")

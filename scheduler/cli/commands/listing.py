@@ -3,9 +3,10 @@
 
 Columns: ID, STATE, PRI (priority), DEVICE (the GPU's name where the owner knows it), ENV (the Python
 env a torch job ran in), START and END (local time: ``14:02`` today, ``11-30 14:02`` before),
-DUR (how long it ran or has been running), ENERGY (the GPU energy its run used, ``*`` where the
-device ran other work too; shown only when a listed task has one), NAME and REASON. When the terminal
-is narrow, NAME,
+DUR (how long it ran or has been running), PROGRESS (a running job that reports its progress: how far,
+and the time left at its pace, ``45% ~25 s``; shown only when a listed job reports one), ENERGY (the
+GPU energy its run used, ``*`` where the device ran other work too; shown only when a listed task has
+one), NAME and REASON. When the terminal is narrow, NAME,
 REASON and DEVICE share the room the other columns leave (cut with "…"); when that is too little,
 the gaps narrow, then times of other days show only the date. A pipe gets every cell in full unless
 ``COLUMNS`` says a width.
@@ -13,6 +14,7 @@ the gaps narrow, then times of other days show only the date. A pipe gets every 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -106,6 +108,14 @@ def cut_to_cells(text: str, width: int) -> str:
     return out + "…"
 
 
+def progress_cell(task: TaskView) -> str:
+    """``45% ~25 s`` (done, and the time left at its pace), ``3%`` (too early to tell), "-" (none)."""
+    if task.progress is None or task.state != "running":
+        return "-"
+    done = f"{math.floor(task.progress * 100)}%"
+    return done if task.eta_s is None else f"{done} {about(task.eta_s)}"
+
+
 def energy_cell(task: TaskView) -> str:
     """``850 J``, ``12.3 kJ*`` (shared: the device ran other work too), "-" where none was measured."""
     if task.energy_j is None:
@@ -120,7 +130,7 @@ def _rows(
     tasks: Sequence[TaskView], names: Mapping[str, str], now_s: float, short: bool, headers: Sequence[str]
 ) -> list[list[str]]:
     rows = [list(headers)]
-    energy = "ENERGY" in headers
+    energy, progress = "ENERGY" in headers, "PROGRESS" in headers
     for t in tasks:
         rows.append(
             [
@@ -132,6 +142,7 @@ def _rows(
                 local_time(t.started_at, now_s, short=short),
                 local_time(t.ended_at, now_s, short=short),
                 duration(t, now_s),
+                *([progress_cell(t)] if progress else []),
                 *([energy_cell(t)] if energy else []),
                 shown(t.name),
                 shown(reason_shown(t)),
@@ -189,6 +200,8 @@ def format_tasks(
     now = time.time() if now_s is None else now_s
     names = device_names or {}
     headers = ENERGY_HEADERS if any(t.energy_j is not None for t in tasks) else HEADERS
+    if any(t.progress is not None and t.state == "running" for t in tasks):
+        headers = (*headers[:8], "PROGRESS", *headers[8:])
     layout: tuple[list[list[str]], list[int], int] | None = None
     for short, gap in ((False, 2), (False, 1), (True, 2), (True, 1)):
         rows = _rows(tasks, names, now, short, headers)

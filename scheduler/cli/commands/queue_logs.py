@@ -66,7 +66,9 @@ def _register_queue(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "it counted from power because the energy counter glitched), prefer and family (the placement "
         "policy, and whose earlier runs estimate it), offer (run elsewhere now?) and "
         "estimate_s (a pending task of a family that ran before: device_key, device_name, run_s, "
-        "finish_s, runs per device it may use; runs 0: scaled from another device)",
+        "finish_s, runs per device it may use; runs 0: scaled from another device), progress and eta_s "
+        "(a running job that reports its progress: the fraction done, 0-1, and the seconds left at its "
+        "pace; null otherwise)",
     )
     p.add_argument(
         "--watch",

@@ -211,9 +211,16 @@ def _show(snap: Snapshot, as_json: bool, refresh: bool) -> None:
         doc = snapshot_to_json(snap)
         if owner is not None:
             doc["residents"] = msgspec.to_builtins(owner.residents)
+            doc["taken"] = dict(owner.taken)
         print_json(doc)
         return
     text = render_text(snap, terminal_width())  # a terminal's width (or COLUMNS); a pipe's lines stay whole
+    if owner is not None and owner.taken:
+        names = {r.info.key: r.info.name for r in snap.readings}
+        text += "\n" + "\n".join(
+            f"taken: {names.get(key, key)} by {app} (gputray's jobs there are paused)"
+            for key, app in owner.taken.items()
+        )
     if owner is not None and owner.residents:
         from gputray.scheduler.resident_words import resident_line
 

@@ -1,0 +1,27 @@
+"""The owner's dispatcher timers that pause, free and give back a GPU: preemption (``--preempt``),
+making room (``[[resident]]``) and exclusive apps (``[exclusive]``); built here so that the owner
+stays one page of wiring."""
+
+from __future__ import annotations
+
+from gputray.scheduler.config import Config
+from gputray.scheduler.queue.exclusive_apps import ExclusiveApps
+from gputray.scheduler.queue.job_pause import JobPauser
+from gputray.scheduler.queue.make_room import MakeRoom
+from gputray.scheduler.queue.preemption import Preemption
+from gputray.scheduler.queue.service import QueueService
+
+__all__ = ["ExclusiveApps", "MakeRoom", "Preemption", "add_room_timers"]
+
+
+def add_room_timers(
+    queue: QueueService, pauser: JobPauser, config: Config
+) -> tuple[Preemption, MakeRoom, ExclusiveApps]:
+    preemption = Preemption(
+        queue, pauser, every_task=config.queue.preempt == "priority", max_pause_s=config.queue.max_pause_s
+    )
+    make_room = MakeRoom(queue, config.residents)
+    exclusive = ExclusiveApps(queue, pauser, config.residents.exclusive)
+    for timer in (preemption, make_room, exclusive):
+        queue.add_timer(timer)
+    return preemption, make_room, exclusive
