@@ -179,7 +179,7 @@ def simulate(day: Day, prefer: str, *, yesterday: bool = True, progress: bool = 
         decisions = plan(queue, devices, now_s=now, policy=OutlookPolicy(outlook)).decisions
         for rec, decision in decisions:
             if isinstance(decision, GiveUp):
-                raise RuntimeError(f"{rec.name}: {decision.reason}")
+                raise RuntimeError(f"{rec.name}: {render(decision.reason)}")
             if not isinstance(decision, Placement):
                 continue
             job = by_id[rec.id]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from gputray.monitor.records import Sample, Verdict
 from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.queue.placement import DeviceState, GiveUp, Placement, plan
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
 GIB = 1024**3
@@ -185,12 +186,13 @@ def gputray(jobs: Sequence[Job]) -> tuple[Result, list[str]]:
                 starts[rec.id] = (now, now + run_s, decision.device)
                 pending.remove(rec.id)
                 heapq.heappush(events, (now + run_s, 0, "end", rec.id))
-                if decision.reason and len(reasons) < 3 and all(decision.reason not in r for r in reasons):
-                    reasons.append(f"t={now:.0f}s #{rec.id}: {decision.reason}")
+                said = render(decision.reason)
+                if said and len(reasons) < 3 and all(said not in r for r in reasons):
+                    reasons.append(f"t={now:.0f}s #{rec.id}: {said}")
             elif isinstance(decision, GiveUp):
-                raise SystemExit(f"task #{rec.id} gave up: {decision.reason}")
-            elif len(reasons) < 4 and all(decision.reason not in r for r in reasons):
-                reasons.append(f"t={now:.0f}s #{rec.id}: {decision.reason}")
+                raise SystemExit(f"task #{rec.id} gave up: {render(decision.reason)}")
+            elif len(reasons) < 4 and all(render(decision.reason) not in r for r in reasons):
+                reasons.append(f"t={now:.0f}s #{rec.id}: {render(decision.reason)}")
         for task_id, count in result.overtakes.items():
             records[task_id] = dataclasses.replace(records[task_id], overtakes=count)
     return _result(starts, jobs), reasons

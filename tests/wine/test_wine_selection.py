@@ -104,6 +104,7 @@ from gputray.scheduler.pyenvs.doctor import run_doctor
 from gputray.scheduler.pyenvs.doctor_cache import cache_file
 from gputray.scheduler.pyenvs.registry import PythonEnv, add_env
 from gputray.scheduler.queue.service import QueueService
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.records import TaskPatch
 
@@ -141,8 +142,8 @@ q.start()
 try:
     add_env(wrong.python, name="wrong", extra_env=dict(wrong.extra_env), check=False)
     (rec,) = q.submit_files([script], overrides=TaskPatch(device_prefs=(IGPU.key,)))
-    r = wait(lambda: "wrong device" in (r := q.get(rec.id)).reason and r)
-    waiting = {"state": r.state, "attempts": r.attempts, "log": r.log_path, "reason": r.reason}
+    r = wait(lambda: "wrong device" in render((r := q.get(rec.id)).reason) and r)
+    waiting = {"state": r.state, "attempts": r.attempts, "log": r.log_path, "reason": render(r.reason)}
     add_env(good.python, name="therock", extra_env=dict(good.extra_env), check=False)
     q.request_dispatch()
     r = wait(lambda: (r := q.get(rec.id)).finished and r)
