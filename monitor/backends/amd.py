@@ -28,13 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gputray.monitor import hwmon, pcie
+from gputray.monitor import pcie
+from gputray.monitor.backends import hwmon
+from gputray.monitor.backends.drm import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
+from gputray.monitor.backends.drm import DrmBackend, uevent_fields
+from gputray.monitor.backends.gpu_metrics import GpuMetrics, parse_gpu_metrics, residency_throttle
 from gputray.monitor.device_map import KfdGpu, kfd_gpus
 from gputray.monitor.device_names import AMD, AMDGPU_IDS, friendly_name, known_integrated
-from gputray.monitor.drm_backend import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
-from gputray.monitor.drm_backend import DrmBackend, uevent_fields
 from gputray.monitor.fdinfo import DrmProcessUse, DrmUsageReader, ProcUsage, device_engine, read_file_bytes
-from gputray.monitor.gpu_metrics import GpuMetrics, parse_gpu_metrics, residency_throttle
 from gputray.monitor.records import (
     BackendPoll,
     DeviceInfo,

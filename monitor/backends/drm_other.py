@@ -19,10 +19,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from gputray.monitor import hwmon, pcie
+from gputray.monitor import pcie
+from gputray.monitor.backends import hwmon
+from gputray.monitor.backends.drm import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
+from gputray.monitor.backends.drm import DrmBackend, read_uevent
 from gputray.monitor.device_names import AMD, INTEL, NVIDIA, PCI_IDS, friendly_name
-from gputray.monitor.drm_backend import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
-from gputray.monitor.drm_backend import DrmBackend, read_uevent
 from gputray.monitor.fdinfo import DrmUsageReader, ProcUsage
 from gputray.monitor.records import (
     DeviceInfo,

@@ -27,10 +27,11 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gputray.monitor import hwmon, pcie
+from gputray.monitor import pcie
+from gputray.monitor.backends import hwmon
+from gputray.monitor.backends.drm import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
+from gputray.monitor.backends.drm import DrmBackend, read_uevent
 from gputray.monitor.device_names import INTEL, PCI_IDS, friendly_name, known_integrated
-from gputray.monitor.drm_backend import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
-from gputray.monitor.drm_backend import DrmBackend, read_uevent
 from gputray.monitor.fdinfo import DrmUsageReader, ProcUsage, read_file_bytes
 from gputray.monitor.records import (
     DeviceInfo,

@@ -20,7 +20,7 @@ from amd_trees import (
     write,
 )
 
-from gputray.monitor.amd_sysfs import ASLEEP_REASON, AmdSysfsBackend
+from gputray.monitor.backends.amd import ASLEEP_REASON, AmdSysfsBackend
 from gputray.monitor.device_map import gfx_target_name
 from gputray.monitor.records import BackendPoll, DeviceReading, ProcessUse
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from amd_trees import PHOENIX, RX6900XT, copy_card, write
 
-from gputray.monitor.amd_sysfs import AmdSysfsBackend
-from gputray.monitor.amdsmi_backend import AmdSmiBackend, load_amdsmi
+from gputray.monitor.backends.amd import AmdSysfsBackend
+from gputray.monitor.backends.amdsmi import AmdSmiBackend, load_amdsmi
 from gputray.monitor.monitor import merge_readings
 
 MIB = 1024 * 1024

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from amd_trees import PHOENIX, add_process, copy_card, write
 
+from gputray.monitor.backends.drm_other import ASLEEP_REASON, OtherDrmBackend
 from gputray.monitor.device_names import PCI_IDS
-from gputray.monitor.drm_other import ASLEEP_REASON, OtherDrmBackend
 from gputray.monitor.factory import build_monitor
 from gputray.monitor.fdinfo import DrmUsageReader
 
@@ -162,7 +162,7 @@ def test_the_monitor_lists_every_card_once(tmp_path: Path) -> None:
     assert gpus == [("pci:0000:01:00.0", "drm-sysfs"), ("pci:0000:64:00.0", "amdgpu-sysfs")]
 
 
-RADEON_TREE = Path(__file__).resolve().parents[1] / "fixtures" / "radeon-sysfs" / "hd7850"
+RADEON_TREE = Path(__file__).resolve().parents[2] / "fixtures" / "radeon-sysfs" / "hd7850"
 
 
 def test_a_radeon_cards_clock_temperature_and_fan_come_from_its_standard_hwmon_files(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import pytest
 from amd_trees import PHOENIX, RX6900XT, add_process, amdgpu_fdinfo, copy_card, link_snapshot, write
 from fake_pynvml import FakeGpu, FakeNvml
 
-from gputray.monitor.amd_sysfs import AmdSysfsBackend
-from gputray.monitor.nvml_backend import NvmlBackend
+from gputray.monitor.backends.amd import AmdSysfsBackend
+from gputray.monitor.backends.nvidia import NvmlBackend
 from gputray.monitor.pcie import describe, gen_of_speed, link_folder
 from gputray.monitor.records import BackendPoll, DeviceReading, Sample
 

@@ -7,7 +7,7 @@ import struct
 import pytest
 from amd_trees import PHOENIX, RX6900XT, STRIX
 
-from gputray.monitor.gpu_metrics import GpuMetrics, parse_gpu_metrics, residency_throttle
+from gputray.monitor.backends.gpu_metrics import GpuMetrics, parse_gpu_metrics, residency_throttle
 
 
 def table(fmt: int, content: int, size: int, fields: dict[int, tuple[str, int]]) -> bytes:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from amd_trees import add_process, copy_card, record_opens, write
 
-from gputray.monitor.intel_sysfs import ASLEEP_REASON, IntelSysfsBackend
+from gputray.monitor.backends.intel import ASLEEP_REASON, IntelSysfsBackend
 from gputray.monitor.records import BackendPoll, DeviceReading
 
-INTEL = Path(__file__).resolve().parents[1] / "fixtures" / "intel-sysfs"
+INTEL = Path(__file__).resolve().parents[2] / "fixtures" / "intel-sysfs"
 A380, TIGERLAKE, B580 = INTEL / "a380-i915", INTEL / "tigerlake", INTEL / "b580-6.16"
 ARC_KEY, IGPU_KEY = "pci:0000:0b:00.0", "pci:0000:00:02.0"
 NO_PCI_IDS: tuple[Path, ...] = ()  # the PCI ID database differs between machines: gputray's own table

@@ -12,7 +12,7 @@ import pynvml
 import pytest
 from fake_pynvml import MIB, FakeGpu, FakeNvml
 
-from gputray.monitor.nvml_backend import LOST_REASON, NvmlBackend, friendly_name, throttle_names
+from gputray.monitor.backends.nvidia import LOST_REASON, NvmlBackend, friendly_name, throttle_names
 from gputray.monitor.records import BackendPoll, DeviceReading
 
 KEY0 = "pci:0000:01:00.0"

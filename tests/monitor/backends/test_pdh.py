@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from gputray.monitor import pdh
-from gputray.monitor.monitor import Monitor, merge_readings
-from gputray.monitor.pdh import (
+from gputray.monitor.backends import pdh
+from gputray.monitor.backends.pdh import (
     ADAPTER_DEDICATED,
     ADAPTER_SHARED,
     ENGINE_UTIL,
@@ -33,8 +32,9 @@ from gputray.monitor.pdh import (
     parse_instance,
     process_usage,
 )
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
+from gputray.monitor.monitor import Monitor, merge_readings
 from gputray.monitor.records import DeviceInfo, DeviceReading, Sample
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice
 
 GIB = 2**30

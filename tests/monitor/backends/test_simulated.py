@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.monitor.scenario import Load, Scenario, ScenarioError, load_scenario
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 
 GIB = 1024**3
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from cli import gputray
 
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice, VulkanEnumeration
 from gputray.scheduler.cli.commands.devices import build_document, render_text
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "amdgpu-sysfs"
 LVP_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 FIELDS = {
     "key",
@@ -199,7 +199,9 @@ def test_document_gives_every_name_of_both_gpus() -> None:
     assert "Vulkan index  0  [radv]; also 2 [AMD open-source driver, second driver]" in text
     assert "CUDA UUID     GPU-5060d3e1-7a2b-4c1e-9f00-0123456789ab" in text
     assert "Vulkan 3  llvmpipe" in text
-    assert "Selected by" not in text  # no env probed there (tests/scheduler/test_selection_matrix.py has one)
+    assert (
+        "Selected by" not in text
+    )  # no env probed there (tests/scheduler/pyenvs/test_selection_matrix.py has one)
 
 
 @pytest.mark.parametrize("command", [["devices", "--vulkan-timeout", "0"], ["doctor", "--timeout", "-1"]])

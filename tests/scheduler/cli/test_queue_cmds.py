@@ -173,7 +173,7 @@ def test_names_with_newlines_or_escape_sequences_stay_one_line_and_harmless() ->
 
 HEAVY = (  # the monitor's polling; its records (a status reply carries them) are plain dataclasses
     "gputray.monitor.monitor",
-    "gputray.monitor.backend",
+    "gputray.monitor.backends.base",
     "gputray.monitor.factory",
     "gputray.monitor.host",
     "apscheduler",
@@ -521,7 +521,7 @@ def test_submit_name_and_unknown_options_get_the_subcommands_usage(tmp_path: Pat
 @pytest.mark.parametrize(
     "argv",
     [["wait", "1"], ["clean"], ["edit", "1", "--priority", "2"], ["move", "1", "--top"]],
-)  # remove works on the saved queue too (tests/scheduler/test_offline_control.py)
+)  # remove works on the saved queue too (tests/scheduler/queue/test_offline_control.py)
 def test_the_new_commands_need_the_owner(argv: list[str], tmp_path: Path) -> None:
     done = gputray(*argv, home=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(
 
 PY = sys.executable
 BASH = shutil.which("bash") or "/bin/bash"
-STANDIN = Path(__file__).resolve().parent.parent / "fixtures" / "standin_cuda_checkpoint"
+STANDIN = Path(__file__).resolve().parent.parent.parent / "fixtures" / "standin_cuda_checkpoint"
 BURN = "import sys, os; open(sys.argv[1], 'w').write(str(os.getpid()))\nwhile True: pass"
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.jobs.invocation import (
     LaunchError,
     build_env,
@@ -18,7 +18,7 @@ from gputray.scheduler.jobs.invocation import (
 from gputray.scheduler.queue.placement import CPU_INFO
 from gputray.scheduler.tasks.records import TaskSpec
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "amdgpu-sysfs"
 # What a user's shell may already have: none of it may leak into a job's GPU selection.
 BASE = {
     "PATH": "/usr/bin",

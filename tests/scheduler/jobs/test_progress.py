@@ -20,7 +20,7 @@ from gputray.scheduler.jobs.progress import (
 from gputray.scheduler.queue.job_progress import FIRST_ESTIMATE_S, ProgressBook, left_s, projected_s
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "progress"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "progress"
 
 
 def _fixture(name: str) -> str:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.records import DeviceInfo
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.pyenvs.doctor import (
     PairResult,
     cache_file,

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from waiting import wait_for
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Load, Scenario
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs import doctor
 from gputray.scheduler.pyenvs.choice import ProbingChooser, doctor_probe

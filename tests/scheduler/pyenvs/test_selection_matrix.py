@@ -48,11 +48,11 @@ from typing import Any
 import pytest
 from waiting import wait_for
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.scenario import Scenario
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.doctor import run_doctor
 from gputray.scheduler.pyenvs.doctor_cache import PairResult, cache_file
@@ -62,7 +62,7 @@ from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord
 
-STANDIN = Path(__file__).resolve().parents[1] / "fixtures" / "standin_torch"
+STANDIN = Path(__file__).resolve().parents[2] / "fixtures" / "standin_torch"
 GIB = 1024**3
 DRIVERS = {"nvidia": "580.95", "amd": "kernel 6.17"}
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from waiting import wait_for
 
+from gputray.monitor.backends.simulated import SimulatedBackend
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Scenario
-from gputray.monitor.simulated import SimulatedBackend
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.queue import estimator as queue_estimator  # the dispatch pass plans through it
 from gputray.scheduler.queue.placement import Plan

@@ -15,7 +15,7 @@ import pytest
 from cli import gputray
 from waiting import wait_for
 
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.units import GIB
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from real_owner import home_paths, running_owner
 
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.queue.device_names import by_name, devices_named, keyed, squashed
 from gputray.scheduler.queue.placement import DeviceState, resolve_pref

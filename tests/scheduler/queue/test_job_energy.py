@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from gputray.monitor.amd_sysfs import AmdSysfsBackend
-from gputray.monitor.intel_sysfs import IntelSysfsBackend
+from gputray.monitor.backends.amd import AmdSysfsBackend
+from gputray.monitor.backends.intel import IntelSysfsBackend
+from gputray.monitor.backends.simulated import RADEON_780M
 from gputray.monitor.records import DeviceReading, HostSample, ProcessUse, Sample, Snapshot
-from gputray.monitor.simulated import RADEON_780M
 from gputray.monitor.units import format_energy_j
 from gputray.scheduler.queue.job_energy import MAX_GAP_S, EnergyMeter, JobEnergy, energy_line
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 A380 = FIXTURES / "intel-sysfs" / "a380-i915"
 PHOENIX = FIXTURES / "amdgpu-sysfs" / "phoenix"
 A380_COUNTER_UJ = 25637161804  # the captured energy1_input

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.busy_why import Lost, Words
 from gputray.monitor.records import Sample, Verdict
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.queue.placement import (
     DeviceState,
     GiveUp,

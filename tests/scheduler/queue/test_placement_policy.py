@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.busy_why import Words
 from gputray.monitor.records import Sample, Verdict
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.queue.estimates import Outlook
 from gputray.scheduler.queue.estimator import Estimator, build_outlook
 from gputray.scheduler.queue.placement import DeviceState, Placement, Wait, plan

@@ -17,10 +17,10 @@ import pytest
 import task_steps as steps
 from waiting import wait_for
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Load, Scenario
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.choice import ResolverChooser
 from gputray.scheduler.pyenvs.registry import PythonEnv

@@ -21,7 +21,7 @@ from gputray.scheduler.tasks.keys import BY_FIELD, KEY_ALIASES, TASK_KEYS, TaskK
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord, TaskSpec
 from gputray.scheduler.tasks.taskfile import KEYS, patch_from_table
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIELDS = TaskSpec.__struct_fields__
 #: ``TaskView.env`` is the Python env the task ran in (``TaskRecord.env``), not the job's variables.
 VIEW_NOT_FROM_SPEC = {"env"}
