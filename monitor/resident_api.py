@@ -208,6 +208,20 @@ def free(
         return FreeResult(False, str(exc))
 
 
+def warm(api: ApiName, port: int | None, models: tuple[str, ...]) -> FreeResult:
+    """Load ``models`` again (``reload_after``): Ollama ``POST /api/generate {"model": M}`` (no prompt:
+    it only loads), llama-server's router ``POST /models/load {"model": M}``; the others cannot."""
+    if port is None or not models or api not in ("ollama", "llama-server"):
+        return FreeResult(False, f"{api} cannot be asked to load a model")
+    path = "/api/generate" if api == "ollama" else "/models/load"
+    try:
+        for model in models:
+            _call(port, "POST", path, {"model": model}, FREE_TIMEOUT_S)
+    except _NoAnswer as exc:
+        return FreeResult(False, str(exc))
+    return FreeResult(True, f"POST {path} ×{len(models)}")
+
+
 def _free_lms() -> FreeResult:
     lms = shutil.which("lms")
     if lms is None:

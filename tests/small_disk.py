@@ -74,8 +74,8 @@ def pad_to_page(log_file: Path, page: int = 4096) -> None:
 
 
 class Daemon:
-    """``gputray daemon --demo`` on ``home``, in a session of its own (``kill`` is a crash: SIGKILL to
-    its group; the supervisor host and the supervisors, each in a group of their own, live on)."""
+    """``gputray daemon --demo`` (no external load) on ``home``, in a session of its own (``kill`` is a
+    crash: SIGKILL to its group; the supervisor host and the supervisors, in groups of their own, live on)."""
 
     def __init__(self, home: Path, out: Path, *prefix: str) -> None:
         self.prefix = prefix  # run under this (``unshare -m …``)
@@ -88,7 +88,15 @@ class Daemon:
     def start(self, *, wait: bool = True) -> Daemon:
         with self.stderr_path.open("a") as err:
             self.proc = subprocess.Popen(
-                [*self.prefix, PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
+                [
+                    *self.prefix,
+                    PY,
+                    "-m",
+                    "gputray.gui.entry",
+                    "daemon",
+                    "--demo-scenario",
+                    str(self._quiet()),
+                ],
                 env=self.env,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
@@ -97,6 +105,13 @@ class Daemon:
         if wait:
             wait_for(self._ready, 60, "the daemon to answer")
         return self
+
+    def _quiet(self) -> Path:
+        """A demo scenario with no external load: the simulated GPUs stay free (the default one puts
+        an LLM server on the 5060 Ti after 20 s, which would hold the tests' jobs back)."""
+        path = self.stderr_path.with_name("quiet-scenario.toml")
+        path.write_text("# no external load\n")
+        return path
 
     def _ready(self) -> bool:
         assert self.proc is not None and self.proc.poll() is None, self.stderr_path.read_text()

@@ -248,22 +248,25 @@ class JobRuns:
         decision: Placement,
         devices: Sequence[DeviceState],
         known: Sequence[DeviceInfo],
-    ) -> None:
+    ) -> bool:
         """Start the task the pass placed, once the pass let go of the queue's lock: checked (and the
         start recorded) under the lock, the supervisor answered outside it (``launcher.launch``, every
-        wait bounded): a supervisor slow to answer never holds up a cancel, a submit or a job's end."""
+        wait bounded): a supervisor slow to answer never holds up a cancel, a submit or a job's end.
+        Whether its job runs now (else the pass is planned again)."""
         with self._lock:
             if not self._still_placeable(task, decision):
-                return
+                log.info("task #%d changed before it could start: planned again", task.id)
+                return False
             gate = self._launching[task.id] = threading.Event()  # its end waits until its start is in
             try:
                 self._start(task, decision, devices, known)
             finally:
                 del self._launching[task.id]
                 gate.set()
+            return task.id in self.jobs
 
     def _still_placeable(self, task: TaskRecord, decision: Placement) -> bool:
-        """Whether nothing changed for the task since the pass placed it (a cancel, an edit, a pause)."""
+        """Whether the task may still start as the pass placed it (no cancel, no pause meanwhile)."""
         if self.queue.closed:
             return False
         try:
@@ -271,11 +274,9 @@ class JobRuns:
         except TaskNotFound:
             return False
         paused = self.queue.paused()
-        unchanged = now.state == task.state and _same_spec(now.spec, task.spec)
-        if unchanged and not paused.all and decision.device not in paused.devices:
-            return True
-        self.queue.request_dispatch()
-        return False
+        # Its state only: the pass hands on records it decorated (a memory need it learned …), and a
+        # start recorded later expects this state again (a cancel meanwhile wins).
+        return now.state == task.state and not paused.all and decision.device not in paused.devices
 
     def _start(
         self,
@@ -339,6 +340,7 @@ class JobRuns:
             self._hold_back(task, exc, now)
             return
         if started is None:  # cancelled or changed meanwhile: its process must not run on
+            log.info("task #%d changed while its job was starting: stopped, planned again", task.id)
             job.cancel("cancelled")
             return
         self._started(task, decision, info, chosen, job, launch_plan, started)
@@ -634,13 +636,6 @@ def _note_demo(device_name: str, log_path: str | None) -> None:
                 f.write(f"\n{done} (simulated GPUs cannot run kernels)\n")
         except OSError:
             log.warning("could not append to %s", log_path)
-
-
-def _same_spec(a: TaskSpec, b: TaskSpec) -> bool:
-    """Whether a task's spec is unchanged (its caller environment, stored apart, and the memory need the
-    pass worked out from its family's peaks, ``Estimator.with_learned_need``, left out)."""
-    learned = {"base_env": None, "vram_need_bytes": None, "vram_need_source": None}
-    return a is b or a.replace(**learned) == b.replace(**learned)
 
 
 def _append_line(log_path: str, line: str) -> bool:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gputray.monitor.records import Snapshot
-from gputray.monitor.resident_api import FreeResult, free
+from gputray.monitor.resident_api import FreeResult, free, warm
 from gputray.monitor.residents import ResidentView, ResidentWatch
 from gputray.scheduler.queue.placement import DeviceState, Wait, busy_reason, never_fits, resolve_pref
 from gputray.scheduler.queue.preemption import DEFAULT_PREFS, PreemptingQueue
@@ -122,6 +122,7 @@ class MakeRoom:
         self._refused: set[tuple[int, int]] = set()  # (task, resident pid): asked, memory not back
         self.freed = 0  # residents that gave memory back (benches, tests)
         self.looks = 0  # looks done (tests wait for some)
+        self.to_warm: dict[int, RoomPlan] = {}  # task id -> the resident freed for it, to load again after
         self.notices: list[str] = []  # what was said, newest last (the tray shows them)
 
     def next_due_s(self) -> float | None:
@@ -136,6 +137,7 @@ class MakeRoom:
         snapshot = book.monitor.latest
         residents = self.watch.look(snapshot)
         self._check_asked(now_s)
+        self._warm_again()
         self.looks += 1
         if not residents:
             self.questions.clear()
@@ -240,10 +242,31 @@ class MakeRoom:
             return None
         del self.asked[pid]
         self.freed += 1
+        if plan.policy.reload_after and plan.task_id:
+            self.to_warm[plan.task_id] = plan
         said = self._said("freed", r, asked.asked_at, freed_bytes=max(0, asked.used_before - used))
         self._note(plan.task_id, said)
         self.queue.request_dispatch(urgent=True)
         return said
+
+    def _warm_again(self) -> None:
+        """``reload_after``: once the task a resident was freed for has ended, load its models again,
+        unless another task waits for memory on that device."""
+        if not self.to_warm:
+            return
+        pending = self.queue.store.pending(active_only=True)
+        for task_id, plan in list(self.to_warm.items()):
+            if task_id in self.queue.runs.jobs or any(r.id == task_id for r in pending):
+                continue  # it runs, or waits still
+            del self.to_warm[task_id]
+            if any(r.spec.memory_need_bytes for r in pending if r.state == "waiting"):
+                log.info("%s not loaded again: a task waits for memory", plan.resident.name)
+                continue
+            r = plan.resident
+            result = warm(plan.policy.kind.api, r.port, r.models)
+            words = f"{r.name}: its models loaded again after #{task_id} ({result.said})"
+            log.info("%s", words if result.ok else f"{r.name} not loaded again: {result.said}")
+            self.notices.append(words if result.ok else f"{r.name} not loaded again: {result.said}")
 
     def _note(self, task_id: int, said: c.RoomMade) -> str:
         """Say it: the tray's notices and the log, and the task's reason (each pass puts it after why it

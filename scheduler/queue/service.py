@@ -104,7 +104,6 @@ TICK_PASS_BUDGET = 20.0  # a monitor tick starts a pass only if the last one end
 REQUEST_PASS_BUDGET = 10.0  # a submit/cancel starts a pass only if the last one ended 10x its duration ago
 MAX_REQUEST_GAP_S = 1.0  # ... but never later than this
 SPACE_RECHECK_S = 5.0  # while the disk is full, look again this often
-#: a task the pass placed, started once the pass let go of the lock: (task, decision, devices, known)
 _Start = tuple[TaskRecord, Placement, Sequence[DeviceState], Sequence[DeviceInfo]]
 WALL_RECHECK_S = 60.0  # a wait for a wall-clock time looks at the clock at least this often (it may be set)
 
@@ -187,6 +186,7 @@ class QueueService:
         self._timers: builtins.list[Timer] = []
         self._event_thread: threading.Thread | None = None
         self.passes = 0  # dispatch passes run (for tests and benches)
+        self._last_plan_s = 0.0  # how long the last pass took to plan (its job starts not counted)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -384,14 +384,16 @@ class QueueService:
 
     def dispatch(self) -> None:
         """One dispatch pass now, in the calling thread: start what can start, record why the rest waits.
-
-        The pass is planned under the queue's lock; its jobs are started after (``JobRuns.start`` holds
-        the lock only to check and record): a supervisor slow to answer never holds up a cancel, a
-        submit or a job's end."""
+        Planned under the queue's lock, its jobs started after it (``JobRuns.start``)."""
         placed: builtins.list[_Start] = []
-        self._plan_pass(placed)
+        planning = time.perf_counter()
+        try:
+            self._plan_pass(placed)
+        finally:
+            self._last_plan_s = time.perf_counter() - planning  # the pass's own cost, not its starts'
         for task, decision, devices, known in placed:
-            self.runs.start(task, decision, devices, known)
+            if not self.runs.start(task, decision, devices, known):
+                self.request_dispatch()  # it changed meanwhile, or could not start: planned again
 
     def _plan_pass(self, placed: builtins.list[_Start]) -> None:
         with self._lock:
@@ -598,12 +600,12 @@ class QueueService:
             self._urgent.clear()
             self._requested = False
             self._tick_pending = False
-            started = time.perf_counter()
             try:
                 self.dispatch()
             except Exception:
                 log.exception("dispatch pass failed")
-            self._last_pass_s = time.perf_counter() - started
+                self._due_s = self.clock() + 1.0  # tried again, never left for a tick that may be far
+            self._last_pass_s = self._last_plan_s
             self._last_pass_end = time.monotonic()
 
     def add_timer(self, timer: Timer) -> None:

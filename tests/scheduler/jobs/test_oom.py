@@ -137,9 +137,14 @@ def test_out_of_memory_on_the_5060_ti_runs_again_on_the_780m_once(client: ipc.Ip
     assert "torch CUDA: torch.OutOfMemoryError: CUDA out of memory." in log and f"done on {AMD}" in log
     # the monitor no longer shows the first job's memory on the 780M: the second one may fit there too
     wait_for(lambda: not _on(client, AMD), what="the 780M's sample without the first job")
-    nowhere = _ended(client, run(NVIDIA, AMD))  # out of memory on both: moved once, then it fails
-    assert nowhere.state == "failed" and nowhere.attempts == 2 and nowhere.device == AMD
-    assert render(nowhere.reason).startswith("out of memory on Radeon 780M at 16.4 GiB"), nowhere.reason
+    # out of memory wherever it runs: moved once at most (where it starts depends on which GPU the
+    # monitor shows free at that moment), then it fails saying where it ran out
+    nowhere = _ended(client, run(NVIDIA, AMD))
+    assert nowhere.state == "failed" and nowhere.attempts <= 2, render(nowhere.reason)
+    last = {NVIDIA: "GeForce RTX 5060 Ti", AMD: "Radeon 780M"}[str(nowhere.device)]
+    assert render(nowhere.reason).startswith(f"out of memory on {last} at 16.4 GiB"), render(nowhere.reason)
+    if nowhere.attempts == 2:
+        assert nowhere.device == AMD  # moved from the 5060 Ti to where it fit, and no further
 
 
 @pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit (util-linux) is not installed")

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli import gputray
 from real_owner import home_paths
 from resident_stubs import resident
 from waiting import wait_for
@@ -154,8 +155,15 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
         )
         assert "Ollama holds 12.0 GiB (idle " in render(asked.reason), render(asked.reason)
         assert ollama.paths_called("POST") == []  # asked the user, not the resident
-        said = client.ask(rq.FreeResident(name="ollama"))
-        assert said.asked, said
+        listed = gputray("residents", home=tmp_path / "home")  # the command line, as a user types it
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("Ollama holds 12.0 GiB on GeForce RTX 5060 Ti · idle "), listed.stdout
+        said = gputray("free-resident", "ollama", home=tmp_path / "home")
+        assert said.returncode == 0 and said.stdout.startswith("asked Ollama (idle "), (
+            said.stdout,
+            said.stderr,
+        )
+        assert "POST /api/generate {model: qwen3:14b, keep_alive: 0}" in said.stdout
         ended = wait_for(
             lambda: (t := _task(client, task.id)).state == "succeeded" and t, what="the job to run"
         )
@@ -164,3 +172,22 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
             {"method": "POST", "path": "/api/generate", "body": {"model": "qwen3:14b", "keep_alive": 0}}
         ]
         assert render(ended.reason).startswith("freed "), render(ended.reason)
+
+
+def test_reload_after_loads_the_model_again_once_the_job_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    config = (
+        '[[resident]]\nname = "Ollama"\nfree_when_idle = "always"\nidle_after = "0s"\nreload_after = true\n'
+    )
+    with (
+        resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama,
+        owner_with(tmp_path, monkeypatch, config) as (owner, client),
+    ):
+        wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="Ollama's 12 GiB on the simulated 5060 Ti")
+        task = _needs_8_gib(client, tmp_path)
+        wait_for(lambda: _task(client, task.id).state == "succeeded", what="the job to run in the room made")
+        bodies = lambda: [call["body"] for call in ollama.calls() if call["path"] == "/api/generate"]  # noqa: E731
+        wait_for(lambda: len(bodies()) == 2, what="Ollama asked to load its model again")
+        assert bodies() == [{"model": "qwen3:14b", "keep_alive": 0}, {"model": "qwen3:14b"}]
+        wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="its 12 GiB back on the 5060 Ti")
