@@ -47,6 +47,8 @@ QUEUE_MODULES = {
     "gputray.scheduler.cli.commands.queue_logs",
     "gputray.scheduler.reasons",  # a task's reason in words: the codes, the renderer, English
     "gputray.scheduler.reasons.codes",
+    "gputray.scheduler.reasons.base",
+    "gputray.scheduler.reasons.leaves",
     "gputray.scheduler.reasons.render",
     "gputray.scheduler.reasons.say",
     "gputray.scheduler.reasons.en",
