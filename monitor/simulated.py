@@ -8,6 +8,7 @@ Every DeviceInfo says ``simulated=True`` so each view can label the demo as a de
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -128,6 +129,11 @@ class SimulatedBackend:
 
     def __init__(self, scenario: Scenario | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.scenario = DEMO_SCENARIO if scenario is None else scenario
+        backed = {self.resolve(b.device): b.name for b in self.scenario.vulkan}
+        self._infos = tuple(
+            dataclasses.replace(info, vulkan_name=backed[info.key]) if info.key in backed else info
+            for info in (RTX_5060_TI, RADEON_780M)
+        )  # the pair, each with the real Vulkan device a scenario backs it with
         self._holds_dir = holds_dir()  # real processes holding memory here (monitor/sim_holds.py)
         self._clock = clock
         self._t0 = clock()
@@ -166,7 +172,7 @@ class SimulatedBackend:
         self._last_s = now_s
         readings = []
         processes: list[ProcessUse] = []
-        for info in (RTX_5060_TI, RADEON_780M):
+        for info in self._infos:
             mine = [ld for ld in loads if self.resolve(ld.device) == info.key]
             if any(ld.state == "gone" for ld in mine):
                 self._temp_c.pop(info.key, None)

@@ -118,17 +118,17 @@ def pids_group() -> Iterator[Path]:
 
 @pytest.mark.parametrize(
     "headroom",
-    [0, 1, 2, 3, 4],
-    ids=["no-thread", "no-supervisor", "no-job-process", "no-log-thread", "no-room-after-the-log"],
+    [0, 1, 2, 4],
+    ids=["no-thread", "no-supervisor", "no-job-process", "no-room-after-the-log"],
 )
 def test_out_of_processes_a_task_waits_and_then_runs_once(
     tmp_path: Path, pids_group: Path, headroom: int
 ) -> None:
     """headroom = processes and threads the owner may still start: none (the watcher thread fails),
     one (its supervisor cannot start), two (the job's own process cannot; before, the watcher then
-    failed after the job had started), three and four (the host forked the supervisor; its log
-    thread, or then the job, cannot start: before, the job started, the thread failed and the
-    supervisor exited in silence: "its supervisor process was killed", the task failed)."""
+    failed after the job had started), four (the host forked the supervisor, which started its log
+    thread, then the job cannot start: before, the job started first, the thread failed and the
+    supervisor exited in silence, "its supervisor process was killed", the task failed)."""
     home, out = tmp_path / "home", tmp_path / "ran.txt"
     proc = start_daemon(home, tmp_path / "daemon.txt")
     paths = paths_of(home)

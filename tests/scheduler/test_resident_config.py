@@ -1,0 +1,59 @@
+"""``[[resident]]`` and ``[exclusive]`` read from the config (issue 27): built-in residents take a
+policy by name, a user's own needs a process pattern, and each bad value is one line naming the file,
+the entry and what is allowed, with the rest still read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gputray.scheduler.config import read_config
+
+
+def test_policies_a_users_own_resident_and_exclusive_apps(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[[resident]]\nname = "comfyui"\nfree_when_idle = "always"\nidle_after = "5min"\n'
+        "reload_after = true\n"
+        '[[resident]]\nname = "my-server"\nprocess = "my-server*"\nport = 9000\nfree_path = "/release"\n'
+        '[exclusive]\napps = ["cs2", "steam_app_*"]\nsettle = "1min"\n'
+    )
+    config = read_config(path)
+    assert config.problems == ()
+    comfy = config.residents.policy("ComfyUI")
+    assert comfy is not None and (comfy.free_when_idle, comfy.idle_after_s, comfy.reload_after) == (
+        "always",
+        300,
+        True,
+    )
+    ollama = config.residents.policy("Ollama")
+    assert ollama is not None and (ollama.free_when_idle, ollama.idle_after_s) == ("ask", 600)  # the defaults
+    mine = config.residents.policy("my-server")
+    assert mine is not None and mine.kind.api == "custom" and mine.kind.port == 9000
+    assert mine.kind.free_call is not None and mine.kind.free_call.path == "/release"
+    assert config.residents.exclusive.apps == ("cs2", "steam_app_*")
+    assert config.residents.exclusive.settle_s == 60
+
+
+def test_each_bad_value_is_one_line_and_the_rest_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[[resident]]\nname = "Ollama"\nfree_when_idle = "sometimes"\nidle_after = "soon"\n'
+        '[[resident]]\nname = "unknown-server"\n'
+        '[[resident]]\nname = "ComfyUI"\nfree_when_idle = "never"\nreload_afterr = true\n'
+        '[exclusive]\napps = "cs2"\n'
+    )
+    config = read_config(path)
+    lines = [str(p) for p in config.problems]
+    assert all("\n" not in line and str(path) in line for line in lines), lines
+    assert any(
+        'free_when_idle = \'sometimes\' is not "ask", "always" or "never"; using "ask"' in x for x in lines
+    )
+    assert any("idle_after: expected a duration" in x and 'using "10min"' in x for x in lines), lines
+    assert any("(unknown-server): not a built-in resident, so `process`" in x for x in lines), lines
+    assert any("unknown key `reload_afterr`" in x for x in lines), lines
+    assert any("exclusive.apps must be a list of process names" in x for x in lines), lines
+    comfy = config.residents.policy("ComfyUI")
+    assert comfy is not None and comfy.free_when_idle == "never"  # its good value is used
+    ollama = config.residents.policy("Ollama")
+    assert ollama is not None and (ollama.free_when_idle, ollama.idle_after_s) == ("ask", 600)
+    assert config.residents.policy("unknown-server") is None
