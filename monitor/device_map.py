@@ -6,7 +6,9 @@ Vulkan devices are matched to the monitor's devices (keyed by PCI address, ``pci
 * anyone exposing ``VK_EXT_pci_bus_info`` (RADV, AMDVLK, NVIDIA, ANV) by PCI address;
 * RADV without the extension by its ``deviceUUID``, which is just the packed PCI address
   (four little-endian u32: domain, bus, device, function — Mesa's ``ac_compute_device_uuid``);
-* as a last resort by PCI vendor:device id when exactly one known GPU has it.
+* as a last resort by PCI vendor:device id when exactly one known GPU has it;
+* a simulated GPU that a demo scenario backs with a real Vulkan device (``[[vulkan]]``,
+  ``DeviceInfo.vulkan_name``) by that device's name: two lavapipe devices behind the demo pair.
 
 Software renderers (llvmpipe/lavapipe) and a second driver for the same GPU (AMDVLK next to RADV)
 are listed and marked rather than silently dropped: a user reading ``gputray devices`` must see why
@@ -34,7 +36,7 @@ from gputray.monitor.vulkan import (
     parse_uuid,
 )
 
-MapMethod = Literal["uuid", "pci-bus-info", "radv-uuid", "pci-id"]
+MapMethod = Literal["uuid", "pci-bus-info", "radv-uuid", "pci-id", "name"]
 MapStatus = Literal["mapped", "duplicate", "unmapped"]
 
 RADV_DRIVER_ID = 3
@@ -94,7 +96,14 @@ def map_vulkan_devices(
     """Map every Vulkan device (in enumeration order) to a device key, or say why it can't be."""
     out: list[VulkanMapping] = []
     first_for_key: dict[str, VulkanDevice] = {}
+    backed = [info for info in known if info.vulkan_name]  # simulated GPUs a demo scenario backs
     for dev in sorted(devices, key=lambda d: d.index):
+        by_name = next((i for i in backed if dev.name.startswith(str(i.vulkan_name))), None)
+        if by_name is not None and by_name.key not in first_for_key:
+            first_for_key[by_name.key] = dev
+            note = f"backs the simulated {by_name.name} (the demo scenario's [[vulkan]])"
+            out.append(VulkanMapping(dev, by_name.key, "mapped", "name", note))
+            continue
         if dev.device_type == "cpu":
             out.append(VulkanMapping(dev, None, "unmapped", note="software renderer on the CPU, not a GPU"))
             continue

@@ -40,6 +40,9 @@ class DeviceInfo:
     temp_limit_c: float | None = None
     simulated: bool = False
     windows_luid: str | None = None  # PDH/DXGI adapter LUID, "0x00000000_0x0000D1B5"
+    # a simulated GPU a demo scenario backs with a real Vulkan device (``[[vulkan]]``): that device's name
+    # as the loader reports it (its start: "lavapipe2"), so jobs get its real Vulkan index
+    vulkan_name: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,19 @@ class Load:
 
 
 @dataclass(frozen=True)
+class VulkanBacking:
+    """A simulated GPU (``device``: "5060ti", "780m" or its key) backed by the real Vulkan device whose
+    name starts with ``name`` (e.g. one of two lavapipe devices): its ``{vk_index}`` is that device's."""
+
+    device: str
+    name: str
+
+
+@dataclass(frozen=True)
 class Scenario:
     loads: tuple[Load, ...] = ()
     loop_s: float | None = None
+    vulkan: tuple[VulkanBacking, ...] = ()
 
     def active(self, elapsed_s: float) -> list[Load]:
         t = elapsed_s % self.loop_s if self.loop_s else elapsed_s
@@ -100,7 +110,27 @@ def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
         )
     loop = data.get("loop_s")
     loop_s = None if loop is None else _number(data, "loop_s", source)
-    return Scenario(tuple(loads), loop_s or None)
+    return Scenario(tuple(loads), loop_s or None, _backings(data.get("vulkan", []), source))
+
+
+def _backings(raw: object, source: str) -> tuple[VulkanBacking, ...]:
+    """``[[vulkan]]`` tables: ``device`` and ``name``, each a non-empty string, one per device."""
+    if not isinstance(raw, list):
+        raise ScenarioError(f"{source}: `vulkan` must be an array of tables ([[vulkan]])")
+    out: list[VulkanBacking] = []
+    for i, table in enumerate(raw, start=1):
+        where = f"{source}: vulkan #{i}"
+        if not isinstance(table, dict) or set(table) - {"device", "name"}:
+            raise ScenarioError(f"{where}: must be a table with `device` and `name` only")
+        device, name = table.get("device"), table.get("name")
+        if not isinstance(device, str) or not device or not isinstance(name, str) or not name:
+            raise ScenarioError(
+                f'{where}: needs `device` ("5060ti", "780m") and `name` (a Vulkan device name)'
+            )
+        if any(b.device == device for b in out):
+            raise ScenarioError(f"{where}: {device} is backed twice")
+        out.append(VulkanBacking(device, name))
+    return tuple(out)
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -33,9 +33,10 @@ log = logging.getLogger("gputray.scheduler.queue.service")  # the queue's log, w
 
 
 def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]) -> int | None:
-    """The Vulkan index for ``{vk_index}``: the identity map for real GPUs; for simulated GPUs their
-    rank among the simulated devices (demo only, there is no real device behind them)."""
-    if info.simulated:
+    """The Vulkan index for ``{vk_index}``: the identity map for real GPUs and for simulated GPUs a demo
+    scenario backs with a real Vulkan device (by its name); for other simulated GPUs their rank among
+    the simulated devices (demo only, there is no real device behind them)."""
+    if info.simulated and not info.vulkan_name:
         sims = sorted(d.key for d in known if d.simulated and d.kind != "cpu")
         return sims.index(info.key) if info.key in sims else None
     if info.kind == "cpu":

@@ -289,6 +289,7 @@ class Estimator:
         running = list(running)
         self.progress.forget(running)
         outlook = self.outlook({family_of(r.spec) for r in pending}, devices, self._records(running), now_s)
+        stored = {r.id: r for r in pending}
         pending = [self.with_learned_need(r) for r in pending]  # a family's recent peaks count too
         result = plan(pending, devices, now_s=now_s, policy=OutlookPolicy(outlook))
         taken = {d.device for _, d in result.decisions if isinstance(d, Placement)}
@@ -322,7 +323,12 @@ class Estimator:
         for task, offer, message in new:
             if self.emit_offer is not None:
                 self.emit_offer(task, message, offer)
-        return result
+        # the decisions carry the stored records: the start checks that the task did not change since the
+        # pass (``JobRuns._still_placeable``), and a learned need is no change (it was: never started, and a
+        # pass over and over)
+        return dataclasses.replace(
+            result, decisions=tuple((stored.get(t.id, t), d) for t, d in result.decisions)
+        )
 
     def _offer(
         self,

@@ -316,7 +316,9 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:
         known = []
         notes.append(f"GPU monitor unavailable ({type(exc).__name__}: {exc}); showing Vulkan and sysfs only")
-    vulkan = None if demo else enumerate_devices(dict(os.environ), timeout_s=args.vulkan_timeout)
+    backed = any(info.vulkan_name for info in known)  # a demo scenario backs its GPUs with real devices
+    enumerated = not demo or backed
+    vulkan = enumerate_devices(dict(os.environ), timeout_s=args.vulkan_timeout) if enumerated else None
     doc = build_document(known, vulkan, args.sysfs_root, demo=demo, notes=notes)
     if not demo:
         add_torch_selections(doc)

