@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from msgspec import UNSET
 
 from gputray.monitor.monitor import Monitor
-from gputray.scheduler import ipc
+from gputray.scheduler import ipc, lazy_import
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     from gputray.scheduler.queue.store import TaskStore
 
 log = logging.getLogger("gputray.owner")
+# The owner decodes requests in several threads at once: the modules protocol and replies name lazily
+# (lazy_import) load here, in the thread that imports the owner, not first in two handlers at once.
+lazy_import.load_all()
 
 
 _R = TypeVar("_R", bound=rp.Reply)
