@@ -50,9 +50,7 @@ if TYPE_CHECKING:
     from gputray.scheduler.queue.store import TaskStore
 
 log = logging.getLogger("gputray.owner")
-# The owner decodes requests in several threads at once: the modules protocol and replies name lazily
-# (lazy_import) load here, in the thread that imports the owner, not first in two handlers at once.
-lazy_import.load_all()
+lazy_import.load_all()  # requests are decoded in several threads: see lazy_import.load_all
 
 
 _R = TypeVar("_R", bound=rp.Reply)
