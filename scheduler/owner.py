@@ -23,7 +23,7 @@ from msgspec import UNSET
 
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.residents import ResidentView
-from gputray.scheduler import ipc
+from gputray.scheduler import ipc, lazy_import
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from gputray.scheduler.queue.store import TaskStore
 
 log = logging.getLogger("gputray.owner")
+lazy_import.load_all()  # requests are decoded in several threads: see lazy_import.load_all
 
 
 _R = TypeVar("_R", bound=rp.Reply)
