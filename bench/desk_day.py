@@ -27,9 +27,9 @@ import random
 import statistics
 from dataclasses import dataclass, field
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.records import DeviceReading, HostSample, ProcessUse, Sample, Snapshot
 from gputray.monitor.residents import ResidentView
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.units import GIB
 from gputray.scheduler.queue.exclusive_apps import apps_on_devices
 from gputray.scheduler.queue.make_room import choose

@@ -42,10 +42,10 @@ sys.path.insert(0, str(ROOT / "tests" / "monitor"))  # fake_pynvml: the NVML lib
 
 from fake_pynvml import FakeGpu, FakeNvml  # noqa: E402
 
-from gputray.monitor.amd_sysfs import AmdSysfsBackend  # noqa: E402
+from gputray.monitor.backends.amd import AmdSysfsBackend  # noqa: E402
+from gputray.monitor.backends.nvidia import NvmlBackend  # noqa: E402
 from gputray.monitor.host import HostReader  # noqa: E402
 from gputray.monitor.monitor import Monitor  # noqa: E402
-from gputray.monitor.nvml_backend import NvmlBackend  # noqa: E402
 from gputray.scheduler import protocol as rq  # noqa: E402
 
 PHOENIX = ROOT / "tests" / "fixtures" / "amdgpu-sysfs" / "phoenix"

@@ -33,8 +33,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.records import Sample, Verdict
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.queue.estimates import Outlook
 from gputray.scheduler.queue.estimator import build_outlook
 from gputray.scheduler.queue.placement import DeviceState, GiveUp, Placement, plan

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import msgspec
 from placement_day import DAY_START, NV, TICK_S, TRUE_RUN_S, Day, _llm_on
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.records import Sample, Verdict
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.jobs.oom import find_oom
 from gputray.scheduler.queue.oom_elsewhere import elsewhere
 from gputray.scheduler.queue.placement import DeviceState, Placement, plan

@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from gputray.monitor.backends.simulated import SimulatedBackend
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Scenario
-from gputray.monitor.simulated import SimulatedBackend
 from gputray.scheduler.config import RetentionSection
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.queue.retention import Retention

@@ -25,8 +25,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.records import Sample, Verdict
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.scheduler.queue.placement import DeviceState, GiveUp, Placement, plan
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gputray.monitor.backend import Backend
+from gputray.monitor.backends.base import Backend
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import Snapshot
@@ -16,22 +16,22 @@ from gputray.monitor.verdict import BusyThresholds
 def real_backends(sysfs_root: Path = Path("/sys"), proc_root: Path = Path("/proc")) -> list[Backend]:
     """NVML first (it knows NVIDIA best), then the OS sources (PDH on Windows; on Linux amdgpu, Intel
     and every other DRM card, sharing one DRM process reader), then amdsmi to fill gaps."""
-    from gputray.monitor.amdsmi_backend import AmdSmiBackend
-    from gputray.monitor.nvml_backend import NvmlBackend
+    from gputray.monitor.backends.amdsmi import AmdSmiBackend
+    from gputray.monitor.backends.nvidia import NvmlBackend
 
     nvml = NvmlBackend(sys_dir=sysfs_root)
     backends: list[Backend] = [nvml]
     if sys.platform == "win32":
-        from gputray.monitor.pdh import WindowsPdhBackend
+        from gputray.monitor.backends.pdh import WindowsPdhBackend
 
         # When Windows cannot say which PCI address an adapter LUID has, PDH matches by name and size
         # against the GPUs NVML knows, so the 5060 Ti still shows once.
         backends.append(WindowsPdhBackend(candidates=nvml.known_devices))
     else:
-        from gputray.monitor.amd_sysfs import AmdSysfsBackend
-        from gputray.monitor.drm_other import OtherDrmBackend
+        from gputray.monitor.backends.amd import AmdSysfsBackend
+        from gputray.monitor.backends.drm_other import OtherDrmBackend
+        from gputray.monitor.backends.intel import IntelSysfsBackend
         from gputray.monitor.fdinfo import DrmUsageReader
-        from gputray.monitor.intel_sysfs import IntelSysfsBackend
 
         usage = DrmUsageReader(proc_root)  # one walk of /proc per tick, for every DRM backend
         backends.append(AmdSysfsBackend(sys_dir=sysfs_root, proc_dir=proc_root, usage=usage))
@@ -57,7 +57,7 @@ def build_monitor(
     """
     backends: list[Backend]
     if demo or scenario is not None:
-        from gputray.monitor.simulated import SimulatedBackend
+        from gputray.monitor.backends.simulated import SimulatedBackend
 
         loaded = load_scenario(scenario) if isinstance(scenario, Path) else scenario
         backends = [SimulatedBackend(loaded)]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from gputray.monitor import busy_why as why
-from gputray.monitor.backend import Backend, JobAware, PidWatcher
+from gputray.monitor.backends.base import Backend, JobAware, PidWatcher
 from gputray.monitor.history import History
 from gputray.monitor.host import HostReader
 from gputray.monitor.records import (

@@ -187,7 +187,7 @@ def fixture_users() -> list[str]:
 @pytest.mark.slow
 def test_fixture_users_pass_in_a_copy_with_nothing_beside_it(tmp_path: Path) -> None:
     modules = fixture_users()
-    assert {"tests/monitor/test_device_map.py", "tests/monitor/test_intel_sysfs.py"} <= set(modules)
+    assert {"tests/monitor/test_device_map.py", "tests/monitor/backends/test_intel_sysfs.py"} <= set(modules)
     clone = tmp_path / "gputray"
     for name in checkout_files():
         (clone / name).parent.mkdir(parents=True, exist_ok=True)

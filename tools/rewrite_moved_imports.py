@@ -95,6 +95,8 @@ def _is_module(dotted: str) -> bool:
 
 def _dotted(match: re.Match[str]) -> str:
     old = match.group(1)
+    if old in _PACKAGES_NOW and match.string[match.end() : match.end() + 1] in ("'", '"'):
+        return match.group(0)  # "gputray.scheduler.tasks": a string naming the package it is now
     if old in _PACKAGES_NOW:
         for follows in (_ALREADY_MOVED, _IMPORTED):
             name = follows.match(match.string, match.end())
@@ -159,6 +161,7 @@ TEST_MOVES: dict[str, dict[str, tuple[str, ...]]] = {
         "tasks": ("taskfile", "tasks", "recipes", "lifecycle", "model_memory", "task_keys", "limits"),
         "queue": (
             "adoption", "backlog", "clock_set", "crash_kills", "dependencies", "device_checks",
+            "exclusive_apps", "job_progress", "make_room",
             "device_name_matcher", "disk_full", "durable_end", "estimates", "job_energy", "offline_control",
             "placement", "placement_day", "placement_policy", "preemption", "queue_service", "retention",
             "runtime_history", "start_failures", "store", "store_damage", "store_durability", "timing",
@@ -166,8 +169,10 @@ TEST_MOVES: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "jobs": (
             "descendants", "hostile_jobs", "job_pause", "launch_env", "launcher", "log_cap", "log_files",
-            "oom", "supervisor",
+            "oom", "progress", "supervisor",
         ),
+        "reasons": ("reasons",),
+        "metrics": ("metrics",),
         "pyenvs": ("doctor", "doctor_messages", "env_choice", "envs", "probe_runner", "selection_matrix"),
         "ipc": ("fd_exhaustion", "ipc", "ipc_load", "other_users", "private_files", "wait_clients"),
         "cli": (

@@ -3,7 +3,7 @@
     python tools/task_keys_table.py          # print the table
     python tools/task_keys_table.py --write  # put it in docs/queue.md, between its two markers
 
-``tests/scheduler/test_task_keys.py`` fails while the docs hold another table than this one.
+``tests/scheduler/tasks/test_task_keys.py`` fails while the docs hold another table than this one.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import select
 import signal
 import socket
@@ -67,6 +68,40 @@ class AnswerLines:
         self._buf = bytearray()
         self._eof = False
         self._closed = False
+        # Windows: select() takes sockets only, so a thread reads the pipe and hands its chunks over.
+        self._chunks: queue.Queue[bytes] | None = None
+        if sys.platform == "win32":
+            self._chunks = queue.Queue()
+            threading.Thread(target=self._pump, name="supervisor-answers", daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self._chunks is not None
+        while True:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except OSError:
+                data = b""
+            self._chunks.put(data)
+            if not data:
+                return
+
+    def _read_ready(self, wait_s: float) -> bytes | None:
+        """What the pipe has within ``wait_s`` (b"" at its end), None when nothing came."""
+        if self._chunks is not None:
+            try:
+                return self._chunks.get(timeout=wait_s)
+            except queue.Empty:
+                return None
+        try:
+            ready, _w, _x = select.select([self.fd], [], [], wait_s)
+        except (OSError, ValueError):
+            return b""
+        if not ready:
+            return None
+        try:
+            return os.read(self.fd, 1 << 16)
+        except OSError:
+            return b""
 
     def next(
         self,
@@ -91,16 +126,8 @@ class AnswerLines:
             wait_s = tick_s if deadline is None else min(tick_s, deadline - time.monotonic())
             if wait_s <= 0:
                 raise Silent(stopped=False)
-            try:
-                ready, _w, _x = select.select([self.fd], [], [], wait_s)
-            except (OSError, ValueError):
-                self._eof = True
-                continue
-            if ready:
-                try:
-                    data = os.read(self.fd, 1 << 16)
-                except OSError:
-                    data = b""
+            data = self._read_ready(wait_s)
+            if data is not None:
                 if not data:
                     self._eof = True
                 self._buf += data
@@ -151,6 +178,9 @@ class SupervisorLink:
         if stdin is None:
             return
         data = memoryview(json.dumps(request, ensure_ascii=True).encode("ascii"))
+        if sys.platform == "win32":
+            self._send_windows(stdin, bytes(data), deadline)
+            return
         try:
             fd = stdin.fileno()
             os.set_blocking(fd, False)
@@ -168,6 +198,24 @@ class SupervisorLink:
         finally:
             with contextlib.suppress(OSError):
                 stdin.close()
+
+    def _send_windows(self, stdin: IO[bytes], data: bytes, deadline: float) -> None:
+        """Windows: a pipe cannot be waited on with select() and a non-blocking write of more than its
+        buffer fails with EINVAL, so a thread writes it whole (blocking) while we wait with the deadline."""
+        done = threading.Event()
+
+        def write() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                stdin.write(data)
+                stdin.flush()
+            with contextlib.suppress(OSError, ValueError):
+                stdin.close()
+            done.set()
+
+        threading.Thread(target=write, name="supervisor-request", daemon=True).start()
+        while not done.wait(0.05):
+            if time.monotonic() > deadline:
+                raise Silent(stopped=False)
 
     def abandon(self) -> None:
         """Before the request was sent: close our ends (a supervisor forked later reads nothing and ends)."""

@@ -1,7 +1,7 @@
 """Reasons in words and fixes for the failures people really meet with torch on CUDA and ROCm.
 
 ``explain`` maps an error text (a traceback, a warning, a runtime's last words) to a Diagnosis; the
-texts it knows are quoted in full in ``tests/scheduler/test_doctor_messages.py``.
+texts it knows are quoted in full in ``tests/scheduler/pyenvs/test_doctor_messages.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A catalogue (``reasons/en.py``, ``reasons/ja.py``) maps each code (``reasons.cod
 ``busy_why``) to a function that words it, given a ``Say``: the language's own joiners, sizes,
 durations and times, and the task's tense. The CLI renders in English (as it always has), the tray in
 the language it shows; both call ``render``. A code with no rendering in a language is a test failure
-(``tests/scheduler/test_reasons.py``), never a silent fallback.
+(``tests/scheduler/reasons/test_reasons.py``), never a silent fallback.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ its value is refused, the command-line option that sets it (``run``, ``submit``,
 A field of ``TaskSpec`` is a key of the task model; this is where it meets people. ``taskfile`` reads
 task files by these declarations (``KEYS``, the spellings, the problems), ``cli.commands.submit``
 builds the options of ``run``/``submit``/``edit`` and the patch they make from them, and
-``tools/task_keys_table.py`` writes the docs table. ``tests/scheduler/test_task_keys.py`` fails when
+``tools/task_keys_table.py`` writes the docs table. ``tests/scheduler/tasks/test_task_keys.py`` fails when
 a field of ``TaskSpec`` has no declaration, no ``TaskPatch`` field of the same type, no option (or no
 reason for having none), no row in the docs, or a ``TaskView`` field this does not declare.
 

@@ -29,7 +29,7 @@ steps are in ``cluster_steps.py`` beside this module, on this module's table and
 loading this module), and here its row in ``EDGES`` (where it may go from and to) and a step class
 per move into and out of it (``class Freeze(Step, tag="freeze")``: ``SOURCES``, ``to``, ``columns``;
 one the bridge may send goes in ``cluster_steps.py`` and its ``ClusterStep``).
-``tests/scheduler/test_lifecycle.py`` fails for a state without a row, a step whose moves the table
+``tests/scheduler/tasks/test_lifecycle.py`` fails for a state without a row, a step whose moves the table
 does not allow, and drives random sequences of every step through a real store to check each stored
 history against ``EDGES``.
 

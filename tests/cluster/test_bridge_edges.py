@@ -19,7 +19,7 @@ import gputray.cluster.bridge_base as bridge_module
 from gputray.cluster.bridge_base import _Machine
 from gputray.cluster.config import LOOPBACK_ENV
 from gputray.cluster.wire import TaskChunk
-from gputray.monitor.simulated import RADEON_780M
+from gputray.monitor.backends.simulated import RADEON_780M
 from gputray.monitor.units import GIB
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView

@@ -25,11 +25,11 @@ from gputray.cluster.config import load_cluster_config
 from gputray.cluster.link import ClusterLink
 from gputray.cluster.submit_checks import check_machine_task
 from gputray.cluster.wire import DeviceView, MachineView
+from gputray.monitor.backends.simulated import RADEON_780M, SimulatedBackend
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.records import DeviceInfo, Sample
 from gputray.monitor.scenario import Load, Scenario
-from gputray.monitor.simulated import RADEON_780M, SimulatedBackend
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.paths import Paths

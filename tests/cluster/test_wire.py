@@ -16,7 +16,7 @@ from test_machine_tasks import Desk, _view
 
 from gputray.cluster import commands
 from gputray.cluster.wire import WIRE_VERSION, MachineView, OtherVersion
-from gputray.monitor.simulated import RADEON_780M
+from gputray.monitor.backends.simulated import RADEON_780M
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.status import device_line

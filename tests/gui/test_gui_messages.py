@@ -16,7 +16,8 @@ from gputray.scheduler.reasons.codes import DemoOnCpu, DeviceBusy, Said, Waiting
 HELD = MemoryHeld(who=Who("llama-server"), held_bytes=14 * 1024**3, util_pct=97.0, threshold_pct=30.0)
 
 # Sentences the scheduler and the monitor still write in English (refusals, submit errors, device events);
-# a task's reasons are codes, worded per language by scheduler/reasons (tests/scheduler/test_reasons.py).
+# a task's reasons are codes, worded per language by scheduler/reasons
+# (tests/scheduler/reasons/test_reasons.py).
 REAL = [
     "task #4 is running; only queued or waiting tasks move",
     "photo.png: the program 'realesrgan-ncnn-vulkan' is not installed or not on PATH. "

@@ -1,6 +1,6 @@
 """A running job's progress in the panel's row and the dashboard's task list: a bar, how far and the
 time left, in English and Japanese (the model's words; the live jobs are in
-tests/scheduler/test_job_progress.py)."""
+tests/scheduler/queue/test_job_progress.py)."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.device_map import (
     clear_cache,
     drm_nodes,
@@ -26,7 +27,6 @@ from gputray.monitor.device_map import (
     vulkan_index_for,
 )
 from gputray.monitor.records import DeviceInfo
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.vulkan import VulkanDevice, VulkanEnumeration
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"

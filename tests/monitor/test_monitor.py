@@ -4,10 +4,10 @@ import threading
 
 import pytest
 
+from gputray.monitor.backends.simulated import RTX_5060_TI, SimulatedBackend
 from gputray.monitor.monitor import Monitor, merge_readings
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
 from gputray.monitor.scenario import Load, Scenario
-from gputray.monitor.simulated import RTX_5060_TI, SimulatedBackend
 from gputray.scheduler.reasons.render import render
 
 KEY = "pci:0000:64:00.0"

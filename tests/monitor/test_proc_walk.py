@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from amd_trees import PHOENIX, add_process, amdgpu_fdinfo, copy_card
 
-from gputray.monitor.amd_sysfs import AmdSysfsBackend
+from gputray.monitor.backends.amd import AmdSysfsBackend
 from gputray.monitor.fdinfo import DrmUsageReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.proc_walk import DEEP_S, SWEEP_S, OpenWatch, ProcWalker

@@ -1,4 +1,4 @@
-"""The Windows cells of the selection matrix (tests/scheduler/test_selection_matrix.py) on the official
+"""The Windows cells of the selection matrix (tests/scheduler/pyenvs/test_selection_matrix.py) on the official
 Windows CPython under Wine: the doctor, its probe and the job launcher all run as Windows processes, so
 the env's interpreter reports ``sys.platform == "win32"`` for real (no ``STANDIN_TORCH_OS``), and the job
 is started by the Windows supervisor in its job object.
@@ -98,7 +98,7 @@ from pathlib import Path
 from gputray.monitor.host import HostReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.scenario import Scenario
-from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
+from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI, SimulatedBackend
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.doctor import run_doctor
 from gputray.scheduler.pyenvs.doctor_cache import cache_file

@@ -30,7 +30,7 @@ WORDS_TIMEOUT_S = 2.0
 CLASS_WORDS = ("cpu", "gpu", "discrete", "integrated")
 VENDOR_WORDS = ("nvidia", "amd", "intel")
 
-# (command, dest) → what completes there. tests/scheduler/test_completion.py fails on an ID or device
+# (command, dest) → what completes there. tests/scheduler/cli/test_completion.py fails on an ID or device
 # argument of a new command that is in neither table.
 TASK_ARGS = frozenset(
     {

@@ -149,7 +149,7 @@ def render_envs(envs: Sequence[PythonEnv], pairs: Sequence[PairResult]) -> str:
 def simulated_rows(pairs: Sequence[PairResult]) -> list[dict[str, Any]]:
     """The demo's GPUs: simulated, so a torch job placed there runs on the CPU, in the first env that
     works on the CPU (None: no env with torch yet)."""
-    from gputray.monitor.simulated import RADEON_780M, RTX_5060_TI
+    from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 
     on_cpu = next((p.env_name for p in pairs if p.device_key == "cpu" and p.works), None)
     return [

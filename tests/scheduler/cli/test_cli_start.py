@@ -1,0 +1,151 @@
+"""`gputray queue` loads only what it uses (issue 31: every command that talks to the owner starts in
+≤ 50 ms; ``bench/cli_start.py`` measures the time, this guards the cause on module counts, not time).
+
+The real command (``gui.entry.main``) runs against a real owner in a fresh interpreter, which then lists
+the modules it really executed (``sys.modules``, less the stand-ins ``lazy_import`` left untouched)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from real_owner import home_paths, running_owner
+
+from gputray.scheduler import protocol as rq
+
+#: Our modules a `queue` listing needs: the entry point, the parser, the client, the wire types, the table.
+QUEUE_MODULES = {
+    "gputray",
+    "gputray.gui",
+    "gputray.gui.entry",
+    "gputray.cluster",
+    "gputray.cluster.plug",
+    "gputray.monitor",
+    "gputray.monitor.units",
+    "gputray.scheduler",
+    "gputray.scheduler.console",
+    "gputray.scheduler.paths",
+    "gputray.scheduler.lazy_import",
+    "gputray.scheduler.protocol",
+    "gputray.scheduler.replies",
+    "gputray.scheduler.tasks",
+    "gputray.scheduler.tasks.limits",
+    "gputray.scheduler.tasks.offer",
+    "gputray.scheduler.tasks.states",
+    "gputray.scheduler.tasks.times",
+    "gputray.scheduler.ipc",
+    "gputray.scheduler.ipc.location",
+    "gputray.scheduler.cli",
+    "gputray.scheduler.cli.streams",
+    "gputray.scheduler.cli.commands",
+    "gputray.scheduler.cli.commands.client",
+    "gputray.scheduler.cli.commands.common",
+    "gputray.scheduler.cli.commands.listing",
+    "gputray.scheduler.cli.commands.queue_logs",
+    "gputray.scheduler.reasons",  # a task's reason in words: the codes, the renderer, English
+    "gputray.scheduler.reasons.codes",
+    "gputray.scheduler.reasons.base",
+    "gputray.scheduler.reasons.leaves",
+    "gputray.scheduler.reasons.render",
+    "gputray.scheduler.reasons.say",
+    "gputray.scheduler.reasons.en",
+    "gputray.monitor.busy_why",
+}
+#: What each of these costs a start: the task model and the monitor's records (dataclasses, ~10 ms),
+#: typing_extensions and what it imports (~8 ms, through msgspec), logging, threading, json; the
+#: reasons' Japanese catalogue (the command line words in English).
+NEVER_FOR_QUEUE = {
+    "gputray.scheduler.tasks.records",
+    "gputray.monitor.records",
+    "gputray.scheduler.cluster_records",
+    "gputray.scheduler.queue",
+    "dataclasses",
+    "inspect",
+    "ast",
+    "typing_extensions",
+    "gputray.scheduler.reasons.ja",
+    "logging",
+    "threading",
+    "json",
+    "hashlib",
+    "psutil",
+    "tomllib",
+}
+#: Every module the process holds, the interpreter's own start included (~150 when this was written;
+#: ~220 before): a bound, so that a new import on this path is a decision, not an accident.
+MAX_QUEUE_MODULES = 175
+#: The command as the console script runs it, then the modules it executed, on stderr's last line.
+DRIVER = """
+import sys
+from gputray.gui.entry import main
+status = main(sys.argv[1:])
+sys.stdout.flush()
+loaded = sorted(n for n, m in sys.modules.items() if m is not None and type(m).__name__ != "_LazyModule")
+sys.stderr.write("\\nloaded: " + " ".join(loaded) + "\\n")
+raise SystemExit(status)
+"""
+
+
+def imported_by(args: list[str], home: Path) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env={**os.environ, "GPUTRAY_HOME": str(home)},
+        timeout=120,
+        check=False,
+    )
+    last = done.stderr.rstrip().rpartition("\n")[2]
+    assert last.startswith("loaded: "), done.stderr[-2000:]
+    return set(last.removeprefix("loaded: ").split()), done
+
+
+def test_queue_loads_only_what_it_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = home_paths(tmp_path, monkeypatch)
+    with running_owner(paths) as owner:
+        owner.handle(rq.Pause())  # the task stays queued, with a reason: the listing has a row to word
+        owner.handle(rq.Run(argv=["true"], name="listed"))
+        loaded, done = imported_by(["queue"], tmp_path / "home")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "listed" in done.stdout and "no gputray owner" not in done.stderr  # the owner answered
+    ours = {m for m in loaded if m.startswith("gputray")}
+    assert ours - QUEUE_MODULES == set(), "`gputray queue` now loads more of gputray"
+    assert loaded & NEVER_FOR_QUEUE == set()
+    assert len(loaded) <= MAX_QUEUE_MODULES, sorted(loaded)
+
+
+def test_lazy_names_resolve_when_a_reply_is_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The annotations ``protocol`` and ``replies`` leave to ``lazy_import`` still decode: `status`
+    (the monitor's Snapshot) and `edit` (a TaskPatch out, a TaskView back) through the real CLI."""
+    paths = home_paths(tmp_path, monkeypatch)
+    with running_owner(paths) as owner:
+        owner.handle(rq.Pause())
+        task = owner.handle(rq.Run(argv=["true"], name="edited")).tasks[0]
+        _, status = imported_by(["status", "--json"], tmp_path / "home")
+        _, edit = imported_by(["edit", str(task.id), "--priority", "7", "--json"], tmp_path / "home")
+        assert owner.handle(rq.Get(id=task.id)).task.priority == 7
+    assert status.returncode == 0 and '"devices"' in status.stdout, status.stderr[-2000:]
+    assert edit.returncode == 0, edit.stderr[-2000:]
+
+
+def test_the_owner_loads_the_lazy_names_before_it_serves() -> None:
+    """The owner decodes in several threads: importing it loads every module ``lazy_import`` stands in
+    for (Python 3.11's ``LazyLoader`` takes no lock; two threads loading one module would define its
+    types twice)."""
+    check = (
+        "import sys\n"
+        "import gputray.scheduler.owner\n"
+        "from gputray.scheduler import lazy_import\n"
+        "left = [n for n in lazy_import._BOUND if type(sys.modules[n]).__name__ == '_LazyModule']\n"
+        "print(len(lazy_import._BOUND), left)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    bound, _, left = done.stdout.strip().partition(" ")
+    assert int(bound) > 0 and left == "[]"

