@@ -500,9 +500,7 @@ class Owner:
 
     def _op_get(self, req: rq.Get) -> rp.TaskReply:
         rec = self.queue.get(_task_id(req.id))
-        view = self.queue.estimates.with_progress(
-            rp.TaskView.of(rec), rec, self.queue.clock()
-        )  # its job's own
+        view = self.queue.estimates.with_progress(rp.TaskView.of(rec), rec, self.queue.clock())
         return rp.TaskReply(task=view, spec=rec.spec.plain(), pid=rec.pid)
 
     def _op_cancel(self, req: rq.Cancel) -> rp.TasksDone:
