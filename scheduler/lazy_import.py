@@ -20,6 +20,17 @@ import importlib.util
 import sys
 from types import ModuleType
 
+_BOUND: list[str] = []  # every module bound here, for ``load_all``
+
+
+def load_all() -> None:
+    """Load every module bound here now, in this thread. A process that decodes messages in several
+    threads at once (the owner) calls it before it starts them: on Python before 3.12.3 two threads
+    that touch one lazy module first at the same moment may both run it (``LazyLoader`` took no lock),
+    and a type defined twice would not be itself."""
+    for name in list(_BOUND):
+        getattr(sys.modules[name], "__name__", None)  # any attribute loads it
+
 
 def lazy_module(name: str) -> ModuleType:
     """``name``, loaded now if it already was, else on the first attribute read of what this returns.
@@ -37,6 +48,7 @@ def lazy_module(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     loader.exec_module(module)
+    _BOUND.append(name)
     parent, _, child = name.rpartition(".")
     if parent:
         setattr(sys.modules[parent], child, module)

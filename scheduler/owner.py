@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from msgspec import UNSET
 
 from gputray.monitor.monitor import Monitor
-from gputray.scheduler import ipc
+from gputray.monitor.residents import ResidentView
+from gputray.scheduler import ipc, lazy_import
 from gputray.scheduler import protocol as rq
 from gputray.scheduler import replies as rp
 from gputray.scheduler.config import Config, log_problems, read_config_or_defaults
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from gputray.scheduler.queue.store import TaskStore
 
 log = logging.getLogger("gputray.owner")
+lazy_import.load_all()  # requests are decoded in several threads: see lazy_import.load_all
 
 
 _R = TypeVar("_R", bound=rp.Reply)
@@ -417,10 +419,13 @@ class Owner:
             monitor_failures=self.monitor.failures,  # polls that failed; the poller goes on after each
             monitor_last_failure=self.monitor.last_failure,
             cluster=self.cluster.report_doc() if req.cluster and self.cluster is not None else None,
-            residents=self.make_room.residents() if self.make_room is not None else (),
+            residents=self.residents(),
             now_s=self.clock(),
             taken=dict(self.queue.device_book.taken),
         )
+
+    def residents(self) -> tuple[ResidentView, ...]:
+        return self.make_room.residents() if self.make_room is not None else ()
 
     def _op_free_resident(self, req: rq.FreeResident) -> rp.RoomMade:
         assert self.make_room is not None  # started: _ready is set

@@ -106,3 +106,27 @@ class AcceptGuard:
         if self.short:
             self.short = False
             log.warning("IPC: accepting connections again (%d refused while out of open files)", self.refused)
+
+
+#: the owner's soft limit on open files, when its hard limit allows: every parked ``wait`` holds a
+#: connection, and the common default soft limit (1024) is hit by ~1,000 waiting clients
+WANTED_OPEN_FILES = 8192
+
+
+def raise_open_file_limit(wanted: int = WANTED_OPEN_FILES) -> int | None:
+    """Raise this process's soft RLIMIT_NOFILE to ``wanted`` (at most its hard limit; never lowered).
+    The new soft limit, or None where there is no such limit (Windows) or it cannot be changed."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            log.debug("open files: soft limit raised from %d to %d", soft, target)
+            return target
+        return soft
+    except (OSError, ValueError):
+        return None

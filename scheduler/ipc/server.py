@@ -51,7 +51,7 @@ from gputray.scheduler.ipc import (
     resolve_transport,
 )
 from gputray.scheduler.ipc import location as loc
-from gputray.scheduler.ipc.fd_shortage import AcceptGuard, is_shortage
+from gputray.scheduler.ipc.fd_shortage import AcceptGuard, is_shortage, raise_open_file_limit
 from gputray.scheduler.ipc.location import SOCKET_NAME, UntrustedLocation
 from gputray.scheduler.ipc.parking import DEFERRED_OPS, Deferred, Parked, Parking
 from gputray.scheduler.paths import FolderError, Paths, unwritable_reason
@@ -166,6 +166,7 @@ class IpcServer:
         self._owner_lock = _take_owner_lock(self.paths)
         try:
             if self.transport == "unix":
+                raise_open_file_limit()  # ~1,000 parked waits each hold a connection
                 self._start_unix()
             else:
                 self._start_pipe()

@@ -130,3 +130,22 @@ def test_lazy_names_resolve_when_a_reply_is_decoded(tmp_path: Path, monkeypatch:
         assert owner.handle(rq.Get(id=task.id)).task.priority == 7
     assert status.returncode == 0 and '"devices"' in status.stdout, status.stderr[-2000:]
     assert edit.returncode == 0, edit.stderr[-2000:]
+
+
+def test_the_owner_loads_the_lazy_names_before_it_serves() -> None:
+    """The owner decodes in several threads: importing it loads every module ``lazy_import`` stands in
+    for (Python 3.11's ``LazyLoader`` takes no lock; two threads loading one module would define its
+    types twice)."""
+    check = (
+        "import sys\n"
+        "import gputray.scheduler.owner\n"
+        "from gputray.scheduler import lazy_import\n"
+        "left = [n for n in lazy_import._BOUND if type(sys.modules[n]).__name__ == '_LazyModule']\n"
+        "print(len(lazy_import._BOUND), left)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    bound, _, left = done.stdout.strip().partition(" ")
+    assert int(bound) > 0 and left == "[]"

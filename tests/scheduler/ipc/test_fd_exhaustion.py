@@ -89,3 +89,24 @@ def test_an_owner_out_of_fds_refuses_in_words_logs_once_and_recovers(
     wait_for(lambda: _ping(paths)[1] is None, 30, "the owner to accept connections again")
     wait_for(lambda: "accepting connections again" in _log_text(paths, stderr_file), 10, "the recovery line")
     assert proc.poll() is None
+
+
+def test_an_owner_raises_its_soft_open_file_limit_for_many_waiting_clients(tmp_path: Path) -> None:
+    """Each parked ``wait`` holds a connection: an owner started with the common low soft limit (here 256,
+    its hard limit 2048) raises its soft limit, so 400 clients held open at once are all served."""
+    home = tmp_path / "home"
+    proc = start_daemon(home, tmp_path / "daemon-stderr.txt", "prlimit", "--nofile=256:2048", "--")
+    held: list[ipc.IpcClient] = []
+    try:
+        paths = paths_of(home)
+        for _ in range(400):
+            client, refusal = _ping(paths)
+            assert refusal is None, f"client {len(held) + 1} was refused: {refusal}"
+            held.append(client)
+        limits = Path(f"/proc/{proc.pid}/limits").read_text()
+        soft = next(line.split()[3] for line in limits.splitlines() if line.startswith("Max open files"))
+        assert soft == "2048", limits
+    finally:
+        for client in held:
+            client.close()
+        stop_daemon(proc)

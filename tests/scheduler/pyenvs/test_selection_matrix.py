@@ -59,6 +59,7 @@ from gputray.scheduler.pyenvs.doctor_cache import PairResult, cache_file
 from gputray.scheduler.pyenvs.registry import PythonEnv, add_env
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord
 
@@ -300,10 +301,10 @@ def test_through_the_queue_a_proven_pair_runs_on_its_gpu_and_a_wrong_one_never_s
     run_doctor([wrong, rocm], machine, bench=False, cache_path=cache_file())  # as `gputray doctor` does
     add_env(wrong.python, name="wrong", extra_env=dict(wrong.extra_env), check=False)
     (rec,) = queue.q.submit_files([script], overrides=TaskPatch(device_prefs=(IGPU.key,)))
-    waiting = queue.until(lambda: "wrong device" in (r := queue.q.get(rec.id)).reason and r)
+    waiting = queue.until(lambda: "wrong device" in render((r := queue.q.get(rec.id)).reason) and r)
     assert waiting.state == "waiting" and waiting.attempts == 0 and not waiting.log_path, waiting
-    assert "torch sees AMD Radeon RX 7900 XTX" not in waiting.reason  # this machine has no 7900 XTX
-    assert f"torch sees {RTX.name}" not in waiting.reason
+    assert "torch sees AMD Radeon RX 7900 XTX" not in render(waiting.reason)  # this machine has no 7900 XTX
+    assert f"torch sees {RTX.name}" not in render(waiting.reason)
     # The env whose selection is proven is added: the same task now runs, on the 780M.
     add_env(rocm.python, name="rocm", extra_env=dict(rocm.extra_env), check=False)
     queue.q.request_dispatch()
@@ -403,9 +404,9 @@ def test_an_unprovable_pair_runs_only_a_task_that_allows_it_and_its_log_says_so(
     assert _pair_on(pairs, IGPU).selection_status == "unprovable", _pair_on(pairs, IGPU)
     add_env(env.python, name="rocm", extra_env=dict(env.extra_env), check=False)
     (strict,) = queue.q.submit_files([script], overrides=TaskPatch(device_prefs=(IGPU.key,)))
-    waiting = queue.until(lambda: "not proven" in (r := queue.q.get(strict.id)).reason and r)
+    waiting = queue.until(lambda: "not proven" in render((r := queue.q.get(strict.id)).reason) and r)
     assert waiting.state == "waiting" and waiting.attempts == 0, waiting
-    assert "allow_unproven = true" in waiting.reason
+    assert "allow_unproven = true" in render(waiting.reason)
     (allowed,) = queue.q.submit_files(
         [script], overrides=TaskPatch(device_prefs=(IGPU.key,), allow_unproven=True)
     )

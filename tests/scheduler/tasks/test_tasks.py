@@ -41,6 +41,7 @@ JSON_KEYS = [
     "origin",
     "energy_j",  # its last run's GPU energy (joules, null: not measured), shared with others?, mean watts
     "energy_shared",
+    "energy_estimated_s",  # seconds of its run whose energy was counted from power (a glitching counter)
     "power_avg_w",
     "prefer",  # free | fastest | greenest, and the family whose earlier runs estimate it
     "family",
@@ -50,6 +51,8 @@ JSON_KEYS = [
     "paused_s",  # the seconds its run spent paused
     "vram_need",  # the GPU memory it counts as needing, and from what: "vram" or its model files
     "vram_need_source",
+    "progress",  # read from the job's own output: {done, total, …} or null; eta_s: the seconds left
+    "eta_s",
 ]
 
 
