@@ -147,18 +147,14 @@ def test_the_owner_places_refuses_and_lists_with_the_predicted_need(
     assert os.path.exists(small)
 
 
-def test_a_familys_recent_peak_counts_when_it_is_more_than_the_prediction(
-    client: ipc.IpcClient, tmp_path: Path
-) -> None:
-    """The demo's simulated 5060 Ti lists a job's process holding 1 GiB where its task names no need
-    (what the monitor reads per process on real GPUs): the run's peak is kept with its family, and the
-    family's next task, naming a model predicted at 0.5 GiB, counts the 1 GiB its last run reached."""
-    small = tmp_path / "small.safetensors"
-    write_safetensors(small, {"w": ("F16", [256, 1024, 1024])})  # 0.5 GiB
-    mark = tmp_path / "go"
+def _run_holding_memory(client: ipc.IpcClient, tmp_path: Path, family: str) -> None:
+    """One run of ``family`` on the simulated 5060 Ti, which lists its process holding 1 GiB (what the
+    monitor reads per process on real GPUs), held until a sample showed it and one more tick passed:
+    its peak is kept with the family."""
+    mark = tmp_path / f"go-{family}"
     waits = f"import os, time\nwhile not os.path.exists({str(mark)!r}): time.sleep(0.05)"
     first = client.ask(rq.Run(argv=[PY, "-c", waits], name="first",
-                              overrides={"family": "blur", "device_prefs": ["5060ti"]})).tasks[0]  # fmt: skip
+                              overrides={"family": family, "device_prefs": ["5060ti"]})).tasks[0]  # fmt: skip
 
     def seen_holding() -> bool:
         snapshot = client.ask(rq.Status()).snapshot
@@ -171,8 +167,45 @@ def test_a_familys_recent_peak_counts_when_it_is_more_than_the_prediction(
     time.sleep(1.5)  # one more monitor tick (1 s) while it holds it: the peak is read from the samples
     mark.touch()
     wait_for(lambda: client.ask(rq.Get(id=first.id)).task.state == "succeeded", what="the first run")
+
+
+def test_a_familys_recent_peak_counts_when_it_is_more_than_the_prediction(
+    client: ipc.IpcClient, tmp_path: Path
+) -> None:
+    """The demo's simulated 5060 Ti lists a job's process holding 1 GiB where its task names no need:
+    the run's peak is kept with its family, and the family's next task, naming a model predicted at
+    0.5 GiB, counts the 1 GiB its last run reached."""
+    small = tmp_path / "small.safetensors"
+    write_safetensors(small, {"w": ("F16", [256, 1024, 1024])})  # 0.5 GiB
+    _run_holding_memory(client, tmp_path, "blur")
     an_hour_on = {"family": "blur", "start_at": time.time() + 3600}
     later = client.ask(rq.Run(argv=[PY, "-c", "pass", str(small)], overrides=an_hour_on)).tasks[0]
     assert later.vram_need == math.ceil(0.5 * GiB * (1 + MARGIN))  # the submit's own answer: the files
     (listed,) = [t for t in client.ask(rq.Queue(all=False)).tasks if t.id == later.id]
     assert listed.vram_need == GiB and listed.vram_need_source == "the peak of its recent runs, 1.0 GiB"
+
+
+def test_tasks_whose_family_learned_a_need_start_on_every_device_they_name(
+    client: ipc.IpcClient, tmp_path: Path
+) -> None:
+    """Three tasks of a family whose last run taught it 1 GiB, ``--device 5060ti,780m,cpu --on-busy
+    redirect``, all start once the queue resumes and all succeed.
+
+    Before (accbb11 until 5f331dc and d656fdc): the pass placed the copy of each record that carried the
+    learned need, the start compared that spec with the stored one, found them different and asked for
+    another pass, which placed the same copy again: the tasks stayed ``queued`` with no reason while
+    every device was free (the crash-kill bench's "stuck" tasks)."""
+    _run_holding_memory(client, tmp_path, "upscale")
+    client.ask(rq.Pause())  # all three planned in the same pass, as a burst of submits is
+    overrides = {"family": "upscale", "device_prefs": ["5060ti", "780m", "cpu"], "on_busy": "redirect"}
+    ids = [client.ask(rq.Run(argv=[PY, "-c", "pass"], name=f"t{i}", overrides=overrides)).tasks[0].id
+           for i in range(3)]  # fmt: skip
+    listed = [t for t in client.ask(rq.Queue(all=False)).tasks if t.id in ids]
+    assert [t.vram_need for t in listed] == [GiB] * 3  # the learned need, which the pass plans with
+    client.ask(rq.Resume())
+
+    def ended() -> list[str] | None:
+        states = [client.ask(rq.Get(id=i)).task.state for i in ids]
+        return states if all(s in ("succeeded", "failed", "cancelled") for s in states) else None
+
+    assert wait_for(ended, what="the three tasks to end") == ["succeeded"] * 3
