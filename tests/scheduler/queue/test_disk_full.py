@@ -8,11 +8,9 @@ A read-only data folder is a clear message at start.
 
 from __future__ import annotations
 
-import errno
 import io
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,13 +19,12 @@ from pathlib import Path
 
 import pytest
 from cli import gputray
+from small_disk import Daemon, fill, mount_tmpfs, pad_to_page, small_disk
 from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.log_setup import PrivateRotatingFileHandler
-from gputray.scheduler.paths import Paths
-from gputray.scheduler.protocol import R
 from gputray.scheduler.queue.saved_queue import read_saved_task
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.tasks.records import TaskSpec
@@ -35,89 +32,10 @@ from gputray.scheduler.tasks.records import TaskSpec
 PY = sys.executable
 
 
-def _mount_tmpfs(where: Path, size: str) -> None:
-    if os.name != "posix" or os.geteuid() != 0:
-        pytest.skip("mounting a small file system for a real full disk needs root (the CI runs as root)")
-    where.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-
-
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "fs"
-    _mount_tmpfs(mnt, "8m")
-    try:
+    with small_disk(tmp_path / "fs", "8m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
-def fill(folder: Path) -> Path:
-    """Write a file until the file system has not one byte left."""
-    filler = folder / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for size in (1 << 20, 64 << 10, 4 << 10, 256, 1):
-            chunk = b"\0" * size
-            try:
-                while True:
-                    os.write(fd, chunk)
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    return filler
-
-
-def pad_to_page(log_file: Path, page: int = 4096) -> None:
-    """Fill the last page of ``log_file`` (tmpfs gives files whole pages: what fits there still works)."""
-    gap = -log_file.stat().st_size % page
-    if gap:
-        with log_file.open("a") as f:
-            f.write("-" * (gap - 1) + "\n")
-
-
-class Daemon:
-    def __init__(self, home: Path, out: Path) -> None:
-        self.home = home
-        self.paths = Paths(home / "config", home / "data", home / "state", home / "run")
-        self.env = {**os.environ, "GPUTRAY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-        self.stderr_path = out
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Daemon:
-        with self.stderr_path.open("a") as err:
-            self.proc = subprocess.Popen(
-                [PY, "-m", "gputray.gui.entry", "daemon", "--demo"],
-                env=self.env,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                start_new_session=True,
-            )
-        wait_for(self._ready, 60, "the daemon to answer")
-        return self
-
-    def _ready(self) -> bool:
-        assert self.proc is not None and self.proc.poll() is None, self.stderr_path.read_text()
-        try:
-            return bool(ipc.ask(self.paths, rq.Ping()).ready)
-        except ipc.IpcError:
-            return False
-
-    def ask(self, request: rq.Request[R]) -> R:
-        return ipc.ask(self.paths, request)
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
 
 
 def test_a_job_that_ends_on_a_full_disk_is_recorded_when_space_returns(
@@ -206,7 +124,7 @@ def test_the_log_on_a_full_disk_says_so_once_and_comes_back(small_fs: Path) -> N
 def test_a_read_only_data_folder_is_a_clear_message_at_start(tmp_path: Path) -> None:
     home = tmp_path / "home"
     data = home / "data"
-    _mount_tmpfs(data, "4m")
+    mount_tmpfs(data, "4m")
     try:
         store = TaskStore(data / "queue.sqlite3")
         store.add(TaskSpec(kind="command", name="saved before", argv=("true",)))
