@@ -70,10 +70,12 @@ def find_residents(kinds: Iterable[ResidentKind]) -> list[Found]:
 
     kinds = tuple(kinds)
     hits: dict[int, tuple[ResidentKind, psutil.Process]] = {}
-    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+    for proc in psutil.process_iter():
+        # each read on its own: a process may be gone or not ours to read, and under Wine reading a
+        # system process's name raises a bare OSError (WinError 87) that psutil's attrs= does not catch
         try:
-            name = proc.info["name"] or ""
-            cmdline = " ".join(proc.info["cmdline"] or ())
+            name = proc.name() or ""
+            cmdline = " ".join(proc.cmdline() or ())
         except Exception:
             continue
         kind = next((k for k in kinds if k.matches(name, cmdline)), None)

@@ -55,11 +55,11 @@ def kill_marked(task_id: int | None, queue_file: str | None, *, session: int | N
     wanted = {"GPUTRAY_TASK_ID": str(task_id), QUEUE_FILE_VAR: queue_file}
     marked = task_id is not None and queue_file is not None
     found = []
-    for proc in psutil.process_iter(["environ"] if marked else []):
+    for proc in psutil.process_iter():  # each read on its own (Wine raises bare OSErrors attrs= lets out)
         if proc.pid == os.getpid():
             continue
         with contextlib.suppress(psutil.Error, OSError):
-            ours = marked and all((proc.info.get("environ") or {}).get(k) == v for k, v in wanted.items())
+            ours = marked and all((proc.environ() or {}).get(k) == v for k, v in wanted.items())
             if not ours and session is not None and sys.platform != "win32":
                 ours = os.getsid(proc.pid) == session
             if ours and proc.status() != psutil.STATUS_ZOMBIE:  # a zombie is dead: nothing to stop
