@@ -47,6 +47,8 @@ commands (the command line client; `gputray COMMAND --help` explains each):
   resume     start tasks again on a device (or all)
   pause-job  freeze one running job (its GPU memory freed where cuda-checkpoint can)
   resume-job thaw a job paused with pause-job
+  residents  the GPU servers that hold memory (Ollama, ComfyUI, llama-server ...): models, idle time
+  free-resident NAME  ask an idle one, through its own API, to let go of its GPU memory now
   schedule   submit a task file on a cron schedule
   envs       the Python environments jobs run in
   doctor     prove which env works on which GPU, with a real kernel

@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGINT dispositions are POSIX")
 TESTS = Path(__file__).resolve().parent
 CTRL_C_TESTS = [
-    "scheduler/test_status_cmd.py::test_status_watch_refreshes_until_interrupted",
+    "scheduler/cli/test_status_cmd.py::test_status_watch_refreshes_until_interrupted",
     "monitor/test_process_group.py::test_ctrl_c_while_the_child_starts_kills_it_and_still_interrupts",
 ]
 
