@@ -464,10 +464,19 @@ class JobRuns:
     def clock_set(self, jump_s: float) -> None:
         """The wall clock was set by ``jump_s``: a running job's start moves with it, so that how long
         it has run (`queue`'s DUR, the estimates' time left) stays true; its end is measured by the
-        monotonic clock (``_on_exit``)."""
+        monotonic clock (``_on_exit``). Where the job's monotonic start is known its start is put where
+        that says (now less how long it has run), not moved by ``jump_s``: a job that started between
+        the jump and the look that saw it already has its start on the new clock."""
         for rec in self.store.list(states=("running",)):
-            if rec.started_at is not None:
-                self.store.apply(rec.id, life.ClockSet(jump_s=jump_s), expect_state="running")
+            if rec.started_at is None:
+                continue
+            run = self.jobs.get(rec.id)
+            move = jump_s
+            if run is not None and run.started_mono is not None:
+                move = self.queue.clock() - (time.monotonic() - run.started_mono) - rec.started_at
+                if abs(move) < 1.0:
+                    continue
+            self.store.apply(rec.id, life.ClockSet(jump_s=move), expect_state="running")
 
     def _on_exit(self, task_id: int, job: Job, code: int) -> None:
         """Watcher thread: record how the job ended, apply the retry policy, dispatch the next one.
