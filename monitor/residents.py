@@ -7,6 +7,10 @@ llama-swap's), finds the port each listens on, asks its API (``resident_api.prob
 monitor's per-process rows (NVML, DRM fdinfo, KFD, the simulated GPUs) for the device it uses and,
 where its API does not say, what it holds. Idle since: the last time it was seen serving (its API said
 busy, its activity token moved, or its processes used the GPU), or since it was first seen.
+
+The whole process table (a name and a command line for each of a desktop's ~500 processes) is read
+at most every ``FULL_WALK_S``, or sooner when a process the walk has not seen starts using a GPU (a
+resident loading a model); between walks the residents already found are followed while they live.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from gputray.monitor.resident_api import Probe, probe
 from gputray.monitor.resident_kinds import BUILTIN, ResidentKind
 
 BUSY_UTIL_PERCENT = 5.0  # a resident's processes using more of a GPU than this are serving
+FULL_WALK_S = 30.0  # the process table read whole at most this often (module docstring)
 
 
 @dataclass(frozen=True)
@@ -114,12 +119,33 @@ class ResidentWatch:
         self._prober = prober
         self._seen: dict[int, _Seen] = {}
         self.latest: tuple[ResidentView, ...] = ()
+        self._found: list[Found] | None = None  # the last walk's residents
+        self._walked_at = 0.0
+        self._gpu_pids_walked: frozenset[int] = frozenset()  # the GPU users when the walk was made
+
+    def _residents_now(self, snapshot: Snapshot | None, now: float) -> list[Found]:
+        """The last walk's residents that still live, or a new walk when one is due (module docstring)."""
+        import psutil
+
+        gpu_pids = frozenset(p.pid for p in snapshot.processes) if snapshot else frozenset()
+        found = self._found
+        if (
+            found is None
+            or not 0 <= now - self._walked_at < FULL_WALK_S
+            or not gpu_pids <= self._gpu_pids_walked
+        ):
+            found = self._finder(self.kinds)
+            self._walked_at, self._gpu_pids_walked = now, gpu_pids
+        else:
+            found = [f for f in found if psutil.pid_exists(f.pid)]
+        self._found = found
+        return found
 
     def look(self, snapshot: Snapshot | None) -> tuple[ResidentView, ...]:
         now = self._clock()
         views = []
         alive = set()
-        for found in self._finder(self.kinds):
+        for found in self._residents_now(snapshot, now):
             alive.add(found.pid)
             views.append(self._view(found, self._prober(found), snapshot, now))
         for pid in set(self._seen) - alive:
