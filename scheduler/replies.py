@@ -5,8 +5,6 @@ owner of another version answering a field this one does not know, or a wrong ty
 Times are epoch seconds or None; ``commands.common.task_json`` writes the ``--json`` document.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -47,11 +45,11 @@ class Paused(msgspec.Struct, frozen=True, rename={"all": "queue"}):
     all: bool = False
     devices: frozenset[str] = frozenset()
 
-    def pausing(self, key: str | None) -> Paused:
+    def pausing(self, key: str | None) -> "Paused":
         """Paused also: the device ``key``, or the whole queue (None)."""
         return Paused(all=key is None or self.all, devices=self.devices | ({key} if key else set()))
 
-    def resuming(self, key: str | None) -> Paused:
+    def resuming(self, key: str | None) -> "Paused":
         """Resumed: the device ``key``, or (None) the whole queue *and* every device."""
         return Paused() if key is None else Paused(all=self.all, devices=self.devices - {key})
 
@@ -84,7 +82,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
     state: str
     device: str | None = None
     env: str | None = None
-    reason: reason_codes.Reason | None = None  # words: ``reasons.render_for(state, reason, language)``
+    reason: "reason_codes.Reason | None" = None  # words: ``reasons.render_for(state, reason, language)``
     exit_code: int | None = None
     attempts: int = 0
     submitted_at: float | None = None
@@ -126,7 +124,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
         return "paused" if self.state == "running" and self.paused_at is not None else self.state
 
     @classmethod
-    def of(cls, r: TaskRecord, offer: Offer | None = None) -> TaskView:
+    def of(cls, r: "TaskRecord", offer: Offer | None = None) -> "TaskView":
         from gputray.scheduler.tasks.family import family_of
 
         s = r.spec
@@ -143,7 +141,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
         )  # fmt: skip
 
 
-def _need_source(spec: task_records.TaskSpec) -> str:
+def _need_source(spec: "task_records.TaskSpec") -> str:
     if spec.vram_bytes is not None:
         return "vram"
     return spec.vram_need_source or ""
@@ -159,7 +157,7 @@ def average_power_w(energy_j: float | None, started_at: float | None, ended_at: 
     return energy_j / (ended_at - started_at)
 
 
-def views(records: Iterable[TaskRecord]) -> Tasks:
+def views(records: "Iterable[TaskRecord]") -> "Tasks":
     return tuple(TaskView.of(r) for r in records)
 
 
@@ -177,7 +175,7 @@ class DeviceVerdict(Reply, frozen=True):
 
     key: str
     busy: bool | None
-    reasons: tuple[busy_why.BusyWhy, ...]  # words: ``reasons.render``
+    reasons: "tuple[busy_why.BusyWhy, ...]"  # words: ``reasons.render``
     simulated: bool
 
 
@@ -185,16 +183,16 @@ class StatusReply(Reply, frozen=True):
     pid: int
     demo: bool
     # the monitor's latest readings (`status --json`: monitor.serialize)
-    snapshot: monitor_records.Snapshot | None
+    snapshot: "monitor_records.Snapshot | None"
     devices: tuple[DeviceVerdict, ...]
     paused: Paused
     counts: dict[str, int]
     monitor_failures: int
     monitor_last_failure: str | None
     # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner passes on
-    cluster: cluster_records.ClusterStatus | None = None
+    cluster: "cluster_records.ClusterStatus | None" = None
     # the GPU servers running here (Ollama, ComfyUI …: queue/make_room.py), and the time they were seen
-    residents: tuple[monitor_residents.ResidentView, ...] = ()
+    residents: "tuple[monitor_residents.ResidentView, ...]" = ()
     now_s: float | None = None
     taken: dict[str, str] = {}  # device key -> the exclusive app (a game) using it: our jobs there paused
 
@@ -237,7 +235,7 @@ class TaskReply(Reply, frozen=True):
     """``retry``, ``move``, ``edit``: the task; ``get`` also its spec and pid."""
 
     task: TaskView
-    spec: task_records.TaskSpec | None = None
+    spec: "task_records.TaskSpec | None" = None
     pid: int | None = None
 
 
@@ -284,7 +282,7 @@ class ScheduleView(Reply, frozen=True):
     name: str
     cron: str
     task_file: str
-    overrides: task_records.TaskPatch
+    overrides: "task_records.TaskPatch"
     created_at: float
     last_run_at: float | None
     next_run_at: float | None
@@ -305,15 +303,15 @@ class ClusterSynced(Reply, frozen=True):
     """The cluster bridge's view of the tasks that concern it: whole records, spec and queue fields."""
 
     machine: str
-    tasks: tuple[task_records.TaskRecord, ...]
+    tasks: "tuple[task_records.TaskRecord, ...]"
     stopping: bool
     paused: Paused = Paused()  # this machine's pause now: the bridge looks again at once when it changed
     edited: tuple[int, ...] = ()  # tasks waiting on another machine, edited here since: to take back
 
 
 class ClusterTask(Reply, frozen=True):
-    task: task_records.TaskRecord | None  # None: not in the expected state, see ``now``
-    now: task_records.TaskRecord | None = None
+    task: "task_records.TaskRecord | None"  # None: not in the expected state, see ``now``
+    now: "task_records.TaskRecord | None" = None
     existing: bool | None = None
 
 

@@ -3,8 +3,6 @@ the ones that nest and the ``Reason`` union over both; import them from there (`
 these). Split from ``codes`` to keep each module small; a new reason goes in whichever fits.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 import msgspec
