@@ -54,7 +54,9 @@ def two_lavapipes(folder: Path) -> str:
 
 # The demo pair backed by the two devices: the GeForce RTX 5060 Ti by the patched copy (Vulkan index 0),
 # the Radeon 780M by the system's lavapipe (index 1).
-SCENARIO = '[[vulkan]]\ndevice = "5060ti"\nname = "lavapipe2"\n[[vulkan]]\ndevice = "780m"\nname = "llvmpipe"\n'
+SCENARIO = (
+    '[[vulkan]]\ndevice = "5060ti"\nname = "lavapipe2"\n[[vulkan]]\ndevice = "780m"\nname = "llvmpipe"\n'
+)
 
 
 @contextlib.contextmanager
