@@ -26,8 +26,9 @@ from gputray.monitor.units import GIB
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil ports, symlinked names")
 
 
-def _only(watch: ResidentWatch, name: str) -> ResidentView:
-    views = [v for v in watch.look(None) if v.name == name]
+def _only(watch: ResidentWatch, name: str, pid: int | None = None) -> ResidentView:
+    """The one resident of that name (of that pid: the machine may run a real one beside the stub)."""
+    views = [v for v in watch.look(None) if v.name == name and pid in (None, v.pid)]
     assert len(views) == 1, views
     return views[0]
 
@@ -58,7 +59,7 @@ def test_each_resident_is_found_asked_and_gives_memory_back(
     with resident(tmp_path, api, holds=holds, hold_gib=6) as stub:
         if api == "lmstudio":  # `lms unload --all`, answered as LM Studio's CLI does: through its server
             _stand_in_lms(tmp_path, monkeypatch, stub.port)
-        view = _only(ResidentWatch(), name)
+        view = _only(ResidentWatch(), name, stub.proc.pid)
         assert (view.pid, view.port, view.models, view.answered) == (stub.proc.pid, stub.port, models, True)
         assert not view.busy and view.can_free
         if api in ("ollama", "comfyui"):  # their API says what they hold
