@@ -122,11 +122,12 @@ def test_ollama_and_comfyui_are_found_idle_and_ollama_freed_under_wine(
     comfy_ready, _ = stubs.start(
         embedded, ["-s", "ComfyUI\\main.py", "comfyui", "--port", str(comfy_port)], "comfy", cwd=portable
     )
-    checkout_ready, _ = stubs.start(
+    checkout_ready, _ = stubs.start(  # its command line names no ComfyUI: the folders beside main.py do
         Path(win.python_dir / "python.exe"),
-        ["main.py", "comfyui", "--port", str(checkout_port), "--device", "780m"],
+        ["main.py", "--port", str(checkout_port), "--device", "780m"],
         "checkout",
         cwd=checkout,
+        env={"RESIDENT_STUB_API": "comfyui"},
     )
     wait_for(
         lambda: all(p.exists() for p in (ollama_ready, comfy_ready, checkout_ready)),
