@@ -114,11 +114,14 @@ def test_a_job_through_the_queue_gets_the_vulkan_device_of_its_gpu(owner: Owner,
 def test_a_command_job_gets_wgpus_adapter_name_of_its_gpu(owner: Owner, tmp_path: Path) -> None:
     """wgpu ranks every Vulkan device itself (no index reaches it): the job gets the name of its GPU's
     Vulkan device in wgpu's adapter-name variables (tests/scheduler/test_real_programs.py runs wgpu)."""
-    says = "import os; print('names:', os.environ['WGPU_ADAPTER_NAME'], '|', os.environ['WGPUPY_WGPU_ADAPTER_NAME'])"
+    says = "import os; e = os.environ; print('names:', e['WGPU_ADAPTER_NAME'], '|', e[os.sys.argv[1]])"
     with ipc.IpcClient(owner.paths) as client:
         for device, name in (("5060ti", "lavapipe2 ("), ("780m", "llvmpipe (")):
             reply = client.ask(
-                rq.Run(argv=[sys.executable, "-c", says], overrides={"device_prefs": [device]})
+                rq.Run(
+                    argv=[sys.executable, "-c", says, "WGPUPY_WGPU_ADAPTER_NAME"],
+                    overrides={"device_prefs": [device]},
+                )
             )
             task_id = reply.tasks[0].id
             view = wait_for(
