@@ -216,7 +216,6 @@ def test_vulkan_not_available_gives_no_index() -> None:
     assert vulkan_index_for(KEY_5060, {"PATH": "/nowhere"}, KNOWN, enumerate_fn=nothing) is None
 
 
-
 def test_wgpus_adapter_name_is_the_vulkan_name_only_when_no_other_device_contains_it() -> None:
     """wgpu picks the first adapter whose name contains the value: two cards of one model (or a model
     whose name is inside another's, "RX 7900 XT" in "RX 7900 XTX") get no name, not the wrong card."""
@@ -235,6 +234,7 @@ def test_wgpus_adapter_name_is_the_vulkan_name_only_when_no_other_device_contain
     clear_cache()
     assert adapter_name_for(KEY_5060, base, KNOWN, enumerate_fn=two_radeons) is None
     assert adapter_name_for(KEY_780M, base, KNOWN, enumerate_fn=two_radeons) == xtx.name
+
 
 # ROCm indices from the real KFD topology trees.
 
