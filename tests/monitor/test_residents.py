@@ -89,12 +89,13 @@ def _stand_in_lms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, port: int) ->
 def test_a_resident_serving_a_request_is_busy(tmp_path: Path) -> None:
     holds = tmp_path / "holds"
     with (
-        resident(tmp_path, "comfyui", holds=holds, busy=True),
-        resident(tmp_path, "llama-server", holds=holds, busy=True),
+        resident(tmp_path, "comfyui", holds=holds, busy=True) as comfy,
+        resident(tmp_path, "llama-server", holds=holds, busy=True) as llama,
         resident(tmp_path, "ollama", holds=holds) as ollama,
     ):
         watch = ResidentWatch()
-        views = {v.name: v for v in watch.look(None)}
+        ours = {comfy.proc.pid, llama.proc.pid, ollama.proc.pid}  # not another test's stand-ins
+        views = {v.name: v for v in watch.look(None) if v.pid in ours}
         assert views["ComfyUI"].busy and views["ComfyUI"].idle_since_s is None  # a prompt is running
         assert views["llama-server"].busy  # a slot is processing
         assert not views["Ollama"].busy
@@ -103,8 +104,8 @@ def test_a_resident_serving_a_request_is_busy(tmp_path: Path) -> None:
             f"http://127.0.0.1:{ollama.port}/api/generate", data=body, method="POST"
         )
         urllib.request.urlopen(request, timeout=5).read()
-        assert _only(watch, "Ollama").busy  # it served a request since the last look (expires_at moved)
-        assert not _only(watch, "Ollama").busy
+        assert _only(watch, "Ollama", ollama.proc.pid).busy  # it served a request since the last look
+        assert not _only(watch, "Ollama", ollama.proc.pid).busy
 
 
 def test_a_user_defined_resident_is_found_and_freed_by_its_call(tmp_path: Path) -> None:
@@ -112,7 +113,7 @@ def test_a_user_defined_resident_is_found_and_freed_by_its_call(tmp_path: Path) 
     with resident(tmp_path, "custom", holds=holds, hold_gib=3, program="my-server") as stub:
         call = FreeCall("POST", "/release", '{"all": true}')
         kind = ResidentKind("my-server", "custom", ("my-serv*",), port=stub.port, free_call=call)
-        view = _only(ResidentWatch((kind,)), "my-server")
+        view = _only(ResidentWatch((kind,)), "my-server", stub.proc.pid)
         assert view.port == stub.port and view.can_free
         assert free("custom", view.port, (), call).ok
         wait_for(lambda: _held(holds, stub.proc.pid) == 0, what="the user's resident to give its memory back")
