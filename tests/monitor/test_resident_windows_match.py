@@ -15,6 +15,7 @@ import pytest
 from resident_stubs import STUB
 from waiting import wait_for
 
+from gputray.monitor.resident_api import lms_path
 from gputray.monitor.resident_kinds import BUILTIN, ResidentKind, kind_named
 from gputray.monitor.resident_ports import PortGuess, choose_port, named_ports
 from gputray.monitor.residents import Found, ResidentWatch, _one_per_port
@@ -134,3 +135,16 @@ def test_comfyui_run_as_python_main_py_in_a_checkout_not_named_comfyui(tmp_path:
         for proc in procs:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def test_lms_is_found_where_lm_studio_puts_it_when_not_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("USERPROFILE", str(tmp_path))
+    assert lms_path() is None
+    lms = tmp_path / ".lmstudio" / "bin" / ("lms.exe" if sys.platform == "win32" else "lms")
+    lms.parent.mkdir(parents=True)
+    lms.write_text("")
+    assert lms_path() == str(lms)
