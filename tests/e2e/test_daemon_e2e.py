@@ -224,9 +224,9 @@ def test_wait_redirect_and_cpu_while_an_llm_holds_the_5060ti(daemons: Callable[.
     assert set(listing[redirected]) == {
         "id", "name", "kind", "state", "device", "device_name", "env", "reason", "exit_code", "attempts",
         "submitted_at", "started_at", "ended_at", "log_path", "priority", "after", "after_any", "cwd",
-        "machine", "remote_id", "origin", "energy_j", "energy_shared", "power_avg_w", "prefer", "on_late", "family",
+        "machine", "remote_id", "origin", "energy_j", "energy_shared", "power_avg_w", "prefer", "family",
         "offer", "estimate_s", "paused_at", "paused_s", "vram_need", "vram_need_source", "energy_estimated_s",
-        "progress", "eta_s",
+        "progress", "eta_s", "on_late",
     }  # fmt: skip
     assert listing[redirected]["device_name"] == "Radeon 780M"
     assert listing[redirected]["exit_code"] == 0
