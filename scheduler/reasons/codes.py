@@ -109,6 +109,9 @@ from gputray.scheduler.reasons.leaves import (
     MemoryShort as MemoryShort,
 )
 from gputray.scheduler.reasons.leaves import (
+    MovedLate as MovedLate,
+)
+from gputray.scheduler.reasons.leaves import (
     Need as Need,
 )
 from gputray.scheduler.reasons.leaves import (
@@ -401,6 +404,7 @@ Reason = (
     | Leftovers
     | OutputLost
     | RanOutOfMemory
+    | MovedLate
     | TimedOut
     | KilledBy
     | ExitedWith

@@ -109,6 +109,17 @@ def _ran_out_of_memory(r: c.RanOutOfMemory, s: Say) -> str:
     return f"{said}; no device it may use has that free" + (f" ({tried})" if tried else "")
 
 
+@says(c.MovedLate)
+def _moved_late(r: c.MovedLate, s: Say) -> str:
+    would = "would have ended" if s.finished else "would end"
+    frees = f", as it frees in {s.about(r.wait_s)}" if r.wait_s > 0 else ""
+    done = f"{r.done * 100:.0f} % after {s.duration(r.after_s)}"
+    return (
+        f"moved to {_where(r.to_device)}: on {_where(r.from_device)} it {would} in {s.about(r.left_s)} "
+        f"({done}); there in {s.about(r.there_s)}{frees}"
+    )
+
+
 @says(c.TimedOut)
 def _timed_out(r: c.TimedOut, s: Say) -> str:
     return f"timed out after {r.timeout_s:g} s"

@@ -97,6 +97,17 @@ def _ran_out_of_memory(r: c.RanOutOfMemory, s: Say) -> str:
     return f"{said}。使えるデバイスにそれだけの空きがありません" + (f"（{tried}）" if tried else "")
 
 
+@says(c.MovedLate)
+def _moved_late(r: c.MovedLate, s: Say) -> str:
+    moved = "移して実行しました" if s.finished else "移しました"
+    frees = f"、空くまで {s.about(r.wait_s)}" if r.wait_s > 0 else ""
+    done = f"{s.duration(r.after_s)} で {r.done * 100:.0f} %"
+    return (
+        f"{_where(r.to_device)} に{moved}。{_where(r.from_device)} では終了まで {s.about(r.left_s)}"
+        f"（{done}）、移した先では {s.about(r.there_s)} で完了{frees}"
+    )
+
+
 @says(c.TimedOut)
 def _timed_out(r: c.TimedOut, s: Say) -> str:
     return f"{r.timeout_s:g} 秒でタイムアウト"
