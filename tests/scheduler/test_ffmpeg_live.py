@@ -113,50 +113,60 @@ def test_an_ffmpeg_upscale_through_the_video_recipe_shows_its_progress_while_it_
         )  # fmt: skip
         assert submitted.returncode == 0, submitted.stderr
         task_id = int(submitted.stdout.split()[0].lstrip("#"))
-        with ipc.IpcClient(owner.paths) as client:
+        try:
+            with ipc.IpcClient(owner.paths) as client:
 
-            def now() -> TaskView:
-                return client.ask(rq.Get(id=task_id)).task
+                def now() -> TaskView:
+                    return client.ask(rq.Get(id=task_id)).task
 
-            def said() -> str:
-                view = now()
-                return Path(str(view.log_path)).read_text(errors="replace") if view.log_path else ""
+                def said() -> str:
+                    view = now()
+                    return Path(str(view.log_path)).read_text(errors="replace") if view.log_path else ""
 
-            def progressed() -> TaskView | None:
-                view = now()
-                return (
-                    view
-                    if view.state in ENDED or (view.state == "running" and (view.progress or 0) > 0)
-                    else None
+                def progressed() -> TaskView | None:
+                    view = now()
+                    return (
+                        view
+                        if view.state in ENDED or (view.state == "running" and (view.progress or 0) > 0)
+                        else None
+                    )
+
+                seen = wait_for(progressed, what="ffmpeg's progress", timeout_s=180)
+                feeder.seen.set()
+                assert seen.state == "running" and seen.progress is not None and 0 < seen.progress < 1, said()
+                log = said()
+                assert f"Duration: 00:00:{CLIP_S:02d}.00" in log, log
+
+                # ffmpeg waits for the rest of its input: its last line stands, and the queue's figure is it
+                def agrees() -> bool:
+                    last = _last_time_s(said())
+                    return last is not None and now().progress == pytest.approx(last / CLIP_S)
+
+                wait_for(
+                    agrees,
+                    what="the queue's progress to be ffmpeg's time over the clip's duration",
+                    timeout_s=60,
                 )
-
-            seen = wait_for(progressed, what="ffmpeg's progress", timeout_s=180)
+                held = wait_for(
+                    lambda: (t := now()).eta_s is not None and t, what="a time left", timeout_s=60
+                )
+                assert held.state == "running" and held.eta_s is not None and held.eta_s > 0
+                listed = gputray("queue", home=tmp_path / "home")
+                lines = listed.stdout.splitlines()
+                at = next(i for i, line in enumerate(lines) if line.startswith("ID "))
+                header, rows = lines[at], lines[at + 1 :]
+                assert "PROGRESS" in header.split(), listed.stdout
+                row = next(r for r in rows if r.split()[0].lstrip("#") == str(task_id))
+                assert re.search(r"\b\d{1,2}% ~", row), listed.stdout
+                feeder.release.set()
+                done = wait_for(
+                    lambda: (t := now()).state in ("succeeded", "failed") and t,
+                    what="the upscale",
+                    timeout_s=180,
+                )
+        finally:  # ffmpeg gets the rest of its input and ends, whatever failed: nothing outlives the test
             feeder.seen.set()
-            assert seen.state == "running" and seen.progress is not None and 0 < seen.progress < 1, said()
-            log = said()
-            assert f"Duration: 00:00:{CLIP_S:02d}.00" in log, log
-
-            # ffmpeg waits for the rest of its input: its last line stands, and the queue's figure is it
-            def agrees() -> bool:
-                last = _last_time_s(said())
-                return last is not None and now().progress == pytest.approx(last / CLIP_S)
-
-            wait_for(
-                agrees, what="the queue's progress to be ffmpeg's time over the clip's duration", timeout_s=60
-            )
-            held = wait_for(lambda: (t := now()).eta_s is not None and t, what="a time left", timeout_s=60)
-            assert held.state == "running" and held.eta_s is not None and held.eta_s > 0
-            listed = gputray("queue", home=tmp_path / "home")
-            lines = listed.stdout.splitlines()
-            at = next(i for i, line in enumerate(lines) if line.startswith("ID "))
-            header, rows = lines[at], lines[at + 1 :]
-            assert "PROGRESS" in header.split(), listed.stdout
-            row = next(r for r in rows if r.split()[0].lstrip("#") == str(task_id))
-            assert re.search(r"\b\d{1,2}% ~", row), listed.stdout
             feeder.release.set()
-            done = wait_for(
-                lambda: (t := now()).state in ("succeeded", "failed") and t, what="the upscale", timeout_s=180
-            )
     feeder.join(30)
     log = Path(str(done.log_path)).read_text(errors="replace")
     assert feeder.error is None and done.state == "succeeded", f"{feeder.error}\n{log}"
