@@ -75,3 +75,9 @@ class DoorsContract(Contract):
                 f"- {bad.importer} -> {bad.imported} (l.{lines}): not through a door", bold=False
             )
             output.new_line()
+        if check.metadata["illegal"]:
+            doors = ", ".join(door.name for door in self.doors)  # type: ignore[attr-defined]
+            output.print_error(
+                f"Import it from a door ({doors}): add its name there if it is missing.", bold=False
+            )
+            output.new_line()
