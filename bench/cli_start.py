@@ -3,8 +3,9 @@
 
 A real `gputray daemon --demo` owns a throw-away queue, paused, with a few tasks in it. Its folders are
 in a temp dir through the XDG variables (not GPUTRAY_HOME), so each command finds them as a user's
-does: through platformdirs, or what an earlier command remembered of its answer (`paths_cache`). Each round runs every command once, one after another (interleaved, so a burst of
-load from elsewhere lands on all of them alike), through the installed console script `gputray`, as a
+does: through platformdirs, or what an earlier command remembered of its answer (`paths_cache`).
+Each round runs every command once, one after another (interleaved, so a burst of load from
+elsewhere lands on all of them alike), through the installed console script `gputray`, as a
 person or a script calls it; the figure is the median over the rounds (and the fastest round, the
 closest to an idle machine). PYTHONDONTWRITEBYTECODE is dropped for the commands: an installed
 gputray has its bytecode compiled (pip does it), and compiling our sources on every start would

@@ -217,6 +217,8 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
             "gputray.monitor.sysfs",
             "gputray.monitor.residents",
             "gputray.monitor.resident_kinds",
+            "gputray.monitor.resident_ports",
+            "gputray.monitor.proc_name",
         },
     ),
 }
