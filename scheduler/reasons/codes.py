@@ -179,6 +179,9 @@ from gputray.scheduler.reasons.leaves import (
     SlotsTaken as SlotsTaken,
 )
 from gputray.scheduler.reasons.leaves import (
+    StartCutShort as StartCutShort,
+)
+from gputray.scheduler.reasons.leaves import (
     StartedBeforeEdit as StartedBeforeEdit,
 )
 from gputray.scheduler.reasons.leaves import (
@@ -398,6 +401,7 @@ Reason = (
     | Cancelled
     | LostWhileRunning
     | OwnerStopped
+    | StartCutShort
     | SupervisorKilled
     | Leftovers
     | OutputLost

@@ -277,6 +277,12 @@ class OwnerStopped(Code, frozen=True):
     stopped_leftover: bool = False  # its leftover process was stopped
 
 
+class StartCutShort(Code, frozen=True):
+    """gputray stopped after it chose the task to start and before its job began: queued again."""
+
+    stopped_leftover: bool = False  # a process carrying its marks was stopped
+
+
 class SupervisorKilled(Code, frozen=True):
     at_start: bool  # killed as the job started (else: how the job ended is unknown)
     stopped: int = 0  # processes of the job stopped

@@ -12,6 +12,7 @@ says = JA.says
 _STATES = {
     "queued": "キュー内",
     "waiting": "待機中",
+    "starting": "起動中",
     "running": "実行中",
     "succeeded": "成功",
     "failed": "失敗",
