@@ -231,12 +231,14 @@ class _Reach:
         return sorted(found)
 
     def signal(self, sig: int) -> None:
+        """``sig`` once to each process in reach: its group at once, the others (in the cgroup, or
+        descendants that left the group) one by one. A second SIGTERM is "hurry" to some programs
+        (llama-server: "Received second interrupt, terminating immediately.")."""
         _signal_group(self.job_pid, sig)
-        if self.cgroup is not None:
-            self.cgroup.signal_all(sig)
-        for pid in self.pids():
+        for pid in self.pids():  # the cgroup's too (pids() reads it)
             with contextlib.suppress(OSError):
-                os.kill(pid, sig)
+                if sys.platform == "win32" or os.getpgid(pid) != self.job_pid:
+                    os.kill(pid, sig)
 
     def stop_all(self, reaper: Reaper | None, grace_s: float) -> int:
         """SIGTERM everything in reach, SIGKILL what is left after ``grace_s``; how many there were."""

