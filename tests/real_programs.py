@@ -1,27 +1,18 @@
 """What the tests of other people's programs share (tests/scheduler/test_real_programs.py,
-test_real_llama_server.py): a cached venv holding a program's wheel, and a demo owner whose two GPUs
-are two real lavapipe Vulkan devices (tests/two_lavapipes.py): the 5060 Ti ``lavapipe2 …``, the
-780M ``llvmpipe …``."""
+test_real_llama_server.py): the switch that runs them, a cached venv holding a program's wheel, and the
+key of the demo 780M (backed by lavapipe's ``llvmpipe …`` in tests/two_lavapipes.py's demo)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from real_owner import home_paths
-from two_lavapipes import two_lavapipes
-
-from gputray.scheduler.owner import Owner
 
 HEAVY = pytest.mark.skipif(
     not os.environ.get("GPUTRAY_REAL_PROGRAMS"), reason="heavy: GPUTRAY_REAL_PROGRAMS=1"
-)
-SCENARIO = (
-    '[[vulkan]]\ndevice = "5060ti"\nname = "lavapipe2"\n[[vulkan]]\ndevice = "780m"\nname = "llvmpipe"\n'
 )
 RADEON_780M_KEY = "pci:0000:64:00.0"
 
@@ -43,17 +34,3 @@ def cached_venv(name: str, requirement: str, check: str, *more: str) -> Path:
     if tried.returncode != 0:
         pytest.skip(f"{requirement} does not load here: {tried.stderr.strip()[-300:]}")
     return python
-
-
-def two_lavapipe_owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Owner]:
-    """A started demo owner on the two lavapipes (a fixture's body: yields it, stops it)."""
-    monkeypatch.setenv("VK_ICD_FILENAMES", two_lavapipes(tmp_path / "icd"))
-    paths = home_paths(tmp_path, monkeypatch)
-    scenario = tmp_path / "two_lavapipes.toml"
-    scenario.write_text(SCENARIO)
-    owner = Owner(paths, demo=True, scenario=scenario)
-    owner.start()
-    try:
-        yield owner
-    finally:
-        owner.stop()

@@ -15,6 +15,8 @@
   ``ggml_vk_instance_init``); with it, exactly the devices it names, in ``vkEnumeratePhysicalDevices``
   order. A value from the user's shell is dropped; one the task's own ``env`` sets stands only where
   gputray knows no index.
+- A command or Vulkan job on a GPU with a Vulkan device behind it: wgpu's adapter-name variables naming
+  that device (``launch_plan.wgpu_adapter_env``), passed in as ``extra``: wgpu takes no Vulkan index.
 - Then the Python env's extra variables (``HSA_OVERRIDE_GFX_VERSION`` …), then the task's own ``env``
   (placeholders such as ``{vk_index}`` filled in), then ``GPUTRAY_TASK_ID`` and ``GPUTRAY_DEVICE``.
 

@@ -63,6 +63,35 @@ def vulkan_selection_index(
     return default_vk_index(info, env, known)
 
 
+#: wgpu's adapter choice by name: wgpu-py's request_adapter reads ``WGPUPY_WGPU_ADAPTER_NAME`` (pygfx/wgpu-py
+#: #779); Rust programs that call ``wgpu::util::initialize_adapter_from_env`` read ``WGPU_ADAPTER_NAME``.
+#: Nothing else steers wgpu: it enumerates every Vulkan device itself and ranks them by power preference,
+#: whatever index a job was given (docs/queue.md, "Vulkan programs").
+WGPU_NAME_VARS = ("WGPU_ADAPTER_NAME", "WGPUPY_WGPU_ADAPTER_NAME")
+
+
+def wgpu_adapter_env(
+    spec_kind: str, info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]
+) -> dict[str, str]:
+    """wgpu's adapter-name variables naming the Vulkan device of ``info``, for a command or Vulkan job on
+    a GPU with a Vulkan device behind it whose name no other device's contains; {} otherwise (a torch
+    job, the CPU, a simulated GPU with no real device, a name two devices share)."""
+    if (
+        spec_kind not in ("vulkan", "command")
+        or info.kind == "cpu"
+        or (info.simulated and not info.vulkan_name)
+    ):
+        return {}
+    try:
+        from gputray.monitor.device_map import adapter_name_for
+
+        name = adapter_name_for(info.key, env, known)
+    except Exception:  # optional: a broken Vulkan stack must not stop the queue
+        log.exception("Vulkan device name lookup failed")
+        return {}
+    return {} if name is None else dict.fromkeys(WGPU_NAME_VARS, name)
+
+
 def selection_header(pair: PairResult) -> str:
     """The log header's lines on how the job was pointed at its device and what torch saw there."""
     if pair.selection is None:
@@ -128,12 +157,12 @@ def prepare_launch(
     out: str | None = None
     rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
     values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
-    probe_env = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
-    vulkan_index = vulkan_selection_index(spec, info, probe_env, known)
+    probe = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
+    vulkan_index = vulkan_selection_index(spec, info, probe, known)
     if spec.fills_placeholders:
         vk_index = None
         if uses_placeholder(spec, "vk_index"):
-            vk_index = vulkan_index if vulkan_index is not None else default_vk_index(info, probe_env, known)
+            vk_index = vulkan_index if vulkan_index is not None else default_vk_index(info, probe, known)
         values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
         if uses_placeholder(spec, "out"):
             wanted = values["out"]
@@ -142,11 +171,12 @@ def prepare_launch(
                 notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
     argv = render_argv(spec, values, python=python)
     selection = pair.selection if pair is not None else None
+    wgpu = wgpu_adapter_env(spec.kind, info, probe, known)
     env = build_env(
         base_env,
         info,
         task_id=task.id,
-        extra=extra_env,
+        extra={**wgpu, **extra_env},
         task_env=spec.env,
         values=values,
         rocm_index=rocm,
@@ -157,8 +187,8 @@ def prepare_launch(
         activate_python(env, python)
     env[QUEUE_FILE_VAR] = queue_file  # lets crash recovery find the job before its pid is saved
     gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-    vulkan_var = env.get(VULKAN_SELECTION_VAR)
     torch_device = env.get(TORCH_DEVICE_VAR)  # a torch job's: the device its script is to use
+    vulkan_var = env.get(VULKAN_SELECTION_VAR)  # ggml's Vulkan device: ours, or "" on the CPU
     header = (
         f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
         f" at {local_iso(now_s)} ===\n"
@@ -166,6 +196,7 @@ def prepare_launch(
         + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
         + (f"{TORCH_DEVICE_VAR}={torch_device}\n" if torch_device else "")
         + (f"{VULKAN_SELECTION_VAR}={vulkan_var}\n" if vulkan_var is not None else "")
+        + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in wgpu)  # wgpu's adapter, by its Vulkan name
         + (selection_header(pair) if pair is not None else "")
         + (f"note: {said}\n" if said else "")
         + "".join(f"{n}\n" for n in notes[1 if said else 0 :])

@@ -18,7 +18,6 @@ The supervisor's files beside ``task-N.log`` (lock, run, exit, stop) and reading
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import signal
@@ -27,9 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, cast
-
-import psutil
+from typing import Any, cast
 
 from gputray.scheduler.jobs import freeze, reach, supervisor, win_job
 from gputray.scheduler.jobs.job_files import (
@@ -45,53 +42,28 @@ from gputray.scheduler.jobs.job_files import (
 )
 from gputray.scheduler.jobs.job_log import DEFAULT_LOG_MAX_BYTES
 from gputray.scheduler.jobs.orphans import kill_marked, marks_of
+from gputray.scheduler.jobs.process_tree import (
+    escalate_kill,
+    kill_tree,
+    process_create_time,
+    stop_leftover,
+    terminate_tree,
+)
 from gputray.scheduler.jobs.supervisor_link import (
     HOST,
-    SUPERVISOR_START_TIMEOUT_S,
     Silent,
     SupervisorLink,
     is_stopped,
-    popen_supervisor,
 )
-from gputray.scheduler.paths import make_private_dir, open_private_append
+from gputray.scheduler.jobs.supervisor_start import MAX_CONTINUES, LaunchFailed, start_supervised
+from gputray.scheduler.paths import make_private_dir
 
 GRACE_S = 3.0  # from SIGTERM to SIGKILL when a job is stopped
 STOP_CHECK_S = 1.0  # a job's watcher, while its supervisor is silent: how often it looks if it was stopped
 ADOPTED_LOOK_S = 0.25  # an adopted job's supervisor (not our child): how often its lock is looked at
-RECORDED_S = 10.0  # after the pid: how long the launch waits for "recorded" (the run file is written)
-MAX_CONTINUES = 3  # a supervisor stopped again after this many SIGCONTs is given up (killed with its job)
 __all__ = ["HOST", "Job", "LaunchFailed", "adopt", "launch", "stop_leftover"]
 
 log = logging.getLogger("gputray.scheduler.jobs")
-
-
-#: start failures for want of a resource now (fds, processes or threads, memory, disk space for the
-#: supervisor's files), not the task's fault
-TRANSIENT_ERRNOS = frozenset(
-    {
-        errno.EMFILE,
-        errno.ENFILE,
-        errno.EAGAIN,
-        errno.ENOMEM,
-        errno.ENOSPC,
-        getattr(errno, "EDQUOT", errno.ENOSPC),
-    }
-)
-
-
-class LaunchFailed(OSError):
-    """The program could not be started (not found, not executable, bad folder); the message says which.
-
-    ``transient``: only for want of a resource now (out of fds, processes, threads, memory): the queue
-    tries again later instead of failing the task."""
-
-    def __init__(
-        self, message: str, *, transient: bool = False, supervisor_killed: bool = False, stopped: int = 0
-    ) -> None:
-        super().__init__(message)
-        self.transient = transient
-        self.supervisor_killed = supervisor_killed  # as the job started (by the job, maybe): not a refusal
-        self.stopped = stopped  # the job's processes stopped then
 
 
 class _WatchThread:
@@ -309,7 +281,7 @@ class Job:
         if self._job_object is not None:  # Windows: what the job left, orphans included
             self._job_object.terminate()
         found = reach.kill_cgroup(self.cgroup) if self.cgroup else 0  # all, wherever they went
-        found += _kill_tree(self.pid, self.create_time, grace_s=0.0)
+        found += kill_tree(self.pid, self.create_time, grace_s=0.0)
         while True:  # until none is left: its place is free only then
             more = kill_marked(
                 *(self.marker or (None, None)),
@@ -351,118 +323,17 @@ class Job:
 
     def _stop(self) -> None:
         # SIGTERM now, from this thread: an owner that dies a moment later has still asked for the stop.
-        procs = _terminate(self.pid, self.create_time)
+        procs = terminate_tree(self.pid, self.create_time)
         try:
             threading.Thread(
-                target=_escalate,
+                target=escalate_kill,
                 args=(self.pid, procs),
                 kwargs={"grace_s": self._grace_s},
                 name=f"gputray-kill-{self.pid}",
                 daemon=True,
             ).start()
         except RuntimeError:  # can't start new thread (out of processes): the kill waits here instead
-            _escalate(self.pid, procs, grace_s=self._grace_s)
-
-
-def _create_time(pid: int) -> float | None:
-    try:
-        return float(psutil.Process(pid).create_time())
-    except (psutil.Error, OSError):  # already gone
-        return None
-
-
-def _same_process(pid: int, create_time: float | None) -> psutil.Process | None:
-    """The live (not zombie) process ``pid``, if it is the one started at ``create_time``."""
-    try:
-        proc = psutil.Process(pid)
-        if create_time is not None and abs(proc.create_time() - create_time) > 0.5:
-            return None
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return proc
-    except (psutil.Error, OSError):
-        return None
-
-
-def _terminate(pid: int, create_time: float | None) -> list[psutil.Process]:
-    """SIGTERM the job's group and its whole tree; the processes it found (none: it was not alive)."""
-    parent = _same_process(pid, create_time)
-    if parent is None:
-        return []
-    try:
-        procs = [*parent.children(recursive=True), parent]
-    except (psutil.Error, OSError):
-        procs = [parent]
-    _signal_group(pid, graceful=True)
-    for p in procs:  # one SIGTERM each: a second is "hurry" to some (llama-server skips its clean exit)
-        with contextlib.suppress(psutil.Error, OSError):
-            if sys.platform == "win32" or os.getpgid(p.pid) != pid:
-                p.terminate()
-    return procs
-
-
-def _escalate(pid: int, procs: list[psutil.Process], *, grace_s: float) -> None:
-    """SIGKILL what is left of a terminated tree after ``grace_s``."""
-    # Poll, never wait: the job is the supervisor's child, whose wait records its exit status.
-    if not procs:
-        return
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(_alive(p) for p in procs):
-        time.sleep(0.05)
-    _signal_group(pid, graceful=False)
-    for p in procs:
-        if _alive(p):
-            with contextlib.suppress(psutil.Error, OSError):
-                p.kill()
-
-
-def _kill_tree(pid: int, create_time: float | None, *, grace_s: float) -> int:
-    """SIGTERM the job's group and tree, SIGKILL what is left after ``grace_s``; how many processes
-    there were (0: it was not alive)."""
-    procs = _terminate(pid, create_time)
-    _escalate(pid, procs, grace_s=grace_s)
-    return len(procs)
-
-
-def stop_leftover(run: RunInfo, *, grace_s: float = 0.0) -> bool:
-    """Stop a job (and its supervisor) found after a crash; True only when a process was alive to stop."""
-    stopped = bool(run.cgroup and reach.kill_cgroup(run.cgroup))
-    stopped = bool(_kill_tree(run.pid, run.pid_create_time, grace_s=grace_s)) or stopped
-    sup = _same_process(run.supervisor_pid, None)
-    if sup is not None and supervisor_alive(run.files):
-        with contextlib.suppress(psutil.Error, OSError):
-            sup.kill()
-        stopped = True
-    return stopped
-
-
-def _alive(p: psutil.Process) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except (psutil.Error, OSError):
-        return False
-
-
-def _signal_group(pgid: int, *, graceful: bool) -> None:
-    if sys.platform == "win32":
-        # No process groups: psutil handles each process it finds, and SIGKILL's stand-in is the job
-        # object, which holds the orphans the psutil walk cannot see (win_job.py).
-        if not graceful:
-            win_job.terminate_job(pgid)
-        return
-    with contextlib.suppress(OSError):
-        os.killpg(pgid, signal.SIGTERM if graceful else signal.SIGKILL)
-
-
-def _failure_message(argv: Sequence[str], cwd: str | Path | None, error: Mapping[str, Any]) -> str:
-    kind = error.get("type")
-    filename = error.get("filename")
-    strerror = error.get("strerror")
-    if kind == "FileNotFoundError":
-        missing = argv[0] if filename in (None, argv[0]) else filename
-        what = "folder" if cwd and filename == str(cwd) else "program"
-        return f"cannot start {argv[0]}: the {what} {missing} does not exist"
-    return f"cannot start {argv[0]}: {strerror or error.get('message') or kind}"
+            escalate_kill(self.pid, procs, grace_s=self._grace_s)
 
 
 def _start_watcher(log_path: Path) -> _WatchThread:
@@ -501,7 +372,7 @@ def launch(
     files = JobFiles.beside(log_path)
     watch = _start_watcher(log_path)
     try:
-        sup, answer = _start_supervised(
+        sup, answer = start_supervised(
             argv, env, log_path, files, cwd, timeout_s, header, grace_s, meta, umask, log_max_bytes
         )
     except BaseException:
@@ -511,7 +382,7 @@ def launch(
     cgroup = answer.get("cgroup")
     job = Job(
         pid=pid,
-        create_time=_create_time(pid),
+        create_time=process_create_time(pid),
         started_at=float(answer.get("started_at") or time.time()),
         log_path=log_path,
         files=files,
@@ -525,153 +396,6 @@ def launch(
         marker=marks_of(env),
     )
     return job
-
-
-def _start_supervised(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    log_path: Path,
-    files: JobFiles,
-    cwd: str | Path | None,
-    timeout_s: float | None,
-    header: str | None,
-    grace_s: float,
-    meta: Mapping[str, Any] | None,
-    umask: int,
-    log_max_bytes: int,
-) -> tuple[SupervisorLink, dict[str, Any]]:
-    """Start the job under a supervisor: the supervisor and its answer (the job's pid), or LaunchFailed."""
-    with open(open_private_append(log_path), "ab") as log:  # 0600: output may show the job's secrets
-        if header:
-            log.write(
-                header.encode("utf-8", "surrogateescape" if sys.platform != "win32" else "replace") + b"\n"
-            )
-            log.flush()
-        request = {
-            "argv": list(argv),
-            "env": dict(env),
-            "cwd": str(cwd) if cwd else None,
-            "log": str(log_path),
-            "run_file": str(files.run),
-            "exit_file": str(files.exit),
-            "lock_file": str(files.lock),
-            "pause_file": str(files.pause),
-            "timeout_s": timeout_s,
-            "grace_s": grace_s,
-            "umask": umask,
-            "log_max_bytes": log_max_bytes,
-            "meta": dict(meta or {"task_id": 0, "attempt": 0, "device": ""}),
-            "psutil_path": str(Path(psutil.__file__).parent.parent),
-            "stderr_to_log": sys.platform != "win32",
-        }
-        for earlier in (files.stop, files.pause):  # an earlier attempt's reason and pauses
-            with contextlib.suppress(FileNotFoundError):
-                earlier.unlink()
-        sup = HOST.supervisor(files.lock)
-        if sup is None:
-            try:
-                sup = popen_supervisor(log, files.lock)  # its own trouble, if any, shows in the log
-            except OSError as exc:
-                raise LaunchFailed(
-                    f"cannot start the job's supervisor: {exc.strerror or exc}",
-                    transient=exc.errno in TRANSIENT_ERRNOS,
-                ) from None
-        return sup, _converse(sup, request, log, argv, cwd, env)
-
-
-def _converse(
-    sup: SupervisorLink,
-    request: dict[str, Any],
-    log: IO[bytes],
-    argv: Sequence[str],
-    cwd: str | Path | None,
-    env: Mapping[str, str],
-) -> dict[str, Any]:
-    """Send the job to its supervisor and read its answers up to the job's pid, every read bounded: a
-    supervisor that is stopped (or silent past ``SUPERVISOR_START_TIMEOUT_S``) before the pid is
-    killed with whatever it may have started, and the start is tried again later. The answer with
-    the pid, or LaunchFailed."""
-    cgroup: str | None = None
-    answer: dict[str, Any] = {}
-    continues = 0
-    deadline = time.monotonic() + SUPERVISOR_START_TIMEOUT_S
-    try:
-        sup.send(request, deadline)  # it reads the whole request before it writes: no deadlock
-        while True:  # the job's cgroup, if it gets one; then the pid (how it ended comes later)
-            try:
-                got = sup.answers.next(deadline, stuck=sup.stopped)
-            except Silent as silent:  # stopped (by the job, maybe, as it started): continued, a few times
-                if not silent.stopped or continues >= MAX_CONTINUES:
-                    raise
-                continues += 1
-                sup.cont()
-                continue
-            if got is None or set(got) != {"cgroup"}:
-                answer = got or {}
-                break
-            cgroup = str(got["cgroup"])
-    except Silent as silent:
-        why = "was stopped" if silent.stopped else f"did not answer within {SUPERVISOR_START_TIMEOUT_S:g} s"
-        raise _given_up(sup, log, f"its supervisor {why} as the job was starting", cgroup, env) from None
-    except BaseException:
-        sup.kill()
-        sup.wait(timeout=5)
-        raise
-    if "pid" in answer:
-        if sup.hosted and "supervisor_pid" in answer:
-            sup.pid = int(answer["supervisor_pid"])
-        try:  # then "recorded" (the run file is written); a silence here is the watcher's to handle
-            after = sup.answers.next(time.monotonic() + RECORDED_S, stuck=sup.stopped)
-        except Silent:
-            after = {}
-        error = (after or {}).get("error")
-        if isinstance(error, dict):  # it failed as the job started: the job must not run unwatched
-            _kill_tree(int(answer["pid"]), None, grace_s=0.0)
-            raise _given_up(
-                sup, log, f"its supervisor failed as the job started ({error.get('message')})", cgroup, env
-            )
-        return answer
-    sup.answers.close()
-    error = answer.get("error")
-    if isinstance(error, dict):
-        log.write(f"gputray: {_failure_message(argv, cwd, error)}\n".encode())
-        sup.wait(timeout=SUPERVISOR_START_TIMEOUT_S)
-        transient = error.get("errno") in TRANSIENT_ERRNOS or bool(error.get("supervisor_failed"))
-        raise LaunchFailed(_failure_message(argv, cwd, error), transient=transient)
-    # It ended without a word: killed before it answered the pid, maybe as the job started.
-    killed = sup.killed_by_signal()
-    stopped = _stop_unanswered(cgroup, env)
-    if stopped or cgroup or killed:  # by the job itself, maybe: an attempt, with what it started stopped
-        msg = "its supervisor process was killed as the job started" + _stopped_note(stopped)
-        log.write(f"gputray: {msg}\n".encode())
-        raise LaunchFailed(msg, supervisor_killed=True, stopped=stopped)
-    msg = "its supervisor ended before it started the job"  # nothing began: tried again
-    log.write(f"gputray: {msg}\n".encode())
-    raise LaunchFailed(msg, transient=True)
-
-
-def _stop_unanswered(cgroup: str | None, env: Mapping[str, str]) -> int:
-    """Whatever a supervisor that never told the job's pid may have started: its cgroup, its marks."""
-    stopped = reach.kill_cgroup(cgroup) if cgroup else 0
-    return stopped + kill_marked(*(marks_of(env) or (None, None)))
-
-
-def _stopped_note(count: int) -> str:
-    return f"; {count} process{'es' if count != 1 else ''} of the job stopped" if count else ""
-
-
-def _given_up(
-    sup: SupervisorLink, log: IO[bytes], why: str, cgroup: str | None, env: Mapping[str, str]
-) -> LaunchFailed:
-    """A supervisor given up on as the job started: killed, with all it started; tried again later."""
-    sup.kill()
-    sup.answers.close()
-    sup.wait(timeout=5)
-    stopped = _stop_unanswered(cgroup, env)
-    msg = why + _stopped_note(stopped)
-    log.write(f"gputray: {msg}\n".encode())
-    # Something of the job ran: an attempt, interrupted (the retry policy decides); else tried again.
-    return LaunchFailed(msg, transient=not stopped, supervisor_killed=bool(stopped))
 
 
 def adopt(run: RunInfo, *, on_exit: Callable[[Job, int], None] | None) -> Job:

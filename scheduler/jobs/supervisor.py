@@ -149,11 +149,13 @@ def _stop_tree(proc: subprocess.Popen[bytes], grace_s: float, psutil_path: str |
     except Exception:  # no psutil: its group is stopped all the same
         pass
     _signal_group(proc.pid, signal.SIGTERM)
-    for p in tree:
+    for p in tree:  # one SIGTERM each (_Reach.signal): those in the job's group had theirs
         with contextlib.suppress(Exception):
-            p.terminate()
-    with contextlib.suppress(OSError):
-        proc.terminate()
+            if sys.platform == "win32" or os.getpgid(p.pid) != proc.pid:
+                p.terminate()
+    with contextlib.suppress(OSError):  # the job itself, unless its group (its own) had it
+        if sys.platform == "win32" or os.getpgid(proc.pid) != proc.pid:
+            proc.terminate()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
     _signal_group(proc.pid, _SIGKILL)

@@ -20,6 +20,7 @@ from gputray.monitor.records import Snapshot
 from gputray.scheduler.queue.edits import TaskStateError
 from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.preemption import PreemptingQueue
+from gputray.scheduler.reasons.leaves import JobPaused
 from gputray.scheduler.resident_config import ExclusiveSection
 
 log = logging.getLogger("gputray.scheduler.queue.exclusive_apps")
@@ -63,6 +64,8 @@ class ExclusiveApps:
         return self._next_s if self._next_s is not None else 0.0
 
     def run_due(self, now_s: float) -> None:
+        if self._next_s is None:
+            self._adopt_paused()
         self._next_s = now_s + LOOK_S
         monitor = self.queue.device_book.monitor
         snapshot = monitor.latest
@@ -87,6 +90,23 @@ class ExclusiveApps:
             self._resume_on(device)
             self._say(f"{app} has left {self._name(device)}: gputray's jobs there go on")
             self.queue.request_dispatch(urgent=True)
+
+    def _adopt_paused(self) -> None:
+        """Jobs an earlier owner paused for an exclusive app (and that outlived it) go on when the app
+        has left, as if this owner had paused them: the app is named in the stored reason."""
+        for running in list(self.queue.runs.jobs.values()):
+            try:
+                rec = self.queue.store.get(running.task_id)
+            except KeyError:
+                continue
+            why = rec.reason
+            if rec.paused_at is None or not isinstance(why, JobPaused) or why.app is None:
+                continue
+            self.paused_for[rec.id] = running.device
+            self.taken.setdefault(running.device, why.app)
+            log.info(
+                "task #%d: paused for %s before this owner started; goes on when it leaves", rec.id, why.app
+            )
 
     def _pause_on(self, device: str, app: str) -> None:
         for running in list(self.queue.runs.jobs.values()):

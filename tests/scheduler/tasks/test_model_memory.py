@@ -163,9 +163,11 @@ def _run_holding_memory(client: ipc.IpcClient, tmp_path: Path, family: str) -> N
             snapshot is not None and any(p.vram_bytes for p in snapshot.processes) and pid.state == "running"
         )
 
-    wait_for(seen_holding, what="a sample with the job's memory")
-    time.sleep(1.5)  # one more monitor tick (1 s) while it holds it: the peak is read from the samples
-    mark.touch()
+    try:
+        wait_for(seen_holding, what="a sample with the job's memory")
+        time.sleep(1.5)  # one more monitor tick (1 s) while it holds it: the peak is read from the samples
+    finally:
+        mark.touch()  # the job ends even when the wait failed: no process outlives the test
     wait_for(lambda: client.ask(rq.Get(id=first.id)).task.state == "succeeded", what="the first run")
 
 
