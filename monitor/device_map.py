@@ -216,6 +216,30 @@ def vulkan_index_for(
     return indices_by_key(map_vulkan_devices(enum.devices, known_devices)).get(device_key)
 
 
+def adapter_name_for(
+    device_key: str,
+    env: Mapping[str, str] | None = None,
+    known_devices: Sequence[DeviceInfo] = (),
+    *,
+    enumerate_fn: Enumerator = enumerate_devices,
+    clock: Callable[[], float] = time.monotonic,
+) -> str | None:
+    """The Vulkan device name of ``device_key`` as a job started with ``env`` sees it, for wgpu's
+    adapter-name variables (``WGPU_ADAPTER_NAME``, ``WGPUPY_WGPU_ADAPTER_NAME``), which pick the first
+    adapter whose name *contains* the value: None when another Vulkan device's name contains it too
+    (case aside; two cards of one model, one GPU through two drivers), so no job is sent to the wrong one.
+    """
+    enum = cached_enumeration(env, enumerate_fn=enumerate_fn, clock=clock)
+    index = indices_by_key(map_vulkan_devices(enum.devices, known_devices)).get(device_key)
+    chosen = next((d for d in enum.devices if d.index == index), None)
+    if chosen is None or not chosen.name:
+        return None
+    name = chosen.name.lower()
+    if any(name in d.name.lower() for d in enum.devices if d.index != chosen.index):
+        return None
+    return chosen.name
+
+
 # --------------------------------------------------------------------------------------------------
 # ROCm (KFD topology) and DRM nodes from sysfs.
 

@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 
 from gputray.monitor.resident_kinds import ApiName, FreeCall
 
@@ -156,7 +158,7 @@ def _probe_lmstudio(port: int) -> Probe:
     reply = _get(port, "/api/v0/models")
     entries = _dicts(reply.get("data") if isinstance(reply, dict) else None)
     models = tuple(str(e.get("id")) for e in entries if e.get("state") == "loaded")
-    return Probe(answered=True, models=models, can_free=bool(models) and shutil.which("lms") is not None)
+    return Probe(answered=True, models=models, can_free=bool(models) and lms_path() is not None)
 
 
 def _probe_custom(port: int) -> Probe:
@@ -222,10 +224,24 @@ def warm(api: ApiName, port: int | None, models: tuple[str, ...]) -> FreeResult:
     return FreeResult(True, f"POST {path} ×{len(models)}")
 
 
+def lms_path() -> str | None:
+    """LM Studio's CLI: on PATH, else where LM Studio puts it (``~/.lmstudio/bin/lms``, ``lms.exe`` on
+    Windows; older versions ``~/.cache/lm-studio/bin``), which its installer adds to PATH only for
+    shells started after ``lms bootstrap``: the owner may have started before."""
+    found = shutil.which("lms")
+    if found is not None:
+        return found
+    name = "lms.exe" if sys.platform == "win32" else "lms"
+    for folder in (Path.home() / ".lmstudio" / "bin", Path.home() / ".cache" / "lm-studio" / "bin"):
+        if (folder / name).is_file():
+            return str(folder / name)
+    return None
+
+
 def _free_lms() -> FreeResult:
-    lms = shutil.which("lms")
+    lms = lms_path()
     if lms is None:
-        return FreeResult(False, "`lms` is not on PATH")
+        return FreeResult(False, "`lms` is not on PATH nor in ~/.lmstudio/bin")
     try:
         done = subprocess.run(
             [lms, "unload", "--all"], capture_output=True, timeout=FREE_TIMEOUT_S, check=False

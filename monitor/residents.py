@@ -15,13 +15,25 @@ resident loading a model); between walks the residents already found are followe
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from gputray.monitor.proc_name import process_name
 from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.monitor.resident_api import Probe, probe
 from gputray.monitor.resident_kinds import BUILTIN, ResidentKind
+from gputray.monitor.resident_ports import (
+    PortFrom,
+    PortGuess,
+    choose_port,
+    listening_ports,
+    named_ports,
+    ownerless_listening,
+)
 
 BUSY_UTIL_PERCENT = 5.0  # a resident's processes using more of a GPU than this are serving
 FULL_WALK_S = 30.0  # the process table read whole at most this often (module docstring)
@@ -41,6 +53,9 @@ class ResidentView:
     idle_since_s: float | None  # wall clock; None while busy
     answered: bool  # its API answered
     can_free: bool  # it has a call that frees memory (and something to free)
+    # how ``port`` was found: "listening" (seen), else "command line", "environment", "usual port" or
+    # "configured", where the socket's owner cannot be seen (Wine; another user's process on Linux)
+    port_from: str | None = None
 
     def idle_s(self, now_s: float) -> float:
         return 0.0 if self.idle_since_s is None else max(0.0, now_s - self.idle_since_s)
@@ -52,6 +67,7 @@ class Found:
     pid: int
     port: int | None
     family: frozenset[int]  # its pid and its descendants'
+    port_from: PortFrom | None = None  # how the port was found (resident_ports)
 
 
 @dataclass
@@ -60,46 +76,112 @@ class _Seen:
     activity: str | None
 
 
-def _listening_ports(proc: object) -> list[int]:
-    try:
-        listing = getattr(proc, "net_connections", None) or proc.connections  # type: ignore[attr-defined]
-        conns = listing(kind="tcp")
-    except Exception:  # gone, or not ours to read
-        return []
-    return sorted({c.laddr.port for c in conns if c.status == "LISTEN" and c.laddr})
-
-
 def find_residents(kinds: Iterable[ResidentKind]) -> list[Found]:
-    """The processes that are residents now (psutil's process table)."""
+    """The processes that are residents now (psutil's process table), each with its port
+    (``resident_ports``: seen listening, else named or usual where the owner cannot be seen)."""
     import psutil
 
     kinds = tuple(kinds)
-    hits: dict[int, tuple[ResidentKind, psutil.Process]] = {}
+    hits: dict[int, tuple[ResidentKind, psutil.Process, tuple[str, ...]]] = {}
     for proc in psutil.process_iter():
         # each read on its own: a process may be gone or not ours to read, and under Wine reading a
         # system process's name raises a bare OSError (WinError 87) that psutil's attrs= does not catch
         try:
-            name = proc.name() or ""
-            cmdline = " ".join(proc.cmdline() or ())
+            name = process_name(proc)
+            argv = tuple(proc.cmdline() or ())
         except Exception:
             continue
-        kind = next((k for k in kinds if k.matches(name, cmdline)), None)
+        kind = _kind_of(kinds, proc, name, argv)
         if kind is not None:
-            hits[proc.pid] = (kind, proc)
-    found = []
-    for pid, (kind, proc) in hits.items():
+            hits[proc.pid] = (kind, proc, argv)
+    found: list[Found] = []
+    ownerless: list[frozenset[int] | None] = []  # read once, and only when a port is not seen
+    for pid, (kind, proc, argv) in hits.items():
         try:
             if any(parent.pid in hits for parent in proc.parents()):
                 continue  # a child of another resident (llama-swap's llama-server) is part of it
-            family = frozenset({pid, *(c.pid for c in proc.children(recursive=True))})
+            children = proc.children(recursive=True)
+            family = frozenset({pid, *(c.pid for c in children)})
         except Exception:
             continue
-        ports = _listening_ports(proc)
-        port = kind.port if kind.port in ports else (ports[0] if ports else None)
-        if kind.api == "custom" and kind.port is not None:
-            port = kind.port
-        found.append(Found(kind, pid, port, family))
-    return found
+        guess = _port_of(kind, proc, children, argv, ownerless)
+        found.append(Found(kind, pid, guess.port if guess else None, family, guess.source if guess else None))
+    return _one_per_port(found, {pid: proc for pid, (_, proc, _) in hits.items()})
+
+
+def _kind_of(
+    kinds: tuple[ResidentKind, ...], proc: object, name: str, argv: tuple[str, ...]
+) -> ResidentKind | None:
+    cmdline = " ".join(argv)
+    for kind in kinds:
+        if kind.matches(name, cmdline):
+            return kind
+    for kind in kinds:
+        if kind.may_match_by_script(name, cmdline) and _runs_script_beside(proc, argv, kind.script_beside):
+            return kind
+    return None
+
+
+def _port_of(
+    kind: ResidentKind,
+    proc: object,
+    children: list[Any],
+    argv: tuple[str, ...],
+    ownerless: list[frozenset[int] | None],
+) -> PortGuess | None:
+    own = listening_ports(proc)
+    if kind.api == "custom" and kind.port is not None:
+        return PortGuess(kind.port, "listening" if own and kind.port in own else "configured")
+    family = [] if own else sorted({p for c in children for p in (listening_ports(c) or ())})
+    if own or family:
+        return choose_port(kind, own, family, [], None)
+    try:
+        environ = proc.environ() if kind.api == "ollama" else None  # type: ignore[attr-defined]
+    except Exception:
+        environ = None
+    if not ownerless:
+        ownerless.append(ownerless_listening())
+    return choose_port(kind, own, family, named_ports(argv, environ), ownerless[0])
+
+
+def _one_per_port(found: list[Found], procs: dict[int, Any]) -> list[Found]:
+    """Where two residents of one kind claim the same port without being seen listening on it (an
+    ``ollama run`` client beside ``ollama serve`` under Wine), the one seen listening, else the oldest
+    process, keeps it; the others are shown without a port."""
+    claims: dict[tuple[str, int], list[Found]] = {}
+    for f in found:
+        if f.port is not None:
+            claims.setdefault((f.kind.name, f.port), []).append(f)
+    losers: set[int] = set()
+    for group in claims.values():
+        if len(group) > 1:
+            keep = min(group, key=lambda f: (f.port_from != "listening", _started(procs.get(f.pid))))
+            losers |= {f.pid for f in group if f is not keep and f.port_from != "listening"}
+    return [dataclasses.replace(f, port=None, port_from=None) if f.pid in losers else f for f in found]
+
+
+def _started(proc: Any) -> float:
+    try:
+        return float(proc.create_time())
+    except Exception:
+        return float("inf")
+
+
+def _runs_script_beside(proc: object, argv: tuple[str, ...], marks: tuple[str, ...]) -> bool:
+    """Whether a ``.py`` the command line runs has every folder of ``marks`` beside it (ComfyUI's
+    ``python.exe main.py`` run in its folder names no ComfyUI)."""
+    scripts = [a for a in argv[1:] if a.lower().endswith(".py")]
+    if not scripts:
+        return False
+    try:
+        cwd = str(proc.cwd())  # type: ignore[attr-defined]
+    except Exception:
+        return False
+    for script in scripts:
+        folder = os.path.dirname(os.path.join(cwd, script))
+        if all(os.path.isdir(os.path.join(folder, mark)) for mark in marks):
+            return True
+    return False
 
 
 class ResidentWatch:
@@ -177,6 +259,7 @@ class ResidentWatch:
             idle_since_s=None if serving else seen.last_active_s,
             answered=said.answered,
             can_free=said.can_free and (found.port is not None or found.kind.api == "lmstudio"),
+            port_from=found.port_from,
         )
 
 

@@ -11,7 +11,8 @@ import json
 import os
 import sys
 
-from gputray.monitor.vulkan import enumerate_in_process, to_json
+from gputray.monitor.vulkan import to_json
+from gputray.monitor.vulkan_loader import enumerate_in_process
 
 
 def main() -> int:

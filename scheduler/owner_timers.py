@@ -1,12 +1,13 @@
-"""The owner's dispatcher timers that pause, free and give back a GPU: preemption (``--preempt``),
-making room (``[[resident]]``) and exclusive apps (``[exclusive]``); built here so that the owner
-stays one page of wiring."""
+"""The owner's dispatcher timers that pause, free, give back and move: preemption (``--preempt``),
+making room (``[[resident]]``), exclusive apps (``[exclusive]``) and moving a running job its progress
+shows ending late (``on_late``, ``late_move``); built here so that the owner stays one page of wiring."""
 
 from __future__ import annotations
 
 from gputray.scheduler.config import Config
 from gputray.scheduler.queue.exclusive_apps import ExclusiveApps
 from gputray.scheduler.queue.job_pause import JobPauser
+from gputray.scheduler.queue.late_move_timer import LateMoves
 from gputray.scheduler.queue.make_room import MakeRoom
 from gputray.scheduler.queue.preemption import Preemption
 from gputray.scheduler.queue.service import QueueService
@@ -22,6 +23,6 @@ def add_room_timers(
     )
     make_room = MakeRoom(queue, config.residents)
     exclusive = ExclusiveApps(queue, pauser, config.residents.exclusive)
-    for timer in (preemption, make_room, exclusive):
+    for timer in (preemption, make_room, exclusive, LateMoves(queue)):
         queue.add_timer(timer)
     return preemption, make_room, exclusive

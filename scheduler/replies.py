@@ -103,6 +103,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
     energy_estimated_s: float = 0.0  # of ``energy_j``, seconds counted from power (a glitching counter)
     power_avg_w: float | None = None
     prefer: str = "free"  # the placement policy: free | fastest | greenest
+    on_late: str = "auto"  # its job, shown by its progress to end late, is moved: auto | move | stay
     family: str = ""  # whose earlier runs estimate it (``family_of``: the task file's, or recipe + script)
     offer: Offer | None = None  # run elsewhere now? (see ``Offer``); None: no offer, or not known here
     # a pending task of a family that ran before: per device it may use (``Estimate``); () otherwise
@@ -138,7 +139,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
             origin=s.origin, energy_j=r.energy_j, energy_shared=r.energy_shared,
             energy_estimated_s=r.energy_estimated_s if r.energy_j is not None else 0.0,  # of this run's
             power_avg_w=average_power_w(r.energy_j, r.started_at, r.ended_at), prefer=s.prefer,
-            family=family_of(s), offer=offer, paused_at=r.paused_at, paused_s=r.paused_s,
+            on_late=s.on_late, family=family_of(s), offer=offer, paused_at=r.paused_at, paused_s=r.paused_s,
             vram_need=s.memory_need_bytes, vram_need_source=_need_source(s),
         )  # fmt: skip
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +76,7 @@ def test_import_loops_are_found() -> None:
     assert loops({"self": {"self"}}) == [["self"]]
 
 
-MAX_SCHEDULER_MODULE_LINES = 700  # issue 20: small modules with one job; a bigger one is split along a seam
+MAX_MODULE_LINES = 700  # issue 20: small modules with one job; a bigger one is split along a seam
 
 
 def modules_over(folder: Path, max_lines: int) -> list[str]:
@@ -88,20 +89,22 @@ def modules_over(folder: Path, max_lines: int) -> list[str]:
     return found
 
 
-def test_no_scheduler_module_is_over_700_lines() -> None:
-    assert modules_over(ROOT / "scheduler", MAX_SCHEDULER_MODULE_LINES) == []
+def package_folders() -> list[str]:
+    """The folders installed as ``gputray.<folder>`` (pyproject's package-dir): the whole package."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        return sorted(tomllib.load(f)["tool"]["setuptools"]["package-dir"].values())
 
 
-def test_no_cluster_module_is_over_700_lines() -> None:
-    assert modules_over(ROOT / "cluster", MAX_SCHEDULER_MODULE_LINES) == []
-
-
-def test_no_gui_module_is_over_700_lines() -> None:
-    assert modules_over(ROOT / "gui", MAX_SCHEDULER_MODULE_LINES) == []
+def test_no_module_of_the_package_is_over_700_lines() -> None:
+    """Every folder of the package, monitor/ and resources/ included: a folder added to pyproject's
+    package-dir is covered the day it is added."""
+    folders = package_folders()
+    assert {"gui", "monitor", "scheduler", "cluster", "resources"} <= set(folders)
+    assert [f"{pkg}/{line}" for pkg in folders for line in modules_over(ROOT / pkg, MAX_MODULE_LINES)] == []
 
 
 def test_a_module_over_the_limit_is_named(tmp_path: Path) -> None:
     (tmp_path / "queue").mkdir()
     (tmp_path / "queue" / "big.py").write_text("x = 1\n" * 701, encoding="utf-8")
     (tmp_path / "small.py").write_text("x = 1\n" * 700, encoding="utf-8")
-    assert modules_over(tmp_path, MAX_SCHEDULER_MODULE_LINES) == ["queue/big.py: 701 lines"]
+    assert modules_over(tmp_path, MAX_MODULE_LINES) == ["queue/big.py: 701 lines"]

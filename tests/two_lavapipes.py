@@ -7,11 +7,17 @@ they differ by name (DESIGN.md, "Programs that hold a GPU")."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from gputray.scheduler.owner import Owner
 
 LVP_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 OLD, NEW = b"llvmpipe (LLVM ", b"lavapipe2 (LVM "  # same length: the string table keeps its offsets
@@ -44,3 +50,30 @@ def two_lavapipes(folder: Path) -> str:
     second = folder / "lvp2_icd.json"
     second.write_text(json.dumps(icd))
     return f"{LVP_ICD}{os.pathsep}{second}"
+
+
+# The demo pair backed by the two devices: the GeForce RTX 5060 Ti by the patched copy (Vulkan index 0),
+# the Radeon 780M by the system's lavapipe (index 1).
+SCENARIO = (
+    '[[vulkan]]\ndevice = "5060ti"\nname = "lavapipe2"\n[[vulkan]]\ndevice = "780m"\nname = "llvmpipe"\n'
+)
+
+
+@contextlib.contextmanager
+def demo_owner_on_two_lavapipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Owner]:
+    """An in-process demo owner (``GPUTRAY_HOME`` = ``tmp_path/home``) whose GPUs are the two devices
+    (``VK_ICD_FILENAMES`` set for the test, so jobs submitted from it inherit it)."""
+    from real_owner import home_paths
+
+    from gputray.scheduler.owner import Owner
+
+    monkeypatch.setenv("VK_ICD_FILENAMES", two_lavapipes(tmp_path / "icd"))
+    paths = home_paths(tmp_path, monkeypatch)
+    scenario = tmp_path / "two_lavapipes.toml"
+    scenario.write_text(SCENARIO)
+    owner = Owner(paths, demo=True, scenario=scenario)
+    owner.start()
+    try:
+        yield owner
+    finally:
+        owner.stop()

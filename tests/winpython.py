@@ -428,11 +428,14 @@ class WinePython:
 class Owner:
     """``gputray daemon`` under Wine for one home (None: the default folders); its output is kept."""
 
-    def __init__(self, win: WinePython, home: Path | None, *args: str) -> None:
+    def __init__(
+        self, win: WinePython, home: Path | None, *args: str, env: Mapping[str, str] | None = None
+    ) -> None:
         self.win = win
         self.home = home
         self.home_env = {"GPUTRAY_HOME": winpath(home)} if home is not None else {}
-        self.proc = win.popen("-m", "gputray.gui.entry", "daemon", *args, env=self.home_env)
+        daemon_env = {**self.home_env, **(env or {})}
+        self.proc = win.popen("-m", "gputray.gui.entry", "daemon", *args, env=daemon_env)
         self.output = Drain(self.proc, "cp1252")
         self.pid = self._wait_ready()
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gputray.monitor import proc_name
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
 from gputray.monitor.scenario import Load, Scenario
 from gputray.monitor.sim_holds import holds_dir, read_holds
@@ -83,7 +84,7 @@ def process_name(pid: int, fallback: str) -> str:
     try:
         import psutil
 
-        return str(psutil.Process(pid).name()) or fallback
+        return proc_name.process_name(psutil.Process(pid)) or fallback
     except Exception:  # gone already, or not ours to read: the task's name is all there is
         return fallback
 

@@ -8,6 +8,8 @@
   is not readable (Windows, no ROCm, simulated devices) the index of the AMD GPU among the known AMD
   GPUs is used, which is 0 for the usual single AMD GPU.
 - CPU: ``CUDA_VISIBLE_DEVICES=""`` and ``HIP_VISIBLE_DEVICES=""`` (and ``ROCR_VISIBLE_DEVICES`` removed).
+- A command or Vulkan job on a GPU with a Vulkan device behind it: wgpu's adapter-name variables naming
+  that device (``launch_plan.wgpu_adapter_env``), passed in as ``extra``: wgpu takes no Vulkan index.
 - Then the Python env's extra variables (``HSA_OVERRIDE_GFX_VERSION`` …), then the task's own ``env``
   (placeholders such as ``{vk_index}`` filled in), then ``GPUTRAY_TASK_ID`` and ``GPUTRAY_DEVICE``.
 

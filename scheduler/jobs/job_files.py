@@ -21,8 +21,8 @@ from gputray.scheduler.jobs import supervisor
 
 #: Why a job ended other than by itself. ``orphaned``: its supervisor vanished without writing the exit
 #: (killed with SIGKILL, a power cut): the exit status is unknown.
-KillReason = Literal["cancelled", "timeout", "lost", "shutdown", "orphaned", "unanswering"]
-_REASONS: frozenset[str] = frozenset({"cancelled", "timeout", "lost", "shutdown"})
+KillReason = Literal["cancelled", "timeout", "lost", "shutdown", "orphaned", "unanswering", "moved"]
+_REASONS: frozenset[str] = frozenset({"cancelled", "timeout", "lost", "shutdown", "moved"})
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,35 @@ def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[D
         return None
 
 
+#: wgpu's adapter choice by name: wgpu-py's request_adapter reads ``WGPUPY_WGPU_ADAPTER_NAME`` (pygfx/wgpu-py
+#: #779); Rust programs that call ``wgpu::util::initialize_adapter_from_env`` read ``WGPU_ADAPTER_NAME``.
+#: Nothing else steers wgpu: it enumerates every Vulkan device itself and ranks them by power preference,
+#: whatever index a job was given (docs/queue.md, "Vulkan programs").
+WGPU_NAME_VARS = ("WGPU_ADAPTER_NAME", "WGPUPY_WGPU_ADAPTER_NAME")
+
+
+def wgpu_adapter_env(
+    spec_kind: str, info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]
+) -> dict[str, str]:
+    """wgpu's adapter-name variables naming the Vulkan device of ``info``, for a command or Vulkan job on
+    a GPU with a Vulkan device behind it whose name no other device's contains; {} otherwise (a torch
+    job, the CPU, a simulated GPU with no real device, a name two devices share)."""
+    if (
+        spec_kind not in ("vulkan", "command")
+        or info.kind == "cpu"
+        or (info.simulated and not info.vulkan_name)
+    ):
+        return {}
+    try:
+        from gputray.monitor.device_map import adapter_name_for
+
+        name = adapter_name_for(info.key, env, known)
+    except Exception:  # optional: a broken Vulkan stack must not stop the queue
+        log.exception("Vulkan device name lookup failed")
+        return {}
+    return {} if name is None else dict.fromkeys(WGPU_NAME_VARS, name)
+
+
 def selection_header(pair: PairResult) -> str:
     """The log header's lines on how the job was pointed at its device and what torch saw there."""
     if pair.selection is None:
@@ -128,11 +157,13 @@ def prepare_launch(
                 notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
     argv = render_argv(spec, values, python=python)
     selection = pair.selection if pair is not None else None
+    probe = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
+    wgpu = wgpu_adapter_env(spec.kind, info, probe, known)
     env = build_env(
         base_env,
         info,
         task_id=task.id,
-        extra=extra_env,
+        extra={**wgpu, **extra_env},
         task_env=spec.env,
         values=values,
         rocm_index=rocm,
@@ -149,6 +180,7 @@ def prepare_launch(
         f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
         + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
         + (f"{TORCH_DEVICE_VAR}={torch_device}\n" if torch_device else "")
+        + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in wgpu)  # wgpu's adapter, by its Vulkan name
         + (selection_header(pair) if pair is not None else "")
         + (f"note: {said}\n" if said else "")
         + "".join(f"{n}\n" for n in notes[1 if said else 0 :])

@@ -35,6 +35,7 @@ TAIL_BYTES = 16 * 1024
 HEAD_BYTES = 16 * 1024
 FILE_BYTES = 256
 LINE_CHARS = 1024  # of a line, only its end is looked at
+ATTEMPT_HEADER = "=== gputray task #"  # the first line of each attempt's output in the log (``launch_plan``)
 
 _SUFFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _NUM = r"(\d+(?:\.\d+)?)([kKMGT]?)"
@@ -118,8 +119,12 @@ def _lines_backwards(text: str) -> Iterator[str]:
 
 def progress_in_text(text: str, duration_s: float | None = None) -> Progress | None:
     """The last progress ``text`` (a log's tail) reports; tqdm's ``\\r`` updates count as lines. A line
-    with none of ``%``, ``/``, ``=`` (what every pattern needs) is passed over without a regex."""
+    with none of ``%``, ``/``, ``=`` (what every pattern needs) is passed over without a regex. Only the
+    last attempt's output counts: the search stops at its header (``ATTEMPT_HEADER``), so a job run
+    again (a retry, a move) starts from nothing, not from where the one before it stopped."""
     for line in _lines_backwards(text):
+        if line.startswith(ATTEMPT_HEADER):
+            return None
         if ("%" in line or "/" in line or "=" in line) and (found := progress_in_line(line, duration_s)):
             return found
     return None

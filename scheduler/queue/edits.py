@@ -396,16 +396,19 @@ def keep_needed(
 
 def delete_task_log(logs_dir: Path, rec: TaskRecord) -> None:
     """A removed task's log, if it is one of ours (a stored path outside the logs folder is left), and
-    any supervisor file left beside it (an exit file written after the owner had recorded the exit):
-    with retention, what a task leaves in the logs folder must go when the task goes."""
+    any supervisor file left beside it (an exit file written after the owner had recorded the exit) and
+    the ``GPUTRAY_PROGRESS`` file its job may have written (``task-N.log.progress``): with retention,
+    what a task leaves in the logs folder must go when the task goes."""
     if not rec.log_path:
         return
     from gputray.scheduler.jobs.job_files import JobFiles
+    from gputray.scheduler.jobs.progress import progress_file
 
     path = Path(rec.log_path)
     try:
         if path.parent == logs_dir or path.parent.resolve() == logs_dir.resolve():
             path.unlink(missing_ok=True)
+            progress_file(path).unlink(missing_ok=True)
             JobFiles.beside(path).discard()
     except OSError as exc:
         log.warning("could not delete the log %s: %s", path, exc)

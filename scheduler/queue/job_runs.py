@@ -38,6 +38,7 @@ from gputray.scheduler.queue.device_book import DeviceBook
 from gputray.scheduler.queue.estimator import Estimator
 from gputray.scheduler.queue.job_energy import EnergyMeter, energy_line
 from gputray.scheduler.queue.job_peaks import PeakMeter
+from gputray.scheduler.queue.late_move import Move, moved_step
 from gputray.scheduler.queue.oom_elsewhere import elsewhere
 from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
@@ -137,6 +138,7 @@ class JobRuns:
         self._launching: dict[int, threading.Event] = {}  # tasks being started: set once recorded
         self.late_notes: builtins.list[tuple[str, str]] = []  # log lines a full disk refused: (log, line)
         self.room_notes: dict[int, Callable[[], Reason]] = {}  # task id -> what make_room.py did for it
+        self.moves: dict[int, Move] = {}  # task id -> where its job, stopped, runs again (``late_move``)
 
     def on_snapshot(self, snapshot: Snapshot) -> None:
         """Monitor thread: each job's peak memory, then the jobs of lost devices stopped."""
@@ -289,8 +291,8 @@ class JobRuns:
         spec = task.spec
         now = self.queue.clock()
         notes: builtins.list[Reason] = [decision.reason] if decision.reason is not None else []
-        oom = next((r for r in c.inner(task.reason) if isinstance(r, c.RanOutOfMemory)), None)
-        if oom is not None:  # moved here after running out of memory: it still says so
+        oom = next((r for r in c.inner(task.reason) if isinstance(r, c.RanOutOfMemory | c.MovedLate)), None)
+        if oom is not None:  # moved here (out of memory, or late where it ran): it still says so
             notes.insert(0, oom)
         notes[:0] = [self.room_notes.pop(task.id)()] if task.id in self.room_notes else []  # freed 9.8 GiB…
         chosen = self._python_env(task, info)
@@ -545,7 +547,14 @@ class JobRuns:
                 c.OutputLost(bytes=job.log_lost_bytes) if job.log_lost_bytes else None,
             )
             why: Reason
-            if reason == "cancelled":
+            if reason == "moved":  # its own progress said it ends late where it ran (``late_move``)
+                step, spec, why = moved_step(self.moves.pop(task_id, None), end=base, now=now, left=left)
+                new = self.store.must_apply(task_id, step)
+                if spec is not None:  # pointed at the device it is to run on, once
+                    new = self.store.replace_spec(task_id, spec, only_states=("queued",)) or new
+                self._note_in_log(rec.log_path, render(why))
+                self.queue.emit("redirected" if spec else "interrupted", new, c.Named(name=new.name, why=why))
+            elif reason == "cancelled":
                 why = c.chain(c.Cancelled(while_running=True), left) or c.Cancelled(while_running=True)
                 # the log's last line says why its output stops where it does (issue 33)
                 self._note_in_log(rec.log_path, cancelled_line(now))

@@ -4,7 +4,7 @@ A reason is made where the decision is made (placement, the job's exit, the retr
 check …), stored with the task (``TaskStore``: the ``reason`` column holds its JSON; a row saved before
 reasons had codes holds English, read back as ``Said``), carried typed over the owner's socket
 (``TaskView.reason``) and put into words only where it is shown, by ``reasons.render`` in the reader's
-language (``reasons/en.py``, ``reasons/ja.py``: one rendering per code, a test checks none is missing).
+language (``reasons/en/``, ``reasons/ja/``: one rendering per code, a test checks none is missing).
 
 Arguments are the facts, never words: device and process names, sizes in bytes, temperatures in °C,
 durations in seconds, task ids. What nests (a redirect says why its first choice was busy) holds the
@@ -107,6 +107,9 @@ from gputray.scheduler.reasons.leaves import (
 )
 from gputray.scheduler.reasons.leaves import (
     MemoryShort as MemoryShort,
+)
+from gputray.scheduler.reasons.leaves import (
+    MovedLate as MovedLate,
 )
 from gputray.scheduler.reasons.leaves import (
     Need as Need,
@@ -401,6 +404,7 @@ Reason = (
     | Leftovers
     | OutputLost
     | RanOutOfMemory
+    | MovedLate
     | TimedOut
     | KilledBy
     | ExitedWith

@@ -315,6 +315,20 @@ class RanOutOfMemory(Code, frozen=True):
     tried: tuple[FreeOn, ...] = ()
 
 
+class MovedLate(Code, frozen=True):
+    """Its job was stopped and queued again for ``to_device`` (``queue/late_move.py``): on ``from_device``
+    (None: the CPU) its own progress (``done``, 0..1, after ``after_s`` seconds of work) said it would
+    end in ``left_s``; there it would be done in ``there_s`` (``wait_s`` of that until the device frees)."""
+
+    to_device: str | None
+    from_device: str | None
+    left_s: float
+    done: float
+    after_s: float
+    there_s: float
+    wait_s: float = 0.0
+
+
 class TimedOut(Code, frozen=True):
     timeout_s: float
 

@@ -1,8 +1,8 @@
 """One renderer for reasons, one catalogue per language: ``render(reason, "ja", finished=True)``.
 
-A catalogue (``reasons/en.py``, ``reasons/ja.py``) maps each code (``reasons.codes``, and the monitor's
-``busy_why``) to a function that words it, given a ``Say``: the language's own joiners, sizes,
-durations and times, and the task's tense. The CLI renders in English (as it always has), the tray in
+A catalogue (``reasons/en/``, ``reasons/ja/``, each split by area) maps each code (``reasons.codes``,
+and the monitor's ``busy_why``) to a function that words it, given a ``Say``: the language's own joiners,
+sizes, durations and times, and the task's tense. The CLI renders in English (as it always has), the tray in
 the language it shows; both call ``render``. A code with no rendering in a language is a test failure
 (``tests/scheduler/reasons/test_reasons.py``), never a silent fallback.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from gputray.scheduler.reasons.say import Catalogue, Say, Worded
 
-#: The languages with a catalogue, each in the module of its name (``reasons/en.py`` holds ``EN``).
+#: The languages with a catalogue, each in the package of its name (``reasons/en/`` holds ``EN``).
 LANGUAGES: tuple[str, ...] = ("en", "ja")
 _CATALOGUES: dict[str, Catalogue] = {}
 

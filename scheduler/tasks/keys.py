@@ -24,6 +24,7 @@ from gputray.scheduler.tasks.limits import (
     MAX_PRIORITY,
     MAX_RETRIES,
     ON_BUSY,
+    ON_LATE,
     ON_OOM,
     PREFER,
 )
@@ -498,6 +499,23 @@ TASK_KEYS: tuple[TaskKey, ...] = (
             choices=ON_OOM,
             help="out of memory: elsewhere runs it once more on a device it may use where what it reached "
             "is free (the torch recipe's default); fail: the retry policy, as any failure",
+        ),
+    ),
+    TaskKey(
+        field="on_late",
+        doc="its own progress says it ends late: move stops it (at most 15 % done) and runs it once more on "
+        "another device it may use where it would finish clearly earlier; auto (default): so with "
+        '`prefer = "fastest"`; stay: never (a job that must not be restarted)',
+        form="choice",
+        choices=ON_LATE,
+        example='"stay"',
+        in_view=True,
+        option=Option(
+            flag="--on-late",
+            choices=ON_LATE,
+            help="when the job's own progress says it ends late where it runs: move stops it (at most 15 "
+            "percent done) and runs it again on another device it may use where it would finish clearly "
+            "earlier, once; auto (default): so with --prefer fastest; stay: never (it must not be restarted)",
         ),
     ),
 )

@@ -14,6 +14,7 @@ ON_BUSY: tuple[str, ...] = ("wait", "redirect", "cpu")
 AFTER_MAX_WAIT: tuple[str, ...] = ("redirect", "cpu", "fail")
 PREFER: tuple[str, ...] = ("free", "fastest", "greenest")
 ON_OOM: tuple[str, ...] = ("fail", "elsewhere")
+ON_LATE: tuple[str, ...] = ("auto", "move", "stay")
 # 1970-01-01 to 9999-12-31 UTC: what datetime (and so every time shown)
 # can represent; durations up to 10 years; sizes up to 1 PiB.
 MIN_EPOCH_S = 0.0

@@ -36,6 +36,7 @@ from gputray.scheduler.tasks.limits import (
     MAX_TEXT_CHARS,
     MIN_EPOCH_S,
     ON_BUSY,
+    ON_LATE,
     ON_OOM,
     PREFER,
     check_duration_s,
@@ -61,6 +62,7 @@ __all__ = [  # re-exported: the limits of task values, the offer QueueEvent carr
     "MAX_TEXT_CHARS",
     "MIN_EPOCH_S",
     "ON_BUSY",
+    "ON_LATE",
     "ON_OOM",
     "PENDING_STATES",
     "PREFER",
@@ -80,6 +82,7 @@ OnBusy = Literal["wait", "redirect", "cpu"]
 AfterMaxWait = Literal["redirect", "cpu", "fail"]
 Prefer = Literal["free", "fastest", "greenest"]
 OnOom = Literal["fail", "elsewhere"]
+OnLate = Literal["auto", "move", "stay"]
 
 #: Placeholders substituted per argv element (and in env values) when a vulkan or recipe task is
 #: launched (``TaskSpec.fills_placeholders``); command and torch tasks are passed verbatim.
@@ -208,6 +211,10 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     # A run that ends out of memory (``jobs.oom``): "elsewhere" runs it once more on an allowed device
     # where the memory it reached is free (``queue.oom_elsewhere``); "fail": the retry policy, as any failure.
     on_oom: OnOom = "fail"
+    # A running job its own progress shows ending late (``queue.late_move``): "move" stops it and runs it
+    # again on another allowed device where it would finish clearly earlier, once, while little is done;
+    # "auto": so under ``prefer = "fastest"``; "stay": never (the job must not be restarted).
+    on_late: OnLate = "auto"
 
     @property
     def memory_need_bytes(self) -> int | None:
@@ -296,6 +303,7 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     preempt: bool | UnsetType = UNSET
     preemptible: bool | UnsetType = UNSET
     on_oom: OnOom | UnsetType = UNSET
+    on_late: OnLate | UnsetType = UNSET
 
     def given(self) -> dict[str, Any]:
         """The fields this patch sets, by name."""

@@ -226,7 +226,7 @@ def test_wait_redirect_and_cpu_while_an_llm_holds_the_5060ti(daemons: Callable[.
         "submitted_at", "started_at", "ended_at", "log_path", "priority", "after", "after_any", "cwd",
         "machine", "remote_id", "origin", "energy_j", "energy_shared", "power_avg_w", "prefer", "family",
         "offer", "estimate_s", "paused_at", "paused_s", "vram_need", "vram_need_source", "energy_estimated_s",
-        "progress", "eta_s",
+        "progress", "eta_s", "on_late",
     }  # fmt: skip
     assert listing[redirected]["device_name"] == "Radeon 780M"
     assert listing[redirected]["exit_code"] == 0

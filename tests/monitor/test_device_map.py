@@ -16,6 +16,7 @@ import pytest
 
 from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.device_map import (
+    adapter_name_for,
     clear_cache,
     drm_nodes,
     env_cache_key,
@@ -213,6 +214,26 @@ def test_vulkan_not_available_gives_no_index() -> None:
         return VulkanEnumeration(reason="Vulkan not available: no Vulkan loader could be loaded")
 
     assert vulkan_index_for(KEY_5060, {"PATH": "/nowhere"}, KNOWN, enumerate_fn=nothing) is None
+
+
+def test_wgpus_adapter_name_is_the_vulkan_name_only_when_no_other_device_contains_it() -> None:
+    """wgpu picks the first adapter whose name contains the value: two cards of one model (or a model
+    whose name is inside another's, "RX 7900 XT" in "RX 7900 XTX") get no name, not the wrong card."""
+    clear_cache()
+    base = {"PATH": "/usr/bin"}
+    loader = RecordedLoader()
+    assert adapter_name_for(KEY_780M, base, KNOWN, enumerate_fn=loader) == RADV.name
+    assert adapter_name_for(KEY_5060, base, KNOWN, enumerate_fn=loader) == NV.name
+    assert adapter_name_for("pci:0000:99:00.0", base, KNOWN, enumerate_fn=loader) is None
+    xt = replace(NV, name="AMD Radeon RX 7900 XT")
+    xtx = replace(RADV, name="amd radeon rx 7900 xtx (RADV NAVI31)")
+
+    def two_radeons(env: Mapping[str, str]) -> VulkanEnumeration:
+        return VulkanEnumeration(devices=(xt, xtx, LVP))
+
+    clear_cache()
+    assert adapter_name_for(KEY_5060, base, KNOWN, enumerate_fn=two_radeons) is None
+    assert adapter_name_for(KEY_780M, base, KNOWN, enumerate_fn=two_radeons) == xtx.name
 
 
 # ROCm indices from the real KFD topology trees.

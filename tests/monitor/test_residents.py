@@ -26,8 +26,9 @@ from gputray.monitor.units import GIB
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil ports, symlinked names")
 
 
-def _only(watch: ResidentWatch, name: str) -> ResidentView:
-    views = [v for v in watch.look(None) if v.name == name]
+def _only(watch: ResidentWatch, name: str, pid: int | None = None) -> ResidentView:
+    """The one resident of that name (of that pid: the machine may run a real one beside the stub)."""
+    views = [v for v in watch.look(None) if v.name == name and pid in (None, v.pid)]
     assert len(views) == 1, views
     return views[0]
 
@@ -58,7 +59,7 @@ def test_each_resident_is_found_asked_and_gives_memory_back(
     with resident(tmp_path, api, holds=holds, hold_gib=6) as stub:
         if api == "lmstudio":  # `lms unload --all`, answered as LM Studio's CLI does: through its server
             _stand_in_lms(tmp_path, monkeypatch, stub.port)
-        view = _only(ResidentWatch(), name)
+        view = _only(ResidentWatch(), name, stub.proc.pid)
         assert (view.pid, view.port, view.models, view.answered) == (stub.proc.pid, stub.port, models, True)
         assert not view.busy and view.can_free
         if api in ("ollama", "comfyui"):  # their API says what they hold
@@ -88,12 +89,13 @@ def _stand_in_lms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, port: int) ->
 def test_a_resident_serving_a_request_is_busy(tmp_path: Path) -> None:
     holds = tmp_path / "holds"
     with (
-        resident(tmp_path, "comfyui", holds=holds, busy=True),
-        resident(tmp_path, "llama-server", holds=holds, busy=True),
+        resident(tmp_path, "comfyui", holds=holds, busy=True) as comfy,
+        resident(tmp_path, "llama-server", holds=holds, busy=True) as llama,
         resident(tmp_path, "ollama", holds=holds) as ollama,
     ):
         watch = ResidentWatch()
-        views = {v.name: v for v in watch.look(None)}
+        ours = {comfy.proc.pid, llama.proc.pid, ollama.proc.pid}  # not another test's stand-ins
+        views = {v.name: v for v in watch.look(None) if v.pid in ours}
         assert views["ComfyUI"].busy and views["ComfyUI"].idle_since_s is None  # a prompt is running
         assert views["llama-server"].busy  # a slot is processing
         assert not views["Ollama"].busy
@@ -102,8 +104,8 @@ def test_a_resident_serving_a_request_is_busy(tmp_path: Path) -> None:
             f"http://127.0.0.1:{ollama.port}/api/generate", data=body, method="POST"
         )
         urllib.request.urlopen(request, timeout=5).read()
-        assert _only(watch, "Ollama").busy  # it served a request since the last look (expires_at moved)
-        assert not _only(watch, "Ollama").busy
+        assert _only(watch, "Ollama", ollama.proc.pid).busy  # it served a request since the last look
+        assert not _only(watch, "Ollama", ollama.proc.pid).busy
 
 
 def test_a_user_defined_resident_is_found_and_freed_by_its_call(tmp_path: Path) -> None:
@@ -111,7 +113,7 @@ def test_a_user_defined_resident_is_found_and_freed_by_its_call(tmp_path: Path) 
     with resident(tmp_path, "custom", holds=holds, hold_gib=3, program="my-server") as stub:
         call = FreeCall("POST", "/release", '{"all": true}')
         kind = ResidentKind("my-server", "custom", ("my-serv*",), port=stub.port, free_call=call)
-        view = _only(ResidentWatch((kind,)), "my-server")
+        view = _only(ResidentWatch((kind,)), "my-server", stub.proc.pid)
         assert view.port == stub.port and view.can_free
         assert free("custom", view.port, (), call).ok
         wait_for(lambda: _held(holds, stub.proc.pid) == 0, what="the user's resident to give its memory back")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from waiting import wait_for
 
-from gputray.monitor import vulkan
+from gputray.monitor import vulkan, vulkan_layouts
 from gputray.monitor.vulkan import (
     VulkanDevice,
     VulkanEnumeration,
@@ -45,17 +45,17 @@ def _vulkaninfo_summary() -> str | None:
 @pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="sizes checked for 64-bit")
 def test_struct_layouts_match_vulkan_core_h() -> None:
     # Sizes printed by a C program compiled against vulkan_core.h 1.3.239 on x86-64.
-    assert ctypes.sizeof(vulkan.VkPhysicalDeviceLimits) == 504
-    assert ctypes.sizeof(vulkan.VkPhysicalDeviceProperties) == 824
-    assert vulkan.VkPhysicalDeviceProperties.sparseProperties.offset == 800
-    assert vulkan.VkPhysicalDeviceProperties.limits.offset == 296
-    assert ctypes.sizeof(vulkan.VkPhysicalDeviceProperties2) == 840
-    assert ctypes.sizeof(vulkan.VkPhysicalDeviceIDProperties) == 64
-    assert ctypes.sizeof(vulkan.VkPhysicalDevicePCIBusInfoPropertiesEXT) == 32
-    assert ctypes.sizeof(vulkan.VkPhysicalDeviceDriverProperties) == 536
-    assert ctypes.sizeof(vulkan.VkExtensionProperties) == 260
-    assert ctypes.sizeof(vulkan.VkApplicationInfo) == 48
-    assert ctypes.sizeof(vulkan.VkInstanceCreateInfo) == 64
+    assert ctypes.sizeof(vulkan_layouts.VkPhysicalDeviceLimits) == 504
+    assert ctypes.sizeof(vulkan_layouts.VkPhysicalDeviceProperties) == 824
+    assert vulkan_layouts.VkPhysicalDeviceProperties.sparseProperties.offset == 800
+    assert vulkan_layouts.VkPhysicalDeviceProperties.limits.offset == 296
+    assert ctypes.sizeof(vulkan_layouts.VkPhysicalDeviceProperties2) == 840
+    assert ctypes.sizeof(vulkan_layouts.VkPhysicalDeviceIDProperties) == 64
+    assert ctypes.sizeof(vulkan_layouts.VkPhysicalDevicePCIBusInfoPropertiesEXT) == 32
+    assert ctypes.sizeof(vulkan_layouts.VkPhysicalDeviceDriverProperties) == 536
+    assert ctypes.sizeof(vulkan_layouts.VkExtensionProperties) == 260
+    assert ctypes.sizeof(vulkan_layouts.VkApplicationInfo) == 48
+    assert ctypes.sizeof(vulkan_layouts.VkInstanceCreateInfo) == 64
 
 
 @needs_lavapipe
@@ -86,19 +86,20 @@ def test_lavapipe_enumerates_like_vulkaninfo() -> None:
 
 LIMITS_PROBE = r"""
 import ctypes, json
-from gputray.monitor import vulkan as v
-loader = v._Loader(v.load_loader())
+from gputray.monitor import vulkan_layouts as v
+from gputray.monitor import vulkan_loader
+loader = vulkan_loader._Loader(vulkan_loader.load_loader())
 app = v.VkApplicationInfo(sType=0, apiVersion=v.VK_API_VERSION_1_1)
 info = v.VkInstanceCreateInfo(sType=1, pApplicationInfo=ctypes.pointer(app))
-inst = v._Handle()
-create = loader.proc(None, "vkCreateInstance", v._PFN_vkCreateInstance)
+inst = v.VkHandle()
+create = loader.proc(None, "vkCreateInstance", v.PFN_vkCreateInstance)
 assert create(ctypes.byref(info), None, ctypes.byref(inst)) == 0
-enum_pd = loader.proc(inst.value, "vkEnumeratePhysicalDevices", v._PFN_vkEnumeratePhysicalDevices)
-count = v._u32(1)
-handles = (v._Handle * 1)()
+enum_pd = loader.proc(inst.value, "vkEnumeratePhysicalDevices", v.PFN_vkEnumeratePhysicalDevices)
+count = v.u32(1)
+handles = (v.VkHandle * 1)()
 enum_pd(inst, ctypes.byref(count), handles)
 props = v.VkPhysicalDeviceProperties2(sType=v.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2)
-get = loader.proc(inst.value, "vkGetPhysicalDeviceProperties2", v._PFN_vkGetPhysicalDeviceProperties2)
+get = loader.proc(inst.value, "vkGetPhysicalDeviceProperties2", v.PFN_vkGetPhysicalDeviceProperties2)
 get(handles[0], ctypes.byref(props))
 lim = props.properties.limits
 names = ("maxImageDimension2D", "maxComputeSharedMemorySize", "timestampPeriod",

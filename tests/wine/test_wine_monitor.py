@@ -18,7 +18,7 @@ JAPANESE_WINDOWS = {"LANG": "ja_JP.UTF-8", "LC_ALL": "ja_JP.UTF-8"}  # Wine's AN
 
 def test_pdh_is_opened_through_pdh_dll_and_has_no_gpu_counters(win: WinePython) -> None:
     code = (
-        "import json; from gputray.monitor.backends import pdh\n"
+        "import json; from gputray.monitor.backends import pdh_ctypes as pdh\n"
         "reader = pdh.PdhCtypesReader()\n"
         "try:\n"
         "    reader.open(); print(json.dumps({'opened': True}))\n"

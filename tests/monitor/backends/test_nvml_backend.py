@@ -12,7 +12,8 @@ import pynvml
 import pytest
 from fake_pynvml import MIB, FakeGpu, FakeNvml
 
-from gputray.monitor.backends.nvidia import LOST_REASON, NvmlBackend, friendly_name, throttle_names
+from gputray.monitor.backends.nvidia import NvmlBackend
+from gputray.monitor.backends.nvidia_sampling import LOST_REASON, friendly_name, throttle_names
 from gputray.monitor.records import BackendPoll, DeviceReading
 
 KEY0 = "pci:0000:01:00.0"

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from gputray.monitor.backends import pdh
-from gputray.monitor.backends.pdh import (
+from gputray.monitor.backends import pdh_counters, pdh_ctypes
+from gputray.monitor.backends.pdh import WindowsPdhBackend
+from gputray.monitor.backends.pdh_counters import (
     ADAPTER_DEDICATED,
     ADAPTER_SHARED,
     ENGINE_UTIL,
@@ -24,14 +25,13 @@ from gputray.monitor.backends.pdh import (
     AdapterDesc,
     CounterArrays,
     CounterItem,
-    PdhCtypesReader,
-    WindowsPdhBackend,
     adapter_memory,
     adapter_utilization,
     map_luids,
     parse_instance,
     process_usage,
 )
+from gputray.monitor.backends.pdh_ctypes import PdhCtypesReader
 from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.monitor import Monitor, merge_readings
 from gputray.monitor.records import DeviceInfo, DeviceReading, Sample
@@ -470,7 +470,7 @@ class FakePdhDll:
         items = frame.get(self.paths[counter.value])
         if items is None:
             return _signed(self.PDH_INVALID_DATA)
-        need = ctypes.sizeof(pdh._PdhFmtCounterValueItemW) * max(len(items), 1)
+        need = ctypes.sizeof(pdh_ctypes._PdhFmtCounterValueItemW) * max(len(items), 1)
         if buf is None or size_ref._obj.value < need:
             size_ref._obj.value = need
             count_ref._obj.value = len(items)
@@ -479,7 +479,7 @@ class FakePdhDll:
             self.grow_once = False
             size_ref._obj.value = need + 64
             return _signed(self.PDH_MORE_DATA)
-        arr = (pdh._PdhFmtCounterValueItemW * len(items)).from_buffer(buf)
+        arr = (pdh_ctypes._PdhFmtCounterValueItemW * len(items)).from_buffer(buf)
         for i, (name, status, value) in enumerate(items):
             text = ctypes.create_unicode_buffer(name)
             self.keep.append(text)
@@ -495,8 +495,8 @@ class FakePdhDll:
 
 
 def test_ctypes_reader_reads_formatted_arrays_through_the_real_structures() -> None:
-    engine = pdh.COUNTER_PATHS[ENGINE_UTIL]
-    dedicated = pdh.COUNTER_PATHS[ADAPTER_DEDICATED]
+    engine = pdh_counters.COUNTER_PATHS[ENGINE_UTIL]
+    dedicated = pdh_counters.COUNTER_PATHS[ADAPTER_DEDICATED]
     inst = f"pid_{LLAMA}_luid_0x00000000_0x0000D1B5_phys_0_eng_1_engtype_Compute_0"
     fake = FakePdhDll(
         [
@@ -513,7 +513,7 @@ def test_ctypes_reader_reads_formatted_arrays_through_the_real_structures() -> N
     reader = PdhCtypesReader()
     reader._pdh = fake
     reader.open()
-    assert sorted(fake.paths.values()) == sorted(pdh.COUNTER_PATHS.values())
+    assert sorted(fake.paths.values()) == sorted(pdh_counters.COUNTER_PATHS.values())
     first = reader.collect()
     assert first[ENGINE_UTIL] == []
     assert first[ADAPTER_DEDICATED] == [CounterItem("luid_0x00000000_0x0000D1B5_phys_0", 15.6 * GIB, True)]
@@ -528,14 +528,14 @@ def test_ctypes_reader_reads_formatted_arrays_through_the_real_structures() -> N
 @pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="64-bit layouts")
 def test_windows_struct_layouts_64bit() -> None:
     # PDH_FMT_COUNTERVALUE_ITEM_W: LPWSTR + {DWORD CStatus; union{..double..}} = 8 + 16.
-    assert ctypes.sizeof(pdh._PdhFmtCounterValue) == 16
-    assert pdh._PdhFmtCounterValue.value.offset == 8
-    assert ctypes.sizeof(pdh._PdhFmtCounterValueItemW) == 24
-    assert ctypes.sizeof(pdh._D3dkmtOpenAdapterFromLuid) == 12
-    assert ctypes.sizeof(pdh._D3dkmtQueryAdapterInfo) == 24
-    assert ctypes.sizeof(pdh._D3dkmtAdapterAddress) == 12
+    assert ctypes.sizeof(pdh_ctypes._PdhFmtCounterValue) == 16
+    assert pdh_ctypes._PdhFmtCounterValue.value.offset == 8
+    assert ctypes.sizeof(pdh_ctypes._PdhFmtCounterValueItemW) == 24
+    assert ctypes.sizeof(pdh_ctypes._D3dkmtOpenAdapterFromLuid) == 12
+    assert ctypes.sizeof(pdh_ctypes._D3dkmtQueryAdapterInfo) == 24
+    assert ctypes.sizeof(pdh_ctypes._D3dkmtAdapterAddress) == 12
     if sys.platform == "win32":  # WCHAR is 2 bytes only there
-        assert ctypes.sizeof(pdh._DxgiAdapterDesc1) == 312
+        assert ctypes.sizeof(pdh_ctypes._DxgiAdapterDesc1) == 312
 
 
 class NoGpuCountersReader(RecordedReader):
@@ -546,7 +546,9 @@ class NoGpuCountersReader(RecordedReader):
     def open(self) -> None:
         self.opens += 1
         if not self.driver_installed:
-            raise pdh.PdhError(r"PdhAddEnglishCounterW(\GPU Engine(*)\Utilization Percentage)", 0xC0000BB9)
+            raise pdh_ctypes.PdhError(
+                r"PdhAddEnglishCounterW(\GPU Engine(*)\Utilization Percentage)", 0xC0000BB9
+            )
 
 
 def test_missing_gpu_counters_are_a_note_that_names_the_driver() -> None:

@@ -85,6 +85,20 @@ def test_ffmpeg_time_counts_against_the_input_duration_from_the_head(tmp_path: P
     assert progress_in_text(recorded, 10.0) == Progress(9.96, 10.0, "ffmpeg")  # its last update
 
 
+def test_the_video_recipes_own_log_through_the_queue(tmp_path: Path) -> None:
+    """The shipped upscale-video recipe's log as the queue kept it (gputray's header, then Debian's
+    ffmpeg 5.1 scaling an 8 s clip with scale_vulkan on lavapipe: tests/scheduler/test_ffmpeg_live.py
+    made it): each update counts against the Duration line, the last one too."""
+    recorded = _fixture("ffmpeg_vulkan_recipe.log")
+    log = tmp_path / "task-1.log"
+    log.write_text(recorded)
+    assert read_progress(log) == (Progress(7.88, 8.0, "ffmpeg"), 8.0)
+    held = recorded[: recorded.index("frame=  200")]  # as it stood while ffmpeg waited for more input
+    log.write_text(held)
+    found, _ = read_progress(log)
+    assert found == Progress(2.24, 8.0, "ffmpeg") and found.fraction == pytest.approx(0.28)
+
+
 def test_the_progress_file_wins_and_bad_ones_say_nothing(tmp_path: Path) -> None:
     log = tmp_path / "task-1.log"
     log.write_text("Epoch 1/10\n")

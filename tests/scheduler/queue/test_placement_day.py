@@ -38,3 +38,20 @@ def test_a_short_day_with_teeth_preempts_for_the_urgent_job_and_runs_the_big_one
     failed = teeth.simulate_teeth(quiet, preempt=False, on_oom="fail")
     assert moved.big_failed == 0 and moved.big_finished == failed.big_finished + failed.big_failed > 0
     assert failed.big_failed > 0
+
+
+def test_a_short_cold_day_moves_the_diffusion_job_off_the_igpu_once_its_progress_shows_it_late() -> None:
+    """No history: the never-run diffusion job goes to the idle 780M (the 5060 Ti busy); without its
+    progress it stays there for hours, with it ``late_move`` runs it again on the 5060 Ti."""
+    day = day_bench.make_day(seed=2, hours=2.0, mean_gap_s=120.0, diffusion_at_s=5400.0)
+    diffusion = next(j.id for j in day.jobs if j.family == "diffusion")
+    blind = day_bench.simulate(day, "fastest", yesterday=False)
+    cold = day_bench.simulate(day, "fastest", yesterday=False, progress=True)
+    oracle = day_bench.figures(day, day_bench.simulate(day, "oracle"))
+    assert blind.starts[diffusion][1] == day_bench.AMD and cold.starts[diffusion][1] == day_bench.NV
+    assert any(
+        m.startswith(f"diffusion-{diffusion}: moved to GeForce RTX 5060 Ti: on Radeon 780M")
+        for m in cold.moves
+    )
+    assert day_bench.figures(day, blind).mean_completion_s > 1.3 * oracle.mean_completion_s
+    assert day_bench.figures(day, cold).mean_completion_s <= 1.3 * oracle.mean_completion_s

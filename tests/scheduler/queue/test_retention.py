@@ -172,3 +172,31 @@ def test_clean_older_than_by_hand_forgets_those_families_too(
     clock.offset_s += 3600
     client.ask(rq.Clean(older_than_s=1800))  # `gputray clean --older-than 30m`
     assert job_run_families(paths) == [] and present(client) == []
+
+
+def test_the_progress_files_jobs_wrote_go_with_their_logs(
+    owner: Owner, client: ipc.IpcClient, clock: ShiftedClock
+) -> None:
+    """A job's ``GPUTRAY_PROGRESS`` file (``task-N.log.progress``, beside its log) is pruned by the same
+    retention that prunes the log, by the owner's own look and by ``clean`` by hand."""
+    writes = "import os; open(os.environ['GPUTRAY_PROGRESS'], 'w').write('7 7')"
+    ids = []
+    for i in range(5):
+        reply = client.ask(rq.Run(argv=[PY, "-c", writes], name=f"p{i}", overrides={"device_prefs": ["cpu"]}))
+        ids.append(reply.tasks[0].id)
+        wait_for(lambda: client.ask(rq.WaitFor(ids=ids[-1:], timeout_s=10)).done)
+    logs = {t.id: Path(str(t.log_path)) for t in client.ask(rq.Queue(all=True)).tasks}
+    written = {i: Path(f"{p}.progress") for i, p in logs.items()}
+    assert all(p.read_text() == "7 7" for p in written.values())
+    clock.offset_s += 11 * 60  # the retention's next look: keep_tasks = 3
+    owner.queue.request_dispatch()
+    wait_for(
+        lambda: [i for i, p in written.items() if p.exists()] == ids[-3:], what="the pruned ones' files gone"
+    )
+    assert [i for i, p in logs.items() if p.exists()] == ids[-3:]
+    client.ask(rq.Clean(keep=1))
+    assert [i for i, p in written.items() if p.exists()] == ids[-1:]
+    assert sorted(p.name for p in logs[ids[-1]].parent.iterdir() if p.name.startswith("task-")) == [
+        logs[ids[-1]].name,
+        written[ids[-1]].name,
+    ]

@@ -44,6 +44,7 @@ JSON_KEYS = [
     "energy_estimated_s",  # seconds of its run whose energy was counted from power (a glitching counter)
     "power_avg_w",
     "prefer",  # free | fastest | greenest, and the family whose earlier runs estimate it
+    "on_late",  # auto | move | stay: its job moved when its progress shows it ending late (late_move)
     "family",
     "offer",  # run elsewhere now? {device_key, device_name, run_s, waited_s} or null (replies.Offer)
     "estimate_s",  # per device it may use: [{device_key, device_name, run_s, finish_s, runs, throttled_runs}]

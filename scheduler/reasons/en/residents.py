@@ -1,0 +1,25 @@
+"""English words for making room: a resident GPU server asked to free its memory (``queue/room.py``)."""
+
+from __future__ import annotations
+
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.en.common import EN
+from gputray.scheduler.reasons.say import Say
+
+says = EN.says
+
+
+@says(c.RoomMade)
+def _room_made(r: c.RoomMade, s: Say) -> str:
+    held, idle = s.size(r.held_bytes), f"idle {s.duration(r.idle_s)}"
+    if r.step == "holds":
+        command = f"`gputray free-resident {r.resident.lower()}`"
+        return f"{r.resident} holds {held} ({idle}); {command} frees it for this task"
+    if r.step == "asked":
+        return f"asked {r.resident} ({idle}) to free {held}"
+    if r.step == "freed":
+        return f"freed {s.size(r.freed_bytes)} held by {r.resident} ({idle}): starting"
+    if r.step == "not_freed":
+        within = s.seconds(r.bound_s)
+        return f"asked {r.resident} to free {held}, but the device's used memory did not drop within {within}"
+    return f"asked {r.resident} to free {held}; it refused or did not answer ({s.text(r.said)})"

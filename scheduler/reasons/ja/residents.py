@@ -1,0 +1,26 @@
+"""Japanese words for making room: a resident GPU server asked to free its memory (``queue/room.py``)."""
+
+from __future__ import annotations
+
+from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons.ja.common import JA
+from gputray.scheduler.reasons.say import Say
+
+says = JA.says
+
+
+@says(c.RoomMade)
+def _room_made(r: c.RoomMade, s: Say) -> str:
+    held, idle = s.size(r.held_bytes), f"アイドル {s.duration(r.idle_s)}"
+    if r.step == "holds":
+        command = f"`gputray free-resident {r.resident.lower()}`"
+        return f"{r.resident} が {held} を確保しています（{idle}）。{command} でこのタスクのために解放します"
+    if r.step == "asked":
+        return f"{r.resident}（{idle}）に {held} の解放を依頼しました"
+    if r.step == "freed":
+        return f"{r.resident}（{idle}）が確保していた {s.size(r.freed_bytes)} を解放しました。開始します"
+    if r.step == "not_freed":
+        within = s.seconds(r.bound_s)
+        asked = f"{r.resident} に {held} の解放を依頼しましたが"
+        return f"{asked}、{within}以内にデバイスの使用メモリが減りませんでした"
+    return f"{r.resident} に {held} の解放を依頼しましたが、拒否されたか応答がありません（{s.text(r.said)}）"
