@@ -20,7 +20,7 @@ from gputray.gui.queue_model import ACTIVE_STATES, QueueModel
 from gputray.gui.queue_view import QueueTable
 from gputray.gui.resident_text import free_label
 from gputray.gui.room_prompts import FREE_RESIDENT
-from gputray.scheduler.replies import Offer, RoomQuestion, RoomReply, TaskView
+from gputray.scheduler.client.replies import Offer, RoomQuestion, RoomReply, TaskView
 
 PENDING_STATES = frozenset({"queued", "waiting"})
 RETRYABLE_STATES = frozenset({"failed", "cancelled", "interrupted", "succeeded"})

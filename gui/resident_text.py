@@ -12,7 +12,7 @@ from gputray.gui.i18n import tr
 from gputray.gui.notifications import Notice, short_duration
 from gputray.monitor.residents import ResidentView
 from gputray.monitor.units import GIB
-from gputray.scheduler.replies import RoomQuestion
+from gputray.scheduler.client.replies import RoomQuestion
 
 FIGURES_SEPARATOR = " · "
 

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.resident_text import held_text, idle_words, taken_text
-from gputray.scheduler.replies import RoomReply
+from gputray.scheduler.client.replies import RoomReply
 
 RESIDENT_HEADERS = (
     tr_noop("Resident"),

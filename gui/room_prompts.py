@@ -22,8 +22,8 @@ from gputray.gui.desktop_notify import CLOSED, DesktopNotifier
 from gputray.gui.notifications import Notice
 from gputray.gui.offer_prompts import KEEP_WAITING, keep_label
 from gputray.gui.resident_text import free_label
-from gputray.scheduler import protocol as rq
-from gputray.scheduler.replies import Reply, RoomQuestion
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.replies import Reply, RoomQuestion
 
 log = logging.getLogger("gputray.gui.room_prompts")
 

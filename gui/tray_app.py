@@ -35,13 +35,13 @@ from gputray.gui.tray_requests import OwnerRequests
 from gputray.gui.tray_room import TrayRoom
 from gputray.gui.tray_windows import TrayWindows
 from gputray.monitor.records import Snapshot
-from gputray.scheduler.paths import app_paths
-from gputray.scheduler.reasons.codes import Reason
-from gputray.scheduler.replies import Offer, Paused, Reply, RoomReply, TaskView
-from gputray.scheduler.tasks.records import QueueEvent
+from gputray.scheduler.client.connection import app_paths
+from gputray.scheduler.client.replies import Offer, Paused, Reply, RoomReply, TaskView
+from gputray.scheduler.client.tasks import QueueEvent
+from gputray.scheduler.client.words import Reason
 
 if TYPE_CHECKING:
-    from gputray.scheduler.owner import Owner
+    from gputray.scheduler.client.host import Owner
 
 log = logging.getLogger("gputray.gui")
 R = TypeVar("R", bound=Reply)
@@ -79,7 +79,7 @@ class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
         tray: QSystemTrayIcon | None = None,
     ) -> None:
         super().__init__(None)
-        from gputray.scheduler.config import Config, ConfigError, read_config
+        from gputray.scheduler.client.settings import Config, ConfigError, read_config
 
         self.args = args
         self.paths = app_paths()
@@ -228,7 +228,7 @@ class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
     def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, list[Note]]:
         from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor, has_gpu
-        from gputray.scheduler.owner import Owner
+        from gputray.scheduler.client.host import Owner
 
         thresholds, interval_s = self.config.thresholds, self.config.monitor.interval_s
         notes: list[Note] = []
@@ -280,7 +280,7 @@ class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
     def _on_owner_started(self, result: Any) -> None:
         self._starting = False
         if isinstance(result, BaseException):
-            from gputray.scheduler import ipc
+            from gputray.scheduler.client import connection as ipc
 
             if isinstance(result, ipc.OwnerAlreadyRunning):
                 log.warning("another gputray became the owner first: handing over and quitting")
@@ -526,7 +526,7 @@ class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
 
     # -- settings --------------------------------------------------------------------------------------
     def _apply_settings(self, values: dict[str, Any]) -> None:
-        from gputray.scheduler.config import ConfigError, read_config
+        from gputray.scheduler.client.settings import ConfigError, read_config
 
         with contextlib.suppress(ConfigError):  # the file just written, read as `gputray daemon` reads it
             self.config = read_config(self.paths.config_file)

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from gputray.gui.resident_text import given_back_notice, question_notice, taken_notice
 from gputray.gui.room_prompts import FREE_RESIDENT, RoomPrompts
 from gputray.monitor.records import Snapshot
-from gputray.scheduler import protocol as rq
-from gputray.scheduler.replies import RoomQuestion, RoomReply
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.replies import RoomQuestion, RoomReply
 
 if TYPE_CHECKING:
     from gputray.gui.notifications import Notifier
