@@ -24,7 +24,7 @@ from gputray.scheduler.client.replies import RoomQuestion, RoomReply
 if TYPE_CHECKING:
     from gputray.gui.notifications import Notifier
     from gputray.gui.panel import Panel
-    from gputray.scheduler.owner import Owner
+    from gputray.scheduler.client.host import Owner
 
 log = logging.getLogger("gputray.gui")
 
