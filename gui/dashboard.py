@@ -49,8 +49,8 @@ from gputray.gui.window_fit import fit_on_screen
 from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB, format_energy_j
-from gputray.scheduler.reasons.doctor_codes import DoctorNews
-from gputray.scheduler.replies import TaskView
+from gputray.scheduler.client.replies import TaskView
+from gputray.scheduler.client.words import DoctorNews
 
 METRICS: tuple[tuple[str, str, float], ...] = (
     ("util_percent", tr_noop("Utilisation %"), 1.0),
@@ -538,7 +538,7 @@ class Dashboard(QWidget):
 
     def load_cached_doctor(self) -> None:
         try:
-            from gputray.scheduler.pyenvs.doctor import cached_results
+            from gputray.scheduler.client.doctor import cached_results
 
             self.show_doctor(cached_results())
         except Exception as exc:
@@ -578,8 +578,8 @@ class Dashboard(QWidget):
 
         def work() -> None:
             try:
-                from gputray.scheduler.pyenvs.doctor import run_doctor
-                from gputray.scheduler.pyenvs.registry import load_envs
+                from gputray.scheduler.client.doctor import run_doctor
+                from gputray.scheduler.client.settings import load_envs
 
                 results = run_doctor(load_envs(), devices, progress=self.doctor_line.emit)
             except Exception as exc:

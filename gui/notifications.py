@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.monitor.records import DeviceEvent
-from gputray.scheduler.config import NOTIFICATION_KINDS
-from gputray.scheduler.reasons.codes import Reason
-from gputray.scheduler.replies import Offer, TaskView
+from gputray.scheduler.client.replies import Offer, TaskView
+from gputray.scheduler.client.settings import NOTIFICATION_KINDS
+from gputray.scheduler.client.words import Reason
 
 log = logging.getLogger("gputray.gui.notifications")
 

@@ -21,9 +21,9 @@ from PySide6.QtCore import QObject, Qt, Signal
 from gputray.gui.desktop_notify import CLOSED, DesktopNotifier
 from gputray.gui.i18n import tr
 from gputray.gui.notifications import Notice
-from gputray.scheduler import protocol as rq
-from gputray.scheduler.replies import Offer, Reply
-from gputray.scheduler.tasks.records import TaskPatch
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.replies import Offer, Reply
+from gputray.scheduler.client.tasks import TaskPatch
 
 log = logging.getLogger("gputray.gui.offer_prompts")
 

@@ -66,7 +66,7 @@ from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.tray_icon import is_hot
 from gputray.gui.widgets import ElidedLabel, WrappedLabel
 from gputray.monitor.records import Snapshot
-from gputray.scheduler.replies import DeviceSlots
+from gputray.scheduler.client.replies import DeviceSlots
 
 __all__ = ["DeviceCard", "DropZone", "Panel", "process_menu"]
 

@@ -17,7 +17,7 @@ from gputray.gui.offer_prompts import KEEP_WAITING, RUN_HERE, keep_label, run_la
 from gputray.gui.priority_dialog import ask_priority
 from gputray.gui.queue_model import ACTIVE_STATES, QueueModel
 from gputray.gui.queue_view import QueueTable
-from gputray.scheduler.replies import Offer, TaskView
+from gputray.scheduler.client.replies import Offer, TaskView
 
 PENDING_STATES = frozenset({"queued", "waiting"})
 RETRYABLE_STATES = frozenset({"failed", "cancelled", "interrupted", "succeeded"})

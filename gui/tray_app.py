@@ -33,13 +33,13 @@ from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, s
 from gputray.gui.tray_requests import OwnerRequests
 from gputray.gui.tray_windows import TrayWindows
 from gputray.monitor.records import Snapshot
-from gputray.scheduler.paths import app_paths
-from gputray.scheduler.reasons.codes import Reason
-from gputray.scheduler.replies import Offer, Paused, Reply, TaskView
-from gputray.scheduler.tasks.records import QueueEvent
+from gputray.scheduler.client.connection import app_paths
+from gputray.scheduler.client.replies import Offer, Paused, Reply, TaskView
+from gputray.scheduler.client.tasks import QueueEvent
+from gputray.scheduler.client.words import Reason
 
 if TYPE_CHECKING:
-    from gputray.scheduler.owner import Owner
+    from gputray.scheduler.client.host import Owner
 
 log = logging.getLogger("gputray.gui")
 R = TypeVar("R", bound=Reply)
@@ -77,7 +77,7 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
         tray: QSystemTrayIcon | None = None,
     ) -> None:
         super().__init__(None)
-        from gputray.scheduler.config import Config, ConfigError, read_config
+        from gputray.scheduler.client.settings import Config, ConfigError, read_config
 
         self.args = args
         self.paths = app_paths()
@@ -222,7 +222,7 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
     def _make_owner(self, force_demo: bool, args: argparse.Namespace) -> tuple[Any, Any, bool, list[Note]]:
         from gputray.cluster.link import ClusterLink
         from gputray.monitor.factory import build_monitor, has_gpu
-        from gputray.scheduler.owner import Owner
+        from gputray.scheduler.client.host import Owner
 
         thresholds, interval_s = self.config.thresholds, self.config.monitor.interval_s
         notes: list[Note] = []
@@ -274,7 +274,7 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
     def _on_owner_started(self, result: Any) -> None:
         self._starting = False
         if isinstance(result, BaseException):
-            from gputray.scheduler import ipc
+            from gputray.scheduler.client import connection as ipc
 
             if isinstance(result, ipc.OwnerAlreadyRunning):
                 log.warning("another gputray became the owner first: handing over and quitting")
@@ -510,7 +510,7 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
 
     # -- settings --------------------------------------------------------------------------------------
     def _apply_settings(self, values: dict[str, Any]) -> None:
-        from gputray.scheduler.config import ConfigError, read_config
+        from gputray.scheduler.client.settings import ConfigError, read_config
 
         with contextlib.suppress(ConfigError):  # the file just written, read as `gputray daemon` reads it
             self.config = read_config(self.paths.config_file)

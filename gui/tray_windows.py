@@ -18,7 +18,7 @@ from gputray.gui import messages, window_audit
 from gputray.gui.i18n import install_language, tr, tr_noop
 from gputray.gui.theme import scheme_name
 from gputray.monitor.records import ProcessUse, Snapshot
-from gputray.scheduler.paths import app_paths
+from gputray.scheduler.client.connection import app_paths
 
 if TYPE_CHECKING:
     from gputray.gui.drops import DropOutcome
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gputray.gui.panel import Panel
     from gputray.gui.queue_model import QueueModel
     from gputray.gui.tray_icon import TrayIconController
-    from gputray.scheduler.config import Config
+    from gputray.scheduler.client.settings import Config
 
 log = logging.getLogger("gputray.gui")
 

