@@ -52,6 +52,7 @@ class RoomPlan:
     device: str
     resident: ResidentView
     policy: ResidentPolicy
+    task_name: str = ""
 
 
 def choose(
@@ -89,7 +90,7 @@ def choose(
             if busy_reason(task, room) is not None:
                 continue
             if best is None or resident.held_bytes < (best.resident.held_bytes or 0):
-                best = RoomPlan(task.id, dev.key, resident, policy)
+                best = RoomPlan(task.id, dev.key, resident, policy, task.name)
     return best
 
 
@@ -140,7 +141,7 @@ class MakeRoom:
         self._warm_again()
         self.looks += 1
         if not residents:
-            self.questions.clear()
+            self.questions = {}
             return
         pending = {r.id for r in self.queue.store.pending(active_only=True)}
         for task_id in set(self.queue.runs.room_notes) - pending:
@@ -183,10 +184,12 @@ class MakeRoom:
             said=said,
         )
 
-    def answer(self, name: str, now_s: float) -> tuple[str, bool]:
+    def answer(self, name: str, now_s: float, *, task_id: int | None = None) -> tuple[str, bool]:
         """The user said yes to freeing ``name`` (CLI, notification, row menu): free it for the task it
-        was asked for (or, with no task waiting for it, free it anyway if it is idle); what was done."""
-        plan = next((p for p in self.questions.values() if p.resident.name.lower() == name.lower()), None)
+        was asked for (``task_id``'s question first, where the tray names it; or, with no task waiting
+        for it, free it anyway if it is idle); what was done."""
+        asked = [p for p in self.questions.values() if p.resident.name.lower() == name.lower()]
+        plan = next((p for p in asked if p.task_id == task_id), asked[0] if asked else None)
         if plan is not None:
             self.questions.pop(plan.task_id, None)
             return self.free_for(plan, now_s)
