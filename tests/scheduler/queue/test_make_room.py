@@ -162,7 +162,9 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
         assert ollama.paths_called("POST") == []  # asked the user, not the resident
         listed = gputray("residents", home=tmp_path / "home")  # the command line, as a user types it
         assert listed.returncode == 0, listed.stderr
-        ollama_line = next(line for line in listed.stdout.splitlines() if line.startswith("Ollama "))
+        ollama_line = next(  # by its port: other tests on this machine may run Ollama stand-ins too
+            line for line in listed.stdout.splitlines() if line.endswith(f", port {ollama.port}")
+        )
         assert ollama_line.startswith("Ollama holds 12.0 GiB on GeForce RTX 5060 Ti · idle "), listed.stdout
         said = gputray("free-resident", "ollama", home=tmp_path / "home")
         assert said.returncode == 0 and said.stdout.startswith("asked Ollama (idle "), (
