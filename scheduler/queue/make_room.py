@@ -186,13 +186,13 @@ class MakeRoom:
     def answer(self, name: str, now_s: float) -> tuple[str, bool]:
         """The user said yes to freeing ``name`` (CLI, notification, row menu): free it for the task it
         was asked for (or, with no task waiting for it, free it anyway if it is idle); what was done."""
-        plan = next((p for p in self.questions.values() if p.resident.name.lower() == name.lower()), None)
+        plan = next((p for p in self.questions.values() if _named(p.resident, name)), None)
         if plan is not None:
             self.questions.pop(plan.task_id, None)
             return self.free_for(plan, now_s)
-        resident = next((r for r in self.watch.latest if r.name.lower() == name.lower()), None)
+        resident = pick_named(self.watch.latest, name)
         if resident is None:
-            known = ", ".join(r.name for r in self.watch.latest) or "none is running"
+            known = ", ".join(dict.fromkeys(r.name for r in self.watch.latest)) or "none is running"
             return f"no resident named {name!r} is running here ({known})", False
         if resident.busy:
             return f"{resident.name} is serving a request: not asked", False
@@ -307,6 +307,23 @@ def _others_used_bytes(snapshot: Snapshot | None, device: str, ours: frozenset[i
         if p.device == device and p.pid in ours
     )
     return used - mine
+
+
+def _named(r: ResidentView, name: str) -> bool:
+    """``name`` is the resident's name (any case), or its port or pid where several share a name."""
+    wanted = name.strip()
+    if wanted.isdigit():
+        return int(wanted) in (r.port, r.pid)
+    return r.name.lower() == wanted.lower()
+
+
+def pick_named(residents: Sequence[ResidentView], name: str) -> ResidentView | None:
+    """The resident ``name`` means: of several with that name (two Ollamas, a ComfyUI whose API does
+    not answer beside one that does), the one that can be freed now and holds the most."""
+    named = [r for r in residents if _named(r, name)]
+    if not named:
+        return None
+    return max(named, key=lambda r: (r.can_free and not r.busy, r.held_bytes or 0))
 
 
 def _free_through_api(resident: ResidentView, policy: ResidentPolicy) -> FreeResult:

@@ -12,6 +12,7 @@ memory on the simulated RTX 5060 Ti; a task needing 8 GiB there waits for it.
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -162,7 +163,8 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
         assert ollama.paths_called("POST") == []  # asked the user, not the resident
         listed = gputray("residents", home=tmp_path / "home")  # the command line, as a user types it
         assert listed.returncode == 0, listed.stderr
-        ollama_line = next(line for line in listed.stdout.splitlines() if line.startswith("Ollama "))
+        ours = f"port {ollama.port}"  # other Ollamas may run on this machine (other tests, a real one)
+        ollama_line = next(line for line in listed.stdout.splitlines() if line.endswith(ours))
         assert ollama_line.startswith("Ollama holds 12.0 GiB on GeForce RTX 5060 Ti · idle "), listed.stdout
         said = gputray("free-resident", "ollama", home=tmp_path / "home")
         assert said.returncode == 0 and said.stdout.startswith("asked Ollama (idle "), (
@@ -178,6 +180,33 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
             {"method": "POST", "path": "/api/generate", "body": {"model": "qwen3:14b", "keep_alive": 0}}
         ]
         assert render(ended.reason).startswith("freed "), render(ended.reason)
+
+
+def test_free_resident_of_a_name_several_share_frees_the_one_that_can_be_freed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    """Two processes named ollama: one whose API does not answer (started first, so listed first) and
+    the stand-in that holds 12 GiB. ``free-resident ollama`` asks the one that can be freed, not the
+    first of the name; its port names it too."""
+    mute = tmp_path / "mute" / "ollama"
+    mute.parent.mkdir()
+    mute.symlink_to(sys.executable)
+    silent = subprocess.Popen([str(mute), "-c", "import time; time.sleep(120)"])
+    try:
+        with (
+            resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama,
+            owner_with(tmp_path, monkeypatch, "") as (owner, client),
+        ):
+            mine = lambda: [r for r in owner.residents() if r.pid in (silent.pid, ollama.proc.pid)]  # noqa: E731
+            wait_for(lambda: len(mine()) == 2 and any(r.held_bytes for r in mine()), what="both Ollamas seen")
+            said = client.ask(rq.FreeResident(name="OLLAMA"))
+            assert said.asked and said.said.startswith("asked Ollama (idle "), said.said
+            assert ollama.paths_called("POST") == ["/api/generate"]
+            by_port = client.ask(rq.FreeResident(name=str(ollama.port)))
+            assert by_port.said.startswith("asked Ollama"), by_port.said
+    finally:
+        silent.kill()
+        silent.wait()
 
 
 def test_reload_after_loads_the_model_again_once_the_job_ended(
