@@ -49,6 +49,7 @@ from gputray.gui.window_fit import fit_on_screen
 from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB, format_energy_j
+from gputray.scheduler.reasons.doctor_codes import DoctorNews
 from gputray.scheduler.replies import TaskView
 
 METRICS: tuple[tuple[str, str, float], ...] = (
@@ -159,7 +160,7 @@ def fit_columns(table: QTableWidget, *, most: float = 0.45) -> None:
 
 class Dashboard(QWidget):
     doctor_done = Signal(list)
-    doctor_line = Signal(str)
+    doctor_line = Signal(object)  # a doctor run's progress (``doctor_codes.DoctorNews``)
     doctor_note = Signal(object)  # a messages.Note from the doctor's thread: it follows a language switch
     settings_requested = Signal()  # "Open Settings…" beside the hint to add a Python environment
     stop_process_requested = Signal(object)  # ProcessUse
@@ -513,12 +514,13 @@ class Dashboard(QWidget):
                 return
 
     # -- doctor ----------------------------------------------------------------------------------------
-    def _set_doctor_status_text(self, text: str) -> None:
-        """A progress line from the doctor's run: its ✅/⚠/❌ becomes a drawn mark beside the text."""
-        verdict, text = strip_mark(text)
+    def _set_doctor_status_text(self, news: DoctorNews) -> None:
+        """A progress line from the doctor's run, in the language shown: its ✅/⚠/❌ becomes a drawn
+        mark beside the text."""
+        verdict, text = strip_mark(messages.reason(news))
         self._doctor_status_note = None
         self._show_status_mark(verdict)
-        self.doctor_status.setText(messages.translate(text))
+        self.doctor_status.setText(text)
 
     def _set_doctor_status(self, status: messages.Note) -> None:
         self._doctor_status_note = status
@@ -549,7 +551,7 @@ class Dashboard(QWidget):
         self.doctor_table.setRowCount(len(pairs))
         for row, p in enumerate(pairs):
             figures = ", ".join(f"{c.name} {c.figure()}" for c in p.capabilities)
-            why = messages.translate(p.reason) + (f" — {messages.translate(p.fix)}" if p.fix else "")
+            why = messages.reason(p.finding) + (f" — {messages.reason(p.remedy)}" if p.remedy else "")
             # "HIP_VISIBLE_DEVICES=0 ✓ Radeon 780M": how a job is pointed at the GPU, and what torch saw
             values = (p.env_name, p.device_name, tr(p.verdict), p.selected_by(), why, figures)
             for col, text in enumerate(values):

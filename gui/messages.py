@@ -5,7 +5,7 @@ A task's reason, a queue event and a device's busy verdict are data (``gputray.s
 tray shows (docs/architecture.md, "Adding a reason").
 
 The rest is still English text from ``monitor/`` and ``scheduler/`` (a device event, a submit error,
-the doctor's findings and fixes, a config problem): ``translate`` matches it against the templates
+a config problem): ``translate`` matches it against the templates
 below (the English format strings, marked for the ``.ts``), and the fields that are messages
 themselves (``{why}``) are translated the same way. Names, sizes and numbers are kept as they are; a
 sentence that no template knows is shown as written.
@@ -79,90 +79,6 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)")),
     _t(tr_noop("Upscale a video ×2 with ffmpeg's Vulkan scaler")),
     _t(tr_noop("Benchmark a GGUF model with llama.cpp on Vulkan")),
-    # scheduler/pyenvs/doctor.py and doctor_messages.py: the doctor's findings and fixes
-    _t(tr_noop("works, but {names} failed: {why}"), "why"),
-    _t(tr_noop("a real op and every bench item passed")),
-    _t(tr_noop("a real op ran (not benchmarked)")),
-    _t(tr_noop("the basic op did not run")),
-    _t(tr_noop("this env has a CUDA build of torch (CUDA {cuda}); it cannot use AMD GPUs")),
-    _t(tr_noop("this env has a ROCm build of torch (HIP {hip}); it cannot use NVIDIA GPUs")),
-    _t(tr_noop("use an env with a cu128+ CUDA build for this GPU: {command}")),
-    _t(tr_noop("use an env with {hint} for this GPU"), "hint"),
-    _t(tr_noop("torch in this env does not see this GPU")),
-    _t(
-        tr_noop(
-            "check CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES in this env's settings"
-        )
-    ),
-    _t(tr_noop("the probe hung {where} and was stopped after {secs} s"), "where"),
-    _t(tr_noop("on this device")),
-    _t(tr_noop("before it reached any device")),
-    _t(tr_noop("remove or change HSA_OVERRIDE_GFX_VERSION={value} for this env")),
-    _t(
-        tr_noop(
-            "run gputray doctor --refresh once the GPU is idle, or allow more time with --timeout "
-            "(a first CUDA run can spend minutes compiling kernels)"
-        )
-    ),
-    _t(tr_noop("the interpreter {python} does not exist any more")),
-    _t(tr_noop("gputray envs remove {name}, then add the right path")),
-    _t(tr_noop("gputray envs remove {name}, then add a real Python")),
-    _t(tr_noop("check that {python} is a Python interpreter")),
-    _t(
-        tr_noop(
-            "{what}: this ROCm build of torch has no kernels for {arch}, "
-            "even with HSA_OVERRIDE_GFX_VERSION={value}"
-        ),
-        "what",
-    ),
-    _t(tr_noop("{what}: this ROCm build of torch has no kernels for {arch}"), "what"),
-    _t(tr_noop("install a ROCm build of torch whose arch list has {arch}, or try another override value")),
-    _t(tr_noop("install {hint} that supports {arch}"), "hint"),
-    _t(tr_noop("install {hint} in this env"), "hint"),
-    _t(tr_noop("a ROCm build of torch (index URL on {url})")),
-    _t(tr_noop("try HSA_OVERRIDE_GFX_VERSION={value} for this env only: {command}")),
-    _t(
-        tr_noop("this torch build has no kernels for {target} (RTX 50-series / Blackwell needs CUDA 12.8+)"),
-        "target",
-    ),
-    _t(tr_noop("this torch build has no kernels for {target}"), "target"),
-    _t(tr_noop("install a cu128+ wheel in this env: {command}")),
-    _t(
-        tr_noop(
-            "the ROCm runtime rejected the GPU code (invalid ISA) with HSA_OVERRIDE_GFX_VERSION={value}: "
-            "that value does not fit this GPU"
-        )
-    ),
-    _t(tr_noop("use HSA_OVERRIDE_GFX_VERSION=11.0.0 for a gfx1103 (Radeon 780M), or remove the override")),
-    _t(tr_noop("the ROCm runtime rejected the GPU code (invalid ISA)")),
-    _t(tr_noop("HIP error: invalid device function")),
-    _t(tr_noop("no GPU code for this GPU in the ROCm libraries")),
-    _t(
-        tr_noop(
-            "the NVIDIA driver is too old for this torch build CUDA {cuda} (it supports CUDA {supported})"
-        )
-    ),
-    _t(tr_noop("the NVIDIA driver is too old for this torch build CUDA {cuda}")),
-    _t(tr_noop("the NVIDIA driver is too old for this torch build (it supports CUDA {supported})")),
-    _t(tr_noop("the NVIDIA driver is too old for this torch build")),
-    _t(
-        tr_noop(
-            "update the NVIDIA driver (570 or newer for CUDA 12.8 and RTX 50-series), "
-            "or use a torch build for an older CUDA on older GPUs"
-        )
-    ),
-    _t(tr_noop("no NVIDIA driver is loaded")),
-    _t(tr_noop("install the NVIDIA driver (570+ for RTX 50-series)")),
-    _t(tr_noop("this env has a CPU-only build of torch")),
-    _t(tr_noop("torch is not installed in this env")),
-    _t(tr_noop("{python} -m pip install torch (a cu128 build for NVIDIA, a ROCm build for AMD)")),
-    _t(tr_noop("the GPU ran out of memory during the test")),
-    _t(tr_noop("close what holds the GPU memory, then run gputray doctor --refresh")),
-    _t(tr_noop("the device computed wrong results")),
-    _t(tr_noop("remove HSA_OVERRIDE_GFX_VERSION={value} from this env")),
-    _t(tr_noop("torch in this env is broken: {lib} is missing")),
-    _t(tr_noop("reinstall torch: {command}")),
-    _t(tr_noop("this GPU")),
     # scheduler/config.py: a config file's problems (the banner, `gputray config`); {allowed} in words
     _t(tr_noop("{source}: {key} = {value} is not {allowed}; using {default}"), "allowed"),
     _t(tr_noop("{source}: {key} = {value} is not {allowed}; left unset"), "allowed"),

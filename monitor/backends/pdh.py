@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+from gputray.monitor import proc_name
 from gputray.monitor.backends.pdh_counters import (
     ADAPTER_DEDICATED,
     ENGINE_UTIL,
@@ -92,7 +93,7 @@ def _default_process_name(pid: int) -> str:
     try:
         import psutil
 
-        return str(psutil.Process(pid).name())
+        return proc_name.process_name(psutil.Process(pid))
     except Exception:
         return f"pid {pid}"
 

@@ -47,6 +47,7 @@ from gputray.scheduler.pyenvs.doctor_cache import (
 from gputray.scheduler.pyenvs.registry import EnvError, PythonEnv, load_envs
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.codes import Reason
+from gputray.scheduler.reasons.doctor_codes import CheckRaised
 
 log = logging.getLogger(__name__)
 
@@ -300,8 +301,8 @@ class ProbingChooser:
         return c.NoEnvWorks(
             device=where,
             demo_for=demo,
-            failures=tuple(c.EnvFailure(p.env_name, p.reason) for p in failures),
-            fix=next((p.fix for p in failures if p.fix), None),
+            failures=tuple(c.EnvFailure(p.env_name, p.finding) for p in failures),
+            fix=next((p.remedy for p in failures if p.remedy is not None), None),
         )
 
     def check_all(self) -> int:
@@ -388,7 +389,7 @@ def _failed_check(env: PythonEnv, devices: Sequence[DeviceInfo], exc: Exception)
             device_name=name,
             vendor=vendor,
             verdict="fails",
-            reason=f"the check could not run ({type(exc).__name__}: {exc})",
+            finding=CheckRaised(error=f"{type(exc).__name__}: {exc}"),
             extra_env=dict(env.extra_env),
         )
         for key, name, vendor in where

@@ -37,13 +37,7 @@ from gputray.scheduler.pyenvs.doctor_cache import (
     env_for_device,
     record_results,
 )
-from gputray.scheduler.pyenvs.doctor_messages import (
-    CU128_INSTALL,
-    ROCM_INSTALL_HINT,
-    Diagnosis,
-    diagnose,
-    explain,
-)
+from gputray.scheduler.pyenvs.doctor_messages import Diagnosis, diagnose, explain
 from gputray.scheduler.pyenvs.probe_runner import (
     DEFAULT_TIMEOUT_S,
     VERSION_TIMEOUT_S,
@@ -53,6 +47,8 @@ from gputray.scheduler.pyenvs.probe_runner import (
 )
 from gputray.scheduler.pyenvs.registry import PythonEnv
 from gputray.scheduler.pyenvs.selection_learning import with_selections
+from gputray.scheduler.reasons import doctor_codes as dr
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.needs import CAPABILITIES, NEEDS
 
 # The cache's names, still importable from here (``doctor_cache`` is where they live).
@@ -195,28 +191,30 @@ def pair_from_device(
     if device.get("error") and not basic:
         basic = {"ok": False, "error": device["error"]}
     if not basic.get("ok"):
-        error = str(basic.get("error") or "the basic op did not run")
+        said = str(basic.get("error") or "")
+        error = said or "the basic op did not run"
         found = diagnose(
             error + "\n" + warnings_text, vendor=vendor, arch=arch, env=env, cuda_version=facts.cuda_version
         )
-        return PairResult(verdict="fails", reason=found.reason, fix=found.fix, error=error, **common)
+        if not said and isinstance(found.finding, dr.ErrorLine):  # nothing said, nothing recognised
+            found = Diagnosis(dr.BasicOpFailed())
+        return PairResult(verdict="fails", finding=found.finding, remedy=found.remedy, error=error, **common)
     failed = [c for c in caps if not c.ok]
     if failed:
         titles = dict(CAPABILITIES)
-        names = ", ".join(titles.get(c.name, c.name) for c in failed)
+        names = tuple(titles.get(c.name, c.name) for c in failed)
         first = failed[0]
         found = diagnose(
             first.error or "", vendor=vendor, arch=arch, env=env, cuda_version=facts.cuda_version
         )
         return PairResult(
             verdict="limited",
-            reason=f"works, but {names} failed: {found.reason}",
-            fix=found.fix,
+            finding=dr.WorksBut(failed=names, why=found.finding),
+            remedy=found.remedy,
             error=first.error,
             **common,
         )
-    reason = "a real op and every bench item passed" if caps else "a real op ran (not benchmarked)"
-    return PairResult(verdict="works", reason=reason, **common)
+    return PairResult(verdict="works", finding=dr.Passed(benched=bool(caps)), **common)
 
 
 def _unseen_pair(
@@ -229,22 +227,13 @@ def _unseen_pair(
         text = str(data.get("accelerator_error") or "Torch not compiled with CUDA enabled")
         found = diagnose(text, vendor=info.vendor, arch=info.gfx_target, env=env)
     elif cuda is not None and info.vendor == "amd":
-        found = Diagnosis(
-            f"this env has a CUDA build of torch (CUDA {cuda}); it cannot use AMD GPUs",
-            f"use an env with {ROCM_INSTALL_HINT} for this GPU",
-        )
+        found = Diagnosis(dr.OtherVendorBuild(build="cuda", version=cuda), dr.UseRocmEnv())
     elif hip is not None and info.vendor == "nvidia":
-        found = Diagnosis(
-            f"this env has a ROCm build of torch (HIP {hip}); it cannot use NVIDIA GPUs",
-            f"use an env with a cu128+ CUDA build for this GPU: {CU128_INSTALL}",
-        )
+        found = Diagnosis(dr.OtherVendorBuild(build="rocm", version=hip), dr.UseCu128Env())
     elif data.get("accelerator_error"):
         found = diagnose(str(data["accelerator_error"]), vendor=info.vendor, arch=info.gfx_target, env=env)
     else:
-        found = Diagnosis(
-            "torch in this env does not see this GPU",
-            "check CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES in this env's settings",
-        )
+        found = Diagnosis(dr.GpuNotSeen(), dr.CheckVisibleDevices())
     return _failed_pair(
         env,
         info.key,
@@ -266,29 +255,28 @@ def _failed_probe_pair(
     if result.status == "timeout":
         override = env.extra_env.get("HSA_OVERRIDE_GFX_VERSION")
         stages = {p.get("stage") for p in result.progress}
-        where = "on this device" if stages & {"torch", "device"} else "before it reached any device"
         found = Diagnosis(
-            f"the probe hung {where} and was stopped after {result.duration_s:.0f} s",
-            f"remove or change HSA_OVERRIDE_GFX_VERSION={override} for this env"
-            if override
-            else "run gputray doctor --refresh once the GPU is idle, or allow more time with --timeout "
-            "(a first CUDA run can spend minutes compiling kernels)",
+            dr.ProbeHung(on_device=bool(stages & {"torch", "device"}), after_s=result.duration_s),
+            dr.ChangeOverride(value=override) if override else dr.RefreshWhenIdle(),
         )
     elif result.status == "missing":
         found = Diagnosis(
-            f"the interpreter {env.python} does not exist any more",
-            f"gputray envs remove {env.name}, then add the right path",
+            dr.InterpreterGone(python=str(env.python)), dr.ReAddEnv(name=env.name, real_python=False)
         )
     elif result.status == "not_runnable":
-        found = Diagnosis(result.message, f"gputray envs remove {env.name}, then add a real Python")
+        found = Diagnosis(
+            dr.ProbeFailed(message=result.message), dr.ReAddEnv(name=env.name, real_python=True)
+        )
     elif result.status == "garbage":
-        found = Diagnosis(result.message, f"check that {env.python} is a Python interpreter")
+        found = Diagnosis(dr.ProbeFailed(message=result.message), dr.CheckInterpreter(python=str(env.python)))
     else:
         explained = explain(result.stderr_tail, vendor=vendor, env=env)
         found = (
-            Diagnosis(f"{explained.reason} ({result.message.split(':')[0]})", explained.fix)
+            Diagnosis(
+                dr.WhileProbing(why=explained.finding, during=result.message.split(":")[0]), explained.remedy
+            )
             if explained
-            else Diagnosis(result.message)
+            else Diagnosis(dr.ProbeFailed(message=result.message))
         )
     error = (result.message + "\n" + result.stderr_tail).strip()
     return _failed_pair(env, key, name, vendor, found, facts, error=error, torch_version=facts.torch_version)
@@ -306,8 +294,8 @@ def _failed_pair(
         device_name=name,
         vendor=vendor,
         verdict="fails",
-        reason=found.reason,
-        fix=found.fix,
+        finding=found.finding,
+        remedy=found.remedy,
         extra_env=env.extra_env,
         probed_at_s=facts.probed_at_s,
         **more,
@@ -389,7 +377,8 @@ def fingerprint(
 # ---------------------------------------------------------------------------------------------------
 # The doctor run and the scheduler's API.
 
-ProgressLine = Callable[[str], None]
+#: Hears what a run says as it goes (``gputray doctor`` prints it in English, the tray in its language).
+ProgressLine = Callable[[dr.DoctorNews], None]
 
 _MARK = {"works": "✅", "limited": "⚠", "fails": "❌"}
 
@@ -398,18 +387,24 @@ def verdict_mark(verdict: str) -> str:
     return _MARK.get(verdict, "?")
 
 
-def progress_text(pair: PairResult) -> str:
-    figures = ", ".join(
-        f"{dict(CAPABILITIES).get(c.name, c.name)} {c.figure()}" for c in pair.capabilities if c.ok
+def progress_news(pair: PairResult) -> dr.PairProbed:
+    """What a run says of ``pair`` once it is done."""
+    return dr.PairProbed(
+        env=pair.env_name,
+        device=pair.device_name,
+        verdict=pair.verdict,
+        took_s=pair.probe_seconds,
+        cached=pair.from_cache,
+        figures=tuple(
+            f"{dict(CAPABILITIES).get(c.name, c.name)} {c.figure()}" for c in pair.capabilities if c.ok
+        ),
+        why=pair.finding,
     )
-    took = f" in {pair.probe_seconds:.1f} s" if pair.probe_seconds else ""
-    cached = " (cached)" if pair.from_cache else ""
-    text = f"{pair.env_name} × {pair.device_name}: {verdict_mark(pair.verdict)} {pair.verdict}{took}{cached}"
-    if pair.verdict == "fails":
-        text += f" — {pair.reason}"
-    elif figures:
-        text += f" — {figures}"
-    return text
+
+
+def progress_text(pair: PairResult) -> str:
+    """``progress_news`` in English (the command line's, the logs')."""
+    return render(progress_news(pair))
 
 
 def run_doctor(
@@ -442,7 +437,7 @@ def run_doctor(
         elif cached is not None:
             pairs = cached
         else:
-            say(f"{env.name}: probing {env.python} (importing torch, then each device)…")
+            say(dr.ProbingEnv(env=env.name, python=str(env.python)))
 
             def on_progress(
                 payload: Mapping[str, Any], env: PythonEnv = env, reported: set[str] = reported
@@ -451,7 +446,7 @@ def run_doctor(
                     facts = _EnvFacts(None, None, None, time.time(), bench)
                     pair = pair_from_device(env, payload["device"], devices, facts)
                     reported.add(pair.device_key)
-                    say(progress_text(pair))
+                    say(progress_news(pair))
 
             result = probe_env(
                 env.python, extra_env=env.extra_env, bench=bench, timeout_s=timeout_s, on_progress=on_progress
@@ -470,11 +465,15 @@ def run_doctor(
                 )
                 for pair in pairs:
                     if pair.selection is not None and pair.vendor != "cpu":
-                        say(f"{env.name} × {pair.device_name}: selected by {pair.selected_by()}")
+                        say(
+                            dr.PairSelected(
+                                env=env.name, device=pair.device_name, selected_by=pair.selected_by()
+                            )
+                        )
             with contextlib.suppress(OSError):
                 record_results(path, fp, pairs, drivers, bench=bench)
         for pair in pairs:
             if pair.device_key not in reported:
-                say(progress_text(pair))
+                say(progress_news(pair))
         results += pairs
     return results

@@ -28,10 +28,12 @@ from gputray.scheduler.config import ConfigError
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.pyenvs.registry import EnvError, PythonEnv, load_envs
 from gputray.scheduler.pyenvs.selection import SeenDevice, Selection, SelectionStatus, selected_by
+from gputray.scheduler.reasons.doctor_codes import Finding, Fix
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.needs import NEEDS
 
 Verdict = Literal["works", "limited", "fails"]
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: findings and fixes as codes (a cache of 1 held English: probed again)
 NEEDS_REFRESH_S = 30.0  # DoctorNeeds reads the cache again at least this often
 
 
@@ -62,8 +64,8 @@ class PairResult:
     device_name: str
     vendor: str
     verdict: Verdict
-    reason: str
-    fix: str | None = None
+    finding: Finding  # what the doctor found (``reasons/doctor_codes``); ``reason``: its English words
+    remedy: Fix | None = None  # the fix, when one is known; ``fix``: its English words
     torch_device: str | None = None
     torch_version: str | None = None
     cuda_version: str | None = None
@@ -91,6 +93,15 @@ class PairResult:
         return self.verdict != "fails"
 
     @property
+    def reason(self) -> str:
+        """What the doctor found, in English (``gputray doctor``, the logs)."""
+        return render(self.finding)
+
+    @property
+    def fix(self) -> str | None:
+        return render(self.remedy) if self.remedy is not None else None
+
+    @property
     def unproven(self) -> bool:
         """Works, but nothing torch said proves the selection lands on this GPU."""
         return self.works and self.selection_status == "unprovable"
@@ -112,8 +123,14 @@ class PairResult:
         return all(c is not None and c.ok for c in caps)
 
     def to_json(self) -> dict[str, Any]:
+        """``gputray doctor --json``'s pair: ``reason`` and ``fix`` in words as before, and beside them
+        ``reason_code`` / ``fix_code``: the code and its arguments, stable for scripts."""
         data: dict[str, Any] = _builtins(self)
-        return data
+        finding, remedy = data.pop("finding"), data.pop("remedy")
+        at = list(data).index("verdict") + 1
+        items = list(data.items())
+        words = [("reason", self.reason), ("fix", self.fix), ("reason_code", finding), ("fix_code", remedy)]
+        return dict(items[:at] + words + items[at:])
 
 
 def driver_versions() -> dict[str, str]:
@@ -219,10 +236,25 @@ def _builtins(record: object) -> Any:
 
 def _load_cache(path: Path) -> list[_CacheEntry]:
     try:
-        doc = msgspec.json.decode(path.read_bytes(), type=_CacheFile)
-    except (OSError, msgspec.DecodeError):
+        raw = msgspec.json.decode(path.read_bytes())
+        if isinstance(raw, dict) and raw.get("format") == 1:
+            raw = _from_format_1(raw)
+        doc = msgspec.convert(raw, type=_CacheFile)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return []  # no cache or a damaged one: probe again
     return doc.entries if doc.format == CACHE_FORMAT else []
+
+
+def _from_format_1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A cache an earlier gputray wrote (its findings and fixes in English): each kept as ``Written``."""
+    entries = []
+    for entry in raw.get("entries") or ():
+        pair = dict(entry.get("pair") or {}) if isinstance(entry, dict) else {}
+        reason, fix = pair.pop("reason", ""), pair.pop("fix", None)
+        pair["finding"] = {"code": "Written", "text": str(reason)}
+        pair["remedy"] = {"code": "Written", "text": str(fix)} if fix else None
+        entries.append({**entry, "pair": pair})
+    return {**raw, "format": CACHE_FORMAT, "entries": entries}
 
 
 def _save_cache(path: Path, entries: Sequence[_CacheEntry]) -> None:

@@ -37,6 +37,7 @@ from gputray.scheduler.pyenvs.selection import (
     rocr_index,
     serves,
 )
+from gputray.scheduler.reasons import doctor_codes as dr
 
 #: Runs the ``--select`` probe: (python, the whole environment) → its result.
 SelectProbe = Callable[[Path, Mapping[str, str]], ProbeResult]
@@ -243,23 +244,22 @@ def apply_learned(pair: PairResult, learned: Learned) -> PairResult:
     if learned.status == "wrong-device":
         fields.update(
             verdict="fails",
-            reason=f"wrong device: with {learned.selection.label()} {learned.reason}",
-            fix="no selection gputray knows lands on this GPU in this env (tried: "
-            f"{tried}); use an env whose torch build can select it",
+            finding=dr.WrongDevice(selection=learned.selection.label(), sight=learned.reason),
+            remedy=dr.NoSelectionLands(tried=learned.tried),
             error=tried,
         )
     elif learned.kernel_error is not None:
         if pair.works:
             fields.update(
                 verdict="fails",
-                reason=f"its kernel fails under {learned.selection.label()}: {learned.kernel_error}",
+                finding=dr.KernelFailsUnder(selection=learned.selection.label(), error=learned.kernel_error),
                 error=learned.kernel_error,
             )
     elif not pair.works:
         fields.update(
             verdict="works",
-            reason=f"a real op ran under {learned.selection.label()} (not benchmarked)",
-            fix=None,
+            finding=dr.RanUnder(selection=learned.selection.label()),
+            remedy=None,
             error=None,
             capabilities=(),
             bench=False,

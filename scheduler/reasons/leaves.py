@@ -11,6 +11,7 @@ import msgspec
 
 from gputray.monitor.busy_why import BusyWhy
 from gputray.scheduler.reasons.base import Code
+from gputray.scheduler.reasons.doctor_codes import Finding, Fix
 
 # -- words kept as they were written ------------------------------------------------------------------
 
@@ -117,10 +118,11 @@ class EnvChecking(Code, frozen=True):
 
 
 class EnvFailure(msgspec.Struct, frozen=True):
-    """One env the doctor tried there, with its words (``doctor_messages``)."""
+    """One env the doctor tried there, and what it found (``doctor_codes``; text: a row an earlier
+    gputray saved, shown as written)."""
 
     env: str
-    why: str
+    why: Finding | str
 
 
 class NoEnvWorks(Code, frozen=True):
@@ -129,7 +131,7 @@ class NoEnvWorks(Code, frozen=True):
     device: str | None
     demo_for: str | None = None
     failures: tuple[EnvFailure, ...] = ()
-    fix: str | None = None
+    fix: Fix | str | None = None
 
 
 class NoEnvKnown(Code, frozen=True):

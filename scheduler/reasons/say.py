@@ -13,8 +13,9 @@ import msgspec
 from gputray.monitor.busy_why import BusyWhy, DeviceNews
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.reasons.codes import Reason
+from gputray.scheduler.reasons.doctor_codes import DoctorNews, Finding, Fix
 
-Worded = Reason | BusyWhy | DeviceNews
+Worded = Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]
 
@@ -55,7 +56,7 @@ class Say(msgspec.Struct, frozen=True):
     # through this (the tray translates the doctor's findings with its own table); None: as written
     words: Callable[[str], str] | None = None
 
-    def __call__(self, reason: Worded) -> str:
+    def __call__(self, reason: Worded | str) -> str:
         if isinstance(reason, str):  # a caller not yet typed: its words as they are
             return reason
         fn = self.catalogue.words.get(type(reason))

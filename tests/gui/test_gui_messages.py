@@ -89,7 +89,8 @@ def test_templates_are_distinct() -> None:
 
 
 def test_the_doctors_findings_become_japanese(japanese: None) -> None:
-    """Real diagnoses from scheduler/pyenvs/doctor_messages.py (the errors its own tests quote)."""
+    """Real diagnoses from scheduler/pyenvs/doctor_messages.py (the errors its own tests quote): codes,
+    worded in the tray's language by the renderer the command line uses (no translation of English)."""
     from gputray.scheduler.pyenvs.doctor_messages import diagnose
 
     errors = [
@@ -101,10 +102,10 @@ def test_the_doctors_findings_become_japanese(japanese: None) -> None:
     ]
     for text, vendor, arch in errors:
         found = diagnose(text, vendor=vendor, arch=arch)
-        for part in (found.reason, found.fix):
-            if part and not part.startswith("python -m "):  # a command line is shown as it is
-                shown = translate(part)
-                assert shown != part and JAPANESE.search(shown), part
+        for code, english in ((found.finding, found.reason), (found.remedy, found.fix)):
+            if code is not None and not english.startswith("python -m "):  # a command line is as it is
+                shown = reason(code)
+                assert shown != english and JAPANESE.search(shown), english
 
 
 # Every kind of problem scheduler/config.py reports, in one file: the banner shows the first, `gputray

@@ -10,6 +10,7 @@ from gputray.gui.dashboard import DOCTOR_RESULT_COLUMN, Dashboard
 from gputray.gui.status_marks import COLORS, VERDICTS, mark_icon
 from gputray.monitor.factory import build_monitor
 from gputray.scheduler.pyenvs.doctor_cache import PairResult
+from gputray.scheduler.reasons.doctor_codes import Passed
 
 EMOJI = "✅⚠❌\ufe0f"
 
@@ -22,7 +23,7 @@ def pair(verdict: str) -> PairResult:
         device_name="CPU",
         vendor="cpu",
         verdict=verdict,  # type: ignore[arg-type]
-        reason="a real op ran (not benchmarked)",
+        finding=Passed(benched=False),
     )
 
 

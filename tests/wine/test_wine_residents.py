@@ -164,6 +164,12 @@ def test_ollama_and_comfyui_are_found_idle_and_ollama_freed_under_wine(
             assert comfy["held_bytes"] == 6 * GIB  # /system_stats' torch_vram_total
         assert by_port[checkout_port]["device"] == RADEON_780M.key
 
+        text = win.gputray("residents", home=home)  # as a user types it, on a cp1252 pipe
+        assert text.returncode == 0 and text.stderr == "", text.text
+        line = next(x for x in text.stdout.splitlines() if x.startswith("Ollama "))
+        assert line.startswith("Ollama holds 6.0 GiB on GeForce RTX 5060 Ti · idle "), line
+        assert line.endswith(f"(qwen3:14b), port {ollama_port}"), line
+
         freed = win.gputray("free-resident", "ollama", home=home)
         assert freed.returncode == 0, freed.text
         assert freed.stdout.startswith("asked Ollama (idle "), freed.stdout

@@ -21,6 +21,7 @@ from gputray.scheduler.config import ConfigError
 from gputray.scheduler.pyenvs.doctor import CAPABILITIES, PairResult, run_doctor, verdict_mark
 from gputray.scheduler.pyenvs.probe_runner import DEFAULT_TIMEOUT_S
 from gputray.scheduler.pyenvs.registry import EnvError, PythonEnv, load_envs
+from gputray.scheduler.reasons.doctor_codes import DoctorNews
 
 UNITS = {"bandwidth": "GB/s"}
 VERDICT_WORDS = {"works": "works", "limited": "limits", "fails": "fails"}
@@ -211,8 +212,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     devices = monitor_devices()
 
-    def progress(text: str) -> None:
-        print(f"doctor: {text}", file=sys.stderr, flush=True)
+    def progress(news: DoctorNews) -> None:
+        from gputray.scheduler.reasons.render import render
+
+        print(f"doctor: {render(news)}", file=sys.stderr, flush=True)
 
     pairs = run_doctor(
         envs,

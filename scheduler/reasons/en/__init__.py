@@ -10,6 +10,7 @@ from gputray.scheduler.reasons.en import (  # noqa: F401  (each registers its wo
     cluster,
     dependencies,
     devices,
+    doctor,
     envs,
     events,
     jobs,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.en.common import EN
+from gputray.scheduler.reasons.en.common import EN, _aside
 from gputray.scheduler.reasons.say import Say
 
 says = EN.says
@@ -13,7 +13,7 @@ says = EN.says
 def _sending(r: c.Sending, s: Say) -> str:
     if r.not_here:
         return f"sending to {r.machine} (it could not start here)"
-    return f"sending to {r.machine}" + (f" ({s(r.why)})" if r.why is not None else "")
+    return f"sending to {r.machine}" + (_aside(s(r.why)) if r.why is not None else "")
 
 
 @says(c.HandedTo)

@@ -29,5 +29,11 @@ def _who(who: b.Who) -> tuple[str, bool]:
     return f"{who.name} and {who.others} other{'s' if who.others > 1 else ''}", True
 
 
+def _aside(words: str, lead: str = "") -> str:
+    """Words put aside after what they explain: `` (lead words)``; where the words have brackets of their
+    own, ``: lead words`` instead, so that English never nests brackets ("busy (… (busy above 30 %))")."""
+    return f": {lead}{words}" if "(" in words else f" ({lead}{words})"
+
+
 def _processes(count: int) -> str:
     return "1 process" if count == 1 else f"{count} processes"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.en.common import EN, _demo, _where
+from gputray.scheduler.reasons.en.common import EN, _aside, _demo, _where
 from gputray.scheduler.reasons.say import Say
 
 says = EN.says
@@ -18,8 +18,8 @@ def _env_checking(r: c.EnvChecking, s: Say) -> str:
 def _no_env_works(r: c.NoEnvWorks, s: Say) -> str:
     text = f"no configured Python env works on {_where(r.device)}{_demo(r.demo_for)}"
     if r.failures:
-        text += ": " + "; ".join(f"{f.env}: {s.text(f.why)}" for f in r.failures)
-    return text + (f" (fix: {s.text(r.fix)})" if r.fix else "")
+        text += ": " + "; ".join(f"{f.env}: {s(f.why)}" for f in r.failures)
+    return text + (f"; fix: {s(r.fix)}" if r.fix else "")
 
 
 @says(c.NoEnvKnown)
@@ -38,8 +38,8 @@ def _no_env_configured(r: c.NoEnvConfigured, s: Say) -> str:
 @says(c.EnvUnproven)
 def _env_unproven(r: c.EnvUnproven, s: Say) -> str:
     return (
-        f"env {r.env} works on {_where(r.device)}, but that its torch lands on this GPU is not proven "
-        f"({s.text(r.why)}); a task with allow_unproven = true runs there anyway"
+        f"env {r.env} works on {_where(r.device)}, but that its torch lands on this GPU is not proven"
+        f"{_aside(s.text(r.why))}; a task with allow_unproven = true runs there anyway"
     )
 
 

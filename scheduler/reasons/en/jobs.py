@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.en.common import EN, _processes, _where
+from gputray.scheduler.reasons.en.common import EN, _aside, _processes, _where
 from gputray.scheduler.reasons.say import Say
 
 says = EN.says
@@ -15,7 +15,7 @@ def _job_paused(r: c.JobPaused, s: Say) -> str:
     who = f"while {r.app} uses its GPU" if r.app is not None else who
     paused = f"paused {who} at {s.clock(r.at_s, False)}"
     if r.memory == "held":
-        return f"{paused}; its GPU memory stays held (cuda-checkpoint: {s.text(r.problem or '')})"
+        return f"{paused}; its GPU memory stays held{_aside(s.text(r.problem or ''), 'cuda-checkpoint: ')}"
     if r.memory == "moved":
         return f"{paused}; its GPU memory was moved to host memory (cuda-checkpoint)"
     return paused
@@ -31,7 +31,8 @@ def _job_resumed(r: c.JobResumed, s: Say) -> str:
         else ""
     )
     text = f"paused {by}at {s.clock(r.paused_at_s, False)}; resumed {s.clock(r.at_s, False)}"
-    return text + (f" (cuda-checkpoint could not restore it: {s.text(r.problem)})" if r.problem else "")
+    problem = _aside(s.text(r.problem), "cuda-checkpoint could not restore it: ") if r.problem else ""
+    return text + problem
 
 
 @says(c.DemoOnCpu)
@@ -47,7 +48,8 @@ def _could_not_start(r: c.CouldNotStart, s: Say) -> str:
 @says(c.StartHeld)
 def _start_held(r: c.StartHeld, s: Say) -> str:
     tries = f", {r.tries} tries so far" if r.tries > 1 else ""
-    return f"could not start for now ({s.text(r.error)}); trying again in {max(1, round(r.delay_s))} s{tries}"
+    again = f"trying again in {max(1, round(r.delay_s))} s{tries}"
+    return f"could not start for now{_aside(s.text(r.error))}; {again}"
 
 
 @says(c.Cancelled)

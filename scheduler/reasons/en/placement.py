@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.en.common import EN
+from gputray.scheduler.reasons.en.common import EN, _aside
 from gputray.scheduler.reasons.say import Say
 
 says = EN.says
@@ -11,12 +11,12 @@ says = EN.says
 
 @says(c.FirstBusy)
 def _first_busy(r: c.FirstBusy, s: Say) -> str:
-    return f"{r.label} busy ({s(r.why)})"
+    return f"{r.label} busy{_aside(s(r.why))}"
 
 
 @says(c.FirstCannot)
 def _first_cannot(r: c.FirstCannot, s: Say) -> str:
-    return f"{r.label} cannot run it ({s(r.why)})"
+    return f"{r.label} cannot run it{_aside(s(r.why))}"
 
 
 @says(c.FirstAbsent)

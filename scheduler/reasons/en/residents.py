@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.en.common import EN
+from gputray.scheduler.reasons.en.common import EN, _aside
 from gputray.scheduler.reasons.say import Say
 
 says = EN.says
@@ -23,4 +23,4 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
     if r.step == "not_freed":
         within = s.seconds(r.bound_s)
         return f"asked {r.resident} to free {held}, but the device's used memory did not drop within {within}"
-    return f"asked {r.resident} to free {held}; it refused or did not answer ({s.text(r.said)})"
+    return f"asked {r.resident} to free {held}; it refused or did not answer{_aside(s.text(r.said))}"

@@ -14,6 +14,7 @@ from gputray.scheduler.reasons.ja import (  # noqa: F401  (each registers its wo
     cluster,
     dependencies,
     devices,
+    doctor,
     envs,
     events,
     jobs,

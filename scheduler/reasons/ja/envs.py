@@ -18,8 +18,8 @@ def _env_checking(r: c.EnvChecking, s: Say) -> str:
 def _no_env_works(r: c.NoEnvWorks, s: Say) -> str:
     text = f"{_where(r.device)} で動く Python 環境がありません{_demo(r.demo_for)}"
     if r.failures:
-        text += "：" + "、".join(f"{f.env}: {s.text(f.why)}" for f in r.failures)
-    return text + (f"。対処：{s.text(r.fix)}" if r.fix else "")
+        text += "：" + "、".join(f"{f.env}: {s(f.why)}" for f in r.failures)
+    return text + (f"。対処：{s(r.fix)}" if r.fix else "")
 
 
 @says(c.NoEnvKnown)

@@ -20,6 +20,7 @@ from gputray.scheduler import protocol as rq
 REASON_AREAS = (
     "monitor",
     "devices",
+    "doctor",
     "envs",
     "placement",
     "jobs",
@@ -61,6 +62,7 @@ QUEUE_MODULES = {
     "gputray.scheduler.reasons.codes",
     "gputray.scheduler.reasons.base",
     "gputray.scheduler.reasons.leaves",
+    "gputray.scheduler.reasons.doctor_codes",
     "gputray.scheduler.reasons.render",
     "gputray.scheduler.reasons.say",
     "gputray.scheduler.reasons.en",  # the English catalogue: every area of it (a reason nests others)

@@ -30,6 +30,8 @@ from gputray.scheduler.pyenvs.doctor import (
 )
 from gputray.scheduler.pyenvs.doctor import _EnvFacts as EnvFacts
 from gputray.scheduler.pyenvs.registry import PythonEnv, add_env, remove_env
+from gputray.scheduler.reasons.doctor_codes import DoctorNews
+from gputray.scheduler.reasons.render import render
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="shell-script interpreters need a POSIX shell")
 
@@ -44,8 +46,8 @@ class Lines:
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def __call__(self, line: str) -> None:
-        self.lines.append(line)
+    def __call__(self, news: DoctorNews) -> None:
+        self.lines.append(render(news))
 
     @property
     def probed(self) -> bool:
@@ -496,4 +498,7 @@ def test_a_cache_written_by_an_earlier_gputray_is_still_read(tmp_path: Path) -> 
         **learned,  # not learned by that gputray: the doctor learns them on its next probe
         "env_name": "renamed",
         "from_cache": True,
+        # its words, kept as that gputray wrote them (shown as written in every language)
+        "reason_code": {"code": "Written", "text": "ok"},
+        "fix_code": None,
     }

@@ -33,6 +33,7 @@ from gputray.scheduler.pyenvs.doctor_cache import PairResult, cache_file, record
 from gputray.scheduler.pyenvs.registry import PythonEnv, add_env
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.doctor_codes import RanUnder
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord
@@ -151,7 +152,7 @@ def _proven(env: PythonEnv, key: str, name: str, vendor: str) -> None:
         device_name=name,
         vendor=vendor,
         verdict="works",
-        reason="a real op ran (stand-in)",
+        finding=RanUnder(selection="a stand-in"),
         torch_version="2.13.0+cpu",
         extra_env=env.extra_env,
         probed_at_s=1.0,
@@ -216,7 +217,7 @@ def test_a_stale_result_is_probed_again_before_the_job_runs(
     assert h.chooser.checks == 1
     assert "checking env standin on the CPU…" in seen or done.started_at is not None
     (pair,) = [p for p in doctor.cached_results() if p.env_name == "standin"]
-    assert pair.device_key == "cpu" and pair.reason != "a real op ran (stand-in)"  # a real probe's row
+    assert pair.device_key == "cpu" and pair.finding != RanUnder(selection="a stand-in")  # a real probe's row
 
 
 @pytest.mark.slow
@@ -261,8 +262,8 @@ def test_a_torch_job_never_runs_without_torch_it_waits_or_fails_by_its_policy(
         [script], overrides=TaskPatch(device_prefs=("cpu",), max_wait_s=2.0, after_max_wait="fail")
     )
     expected = (
-        "no configured Python env works on the CPU: plain: torch is not installed in this env "
-        f"(fix: {notorch_python} -m pip install torch"
+        "no configured Python env works on the CPU: plain: torch is not installed in this env; "
+        f"fix: {notorch_python} -m pip install torch"
     )
     h.until(lambda: render(h.q.get(waits.id).reason).startswith(expected), timeout_s=120)
     assert h.q.get(waits.id).state == "waiting" and h.q.get(waits.id).log_path is None

@@ -59,6 +59,7 @@ from gputray.scheduler.pyenvs.doctor_cache import PairResult, cache_file
 from gputray.scheduler.pyenvs.registry import PythonEnv, add_env
 from gputray.scheduler.queue.service import QueueService
 from gputray.scheduler.queue.store import TaskStore
+from gputray.scheduler.reasons.doctor_codes import Passed
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord
@@ -442,7 +443,7 @@ def test_the_doctor_table_says_which_pairs_only_allowing_tasks_run_on() -> None:
 
     pair = PairResult(
         env_name="rocm", python="/x/python", device_key=IGPU.key, device_name=IGPU.name, vendor="amd",
-        verdict="works", reason="a real op ran (not benchmarked)",
+        verdict="works", finding=Passed(benched=False),
         selection=Selection({"ROCR_VISIBLE_DEVICES": "0"}),
         seen_device=SeenDevice("cuda:0", name="AMD Radeon Graphics"),
         selection_status="unprovable", selection_reason="torch sees AMD Radeon Graphics: no PCI address",
@@ -459,8 +460,8 @@ def test_the_log_header_of_a_cpu_job_says_seen_device_cpu_once() -> None:
 
     pair = PairResult(
         env_name="torchcpu", python="/p", device_key="cpu", device_name="CPU", vendor="cpu", verdict="works",
-        reason="ok", selection=CPU_SELECTION, seen_device=CPU_SEEN, selection_status="proven",
-        selection_reason="torch's own cpu device",
+        finding=Passed(benched=False), selection=CPU_SELECTION, seen_device=CPU_SEEN,
+        selection_status="proven", selection_reason="torch's own cpu device",
     )  # fmt: skip
     assert selection_header(pair) == (
         "selection: — (proven, env torchcpu: torch's own cpu device)\nseen device: cpu\n"

@@ -16,18 +16,23 @@ from gputray.monitor import busy_why as b
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_rows import reason_column, reason_of
 from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons import doctor_codes as d
+from gputray.scheduler.reasons.doctor_codes import doctor_codes
 from gputray.scheduler.reasons.render import catalogue, languages, render, render_for
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.lifecycle import Wait
 from gputray.scheduler.tasks.records import TaskSpec
 
 GIB = 1024**3
-ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
+ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews), *doctor_codes())
 
 
-def sample(tp: Any, depth: int = 0) -> Any:
-    """A value of type ``tp`` with every field filled (nested reasons two levels deep)."""
+def sample(tp: Any, depth: int = 0, inner: Any = None) -> Any:
+    """A value of type ``tp`` with every field filled (nested reasons two levels deep); ``inner``: what
+    every field that can hold it holds (a reason inside a reason)."""
     origin = typing.get_origin(tp)
+    if inner is not None and depth > 0 and _holds(tp, type(inner)):
+        return inner
     if tp is str:
         return "Radeon 780M"
     if tp is bool:
@@ -41,17 +46,24 @@ def sample(tp: Any, depth: int = 0) -> Any:
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if set(args) >= set(typing.get_args(c.Reason)):  # a nested reason
-            return sample(c.FirstBusy if depth < 2 else c.TooHot, depth + 1)
+            return sample(c.FirstBusy if depth < 2 else c.TooHot, depth + 1, inner)
         if set(args) >= set(typing.get_args(b.BusyWhy)):
-            return sample(b.MemoryHeld, depth + 1)
-        return sample(args[0], depth)
+            return sample(b.MemoryHeld, depth + 1, inner)
+        return sample(args[0], depth, inner)
     if origin is tuple:
         item = typing.get_args(tp)[0]
-        return (sample(item, depth + 1), sample(item, depth + 1))
+        return (sample(item, depth + 1, inner), sample(item, depth + 1, inner))
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
         hints = typing.get_type_hints(tp)
-        return tp(**{f: sample(hints[f], depth) for f in tp.__struct_fields__})
+        return tp(**{f: sample(hints[f], depth + (inner is not None), inner) for f in tp.__struct_fields__})
     raise AssertionError(f"no sample for {tp!r}")
+
+
+def _holds(tp: Any, kind: type) -> bool:
+    """Whether a field of type ``tp`` can hold a ``kind`` (a union that names it)."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return kind in typing.get_args(tp)
+    return False
 
 
 SAMPLES = [sample(code) for code in ALL_CODES]
@@ -60,6 +72,11 @@ KEPT = {"Radeon", "GPU", "CPU", "VRAM", "RAM", "GTT", "GiB", "torch", "Python", 
 KEPT |= {"true", "kJ", "PATH", "TO", "VENV", "cuda", "checkpoint", "SIGSTOP", "gputray", "edit", "after"}
 KEPT |= {"pip", "install", "venv", "envs", "add"}
 KEPT |= {"free", "resident", "radeon"}  # `gputray free-resident NAME`
+# the doctor's: vendors, runtimes and their variables, commands to paste, the pytorch.org URLs
+KEPT |= {"NVIDIA", "AMD", "CUDA", "ROCm", "RTX", "Blackwell", "ISA", "gfx", "sm_Radeon", "URL"}
+KEPT |= {"HSA_OVERRIDE_GFX_VERSION", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}
+KEPT |= {"doctor", "refresh", "timeout", "remove", "force", "reinstall", "index", "url", "wheel", "whl"}
+KEPT |= {"https", "download", "pytorch", "org", "get", "started", "locally"}
 
 
 def english_words(text: str) -> list[str]:
@@ -78,13 +95,44 @@ def test_every_code_has_words_in_every_language() -> None:
 def test_japanese_is_japanese_joined_and_bracketed_its_own_way(reason: Any) -> None:
     for finished in (False, True):
         en, ja = render(reason, finished=finished), render(reason, "ja", finished=finished)
-        assert en and ja and (ja != en or isinstance(reason, c.Said | b.Words))  # those two: as written
+        as_written = c.Said | b.Words | d.ErrorLine | d.Written  # others' words, shown as written
+        assert en and ja and (ja != en or isinstance(reason, as_written))
         assert english_words(ja) == [], ja
         assert "; " not in ja and "(" not in ja.replace("(fix", ""), ja  # 、 and 。, full-width （）
         depth = 0
         for ch in ja:  # no bracket inside a bracket
             depth += {"（": 1, "）": -1}.get(ch, 0)
             assert depth in (0, 1), ja
+
+
+def brackets_nest(text: str) -> bool:
+    """Whether a bracket opens inside another: "busy (llama-server holds … (busy above 30 %))"."""
+    depth = 0
+    for ch in text:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth > 1:
+            return True
+    return False
+
+
+def test_brackets_nest_is_seen() -> None:
+    assert brackets_nest("busy (llama-server holds 14 GiB (busy above 30 %))")
+    assert not brackets_nest("busy (llama-server holds 14 GiB), busy above 30 % (now 97 %)")
+
+
+#: Every code whose English has a bracket of its own: each is put in every field of every code that can
+#: hold it, so a wording that brackets what it holds is caught whatever it holds.
+BRACKETED = [s for s in SAMPLES if any("(" in render(s, finished=f) for f in (False, True))]
+
+
+@pytest.mark.parametrize("code", ALL_CODES, ids=[code.__name__ for code in ALL_CODES])
+def test_english_never_nests_brackets(code: type) -> None:
+    assert BRACKETED, "no sample has a bracket: the test would prove nothing"
+    for part in BRACKETED:
+        reason = sample(code, inner=part)
+        for finished in (False, True):
+            text = render(reason, finished=finished)
+            assert not brackets_nest(text), f"{code.__name__} holding {type(part).__name__}: {text}"
 
 
 LLAMA = b.MemoryHeld(who=b.Who("llama-server"), held_bytes=14 * GIB, util_pct=97.0, threshold_pct=30.0)
