@@ -35,7 +35,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "starts once the device's used memory has dropped."
         ),
     )
-    p.add_argument("name", metavar="NAME", help=(
+    p.add_argument(
+        "name",
+        metavar="NAME",
+        help=(
             "the resident's name, as `gputray residents` shows it (of several with that name, the one "
             "that can be freed and holds the most), or its port"
         ),

@@ -115,7 +115,8 @@ def test_always_frees_the_idle_resident_and_the_job_runs(
         assert "held by ComfyUI (idle " in render(ended.reason)
         assert "ComfyUI（アイドル" in render(ended.reason, "ja")
         # an ended task's reason reads in the past: not "…: starting" under "succeeded"
-        assert render(ended.reason, finished=True).endswith("): then ran"), render(ended.reason, finished=True)
+        past = render(ended.reason, finished=True)
+        assert past.endswith("): then ran"), past
         assert render(ended.reason, "ja", finished=True).endswith("を解放しました。実行しました")
         assert render(ended.reason).endswith("): starting")
 
