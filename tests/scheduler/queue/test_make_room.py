@@ -12,7 +12,7 @@ memory on the simulated RTX 5060 Ti; a task needing 8 GiB there waits for it.
 from __future__ import annotations
 
 import contextlib
-import subprocess
+import dataclasses
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +23,13 @@ from real_owner import home_paths
 from resident_stubs import resident
 from waiting import wait_for
 
+from gputray.monitor.residents import ResidentView
 from gputray.monitor.units import GIB
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
+from gputray.scheduler.queue.make_room import pick_named
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
@@ -187,31 +189,35 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
         assert render(ended.reason).startswith("freed "), render(ended.reason)
 
 
-def test_free_resident_of_a_name_several_share_frees_the_one_that_can_be_freed(
+def test_free_resident_of_a_name_several_share_means_the_one_that_can_be_freed() -> None:
+    """Two residents named Ollama: one whose API does not answer (listed first) and one holding 12 GiB.
+    ``free-resident ollama`` means the one that can be freed, not the first of the name; a port or
+    pid names one exactly."""
+    mute = ResidentView("Ollama", 100, None, None, None, (), False, None, False, False)
+    held = ResidentView("Ollama", 200, 11434, NVIDIA, 12 * GIB, ("qwen3:14b",), False, 0.0, True, True)
+    serving = dataclasses.replace(held, pid=300, port=11435, busy=True, held_bytes=14 * GIB)
+    comfy = ResidentView("ComfyUI", 400, 8188, NVIDIA, 9 * GIB, (), False, 0.0, True, True)
+    listed = [mute, serving, held, comfy]
+    assert pick_named(listed, "OLLAMA") == held
+    assert pick_named(listed, "11435") == serving and pick_named(listed, "100") == mute
+    assert pick_named(listed, "comfyui") == comfy and pick_named(listed, "lm studio") is None
+
+
+def test_free_resident_by_port_reaches_that_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
 ) -> None:
-    """Two processes named ollama: one whose API does not answer (started first, so listed first) and
-    the stand-in that holds 12 GiB. ``free-resident ollama`` asks the one that can be freed, not the
-    first of the name; its port names it too."""
-    mute = tmp_path / "mute" / "ollama"
-    mute.parent.mkdir()
-    mute.symlink_to(sys.executable)
-    silent = subprocess.Popen([str(mute), "-c", "import time; time.sleep(120)"])
-    try:
-        with (
-            resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama,
-            owner_with(tmp_path, monkeypatch, "") as (owner, client),
-        ):
-            mine = lambda: [r for r in owner.residents() if r.pid in (silent.pid, ollama.proc.pid)]  # noqa: E731
-            wait_for(lambda: len(mine()) == 2 and any(r.held_bytes for r in mine()), what="both Ollamas seen")
-            said = client.ask(rq.FreeResident(name="OLLAMA"))
-            assert said.asked and said.said.startswith("asked Ollama (idle "), said.said
-            assert ollama.paths_called("POST") == ["/api/generate"]
-            by_port = client.ask(rq.FreeResident(name=str(ollama.port)))
-            assert by_port.said.startswith("asked Ollama"), by_port.said
-    finally:
-        silent.kill()
-        silent.wait()
+    """By its port: other Ollamas may run on this machine (other tests' stand-ins), a port is ours."""
+    with (
+        resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama,
+        owner_with(tmp_path, monkeypatch, "") as (owner, client),
+    ):
+        wait_for(
+            lambda: any(r.pid == ollama.proc.pid and r.can_free for r in owner.residents()),
+            what="the owner to see the Ollama stand-in with a model to free",
+        )
+        said = client.ask(rq.FreeResident(name=str(ollama.port)))
+        assert said.asked and said.said.startswith("asked Ollama (idle "), said.said
+        assert ollama.paths_called("POST") == ["/api/generate"]
 
 
 def test_reload_after_loads_the_model_again_once_the_job_ended(
