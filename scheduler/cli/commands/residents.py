@@ -39,8 +39,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "name",
         metavar="NAME",
         help=(
-            "the resident's name, as `gputray residents` shows it (of several with that name, the one "
-            "that can be freed and holds the most), or its port"
+            "the resident's name, as `gputray residents` shows it, or its port (or pid) where several "
+            "share a name"
         ),
     )
     p.add_argument("--json", action="store_true", help="print a JSON document instead of text")

@@ -12,7 +12,6 @@ memory on the simulated RTX 5060 Ti; a task needing 8 GiB there waits for it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,13 +22,11 @@ from real_owner import home_paths
 from resident_stubs import resident
 from waiting import wait_for
 
-from gputray.monitor.residents import ResidentView
 from gputray.monitor.units import GIB
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.paths import Paths
-from gputray.scheduler.queue.make_room import pick_named
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
@@ -170,8 +167,9 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
         assert ollama.paths_called("POST") == []  # asked the user, not the resident
         listed = gputray("residents", home=tmp_path / "home")  # the command line, as a user types it
         assert listed.returncode == 0, listed.stderr
-        ours = f"port {ollama.port}"  # other Ollamas may run on this machine (other tests, a real one)
-        ollama_line = next(line for line in listed.stdout.splitlines() if line.endswith(ours))
+        ollama_line = next(  # by its port: other tests on this machine may run Ollama stand-ins too
+            line for line in listed.stdout.splitlines() if line.endswith(f", port {ollama.port}")
+        )
         assert ollama_line.startswith("Ollama holds 12.0 GiB on GeForce RTX 5060 Ti · idle "), listed.stdout
         said = gputray("free-resident", "ollama", home=tmp_path / "home")
         assert said.returncode == 0 and said.stdout.startswith("asked Ollama (idle "), (
@@ -187,37 +185,6 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
             {"method": "POST", "path": "/api/generate", "body": {"model": "qwen3:14b", "keep_alive": 0}}
         ]
         assert render(ended.reason).startswith("freed "), render(ended.reason)
-
-
-def test_free_resident_of_a_name_several_share_means_the_one_that_can_be_freed() -> None:
-    """Two residents named Ollama: one whose API does not answer (listed first) and one holding 12 GiB.
-    ``free-resident ollama`` means the one that can be freed, not the first of the name; a port or
-    pid names one exactly."""
-    mute = ResidentView("Ollama", 100, None, None, None, (), False, None, False, False)
-    held = ResidentView("Ollama", 200, 11434, NVIDIA, 12 * GIB, ("qwen3:14b",), False, 0.0, True, True)
-    serving = dataclasses.replace(held, pid=300, port=11435, busy=True, held_bytes=14 * GIB)
-    comfy = ResidentView("ComfyUI", 400, 8188, NVIDIA, 9 * GIB, (), False, 0.0, True, True)
-    listed = [mute, serving, held, comfy]
-    assert pick_named(listed, "OLLAMA") == held
-    assert pick_named(listed, "11435") == serving and pick_named(listed, "100") == mute
-    assert pick_named(listed, "comfyui") == comfy and pick_named(listed, "lm studio") is None
-
-
-def test_free_resident_by_port_reaches_that_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
-) -> None:
-    """By its port: other Ollamas may run on this machine (other tests' stand-ins), a port is ours."""
-    with (
-        resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama,
-        owner_with(tmp_path, monkeypatch, "") as (owner, client),
-    ):
-        wait_for(
-            lambda: any(r.pid == ollama.proc.pid and r.can_free for r in owner.residents()),
-            what="the owner to see the Ollama stand-in with a model to free",
-        )
-        said = client.ask(rq.FreeResident(name=str(ollama.port)))
-        assert said.asked and said.said.startswith("asked Ollama (idle "), said.said
-        assert ollama.paths_called("POST") == ["/api/generate"]
 
 
 def test_reload_after_loads_the_model_again_once_the_job_ended(
@@ -237,3 +204,26 @@ def test_reload_after_loads_the_model_again_once_the_job_ended(
         wait_for(lambda: len(bodies()) == 2, what="Ollama asked to load its model again")
         assert bodies() == [{"model": "qwen3:14b", "keep_alive": 0}, {"model": "qwen3:14b"}]
         wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="its 12 GiB back on the 5060 Ti")
+
+
+def test_two_residents_of_one_name_are_told_apart_by_their_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    """Two llama-servers (one per GPU, say): ``free-resident llama-server`` would be a guess, so it is
+    refused, naming their ports; ``free-resident PORT`` asks that one only."""
+    config = '[[resident]]\nname = "llama-server"\nidle_after = "0s"\n'
+    with (
+        resident(tmp_path, "llama-server", holds=holds, hold_gib=4) as first,
+        resident(tmp_path, "llama-server", holds=holds, hold_gib=4) as second,
+        owner_with(tmp_path, monkeypatch, config) as (_owner, client),
+    ):
+        ports = {first.port, second.port}
+        wait_for(
+            lambda: ports <= {r.port for r in client.ask(rq.Status()).residents}, what="both llama-servers"
+        )
+        guess = gputray("free-resident", "llama-server", home=tmp_path / "home")
+        assert guess.returncode == 1 and "residents are named llama-server (" in guess.stdout, guess
+        assert all(str(port) in guess.stdout for port in ports) and "name one by its port" in guess.stdout
+        said = gputray("free-resident", str(second.port), home=tmp_path / "home")
+        assert said.returncode == 0 and said.stdout.startswith("asked llama-server (idle "), said
+        assert second.paths_called("POST") == ["/models/unload"] and first.paths_called("POST") == []
