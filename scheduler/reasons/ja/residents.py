@@ -18,7 +18,8 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
     if r.step == "asked":
         return f"{r.resident}（{idle}）に {held} の解放を依頼しました"
     if r.step == "freed":
-        return f"{r.resident}（{idle}）が確保していた {s.size(r.freed_bytes)} を解放しました。開始します"
+        then = "実行しました" if s.finished else "開始します"
+        return f"{r.resident}（{idle}）が確保していた {s.size(r.freed_bytes)} を解放しました。{then}"
     if r.step == "not_freed":
         within = s.seconds(r.bound_s)
         asked = f"{r.resident} に {held} の解放を依頼しましたが"
