@@ -16,14 +16,14 @@ from pathlib import Path
 from gputray.cluster.staging import list_outputs, safe_rel, write_manifest
 from gputray.cluster.view import local_view
 from gputray.cluster.wire import TaskChunk
-from gputray.scheduler import ipc
-from gputray.scheduler import protocol as rq
-from gputray.scheduler.jobs.log_files import LogNotReadable, read_log
-from gputray.scheduler.paths import Paths
-from gputray.scheduler.protocol import R
-from gputray.scheduler.reasons.codes import Reason
-from gputray.scheduler.replies import TasksDone, TaskView
-from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
+from gputray.scheduler.client import connection as ipc
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.connection import Paths
+from gputray.scheduler.client.replies import TasksDone, TaskView
+from gputray.scheduler.client.requests import R
+from gputray.scheduler.cluster_port.reasons import Reason
+from gputray.scheduler.cluster_port.records import TaskRecord, TaskSpec
+from gputray.scheduler.cluster_port.shared import LogNotReadable, read_log
 
 LOG_CHUNK_BYTES = 1 << 20
 

@@ -71,12 +71,17 @@ from gputray.cluster.config import (
 from gputray.cluster.link import BRIDGE_KEY_ENV, EXIT_NO_RAY, EXIT_RECONNECT, is_loopback
 from gputray.cluster.pause_marks import mark_paused
 from gputray.cluster.wire import MachineView, OtherVersion
-from gputray.scheduler import ipc
-from gputray.scheduler import protocol as rq
-from gputray.scheduler.cluster_records import ClusterReport, ConnectionState, ReportedMachine
-from gputray.scheduler.paths import Paths
-from gputray.scheduler.tasks import cluster_steps
-from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
+from gputray.scheduler.client import connection as ipc
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.connection import Paths
+from gputray.scheduler.cluster_port import steps
+from gputray.scheduler.cluster_port.records import (
+    PENDING_STATES,
+    ClusterReport,
+    ConnectionState,
+    ReportedMachine,
+    TaskRecord,
+)
 
 
 def _prepare_env(config: ClusterConfig) -> None:
@@ -328,7 +333,7 @@ class Bridge(Placing, Transfers, Faults):
             if not r.finished:
                 self._send(r)
             else:  # cancelled while being sent: nothing to follow (a copy that arrived is an orphan)
-                self._step(r, cluster_steps.RemoteMark(remote_state="lost"), expect=False)
+                self._step(r, steps.RemoteMark(remote_state="lost"), expect=False)
         for r in handed:
             self._follow(r)
         self._mark_silent(handed)
@@ -425,8 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_NO_RAY
         print(msgspec.json.encode(probe(args.probe, with_token=args.with_token)).decode(), flush=True)
         return 0
-    from gputray.scheduler.log_setup import setup_logging
-    from gputray.scheduler.paths import app_paths
+    from gputray.scheduler.client.connection import app_paths
+    from gputray.scheduler.client.log_setup import setup_logging
 
     default = app_paths()
     paths = Paths(

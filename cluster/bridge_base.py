@@ -26,13 +26,13 @@ from gputray.cluster.config import (
 )
 from gputray.cluster.view import local_view
 from gputray.cluster.wire import MachineView
-from gputray.scheduler import ipc
-from gputray.scheduler import protocol as rq
-from gputray.scheduler.paths import Paths
-from gputray.scheduler.protocol import R
-from gputray.scheduler.replies import Paused
-from gputray.scheduler.tasks.cluster_steps import ClusterStep
-from gputray.scheduler.tasks.records import TaskRecord
+from gputray.scheduler.client import connection as ipc
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.connection import Paths
+from gputray.scheduler.client.replies import Paused
+from gputray.scheduler.client.requests import R
+from gputray.scheduler.cluster_port.records import TaskRecord
+from gputray.scheduler.cluster_port.steps import ClusterStep
 
 log = logging.getLogger("gputray.cluster.bridge")
 

@@ -16,13 +16,13 @@ from gputray.cluster.bridge_base import (
     log,
 )
 from gputray.cluster.link import TERMINAL_REMOTE
-from gputray.scheduler import ipc
-from gputray.scheduler import protocol as rq
-from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.render import render
-from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks import cluster_steps
-from gputray.scheduler.tasks.records import FINISHED_STATES, TaskRecord
+from gputray.scheduler.client import connection as ipc
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.replies import TaskView
+from gputray.scheduler.cluster_port import reasons as c
+from gputray.scheduler.cluster_port import steps
+from gputray.scheduler.cluster_port.reasons import render
+from gputray.scheduler.cluster_port.records import FINISHED_STATES, TaskRecord
 
 
 class Faults(BridgeBase):
@@ -52,10 +52,10 @@ class Faults(BridgeBase):
             running = r.state == "running" or r.remote_state == "running"
             why = c.LeftCluster(machine=machine, while_running=running)
             if r.finished:
-                self._step(r, cluster_steps.RemoteMark(remote_state="lost"), expect=False)
+                self._step(r, steps.RemoteMark(remote_state="lost"), expect=False)
                 continue
             log.warning("task #%d: %s", r.id, render(why))
-            self._step(r, cluster_steps.LostThere(why=why, now=time.time()), expect=False)
+            self._step(r, steps.LostThere(why=why, now=time.time()), expect=False)
 
     def _cancel_orphans(self, rows: list[TaskRecord]) -> None:
         """A machine back after we gave its copy of a task up: stop that copy (it must not run twice).

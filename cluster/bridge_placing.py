@@ -20,12 +20,11 @@ from gputray.cluster.bridge_base import (
 from gputray.cluster.placer import place_all
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs
 from gputray.cluster.wire import MachineView, qualified, split_qualified
-from gputray.scheduler.queue.placement import GiveUp, Placement, Wait
-from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.render import render
-from gputray.scheduler.tasks import cluster_steps
-from gputray.scheduler.tasks import lifecycle as life
-from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
+from gputray.scheduler.cluster_port import reasons as c
+from gputray.scheduler.cluster_port import steps
+from gputray.scheduler.cluster_port.reasons import render
+from gputray.scheduler.cluster_port.records import PENDING_STATES, TaskRecord
+from gputray.scheduler.cluster_port.shared import GiveUp, Placement, Wait
 
 PLACED_HERE_GRACE_S = 2.0  # a task placed here that the queue here has not started by then is placed again
 
@@ -58,13 +57,11 @@ class Placing(BridgeBase):
             if isinstance(d.decision, Placement):
                 assert d.machine is not None and d.device_key is not None
                 if d.machine == self.local:
-                    self._step(
-                        r, cluster_steps.PlaceHere(machine=self.local)
-                    )  # the local queue starts it now
+                    self._step(r, steps.PlaceHere(machine=self.local))  # the local queue starts it now
                     continue
                 claimed = self._step(
                     r,
-                    cluster_steps.HandOver(
+                    steps.HandOver(
                         machine=d.machine,
                         device=qualified(d.machine, d.device_key),
                         attempts=r.attempts + 1,
@@ -75,9 +72,9 @@ class Placing(BridgeBase):
                 if claimed is not None:
                     self._send(claimed)
             elif isinstance(d.decision, GiveUp):
-                self._step(r, life.Fail(reason=d.decision.reason, ended_at=now))
+                self._step(r, steps.Fail(reason=d.decision.reason, ended_at=now))
             elif isinstance(d.decision, Wait) and (r.state != "waiting" or r.reason != d.decision.reason):
-                self._step(r, life.Wait(reason=d.decision.reason))
+                self._step(r, steps.Wait(reason=d.decision.reason))
 
     def _place_again(self, rows: list[TaskRecord], in_flight: list[TaskRecord]) -> None:
         """Tasks for any machine placed here that this machine's queue has not started within
@@ -106,7 +103,7 @@ class Placing(BridgeBase):
             log.info("task #%d waits here; %s can start it now: placing it there", r.id, d.machine)
             claimed = self._step(
                 r,
-                cluster_steps.HandOver(
+                steps.HandOver(
                     machine=d.machine,
                     device=qualified(d.machine, d.device_key),
                     attempts=r.attempts + 1,
@@ -180,13 +177,13 @@ class Placing(BridgeBase):
         if not done:
             late = c.StartedBeforeEdit(machine=holder, remote_id=rec.remote_id)
             if rec.reason != late:
-                self._step(rec, life.Note(reason=late))
+                self._step(rec, steps.Note(reason=late))
             return
         why = c.TakenBack(machine=holder)
         log.info("task #%d: %s", rec.id, render(why))
         self._note_in_log(rec, render(why))
         # placed afresh (the copy there never ran: no attempt)
-        self._step(rec, cluster_steps.TakeBack(machine=None, attempts=rec.attempts - 1, reason=why))
+        self._step(rec, steps.TakeBack(machine=None, attempts=rec.attempts - 1, reason=why))
 
     def _withdraw_to(self, rec: TaskRecord, machine: str, device_key: str) -> None:
         holder = str(rec.machine)
@@ -197,11 +194,11 @@ class Placing(BridgeBase):
         log.info("task #%d: %s", rec.id, render(why))
         if machine == self.local:  # the local queue starts it now; the copy there never ran: no attempt
             self._note_in_log(rec, render(why))  # the queue appends its run to the same log
-            self._step(rec, cluster_steps.TakeBack(machine=self.local, attempts=rec.attempts - 1, reason=why))
+            self._step(rec, steps.TakeBack(machine=self.local, attempts=rec.attempts - 1, reason=why))
             return
         claimed = self._step(  # the same attempt, handed to another machine
             rec,
-            cluster_steps.HandOver(
+            steps.HandOver(
                 machine=machine,
                 device=qualified(machine, device_key),
                 into="queued",

@@ -27,12 +27,11 @@ from gputray.cluster.config import (
 from gputray.cluster.placer import handed_prefs
 from gputray.cluster.staging import TransferRefused, check_size, plan_inputs, staged_spec
 from gputray.cluster.wire import TaskChunk, qualified, split_qualified
-from gputray.scheduler import ipc
-from gputray.scheduler.jobs.invocation import free_out_path
-from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.tasks import cluster_steps
-from gputray.scheduler.tasks import lifecycle as life
-from gputray.scheduler.tasks.records import FINISHED_STATES, TaskRecord
+from gputray.scheduler.client import connection as ipc
+from gputray.scheduler.cluster_port import reasons as c
+from gputray.scheduler.cluster_port import steps
+from gputray.scheduler.cluster_port.records import FINISHED_STATES, TaskRecord
+from gputray.scheduler.cluster_port.shared import free_out_path
 
 
 class Transfers(BridgeBase):
@@ -50,7 +49,7 @@ class Transfers(BridgeBase):
             if not plan.shared_in_place:
                 check_size(plan, self.config, machine)
         except TransferRefused as exc:
-            self._step(rec, cluster_steps.HandOverFailed(reason=c.Said(text=str(exc)), ended_at=time.time()))
+            self._step(rec, steps.HandOverFailed(reason=c.Said(text=str(exc)), ended_at=time.time()))
             return
         try:
             staging = ray.get(handle.staging_dir.remote(origin), timeout=CALL_TIMEOUT_S)
@@ -76,7 +75,7 @@ class Transfers(BridgeBase):
             refusal = _refusal(exc)
             if refusal is not None:  # the other machine's queue refused it (a program it lacks ...)
                 refused = c.RefusedBy(machine=machine, refusal=refusal)
-                failed = cluster_steps.HandOverFailed(reason=refused, ended_at=time.time())
+                failed = steps.HandOverFailed(reason=refused, ended_at=time.time())
                 self._step(rec, failed)
             else:
                 log.warning("sending task #%d to %s failed: %s", rec.id, machine, _short(exc))
@@ -87,7 +86,7 @@ class Transfers(BridgeBase):
         os.close(fd)
         self._step(
             rec,
-            cluster_steps.Handed(
+            steps.Handed(
                 remote_id=remote.id,
                 remote_state=remote.state,
                 log_path=str(log_path),
@@ -152,17 +151,17 @@ class Transfers(BridgeBase):
                     ray.get(handle.cancel.remote(rec.remote_id), timeout=CALL_TIMEOUT_S)
             if remote_done and log_complete:
                 self._fetch(rec, handle)
-                self._step(rec, cluster_steps.RemoteMark(remote_state="fetched"))
+                self._step(rec, steps.RemoteMark(remote_state="fetched"))
             elif remote_state != rec.remote_state:
-                self._step(rec, cluster_steps.RemoteMark(remote_state=remote_state))
+                self._step(rec, steps.RemoteMark(remote_state=remote_state))
             return
         if remote_done and not log_complete:
             return  # the rest of the log first: `logs --follow` stops at the final state
         reason = c.OnMachine(machine=machine, remote_id=rec.remote_id, why=t.reason)
         device = qualified(machine, t.device) if t.device else msgspec.UNSET
-        run: cluster_steps.RemoteRun
+        run: steps.RemoteRun
         if remote_state == "running":
-            run = cluster_steps.RemoteRun(
+            run = steps.RemoteRun(
                 into="running",
                 remote_state=remote_state,
                 started_at=t.started_at,
@@ -171,8 +170,8 @@ class Transfers(BridgeBase):
             )
         elif remote_done:
             self._fetch(rec, handle)
-            run = cluster_steps.RemoteRun(
-                into=cast(cluster_steps.RemoteState, remote_state),
+            run = steps.RemoteRun(
+                into=cast(steps.RemoteState, remote_state),
                 remote_state="fetched",
                 exit_code=t.exit_code,
                 ended_at=t.ended_at,
@@ -184,9 +183,7 @@ class Transfers(BridgeBase):
                 reason=reason,
             )
         else:
-            run = cluster_steps.RemoteRun(
-                into="waiting", remote_state=remote_state, device=device, reason=reason
-            )
+            run = steps.RemoteRun(into="waiting", remote_state=remote_state, device=device, reason=reason)
         if any(getattr(rec, k) != v for k, v in run.columns(rec).items()):
             self._step(rec, run)
 
@@ -204,7 +201,7 @@ class Transfers(BridgeBase):
                 continue
             reason = c.Unanswered(machine=str(r.machine), remote_id=r.remote_id, since_s=silent_since)
             if r.reason != reason:
-                self._step(r, life.Note(reason=reason))
+                self._step(r, steps.Note(reason=reason))
 
     def _fetch(self, rec: TaskRecord, handle: Any) -> None:
         """Results and the log, beside the input here; never over an existing file."""

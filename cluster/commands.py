@@ -19,13 +19,13 @@ from gputray.cluster.config import (
 from gputray.cluster.wire import qualified
 from gputray.monitor.records import DeviceInfo, DeviceKind, DeviceReading, Sample, Vendor
 from gputray.monitor.units import DASH
-from gputray.scheduler import ipc
-from gputray.scheduler import protocol as rq
+from gputray.scheduler.client import connection as ipc
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.connection import app_paths
+from gputray.scheduler.client.program import print_json, say_error
 from gputray.scheduler.cluster_port import DeviceLine
-from gputray.scheduler.cluster_records import ClusterStatus, DeviceView
-from gputray.scheduler.console import print_json, say_error
-from gputray.scheduler.paths import app_paths
-from gputray.scheduler.reasons.render import render
+from gputray.scheduler.cluster_port.reasons import render
+from gputray.scheduler.cluster_port.records import ClusterStatus, DeviceView
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2

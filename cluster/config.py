@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gputray.scheduler.tasks.records import MACHINE_RE
+from gputray.scheduler.cluster_port.records import MACHINE_RE
 
 if TYPE_CHECKING:
-    from gputray.scheduler.config import ClusterSection
+    from gputray.scheduler.client.settings import ClusterSection
 
 DEFAULT_MAX_TRANSFER_BYTES = 2 << 30
 CHUNK_BYTES = 8 << 20  # one object-store object per chunk; a few are in flight at once
@@ -80,7 +80,7 @@ def check_machine_name(name: str, what: str = "machine") -> str:
 def cluster_config(section: ClusterSection) -> ClusterConfig:
     """The cluster's settings from the typed ``[cluster]`` table (``scheduler.config.read_config`` checked
     its types): sizes and durations parsed, the machine name checked, the defaults filled in."""
-    from gputray.scheduler.tasks.taskfile import parse_duration, parse_size
+    from gputray.scheduler.cluster_port.shared import parse_duration, parse_size
 
     def text(value: str | None) -> str | None:
         return value.strip() or None if value else None
@@ -114,7 +114,7 @@ def load_cluster_config(config_file: Path) -> ClusterConfig:
     A ``[cluster]`` value of the wrong type is a ClusterConfigError (the config's own problem message,
     naming file, key and value): the machine then joins no cluster rather than a guessed one.
     """
-    from gputray.scheduler.config import read_config
+    from gputray.scheduler.client.settings import read_config
 
     config = read_config(config_file)
     bad = [p for p in config.problems_in("cluster") if not p.unknown]
@@ -131,7 +131,7 @@ def write_cluster_table(config_file: Path, values: dict[str, Any] | None) -> Non
     file as it was stays as ``config.toml.bak``, as with ``envs add`` and Settings)."""
     import tomli_w
 
-    from gputray.scheduler.config import read_user_config, write_user_config
+    from gputray.scheduler.client.settings import read_user_config, write_user_config
 
     data = read_user_config(config_file)
     if values is None:

@@ -38,23 +38,30 @@ from gputray.cluster.config import (
 from gputray.cluster.pause_marks import with_local_pause
 from gputray.cluster.submit_checks import ClusterView, check_machine_task, view_from_report
 from gputray.cluster.wire import sendable
-from gputray.scheduler import protocol as rq
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.connection import Paths
+from gputray.scheduler.client.replies import ClusterSynced, ClusterTask, Paused
 from gputray.scheduler.cluster_port import QueuePort
-from gputray.scheduler.cluster_records import BridgeState, ClusterReport, ClusterStatus
-from gputray.scheduler.paths import Paths
-from gputray.scheduler.queue.dependencies import gate
-from gputray.scheduler.queue.device_checks import check_submit
-from gputray.scheduler.reasons.codes import Named, Said
-from gputray.scheduler.replies import ClusterSynced, ClusterTask, Paused
-from gputray.scheduler.tasks.cluster_steps import Handed, LostThere, RemoteMark, RemoteRun, TakeBack
-from gputray.scheduler.tasks.lifecycle import IllegalTransition
-from gputray.scheduler.tasks.records import (
+from gputray.scheduler.cluster_port.reasons import Named, Said
+from gputray.scheduler.cluster_port.records import (
     PENDING_STATES,
+    BridgeState,
+    ClusterReport,
+    ClusterStatus,
     EventKind,
     QueueEvent,
     TaskPatch,
     TaskRecord,
     TaskSpec,
+)
+from gputray.scheduler.cluster_port.shared import check_submit, gate
+from gputray.scheduler.cluster_port.steps import (
+    Handed,
+    IllegalTransition,
+    LostThere,
+    RemoteMark,
+    RemoteRun,
+    TakeBack,
 )
 
 log = logging.getLogger("gputray.cluster")
@@ -194,7 +201,7 @@ class ClusterLink:
         """Submit-time checks (instead of ``check_runnable``): a task for another machine must be
         sendable there (a cluster, inputs within ``max_transfer``); its program need not exist here."""
         from gputray.cluster.staging import check_size, plan_inputs
-        from gputray.scheduler.tasks.recipes import SubmitError, check_runnable
+        from gputray.scheduler.cluster_port.shared import SubmitError, check_runnable
 
         wanted = spec.machine
         if wanted is None or wanted == self.local_machine or (wanted == "any" and not self._config.enabled):
@@ -371,7 +378,7 @@ class ClusterLink:
         return ClusterTask(task=sendable(new))
 
     def submit(self, req: rq.ClusterSubmit) -> ClusterTask:
-        from gputray.scheduler.tasks.taskfile import spec_from_patch
+        from gputray.scheduler.cluster_port.shared import spec_from_patch
 
         origin = req.origin
         # ``after`` names the sender's task ids (met there before it was sent), never ours

@@ -8,8 +8,8 @@ from __future__ import annotations
 import msgspec
 
 from gputray.monitor.busy_why import BusyWhy, PausedOn
-from gputray.scheduler.cluster_records import ClusterReport, DeviceView
-from gputray.scheduler.replies import Paused
+from gputray.scheduler.client.replies import Paused
+from gputray.scheduler.cluster_port.records import ClusterReport, DeviceView
 
 
 def mark_paused(d: DeviceView, machine: str, *, queue_paused: bool, device_paused: bool) -> DeviceView:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gputray.cluster.wire import DeviceView
-from gputray.scheduler.cluster_records import ClusterStatus
+from gputray.scheduler.cluster_port.records import ClusterStatus
 
 if TYPE_CHECKING:
     from gputray.scheduler.cluster_port import ClusterPort

@@ -17,8 +17,8 @@ import msgspec
 from gputray.cluster.wire import DeviceView, MachineView, qualified, split_qualified
 from gputray.monitor.busy_why import BusyWhy
 from gputray.monitor.records import Sample, Verdict
-from gputray.scheduler.queue.placement import Decision, DeviceState, Placement, plan
-from gputray.scheduler.tasks.records import TaskRecord
+from gputray.scheduler.cluster_port.records import TaskRecord
+from gputray.scheduler.cluster_port.shared import Decision, DeviceState, Placement, plan
 
 TORCH_NEED = "torch"  # a pseudo-need: some Python env runs torch on the device (per the doctor)
 

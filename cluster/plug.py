@@ -13,8 +13,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gputray.scheduler.client.settings import ClusterSection
     from gputray.scheduler.cluster_port import ClusterLinkFactory, DeviceLine
-    from gputray.scheduler.config import ClusterSection
 
 
 class _ClusterCommands:

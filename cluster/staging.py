@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 
 from gputray.cluster.config import ClusterConfig
 from gputray.monitor.units import format_bytes
-from gputray.scheduler.protocol import Refusal
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.client.requests import Refusal
+from gputray.scheduler.cluster_port.records import TaskSpec
 
 MANIFEST = ".gputray-inputs.json"
 

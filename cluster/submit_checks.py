@@ -18,10 +18,14 @@ import difflib
 from collections.abc import Mapping, Sequence
 
 from gputray.cluster.wire import DeviceView, MachineView, qualified
-from gputray.scheduler.cluster_records import ClusterReport
-from gputray.scheduler.queue.device_checks import SeenDevice, SubmitRefused, check_device_names, check_memory
-from gputray.scheduler.queue.placement import DeviceState
-from gputray.scheduler.tasks.records import TaskSpec
+from gputray.scheduler.cluster_port.records import ClusterReport, TaskSpec
+from gputray.scheduler.cluster_port.shared import (
+    DeviceState,
+    SeenDevice,
+    SubmitRefused,
+    check_device_names,
+    check_memory,
+)
 
 SEE = "gputray status --cluster"
 CPU_VIEW = DeviceView(key="cpu", name="CPU", vendor="other", kind="cpu")

@@ -8,9 +8,9 @@ import time
 
 from gputray.cluster.wire import DeviceView, InboundTask, MachineView
 from gputray.monitor.records import DeviceInfo, Sample
-from gputray.scheduler import ipc
-from gputray.scheduler import protocol as rq
-from gputray.scheduler.replies import QueueReply, StatusReply
+from gputray.scheduler.client import connection as ipc
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.replies import QueueReply, StatusReply
 
 CPU_KEY = "cpu"
 
@@ -18,8 +18,8 @@ CPU_KEY = "cpu"
 def _doctor_verdicts(keys: list[tuple[str, str]]) -> dict[str, tuple[tuple[str, ...], bool | None]]:
     """key → (needs that failed there, torch works there or None), from the doctor's cache only."""
     try:
-        from gputray.scheduler.pyenvs import doctor
-        from gputray.scheduler.pyenvs.doctor_cache import DoctorNeeds
+        from gputray.scheduler.client import doctor as doctor
+        from gputray.scheduler.cluster_port.shared import DoctorNeeds
 
         pairs = doctor.cached_results()
         failed_needs = DoctorNeeds()

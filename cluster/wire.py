@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import msgspec
 
-from gputray.scheduler.cluster_records import DeviceView
-from gputray.scheduler.replies import TaskView
-from gputray.scheduler.tasks.records import TaskRecord
+from gputray.scheduler.client.replies import TaskView
+from gputray.scheduler.cluster_port.records import DeviceView, TaskRecord
 
 __all__ = ["WIRE_VERSION", "DeviceView", "InboundTask", "MachineView", "OtherVersion", "TaskChunk"]
 

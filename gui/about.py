@@ -8,7 +8,7 @@ from PySide6.QtCore import qVersion
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from gputray.gui.i18n import tr
-from gputray.scheduler.about import frozen, gputray_version, python_version
+from gputray.scheduler.client.about import frozen, gputray_version, python_version
 
 
 def about_text() -> str:

@@ -59,8 +59,8 @@ commands (the command line client; `gputray COMMAND --help` explains each):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gputray.scheduler.about import version_line
-    from gputray.scheduler.paths import app_paths
+    from gputray.scheduler.client.about import version_line
+    from gputray.scheduler.client.connection import app_paths
 
     paths = app_paths()
     files = (
@@ -206,8 +206,8 @@ def run_tray(argv: list[str]) -> int:
         print(f"gputray: {missing_display}", file=sys.stderr)
         return 2
 
-    from gputray.scheduler.log_setup import setup_logging
-    from gputray.scheduler.paths import app_paths
+    from gputray.scheduler.client.connection import app_paths
+    from gputray.scheduler.client.log_setup import setup_logging
 
     setup_logging(app_paths().state_dir / "gputray.log", stderr_level=logging.WARNING)
     from gputray.gui import slot_errors

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QCheckBox, QMessageBox, QWidget
 
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import tr, trn
-from gputray.scheduler.replies import TaskView
+from gputray.scheduler.client.replies import TaskView
 
 ASK_KEY = "ask_before_stopping_jobs"
 

@@ -39,11 +39,11 @@ def mime_types_for_patterns(patterns: Iterable[str]) -> list[str]:
 
 def recipe_patterns() -> list[str]:
     try:
-        from gputray.scheduler.tasks.recipes import load_recipes
+        from gputray.scheduler.client.tasks import load_recipes
 
         return [p for r in load_recipes() for p in r.patterns]
     except Exception:  # a broken user recipes file must not stop the install
-        from gputray.scheduler.tasks.recipes import read_recipes_file
+        from gputray.scheduler.client.tasks import read_recipes_file
 
         return [p for r in read_recipes_file(resource_path("recipes.toml")) for p in r.patterns]
 

@@ -36,8 +36,7 @@ from gputray.gui.i18n import tr, trn
 from gputray.gui.theme import colors
 from gputray.gui.widgets import ElidedLabel
 from gputray.gui.window_fit import fit_on_screen
-from gputray.scheduler.tasks.recipes import Recipe
-from gputray.scheduler.tasks.records import TaskPatch
+from gputray.scheduler.client.tasks import Recipe, TaskPatch
 
 
 def policies() -> dict[str, tuple[str, TaskPatch]]:
@@ -226,7 +225,7 @@ ToolCheck = Callable[[str, Path], str | None]
 def tool_check(recipes: Sequence[Recipe]) -> ToolCheck:
     """``check(recipe name, file)``: why the recipe's program cannot run (missing, with where to get
     it), or None. The same test the queue makes at submit time, made before anything is queued."""
-    from gputray.scheduler.tasks.recipes import ToolNotFound, check_runnable, spec_for_file
+    from gputray.scheduler.client.tasks import ToolNotFound, check_runnable, spec_for_file
 
     by_name = {r.name: r for r in recipes}
 

@@ -23,28 +23,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     _import_msgspec_lean()
     from gputray.cluster.plug import CLUSTER_COMMANDS
-    from gputray.scheduler import cli, console
+    from gputray.scheduler.client import program
 
-    console.make_streams_safe()
+    program.make_streams_safe()
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:  # answered before anything else loads (the tray's parser knows it too)
-        from gputray.scheduler.about import version_line
+        from gputray.scheduler.client.about import version_line
 
         print(version_line())
         return 0
-    from gputray.scheduler.paths import use_private_umask
+    from gputray.scheduler.client.program import use_private_umask
 
     use_private_umask()  # queue, logs, config and doctor cache are the user's alone; jobs get theirs back
 
-    if args and args[0] in cli.command_names(CLUSTER_COMMANDS):
-        from gputray.scheduler.cli.streams import open_standard_streams
+    if args and args[0] in program.command_names(CLUSTER_COMMANDS):
+        from gputray.scheduler.client.program import open_standard_streams
 
         open_standard_streams()  # `gputray queue >&-`: a closed stdout is said in words, not a traceback
-        return cli.main(args, cluster=CLUSTER_COMMANDS)
+        return program.main(args, cluster=CLUSTER_COMMANDS)
     if args and _looks_like_a_command(args[0]):
         import difflib
 
-        names = sorted(cli.command_names(CLUSTER_COMMANDS))
+        names = sorted(program.command_names(CLUSTER_COMMANDS))
         close = difflib.get_close_matches(args[0], names, n=1)
         hint = f"did you mean `gputray {close[0]}`? " if close else ""
         print(
@@ -95,10 +95,10 @@ def _looks_like_a_command(arg: str) -> bool:
 def main_windowed() -> int:
     """The console-less entry (Windows gui-script): starts the tray, never the CLI."""
     from gputray.gui.app import run_tray
-    from gputray.scheduler import console
-    from gputray.scheduler.paths import use_private_umask
+    from gputray.scheduler.client import program
+    from gputray.scheduler.client.program import use_private_umask
 
-    console.make_streams_safe()
+    program.make_streams_safe()
     use_private_umask()
 
     return run_tray(list(sys.argv[1:]))

@@ -15,9 +15,9 @@ log = logging.getLogger("gputray.gui")
 
 def hand_over(files: Sequence[str]) -> int | None:
     """If an owner answers, give it the files and return an exit code; None when nobody answers."""
-    from gputray.scheduler import ipc
-    from gputray.scheduler import protocol as rq
-    from gputray.scheduler.paths import app_paths
+    from gputray.scheduler.client import connection as ipc
+    from gputray.scheduler.client import requests as rq
+    from gputray.scheduler.client.connection import app_paths
 
     paths = app_paths()
     try:

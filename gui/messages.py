@@ -22,8 +22,7 @@ from gputray.gui import i18n
 from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
-from gputray.scheduler.reasons.render import ENDED_STATES, catalogue, render, render_all
-from gputray.scheduler.reasons.say import Say, Worded
+from gputray.scheduler.client.words import ENDED_STATES, Say, Worded, catalogue, render, render_all
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWi
 from gputray.gui.i18n import tr, trn
 from gputray.gui.offer_prompts import KEEP_WAITING, RUN_HERE, keep_label, run_label
 from gputray.gui.widgets import ElidedLabel
-from gputray.scheduler.replies import Offer, TaskView
+from gputray.scheduler.client.replies import Offer, TaskView
 
 PENDING = ("queued", "waiting")
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from PySide6.QtWidgets import QWidget
 
 from gputray.gui.i18n import tr
-from gputray.scheduler.replies import TaskView
+from gputray.scheduler.client.replies import TaskView
 
 
 def ask_priority(parent: QWidget, task: TaskView) -> int | None:
     """A priority number for ``task`` (higher starts first), as `gputray edit` sets; None: not given."""
     from PySide6.QtWidgets import QInputDialog
 
-    from gputray.scheduler.tasks.records import MAX_PRIORITY
+    from gputray.scheduler.client.tasks import MAX_PRIORITY
 
     value, ok = QInputDialog.getInt(
         parent,

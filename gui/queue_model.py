@@ -25,8 +25,8 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.theme import colors
 from gputray.monitor.units import format_energy_j
-from gputray.scheduler.reasons.codes import says_how_it_ended
-from gputray.scheduler.replies import TaskView
+from gputray.scheduler.client.replies import TaskView
+from gputray.scheduler.client.words import says_how_it_ended
 
 log = logging.getLogger("gputray.gui")
 Index = QModelIndex | QPersistentModelIndex

@@ -38,10 +38,9 @@ from gputray.gui import desktop_integration, messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.notifications import KINDS, kind_labels
 from gputray.gui.window_fit import fit_on_screen
-from gputray.scheduler.config import Config, ConfigError, read_config, read_user_config
-from gputray.scheduler.config import write_user_config as write_config_text
-from gputray.scheduler.paths import app_paths
-from gputray.scheduler.pyenvs.record import PythonEnv
+from gputray.scheduler.client.connection import app_paths
+from gputray.scheduler.client.settings import Config, ConfigError, PythonEnv, read_config, read_user_config
+from gputray.scheduler.client.settings import write_user_config as write_config_text
 
 LANGUAGE_LABELS = {"auto": tr_noop("System (auto)"), "en": "English", "ja": "日本語"}
 
@@ -247,7 +246,7 @@ class SettingsDialog(QDialog):
     def _load_recipes(self) -> None:
         self.recipes_list.clear()
         try:
-            from gputray.scheduler.tasks.recipes import load_recipes
+            from gputray.scheduler.client.tasks import load_recipes
 
             for r in load_recipes():
                 description = messages.translate(r.description)
@@ -266,7 +265,7 @@ class SettingsDialog(QDialog):
 
     # -- Python environments: a list of its own until Save ----------------------------------------
     def _read_envs(self) -> list[PythonEnv]:
-        from gputray.scheduler.pyenvs.registry import load_envs
+        from gputray.scheduler.client.settings import load_envs
 
         try:
             return load_envs()
@@ -293,7 +292,7 @@ class SettingsDialog(QDialog):
     def add_env(self, python: Path) -> bool:
         """Check ``python`` as ``gputray envs add`` does and list it; written on Save. False (and a
         message box saying why) when it is refused."""
-        from gputray.scheduler.pyenvs.registry import env_to_add
+        from gputray.scheduler.client.settings import env_to_add
 
         if self.envs_error is not None:
             QMessageBox.warning(self, tr("Python environments"), messages.translate(self.envs_error))
@@ -346,7 +345,7 @@ class SettingsDialog(QDialog):
         }
 
     def _save(self) -> None:
-        from gputray.scheduler.pyenvs.registry import save_envs
+        from gputray.scheduler.client.settings import save_envs
 
         values = self.values()
         try:

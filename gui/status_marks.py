@@ -86,7 +86,7 @@ def mark_icon(verdict: str) -> QIcon:
 def strip_mark(text: str) -> tuple[str | None, str]:
     """A doctor progress line (``torch × RTX: ✅ works in 1.2 s``) → (its verdict, the line without the
     mark the CLI prints); (None, text) when it has none."""
-    from gputray.scheduler.pyenvs.doctor import verdict_mark
+    from gputray.scheduler.client.doctor import verdict_mark
 
     for verdict in VERDICTS:
         mark = verdict_mark(verdict)

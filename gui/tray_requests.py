@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.i18n import tr
-from gputray.scheduler import protocol as rq
-from gputray.scheduler.replies import Paused, Reply
-from gputray.scheduler.tasks.records import TaskPatch
+from gputray.scheduler.client import requests as rq
+from gputray.scheduler.client.replies import Paused, Reply
+from gputray.scheduler.client.tasks import TaskPatch
 
 if TYPE_CHECKING:
     from gputray.gui.gui_state import GuiState
     from gputray.gui.menu import TrayMenu
     from gputray.gui.panel import Panel
     from gputray.gui.queue_model import QueueModel
-    from gputray.scheduler.owner import Owner
+    from gputray.scheduler.client.host import Owner
 
 log = logging.getLogger("gputray.gui")
 R = TypeVar("R", bound=Reply)
@@ -136,7 +136,7 @@ class OwnerRequests:
         self.drop_files(files)
 
     def drop_files(self, items: list[str]) -> DropOutcome:
-        from gputray.scheduler.tasks.recipes import load_recipes
+        from gputray.scheduler.client.tasks import load_recipes
 
         try:
             recipes = load_recipes()

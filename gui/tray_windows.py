@@ -18,7 +18,8 @@ from gputray.gui import messages, window_audit
 from gputray.gui.i18n import install_language, tr, tr_noop
 from gputray.gui.theme import scheme_name
 from gputray.monitor.records import ProcessUse, Snapshot
-from gputray.scheduler.paths import app_paths
+from gputray.scheduler.client.connection import app_paths
+from gputray.scheduler.client.replies import RoomReply
 
 if TYPE_CHECKING:
     from gputray.gui.drops import DropOutcome
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from gputray.gui.panel import Panel
     from gputray.gui.queue_model import QueueModel
     from gputray.gui.tray_icon import TrayIconController
-    from gputray.scheduler.config import Config
+    from gputray.scheduler.client.settings import Config
 
 log = logging.getLogger("gputray.gui")
 
@@ -77,6 +78,7 @@ class TrayWindows:
     menu: TrayMenu
     state: GuiState
     icon_ctl: TrayIconController
+    room: RoomReply | None
 
     def _warn(self, text: str) -> None:
         raise NotImplementedError  # TrayApp's: a message box that does not block
@@ -133,7 +135,9 @@ class TrayWindows:
             try:
                 from gputray.gui.dashboard import Dashboard
 
-                self.dashboard = Dashboard(self.monitor, tasks=self.model.tasks, demo=self.demo)
+                self.dashboard = Dashboard(
+                    self.monitor, tasks=self.model.tasks, demo=self.demo, room=lambda: self.room
+                )
             except Exception as exc:
                 self._window_failed(tr("The dashboard"), exc)
                 return False

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
+
+import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,6 +60,67 @@ def test_import_contracts_hold() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout, result.stdout
+
+
+def tools_module(name: str) -> Any:
+    """A module of tools/ (not a package: put on the path for the import)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+
+
+@pytest.mark.parametrize(
+    ("package", "past_the_door"),
+    [
+        ("cluster", "gputray.scheduler.queue.store"),  # the queue's store: only QueuePort writes it
+        ("cluster", "gputray.scheduler.tasks.records"),  # the task model: through cluster_port.records
+        ("gui", "gputray.scheduler.queue.placement"),  # a pure decider: the port's, not the tray's
+        ("gui", "gputray.scheduler.protocol"),  # the requests: through client.requests
+    ],
+)
+def test_a_door_contract_breaks_on_an_import_past_its_doors(
+    tmp_path: Path, package: str, past_the_door: str
+) -> None:
+    """The doors contracts (cluster → the port and the client face; gui → the client face) on a copy of
+    the tree with one module that imports past the doors: broken, naming the import."""
+    tree = tmp_path / "gputray"
+    tree.mkdir()
+    for pkg in package_folders():
+        if pkg == package:
+            shutil.copytree(ROOT / pkg, tree / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            os.symlink(ROOT / pkg, tree / pkg)
+    module, _, name = past_the_door.rpartition(".")
+    (tree / package / "past_the_door.py").write_text(f"from {module} import {name}\n", encoding="utf-8")
+    result = tools_module("contracts").lint(tmp_path, capture=True)
+    assert result.returncode != 0, result.stdout
+    assert f"gputray.{package}.past_the_door -> {past_the_door} (l.1)" in result.stdout, result.stdout
+    assert "1 broken" in result.stdout, result.stdout
+
+
+def test_the_doors_let_through_only_the_doors() -> None:
+    """``door_contract.illegal_imports`` on a small graph: a door and the modules inside it pass, the
+    bare package behind passes, anything else behind is named with its line; indirect imports (through
+    a door) and imports outside ``behind`` are not its business."""
+    door_contract = tools_module("door_contract")
+    graph = grimp.ImportGraph()
+    for module in ("app", "app.ui", "app.ui.inner", "core", "core.face", "core.face.names", "core.store"):
+        graph.add_module(module)
+    edges = [
+        ("app.ui", "core.face", 3),  # the door itself
+        ("app.ui", "core.face.names", 4),  # a module of the door
+        ("app.ui", "core", 5),  # the bare package
+        ("app.ui.inner", "core.store", 7),  # past the door
+        ("app.ui", "other", 8),  # not behind
+        ("core.face", "core.store", 2),  # the door's own import: indirect for app
+    ]
+    for importer, imported, line in edges:
+        graph.add_import(importer=importer, imported=imported, line_number=line, line_contents="import")
+    found = door_contract.illegal_imports(graph, ["app"], "core", ["core.face"])
+    assert [(f.importer, f.imported, f.line_numbers) for f in found] == [("app.ui.inner", "core.store", (7,))]
+    assert door_contract.illegal_imports(graph, ["app"], "core", ["core.face", "core.store"]) == []
 
 
 def test_no_import_loops() -> None:

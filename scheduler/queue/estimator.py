@@ -110,14 +110,17 @@ def build_outlook(
     measured_gflops: Mapping[str, float] | None = None,
     free_in: Mapping[str, float | None] | None = None,
     progress: Mapping[int, float] | None = None,
+    paced: Mapping[int, float] | None = None,
 ) -> Outlook:
     """The outlook for these families (and those of the jobs ``running``) over ``devices`` at ``now_s``,
     from the books; ``free_in`` given: as it is (the last pass's), else worked out from the devices.
     ``progress``: task id → the fraction a running job reports done (``job_progress``): its time left
     counts instead of its family's median, and a family with no runs gets its first estimate from it
-    (the job's projected whole run on its device, scaled to the others as any run is)."""
+    (the job's projected whole run on its device, scaled to the others as any run is). ``paced``: task id
+    → the seconds of work its progress stands for at the pace kept since its first progress line
+    (``job_progress.paced_s``), counted in place of how long it has run where given."""
     running = list(running)
-    progress = progress or {}
+    progress, paced = progress or {}, paced or {}
     wanted = set(families) | {family_of(r.spec) for r in running}
     medians = {f: m for f in wanted if (m := runs.median_run_s(f))}
     bases = {f: runs.basis(f) for f in medians}
@@ -126,7 +129,7 @@ def build_outlook(
         family, fraction = family_of(rec.spec), progress.get(rec.id)
         if family in medians or fraction is None or rec.device is None:
             continue
-        whole = projected_s(fraction, rec.run_s(now_s) or 0.0)
+        whole = projected_s(fraction, paced.get(rec.id, rec.run_s(now_s) or 0.0))
         if whole is not None:
             projected.setdefault(family, {})[rec.device] = whole
     outlook = Outlook(
@@ -140,7 +143,7 @@ def build_outlook(
         measured_gflops=measured_gflops or {},
     )
     if free_in is None:
-        free_in = {d.key: free_in_s(d, running, outlook, spells, now_s, progress) for d in devices}
+        free_in = {d.key: free_in_s(d, running, outlook, spells, now_s, progress, paced) for d in devices}
     return dataclasses.replace(outlook, free_in=free_in)
 
 
@@ -151,6 +154,7 @@ def free_in_s(
     spells: SpellBook,
     now_s: float,
     progress: Mapping[int, float] | None = None,
+    paced: Mapping[int, float] | None = None,
 ) -> float | None:
     """When ``dev`` frees up: 0 when free now; None when unknown (paused, lost, a spell of external use
     longer than any before, our jobs past their estimates). A job that reports its progress
@@ -161,7 +165,7 @@ def free_in_s(
     ours = 0.0
     if dev.running >= dev.slots:
         ours_there = [r for r in running if r.device == dev.key]
-        left = [x for r in ours_there if (x := _job_left_s(r, outlook, now_s, progress)) is not None]
+        left = [x for r in ours_there if (x := _job_left_s(r, outlook, now_s, progress, paced)) is not None]
         known = [x for x in left if x > 0]
         if not known:
             return None
@@ -176,13 +180,18 @@ def free_in_s(
 
 
 def _job_left_s(
-    rec: TaskRecord, outlook: Outlook, now_s: float, progress: Mapping[int, float] | None
+    rec: TaskRecord,
+    outlook: Outlook,
+    now_s: float,
+    progress: Mapping[int, float] | None,
+    paced: Mapping[int, float] | None = None,
 ) -> float | None:
-    """A running job's time left: from its own progress when it reports one, else its family's
-    estimate less what it has run (a paused job's pause does not bring its end closer)."""
+    """A running job's time left: from its own progress when it reports one (at its pace since its
+    first progress line, where known), else its family's estimate less what it has run (a paused
+    job's pause does not bring its end closer)."""
     run = rec.run_s(now_s) or 0.0
     fraction = (progress or {}).get(rec.id)
-    if fraction is not None and (left := left_s(fraction, run)) is not None:
+    if fraction is not None and (left := left_s(fraction, (paced or {}).get(rec.id, run))) is not None:
         return max(left, 1.0)  # "100 %" and still running: about to end
     est = outlook.run_s(family_of(rec.spec), str(rec.device))
     return None if est is None else est - run
@@ -255,6 +264,7 @@ class Estimator:
         return build_outlook(
             self.history.runs, self.history.spells, families, devices, running, now_s,
             measured_gflops=self.speeds(), free_in=free_in, progress=self.progress.fractions(running),
+            paced=self.progress.paced(running),
         )  # fmt: skip
 
     def _records(self, task_ids: Iterable[int]) -> list[TaskRecord]:
@@ -384,8 +394,8 @@ class Estimator:
         found = self.progress.progress(rec) if rec.state == "running" else None
         if found is None:
             return view
-        left = left_s(found.fraction, rec.run_s(now_s) or 0.0)
-        return msgspec.structs.replace(view, progress=found.fraction, eta_s=left)
+        run = self.progress.paced([rec]).get(rec.id, rec.run_s(now_s) or 0.0)
+        return msgspec.structs.replace(view, progress=found.fraction, eta_s=left_s(found.fraction, run))
 
     @staticmethod
     def estimates(rec: TaskRecord, allowed: Sequence[DeviceState], outlook: Outlook) -> tuple[Estimate, ...]:

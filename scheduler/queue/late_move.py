@@ -4,8 +4,9 @@ discrete GPU 4× an integrated one) until the job itself says how fast it goes, 
 placed on the idle iGPU that way runs there for hours while the dGPU would have done it in minutes.
 
 **When.** A running job of ours that reports its progress (``job_progress``: ``done`` after ``after_s``
-seconds of work, its end ``left_s`` away at that pace) is compared with a restart on each other device
-it may use (its preferences, ``estimator.allowed_devices``): there it would be done in that device's
+seconds of work, its end ``left_s`` away at its pace since its first progress line) is compared with
+a restart on each other device it may use (its preferences, ``estimator.allowed_devices``): there it
+would be done in that device's
 free-in (0 when free now; ``Outlook.free_in`` when our jobs or another program hold it; unknown: not
 considered) + its family's run there (``Outlook.run_s``: the family's runs there, else scaled by the
 doctor's measured speed ratio or the class default, from the runs it had or, for a family that never
@@ -52,11 +53,14 @@ MIN_SAVED_S = 60.0  # … and at least this much sooner
 @dataclass(frozen=True)
 class LateJob:
     """A running job as the decider sees it: its task (running, ``device`` set), the fraction its own
-    output says is done (``job_progress``) and the seconds it has worked (its pauses not counted)."""
+    output says is done (``job_progress``), the seconds it has worked (its pauses not counted) and, where
+    known, the seconds of work ``done`` stands for at its pace since its first progress line
+    (``job_progress.paced_s``: a model's loading before its bar does not count as slowness)."""
 
     task: TaskRecord
     done: float
     worked_s: float
+    paced_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -87,8 +91,8 @@ def decide(jobs: Sequence[LateJob], devices: Sequence[DeviceState], outlook: Out
             continue
         if job.done > MAX_DONE or job.worked_s < MIN_WORK_S:
             continue
-        left = left_s(job.done, job.worked_s)
-        if left is None:
+        left = None if job.paced_s is None else left_s(job.done, job.paced_s)
+        if left is None:  # a pace not kept for a few seconds yet: a first progress line says little
             continue
         others = [d for d in allowed_devices(rec, devices) if d.key != here.key and d.key not in taken]
         why_busy = {d.key: busy_reason(rec, d) for d in others}

@@ -72,7 +72,12 @@ class LateMoves:
         if not candidates:
             return
         done = queue.estimates.progress.fractions(candidates)
-        jobs = [LateJob(rec, done[rec.id], rec.run_s(now_s) or 0.0) for rec in candidates if rec.id in done]
+        paced = queue.estimates.progress.paced(candidates)
+        jobs = [
+            LateJob(rec, done[rec.id], rec.run_s(now_s) or 0.0, paced.get(rec.id))
+            for rec in candidates
+            if rec.id in done
+        ]
         if not jobs:
             return
         book = queue.device_book

@@ -463,8 +463,10 @@ class RetryOrFail(Step, frozen=True, tag="retry_or_fail"):
 
 
 class RunElsewhere(Step, frozen=True, tag="run_elsewhere"):
-    """Out of memory, and a device where it fits is free (``queue/oom_elsewhere.py``): queued again at
-    once, whatever its retries (then pointed at that device, once: ``TaskStore.replace_spec``)."""
+    """Out of memory, and a device where it fits is free (``queue/oom_elsewhere.py``), or its progress
+    says it ends late and another device would finish it clearly earlier (``queue/late_move.py``):
+    queued again at once, whatever its retries (then pointed at that device, once:
+    ``TaskStore.replace_spec``). The attempt it ends is no failure: it uses none of the retries."""
 
     SOURCES = frozenset({"running"})
     reason: Reason
@@ -476,7 +478,14 @@ class RunElsewhere(Step, frozen=True, tag="run_elsewhere"):
 
     def columns(self, row: Row) -> Columns:
         also = self.end.columns() if self.end is not None else {}
-        return {**also, "state": "queued", "reason": self.reason, "not_before": None, "queued_at": self.now}
+        return {
+            **also,
+            "state": "queued",
+            "reason": self.reason,
+            "not_before": None,
+            "queued_at": self.now,
+            "attempts_before": row.attempts_before + 1,  # counted on, not as a retry (``retries_left``)
+        }
 
 
 class Interrupt(Step, frozen=True, tag="interrupt"):

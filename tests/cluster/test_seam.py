@@ -1,7 +1,8 @@
 """No ``Any`` crosses the seam between the cluster and this machine's queue: every annotation of the
-port (``scheduler/cluster_port.py``), the queue's side of it (``queue/cluster_side.py``), the steps
-the bridge sends (``tasks/lifecycle.py``) and the cluster's link and bridge rooms is read from the
-source, and none names ``Any`` (nor a ``**changes`` bag of fields)."""
+port (``scheduler/cluster_port/``: the Protocols and the records, steps and deciders they name), the
+queue's side of it (``queue/cluster_side.py``), the steps the bridge sends (``tasks/lifecycle.py``)
+and the cluster's link and bridge rooms is read from the source, and none names ``Any`` (nor a
+``**changes`` bag of fields)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from gputray.scheduler.tasks.states import STATES
 
 ROOT = Path(__file__).resolve().parents[2]
 SEAM = [
-    "scheduler/cluster_port.py",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scheduler" / "cluster_port").glob("*.py")),
     "scheduler/queue/cluster_side.py",
     "scheduler/tasks/lifecycle.py",
     "scheduler/tasks/cluster_steps.py",

@@ -58,6 +58,8 @@ QUEUE_MODULES = {
     "gputray.scheduler.cli.commands.common",
     "gputray.scheduler.cli.commands.listing",
     "gputray.scheduler.cli.commands.queue_logs",
+    "gputray.scheduler.client",  # the entry reaches the command line through the client face (two names)
+    "gputray.scheduler.client.program",
     "gputray.scheduler.reasons",  # a task's reason in words: the codes, the renderer, English
     "gputray.scheduler.reasons.codes",
     "gputray.scheduler.reasons.base",

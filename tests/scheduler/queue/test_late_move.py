@@ -58,14 +58,15 @@ def _decide(
 ) -> list[Move]:
     running = [j.task for j in jobs]
     devices = _devices(running, llm=llm)
+    paced = {j.task.id: j.paced_s for j in jobs if j.paced_s is not None}
     outlook = build_outlook(runs or RunBook(), spells or SpellBook(), (), devices, running, NOW,
-                            progress={j.task.id: j.done for j in jobs})  # fmt: skip
+                            progress={j.task.id: j.done for j in jobs}, paced=paced)  # fmt: skip
     return decide(jobs, devices, outlook)
 
 
 def test_a_never_run_family_on_the_igpu_is_moved_to_the_free_dgpu_with_the_arithmetic() -> None:
     """1 % after 90 s on the 780M: ~2 h 28 min left there; the 5060 Ti (4x, the class default) free."""
-    job = LateJob(_running(7, AMD, 90.0), done=0.01, worked_s=90.0)
+    job = LateJob(_running(7, AMD, 90.0), done=0.01, worked_s=90.0, paced_s=90.0)
     [move] = _decide([job])
     assert move.task_id == 7 and move.device == NV
     r = move.reason
@@ -84,7 +85,7 @@ def test_a_never_run_family_on_the_igpu_is_moved_to_the_free_dgpu_with_the_arith
     )
     # run again there alone, waiting for it, and never moved again
     assert move.spec.device_prefs == (NV,) and move.spec.on_busy == "wait" and move.spec.on_late == "stay"
-    again = LateJob(_running(7, NV, 90.0, **_pinned(move.spec)), done=0.01, worked_s=90.0)
+    again = LateJob(_running(7, NV, 90.0, **_pinned(move.spec)), done=0.01, worked_s=90.0, paced_s=90.0)
     assert _decide([again]) == []
 
 
@@ -95,32 +96,65 @@ def _pinned(spec: TaskSpec) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("why", "job"),
     [
-        ("more than MAX_DONE done", LateJob(_running(1, AMD, 900.0), done=MAX_DONE + 0.01, worked_s=900.0)),
-        ("too early to tell", LateJob(_running(1, AMD, MIN_WORK_S - 1), done=0.01, worked_s=MIN_WORK_S - 1)),
+        (
+            "more than MAX_DONE done",
+            LateJob(_running(1, AMD, 900.0), done=MAX_DONE + 0.01, worked_s=900.0, paced_s=900.0),
+        ),
+        (
+            "too early to tell",
+            LateJob(
+                _running(1, AMD, MIN_WORK_S - 1), done=0.01, worked_s=MIN_WORK_S - 1, paced_s=MIN_WORK_S - 1
+            ),
+        ),
         (
             "prefer free, on_late auto",
-            LateJob(_running(1, AMD, 90.0, prefer="free"), done=0.01, worked_s=90.0),
+            LateJob(_running(1, AMD, 90.0, prefer="free"), done=0.01, worked_s=90.0, paced_s=90.0),
         ),
         (
             "on_late stay: not restartable",
-            LateJob(_running(1, AMD, 90.0, on_late="stay"), done=0.01, worked_s=90.0),
+            LateJob(_running(1, AMD, 90.0, on_late="stay"), done=0.01, worked_s=90.0, paced_s=90.0),
         ),
-        ("pinned", LateJob(_running(1, AMD, 90.0, device_prefs=("780m",)), done=0.01, worked_s=90.0)),
-        ("paused", LateJob(_running(1, AMD, 90.0).replace(paused_at=NOW - 5), done=0.01, worked_s=90.0)),
-        ("a short job: under a minute saved", LateJob(_running(1, AMD, 6.0), done=0.1, worked_s=6.0)),
+        (
+            "pinned",
+            LateJob(_running(1, AMD, 90.0, device_prefs=("780m",)), done=0.01, worked_s=90.0, paced_s=90.0),
+        ),
+        (
+            "paused",
+            LateJob(
+                _running(1, AMD, 90.0).replace(paused_at=NOW - 5), done=0.01, worked_s=90.0, paced_s=90.0
+            ),
+        ),
+        ("no pace kept yet", LateJob(_running(1, AMD, 90.0), done=0.01, worked_s=90.0)),
+        (
+            "a short job: under a minute saved",
+            LateJob(_running(1, AMD, 6.0), done=0.1, worked_s=6.0, paced_s=6.0),
+        ),
     ],
 )
 def test_a_job_stays_where_it_runs(why: str, job: LateJob) -> None:
     assert _decide([job]) == [], why
 
 
+def test_the_pace_since_its_first_progress_line_counts_not_its_quiet_start() -> None:
+    """Its family ran in 25 s on the 5060 Ti. This one loaded for 30 s before its bar began, then did
+    10 % in 5 s: 45 s left at its pace (not 5 min 15 s from its start), 20 s later than a restart on the
+    free 5060 Ti: it stays, where counting its quiet start would have moved it."""
+    runs = RunBook()
+    runs.add(JobRun(family="diffusion", device_key=NV, duration_s=25.0, energy_j=None))
+    quiet = LateJob(_running(1, AMD, 35.0), done=0.10, worked_s=35.0, paced_s=5.0)
+    assert _decide([quiet], runs=runs) == []
+    assert [m.device for m in _decide([LateJob(quiet.task, 0.10, 35.0, paced_s=35.0)], runs=runs)] == [NV]
+
+
 def test_on_late_move_moves_whatever_it_prefers() -> None:
-    job = LateJob(_running(1, AMD, 90.0, prefer="free", on_late="move"), done=0.01, worked_s=90.0)
+    job = LateJob(
+        _running(1, AMD, 90.0, prefer="free", on_late="move"), done=0.01, worked_s=90.0, paced_s=90.0
+    )
     assert [m.device for m in _decide([job])] == [NV]
 
 
 def test_a_busy_dgpu_counts_when_it_frees_and_unknown_never_counts() -> None:
-    job = LateJob(_running(1, AMD, 90.0), done=0.01, worked_s=90.0)
+    job = LateJob(_running(1, AMD, 90.0), done=0.01, worked_s=90.0, paced_s=90.0)
     assert _decide([job], llm=True) == []  # llama-server, no spell ever seen to end: unknown
     spells = SpellBook()
     spells.add(NV, 40 * 60.0)  # spells of the LLM lasted 40 min before
@@ -134,13 +168,13 @@ def test_a_busy_dgpu_counts_when_it_frees_and_unknown_never_counts() -> None:
 def test_a_family_that_ran_on_the_dgpu_is_estimated_there_from_its_runs() -> None:
     runs = RunBook()
     runs.add(JobRun(family="diffusion", device_key=NV, duration_s=900.0, energy_j=None))
-    job = LateJob(_running(1, AMD, 300.0), done=0.03, worked_s=300.0)
+    job = LateJob(_running(1, AMD, 300.0), done=0.03, worked_s=300.0, paced_s=300.0)
     [move] = _decide([job], runs=runs)
     assert move.reason.there_s == pytest.approx(900.0)
 
 
 def test_one_move_per_device_per_look() -> None:
-    jobs = [LateJob(_running(i, AMD, 90.0), done=0.01, worked_s=90.0) for i in (1, 2)]
+    jobs = [LateJob(_running(i, AMD, 90.0), done=0.01, worked_s=90.0, paced_s=90.0) for i in (1, 2)]
     assert [m.task_id for m in _decide(jobs)] == [1]
 
 
@@ -154,7 +188,9 @@ def test_the_end_of_a_moved_job_is_run_elsewhere_in_the_store(tmp_path: object) 
     rec = store.add(_spec())
     store.must_apply(rec.id, life.Start(device=AMD, env=None, reason=None, attempts=1, started_at=NOW,
                                         log_path="x.log"))  # fmt: skip
-    [move] = _decide([LateJob(store.get(rec.id).replace(started_at=NOW - 90), done=0.01, worked_s=90.0)])
+    [move] = _decide(
+        [LateJob(store.get(rec.id).replace(started_at=NOW - 90), done=0.01, worked_s=90.0, paced_s=90.0)]
+    )
     end = life.JobEnd(exit_code=-15, ended_at=NOW)
     step, spec, why = moved_step(move, end=end, now=NOW, left=None)
     assert isinstance(step, life.RunElsewhere) and why == move.reason
@@ -162,6 +198,7 @@ def test_the_end_of_a_moved_job_is_run_elsewhere_in_the_store(tmp_path: object) 
     assert spec is not None
     moved = store.replace_spec(rec.id, spec, only_states=("queued",))
     assert moved is not None and moved.state == "queued" and moved.spec.device_prefs == (NV,)
+    assert (moved.attempts, moved.attempts_before) == (1, 1)  # the move used none of its retries
     assert isinstance(moved.reason, c.MovedLate)
     step, spec, why = moved_step(None, end=end, now=NOW, left=None)
     assert isinstance(step, life.RetryOrFail) and spec is None and why == c.OwnerStopped()
