@@ -20,9 +20,8 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
     if r.step == "asked":
         return f"asked {r.resident} ({idle}) to free {held}"
     if r.step == "freed":
-        return (
-            f"freed {s.size(r.freed_bytes)} held by {r.resident} ({idle}): {s.tense('starting', 'started')}"
-        )
+        then = s.tense("starting", "then ran")
+        return f"freed {s.size(r.freed_bytes)} held by {r.resident} ({idle}): {then}"
     if r.step == "not_freed":
         within = s.seconds(r.bound_s)
         return f"asked {r.resident} to free {held}, but the device's used memory did not drop within {within}"

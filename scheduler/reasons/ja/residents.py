@@ -22,7 +22,7 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
         return f"{r.resident}（{idle}）に {held} の解放を依頼しました"
     if r.step == "freed":
         freed = f"{r.resident}（{idle}）が確保していた {s.size(r.freed_bytes)} を解放しました"
-        return f"{freed}。{s.tense('開始します', '開始しました')}"
+        return f"{freed}。{s.tense('開始します', '実行しました')}"
     if r.step == "not_freed":
         within = s.seconds(r.bound_s)
         asked = f"{r.resident} に {held} の解放を依頼しましたが"
