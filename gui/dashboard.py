@@ -43,13 +43,14 @@ from gputray.gui import messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.legend import color_of, gpu_readings, legend_for
 from gputray.gui.queue_model import energy_text, progress_text
+from gputray.gui.residents_table import ResidentsTable
 from gputray.gui.status_marks import mark_icon, strip_mark
 from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.window_fit import fit_on_screen
 from gputray.monitor.readings_text import link_text
 from gputray.monitor.records import DeviceInfo, DeviceReading, ProcessUse, Snapshot
 from gputray.monitor.units import GIB, format_energy_j
-from gputray.scheduler.client.replies import TaskView
+from gputray.scheduler.client.replies import RoomReply, TaskView
 from gputray.scheduler.client.words import DoctorNews
 
 METRICS: tuple[tuple[str, str, float], ...] = (
@@ -79,7 +80,14 @@ DOCTOR_HEADERS = (
 DOCTOR_RESULT_COLUMN = 2
 DOCTOR_VERDICTS = (tr_noop("works"), tr_noop("limited"), tr_noop("fails"))
 NO_ENVIRONMENT_HINT = tr_noop("No doctor results yet: add a Python environment in Settings.")
-TABS = (tr_noop("History"), tr_noop("Processes"), tr_noop("Doctor"), tr_noop("Task logs"), tr_noop("Devices"))
+TABS = (
+    tr_noop("History"),
+    tr_noop("Processes"),
+    tr_noop("Doctor"),
+    tr_noop("Task logs"),
+    tr_noop("Devices"),
+    tr_noop("Residents"),
+)
 DEVICE_HEADERS = (
     tr_noop("Device"),
     tr_noop("PCIe link"),
@@ -171,9 +179,11 @@ class Dashboard(QWidget):
         *,
         tasks: Callable[[], Sequence[TaskView]] | None = None,
         demo: bool = False,
+        room: Callable[[], RoomReply | None] | None = None,
     ) -> None:
         super().__init__(None)
         self.monitor = monitor
+        self.room = room or (lambda: None)  # the owner's `room`: residents and GPUs taken (tray_room)
         self.tasks = tasks or (lambda: [])
         self.demo = demo
         self._dark: bool | None = None
@@ -272,6 +282,10 @@ class Dashboard(QWidget):
         self.device_table.horizontalHeader().setStretchLastSection(True)
         self.tabs.addTab(self.device_table, "")
 
+        # Residents: the GPU servers running here, what each holds, since when idle (issue 27)
+        self.residents_table = ResidentsTable(self)
+        self.tabs.addTab(self.residents_table, "")
+
         self.timer = QTimer(self)
         self.timer.setInterval(2000)
         self.timer.timeout.connect(self.refresh)
@@ -291,6 +305,7 @@ class Dashboard(QWidget):
         self.proc_table.setHorizontalHeaderLabels([tr(h) for h in PROCESS_HEADERS])
         self.doctor_table.setHorizontalHeaderLabels([tr(h) for h in DOCTOR_HEADERS])
         self.device_table.setHorizontalHeaderLabels([tr(h) for h in DEVICE_HEADERS])
+        self.residents_table.retranslate()
         self.doctor_button.setText(tr("Run doctor"))
         self.doctor_settings_button.setText(tr("Open Settings…"))
         self.proc_table.setToolTip(tr("Right-click a process of yours to stop it"))
@@ -368,6 +383,7 @@ class Dashboard(QWidget):
                 self.y_ranges[metric] = (0.0, top)
         self._fill_devices(snap)
         self._fill_processes(snap)
+        self.residents_table.show_room(self.room(), {r.info.key: r.info.name for r in snap.readings})
 
     def _limit_line(self, metric: str, limit: Limit, color: str) -> None:
         line = self.limit_lines.get((limit.key, metric))

@@ -8,16 +8,20 @@
      ▁▂▃▅▇ (five minutes of load)
      busy: llama-server uses 14.2 GiB, 97 %
      llama-server (4242) 14.2 GiB 97%
+     ComfyUI                        holds 9.8 GiB · idle 14 min   (one line per resident, if any)
 
 The load, temperature, power, VRAM used/total and shared used/total are :class:`FigureLabel` s: they
 reserve their width (the panel takes its width from them) and are never elided, in any language.
 The name, the readings line (PCIe link, fan, power limit, clocks, or why the GPU cannot be read),
 "busy" and the processes elide, with the whole text in their tooltip. Every card has the same lines
-whatever its GPU does, so it keeps its height and the queue below never moves.
+whatever its GPU does, so it keeps its height and the queue below never moves; only a resident (an LLM
+server, ComfyUI: ``resident_rows``) adds a line while it runs, its figures whole. A GPU an exclusive app
+(a game) has taken says so on the "busy" line: "taken by cs2: gputray's jobs here are paused".
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -37,13 +41,18 @@ from PySide6.QtWidgets import (
 from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.gui.legend import LegendEntry
+from gputray.gui.resident_rows import ResidentRows
+from gputray.gui.resident_text import taken_text
 from gputray.gui.sparkline import Sparkline
 from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.widgets import ElidedLabel, FigureLabel, Swatch
 from gputray.monitor.busy_why import BusyWhy
 from gputray.monitor.readings_text import sample_extras
 from gputray.monitor.records import DeviceReading, ProcessUse
+from gputray.monitor.residents import ResidentView
 from gputray.monitor.units import GIB
+
+log = logging.getLogger("gputray.gui")
 
 FIGURES_TEMPLATE = "100 %  ·  100 °C  ·  888 W"
 SEPARATOR = "  ·  "
@@ -206,6 +215,9 @@ class DeviceCard(QFrame):
         layout.addWidget(self.busy_label)
         self.processes_label = ElidedLabel("", self)
         layout.addWidget(self.processes_label)
+        self.resident_rows = ResidentRows(self)
+        layout.addWidget(self.resident_rows)
+        self._taken_by: str | None = None  # the exclusive app using this GPU: our jobs here are paused
         self._reading: DeviceReading | None = None
         self._entry: LegendEntry | None = None
         self._processes: tuple[ProcessUse, ...] = ()
@@ -226,6 +238,7 @@ class DeviceCard(QFrame):
         self.jobs_label.setToolTip(tr("Jobs running / slots (config: [devices.<name>] slots = N)"))
         self._render_jobs()
         self._render()
+        self.resident_rows.retranslate()
 
     def restyle(self) -> None:
         dark = is_dark()
@@ -312,15 +325,41 @@ class DeviceCard(QFrame):
         self.extras_label.set_own_tooltip(long_form, says_the_line=ok)
         self._render_jobs()
         busy = messages.reasons(self._busy)
-        self.busy_label.setText(
-            tr("busy: {reasons}").format(reasons=busy) if busy else tr("not in use by other programs")
-        )
+        busy_text = tr("busy: {reasons}").format(reasons=busy) if busy else tr("not in use by other programs")
+        if self._taken_by is not None:
+            taken = taken_text(self._taken_by) + ": " + tr("gputray's jobs here are paused")
+            self.busy_label.setText(taken)
+            self.busy_label.set_own_tooltip(taken + "\n" + busy_text)
+        else:
+            self.busy_label.setText(busy_text)
+            self.busy_label.set_own_tooltip("")
+        notice = f"color: {colors().notice_text}; font-weight: bold" if self._taken_by else secondary_style()
+        if self.busy_label.styleSheet() != notice:
+            self.busy_label.setStyleSheet(notice)
         self.processes_label.setText(processes_line(self._processes))
         if self._processes:
             full = "\n".join(process_text(p) for p in by_memory(self._processes))
             self.processes_label.set_own_tooltip(full + "\n" + tr("Right-click to stop a process of yours"))
         else:
             self.processes_label.set_own_tooltip("")
+
+    def set_room(self, residents: Sequence[ResidentView], taken_by: str | None, now_s: float) -> bool:
+        """The residents holding memory here and the exclusive app that took this GPU (None: none);
+        True when the card's number of lines changed (the panel refits)."""
+        name = self._reading.info.name if self._reading is not None else self.key
+        if taken_by != self._taken_by:
+            log.info("card %s: %s", name, f"taken by {taken_by}" if taken_by else "given back")
+        self._taken_by = taken_by
+        changed = self.resident_rows.show_residents(residents, now_s, name)
+        self._render()
+        layout = self.layout()
+        if changed and layout is not None:  # its height now, not at the next event: the panel refits to it
+            layout.invalidate()
+            layout.activate()
+        return changed
+
+    def taken_by(self) -> str | None:
+        return self._taken_by
 
     def processes(self) -> tuple[ProcessUse, ...]:
         return self._processes

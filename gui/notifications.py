@@ -5,7 +5,10 @@ Messages from the queue and the monitor are shown in the user's language (``gui/
 is also logged, so a user (and the end-to-end test) can see what the app told them. Clicking a job
 message opens that job's log. A ``job_offer`` notice (a waiting task could start now on another device:
 ``replies.Offer``) carries the task and the offer, so the sink can ask "Run on … now" / "Keep waiting"
-(``gui/offer_prompts.py``).
+(``gui/offer_prompts.py``). A ``resident_ask`` notice carries the "ask" question of making room
+(``replies.RoomQuestion``: "Free ComfyUI's 9.8 GiB and run train.py" / "Keep waiting",
+``gui/room_prompts.py``); ``gpu_taken`` says that an exclusive app (a game) took a GPU and gave it back
+(``gui/resident_text.py`` words them).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from gputray.gui import messages
 from gputray.gui.i18n import tr
 from gputray.monitor.records import DeviceEvent
-from gputray.scheduler.client.replies import Offer, TaskView
+from gputray.scheduler.client.replies import Offer, RoomQuestion, TaskView
 from gputray.scheduler.client.settings import NOTIFICATION_KINDS
 from gputray.scheduler.client.words import Reason
 
@@ -35,6 +38,8 @@ def kind_labels() -> dict[str, str]:
         "job_finished": tr("Job finished"),
         "job_failed": tr("Job failed"),
         "job_offer": tr("Job could run on another GPU now"),
+        "resident_ask": tr("An idle GPU server could free memory for a job"),
+        "gpu_taken": tr("A game or exclusive app took a GPU, or gave it back"),
         "gpu_hot": tr("GPU over temperature"),
         "gpu_lost": tr("GPU lost"),
         "gpu_back": tr("GPU back"),
@@ -51,6 +56,7 @@ class Notice:
     key: str = ""  # what the notice is about (task id, device key): repeats of one key are limited
     task_id: int | None = None
     offer: Offer | None = None  # job_offer: where the task could start now
+    room: RoomQuestion | None = None  # resident_ask: the idle resident whose memory would let it start
 
 
 Sink = Callable[[Notice], None]

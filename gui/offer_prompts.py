@@ -14,6 +14,7 @@ question still on the desktop when its task starts anyway (or ends, or goes) is 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -62,6 +63,9 @@ class OfferPrompts(QObject):
         self._desktop: DesktopNotifier | None = None
         self._looked = False
         self._asked: dict[int, tuple[int, Offer]] = {}  # notification id → (task id, offer)
+        # the other questions asked through the same daemon connection (``room_prompts``): each takes
+        # the answers to its own notifications (True) and leaves the rest
+        self.other_answers: list[Callable[[int, str], bool]] = []
         self._answer_arrived.connect(self._on_answer, Qt.ConnectionType.QueuedConnection)
 
     def desktop(self) -> DesktopNotifier | None:
@@ -90,7 +94,8 @@ class OfferPrompts(QObject):
 
     def _on_answer(self, note_id: int, action: str) -> None:
         asked = self._asked.pop(note_id, None)
-        if asked is None:  # another app's notification, or the close after the button
+        if asked is None:  # another question's, another app's notification, or the close after the button
+            any(answer(note_id, action) for answer in self.other_answers)
             return
         task_id, offer = asked
         if action == RUN_HERE:

@@ -66,7 +66,7 @@ from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.tray_icon import is_hot
 from gputray.gui.widgets import ElidedLabel, WrappedLabel
 from gputray.monitor.records import Snapshot
-from gputray.scheduler.client.replies import DeviceSlots
+from gputray.scheduler.client.replies import DeviceSlots, RoomReply
 
 __all__ = ["DeviceCard", "DropZone", "Panel", "process_menu"]
 
@@ -94,6 +94,7 @@ class Panel(QueueRows):
         self.windowed = windowed
         self.pinned = windowed
         self.cards: dict[str, DeviceCard] = {}
+        self.room: RoomReply | None = None  # residents, GPUs taken, "ask" questions (set_room)
         self._paused_all = False
         self._jobs: dict[str, tuple[int, int]] = {}  # device key -> (running, slots), from the queue
         self._notice: NoticeFn | None = None
@@ -395,6 +396,7 @@ class Panel(QueueRows):
         gpus = gpu_readings(snapshot)
         keys = [r.info.key for r in gpus]
         cards_before = list(self.cards)
+        lines_changed = False
         for key in list(self.cards):
             if key not in keys:
                 gone = self.cards.pop(key)
@@ -426,10 +428,23 @@ class Panel(QueueRows):
                 snapshot.timestamp_s,
                 entry,
             )
+            lines_changed |= self._show_room_on(card)
         self.host_label.setText(self._host_text())
-        if list(self.cards) != cards_before and self.isVisible():
-            # a GPU came or went: the only time the panel changes size while shown
+        if (list(self.cards) != cards_before or lines_changed) and self.isVisible():
+            # a GPU or a resident came or went: the only times the panel changes size while shown
             self._grow_window() if self.windowed else self.refit()
+
+    def set_room(self, room: RoomReply | None) -> None:
+        """The residents on each GPU, the GPUs an exclusive app took and the "ask" questions standing
+        (the owner's ``room``, asked at each snapshot); the cards show them at the next snapshot."""
+        self.room = room
+
+    def _show_room_on(self, card: DeviceCard) -> bool:
+        room = self.room
+        if room is None:
+            return card.set_room((), None, 0.0)
+        here = [r for r in room.residents if r.device == card.key]
+        return card.set_room(here, room.taken.get(card.key), room.now_s)
 
     def set_cluster(self, picture: ClusterPicture | None, now_s: float | None = None) -> None:
         """The cluster this machine is in (None: none): a header over this machine's cards, a group

@@ -2,8 +2,9 @@
 
 ``QueueRows`` is the panel's base (``gui/panel.py`` builds the widgets it names below): it holds the
 signals the row actions leave by, the buttons' enabled state and tooltips, the row menu (open log,
-cancel, retry, pause a job, priority, and an offer's two answers), and the offer bar's answers. The
-panel only shows and asks: each action is a signal the app connects to the queue.
+cancel, retry, pause a job, priority, an offer's two answers, and the two answers to freeing an idle
+resident for the task), and the offer bar's answers. The panel only shows and asks: each action is a
+signal the app connects to the queue.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from gputray.gui.offer_prompts import KEEP_WAITING, RUN_HERE, keep_label, run_la
 from gputray.gui.priority_dialog import ask_priority
 from gputray.gui.queue_model import ACTIVE_STATES, QueueModel
 from gputray.gui.queue_view import QueueTable
-from gputray.scheduler.client.replies import Offer, TaskView
+from gputray.gui.resident_text import free_label
+from gputray.gui.room_prompts import FREE_RESIDENT
+from gputray.scheduler.client.replies import Offer, RoomQuestion, RoomReply, TaskView
 
 PENDING_STATES = frozenset({"queued", "waiting"})
 RETRYABLE_STATES = frozenset({"failed", "cancelled", "interrupted", "succeeded"})
@@ -33,8 +36,10 @@ class QueueRows(QWidget):
     priority_requested = Signal(object, int)  # task id, the new priority number (higher starts first)
     open_log_requested = Signal(str)
     offer_answered = Signal(object, str, object)  # task id, offer_prompts.RUN_HERE/KEEP_WAITING, the Offer
+    room_answered = Signal(str, object)  # room_prompts.FREE_RESIDENT or KEEP_WAITING, the RoomQuestion
 
     model: QueueModel
+    room: RoomReply | None  # the owner's ``room``: the "ask" questions standing, per task
     table: QueueTable
     offer_bar: OfferBar
     _answered_offers: set[int]  # answered here: the bar moves on before the reload
@@ -176,7 +181,18 @@ class QueueRows(QWidget):
                 action.triggered.connect(
                     lambda _=False, a=answer: self.offer_answered.emit(single.id, a, offer)
                 )
+        question = self.room_question(single.id) if single is not None and movable else None
+        if question is not None:  # an idle resident's memory would let it start (free_when_idle = "ask")
+            menu.addSeparator()
+            for text, answer in ((free_label(question), FREE_RESIDENT), (keep_label(), KEEP_WAITING)):
+                action = menu.addAction(text)
+                action.triggered.connect(lambda _=False, a=answer: self.room_answered.emit(a, question))
         return menu
+
+    def room_question(self, task_id: int) -> RoomQuestion | None:
+        """The standing "free an idle resident for it?" question of task ``task_id``, if any."""
+        questions = self.room.questions if self.room is not None else ()
+        return next((q for q in questions if q.task_id == task_id), None)
 
     def offer_menu(self, task_id: int) -> QMenu | None:
         """The row menu of a task, opened beside its row (a click on an offer's balloon): "Run on … now",

@@ -28,13 +28,15 @@ from gputray.gui.notifications import Notice, Notifier
 from gputray.gui.offer_prompts import RUN_HERE, OfferPrompts
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
+from gputray.gui.room_prompts import RoomPrompts
 from gputray.gui.theme import ThemeWatcher, scheme_name
 from gputray.gui.tray_icon import TrayIconController, picture_for, short_name, summary_line
 from gputray.gui.tray_requests import OwnerRequests
+from gputray.gui.tray_room import TrayRoom
 from gputray.gui.tray_windows import TrayWindows
 from gputray.monitor.records import Snapshot
 from gputray.scheduler.client.connection import app_paths
-from gputray.scheduler.client.replies import Offer, Paused, Reply, TaskView
+from gputray.scheduler.client.replies import Offer, Paused, Reply, RoomReply, TaskView
 from gputray.scheduler.client.tasks import QueueEvent
 from gputray.scheduler.client.words import Reason
 
@@ -63,7 +65,7 @@ def click_on_icon(tray: QSystemTrayIcon) -> bool:
     return where.isValid() and not where.isEmpty() and where.contains(QCursor.pos())
 
 
-class TrayApp(OwnerRequests, TrayWindows, QObject):
+class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
     snapshot_arrived = Signal(object)
     queue_event_arrived = Signal(str, object, object)  # kind, TaskView, its words (a reasons.codes Reason)
     owner_started = Signal(object)
@@ -114,6 +116,9 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
         self.icon_ctl = TrayIconController(self.tray)
         self.notifier = Notifier(self._show_notice, enabled=dict(self.config.gui.notifications) or None)
         self.offers = OfferPrompts(self, self.notifier.settled_offers)  # "run elsewhere now?" answered
+        self.room_prompts = RoomPrompts(self, self.offers)  # "free an idle resident for it?" answered
+        self.offers.other_answers.append(self.room_prompts.on_answer)
+        self.room: RoomReply | None = None  # the owner's `room` at the last snapshot (tray_room)
         self._balloon: Notice | None = None  # the last notice in the tray's balloon: what a click opens
         self.tray.activated.connect(self._on_activated)
         self.tray.messageClicked.connect(self._on_message_clicked)
@@ -146,6 +151,7 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
         self.panel.dashboard_requested.connect(lambda: self.open_dashboard())
         self.panel.stop_process_requested.connect(self.stop_process)
         self.panel.offer_answered.connect(self._on_offer_answered)
+        self.panel.room_answered.connect(self._on_room_answered)
         self.panel.installEventFilter(self)
         self.menu = TrayMenu(None, demo=self.demo)
         self.menu.show_panel_action.triggered.connect(lambda: self.show_panel(None))
@@ -377,6 +383,7 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
     # -- events ----------------------------------------------------------------------------------------
     def _on_snapshot(self, snap: Snapshot) -> None:
         self.latest = snap
+        self._refresh_room(snap)
         self._refresh_icon(snap)
         if snap.events:
             self.notifier.on_device_events(snap.events)
@@ -404,6 +411,7 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
         self.model.upsert(task)
         if task.state not in ("queued", "waiting"):
             self.offers.task_moved_on(task.id)
+            self.room_prompts.task_moved_on(task.id)
         self.notifier.on_queue_event(kind, task, message)
         self.panel.update_queue_label()
         if self.latest is not None:
@@ -413,8 +421,10 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
         counts = self.model.counts()
         waiting = counts.get("queued", 0) + counts.get("waiting", 0)
         running = counts.get("running", 0)
-        picture = picture_for(snap, waiting=waiting, demo=self.demo)
-        self.icon_ctl.update(picture, summary_line(snap, waiting=waiting, running=running, demo=self.demo))
+        taken = self.room.taken if self.room is not None else {}
+        picture = picture_for(snap, waiting=waiting, demo=self.demo, taken=taken)
+        tooltip = summary_line(snap, waiting=waiting, running=running, demo=self.demo, taken=taken)
+        self.icon_ctl.update(picture, tooltip)
 
     def _on_panel_shown(self) -> None:
         if self.latest is not None:
@@ -456,6 +466,8 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
     def _show_notice(self, notice: Notice) -> None:
         if notice.offer is not None and self.offers.show(notice):
             return  # the desktop asks, with buttons
+        if notice.room is not None and self.room_prompts.show(notice):
+            return
         self._balloon = notice
         if self.tray_available and QSystemTrayIcon.supportsMessages():
             icon = (
@@ -480,6 +492,10 @@ class TrayApp(OwnerRequests, TrayWindows, QObject):
             return
         log.info("notification clicked")
         balloon = self._balloon
+        if balloon is not None and balloon.room is not None and balloon.task_id is not None:
+            self.show_panel(None)  # at the task, its row menu open: "Free … and run …", "Keep waiting"
+            self.panel.offer_menu(balloon.task_id)
+            return
         if balloon is not None and balloon.offer is not None and balloon.task_id is not None:
             self.show_panel(None)  # at the task, its row menu open: "Run on … now", "Keep waiting"
             task = next((t for t in self.model.tasks() if t.id == balloon.task_id), None)

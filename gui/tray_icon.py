@@ -3,7 +3,8 @@
 Each bar is a GPU in the legend's order and colour (``gui/legend.py``: NVIDIA green, AMD red, Intel
 blue, left to right by PCI address); its bright part is the load, its dark part the same colour
 dimmed, so a GPU at 0 % is still recognisable. A hot GPU's empty part and rim turn amber, a lost one is grey
-with a cross. A white dot says jobs wait; a purple plate (instead of slate) says demo. Everything is
+with a cross. A GPU an exclusive app (a game) took is dimmed whole with a white pause mark (our jobs
+there are paused). A white dot says jobs wait; a purple plate (instead of slate) says demo. Everything is
 drawn on whole device pixels without antialiasing, at the size and scale the tray asks for
 (``scaledPixmap``), so it stays crisp at 16, 22, 24, 32 px and at 2×.
 
@@ -16,7 +17,7 @@ after days.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,7 @@ class GpuBar:
     hot: bool = False
     state: str = "ok"
     color: str = "#9e9e9e"  # the legend's colour for this GPU
+    taken: bool = False  # an exclusive app (a game) uses it: our jobs there are paused
 
 
 @dataclass(frozen=True)
@@ -61,21 +63,35 @@ def picture_for(
     *,
     waiting: int,
     demo: bool,
+    taken: Mapping[str, str] | None = None,
 ) -> TrayPicture:
+    """``taken``: device key → the exclusive app that took it (the owner's ``room``)."""
     if snapshot is None:
         return TrayPicture((), waiting > 0, demo)
+    taken = taken or {}
     gpus = gpu_readings(snapshot)
     bars = []
     for r, entry in zip(gpus, legend_for(gpus), strict=True):
         util = r.sample.util_percent
         level = 0 if util is None else round(min(max(util, 0.0), 100.0) / 100.0 * LOAD_LEVELS)
-        bars.append(GpuBar(level, is_hot(snapshot, r), r.sample.state, entry.color))
+        bars.append(GpuBar(level, is_hot(snapshot, r), r.sample.state, entry.color, r.info.key in taken))
     return TrayPicture(tuple(bars), waiting > 0, demo)
 
 
-def summary_line(snapshot: Snapshot | None, *, waiting: int, running: int, demo: bool) -> str:
+def summary_line(
+    snapshot: Snapshot | None,
+    *,
+    waiting: int,
+    running: int,
+    demo: bool,
+    taken: Mapping[str, str] | None = None,
+) -> str:
     """The tooltip, with the icon's legend:
-    ``gputray · DEMO · green: RTX 5060 Ti 42% 61°C · red: Radeon 780M 3% 45°C · 1 running, 2 waiting``."""
+    ``gputray · DEMO · green: RTX 5060 Ti 42% 61°C · red: Radeon 780M 3% 45°C · 1 running, 2 waiting``;
+    a GPU an exclusive app took: ``green: RTX 5060 Ti taken by cs2 …``."""
+    from gputray.gui.resident_text import taken_text
+
+    taken = taken or {}
     parts: list[str] = []
     if demo:
         parts.append(tr("DEMO"))
@@ -96,7 +112,9 @@ def summary_line(snapshot: Snapshot | None, *, waiting: int, running: int, demo:
                 util = "–" if s.util_percent is None else f"{s.util_percent:.0f}%"
                 temp = "" if s.temp_c is None else f" {s.temp_c:.0f}°C"
                 hot = f" {tr('hot')}" if is_hot(snapshot, r) else ""
-                parts.append(f"{label} {util}{temp}{hot}")
+                app = taken.get(r.info.key)
+                by = f" {taken_text(app)}" if app is not None else ""
+                parts.append(f"{label}{by} {util}{temp}{hot}")
     parts.append(tr("{running} running, {waiting} waiting").format(running=running, waiting=waiting))
     return "gputray · " + " · ".join(parts)
 
@@ -166,6 +184,13 @@ def render_picture(picture: TrayPicture, size: int) -> QImage:
             continue
         p.fillRect(frame, COLOR_HOT if bar.hot else dimmed(color))
         if bar.state in ("none", "asleep"):
+            continue
+        if bar.taken:  # a game has it: no load drawn, a pause mark (two white strokes) instead
+            stroke = max(1, frame.width() // 4)
+            tall = max(2, frame.height() // 2)
+            top = frame.y() + (frame.height() - tall) // 2
+            for x in (frame.x(), frame.right() + 1 - stroke):
+                p.fillRect(QRect(x, top, stroke, tall), COLOR_CROSS)
             continue
         fill = round(frame.height() * bar.load_level / LOAD_LEVELS)
         if fill > 0:
@@ -265,7 +290,7 @@ class TrayIconController(QObject):
             self.tray.setIcon(make_icon(picture))
             self.icon_sets += 1
         # Big change: any device state or hot flag, or the waiting mark, or the demo flag.
-        key = (tuple((b.state, b.hot) for b in picture.bars), picture.waiting, picture.demo)
+        key = (tuple((b.state, b.hot, b.taken) for b in picture.bars), picture.waiting, picture.demo)
         now = self._clock()
         due = now - self._tooltip_at >= self.tooltip_every_s
         if tooltip != self.tooltip and (key != self._tooltip_key or due):

@@ -19,6 +19,7 @@ from gputray.gui.i18n import install_language, tr, tr_noop
 from gputray.gui.theme import scheme_name
 from gputray.monitor.records import ProcessUse, Snapshot
 from gputray.scheduler.client.connection import app_paths
+from gputray.scheduler.client.replies import RoomReply
 
 if TYPE_CHECKING:
     from gputray.gui.drops import DropOutcome
@@ -77,6 +78,7 @@ class TrayWindows:
     menu: TrayMenu
     state: GuiState
     icon_ctl: TrayIconController
+    room: RoomReply | None
 
     def _warn(self, text: str) -> None:
         raise NotImplementedError  # TrayApp's: a message box that does not block
@@ -133,7 +135,9 @@ class TrayWindows:
             try:
                 from gputray.gui.dashboard import Dashboard
 
-                self.dashboard = Dashboard(self.monitor, tasks=self.model.tasks, demo=self.demo)
+                self.dashboard = Dashboard(
+                    self.monitor, tasks=self.model.tasks, demo=self.demo, room=lambda: self.room
+                )
             except Exception as exc:
                 self._window_failed(tr("The dashboard"), exc)
                 return False

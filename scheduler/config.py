@@ -87,6 +87,8 @@ NOTIFICATION_KINDS = (
     "job_finished",
     "job_failed",
     "job_offer",  # a waiting task could run elsewhere now: the notice asks (replies.Offer)
+    "resident_ask",  # an idle resident could free memory for a waiting task: the notice asks
+    "gpu_taken",  # an exclusive app (a game) took a GPU: our jobs there paused; and when it gave it back
     "gpu_hot",
     "gpu_lost",
     "gpu_back",

@@ -384,8 +384,22 @@ class Owner(TaskRequests):
 
     def _op_free_resident(self, req: rq.FreeResident) -> rp.RoomMade:
         assert self.make_room is not None  # started: _ready is set
-        said, asked = self.make_room.answer(req.name, self.clock())
+        said, asked = self.make_room.answer(req.name, self.clock(), task_id=req.task)
         return rp.RoomMade(said=said, asked=asked)
+
+    def _op_room(self, req: rq.Room) -> rp.RoomReply:
+        questions = self.make_room.questions if self.make_room is not None else {}
+        return rp.RoomReply(
+            residents=self.residents(),
+            taken=dict(self.queue.device_book.taken),
+            questions=tuple(
+                rp.RoomQuestion(
+                    task_id=p.task_id, task_name=p.task_name, device=p.device, resident=p.resident
+                )
+                for p in list(questions.values())  # one step under the GIL: the timer replaces it
+            ),
+            now_s=self.clock(),
+        )
 
     def _defer(self, req: rq.Request[Any]) -> Later[rp.Waited] | None:
         """The socket's ``wait``: answered later, its connection parked (no thread held meanwhile)."""

@@ -322,6 +322,15 @@ class FreeResident(Request[rp.RoomMade]):
 
     op = "free_resident"
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    # the waiting task it is freed for (the tray's question was about it); None: whichever task asked
+    task: Annotated[int, Meta(ge=0, le=MAX_ID)] | None = None
+
+
+class Room(Request[rp.RoomReply]):
+    """What the tray shows of making room, asked at each of its snapshots (cheap: nothing is read from
+    the store): the residents, the GPUs an exclusive app has taken, and the "ask" questions standing."""
+
+    op = "room"
 
 
 class Shutdown(Request[rp.Stopping]):

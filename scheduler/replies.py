@@ -198,6 +198,25 @@ class StatusReply(Reply, frozen=True):
     taken: dict[str, str] = {}  # device key -> the exclusive app (a game) using it: our jobs there paused
 
 
+class RoomQuestion(Reply, frozen=True):
+    """``free_when_idle = "ask"``: freeing ``resident`` (on ``device``) would let task ``task_id`` start;
+    the user is asked (the tray's notification and row menu, ``gputray free-resident``)."""
+
+    task_id: int
+    task_name: str
+    device: str
+    resident: monitor_residents.ResidentView
+
+
+class RoomReply(Reply, frozen=True):
+    """``room``: what the tray shows of making room (``Room``)."""
+
+    residents: tuple[monitor_residents.ResidentView, ...]
+    taken: dict[str, str]  # device key -> the exclusive app using it (StatusReply.taken)
+    questions: tuple[RoomQuestion, ...]
+    now_s: float
+
+
 class RoomMade(Reply, frozen=True):
     """``free-resident``: what was done (asked, refused, not found)."""
 

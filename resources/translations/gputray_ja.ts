@@ -1096,6 +1096,110 @@
         <translation>このまま待つ</translation>
     </message>
     <message>
+        <source>Residents</source>
+        <translation>常駐サーバー</translation>
+    </message>
+    <message>
+        <source>gputray's jobs here are paused</source>
+        <translation>gputray のジョブはここで一時停止中</translation>
+    </message>
+    <message>
+        <source>An idle GPU server could free memory for a job</source>
+        <translation>アイドルの GPU サーバーがジョブのためにメモリを解放できるとき</translation>
+    </message>
+    <message>
+        <source>A game or exclusive app took a GPU, or gave it back</source>
+        <translation>ゲームなど専有アプリが GPU を使い始めたとき、終えたとき</translation>
+    </message>
+    <message>
+        <source>serving</source>
+        <translation>応答中</translation>
+    </message>
+    <message>
+        <source>idle {duration}</source>
+        <translation>アイドル {duration}</translation>
+    </message>
+    <message>
+        <source>holds {memory}</source>
+        <translation>{memory} を確保</translation>
+    </message>
+    <message>
+        <source>{name} {figures}</source>
+        <translation>{name}: {figures}</translation>
+    </message>
+    <message>
+        <source>its API does not answer</source>
+        <translation>API が応答しません</translation>
+    </message>
+    <message>
+        <source>Free {resident}'s {memory} and run {name}</source>
+        <translation>{resident} の {memory} を解放して {name} を実行</translation>
+    </message>
+    <message>
+        <source>{name} waits for {device}</source>
+        <translation>{name} は {device} を待っています</translation>
+    </message>
+    <message>
+        <source>{resident} holds {memory} there and is {idle}. Free it? It is asked through its own API.</source>
+        <translation>{resident} がそこで {memory} を確保しています（{idle}）。解放しますか？ {resident} 自身の API を通して依頼します。</translation>
+    </message>
+    <message>
+        <source>taken by {app}</source>
+        <translation>{app} が使用中</translation>
+    </message>
+    <message>
+        <source>{app} took {device}</source>
+        <translation>{app} が {device} を使い始めました</translation>
+    </message>
+    <message>
+        <source>gputray paused its jobs on {device} and starts none there until {app} exits.</source>
+        <translation>gputray は {device} のジョブを一時停止し、{app} が終了するまでそこでは何も開始しません。</translation>
+    </message>
+    <message>
+        <source>{device} is free again</source>
+        <translation>{device} が空きました</translation>
+    </message>
+    <message>
+        <source>{app} has exited: gputray's jobs on {device} go on.</source>
+        <translation>{app} が終了しました。{device} の gputray のジョブを再開します。</translation>
+    </message>
+    <message>
+        <source>{name} on {device}</source>
+        <translation>{device} の {name}</translation>
+    </message>
+    <message>
+        <source>models: {models}</source>
+        <translation>モデル: {models}</translation>
+    </message>
+    <message>
+        <source>port {port}</source>
+        <translation>ポート {port}</translation>
+    </message>
+    <message>
+        <source>Resident</source>
+        <translation>常駐サーバー</translation>
+    </message>
+    <message>
+        <source>Holds</source>
+        <translation>確保</translation>
+    </message>
+    <message>
+        <source>Idle</source>
+        <translation>アイドル</translation>
+    </message>
+    <message>
+        <source>Models</source>
+        <translation>モデル</translation>
+    </message>
+    <message>
+        <source>Port</source>
+        <translation>ポート</translation>
+    </message>
+    <message>
+        <source>GPU servers running here; an idle one may free its memory for a waiting job</source>
+        <translation>このマシンで動いている GPU サーバー。アイドルのものは待っているジョブのためにメモリを解放できます</translation>
+    </message>
+    <message>
         <source>Job could run on another GPU now</source>
         <translation>別の GPU ですぐ実行できるジョブ</translation>
     </message>

@@ -9,6 +9,7 @@ from gputray.scheduler.protocol import (
     ClusterUpdate,
     ClusterWithdraw,
     Edit,
+    FreeResident,
     Get,
     Move,
     OpenFiles,
@@ -22,6 +23,7 @@ from gputray.scheduler.protocol import (
     Resume,
     ResumeJob,
     Retry,
+    Room,
     Status,
     SubmitFiles,
 )
@@ -33,6 +35,7 @@ __all__ = [
     "ClusterUpdate",
     "ClusterWithdraw",
     "Edit",
+    "FreeResident",
     "Get",
     "Move",
     "OpenFiles",
@@ -46,6 +49,7 @@ __all__ = [
     "Resume",
     "ResumeJob",
     "Retry",
+    "Room",
     "Status",
     "SubmitFiles",
 ]

@@ -16,6 +16,12 @@ owner or the command line from above hands it the cluster's side of these seams:
 
 With none handed (tests, or a build without the cluster), every task is this queue's and the cluster's
 commands are absent.
+
+This package is the cluster's one door into the scheduler besides the client face (``scheduler/client/``:
+the IPC client, requests, replies): ``records`` (the task and cluster records), ``steps`` (the lifecycle
+steps the cluster writes), ``reasons`` (the codes it says things with) and ``shared`` (the pure deciders
+it shares with the local queue) re-export what it may use; cluster/ imports no other scheduler module
+(the ``doors`` import contract in pyproject.toml).
 """
 
 from __future__ import annotations

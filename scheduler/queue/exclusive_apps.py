@@ -36,10 +36,17 @@ def apps_on_devices(
         return {}
     found: dict[str, str] = {}
     for p in snapshot.processes:
-        name = p.name.lower()
-        if p.pid not in ours and any(fnmatch.fnmatchcase(name, pat.lower()) for pat in patterns):
+        if p.pid not in ours and app_matches(p.name, patterns):
             found.setdefault(p.device, p.name)
     return found
+
+
+def app_matches(process_name: str, patterns: Sequence[str]) -> bool:
+    """Whether a process name matches one of ``apps``' patterns, case-insensitive and, on Windows, with
+    or without ``.exe`` (``cs2`` matches ``cs2.exe``; ``steam_app_*`` matches ``steam_app_730.exe``)."""
+    name = process_name.lower()
+    names = (name, name.removesuffix(".exe")) if name.endswith(".exe") else (name,)
+    return any(fnmatch.fnmatchcase(n, pat.lower()) for n in names for pat in patterns)
 
 
 class ExclusiveApps:

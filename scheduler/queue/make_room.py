@@ -52,6 +52,7 @@ class RoomPlan:
     device: str
     resident: ResidentView
     policy: ResidentPolicy
+    task_name: str = ""
 
 
 def choose(
@@ -89,7 +90,7 @@ def choose(
             if busy_reason(task, room) is not None:
                 continue
             if best is None or resident.held_bytes < (best.resident.held_bytes or 0):
-                best = RoomPlan(task.id, dev.key, resident, policy)
+                best = RoomPlan(task.id, dev.key, resident, policy, task.name)
     return best
 
 
@@ -140,7 +141,7 @@ class MakeRoom:
         self._warm_again()
         self.looks += 1
         if not residents:
-            self.questions.clear()
+            self.questions = {}
             return
         pending = {r.id for r in self.queue.store.pending(active_only=True)}
         for task_id in set(self.queue.runs.room_notes) - pending:
@@ -183,19 +184,27 @@ class MakeRoom:
             said=said,
         )
 
-    def answer(self, name: str, now_s: float) -> tuple[str, bool]:
+    def answer(self, name: str, now_s: float, *, task_id: int | None = None) -> tuple[str, bool]:
         """The user said yes to freeing ``name`` (CLI, notification, row menu): free it for the task it
-        was asked for (or, with no task waiting for it, free it anyway if it is idle); what was done."""
-        plan = next((p for p in self.questions.values() if p.resident.name.lower() == name.lower()), None)
+        was asked for (``task_id``'s question first, where the tray names it; or, with no task waiting
+        for it, free it anyway if it is idle); what was done."""
+        asked = [p for p in self.questions.values() if _named(p.resident, name)]
+        plan = next((p for p in asked if p.task_id == task_id), asked[0] if asked else None)
         if plan is not None:
             self.questions.pop(plan.task_id, None)
             return self.free_for(plan, now_s)
-        resident = next((r for r in self.watch.latest if r.name.lower() == name.lower()), None)
-        if resident is None:
+        named = [r for r in self.watch.latest if _named(r, name)]
+        if not named:
             known = ", ".join(r.name for r in self.watch.latest) or "none is running"
             return f"no resident named {name!r} is running here ({known})", False
+        if len(named) > 1:  # two llama-servers, one per GPU: which one is for the user to say
+            ports = ", ".join(str(r.port if r.port is not None else f"pid {r.pid}") for r in named)
+            return f"{len(named)} residents are named {named[0].name} ({ports}): name one by its port", False
+        resident = named[0]
         if resident.busy:
             return f"{resident.name} is serving a request: not asked", False
+        if not resident.can_free:  # a single-model llama-server, a custom one with nothing loaded
+            return f"{resident.name} has no call that frees its memory (docs/residents.md): not asked", False
         policy = self.config.policy(resident.name)
         assert policy is not None
         return self.free_for(RoomPlan(0, resident.device or "", resident, policy), now_s)
@@ -311,3 +320,9 @@ def _others_used_bytes(snapshot: Snapshot | None, device: str, ours: frozenset[i
 
 def _free_through_api(resident: ResidentView, policy: ResidentPolicy) -> FreeResult:
     return free(policy.kind.api, resident.port, resident.models, policy.kind.free_call)
+
+
+def _named(resident: ResidentView, name: str) -> bool:
+    """``name`` is the resident's (any case), or its port or pid: ``free-resident 8080``."""
+    wanted = name.strip().lower()
+    return wanted in (resident.name.lower(), str(resident.port), str(resident.pid))

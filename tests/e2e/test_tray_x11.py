@@ -208,9 +208,11 @@ def desktop(
     *,
     launcher: Sequence[str] = ("-m", "gputray.gui.entry"),
     extra_env: dict[str, str] | None = None,
+    scenario: Path = SCENARIO,
 ) -> Iterator[tuple[Display, App]]:
     """Xvfb + D-Bus + portal + trayer + the app, torn down in reverse order. ``launcher``: what Python
-    runs (the fuzz test's driver takes the app's arguments after its own)."""
+    runs (the fuzz test's driver takes the app's arguments after its own); ``scenario``: the demo's
+    scripted external load (an empty file: none)."""
     n = free_display()
     width, height = case.screen
     started: list[subprocess.Popen[bytes] | subprocess.Popen[str]] = []
@@ -271,7 +273,7 @@ def desktop(
             **(extra_env or {}),
         }
         proc = subprocess.Popen(
-            [sys.executable, *launcher, "--demo", "--demo-scenario", str(SCENARIO)],
+            [sys.executable, *launcher, "--demo", "--demo-scenario", str(scenario)],
             env=app_env,
             stdout=subprocess.DEVNULL,
             stderr=open(home / "stderr.txt", "wb"),  # noqa: SIM115 - closed with the process

@@ -98,6 +98,9 @@ def data_strings(app: TrayApp, tmp_path: Path) -> list[str]:
     data += ["photo (1).png", "notes.txt", "a folder", "gputray-test-no-such-tool", "日本語"]
     data += ["[devices.<name>] slots = N"]  # config syntax, in the jobs label's tooltip
     data += DATA_NAMES  # the cluster's machines and their GPUs
+    # GPU servers running on this machine (an Ollama of the user's, another test's stub): their names
+    # and models are data in the dashboard's Residents tab
+    data += [s for r in (app.room.residents if app.room else ()) for s in (r.name, *r.models)]
     return data
 
 

@@ -8,7 +8,8 @@ API, and a free call reaching the Ollama stand-in.
 * ComfyUI as its portable build runs it: ``ComfyUI_windows_portable\\python_embeded\\python.exe -s
   ComfyUI\\main.py --port N`` from the portable folder (the stub copied as ``ComfyUI\\main.py``);
 * ComfyUI as ``python.exe main.py`` run inside a checkout that is not named ComfyUI (``sd\\main.py``
-  with ``comfy\\`` and ``comfy_extras\\`` beside it).
+  with ``comfy\\`` and ``comfy_extras\\`` beside it);
+* a game, ``cs2.exe`` (another renamed copy), using the 780M: ``[exclusive] apps = ["cs2"]`` matches it.
 
 What Wine shows on the way (docs/windows.md): psutil's ``name()`` raises for every process (the
 name comes from ``QueryFullProcessImageNameW``), and no listening socket has an owner (pid 0), so
@@ -129,13 +130,21 @@ def test_ollama_and_comfyui_are_found_idle_and_ollama_freed_under_wine(
         cwd=checkout,
         env={"RESIDENT_STUB_API": "comfyui"},
     )
+    game_ready, _ = stubs.start(  # a game: [exclusive] apps = ["cs2"] matches cs2.exe on the 780M
+        _python_copy(win, tmp_path / "Counter-Strike 2", "cs2.exe"),
+        [winpath(STUB), "custom", "--device", "780m", "--port", "0"],
+        "game",
+        cwd=tmp_path,
+    )
     wait_for(
-        lambda: all(p.exists() for p in (ollama_ready, comfy_ready, checkout_ready)),
-        what="the three Windows stand-ins to listen",
+        lambda: all(p.exists() for p in (ollama_ready, comfy_ready, checkout_ready, game_ready)),
+        what="the four Windows stand-ins to start",
         timeout_s=60,
     )
 
     home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text('[exclusive]\napps = ["cs2"]\n', encoding="utf-8")
     owner = Owner(win, home, "--demo", env={"GPUTRAY_SIM_HOLDS": winpath(stubs.holds)})
     try:
 
@@ -163,6 +172,10 @@ def test_ollama_and_comfyui_are_found_idle_and_ollama_freed_under_wine(
             assert comfy["busy"] is False and comfy["idle_since_s"] is not None, comfy  # its /queue is empty
             assert comfy["held_bytes"] == 6 * GIB  # /system_stats' torch_vram_total
         assert by_port[checkout_port]["device"] == RADEON_780M.key
+
+        status = win.gputray("status", "--json", home=home)
+        assert status.returncode == 0, status.text
+        assert json.loads(status.stdout)["taken"] == {RADEON_780M.key: "cs2.exe"}  # named as Windows names it
 
         text = win.gputray("residents", home=home)  # as a user types it, on a cp1252 pipe
         assert text.returncode == 0 and text.stderr == "", text.text

@@ -21,6 +21,7 @@ from gputray.monitor.units import GIB
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
+from gputray.scheduler.queue.exclusive_apps import app_matches
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
 
@@ -166,3 +167,11 @@ def test_a_job_paused_for_a_game_goes_on_when_the_game_has_left_under_the_next_o
         assert client.ask(rq.Status()).taken == {}
         stop.touch()
         wait_for(lambda: _task(client, job.id).state == "succeeded", what="the job to finish")
+
+
+@pytest.mark.parametrize(
+    ("process", "matches"),
+    [("cs2.exe", True), ("CS2.EXE", True), ("cs2", True), ("steam_app_730.exe", True), ("cs2x.exe", False)],
+)
+def test_exclusive_apps_match_windows_names_with_or_without_exe(process: str, matches: bool) -> None:
+    assert app_matches(process, ("cs2", "steam_app_*", "blender.exe")) is matches
