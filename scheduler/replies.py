@@ -15,6 +15,9 @@ from gputray.scheduler.tasks.offer import Offer
 
 # Named in annotations only, resolved when a reply of theirs is first decoded or encoded: a client that
 # gets none (``gputray queue``) never loads the monitor's records or the task model (``lazy_import``).
+# This module's annotations are evaluated (no ``from __future__ import annotations``: msgspec would
+# evaluate each string on the first decode, ~260 of them for a `queue` reply), so an annotation that
+# names one of these modules is written in quotes, else defining the class would load it.
 if TYPE_CHECKING:
     from gputray.monitor import busy_why
     from gputray.monitor import records as monitor_records
@@ -205,13 +208,13 @@ class RoomQuestion(Reply, frozen=True):
     task_id: int
     task_name: str
     device: str
-    resident: monitor_residents.ResidentView
+    resident: "monitor_residents.ResidentView"
 
 
 class RoomReply(Reply, frozen=True):
     """``room``: what the tray shows of making room (``Room``)."""
 
-    residents: tuple[monitor_residents.ResidentView, ...]
+    residents: "tuple[monitor_residents.ResidentView, ...]"
     taken: dict[str, str]  # device key -> the exclusive app using it (StatusReply.taken)
     questions: tuple[RoomQuestion, ...]
     now_s: float
