@@ -183,7 +183,7 @@ def test_a_router_llama_server_is_freed_and_warmed_through_its_own_api(owner: Ow
     router goes on; ``reload_after``'s call (``POST /models/load``) loads it again. (Seen serving: its
     ``/slots?model=M``, the router refusing a bare ``/slots``, is checked against the stub that answers
     as it does, tests/monitor/test_residents.py: a long prompt through the router on lavapipe lost its
-    model instance, "exited with status 1", in 2 of 5 tries here; llama.cpp#18170.)"""
+    model instance, "exited with status 1", in 2 of 6 tries here; llama.cpp#18170, docs/residents.md.)"""
     from gputray.monitor.resident_api import warm
 
     python = cached_venv(
