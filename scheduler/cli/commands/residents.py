@@ -38,8 +38,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "name",
         metavar="NAME",
-        help="the resident's name, as `gputray residents` shows it, or its port (or pid) where several "
-        "share a name (two llama-servers)",
+        help=(
+            "the resident's name, as `gputray residents` shows it, or its port (or pid) where several "
+            "share a name"
+        ),
     )
     p.add_argument("--json", action="store_true", help="print a JSON document instead of text")
     p.set_defaults(func=lambda a: run_command(_free, a))

@@ -14,11 +14,14 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
     held, idle = s.size(r.held_bytes), f"idle {s.duration(r.idle_s)}"
     if r.step == "holds":
         command = f"`gputray free-resident {r.resident.lower()}`"
+        if s.finished:
+            return f"{r.resident} held {held} ({idle}); {command} would have freed it for this task"
         return f"{r.resident} holds {held} ({idle}); {command} frees it for this task"
     if r.step == "asked":
         return f"asked {r.resident} ({idle}) to free {held}"
     if r.step == "freed":
-        return f"freed {s.size(r.freed_bytes)} held by {r.resident} ({idle}): starting"
+        then = s.tense("starting", "then ran")
+        return f"freed {s.size(r.freed_bytes)} held by {r.resident} ({idle}): {then}"
     if r.step == "not_freed":
         within = s.seconds(r.bound_s)
         return f"asked {r.resident} to free {held}, but the device's used memory did not drop within {within}"

@@ -113,6 +113,11 @@ def test_always_frees_the_idle_resident_and_the_job_runs(
         assert render(ended.reason, finished=True).startswith("freed 1"), render(ended.reason)
         assert "held by ComfyUI (idle " in render(ended.reason)
         assert "ComfyUI（アイドル" in render(ended.reason, "ja")
+        # an ended task's reason reads in the past: not "…: starting" under "succeeded"
+        past = render(ended.reason, finished=True)
+        assert past.endswith("): then ran"), past
+        assert render(ended.reason, "ja", finished=True).endswith("を解放しました。実行しました")
+        assert render(ended.reason).endswith("): starting")
 
 
 def test_never_and_a_busy_resident_are_not_asked(
