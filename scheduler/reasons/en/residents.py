@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.en.common import EN, _aside
 from gputray.scheduler.reasons.say import Say
@@ -13,7 +15,7 @@ says = EN.says
 def _room_made(r: c.RoomMade, s: Say) -> str:
     held, idle = s.size(r.held_bytes), f"idle {s.duration(r.idle_s)}"
     if r.step == "holds":
-        command = f"`gputray free-resident {r.resident.lower()}`"
+        command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"  # "my server" too
         return f"{r.resident} holds {held} ({idle}); {command} frees it for this task"
     if r.step == "asked":
         return f"asked {r.resident} ({idle}) to free {held}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.ja.common import JA
 from gputray.scheduler.reasons.say import Say
@@ -13,7 +15,7 @@ says = JA.says
 def _room_made(r: c.RoomMade, s: Say) -> str:
     held, idle = s.size(r.held_bytes), f"アイドル {s.duration(r.idle_s)}"
     if r.step == "holds":
-        command = f"`gputray free-resident {r.resident.lower()}`"
+        command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"  # "my server" too
         return f"{r.resident} が {held} を確保しています（{idle}）。{command} でこのタスクのために解放します"
     if r.step == "asked":
         return f"{r.resident}（{idle}）に {held} の解放を依頼しました"

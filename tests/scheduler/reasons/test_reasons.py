@@ -251,3 +251,16 @@ def test_a_reason_crosses_the_wire_typed() -> None:
         id=1, state="waiting", reason=c.WaitingFor(label="GeForce", why=c.DeviceBusy(why=(LLAMA,)))
     )
     assert msgspec.json.decode(msgspec.json.encode(view), type=TaskView) == view
+
+
+def test_the_command_a_holds_reason_names_runs_as_typed_for_any_resident_name() -> None:
+    """A user's own [[resident]] may be named with spaces, quotes or Japanese: the command the reason
+    offers is quoted for the shell, in both languages."""
+    for name, typed in [
+        ("Ollama", "gputray free-resident ollama"),
+        ("my server «日本»", "gputray free-resident 'my server «日本»'"),
+        ("o'hara", "gputray free-resident 'o'\"'\"'hara'"),
+    ]:
+        holds = c.RoomMade(step="holds", resident=name, held_bytes=6 * GIB, idle_s=900)
+        assert f"`{typed}`" in render(holds), render(holds)
+        assert f"`{typed}`" in render(holds, "ja"), render(holds, "ja")
