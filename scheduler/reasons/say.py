@@ -64,6 +64,10 @@ class Say(msgspec.Struct, frozen=True):
             return f"{type(reason).__name__}"
         return fn(reason, self)
 
+    def tense(self, now: str, past: str) -> str:
+        """``now`` for a task still at it (and for what is not a task's), ``past`` once it has ended."""
+        return past if self.finished else now
+
     def unnamed(self, reason: Worded) -> str:
         """``reason`` without its device's name: "hot: 91 °C …" inside a reason about that device."""
         return Say(self.catalogue, self.finished, False, self.words)(reason)

@@ -152,3 +152,53 @@ def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp
         assert JAPANESE.search(shown) and english_words(shown, data) == [], shown
     banner = counted_note(CONFIG_PROBLEMS_NOTE, len(problems), first=problems[0]).text()
     assert english_words(banner, [*data, "gputray config"]) == [], banner
+
+
+#: The gui modules that use regular expressions, and why: none of them translates English. The tray's
+#: words come from Qt's .ts (its own strings) and the reason catalogues (scheduler/reasons: codes, one
+#: wording per language); a module added here must say why it is not a translation.
+REGEX_USERS = {
+    "qt_libraries.py": "reads the dynamic loader's error to name the missing library",
+    "widgets.py": "digits become 8 to measure the widest a number can be",
+    "messages.py": "LEFT (issue 31): refusals, submit errors and config problems are still English "
+    "sentences matched against TEMPLATES; their number may only go down",
+}
+#: How many English templates are left (see REGEX_USERS): the doctor's 45 went with its codes.
+TEMPLATES_LEFT = 63
+
+
+def test_no_regex_translation_comes_back() -> None:
+    """A translation by regex over English comes back neither in a new module nor as a new template, and
+    none knows a reason's or the doctor's English: those are codes, worded per language."""
+    import ast
+    import sys
+
+    from gputray.gui import messages
+    from gputray.scheduler.reasons import doctor_codes
+
+    gui = Path(messages.__file__).parent
+    users = set()
+    for path in sorted(gui.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [
+            a.name for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names
+        ]
+        modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        if "re" in names or "regex" in names or "re" in modules:
+            users.add(path.name)
+    assert users == set(REGEX_USERS), (
+        f"a gui module started or stopped using regexes: {users ^ set(REGEX_USERS)}"
+    )
+    assert len(TEMPLATES) <= TEMPLATES_LEFT, "a new English template: word it as a code (scheduler/reasons)"
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scheduler" / "reasons"))
+    from test_reasons import SAMPLES
+
+    from gputray.scheduler.reasons.render import render
+
+    assert {type(s) for s in SAMPLES} >= set(doctor_codes.doctor_codes())
+    for sample in SAMPLES:  # every code (a task's reason, a device's, the doctor's), every field filled
+        english = render(sample)
+        # a state's one word ("paused") is the only English a template and a code share
+        known = [t.source for t in TEMPLATES if " " in t.source and t.pattern.match(english)]
+        assert known == [], f"{type(sample).__name__}'s English is matched by {known}"

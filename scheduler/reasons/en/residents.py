@@ -16,11 +16,13 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
     held, idle = s.size(r.held_bytes), f"idle {s.duration(r.idle_s)}"
     if r.step == "holds":
         command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"  # "my server" too
+        if s.finished:
+            return f"{r.resident} held {held} ({idle}); {command} would have freed it for this task"
         return f"{r.resident} holds {held} ({idle}); {command} frees it for this task"
     if r.step == "asked":
         return f"asked {r.resident} ({idle}) to free {held}"
     if r.step == "freed":
-        then = "then ran" if s.finished else "starting"
+        then = s.tense("starting", "then ran")
         return f"freed {s.size(r.freed_bytes)} held by {r.resident} ({idle}): {then}"
     if r.step == "not_freed":
         within = s.seconds(r.bound_s)

@@ -32,7 +32,7 @@ def _waits_for_deps(r: c.WaitsForDeps, s: Say) -> str:
         else f"{_dep(d)}（{_STATES.get(d.state, d.state)}）"
         for d in r.deps
     )
-    return f"{deps}の{'終了' if r.any_end else '成功'}を待機中"
+    return f"{deps}の{'終了' if r.any_end else '成功'}を{s.tense('待機中', '待っていました')}"
 
 
 @says(c.DependencyFailed)

@@ -16,12 +16,15 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
     held, idle = s.size(r.held_bytes), f"アイドル {s.duration(r.idle_s)}"
     if r.step == "holds":
         command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"  # "my server" too
+        if s.finished:
+            free = f"{command} でこのタスクのために解放できました"
+            return f"{r.resident} が {held} を確保していました（{idle}）。{free}"
         return f"{r.resident} が {held} を確保しています（{idle}）。{command} でこのタスクのために解放します"
     if r.step == "asked":
         return f"{r.resident}（{idle}）に {held} の解放を依頼しました"
     if r.step == "freed":
-        then = "実行しました" if s.finished else "開始します"
-        return f"{r.resident}（{idle}）が確保していた {s.size(r.freed_bytes)} を解放しました。{then}"
+        freed = f"{r.resident}（{idle}）が確保していた {s.size(r.freed_bytes)} を解放しました"
+        return f"{freed}。{s.tense('開始します', '実行しました')}"
     if r.step == "not_freed":
         within = s.seconds(r.bound_s)
         asked = f"{r.resident} に {held} の解放を依頼しましたが"

@@ -253,6 +253,30 @@ def test_a_reason_crosses_the_wire_typed() -> None:
     assert msgspec.json.decode(msgspec.json.encode(view), type=TaskView) == view
 
 
+#: Words that are not a task's reason (the doctor's findings and fixes, a device's state and news, what a
+#: doctor run says): they are worded as they are now, whatever a task's state.
+FOR_THE_READER = (*doctor_codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
+
+#: What says a task is still at it, in English (a verb in the present, or "-ing" not after "was", "after",
+#: "while") and in Japanese (〜中 that does not go on as 〜中でした, 〜中に "while", 〜中で "being, and").
+PRESENT_EN = re.compile(
+    r"\b(is|are|waits|holds?|uses?|frees)\b|(?<!was )(?<!were )(?<!still )(?<!after )(?<!while )"
+    r"\b(running|waiting|checking|sending|trying|retrying|starting)\b"
+)
+PRESENT_JA = re.compile(r"(?<!途)中(?!でした|に|で、|だった|断)|ています|します")
+
+
+@pytest.mark.parametrize("reason", SAMPLES, ids=[type(s).__name__ for s in SAMPLES])
+def test_a_finished_tasks_reason_reads_in_the_past(reason: Any) -> None:
+    """Whatever a task's reason is made of, once the task has ended it reads as what happened (#31): a job
+    taken over after a restart no longer says "running" next to "succeeded"."""
+    if isinstance(reason, FOR_THE_READER):
+        return
+    en, ja = render(reason, finished=True), render(reason, "ja", finished=True)
+    assert not PRESENT_EN.search(en), en
+    assert not PRESENT_JA.search(ja), ja
+
+
 def test_the_command_a_holds_reason_names_runs_as_typed_for_any_resident_name() -> None:
     """A user's own [[resident]] may be named with spaces, quotes or Japanese: the command the reason
     offers is quoted for the shell, in both languages."""
