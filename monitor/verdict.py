@@ -118,7 +118,12 @@ class VerdictTracker:
             st.own_until_s = now_s + t.own_grace_s
         ours = own_active or now_s < st.own_until_s
         util = sample.util_percent
-        if util is not None and util >= t.busy_util_percent:
+        # The GPU's activity is someone else's only when none of ours ran there, or when a foreign
+        # process's own figure says it: our job's load must not make an idle resident's memory look
+        # in use (it would pin the device for stale_context_s after every job of ours).
+        active = util is not None and util >= t.busy_util_percent
+        foreign_active = active and (not ours or _any_active(foreign, t.busy_util_percent))
+        if foreign_active:
             st.last_active_s = now_s
         if not ours and util is not None:
             if util >= t.busy_util_percent:
@@ -157,7 +162,7 @@ class VerdictTracker:
         elif foreign_bytes >= t.external_vram_bytes and who is not None:
             active_ago_s = None if st.last_active_s is None else now_s - st.last_active_s
             if active_ago_s is not None and active_ago_s < t.stale_context_s:
-                if util is not None and util >= t.busy_util_percent:
+                if foreign_active and util is not None:
                     reasons.append(
                         MemoryHeld(
                             who=who,
@@ -181,6 +186,10 @@ class VerdictTracker:
 
 def _bytes(p: ProcessUse) -> int:
     return (p.vram_bytes or 0) + (p.shared_bytes or 0)
+
+
+def _any_active(foreign: list[ProcessUse], threshold_pct: float) -> bool:
+    return any(p.util_percent is not None and p.util_percent >= threshold_pct for p in foreign)
 
 
 def _who(foreign: list[ProcessUse]) -> Who | None:

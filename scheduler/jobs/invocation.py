@@ -8,6 +8,13 @@
   is not readable (Windows, no ROCm, simulated devices) the index of the AMD GPU among the known AMD
   GPUs is used, which is 0 for the usual single AMD GPU.
 - CPU: ``CUDA_VISIBLE_DEVICES=""`` and ``HIP_VISIBLE_DEVICES=""`` (and ``ROCR_VISIBLE_DEVICES`` removed).
+- Vulkan (ggml: llama.cpp, whisper.cpp, stable-diffusion.cpp): ``GGML_VK_VISIBLE_DEVICES=<Vulkan index>``
+  for ``vulkan`` and ``command`` tasks on a GPU whose Vulkan device is known, ``""`` on the CPU. Without
+  it ggml takes every discrete and integrated GPU (a llama-server sent to the 780M splits its layers over
+  the 5060 Ti too) and skips CPU-type devices such as lavapipe (ggml-vulkan.cpp,
+  ``ggml_vk_instance_init``); with it, exactly the devices it names, in ``vkEnumeratePhysicalDevices``
+  order. A value from the user's shell is dropped; one the task's own ``env`` sets stands only where
+  gputray knows no index.
 - A command or Vulkan job on a GPU with a Vulkan device behind it: wgpu's adapter-name variables naming
   that device (``launch_plan.wgpu_adapter_env``), passed in as ``extra``: wgpu takes no Vulkan index.
 - Then the Python env's extra variables (``HSA_OVERRIDE_GFX_VERSION`` …), then the task's own ``env``
@@ -28,6 +35,9 @@ from gputray.monitor.records import DeviceInfo
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.pyenvs.selection import GPU_SELECTION_VARS, TORCH_DEVICE_VAR, Selection
 from gputray.scheduler.tasks.records import TaskSpec, substitute
+
+#: ggml's Vulkan device selection: raw ``vkEnumeratePhysicalDevices`` indices, comma-separated.
+VULKAN_SELECTION_VAR = "GGML_VK_VISIBLE_DEVICES"
 
 
 def out_path(spec: TaskSpec) -> str:
@@ -165,8 +175,12 @@ def build_env(
     values: Mapping[str, str] | None = {},
     rocm_index: int | None = None,
     selection: Selection | None = None,
+    vulkan_index: int | None = None,
 ) -> dict[str, str]:
     """The full environment for a job on ``device`` (a GPU's DeviceInfo, or one with kind ``cpu``).
+
+    ``vulkan_index``: the device's ``vkEnumeratePhysicalDevices`` index in the job's environment, set as
+    ``GGML_VK_VISIBLE_DEVICES`` (module docstring); None: not known, or not a task ggml may run in.
 
     ``selection``: the one the doctor learned for this env on this GPU (``selection_learning``); without
     one, the vendor's usual variables.
@@ -176,7 +190,7 @@ def build_env(
     GPU selection is decided here, last word is ours: selection variables the user set globally
     would point the job at the wrong GPU.
     """
-    env = {k: v for k, v in base.items() if k not in GPU_SELECTION_VARS}
+    env = {k: v for k, v in base.items() if k not in GPU_SELECTION_VARS and k != VULKAN_SELECTION_VAR}
     env.update(extra)
     for name, value in task_env.items():
         if values is None:
@@ -190,6 +204,7 @@ def build_env(
     if device.kind == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["HIP_VISIBLE_DEVICES"] = ""
+        env[VULKAN_SELECTION_VAR] = ""  # no Vulkan device: ggml runs on the CPU
         if selection is not None:
             selection.apply(env)
     elif selection is not None:
@@ -202,6 +217,8 @@ def build_env(
     elif device.vendor == "amd":
         env["ROCR_VISIBLE_DEVICES"] = str(rocm_index if rocm_index is not None else 0)
         env["HIP_VISIBLE_DEVICES"] = "0"
+    if device.kind != "cpu" and vulkan_index is not None:
+        env[VULKAN_SELECTION_VAR] = str(vulkan_index)
     env["GPUTRAY_TASK_ID"] = str(task_id)
     env["GPUTRAY_DEVICE"] = device.key
     env.setdefault("PYTHONUNBUFFERED", "1")  # logs show up as the job prints, not at exit

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gputray.monitor.records import DeviceInfo
 from gputray.scheduler.jobs.invocation import (
+    VULKAN_SELECTION_VAR,
     activate_python,
     build_env,
     free_out_path,
@@ -27,7 +28,7 @@ from gputray.scheduler.paths import job_umask
 from gputray.scheduler.pyenvs.doctor_cache import PairResult
 from gputray.scheduler.pyenvs.selection import TORCH_DEVICE_VAR
 from gputray.scheduler.reasons.render import render
-from gputray.scheduler.tasks.records import TaskRecord, local_iso
+from gputray.scheduler.tasks.records import TaskRecord, TaskSpec, local_iso
 
 log = logging.getLogger("gputray.scheduler.queue.service")  # the queue's log, where these lines always were
 
@@ -48,6 +49,18 @@ def default_vk_index(info: DeviceInfo, env: Mapping[str, str], known: Sequence[D
     except Exception:  # optional: a broken Vulkan stack must not stop the queue
         log.exception("Vulkan index lookup failed")
         return None
+
+
+def vulkan_selection_index(
+    spec: TaskSpec, info: DeviceInfo, env: Mapping[str, str], known: Sequence[DeviceInfo]
+) -> int | None:
+    """The index ``GGML_VK_VISIBLE_DEVICES`` gets (``invocation``'s docstring): the real Vulkan device of
+    a GPU, for a ``vulkan`` or ``command`` task (a program ggml may run in; a torch task is selected by
+    the variables the doctor proved). None on the CPU and for a simulated GPU no real device backs (its
+    demo rank would point a real program at some other device)."""
+    if spec.kind == "torch" or info.kind == "cpu" or (info.simulated and not info.vulkan_name):
+        return None
+    return default_vk_index(info, env, known)
 
 
 #: wgpu's adapter choice by name: wgpu-py's request_adapter reads ``WGPUPY_WGPU_ADAPTER_NAME`` (pygfx/wgpu-py
@@ -144,11 +157,12 @@ def prepare_launch(
     out: str | None = None
     rocm = rocm_index_for(info, known) if info.vendor == "amd" and info.kind != "cpu" else None
     values: dict[str, str] | None = None  # None: a command's argv is the user's own, verbatim
+    probe = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
+    vulkan_index = vulkan_selection_index(spec, info, probe, known)
     if spec.fills_placeholders:
         vk_index = None
         if uses_placeholder(spec, "vk_index"):
-            probe_env = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
-            vk_index = default_vk_index(info, probe_env, known)
+            vk_index = vulkan_index if vulkan_index is not None else default_vk_index(info, probe, known)
         values = placeholder_values(spec, device_key=info.key, vk_index=vk_index)
         if uses_placeholder(spec, "out"):
             wanted = values["out"]
@@ -157,7 +171,6 @@ def prepare_launch(
                 notes.append(f"output: {Path(wanted).name} is taken, writing {Path(out).name}")
     argv = render_argv(spec, values, python=python)
     selection = pair.selection if pair is not None else None
-    probe = build_env(base_env, info, task_id=task.id, extra=extra_env, rocm_index=rocm)
     wgpu = wgpu_adapter_env(spec.kind, info, probe, known)
     env = build_env(
         base_env,
@@ -168,18 +181,21 @@ def prepare_launch(
         values=values,
         rocm_index=rocm,
         selection=selection,
+        vulkan_index=vulkan_index,
     )
     if python is not None:  # a torch task: run by the env chosen for the device
         activate_python(env, python)
     env[QUEUE_FILE_VAR] = queue_file  # lets crash recovery find the job before its pid is saved
     gpu_vars = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
     torch_device = env.get(TORCH_DEVICE_VAR)  # a torch job's: the device its script is to use
+    vulkan_var = env.get(VULKAN_SELECTION_VAR)  # ggml's Vulkan device: ours, or "" on the CPU
     header = (
         f"=== gputray task #{task.id} {spec.name!r}, attempt {task.attempts}, on {info.name} ({info.key})"
         f" at {local_iso(now_s)} ===\n"
         f"argv: {json.dumps(argv, ensure_ascii=False)}\n"
         + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in gpu_vars)
         + (f"{TORCH_DEVICE_VAR}={torch_device}\n" if torch_device else "")
+        + (f"{VULKAN_SELECTION_VAR}={vulkan_var}\n" if vulkan_var is not None else "")
         + "".join(f"{k}={env.get(k, '(unset)')}\n" for k in wgpu)  # wgpu's adapter, by its Vulkan name
         + (selection_header(pair) if pair is not None else "")
         + (f"note: {said}\n" if said else "")

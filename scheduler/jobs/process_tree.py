@@ -46,9 +46,10 @@ def terminate_tree(pid: int, create_time: float | None) -> list[psutil.Process]:
     except (psutil.Error, OSError):
         procs = [parent]
     _signal_group(pid, graceful=True)
-    for p in procs:
+    for p in procs:  # one SIGTERM each: a second is "hurry" to some (llama-server skips its clean exit)
         with contextlib.suppress(psutil.Error, OSError):
-            p.terminate()
+            if sys.platform == "win32" or os.getpgid(p.pid) != pid:
+                p.terminate()
     return procs
 
 

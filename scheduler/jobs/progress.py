@@ -11,8 +11,11 @@ What is understood (each as the tool prints it; the last line that says anything
   or ``progress: N%`` / ``done N%``;
 * ffmpeg: ``frame=  240 … time=00:00:08.00 …`` against the input's ``Duration: 00:00:10.00`` (read from
   the log's head, once per task: ffmpeg prints it before the first frame);
-* llama.cpp: the server's ``prompt processing progress, … progress = 0.500000`` and ``llama-quantize``'s
-  ``[  12/ 291] blk.0.attn_k.weight …``;
+* llama.cpp: ``llama-quantize``'s ``[  12/ 291] blk.0.attn_k.weight …``. ``llama-server``'s lines say how
+  far *one request* has got (``prompt processing, n_tokens =    240, progress = 0.15, t =   3.07 s / 78.23
+  tokens per second``, printed once a prompt has taken 3 s; older servers: ``prompt processing progress,
+  … progress = 0.250000``; ``n_gen = …, tg = … t/s`` while generating), never the job's: a server runs
+  until it is stopped. Such a line ends the search with nothing (tests/fixtures/progress/SOURCE.md);
 * ``GPUTRAY_PROGRESS``: a job may write one line ``done total`` (two numbers, e.g. ``45 100``) to the
   file this variable names; it wins over the log.
 
@@ -49,7 +52,10 @@ _PERCENT = re.compile(
 )
 _FFMPEG = re.compile(r"\bframe=\s*\d+.*?\btime=\s*(-?\d+):(\d\d):(\d\d(?:\.\d+)?)")
 _FFMPEG_DURATION = re.compile(r"Duration:\s*(\d+):(\d\d):(\d\d(?:\.\d+)?)")
-_LLAMA_PROMPT = re.compile(r"prompt processing progress,.*?\bprogress\s*=\s*([01](?:\.\d+)?)")
+# llama-server's progress of one request (tools/server/server-context.cpp: print_timings_pp and the
+# generation line beside it; before that, update_slots' "prompt processing progress, … progress = %f")
+_LLAMA_SERVER_PROMPT = re.compile(r"\bprompt processing(?: progress)?,.*?\bprogress\s*=\s*([01](?:\.\d+)?)")
+_LLAMA_SERVER_GENERATING = re.compile(r"\bn_gen\s*=\s*\d+,\s*tg\s*=")
 _LLAMA_QUANTIZE = re.compile(r"^\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 
 
@@ -75,6 +81,18 @@ def _seconds(h: str, m: str, s: str) -> float:
     return int(h) * 3600 + int(m) * 60 + float(s)
 
 
+def request_progress(line: str) -> float | None:
+    """How much of one request's prompt a llama-server has read (0..1), from its ``prompt processing``
+    line; None for any other line. A request's, never the job's (module docstring)."""
+    m = _LLAMA_SERVER_PROMPT.search(line) if "prompt processing" in line else None
+    return None if m is None else float(m.group(1))
+
+
+def is_server_request_line(line: str) -> bool:
+    """A llama-server line about one request: its prompt read so far, or its tokens generated."""
+    return request_progress(line) is not None or _LLAMA_SERVER_GENERATING.search(line) is not None
+
+
 def progress_in_line(line: str, duration_s: float | None = None) -> Progress | None:
     """What one line (one ``\\r``-separated update) says of the job's progress; None: nothing.
     ``duration_s``: the ffmpeg input's duration, when known."""
@@ -82,8 +100,8 @@ def progress_in_line(line: str, duration_s: float | None = None) -> Progress | N
         total = _number(m.group(4), m.group(5))
         if total > 0:
             return Progress(_number(m.group(2), m.group(3)), total, "tqdm")
-    if (m := _LLAMA_PROMPT.search(line)) is not None:
-        return Progress(float(m.group(1)), 1.0, "llama.cpp")
+    if is_server_request_line(line):
+        return None  # a server's request, not the job (module docstring)
     if (m := _LLAMA_QUANTIZE.search(line)) is not None and int(m.group(2)) > 0:
         return Progress(float(m.group(1)), float(m.group(2)), "llama.cpp")
     if (m := _FFMPEG.search(line)) is not None:
@@ -125,8 +143,11 @@ def progress_in_text(text: str, duration_s: float | None = None) -> Progress | N
     for line in _lines_backwards(text):
         if line.startswith(ATTEMPT_HEADER):
             return None
-        if ("%" in line or "/" in line or "=" in line) and (found := progress_in_line(line, duration_s)):
-            return found
+        if "%" in line or "/" in line or "=" in line:
+            if (found := progress_in_line(line, duration_s)) is not None:
+                return found
+            if "=" in line and is_server_request_line(line):
+                return None  # a llama-server: its lines tell of requests, none of them of the job
     return None
 
 

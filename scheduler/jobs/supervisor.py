@@ -149,11 +149,13 @@ def _stop_tree(proc: subprocess.Popen[bytes], grace_s: float, psutil_path: str |
     except Exception:  # no psutil: its group is stopped all the same
         pass
     _signal_group(proc.pid, signal.SIGTERM)
-    for p in tree:
+    for p in tree:  # one SIGTERM each (_Reach.signal): those in the job's group had theirs
         with contextlib.suppress(Exception):
-            p.terminate()
-    with contextlib.suppress(OSError):
-        proc.terminate()
+            if sys.platform == "win32" or os.getpgid(p.pid) != proc.pid:
+                p.terminate()
+    with contextlib.suppress(OSError):  # the job itself, unless its group (its own) had it
+        if sys.platform == "win32" or os.getpgid(proc.pid) != proc.pid:
+            proc.terminate()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
     _signal_group(proc.pid, _SIGKILL)
@@ -231,12 +233,14 @@ class _Reach:
         return sorted(found)
 
     def signal(self, sig: int) -> None:
+        """``sig`` once to each process in reach: its group at once, the others (in the cgroup, or
+        descendants that left the group) one by one. A second SIGTERM is "hurry" to some programs
+        (llama-server: "Received second interrupt, terminating immediately.")."""
         _signal_group(self.job_pid, sig)
-        if self.cgroup is not None:
-            self.cgroup.signal_all(sig)
-        for pid in self.pids():
+        for pid in self.pids():  # the cgroup's too (pids() reads it)
             with contextlib.suppress(OSError):
-                os.kill(pid, sig)
+                if sys.platform == "win32" or os.getpgid(pid) != self.job_pid:
+                    os.kill(pid, sig)
 
     def stop_all(self, reaper: Reaper | None, grace_s: float) -> int:
         """SIGTERM everything in reach, SIGKILL what is left after ``grace_s``; how many there were."""

@@ -14,8 +14,9 @@ from gputray.monitor.busy_why import BusyWhy, DeviceNews
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.reasons.doctor_codes import DoctorNews, Finding, Fix
+from gputray.scheduler.reasons.refusals import Refused
 
-Worded = Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews
+Worded = Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews | Refused
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]
 
@@ -63,6 +64,10 @@ class Say(msgspec.Struct, frozen=True):
         if fn is None:  # a test keeps every code worded; a reason from a newer owner is still shown
             return f"{type(reason).__name__}"
         return fn(reason, self)
+
+    def tense(self, now: str, past: str) -> str:
+        """``now`` for a task still at it (and for what is not a task's), ``past`` once it has ended."""
+        return past if self.finished else now
 
     def unnamed(self, reason: Worded) -> str:
         """``reason`` without its device's name: "hot: 91 °C …" inside a reason about that device."""

@@ -7,6 +7,9 @@ owner builds it; the end-to-end tests with a real owner and real resident proces
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,6 +73,16 @@ def room(
     *residents: ResidentView, taken: dict[str, str] | None = None, questions: tuple[RoomQuestion, ...] = ()
 ) -> RoomReply:
     return RoomReply(residents=residents, taken=taken or {}, questions=questions, now_s=NOW)
+
+
+def holds_on_5060(app: object, gib: float) -> bool:
+    """The resident's memory is on the simulated 5060 Ti and the tray has heard of it (before a job that
+    needs it is submitted: else the job starts at once and nothing is asked)."""
+    latest = getattr(app, "latest", None)
+    reading = latest.reading(KEY_5060) if latest is not None else None
+    room_now = getattr(app, "room", None)
+    used = (reading.sample.vram_used_bytes or 0) if reading is not None else 0
+    return used >= gib * GIB and room_now is not None and any(r.held_bytes for r in room_now.residents)
 
 
 def visible_texts(panel: Panel) -> list[str]:
@@ -200,6 +213,7 @@ def test_room_answers_without_a_desktop_daemon(
                 lambda: app.room is not None and any(r.pid == ollama.proc.pid for r in app.room.residents),
                 timeout=30_000,
             )
+            qtbot.waitUntil(lambda: holds_on_5060(app, 12), timeout=30_000)
             done = app.request(
                 rq.Run(
                     argv=[sys.executable, "-c", "pass"], name="train.py",
@@ -233,3 +247,77 @@ def test_room_answers_without_a_desktop_daemon(
         finally:
             app.shutdown()
             app.panel.hide()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil ports, symlinked names")
+def test_keep_waiting_is_not_asked_again_and_a_question_goes_when_its_task_does(
+    qtbot: QtBot, tmp_path: Path, gputray_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the stand-in notification daemon on a private bus: "Keep waiting" asks the resident nothing
+    and the task is not asked about again; a question left unanswered is taken off the desktop when its
+    task is cancelled."""
+    import shutil
+
+    from resident_stubs import resident
+
+    if shutil.which("dbus-daemon") is None:
+        pytest.skip("needs dbus-daemon")
+    from test_gui_offer_notifications import NotificationDaemon, start_daemon
+
+    from gputray.gui.app import build_parser
+    from gputray.gui.tray_app import TrayApp
+    from gputray.scheduler import protocol as rq
+    from gputray.scheduler.tasks.records import TaskPatch
+
+    bus = subprocess.run(
+        ["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
+        capture_output=True, text=True, check=True, timeout=20,
+    )  # fmt: skip
+    address, bus_pid = bus.stdout.split()[:2]
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", address)
+    holds = tmp_path / "holds"
+    monkeypatch.setenv("GPUTRAY_SIM_HOLDS", str(holds))
+    config = gputray_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[[resident]]\nname = "Ollama"\nidle_after = "0s"\n')
+    quiet = tmp_path / "no-load.toml"
+    quiet.write_text("")
+    proc = start_daemon("actions,body")
+    try:
+        daemon = NotificationDaemon(proc)
+        with resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama:
+            app = TrayApp(build_parser().parse_args(["--demo-scenario", str(quiet)]), tray_available=False)
+            app.start()
+            try:
+                qtbot.waitUntil(lambda: app.owner is not None and app.latest is not None, timeout=30_000)
+                qtbot.waitUntil(lambda: holds_on_5060(app, 12), timeout=30_000)
+
+                def waiting(name: str) -> int:
+                    overrides = TaskPatch(device_prefs=("5060ti",), vram_bytes=8 * GIB)
+                    done = app.request(
+                        rq.Run(argv=[sys.executable, "-c", "pass"], name=name, overrides=overrides)
+                    )
+                    assert done is not None
+                    return done.tasks[0].id
+
+                first = waiting("train.py")
+                asked = daemon.next_call(qtbot)
+                assert asked["summary"] == "train.py waits for GeForce RTX 5060 Ti", asked
+                daemon.press(asked["id"], "keep-waiting")
+                qtbot.waitUntil(lambda: first in app.room_prompts.settled, timeout=10_000)
+                second = waiting("finetune.py")  # the next task is asked; the first is not again
+                asked = daemon.next_call(qtbot)
+                assert asked["summary"] == "finetune.py waits for GeForce RTX 5060 Ti", asked
+                app.cancel([second])
+                assert daemon.next_call(qtbot, "closed") == asked["id"]
+                assert daemon.calls_so_far() == []
+                assert ollama.paths_called("POST") == []  # nothing was asked of the resident
+                got = app.request(rq.Get(id=first))
+                assert got is not None and got.task.state == "waiting"
+            finally:
+                app.shutdown()
+                app.panel.hide()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        os.kill(int(bus_pid), signal.SIGTERM)

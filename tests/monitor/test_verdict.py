@@ -89,6 +89,25 @@ def test_our_own_job_is_not_external_use_and_the_next_job_is_not_blocked() -> No
     assert not run(tracker, DGPU, [99], start=20)[0].busy
 
 
+def test_our_job_s_load_does_not_make_an_idle_resident_s_memory_look_in_use() -> None:
+    """A resident holds 6 GiB and answers nothing while our job drives the GPU to 99 %: when the job
+    ends the device is free at once, not "ollama holds 6.0 GiB and the GPU was above 30 % 4 s ago"
+    for a minute (the GPU's load was ours). A foreign process whose own figure says it is active
+    still counts while ours runs."""
+    tracker = VerdictTracker(BusyThresholds(busy_window_s=2, own_grace_s=3, stale_context_s=60))
+    resident = ProcessUse(9, "ollama", DGPU.key, "compute", vram_bytes=6 * GIB, util_percent=0.0)
+    during = run(tracker, DGPU, [99] * 10, foreign=[resident], own=True)
+    assert not any(v.busy for v in during)
+    after = run(tracker, DGPU, [1] * 5, start=10, foreign=[resident])
+    assert not any(v.busy for v in after), [words(v.reasons) for v in after]
+    working = ProcessUse(9, "ollama", DGPU.key, "compute", vram_bytes=6 * GIB, util_percent=60.0)
+    run(tracker, DGPU, [99] * 3, start=15, foreign=[working], own=True)
+    later = run(tracker, DGPU, [1], start=18, foreign=[resident])[0]
+    assert later.busy and words(later.reasons) == (
+        "ollama holds 6.0 GiB and the GPU was above 30 % 1 s ago; free again in 59 s if it stays low",
+    )
+
+
 def test_stale_idle_context_stops_pinning_the_gpu() -> None:
     tracker = VerdictTracker(BusyThresholds(busy_window_s=2, stale_context_s=30, external_vram_bytes=GIB))
     holder = ProcessUse(7, "python", DGPU.key, "compute", vram_bytes=2 * GIB)

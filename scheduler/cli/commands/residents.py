@@ -35,7 +35,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "starts once the device's used memory has dropped."
         ),
     )
-    p.add_argument("name", metavar="NAME", help="the resident's name, as `gputray residents` shows it")
+    p.add_argument(
+        "name",
+        metavar="NAME",
+        help=(
+            "the resident's name, as `gputray residents` shows it, or its port (or pid) where several "
+            "share a name"
+        ),
+    )
     p.add_argument("--json", action="store_true", help="print a JSON document instead of text")
     p.set_defaults(func=lambda a: run_command(_free, a))
 

@@ -12,8 +12,8 @@ says = EN.says
 @says(c.Sending)
 def _sending(r: c.Sending, s: Say) -> str:
     if r.not_here:
-        return f"sending to {r.machine} (it could not start here)"
-    return f"sending to {r.machine}" + (_aside(s(r.why)) if r.why is not None else "")
+        return f"{s.tense('sending', 'sent')} to {r.machine} (it could not start here)"
+    return f"{s.tense('sending', 'sent')} to {r.machine}" + (_aside(s(r.why)) if r.why is not None else "")
 
 
 @says(c.HandedTo)
@@ -37,10 +37,11 @@ def _taken_back(r: c.TakenBack, s: Say) -> str:
     if r.by:
         if r.free is None:
             return f"taken back by {r.machine} to apply an edit"
-        return f"taken back by {r.machine}: it waited here and {r.free or 'this machine'} is free"
+        free = r.free or "this machine"
+        return f"taken back by {r.machine}: it waited here and {free} {s.tense('is', 'was')} free"
     if r.free is None:
         return f"taken back from {r.machine} to apply the edit"
-    return f"taken back from {r.machine}: it waited there and {r.free} is free"
+    return f"taken back from {r.machine}: it waited there and {r.free} {s.tense('is', 'was')} free"
 
 
 @says(c.LeftCluster)

@@ -25,7 +25,7 @@ def _waits_for_deps(r: c.WaitsForDeps, s: Say) -> str:
         else f"{_dep(d)} ({d.state})"
         for d in r.deps
     )
-    return f"waits for {deps} {'to end' if r.any_end else 'to succeed'}"
+    return f"{s.tense('waits', 'waited')} for {deps} {'to end' if r.any_end else 'to succeed'}"
 
 
 @says(c.DependencyFailed)

@@ -59,22 +59,24 @@ def _held(r: c.HeldFor, s: Say) -> str:
 
 @says(c.RunningTask)
 def _running(r: c.RunningTask, s: Say) -> str:
-    return f"running {r.name!r}"
+    return f"{s.tense('', 'was ')}running {r.name!r}"
 
 
 @says(c.QueuePaused)
 def _queue_paused(r: c.QueuePaused, s: Say) -> str:
-    return "the queue is paused"
+    return f"the queue {s.tense('is', 'was')} paused"
 
 
 @says(c.NoRoom)
 def _no_room(r: c.NoRoom, s: Say) -> str:
-    return f"{s.text(r.problem)}: nothing starts until there is room"
+    return f"{s.text(r.problem)}: " + s.tense(
+        "nothing starts until there is room", "nothing could start until there was room"
+    )
 
 
 @says(c.SlotsTaken)
 def _slots(r: c.SlotsTaken, s: Say) -> str:
-    return "all its job slots are taken"
+    return f"all its job slots {s.tense('are', 'were')} taken"
 
 
 @says(c.DeviceBusy)

@@ -11,7 +11,7 @@ says = EN.says
 
 @says(c.EnvChecking)
 def _env_checking(r: c.EnvChecking, s: Say) -> str:
-    return f"checking env {r.env} on {_where(r.device)}{_demo(r.demo_for)}…"
+    return f"{s.tense('', 'was ')}checking env {r.env} on {_where(r.device)}{_demo(r.demo_for)}…"
 
 
 @says(c.NoEnvWorks)
@@ -24,7 +24,7 @@ def _no_env_works(r: c.NoEnvWorks, s: Say) -> str:
 
 @says(c.NoEnvKnown)
 def _no_env_known(r: c.NoEnvKnown, s: Say) -> str:
-    return f"no Python env is known to work on {_where(r.device)}"
+    return f"no Python env {s.tense('is', 'was')} known to work on {_where(r.device)}"
 
 
 @says(c.NoEnvConfigured)
@@ -37,6 +37,11 @@ def _no_env_configured(r: c.NoEnvConfigured, s: Say) -> str:
 
 @says(c.EnvUnproven)
 def _env_unproven(r: c.EnvUnproven, s: Say) -> str:
+    if s.finished:
+        return (
+            f"env {r.env} worked on {_where(r.device)}, but that its torch landed on this GPU was not proven"
+            f"{_aside(s.text(r.why))}; a task with allow_unproven = true would have run there anyway"
+        )
     return (
         f"env {r.env} works on {_where(r.device)}, but that its torch lands on this GPU is not proven"
         f"{_aside(s.text(r.why))}; a task with allow_unproven = true runs there anyway"

@@ -46,5 +46,8 @@ def _job_could_not_start(r: c.JobCouldNotStart, s: Say) -> str:
 
 @says(c.OfferMade)
 def _offer_made(r: c.OfferMade, s: Say) -> str:
+    if s.finished:
+        free = f"{r.device} was free and would have run it in {s.about(r.run_s)}"
+        return f"{r.name} had waited {s.about(r.waited_s)}: {free}"
     free = f"{r.device} is free and would run it in {s.about(r.run_s)}"
     return f"{r.name} has waited {s.about(r.waited_s)}: {free}"

@@ -12,7 +12,7 @@ says = EN.says
 @says(c.JobPaused)
 def _job_paused(r: c.JobPaused, s: Say) -> str:
     who = f"for #{r.for_task} (priority {r.priority})" if r.for_task is not None else "by you"
-    who = f"while {r.app} uses its GPU" if r.app is not None else who
+    who = f"while {r.app} {s.tense('uses', 'used')} its GPU" if r.app is not None else who
     paused = f"paused {who} at {s.clock(r.at_s, False)}"
     if r.memory == "held":
         return f"{paused}; its GPU memory stays held{_aside(s.text(r.problem or ''), 'cuda-checkpoint: ')}"
@@ -49,6 +49,10 @@ def _could_not_start(r: c.CouldNotStart, s: Say) -> str:
 def _start_held(r: c.StartHeld, s: Say) -> str:
     tries = f", {r.tries} tries so far" if r.tries > 1 else ""
     again = f"trying again in {max(1, round(r.delay_s))} s{tries}"
+    if s.finished:
+        return f"could not start{_aside(s.text(r.error))}" + (
+            f" after {r.tries} tries" if r.tries > 1 else ""
+        )
     return f"could not start for now{_aside(s.text(r.error))}; {again}"
 
 
@@ -112,7 +116,7 @@ def _ran_out_of_memory(r: c.RanOutOfMemory, s: Say) -> str:
 @says(c.MovedLate)
 def _moved_late(r: c.MovedLate, s: Say) -> str:
     would = "would have ended" if s.finished else "would end"
-    frees = f", as it frees in {s.about(r.wait_s)}" if r.wait_s > 0 else ""
+    frees = f", as it {s.tense('frees', 'was to free')} in {s.about(r.wait_s)}" if r.wait_s > 0 else ""
     done = f"{r.done * 100:.0f} % after {s.duration(r.after_s)}"
     return (
         f"moved to {_where(r.to_device)}: on {_where(r.from_device)} it {would} in {s.about(r.left_s)} "
@@ -159,6 +163,8 @@ def _requeued_with(r: c.RequeuedWith, s: Say) -> str:
 
 @says(c.RecordUnreadable)
 def _unreadable(r: c.RecordUnreadable, s: Say) -> str:
+    if s.finished:
+        return f"its saved record could not be read: {r.problem}; it was kept in the queue file as it was"
     return f"its saved record cannot be read: {r.problem}; it is kept in the queue file as it was"
 
 

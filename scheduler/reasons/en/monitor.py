@@ -38,25 +38,32 @@ def _hot(r: b.Hot, s: Say) -> str:
 @says(b.UtilHigh)
 def _util_high(r: b.UtilHigh, s: Say) -> str:
     now = "now —" if r.util_pct is None else f"now {_pct(r.util_pct)}"
-    if r.free_in_s is not None:
+    if s.finished:  # a task's reason, once it has ended: what it was then
+        now = "" if r.util_pct is None else f"at {_pct(r.util_pct)}"
+    elif r.free_in_s is not None:
         now += f", free again in {r.free_in_s} s if it stays low"
-    rule = f"above {_pct(r.threshold_pct)} for {r.window_s:.0f} s; {now}"
+    rule = f"above {_pct(r.threshold_pct)} for {r.window_s:.0f} s" + (f"; {now}" if now else "")
     if r.who is None or not r.held_bytes:
         return rule
     who, many = _who(r.who)
-    return f"{who} {'use' if many else 'uses'} {s.size(r.held_bytes)}; {rule}"
+    return f"{who} {s.tense('use' if many else 'uses', 'used')} {s.size(r.held_bytes)}; {rule}"
 
 
 @says(b.MemoryHeld)
 def _memory_held(r: b.MemoryHeld, s: Say) -> str:
     who, many = _who(r.who)
-    held = f"{who} {'hold' if many else 'holds'} {s.size(r.held_bytes)}"
-    return f"{held} and the GPU is at {_pct(r.util_pct)}, busy above {_pct(r.threshold_pct)}"
+    held = f"{who} {s.tense('hold' if many else 'holds', 'held')} {s.size(r.held_bytes)}"
+    return (
+        f"{held} and the GPU {s.tense('is', 'was')} at {_pct(r.util_pct)}, busy above {_pct(r.threshold_pct)}"
+    )
 
 
 @says(b.MemoryHeldRecently)
 def _memory_recent(r: b.MemoryHeldRecently, s: Say) -> str:
     who, many = _who(r.who)
+    if s.finished:
+        busy = f"the GPU had been above {_pct(r.threshold_pct)} shortly before"
+        return f"{who} held {s.size(r.held_bytes)} and {busy}"
     held = f"{who} {'hold' if many else 'holds'} {s.size(r.held_bytes)}"
     return (
         f"{held} and the GPU was above {_pct(r.threshold_pct)} {r.ago_s:.0f} s ago; "
@@ -66,7 +73,11 @@ def _memory_recent(r: b.MemoryHeldRecently, s: Say) -> str:
 
 @says(b.PausedOn)
 def _paused_on(r: b.PausedOn, s: Say) -> str:
-    return f"the queue is paused on {r.machine}" if r.whole_queue else f"paused on {r.machine}"
+    return (
+        f"the queue {s.tense('is', 'was')} paused on {r.machine}"
+        if r.whole_queue
+        else f"paused on {r.machine}"
+    )
 
 
 @says(b.Words)

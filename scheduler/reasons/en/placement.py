@@ -49,12 +49,12 @@ def _gave_up(r: c.GaveUp, s: Say) -> str:
 
 @says(c.WaitingFor)
 def _waiting_for(r: c.WaitingFor, s: Say) -> str:
-    return f"waiting for {r.label}: {s(r.why)}"
+    return f"{s.tense('waiting', 'waited')} for {r.label}: {s(r.why)}"
 
 
 @says(c.WaitingForAny)
 def _waiting_any(r: c.WaitingForAny, s: Say) -> str:
-    return f"waiting for a free device: {s.join(r.why)}"
+    return f"{s.tense('waiting', 'waited')} for a free device: {s.join(r.why)}"
 
 
 @says(c.RetryIn)
@@ -69,7 +69,7 @@ def _starts_at(r: c.StartsAt, s: Say) -> str:
 
 @says(c.WindowWait)
 def _window(r: c.WindowWait, s: Say) -> str:
-    return f"waits for its window {r.window}"
+    return f"{s.tense('waits', 'waited')} for its window {r.window}"
 
 
 @says(c.Unestimated)
@@ -79,17 +79,20 @@ def _unestimated(r: c.Unestimated, s: Say) -> str:
 
 def _outlook(o: c.Outlook, s: Say, energy: bool) -> str:
     kj = f", {o.energy_j / 1000:.1f} kJ" if energy and o.energy_j is not None else ""
+    frees, finishes = s.tense("frees", "would free"), s.tense("finishes", "would finish")
     if o.wait_s is None:
         text = f"{o.device} busy, free time unknown"
     elif o.wait_s > 0:
-        text = f"{o.device} frees in {s.about(o.wait_s)}, finishes in {s.about(o.wait_s + o.run_s)}{kj}"
+        text = f"{o.device} {frees} in {s.about(o.wait_s)}, finish{'es' if not s.finished else ''} in "
+        text += f"{s.about(o.wait_s + o.run_s)}{kj}"
     else:
-        text = f"{o.device} finishes in {s.about(o.run_s)}{kj}"
+        text = f"{o.device} {finishes} in {s.about(o.run_s)}{kj}"
     return text + (f", past {o.past_factor:g}× the fastest finish" if o.past_factor is not None else "")
 
 
 @says(c.Preferred)
 def _preferred(r: c.Preferred, s: Say) -> str:
-    mine = f"{_outlook(r.chosen, s, r.energy)}: {'running there' if r.starts else 'waiting for it'}"
+    doing = s.tense("running there", "ran there") if r.starts else s.tense("waiting for it", "waited for it")
+    mine = f"{_outlook(r.chosen, s, r.energy)}: {doing}"
     others = "; ".join(_outlook(o, s, r.energy) for o in r.others)
     return f"{r.prefer}: {others}; {mine}" if others else f"{r.prefer}: {mine}"

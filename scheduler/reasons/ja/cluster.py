@@ -12,8 +12,9 @@ says = JA.says
 @says(c.Sending)
 def _sending(r: c.Sending, s: Say) -> str:
     if r.not_here:
-        return f"{r.machine} へ送信中（ここでは開始できませんでした）"
-    return f"{r.machine} へ送信中" + (f"（{_flat(s(r.why))}）" if r.why is not None else "")
+        return f"{r.machine} へ{s.tense('送信中', '送信しました')}（ここでは開始できませんでした）"
+    sent = f"{r.machine} へ{s.tense('送信中', '送信しました')}"
+    return sent + (f"（{_flat(s(r.why))}）" if r.why is not None else "")
 
 
 @says(c.HandedTo)
@@ -37,24 +38,34 @@ def _taken_back(r: c.TakenBack, s: Say) -> str:
     if r.by:
         if r.free is None:
             return f"編集を反映するため {r.machine} が引き戻しました"
-        return f"{r.machine} が引き戻しました: ここで待っていて、{r.free or 'このマシン'} が空いています"
+        free = s.tense("空いています", "空いていました")
+        return f"{r.machine} が引き戻しました: ここで待っていて、{r.free or 'このマシン'} が{free}"
     if r.free is None:
         return f"編集を反映するため {r.machine} から引き戻しました"
-    return f"{r.machine} から引き戻しました: そこで待っていて、{r.free} が空いています"
+    free = s.tense("空いています", "空いていました")
+    return f"{r.machine} から引き戻しました: そこで待っていて、{r.free} が{free}"
 
 
 @says(c.LeftCluster)
 def _left_cluster(r: c.LeftCluster, s: Say) -> str:
-    return f"{r.machine} がクラスターから外れました" + ("（実行中）" if r.while_running else "")
+    return f"{r.machine} がクラスターから外れました" + (
+        s.tense("（実行中）", "（実行中に）") if r.while_running else ""
+    )
 
 
 @says(c.StartedBeforeEdit)
 def _started_before_edit(r: c.StartedBeforeEdit, s: Say) -> str:
-    return f"{r.machine}（#{r.remote_id}）: 編集の前にそこで始まったため、送ったとおりに実行します"
+    runs = s.tense("実行します", "実行しました")
+    return f"{r.machine}（#{r.remote_id}）: 編集の前にそこで始まったため、送ったとおりに{runs}"
 
 
 @says(c.Unanswered)
 def _unanswered(r: c.Unanswered, s: Say) -> str:
+    if s.finished:
+        return (
+            f"{r.machine}（#{r.remote_id}）: {r.machine} が {s.clock_s(r.since_s)} から応答しませんでした"
+            "（gputray が止まった？）。そこのキューがタスクを保持していました"
+        )
     return (
         f"{r.machine}（#{r.remote_id}）: {r.machine} が {s.clock_s(r.since_s)} から応答しません"
         "（gputray が止まった？）。そこのキューがタスクを保持し、応答が戻れば再び追跡します"

@@ -3,21 +3,10 @@
 from __future__ import annotations
 
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.ja.common import JA
+from gputray.scheduler.reasons.ja.common import _STATES, JA
 from gputray.scheduler.reasons.say import Say
 
 says = JA.says
-
-
-_STATES = {
-    "queued": "キュー内",
-    "waiting": "待機中",
-    "running": "実行中",
-    "succeeded": "成功",
-    "failed": "失敗",
-    "cancelled": "キャンセル済み",
-    "interrupted": "中断",
-}
 
 
 def _dep(d: c.DepState) -> str:
@@ -32,7 +21,7 @@ def _waits_for_deps(r: c.WaitsForDeps, s: Say) -> str:
         else f"{_dep(d)}（{_STATES.get(d.state, d.state)}）"
         for d in r.deps
     )
-    return f"{deps}の{'終了' if r.any_end else '成功'}を待機中"
+    return f"{deps}の{'終了' if r.any_end else '成功'}を{s.tense('待機中', '待っていました')}"
 
 
 @says(c.DependencyFailed)

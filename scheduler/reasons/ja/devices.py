@@ -50,22 +50,22 @@ def _gone(r: c.DeviceGone, s: Say) -> str:
 
 @says(c.DevicePaused)
 def _paused(r: c.DevicePaused, s: Say) -> str:
-    return "一時停止中"
+    return s.tense("一時停止中", "一時停止中でした")
 
 
 @says(c.HeldFor)
 def _held(r: c.HeldFor, s: Say) -> str:
-    return f"最も長く待っているタスク #{r.task_id} のために確保中"
+    return f"最も長く待っているタスク #{r.task_id} のために{s.tense('確保中', '確保中でした')}"
 
 
 @says(c.RunningTask)
 def _running(r: c.RunningTask, s: Say) -> str:
-    return f"「{r.name}」を実行中"
+    return f"「{r.name}」を{s.tense('実行中', '実行中でした')}"
 
 
 @says(c.QueuePaused)
 def _queue_paused(r: c.QueuePaused, s: Say) -> str:
-    return "キューは一時停止中です"
+    return s.tense("キューは一時停止中です", "キューは一時停止中でした")
 
 
 @says(c.NoRoom)
@@ -75,12 +75,12 @@ def _no_room(r: c.NoRoom, s: Say) -> str:
 
 @says(c.SlotsTaken)
 def _slots(r: c.SlotsTaken, s: Say) -> str:
-    return "ジョブの枠がすべて使用中"
+    return s.tense("ジョブの枠がすべて使用中", "ジョブの枠がすべて使用中でした")
 
 
 @says(c.DeviceBusy)
 def _busy(r: c.DeviceBusy, s: Say) -> str:
-    return s.catalogue.joiner.join(s.unnamed(w) for w in r.why) or "使用中"
+    return s.catalogue.joiner.join(s.unnamed(w) for w in r.why) or s.tense("使用中", "使用中でした")
 
 
 @says(c.MemoryShort)

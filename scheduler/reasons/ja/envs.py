@@ -11,7 +11,7 @@ says = JA.says
 
 @says(c.EnvChecking)
 def _env_checking(r: c.EnvChecking, s: Say) -> str:
-    return f"{_where(r.device)} で環境 {r.env} を確認中{_demo(r.demo_for)}…"
+    return f"{_where(r.device)} で環境 {r.env} を{s.tense('確認中', '確認中でした')}{_demo(r.demo_for)}…"
 
 
 @says(c.NoEnvWorks)
@@ -38,7 +38,10 @@ def _no_env_configured(r: c.NoEnvConfigured, s: Say) -> str:
 @says(c.EnvUnproven)
 def _env_unproven(r: c.EnvUnproven, s: Say) -> str:
     unproven = "その torch がこの GPU を使うことは確認できていません"
-    anyway = "allow_unproven = true のタスクはそこで実行します"
+    anyway = s.tense(
+        "allow_unproven = true のタスクはそこで実行します",
+        "allow_unproven = true のタスクならそこで実行できました",
+    )
     return f"環境 {r.env} は {_where(r.device)} で動きますが、{unproven}（{_flat(s.text(r.why))}）。{anyway}"
 
 

@@ -47,5 +47,8 @@ def _job_could_not_start(r: c.JobCouldNotStart, s: Say) -> str:
 
 @says(c.OfferMade)
 def _offer_made(r: c.OfferMade, s: Say) -> str:
+    if s.finished:
+        free = f"{r.device} が空いていて {s.about(r.run_s)} で実行できました"
+        return f"{r.name} は {s.about(r.waited_s)} 待っていました: {free}"
     free = f"{r.device} が空いていて {s.about(r.run_s)} で実行できます"
     return f"{r.name} は {s.about(r.waited_s)} 待っています: {free}"

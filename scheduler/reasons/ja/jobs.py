@@ -41,6 +41,8 @@ def _could_not_start(r: c.CouldNotStart, s: Say) -> str:
 @says(c.StartHeld)
 def _start_held(r: c.StartHeld, s: Say) -> str:
     tries = f"（これまで {r.tries} 回）" if r.tries > 1 else ""
+    if s.finished:
+        return f"開始できませんでした: {s.text(r.error)}{tries}"
     return f"今は開始できません: {s.text(r.error)}。{max(1, round(r.delay_s))} 秒後にもう一度試します{tries}"
 
 
@@ -127,7 +129,7 @@ def _exited(r: c.ExitedWith, s: Say) -> str:
 def _retry_planned(r: c.RetryPlanned, s: Say) -> str:
     if r.delay_s >= 1:
         return f"{s(r.why)}。{r.delay_s:.0f} 秒後に再試行（{r.n}/{r.total}）"
-    return f"{s(r.why)}。再試行します（残り {r.total - r.n + 1} 回）"
+    return f"{s(r.why)}。{s.tense('再試行します', '再試行する予定でした')}（残り {r.total - r.n + 1} 回）"
 
 
 @says(c.NoRetriesLeft)

@@ -25,7 +25,8 @@ def _no_data(r: b.NoData, s: Say) -> str:
 
 @says(b.Asleep)
 def _asleep(r: b.Asleep, s: Say) -> str:
-    return f"{r.device} はスリープ中" if s.named else "スリープ中"
+    asleep = s.tense("スリープ中", "スリープ中でした")
+    return f"{r.device} は{asleep}" if s.named else asleep
 
 
 @says(b.Hot)
@@ -38,24 +39,31 @@ def _hot(r: b.Hot, s: Say) -> str:
 @says(b.UtilHigh)
 def _util_high(r: b.UtilHigh, s: Say) -> str:
     now = "現在 —" if r.util_pct is None else f"現在 {_pct(r.util_pct)}"
-    if r.free_in_s is not None:
+    if s.finished:  # a task's reason, once it has ended: what it was then
+        now = "" if r.util_pct is None else f"その時 {_pct(r.util_pct)}"
+    elif r.free_in_s is not None:
         now += f"、このまま低ければ {r.free_in_s} 秒後に空きます"
-    rule = f"{r.window_s:.0f} 秒間 {_pct(r.threshold_pct)} 超、{now}"
+    rule = f"{r.window_s:.0f} 秒間 {_pct(r.threshold_pct)} 超" + (f"、{now}" if now else "")
     if r.who is None or not r.held_bytes:
         return rule
-    return f"{_who(r.who)} が {s.size(r.held_bytes)} を使用中、{rule}"
+    return f"{_who(r.who)} が {s.size(r.held_bytes)} を{s.tense('使用中', '使用')}、{rule}"
 
 
 @says(b.MemoryHeld)
 def _memory_held(r: b.MemoryHeld, s: Say) -> str:
     return (
         f"{_who(r.who)} が {s.size(r.held_bytes)} を使用中で、GPU は {_pct(r.util_pct)}、"
-        f"{_pct(r.threshold_pct)} 超で使用中"
+        f"{_pct(r.threshold_pct)} 超で{s.tense('使用中', '使用中でした')}"
     )
 
 
 @says(b.MemoryHeldRecently)
 def _memory_recent(r: b.MemoryHeldRecently, s: Say) -> str:
+    if s.finished:
+        return (
+            f"{_who(r.who)} が {s.size(r.held_bytes)} を使用中で、GPU は少し前に "
+            f"{_pct(r.threshold_pct)} を超えていました"
+        )
     return (
         f"{_who(r.who)} が {s.size(r.held_bytes)} を使用中で、GPU は {r.ago_s:.0f} 秒前に "
         f"{_pct(r.threshold_pct)} を超えていました、このまま低ければ {r.free_in_s} 秒後に空きます"
@@ -64,7 +72,8 @@ def _memory_recent(r: b.MemoryHeldRecently, s: Say) -> str:
 
 @says(b.PausedOn)
 def _paused_on(r: b.PausedOn, s: Say) -> str:
-    return f"{r.machine} のキューは一時停止中" if r.whole_queue else f"{r.machine} で一時停止中"
+    paused = s.tense("一時停止中", "一時停止中でした")
+    return f"{r.machine} のキューは{paused}" if r.whole_queue else f"{r.machine} で{paused}"
 
 
 @says(b.Words)

@@ -11,7 +11,7 @@ says = JA.says
 
 @says(c.FirstBusy)
 def _first_busy(r: c.FirstBusy, s: Say) -> str:
-    return f"{r.label} は使用中（{_flat(s(r.why))}）"
+    return f"{r.label} は{s.tense('使用中', '使用中でした')}（{_flat(s(r.why))}）"
 
 
 @says(c.FirstCannot)
@@ -49,12 +49,12 @@ def _gave_up(r: c.GaveUp, s: Say) -> str:
 
 @says(c.WaitingFor)
 def _waiting_for(r: c.WaitingFor, s: Say) -> str:
-    return f"{r.label} を待機中: {s(r.why)}"
+    return f"{r.label} を{s.tense('待機中', '待っていました')}: {s(r.why)}"
 
 
 @says(c.WaitingForAny)
 def _waiting_any(r: c.WaitingForAny, s: Say) -> str:
-    return f"空いているデバイスを待機中: {s.join(r.why)}"
+    return f"空いているデバイスを{s.tense('待機中', '待っていました')}: {s.join(r.why)}"
 
 
 @says(c.RetryIn)
@@ -69,7 +69,7 @@ def _starts_at(r: c.StartsAt, s: Say) -> str:
 
 @says(c.WindowWait)
 def _window(r: c.WindowWait, s: Say) -> str:
-    return f"実行時間帯 {r.window} を待機中"
+    return f"実行時間帯 {r.window} を{s.tense('待機中', '待っていました')}"
 
 
 _PREFER = {"fastest": "最速", "greenest": "省エネ"}
@@ -83,7 +83,7 @@ def _unestimated(r: c.Unestimated, s: Say) -> str:
 def _outlook(o: c.Outlook, s: Say, energy: bool) -> str:
     kj = f"、{o.energy_j / 1000:.1f} kJ" if energy and o.energy_j is not None else ""
     if o.wait_s is None:
-        text = f"{o.device} は使用中、空く時刻は不明"
+        text = f"{o.device} は{s.tense('使用中、', '使用中で、')}空く時刻は不明"
     elif o.wait_s > 0:
         text = f"{o.device} は {s.about(o.wait_s)} 後に空き、{s.about(o.wait_s + o.run_s)} 後に完了{kj}"
     else:
@@ -93,6 +93,10 @@ def _outlook(o: c.Outlook, s: Say, energy: bool) -> str:
 
 @says(c.Preferred)
 def _preferred(r: c.Preferred, s: Say) -> str:
-    mine = f"{_outlook(r.chosen, s, r.energy)}: {'そこで実行します' if r.starts else '空くのを待ちます'}"
+    if r.starts:
+        doing = s.tense("そこで実行します", "そこで実行しました")
+    else:
+        doing = s.tense("空くのを待ちます", "空くのを待ちました")
+    mine = f"{_outlook(r.chosen, s, r.energy)}: {doing}"
     others = "。".join(_outlook(o, s, r.energy) for o in r.others)
     return f"{_PREFER.get(r.prefer, r.prefer)}: " + (f"{others}。{mine}" if others else mine)

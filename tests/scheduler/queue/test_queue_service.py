@@ -233,7 +233,7 @@ def test_a_device_lost_mid_job_interrupts_it_and_the_policy_decides(
         done = q.get(rec.id)
         assert done.device == AMD and done.attempts == 2
         expected = (
-            "redirected to Radeon 780M: GeForce RTX 5060 Ti busy (lost: GPU is lost (fell off the bus?))"
+            "redirected to Radeon 780M: GeForce RTX 5060 Ti busy: lost: GPU is lost (fell off the bus?)"
             if how == "lost"
             else "redirected to Radeon 780M: 5060ti not present"
         )
