@@ -15,6 +15,7 @@ from gputray.scheduler.protocol import check_epoch_s
 from gputray.scheduler.queue import dependencies as deps
 from gputray.scheduler.queue.device_book import with_env_status
 from gputray.scheduler.queue.device_checks import torch_device_keys
+from gputray.scheduler.queue.late_move import with_move_notes
 from gputray.scheduler.queue.make_room import with_room_notes
 from gputray.scheduler.queue.placement import DeviceState, GiveUp, Placement, Wait, wait_started_s
 from gputray.scheduler.reasons import codes as c
@@ -190,6 +191,7 @@ class DispatchPass:
         self, waits: Sequence[tuple[TaskRecord, Wait]], overtakes: Mapping[int, int] = {}
     ) -> None:
         waits = with_room_notes(waits, self.runs.room_notes)  # what making room did goes on the reason
+        waits = with_move_notes(waits)  # a task moved to wait here (late, out of memory) still says why
         self.waits_book.note(waits)
         updates: builtins.list[tuple[int, life.Step]] = [
             (task.id, life.Wait(reason=wait.reason, overtakes=overtakes.get(task.id)))

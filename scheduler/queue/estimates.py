@@ -44,6 +44,9 @@ class Outlook:
     kinds: Mapping[str, str] = field(default_factory=dict)  # device key → discrete | integrated | cpu
     measured_gflops: Mapping[str, float] = field(default_factory=dict)  # the doctor's matmul_fp32
     free_in: Mapping[str, float | None] = field(default_factory=dict)
+    # devices busy with another program whose ``free_in`` is only a guess: no earlier spell of such use
+    # lasted longer than this one so far ("as long again as so far")
+    free_in_guessed: frozenset[str] = frozenset()
 
     def speed_ratio(self, fast: str, slow: str) -> float | None:
         """How many times faster ``fast`` is than ``slow`` (None: a device of unknown class)."""

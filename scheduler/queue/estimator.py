@@ -144,7 +144,10 @@ def build_outlook(
     )
     if free_in is None:
         free_in = {d.key: free_in_s(d, running, outlook, spells, now_s, progress, paced) for d in devices}
-    return dataclasses.replace(outlook, free_in=free_in)
+    guessed = frozenset(
+        d.key for d in devices if d.verdict is not None and d.verdict.busy and spells.guessing(d.key, now_s)
+    )
+    return dataclasses.replace(outlook, free_in=free_in, free_in_guessed=guessed)
 
 
 def free_in_s(

@@ -6,18 +6,20 @@ placed on the idle iGPU that way runs there for hours while the dGPU would have 
 **When.** A running job of ours that reports its progress (``job_progress``: ``done`` after ``after_s``
 seconds of work, its end ``left_s`` away at its pace since its first progress line) is compared with
 a restart on each other device it may use (its preferences, ``estimator.allowed_devices``): there it
-would be done in that device's
-free-in (0 when free now; ``Outlook.free_in`` when our jobs or another program hold it; unknown: not
-considered) + its family's run there (``Outlook.run_s``: the family's runs there, else scaled by the
-doctor's measured speed ratio or the class default, from the runs it had or, for a family that never
-ran, from this job's own projected whole run). It is moved to the earliest such device when all hold:
+would be done in that device's free-in (0 when free now; ``Outlook.free_in`` when our jobs or another
+program hold it; unknown, or only guessed because no earlier spell of another program's use lasted as
+long: not considered) + its family's run there (``Outlook.run_s``: the family's runs there, else
+scaled by the doctor's measured speed ratio or the class default, from the runs it had or, for a
+family that never ran, from this job's own projected whole run). It is moved to the earliest such
+device when all hold:
 
 * it finishes there at least ``MIN_GAIN``× sooner than it would where it is, and ``MIN_SAVED_S`` sooner;
 * little work is lost: at most ``MAX_DONE`` of it is done, and it has worked ``MIN_WORK_S`` (a first
   second of progress says little);
 * its task lets it: ``on_late = "move"``, or ``"auto"`` (the default) with ``prefer = "fastest"``;
   ``on_late = "stay"`` is how a task says its job must not be restarted;
-* it is not paused, not already being stopped, and has somewhere else to go (a pinned task has not).
+* it is not paused, not already being stopped, and has somewhere else to go (a pinned task has not);
+  it is not a task another machine of the cluster handed here (that machine placed it and follows it).
 
 **How.** The job is stopped (``Job.cancel("moved")``); its end is the lifecycle's ``RunElsewhere``
 (queued again at once, whatever its retries) with the reason ``MovedLate`` saying the arithmetic
@@ -29,6 +31,7 @@ every ``LOOK_S``; ``decide`` (here) is pure.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,7 +40,7 @@ import msgspec
 from gputray.scheduler.queue.estimates import Outlook
 from gputray.scheduler.queue.estimator import allowed_devices
 from gputray.scheduler.queue.job_progress import left_s
-from gputray.scheduler.queue.placement import DeviceState, busy_reason
+from gputray.scheduler.queue.placement import DeviceState, Wait, busy_reason
 from gputray.scheduler.queue.placement_policy import options
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.codes import MovedLate, Reason
@@ -75,7 +78,10 @@ class Move:
 
 
 def may_move(spec: TaskSpec) -> bool:
-    """Whether the task lets its job be moved (``on_late``)."""
+    """Whether the task lets its job be moved (``on_late``); never one another machine handed here
+    (``origin``: that machine placed it, and follows it)."""
+    if spec.origin is not None:
+        return False
     return spec.on_late == "move" or (spec.on_late == "auto" and spec.prefer == "fastest")
 
 
@@ -96,7 +102,13 @@ def decide(jobs: Sequence[LateJob], devices: Sequence[DeviceState], outlook: Out
             continue
         others = [d for d in allowed_devices(rec, devices) if d.key != here.key and d.key not in taken]
         why_busy = {d.key: busy_reason(rec, d) for d in others}
-        known = [o for o in options(rec, others, why_busy, {}, outlook) if o.finish_s is not None]
+        # a device another program holds counts when such use was seen to end before: a restart
+        # thrown at a guessed end ("as long again as so far") could wait there for hours
+        known = [
+            o
+            for o in options(rec, others, why_busy, {}, outlook)
+            if o.finish_s is not None and not (o.wait_s and o.device.key in outlook.free_in_guessed)
+        ]
         if not known:
             continue
         best = min(known, key=lambda o: (o.finish_s or 0.0, o.run_s))
@@ -132,3 +144,23 @@ def moved_step(
         return life.RetryOrFail(why=why, now=now, end=end), None, why
     why = c.chain(move.reason, left) or move.reason
     return life.RunElsewhere(reason=why, now=now, end=end), move.spec, why
+
+
+def with_move_notes(waits: Sequence[tuple[TaskRecord, Wait]]) -> list[tuple[TaskRecord, Wait]]:
+    """The dispatcher's waits, each of a task moved to wait for its device (here, or out of memory:
+    ``oom_elsewhere``) with why it was moved before why it waits: each pass writes a waiting task's
+    reason afresh, and "waiting for GeForce RTX 5060 Ti: llama-server …" alone would hide why it no
+    longer runs where it did. Its start keeps it too (``JobRuns._start``)."""
+    out = []
+    for task, wait in waits:
+        moved = next((r for r in c.inner(task.reason) if _moved(r)), None)
+        if moved is not None and not any(r == moved for r in c.inner(wait.reason)):
+            wait = dataclasses.replace(wait, reason=c.chain(moved, wait.reason) or moved)
+        out.append((task, wait))
+    return out
+
+
+def _moved(reason: Reason) -> bool:
+    return isinstance(reason, c.MovedLate) or (
+        isinstance(reason, c.RanOutOfMemory) and reason.moved_to is not None
+    )

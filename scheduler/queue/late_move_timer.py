@@ -65,6 +65,8 @@ class LateMoves:
         with queue.lock:
             runs = list(queue.runs.jobs.values())
             stopping = set(queue.runs.moves)
+        if not runs:
+            return
         view = queue.store.view()
         records = [rec for r in runs if (rec := view.get(r.task_id)) is not None and rec.state == "running"]
         quiet = {r.task_id for r in runs if r.paused or r.job.kill_reason is not None} | stopping

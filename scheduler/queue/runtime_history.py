@@ -139,6 +139,11 @@ class SpellBook:
     def past(self, key: str) -> tuple[float, ...]:
         return tuple(self._past.get(key, ()))
 
+    def guessing(self, key: str, now_s: float) -> bool:
+        """Whether ``free_in_s`` is a guess ("as long again as so far"): no earlier spell lasted longer."""
+        began = self.since.get(key)
+        return began is not None and not any(d > now_s - began for d in self._past.get(key, ()))
+
     def free_in_s(self, key: str, now_s: float) -> float | None:
         began = self.since.get(key)
         if began is None:

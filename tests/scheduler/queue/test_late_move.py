@@ -124,6 +124,10 @@ def _pinned(spec: TaskSpec) -> dict[str, object]:
                 _running(1, AMD, 90.0).replace(paused_at=NOW - 5), done=0.01, worked_s=90.0, paced_s=90.0
             ),
         ),
+        (
+            "handed here by another machine",
+            LateJob(_running(1, AMD, 90.0, origin="desk#12.1"), 0.01, 90.0, 90.0),
+        ),
         ("no pace kept yet", LateJob(_running(1, AMD, 90.0), done=0.01, worked_s=90.0)),
         (
             "a short job: under a minute saved",
@@ -156,6 +160,9 @@ def test_on_late_move_moves_whatever_it_prefers() -> None:
 def test_a_busy_dgpu_counts_when_it_frees_and_unknown_never_counts() -> None:
     job = LateJob(_running(1, AMD, 90.0), done=0.01, worked_s=90.0, paced_s=90.0)
     assert _decide([job], llm=True) == []  # llama-server, no spell ever seen to end: unknown
+    guessed = SpellBook()
+    guessed.note(NV, True, NOW - 10 * 60)  # its first spell, 10 min so far: "as long again" is a guess
+    assert _decide([job], llm=True, spells=guessed) == []
     spells = SpellBook()
     spells.add(NV, 40 * 60.0)  # spells of the LLM lasted 40 min before
     spells.note(NV, True, NOW - 10 * 60)  # this one began 10 min ago
@@ -203,3 +210,24 @@ def test_the_end_of_a_moved_job_is_run_elsewhere_in_the_store(tmp_path: object) 
     step, spec, why = moved_step(None, end=end, now=NOW, left=None)
     assert isinstance(step, life.RetryOrFail) and spec is None and why == c.OwnerStopped()
     store.close()
+
+
+def test_a_moved_task_waiting_for_its_device_still_says_why_it_was_moved() -> None:
+    """Each pass writes a waiting task's reason afresh: the move's arithmetic stays in front of it."""
+    from gputray.scheduler.queue.late_move import with_move_notes
+    from gputray.scheduler.queue.placement import Wait
+
+    [move] = _decide([LateJob(_running(7, AMD, 90.0), done=0.01, worked_s=90.0, paced_s=90.0)])
+    queued = TaskRecord(
+        7, move.spec, "queued", submitted_at=NOW, queued_at=NOW, position=7, reason=move.reason
+    )
+    busy = Wait(c.WaitingFor(label="GeForce RTX 5060 Ti", why=c.RunningTask(name="hold (#1)")), device=NV)
+    [(_, said)] = with_move_notes([(queued, busy)])
+    assert said.reason == c.chain(move.reason, busy.reason) and said.device == NV
+    assert render(said.reason).startswith(
+        "moved to GeForce RTX 5060 Ti: on Radeon 780M it would end in ~2 h 28"
+    )
+    waiting = queued.replace(state="waiting", reason=said.reason)
+    assert with_move_notes([(waiting, busy)]) == [(waiting, said)]  # the next pass: the same words
+    plain = queued.replace(reason=None)
+    assert with_move_notes([(plain, busy)]) == [(plain, busy)]

@@ -52,8 +52,10 @@ def events() -> list[QueueEvent]:
 
 
 @pytest.fixture
-def client(paths: Paths, events: list[QueueEvent]) -> Iterator[ipc.IpcClient]:
-    with running_owner(paths, on_event=events.append), ipc.IpcClient(paths) as c:
+def client(paths: Paths, events: list[QueueEvent], tmp_path: Path) -> Iterator[ipc.IpcClient]:
+    quiet = tmp_path / "no-load.toml"  # no scripted llama-server on the 5060 Ti: only our jobs hold it
+    quiet.write_text("")
+    with running_owner(paths, on_event=events.append, scenario=quiet), ipc.IpcClient(paths) as c:
         yield c
 
 
