@@ -45,13 +45,6 @@ def _t(source: str, *nested: str) -> Template:
 
 # Most specific first: the first template that matches the whole message wins.
 TEMPLATES: tuple[Template, ...] = (
-    # scheduler/queue/service.py and edits.py: refusals
-    _t(tr_noop("task #{id} already {state}; nothing to cancel"), "state"),
-    _t(tr_noop("task #{id} changed state meanwhile; try again")),
-    _t(tr_noop("task #{id} is {state}; only queued or waiting tasks move"), "state"),
-    _t(tr_noop("task #{id} is {state}; retry is for finished tasks"), "state"),
-    _t(tr_noop("task #{id} cannot move next to itself")),
-    _t(tr_noop("task #{id} is {state}; tasks move among queued or waiting ones"), "state"),
     # scheduler/tasks/recipes.py: submit errors and the shipped recipes' words
     _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH. Get it: {hint}."), "hint"),
     _t(tr_noop("{task}: the program '{tool}' is not installed or not on PATH.")),
@@ -138,6 +131,19 @@ def reason(why: Worded | None, state: str | None = None) -> str:
 def reasons(whys: Iterable[Worded]) -> str:
     """Several reasons (a device's busy verdict, rule by rule), joined as the current language joins them."""
     return render_all(whys, i18n.current_language(), words=translate)
+
+
+def refused(errors: Iterable[str], codes: Iterable[Worded]) -> str:
+    """A reply's lines of what could not be done (English), each that has a code (``TasksDone.refused``)
+    worded in the current language instead, in their order."""
+    worded = {render(code): reason(code) for code in codes}
+    return "\n".join(worded.get(line, line) for line in errors)
+
+
+def said(exc: Exception) -> str:
+    """A refusal in the current language where it carries a code (``said``), else its own words."""
+    code = getattr(exc, "said", None)
+    return reason(code) if code is not None else str(exc)
 
 
 def about(seconds: float) -> str:

@@ -9,6 +9,7 @@ import argparse
 import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from gputray.gui import messages
 from gputray.gui.drops import DropOutcome, ask_with_dialog, handle_drop
 from gputray.gui.i18n import tr
 from gputray.scheduler.client import requests as rq
@@ -51,7 +52,7 @@ class OwnerRequests:
             return self.owner.handle(req)
         except Exception as exc:
             log.warning("%s failed: %s", req.op, exc)
-            self._warn(str(exc))
+            self._warn(messages.said(exc))
             return None
 
     def reload_queue(self) -> None:
@@ -85,7 +86,7 @@ class OwnerRequests:
             self.panel.pinned = pinned
         result = self.request(rq.Cancel(ids=list(ids)))
         if result and result.errors:
-            self._warn("\n".join(result.errors))
+            self._warn(messages.refused(result.errors, result.refused))
         self.reload_queue()
 
     def retry(self, task_id: Any) -> None:

@@ -18,6 +18,7 @@ from gputray.scheduler import replies as rp
 from gputray.scheduler.jobs.log_files import decode_utf8_prefix as _decode_utf8_prefix
 from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.queue.wait_book import States
+from gputray.scheduler.reasons.refusals import Refused
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
@@ -165,12 +166,15 @@ class TaskRequests:
     def _op_cancel(self, req: rq.Cancel) -> rp.TasksDone:
         done: list[TaskRecord] = []
         errors: list[str] = []
+        refused: list[Refused] = []
         for raw in req.ids:
             try:
                 done.append(self.queue.cancel(task_id_of(raw)))
             except rq.Refusal as exc:
                 errors.append(str(exc))
-        return rp.TasksDone(tasks=rp.views(done), errors=tuple(errors))
+                if (said := getattr(exc, "said", None)) is not None:
+                    refused.append(said)
+        return rp.TasksDone(tasks=rp.views(done), errors=tuple(errors), refused=tuple(refused))
 
     def _op_pause_job(self, req: rq.PauseJob) -> rp.TaskReply:
         return rp.TaskReply(task=rp.TaskView.of(self.pauses.pause(task_id_of(req.id))))

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from gputray.monitor import residents as monitor_residents
     from gputray.scheduler import cluster_records
     from gputray.scheduler.reasons import codes as reason_codes
+    from gputray.scheduler.reasons import refusals as reason_refusals
     from gputray.scheduler.tasks import records as task_records
     from gputray.scheduler.tasks.records import TaskRecord
 else:
@@ -31,6 +32,7 @@ else:
     monitor_residents = lazy_module("gputray.monitor.residents")
     cluster_records = lazy_module("gputray.scheduler.cluster_records")
     reason_codes = lazy_module("gputray.scheduler.reasons.codes")
+    reason_refusals = lazy_module("gputray.scheduler.reasons.refusals")
     task_records = lazy_module("gputray.scheduler.tasks.records")
 
 __all__ = ["Offer"]  # defined beside QueueEvent, which carries it; part of the replies (TaskView.offer)
@@ -262,10 +264,12 @@ class TaskReply(Reply, frozen=True):
 
 
 class TasksDone(Reply, frozen=True):
-    """``cancel`` and ``remove``: the tasks acted on, and what could not be done (one line each)."""
+    """``cancel`` and ``remove``: the tasks acted on, and what could not be done (one line each, in
+    English); ``refused``: those of them that are codes (``reasons/refusals``), for the tray to word."""
 
     tasks: Tasks
     errors: tuple[str, ...] = ()
+    refused: tuple[reason_refusals.Refused, ...] = ()
 
 
 class Cleaned(Reply, frozen=True):

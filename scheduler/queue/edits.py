@@ -23,6 +23,9 @@ from gputray.scheduler.queue import dependencies as deps
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.queue.wait_book import Later, States, WaitBook
+from gputray.scheduler.reasons import refusals as refused
+from gputray.scheduler.reasons.refusals import Refused
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.tasks.recipes import check_runnable
 from gputray.scheduler.tasks.records import (
     FINISHED_STATES,
@@ -68,7 +71,12 @@ class QueueError(Refusal):
 
 
 class TaskStateError(QueueError, ValueError):
-    """The task is in a state that does not allow this (cancel a finished task, move a running one)."""
+    """The task is in a state that does not allow this (cancel a finished task, move a running one);
+    ``said``: why, as a code the tray words in its language (None: English only, not typed yet)."""
+
+    def __init__(self, said: Refused | str) -> None:
+        super().__init__(said if isinstance(said, str) else render(said))
+        self.said: Refused | None = None if isinstance(said, str) else said
 
 
 class EditedQueue(Protocol):
@@ -147,13 +155,11 @@ class QueueEdits:
             anchor_id = before if before is not None else after
             if anchor_id is not None:
                 if anchor_id == task_id:
-                    raise TaskStateError(f"task #{task_id} cannot move next to itself")
+                    raise TaskStateError(refused.MoveNextToItself(task_id=task_id))
                 anchor = self.store.get(anchor_id)
                 at = next((i for i, r in enumerate(others) if r.id == anchor_id), None)
                 if at is None:
-                    raise TaskStateError(
-                        f"task #{anchor_id} is {anchor.state}; tasks move among queued or waiting ones"
-                    )
+                    raise TaskStateError(refused.AnchorNotPending(task_id=anchor_id, state=anchor.state))
                 target = at if before is not None else at + 1
                 return self._move_to(order, index, target, toward_front=before is not None)
             if top == bottom:
@@ -163,7 +169,7 @@ class QueueEdits:
     def _pending_order(self, task_id: int) -> tuple[builtins.list[TaskRecord], int]:
         rec = self.store.get(task_id)
         if rec.state not in PENDING_STATES:
-            raise TaskStateError(f"task #{task_id} is {rec.state}; only queued or waiting tasks move")
+            raise TaskStateError(refused.OnlyPendingMove(task_id=task_id, state=rec.state))
         order = self.store.pending()
         return order, next(i for i, r in enumerate(order) if r.id == task_id)
 

@@ -24,7 +24,10 @@ from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.pause_file import read_paused, write_paused
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
+from gputray.scheduler.reasons import refusals as refused
 from gputray.scheduler.reasons.codes import Cancelled, Reason, RequeuedByRequest, RequeuedWith
+from gputray.scheduler.reasons.refusals import Refused
+from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
@@ -39,7 +42,12 @@ class QueueBusy(Refusal):
 
 
 class OfflineRefusal(Refusal):
-    """The saved queue does not allow this (cancel a finished task …); the message says why."""
+    """The saved queue does not allow this (cancel a finished task …); the message says why, and
+    ``said`` as a code where there is one (``reasons/refusals``)."""
+
+    def __init__(self, said: Refused | str) -> None:
+        super().__init__(said if isinstance(said, str) else render(said))
+        self.said: Refused | None = None if isinstance(said, str) else said
 
 
 def act(paths: Paths, fn: Callable[[OfflineQueue], _T]) -> _T:
@@ -97,7 +105,7 @@ class OfflineQueue:
         if rec.state == "cancelled":
             return rec
         if rec.state != "running":
-            raise OfflineRefusal(f"task #{task_id} already {rec.state}; nothing to cancel")
+            raise OfflineRefusal(refused.AlreadyEnded(task_id=task_id, state=rec.state))
         from gputray.scheduler.jobs.job_files import JobFiles, read_exit, read_run, supervisor_alive
         from gputray.scheduler.jobs.launcher import stop_leftover
         from gputray.scheduler.jobs.supervisor import write_atomic
@@ -139,10 +147,10 @@ class OfflineQueue:
 
         rec = self.get(task_id)
         if rec.state in PENDING_STATES or rec.state == "running":
-            raise OfflineRefusal(f"task #{task_id} is {rec.state}; retry is for finished tasks")
+            raise OfflineRefusal(refused.RetryIsForEnded(task_id=task_id, state=rec.state))
         new = self._requeue(rec, RequeuedByRequest())
         if new is None:
-            raise OfflineRefusal(f"task #{task_id} changed state meanwhile; try again")
+            raise OfflineRefusal(refused.ChangedMeanwhile(task_id=task_id))
         for dependant in failed_because_of(task_id, self.store.list()):
             self._requeue(dependant, RequeuedWith(task_id=task_id))
         return new

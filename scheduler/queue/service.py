@@ -79,6 +79,7 @@ from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.timing import ClockJumps
 from gputray.scheduler.queue.waits_book import WaitsBook
 from gputray.scheduler.reasons import codes as c
+from gputray.scheduler.reasons import refusals as refused
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.replies import DeviceSlots, Paused
 from gputray.scheduler.tasks import lifecycle as life
@@ -318,7 +319,7 @@ class QueueService(DispatchPass):
             if rec.state in {"succeeded", "failed", "cancelled"}:
                 if rec.state == "cancelled":
                     return rec
-                raise TaskStateError(f"task #{task_id} already {rec.state}; nothing to cancel")
+                raise TaskStateError(refused.AlreadyEnded(task_id=task_id, state=rec.state))
             running = self.runs.jobs.get(task_id)
         if running is None:  # running in the store but not ours (should not happen after recovery)
             new = self.store.must_apply(task_id, life.Cancel(reason=c.Cancelled(), ended_at=self.clock()))
@@ -334,10 +335,10 @@ class QueueService(DispatchPass):
         with self._lock:
             rec = self.store.get(task_id)
             if rec.state in PENDING_STATES or rec.state == "running":
-                raise TaskStateError(f"task #{task_id} is {rec.state}; retry is for finished tasks")
+                raise TaskStateError(refused.RetryIsForEnded(task_id=task_id, state=rec.state))
             new = self._requeue(rec, c.RequeuedByRequest())
             if new is None:
-                raise TaskStateError(f"task #{task_id} changed state meanwhile; try again")
+                raise TaskStateError(refused.ChangedMeanwhile(task_id=task_id))
             back = [
                 again
                 for dependant in deps.failed_because_of(task_id, self.store.list())

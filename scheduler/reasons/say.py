@@ -14,8 +14,9 @@ from gputray.monitor.busy_why import BusyWhy, DeviceNews
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.reasons.doctor_codes import DoctorNews, Finding, Fix
+from gputray.scheduler.reasons.refusals import Refused
 
-Worded = Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews
+Worded = Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews | Refused
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]
 

@@ -15,11 +15,10 @@ from gputray.scheduler.reasons.codes import DemoOnCpu, DeviceBusy, Said, Waiting
 
 HELD = MemoryHeld(who=Who("llama-server"), held_bytes=14 * 1024**3, util_pct=97.0, threshold_pct=30.0)
 
-# Sentences the scheduler and the monitor still write in English (refusals, submit errors, device events);
-# a task's reasons are codes, worded per language by scheduler/reasons
+# Sentences the scheduler still writes in English (submit errors); a task's reasons, the doctor's findings
+# and the queue's refusals are codes, worded per language by scheduler/reasons
 # (tests/scheduler/reasons/test_reasons.py).
 REAL = [
-    "task #4 is running; only queued or waiting tasks move",
     "photo.png: the program 'realesrgan-ncnn-vulkan' is not installed or not on PATH. "
     "Get it: https://github.com/xinntao/Real-ESRGAN-ncnn-vulkan/releases (put it on PATH).",
     "2 of 3 files cannot be queued, so none was queued "
@@ -27,8 +26,6 @@ REAL = [
     "  /tmp/notes.txt: no recipe handles this kind of file\n"
     "  /tmp/a.png: needs the program 'realesrgan-ncnn-vulkan', which is not installed or not on PATH\n"
     "  Recipes: torch (*.py); upscale-image (*.png, *.jpg)",
-    "task #4 is running; retry is for finished tasks",
-    "task #5 is running; tasks move among queued or waiting ones",
 ]
 DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
 DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'", "blur"]
@@ -49,9 +46,23 @@ def test_real_messages_become_japanese(japanese: None, message: str) -> None:
     assert english_words(shown, DATA) == [], shown
 
 
-def test_nested_and_data_kept(japanese: None) -> None:
-    assert translate("task #4 is running; retry is for finished tasks") == (
-        "タスク #4 は実行中です。再試行は終わったタスクにだけ使えます"
+def test_a_refusal_is_worded_from_its_code_and_data_kept(japanese: None) -> None:
+    """The queue refuses with a code (``TaskStateError.said``); the tray words it in its language, and a
+    cancel's reply words each line that has one, in order, the others as written."""
+    from gputray.gui.messages import refused, said
+    from gputray.scheduler.queue.edits import TaskStateError
+    from gputray.scheduler.reasons.refusals import AlreadyEnded, RetryIsForEnded
+
+    exc = TaskStateError(RetryIsForEnded(task_id=4, state="running"))
+    assert str(exc) == "task #4 is running; retry is for finished tasks"  # the command line's, as before
+    assert said(exc) == "タスク #4 は実行中です。再試行は終わったタスクにだけ使えます"
+    assert said(TaskStateError("task #4 could not be paused: x")) == "task #4 could not be paused: x"
+    ended = AlreadyEnded(task_id=2, state="succeeded")
+    lines = ["no such task: 9", "task #2 already succeeded; nothing to cancel"]
+    worded = "タスク #2 はすでに成功です。キャンセルするものはありません"
+    assert refused(lines, [ended]) == f"no such task: 9\n{worded}"
+    assert translate("task #4 is running; retry is for finished tasks") == (  # no template is left for it
+        "task #4 is running; retry is for finished tasks"
     )
     assert translate("something no template knows") == "something no template knows"  # shown as written
     assert translate("") == "" and translate(None) == ""
@@ -160,11 +171,12 @@ def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp
 REGEX_USERS = {
     "qt_libraries.py": "reads the dynamic loader's error to name the missing library",
     "widgets.py": "digits become 8 to measure the widest a number can be",
-    "messages.py": "LEFT (issue 31): refusals, submit errors and config problems are still English "
-    "sentences matched against TEMPLATES; their number may only go down",
+    "messages.py": "LEFT (issue 31): submit errors and config problems are still English sentences "
+    "matched against TEMPLATES; their number may only go down",
 }
-#: How many English templates are left (see REGEX_USERS): the doctor's 45 went with its codes.
-TEMPLATES_LEFT = 63
+#: How many English templates are left (see REGEX_USERS): the doctor's 45 and the queue's refusals' 6
+#: went with their codes.
+TEMPLATES_LEFT = 57
 
 
 def test_no_regex_translation_comes_back() -> None:

@@ -16,6 +16,7 @@ from gputray.scheduler.reasons.en import (  # noqa: F401  (each registers its wo
     jobs,
     monitor,
     placement,
+    refusals,
     residents,
 )
 from gputray.scheduler.reasons.en.common import EN as EN

@@ -20,6 +20,7 @@ from gputray.scheduler.reasons.ja import (  # noqa: F401  (each registers its wo
     jobs,
     monitor,
     placement,
+    refusals,
     residents,
 )
 from gputray.scheduler.reasons.ja.common import JA as JA

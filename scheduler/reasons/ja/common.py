@@ -30,3 +30,15 @@ def _who(who: b.Who) -> str:
 def _flat(text: str) -> str:
     """An inner reason put in brackets: its own brackets become "、" so that none nest."""
     return text.replace("（", "、").replace("）", "")
+
+
+#: A task's state in words (a dependency's, a refused task's).
+_STATES = {
+    "queued": "キュー内",
+    "waiting": "待機中",
+    "running": "実行中",
+    "succeeded": "成功",
+    "failed": "失敗",
+    "cancelled": "キャンセル済み",
+    "interrupted": "中断",
+}

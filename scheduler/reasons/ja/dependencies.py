@@ -3,21 +3,10 @@
 from __future__ import annotations
 
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.ja.common import JA
+from gputray.scheduler.reasons.ja.common import _STATES, JA
 from gputray.scheduler.reasons.say import Say
 
 says = JA.says
-
-
-_STATES = {
-    "queued": "キュー内",
-    "waiting": "待機中",
-    "running": "実行中",
-    "succeeded": "成功",
-    "failed": "失敗",
-    "cancelled": "キャンセル済み",
-    "interrupted": "中断",
-}
 
 
 def _dep(d: c.DepState) -> str:

@@ -23,6 +23,7 @@ REASON_AREAS = (
     "doctor",
     "envs",
     "placement",
+    "refusals",
     "jobs",
     "residents",
     "dependencies",
@@ -65,6 +66,7 @@ QUEUE_MODULES = {
     "gputray.scheduler.reasons.base",
     "gputray.scheduler.reasons.leaves",
     "gputray.scheduler.reasons.doctor_codes",
+    "gputray.scheduler.reasons.refusals",
     "gputray.scheduler.reasons.render",
     "gputray.scheduler.reasons.say",
     "gputray.scheduler.reasons.en",  # the English catalogue: every area of it (a reason nests others)

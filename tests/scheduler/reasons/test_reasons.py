@@ -18,13 +18,15 @@ from gputray.scheduler.queue.store_rows import reason_column, reason_of
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons import doctor_codes as d
 from gputray.scheduler.reasons.doctor_codes import doctor_codes
+from gputray.scheduler.reasons.refusals import refusal_codes
 from gputray.scheduler.reasons.render import catalogue, languages, render, render_for
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.lifecycle import Wait
 from gputray.scheduler.tasks.records import TaskSpec
 
 GIB = 1024**3
-ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews), *doctor_codes())
+ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
+ALL_CODES += (*doctor_codes(), *refusal_codes())
 
 
 def sample(tp: Any, depth: int = 0, inner: Any = None) -> Any:
@@ -98,7 +100,8 @@ def test_japanese_is_japanese_joined_and_bracketed_its_own_way(reason: Any) -> N
         as_written = c.Said | b.Words | d.ErrorLine | d.Written  # others' words, shown as written
         assert en and ja and (ja != en or isinstance(reason, as_written))
         assert english_words(ja) == [], ja
-        assert "; " not in ja and "(" not in ja.replace("(fix", ""), ja  # 、 and 。, full-width （）
+        assert "; " not in ja and ", " not in ja, ja  # English joiners: Japanese joins with 、 and 。
+        assert "(" not in ja.replace("(fix", ""), ja  # full-width （）
         depth = 0
         for ch in ja:  # no bracket inside a bracket
             depth += {"（": 1, "）": -1}.get(ch, 0)
@@ -255,7 +258,12 @@ def test_a_reason_crosses_the_wire_typed() -> None:
 
 #: Words that are not a task's reason (the doctor's findings and fixes, a device's state and news, what a
 #: doctor run says): they are worded as they are now, whatever a task's state.
-FOR_THE_READER = (*doctor_codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
+FOR_THE_READER = (
+    *doctor_codes(),
+    *refusal_codes(),
+    *typing.get_args(b.BusyWhy),
+    *typing.get_args(b.DeviceNews),
+)
 
 #: What says a task is still at it, in English (a verb in the present, or "-ing" not after "was", "after",
 #: "while") and in Japanese (〜中 that does not go on as 〜中でした, 〜中に "while", 〜中で "being, and").
@@ -275,3 +283,16 @@ def test_a_finished_tasks_reason_reads_in_the_past(reason: Any) -> None:
     en, ja = render(reason, finished=True), render(reason, "ja", finished=True)
     assert not PRESENT_EN.search(en), en
     assert not PRESENT_JA.search(ja), ja
+
+
+def test_the_command_a_holds_reason_names_runs_as_typed_for_any_resident_name() -> None:
+    """A user's own [[resident]] may be named with spaces, quotes or Japanese: the command the reason
+    offers is quoted for the shell, in both languages."""
+    for name, typed in [
+        ("Ollama", "gputray free-resident ollama"),
+        ("my server «日本»", "gputray free-resident 'my server «日本»'"),
+        ("o'hara", "gputray free-resident 'o'\"'\"'hara'"),
+    ]:
+        holds = c.RoomMade(step="holds", resident=name, held_bytes=6 * GIB, idle_s=900)
+        assert f"`{typed}`" in render(holds), render(holds)
+        assert f"`{typed}`" in render(holds, "ja"), render(holds, "ja")
