@@ -104,6 +104,10 @@ def test_a_game_pauses_our_job_on_its_gpu_and_it_goes_on_after(
                 )
                 assert _count(tmp_path / "job") == frozen_at  # paused: it did not count on
                 assert _task(client, later.id).state == "waiting"
+                waits = render(_task(client, later.id).reason)  # says who took the GPU, not "paused"
+                assert waits == (
+                    "waiting for GeForce RTX 5060 Ti: taken by cs2: no job starts there until it exits"
+                ), waits
             resumed = wait_for(
                 lambda: (t := _task(client, job.id)).shown_state == "running" and t, what="the job resumed"
             )
