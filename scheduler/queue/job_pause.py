@@ -156,6 +156,7 @@ class JobPauser:
         running = self.queue.runs.jobs.get(task_id)
         if running is not None:
             running.paused = paused
+        self.queue.runs.energy.pause(task_id, paused=paused)  # frozen: the device's energy is not its
         self.queue.request_dispatch(urgent=True)
 
     def _running(self, task_id: int) -> tuple[TaskRecord, Job]:
