@@ -11,8 +11,9 @@ power readings that are credible (else the device's last measured rate); the job
 many seconds were counted so (``JobEnergy.estimated_s``, the log's footer). A job that starts or ends
 between two samples gets the part of the interval it ran for; its last stretch after the last sample
 is counted at the device's last rate. A paused job (frozen by pause-job, a preempting task, an
-exclusive app) gets nothing while it is frozen: what the device draws then is another program's. Times are the monitor's clock (monotonic, as the samples' own
-timestamps): setting the wall clock back changes nothing.
+exclusive app) gets nothing while it is frozen: what the device draws then is another program's.
+Times are the monitor's clock (monotonic, as the samples' own timestamps): setting the wall clock back
+changes nothing.
 
 What is measured is the device's energy, not one process's: a job is ``shared`` when another of our
 jobs ran on the device at the same time, or a process that is not ours worked on it (where the backend
