@@ -142,6 +142,7 @@ class JobPauser:
                 problem=problems[0] if problems else None,
                 for_task=before.for_task if before is not None else None,
                 priority=before.priority if before is not None else 0,
+                app=before.app if before is not None else None,
             )
             with self.queue.lock:
                 new = self.queue.store.must_apply(task_id, ResumeJob(paused_s=paused_s, reason=resumed))
