@@ -76,6 +76,13 @@ def _owner_stopped(r: c.OwnerStopped, s: Say) -> str:
     )
 
 
+@says(c.StartCutShort)
+def _start_cut_short(r: c.StartCutShort, s: Say) -> str:
+    return "queued again: gputray stopped as it was starting the job, before the job began" + (
+        " (a leftover process was stopped)" if r.stopped_leftover else ""
+    )
+
+
 @says(c.SupervisorKilled)
 def _supervisor_killed(r: c.SupervisorKilled, s: Say) -> str:
     if r.at_start:

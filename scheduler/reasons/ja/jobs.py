@@ -66,6 +66,13 @@ def _owner_stopped(r: c.OwnerStopped, s: Say) -> str:
     )
 
 
+@says(c.StartCutShort)
+def _start_cut_short(r: c.StartCutShort, s: Say) -> str:
+    return "再キュー: ジョブの開始前に gputray が終了しました" + (
+        "（残っていたプロセスを停止しました）" if r.stopped_leftover else ""
+    )
+
+
 @says(c.SupervisorKilled)
 def _supervisor_killed(r: c.SupervisorKilled, s: Say) -> str:
     stopped = f"。ジョブのプロセス {r.stopped} 個を停止しました" if r.stopped else ""
