@@ -62,11 +62,12 @@ from gputray.gui.panel_geometry import panel_position, room_beside, screen_for
 from gputray.gui.panel_rows import QueueRows
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.queue_view import QueueTable
+from gputray.gui.room_bar import RoomBar, standing_questions
 from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.tray_icon import is_hot
 from gputray.gui.widgets import ElidedLabel, WrappedLabel
 from gputray.monitor.records import Snapshot
-from gputray.scheduler.client.replies import DeviceSlots, RoomReply
+from gputray.scheduler.client.replies import DeviceSlots, RoomQuestion, RoomReply
 
 __all__ = ["DeviceCard", "DropZone", "Panel", "process_menu"]
 
@@ -177,6 +178,9 @@ class Panel(QueueRows):
 
         self.offer_bar = OfferBar(self._offer_answered_in_bar, self.content)
         body.addWidget(self.offer_bar)
+        self.room_bar = RoomBar(self._room_answered_in_bar, self.content)  # free an idle resident?
+        body.addWidget(self.room_bar)
+        self.room_settled: set[int] = set()  # answered (the tray's RoomPrompts.settled): not shown again
         self._answered_offers: set[int] = set()  # answered here: the bar moves on before the reload
         self.table = QueueTable(model, self.content)
         self.table.doubleClicked.connect(self._open_log_at)
@@ -436,8 +440,21 @@ class Panel(QueueRows):
 
     def set_room(self, room: RoomReply | None) -> None:
         """The residents on each GPU, the GPUs an exclusive app took and the "ask" questions standing
-        (the owner's ``room``, asked at each snapshot); the cards show them at the next snapshot."""
+        (the owner's ``room``, asked at each snapshot); the cards show them at the next snapshot, the
+        room bar the first question at once."""
         self.room = room
+        self.refresh_room_bar()
+
+    def refresh_room_bar(self) -> None:
+        readings = self._snapshot.readings if self._snapshot is not None else ()
+        names = {r.info.key: r.info.name for r in readings}
+        now_s = self.room.now_s if self.room is not None else 0.0
+        self.room_bar.show_questions(standing_questions(self.room, self.room_settled), now_s, names)
+
+    def _room_answered_in_bar(self, answer: str, question: RoomQuestion) -> None:
+        self.room_settled.add(question.task_id)
+        self.refresh_room_bar()
+        self.room_answered.emit(answer, question)
 
     def _show_room_on(self, card: DeviceCard) -> bool:
         room = self.room

@@ -97,7 +97,8 @@ class RoomPrompts:
         return True
 
     def task_moved_on(self, task_id: int) -> None:
-        """The task started, ended or went: its question, still on the desktop, is taken off."""
+        """The task started, ended or went (or was answered elsewhere): its question, still on the
+        desktop, is taken off."""
         desktop = self.source.desktop() if self._asked else None
         for note_id, question in list(self._asked.items()):
             if question.task_id == task_id and desktop is not None:
@@ -110,6 +111,7 @@ class RoomPrompts:
     def free(self, question: RoomQuestion) -> None:
         """Yes: the owner asks the resident through its API, for this task."""
         self.settled.add(question.task_id)
+        self.task_moved_on(question.task_id)  # answered in the row menu: the desktop's question goes
         reply = self.host.request(rq.FreeResident(name=question.resident.name, task=question.task_id))
         said = reply.said if reply is not None else "no answer"
         log.info("freeing %s for task #%d: %s", question.resident.name, question.task_id, said)
@@ -119,3 +121,4 @@ class RoomPrompts:
         """No: the task waits on, and is not asked again."""
         log.info("freeing %s for task #%d: keep waiting", question.resident.name, question.task_id)
         self.settled.add(question.task_id)
+        self.task_moved_on(question.task_id)

@@ -152,6 +152,7 @@ class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
         self.panel.stop_process_requested.connect(self.stop_process)
         self.panel.offer_answered.connect(self._on_offer_answered)
         self.panel.room_answered.connect(self._on_room_answered)
+        self.panel.room_settled = self.room_prompts.settled  # one set: answered anywhere, asked nowhere again
         self.panel.installEventFilter(self)
         self.menu = TrayMenu(None, demo=self.demo)
         self.menu.show_panel_action.triggered.connect(lambda: self.show_panel(None))

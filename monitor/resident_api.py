@@ -9,7 +9,9 @@ Sources (docs/residents.md has the full citations):
   → ``{"devices": [{"torch_vram_total", ...}]}``; ``POST /free {"unload_models": true,
   "free_memory": true}`` sets flags the prompt worker acts on between prompts (server.py, main.py).
 * llama-server: ``GET /slots`` → ``[{"id", "is_processing"}]``; ``GET /v1/models``; in router mode
-  ``GET /models`` and ``POST /models/unload {"model": M}`` (tools/server/README.md).
+  ``GET /models`` (``status.value``: ``loaded``, ``loading``, ``unloaded``), ``GET /slots?model=M`` per
+  loaded model and ``POST /models/unload {"model": M}`` (tools/server/README.md; checked against the
+  real llama-server b10434 in tests/scheduler/test_real_llama_server.py).
 * llama-swap: ``GET /running`` → ``{"running": [{"model", "state"}]}``; ``GET /unload`` (README, #58, #61).
 * LM Studio: ``GET /api/v0/models`` → ``{"data": [{"id", "state": "loaded"}]}``; ``lms unload --all``.
 """
@@ -21,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,25 +122,30 @@ def _probe_comfyui(port: int) -> Probe:
 
 def _probe_llama_server(port: int) -> Probe:
     models: tuple[str, ...] = ()
-    router = False
+    router = loading = False
     try:
         listed = _get(port, "/models")  # router mode lists every model with its status
         entries = _dicts(listed.get("data") if isinstance(listed, dict) else None)
-        loaded = [e for e in entries if isinstance(e.get("status"), dict)]
-        router = bool(loaded)
-        models = tuple(str(e.get("id")) for e in loaded if _status_value(e) == "loaded")
+        routed = [e for e in entries if isinstance(e.get("status"), dict)]
+        router = bool(routed)
+        models = tuple(str(e.get("id")) for e in routed if _status_value(e) == "loaded")
+        loading = any(_status_value(e) == "loading" for e in routed)
     except _NoAnswer:
         pass
     if not router:
         listed = _get(port, "/v1/models")
         entries = _dicts(listed.get("data") if isinstance(listed, dict) else None)
         models = tuple(str(e.get("id")) for e in entries)
-    busy = None
+    busy = True if loading else None
     try:
-        slots = _dicts(_get(port, "/slots"))
-        busy = any(bool(s.get("is_processing")) for s in slots) if slots else None
+        # a router answers /slots only for a model named (without: 400 "model name is missing from the
+        # request"; tools/server/server-models.cpp), each model being a llama-server of its own
+        asks = [f"/slots?model={urllib.parse.quote(m)}" for m in models] if router else ["/slots"]
+        slots = [slot for path in asks for slot in _dicts(_get(port, path))]
+        if slots and busy is None:
+            busy = any(bool(s.get("is_processing")) for s in slots)
     except _NoAnswer:
-        pass  # --no-slots, or a router: the per-process figures say the rest
+        pass  # --no-slots: the per-process figures say the rest
     return Probe(answered=True, models=models, busy=busy, can_free=router and bool(models))
 
 

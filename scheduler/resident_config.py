@@ -24,6 +24,8 @@ settle = "30s"
 
 from __future__ import annotations
 
+import difflib
+import json
 from dataclasses import dataclass
 from typing import Literal
 
@@ -109,7 +111,9 @@ def _policy(entry: dict[str, object], where: str, problems: list[str]) -> Reside
             return None
         port = entry.get("port")
         if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
-            problems.append(f"resident.port\t{where} ({name}): `port` must be a TCP port number; ignored")
+            problems.append(
+                f"resident.port\t{where} ({name}): port = {port!r} is not a TCP port (1 to 65535); ignored"
+            )
             return None
         cmdline = entry.get("cmdline")
         call = FreeCall(
@@ -120,7 +124,13 @@ def _policy(entry: dict[str, object], where: str, problems: list[str]) -> Reside
         if call.method not in ("GET", "POST", "DELETE", "PUT") or not call.path.startswith("/"):
             problems.append(
                 f"resident.free_path\t{where} ({name}): the free call must be GET/POST/PUT/DELETE "
-                "of a path starting with /; ignored"
+                f"of a path starting with /, not {call.method} {call.path!r}; ignored"
+            )
+            return None
+        if call.body and (why := _not_json(call.body)):
+            problems.append(
+                f"resident.free_body\t{where} ({name}): free_body is sent as JSON (application/json) "
+                f"but is not JSON: {why}; ignored"
             )
             return None
         kind = ResidentKind(
@@ -135,7 +145,7 @@ def _policy(entry: dict[str, object], where: str, problems: list[str]) -> Reside
     if policy not in POLICIES:
         problems.append(
             f"resident.free_when_idle\t{where} ({name}): free_when_idle = {policy!r} "
-            'is not "ask", "always" or "never"; using "ask"'
+            f'is not "ask", "always" or "never"{_did_you_mean(policy, POLICIES)}; using "ask"'
         )
         policy = "ask"
     idle_after = DEFAULT_IDLE_AFTER_S
@@ -151,6 +161,20 @@ def _policy(entry: dict[str, object], where: str, problems: list[str]) -> Reside
         )
         reload_after = False
     return ResidentPolicy(kind, policy, idle_after, reload_after)  # type: ignore[arg-type]
+
+
+def _not_json(text: str) -> str | None:
+    """Why ``text`` is not a JSON document (its parser's words and where), or None when it is one."""
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _did_you_mean(value: object, allowed: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(value, allowed, n=1) if isinstance(value, str) else []
+    return f' (did you mean "{close[0]}"?)' if close else ""
 
 
 def _exclusive(raw: object, source: str, problems: list[str]) -> ExclusiveSection:

@@ -41,7 +41,7 @@ log = logging.getLogger("gputray.scheduler.queue.make_room")
 LOOK_S = 2.0
 FREE_BOUND_S = 30.0  # the memory must be back within this after asking
 DROP_SHARE = 0.5  # … by at least this share of what the resident held
-RoomStep = Literal["holds", "asked", "freed", "not_freed", "refused"]
+RoomStep = Literal["holds", "idle_wait", "asked", "freed", "not_freed", "refused"]
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,11 @@ def choose(
     now_s: float,
     *,
     refused: frozenset[tuple[int, int]] = frozenset(),
+    idle_or_not: bool = False,
 ) -> RoomPlan | None:
     """The resident whose memory, given back, lets ``task`` start on one of its first-choice devices
-    (the smallest that does); None when none may be asked or none would do."""
+    (the smallest that does); None when none may be asked or none would do. ``idle_or_not``: also one
+    not idle for its ``idle_after`` yet (the one the task waits for, which its reason names)."""
     if not (task.spec.memory_need_bytes or 0):
         return None
     prefs = task.spec.device_prefs or DEFAULT_PREFS
@@ -82,7 +84,7 @@ def choose(
                 or resident.busy
                 or not resident.can_free
                 or not resident.held_bytes
-                or resident.idle_s(now_s) < policy.idle_after_s
+                or (resident.idle_s(now_s) < policy.idle_after_s and not idle_or_not)
                 or (task.id, resident.pid) in refused
             ):
                 continue
@@ -119,6 +121,7 @@ class MakeRoom:
         self._freer = freer or _free_through_api
         self._next_s: float | None = None
         self.asked: dict[int, _Asked] = {}  # resident pid -> what was asked of it
+        self._idle_waits: set[int] = set()  # tasks whose reason says a resident is freed once idle
         self.questions: dict[int, RoomPlan] = {}  # task id -> the resident "ask" would free for it
         self._refused: set[tuple[int, int]] = set()  # (task, resident pid): asked, memory not back
         self.freed = 0  # residents that gave memory back (benches, tests)
@@ -146,13 +149,18 @@ class MakeRoom:
         pending = {r.id for r in self.queue.store.pending(active_only=True)}
         for task_id in set(self.queue.runs.room_notes) - pending:
             self.queue.runs.room_notes.pop(task_id, None)  # started (its start said it), or ended
+        self._idle_waits &= pending
         devices = book.states(snapshot, list(self.queue.runs.jobs.values()), self.queue.paused())
         waiting = [r for r in self.queue.store.pending(active_only=True) if r.state == "waiting"]
         asking = {a.plan.resident.pid for a in self.asked.values()}
         questions: dict[int, RoomPlan] = {}
         for task in waiting:  # highest priority first (the store's order)
             plan = choose(task, devices, residents, self.config, now_s, refused=frozenset(self._refused))
-            if plan is None or plan.resident.pid in asking:
+            if plan is None:
+                self._say_idle_wait(task, devices, residents, now_s)
+                continue
+            self._idle_waits.discard(task.id)  # its note is what is done now
+            if plan.resident.pid in asking:
                 continue
             if plan.policy.free_when_idle == "always":
                 self.free_for(plan, now_s)
@@ -163,6 +171,31 @@ class MakeRoom:
                     self._note(task.id, self._said("holds", plan.resident, now_s))
         self.questions = questions
 
+    def _say_idle_wait(
+        self,
+        task: TaskRecord,
+        devices: Sequence[DeviceState],
+        residents: Sequence[ResidentView],
+        now_s: float,
+    ) -> None:
+        """A resident that would make room once it has been idle for its ``idle_after``: the task's
+        reason says so while it waits ("Ollama holds 6.0 GiB (idle 2 min); it will be asked to free it
+        for this task once idle 10 min"), not only that memory is short."""
+        refused = frozenset(self._refused)
+        soon = choose(task, devices, residents, self.config, now_s, refused=refused, idle_or_not=True)
+        notes = self.queue.runs.room_notes
+        if soon is None:
+            if task.id in self._idle_waits:
+                self._idle_waits.discard(task.id)
+                notes.pop(task.id, None)
+            return
+        ask = soon.policy.free_when_idle == "ask"
+        said = self._said("idle_wait", soon.resident, now_s, bound_s=soon.policy.idle_after_s, ask=ask)
+        if task.id not in self._idle_waits:
+            self._idle_waits.add(task.id)
+            self._note(task.id, said)
+        notes[task.id] = lambda: said  # its idle time as of this look
+
     @staticmethod
     def _said(
         step: RoomStep,
@@ -172,6 +205,7 @@ class MakeRoom:
         freed_bytes: int = 0,
         bound_s: float = 0.0,
         said: str = "",
+        ask: bool = False,
     ) -> c.RoomMade:
         held, idle_s = r.held_bytes or 0, r.idle_s(now_s)
         return c.RoomMade(
@@ -182,6 +216,7 @@ class MakeRoom:
             freed_bytes=freed_bytes,
             bound_s=bound_s,
             said=said,
+            ask=ask,
         )
 
     def answer(self, name: str, now_s: float, *, task_id: int | None = None) -> tuple[str, bool]:

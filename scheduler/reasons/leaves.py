@@ -222,16 +222,18 @@ class JobPaused(Code, frozen=True):
 
 class RoomMade(Code, frozen=True):
     """Making room (``queue/make_room.py``): ``resident`` holds ``held_bytes`` idle for ``idle_s`` —
-    ``step`` "holds" (free it with ``gputray free-resident``), "asked", "freed" (``freed_bytes`` back:
-    starting), "not_freed" (not back within ``bound_s``), "refused" (``said``: its answer)."""
+    ``step`` "holds" (free it with ``gputray free-resident``), "idle_wait" (it would do once idle for
+    ``bound_s``, its idle_after: then asked, or with ``ask`` offered), "asked", "freed" (``freed_bytes``
+    back: starting), "not_freed" (not back within ``bound_s``), "refused" (``said``: its answer)."""
 
-    step: Literal["holds", "asked", "freed", "not_freed", "refused"]
+    step: Literal["holds", "idle_wait", "asked", "freed", "not_freed", "refused"]
     resident: str
     held_bytes: int
     idle_s: float = 0.0
     freed_bytes: int = 0
     bound_s: float = 0.0
     said: str = ""
+    ask: bool = False  # "idle_wait": its free_when_idle is "ask" (offered then, not asked)
 
 
 class JobResumed(Code, frozen=True):

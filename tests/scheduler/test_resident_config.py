@@ -41,6 +41,11 @@ def test_each_bad_value_is_one_line_and_the_rest_is_read(tmp_path: Path) -> None
         '[[resident]]\nname = "unknown-server"\n'
         '[[resident]]\nname = "ComfyUI"\nfree_when_idle = "never"\nreload_afterr = true\n'
         '[exclusive]\napps = "cs2"\n'
+        '[[resident]]\nname = "LM Studio"\nfree_when_idle = "alway"\n'
+        '[[resident]]\nname = "a"\nprocess = "a"\nport = 70000\n'
+        '[[resident]]\nname = "b"\nprocess = "b"\nfree_path = "release"\n'
+        '[[resident]]\nname = "c"\nprocess = "c"\nfree_body = \'{"all": true\'\n'
+        '[[resident]]\nname = "私の サーバー \\"x\\""\nprocess = "srv"\nfree_when_idle = "always"\n'
     )
     config = read_config(path)
     lines = [str(p) for p in config.problems]
@@ -57,3 +62,17 @@ def test_each_bad_value_is_one_line_and_the_rest_is_read(tmp_path: Path) -> None
     ollama = config.residents.policy("Ollama")
     assert ollama is not None and (ollama.free_when_idle, ollama.idle_after_s) == ("ask", 600)
     assert config.residents.policy("unknown-server") is None
+    # each says the value it read and what is allowed; the entry is left out, nothing else is lost
+    assert any('\'alway\' is not "ask", "always" or "never" (did you mean "always"?)' in x for x in lines)
+    assert any("(a): port = 70000 is not a TCP port (1 to 65535); ignored" in x for x in lines), lines
+    assert any(
+        "(b): the free call must be GET/POST/PUT/DELETE of a path starting with /, not POST 'release'" in x
+        for x in lines
+    ), lines
+    assert any(
+        "(c): free_body is sent as JSON (application/json) but is not JSON: Expecting" in x for x in lines
+    )
+    assert [config.residents.policy(n) for n in "abc"] == [None, None, None]
+    assert len(lines) == 9, lines
+    mine = config.residents.policy('私の サーバー "x"')  # spaces, quotes, Japanese: a name like any
+    assert mine is not None and mine.free_when_idle == "always" and mine.kind.processes == ("srv",)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.en.common import EN, _aside
 from gputray.scheduler.reasons.say import Say
@@ -13,10 +15,18 @@ says = EN.says
 def _room_made(r: c.RoomMade, s: Say) -> str:
     held, idle = s.size(r.held_bytes), f"idle {s.duration(r.idle_s)}"
     if r.step == "holds":
-        command = f"`gputray free-resident {r.resident.lower()}`"
+        command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"  # "my server" too
         if s.finished:
             return f"{r.resident} held {held} ({idle}); {command} would have freed it for this task"
         return f"{r.resident} holds {held} ({idle}); {command} frees it for this task"
+    if r.step == "idle_wait":
+        after = s.duration(r.bound_s)
+        if s.finished:
+            return f"{r.resident} held {held} ({idle}); it was to be freed for this task once idle {after}"
+        if r.ask:
+            command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"
+            return f"{r.resident} holds {held} ({idle}); once idle {after}, {command} frees it for this task"
+        return f"{r.resident} holds {held} ({idle}); to be asked to free it for this task once idle {after}"
     if r.step == "asked":
         return f"asked {r.resident} ({idle}) to free {held}"
     if r.step == "freed":

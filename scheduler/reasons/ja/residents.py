@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.ja.common import JA
 from gputray.scheduler.reasons.say import Say
@@ -13,11 +15,20 @@ says = JA.says
 def _room_made(r: c.RoomMade, s: Say) -> str:
     held, idle = s.size(r.held_bytes), f"アイドル {s.duration(r.idle_s)}"
     if r.step == "holds":
-        command = f"`gputray free-resident {r.resident.lower()}`"
+        command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"  # "my server" too
         if s.finished:
             free = f"{command} でこのタスクのために解放できました"
             return f"{r.resident} が {held} を確保していました（{idle}）。{free}"
         return f"{r.resident} が {held} を確保しています（{idle}）。{command} でこのタスクのために解放します"
+    if r.step == "idle_wait":
+        after = f"アイドル {s.duration(r.bound_s)}"
+        if s.finished:
+            return f"{r.resident} が {held} を確保していました（{idle}）。{after}で解放する予定でした"
+        holds = f"{r.resident} が {held} を確保しています（{idle}）"
+        if r.ask:
+            command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"
+            return f"{holds}。{after}になると {command} でこのタスクのために解放できます"
+        return f"{holds}。{after}になるとこのタスクのために解放を依頼します"
     if r.step == "asked":
         return f"{r.resident}（{idle}）に {held} の解放を依頼しました"
     if r.step == "freed":

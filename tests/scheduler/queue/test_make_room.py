@@ -120,6 +120,32 @@ def test_always_frees_the_idle_resident_and_the_job_runs(
         assert render(ended.reason).endswith("): starting")
 
 
+def test_a_task_waiting_for_a_resident_to_be_idle_long_enough_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    """Before the resident has been idle for its idle_after, the task's reason names it and when it
+    will be asked — not only "needs 8.0 GiB, 3.5 GiB VRAM free" for ten minutes."""
+    config = '[[resident]]\nname = "Ollama"\nfree_when_idle = "always"\nidle_after = "1h"\n'
+    with (
+        resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama,
+        owner_with(tmp_path, monkeypatch, config) as (owner, client),
+    ):
+        wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="Ollama's 12 GiB on the simulated 5060 Ti")
+        task = _needs_8_gib(client, tmp_path)
+        said = wait_for(
+            lambda: "once idle" in (words := render((t := _task(client, task.id)).reason)) and (t, words),
+            what="the reason to name the resident it waits for",
+        )
+        waiting, words = said
+        assert waiting.state == "waiting", waiting
+        assert "Ollama holds 12.0 GiB (idle " in words, words
+        assert words.endswith("; to be asked to free it for this task once idle 60 min"), words
+        assert render(waiting.reason, "ja").endswith(
+            "アイドル 60 分になるとこのタスクのために解放を依頼します"
+        )
+        assert ollama.paths_called("POST") == []  # not idle long enough: not asked yet
+
+
 def test_never_and_a_busy_resident_are_not_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
 ) -> None:

@@ -286,3 +286,16 @@ def test_a_finished_tasks_reason_reads_in_the_past(reason: Any) -> None:
     en, ja = render(reason, finished=True), render(reason, "ja", finished=True)
     assert not PRESENT_EN.search(en), en
     assert not PRESENT_JA.search(ja), ja
+
+
+def test_the_command_a_holds_reason_names_runs_as_typed_for_any_resident_name() -> None:
+    """A user's own [[resident]] may be named with spaces, quotes or Japanese: the command the reason
+    offers is quoted for the shell, in both languages."""
+    for name, typed in [
+        ("Ollama", "gputray free-resident ollama"),
+        ("my server «日本»", "gputray free-resident 'my server «日本»'"),
+        ("o'hara", "gputray free-resident 'o'\"'\"'hara'"),
+    ]:
+        holds = c.RoomMade(step="holds", resident=name, held_bytes=6 * GIB, idle_s=900)
+        assert f"`{typed}`" in render(holds), render(holds)
+        assert f"`{typed}`" in render(holds, "ja"), render(holds, "ja")

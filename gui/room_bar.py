@@ -1,0 +1,90 @@
+"""The panel's room bar: a waiting task whose memory an idle resident holds (``free_when_idle = "ask"``),
+with the two answers as buttons — "Free ComfyUI's 9.8 GiB and run train.py" / "Keep waiting".
+
+The desktop's notification asks once and the balloon goes away (Windows, a desktop without buttons);
+the row menu has the answers too, but only for whoever right-clicks. As the offer bar does for offers
+(``offer_bar``), this bar keeps the first standing question above the queue list, one click away,
+until it is answered or the task moves on. Answers go out as the panel's ``room_answered``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from msgspec.structs import replace as struct_replace
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+
+from gputray.gui.offer_prompts import KEEP_WAITING, keep_label
+from gputray.gui.resident_text import free_label, question_title, resident_line
+from gputray.gui.room_prompts import FREE_RESIDENT
+from gputray.gui.widgets import ElidedLabel
+from gputray.scheduler.client.replies import RoomQuestion, RoomReply
+
+NAME_CHARS = 24  # of the task's name on the "Free …" button (the whole label is its tooltip)
+
+
+def standing_questions(room: RoomReply | None, settled: Collection[int]) -> list[RoomQuestion]:
+    """The questions nobody answered yet, in the owner's order (highest priority first)."""
+    return [q for q in (room.questions if room is not None else ()) if q.task_id not in settled]
+
+
+class RoomBar(QFrame):
+    def __init__(self, answer: Callable[[str, RoomQuestion], None], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("roomBar")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self._answer = answer
+        self.question: RoomQuestion | None = None
+        self._now_s = 0.0
+        self._device_names: Mapping[str, str] = {}
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        self.text = ElidedLabel("", self)
+        layout.addWidget(self.text)
+        row = QHBoxLayout()
+        self.free_button = QPushButton(self)
+        self.keep_button = QPushButton(self)
+        self.free_button.clicked.connect(lambda: self._answered(FREE_RESIDENT))
+        self.keep_button.clicked.connect(lambda: self._answered(KEEP_WAITING))
+        row.addWidget(self.free_button)
+        row.addWidget(self.keep_button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        self.hide()
+
+    def show_questions(
+        self, questions: Sequence[RoomQuestion], now_s: float, device_names: Mapping[str, str]
+    ) -> bool:
+        """Show the first; True when the bar appeared or went (the panel's rows change)."""
+        was = self.question is not None
+        self.question = questions[0] if questions else None
+        self._now_s, self._device_names = now_s, device_names
+        self.retranslate()
+        self.setVisible(self.question is not None)
+        return was != (self.question is not None)
+
+    def retranslate(self) -> None:
+        q = self.question
+        if q is None:
+            return
+        device = self._device_names.get(q.device, q.device)
+        self.text.setText(question_title(q, device) + " — " + resident_line(q.resident, self._now_s))
+        whole = free_label(q)
+        name = q.task_name or f"#{q.task_id}"
+        if len(name) > NAME_CHARS:  # a long task name would widen the panel while shown: it is cut here
+            short = struct_replace(q, task_name=name[: NAME_CHARS - 1] + "…")
+            self.free_button.setText(free_label(short))
+        else:
+            self.free_button.setText(whole)
+        self.free_button.setToolTip(whole)
+        self.keep_button.setText(keep_label())
+
+    def _answered(self, answer: str) -> None:
+        if self.question is not None:
+            self._answer(answer, self.question)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
