@@ -1,9 +1,11 @@
 """CLI start: the wall time of each `gputray` command that talks to the owner, beside the bare interpreter
 (`python -c pass`) and task-spooler's `tsp -l`.
 
-A real `gputray daemon --demo` owns a throw-away queue (GPUTRAY_HOME in a temp dir), paused, with a
-few tasks in it. Each round runs every command once, one after another (interleaved, so a burst of
-load from elsewhere lands on all of them alike), through the installed console script `gputray`, as a
+A real `gputray daemon --demo` owns a throw-away queue, paused, with a few tasks in it. Its folders are
+in a temp dir through the XDG variables (not GPUTRAY_HOME), so each command finds them as a user's
+does: through platformdirs, or what an earlier command remembered of its answer (`paths_cache`).
+Each round runs every command once, one after another (interleaved, so a burst of load from
+elsewhere lands on all of them alike), through the installed console script `gputray`, as a
 person or a script calls it; the figure is the median over the rounds (and the fastest round, the
 closest to an idle machine). PYTHONDONTWRITEBYTECODE is dropped for the commands: an installed
 gputray has its bytecode compiled (pip does it), and compiling our sources on every start would
@@ -61,7 +63,7 @@ def load() -> str:
 
 def main() -> int:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 21
-    with BenchDaemon() as daemon:
+    with BenchDaemon(xdg=True) as daemon:
         env = {k: v for k, v in daemon.env.items() if k != "PYTHONDONTWRITEBYTECODE"}
         gputray = gputray_argv()
         task_file = daemon.home / "bench.toml"
@@ -80,7 +82,7 @@ def main() -> int:
                 "queue": ["queue"],
                 "queue --json": ["queue", "--json"],
                 "status": ["status"],
-                "submit FILE": ["submit", str(task_file)],
+                "submit --task FILE": ["submit", "--task", str(task_file)],
                 "run -- true": ["run", "--", "true"],
                 "edit --priority": ["edit", t, "--priority", "5"],
                 "move --top": ["move", t, "--top"],

@@ -23,12 +23,23 @@ class BenchDaemon:
         scenario: Path | None = None,
         extra_env: dict[str, str] | None = None,
         prepare: Callable[[Paths], None] | None = None,
+        xdg: bool = False,
     ) -> None:
-        """``prepare(paths)`` runs before the daemon starts (a bench fills the queue file there)."""
+        """``prepare(paths)`` runs before the daemon starts (a bench fills the queue file there).
+        ``xdg``: no GPUTRAY_HOME, the XDG folders in the temp dir instead, so that each command finds
+        its folders as a user's does (platformdirs, or what an earlier command remembered of it)."""
         self._tmp = tempfile.TemporaryDirectory(prefix="gputray-bench-")
         self.home = Path(self._tmp.name)
-        self.env = {**os.environ, "GPUTRAY_HOME": str(self.home), **(extra_env or {})}
-        self.paths = Paths(self.home / "config", self.home / "data", self.home / "state", self.home / "run")
+        if xdg:  # the folders come from platformdirs, as for a user without GPUTRAY_HOME
+            (self.home / "xdg-run").mkdir(mode=0o700)
+            folders = {"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "XDG_STATE_HOME": "state"}
+            env = {k: v for k, v in os.environ.items() if k != "GPUTRAY_HOME" and not k.startswith("XDG_")}
+            self.env = {**env, **{k: str(self.home / v) for k, v in folders.items()}}
+            self.env |= {"XDG_RUNTIME_DIR": str(self.home / "xdg-run"), **(extra_env or {})}
+            self.paths = Paths(*(self.home / d / "gputray" for d in ("config", "data", "state", "xdg-run")))
+        else:
+            self.env = {**os.environ, "GPUTRAY_HOME": str(self.home), **(extra_env or {})}
+            self.paths = Paths(*(self.home / d for d in ("config", "data", "state", "run")))
         if prepare is not None:
             prepare(self.paths)
         cmd = [sys.executable, "-m", "gputray.gui.entry", "daemon", "--demo", "--log-level", "WARNING"]

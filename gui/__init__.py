@@ -9,8 +9,10 @@ program can exhaust; :func:`_immortalize_singletons` does the same on older Pyth
 
 from __future__ import annotations
 
-import ctypes
 import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 
 IMMORTAL_REFCOUNT = 1 << 60
 
@@ -18,8 +20,28 @@ IMMORTAL_REFCOUNT = 1 << 60
 def _immortalize_singletons() -> None:
     if sys.version_info >= (3, 12) or sys.implementation.name != "cpython":
         return
+    import ctypes
+
     for obj in (None, True, False):
         ctypes.c_ssize_t.from_address(id(obj)).value = IMMORTAL_REFCOUNT
 
 
-_immortalize_singletons()
+class _BeforeQt:
+    """Makes the singletons immortal at the first import of PySide6, then steps aside: ``gputray``'s
+    command line is in this package too (``gui.entry``) and never loads Qt, so it need not pay for
+    ``ctypes`` (issue 31: every command starts in 50 ms)."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name == "PySide6" or name.startswith(("PySide6.", "shiboken6")):
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            _immortalize_singletons()
+        return None  # the usual finders find it
+
+
+if "PySide6" in sys.modules or "shiboken6" in sys.modules:
+    _immortalize_singletons()
+else:
+    sys.meta_path.insert(0, _BeforeQt())

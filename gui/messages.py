@@ -88,6 +88,7 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("unavailable")),
     _t(tr_noop("queued")),
     _t(tr_noop("waiting")),
+    _t(tr_noop("starting")),
     _t(tr_noop("running")),
     _t(tr_noop("succeeded")),
     _t(tr_noop("failed")),

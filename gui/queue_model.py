@@ -36,13 +36,14 @@ COL_NAME, COL_STATE, COL_DEVICE, COL_REASON, COL_ELAPSED = range(len(COLUMNS))
 STATE_NAMES = (
     tr_noop("queued"),
     tr_noop("waiting"),
+    tr_noop("starting"),
     tr_noop("running"),
     tr_noop("succeeded"),
     tr_noop("failed"),
     tr_noop("cancelled"),
     tr_noop("interrupted"),
 )
-ACTIVE_STATES = frozenset({"queued", "waiting", "running"})
+ACTIVE_STATES = frozenset({"queued", "waiting", "starting", "running"})
 HEADERS = (tr_noop("Task"), tr_noop("State"), tr_noop("Device"), tr_noop("Reason"), tr_noop("Elapsed"))
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 RECORD_ROLE = Qt.ItemDataRole.UserRole + 2

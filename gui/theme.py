@@ -42,6 +42,7 @@ LIGHT = Colors(
     states={
         "running": "#2e7d32",
         "waiting": "#e65100",
+        "starting": "#558b2f",
         "queued": "#546e7a",
         "succeeded": "#1565c0",
         "failed": "#c62828",
@@ -62,6 +63,7 @@ DARK = Colors(
     states={
         "running": "#81c784",
         "waiting": "#ffb74d",
+        "starting": "#aed581",
         "queued": "#b0bec5",
         "succeeded": "#90caf9",
         "failed": "#ff8a80",

@@ -6,8 +6,6 @@ panel's "busy: …") or inside a task's reason ("waiting for GeForce RTX 5060 Ti
 The monitor itself never words them: it imports nothing of ours, the words live with the renderer.
 """
 
-from __future__ import annotations
-
 import msgspec
 
 

@@ -20,11 +20,10 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputray.monitor.proc_name import process_name
 from gputray.monitor.records import ProcessUse, Snapshot
-from gputray.monitor.resident_api import Probe, probe
 from gputray.monitor.resident_kinds import BUILTIN, ResidentKind
 from gputray.monitor.resident_ports import (
     PortFrom,
@@ -34,6 +33,9 @@ from gputray.monitor.resident_ports import (
     named_ports,
     ownerless_listening,
 )
+
+if TYPE_CHECKING:  # asking a resident's API (urllib, http, ssl) loads where residents are walked, not
+    from gputray.monitor.resident_api import Probe  # where `gputray status` reads a ResidentView
 
 BUSY_UTIL_PERCENT = 5.0  # a resident's processes using more of a GPU than this are serving
 FULL_WALK_S = 30.0  # the process table read whole at most this often (module docstring)
@@ -193,12 +195,12 @@ class ResidentWatch:
         *,
         clock: Callable[[], float] = time.time,
         finder: Callable[[tuple[ResidentKind, ...]], list[Found]] = find_residents,
-        prober: Callable[[Found], Probe] = lambda f: probe(f.kind.api, f.port),
+        prober: Callable[[Found], Probe] | None = None,
     ) -> None:
         self.kinds = kinds
         self._clock = clock
         self._finder = finder
-        self._prober = prober
+        self._prober = prober if prober is not None else _probe_its_api
         self._seen: dict[int, _Seen] = {}
         self.latest: tuple[ResidentView, ...] = ()
         self._found: list[Found] | None = None  # the last walk's residents
@@ -274,3 +276,9 @@ def _on_device(rows: list[ProcessUse]) -> tuple[str | None, int | None, float]:
         return None, None, 0.0
     device = max(by_device, key=lambda k: by_device[k])
     return device, by_device[device], util[device]
+
+
+def _probe_its_api(found: Found) -> Probe:
+    from gputray.monitor.resident_api import probe
+
+    return probe(found.kind.api, found.port)

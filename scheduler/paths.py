@@ -10,7 +10,8 @@ import warnings
 from pathlib import Path
 
 import msgspec
-import platformdirs
+
+from gputray.scheduler import paths_cache
 
 APP_NAME = "gputray"
 
@@ -46,6 +47,16 @@ def app_paths() -> Paths:
     if home:
         root = Path(home).expanduser().resolve()
         return Paths(root / "config", root / "data", root / "state", root / "run")
+    known = paths_cache.recall()  # what platformdirs answered an earlier command, for the same inputs
+    folders = known if known is not None else _ask_platformdirs()
+    if known is None:
+        paths_cache.remember(folders)
+    return Paths(*(Path(f) for f in folders))
+
+
+def _ask_platformdirs() -> tuple[str, str, str, str]:
+    import platformdirs  # ~5 ms: only where no earlier command left its answer (``paths_cache``)
+
     with warnings.catch_warnings():
         # Without XDG_RUNTIME_DIR (a bare ssh or CI shell) platformdirs warns on every call and falls back
         # to /tmp/runtime-<uid>; the IPC layer makes its own folder there private, so the fallback is fine.
@@ -54,11 +65,11 @@ def app_paths() -> Paths:
             runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
         except OSError:  # its /tmp/runtime-<uid> exists but is another user's: not ours to use
             runtime = str(Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "run")
-    return Paths(
-        Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
-        Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
-        Path(platformdirs.user_state_dir(APP_NAME, appauthor=False)),
-        Path(runtime),
+    return (
+        platformdirs.user_config_dir(APP_NAME, appauthor=False),
+        platformdirs.user_data_dir(APP_NAME, appauthor=False),
+        platformdirs.user_state_dir(APP_NAME, appauthor=False),
+        runtime,
     )
 
 

@@ -5,8 +5,6 @@ owner of another version answering a field this one does not know, or a wrong ty
 Times are epoch seconds or None; ``commands.common.task_json`` writes the ``--json`` document.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -17,6 +15,9 @@ from gputray.scheduler.tasks.offer import Offer
 
 # Named in annotations only, resolved when a reply of theirs is first decoded or encoded: a client that
 # gets none (``gputray queue``) never loads the monitor's records or the task model (``lazy_import``).
+# This module's annotations are evaluated (no ``from __future__ import annotations``: msgspec would
+# evaluate each string on the first decode, ~260 of them for a `queue` reply), so an annotation that
+# names one of these modules is written in quotes, else defining the class would load it.
 if TYPE_CHECKING:
     from gputray.monitor import busy_why
     from gputray.monitor import records as monitor_records
@@ -49,11 +50,11 @@ class Paused(msgspec.Struct, frozen=True, rename={"all": "queue"}):
     all: bool = False
     devices: frozenset[str] = frozenset()
 
-    def pausing(self, key: str | None) -> Paused:
+    def pausing(self, key: str | None) -> "Paused":
         """Paused also: the device ``key``, or the whole queue (None)."""
         return Paused(all=key is None or self.all, devices=self.devices | ({key} if key else set()))
 
-    def resuming(self, key: str | None) -> Paused:
+    def resuming(self, key: str | None) -> "Paused":
         """Resumed: the device ``key``, or (None) the whole queue *and* every device."""
         return Paused() if key is None else Paused(all=self.all, devices=self.devices - {key})
 
@@ -86,7 +87,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
     state: str
     device: str | None = None
     env: str | None = None
-    reason: reason_codes.Reason | None = None  # words: ``reasons.render_for(state, reason, language)``
+    reason: "reason_codes.Reason | None" = None  # words: ``reasons.render_for(state, reason, language)``
     exit_code: int | None = None
     attempts: int = 0
     submitted_at: float | None = None
@@ -129,7 +130,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
         return "paused" if self.state == "running" and self.paused_at is not None else self.state
 
     @classmethod
-    def of(cls, r: TaskRecord, offer: Offer | None = None) -> TaskView:
+    def of(cls, r: "TaskRecord", offer: Offer | None = None) -> "TaskView":
         from gputray.scheduler.tasks.family import family_of
 
         s = r.spec
@@ -146,7 +147,7 @@ class TaskView(Reply, frozen=True, kw_only=True):
         )  # fmt: skip
 
 
-def _need_source(spec: task_records.TaskSpec) -> str:
+def _need_source(spec: "task_records.TaskSpec") -> str:
     if spec.vram_bytes is not None:
         return "vram"
     return spec.vram_need_source or ""
@@ -162,7 +163,7 @@ def average_power_w(energy_j: float | None, started_at: float | None, ended_at: 
     return energy_j / (ended_at - started_at)
 
 
-def views(records: Iterable[TaskRecord]) -> Tasks:
+def views(records: "Iterable[TaskRecord]") -> "Tasks":
     return tuple(TaskView.of(r) for r in records)
 
 
@@ -180,7 +181,7 @@ class DeviceVerdict(Reply, frozen=True):
 
     key: str
     busy: bool | None
-    reasons: tuple[busy_why.BusyWhy, ...]  # words: ``reasons.render``
+    reasons: "tuple[busy_why.BusyWhy, ...]"  # words: ``reasons.render``
     simulated: bool
 
 
@@ -188,16 +189,16 @@ class StatusReply(Reply, frozen=True):
     pid: int
     demo: bool
     # the monitor's latest readings (`status --json`: monitor.serialize)
-    snapshot: monitor_records.Snapshot | None
+    snapshot: "monitor_records.Snapshot | None"
     devices: tuple[DeviceVerdict, ...]
     paused: Paused
     counts: dict[str, int]
     monitor_failures: int
     monitor_last_failure: str | None
     # the cluster's status document (cluster_port.ClusterPort.report_doc), which the owner passes on
-    cluster: cluster_records.ClusterStatus | None = None
+    cluster: "cluster_records.ClusterStatus | None" = None
     # the GPU servers running here (Ollama, ComfyUI …: queue/make_room.py), and the time they were seen
-    residents: tuple[monitor_residents.ResidentView, ...] = ()
+    residents: "tuple[monitor_residents.ResidentView, ...]" = ()
     now_s: float | None = None
     taken: dict[str, str] = {}  # device key -> the exclusive app (a game) using it: our jobs there paused
 
@@ -209,13 +210,13 @@ class RoomQuestion(Reply, frozen=True):
     task_id: int
     task_name: str
     device: str
-    resident: monitor_residents.ResidentView
+    resident: "monitor_residents.ResidentView"
 
 
 class RoomReply(Reply, frozen=True):
     """``room``: what the tray shows of making room (``Room``)."""
 
-    residents: tuple[monitor_residents.ResidentView, ...]
+    residents: "tuple[monitor_residents.ResidentView, ...]"
     taken: dict[str, str]  # device key -> the exclusive app using it (StatusReply.taken)
     questions: tuple[RoomQuestion, ...]
     now_s: float
@@ -259,7 +260,7 @@ class TaskReply(Reply, frozen=True):
     """``retry``, ``move``, ``edit``: the task; ``get`` also its spec and pid."""
 
     task: TaskView
-    spec: task_records.TaskSpec | None = None
+    spec: "task_records.TaskSpec | None" = None
     pid: int | None = None
 
 
@@ -308,7 +309,7 @@ class ScheduleView(Reply, frozen=True):
     name: str
     cron: str
     task_file: str
-    overrides: task_records.TaskPatch
+    overrides: "task_records.TaskPatch"
     created_at: float
     last_run_at: float | None
     next_run_at: float | None
@@ -329,15 +330,15 @@ class ClusterSynced(Reply, frozen=True):
     """The cluster bridge's view of the tasks that concern it: whole records, spec and queue fields."""
 
     machine: str
-    tasks: tuple[task_records.TaskRecord, ...]
+    tasks: "tuple[task_records.TaskRecord, ...]"
     stopping: bool
     paused: Paused = Paused()  # this machine's pause now: the bridge looks again at once when it changed
     edited: tuple[int, ...] = ()  # tasks waiting on another machine, edited here since: to take back
 
 
 class ClusterTask(Reply, frozen=True):
-    task: task_records.TaskRecord | None  # None: not in the expected state, see ``now``
-    now: task_records.TaskRecord | None = None
+    task: "task_records.TaskRecord | None"  # None: not in the expected state, see ``now``
+    now: "task_records.TaskRecord | None" = None
     existing: bool | None = None
 
 

@@ -1020,6 +1020,10 @@
         <translation>待機中</translation>
     </message>
     <message>
+        <source>starting</source>
+        <translation>起動中</translation>
+    </message>
+    <message>
         <source>running</source>
         <translation>実行中</translation>
     </message>

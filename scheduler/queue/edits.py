@@ -35,6 +35,7 @@ from gputray.scheduler.tasks.records import (
     TaskSpec,
     local_time,
 )
+from gputray.scheduler.tasks.states import ACTIVE_STATES
 
 log = logging.getLogger("gputray.scheduler.queue.service")
 
@@ -258,22 +259,24 @@ class QueueEdits:
                 except TaskNotFound as exc:
                     errors.append(str(exc))
                     continue
-                if rec.state == "running" and not force:
+                if rec.state in ACTIVE_STATES and not force:
                     errors.append(
-                        f"task #{task_id} is running; `gputray remove --force {task_id}` cancels it first"
+                        f"task #{task_id} is {rec.state}; `gputray remove --force {task_id}` cancels it first"
                     )
                     continue
                 ok.append(rec)
             ok, blocked = keep_depended_on(ok, set(wanted), self.store.pending())
             errors += blocked
-            gone = self.store.delete(r.id for r in ok if r.state != "running")  # nothing starts meanwhile
-        running = [r for r in ok if r.state == "running"]
+            gone = self.store.delete(
+                r.id for r in ok if r.state not in ACTIVE_STATES
+            )  # none starts meanwhile
+        running = [r for r in ok if r.state in ACTIVE_STATES]
         for rec in running:
             self.queue.cancel(rec.id)  # waits up to ~10 s for the job to stop
         with self._lock:
             stopped = []
             for rec in running:
-                if self.store.get(rec.id).state == "running":
+                if self.store.get(rec.id).state in ACTIVE_STATES:
                     errors.append(f"task #{rec.id} did not stop yet; try again")
                 else:
                     stopped.append(rec.id)

@@ -42,6 +42,7 @@ from gputray.scheduler.queue.late_move import Move, moved_step
 from gputray.scheduler.queue.oom_elsewhere import elsewhere
 from gputray.scheduler.queue.placement import DeviceState, Placement
 from gputray.scheduler.queue.start_backoff import StartBackoff, is_transient
+from gputray.scheduler.queue.starting import StartAbandoned, commit_to_start
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_errors import TaskNotFound
 from gputray.scheduler.queue.unlocked import unlocked as _unlocked
@@ -193,7 +194,7 @@ class JobRuns:
         if not runs:
             return adopted
         with self._lock:  # watchers that fire at once wait until each task is set up
-            for rec in self.store.list(states=("running", *PENDING_STATES)):
+            for rec in self.store.list(states=("running", "starting", *PENDING_STATES)):
                 run = runs.pop(rec.id, None)
                 if run is None:
                     continue
@@ -328,6 +329,7 @@ class JobRuns:
                 pair=chosen.pair if chosen is not None else None,
             )
             make_room(str(log_path), self.queue.log_max_bytes)  # earlier attempts leave this one room
+            task = commit_to_start(self.store, task, info.key)  # on disk before the process exists
             with _unlocked(self._lock):
                 job = self._launch(task, info, spec, launch_plan, log_path)
         except Exception as exc:  # a record that cannot be launched fails with its reason; the pass goes on
@@ -383,6 +385,8 @@ class JobRuns:
         an interrupted attempt (its supervisor was killed as it started), else failed with its reason."""
         if launch_plan is not None and launch_plan.out is not None:
             drop_unused_out(launch_plan.out)
+        if isinstance(exc, StartAbandoned):  # cancelled or changed as it was about to launch
+            return
         if is_transient(exc):  # out of fds, processes, memory for now: not the task's fault
             self._hold_back(task, exc, now)
             return

@@ -31,6 +31,7 @@ from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone, TaskView, views
 from gputray.scheduler.tasks import lifecycle as life
 from gputray.scheduler.tasks.records import PENDING_STATES, TaskRecord
+from gputray.scheduler.tasks.states import ACTIVE_STATES
 
 _T = TypeVar("_T")
 LOCK_WAIT_S = 5.0
@@ -95,7 +96,7 @@ class OfflineQueue:
     def cancel(self, task_id: int) -> TaskRecord:
         rec = self.get(task_id)
         now = self.store.clock()
-        if rec.state in PENDING_STATES or rec.state == "interrupted":
+        if rec.state in PENDING_STATES or rec.state in ("interrupted", "starting"):  # starting: no owner
             new = self.store.apply(
                 task_id, life.Cancel(reason=Cancelled(), ended_at=now), expect_state=rec.state
             )
@@ -146,7 +147,7 @@ class OfflineQueue:
         from gputray.scheduler.queue.dependencies import failed_because_of
 
         rec = self.get(task_id)
-        if rec.state in PENDING_STATES or rec.state == "running":
+        if rec.state in PENDING_STATES or rec.state in ACTIVE_STATES:
             raise OfflineRefusal(refused.RetryIsForEnded(task_id=task_id, state=rec.state))
         new = self._requeue(rec, RequeuedByRequest())
         if new is None:

@@ -92,6 +92,7 @@ from gputray.scheduler.tasks.records import (
     TaskRecord,
     TaskSpec,
 )
+from gputray.scheduler.tasks.states import ACTIVE_STATES
 
 log = logging.getLogger(__name__)
 
@@ -306,8 +307,8 @@ class QueueService(DispatchPass):
         """Cancel a pending task, or stop a running one (its whole process tree); waits up to ~10 s for it."""
         with self._lock:
             rec = self.store.get(task_id)
-            if rec.state in PENDING_STATES or rec.state == "interrupted":
-                new = self.store.apply(
+            if rec.state in PENDING_STATES or rec.state in ("interrupted", "starting"):  # starting: its
+                new = self.store.apply(  # launch then finds the task cancelled and stops the job
                     task_id, life.Cancel(reason=c.Cancelled(), ended_at=self.clock()), expect_state=rec.state
                 )
                 if new is None:  # it just started: cancel the running job below
@@ -334,7 +335,7 @@ class QueueService(DispatchPass):
         automatic retries start afresh. Tasks it failed through ``after`` are queued again too."""
         with self._lock:
             rec = self.store.get(task_id)
-            if rec.state in PENDING_STATES or rec.state == "running":
+            if rec.state in PENDING_STATES or rec.state in ACTIVE_STATES:
                 raise TaskStateError(refused.RetryIsForEnded(task_id=task_id, state=rec.state))
             new = self._requeue(rec, c.RequeuedByRequest())
             if new is None:

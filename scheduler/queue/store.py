@@ -63,6 +63,7 @@ from typing import Any, cast
 import msgspec
 
 from gputray.scheduler.jobs.orphans import kill_orphan, kill_unrecorded_job
+from gputray.scheduler.queue.starting import requeue_unlaunched
 from gputray.scheduler.queue.store_errors import (
     StoreError,
     StoreFull,
@@ -617,7 +618,8 @@ class TaskStore:
     def recover_after_crash(
         self, *, kill_orphans: bool = True, skip: Collection[int] = ()
     ) -> builtins.list[Recovered]:
-        """Tasks left ``running`` → ``interrupted`` → requeued (with backoff) or failed by policy.
+        """Tasks left ``running`` → ``interrupted`` → requeued (with backoff) or failed by policy; tasks
+        left ``starting`` (no job began) → queued again as they stood (``starting``).
 
         Call once, from the owner, before dispatching. An orphaned job process still alive from the
         crashed owner (same pid *and* same start time) is killed with its children and process group
@@ -625,6 +627,8 @@ class TaskStore:
         environment (``GPUTRAY_TASK_ID`` and ``QUEUE_FILE_VAR``). Tasks in ``skip`` (the jobs the queue
         adopted from their supervisors) are left as they are.
         """
+        unlaunched = requeue_unlaunched(self, kill_orphans=kill_orphans, skip=skip)
+        out = [Recovered(rec, True, killed) for rec, killed in unlaunched]
         now = self.clock()
         with self._lock:
             # A task another machine runs (remote_id set) lives in that machine's queue: it went on
@@ -635,7 +639,7 @@ class TaskStore:
                 if r.id not in skip and r.remote_id is None
             ]
             if not stale:
-                return []
+                return out
             why = OwnerStopped()
             self.apply_many(
                 [(r.id, Interrupt(reason=why, ended_at=now)) for r in stale if r.state == "running"],
@@ -652,8 +656,8 @@ class TaskStore:
         return out
 
 
-UNFINISHED_STATES = frozenset({"queued", "waiting", "running", "interrupted"})
-_STATE_RANK = {"running": 0, "queued": 1, "waiting": 1, "interrupted": 1}
+UNFINISHED_STATES = frozenset({"queued", "waiting", "starting", "running", "interrupted"})
+_STATE_RANK = {"starting": 0, "running": 0, "queued": 1, "waiting": 1, "interrupted": 1}
 
 
 def display_order(rec: TaskRecord) -> tuple[int, int, float, int]:

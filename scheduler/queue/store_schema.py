@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gputray.scheduler.queue.store_errors import StoreError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def migrate_0_to_1(db: sqlite3.Connection) -> None:
@@ -100,6 +100,12 @@ def migrate_7_to_8(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE job_runs ADD COLUMN peak_bytes INTEGER")
 
 
+def migrate_8_to_9(db: sqlite3.Connection) -> None:
+    """A task's state may be ``starting`` (the owner launching its job: ``lifecycle.Starting``). No
+    column changes; the version says so, and a gputray that does not know the state refuses the file
+    (``schema_version_of``) instead of reading a row it cannot judge."""
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migrate_0_to_1,
     migrate_1_to_2,
@@ -109,6 +115,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     migrate_5_to_6,
     migrate_6_to_7,
     migrate_7_to_8,
+    migrate_8_to_9,
 ]
 
 

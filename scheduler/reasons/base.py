@@ -1,8 +1,6 @@
 """The base of every reason code (``reasons.codes``): a frozen, tagged msgspec Struct whose class name is its
 code on the wire and in the store."""
 
-from __future__ import annotations
-
 import msgspec
 
 

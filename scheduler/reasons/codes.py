@@ -16,8 +16,6 @@ Tense follows the task: ``render(reason, finished=True)`` for a task that has en
 ("ran on the CPU in place of Radeon 780M"), whoever recorded it and when.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 
 from gputray.scheduler.reasons.base import Code as Code
@@ -181,6 +179,9 @@ from gputray.scheduler.reasons.leaves import (
     SlotsTaken as SlotsTaken,
 )
 from gputray.scheduler.reasons.leaves import (
+    StartCutShort as StartCutShort,
+)
+from gputray.scheduler.reasons.leaves import (
     StartedBeforeEdit as StartedBeforeEdit,
 )
 from gputray.scheduler.reasons.leaves import (
@@ -223,20 +224,20 @@ from gputray.scheduler.reasons.leaves import (
 class Chain(Code, frozen=True):
     """Several reasons that hold at once, in order (each language joins them its own way)."""
 
-    parts: tuple[Reason, ...]
+    parts: "tuple[Reason, ...]"
 
 
 class Each(Code, frozen=True):
     """A list inside a reason (one per device …), joined as the language joins a list."""
 
-    parts: tuple[Reason, ...]
+    parts: "tuple[Reason, ...]"
 
 
 class OnDevice(Code, frozen=True):
     """``why`` about one device among several: "GeForce RTX 5060 Ti: running 'train.py'"."""
 
     device: str
-    why: Reason
+    why: "Reason"
 
 
 # -- why one device cannot take the task (placement) --------------------------------------------------
@@ -252,12 +253,12 @@ class FirstBusy(Code, frozen=True):
     """Its first choice (a device, or a preference such as "nvidia") is busy."""
 
     label: str
-    why: Reason
+    why: "Reason"
 
 
 class FirstCannot(Code, frozen=True):
     label: str
-    why: Reason
+    why: "Reason"
 
 
 class Redirected(Code, frozen=True):
@@ -266,35 +267,35 @@ class Redirected(Code, frozen=True):
     target: str
     to_cpu: bool
     waited_s: float | None
-    first: Reason
+    first: "Reason"
 
 
 class NoDeviceCanRun(Code, frozen=True):
-    why: tuple[Reason, ...]
+    why: "tuple[Reason, ...]"
 
 
 class GaveUp(Code, frozen=True):
     waited_s: float
     label: str | None
-    why: Reason
+    why: "Reason"
 
 
 class WaitingFor(Code, frozen=True):
     label: str
-    why: Reason
+    why: "Reason"
 
 
 class WaitingForAny(Code, frozen=True):
     """Waiting for whichever device frees first; ``why`` is one ``OnDevice`` per device."""
 
-    why: tuple[Reason, ...]
+    why: "tuple[Reason, ...]"
 
 
 class Unestimated(Code, frozen=True):
     """``prefer`` asked for an estimate this job's family does not have yet; ``then`` is the rest."""
 
     prefer: str
-    then: Reason
+    then: "Reason"
 
 
 # -- a job's start and end (queue/job_runs.py, store's retry policy, start_backoff) -------------------
@@ -303,14 +304,14 @@ class Unestimated(Code, frozen=True):
 class RetryPlanned(Code, frozen=True):
     """After ``why``: retry ``n`` of ``total`` in ``delay_s`` (0: at once, ``total - n + 1`` left)."""
 
-    why: Reason
+    why: "Reason"
     n: int
     total: int
     delay_s: float
 
 
 class NoRetriesLeft(Code, frozen=True):
-    why: Reason
+    why: "Reason"
 
 
 # -- dependencies (queue/dependencies.py) --------------------------------------------------------------
@@ -320,7 +321,7 @@ class DependencyFailed(Code, frozen=True):
     """A task it waits for failed or was cancelled (``why``: that task's own reason, if it had one)."""
 
     dep: DepState
-    why: Reason | None = None
+    why: "Reason | None" = None
 
 
 # -- the cluster (cluster/bridge.py, cluster/link.py) ----------------------------------------------------
@@ -330,7 +331,7 @@ class Sending(Code, frozen=True):
     """Being handed to another machine; ``why`` it goes there (None: its first choice)."""
 
     machine: str
-    why: Reason | None = None
+    why: "Reason | None" = None
     not_here: bool = False  # placed here first, but it could not start here
 
 
@@ -339,7 +340,7 @@ class OnMachine(Code, frozen=True):
 
     machine: str
     remote_id: int | None
-    why: Reason | None = None
+    why: "Reason | None" = None
 
 
 # -- what a queue event says (``QueueEvent.message``: the tray's notifications, the owner's log) -------
@@ -349,7 +350,7 @@ class Named(Code, frozen=True):
     """``why`` about the task ``name`` (on ``machine``, in a cluster): "train.py: exited with status 1"."""
 
     name: str
-    why: Reason
+    why: "Reason"
     machine: str | None = None
 
 
@@ -400,6 +401,7 @@ Reason = (
     | Cancelled
     | LostWhileRunning
     | OwnerStopped
+    | StartCutShort
     | SupervisorKilled
     | Leftovers
     | OutputLost

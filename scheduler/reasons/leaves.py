@@ -3,8 +3,6 @@ the ones that nest and the ``Reason`` union over both; import them from there (`
 these). Split from ``codes`` to keep each module small; a new reason goes in whichever fits.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 import msgspec
@@ -246,6 +244,7 @@ class JobResumed(Code, frozen=True):
     problem: str | None = None
     for_task: int | None = None  # it was paused for this task (priority ``priority``)
     priority: int = 0
+    app: str | None = None  # it was paused while this exclusive app (a game) used its GPU
 
 
 class DemoOnCpu(Code, frozen=True):
@@ -279,6 +278,12 @@ class OwnerStopped(Code, frozen=True):
     """gputray stopped while it ran."""
 
     stopped_leftover: bool = False  # its leftover process was stopped
+
+
+class StartCutShort(Code, frozen=True):
+    """gputray stopped after it chose the task to start and before its job began: queued again."""
+
+    stopped_leftover: bool = False  # a process carrying its marks was stopped
 
 
 class SupervisorKilled(Code, frozen=True):

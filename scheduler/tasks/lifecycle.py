@@ -7,8 +7,12 @@ asks the step for its columns and writes them in one transaction. Nobody writes 
 
     queued ─┬─ Wait ──────────► waiting ─┐    (PlaceHere, HandOver, Handed, TakeBack: the cluster's
             │                            │     hand-over keeps a task pending here)
-            ├─ Start / Adopt ◄───────────┤
+            ├─ Starting ◄────────────────┤
             ▼                            │
+         starting ── NotLaunched (owner stopped before its job began) ──► queued
+            │  ├── CouldNotStart ─────► failed;  Wait (no resource now) ─► waiting;  Cancel
+            ├─ Start / Adopt (also from pending: an adopted job)
+            ▼
          running ── Launched (its pid) ──┤
             │  ├── Succeed ────────────► succeeded ─┐
             │  ├── RetryOrFail ────────► queued | failed (retries left, or none)
@@ -17,9 +21,12 @@ asks the step for its columns and writes them in one transaction. Nobody writes 
             │                                       │
     Fail, CouldNotStart (pending → failed)          └── Requeue (``retry`` by hand) ─► queued
 
-There is no ``starting`` state on disk: a start is one step (``Start``) written once the job's
-process exists (a start that fails is ``CouldNotStart``, from the pending state it was chosen in),
-so nobody ever sees a half-started row. A task another machine runs (the cluster) moves through
+``starting`` is on disk: the owner writes ``Starting`` once it commits to a launch, before the job's
+process exists, and ``Start`` (running, with the pid) once it does. An owner that stops in between
+leaves ``starting``; its successor adopts the job if the job's run file says it began (``Adopt``),
+else stops whatever carries the task's marks and queues it again (``NotLaunched``): never lost, never
+run twice. A start that fails is ``CouldNotStart`` (failed), or ``Wait`` for a resource lacking now.
+A task another machine runs (the cluster) moves through
 ``HandOver`` (sending) → ``Handed`` (its id there) → ``RemoteRun`` (what it does there; the
 ``RemoteMark`` bookkeeping) → back with ``TakeBack`` or ``LostThere`` (that machine left): those
 steps are in ``cluster_steps.py`` beside this module, on this module's table and ``Step``.
@@ -71,6 +78,7 @@ Position = Annotated[float, Meta(ge=-(2.0**53), le=2.0**53)]
 MAX_BACKOFF_S = 3600.0  # the doubling backoff stops growing here (retry 8 of a 30 s backoff would wait 2 h)
 
 PENDING: frozenset[TaskState] = frozenset({"queued", "waiting"})
+STARTING: frozenset[TaskState] = frozenset({"starting"})
 ENDED: frozenset[TaskState] = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
 ANY_STATE: frozenset[TaskState] = frozenset(cast("tuple[TaskState, ...]", STATES))
 
@@ -78,8 +86,9 @@ ANY_STATE: frozenset[TaskState] = frozenset(cast("tuple[TaskState, ...]", STATES
 #: ``running → waiting`` and ``queued/waiting → succeeded`` are the cluster's only (``RemoteRun``): a
 #: task run elsewhere was queued again there, or ran and ended there between two looks.
 EDGES: Mapping[TaskState, frozenset[TaskState]] = {
-    "queued": frozenset({"queued", "waiting", "running", "succeeded", "failed", "cancelled"}),
-    "waiting": frozenset({"queued", "waiting", "running", "succeeded", "failed", "cancelled"}),
+    "queued": frozenset({"queued", "waiting", "starting", "running", "succeeded", "failed", "cancelled"}),
+    "waiting": frozenset({"queued", "waiting", "starting", "running", "succeeded", "failed", "cancelled"}),
+    "starting": frozenset({"starting", "running", "queued", "waiting", "failed", "cancelled"}),
     "running": frozenset({"running", "waiting", "queued", "succeeded", "failed", "cancelled", "interrupted"}),
     "interrupted": frozenset({"interrupted", "queued", "failed", "cancelled"}),
     "succeeded": frozenset({"succeeded", "queued"}),
@@ -238,9 +247,10 @@ def retries_left(row: Row) -> bool:
 
 class Wait(Step, frozen=True, tag="wait"):
     """A pending task waits, saying why (and how often a later task overtook it). Writes only what
-    differs (the dispatcher says it again every pass)."""
+    differs (the dispatcher says it again every pass). From ``starting``: its launch lacked a resource
+    for now (processes, files, memory) and is tried again later."""
 
-    SOURCES = PENDING
+    SOURCES = PENDING | STARTING
     reason: Reason
     overtakes: Count | None = None
 
@@ -251,6 +261,8 @@ class Wait(Step, frozen=True, tag="wait"):
         cols: Columns = {}
         if row.state != "waiting":
             cols["state"] = "waiting"
+        if row.state == "starting":
+            cols["device"] = None  # the device it was launching on is not its any more
         if row.reason != self.reason:
             cols["reason"] = self.reason
         if self.overtakes is not None and self.overtakes != row.overtakes:
@@ -258,11 +270,41 @@ class Wait(Step, frozen=True, tag="wait"):
         return cols
 
 
-class Start(Step, frozen=True, tag="start"):
-    """Its job's process exists (``pid``; None: its supervisor died as it started, and the retry
-    policy follows at once): running, attempt ``attempts``."""
+class Starting(Step, frozen=True, tag="starting"):
+    """The owner commits to launching it on ``device``, before the job's process exists: a crash from
+    here to ``Start`` leaves ``starting`` on disk, judged by the next owner (``NotLaunched``/``Adopt``)."""
 
     SOURCES = PENDING
+    device: Text
+
+    def to(self, row: Row) -> TaskState:
+        return "starting"
+
+    def columns(self, row: Row) -> Columns:
+        return {"state": "starting", "device": self.device}
+
+
+class NotLaunched(Step, frozen=True, tag="not_launched"):
+    """Left ``starting`` by an owner that stopped before its job began (no run file: the job never
+    ran): queued again where it stood, its attempts as they were (none was made)."""
+
+    SOURCES = STARTING
+    reason: Reason
+    now: Seconds
+
+    def to(self, row: Row) -> TaskState:
+        return "queued"
+
+    def columns(self, row: Row) -> Columns:
+        return {"state": "queued", "reason": self.reason, "device": None, "queued_at": self.now}
+
+
+class Start(Step, frozen=True, tag="start"):
+    """Its job's process exists (``pid``; None: its supervisor died as it started, and the retry
+    policy follows at once): running, attempt ``attempts``. From pending too: a start recorded in
+    one step (the cluster's, tests')."""
+
+    SOURCES = PENDING | STARTING
     device: Text
     env: Text | None
     reason: Reason | None
@@ -300,7 +342,7 @@ class CouldNotStart(Step, frozen=True, tag="could_not_start"):
     """The start it was chosen for could not be prepared or launched: failed, with what it would have
     run as (device, attempt, log) and why."""
 
-    SOURCES = PENDING
+    SOURCES = PENDING | STARTING
     start: Start
     reason: Reason
     ended_at: Seconds
@@ -319,7 +361,7 @@ class CouldNotStart(Step, frozen=True, tag="could_not_start"):
 class Adopt(Step, frozen=True, tag="adopt"):
     """A job an earlier owner started (its run file says so) before it marked the task running."""
 
-    SOURCES = PENDING
+    SOURCES = PENDING | STARTING
     device: Text
     attempts: Count
     started_at: Seconds
@@ -412,7 +454,7 @@ class Fail(Step, frozen=True, tag="fail"):
 class Cancel(Step, frozen=True, tag="cancel"):
     """Cancelled: pending, left interrupted, or its job stopped (``end``: how that job ended)."""
 
-    SOURCES = frozenset({"queued", "waiting", "interrupted", "running"})
+    SOURCES = frozenset({"queued", "waiting", "starting", "interrupted", "running"})
     reason: Reason
     ended_at: Seconds
     end: JobEnd | None = None

@@ -2,8 +2,6 @@
 ``replies.TaskView``; its own module so that a client decoding a queue listing does not load the task
 model (``tasks.records`` re-exports it)."""
 
-from __future__ import annotations
-
 import msgspec
 
 

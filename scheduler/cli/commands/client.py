@@ -31,7 +31,7 @@ from gputray.scheduler.replies import Paused, Submitted
 __all__ = ["EXIT_NO_OWNER", "EXIT_REFUSED", "EXIT_USAGE", "format_tasks"]
 
 
-STATES_HELP = "states: queued, waiting, running, succeeded, failed, cancelled, interrupted"
+STATES_HELP = "states: queued, waiting, starting, running, succeeded, failed, cancelled, interrupted"
 
 
 def ask(request: Request[R]) -> R:

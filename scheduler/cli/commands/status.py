@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gputray.monitor.readings_text import extra_parts
-from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.units import DASH, format_number, format_pair
 from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
@@ -31,6 +30,7 @@ from gputray.scheduler.paths import app_paths
 if TYPE_CHECKING:  # the monitor itself loads only where this command reads the GPUs itself
     from gputray.monitor.monitor import Monitor
     from gputray.monitor.records import DeviceReading, Snapshot
+    from gputray.monitor.scenario import ScenarioError
     from gputray.scheduler.cluster_port import DeviceLine
     from gputray.scheduler.replies import StatusReply
 
@@ -279,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
             first = _owner_snapshot(client)
             if first is not None:
                 return _show_and_watch(first, next_snap, args)
-        except ScenarioError as exc:
+        except _scenario_error() as exc:
             return error(str(exc), EXIT_REFUSED)
         finally:
             client.close()
@@ -287,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
                 monitor.stop()
     try:
         monitor = monitor_from_args(args)
-    except ScenarioError as exc:
+    except _scenario_error() as exc:
         return error(str(exc), EXIT_REFUSED)
     try:
         monitor.sample_once()
@@ -295,3 +295,11 @@ def run(args: argparse.Namespace) -> int:
         return _show_and_watch(monitor.sample_once(), monitor.sample_once, args)
     finally:
         monitor.stop()
+
+
+def _scenario_error() -> type[ScenarioError]:
+    """A bad ``--demo-scenario`` file's error, looked up only when something went wrong (an ``except``
+    clause's class is evaluated then): the scenario reader is not loaded for an owner's snapshot."""
+    from gputray.monitor.scenario import ScenarioError
+
+    return ScenarioError

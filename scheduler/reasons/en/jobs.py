@@ -30,6 +30,7 @@ def _job_resumed(r: c.JobResumed, s: Say) -> str:
         if r.by_you
         else ""
     )
+    by = f"while {r.app} used its GPU " if r.app is not None else by
     text = f"paused {by}at {s.clock(r.paused_at_s, False)}; resumed {s.clock(r.at_s, False)}"
     problem = _aside(s.text(r.problem), "cuda-checkpoint could not restore it: ") if r.problem else ""
     return text + problem
@@ -72,6 +73,13 @@ def _lost_while_running(r: c.LostWhileRunning, s: Say) -> str:
 def _owner_stopped(r: c.OwnerStopped, s: Say) -> str:
     return "interrupted: gputray stopped while it ran" + (
         " (its leftover process was stopped)" if r.stopped_leftover else ""
+    )
+
+
+@says(c.StartCutShort)
+def _start_cut_short(r: c.StartCutShort, s: Say) -> str:
+    return "queued again: gputray stopped as it was starting the job, before the job began" + (
+        " (a leftover process was stopped)" if r.stopped_leftover else ""
     )
 
 

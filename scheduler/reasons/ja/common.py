@@ -36,6 +36,7 @@ def _flat(text: str) -> str:
 _STATES = {
     "queued": "キュー内",
     "waiting": "待機中",
+    "starting": "起動中",
     "running": "実行中",
     "succeeded": "成功",
     "failed": "失敗",

@@ -24,6 +24,7 @@ def _job_paused(r: c.JobPaused, s: Say) -> str:
 @says(c.JobResumed)
 def _job_resumed(r: c.JobResumed, s: Say) -> str:
     who = f"#{r.for_task}（優先度 {r.priority}）のため " if r.for_task is not None else ""
+    who = f"{r.app} が GPU を使っていたため " if r.app is not None else who
     text = f"{who}{s.clock(r.paused_at_s, False)} に一時停止、{s.clock(r.at_s, False)} に再開"
     return text + (f"。cuda-checkpoint で復元できませんでした: {s.text(r.problem)}" if r.problem else "")
 
@@ -61,6 +62,13 @@ def _lost_while_running(r: c.LostWhileRunning, s: Say) -> str:
 @says(c.OwnerStopped)
 def _owner_stopped(r: c.OwnerStopped, s: Say) -> str:
     return "中断: 実行中に gputray が終了しました" + (
+        "（残っていたプロセスを停止しました）" if r.stopped_leftover else ""
+    )
+
+
+@says(c.StartCutShort)
+def _start_cut_short(r: c.StartCutShort, s: Say) -> str:
+    return "再キュー: ジョブの開始前に gputray が終了しました" + (
         "（残っていたプロセスを停止しました）" if r.stopped_leftover else ""
     )
 

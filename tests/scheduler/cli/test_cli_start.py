@@ -43,6 +43,7 @@ QUEUE_MODULES = {
     "gputray.scheduler",
     "gputray.scheduler.console",
     "gputray.scheduler.paths",
+    "gputray.scheduler.paths_cache",
     "gputray.scheduler.lazy_import",
     "gputray.scheduler.protocol",
     "gputray.scheduler.replies",
@@ -95,6 +96,7 @@ NEVER_FOR_QUEUE = {
     "hashlib",
     "psutil",
     "tomllib",
+    "ctypes",  # the tray's singletons are made immortal when Qt loads, not when the CLI does
 }
 #: Every module the process holds, the interpreter's own start included (~150 when this was written;
 #: ~220 before): a bound, so that a new import on this path is a decision, not an accident. +10: the English
@@ -173,3 +175,136 @@ def test_the_owner_loads_the_lazy_names_before_it_serves() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     bound, _, left = done.stdout.strip().partition(" ")
     assert int(bound) > 0 and left == "[]"
+
+
+#: Every other command that talks to the owner, as a person types it (``{id}``: a task the owner holds),
+#: with the modules of ours it loads beyond `queue`'s: its command module and what its reply names.
+SUBMITS = {
+    "gputray.scheduler.cli.commands.submit",
+    "gputray.scheduler.cli.interrupts",
+    "gputray.scheduler.tasks.keys",
+    "gputray.scheduler.tasks.records",  # the task file read into a TaskSpec
+}
+CONTROL = {"gputray.scheduler.cli.commands.control"}
+COMMANDS: dict[str, tuple[list[str], set[str]]] = {
+    "queue --json": (["queue", "--json"], set()),
+    "submit --task FILE": (["submit", "--task", "{file}"], SUBMITS),
+    "run": (["run", "--", "true"], SUBMITS),
+    "edit": (
+        ["edit", "{id}", "--priority", "5"],
+        SUBMITS | {"gputray.scheduler.cli.commands.edit", "gputray.scheduler.tasks.spelling"},
+    ),
+    "move": (["move", "{id}", "--top"], SUBMITS | {"gputray.scheduler.cli.commands.edit"}),
+    "cancel": (["cancel", "{id}"], CONTROL),
+    "retry": (["retry", "{id}"], CONTROL | {"gputray.scheduler.tasks.records"}),
+    "cancel again": (["cancel", "{id}"], CONTROL),
+    "wait (ended)": (
+        ["wait", "{id}"],
+        {"gputray.scheduler.cli.commands.wait", "gputray.scheduler.tasks.records"},
+    ),
+    "logs": (["logs", "{id}"], set()),
+    "remove": (["remove", "{id}"], {"gputray.scheduler.cli.commands.tidy"} | CONTROL),
+    "resume": (["resume"], CONTROL),
+    "pause": (["pause"], CONTROL),
+    "schedule list": (
+        ["schedule", "list"],
+        {"gputray.scheduler.cli.commands.schedule", "gputray.scheduler.tasks.records"},
+    ),
+    "status": (
+        ["status"],
+        {
+            "gputray.scheduler.cli.commands.status",
+            "gputray.scheduler.cluster_records",
+            "gputray.scheduler.resident_words",
+            "gputray.monitor.records",  # the owner's Snapshot, what `status` prints
+            "gputray.monitor.readings_text",
+            "gputray.monitor.pcie",
+            "gputray.monitor.sysfs",
+            "gputray.monitor.residents",
+            "gputray.monitor.resident_kinds",
+            "gputray.monitor.resident_ports",
+            "gputray.monitor.proc_name",
+        },
+    ),
+}
+#: Never for a command that asks the owner: the queue's store, the monitor's backends, Qt, the resident
+#: APIs' HTTP client, and what the owner runs with (threads, logging, psutil, SQLite).
+NEVER_FOR_A_CLIENT = {
+    "gputray.scheduler.queue",
+    "gputray.scheduler.owner",
+    "gputray.monitor.monitor",
+    "gputray.monitor.resident_api",
+    "gputray.monitor.scenario",
+    "PySide6",
+    "ctypes",
+    "psutil",
+    "sqlite3",
+    "logging",
+    "threading",
+    "urllib.request",
+    "subprocess",
+}
+#: The most modules any of them holds (`queue`'s bound plus what a TaskSpec or a Snapshot costs:
+#: ``dataclasses`` and the ``inspect`` it imports, ~15 modules).
+MAX_CLIENT_MODULES = 185
+
+
+def test_every_command_that_asks_the_owner_loads_only_what_it_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = home_paths(tmp_path, monkeypatch)
+    task_file = tmp_path / "task.toml"
+    task_file.write_text('name = "guarded"\nkind = "command"\nargv = ["true"]\n')
+    wrong: dict[str, str] = {}
+    with running_owner(paths) as owner:
+        owner.handle(rq.Pause())  # nothing starts: each command finds the task where it expects it
+        task = owner.handle(rq.Run(argv=["true"], name="guarded")).tasks[0]
+        for name, (words, extra) in COMMANDS.items():
+            args = [w.format(id=task.id, file=task_file) for w in words]
+            loaded, done = imported_by(args, tmp_path / "home")
+            ours = {m for m in loaded if m.startswith("gputray")}
+            if done.returncode != (1 if name == "wait (ended)" else 0):  # wait: the task was cancelled
+                wrong[name] = f"exit {done.returncode}: {done.stderr[:500]}"
+            elif ours - QUEUE_MODULES - extra:
+                wrong[name] = f"loads more of gputray: {sorted(ours - QUEUE_MODULES - extra)}"
+            elif loaded & NEVER_FOR_A_CLIENT:
+                wrong[name] = f"loads {sorted(loaded & NEVER_FOR_A_CLIENT)}"
+            elif len(loaded) > MAX_CLIENT_MODULES:
+                wrong[name] = f"{len(loaded)} modules (at most {MAX_CLIENT_MODULES})"
+    assert wrong == {}
+
+
+def test_a_command_finds_the_folders_platformdirs_gave_an_earlier_one(tmp_path: Path) -> None:
+    """Without GPUTRAY_HOME the folders are platformdirs' answer; the first command remembers it in the
+    private runtime folder (``paths_cache``) and the next one reads it back without importing
+    platformdirs (~5 ms), the same answer. Another XDG folder is another answer, asked again."""
+    runtime = tmp_path / "xdg-run"
+    runtime.mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k != "GPUTRAY_HOME" and not k.startswith("XDG_")}
+    env |= {"XDG_RUNTIME_DIR": str(runtime), "XDG_DATA_HOME": str(tmp_path / "data")}
+    probe = (
+        "import sys\n"
+        "from gputray.scheduler.paths import app_paths\n"
+        "print(repr(app_paths()), 'platformdirs' in sys.modules)\n"
+    )
+
+    def folders(extra: dict[str, str] | None = None) -> tuple[str, bool]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            env=env | (extra or {}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        said, _, imported = done.stdout.strip().rpartition(" ")
+        return said, imported == "True"
+
+    first, asked_first = folders()
+    second, asked_second = folders()
+    assert asked_first and not asked_second
+    assert first == second and str(tmp_path / "data" / "gputray") in first
+    (runtime / "gputray-paths").chmod(0o666)  # writable by others: not trusted, asked again
+    assert folders() == (first, True)
+    moved, asked = folders({"XDG_DATA_HOME": str(tmp_path / "elsewhere")})
+    assert asked and str(tmp_path / "elsewhere" / "gputray") in moved

@@ -455,7 +455,7 @@ def test_a_schema_1_file_is_read_as_it_is_and_migrated_by_the_owner(tmp_path: Pa
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     store = TaskStore(db)  # the owner: migrated, the row kept
-    assert store.schema_version == SCHEMA_VERSION == 8
+    assert store.schema_version == SCHEMA_VERSION == 9
     assert store.get(saved.id).attempts == 2 and store.get(saved.id).exit_code == 3
     assert store.get(saved.id).machine is None and store.get(saved.id).remote_id is None
     assert store.get(saved.id).energy_j is None and store.get(saved.id).energy_shared is False

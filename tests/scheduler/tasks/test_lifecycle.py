@@ -26,6 +26,8 @@ START = life.Start(device="cpu", env=None, reason=None, attempts=1, started_at=2
 #: One of every step, built for the row it is applied to.
 STEPS: dict[str, Callable[[TaskRecord], life.Step]] = {
     "wait": lambda r: life.Wait(reason=Said(text="busy"), overtakes=r.overtakes + 1),
+    "starting": lambda r: life.Starting(device="cpu"),
+    "not_launched": lambda r: life.NotLaunched(reason=Said(text="queued again: cut short"), now=6.0),
     "start": lambda r: life.Start(
         device="cpu", env=None, reason=None, attempts=r.attempts + 1, started_at=2.0, log_path="", pid=4242
     ),
@@ -164,9 +166,9 @@ def test_random_operations_leave_only_histories_the_table_allows(
                     store = TaskStore(db, clock=lambda: 10.0)
                     assert store.get(task_id) == before
                     continue
-                if what == "recover":  # the owner's start after a crash: running → interrupted → policy
-                    store.recover_after_crash(kill_orphans=False)
-                    left = [r for r in store.list(states=("running",)) if r.remote_id is None]
+                if what == "recover":  # the owner's start after a crash: running → interrupted → policy,
+                    store.recover_after_crash(kill_orphans=False)  # starting (no job began) → queued
+                    left = [r for r in store.list(states=("running", "starting")) if r.remote_id is None]
                     assert left == []  # those another machine runs go on there
                     continue
                 expect = (
