@@ -17,12 +17,13 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from gputray.gui import i18n
 from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
-from gputray.scheduler.client.words import ENDED_STATES, Say, Worded, catalogue, render, render_all
+from gputray.scheduler.client.words import ENDED_STATES, Code, Say, Worded, catalogue, render, render_all
 
 
 @dataclass(frozen=True)
@@ -71,26 +72,6 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)")),
     _t(tr_noop("Upscale a video ×2 with ffmpeg's Vulkan scaler")),
     _t(tr_noop("Benchmark a GGUF model with llama.cpp on Vulkan")),
-    # scheduler/config.py: a config file's problems (the banner, `gputray config`); {allowed} in words
-    _t(tr_noop("{source}: {key} = {value} is not {allowed}; using {default}"), "allowed"),
-    _t(tr_noop("{source}: {key} = {value} is not {allowed}; left unset"), "allowed"),
-    _t(tr_noop("{source}: {key} = {value} is not {allowed}; ignored"), "allowed"),
-    _t(tr_noop("{source}: unknown key {key} (did you mean {suggestion}?); ignored")),
-    _t(tr_noop("{source}: unknown key {key} (known: {known}); ignored")),
-    _t(tr_noop("{source}: [{key}] must be a table, not {value}; using the defaults")),
-    _t(tr_noop("{source}: two environments are named {name}; names must be unique")),
-    _t(tr_noop("{source}: [devices] must be a table of [devices.<name>] tables, not {value}")),
-    _t(tr_noop("{source}: devices.{name} must be a table like `slots = 2`, not {value}")),
-    _t(tr_noop("{source}: env must be written as [[env]] tables")),
-    _t(tr_noop("a number in {low} … {high}")),
-    _t(tr_noop("a whole number in {low} … {high}")),
-    _t(tr_noop("a number")),
-    _t(tr_noop("a whole number")),
-    _t(tr_noop("one of {values}")),
-    _t(tr_noop("text")),
-    _t(tr_noop("true or false")),
-    _t(tr_noop("a list of text")),
-    _t(tr_noop("a table of true/false values")),
     # scheduler/owner.py
     _t(tr_noop("the gputray owner is still starting; try again")),
     _t(tr_noop("the gputray owner is stopping")),
@@ -250,14 +231,20 @@ def _fill(template: Template, m: re.Match[str], depth: int) -> str:
 @dataclass(frozen=True)
 class Note:
     """A sentence kept untranslated until shown (the demo banner, a start-up error), so it follows a
-    language switch. ``values`` are filled in; those from the queue are translated as messages."""
+    language switch. ``values`` are filled in: a code (a config problem …) worded in the language shown,
+    text translated as a message."""
 
     source: str
-    values: tuple[tuple[str, str], ...] = ()
+    values: tuple[tuple[str, str | Code], ...] = ()
     count: int | None = None  # a sentence about this many things: Qt's plural forms (``%n``, ``trn``)
 
     def text(self) -> str:
-        filled = {k: translate(v) for k, v in self.values}
+        def shown(value: str | Code) -> str:
+            if isinstance(value, str):
+                return translate(value)
+            return render(_worded(value), i18n.current_language())
+
+        filled = {k: shown(v) for k, v in self.values}
         said = tr(self.source) if self.count is None else trn(self.source, self.count)
         try:
             return said.format(**filled)
@@ -265,13 +252,22 @@ class Note:
             return self.source.format(**filled)
 
 
+def _worded(code: Code) -> Worded:
+    """A code a Note holds: every code is a kind the catalogues word (``Worded``)."""
+    return cast("Worded", code)
+
+
+def _kept(value: object) -> str | Code:
+    return value if isinstance(value, Code) else str(value)
+
+
 def note(source: str, **values: object) -> Note:
-    return Note(source, tuple((k, str(v)) for k, v in values.items()))
+    return Note(source, tuple((k, _kept(v)) for k, v in values.items()))
 
 
 def counted_note(source: str, count: int, **values: object) -> Note:
     """A note about ``count`` things (``%n`` in ``source``), in the plural form the count takes."""
-    return Note(source, tuple((k, str(v)) for k, v in values.items()), count)
+    return Note(source, tuple((k, _kept(v)) for k, v in values.items()), count)
 
 
 def reading_words() -> Words:

@@ -174,7 +174,10 @@ class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
         if self.config_error is not None:
             return [note(CONFIG_NOTE, error=self.config_error)]
         problems = self.config.problems
-        return [counted_note(CONFIG_PROBLEMS_NOTE, len(problems), first=problems[0])] if problems else []
+        if not problems:
+            return []
+        first = problems[0].said or problems[0].message  # a code: worded in the language shown
+        return [counted_note(CONFIG_PROBLEMS_NOTE, len(problems), first=first)]
 
     def notice_text(self) -> str:
         """The panel's banner, in the current language: no tray, no GPU (demo), start-up problems."""

@@ -36,6 +36,8 @@ from gputray.scheduler.paths import app_paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.pyenvs.record import KEYS as ENV_KEYS
 from gputray.scheduler.pyenvs.record import EnvError, PythonEnv, parse_env
+from gputray.scheduler.reasons import config_codes as said_as
+from gputray.scheduler.reasons.config_codes import ConfigSaid
 from gputray.scheduler.resident_config import ResidentsConfig, parse_residents
 
 log = logging.getLogger("gputray.config")
@@ -146,11 +148,19 @@ class MetricsSection:
 @dataclass(frozen=True)
 class ConfigProblem:
     key: str  # "thresholds.temp_limit_c", "devices.780m.slots", "env", "gui.langauge"
-    message: str  # names the file, the key, the value and what is allowed
+    message: str  # names the file, the key, the value and what is allowed (English)
     unknown: bool = False  # a key gputray does not know (ignored), not a bad value
+    said: ConfigSaid | None = None  # the problem as a code (``reasons/config_codes``), for the tray to word
 
     def __str__(self) -> str:
         return self.message
+
+
+def _problem(key: str, said: ConfigSaid, unknown: bool = False) -> ConfigProblem:
+    """A problem made as a code, with its English words."""
+    from gputray.scheduler.reasons.render import render
+
+    return ConfigProblem(key, render(said), unknown, said)
 
 
 @dataclass(frozen=True)
@@ -246,8 +256,11 @@ def read_config(path: Path | None = None) -> Config:
         kept = {k: v for k, v in notifications.items() if isinstance(v, bool)}
         for kind, value in notifications.items():
             if kind not in kept:
-                message = f"{source}: gui.notifications.{kind} = {_toml(value)} is not true or false; ignored"
-                problems.append(ConfigProblem(f"gui.notifications.{kind}", message))
+                key = f"gui.notifications.{kind}"
+                bad = said_as.BadValue(
+                    source=source, key=key, value=_toml(value), allowed=said_as.TrueFalse(), then="ignored"
+                )
+                problems.append(_problem(key, bad))
         raw = {**raw, "gui": {**raw["gui"], "notifications": kept}}
     config = Config(
         source,
@@ -297,9 +310,7 @@ _AT_FIELD = re.compile(r" - at `\$\.([^.\[`]+)")
 def _section(table: object, kind: type[T], key: str, source: str, problems: list[ConfigProblem]) -> T:
     """One table converted to its dataclass; each bad value reported and left to its default."""
     if not isinstance(table, dict):
-        problems.append(
-            ConfigProblem(key, f"{source}: [{key}] must be a table, not {_toml(table)}; using the defaults")
-        )
+        problems.append(_problem(key, said_as.NotATable(source=source, key=key, value=_toml(table))))
         return kind()
     info = msgspec.inspect.type_info(kind)
     assert isinstance(info, msgspec.inspect.DataclassType)
@@ -316,14 +327,16 @@ def _section(table: object, kind: type[T], key: str, source: str, problems: list
             name = at.group(1)
             bad = values.pop(name)
             default = getattr(kind(), name)
-            allowed = _allowed(known[name].type) or str(exc).partition(" - at")[0]
-            problems.append(
-                ConfigProblem(
-                    f"{key}.{name}",
-                    f"{source}: {key}.{name} = {_toml(bad)} is not {allowed}; "
-                    + ("left unset" if default is None else f"using {_toml(default)}"),
-                )
+            allowed = _allowed(known[name].type) or said_as.CheckSaid(text=str(exc).partition(" - at")[0])
+            said = said_as.BadValue(
+                source=source,
+                key=f"{key}.{name}",
+                value=_toml(bad),
+                allowed=allowed,
+                then="unset" if default is None else "default",
+                default=None if default is None else _toml(default),
             )
+            problems.append(_problem(f"{key}.{name}", said))
 
 
 def _metrics_section(metrics: MetricsSection, source: str, problems: list[ConfigProblem]) -> MetricsSection:
@@ -381,24 +394,30 @@ def _toml(value: object) -> str:
     return str(value)
 
 
-def _allowed(t: msgspec.inspect.Type) -> str:
-    """What a field takes, in words: "a number in 20 … 150", "text", "true or false" …"""
-    if isinstance(t, msgspec.inspect.FloatType | msgspec.inspect.IntType):
-        what = "a number" if isinstance(t, msgspec.inspect.FloatType) else "a whole number"
-        if t.ge is not None and t.le is not None:
-            return f"{what} in {t.ge:g} … {t.le:g}" if what == "a number" else f"{what} in {t.ge} … {t.le}"
-        return what
-    if isinstance(t, msgspec.inspect.LiteralType):
-        return "one of " + ", ".join(f'"{v}"' for v in t.values)
+def _allowed(t: msgspec.inspect.Type) -> said_as.Allowed | None:
+    """What a field takes ("a number in 20 … 150", "text", "true or false" …); None: no words of ours."""
     if isinstance(t, msgspec.inspect.UnionType):
-        return " or ".join(a for a in map(_allowed, t.types) if a)
-    words = {
-        msgspec.inspect.StrType: "text",
-        msgspec.inspect.BoolType: "true or false",
-        msgspec.inspect.ListType: "a list of text",
-        msgspec.inspect.DictType: "a table of true/false values",
+        parts = tuple(a for a in map(_takes, t.types) if a is not None)
+        return said_as.EitherOf(parts=parts) if parts else None
+    return _takes(t)
+
+
+def _takes(t: msgspec.inspect.Type) -> said_as.SimplyAllowed | None:
+    if isinstance(t, msgspec.inspect.FloatType | msgspec.inspect.IntType):
+        whole = isinstance(t, msgspec.inspect.IntType)
+        if t.ge is not None and t.le is not None:
+            low, high = (str(t.ge), str(t.le)) if whole else (f"{t.ge:g}", f"{t.le:g}")
+            return said_as.NumberIn(whole=whole, low=low, high=high)
+        return said_as.NumberIn(whole=whole)
+    if isinstance(t, msgspec.inspect.LiteralType):
+        return said_as.OneOf(values=tuple(f'"{v}"' for v in t.values))
+    words: dict[type, said_as.SimplyAllowed] = {
+        msgspec.inspect.StrType: said_as.TextValue(),
+        msgspec.inspect.BoolType: said_as.TrueFalse(),
+        msgspec.inspect.ListType: said_as.ListOfText(),
+        msgspec.inspect.DictType: said_as.TableOfBools(),
     }
-    return words.get(type(t), "")
+    return words.get(type(t))
 
 
 def _unknown_keys(
@@ -409,22 +428,21 @@ def _unknown_keys(
         if name in known:
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f"did you mean {prefix}{close[0]}?" if close else f"known: {', '.join(known)}"
-        message = f"{source}: unknown key {prefix}{name} ({hint}); ignored"
-        problems.append(ConfigProblem(prefix + name, message, unknown=True))
+        suggestion = f"{prefix}{close[0]}" if close else None
+        said = said_as.UnknownKey(source=source, key=prefix + name, suggestion=suggestion, known=known)
+        problems.append(_problem(prefix + name, said, unknown=True))
 
 
 def _device_slots(table: object, source: str, problems: list[ConfigProblem]) -> dict[str, int]:
     """``[devices.<name>] slots = N`` → {name: N}; a bad value is reported and that device keeps one."""
     if not isinstance(table, dict):
-        message = f"{source}: [devices] must be a table of [devices.<name>] tables, not {_toml(table)}"
-        problems.append(ConfigProblem("devices", message))
+        problems.append(_problem("devices", said_as.DevicesNotTables(source=source, value=_toml(table))))
         return {}
     out: dict[str, int] = {}
     for name, entry in table.items():
         if not isinstance(entry, dict):
-            message = f"{source}: devices.{name} must be a table like `slots = 2`, not {_toml(entry)}"
-            problems.append(ConfigProblem(f"devices.{name}", message))
+            said = said_as.DeviceNotTable(source=source, name=str(name), value=_toml(entry))
+            problems.append(_problem(f"devices.{name}", said))
             continue
         before = len(problems)
         slots = _section(entry, DeviceSection, f"devices.{name}", source, problems).slots
@@ -436,7 +454,7 @@ def _device_slots(table: object, source: str, problems: list[ConfigProblem]) -> 
 def _envs(tables: object, source: str, problems: list[ConfigProblem]) -> tuple[PythonEnv, ...]:
     """The ``[[env]]`` tables; a bad one is reported (``envs.load_envs`` refuses to go on with it)."""
     if not isinstance(tables, list):
-        problems.append(ConfigProblem("env", f"{source}: env must be written as [[env]] tables"))
+        problems.append(_problem("env", said_as.EnvNotTables(source=source)))
         return ()
     envs: list[PythonEnv] = []
     for i, table in enumerate(tables):
@@ -449,8 +467,7 @@ def _envs(tables: object, source: str, problems: list[ConfigProblem]) -> tuple[P
             continue
         _unknown_keys(table, ENV_KEYS, f"env.{env.name}", source, problems)
         if any(e.name == env.name for e in envs):
-            message = f"{source}: two environments are named {env.name!r}; names must be unique"
-            problems.append(ConfigProblem("env", message))
+            problems.append(_problem("env", said_as.EnvNamedTwice(source=source, name=env.name)))
             continue
         envs.append(env)
     return tuple(envs)

@@ -3,6 +3,7 @@ task's reason (and the doctor's news) in the user's language from the typed code
 
 from __future__ import annotations
 
+from gputray.scheduler.reasons.base import Code
 from gputray.scheduler.reasons.codes import Reason, says_how_it_ended
 from gputray.scheduler.reasons.doctor_codes import DoctorNews
 from gputray.scheduler.reasons.render import ENDED_STATES, catalogue, render, render_all
@@ -10,6 +11,7 @@ from gputray.scheduler.reasons.say import Say, Worded
 
 __all__ = [
     "ENDED_STATES",
+    "Code",
     "DoctorNews",
     "Reason",
     "Say",

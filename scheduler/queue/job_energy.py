@@ -10,8 +10,10 @@ counter that jumped further, or could not be read, is a glitch, and that interva
 power readings that are credible (else the device's last measured rate); the job's record says how
 many seconds were counted so (``JobEnergy.estimated_s``, the log's footer). A job that starts or ends
 between two samples gets the part of the interval it ran for; its last stretch after the last sample
-is counted at the device's last rate. Times are the monitor's clock (monotonic, as the samples' own
-timestamps): setting the wall clock back changes nothing.
+is counted at the device's last rate. A paused job (frozen by pause-job, a preempting task, an
+exclusive app) gets nothing while it is frozen: what the device draws then is another program's.
+Times are the monitor's clock (monotonic, as the samples' own timestamps): setting the wall clock back
+changes nothing.
 
 What is measured is the device's energy, not one process's: a job is ``shared`` when another of our
 jobs ran on the device at the same time, or a process that is not ours worked on it (where the backend
@@ -85,9 +87,22 @@ class _Meter:
     energy_j: float | None = None
     shared: bool = False
     estimated_s: float = 0.0
+    paused_at_s: float | None = None  # frozen since (pause-job, preemption, an exclusive app)
+    resumed_s: float = float("-inf")  # thawed last at
+    paused_s: float = 0.0  # paused seconds before ``paused_at_s``
 
     def add(self, joules: float) -> None:
         self.energy_j = (self.energy_j or 0.0) + joules
+
+    def ran_s(self, now_s: float) -> float:
+        """Seconds it has run, its paused ones left out."""
+        paused = self.paused_s + (now_s - self.paused_at_s if self.paused_at_s is not None else 0.0)
+        return max(0.0, now_s - self.started_s - paused)
+
+    def counted(self, from_s: float, to_s: float) -> float:
+        """Seconds of ``from_s``–``to_s`` it ran (not before its start or last resume, nor paused)."""
+        end = min(to_s, self.paused_at_s) if self.paused_at_s is not None else to_s
+        return end - max(from_s, self.started_s, self.resumed_s)
 
 
 @dataclass(frozen=True)
@@ -163,6 +178,20 @@ class EnergyMeter:
             self._jobs[task_id] = _Meter(device, pid, self.clock())
             self._mark_shared(device)
 
+    def pause(self, task_id: int, *, paused: bool) -> None:
+        """A job was frozen (``paused``) or thawed: the device's energy while it is frozen is not its
+        own (the game that took the GPU, the task that preempted it), nor are those seconds its run."""
+        now = self.clock()
+        with self._lock:
+            meter = self._jobs.get(task_id)
+            if meter is None:
+                return
+            if paused and meter.paused_at_s is None:
+                meter.paused_at_s = now
+            elif not paused and meter.paused_at_s is not None:
+                meter.paused_s += now - meter.paused_at_s
+                meter.paused_at_s, meter.resumed_s = None, now
+
     def finish(self, task_id: int) -> JobEnergy:
         """The job ended: what it used, its stretch since the device's last sample included."""
         now = self.clock()
@@ -172,10 +201,10 @@ class EnergyMeter:
                 return JobEnergy(None, False)
             last = self._last.get(meter.device)
             if last is not None and last.rate_w is not None:
-                tail = now - max(last.timestamp_s, meter.started_s)
+                tail = meter.counted(last.timestamp_s, now)
                 if 0 < tail <= MAX_GAP_S:
                     meter.add(last.rate_w * tail)
-            return JobEnergy(meter.energy_j, meter.shared, max(0.0, now - meter.started_s), meter.estimated_s)
+            return JobEnergy(meter.energy_j, meter.shared, meter.ran_s(now), meter.estimated_s)
 
     def running_energy_j(self, task_id: int) -> float | None:
         """What a running job used so far (up to the last sample)."""
@@ -188,8 +217,7 @@ class EnergyMeter:
             meter = self._jobs.get(task_id)
             if meter is None:
                 return None
-            ran_s = max(0.0, self.clock() - meter.started_s)
-            return JobEnergy(meter.energy_j, meter.shared, ran_s, meter.estimated_s)
+            return JobEnergy(meter.energy_j, meter.shared, meter.ran_s(self.clock()), meter.estimated_s)
 
     def on_snapshot(self, snapshot: Snapshot) -> None:
         """Monitor thread: add each device's energy since its previous sample to the jobs on it."""
@@ -209,7 +237,9 @@ class EnergyMeter:
         joules = interval.joules if interval is not None else None
         rate = joules / (now - before.timestamp_s) if joules is not None and before is not None else None
         self._last[key] = LastSample(now, sample.energy_counter_j, sample.power_w, rate)
-        here = [m for m in self._jobs.values() if m.device == key]
+        before_s = before.timestamp_s if before is not None else now - 1e-9  # the first: is it running
+        # a frozen job draws nothing: neither what the device drew meanwhile nor who drew it is its
+        here = [m for m in self._jobs.values() if m.device == key and m.counted(before_s, now) > 0]
         if not here:
             return
         if len(here) > 1 or self._foreign_use(key, snapshot, {m.pid for m in here}):
@@ -219,7 +249,7 @@ class EnergyMeter:
             return
         span = now - before.timestamp_s
         for m in here:
-            ran = now - max(before.timestamp_s, m.started_s)
+            ran = m.counted(before.timestamp_s, now)
             if ran > 0:
                 m.add(interval.joules * min(1.0, ran / span))
                 if interval.estimated:

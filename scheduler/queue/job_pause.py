@@ -142,6 +142,7 @@ class JobPauser:
                 problem=problems[0] if problems else None,
                 for_task=before.for_task if before is not None else None,
                 priority=before.priority if before is not None else 0,
+                app=before.app if before is not None else None,
             )
             with self.queue.lock:
                 new = self.queue.store.must_apply(task_id, ResumeJob(paused_s=paused_s, reason=resumed))
@@ -156,6 +157,7 @@ class JobPauser:
         running = self.queue.runs.jobs.get(task_id)
         if running is not None:
             running.paused = paused
+        self.queue.runs.energy.pause(task_id, paused=paused)  # frozen: the device's energy is not its
         self.queue.request_dispatch(urgent=True)
 
     def _running(self, task_id: int) -> tuple[TaskRecord, Job]:

@@ -244,6 +244,7 @@ class JobResumed(Code, frozen=True):
     problem: str | None = None
     for_task: int | None = None  # it was paused for this task (priority ``priority``)
     priority: int = 0
+    app: str | None = None  # it was paused while this exclusive app (a game) used its GPU
 
 
 class DemoOnCpu(Code, frozen=True):

@@ -13,10 +13,11 @@ import msgspec
 from gputray.monitor.busy_why import BusyWhy, DeviceNews
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.reasons.codes import Reason
+from gputray.scheduler.reasons.config_codes import Allowed, ConfigSaid
 from gputray.scheduler.reasons.doctor_codes import DoctorNews, Finding, Fix
 from gputray.scheduler.reasons.refusals import Refused
 
-Worded = Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews | Refused
+Worded = Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews | Refused | ConfigSaid | Allowed
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]
 

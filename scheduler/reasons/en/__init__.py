@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gputray.scheduler.reasons.en import (  # noqa: F401  (each registers its words)
     cluster,
+    config,
     dependencies,
     devices,
     doctor,

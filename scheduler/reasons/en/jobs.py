@@ -30,6 +30,7 @@ def _job_resumed(r: c.JobResumed, s: Say) -> str:
         if r.by_you
         else ""
     )
+    by = f"while {r.app} used its GPU " if r.app is not None else by
     text = f"paused {by}at {s.clock(r.paused_at_s, False)}; resumed {s.clock(r.at_s, False)}"
     problem = _aside(s.text(r.problem), "cuda-checkpoint could not restore it: ") if r.problem else ""
     return text + problem

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from gputray.scheduler.reasons.ja import (  # noqa: F401  (each registers its words)
     cluster,
+    config,
     dependencies,
     devices,
     doctor,

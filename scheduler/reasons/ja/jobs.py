@@ -24,6 +24,7 @@ def _job_paused(r: c.JobPaused, s: Say) -> str:
 @says(c.JobResumed)
 def _job_resumed(r: c.JobResumed, s: Say) -> str:
     who = f"#{r.for_task}（優先度 {r.priority}）のため " if r.for_task is not None else ""
+    who = f"{r.app} が GPU を使っていたため " if r.app is not None else who
     text = f"{who}{s.clock(r.paused_at_s, False)} に一時停止、{s.clock(r.at_s, False)} に再開"
     return text + (f"。cuda-checkpoint で復元できませんでした: {s.text(r.problem)}" if r.problem else "")
 

@@ -107,7 +107,9 @@ def test_a_game_pauses_our_job_on_its_gpu_and_it_goes_on_after(
             resumed = wait_for(
                 lambda: (t := _task(client, job.id)).shown_state == "running" and t, what="the job resumed"
             )
-            assert "resumed" in render(resumed.reason)
+            said = render(resumed.reason)  # why it was paused stays said
+            assert said.startswith("paused while cs2 used its GPU at ") and "; resumed " in said, said
+            assert render(resumed.reason, "ja").startswith("cs2 が GPU を使っていたため ")
             wait_for(lambda: _count(tmp_path / "job") > frozen_at, what="the job to count again")
             assert client.ask(rq.Status()).taken == {}
             stop.write_text("")

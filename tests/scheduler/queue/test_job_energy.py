@@ -177,6 +177,40 @@ def test_another_job_or_a_foreign_process_on_the_device_marks_the_energy_shared(
     assert all(u.shared for u in both)
 
 
+def test_a_paused_job_gets_none_of_the_energy_drawn_while_it_is_frozen() -> None:
+    """A job frozen while a game (an exclusive app) runs the GPU at 150 W: those joules and seconds are
+    the game's, not the job's, and the game seen only while it is frozen does not make the job's figure
+    shared; after the resume it
+    counts again, a pause that begins or ends between two samples cutting the interval."""
+    key = RADEON_780M.key
+    clock = Clock(0.0)
+    meter = EnergyMeter(clock)
+    game = ProcessUse(JOB_PID + 9, "cs2", key, "graphics", util_percent=95.0)
+
+    def tick(t: float, power_w: float, *processes: ProcessUse) -> None:
+        clock.t = t
+        meter.on_snapshot(
+            snapshot(DeviceReading(RADEON_780M, Sample(key, t, power_w=power_w)), processes=processes)
+        )
+
+    meter.start(1, key, JOB_PID)
+    tick(0.0, 20.0)
+    tick(1.0, 20.0)  # 20 J
+    clock.t = 1.5
+    meter.pause(1, paused=True)  # half of the next interval is its own
+    tick(2.0, 20.0)  # 10 J
+    for t in (3.0, 4.0, 5.0, 6.0):
+        tick(t, 150.0, game)  # the game's
+    assert meter.running_energy_j(1) == pytest.approx(30.0)
+    clock.t = 6.5
+    meter.pause(1, paused=False)
+    tick(7.0, 20.0)  # (150 + 20) / 2 W for the half second it ran
+    tick(8.0, 20.0)  # 20 J
+    used = meter.finish(1)
+    assert used.energy_j == pytest.approx(30.0 + 42.5 + 20.0)
+    assert used.shared is False and used.duration_s == pytest.approx(8.0 - 5.0)
+
+
 def test_nothing_measured_is_none_and_the_log_footer_says_what_was() -> None:
     meter = EnergyMeter(Clock(0.0))
     meter.start(1, "cpu", JOB_PID)

@@ -17,6 +17,7 @@ from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_rows import reason_column, reason_of
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons import doctor_codes as d
+from gputray.scheduler.reasons.config_codes import CheckSaid, config_codes
 from gputray.scheduler.reasons.doctor_codes import doctor_codes
 from gputray.scheduler.reasons.refusals import refusal_codes
 from gputray.scheduler.reasons.render import catalogue, languages, render, render_for
@@ -26,7 +27,7 @@ from gputray.scheduler.tasks.records import TaskSpec
 
 GIB = 1024**3
 ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
-ALL_CODES += (*doctor_codes(), *refusal_codes())
+ALL_CODES += (*doctor_codes(), *refusal_codes(), *config_codes())
 
 
 def sample(tp: Any, depth: int = 0, inner: Any = None) -> Any:
@@ -79,6 +80,7 @@ KEPT |= {"NVIDIA", "AMD", "CUDA", "ROCm", "RTX", "Blackwell", "ISA", "gfx", "sm_
 KEPT |= {"HSA_OVERRIDE_GFX_VERSION", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}
 KEPT |= {"doctor", "refresh", "timeout", "remove", "force", "reinstall", "index", "url", "wheel", "whl"}
 KEPT |= {"https", "download", "pytorch", "org", "get", "started", "locally"}
+KEPT |= {"devices", "name", "slots", "env", "false"}  # a config file's own words: [devices.<name>], [[env]]
 
 
 def english_words(text: str) -> list[str]:
@@ -97,7 +99,7 @@ def test_every_code_has_words_in_every_language() -> None:
 def test_japanese_is_japanese_joined_and_bracketed_its_own_way(reason: Any) -> None:
     for finished in (False, True):
         en, ja = render(reason, finished=finished), render(reason, "ja", finished=finished)
-        as_written = c.Said | b.Words | d.ErrorLine | d.Written  # others' words, shown as written
+        as_written = c.Said | b.Words | d.ErrorLine | d.Written | CheckSaid  # others' words, as written
         assert en and ja and (ja != en or isinstance(reason, as_written))
         assert english_words(ja) == [], ja
         assert "; " not in ja and ", " not in ja, ja  # English joiners: Japanese joins with 、 and 。
@@ -261,6 +263,7 @@ def test_a_reason_crosses_the_wire_typed() -> None:
 FOR_THE_READER = (
     *doctor_codes(),
     *refusal_codes(),
+    *config_codes(),
     *typing.get_args(b.BusyWhy),
     *typing.get_args(b.DeviceNews),
 )
