@@ -1,5 +1,7 @@
 """CLI start: the wall time of each `gputray` command that talks to the owner, beside the bare interpreter
-(`python -c pass`) and task-spooler's `tsp -l`.
+(`python -c pass`; `python -I -S`, without `site`; the "client floor": msgspec, argparse and socket
+loaded and one raw request answered, what any client of this protocol pays) and task-spooler's
+`tsp -l`.
 
 A real `gputray daemon --demo` owns a throw-away queue, paused, with a few tasks in it. Its folders are
 in a temp dir through the XDG variables (not GPUTRAY_HOME), so each command finds them as a user's
@@ -32,7 +34,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from daemon_harness import BenchDaemon
 
+from gputray.scheduler import ipc
+
 GOAL_MS = 50.0
+#: What any client of this protocol costs before a line of gputray runs: msgspec (without
+#: typing_extensions, as ``gui.entry`` imports it), argparse, socket and pathlib, and one raw ``queue``
+#: request and its reply over the owner's socket (``python -I -S``: the interpreter without ``site``).
+FLOOR = (
+    "import sys; sys.modules['typing_extensions'] = None\n"
+    "import msgspec; del sys.modules['typing_extensions']\n"
+    "import argparse, pathlib, socket, struct\n"
+    "s = socket.socket(socket.AF_UNIX); s.connect({socket!r})\n"
+    "b = msgspec.json.encode({{'op': 'queue', 'args': {{}}, 'v': {version}}})\n"
+    "s.sendall(struct.pack('>I', len(b)) + b); n = struct.unpack('>I', s.recv(4))[0]\n"
+    "while n > 0: n -= len(s.recv(n))\n"
+)
 TASK_FILE = 'name = "bench"\nkind = "command"\nargv = ["true"]\n'
 
 
@@ -99,10 +115,18 @@ def main() -> int:
 
         timed: dict[str, list[float]] = {name: [] for name in commands(0)}
         timed["python -c pass"] = []
+        timed["python -I -S"] = []
+        timed["client floor"] = []
         tsp = shutil.which("tsp")
         if tsp:
             timed["tsp -l"] = []
-        baselines = {"python -c pass": [sys.executable, "-c", "pass"], "tsp -l": [tsp or "tsp", "-l"]}
+        floor = FLOOR.format(socket=str(ipc.socket_path(daemon.paths)), version=ipc.PROTOCOL_VERSION)
+        baselines = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "python -I -S": [sys.executable, "-I", "-S", "-c", "pass"],
+            "client floor": [sys.executable, "-c", floor],
+            "tsp -l": [tsp or "tsp", "-l"],
+        }
         failures: dict[str, str] = {}
         cpu: dict[str, list[float]] = {name: [] for name in timed}
         for argv in commands(ids[-1]).values():  # warm-up: bytecode written, files in the page cache

@@ -128,8 +128,13 @@ def _lines_backwards(text: str) -> Iterator[str]:
     """``text``'s lines (``\\r`` and ``\\n`` both end one), last first, each cut to its last
     ``LINE_CHARS``: no regex ever runs over a whole tail (a preallocated log's NULs are one line)."""
     end = len(text)
+    nl, cr = text.rfind("\n"), text.rfind("\r")
     while end > 0:
-        start = max(text.rfind("\n", 0, end), text.rfind("\r", 0, end)) + 1
+        # each separator looked for again only once passed: a tail of tqdm's \r updates with no \n
+        # in it is not searched to its start for every line
+        nl = text.rfind("\n", 0, end) if nl >= end else nl
+        cr = text.rfind("\r", 0, end) if cr >= end else cr
+        start = max(nl, cr) + 1
         if start < end:
             yield text[max(start, end - LINE_CHARS) : end]
         end = start - 1
@@ -139,16 +144,53 @@ def progress_in_text(text: str, duration_s: float | None = None) -> Progress | N
     """The last progress ``text`` (a log's tail) reports; tqdm's ``\\r`` updates count as lines. A line
     with none of ``%``, ``/``, ``=`` (what every pattern needs) is passed over without a regex. Only the
     last attempt's output counts: the search stops at its header (``ATTEMPT_HEADER``), so a job run
-    again (a retry, a move) starts from nothing, not from where the one before it stopped."""
+    again (a retry, a move) starts from nothing, not from where the one before it stopped.
+
+    A bar inside a loop that an outer one counts is that loop's part of the whole: tqdm's nested bar
+    (position ≥ 1: its updates end by moving the cursor back up, ``ESC[A``) inside the outer bar, or a
+    bar (or ``step N/M``) after an ``Epoch N/M`` line the script printed, counts as
+    ``(outer done + inner fraction) / outer total`` — not 90 % done in the first of ten epochs."""
+    inner: Progress | None = None  # a nested tqdm bar, whose outer bar is looked for further back
     for line in _lines_backwards(text):
         if line.startswith(ATTEMPT_HEADER):
-            return None
+            break
+        if inner is not None and not ("%|" in line and _CURSOR_UP not in line):
+            continue  # past a nested bar only the outer bar's lines are looked at
         if "%" in line or "/" in line or "=" in line:
-            if (found := progress_in_line(line, duration_s)) is not None:
-                return found
-            if "=" in line and is_server_request_line(line):
-                return None  # a llama-server: its lines tell of requests, none of them of the job
-    return None
+            found = progress_in_line(line, duration_s)
+            if found is None:
+                if "=" in line and is_server_request_line(line):
+                    return None  # a llama-server: its lines tell of requests, none of them of the job
+                continue
+            if inner is not None:  # the outer bar: the iterations it counts done, and this one's part
+                if found.done < found.total:
+                    return Progress(found.done + inner.fraction, found.total, "tqdm")
+                break
+            if found.source == "tqdm" and _CURSOR_UP in line:
+                inner = found
+                continue
+            return _in_epoch(text, found) if found.source in ("tqdm", "step") else found
+    return _in_epoch(text, inner) if inner is not None else None
+
+
+_CURSOR_UP = "\x1b[A"
+
+
+def _in_epoch(text: str, inner: Progress) -> Progress:
+    """``inner`` (a bar, ``step N/M``) as part of the last ``Epoch N/M`` line printed before it, if any
+    (found by one scan of ``text``, not line by line): ``(N - 1 + inner's fraction) / M``."""
+    at = max(text.rfind("poch"), text.rfind("POCH"))
+    if at < 0:
+        return inner
+    start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+    if text.rfind(ATTEMPT_HEADER) >= start:  # an earlier attempt's
+        return inner
+    ends = [x for x in (text.find("\n", at), text.find("\r", at)) if x >= 0]
+    line = text[start : min(ends, default=len(text))][-LINE_CHARS:]
+    epoch = progress_in_line(line)
+    if epoch is None or epoch.source != "epoch" or epoch.done < 1 or epoch.done != int(epoch.done):
+        return inner  # not an epoch line of its own (or one that counts its steps itself)
+    return Progress(epoch.done - 1 + inner.fraction, epoch.total, "epoch")
 
 
 def ffmpeg_duration_s(head: str) -> float | None:

@@ -261,8 +261,12 @@ def check_memory(spec: TaskSpec, devices: Sequence[DeviceState], *, where: str =
     largest, most = max(totals, key=lambda item: item[1] or 0)
     if most is not None and need > most:
         name = "the CPU (RAM)" if largest.is_cpu else largest.name
+        hint = ""
+        if spec.vram_bytes is None and spec.vram_need_bytes is not None:  # a guess from its arguments
+            hint = " (if the job needs less on the GPU, say how much: --vram SIZE, or `vram` in a task file)"
         raise SubmitRefused(
             f"{spec.name}: {_asks(spec)}; the largest allowed device{where}, {name}, has {format_bytes(most)}"
+            + hint
         )
 
 

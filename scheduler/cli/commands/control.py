@@ -17,7 +17,14 @@ from gputray.scheduler.cli.commands.client import (
     paused_labels,
     run_command,
 )
-from gputray.scheduler.cli.commands.common import error, paused_json, print_json, shown, task_json
+from gputray.scheduler.cli.commands.common import (
+    error,
+    paused_json,
+    print_json,
+    reason_text,
+    shown,
+    task_json,
+)
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.replies import PausedReply, TaskReply, TasksDone
 
@@ -99,7 +106,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         p.add_argument("id", metavar="ID")
         p.add_argument("--json", action="store_true")
         p.set_defaults(
-            func=lambda a, request=request: run_command(lambda x: _print_retry(x, ask(request(id=x.id))), a)
+            func=lambda a, request=request: run_command(
+                lambda x: _print_paused_job(x, ask(request(id=x.id))), a
+            )
         )
 
 
@@ -148,6 +157,18 @@ def _print_retry(args: argparse.Namespace, result: TaskReply) -> int:
         print_json(task_json(t))
     else:
         print(f"#{t.id} {shown(t.name)}: {t.state}")
+    return 0
+
+
+def _print_paused_job(args: argparse.Namespace, result: TaskReply) -> int:
+    """``#10 train: paused (paused by you at 14:02; its GPU memory stays held …)``: its shown state (the
+    task's state stays ``running`` while its job is frozen) and what became of it."""
+    t = result.task
+    if args.json:
+        print_json(task_json(t))
+    else:
+        why = reason_text(t)
+        print(f"#{t.id} {shown(t.name)}: {t.shown_state}" + (f" ({why})" if why else ""))
     return 0
 
 

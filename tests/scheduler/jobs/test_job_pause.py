@@ -128,7 +128,14 @@ def test_a_paused_job_stops_using_the_cpu_whole_and_resumes(
         assert wait_for(lambda: burning(pids), what="the burners to burn again")
         with pytest.raises(ipc.RemoteError, match="not paused"):
             client.ask(rq.ResumeJob(id=task_id))
-        client.ask(rq.PauseJob(id=task_id))  # a paused job can be cancelled: it is thawed to stop
+        said = subprocess.run(  # as typed: it says the job is paused, not its task's state "running"
+            [PY, "-m", "gputray.gui.entry", "pause-job", str(task_id)], capture_output=True, text=True,
+            timeout=60, env={**os.environ, "GPUTRAY_HOME": str(paths.data_dir.parent)},
+        )  # fmt: skip
+        assert said.returncode == 0, said.stderr
+        out = said.stdout
+        assert out.startswith(f"#{task_id} ") and ": paused (paused by you at " in out, out
+        # a paused job can be cancelled: it is thawed to stop
         client.ask(rq.Cancel(ids=[task_id]))
         assert _ended(client, task_id).state == "cancelled"
         assert wait_for(lambda: not any(psutil.pid_exists(p) for p in pids), what="the burners to end")

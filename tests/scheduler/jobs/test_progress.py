@@ -38,6 +38,29 @@ def test_a_finished_tqdm_bar_then_a_line_of_text_reads_the_epoch_line_after_it()
     assert progress_in_text(_fixture("tqdm_train.log")) == Progress(100.0, 100.0, "tqdm")
 
 
+def test_a_nested_tqdm_bar_counts_as_its_part_of_the_outer_one() -> None:
+    """tqdm 4.70, an epoch bar around a batch bar (``tests/fixtures/progress/SOURCE.md``), read in
+    epoch 3 of 5 at batch 40 of 100: 2.4 of 5 done, not the batch bar's 40 %."""
+    text = _fixture("tqdm_nested.log")
+    assert text.endswith("40/100 [00:00<00:00, 34387.69it/s]\x1b[A")  # the inner bar's last update
+    assert progress_in_text(text) == Progress(2.4, 5.0, "tqdm")
+    assert progress_in_text(text[-TAIL_BYTES:]) == Progress(2.4, 5.0, "tqdm")  # as the queue reads it
+    inner_only = text[text.rindex("epoch:") :].split("\r", 2)[2]  # the outer bar not in the tail
+    assert progress_in_text(inner_only) == Progress(40.0, 100.0, "tqdm")
+
+
+def test_a_bar_after_a_printed_epoch_line_counts_as_its_part_of_the_epochs() -> None:
+    """``print(f"Epoch {e}/10")`` then a bar per epoch, read in epoch 3 at batch 45 of 100: 2.45 of
+    10 done, not 45 %; a step N/M after it too; an earlier attempt's epoch line does not count."""
+    text = _fixture("tqdm_epoch_printed.log")
+    assert progress_in_text(text) == Progress(2.45, 10.0, "epoch")
+    assert progress_in_text("Epoch 3/4\nstep 50/100\n") == Progress(2.5, 4.0, "epoch")
+    assert progress_in_text("Epoch 3/4\n=== gputray task #1, attempt 2\nstep 50/100\n") == Progress(
+        50.0, 100.0, "step"
+    )
+    assert progress_in_text("Epoch 3/4 step 10/100\nstep 50/100\n") == Progress(50.0, 100.0, "step")
+
+
 def test_tqdm_with_unit_scale_reads_its_suffixes() -> None:
     assert progress_in_text(_fixture("tqdm_unit_scale.log")) == Progress(4500.0, 10000.0, "tqdm")
 

@@ -132,8 +132,12 @@ def test_the_owner_places_refuses_and_lists_with_the_predicted_need(
     write_safetensors(small, {"w": ("F16", [1024, 1024, 1024])})  # 2 GiB
     with pytest.raises(
         ipc.RemoteError, match=r"its model files need ~21\.0 GiB \(big\.safetensors 20\.0 GiB \+ 5 %\)"
-    ):
+    ) as refused:
         client.ask(rq.Run(argv=[PY, "-c", "pass", str(big)], overrides={"device_prefs": ["5060ti"]}))
+    assert str(refused.value).endswith("say how much: --vram SIZE, or `vram` in a task file)")  # the way on
+    given = client.ask(rq.Run(argv=[PY, "-c", "pass", str(big)],
+                              overrides={"device_prefs": ["5060ti"], "vram_bytes": GiB}))  # fmt: skip
+    assert given.tasks[0].vram_need == GiB and given.tasks[0].vram_need_source == "vram"
     later = client.ask(rq.Run(argv=[PY, "-c", "pass", f"--model={small}"],
                               overrides={"start_at": time.time() + 3600})).tasks[0]  # fmt: skip
     assert later.vram_need == math.ceil(2 * GiB * (1 + MARGIN))
