@@ -5,6 +5,16 @@ The desktop's notification asks once and the balloon goes away (Windows, a deskt
 the row menu has the answers too, but only for whoever right-clicks. As the offer bar does for offers
 (``offer_bar``), this bar keeps the first standing question above the queue list, one click away,
 until it is answered or the task moves on. Answers go out as the panel's ``room_answered``.
+
+::
+
+    train.py waits for GeForce RTX 5060 Ti
+    ComfyUI  holds 9.8 GiB · idle 14 min
+    [Free ComfyUI's 9.8 GiB and run train.py] [Keep waiting]
+
+The question's title may elide (its tooltip has it whole); the resident's line is the card's
+(``ResidentRow``): its figures are never elided, in either language — on one line after the title they
+were cut first ("… ComfyUI: 3.5 GiB を確保 · アイド…" on a 1366×768 screen in Japanese).
 """
 
 from __future__ import annotations
@@ -16,7 +26,8 @@ from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from gputray.gui.offer_prompts import KEEP_WAITING, keep_label
-from gputray.gui.resident_text import free_label, question_title, resident_line
+from gputray.gui.resident_rows import ResidentRow
+from gputray.gui.resident_text import free_label, question_title
 from gputray.gui.room_prompts import FREE_RESIDENT
 from gputray.gui.widgets import ElidedLabel
 from gputray.scheduler.client.replies import RoomQuestion, RoomReply
@@ -42,6 +53,8 @@ class RoomBar(QFrame):
         layout.setContentsMargins(6, 4, 6, 4)
         self.text = ElidedLabel("", self)
         layout.addWidget(self.text)
+        self.resident_row = ResidentRow(self)  # name, then its figures whole
+        layout.addWidget(self.resident_row)
         row = QHBoxLayout()
         self.free_button = QPushButton(self)
         self.keep_button = QPushButton(self)
@@ -69,7 +82,8 @@ class RoomBar(QFrame):
         if q is None:
             return
         device = self._device_names.get(q.device, q.device)
-        self.text.setText(question_title(q, device) + " — " + resident_line(q.resident, self._now_s))
+        self.text.setText(question_title(q, device))
+        self.resident_row.show_resident(q.resident, self._now_s, device)
         whole = free_label(q)
         name = q.task_name or f"#{q.task_id}"
         if len(name) > NAME_CHARS:  # a long task name would widen the panel while shown: it is cut here

@@ -94,6 +94,7 @@ class DeviceBook:
                     running=len(mine),
                     slots=self.slot_count(reading.info),
                     paused=key in paused.devices or key in self.taken,
+                    taken_by=self.taken.get(key),
                     running_names=tuple(f"{r.spec.name} (#{r.task_id})" for r in mine),
                     extra_used_bytes=max(0, declared - seen),
                     host_ram_free_bytes=ram_free,

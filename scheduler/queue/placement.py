@@ -74,6 +74,7 @@ class DeviceState:
     running: int = 0
     slots: int = 1
     paused: bool = False
+    taken_by: str | None = None  # the exclusive app (a game) using it: paused for it
     running_names: tuple[str, ...] = ()
     extra_used_bytes: int = 0
     host_ram_free_bytes: int | None = None
@@ -227,7 +228,7 @@ def busy_reason(
             state="lost" if sample.state == "lost" else "unavailable", why=sample.reason or None
         )
     if dev.paused:
-        return c.DevicePaused()
+        return c.DevicePaused(taken_by=dev.taken_by)
     holder = (held or {}).get(dev.key)
     if holder is not None and holder != task.id:
         return c.HeldFor(task_id=holder)

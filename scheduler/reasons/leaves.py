@@ -56,7 +56,9 @@ class DeviceGone(Code, frozen=True):
 
 
 class DevicePaused(Code, frozen=True):
-    """The queue is paused on this device."""
+    """The queue is paused on this device; ``taken_by``: by an exclusive app (a game) that uses it."""
+
+    taken_by: str | None = None
 
 
 class HeldFor(Code, frozen=True):

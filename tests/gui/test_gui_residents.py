@@ -343,10 +343,13 @@ def test_the_room_bar_keeps_the_question_one_click_away_until_it_is_answered(
     panel.set_room(room(COMFY, questions=(question,)))
     qtbot.waitUntil(panel.room_bar.isVisible, timeout=5000)
     title = {
-        "en": "train.py waits for GeForce RTX 5060 Ti — ComfyUI holds 9.8 GiB · idle 14 min",
-        "ja": "train.py は GeForce RTX 5060 Ti を待っています — ComfyUI: 9.8 GiB を確保 · アイドル 14 分",
+        "en": "train.py waits for GeForce RTX 5060 Ti",
+        "ja": "train.py は GeForce RTX 5060 Ti を待っています",
     }
     assert panel.room_bar.text.text() == title[language]
+    figures = {"en": "holds 9.8 GiB · idle 14 min", "ja": "9.8 GiB を確保 · アイドル 14 分"}
+    shown = panel.room_bar.resident_row  # the resident on a line of its own, its figures never elided
+    assert (shown.name_label.text(), shown.figures_label.text()) == ("ComfyUI", figures[language])
     free = {
         "en": "Free ComfyUI's 9.8 GiB and run train.py",
         "ja": "ComfyUI の 9.8 GiB を解放して train.py を実行",
@@ -354,6 +357,7 @@ def test_the_room_bar_keeps_the_question_one_click_away_until_it_is_answered(
     assert panel.room_bar.free_button.text() == free[language]
     report = audit(panel)
     assert report.problems == [], [str(p) for p in report.problems]
+    assert report.primary >= 6 + 1 + 1  # the cards', the card's resident's, and the bar's
     with qtbot.waitSignal(panel.room_answered) as answered:
         qtbot.mouseClick(panel.room_bar.free_button, Qt.MouseButton.LeftButton)
     assert answered.args == [FREE_RESIDENT, question]

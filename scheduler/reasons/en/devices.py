@@ -49,6 +49,8 @@ def _gone(r: c.DeviceGone, s: Say) -> str:
 
 @says(c.DevicePaused)
 def _paused(r: c.DevicePaused, s: Say) -> str:
+    if r.taken_by is not None:
+        return f"taken by {r.taken_by}: no job starts there until it exits"
     return "paused"
 
 

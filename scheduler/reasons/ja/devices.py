@@ -50,6 +50,8 @@ def _gone(r: c.DeviceGone, s: Say) -> str:
 
 @says(c.DevicePaused)
 def _paused(r: c.DevicePaused, s: Say) -> str:
+    if r.taken_by is not None:
+        return f"{r.taken_by} が{s.tense('使用中', '使用していました')}: 終了するまでジョブは開始しません"
     return s.tense("一時停止中", "一時停止中でした")
 
 

@@ -22,7 +22,7 @@ from gputray.scheduler import ipc
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.owner import Owner
 from gputray.scheduler.queue.exclusive_apps import app_matches
-from gputray.scheduler.reasons.render import render
+from gputray.scheduler.reasons.render import ENDED_STATES, render
 from gputray.scheduler.replies import TaskView
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="real jobs frozen on Linux")
@@ -104,6 +104,10 @@ def test_a_game_pauses_our_job_on_its_gpu_and_it_goes_on_after(
                 )
                 assert _count(tmp_path / "job") == frozen_at  # paused: it did not count on
                 assert _task(client, later.id).state == "waiting"
+                waits = render(_task(client, later.id).reason)  # says who took the GPU, not "paused"
+                assert waits == (
+                    "waiting for GeForce RTX 5060 Ti: taken by cs2: no job starts there until it exits"
+                ), waits
             resumed = wait_for(
                 lambda: (t := _task(client, job.id)).shown_state == "running" and t, what="the job resumed"
             )
@@ -118,7 +122,7 @@ def test_a_game_pauses_our_job_on_its_gpu_and_it_goes_on_after(
                     lambda t=task: _task(client, t.id).state == "succeeded", what=f"{task.name} to finish"
                 )
             ended = wait_for(
-                lambda: (t := _task(client, later.id)).state not in ("queued", "waiting", "running") and t,
+                lambda: (t := _task(client, later.id)).state in ENDED_STATES and t,
                 what="the later job to run after",
             )
             assert ended.state == "succeeded", (ended.state, render(ended.reason))

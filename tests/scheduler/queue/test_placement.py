@@ -186,6 +186,12 @@ def test_lost_paused_hot_and_missing_devices() -> None:
     assert render(got.reason) == "waiting for GeForce RTX 5060 Ti: lost: GPU is lost"
     d = place(task(), [nvidia(paused=True)], now_s=NOW)
     assert isinstance(d, Wait) and render(d.reason) == "waiting for GeForce RTX 5060 Ti: paused"
+    d = place(task(), [nvidia(paused=True, taken_by="cs2")], now_s=NOW)  # a game took it
+    assert isinstance(d, Wait)
+    taken = "waiting for GeForce RTX 5060 Ti: taken by cs2: no job starts there until it exits"
+    assert render(d.reason) == taken
+    ja = render(d.reason, "ja")
+    assert ja.endswith("cs2 が使用中: 終了するまでジョブは開始しません"), ja
     hot = dataclasses.replace(radeon(), verdict=None, sample=Sample(AMD, NOW, temp_c=93.0))
     d = place(task(device_prefs=("780m",)), [hot], now_s=NOW)
     assert isinstance(d, Wait) and render(d.reason) == "waiting for Radeon 780M: hot: 93 °C, limit 90 °C"
