@@ -72,10 +72,6 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)")),
     _t(tr_noop("Upscale a video ×2 with ffmpeg's Vulkan scaler")),
     _t(tr_noop("Benchmark a GGUF model with llama.cpp on Vulkan")),
-    # scheduler/owner.py
-    _t(tr_noop("the gputray owner is still starting; try again")),
-    _t(tr_noop("the gputray owner is stopping")),
-    _t(tr_noop("no such file: {files}")),
     # single words and short phrases
     _t(tr_noop("fell off the bus")),
     _t(tr_noop("no data")),

@@ -41,6 +41,7 @@ from gputray.scheduler.queue.job_pause import JobPauser
 from gputray.scheduler.queue.lock import QueueLock
 from gputray.scheduler.queue.timing import Schedule, Timing
 from gputray.scheduler.queue.wait_book import Later
+from gputray.scheduler.reasons.refusals import OwnerGoing, OwnerStarting
 from gputray.scheduler.reasons.render import render_for
 from gputray.scheduler.tasks.records import QueueEvent, TaskPatch
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
@@ -328,10 +329,10 @@ class Owner(TaskRequests):
     def _answer(self, req: rq.Request[_R]) -> _R:
         ping = isinstance(req, rq.Ping)
         if not ping and not self._ready.wait(60.0):
-            raise OwnerRequestError("the gputray owner is still starting; try again")
+            raise OwnerRequestError(OwnerStarting())
         with self._in_flight_changed:
             if self._stopped.is_set() and not ping:
-                raise OwnerStopping("the gputray owner is stopping")
+                raise OwnerStopping(OwnerGoing())
             self._in_flight += 1
         try:
             return cast(_R, self._handlers[type(req)](req))
@@ -406,9 +407,9 @@ class Owner(TaskRequests):
         if not isinstance(req, rq.WaitFor):
             return None
         if not self._ready.wait(60.0):
-            raise OwnerRequestError("the gputray owner is still starting; try again")
+            raise OwnerRequestError(OwnerStarting())
         if self._stopped.is_set():
-            raise OwnerStopping("the gputray owner is stopping")
+            raise OwnerStopping(OwnerGoing())
         ids = [task_id_of(raw) for raw in req.ids]
         return self.queue.edits.wait_later(ids, req.timeout_s, waited_reply)
 

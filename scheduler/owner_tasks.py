@@ -18,7 +18,7 @@ from gputray.scheduler import replies as rp
 from gputray.scheduler.jobs.log_files import decode_utf8_prefix as _decode_utf8_prefix
 from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.queue.wait_book import States
-from gputray.scheduler.reasons.refusals import Refused
+from gputray.scheduler.reasons.refusals import NoSuchFiles, Refused
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
@@ -30,7 +30,14 @@ LOG_CHUNK_MAX_BYTES = 128 * 1024  # JSON escaping can grow text ×6; stays under
 
 
 class OwnerRequestError(rq.Refusal, ValueError):
-    """A request the owner understood but cannot do; the message is for the person who asked."""
+    """A request the owner understood but cannot do; the message is for the person who asked (English),
+    ``said`` the same as a code where there is one (``reasons/refusals``), for the tray to word."""
+
+    def __init__(self, said: Refused | str) -> None:
+        from gputray.scheduler.reasons.render import render
+
+        super().__init__(said if isinstance(said, str) else render(said))
+        self.said: Refused | None = None if isinstance(said, str) else said
 
 
 class OwnerStopping(OwnerRequestError):
@@ -133,7 +140,7 @@ class TaskRequests:
             return self._op_submit_files(rq.SubmitFiles(files=[str(f) for f in files]))
         missing = [str(f) for f in files if not f.exists()]
         if missing:
-            raise OwnerRequestError(f"no such file: {', '.join(missing)}")
+            raise OwnerRequestError(NoSuchFiles(files=tuple(missing)))
         opener([str(f) for f in files])
         return rp.Submitted(tasks=(), handed_to="tray")
 

@@ -43,8 +43,28 @@ class AnchorNotPending(Code, frozen=True):
     state: str
 
 
+class OwnerStarting(Code, frozen=True):
+    """The owner is still starting: try again."""
+
+
+class OwnerGoing(Code, frozen=True):
+    """The owner is stopping."""
+
+
+class NoSuchFiles(Code, frozen=True):
+    files: tuple[str, ...]
+
+
 Refused = (
-    AlreadyEnded | ChangedMeanwhile | RetryIsForEnded | OnlyPendingMove | MoveNextToItself | AnchorNotPending
+    AlreadyEnded
+    | ChangedMeanwhile
+    | RetryIsForEnded
+    | OnlyPendingMove
+    | MoveNextToItself
+    | AnchorNotPending
+    | OwnerStarting
+    | OwnerGoing
+    | NoSuchFiles
 )
 
 

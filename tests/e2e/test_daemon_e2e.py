@@ -539,7 +539,7 @@ def test_daemon_stop_is_graceful(daemons: Callable[..., Daemon]) -> None:
     assert again.returncode == 0, again.stderr  # no owner now: the queue as saved on disk
     assert "no gputray owner is running" in again.stderr
     (saved,) = json.loads(again.stdout)["tasks"]
-    assert saved["id"] == job and saved["state"] not in ("queued", "waiting", "running")
+    assert saved["id"] == job and saved["state"] not in ("queued", "waiting", "starting", "running")
 
 
 def test_jobs_start_from_the_submitters_environment(daemons: Callable[..., Daemon], home: Path) -> None:

@@ -35,6 +35,21 @@ def _next_to_itself(r: f.MoveNextToItself, s: Say) -> str:
     return f"task #{r.task_id} cannot move next to itself"
 
 
+@says(f.OwnerStarting)
+def _starting(r: f.OwnerStarting, s: Say) -> str:
+    return "the gputray owner is still starting; try again"
+
+
+@says(f.OwnerGoing)
+def _going(r: f.OwnerGoing, s: Say) -> str:
+    return "the gputray owner is stopping"
+
+
+@says(f.NoSuchFiles)
+def _no_such_files(r: f.NoSuchFiles, s: Say) -> str:
+    return f"no such file: {', '.join(r.files)}"
+
+
 @says(f.AnchorNotPending)
 def _anchor(r: f.AnchorNotPending, s: Say) -> str:
     return f"task #{r.task_id} is {r.state}; tasks move among queued or waiting ones"

@@ -12,7 +12,7 @@ says = JA.says
 @says(c.JobPaused)
 def _job_paused(r: c.JobPaused, s: Say) -> str:
     who = f"#{r.for_task}（優先度 {r.priority}）のため " if r.for_task is not None else ""
-    who = f"{r.app} が GPU を使っている間 " if r.app is not None else who
+    who = f"{r.app} が GPU を使うため " if r.app is not None else who
     paused = f"{who}{s.clock(r.at_s, False)} に一時停止しました"
     if r.memory == "held":
         return f"{paused}。GPU メモリは確保されたままです（cuda-checkpoint: {s.text(r.problem or '')}）"

@@ -38,6 +38,21 @@ def _next_to_itself(r: f.MoveNextToItself, s: Say) -> str:
     return f"タスク #{r.task_id} は自分自身の隣には移動できません"
 
 
+@says(f.OwnerStarting)
+def _starting(r: f.OwnerStarting, s: Say) -> str:
+    return "gputray のキュー管理がまだ起動中です。もう一度お試しください"
+
+
+@says(f.OwnerGoing)
+def _going(r: f.OwnerGoing, s: Say) -> str:
+    return "gputray のキュー管理は終了処理中です"
+
+
+@says(f.NoSuchFiles)
+def _no_such_files(r: f.NoSuchFiles, s: Say) -> str:
+    return f"ファイルがありません：{'、'.join(r.files)}"
+
+
 @says(f.AnchorNotPending)
 def _anchor(r: f.AnchorNotPending, s: Say) -> str:
     among = "移動できるのはキュー内または待機中のタスクの間だけです"

@@ -95,6 +95,7 @@ def test_a_game_pauses_our_job_on_its_gpu_and_it_goes_on_after(
                 assert render(paused.reason).startswith("paused while cs2 uses its GPU at "), render(
                     paused.reason
                 )
+                assert render(paused.reason, "ja").startswith("cs2 が GPU を使うため ")
                 assert client.ask(rq.Status()).taken == {NVIDIA: "cs2"}
                 later = run("later", NVIDIA)  # nothing new starts on the taken GPU
                 frozen_at = _count(tmp_path / "job")
