@@ -41,10 +41,10 @@ garbage gets an error reply and never reaches the queue. The handler answers wit
 
 from __future__ import annotations
 
+import _socket  # the C module alone: ``socket.py`` (enums, selectors) costs a command ~1.5 ms
 import _thread
 import contextlib
 import os
-import socket
 import struct
 import sys
 from pathlib import Path
@@ -126,7 +126,7 @@ class FrameTooLarge(IpcError):
     pass
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes | None:
+def _recv_exact(sock: _socket.socket, size: int) -> bytes | None:
     """``size`` bytes, or None on a clean EOF before the first byte."""
     chunks: list[bytes] = []
     remaining = size
@@ -141,7 +141,7 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def read_frame(sock: socket.socket, limit: int = MAX_FRAME_BYTES) -> bytes | None:
+def read_frame(sock: _socket.socket, limit: int = MAX_FRAME_BYTES) -> bytes | None:
     header = _recv_exact(sock, FRAME_HEADER.size)
     if header is None:
         return None
@@ -243,13 +243,13 @@ def load_authkey(path: Path, *, create: bool) -> bytes:
     return key
 
 
-def peer_uid(conn: socket.socket) -> int | None:
+def peer_uid(conn: _socket.socket) -> int | None:
     """The uid of the process at the other end (SO_PEERCRED), None where the kernel does not say."""
-    opt = getattr(socket, "SO_PEERCRED", None)
+    opt = getattr(_socket, "SO_PEERCRED", None)
     if opt is None or not hasattr(os, "getuid"):
         return None
     try:
-        creds = conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+        creds = conn.getsockopt(_socket.SOL_SOCKET, opt, struct.calcsize("3i"))
     except OSError:
         return None
     _pid, uid, _gid = struct.unpack("3i", creds)
@@ -303,7 +303,7 @@ class IpcClient:
         self.transport = resolve_transport(transport)
         self._pipe_address = pipe_address
         self.pipe_family = pipe_family
-        self._sock: socket.socket | None = None
+        self._sock: _socket.socket | None = None
         self._conn: Any = None
         self._lock = _thread.allocate_lock()  # threading.Lock, without importing threading for one request
 
@@ -402,7 +402,7 @@ class IpcClient:
             ) from None
 
 
-def _connect_unix(paths: Paths, timeout_s: float) -> socket.socket:
+def _connect_unix(paths: Paths, timeout_s: float) -> _socket.socket:
     path = socket_path(paths)
     try:
         loc.check_private_socket(path)
@@ -414,7 +414,7 @@ def _connect_unix(paths: Paths, timeout_s: float) -> socket.socket:
         ) from None
     except OSError as exc:
         raise OwnerNotRunning(f"{path}: {exc.strerror or exc}") from None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout_s)
     try:
         sock.connect(str(path))

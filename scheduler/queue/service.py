@@ -198,8 +198,11 @@ class QueueService(DispatchPass):
         adopted = self.runs.adopt_left_jobs()
         reach.remove_stale_cgroups()  # empty job groups left while no owner was up
         for rec in self.store.recover_after_crash(skip=adopted):
+            cut_short = isinstance(rec.record.reason, c.StartCutShort)  # its job never began: queued
             self.emit(
-                "interrupted", rec.record, c.named(rec.record.name, rec.record.reason, rec.record.state)
+                "queued" if cut_short else "interrupted",
+                rec.record,
+                c.named(rec.record.name, rec.record.reason, rec.record.state),
             )
         if self.monitor.latest is None:
             self.monitor.sample_once()

@@ -97,6 +97,8 @@ NEVER_FOR_QUEUE = {
     "psutil",
     "tomllib",
     "ctypes",  # the tray's singletons are made immortal when Qt loads, not when the CLI does
+    "socket",  # the client speaks through ``_socket``: ``socket.py`` builds enums, imports selectors
+    "platformdirs",  # GPUTRAY_HOME here; without it, what an earlier command remembered (``paths_cache``)
 }
 #: Every module the process holds, the interpreter's own start included (~150 when this was written;
 #: ~220 before): a bound, so that a new import on this path is a decision, not an accident. +10: the English

@@ -91,7 +91,7 @@ def test_a_task_left_starting_with_no_job_is_queued_again_and_runs_once(
     done = q2.get(rec.id)
     assert done.attempts == 1  # no attempt was counted for the start that never began
     assert (tmp_path / "marks").read_text() == "start\n"  # run once
-    said = [render(e.task.reason) for e in h2.events if e.task.id == rec.id and e.kind == "interrupted"]
+    said = [render(e.task.reason) for e in h2.events if e.task.id == rec.id and e.kind == "queued"]
     assert said == ["queued again: gputray stopped as it was starting the job, before the job began"]
 
 
@@ -112,7 +112,7 @@ def test_a_process_carrying_the_marks_of_a_task_left_starting_is_stopped_first(
         q2 = h2.start()
         leftover.wait(timeout=30)  # stopped by the recovery (reaped there: its status is not ours to read)
         h2.until(h2.state(rec.id, "succeeded"))
-        said = [render(e.task.reason) for e in h2.events if e.task.id == rec.id and e.kind == "interrupted"]
+        said = [render(e.task.reason) for e in h2.events if e.task.id == rec.id and e.kind == "queued"]
         assert said == [
             "queued again: gputray stopped as it was starting the job, before the job began "
             "(a leftover process was stopped)"
