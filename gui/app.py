@@ -29,32 +29,32 @@ log = logging.getLogger("gputray.gui")
 
 COMMANDS_EPILOG = """\
 commands (the command line client; `gputray COMMAND --help` explains each):
-  status     one line per GPU: load, temperature, power, VRAM, shared memory
-  devices    every name each GPU goes by (NVML, CUDA UUID, ROCm, Vulkan, DRM, LUID)
-  daemon     own the queue without a screen (the tray app owns it otherwise)
-  submit     queue files (by recipe) or a TOML task file
-  run        queue any program: gputray run --device 780m -- python3 bench.py
-  queue      list waiting and running tasks, with why each waits
-  logs       print (or --follow) a task's log
-  cancel     cancel tasks; a running one is stopped with its process tree
-  retry      queue a finished task again (succeeded, failed, cancelled or interrupted)
-  wait       wait until tasks end; exit with their exit status
-  edit       change a task that has not started (priority, device, time, name ...)
-  move       reorder the queue: --top, --bottom, --before ID, --after ID
-  remove     forget tasks and delete their logs
-  clean      forget ended tasks (--older-than 7d, --state failed) and their logs
-  pause      stop starting tasks on a device (or all)
-  resume     start tasks again on a device (or all)
-  pause-job  freeze one running job (its GPU memory freed where cuda-checkpoint can)
-  resume-job thaw a job paused with pause-job
-  residents  the GPU servers that hold memory (Ollama, ComfyUI, llama-server ...): models, idle time
-  free-resident NAME  ask an idle one, through its own API, to let go of its GPU memory now
-  schedule   submit a task file on a cron schedule
-  envs       the Python environments jobs run in
-  doctor     prove which env works on which GPU, with a real kernel
-  config     check the config file: bad values, unknown keys
-  completion shell completion for bash, zsh, fish (gputray completion bash --install)
-  cluster    several machines in one queue, on Ray: join, leave, status
+  status         one line per GPU: load, temperature, power, VRAM, shared memory
+  devices        every name each GPU goes by (NVML, CUDA UUID, ROCm, Vulkan, DRM, LUID)
+  daemon         own the queue without a screen (the tray app owns it otherwise)
+  submit         queue files (by recipe) or a TOML task file
+  run            queue any program: gputray run --device 780m -- python3 bench.py
+  queue          list waiting and running tasks, with why each waits
+  logs           print (or --follow) a task's log
+  cancel         cancel tasks; a running one is stopped with its process tree
+  retry          queue a finished task again (succeeded, failed, cancelled or interrupted)
+  wait           wait until tasks end; exit with their exit status
+  edit           change a task that has not started (priority, device, time, name ...)
+  move           reorder the queue: --top, --bottom, --before ID, --after ID
+  remove         forget tasks and delete their logs
+  clean          forget ended tasks (--older-than 7d, --state failed) and their logs
+  pause          stop starting tasks on a device (or all)
+  resume         start tasks again on a device (or all)
+  pause-job      freeze one running job (its GPU memory freed where cuda-checkpoint can)
+  resume-job     thaw a job paused with pause-job
+  residents      the GPU servers that hold memory (Ollama, ComfyUI, llama-server ...): models, idle time
+  free-resident  ask an idle resident, through its own API, to let go of its GPU memory
+  schedule       submit a task file on a cron schedule
+  envs           the Python environments jobs run in
+  doctor         prove which env works on which GPU, with a real kernel
+  config         check the config file: bad values, unknown keys
+  completion     shell completion for bash, zsh, fish (gputray completion bash --install)
+  cluster        several machines in one queue, on Ray: join, leave, status
 """
 
 
@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     paths = app_paths()
     files = (
         f"files:\n  config     {paths.config_file}\n"
-        f"             (thresholds, [[env]] Python environments, [gui] language; Settings writes it)\n"
+        "             (thresholds, [[env]] Python environments, [[resident]] GPU servers,\n"
+        "             [exclusive] apps, [gui] language; Settings writes it)\n"
         f"  recipes    {paths.config_dir / 'recipes.toml'}  (your own recipes, optional)\n"
         f"  log        {paths.state_dir / 'gputray.log'}\n"
         "  GPUTRAY_HOME=DIR moves all of them.\n"

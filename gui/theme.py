@@ -41,6 +41,7 @@ LIGHT = Colors(
     limit_line="#c62828",
     states={
         "running": "#2e7d32",
+        "paused": "#6d4c41",  # a running task whose job is frozen: not running's green
         "waiting": "#e65100",
         "starting": "#558b2f",
         "queued": "#546e7a",
@@ -62,6 +63,7 @@ DARK = Colors(
     limit_line="#ff8a80",
     states={
         "running": "#81c784",
+        "paused": "#bcaaa4",
         "waiting": "#ffb74d",
         "starting": "#aed581",
         "queued": "#b0bec5",

@@ -256,7 +256,7 @@ class EnergyMeter:
                     m.estimated_s += min(ran, span)
 
     def _mark_shared(self, device: str) -> None:
-        here = [m for m in self._jobs.values() if m.device == device]
+        here = [m for m in self._jobs.values() if m.device == device and m.paused_at_s is None]
         if len(here) > 1:
             for m in here:
                 m.shared = True

@@ -167,8 +167,11 @@ class MakeRoom:
                 asking.add(plan.resident.pid)
             else:
                 questions[task.id] = plan
+                said = self._said("holds", plan.resident, now_s)
                 if task.id not in self.questions:
-                    self._note(task.id, self._said("holds", plan.resident, now_s))
+                    self._note(task.id, said)
+                else:  # its idle time as of this look: the reason said "idle 4 s" for as long as it stood
+                    self._renote(task.id, said)
         self.questions = questions
 
     def _say_idle_wait(
@@ -311,6 +314,10 @@ class MakeRoom:
             words = f"{r.name}: its models loaded again after #{task_id} ({result.said})"
             log.info("%s", words if result.ok else f"{r.name} not loaded again: {result.said}")
             self.notices.append(words if result.ok else f"{r.name} not loaded again: {result.said}")
+
+    def _renote(self, task_id: int, said: c.RoomMade) -> None:
+        """The task's reason says ``said`` from the next pass on, without saying it again (no log line)."""
+        self.queue.runs.room_notes[task_id] = lambda: said
 
     def _note(self, task_id: int, said: c.RoomMade) -> str:
         """Say it: the tray's notices and the log, and the task's reason (each pass puts it after why it

@@ -55,7 +55,12 @@ def test_each_scheme_keeps_its_colours_readable() -> None:
 
 def test_panel_and_queue_restyle_when_the_palette_turns_dark(qtbot: QtBot, dark_palette: None) -> None:
     model = QueueModel()
-    model.apply([TaskView(id=1, name="a.py", state="running")])
+    model.apply(
+        [
+            TaskView(id=1, name="a.py", state="running"),
+            TaskView(id=2, name="b.py", state="running", paused_at=1.0),
+        ]
+    )
     panel = Panel(model, demo=True)
     qtbot.addWidget(panel)
     panel.set_notice("a notice")
@@ -65,6 +70,9 @@ def test_panel_and_queue_restyle_when_the_palette_turns_dark(qtbot: QtBot, dark_
     assert LIGHT.hot_text in panel.cards[KEY_5060].metrics_label.styleSheet()
     running = model.index(0, COL_STATE)
     assert model.data(running, Qt.ItemDataRole.ForegroundRole).name() == LIGHT.states["running"]
+    paused = model.index(1, COL_STATE)  # its job paused: not in running's green (it was)
+    assert model.data(paused, Qt.ItemDataRole.DisplayRole) == "paused"
+    assert model.data(paused, Qt.ItemDataRole.ForegroundRole).name() == LIGHT.states["paused"]
 
     dark = QPalette()
     dark.setColor(QPalette.ColorRole.Window, QColor("#323232"))
@@ -76,3 +84,4 @@ def test_panel_and_queue_restyle_when_the_palette_turns_dark(qtbot: QtBot, dark_
     panel.update_snapshot(snapshot(temp_5060=95.0))
     assert DARK.hot_text in panel.cards[KEY_5060].metrics_label.styleSheet()
     assert model.data(running, Qt.ItemDataRole.ForegroundRole).name() == DARK.states["running"]
+    assert model.data(paused, Qt.ItemDataRole.ForegroundRole).name() == DARK.states["paused"]

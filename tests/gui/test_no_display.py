@@ -101,6 +101,9 @@ def test_help_lists_every_command() -> None:
     section = text.split("commands (", 1)[1].split("\n\n", 1)[0]
     listed = {line.split()[0] for line in section.splitlines()[1:] if line.strip()}
     assert listed == command_names(CLUSTER_COMMANDS)
+    # each line: the command, then what it does, in one column ("free-resident NAME  ask …" was not)
+    starts = {len(line) - len(line.split(None, 1)[1]) for line in section.splitlines()[1:] if line.strip()}
+    assert len(starts) == 1, section
 
 
 def test_help_names_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

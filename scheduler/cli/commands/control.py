@@ -103,8 +103,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     ):
         p = sub.add_parser(name, help=short, description=verb)
-        p.add_argument("id", metavar="ID")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("id", metavar="ID", help="the task whose job it is, as `gputray queue` shows it")
+        p.add_argument("--json", action="store_true", help="print the task as JSON (`queue --json`'s)")
         p.set_defaults(
             func=lambda a, request=request: run_command(
                 lambda x: _print_paused_job(x, ask(request(id=x.id))), a

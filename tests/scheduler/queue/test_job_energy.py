@@ -209,6 +209,13 @@ def test_a_paused_job_gets_none_of_the_energy_drawn_while_it_is_frozen() -> None
     used = meter.finish(1)
     assert used.energy_j == pytest.approx(30.0 + 42.5 + 20.0)
     assert used.shared is False and used.duration_s == pytest.approx(8.0 - 5.0)
+    # a task that preempts a job starts beside it frozen: neither shares the other's energy
+    meter.start(2, key, JOB_PID)
+    meter.pause(2, paused=True)
+    meter.start(3, key, JOB_PID + 3)
+    tick(9.0, 20.0)
+    tick(10.0, 20.0)
+    assert meter.finish(3).shared is False and meter.finish(2).energy_j is None
 
 
 def test_nothing_measured_is_none_and_the_log_footer_says_what_was() -> None:

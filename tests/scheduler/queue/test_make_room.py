@@ -12,6 +12,7 @@ memory on the simulated RTX 5060 Ti; a task needing 8 GiB there waits for it.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -175,6 +176,12 @@ def test_never_and_a_busy_resident_are_not_asked(
         assert make_room.asked == {} and make_room.freed == 0
 
 
+def _idle_s_said(reason: str) -> int:
+    """The seconds in "(idle 4 s)" of a task's reason (-1 where it says none)."""
+    found = re.search(r"\(idle (\d+) s\)", reason)
+    return int(found.group(1)) if found else -1
+
+
 def test_ask_says_who_holds_it_and_free_resident_frees_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
 ) -> None:
@@ -190,6 +197,11 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
             what="the reason to name Ollama and the command",
         )
         assert "Ollama holds 12.0 GiB (idle " in render(asked.reason), render(asked.reason)
+        first_idle_s = _idle_s_said(render(asked.reason))
+        wait_for(  # the reason follows the resident's idle time while the question stands (it kept the first)
+            lambda: _idle_s_said(render(_task(client, task.id).reason)) > first_idle_s + 1,
+            what="the reason's idle time to grow",
+        )
         assert ollama.paths_called("POST") == []  # asked the user, not the resident
         listed = gputray("residents", home=tmp_path / "home")  # the command line, as a user types it
         assert listed.returncode == 0, listed.stderr
