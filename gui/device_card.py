@@ -322,7 +322,7 @@ class DeviceCard(QFrame):
         self.extras_label.set_own_tooltip(long_form, says_the_line=ok)
         self._render_jobs()
         busy = messages.reasons(self._busy)
-        busy_text = tr("busy: {reasons}").format(reasons=busy) if busy else tr("not in use by other programs")
+        busy_text = tr("busy: {reasons}").format(reasons=busy) if busy else self._not_busy_text()
         if self._taken_by is not None:
             taken = taken_text(self._taken_by) + ": " + tr("gputray's jobs here are paused")
             self.busy_label.setText(taken)
@@ -339,6 +339,13 @@ class DeviceCard(QFrame):
             self.processes_label.set_own_tooltip(full + "\n" + tr("Right-click to stop a process of yours"))
         else:
             self.processes_label.set_own_tooltip("")
+
+    def _not_busy_text(self) -> str:
+        """Not busy by the monitor's verdict; with residents on the lines below holding memory, "not in use
+        by other programs" read as false (it said so above "ComfyUI holds 3.5 GiB · idle 16 s")."""
+        if self.resident_rows.residents:
+            return tr("other programs hold memory here, computing little")
+        return tr("not in use by other programs")
 
     def set_room(self, residents: Sequence[ResidentView], taken_by: str | None, now_s: float) -> bool:
         """The residents holding memory here and the exclusive app that took this GPU (None: none);

@@ -1320,6 +1320,10 @@
         <translation>他のプログラムは使用していません</translation>
     </message>
     <message>
+        <source>other programs hold memory here, computing little</source>
+        <translation>他のプログラムがメモリを確保中（計算はわずか）</translation>
+    </message>
+    <message>
         <source>Stop {name} ({pid})…</source>
         <translation>{name} ({pid}) を停止…</translation>
     </message>

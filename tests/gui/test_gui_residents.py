@@ -116,6 +116,11 @@ def test_each_resident_is_a_line_on_its_card_its_figures_whole_and_a_taken_gpu_s
     assert missing == [], f"{missing} not shown whole in {texts}"
     assert TAKEN[language] in texts, texts
     assert panel.cards[KEY_5060].taken_by() == "cs2" and panel.cards[KEY_780M].taken_by() is None
+    idle_here = {  # not "not in use by other programs" above a resident's line
+        "en": "other programs hold memory here, computing little",
+        "ja": "他のプログラムがメモリを確保中（計算はわずか）",
+    }
+    assert panel.cards[KEY_780M].busy_label.text() == idle_here[language]
     report = audit(panel)
     assert report.problems == [], [str(p) for p in report.problems]
     assert report.primary >= 6 + 3  # every card's figures, and each resident's
@@ -126,6 +131,8 @@ def test_each_resident_is_a_line_on_its_card_its_figures_whole_and_a_taken_gpu_s
     assert panel.height() == before
     assert not panel.cards[KEY_5060].resident_rows.isVisibleTo(panel)
     assert TAKEN[language] not in visible_texts(panel)
+    unused = {"en": "not in use by other programs", "ja": "他のプログラムは使用していません"}
+    assert panel.cards[KEY_780M].busy_label.text() == unused[language]
 
 
 def test_the_tray_icon_and_its_tooltip_show_a_gpu_a_game_took(qapp: QApplication) -> None:
