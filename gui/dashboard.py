@@ -467,7 +467,7 @@ class Dashboard(QWidget):
         # 45%, ~3 min left" of a frozen job)
         shown = progress_text(t) if t.paused_at is None else ""
         progress = f" · {shown}" if shown else ""
-        return f"#{t.id} {t.name} — {tr(t.shown_state)}{progress}{energy}"
+        return f"#{t.id} {t.name} — {messages.state_word(t.shown_state)}{progress}{energy}"
 
     def _fill_tasks(self) -> None:
         tasks = list(self.tasks())[-200:]
@@ -505,7 +505,7 @@ class Dashboard(QWidget):
             t = self._task(item.data(ID_ROLE)) or TaskView(id=item.data(ID_ROLE), state="")
             lines = [
                 tr("#{id} {name} has not started yet.").format(id=t.id, name=t.name),
-                tr("State: {state}").format(state=tr(t.state)),
+                tr("State: {state}").format(state=messages.state_word(t.state)),
             ]
             if t.reason is not None:
                 lines.append(tr("Why: {reason}").format(reason=messages.reason(t.reason, t.state)))

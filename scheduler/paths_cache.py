@@ -22,6 +22,9 @@ FILE_NAME = "gputray-paths"
 #: What platformdirs' Unix answers depend on, besides the user (``os.getuid``).
 KEY_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
 _FOLDERS = 4  # config, data, state, runtime: ``paths.Paths``'s fields, in order
+#: Raised when gputray asks platformdirs otherwise (another folder, another fallback): older answers are
+#: then misses, never read as today's (the file lives until logout: the runtime folder is emptied then).
+FORMAT = 1
 
 
 def cache_file() -> str | None:
@@ -34,7 +37,7 @@ def cache_file() -> str | None:
 
 def key() -> str:
     """The inputs of platformdirs' answer, in one line (a change in any of them is a miss)."""
-    values = [str(os.getuid())] + [os.environ.get(name, "") for name in KEY_VARIABLES]
+    values = [f"v{FORMAT}", str(os.getuid())] + [os.environ.get(name, "") for name in KEY_VARIABLES]
     return repr(values)
 
 
