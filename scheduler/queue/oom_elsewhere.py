@@ -47,6 +47,8 @@ def elsewhere(
     )
     others = [d for d in allowed_devices(spec, devices) if failed is None or d.key != failed.key]
     others.sort(key=lambda d: d.is_cpu)  # GPUs first; the CPU's RAM last
+    if not others:  # "no device it may use has that free" read as if every one had been tried
+        return OomOutcome(msgspec.structs.replace(said, no_other=True))
     tried: list[FreeOn] = []
     for dev in others:
         free = free_memory_bytes(dev)

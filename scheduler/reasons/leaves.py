@@ -324,6 +324,7 @@ class RanOutOfMemory(Code, frozen=True):
     moved_to: FreeOn | None = None
     where: Literal["vram", "shared", "ram"] = "vram"
     tried: tuple[FreeOn, ...] = ()
+    no_other: bool = False  # it may use no other device (one named device, or more without --on-busy)
 
 
 class MovedLate(Code, frozen=True):

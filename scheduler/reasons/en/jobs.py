@@ -117,6 +117,9 @@ def _ran_out_of_memory(r: c.RanOutOfMemory, s: Say) -> str:
         free = f"{s.size(r.moved_to.free_bytes)} {where} free"
         runs = "ran" if s.finished else "running"
         return f"{said}; {runs} on {_where(r.moved_to.device)} ({free})"
+    if r.no_other:
+        allowed = f"no other device {s.tense('is', 'was')} allowed for it"
+        return f"{said}; {allowed} (--device names more; --on-busy redirect lets it go there)"
     tried = ", ".join(f"{_where(t.device)} {s.size(max(0, t.free_bytes))} free" for t in r.tried)
     return f"{said}; no device it may use has that free" + (f" ({tried})" if tried else "")
 

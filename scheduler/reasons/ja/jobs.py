@@ -103,6 +103,9 @@ def _ran_out_of_memory(r: c.RanOutOfMemory, s: Say) -> str:
         free = f"{where} の空き {s.size(r.moved_to.free_bytes)}"
         runs = "実行しました" if s.finished else "実行します"
         return f"{said}。{_where(r.moved_to.device)} で{runs}（{free}）"
+    if r.no_other:
+        how = "--device で追加し、--on-busy redirect でそちらへ移れます"
+        return f"{said}。ほかに使えるデバイスがありません（{how}）"
     tried = "、".join(f"{_where(t.device)} の空き {s.size(max(0, t.free_bytes))}" for t in r.tried)
     return f"{said}。使えるデバイスにそれだけの空きがありません" + (f"（{tried}）" if tried else "")
 

@@ -158,5 +158,8 @@ def test_a_real_cpu_torch_job_out_of_memory_under_prlimit_says_what_it_needed(
     failed = _ended(client, task.id)
     assert failed.state == "failed" and failed.attempts == 1
     said = render(failed.reason)
-    assert said == "out of memory on the CPU at 8.0 GiB; no device it may use has that free", said
+    assert said == (
+        "out of memory on the CPU at 8.0 GiB; no other device is allowed for it (--device names more; "
+        "--on-busy redirect lets it go there)"
+    ), said
     assert "DefaultCPUAllocator: can't allocate memory" in Path(failed.log_path or "").read_text()
