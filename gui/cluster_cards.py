@@ -49,11 +49,11 @@ def remote_metrics_line(d: DeviceView) -> str:
     machine's own reading: "—" for what it cannot read or has not read yet)."""
     s = d.reading if d.reading is not None else Sample(key=d.key, timestamp_s=0.0)
     if s.state == "lost":
-        return tr("lost") + (f": {messages.translate(s.reason)}" if s.reason else "")
+        return messages.device_gone("lost", s.reason)
     if s.state == "asleep":
         return tr("asleep (not woken to read it)")
     if s.state == "unavailable":
-        return tr("unavailable") + (f": {messages.translate(s.reason)}" if s.reason else "")
+        return messages.device_gone("unavailable", s.reason)
     util = DASH if s.util_percent is None else f"{s.util_percent:.0f} %"
     temp = DASH if s.temp_c is None else f"{s.temp_c:.0f} °C"
     return f"{util}  ·  {temp}  ·  VRAM {format_pair(s.vram_used_bytes, s.vram_total_bytes)}"

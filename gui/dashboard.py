@@ -464,7 +464,7 @@ class Dashboard(QWidget):
     def _task_text(self, t: TaskView) -> str:
         energy = "" if t.energy_j is None else f" · {format_energy_j(t.energy_j)}"
         progress = f" · {shown}" if (shown := progress_text(t)) else ""  # a bar and the time left
-        return f"#{t.id} {t.name} — {tr(t.state)}{progress}{energy}"
+        return f"#{t.id} {t.name} — {messages.state_word(t.state)}{progress}{energy}"
 
     def _fill_tasks(self) -> None:
         tasks = list(self.tasks())[-200:]
@@ -502,7 +502,7 @@ class Dashboard(QWidget):
             t = self._task(item.data(ID_ROLE)) or TaskView(id=item.data(ID_ROLE), state="")
             lines = [
                 tr("#{id} {name} has not started yet.").format(id=t.id, name=t.name),
-                tr("State: {state}").format(state=tr(t.state)),
+                tr("State: {state}").format(state=messages.state_word(t.state)),
             ]
             if t.reason is not None:
                 lines.append(tr("Why: {reason}").format(reason=messages.reason(t.reason, t.state)))

@@ -86,10 +86,7 @@ def state_line(r: DeviceReading) -> str:
     s = r.sample
     if s.state == "asleep":
         return tr("asleep (not woken to read it)")
-    if s.state in ("lost", "unavailable"):
-        word = tr("lost") if s.state == "lost" else tr("unavailable")
-        return word + (f": {messages.translate(s.reason)}" if s.reason else "")
-    return ""
+    return messages.device_gone(s.state, s.reason)
 
 
 def memory_totals(r: DeviceReading) -> tuple[int | None, int | None]:

@@ -23,7 +23,16 @@ from gputray.gui import i18n
 from gputray.gui.i18n import tr, tr_noop, trn
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
-from gputray.scheduler.client.words import ENDED_STATES, Code, Say, Worded, catalogue, render, render_all
+from gputray.scheduler.client.words import (
+    ENDED_STATES,
+    Code,
+    DeviceGone,
+    Say,
+    Worded,
+    catalogue,
+    render,
+    render_all,
+)
 
 
 @dataclass(frozen=True)
@@ -72,25 +81,38 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)")),
     _t(tr_noop("Upscale a video ×2 with ffmpeg's Vulkan scaler")),
     _t(tr_noop("Benchmark a GGUF model with llama.cpp on Vulkan")),
-    # single words and short phrases
-    _t(tr_noop("fell off the bus")),
-    _t(tr_noop("no data")),
-    _t(tr_noop("the CPU")),
-    _t(tr_noop("cancelled")),
-    _t(tr_noop("paused")),
-    _t(tr_noop("busy")),
-    _t(tr_noop("lost")),
-    _t(tr_noop("asleep")),
-    _t(tr_noop("unavailable")),
-    _t(tr_noop("queued")),
-    _t(tr_noop("waiting")),
-    _t(tr_noop("starting")),
-    _t(tr_noop("running")),
-    _t(tr_noop("succeeded")),
-    _t(tr_noop("failed")),
-    _t(tr_noop("interrupted")),
     # monitor/verdict.py's busy rules; last: {who} may hold a label, so every specific sentence goes first
 )
+
+# A task's state as the queue names it, shown through ``state_word`` (marked here for the .ts).
+STATE_WORDS: tuple[str, ...] = (
+    tr_noop("queued"),
+    tr_noop("waiting"),
+    tr_noop("starting"),
+    tr_noop("running"),
+    tr_noop("paused"),
+    tr_noop("succeeded"),
+    tr_noop("failed"),
+    tr_noop("cancelled"),
+    tr_noop("interrupted"),
+)
+
+
+def state_word(state: str) -> str:
+    """A task's state in the current language; a state this tray does not know (a newer owner's) as named."""
+    return tr(state) if state in STATE_WORDS else state
+
+
+def device_gone(state: str, why: str | None) -> str:
+    """Why a GPU shows no figures: "lost: <why>", "unavailable: <why>" in the current language; ``why``
+    is the backend's own words (a driver's error), shown as written; none: the state's word alone."""
+    if state not in ("lost", "unavailable"):
+        return ""
+    if not why:
+        return tr("lost") if state == "lost" else tr("unavailable")
+    gone = DeviceGone(state="lost" if state == "lost" else "unavailable", why=why)
+    return render(gone, i18n.current_language())
+
 
 # Sentences that have "; " of their own are tried before a text is split into reasons at "; ".
 SEMICOLON_TEMPLATES = tuple(t for t in TEMPLATES if "; " in t.source)

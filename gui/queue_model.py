@@ -164,7 +164,7 @@ class QueueModel(QAbstractTableModel):
         if col == COL_NAME:
             return task.name or str(task.id)
         if col == COL_STATE:
-            return tr(task.shown_state)  # "paused": a running task whose job is paused
+            return messages.state_word(task.shown_state)  # "paused": a running task whose job is paused
         if col == COL_DEVICE:
             device = task.device
             shown = self._device_names.get(str(device), str(device)) if device else "–"

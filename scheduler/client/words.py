@@ -4,7 +4,7 @@ task's reason (and the doctor's news) in the user's language from the typed code
 from __future__ import annotations
 
 from gputray.scheduler.reasons.base import Code
-from gputray.scheduler.reasons.codes import Reason, says_how_it_ended
+from gputray.scheduler.reasons.codes import DeviceGone, Reason, says_how_it_ended
 from gputray.scheduler.reasons.doctor_codes import DoctorNews
 from gputray.scheduler.reasons.render import ENDED_STATES, catalogue, render, render_all
 from gputray.scheduler.reasons.say import Say, Worded
@@ -12,6 +12,7 @@ from gputray.scheduler.reasons.say import Say, Worded
 __all__ = [
     "ENDED_STATES",
     "Code",
+    "DeviceGone",
     "DoctorNews",
     "Reason",
     "Say",

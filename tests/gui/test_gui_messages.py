@@ -175,12 +175,33 @@ def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp
 REGEX_USERS = {
     "qt_libraries.py": "reads the dynamic loader's error to name the missing library",
     "widgets.py": "digits become 8 to measure the widest a number can be",
-    "messages.py": "LEFT (issue 31): submit errors (recipes) and state words are still English matched "
+    "messages.py": "LEFT (issue 31): submit errors and the recipes' words are still English matched "
     "against TEMPLATES; their number may only go down",
 }
 #: How many English templates are left (see REGEX_USERS): the doctor's 45, the queue's refusals' 6 and
 #: the config problems' 19 went with their codes.
-TEMPLATES_LEFT = 36  # "starting" came, the owner's three went'
+TEMPLATES_LEFT = 20  # the 16 single words went: state words (``state_word``), a device's (``device_gone``)
+
+
+def test_state_words_and_a_lost_device_are_worded_without_templates(japanese: None) -> None:
+    """A task's state is shown through ``state_word`` (every state the queue has, and "paused"); a GPU
+    that shows no figures through ``DeviceGone``'s wording, the backend's own words kept as written."""
+    from gputray.gui.messages import STATE_WORDS, device_gone, state_word
+    from gputray.scheduler.tasks.states import STATES
+
+    assert set(STATES) | {"paused"} == set(STATE_WORDS)
+    for state in STATE_WORDS:
+        assert JAPANESE.search(state_word(state)), state
+    assert state_word("frozen") == "frozen"  # a newer owner's state: as it is named
+    lost = "GPU is lost (fell off the bus?)"
+    assert device_gone("lost", lost) == f"失われました: {lost}"
+    assert device_gone("unavailable", None) == "利用不可"
+    assert device_gone("ok", "x") == ""
+    install_language("en")
+    assert [state_word(s) for s in STATE_WORDS] == list(STATE_WORDS)
+    assert device_gone("lost", "fell off the bus") == "lost: fell off the bus"
+    assert device_gone("unavailable", "NVML: Unknown Error") == "unavailable: NVML: Unknown Error"
+    assert device_gone("lost", None) == "lost"
 
 
 def test_no_regex_translation_comes_back() -> None:
