@@ -11,7 +11,7 @@ from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.client import EXIT_USAGE, absolute, ask, current_folder, run_command
 from gputray.scheduler.cli.commands.common import print_json, shown
 from gputray.scheduler.replies import ScheduleView
-from gputray.scheduler.tasks.records import iso_utc
+from gputray.scheduler.tasks.times import iso_utc
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -24,7 +24,7 @@ from gputray.scheduler.cli.commands.common import EXIT_INTERRUPTED, reason_text,
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.reasons.codes import WaitingFor, WaitingForAny
 from gputray.scheduler.replies import Tasks, TaskView
-from gputray.scheduler.tasks.records import PENDING_STATES
+from gputray.scheduler.tasks.states import PENDING_STATES
 
 ENDED = frozenset({"succeeded", "failed", "cancelled", "removed"})
 POLL_S = 0.25  # while following: how long one `wait` request may block when the log did not grow

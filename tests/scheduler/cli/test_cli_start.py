@@ -202,7 +202,7 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "cancel again": (["cancel", "{id}"], CONTROL),
     "wait (ended)": (
         ["wait", "{id}"],
-        {"gputray.scheduler.cli.commands.wait", "gputray.scheduler.tasks.records"},
+        {"gputray.scheduler.cli.commands.wait"},
     ),
     "logs": (["logs", "{id}"], set()),
     "remove": (["remove", "{id}"], {"gputray.scheduler.cli.commands.tidy"} | CONTROL),
@@ -210,7 +210,7 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "pause": (["pause"], CONTROL),
     "schedule list": (
         ["schedule", "list"],
-        {"gputray.scheduler.cli.commands.schedule", "gputray.scheduler.tasks.records"},
+        {"gputray.scheduler.cli.commands.schedule", "gputray.scheduler.tasks.records"},  # a TaskPatch
     ),
     "status": (
         ["status"],
