@@ -463,8 +463,11 @@ class Dashboard(QWidget):
 
     def _task_text(self, t: TaskView) -> str:
         energy = "" if t.energy_j is None else f" · {format_energy_j(t.energy_j)}"
-        progress = f" · {shown}" if (shown := progress_text(t)) else ""  # a bar and the time left
-        return f"#{t.id} {t.name} — {messages.state_word(t.state)}{progress}{energy}"
+        # a bar and the time left, as the panel's row: not while its job is paused (it said "running ·
+        # 45%, ~3 min left" of a frozen job)
+        shown = progress_text(t) if t.paused_at is None else ""
+        progress = f" · {shown}" if shown else ""
+        return f"#{t.id} {t.name} — {messages.state_word(t.shown_state)}{progress}{energy}"
 
     def _fill_tasks(self) -> None:
         tasks = list(self.tasks())[-200:]

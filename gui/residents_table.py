@@ -39,7 +39,11 @@ class ResidentsTable(QTableWidget):
         """One row per resident, then one per GPU an exclusive app took; "—" where nothing is known."""
         rows: list[tuple[str, ...]] = []
         if room is not None:
-            for r in sorted(room.residents, key=lambda r: (r.device or "", -(r.held_bytes or 0))):
+            # those on a GPU first (by GPU, largest first); one seen on none (its memory not found on any
+            # GPU of this machine) last: it was listed first, above the ones the cards show
+            for r in sorted(
+                room.residents, key=lambda r: (r.device is None, r.device or "", -(r.held_bytes or 0))
+            ):
                 device = device_names.get(r.device or "", r.device or "—")
                 port = "—" if r.port is None else str(r.port)
                 rows.append(

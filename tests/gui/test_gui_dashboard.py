@@ -26,6 +26,10 @@ def test_dashboard_plots_history_processes_doctor_and_logs(qtbot: QtBot, tmp_pat
             state="waiting",
             reason=WaitingFor(label="GeForce RTX 5060 Ti", why=DevicePaused()),
         ),
+        TaskView(id=3, name="c.py", state="running", started_at=1.0, progress=0.45, eta_s=25.0),
+        TaskView(
+            id=4, name="d.py", state="running", started_at=1.0, progress=0.45, eta_s=25.0, paused_at=2.0
+        ),
     ]
     dash = Dashboard(monitor, tasks=lambda: tasks, demo=True)
     qtbot.addWidget(dash)
@@ -51,6 +55,8 @@ def test_dashboard_plots_history_processes_doctor_and_logs(qtbot: QtBot, tmp_pat
     assert [dash.task_list.item(i).text() for i in range(dash.task_list.count())] == [
         "#1 a.py — succeeded · 850 J",  # the GPU energy its run used
         "#2 b.py — waiting",
+        "#3 c.py — running · \u2588\u2588\u2588\u2588\u2591\u2591\u2591\u2591\u2591\u2591 45%, ~25 s left",
+        "#4 d.py — paused",  # its job is frozen: no time left, and not "running"
     ]
     assert dash.task_list.item(0).toolTip().splitlines()[-1] == "GPU energy: 850 J (21 W on average)"
     dash.task_list.setCurrentRow(1)

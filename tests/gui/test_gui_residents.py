@@ -7,6 +7,7 @@ owner builds it; the end-to-end tests with a real owner and real resident proces
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -180,13 +181,15 @@ def test_the_row_menu_offers_to_free_the_resident_for_its_waiting_task(qtbot: Qt
 def test_the_dashboard_lists_the_residents_and_the_taken_gpus(qtbot: QtBot, language: str) -> None:
     table = ResidentsTable()
     qtbot.addWidget(table)
-    table.show_room(room(COMFY, OLLAMA, taken={KEY_5060: "cs2"}), {KEY_5060: "GeForce RTX 5060 Ti"})
+    nowhere = dataclasses.replace(COMFY, pid=4400, port=8189, device=None, held_bytes=None)  # on no GPU
+    table.show_room(room(nowhere, COMFY, OLLAMA, taken={KEY_5060: "cs2"}), {KEY_5060: "GeForce RTX 5060 Ti"})
     rows = [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
     idle = {"en": "idle 14 min", "ja": "アイドル 14 分"}[language]
     serving = {"en": "serving", "ja": "応答中"}[language]
     assert rows[0] == ["ComfyUI", "GeForce RTX 5060 Ti", "9.8 GiB", idle, "—", "8188"]
     assert rows[1] == ["Ollama", "GeForce RTX 5060 Ti", "6.0 GiB", serving, "qwen3:14b", "11434"]
-    assert rows[2][0] == "cs2" and rows[2][3] == {"en": "taken by cs2", "ja": "cs2 が使用中"}[language]
+    assert rows[2] == ["ComfyUI", "—", "—", idle, "—", "8189"]  # after those on a GPU
+    assert rows[3][0] == "cs2" and rows[3][3] == {"en": "taken by cs2", "ja": "cs2 が使用中"}[language]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil ports, symlinked names")
