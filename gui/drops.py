@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gputray.gui import messages
+from gputray.gui import i18n
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import tr, trn
 from gputray.gui.theme import colors
@@ -239,8 +239,9 @@ def tool_check(recipes: Sequence[Recipe]) -> ToolCheck:
             text = tr("{tool} is not installed (or not on PATH), so these files cannot be queued.").format(
                 tool=exc.tool
             )
-            if exc.hint:
-                text += " " + tr("Get it: {hint}").format(hint=messages.translate(exc.hint))
+            hint = recipe.hint(i18n.current_language())
+            if hint:
+                text += " " + tr("Get it: {hint}").format(hint=hint)
             return text
         except Exception:  # other problems (a bad recipe …) are reported when the job is submitted
             return None

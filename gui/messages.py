@@ -75,12 +75,9 @@ TEMPLATES: tuple[Template, ...] = (
     _t(tr_noop("{path}: is a folder; give the files in it (one job per file)")),
     _t(tr_noop("{path}: no such file")),
     _t(tr_noop("no recipe named '{name}'; known recipes: {known}")),
+    # a submit error names the recipe's install hint in English (until submit errors are codes)
     _t(tr_noop("{url} (put it on PATH)")),
     _t(tr_noop("an ffmpeg built with Vulkan ({command} must work)")),
-    _t(tr_noop("Run a PyTorch script on a free GPU, in the Python environment that works there")),
-    _t(tr_noop("Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)")),
-    _t(tr_noop("Upscale a video ×2 with ffmpeg's Vulkan scaler")),
-    _t(tr_noop("Benchmark a GGUF model with llama.cpp on Vulkan")),
     # monitor/verdict.py's busy rules; last: {who} may hold a label, so every specific sentence goes first
 )
 

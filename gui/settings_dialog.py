@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gputray.gui import desktop_integration, messages
+from gputray.gui import desktop_integration, i18n, messages
 from gputray.gui.i18n import tr, tr_noop
 from gputray.gui.notifications import KINDS, kind_labels
 from gputray.gui.window_fit import fit_on_screen
@@ -249,7 +249,7 @@ class SettingsDialog(QDialog):
             from gputray.scheduler.client.tasks import load_recipes
 
             for r in load_recipes():
-                description = messages.translate(r.description)
+                description = r.described(i18n.current_language())
                 self.recipes_list.addItem(f"{r.name} — {', '.join(r.patterns)} — {description}")
         except Exception as exc:
             self.recipes_list.addItem(

@@ -24,7 +24,16 @@ from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
 from gputray.scheduler.tasks.taskfile import TaskFileError, patch_from_table, spec_from_patch, spec_from_table
 
-_META_KEYS = {"name", "description", "patterns", "install_hint", "vram_per_file_byte"}
+_META_KEYS = {
+    "name",
+    "description",
+    "description_ja",
+    "patterns",
+    "install_hint",
+    "install_hint_ja",
+    "vram_per_file_byte",
+}
+_JA_KEYS = ("description_ja", "install_hint_ja")
 
 
 class SubmitError(Refusal, ValueError):
@@ -72,6 +81,18 @@ class Recipe:
     install_hint: str | None = None
     vram_per_file_byte: float | None = None
     source: str = ""
+    # the same words in Japanese (``description_ja``, ``install_hint_ja``): the tray shows them in
+    # Japanese; the command line, and a recipe without them, in English
+    description_ja: str = ""
+    install_hint_ja: str | None = None
+
+    def described(self, language: str) -> str:
+        """Its description in ``language`` ("en", "ja"), in English where it has none in that language."""
+        return self.description_ja if language == "ja" and self.description_ja else self.description
+
+    def hint(self, language: str) -> str | None:
+        """Where to get its program, in ``language`` where the recipe says it so, else in English."""
+        return self.install_hint_ja if language == "ja" and self.install_hint_ja else self.install_hint
 
     def matches(self, path: Path) -> bool:
         name = path.name.lower()
@@ -100,6 +121,9 @@ def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
         factor = table.get("vram_per_file_byte")
         if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)):
             raise RecipeError(f"{where}: key 'vram_per_file_byte': must be a number")
+        for key in _JA_KEYS:
+            if not isinstance(table.get(key, ""), str):
+                raise RecipeError(f"{where}: key '{key}': must be a string")
         template = {k: v for k, v in table.items() if k not in _META_KEYS}
         # Validate the template now with a stand-in file, so a broken recipe is reported on load.
         try:
@@ -118,6 +142,8 @@ def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
                 install_hint=table.get("install_hint"),
                 vram_per_file_byte=None if factor is None else float(factor),
                 source=source,
+                description_ja=str(table.get("description_ja", "")),
+                install_hint_ja=table.get("install_hint_ja") or None,
             )
         )
     return out

@@ -52,6 +52,7 @@ def app(
         '[[recipe]]\nname = "upscale-image"\npatterns = ["*.png"]\nkind = "vulkan"\n'
         'argv = ["gputray-test-no-such-tool", "{file}"]\n'
         'install_hint = "https://example.org/tool (put it on PATH)"\n'
+        'install_hint_ja = "https://example.org/tool(PATH の通った場所に置いてください)"\n'
     )
     hide_ray(tmp_path, monkeypatch)  # the test plays the bridge (report_as_the_bridge)
     join(app_paths())

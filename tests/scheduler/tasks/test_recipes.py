@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import stat
 import sys
 from pathlib import Path
@@ -49,6 +50,32 @@ def test_shipped_recipes_cover_scripts_images_videos_and_models(home: Path) -> N
     assert names["upscale-image"].matches(Path("PHOTO.JPG"))
     assert names["upscale-video"].matches(Path("clip.mkv"))
     assert names["llama-bench"].matches(Path("qwen.gguf"))
+
+
+def test_every_shipped_recipe_says_its_words_in_japanese_too(home: Path) -> None:
+    """The tray shows a recipe's description and install hint in Japanese from the recipe itself
+    (``description_ja``, ``install_hint_ja``), not by matching its English; English stays the default."""
+    japanese = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+    for r in load_recipes():
+        assert r.description and japanese.search(r.described("ja")), r.name
+        assert r.described("en") == r.description
+        if r.install_hint is not None:
+            assert japanese.search(r.hint("ja") or ""), r.name
+            assert r.hint("en") == r.install_hint
+    config = home / "home" / "config"
+    config.mkdir(parents=True)
+    (config / "recipes.toml").write_text(
+        '[[recipe]]\nname = "mine"\npatterns = ["*.x"]\nkind = "command"\nargv = ["t", "{file}"]\n'
+        'description = "Mine"\n',
+        encoding="utf-8",
+    )
+    (mine,) = [r for r in load_recipes() if r.name == "mine"]
+    assert mine.described("ja") == "Mine" and mine.hint("ja") is None  # none in Japanese: the English
+    (config / "recipes.toml").write_text(
+        '[[recipe]]\nname = "mine"\nkind = "command"\nargv = ["t"]\ndescription_ja = 3\n', encoding="utf-8"
+    )
+    with pytest.raises(RecipeError, match=r"recipe 'mine': key 'description_ja': must be a string"):
+        load_recipes()
 
 
 def test_python_file_becomes_a_torch_job(home: Path) -> None:
