@@ -8,13 +8,14 @@ until it is answered or the task moves on. Answers go out as the panel's ``room_
 
 ::
 
-    train.py waits for GeForce RTX 5060 Ti
-    ComfyUI  holds 9.8 GiB · idle 14 min
+    train.py waits for GeForce RTX 5060 Ti   ComfyUI  holds 9.8 GiB · idle 14 min
     [Free ComfyUI's 9.8 GiB and run train.py] [Keep waiting]
 
-The question's title may elide (its tooltip has it whole); the resident's line is the card's
-(``ResidentRow``): its figures are never elided, in either language — on one line after the title they
-were cut first ("… ComfyUI: 3.5 GiB を確保 · アイド…" on a 1366×768 screen in Japanese).
+The question's title takes the room the resident leaves and may elide (its tooltip has it whole; the
+Free button names the task too); the resident is the card's ``ResidentRow``, its figures never elided,
+in either language — as one text after the title they were cut first ("… ComfyUI: 3.5 GiB を確保 ·
+アイド…" on a 1366×768 screen in Japanese). One line, not two: at 1366×768 in Japanese with three
+residents on a card the queue list below has little more than a row left as it is.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from msgspec.structs import replace as struct_replace
 from PySide6.QtCore import QEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from gputray.gui.offer_prompts import KEEP_WAITING, keep_label
 from gputray.gui.resident_rows import ResidentRow
@@ -51,10 +52,15 @@ class RoomBar(QFrame):
         self._device_names: Mapping[str, str] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
+        line = QHBoxLayout()
         self.text = ElidedLabel("", self)
-        layout.addWidget(self.text)
+        self.text.setSizePolicy(
+            QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed
+        )  # what the resident leaves
+        line.addWidget(self.text, 1)
         self.resident_row = ResidentRow(self)  # name, then its figures whole
-        layout.addWidget(self.resident_row)
+        line.addWidget(self.resident_row)
+        layout.addLayout(line)
         row = QHBoxLayout()
         self.free_button = QPushButton(self)
         self.keep_button = QPushButton(self)

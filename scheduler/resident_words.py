@@ -18,6 +18,7 @@ def resident_line(resident: ResidentView, now_s: float, device_name: str | None 
     held = "holds —" if resident.held_bytes is None else f"holds {format_bytes(resident.held_bytes)}"
     where = f" on {device_name}" if device_name else ""
     models = f" ({', '.join(resident.models)})" if resident.models else ""
-    port = f", port {resident.port}" if resident.port is not None else ""
+    # its port, else its pid: what names it to free-resident where several share a name
+    port = f", port {resident.port}" if resident.port is not None else f", pid {resident.pid}"
     api = "" if resident.answered else ", its API does not answer"
     return f"{resident.name} {held}{where} · {idle_text(resident, now_s)}{models}{port}{api}"

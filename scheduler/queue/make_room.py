@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -192,12 +193,16 @@ class MakeRoom:
                 self._idle_waits.discard(task.id)
                 notes.pop(task.id, None)
             return
-        ask = soon.policy.free_when_idle == "ask"
-        said = self._said("idle_wait", soon.resident, now_s, bound_s=soon.policy.idle_after_s, ask=ask)
+        r, after_s = soon.resident, soon.policy.idle_after_s
+        at_s = now_s - r.idle_s(now_s) + after_s  # when it will have been idle long enough
+        said = c.RoomMade(
+            step="idle_wait", resident=r.name, held_bytes=r.held_bytes or 0, bound_s=after_s,
+            ask=soon.policy.free_when_idle == "ask", at_s=math.ceil(at_s / 60) * 60,
+        )  # fmt: skip
         if task.id not in self._idle_waits:
             self._idle_waits.add(task.id)
             self._note(task.id, said)
-        notes[task.id] = lambda: said  # its idle time as of this look
+        notes[task.id] = lambda: said  # the same words while nothing changes (wait --follow says each)
 
     @staticmethod
     def _said(
@@ -208,7 +213,6 @@ class MakeRoom:
         freed_bytes: int = 0,
         bound_s: float = 0.0,
         said: str = "",
-        ask: bool = False,
     ) -> c.RoomMade:
         held, idle_s = r.held_bytes or 0, r.idle_s(now_s)
         return c.RoomMade(
@@ -219,7 +223,6 @@ class MakeRoom:
             freed_bytes=freed_bytes,
             bound_s=bound_s,
             said=said,
-            ask=ask,
         )
 
     def answer(self, name: str, now_s: float, *, task_id: int | None = None) -> tuple[str, bool]:

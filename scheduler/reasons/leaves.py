@@ -234,6 +234,7 @@ class RoomMade(Code, frozen=True):
     bound_s: float = 0.0
     said: str = ""
     ask: bool = False  # "idle_wait": its free_when_idle is "ask" (offered then, not asked)
+    at_s: float = 0.0  # "idle_wait": when it will have been idle for ``bound_s`` (wall clock)
 
 
 class JobResumed(Code, frozen=True):

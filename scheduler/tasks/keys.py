@@ -498,7 +498,8 @@ TASK_KEYS: tuple[TaskKey, ...] = (
             flag="--on-oom",
             choices=ON_OOM,
             help="out of memory: elsewhere runs it once more on a device it may use where what it reached "
-            "is free (the torch recipe's default); fail: the retry policy, as any failure",
+            "is free (the torch recipe's default; another device --device names is one with --on-busy "
+            "redirect); fail: the retry policy, as any failure",
         ),
     ),
     TaskKey(

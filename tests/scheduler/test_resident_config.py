@@ -76,3 +76,18 @@ def test_each_bad_value_is_one_line_and_the_rest_is_read(tmp_path: Path) -> None
     assert len(lines) == 9, lines
     mine = config.residents.policy('私の サーバー "x"')  # spaces, quotes, Japanese: a name like any
     assert mine is not None and mine.free_when_idle == "always" and mine.kind.processes == ("srv",)
+
+
+def test_a_resident_line_names_it_by_port_or_else_by_pid() -> None:
+    """``gputray residents``: one whose port is not known (its API does not answer, another user's
+    process) is named by its pid, which ``free-resident`` takes where several share a name."""
+    from gputray.monitor.residents import ResidentView
+    from gputray.scheduler.resident_words import resident_line
+
+    gib = 1 << 30
+    served = ResidentView("Ollama", 41, 11434, "k", 6 * gib, ("qwen3:14b",), False, 0.0, True, True)
+    mute = ResidentView("Ollama", 42, None, None, None, (), False, 0.0, False, False)
+    assert resident_line(served, 60.0, "GeForce RTX 5060 Ti") == (
+        "Ollama holds 6.0 GiB on GeForce RTX 5060 Ti · idle 1 min (qwen3:14b), port 11434"
+    )
+    assert resident_line(mute, 30.0) == "Ollama holds — · idle < 1 min, pid 42, its API does not answer"

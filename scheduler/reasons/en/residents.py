@@ -19,14 +19,14 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
         if s.finished:
             return f"{r.resident} held {held} ({idle}); {command} would have freed it for this task"
         return f"{r.resident} holds {held} ({idle}); {command} frees it for this task"
-    if r.step == "idle_wait":
-        after = s.duration(r.bound_s)
+    if r.step == "idle_wait":  # not its idle time now: a reason that changed every look would be said anew
+        when = f"{s.clock(r.at_s, False)} (once idle {s.duration(r.bound_s)})"
         if s.finished:
-            return f"{r.resident} held {held} ({idle}); it was to be freed for this task once idle {after}"
+            return f"{r.resident} held {held}; it was to be freed for this task at {when}"
         if r.ask:
             command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"
-            return f"{r.resident} holds {held} ({idle}); once idle {after}, {command} frees it for this task"
-        return f"{r.resident} holds {held} ({idle}); to be asked to free it for this task once idle {after}"
+            return f"{r.resident} holds {held}; from {when}, {command} frees it for this task"
+        return f"{r.resident} holds {held}; to be asked to free it for this task at {when}"
     if r.step == "asked":
         return f"asked {r.resident} ({idle}) to free {held}"
     if r.step == "freed":

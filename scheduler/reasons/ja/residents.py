@@ -21,14 +21,14 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
             return f"{r.resident} が {held} を確保していました（{idle}）。{free}"
         return f"{r.resident} が {held} を確保しています（{idle}）。{command} でこのタスクのために解放します"
     if r.step == "idle_wait":
-        after = f"アイドル {s.duration(r.bound_s)}"
+        when = f"{s.clock(r.at_s, False)}（アイドル {s.duration(r.bound_s)}）"
         if s.finished:
-            return f"{r.resident} が {held} を確保していました（{idle}）。{after}で解放する予定でした"
-        holds = f"{r.resident} が {held} を確保しています（{idle}）"
+            return f"{r.resident} が {held} を確保していました。{when}に解放する予定でした"
+        holds = f"{r.resident} が {held} を確保しています"
         if r.ask:
             command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"
-            return f"{holds}。{after}になると {command} でこのタスクのために解放できます"
-        return f"{holds}。{after}になるとこのタスクのために解放を依頼します"
+            return f"{holds}。{when}から {command} でこのタスクのために解放できます"
+        return f"{holds}。{when}にこのタスクのために解放を依頼します"
     if r.step == "asked":
         return f"{r.resident}（{idle}）に {held} の解放を依頼しました"
     if r.step == "freed":

@@ -139,11 +139,18 @@ def test_a_task_waiting_for_a_resident_to_be_idle_long_enough_says_so(
         )
         waiting, words = said
         assert waiting.state == "waiting", waiting
-        assert "Ollama holds 12.0 GiB (idle " in words, words
-        assert words.endswith("; to be asked to free it for this task once idle 60 min"), words
-        assert render(waiting.reason, "ja").endswith(
-            "アイドル 60 分になるとこのタスクのために解放を依頼します"
-        )
+        # when it will be asked, not how long it has been idle: the same words at every look
+        assert re.search(
+            r"; Ollama holds 12\.0 GiB; to be asked to free it for this task at \d\d:\d\d "
+            r"\(once idle 60 min\)$",
+            words,
+        ), words
+        assert render(waiting.reason, "ja").endswith("（アイドル 60 分）にこのタスクのために解放を依頼します")
+        make_room = owner.make_room
+        assert make_room is not None
+        looks = make_room.looks
+        wait_for(lambda: make_room.looks >= looks + 2, what="two more looks")
+        assert render(_task(client, task.id).reason) == words
         assert ollama.paths_called("POST") == []  # not idle long enough: not asked yet
 
 
