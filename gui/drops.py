@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gputray.gui import i18n
+from gputray.gui import i18n, messages
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import tr, trn
 from gputray.gui.theme import colors
@@ -213,7 +213,7 @@ def handle_drop(
         try:
             ids = submit([str(f) for f in g.files], choice.recipe, overrides)
         except Exception as exc:  # the queue's own readable message (missing tool, bad recipe …)
-            outcome.messages.append(str(exc))
+            outcome.messages.append(messages.said(exc))  # in the tray's language where it has a code
             continue
         outcome.task_ids.extend(ids)
     return outcome

@@ -5,7 +5,7 @@ things), one translation context (``gputray``), compiled into ``resources/transl
 ``gputray_en.qm`` holds only the English plural forms of the :func:`trn` sentences. Qt's own strings
 (the standard buttons OK, Cancel, Save …, the context menus of text fields) come from Qt's
 ``qtbase_ja.qm``, shipped with PySide6. What the queue and the monitor say (reasons, errors) is
-translated by ``gui/messages.py``.
+worded by ``gui/messages.py`` from their codes.
 
 The language follows the system locale unless the config says ``[gui] language = "en" | "ja"``.
 Installing or removing a translator makes Qt send every widget a ``LanguageChange`` event: the

@@ -253,7 +253,7 @@ class SettingsDialog(QDialog):
                 self.recipes_list.addItem(f"{r.name} — {', '.join(r.patterns)} — {description}")
         except Exception as exc:
             self.recipes_list.addItem(
-                tr("Recipes could not be read: {error}").format(error=messages.translate(str(exc)))
+                tr("Recipes could not be read: {error}").format(error=messages.said(exc))
             )
 
     def _spin(self, value: float, lo: float, hi: float, suffix: str) -> QDoubleSpinBox:
@@ -295,12 +295,12 @@ class SettingsDialog(QDialog):
         from gputray.scheduler.client.settings import env_to_add
 
         if self.envs_error is not None:
-            QMessageBox.warning(self, tr("Python environments"), messages.translate(self.envs_error))
+            QMessageBox.warning(self, tr("Python environments"), self.envs_error)
             return False
         try:
             env = env_to_add(self.envs, python)
         except Exception as exc:
-            QMessageBox.warning(self, tr("Python environments"), messages.translate(str(exc)))
+            QMessageBox.warning(self, tr("Python environments"), str(exc))
             return False
         self.envs.append(env)
         self._show_envs()

@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from gputray.cluster.picture import ClusterPicture, cluster_picture
-from gputray.gui import messages, window_audit
+from gputray.gui import window_audit
 from gputray.gui.gui_state import GuiState
 from gputray.gui.i18n import install_language, resolve_language, tr, tr_noop, trn
 from gputray.gui.menu import DEMO_LOCKED, TrayMenu
@@ -518,11 +518,10 @@ class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
             self.offers.keep_waiting(task_id)
 
     def _warn(self, text: str) -> None:
-        """A message box that does not block; queue errors are shown in the user's language."""
+        """A message box that does not block; ``text`` is worded already (a queue error through
+        ``messages.said``, in the user's language where it carries a code)."""
         log.warning("%s", text)
-        box = QMessageBox(
-            QMessageBox.Icon.Warning, "gputray", messages.translate(text), QMessageBox.StandardButton.Ok
-        )
+        box = QMessageBox(QMessageBox.Icon.Warning, "gputray", text, QMessageBox.StandardButton.Ok)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.setWindowModality(Qt.WindowModality.NonModal)
         box.show()

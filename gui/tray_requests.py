@@ -142,8 +142,8 @@ class OwnerRequests:
         try:
             recipes = load_recipes()
         except Exception as exc:
-            self._warn(str(exc))
-            return DropOutcome(messages=[str(exc)])
+            self._warn(messages.said(exc))
+            return DropOutcome(messages=[messages.said(exc)])
         parent = self.panel if self.panel.isVisible() else None
         pinned = self.panel.pinned
         self.panel.pinned = True  # the dialog takes focus: keep the panel open meanwhile

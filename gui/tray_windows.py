@@ -60,7 +60,7 @@ def window_failed_text(window: str, exc: BaseException) -> str:
             window=window, module=package, python=sys.executable, package=package
         )
     return tr(WINDOW_FAILED).format(
-        window=window, error=messages.translate(str(exc)), log=app_paths().state_dir / "gputray.log"
+        window=window, error=messages.said(exc), log=app_paths().state_dir / "gputray.log"
     )
 
 

@@ -16,8 +16,11 @@ from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.reasons.config_codes import Allowed, ConfigSaid
 from gputray.scheduler.reasons.doctor_codes import DoctorNews, Finding, Fix
 from gputray.scheduler.reasons.refusals import Refused
+from gputray.scheduler.reasons.submit_codes import SubmitSaid
 
-Worded = Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews | Refused | ConfigSaid | Allowed
+Worded = (
+    Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews | Refused | ConfigSaid | Allowed | SubmitSaid
+)
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]
 

@@ -21,6 +21,7 @@ from typing import Any
 from gputray.resources import resource_path
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.reasons import submit_codes as u
 from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
 from gputray.scheduler.tasks.taskfile import TaskFileError, patch_from_table, spec_from_patch, spec_from_table
 
@@ -37,15 +38,26 @@ _JA_KEYS = ("description_ja", "install_hint_ja")
 
 
 class SubmitError(Refusal, ValueError):
-    """A task cannot be submitted; the message says why in words a person can act on."""
+    """A task cannot be submitted; the message says why in words a person can act on. ``said``: why, as
+    a code the tray words in its language (None: English only, a task file's or a recipe file's problem)."""
+
+    def __init__(self, said: u.SubmitSaid | str) -> None:
+        if isinstance(said, str):
+            super().__init__(said)
+            self.said: u.SubmitSaid | None = None
+            return
+        from gputray.scheduler.reasons.render import render
+
+        super().__init__(render(said))
+        self.said = said
 
 
 class ToolNotFound(SubmitError):
-    def __init__(self, tool: str, hint: str | None, task: str) -> None:
+    def __init__(self, tool: str, hint: str | None, task: str, hint_ja: str | None = None) -> None:
         self.tool = tool
         self.hint = hint
-        more = f" Get it: {hint}." if hint else ""
-        super().__init__(f"{task}: the program '{tool}' is not installed or not on PATH.{more}")
+        self.hint_ja = hint_ja
+        super().__init__(u.ProgramMissing(task=task, tool=tool, hint=hint or None, hint_ja=hint_ja))
 
 
 class RecipeError(SubmitError):
@@ -55,21 +67,20 @@ class RecipeError(SubmitError):
 class NoRecipe(RecipeError):
     def __init__(self, file: Path, known: str) -> None:
         self.known = known
-        if file.suffix.lower() == ".toml":  # most likely a task file given as a FILE
-            self.known = f"{known}. A TOML task file is queued with `gputray submit --task {file.name}`"
-        super().__init__(f"{file.name}: no recipe handles this kind of file. Recipes: {self.known}")
+        task_file = file.name if file.suffix.lower() == ".toml" else None  # most likely a task file as FILE
+        if task_file is not None:
+            self.known = f"{known}. A TOML task file is queued with `gputray submit --task {task_file}`"
+        super().__init__(u.NoRecipeFor(file=file.name, known=known, task_file=task_file))
 
 
 class SubmitProblems(SubmitError):
     """Several submitted files cannot be queued: one line per file, then what would help (once)."""
 
-    def __init__(self, total: int, lines: Sequence[str], footer: Sequence[str] = ()) -> None:
-        self.lines = tuple(lines)
-        head = (
-            f"{len(lines)} of {total} files cannot be queued, so none was queued "
-            "(all or nothing: fix these and submit the files again):"
-        )
-        super().__init__("\n".join([head, *(f"  {x}" for x in [*lines, *footer])]))
+    def __init__(self, total: int, lines: Sequence[u.FileLine], helps: Sequence[u.Help] = ()) -> None:
+        from gputray.scheduler.reasons.render import render
+
+        self.lines = tuple(render(line) for line in lines)
+        super().__init__(u.CannotQueue(total=total, lines=tuple(lines), helps=tuple(helps)))
 
 
 @dataclass(frozen=True)
@@ -181,14 +192,14 @@ def find_recipe(recipes: Sequence[Recipe], file: Path, name: str | None = None) 
             if recipe.name == name:
                 return recipe
         known = ", ".join(r.name for r in recipes)
-        raise RecipeError(f"no recipe named '{name}'; known recipes: {known}")
+        raise RecipeError(u.NoRecipeNamed(name=name, known=known))
     for recipe in recipes:
         if recipe.matches(file):
             return recipe
     raise NoRecipe(file, "; ".join(r.label() for r in recipes))
 
 
-def check_runnable(spec: TaskSpec, *, hint: str | None = None) -> None:
+def check_runnable(spec: TaskSpec, *, hint: str | None = None, hint_ja: str | None = None) -> None:
     """Submit-time checks: the program exists (shutil.which), the script and input files exist."""
     program = spec.program
     if program is not None:
@@ -201,18 +212,18 @@ def check_runnable(spec: TaskSpec, *, hint: str | None = None) -> None:
             search = spec.base_env.get("PATH", os.defpath) if spec.base_env is not None else None
             found = shutil.which(program, path=search) is not None
         if not found:
-            raise ToolNotFound(program, hint, spec.name)
+            raise ToolNotFound(program, hint, spec.name, hint_ja)
     if spec.kind == "torch" and spec.script is not None:
         script = Path(spec.script)
         if spec.cwd and not script.is_absolute():
             script = Path(spec.cwd) / script
         if not script.is_file():
-            raise SubmitError(f"{spec.name}: the script {spec.script} does not exist")
+            raise SubmitError(u.ScriptMissing(task=spec.name, script=spec.script))
     for f in spec.files:
         if not Path(f).exists():
-            raise SubmitError(f"{spec.name}: the input file {f} does not exist")
+            raise SubmitError(u.InputMissing(task=spec.name, file=f))
     if spec.cwd and not Path(spec.cwd).is_dir():
-        raise SubmitError(f"{spec.name}: the working folder {spec.cwd} does not exist")
+        raise SubmitError(u.FolderMissing(task=spec.name, folder=spec.cwd))
 
 
 def spec_for_file(recipe: Recipe, file: Path, overrides: TaskPatch | None = None) -> TaskSpec:
@@ -264,14 +275,14 @@ def specs_for_files(
     if len(problems) == 1 and len(files) == 1:
         raise problems[0][1]
     if problems:
-        lines: list[str] = []
-        footer: dict[str, None] = {}  # ordered, each hint once
+        lines: list[u.FileLine] = []
+        helps: dict[u.Help, None] = {}  # ordered, each hint once
         for path, err in problems:
             line, hint = _problem_line(path, err)
             lines.append(line)
             if hint:
-                footer[hint] = None
-        raise SubmitProblems(len(files), lines, list(footer))
+                helps[hint] = None
+        raise SubmitProblems(len(files), lines, list(helps))
     return specs
 
 
@@ -282,21 +293,22 @@ def _spec_checked(
     overrides: TaskPatch | None,
 ) -> TaskSpec:
     if not path.exists():
-        raise SubmitError(f"{path}: no such file")
+        raise SubmitError(u.FileMissing(path=str(path)))
     if path.is_dir():
-        raise SubmitError(f"{path}: is a folder; give the files in it (one job per file)")
+        raise SubmitError(u.IsAFolder(path=str(path)))
     chosen = find_recipe(recipes, path, recipe)
     spec = spec_for_file(chosen, path, overrides)
-    check_runnable(spec, hint=chosen.install_hint)
+    check_runnable(spec, hint=chosen.install_hint, hint_ja=chosen.install_hint_ja)
     return spec
 
 
-def _problem_line(path: Path, exc: SubmitError) -> tuple[str, str | None]:
+def _problem_line(path: Path, exc: SubmitError) -> tuple[u.FileLine, u.Help | None]:
     """One file's line of SubmitProblems, starting with the file, and a hint to print once after all."""
     if isinstance(exc, NoRecipe):
-        return f"{path}: no recipe handles this kind of file", f"Recipes: {exc.known}"
+        return u.FileNoRecipe(path=str(path)), u.RecipesKnown(known=exc.known)
     if isinstance(exc, ToolNotFound):
-        hint = f"Get {exc.tool}: {exc.hint}." if exc.hint else None
-        return f"{path}: needs the program '{exc.tool}', which is not installed or not on PATH", hint
+        hint = u.GetProgram(tool=exc.tool, hint=exc.hint, hint_ja=exc.hint_ja) if exc.hint else None
+        return u.FileNeedsProgram(path=str(path), tool=exc.tool), hint
     text = str(exc)
-    return (text if text.startswith(str(path)) else f"{path}: {text}"), None
+    leaf = exc.said if isinstance(exc.said, u.Leaf) else None
+    return u.FileRefused(path=str(path), text=text, said=leaf, named=text.startswith(str(path))), None

@@ -9,28 +9,18 @@ import pytest
 from ui_walk import JAPANESE, english_words
 
 from gputray.gui.i18n import install_language
-from gputray.gui.messages import TEMPLATES, reason, translate
+from gputray.gui.messages import reason, said
 from gputray.monitor.busy_why import MemoryHeld, Who
 from gputray.scheduler.reasons.codes import DemoOnCpu, DeviceBusy, Said, WaitingFor
 from gputray.scheduler.reasons.render import render
 
 HELD = MemoryHeld(who=Who("llama-server"), held_bytes=14 * 1024**3, util_pct=97.0, threshold_pct=30.0)
 
-# Sentences the scheduler still writes in English (submit errors); a task's reasons, the doctor's findings
-# and the queue's refusals are codes, worded per language by scheduler/reasons
-# (tests/scheduler/reasons/test_reasons.py).
-REAL = [
-    "photo.png: the program 'realesrgan-ncnn-vulkan' is not installed or not on PATH. "
-    "Get it: https://github.com/xinntao/Real-ESRGAN-ncnn-vulkan/releases (put it on PATH).",
-    "2 of 3 files cannot be queued, so none was queued "
-    "(all or nothing: fix these and submit the files again):\n"
-    "  /tmp/notes.txt: no recipe handles this kind of file\n"
-    "  /tmp/a.png: needs the program 'realesrgan-ncnn-vulkan', which is not installed or not on PATH\n"
-    "  Recipes: torch (*.py); upscale-image (*.png, *.jpg)",
-]
-DATA = ["train.py (#3)", "train.py", "/usr/bin/python3", "photo.png", "/tmp/notes.txt", "/tmp/a.png"]
-DATA += ["SIGKILL", "'a'", "'b'", "'c'", "'prep'", "blur"]
-DATA += ["cuda-checkpoint", "(Radeon 780M 12.0 GiB free)"]  # a program's name; devices' figures
+# Files and programs of the submit errors below: data, kept in every language.
+DATA = ["/tmp/notes.txt", "/tmp/a.png", "photo.png", "realesrgan-ncnn-vulkan", "torch", "upscale-image"]
+DATA += ["https", "//github.com/xinntao/Real-ESRGAN-ncnn-vulkan/releases", "PATH", "png", "jpg", "py"]
+DATA += ["ffmpeg", "llama-bench", "gguf", "mp4", "mkv", "mov", "webm", "avi", "jpeg", "webp", "bmp", "tif"]
+DATA += ["tiff", "upscale-video", "notes.txt", "a.png", "GGML_VULKAN", "llama.cpp", "txt", "tmp", "nope"]
 
 
 @pytest.fixture
@@ -40,11 +30,71 @@ def japanese(qapp: object) -> Iterator[None]:
     install_language("en")
 
 
-@pytest.mark.parametrize("message", REAL)
-def test_real_messages_become_japanese(japanese: None, message: str) -> None:
-    shown = translate(message)
-    assert shown != message
-    assert english_words(shown, DATA) == [], shown
+def submit_errors(tmp: Path) -> list[Exception]:
+    """Real submit errors from the submit check (``tasks/recipes.py``): a missing program with where to
+    get it, every problem of several files at once, a file no recipe takes, a folder, no such file."""
+    from gputray.scheduler.tasks.recipes import SubmitError, specs_for_files
+
+    photo, notes, folder = tmp / "photo.png", tmp / "notes.txt", tmp / "shots"
+    photo.write_bytes(b"")
+    notes.write_text("x")
+    folder.mkdir()
+    errors: list[Exception] = []
+    for files in ([photo], [notes, photo, tmp / "gone.png"], [notes], [folder], [tmp / "gone.png"]):
+        with pytest.raises(SubmitError) as caught:
+            specs_for_files(files)
+        errors.append(caught.value)
+    with pytest.raises(SubmitError) as caught:
+        specs_for_files([photo], recipe="nope")
+    return [*errors, caught.value]
+
+
+def test_submit_errors_are_codes_worded_in_japanese_with_data_kept(
+    japanese: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # every recipe's program is missing
+    errors = submit_errors(tmp_path)
+    data = [
+        *DATA,
+        str(tmp_path),
+        *(str(tmp_path / n) for n in ("photo.png", "notes.txt", "shots", "gone.png")),
+    ]
+    for exc in errors:
+        assert getattr(exc, "said", None) is not None, exc  # a code, worded per language
+        shown = said(exc)
+        assert JAPANESE.search(shown) and english_words(shown, data) == [], shown
+        assert render(exc.said) == str(exc)  # type: ignore[attr-defined]  # the command line's English
+    assert "入手先" in said(errors[0])  # where to get it, in the recipe's own Japanese (install_hint_ja)
+    install_language("en")
+    assert [said(exc) for exc in errors] == [str(exc) for exc in errors]
+
+
+def test_submit_errors_say_in_english_what_the_command_line_always_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUTRAY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    t = tmp_path
+    hint = "https://github.com/xinntao/Real-ESRGAN-ncnn-vulkan/releases (put it on PATH)"
+    recipes = "torch (*.py); upscale-image (*.png, *.jpg, *.jpeg, *.webp, *.bmp, *.tif, *.tiff); "
+    recipes += "upscale-video (*.mp4, *.mkv, *.mov, *.webm, *.avi); llama-bench (*.gguf)"
+    assert [str(e) for e in submit_errors(t)] == [
+        f"upscale-image: photo.png: the program 'realesrgan-ncnn-vulkan' is not installed or not on PATH. "
+        f"Get it: {hint}.",
+        "3 of 3 files cannot be queued, so none was queued "
+        "(all or nothing: fix these and submit the files again):\n"
+        f"  {t}/notes.txt: no recipe handles this kind of file\n"
+        f"  {t}/photo.png: needs the program 'realesrgan-ncnn-vulkan', which is not installed or not on "
+        "PATH\n"
+        f"  {t}/gone.png: no such file\n"
+        f"  Recipes: {recipes}\n"
+        f"  Get realesrgan-ncnn-vulkan: {hint}.",
+        f"notes.txt: no recipe handles this kind of file. Recipes: {recipes}",
+        f"{t}/shots: is a folder; give the files in it (one job per file)",
+        f"{t}/gone.png: no such file",
+        "no recipe named 'nope'; known recipes: torch, upscale-image, upscale-video, llama-bench",
+    ]
 
 
 def test_a_refusal_is_worded_from_its_code_and_data_kept(japanese: None) -> None:
@@ -62,11 +112,7 @@ def test_a_refusal_is_worded_from_its_code_and_data_kept(japanese: None) -> None
     lines = ["no such task: 9", "task #2 already succeeded; nothing to cancel"]
     worded = "タスク #2 はすでに成功です。キャンセルするものはありません"
     assert refused(lines, [ended]) == f"no such task: 9\n{worded}"
-    assert translate("task #4 is running; retry is for finished tasks") == (  # no template is left for it
-        "task #4 is running; retry is for finished tasks"
-    )
-    assert translate("something no template knows") == "something no template knows"  # shown as written
-    assert translate("") == "" and translate(None) == ""
+    assert said(RuntimeError("Permission denied")) == "Permission denied"  # others' words: as written
 
 
 def test_reasons_are_worded_by_the_renderer_in_the_trays_language(japanese: None) -> None:
@@ -88,16 +134,6 @@ def test_reasons_are_worded_by_the_renderer_in_the_trays_language(japanese: None
         reason(DemoOnCpu(device="Radeon 780M"), "running")
         == "demo: running on the CPU in place of Radeon 780M"
     )
-
-
-def test_english_is_passed_through(qapp: object) -> None:
-    install_language("en")
-    assert all(translate(m) == m for m in REAL)
-
-
-def test_templates_are_distinct() -> None:
-    sources = [t.source for t in TEMPLATES]
-    assert len(sources) == len(set(sources))
 
 
 def test_the_doctors_findings_become_japanese(japanese: None) -> None:
@@ -175,45 +211,15 @@ def test_every_config_problem_and_the_banner_become_japanese(japanese: None, tmp
 REGEX_USERS = {
     "qt_libraries.py": "reads the dynamic loader's error to name the missing library",
     "widgets.py": "digits become 8 to measure the widest a number can be",
-    "messages.py": "LEFT (issue 31): submit errors and the recipes' words are still English matched "
-    "against TEMPLATES; their number may only go down",
 }
-#: How many English templates are left (see REGEX_USERS): the doctor's 45, the queue's refusals' 6 and
-#: the config problems' 19 went with their codes.
-#: The 16 single words went (``state_word``, ``device_gone``), then the recipes' 4 descriptions
-#: (``description_ja`` in the recipe; its ``install_hint_ja`` for the drop dialog).
-TEMPLATES_LEFT = 16
-
-
-def test_state_words_and_a_lost_device_are_worded_without_templates(japanese: None) -> None:
-    """A task's state is shown through ``state_word`` (every state the queue has, and "paused"); a GPU
-    that shows no figures through ``DeviceGone``'s wording, the backend's own words kept as written."""
-    from gputray.gui.messages import STATE_WORDS, device_gone, state_word
-    from gputray.scheduler.tasks.states import STATES
-
-    assert set(STATES) | {"paused"} == set(STATE_WORDS)
-    for state in STATE_WORDS:
-        assert JAPANESE.search(state_word(state)), state
-    assert state_word("frozen") == "frozen"  # a newer owner's state: as it is named
-    lost = "GPU is lost (fell off the bus?)"
-    assert device_gone("lost", lost) == f"失われました: {lost}"
-    assert device_gone("unavailable", None) == "利用不可"
-    assert device_gone("ok", "x") == ""
-    install_language("en")
-    assert [state_word(s) for s in STATE_WORDS] == list(STATE_WORDS)
-    assert device_gone("lost", "fell off the bus") == "lost: fell off the bus"
-    assert device_gone("unavailable", "NVML: Unknown Error") == "unavailable: NVML: Unknown Error"
-    assert device_gone("lost", None) == "lost"
 
 
 def test_no_regex_translation_comes_back() -> None:
-    """A translation by regex over English comes back neither in a new module nor as a new template, and
-    none knows a reason's or the doctor's English: those are codes, worded per language."""
+    """A translation by regex over English comes back neither in a new module nor in ``messages``: the
+    last of its templates (submit errors, recipes' words, state words) went with their codes."""
     import ast
-    import sys
 
     from gputray.gui import messages
-    from gputray.scheduler.reasons import doctor_codes
 
     gui = Path(messages.__file__).parent
     users = set()
@@ -228,16 +234,4 @@ def test_no_regex_translation_comes_back() -> None:
     assert users == set(REGEX_USERS), (
         f"a gui module started or stopped using regexes: {users ^ set(REGEX_USERS)}"
     )
-    assert len(TEMPLATES) <= TEMPLATES_LEFT, "a new English template: word it as a code (scheduler/reasons)"
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scheduler" / "reasons"))
-    from test_reasons import SAMPLES
-
-    from gputray.scheduler.reasons.render import render
-
-    assert {type(s) for s in SAMPLES} >= set(doctor_codes.doctor_codes())
-    for sample in SAMPLES:  # every code (a task's reason, a device's, the doctor's), every field filled
-        english = render(sample)
-        # a state's one word ("paused") is the only English a template and a code share
-        known = [t.source for t in TEMPLATES if " " in t.source and t.pattern.match(english)]
-        assert known == [], f"{type(sample).__name__}'s English is matched by {known}"
+    assert not hasattr(messages, "TEMPLATES") and not hasattr(messages, "translate")

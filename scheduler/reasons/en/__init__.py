@@ -19,5 +19,6 @@ from gputray.scheduler.reasons.en import (  # noqa: F401  (each registers its wo
     placement,
     refusals,
     residents,
+    submit,
 )
 from gputray.scheduler.reasons.en.common import EN as EN

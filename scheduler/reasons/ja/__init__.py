@@ -23,5 +23,6 @@ from gputray.scheduler.reasons.ja import (  # noqa: F401  (each registers its wo
     placement,
     refusals,
     residents,
+    submit,
 )
 from gputray.scheduler.reasons.ja.common import JA as JA

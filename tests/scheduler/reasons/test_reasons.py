@@ -21,13 +21,14 @@ from gputray.scheduler.reasons.config_codes import CheckSaid, config_codes
 from gputray.scheduler.reasons.doctor_codes import doctor_codes
 from gputray.scheduler.reasons.refusals import refusal_codes
 from gputray.scheduler.reasons.render import catalogue, languages, render, render_for
+from gputray.scheduler.reasons.submit_codes import FileRefused, submit_codes
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.lifecycle import Wait
 from gputray.scheduler.tasks.records import TaskSpec
 
 GIB = 1024**3
 ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
-ALL_CODES += (*doctor_codes(), *refusal_codes(), *config_codes())
+ALL_CODES += (*doctor_codes(), *refusal_codes(), *config_codes(), *submit_codes())
 
 
 def sample(tp: Any, depth: int = 0, inner: Any = None) -> Any:
@@ -80,6 +81,7 @@ KEPT |= {"NVIDIA", "AMD", "CUDA", "ROCm", "RTX", "Blackwell", "ISA", "gfx", "sm_
 KEPT |= {"HSA_OVERRIDE_GFX_VERSION", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}
 KEPT |= {"doctor", "refresh", "timeout", "remove", "force", "reinstall", "index", "url", "wheel", "whl"}
 KEPT |= {"https", "download", "pytorch", "org", "get", "started", "locally"}
+KEPT |= {"TOML", "submit", "task"}  # `gputray submit --task FILE`
 KEPT |= {"devices", "name", "slots", "env", "false"}  # a config file's own words: [devices.<name>], [[env]]
 
 
@@ -99,7 +101,9 @@ def test_every_code_has_words_in_every_language() -> None:
 def test_japanese_is_japanese_joined_and_bracketed_its_own_way(reason: Any) -> None:
     for finished in (False, True):
         en, ja = render(reason, finished=finished), render(reason, "ja", finished=finished)
-        as_written = c.Said | b.Words | d.ErrorLine | d.Written | CheckSaid  # others' words, as written
+        as_written = (
+            c.Said | b.Words | d.ErrorLine | d.Written | CheckSaid | FileRefused
+        )  # others' words, as written
         assert en and ja and (ja != en or isinstance(reason, as_written))
         assert english_words(ja) == [], ja
         assert "; " not in ja and ", " not in ja, ja  # English joiners: Japanese joins with 、 and 。
@@ -264,6 +268,7 @@ FOR_THE_READER = (
     *doctor_codes(),
     *refusal_codes(),
     *config_codes(),
+    *submit_codes(),
     *typing.get_args(b.BusyWhy),
     *typing.get_args(b.DeviceNews),
 )
