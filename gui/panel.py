@@ -515,12 +515,18 @@ class Panel(QueueRows):
 
     def update_queue_label(self) -> None:
         counts = self.model.counts()
-        self.queue_label.setText(
-            tr("Queue: {running} running, {waiting} waiting").format(
-                running=counts.get("running", 0),
-                waiting=counts.get("queued", 0) + counts.get("waiting", 0),
-            )
+        paused = sum(
+            1 for t in self.model.tasks() if t.shown_state == "paused"
+        )  # a running task, its job frozen
+        running, waiting = (
+            counts.get("running", 0) - paused,
+            counts.get("queued", 0) + counts.get("waiting", 0),
         )
+        if paused:  # it said "2 running" of one running job and one paused for another
+            text = tr("Queue: {running} running, {paused} paused, {waiting} waiting")
+        else:
+            text = tr("Queue: {running} running, {waiting} waiting")
+        self.queue_label.setText(text.format(running=running, paused=paused, waiting=waiting))
 
     # -- queue head and cards -------------------------------------------------------------------------
     def _toggle_pause_all(self) -> None:

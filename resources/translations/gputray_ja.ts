@@ -1416,6 +1416,10 @@
         <translation>キュー: 実行中 {running}、待機中 {waiting}</translation>
     </message>
     <message>
+        <source>Queue: {running} running, {paused} paused, {waiting} waiting</source>
+        <translation>キュー: 実行中 {running}、一時停止中 {paused}、待機中 {waiting}</translation>
+    </message>
+    <message>
         <source>The {color} bar in the tray icon</source>
         <translation>トレイアイコンの{color}のバー</translation>
     </message>

@@ -357,3 +357,19 @@ def test_device_cells_are_whole_where_the_panel_has_room(qtbot: QtBot) -> None:
     fm = panel.table.fontMetrics()
     for text in ("Radeon 780M · torch-cpu", "RTX 5060 Ti · cu128-nightly"):
         assert fm.horizontalAdvance(text) + 8 <= panel.table.columnWidth(COL_DEVICE), text
+
+
+def test_the_queue_line_counts_a_paused_job_apart_from_the_running_ones(qtbot: QtBot) -> None:
+    panel = make_panel(qtbot)
+    panel.model.apply(
+        [
+            TaskView(id=1, name="long training", state="running", paused_at=5.0),  # paused for #2
+            TaskView(id=2, name="urgent render", state="running"),
+            TaskView(id=3, name="later", state="waiting"),
+        ]
+    )
+    panel.update_queue_label()
+    assert panel.queue_label.text() == "Queue: 1 running, 1 paused, 1 waiting"  # it said "2 running"
+    panel.model.apply([TaskView(id=2, name="urgent render", state="running")])
+    panel.update_queue_label()
+    assert panel.queue_label.text() == "Queue: 1 running, 0 waiting"
