@@ -173,6 +173,10 @@ class MakeRoom:
                     self._note(task.id, said)
                 else:  # its idle time as of this look: the reason said "idle 4 s" for as long as it stood
                     self._renote(task.id, said)
+        for lapsed in set(self.questions) - set(questions) - self._idle_waits:
+            # no longer asked (its GPU taken by a game, paused, busy): its reason stops offering
+            # `gputray free-resident …` with the idle time of the last look; asked again, it says it again
+            self.queue.runs.room_notes.pop(lapsed, None)
         self.questions = questions
 
     def _say_idle_wait(

@@ -210,6 +210,19 @@ def test_ask_says_who_holds_it_and_free_resident_frees_it(
             what="the reason's idle time to grow",
         )
         assert ollama.paths_called("POST") == []  # asked the user, not the resident
+        client.ask(
+            rq.Pause(device="5060ti")
+        )  # freeing would start nothing now: the offer goes from the reason
+        wait_for(
+            lambda: (
+                "free-resident" not in (said := render(_task(client, task.id).reason)) and "paused" in said
+            ),
+            what="the reason to drop the question while the GPU is paused",
+        )
+        client.ask(rq.Resume(device="5060ti"))
+        wait_for(
+            lambda: "free-resident ollama" in render(_task(client, task.id).reason), what="the question back"
+        )
         listed = gputray("residents", home=tmp_path / "home")  # the command line, as a user types it
         assert listed.returncode == 0, listed.stderr
         ollama_line = next(  # by its port: other tests on this machine may run Ollama stand-ins too
