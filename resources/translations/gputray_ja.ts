@@ -648,86 +648,6 @@
         <translation>タスク #{id} は{state}です。移動できるのはキュー内または待機中のタスクの間だけです</translation>
     </message>
     <message>
-        <source>{task}: the program '{tool}' is not installed or not on PATH. Get it: {hint}.</source>
-        <translation>{task}: プログラム「{tool}」がインストールされていないか、PATH にありません。入手先: {hint}</translation>
-    </message>
-    <message>
-        <source>{task}: the program '{tool}' is not installed or not on PATH.</source>
-        <translation>{task}: プログラム「{tool}」がインストールされていないか、PATH にありません。</translation>
-    </message>
-    <message>
-        <source>{path}: needs the program '{tool}', which is not installed or not on PATH</source>
-        <translation>{path}: プログラム「{tool}」が必要ですが、インストールされていないか PATH にありません</translation>
-    </message>
-    <message>
-        <source>Get {tool}: {hint}.</source>
-        <translation>{tool} の入手先: {hint}</translation>
-    </message>
-    <message>
-        <source>{file}: no recipe handles this kind of file. Recipes: {known}</source>
-        <translation>{file}: この種類のファイルを扱うレシピがありません。レシピ: {known}</translation>
-    </message>
-    <message>
-        <source>{path}: no recipe handles this kind of file</source>
-        <translation>{path}: この種類のファイルを扱うレシピがありません</translation>
-    </message>
-    <message>
-        <source>Recipes: {known}</source>
-        <translation>レシピ: {known}</translation>
-    </message>
-    <message>
-        <source>{n} of {total} files cannot be queued, so none was queued (all or nothing: fix these and submit the files again):</source>
-        <translation>{total} 個中 {n} 個のファイルをキューに追加できないため、どれも追加しませんでした(全部か無しか: 次の問題を直してからもう一度送ってください):</translation>
-    </message>
-    <message>
-        <source>{task}: the script {script} does not exist</source>
-        <translation>{task}: スクリプト {script} がありません</translation>
-    </message>
-    <message>
-        <source>{task}: the input file {file} does not exist</source>
-        <translation>{task}: 入力ファイル {file} がありません</translation>
-    </message>
-    <message>
-        <source>{task}: the working folder {folder} does not exist</source>
-        <translation>{task}: 作業フォルダー {folder} がありません</translation>
-    </message>
-    <message>
-        <source>{path}: is a folder; give the files in it (one job per file)</source>
-        <translation>{path}: フォルダーです。中のファイルを指定してください(1 ファイル 1 ジョブ)</translation>
-    </message>
-    <message>
-        <source>{path}: no such file</source>
-        <translation>{path}: ファイルがありません</translation>
-    </message>
-    <message>
-        <source>no recipe named '{name}'; known recipes: {known}</source>
-        <translation>「{name}」というレシピはありません。あるレシピ: {known}</translation>
-    </message>
-    <message>
-        <source>{url} (put it on PATH)</source>
-        <translation>{url}(PATH の通った場所に置いてください)</translation>
-    </message>
-    <message>
-        <source>an ffmpeg built with Vulkan ({command} must work)</source>
-        <translation>Vulkan 対応でビルドされた ffmpeg({command} が動くこと)</translation>
-    </message>
-    <message>
-        <source>Run a PyTorch script on a free GPU, in the Python environment that works there</source>
-        <translation>空いている GPU で、その GPU で動く Python 環境を使って PyTorch スクリプトを実行</translation>
-    </message>
-    <message>
-        <source>Upscale an image ×4 with Real-ESRGAN (ncnn, Vulkan)</source>
-        <translation>Real-ESRGAN(ncnn、Vulkan)で画像を 4 倍に拡大</translation>
-    </message>
-    <message>
-        <source>Upscale a video ×2 with ffmpeg's Vulkan scaler</source>
-        <translation>ffmpeg の Vulkan スケーラーで動画を 2 倍に拡大</translation>
-    </message>
-    <message>
-        <source>Benchmark a GGUF model with llama.cpp on Vulkan</source>
-        <translation>llama.cpp(Vulkan)で GGUF モデルをベンチマーク</translation>
-    </message>
-    <message>
         <source>works, but {names} failed: {why}</source>
         <translation>動作しますが {names} は失敗: {why}</translation>
     </message>
@@ -960,20 +880,8 @@
         <translation>ジョブの枠がすべて使用中</translation>
     </message>
     <message>
-        <source>fell off the bus</source>
-        <translation>バスから切断されました</translation>
-    </message>
-    <message>
         <source>not present</source>
         <translation>見つかりません</translation>
-    </message>
-    <message>
-        <source>no data</source>
-        <translation>データなし</translation>
-    </message>
-    <message>
-        <source>the CPU</source>
-        <translation>CPU</translation>
     </message>
     <message>
         <source>{name} is asleep</source>
