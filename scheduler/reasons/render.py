@@ -9,7 +9,7 @@ the language it shows; both call ``render``. A code with no rendering in a langu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from gputray.scheduler.reasons.say import Catalogue, Say, Worded
@@ -41,13 +41,12 @@ def render(
     language: str = "en",
     *,
     finished: bool = False,
-    words: Callable[[str], str] | None = None,
 ) -> str:
     """``reason`` in words of ``language`` ("" for no reason); ``finished``: the task has ended (past
-    tense); ``words``: how others' words inside it are shown (``Say.words``)."""
+    tense). Others' words inside it (an OS error, a driver's) are shown as written (``Say.text``)."""
     if reason is None:
         return ""
-    return Say(catalogue(language), finished, True, words)(reason)
+    return Say(catalogue(language), finished, True)(reason)
 
 
 #: The states of a task that has ended: its reason reads in the past.

@@ -57,9 +57,6 @@ class Say(msgspec.Struct, frozen=True):
     catalogue: Catalogue
     finished: bool = False  # the task has ended: its reason reads in the past
     named: bool = True  # a monitor verdict names its device ("… is hot"); inside a device's reason, not
-    # others' words inside a reason (the doctor's diagnosis, a backend's or the OS's error message): shown
-    # through this (the tray translates the doctor's findings with its own table); None: as written
-    words: Callable[[str], str] | None = None
 
     def __call__(self, reason: Worded | str) -> str:
         if isinstance(reason, str):  # a caller not yet typed: its words as they are
@@ -75,14 +72,15 @@ class Say(msgspec.Struct, frozen=True):
 
     def unnamed(self, reason: Worded) -> str:
         """``reason`` without its device's name: "hot: 91 °C …" inside a reason about that device."""
-        return Say(self.catalogue, self.finished, False, self.words)(reason)
+        return Say(self.catalogue, self.finished, False)(reason)
 
     def join(self, parts: Iterable[Worded]) -> str:
         return self.catalogue.joiner.join(self(p) for p in parts)
 
     def text(self, words: str) -> str:
-        """Words of others (see ``words``), as the reader's side shows them."""
-        return self.words(words) if self.words is not None else words
+        """Words of others inside a reason (a backend's or the OS's error, another machine's refusal): as
+        written in every language, they are not ours to translate."""
+        return words
 
     def size(self, n_bytes: float) -> str:
         return format_bytes(n_bytes)
