@@ -514,14 +514,7 @@ class Panel(QueueRows):
             card.set_paused(key in paused)
 
     def update_queue_label(self) -> None:
-        counts = self.model.counts()
-        paused = sum(
-            1 for t in self.model.tasks() if t.shown_state == "paused"
-        )  # a running task, its job frozen
-        running, waiting = (
-            counts.get("running", 0) - paused,
-            counts.get("queued", 0) + counts.get("waiting", 0),
-        )
+        running, paused, waiting = self.model.shown_counts()
         if paused:  # it said "2 running" of one running job and one paused for another
             text = tr("Queue: {running} running, {paused} paused, {waiting} waiting")
         else:

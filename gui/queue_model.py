@@ -231,6 +231,12 @@ class QueueModel(QAbstractTableModel):
             out[t.state] = out.get(t.state, 0) + 1
         return out
 
+    def shown_counts(self) -> tuple[int, int, int]:
+        """(running, paused, waiting) as the panel's queue line and the tray's tooltip say them: a job
+        paused (by you, for a higher priority, for a game) is not counted as running."""
+        shown = [t.shown_state for t in self.tasks()]
+        return shown.count("running"), shown.count("paused"), shown.count("queued") + shown.count("waiting")
+
     def device_names(self) -> list[str]:
         return list(self._device_names.values())
 

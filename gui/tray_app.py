@@ -422,12 +422,12 @@ class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
             self._refresh_icon(self.latest)  # the waiting mark and counts; the snapshot itself is old
 
     def _refresh_icon(self, snap: Snapshot) -> None:
-        counts = self.model.counts()
-        waiting = counts.get("queued", 0) + counts.get("waiting", 0)
-        running = counts.get("running", 0)
+        running, paused, waiting = self.model.shown_counts()
         taken = self.room.taken if self.room is not None else {}
         picture = picture_for(snap, waiting=waiting, demo=self.demo, taken=taken)
-        tooltip = summary_line(snap, waiting=waiting, running=running, demo=self.demo, taken=taken)
+        tooltip = summary_line(
+            snap, waiting=waiting, running=running, paused=paused, demo=self.demo, taken=taken
+        )
         self.icon_ctl.update(picture, tooltip)
 
     def _on_panel_shown(self) -> None:

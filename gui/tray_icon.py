@@ -85,6 +85,7 @@ def summary_line(
     running: int,
     demo: bool,
     taken: Mapping[str, str] | None = None,
+    paused: int = 0,
 ) -> str:
     """The tooltip, with the icon's legend:
     ``gputray · DEMO · green: RTX 5060 Ti 42% 61°C · red: Radeon 780M 3% 45°C · 1 running, 2 waiting``;
@@ -115,7 +116,11 @@ def summary_line(
                 app = taken.get(r.info.key)
                 by = f" {taken_text(app)}" if app is not None else ""
                 parts.append(f"{label}{by} {util}{temp}{hot}")
-    parts.append(tr("{running} running, {waiting} waiting").format(running=running, waiting=waiting))
+    if paused:  # jobs paused (for a game, a higher priority, by you) are not running
+        counts = tr("{running} running, {paused} paused, {waiting} waiting")
+    else:
+        counts = tr("{running} running, {waiting} waiting")
+    parts.append(counts.format(running=running, paused=paused, waiting=waiting))
     return "gputray · " + " · ".join(parts)
 
 

@@ -1508,6 +1508,10 @@
         <translation>実行中 {running}、待機中 {waiting}</translation>
     </message>
     <message>
+        <source>{running} running, {paused} paused, {waiting} waiting</source>
+        <translation>実行中 {running}、一時停止中 {paused}、待機中 {waiting}</translation>
+    </message>
+    <message>
         <source>hot</source>
         <translation>高温</translation>
     </message>

@@ -152,6 +152,8 @@ def test_the_tray_icon_and_its_tooltip_show_a_gpu_a_game_took(qapp: QApplication
     line = summary_line(snap, waiting=0, running=1, demo=False, taken={KEY_5060: "cs2"})
     assert "RTX 5060 Ti taken by cs2" in line, line
     assert "taken" not in summary_line(snap, waiting=0, running=1, demo=False)
+    paused = summary_line(snap, waiting=0, running=0, paused=1, demo=False, taken={KEY_5060: "cs2"})
+    assert paused.endswith(" · 0 running, 1 paused, 0 waiting"), paused  # its job paused for the game
 
 
 def test_the_row_menu_offers_to_free_the_resident_for_its_waiting_task(qtbot: QtBot, language: str) -> None:
