@@ -109,11 +109,12 @@ def cut_to_cells(text: str, width: int) -> str:
 
 
 def progress_cell(task: TaskView) -> str:
-    """``45% ~25 s`` (done, and the time left at its pace), ``3%`` (too early to tell), "-" (none)."""
+    """``45% ~25 s`` (done, and the time left at its pace), ``3%`` (too early to tell, or its job is
+    paused: a frozen job has no time left to tell, as the tray's row says none), "-" (none)."""
     if task.progress is None or task.state != "running":
         return "-"
     done = f"{math.floor(task.progress * 100)}%"
-    return done if task.eta_s is None else f"{done} {about(task.eta_s)}"
+    return done if task.eta_s is None or task.paused_at is not None else f"{done} {about(task.eta_s)}"
 
 
 def energy_cell(task: TaskView) -> str:

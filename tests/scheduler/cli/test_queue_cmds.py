@@ -580,3 +580,12 @@ def test_max_slowdown_without_greenest_is_said_to_do_nothing(capsys: pytest.Capt
     green = Submitted(tasks=(TaskView(id=22, name="true", state="queued", prefer="greenest"),))
     assert submit._submitted(green, args) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_the_progress_column_tells_no_time_left_of_a_paused_job() -> None:
+    from gputray.scheduler.cli.commands.listing import progress_cell
+
+    running = TaskView(id=1, name="train", state="running", progress=0.45, eta_s=25.0)
+    assert progress_cell(running) == "45% ~25 s"
+    paused = TaskView(id=1, name="train", state="running", progress=0.45, eta_s=25.0, paused_at=1.0)
+    assert progress_cell(paused) == "45%"  # its STATE says paused; "~3 min" of a frozen job read as a promise
