@@ -35,7 +35,17 @@ from gputray.monitor.resident_ports import (
 )
 
 if TYPE_CHECKING:  # asking a resident's API (urllib, http, ssl) loads where residents are walked, not
+    import logging
+
     from gputray.monitor.resident_api import Probe  # where `gputray status` reads a ResidentView
+
+
+def _log() -> logging.Logger:
+    """This module's logger, loaded where residents are looked at (`gputray status` only reads views)."""
+    import logging
+
+    return logging.getLogger("gputray.monitor.residents")
+
 
 BUSY_UTIL_PERCENT = 5.0  # a resident's processes using more of a GPU than this are serving
 FULL_WALK_S = 30.0  # the process table read whole at most this often (module docstring)
@@ -206,6 +216,7 @@ class ResidentWatch:
         self._found: list[Found] | None = None  # the last walk's residents
         self._walked_at = 0.0
         self._gpu_pids_walked: frozenset[int] = frozenset()  # the GPU users when the walk was made
+        self._cannot_list = False  # the last look could not list processes (said once, in the log)
 
     def _residents_now(self, snapshot: Snapshot | None, now: float) -> list[Found]:
         """The last walk's residents that still live, or a new walk when one is due (module docstring)."""
@@ -227,9 +238,21 @@ class ResidentWatch:
 
     def look(self, snapshot: Snapshot | None) -> tuple[ResidentView, ...]:
         now = self._clock()
+        try:
+            residents = self._residents_now(snapshot, now)
+        except OSError as exc:  # out of open files (EMFILE), /proc unreadable: the last look stands
+            if not self._cannot_list:
+                _log().warning(
+                    "residents: cannot list processes (%s); the last look stands until it can", exc
+                )
+            self._cannot_list = True
+            return self.latest
+        if self._cannot_list:
+            _log().info("residents: processes can be listed again")
+        self._cannot_list = False
         views = []
         alive = set()
-        for found in self._residents_now(snapshot, now):
+        for found in residents:
             alive.add(found.pid)
             views.append(self._view(found, self._prober(found), snapshot, now))
         for pid in set(self._seen) - alive:

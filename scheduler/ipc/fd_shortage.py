@@ -9,7 +9,7 @@ waiting connection with the fd that frees, answers it "out of open files: nothin
 again", closes it and takes the spare back: every waiting client learns at once that its request was
 not taken. When even that fails (another thread took the fd first) the loop stops watching the
 listening socket for a back-off time that doubles up to ``MAX_PAUSE_S``. One warning per episode,
-and one line when connections are accepted again.
+and one line when connections are accepted again with an fd to spare.
 """
 
 from __future__ import annotations
@@ -102,10 +102,18 @@ class AcceptGuard:
         return False
 
     def on_accepted(self) -> None:
-        """A connection was accepted: the episode, if any, is over."""
-        if self.short:
-            self.short = False
-            log.warning("IPC: accepting connections again (%d refused while out of open files)", self.refused)
+        """A connection was accepted: the episode, if any, is over when one more fd can be had too. An
+        accept that took the one fd another thread let go of a moment ago (a file read, a look at
+        ``/proc``) ends nothing: the next connection would be refused again, and each such moment would
+        log another pair of lines."""
+        if not self.short:
+            return
+        headroom = self._open_spare()
+        if headroom is None:
+            return
+        os.close(headroom)
+        self.short = False
+        log.warning("IPC: accepting connections again (%d refused while out of open files)", self.refused)
 
 
 #: the owner's soft limit on open files, when its hard limit allows: every parked ``wait`` holds a

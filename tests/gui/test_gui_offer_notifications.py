@@ -175,7 +175,9 @@ def test_the_desktop_asks_and_each_answer_is_an_edit_the_owner_acts_on(
     assert asked["app_name"] == "gputray"
     daemon.press(asked["id"], "run-here")
     qtbot.waitUntil(lambda: task_now(demo_app, cnn.id).task.device == KEY_780M, timeout=30_000)
-    assert task_now(demo_app, cnn.id).task.state in ("running", "succeeded")
+    qtbot.waitUntil(  # placed there at once; `starting` until its process runs
+        lambda: task_now(demo_app, cnn.id).task.state in ("running", "succeeded"), timeout=30_000
+    )
 
     offer(demo_app, upscale)
     asked = daemon.next_call(qtbot)

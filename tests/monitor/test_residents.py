@@ -118,3 +118,28 @@ def test_a_user_defined_resident_is_found_and_freed_by_its_call(tmp_path: Path) 
         assert free("custom", view.port, (), call).ok
         wait_for(lambda: _held(holds, stub.proc.pid) == 0, what="the user's resident to give its memory back")
         assert stub.calls()[-1] == {"method": "POST", "path": "/release", "body": {"all": True}}
+
+
+def test_a_look_that_cannot_list_processes_keeps_the_last_and_says_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Out of open files (EMFILE) the process table cannot be read: the look keeps what it last saw and
+    logs one line, not a traceback every 2 s from the owner's timer (seen in an owner out of fds)."""
+    import errno
+
+    failing = True
+
+    def finder(kinds: object) -> list[object]:
+        if failing:
+            raise OSError(errno.EMFILE, "Too many open files", "/proc")
+        return []
+
+    watch = ResidentWatch(finder=finder)  # type: ignore[arg-type]
+    caplog.set_level("INFO", logger="gputray.monitor.residents")
+    for _ in range(3):
+        assert watch.look(None) == ()
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "cannot list processes" in said[0] and "Too many open files" in said[0], said
+    failing = False
+    assert watch.look(None) == ()
+    assert [r.getMessage() for r in caplog.records][1:] == ["residents: processes can be listed again"]

@@ -110,3 +110,21 @@ def test_an_owner_raises_its_soft_open_file_limit_for_many_waiting_clients(tmp_p
         for client in held:
             client.close()
         stop_daemon(proc)
+
+
+def test_an_accept_on_the_last_free_fd_does_not_end_the_shortage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another thread lets go of an fd for a moment (a file read, a look at /proc) and the accept loop
+    takes it: still out of files, so no "accepting again" line (and no second "cannot accept" for the
+    next refusal). Before: the owner logged a pair of lines for each such moment (the residents' timer
+    lists /proc every 2 s), and the test above saw two episodes."""
+    from gputray.scheduler.ipc.fd_shortage import AcceptGuard
+
+    guard = AcceptGuard()
+    guard.short = True
+    monkeypatch.setattr(AcceptGuard, "_open_spare", staticmethod(lambda: None))  # not one fd to spare
+    guard.on_accepted()
+    assert guard.short
+    monkeypatch.undo()
+    guard.on_accepted()  # files free again
+    assert not guard.short
+    guard.close()
