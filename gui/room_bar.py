@@ -20,6 +20,7 @@ residents on a card the queue list below has little more than a row left as it i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from msgspec.structs import replace as struct_replace
@@ -33,7 +34,12 @@ from gputray.gui.room_prompts import FREE_RESIDENT
 from gputray.gui.widgets import ElidedLabel
 from gputray.scheduler.client.replies import RoomQuestion, RoomReply
 
-NAME_CHARS = 24  # of the task's name on the "Free …" button (the whole label is its tooltip)
+NAME_CHARS = 24  # of the task's name on the "Free …" button (its tooltip: the whole label)
+RESIDENT_CHARS = 16  # of the resident's ("ComfyUI", "llama-server" fit; a [[resident]] of yours may not)
+
+
+def _cut(name: str, chars: int = NAME_CHARS) -> str:
+    return name if len(name) <= chars else name[: chars - 1] + "…"
 
 
 def standing_questions(room: RoomReply | None, settled: Collection[int]) -> list[RoomQuestion]:
@@ -91,12 +97,13 @@ class RoomBar(QFrame):
         self.text.setText(question_title(q, device))
         self.resident_row.show_resident(q.resident, self._now_s, device)
         whole = free_label(q)
-        name = q.task_name or f"#{q.task_id}"
-        if len(name) > NAME_CHARS:  # a long task name would widen the panel while shown: it is cut here
-            short = struct_replace(q, task_name=name[: NAME_CHARS - 1] + "…")
-            self.free_button.setText(free_label(short))
-        else:
-            self.free_button.setText(whole)
+        # a long task or resident name (a [[resident]] of yours) would widen the panel while shown: cut here
+        short = struct_replace(
+            q,
+            task_name=_cut(q.task_name or f"#{q.task_id}"),
+            resident=dataclasses.replace(q.resident, name=_cut(q.resident.name, RESIDENT_CHARS)),
+        )
+        self.free_button.setText(free_label(short))
         self.free_button.setToolTip(whole)
         self.keep_button.setText(keep_label())
 

@@ -376,3 +376,26 @@ def test_the_room_bar_keeps_the_question_one_click_away_until_it_is_answered(
     assert not panel.room_bar.isVisible()
     panel.set_room(room(COMFY, questions=(question,)))  # the owner still lists it a moment: not again
     assert not panel.room_bar.isVisible()
+
+
+def test_a_long_resident_name_does_not_widen_the_panel_with_the_room_bar(qtbot: QtBot, language: str) -> None:
+    model = QueueModel()
+    model.apply((TaskView(id=7, name="train.py", state="waiting", submitted_at=NOW - 60),))
+    panel = Panel(model, demo=True)
+    qtbot.addWidget(panel)
+    panel.update_snapshot(snapshot())
+    panel.show_at(ANCHOR)
+    QApplication.processEvents()
+    width = panel.width()
+    mine = dataclasses.replace(MINE, device=KEY_5060)  # "my-very-own-inference-server-with-a-long-name"
+    panel.set_room(
+        room(mine, questions=(RoomQuestion(task_id=7, task_name="train.py", device=KEY_5060, resident=mine),))
+    )
+    panel.update_snapshot(snapshot(t=1001.0))
+    qtbot.waitUntil(panel.room_bar.isVisible, timeout=5000)
+    QApplication.processEvents()
+    assert panel.width() == width  # it grew by 150 px: the Free button held the whole name
+    assert "my-very-own-inf…" in panel.room_bar.free_button.text()
+    assert mine.name in panel.room_bar.free_button.toolTip()
+    report = audit(panel)
+    assert report.problems == [], [str(p) for p in report.problems]
