@@ -15,9 +15,10 @@ import contextlib
 import json
 import os
 import subprocess
+import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from gputray.monitor.interpreter import module_command
 from gputray.monitor.process_group import kill_group, popen_own_group
@@ -210,6 +211,42 @@ def worker_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return merged
 
 
+PIPES_AFTER_EXIT_S = 2.0  # what the worker wrote before it exited is in its pipes: read at once
+
+
+def _output_at_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[bytes, bytes] | None:
+    """The worker's stdout and stderr once it has exited; None when it has not within ``timeout_s``.
+
+    Read by threads, and not to the pipes' end: a process the worker started may inherit them and keep
+    them open long after it exited (under Wine, the desktop process ``explorer.exe /desktop`` that the
+    worker's first use of the X11 driver starts; a driver's helper daemon elsewhere). Waiting for their
+    end, ``communicate`` reported such a worker as hung once its timeout ran out."""
+    got: dict[int, list[bytes]] = {1: [], 2: []}
+
+    def drain(pipe: IO[bytes], into: list[bytes]) -> None:
+        # The thread keeps the pipe's file object: closed (by the garbage collector) while this read
+        # waits, a Windows pipe handle's CloseHandle would wait for the read, and so would gputray.
+        with contextlib.suppress(OSError, ValueError):
+            while block := os.read(pipe.fileno(), 65536):
+                into.append(block)
+
+    pipes = {1: proc.stdout, 2: proc.stderr}
+    readers = [
+        threading.Thread(target=drain, args=(pipe, got[n]), daemon=True, name=f"vulkan pipe {n}")
+        for n, pipe in pipes.items()
+        if pipe is not None
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
+    for reader in readers:
+        reader.join(PIPES_AFTER_EXIT_S)
+    return b"".join(got[1]), b"".join(got[2])
+
+
 def enumerate_devices(
     env: Mapping[str, str] | None = None,
     *,
@@ -233,17 +270,18 @@ def enumerate_devices(
     except OSError as exc:
         return VulkanEnumeration(reason=f"Vulkan enumeration could not start {cmd[0]}: {exc}")
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        with contextlib.suppress(subprocess.TimeoutExpired):  # a process it started may hold the pipes
-            proc.communicate(timeout=5)
-        return VulkanEnumeration(
-            reason=f"Vulkan enumeration hung for {timeout_s:g} s and was killed (a broken Vulkan driver?)"
-        )
+        said = _output_at_exit(proc, timeout_s)
     except BaseException:  # Ctrl+C: the worker is in its own group and would not get it
         kill_group(proc)
         raise
+    if said is None:
+        kill_group(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        return VulkanEnumeration(
+            reason=f"Vulkan enumeration hung for {timeout_s:g} s and was killed (a broken Vulkan driver?)"
+        )
+    out, err = said
     tail = err.decode("utf-8", errors="replace").strip().splitlines()[-3:]
     detail = (": " + " | ".join(tail)) if tail else ""
     if proc.returncode != 0:

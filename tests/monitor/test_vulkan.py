@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -210,6 +211,22 @@ def test_hanging_worker_is_killed_with_its_children(tmp_path: Path) -> None:
         return stat.split(") ", 1)[1][0] in "ZX"
 
     wait_for(dead, timeout_s=10.0, what=f"the worker's child {child} to die")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script")
+def test_a_worker_whose_child_keeps_its_pipes_open_is_read_when_it_exits(tmp_path: Path) -> None:
+    """The worker prints its result and exits, leaving a process it started that holds its stdout and
+    stderr (under Wine: the desktop process the worker's first use of the X11 driver starts). Its
+    result counts. Before: the parent waited for the pipes' end and, at the timeout, reported the
+    enumeration as hung (the Wine test `test_devices_lists_lavapipe_through_wines_vulkan` failed so)."""
+    pid_file = tmp_path / "child.pid"
+    result = '{"reason": null, "instance_version": "1.3.0", "devices": []}'
+    python = _script(tmp_path, f"sleep 300 &\necho $! > \"{pid_file}\"\necho '{result}'\n")
+    try:
+        enum = enumerate_devices(timeout_s=20.0, python=python)
+        assert enum.reason is None and enum.instance_version == "1.3.0", enum
+    finally:
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
