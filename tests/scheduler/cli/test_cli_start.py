@@ -30,6 +30,7 @@ REASON_AREAS = (
     "cluster",
     "config",
     "events",
+    "submit",
 )
 #: Our modules a `queue` listing needs: the entry point, the parser, the client, the wire types, the table.
 QUEUE_MODULES = {
@@ -70,6 +71,7 @@ QUEUE_MODULES = {
     "gputray.scheduler.reasons.doctor_codes",
     "gputray.scheduler.reasons.refusals",
     "gputray.scheduler.reasons.config_codes",
+    "gputray.scheduler.reasons.submit_codes",
     "gputray.scheduler.reasons.render",
     "gputray.scheduler.reasons.say",
     "gputray.scheduler.reasons.en",  # the English catalogue: every area of it (a reason nests others)
@@ -103,8 +105,9 @@ NEVER_FOR_QUEUE = {
 #: Every module the process holds, the interpreter's own start included (~150 when this was written;
 #: ~220 before): a bound, so that a new import on this path is a decision, not an accident. +10: the English
 #: catalogue split by area (one small module each, the same code and import time as the one file was); +5:
-#: the doctor's, the refusals' and the config problems' codes and English words (the catalogue is whole).
-MAX_QUEUE_MODULES = 190
+#: the doctor's, the refusals' and the config problems' codes and English words (the catalogue is whole); +2:
+#: the submit errors' codes and words (the last of the tray's regex templates became codes).
+MAX_QUEUE_MODULES = 192
 #: The command as the console script runs it, then the modules it executed, on stderr's last line.
 DRIVER = """
 import sys
