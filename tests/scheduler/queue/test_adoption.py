@@ -113,11 +113,14 @@ def test_an_adopted_job_can_be_cancelled(harnesses: Callable[..., Harness], tmp_
     wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
 
 
+@pytest.mark.parametrize("stored", ["queued", "starting"])
 def test_a_job_started_just_before_a_crash_is_adopted_not_started_twice(
-    harnesses: Callable[..., Harness], tmp_path: Path
+    harnesses: Callable[..., Harness], tmp_path: Path, stored: str
 ) -> None:
-    """The owner died after the job's process existed and before the store said so: the run file
-    counts one attempt more than the store, and the next queue takes the job as its own."""
+    """The owner died after the job's process existed and before the store said so (the row still
+    ``queued``, as an older owner left it, or ``starting``: the launch was committed, ``running`` not yet
+    written): the run file counts one attempt more than the store, and the next queue takes the job as
+    its own."""
     go = tmp_path / "go"
     h1 = harnesses()
     q1 = h1.start()
@@ -127,8 +130,8 @@ def test_a_job_started_just_before_a_crash_is_adopted_not_started_twice(
     q1.close(kill_running=False)
     h1.store.close()
     with sqlite3.connect(h1.store.path) as raw:  # as the file was before the start was written
-        unstarted = "state = 'queued', attempts = 0, pid = NULL, pid_create_time = NULL, started_at = NULL"
-        raw.execute(f"UPDATE tasks SET {unstarted} WHERE id = ?", (rec.id,))
+        unstarted = "state = ?, attempts = 0, pid = NULL, pid_create_time = NULL, started_at = NULL"
+        raw.execute(f"UPDATE tasks SET {unstarted} WHERE id = ?", (stored, rec.id))
 
     h2 = harnesses()
     q2 = h2.start()

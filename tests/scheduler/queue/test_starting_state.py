@@ -1,7 +1,8 @@
 """The ``starting`` state on disk (issue 31 item 1): the owner writes it when it commits to launching a
 task, before the job's process exists, and its successor judges a row left ``starting`` by a crash:
 adopted if the job began (its run file), else queued again, after stopping anything carrying the
-task's marks: never lost, never run twice. Real queues, real supervisors, real jobs."""
+task's marks: never lost, never run twice (the adopted case is in test_adoption.py, beside the same
+crash with the row still ``queued``). Real queues, real supervisors, real jobs."""
 
 from __future__ import annotations
 
@@ -122,35 +123,6 @@ def test_a_process_carrying_the_marks_of_a_task_left_starting_is_stopped_first(
         if leftover.poll() is None:
             leftover.kill()
             leftover.wait()
-
-
-def test_a_job_that_began_while_its_task_was_starting_is_adopted_not_started_twice(
-    harnesses: Callable[..., Harness], tmp_path: Path
-) -> None:
-    """The owner died after the job's process existed and before it wrote ``running``: the row says
-    ``starting``, the run file says the job began, and the next owner takes the job as its own."""
-    go = tmp_path / "go"
-    h1 = harnesses()
-    q1 = h1.start()
-    script = marks_once(tmp_path / "marks") + (
-        f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
-    )
-    rec = q1.submit(command("early", script, device_prefs=("cpu",)))
-    h1.until(lambda: q1.get(rec.id).pid is not None)
-    pid = q1.get(rec.id).pid
-    q1.close(kill_running=False)
-    h1.store.close()
-    with sqlite3.connect(h1.store.path) as raw:  # as the file was before the start was written
-        unstarted = "state = 'starting', attempts = 0, pid = NULL, pid_create_time = NULL, started_at = NULL"
-        raw.execute(f"UPDATE tasks SET {unstarted} WHERE id = ?", (rec.id,))
-
-    h2 = harnesses()
-    q2 = h2.start()
-    adopted = q2.get(rec.id)
-    assert (adopted.state, adopted.attempts, adopted.pid) == ("running", 1, pid)
-    go.touch()
-    h2.until(h2.state(rec.id, "succeeded"))
-    assert (tmp_path / "marks").read_text() == "start\n"
 
 
 def test_a_task_starting_can_be_cancelled_and_is_not_retried_by_hand(
