@@ -94,6 +94,9 @@ def balloon_click_order(display: Display, app: App, icon: tuple[int, int, int, i
         if button == "1":  # close the panel again, by the icon
             display.run("xdotool", "mousemove", str(x + w // 2), str(y + h // 2), "click", "1")
             time.sleep(0.5)
+    # Both earlier balloons and the panel gone first: the panel is a top-level "gputray" window too, and
+    # on a loaded machine it may still be mapped here, where the click below would land on it.
+    wait_for("the panel and the earlier balloons to close", lambda: balloon_geometry(display) is None, 20)
     fail(app, "raise SystemExit(5)", "balloon 2")
     balloon = wait_for("the balloon", lambda: balloon_geometry(display), 20)
     assert isinstance(balloon, tuple)
