@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from gputray.monitor.records import Snapshot
 from gputray.scheduler.queue.edits import TaskStateError
 from gputray.scheduler.queue.job_pause import JobPauser
-from gputray.scheduler.queue.preemption import PreemptingQueue
-from gputray.scheduler.reasons.leaves import JobPaused
+from gputray.scheduler.queue.preemption import PreemptingQueue, paused_before
 from gputray.scheduler.resident_config import ExclusiveSection
 
 log = logging.getLogger("gputray.scheduler.queue.exclusive_apps")
@@ -101,19 +100,11 @@ class ExclusiveApps:
     def _adopt_paused(self) -> None:
         """Jobs an earlier owner paused for an exclusive app (and that outlived it) go on when the app
         has left, as if this owner had paused them: the app is named in the stored reason."""
-        for running in list(self.queue.runs.jobs.values()):
-            try:
-                rec = self.queue.store.get(running.task_id)
-            except KeyError:
-                continue
-            why = rec.reason
-            if rec.paused_at is None or not isinstance(why, JobPaused) or why.app is None:
-                continue
-            self.paused_for[rec.id] = running.device
-            self.taken.setdefault(running.device, why.app)
-            log.info(
-                "task #%d: paused for %s before this owner started; goes on when it leaves", rec.id, why.app
-            )
+        for running, rec, why in paused_before(self.queue):
+            if why.app is not None:
+                self.paused_for[rec.id] = running.device
+                self.taken.setdefault(running.device, why.app)
+                log.info("task #%d: paused for %s before this owner started", rec.id, why.app)
 
     def _pause_on(self, device: str, app: str) -> None:
         for running in list(self.queue.runs.jobs.values()):

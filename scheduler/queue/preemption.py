@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -112,6 +112,18 @@ class PreemptingQueue(Protocol):
     def request_dispatch(self, *, urgent: bool = False) -> None: ...
 
 
+def paused_before(queue: PreemptingQueue) -> Iterator[tuple[Running, TaskRecord, JobPaused]]:
+    """Our running jobs that are paused, with the stored reason that says why: what an owner that
+    adopted them (jobs outlive their owner) reads to know who is to resume them."""
+    for running in list(queue.runs.jobs.values()):
+        try:
+            rec = queue.store.get(running.task_id)
+        except KeyError:
+            continue
+        if rec.paused_at is not None and isinstance(rec.reason, JobPaused):
+            yield running, rec, rec.reason
+
+
 @dataclass
 class _Paused:
     for_task: int
@@ -162,21 +174,11 @@ class Preemption:
     def _adopt_paused(self) -> None:
         """Jobs an earlier owner paused for a preempting task (and that outlived it) are resumed when
         that task ends, as if this owner had paused them: the task is named in the stored reason."""
-        for running in list(self.queue.runs.jobs.values()):
-            try:
-                rec = self.queue.store.get(running.task_id)
-            except KeyError:
-                continue
-            why = rec.reason
-            if rec.paused_at is None or not isinstance(why, JobPaused) or why.for_task is None:
-                continue
-            self.paused_for[rec.id] = _Paused(why.for_task, rec.paused_at)
-            self._once.add((rec.id, rec.attempts))
-            log.info(
-                "task #%d: paused for #%d before this owner started; resumed when it ends",
-                rec.id,
-                why.for_task,
-            )
+        for _running, rec, why in paused_before(self.queue):
+            if why.for_task is not None:
+                self.paused_for[rec.id] = _Paused(why.for_task, rec.paused_at or 0.0)
+                self._once.add((rec.id, rec.attempts))
+                log.info("task #%d: paused for #%d before this owner started", rec.id, why.for_task)
 
     def _resume_done(self, now_s: float) -> None:
         for victim, why in list(self.paused_for.items()):
