@@ -134,13 +134,24 @@ def demo_app(qtbot: QtBot) -> Iterator[TrayApp]:
         app.panel.hide()
 
 
-def waiting_task(app: TrayApp, name: str) -> TaskView:
+def waiting_task(qtbot: QtBot, app: TrayApp, name: str) -> TaskView:
+    """A task waiting for the paused 5060 Ti, once the tray has heard so from the owner.
+
+    The owner's thread sends "queued", then "waiting" when its dispatch finds the device paused. An
+    offer emitted before the "waiting" event arrives would be overwritten by it (the stand-in offer is
+    not the owner's: its view of the task has none), so the tests offer only after it."""
     done = app.request(
         rq.Run(argv=[sys.executable, "-c", "pass"], name=name, overrides=TaskPatch(device_prefs=(KEY_5060,)))
     )
     assert done is not None
     (task,) = done.tasks
     assert task.state in ("queued", "waiting")
+
+    def heard_waiting() -> bool:
+        row = app.model.row_of(task.id)
+        return row is not None and app.model.tasks()[row].state == "waiting"
+
+    qtbot.waitUntil(heard_waiting, timeout=30_000)
     return task
 
 
@@ -164,8 +175,8 @@ def test_the_desktop_asks_and_each_answer_is_an_edit_the_owner_acts_on(
     qtbot: QtBot, daemon: NotificationDaemon, demo_app: TrayApp, caplog: pytest.LogCaptureFixture
 ) -> None:  # (the bus and its daemon first: they outlive the app)
     caplog.set_level(logging.INFO, logger="gputray.gui.notifications")
-    cnn, upscale = waiting_task(demo_app, "cnn.py"), waiting_task(demo_app, "upscale.py")
-    resize = waiting_task(demo_app, "resize.py")
+    cnn, upscale = waiting_task(qtbot, demo_app, "cnn.py"), waiting_task(qtbot, demo_app, "upscale.py")
+    resize = waiting_task(qtbot, demo_app, "resize.py")
 
     offer(demo_app, cnn)
     asked = daemon.next_call(qtbot)
@@ -202,7 +213,7 @@ def test_without_buttons_on_the_desktop_the_balloon_opens_the_panel_at_the_task(
     proc = start_daemon("body")  # a daemon that shows no buttons (as Windows' balloon has none)
     try:
         NotificationDaemon(proc)
-        cnn = waiting_task(demo_app, "cnn.py")
+        cnn = waiting_task(qtbot, demo_app, "cnn.py")
         offer(demo_app, cnn)
         qtbot.waitUntil(lambda: any(n.kind == "job_offer" for n in demo_app.notifier.shown))
         demo_app.tray.messageClicked.emit()
@@ -258,8 +269,7 @@ def test_without_a_notification_service_the_row_and_the_bar_offer_both_answers(
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path={tmp_path / 'no-bus'}")
     panel = demo_app.panel
     demo_app.show_panel(None)
-    cnn, upscale = waiting_task(demo_app, "cnn.py"), waiting_task(demo_app, "upscale.py")
-    demo_app.reload_queue()
+    cnn, upscale = waiting_task(qtbot, demo_app, "cnn.py"), waiting_task(qtbot, demo_app, "upscale.py")
     # The offers below are stand-ins for the owner's (its event carries them; the owner's own view of
     # the task has none): the open panel's periodic reload would put that view back over the row.
     demo_app.visible_timer.stop()
@@ -271,7 +281,7 @@ def test_without_a_notification_service_the_row_and_the_bar_offer_both_answers(
         row = demo_app.model.row_of(cnn.id)
         return "" if row is None else str(demo_app.model.data(demo_app.model.index(row, COL_REASON)))
 
-    # then why it waits, if it says yet (the row takes the offer with the queue's next reload)
+    # then why it waits, if it says yet
     qtbot.waitUntil(lambda: row_reason().startswith("can start now on Radeon 780M"), timeout=10_000)
     qtbot.waitUntil(panel.offer_bar.isVisible, timeout=5000)
     assert panel.offer_bar.text.text().startswith("cnn.py can start now on Radeon 780M: waiting for 12 min")
