@@ -179,7 +179,8 @@ def no_display_reason() -> str | None:
     )
 
 
-def run_tray(argv: list[str]) -> int:
+def run_tray(argv: list[str], quick_server: list[str] | None = None) -> int:
+    """``quick_server``: how the tray's owner starts its warm command server (``gui/quick_server.py``)."""
     args = build_parser().parse_args(argv)
     if args.install_desktop_entry or args.install_send_to:
         from gputray.gui import desktop_integration
@@ -218,6 +219,7 @@ def run_tray(argv: list[str]) -> int:
     tray = show_first_icon(demo=bool(args.demo or args.demo_scenario))
     from gputray.gui.tray_app import TrayApp
 
+    args.quick_server = quick_server  # the real tray's owner starts it (a TrayApp in a test does not)
     tray_app = TrayApp(args, tray=tray)
     install_signal_handlers(tray_app.quit)
     tray_app.start()

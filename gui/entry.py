@@ -20,13 +20,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, *, handed_over: bool = True) -> int:
+    """``handed_over``: a command may run in the owner's warm command server (``quick``); False in
+    that server's copy itself, which runs it here."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if handed_over:
+        from gputray.scheduler.client import quick
+
+        status = quick.run(args)
+        if status is not None:
+            return status
+        if len(args) == 2 and args[0] == QUICK_SERVER_OPTION:
+            _import_msgspec_lean()
+            from gputray.gui.quick_server import serve
+
+            return serve(args[1], run_here)
     _import_msgspec_lean()
     from gputray.cluster.plug import CLUSTER_COMMANDS
     from gputray.scheduler.client import program
 
     program.make_streams_safe()
-    args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:  # answered before anything else loads (the tray's parser knows it too)
         from gputray.scheduler.client.about import version_line
 
@@ -40,7 +53,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from gputray.scheduler.client.program import open_standard_streams
 
         open_standard_streams()  # `gputray queue >&-`: a closed stdout is said in words, not a traceback
-        return program.main(args, cluster=CLUSTER_COMMANDS)
+        return program.main(args, cluster=CLUSTER_COMMANDS, quick_server=quick_server_argv())
     if args and _looks_like_a_command(args[0]):
         import difflib
 
@@ -55,9 +68,26 @@ def _main(argv: Sequence[str] | None) -> int:
     from gputray.gui.app import run_tray
 
     try:
-        return run_tray(args)
+        return run_tray(args, quick_server_argv())
     except KeyboardInterrupt:  # Ctrl+C in the terminal that started the tray: it quits
         return 130
+
+
+#: ``gputray --quick-server SOCKET``: the owner's warm command server (``gui/quick_server.py``).
+QUICK_SERVER_OPTION = "--quick-server"
+
+
+def quick_server_argv() -> list[str] | None:
+    """How an owner starts its warm command server: this gputray, from the same interpreter (Linux;
+    never in a frozen build, whose executable is the tray)."""
+    if not sys.platform.startswith("linux") or getattr(sys, "frozen", False):
+        return None
+    return [sys.executable, "-m", "gputray.gui.entry", QUICK_SERVER_OPTION]
+
+
+def run_here(args: list[str]) -> int:
+    """One command, in this process (the warm server's copy runs the client's command with it)."""
+    return _main(args, handed_over=False)
 
 
 def _import_msgspec_lean() -> None:
@@ -101,7 +131,7 @@ def main_windowed() -> int:
     program.make_streams_safe()
     use_private_umask()
 
-    return run_tray(list(sys.argv[1:]))
+    return run_tray(list(sys.argv[1:]), quick_server_argv())
 
 
 if __name__ == "__main__":

@@ -269,6 +269,8 @@ class TrayApp(OwnerRequests, TrayWindows, TrayRoom, QObject):
             on_event=self._event_from_thread,
             config=self.config,  # the owner logs its problems
             cluster=ClusterLink,  # the link to the other machines; the scheduler never imports the cluster
+            # `gputray queue` … handed to a warm copy (gui/quick_server); set by run_tray, not in tests
+            quick_server=getattr(args, "quick_server", None),
         )
         owner.files_opener = self.files_opened.emit
         try:

@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -48,6 +48,7 @@ from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
 if TYPE_CHECKING:
     from gputray.scheduler.cluster_port import ClusterLinkFactory, ClusterPort
+    from gputray.scheduler.ipc.quick_host import QuickServer
     from gputray.scheduler.metrics.endpoint import MetricsEndpoint
     from gputray.scheduler.pyenvs.choice import EnvResolver
     from gputray.scheduler.queue.retention import Retention
@@ -80,9 +81,12 @@ class Owner(TaskRequests):
         serve_ipc: bool = True,
         config: Config | None = None,
         cluster: ClusterLinkFactory | None = None,
+        quick_server: Sequence[str] | None = None,
     ) -> None:
         """``cluster`` (``cluster.link.ClusterLink``, handed from above: the scheduler never imports the
-        cluster) makes the link to the other machines once the store is open; None: no cluster."""
+        cluster) makes the link to the other machines once the store is open; None: no cluster.
+        ``quick_server``: how to start the warm command server beside the socket (``ipc.quick_host``,
+        handed from above: ``gui.entry.quick_server_argv()``); None: commands run in their own process."""
         self.paths = paths
         self._config = config  # None: read at start (the tray passes the one it read)
         self.demo = demo
@@ -108,6 +112,8 @@ class Owner(TaskRequests):
         )
         self.exclusive: ExclusiveApps | None = None  # [exclusive] apps: our jobs paused while a game plays
         self.server: IpcServer | None = None
+        self._quick_argv = quick_server
+        self.quick: QuickServer | None = None
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self._in_flight = 0  # requests being answered; stop() lets them finish before closing the store
@@ -160,6 +166,7 @@ class Owner(TaskRequests):
             self.server = IpcServer(self.paths, self._answer, deferrer=self._defer)
             self.server.start()
         try:
+            self._start_quick_server()
             config = self._config or read_config_or_defaults(self.paths.config_file)
             log_problems(config)  # the daemon's log, or the tray's: a bad value never stops the owner
             if self._monitor is None:
@@ -241,6 +248,15 @@ class Owner(TaskRequests):
             self.cluster.start()
         log.info("gputray owner started (pid %d, demo=%s)", os.getpid(), self.demo)
 
+    def _start_quick_server(self) -> None:
+        address = self.server.address if self.server is not None else None
+        if self._quick_argv is None or address is None or os.environ.get("GPUTRAY_QUICK") == "0":
+            return
+        from gputray.scheduler.ipc.quick_host import QuickServer
+
+        self.quick = QuickServer(self._quick_argv, self.paths, address)
+        self.quick.start()
+
     def _take_queue_lock(self) -> None:
         """The lock beside the queue file, held while this owner owns the queue (``queue_lock``). A
         client command acting on the saved queue holds it for a moment: wait for that, not longer."""
@@ -275,6 +291,9 @@ class Owner(TaskRequests):
         self.shutdown_requested.set()
 
     def _teardown(self, *, kill_running: bool = False) -> None:
+        if self.quick is not None:
+            with contextlib.suppress(Exception):
+                self.quick.stop()  # no new command is handed over; those running finish on their own
         if self.metrics is not None:
             with contextlib.suppress(Exception):
                 self.metrics.stop()

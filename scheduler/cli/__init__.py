@@ -126,10 +126,18 @@ def _is_option(word: str, parser: argparse.ArgumentParser) -> bool:
     return any(word == flag or word.startswith(flag + "=") for flag in flags)
 
 
-def main(argv: Sequence[str] | None = None, *, cluster: ClusterCommands | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    cluster: ClusterCommands | None = None,
+    quick_server: Sequence[str] | None = None,
+) -> int:
+    """``quick_server``: how ``gputray daemon`` starts its warm command server (``ipc.quick_host``),
+    handed from above like ``cluster``."""
     console.make_streams_safe()  # a cp1252 pipe on Windows gets ASCII bars, not a UnicodeEncodeError
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words[0] if words else None, cluster)
+    parser.set_defaults(quick_server_argv=quick_server)
     command = _subparsers(parser).get(words[0]) if words else None
     if command is not None:
         words = [words[0], *glue_negative_values(words[1:], command)]

@@ -4,12 +4,13 @@ private umask, the console's JSON and error lines. Only what a CLI command loads
 
 from __future__ import annotations
 
-from gputray.scheduler.cli import command_names, main
+from gputray.scheduler.cli import build_parser, command_names, main
 from gputray.scheduler.cli.streams import open_standard_streams
 from gputray.scheduler.console import make_streams_safe, print_json, say_error
 from gputray.scheduler.paths import use_private_umask
 
 __all__ = [
+    "build_parser",
     "command_names",
     "main",
     "make_streams_safe",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gputray.scheduler.protocol import (
+    REPLY_TYPES,
     Cancel,
     ClusterSubmit,
     ClusterSync,
@@ -29,6 +30,7 @@ from gputray.scheduler.protocol import (
 )
 
 __all__ = [
+    "REPLY_TYPES",
     "Cancel",
     "ClusterSubmit",
     "ClusterSync",

@@ -73,6 +73,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         sysfs_root=args.sysfs_root,
         proc_root=args.proc_root,
         cluster=args.cluster_commands.link_factory() if args.cluster_commands is not None else None,
+        quick_server=getattr(args, "quick_server_argv", None),
     )
     try:
         owner.start()

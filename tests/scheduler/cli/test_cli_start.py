@@ -64,6 +64,7 @@ QUEUE_MODULES = {
     "gputray.scheduler.cli.commands.queue_logs",
     "gputray.scheduler.client",  # the entry reaches the command line through the client face (two names)
     "gputray.scheduler.client.program",
+    "gputray.scheduler.client.quick",  # tries the owner's warm command server first (none here)
     "gputray.scheduler.reasons",  # a task's reason in words: the codes, the renderer, English
     "gputray.scheduler.reasons.codes",
     "gputray.scheduler.reasons.base",
