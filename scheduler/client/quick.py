@@ -182,7 +182,12 @@ class _Forwarder:
 
         self.pid: int | None = None
         self.received: list[int] = []
-        self.before = {name: signal.signal(getattr(signal, name), self._on_signal) for name in FORWARDED}
+        # a signal this process ignores (``nohup``) stays ignored: it was never the command's to get
+        self.before = {
+            name: signal.signal(getattr(signal, name), self._on_signal)
+            for name in FORWARDED
+            if signal.getsignal(getattr(signal, name)) is not signal.SIG_IGN
+        }
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.received.append(signum)
