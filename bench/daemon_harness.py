@@ -24,10 +24,12 @@ class BenchDaemon:
         extra_env: dict[str, str] | None = None,
         prepare: Callable[[Paths], None] | None = None,
         xdg: bool = False,
+        python: str = sys.executable,
     ) -> None:
         """``prepare(paths)`` runs before the daemon starts (a bench fills the queue file there).
         ``xdg``: no GPUTRAY_HOME, the XDG folders in the temp dir instead, so that each command finds
-        its folders as a user's does (platformdirs, or what an earlier command remembered of it)."""
+        its folders as a user's does (platformdirs, or what an earlier command remembered of it).
+        ``python``: the interpreter whose gputray the daemon runs (another install's, say)."""
         self._tmp = tempfile.TemporaryDirectory(prefix="gputray-bench-")
         self.home = Path(self._tmp.name)
         if xdg:  # the folders come from platformdirs, as for a user without GPUTRAY_HOME
@@ -42,7 +44,7 @@ class BenchDaemon:
             self.paths = Paths(*(self.home / d for d in ("config", "data", "state", "run")))
         if prepare is not None:
             prepare(self.paths)
-        cmd = [sys.executable, "-m", "gputray.gui.entry", "daemon", "--demo", "--log-level", "WARNING"]
+        cmd = [python, "-m", "gputray.gui.entry", "daemon", "--demo", "--log-level", "WARNING"]
         if scenario is not None:
             cmd += ["--demo-scenario", str(scenario)]
         self.stderr = open(self.home / "daemon-stderr.txt", "w")  # noqa: SIM115
