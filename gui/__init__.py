@@ -10,9 +10,12 @@ program can exhaust; :func:`_immortalize_singletons` does the same on older Pyth
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from importlib.machinery import ModuleSpec
-from types import ModuleType
+
+TYPE_CHECKING = False  # not typing's: every `gputray` command imports this package (issue 31)
+if TYPE_CHECKING:  # annotations only
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 IMMORTAL_REFCOUNT = 1 << 60
 

@@ -4,11 +4,12 @@ A ``gputray queue`` that loads msgspec, argparse and the reason catalogues pays 
 word, on every call; scripts call it in loops. Beside a running owner (Linux) waits a warm command
 server (``gui/quick_server.py``): a process that has loaded all of that once and forks a copy of itself
 for each command. This module is the other end, and loads only what the standard library starts with
-(``os``, ``_socket``, ``sys``; not even ``socket``, whose ``selectors`` and ``enum`` cost 5 ms): it
-sends the command line, the folder, the umask, the environment and the three standard streams
-themselves (their file descriptors, passed over the Unix socket), so the forked copy runs the command
-exactly as this process would, writing straight to this terminal or pipe. It answers with the
-command's exit status; Ctrl+C and the other ending signals are passed on to it.
+(``os``, ``sys``, ``_socket`` and ``_signal``; not ``socket`` and ``signal``, whose ``enum`` and
+``selectors`` cost more than the rest of this side together): it sends the command line, the folder,
+the umask, the environment and the three standard streams themselves (their file descriptors, passed
+over the Unix socket), so the forked copy runs the command exactly as this process would, writing
+straight to this terminal or pipe. It answers with the command's exit status; Ctrl+C and the other
+ending signals are passed on to it.
 
 Where there is no such server (no owner, Windows, another install of gputray, ``GPUTRAY_QUICK=0``)
 ``run`` returns None before anything was sent that could run, and the command runs here as always.
@@ -17,11 +18,16 @@ Where there is no such server (no owner, Windows, another install of gputray, ``
 from __future__ import annotations
 
 import _socket
-import contextlib
 import os
 import sys
 
 from gputray.scheduler import paths_cache
+
+TYPE_CHECKING = False  # not typing's: importing typing costs more than this whole side (mypy knows the name)
+if TYPE_CHECKING:  # typeshed knows signal, whose functions and numbers _signal has (without enum)
+    import signal as _signal
+else:
+    import _signal
 
 #: The commands that talk to the owner and may run in the warm server (not ``daemon``, not the tray, not
 #: the cluster's own commands, whose bridge needs Ray).
@@ -178,15 +184,13 @@ class _Forwarder:
     """The ending signals, passed on to the command's process once it is known; until then kept."""
 
     def __init__(self) -> None:
-        import signal
-
         self.pid: int | None = None
         self.received: list[int] = []
         # a signal this process ignores (``nohup``) stays ignored: it was never the command's to get
         self.before = {
-            name: signal.signal(getattr(signal, name), self._on_signal)
+            name: _signal.signal(getattr(_signal, name), self._on_signal)
             for name in FORWARDED
-            if signal.getsignal(getattr(signal, name)) is not signal.SIG_IGN
+            if _signal.getsignal(getattr(_signal, name)) is not _signal.SIG_IGN
         }
 
     def _on_signal(self, signum: int, _frame: object) -> None:
@@ -197,8 +201,10 @@ class _Forwarder:
     def _send(self, signum: int) -> None:
         if self.pid is None:
             return
-        with contextlib.suppress(OSError):  # it has just ended
+        try:  # noqa: SIM105 (contextlib costs this side ~2 ms)
             os.kill(self.pid, signum)
+        except OSError:  # it has just ended
+            pass
 
     def pass_to(self, pid: int) -> None:
         self.pid = pid
@@ -207,19 +213,15 @@ class _Forwarder:
 
     def not_handed_over(self) -> None:
         """Nothing ran there: the handlers as they were, and a signal that came meanwhile delivered here."""
-        import signal
-
         for name, handler in self.before.items():
-            signal.signal(getattr(signal, name), handler)
+            _signal.signal(getattr(_signal, name), handler)
         for signum in self.received[:1]:
-            signal.raise_signal(signum)
+            _signal.raise_signal(signum)
 
     def end_like_the_command(self) -> None:
         """The command's process ended by a signal passed on (SIGTERM): this one ends by it too."""
-        import signal
-
         if self.received:
-            signal.signal(self.received[-1], signal.SIG_DFL)
+            _signal.signal(self.received[-1], _signal.SIG_DFL)
             os.kill(os.getpid(), self.received[-1])
 
 

@@ -26,6 +26,16 @@ from gputray.scheduler import protocol as rq
 
 PY = sys.executable
 GPUTRAY = [PY, "-m", "gputray.gui.entry"]
+#: All of gputray that a command handed to the warm server loads in the calling process (besides
+#: ``gputray.gui.entry``, which ``-m`` runs as ``__main__``).
+HANDING_OVER = {
+    "gputray",
+    "gputray.gui",
+    "gputray.scheduler",
+    "gputray.scheduler.client",
+    "gputray.scheduler.client.quick",
+    "gputray.scheduler.paths_cache",
+}
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the warm command server is Linux's"),
@@ -41,9 +51,7 @@ def ready(daemons: Callable[..., Daemon]) -> Daemon:
 
 def server_of(d: Daemon) -> psutil.Process:
     assert d.proc is not None
-    (server,) = [
-        p for p in psutil.Process(d.proc.pid).children() if "--quick-server" in p.cmdline()
-    ]
+    (server,) = [p for p in psutil.Process(d.proc.pid).children() if "--quick-server" in p.cmdline()]
     return server
 
 
@@ -81,12 +89,14 @@ def test_the_commands_say_what_they_say_in_their_own_process(daemons: Callable[.
     ):
         quick = d.cli(*argv)
         alone = d.cli(*argv, env={"GPUTRAY_QUICK": "0"})
-        assert (quick.returncode, quick.stdout, quick.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+        said = (quick.returncode, quick.stdout, quick.stderr)
+        assert said == (alone.returncode, alone.stdout, alone.stderr), argv
     assert "名前 with 'quotes'; and more" in d.cli("queue").stdout
     # and they ran in the server, not in the calling process: it loaded neither msgspec nor argparse
     modules, out = loaded_modules(d, "queue", "--json")
     assert json.loads(out)["tasks"][0]["name"] == "名前 with 'quotes'; and more"
-    assert "msgspec" not in modules and "argparse" not in modules, sorted(modules)
+    assert {m for m in modules if m.startswith("gputray")} == HANDING_OVER, sorted(modules)
+    assert modules.isdisjoint({"msgspec", "argparse", "socket", "signal", "json"}), sorted(modules)
 
 
 def test_a_job_starts_from_the_callers_folder_and_environment(
@@ -129,10 +139,13 @@ def test_ctrl_c_ends_the_command_and_a_killed_caller_leaves_nothing_running(
         copy = wait_for(lambda: next(iter(server.children()), None), 60, "the command's copy")
         wait_for(lambda c=copy: c.cwd() == str(d.home), 30, "the copy to take the caller's folder")
         waiting.send_signal(ending)
-        out, err = waiting.communicate(timeout=60)
-        if ending == signal.SIGINT:
-            assert waiting.returncode == 130, err  # as `gputray wait` says a Ctrl+C in its own process
-        wait_for(lambda c=copy: not c.is_running() or c.status() == psutil.STATUS_ZOMBIE, 30, "the copy to end")
+        _, err = waiting.communicate(timeout=60)
+        if ending == signal.SIGINT:  # said as `gputray wait` says a Ctrl+C in its own process
+            assert waiting.returncode == 130, err
+            assert f"gputray: stopped waiting; #{task} goes on in the queue" in err
+        wait_for(
+            lambda c=copy: not c.is_running() or c.status() == psutil.STATUS_ZOMBIE, 30, "the copy to end"
+        )
     assert d.task(int(task)).state == "waiting"  # nothing the interrupted waits did touched the task
 
 
@@ -154,7 +167,9 @@ def test_the_server_ends_with_its_owner(daemons: Callable[..., Daemon]) -> None:
     socket_file = Path((d.paths.data_dir / "quick.address").read_text().strip())
     assert socket_file.exists()
     d.kill9()  # no stop, no clean-up: the server's pipe from the owner closes
-    wait_for(lambda: not server.is_running() or server.status() == psutil.STATUS_ZOMBIE, 30, "the server to end")
+    wait_for(
+        lambda: not server.is_running() or server.status() == psutil.STATUS_ZOMBIE, 30, "the server to end"
+    )
     after = d.cli("queue")  # the address file is left behind; the command runs itself, offline
     assert after.returncode == 0 and "no gputray owner is running" in after.stderr, after.stderr
     assert not socket_file.exists()  # the server removed its socket as it ended
