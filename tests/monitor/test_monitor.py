@@ -4,6 +4,7 @@ import threading
 
 import pytest
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends.simulated import RTX_5060_TI, SimulatedBackend
 from gputray.monitor.monitor import Monitor, merge_readings
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
@@ -89,7 +90,8 @@ def test_a_failing_backend_is_noted_and_the_others_still_show() -> None:
     good = ScriptedBackend([BackendPoll((reading(SYSFS_INFO, util_percent=3.0),))])
     snap = Monitor([broken, good], clock=clock).sample_once()
     assert [r.info.key for r in snap.readings] == [KEY]
-    assert snap.notes == ("broken: driver exploded",)
+    assert snap.notes == (why.BackendNote(backend="broken", why=why.BackendCrashed(error="driver exploded")),)
+    assert [render(n) for n in snap.notes] == ["broken: failed: driver exploded"]
 
 
 def test_history_is_bounded_and_queryable_per_metric() -> None:

@@ -13,13 +13,13 @@ says = EN.says
 
 @says(b.Lost)
 def _lost(r: b.Lost, s: Say) -> str:
-    why = s.text(r.why) if r.why else "fell off the bus"
+    why = s(r.why) if r.why else "fell off the bus"
     return f"{r.device} is lost: {why}" if s.named else f"lost: {why}"
 
 
 @says(b.NoData)
 def _no_data(r: b.NoData, s: Say) -> str:
-    why = s.text(r.why) if r.why else "no data"
+    why = s(r.why) if r.why else "no data"
     return f"{r.device} unavailable: {why}" if s.named else f"unavailable: {why}"
 
 
@@ -102,7 +102,7 @@ def _vanished(r: b.Vanished, s: Say) -> str:
 
 @says(b.WasLost)
 def _waslost(r: b.WasLost, s: Say) -> str:
-    return f"{r.device} was lost: {s.text(r.why) if r.why else 'fell off the bus'}"
+    return f"{r.device} was lost: {s(r.why) if r.why else 'fell off the bus'}"
 
 
 @says(b.Back)

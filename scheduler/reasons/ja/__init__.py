@@ -11,6 +11,7 @@ wordings in ``JA`` (``common``) as it is imported, and this package imports them
 from __future__ import annotations
 
 from gputray.scheduler.reasons.ja import (  # noqa: F401  (each registers its words)
+    backends,
     cluster,
     config,
     dependencies,

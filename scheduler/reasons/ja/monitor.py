@@ -13,13 +13,13 @@ says = JA.says
 
 @says(b.Lost)
 def _lost(r: b.Lost, s: Say) -> str:
-    why = s.text(r.why) if r.why else "バスから外れました"
+    why = s(r.why) if r.why else "バスから外れました"
     return f"{r.device} が失われました: {why}" if s.named else f"失われました: {why}"
 
 
 @says(b.NoData)
 def _no_data(r: b.NoData, s: Say) -> str:
-    why = s.text(r.why) if r.why else "データなし"
+    why = s(r.why) if r.why else "データなし"
     return f"{r.device} は利用できません: {why}" if s.named else f"利用できません: {why}"
 
 
@@ -98,7 +98,7 @@ def _vanished(r: b.Vanished, s: Say) -> str:
 
 @says(b.WasLost)
 def _waslost(r: b.WasLost, s: Say) -> str:
-    return f"{r.device} が失われました: {s.text(r.why) if r.why else 'バスから外れました'}"
+    return f"{r.device} が失われました: {s(r.why) if r.why else 'バスから外れました'}"
 
 
 @says(b.Back)
