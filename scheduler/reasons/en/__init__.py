@@ -7,7 +7,6 @@ wordings in ``EN`` (``common``) as it is imported, and this package imports them
 from __future__ import annotations
 
 from gputray.scheduler.reasons.en import (  # noqa: F401  (each registers its words)
-    backends,
     cluster,
     config,
     dependencies,

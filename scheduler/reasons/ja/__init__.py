@@ -11,7 +11,6 @@ wordings in ``JA`` (``common``) as it is imported, and this package imports them
 from __future__ import annotations
 
 from gputray.scheduler.reasons.ja import (  # noqa: F401  (each registers its words)
-    backends,
     cluster,
     config,
     dependencies,
