@@ -86,6 +86,7 @@ KEPT |= {"TOML", "submit", "task"}  # `gputray submit --task FILE`
 KEPT |= {"devices", "name", "slots", "env", "false"}  # a config file's own words: [devices.<name>], [[env]]
 # the monitor's backends: the libraries and files they read, by their names
 KEPT |= {"NVML", "amdsmi", "PDH", "PCI", "libnvidia", "nvml", "dll", "Windows", "WDDM", "Engine"}
+KEPT |= {"recipe", "png", "UTF"}  # a recipes file's own keys and values: [[recipe]], name, ['*.png']
 
 
 def english_words(text: str) -> list[str]:
