@@ -181,7 +181,8 @@ SampleWhy = (
     | AllAsleep | NoneOnDriver | ClosedAfterLoss | PausedAfterLoss | WouldWake | NotReported | NoFigures
     | NeedsSecondCollection | NoGpuCounters | CountersFailed | BackendCrashed
 )  # fmt: skip
-#: What a device's reason may hold: a code, or (from an older peer or a stored row) text as written.
+#: What a device's reason may hold where it is stored (``DeviceGone.why`` in a waiting task's row): a
+#: code, or text as an earlier gputray stored it, shown as written.
 SampleSaid = SampleWhy | str
 
 
@@ -199,14 +200,14 @@ class Lost(Why, frozen=True):
     """The device fell off the bus; ``why``: what its backend said (None: nothing)."""
 
     device: str
-    why: SampleSaid | None = None
+    why: SampleWhy | None = None
 
 
 class NoData(Why, frozen=True):
     """The device gives no readings (unavailable); ``why``: what its backend said."""
 
     device: str
-    why: SampleSaid | None = None
+    why: SampleWhy | None = None
 
 
 class Asleep(Why, frozen=True):
@@ -282,7 +283,7 @@ class WasLost(Why, frozen=True):
     """It fell off the bus; ``why``: what its backend said."""
 
     device: str
-    why: SampleSaid | None = None
+    why: SampleWhy | None = None
 
 
 class Back(Why, frozen=True):

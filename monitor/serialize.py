@@ -13,11 +13,11 @@ from typing import Any
 
 import msgspec
 
-from gputray.monitor.busy_why import BackendNote, SampleSaid
+from gputray.monitor.busy_why import BackendNote, SampleWhy
 from gputray.monitor.records import DeviceReading, HostSample, ProcessUse, Snapshot
 
 #: How a caller words a code (``reasons.render``: English for the document).
-Words = Callable[[SampleSaid | BackendNote], str]
+Words = Callable[[SampleWhy | BackendNote], str]
 
 DEVICE_FIELDS = (
     "key", "name", "vendor", "kind", "backend", "pci_bdf", "state", "reason", "reason_code", "util_percent",
@@ -31,9 +31,9 @@ HOST_FIELDS = ("cpu_percent", "ram_used_bytes", "ram_total_bytes")
 PROCESS_FIELDS = ("pid", "name", "device", "kind", "vram_bytes", "shared_bytes", "util_percent")
 
 
-def code_json(code: SampleSaid | BackendNote | None) -> Any:
-    """A code with its arguments as JSON (``{"code": "FellOffBus"}``); None for none or for text."""
-    return msgspec.to_builtins(code) if isinstance(code, msgspec.Struct) else None
+def code_json(code: SampleWhy | BackendNote | None) -> Any:
+    """A code with its arguments as JSON (``{"code": "FellOffBus"}``); None for none."""
+    return None if code is None else msgspec.to_builtins(code)
 
 
 def device_to_json(reading: DeviceReading, words: Words) -> dict[str, Any]:

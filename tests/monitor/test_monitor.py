@@ -64,7 +64,7 @@ def test_a_gpu_seen_by_two_backends_shows_once_with_the_best_of_both() -> None:
 
 
 def test_a_lost_reading_is_not_patched_with_stale_metrics() -> None:
-    lost = DeviceReading(SYSFS_INFO, Sample(KEY, 0.0, "lost", "gone"))
+    lost = DeviceReading(SYSFS_INFO, Sample(KEY, 0.0, "lost", why.FellOffBus()))
     merged = merge_readings([[lost], [reading(SMI_INFO, util_percent=50.0)]])
     assert merged[0].sample.state == "lost" and merged[0].sample.util_percent is None
 
@@ -72,7 +72,7 @@ def test_a_lost_reading_is_not_patched_with_stale_metrics() -> None:
 def test_devices_appearing_vanishing_and_getting_lost_raise_events() -> None:
     clock = Clock()
     present = BackendPoll((reading(SYSFS_INFO, util_percent=1.0),))
-    lost = BackendPoll((DeviceReading(SYSFS_INFO, Sample(KEY, 0.0, "lost", "GPU is lost")),))
+    lost = BackendPoll((DeviceReading(SYSFS_INFO, Sample(KEY, 0.0, "lost", why.FellOffBus())),))
     backend = ScriptedBackend([BackendPoll(), present, lost, present, BackendPoll()])
     monitor = Monitor([backend], clock=clock)
     kinds = []

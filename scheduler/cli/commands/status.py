@@ -28,7 +28,7 @@ from gputray.scheduler.cli.commands.listing import cut_to_cells, terminal_width
 from gputray.scheduler.paths import app_paths
 
 if TYPE_CHECKING:  # the monitor itself loads only where this command reads the GPUs itself
-    from gputray.monitor.busy_why import BackendNote, SampleSaid
+    from gputray.monitor.busy_why import BackendNote, SampleWhy
     from gputray.monitor.monitor import Monitor
     from gputray.monitor.records import DeviceReading, Snapshot
     from gputray.monitor.scenario import ScenarioError
@@ -107,7 +107,7 @@ def laid_out(head: Sequence[str], below: Sequence[str], indent: int, width: int 
     return "\n".join(lines)
 
 
-def _words(code: SampleSaid | BackendNote) -> str:
+def _words(code: SampleWhy | BackendNote) -> str:
     """A backend's reason (a ``busy_why`` code) in English; the renderer loads only when one is shown."""
     from gputray.scheduler.reasons.render import render
 

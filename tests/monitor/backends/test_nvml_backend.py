@@ -275,7 +275,7 @@ NAMED = {"util_percent": "load", "temp_c": "temperature", "power_w": "power", "v
 NAMED |= {"sclk_mhz": "core clock"}
 
 
-def said(reason: why.SampleSaid | None) -> str:
+def said(reason: why.SampleWhy | None) -> str:
     """A backend's reason as the command line words it ("" for none)."""
     return render(reason)
 

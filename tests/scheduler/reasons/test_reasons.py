@@ -332,9 +332,10 @@ def test_what_a_backend_says_reads_in_the_language_inside_a_devices_and_a_tasks_
     assert not PRESENT_JA.search(done_ja), done_ja
 
 
-def test_a_devices_reason_stored_or_sent_as_text_by_an_older_gputray_is_shown_as_written() -> None:
-    """A task waiting on a lost device was stored (and an older peer still sends its device's reason)
-    with the backend's English text: it decodes, and is shown as it was written."""
+def test_a_devices_reason_an_older_gputray_stored_as_text_is_shown_as_written() -> None:
+    """A task waiting on a lost device was stored by an earlier gputray with the backend's English text
+    (a peer of another protocol or cluster wire is refused before it is read): it decodes, and is shown
+    as it was written."""
     old = msgspec.json.encode(
         {"code": "DeviceGone", "state": "lost", "why": "GPU is lost (fell off the bus?)"}
     )
