@@ -257,7 +257,7 @@ def status_cluster(args: argparse.Namespace, device_line: DeviceLine) -> int:
     for m in doc.report.machines if doc.report is not None else ():
         for d in m.devices:
             reading = _reading(m.name, d)
-            row = device_to_json(reading)
+            row = device_to_json(reading, render)
             row.update(backend="cluster", machine=m.name, local_key=d.key, key=reading.info.key)
             row.update(busy=d.busy, reasons=[render(r) for r in d.reasons], running=list(d.running_names))
             devices.append(row)

@@ -19,7 +19,8 @@ from gputray.scheduler.cluster_port.records import DeviceView, TaskRecord
 __all__ = ["WIRE_VERSION", "DeviceView", "InboundTask", "MachineView", "OtherVersion", "TaskChunk"]
 
 # 2: a device's readings are the monitor's Sample (``DeviceView.reading``); 1 listed its fields.
-WIRE_VERSION = 2
+# 3: a reading's ``reason`` is a ``busy_why`` code (2 sent the backend's English text).
+WIRE_VERSION = 3
 
 
 class OtherVersion(ValueError):

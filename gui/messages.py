@@ -15,6 +15,7 @@ from typing import cast
 
 from gputray.gui import i18n
 from gputray.gui.i18n import tr, tr_noop, trn
+from gputray.monitor.busy_why import SampleWhy
 from gputray.monitor.pcie import LinkWords
 from gputray.monitor.readings_text import Words
 from gputray.scheduler.client.words import (
@@ -47,9 +48,10 @@ def state_word(state: str) -> str:
     return tr(state) if state in STATE_WORDS else state
 
 
-def device_gone(state: str, why: str | None) -> str:
+def device_gone(state: str, why: SampleWhy | None) -> str:
     """Why a GPU shows no figures: "lost: <why>", "unavailable: <why>" in the current language; ``why``
-    is the backend's own words (a driver's error), shown as written; none: the state's word alone."""
+    is what the backend said (a ``busy_why`` code, worded here; a driver's own error text inside it is
+    shown as written); none: the state's word alone."""
     if state not in ("lost", "unavailable"):
         return ""
     if not why:

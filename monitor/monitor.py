@@ -201,19 +201,19 @@ class Monitor:
                     log.exception("backend %s: watch_pids failed", backend.name)
         polls: list[tuple[DeviceReading, ...]] = []
         processes: list[ProcessUse] = []
-        notes: list[str] = []
+        notes: list[why.BackendNote] = []
         for backend in self.backends:
             try:
                 poll = backend.poll(now)
             except Exception as exc:  # the protocol says never raise; be safe anyway
                 log.exception("backend %s failed", backend.name)
-                notes.append(f"{backend.name}: {exc}")
+                notes.append(why.BackendNote(backend=backend.name, why=why.BackendCrashed(error=str(exc))))
                 continue
             polls.append(poll.readings)
             processes.extend(poll.processes)
             reason = getattr(backend, "unavailable_reason", None)
-            if isinstance(reason, str) and reason:
-                notes.append(f"{backend.name}: {reason}")
+            if reason is not None:
+                notes.append(why.BackendNote(backend=backend.name, why=reason))
         readings = merge_readings(polls)
         processes = merge_processes(processes)
         host = self._read_host()
@@ -263,7 +263,7 @@ class Monitor:
                 events.append(DeviceEvent("appeared", key, name, why.Appeared(device=name), now))
             if before is not None and before != state:
                 if state == "lost":
-                    lost = why.WasLost(device=name, why=r.sample.reason or None)
+                    lost = why.WasLost(device=name, why=r.sample.reason)
                     events.append(DeviceEvent("lost", key, name, lost, now))
                 elif before == "lost":
                     events.append(DeviceEvent("back", key, name, why.Back(device=name), now))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gputray.monitor.busy_why import BusyWhy, DeviceNews
+from gputray.monitor.busy_why import BackendNote, BusyWhy, DeviceNews, SampleWhy
 
 Vendor = Literal["nvidia", "amd", "intel", "other"]
 DeviceKind = Literal["integrated", "discrete", "cpu", "other"]
@@ -47,12 +47,14 @@ class DeviceInfo:
 
 @dataclass(frozen=True)
 class Sample:
-    """One reading of one device. ``reason`` says in words why state is not ``ok`` or a metric is missing."""
+    """One reading of one device. ``reason`` says why state is not ``ok`` or a metric is missing: a code of
+    ``busy_why`` (``SampleWhy``) that the renderer words, never text (mypy holds every backend to it; a
+    library's own error text rides inside the code)."""
 
     key: str
     timestamp_s: float
     state: DeviceState = "ok"
-    reason: str | None = None
+    reason: SampleWhy | None = None
     util_percent: float | None = None
     temp_c: float | None = None
     power_w: float | None = None
@@ -162,7 +164,7 @@ class Snapshot:
     verdicts: tuple[Verdict, ...] = ()
     events: tuple[DeviceEvent, ...] = ()
     simulated: bool = False
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[BackendNote, ...] = field(default=())
 
     def reading(self, key: str) -> DeviceReading | None:
         return next((r for r in self.readings if r.info.key == key), None)

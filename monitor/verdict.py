@@ -92,9 +92,9 @@ class VerdictTracker:
         name = reading.info.name
 
         if sample.state == "lost":
-            return Verdict(key, True, (Lost(device=name, why=sample.reason or None),))
+            return Verdict(key, True, (Lost(device=name, why=sample.reason),))
         if sample.state == "unavailable":
-            return Verdict(key, True, (NoData(device=name, why=sample.reason or None),))
+            return Verdict(key, True, (NoData(device=name, why=sample.reason),))
         if sample.state == "asleep":
             # A sleeping GPU is idle and a job may wake it: judge the wake-up spike afresh.
             st.util_high_since = st.util_low_since = None

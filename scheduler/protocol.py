@@ -74,7 +74,9 @@ __all__ = [  # re-exported: the limits every request field shares
 # fields, and the cluster-only ops the owner's secret for its bridge.
 # 7: a task's reason (``TaskView.reason``, a lifecycle step's) is a typed code (``reasons.codes``), a
 # device verdict's reasons the monitor's ``busy_why`` codes; both sides word them.
-PROTOCOL_VERSION = 7
+# 8: a device's ``Sample.reason`` and the backends' ``Snapshot.notes`` are ``busy_why`` codes too (a
+# backend's own words were English text inside the tray's Japanese).
+PROTOCOL_VERSION = 8
 MAX_STR_CHARS = 32_768
 MAX_LIST_ITEMS = 10_000
 MAX_TABLE_KEYS = 4_096

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gputray.monitor import busy_why as why
 from gputray.monitor import pcie
 from gputray.monitor.backends import hwmon
 from gputray.monitor.backends.drm import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
@@ -319,15 +320,16 @@ class AmdSysfsBackend(DrmBackend[_Card]):
             return None  # the card went away while being read
         fan_percent, fan_rpm = hwmon.fan(card.hw)
         link = pcie.link_fields(card.link_dir, card.link_max)
-        missing = [
-            label
-            for label, value in (("util", util), ("temperature", temp_c), ("power", power_w))
-            if value is None
-        ]
+        read: tuple[tuple[why.Metric, float | None], ...] = (
+            ("load", util),
+            ("temperature", temp_c),
+            ("power", power_w),
+        )
+        missing = tuple(label for label, value in read if value is None)
         return Sample(
             key=card.key,
             timestamp_s=now_s,
-            reason=f"not reported: {', '.join(missing)}" if missing else None,
+            reason=why.NotReported(metrics=missing) if missing else None,
             util_percent=util,
             temp_c=temp_c,
             power_w=power_w,

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.device_names import AMD, friendly_name, known_integrated
 from gputray.monitor.fdinfo import read_file_bytes
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceKind, DeviceReading, ProcessUse, Sample
@@ -74,7 +75,7 @@ class AmdSmiBackend:
         self._module = module
         self._loaded = module is not None
         self._initialized = False
-        self.unavailable_reason: str | None = None
+        self.unavailable_reason: why.SampleWhy | None = None
 
     # -- library lifetime ---------------------------------------------------------------------------
 
@@ -96,7 +97,7 @@ class AmdSmiBackend:
             else:
                 lib.amdsmi_init()
         except Exception as exc:
-            self.unavailable_reason = f"amdsmi_init failed: {exc}"
+            self.unavailable_reason = why.ApiStartFailed(api="amdsmi", error=str(exc))
             return False
         self._initialized = True
         self.unavailable_reason = None
@@ -144,14 +145,14 @@ class AmdSmiBackend:
         if self._runtime_pm_in_use():
             if self._initialized:
                 self.close()
-            self.unavailable_reason = "paused: an AMD GPU uses runtime power management (would be woken)"
+            self.unavailable_reason = why.WouldWake()
             return BackendPoll()
         if not self._init(lib):
             return BackendPoll()
         try:
             handles = list(lib.amdsmi_get_processor_handles())
         except Exception as exc:
-            self.unavailable_reason = f"no GPU handles: {exc}"
+            self.unavailable_reason = why.NoHandles(api="amdsmi", error=str(exc))
             return BackendPoll()
         readings: list[DeviceReading] = []
         processes: list[ProcessUse] = []

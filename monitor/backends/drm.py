@@ -18,13 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.fdinfo import DrmUsageReader, ProcUsage, read_file_bytes
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
 from gputray.monitor.sysfs import drm_cards, drm_class_dir, text_of
 
 log = logging.getLogger(__name__)
 
-ASLEEP_REASON = "runtime-suspended (not woken)"
+ASLEEP_REASON = why.NotWoken()
 _ASLEEP_STATES = ("suspended", "suspending")
 
 

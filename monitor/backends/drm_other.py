@@ -5,7 +5,7 @@ QXL, VMware SVGA), a server's display controller (ASPEED ``ast``): none of them 
 or NVML's figures, but a card that is not listed cannot be chosen or avoided, so each is listed with
 its name (the PCI id: gputray's table, else the system's PCI ID database), temperature, fan, power
 and core clock where its hwmon has them (``hwmon.find_hwmon``: the standard attributes, whatever the
-driver), and a reason in words: "radeon driver: no load or memory figures".
+driver), and a reason (``busy_why.NoFigures``, worded "radeon driver: no load or memory figures").
 
 Framebuffer-only devices (``simpledrm`` on the firmware's framebuffer, ``efidrm``, ``vesadrm``,
 ``ofdrm``) are not GPUs and are skipped; so are the cards the amdgpu, Intel and NVML backends read.
@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from gputray.monitor import busy_why as why
 from gputray.monitor import pcie
 from gputray.monitor.backends import hwmon
 from gputray.monitor.backends.drm import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
@@ -43,7 +44,7 @@ VIRTUAL = frozenset(
     {"virtio_gpu", "virtio-gpu", "qxl", "vmwgfx", "bochs-drm", "bochs", "cirrus", "cirrus-qemu"}
 )
 DISPLAY_ONLY = frozenset({"ast", "mgag200", "hibmc-drm"})
-_DRIVER_LABELS = {"virtio_gpu": "virtio-gpu (a virtual GPU)", "qxl": "QXL (a virtual GPU)"}
+_VIRTUAL_LABELS = {"virtio_gpu": "virtio-gpu", "qxl": "QXL"}  # the driver as its reason names it
 _KNOWN_NAMES = {
     (0x1AF4, 0x1050): "Virtio GPU",
     (0x1B36, 0x0100): "QXL paravirtual GPU",
@@ -51,11 +52,6 @@ _KNOWN_NAMES = {
     (0x1234, 0x1111): "QEMU standard VGA",
 }
 _VENDORS: dict[int, Vendor] = {AMD: "amd", NVIDIA: "nvidia", INTEL: "intel"}
-
-
-def _words(items: list[str]) -> str:
-    """["load", "memory"] → "load or memory"; three or more: "load, temperature or memory"."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 @dataclass
@@ -152,12 +148,13 @@ class OtherDrmBackend(DrmBackend[_Card]):
         power = hwmon.power_w(hw)
         fan_percent, fan_rpm = hwmon.fan(hw)
         link = pcie.link_fields(card.link_dir, card.link_max)
-        missing = ["load"] + (["temperature"] if temp is None else []) + ["memory"]
-        label = _DRIVER_LABELS.get(card.driver, f"{card.driver} driver")
+        missing: tuple[why.Metric, ...] = ("load", *(("temperature",) if temp is None else ()), "memory")
+        virtual = card.driver in _VIRTUAL_LABELS
+        driver = _VIRTUAL_LABELS.get(card.driver, card.driver)
         return Sample(
             key=card.info.key,
             timestamp_s=now_s,
-            reason=f"{label}: no {_words(missing)} figures",
+            reason=why.NoFigures(driver=driver, metrics=missing, virtual=virtual),
             temp_c=temp,
             power_w=power,
             sclk_mhz=hwmon.freq_mhz(hw),

@@ -27,6 +27,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gputray.monitor import busy_why as why
 from gputray.monitor import pcie
 from gputray.monitor.backends import hwmon
 from gputray.monitor.backends.drm import ASLEEP_REASON as ASLEEP_REASON  # the tests' name for it
@@ -196,12 +197,13 @@ class IntelSysfsBackend(DrmBackend[_Card]):
         fan_percent, fan_rpm = hwmon.fan(hw)
         link = pcie.link_fields(card.link_dir, card.link_max)
         temp = hwmon.temp_c(hw)
-        missing = [
-            label
-            for label, value in (("util", util), ("temperature", temp), ("power", power))
-            if value is None
-        ]
-        reason = f"not reported: {', '.join(missing)}" if missing else None
+        read: tuple[tuple[why.Metric, float | None], ...] = (
+            ("load", util),
+            ("temperature", temp),
+            ("power", power),
+        )
+        missing = tuple(label for label, value in read if value is None)
+        reason = why.NotReported(metrics=missing) if missing else None
         return Sample(
             key=card.key,
             timestamp_s=now_s,

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends.nvidia_sampling import (
     AttachedGpu,
     GpuGone,
@@ -77,7 +78,8 @@ class NvmlBackend(NvmlSampling):
     """Backend ``nvml``. ``pynvml_module`` replaces the real module (tests); it is imported lazily.
 
     ``use_sysfs`` (default: on Linux) gates NVML on the PCI devices and runtime PM state under
-    ``sys_dir``. ``unavailable_reason`` says in words why NVML is not open (no driver, all asleep...).
+    ``sys_dir``. ``unavailable_reason`` says why NVML is not open (no driver, all asleep...): a
+    ``busy_why`` code.
     """
 
     name = "nvml"
@@ -97,7 +99,7 @@ class NvmlBackend(NvmlSampling):
         self._idle_release_s = idle_release_s
         self._sleep_grace_s = sleep_grace_s
         self._lock = threading.Lock()
-        self.unavailable_reason: str | None = None
+        self.unavailable_reason: why.SampleWhy | None = None
         self.driver_version: str | None = None
 
         self._open = False
@@ -105,7 +107,7 @@ class NvmlBackend(NvmlSampling):
         self._attached: dict[str, AttachedGpu] = {}
         self._index_keys: dict[int, str] = {}
         self._known: dict[str, DeviceInfo] = {}
-        self._lost: dict[str, str] = {}
+        self._lost: dict[str, why.FellOffBus | why.NeedsReset] = {}
         self._lost_retry_s = float("-inf")
         self._lost_backoff_s = LOST_RETRY_S
         self._released_until_s: float | None = None
@@ -130,7 +132,7 @@ class NvmlBackend(NvmlSampling):
             except Exception as exc:  # never raise into the monitor
                 log.warning("NVML poll failed: %s", exc, exc_info=True)
                 self._shutdown()
-                self.unavailable_reason = f"NVML failed: {exc}"
+                self.unavailable_reason = why.ApiFailed(api="NVML", error=str(exc))
                 self._next_init_s = now_s + INIT_RETRY_S
                 return BackendPoll()
 
@@ -159,7 +161,7 @@ class NvmlBackend(NvmlSampling):
                 del self._lost[key]  # unplugged: it vanishes instead of staying lost
             if not gpus:
                 self._shutdown()
-                self.unavailable_reason = "no NVIDIA GPU on the PCI bus"
+                self.unavailable_reason = why.NoNvidiaGpu()
                 return BackendPoll()
             awake = []
             for gpu in gpus:
@@ -170,8 +172,8 @@ class NvmlBackend(NvmlSampling):
                     readings.append(self._asleep_reading(gpu, now_s))
                 elif gpu.driver is not None and gpu.driver != "nvidia":
                     # nouveau, vfio-pci (passed to a VM)...: NVML cannot see it, and need not be opened.
-                    reason = f"driven by {gpu.driver}, not the NVIDIA driver: NVML cannot read it"
-                    readings.append(self._unavailable_reading(gpu, now_s, reason))
+                    other = why.OtherDriver(driver=gpu.driver, api="NVML")
+                    readings.append(self._unavailable_reading(gpu, now_s, other))
                 else:
                     awake.append(gpu)
             if not awake:
@@ -180,9 +182,7 @@ class NvmlBackend(NvmlSampling):
                 self._shutdown()
                 self._released_until_s = None
                 self.unavailable_reason = (
-                    "every NVIDIA GPU is asleep; NVML is closed so they stay asleep"
-                    if all(g.asleep for g in gpus)
-                    else "no awake NVIDIA GPU uses the NVIDIA driver"
+                    why.AllAsleep() if all(g.asleep for g in gpus) else why.NoneOnDriver()
                 )
                 return BackendPoll(tuple(readings))
 
@@ -229,7 +229,7 @@ class NvmlBackend(NvmlSampling):
             if retrying:
                 self._lost_backoff_s = min(self._lost_backoff_s * 2, LOST_RETRY_MAX_S)
             self._lost_retry_s = now_s + self._lost_backoff_s
-            self.unavailable_reason = "a GPU was lost; NVML is closed until the next re-discovery"
+            self.unavailable_reason = why.ClosedAfterLoss()
         else:
             self._lost_backoff_s = LOST_RETRY_S
             if awake is not None:
@@ -300,17 +300,20 @@ class NvmlBackend(NvmlSampling):
         )
 
     def _asleep_reading(self, gpu: _PciGpu, now_s: float) -> DeviceReading:
-        why = "asleep (runtime suspended); not read so it stays asleep"
-        return self._sysfs_reading(gpu, now_s, "asleep", why)
+        return self._sysfs_reading(gpu, now_s, "asleep", why.NotWoken())
 
-    def _unavailable_reading(self, gpu: _PciGpu, now_s: float, reason: str | None = None) -> DeviceReading:
-        why = reason or self.unavailable_reason or "NVML is not available"
-        return self._sysfs_reading(gpu, now_s, "unavailable", why)
+    def _unavailable_reading(
+        self, gpu: _PciGpu, now_s: float, reason: why.SampleWhy | None = None
+    ) -> DeviceReading:
+        said = reason or self.unavailable_reason or why.NoApi(api="NVML")
+        return self._sysfs_reading(gpu, now_s, "unavailable", said)
 
     def _released_reading(self, gpu: _PciGpu, now_s: float) -> DeviceReading:
-        return self._sysfs_reading(gpu, now_s, "ok", "idle; NVML let go of it so it can go to sleep")
+        return self._sysfs_reading(gpu, now_s, "ok", why.LetGo(api="NVML"))
 
-    def _sysfs_reading(self, gpu: _PciGpu, now_s: float, state: DeviceState, reason: str) -> DeviceReading:
+    def _sysfs_reading(
+        self, gpu: _PciGpu, now_s: float, state: DeviceState, reason: why.SampleWhy
+    ) -> DeviceReading:
         """What sysfs alone says (NVML not asked): who the GPU is, its memory size, and why no more."""
         info = self._sysfs_info(gpu)
         total = info.vram_total_bytes
@@ -324,7 +327,8 @@ class NvmlBackend(NvmlSampling):
             try:
                 self._nvml = importlib.import_module("pynvml")
             except ImportError as exc:
-                self.unavailable_reason = f"nvidia-ml-py (pynvml) is not installed: {exc}"
+                missing = why.NotInstalled(package="nvidia-ml-py", module="pynvml", error=str(exc))
+                self.unavailable_reason = missing
                 return None
         if not self._errors_ready:
             self._nvml_error = self._exception_class("NVMLError")
@@ -352,7 +356,7 @@ class NvmlBackend(NvmlSampling):
         except Exception as exc:
             self.unavailable_reason = self._init_failure(exc)
             self._next_init_s = now_s + INIT_RETRY_S
-            log.debug("nvmlInit failed: %s", self.unavailable_reason)
+            log.debug("nvmlInit failed: %s", exc)
             return False
         self._open = True
         self._attached.clear()
@@ -366,17 +370,17 @@ class NvmlBackend(NvmlSampling):
             self.driver_version = None
         return True
 
-    def _init_failure(self, exc: BaseException) -> str:
-        reasons = {
-            "NVMLError_LibraryNotFound": "NVIDIA driver library (libnvidia-ml / nvml.dll) not found",
-            "NVMLError_DriverNotLoaded": "NVIDIA driver is not loaded",
-            "NVMLError_NoPermission": "no permission to talk to the NVIDIA driver",
+    def _init_failure(self, exc: BaseException) -> why.SampleWhy:
+        reasons: dict[str, why.SampleWhy] = {
+            "NVMLError_LibraryNotFound": why.NvmlMissing(),
+            "NVMLError_DriverNotLoaded": why.DriverNotLoaded(),
+            "NVMLError_NoPermission": why.DriverDenied(),
         }
         for name, reason in reasons.items():
             cls = self._exception_class(name)
             if isinstance(exc, cls):
                 return reason
-        return f"NVML failed to start: {exc}"
+        return why.ApiStartFailed(api="NVML", error=str(exc))
 
     def _shutdown(self) -> None:
         self._attached.clear()
@@ -408,7 +412,7 @@ class NvmlBackend(NvmlSampling):
                     continue
                 except self._nvml_error as exc:
                     info = self._sysfs_info(gpu)
-                    reason = f"NVML cannot use this GPU: {exc}"
+                    reason = why.ApiRefusedDevice(api="NVML", error=str(exc))
                     readings.append(
                         DeviceReading(info, Sample(info.key, now_s, state="unavailable", reason=reason))
                     )
@@ -455,14 +459,14 @@ class NvmlBackend(NvmlSampling):
 
     # ---------------------------------------------------------------- lost GPUs and sleep
 
-    def _mark_lost(self, key: str, info: DeviceInfo, reason: str) -> None:
+    def _mark_lost(self, key: str, info: DeviceInfo, reason: why.FellOffBus | why.NeedsReset) -> None:
         if key not in self._lost:
             log.warning("%s (%s): %s", info.name, key, reason)
         self._lost[key] = reason
         self._known.setdefault(key, info)
         self._attached.pop(key, None)
 
-    def _lost_sample(self, info: DeviceInfo, now_s: float, reason: str) -> Sample:
+    def _lost_sample(self, info: DeviceInfo, now_s: float, reason: why.FellOffBus | why.NeedsReset) -> Sample:
         return Sample(
             key=info.key,
             timestamp_s=now_s,
@@ -487,8 +491,8 @@ class NvmlBackend(NvmlSampling):
                 info = self._sysfs_info(next(g for g in awake if g.key == key))
             if info is None:
                 continue
-            reason = f"NVML paused after a GPU was lost; retrying in {wait_s:.0f} s"
-            out.append(DeviceReading(info, Sample(key, now_s, state="unavailable", reason=reason)))
+            paused = why.PausedAfterLoss(retry_in_s=round(wait_s))
+            out.append(DeviceReading(info, Sample(key, now_s, state="unavailable", reason=paused)))
         return out
 
     def _track_idle(self, dev: AttachedGpu, sample: Sample, has_processes: bool, now_s: float) -> None:
@@ -512,4 +516,4 @@ class NvmlBackend(NvmlSampling):
         log.info("NVIDIA GPU idle: closing NVML for %.0f s so it can sleep", self._sleep_grace_s)
         self._shutdown()
         self._released_until_s = now_s + self._sleep_grace_s
-        self.unavailable_reason = "GPU idle; NVML closed so it can go to sleep"
+        self.unavailable_reason = why.LetGo(api="NVML")

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.records import DeviceInfo, ProcessKind, ProcessUse, Sample
 from gputray.monitor.sysfs import normalize_bdf, pci_key
 
 log = logging.getLogger("gputray.monitor.backends.nvidia")
 
-LOST_REASON = "GPU is lost (fell off the bus?)"
-RESET_REASON = "GPU needs a reset (NVML reports it unusable)"
+LOST_REASON = why.FellOffBus()
+RESET_REASON = why.NeedsReset()
 
 # Bit values are fixed by the NVML ABI (nvmlClocksEventReason* / nvmlClocksThrottleReason*).
 # gpu_idle (0x1) is left out: an idle GPU is not being held back.
@@ -36,6 +37,17 @@ THROTTLE_REASON_BITS: tuple[tuple[int, str], ...] = (
 )
 
 _NOT_AVAILABLE_U64 = 2**64 - 1
+#: The sample's fields NVML may not report, as the reason names them.
+_METRICS: dict[str, why.Metric] = {
+    "util_percent": "load",
+    "temp_c": "temperature",
+    "power_w": "power",
+    "vram_used_bytes": "memory",
+    "vram_total_bytes": "memory total",
+    "sclk_mhz": "core clock",
+    "mclk_mhz": "memory clock",
+    "throttle": "throttle",
+}
 
 
 class NeverRaised(Exception):
@@ -43,8 +55,8 @@ class NeverRaised(Exception):
 
 
 class GpuGone(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+    def __init__(self, reason: why.FellOffBus | why.NeedsReset) -> None:
+        super().__init__(type(reason).__name__)
         self.reason = reason
 
 
@@ -262,8 +274,8 @@ class NvmlSampling:
             "mclk_mhz": int(mclk) if isinstance(mclk, int) else None,
             "throttle": throttle,
         }
-        missing = [name for name, value in values.items() if value is None]
-        reason = f"not reported by NVML: {', '.join(missing)}" if missing else None
+        missing = tuple(_METRICS[name] for name, value in values.items() if value is None)
+        reason = why.NotReported(metrics=missing, by="NVML") if missing else None
         values.update(self._extras(dev))
         energy_mj = self._metric("nvmlDeviceGetTotalEnergyConsumption", handle)  # since the driver loaded
         counter_ok = isinstance(energy_mj, int) and energy_mj >= 0

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+from gputray.monitor import busy_why as why
 from gputray.monitor import proc_name
 from gputray.monitor.backends.pdh_counters import (
     ADAPTER_DEDICATED,
@@ -61,10 +62,7 @@ PDH_CSTATUS_NO_OBJECT = 0xC0000BB8
 PDH_CSTATUS_NO_COUNTER = 0xC0000BB9
 NO_COUNTER_STATUSES = frozenset({PDH_CSTATUS_NO_OBJECT, PDH_CSTATUS_NO_COUNTER})
 NO_COUNTERS_RETRY_S = 60.0  # a driver installed meanwhile shows up within a minute
-NO_GPU_COUNTERS = (
-    "Windows has no GPU performance counters here (no \\GPU Engine counter set): a WDDM 2.0 or later "
-    "display driver provides them (Windows 10 1709+); without one, GPU load and memory are unknown"
-)
+NO_GPU_COUNTERS = why.NoGpuCounters()
 
 MICROSOFT_VENDOR_ID = 0x1414  # "Microsoft Basic Render Driver": software, not a GPU
 _VENDORS: dict[int, Vendor] = {0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x8086: "intel"}
@@ -148,10 +146,10 @@ class WindowsPdhBackend:
         self._names: dict[int, str] = {}
         self.rebuilds = 0
         self.last_rebuild_reason: str | None = None
-        self._error: str | None = None
+        self._error: why.SampleWhy | None = None
         self._retry_at_s: float | None = None
         # Why the poll has no GPU at all (the monitor shows it as a note); None while PDH reads.
-        self.unavailable_reason: str | None = None
+        self.unavailable_reason: why.SampleWhy | None = None
 
     # -- query lifecycle ------------------------------------------------------------------------
 
@@ -209,7 +207,7 @@ class WindowsPdhBackend:
             arrays = self._collect(now_s)
         except Exception as exc:
             no_counters = isinstance(exc, PdhError) and exc.status in NO_COUNTER_STATUSES
-            self._error = NO_GPU_COUNTERS if no_counters else f"PDH counters unavailable: {exc}"
+            self._error = NO_GPU_COUNTERS if no_counters else why.CountersFailed(error=str(exc))
             self._retry_at_s = now_s + NO_COUNTERS_RETRY_S if no_counters else None
             self._open = False  # rebuild on the next poll
             self._last_poll_s = now_s
@@ -238,7 +236,7 @@ class WindowsPdhBackend:
                     Sample(
                         key=info.key,
                         timestamp_s=now_s,
-                        reason=None if rates_valid else "GPU % needs a second PDH collection",
+                        reason=None if rates_valid else why.NeedsSecondCollection(),
                         util_percent=au.util_percent if au is not None else (0.0 if rates_valid else None),
                         vram_used_bytes=ded,
                         vram_total_bytes=info.vram_total_bytes,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gputray.monitor import busy_why as why
 from gputray.monitor import proc_name
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
 from gputray.monitor.scenario import Load, Scenario
@@ -179,9 +180,7 @@ class SimulatedBackend:
                 self._temp_c.pop(info.key, None)
                 continue
             if any(ld.state == "lost" for ld in mine):
-                readings.append(
-                    DeviceReading(info, Sample(info.key, now_s, "lost", "GPU is lost (fell off the bus?)"))
-                )
+                readings.append(DeviceReading(info, Sample(info.key, now_s, "lost", why.FellOffBus())))
                 continue
             my_jobs = [j for j in jobs if j.key == info.key]
             readings.append(DeviceReading(info, self._sample(info, mine, my_jobs, now_s, elapsed, dt)))

@@ -224,9 +224,7 @@ def busy_reason(
     """Why the device is not free for this task right now; None when it is free."""
     sample = dev.sample
     if sample is not None and sample.state in {"lost", "unavailable"}:
-        return c.DeviceGone(
-            state="lost" if sample.state == "lost" else "unavailable", why=sample.reason or None
-        )
+        return c.DeviceGone(state="lost" if sample.state == "lost" else "unavailable", why=sample.reason)
     if dev.paused:
         return c.DevicePaused(taken_by=dev.taken_by)
     holder = (held or {}).get(dev.key)

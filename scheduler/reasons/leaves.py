@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from gputray.monitor.busy_why import BusyWhy
+from gputray.monitor.busy_why import BusyWhy, SampleSaid
 from gputray.scheduler.reasons.base import Code
 from gputray.scheduler.reasons.doctor_codes import Finding, Fix
 
@@ -49,10 +49,11 @@ class LacksNeeds(Code, frozen=True):
 
 
 class DeviceGone(Code, frozen=True):
-    """The device is lost (fell off the bus) or gives no data; ``why`` is the backend's own words."""
+    """The device is lost (fell off the bus) or gives no data; ``why``: what its backend said (a
+    ``busy_why.SampleWhy`` code; text in a row stored before backends' reasons had codes)."""
 
     state: Literal["lost", "unavailable"]
-    why: str | None = None
+    why: SampleSaid | None = None
 
 
 class DevicePaused(Code, frozen=True):

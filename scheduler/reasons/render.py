@@ -37,13 +37,14 @@ def languages() -> tuple[str, ...]:
 
 
 def render(
-    reason: Worded | None,
+    reason: Worded | str | None,
     language: str = "en",
     *,
     finished: bool = False,
 ) -> str:
     """``reason`` in words of ``language`` ("" for no reason); ``finished``: the task has ended (past
-    tense). Others' words inside it (an OS error, a driver's) are shown as written (``Say.text``)."""
+    tense). Others' words inside it (an OS error, a driver's) are shown as written (``Say.text``), and
+    so is text in place of a code (a device's reason from an older peer)."""
     if reason is None:
         return ""
     return Say(catalogue(language), finished, True)(reason)

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from gputray.monitor.busy_why import BusyWhy, DeviceNews
+from gputray.monitor.busy_why import BackendNote, BusyWhy, DeviceNews, SampleWhy
 from gputray.monitor.units import format_bytes
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.reasons.config_codes import Allowed, ConfigSaid
@@ -19,8 +19,9 @@ from gputray.scheduler.reasons.refusals import Refused
 from gputray.scheduler.reasons.submit_codes import SubmitSaid
 
 Worded = (
-    Reason | BusyWhy | DeviceNews | Finding | Fix | DoctorNews | Refused | ConfigSaid | Allowed | SubmitSaid
-)
+    Reason | BusyWhy | DeviceNews | SampleWhy | BackendNote | Finding | Fix | DoctorNews | Refused
+    | ConfigSaid | Allowed | SubmitSaid
+)  # fmt: skip
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]
 

@@ -2,9 +2,13 @@
 (``tasks/recipes.py``), carried by the refusal (``SubmitError.said``) and worded per language by the
 reason catalogues (``reasons/en/submit.py``, ``reasons/ja/submit.py``): the command line's lines in
 English, the tray's message box in the language it shows. File names, program names and a recipe's
-own words (its install hint, the recipes' labels) are data, kept as written."""
+own words (its install hint, the recipes' labels) are data, kept as written. A recipes file that cannot
+be used (``tasks/recipes.read_recipes_file``) says what is wrong in it with the ``Recipe…`` codes: its
+path, the recipe, the key; an OS or TOML parser error rides in ``error``, shown as written."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from gputray.scheduler.reasons.base import Code
 
@@ -117,7 +121,91 @@ class CannotQueue(Code, frozen=True):
     helps: tuple[Help, ...] = ()
 
 
-SubmitSaid = Leaf | CannotQueue | FileNoRecipe | FileNeedsProgram | FileRefused | GetProgram | RecipesKnown
+# -- a recipes file that cannot be used (the shipped one, or recipes.toml in the config folder) ---------
+
+
+class RecipesUnreadable(Code, frozen=True):
+    """The file cannot be read; ``error``: the OS's words."""
+
+    path: str
+    error: str
+
+
+class RecipesNotUtf8(Code, frozen=True):
+    path: str
+
+
+class RecipesNotToml(Code, frozen=True):
+    """Not valid TOML; ``error``: the TOML parser's words (where and what)."""
+
+    path: str
+    error: str
+
+
+class RecipesNotArray(Code, frozen=True):
+    """``recipe`` is not an array of tables (``[[recipe]]``)."""
+
+    path: str
+
+
+class RecipeNotTable(Code, frozen=True):
+    """The ``number``-th ``[[recipe]]`` entry is not a table."""
+
+    path: str
+    number: int
+
+
+class RecipeUnnamed(Code, frozen=True):
+    """The ``number``-th recipe has no ``name``, or not a string."""
+
+    path: str
+    number: int
+
+
+class RecipeBadKey(Code, frozen=True):
+    """A recipe's own key (``patterns``, ``vram_per_file_byte``, ``description_ja`` …) holds the wrong
+    kind of value; ``wants``: what it takes."""
+
+    path: str
+    recipe: str
+    key: str
+    wants: Literal["patterns", "number", "text"]
+
+
+class RecipeUnknownKey(Code, frozen=True):
+    """A key that is neither a recipe's own nor a task key; ``suggestion``: the known key it is closest
+    to."""
+
+    path: str
+    recipe: str
+    key: str
+    suggestion: str | None = None
+
+
+class RecipeBadTask(Code, frozen=True):
+    """The recipe's task keys make no task (a value out of range, an unknown placeholder …); ``problem``:
+    the task file check's words, which have no codes (English in every language)."""
+
+    path: str
+    recipe: str
+    problem: str
+
+
+RecipesSaid = (
+    RecipesUnreadable | RecipesNotUtf8 | RecipesNotToml | RecipesNotArray | RecipeNotTable | RecipeUnnamed
+    | RecipeBadKey | RecipeUnknownKey | RecipeBadTask
+)  # fmt: skip
+
+SubmitSaid = (
+    Leaf
+    | CannotQueue
+    | FileNoRecipe
+    | FileNeedsProgram
+    | FileRefused
+    | GetProgram
+    | RecipesKnown
+    | RecipesSaid
+)
 
 
 def submit_codes() -> tuple[type[Code], ...]:

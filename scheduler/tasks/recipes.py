@@ -9,6 +9,7 @@ index is only known once a device is chosen). Missing programs are reported at s
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fnmatch
 import os
 import shutil
@@ -23,7 +24,14 @@ from gputray.scheduler.paths import app_paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.reasons import submit_codes as u
 from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
-from gputray.scheduler.tasks.taskfile import TaskFileError, patch_from_table, spec_from_patch, spec_from_table
+from gputray.scheduler.tasks.taskfile import (
+    GUESSES,
+    TASK_KEYS,
+    TaskFileError,
+    patch_from_table,
+    spec_from_patch,
+    spec_from_table,
+)
 
 _META_KEYS = {
     "name",
@@ -39,7 +47,7 @@ _JA_KEYS = ("description_ja", "install_hint_ja")
 
 class SubmitError(Refusal, ValueError):
     """A task cannot be submitted; the message says why in words a person can act on. ``said``: why, as
-    a code the tray words in its language (None: English only, a task file's or a recipe file's problem)."""
+    a code the tray words in its language (None: English only, a task file's problem)."""
 
     def __init__(self, said: u.SubmitSaid | str) -> None:
         if isinstance(said, str):
@@ -116,34 +124,41 @@ class Recipe:
 def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
     raw = data.get("recipe", [])
     if not isinstance(raw, list):
-        raise RecipeError(f"{source}: key 'recipe': must be an array of tables ([[recipe]])")
+        raise RecipeError(u.RecipesNotArray(path=source))
     out = []
     for i, table in enumerate(raw, start=1):
-        where = f"{source}: recipe #{i}"
         if not isinstance(table, dict):
-            raise RecipeError(f"{where}: must be a table")
+            raise RecipeError(u.RecipeNotTable(path=source, number=i))
         name = table.get("name")
         if not isinstance(name, str) or not name:
-            raise RecipeError(f"{where}: key 'name': missing or not a string")
-        where = f"{source}: recipe '{name}'"
+            raise RecipeError(u.RecipeUnnamed(path=source, number=i))
         patterns = table.get("patterns", [])
         if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-            raise RecipeError(f"{where}: key 'patterns': must be a list of strings like ['*.png']")
+            raise RecipeError(u.RecipeBadKey(path=source, recipe=name, key="patterns", wants="patterns"))
         factor = table.get("vram_per_file_byte")
         if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)):
-            raise RecipeError(f"{where}: key 'vram_per_file_byte': must be a number")
+            raise RecipeError(
+                u.RecipeBadKey(path=source, recipe=name, key="vram_per_file_byte", wants="number")
+            )
         for key in _JA_KEYS:
             if not isinstance(table.get(key, ""), str):
-                raise RecipeError(f"{where}: key '{key}': must be a string")
+                raise RecipeError(u.RecipeBadKey(path=source, recipe=name, key=key, wants="text"))
         template = {k: v for k, v in table.items() if k not in _META_KEYS}
+        for key in template:
+            if key not in TASK_KEYS:
+                raise RecipeError(
+                    u.RecipeUnknownKey(path=source, recipe=name, key=key, suggestion=_closest(key))
+                )
         # Validate the template now with a stand-in file, so a broken recipe is reported on load.
+        where = f"{source}: recipe '{name}'"
         try:
             probe = {**template, "files": ["x"], "recipe": name}
             if probe.get("kind") == "torch":
                 probe.setdefault("script", "x.py")
             spec_from_table(probe, source=where)
         except TaskFileError as exc:
-            raise RecipeError(str(exc)) from None
+            problem = str(exc).removeprefix(f"{where}: ")
+            raise RecipeError(u.RecipeBadTask(path=source, recipe=name, problem=problem)) from None
         out.append(
             Recipe(
                 name=name,
@@ -160,15 +175,24 @@ def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
     return out
 
 
+def _closest(key: str) -> str | None:
+    """The known key (a recipe's own or a task key) a mistyped ``key`` most likely meant."""
+    if key in GUESSES:
+        return GUESSES[key]
+    found = difflib.get_close_matches(key, sorted(TASK_KEYS | _META_KEYS), n=1)
+    return found[0] if found else None
+
+
 def read_recipes_file(path: Path) -> list[Recipe]:
+    """The recipes in ``path``; RecipeError (with a ``Recipes…`` code) names what is wrong in it."""
     try:
         data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))  # a BOM (Notepad) is no statement
     except OSError as exc:
-        raise RecipeError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise RecipeError(u.RecipesUnreadable(path=str(path), error=str(exc.strerror or exc))) from None
     except UnicodeDecodeError:
-        raise RecipeError(f"{path}: not valid TOML: the file is not UTF-8 text") from None
+        raise RecipeError(u.RecipesNotUtf8(path=str(path))) from None
     except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(f"{path}: not valid TOML: {exc}") from None
+        raise RecipeError(u.RecipesNotToml(path=str(path), error=str(exc))) from None
     return _parse(data, str(path))
 
 

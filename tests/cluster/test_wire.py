@@ -16,6 +16,7 @@ from test_machine_tasks import Desk, _view
 
 from gputray.cluster import commands
 from gputray.cluster.wire import WIRE_VERSION, MachineView, OtherVersion
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends.simulated import RADEON_780M
 from gputray.monitor.units import GIB
 from gputray.scheduler import protocol as rq
@@ -48,6 +49,23 @@ def test_a_view_crosses_whole_and_another_versions_view_is_refused_in_words() ->
     later = json.loads(view.to_wire()) | {"wire": WIRE_VERSION + 1}
     with pytest.raises(OtherVersion, match=f"cluster wire {WIRE_VERSION + 1}, this gputray's is"):
         MachineView.from_wire(json.dumps(later).encode())
+
+
+def test_a_lost_gpus_reason_crosses_as_its_code_and_an_older_peers_text_still_reads() -> None:
+    """A reading's reason is a ``busy_why`` code on the wire (wire 3), worded by whoever shows it; a
+    wire-2 machine, whose reasons were English text, is refused in words, not misread."""
+    view = _laptop_with_fan()
+    gpu = view.devices[0]
+    assert gpu.reading is not None
+    lost = dataclasses.replace(gpu.reading, state="lost", reason=why.FellOffBus())
+    view = msgspec.structs.replace(view, devices=(msgspec.structs.replace(gpu, reading=lost),))
+    came = MachineView.from_wire(view.to_wire())
+    assert came == view and came.devices[0].reading is not None
+    assert came.devices[0].reading.reason == why.FellOffBus()
+    older = json.loads(view.to_wire()) | {"wire": 2}  # wire 2 sent the backend's English: refused in words
+    older["view"]["devices"][0]["reading"]["reason"] = "GPU is lost (fell off the bus?)"
+    with pytest.raises(OtherVersion, match=f"cluster wire 2, this gputray's is {WIRE_VERSION}"):
+        MachineView.from_wire(json.dumps(older).encode())
 
 
 def test_status_cluster_json_shows_every_reading_another_machine_takes(

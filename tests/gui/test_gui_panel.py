@@ -8,6 +8,7 @@ from pytestqt.qtbot import QtBot
 
 from gputray.gui.panel import Panel
 from gputray.gui.queue_model import QueueModel
+from gputray.monitor import busy_why as why
 from gputray.scheduler.replies import DeviceSlots, TaskView
 
 
@@ -295,9 +296,51 @@ def test_card_shows_the_egpu_readings_and_hides_them_when_there_are_none(qtbot: 
     panel.update_snapshot(replace(snap, readings=(egpu, replace(igpu, sample=blank))))
     assert panel.cards[KEY_780M].extras_label.text() == ""  # nothing reported: nothing shown
     # a GPU that cannot be read says so on that line; its figures line says only the state's word
-    lost = replace(egpu.sample, state="lost", reason="fell off the bus")
+    lost = replace(egpu.sample, state="lost", reason=why.FellOffBus())
     panel.update_snapshot(replace(snap, readings=(replace(egpu, sample=lost), igpu)))
     assert card.metrics_label.text() == "lost" and card.extras_label.text() == "lost: fell off the bus"
+
+
+def test_a_gpu_the_simulated_backend_loses_is_said_lost_in_the_trays_language(qtbot: QtBot) -> None:
+    """#31: the backend's own words ("GPU is lost (fell off the bus?)") were English inside the Japanese
+    card and notice. A real monitor over the simulated backend loses the 5060 Ti: the card and the
+    notice say so in the language shown, and nothing in them is English in Japanese."""
+    from ui_walk import english_words
+
+    from gputray.gui.i18n import install_language
+    from gputray.gui.messages import reason
+    from gputray.monitor.backends.simulated import SimulatedBackend
+    from gputray.monitor.monitor import Monitor
+    from gputray.monitor.scenario import Load, Scenario
+
+    clock = [0.0]
+    lost_at_5 = Scenario((Load("5060ti", 5, 60, 0, state="lost"),))
+    monitor = Monitor([SimulatedBackend(lost_at_5, lambda: clock[0])], clock=lambda: clock[0])
+    monitor.sample_once()
+    clock[0] = 6.0
+    snap = monitor.sample_once()
+    (event,) = [e for e in snap.events if e.kind == "lost"]
+    assert snap.reading(KEY_5060).sample.reason == why.FellOffBus()  # type: ignore[union-attr]
+    panel = make_panel(qtbot)
+    try:
+        for language, card_text, notice in [
+            ("en", "lost: fell off the bus", "GeForce RTX 5060 Ti was lost: fell off the bus"),
+            (
+                "ja",
+                "失われました: バスから外れました",
+                "GeForce RTX 5060 Ti が失われました: バスから外れました",
+            ),
+        ]:
+            assert install_language(language)
+            panel.update_snapshot(snap)
+            card = panel.cards[KEY_5060]
+            assert card.extras_label.text() == card_text
+            assert reason(event.message) == notice
+            if language == "ja":
+                words = card.extras_label.text() + " " + reason(event.message)
+                assert english_words(words, data=["GeForce RTX 5060 Ti"]) == [], words
+    finally:
+        install_language("en")
 
 
 def test_the_elided_readings_tooltip_is_said_once_and_follows_the_line_while_open(qtbot: QtBot) -> None:

@@ -229,3 +229,23 @@ def test_edit_my_recipes_file_without_a_file_launcher_shows_the_path(
     qtbot.mouseClick(viewer.copy_button, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == str(recipes)
     assert audit(viewer).problems == []
+
+
+def test_a_broken_recipes_file_is_said_in_the_settings_language(qtbot: QtBot, gputray_home: Path) -> None:
+    """#31: a malformed recipes.toml was said in English inside the Japanese settings. Its problem is a
+    code: the recipes tab names the file, the recipe and the key in the language shown."""
+    recipes = app_paths().config_dir / "recipes.toml"
+    recipes.parent.mkdir(parents=True, exist_ok=True)
+    recipes.write_text('[[recipe]]\nname = "mine"\nargv = ["t"]\npattern = ["*.x"]\n', encoding="utf-8")
+    try:
+        for language, shown in [
+            ("en", f"Recipes could not be read: {recipes}: recipe 'mine': key 'pattern': unknown key"),
+            ("ja", f"レシピを読めませんでした: {recipes}: レシピ「mine」: キー 'pattern' は使えません"),
+        ]:
+            assert install_language(language)
+            dialog = SettingsDialog(None, read_config())
+            qtbot.addWidget(dialog)
+            assert dialog.recipes_list.count() == 1
+            assert dialog.recipes_list.item(0).text().startswith(shown), dialog.recipes_list.item(0).text()
+    finally:
+        install_language("en")

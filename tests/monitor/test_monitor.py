@@ -4,6 +4,7 @@ import threading
 
 import pytest
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends.simulated import RTX_5060_TI, SimulatedBackend
 from gputray.monitor.monitor import Monitor, merge_readings
 from gputray.monitor.records import BackendPoll, DeviceInfo, DeviceReading, ProcessUse, Sample
@@ -63,7 +64,7 @@ def test_a_gpu_seen_by_two_backends_shows_once_with_the_best_of_both() -> None:
 
 
 def test_a_lost_reading_is_not_patched_with_stale_metrics() -> None:
-    lost = DeviceReading(SYSFS_INFO, Sample(KEY, 0.0, "lost", "gone"))
+    lost = DeviceReading(SYSFS_INFO, Sample(KEY, 0.0, "lost", why.FellOffBus()))
     merged = merge_readings([[lost], [reading(SMI_INFO, util_percent=50.0)]])
     assert merged[0].sample.state == "lost" and merged[0].sample.util_percent is None
 
@@ -71,7 +72,7 @@ def test_a_lost_reading_is_not_patched_with_stale_metrics() -> None:
 def test_devices_appearing_vanishing_and_getting_lost_raise_events() -> None:
     clock = Clock()
     present = BackendPoll((reading(SYSFS_INFO, util_percent=1.0),))
-    lost = BackendPoll((DeviceReading(SYSFS_INFO, Sample(KEY, 0.0, "lost", "GPU is lost")),))
+    lost = BackendPoll((DeviceReading(SYSFS_INFO, Sample(KEY, 0.0, "lost", why.FellOffBus())),))
     backend = ScriptedBackend([BackendPoll(), present, lost, present, BackendPoll()])
     monitor = Monitor([backend], clock=clock)
     kinds = []
@@ -89,7 +90,8 @@ def test_a_failing_backend_is_noted_and_the_others_still_show() -> None:
     good = ScriptedBackend([BackendPoll((reading(SYSFS_INFO, util_percent=3.0),))])
     snap = Monitor([broken, good], clock=clock).sample_once()
     assert [r.info.key for r in snap.readings] == [KEY]
-    assert snap.notes == ("broken: driver exploded",)
+    assert snap.notes == (why.BackendNote(backend="broken", why=why.BackendCrashed(error="driver exploded")),)
+    assert [render(n) for n in snap.notes] == ["broken: failed: driver exploded"]
 
 
 def test_history_is_bounded_and_queryable_per_metric() -> None:

@@ -22,6 +22,7 @@ from gputray.monitor.fdinfo import DrmUsageReader
 from gputray.monitor.monitor import Monitor
 from gputray.monitor.proc_walk import DEEP_S, SWEEP_S, OpenWatch, ProcWalker
 from gputray.monitor.serialize import snapshot_to_json
+from gputray.scheduler.reasons.render import render
 
 RENDER = "/dev/dri/renderD128"
 PROCESSES, FDS = 80, 12
@@ -304,7 +305,7 @@ def test_status_json_shows_a_late_opened_fd_within_five_seconds(tree: Path, tmp_
     monitor = Monitor([backend], clock=lambda: now[0])
 
     def pids() -> set[int]:
-        return {p["pid"] for p in snapshot_to_json(monitor.sample_once())["processes"]}
+        return {p["pid"] for p in snapshot_to_json(monitor.sample_once(), render)["processes"]}
 
     assert pids() == {1005, 1040}
     open_render_node(proc, 1050, 20)

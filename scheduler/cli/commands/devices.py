@@ -66,7 +66,10 @@ def _monitor_devices(args: argparse.Namespace, notes: list[str]) -> list[DeviceI
         snapshot = monitor.sample_once()
     finally:
         monitor.stop()
-    notes.extend(snapshot.notes)
+    if snapshot.notes:
+        from gputray.scheduler.reasons.render import render
+
+        notes.extend(render(n) for n in snapshot.notes)
     return [r.info for r in snapshot.readings if r.info.kind != "cpu"]
 
 

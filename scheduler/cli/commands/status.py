@@ -28,6 +28,7 @@ from gputray.scheduler.cli.commands.listing import cut_to_cells, terminal_width
 from gputray.scheduler.paths import app_paths
 
 if TYPE_CHECKING:  # the monitor itself loads only where this command reads the GPUs itself
+    from gputray.monitor.busy_why import BackendNote, SampleWhy
     from gputray.monitor.monitor import Monitor
     from gputray.monitor.records import DeviceReading, Snapshot
     from gputray.monitor.scenario import ScenarioError
@@ -106,11 +107,18 @@ def laid_out(head: Sequence[str], below: Sequence[str], indent: int, width: int 
     return "\n".join(lines)
 
 
+def _words(code: SampleWhy | BackendNote) -> str:
+    """A backend's reason (a ``busy_why`` code) in English; the renderer loads only when one is shown."""
+    from gputray.scheduler.reasons.render import render
+
+    return render(code)
+
+
 def device_line(reading: DeviceReading, name_width: int, width: int | None = None) -> str:
     info, s = reading.info, reading.sample
     name = info.name.ljust(name_width)
     if s.state != "ok":
-        said = f"{s.state}: {s.reason or DASH}"
+        said = f"{s.state}: {_words(s.reason) if s.reason is not None else DASH}"
         if width is None or terminal_cells(f"{name}  {said}") <= width:
             return f"{name}  {said}"
         indent = name_width + 2 if width - name_width - 2 >= MIN_ROOM else 2
@@ -146,7 +154,7 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
     readings = snap.readings
     if not readings:
         lines.append("No GPU found. (`gputray status --demo` shows a simulated RTX 5060 Ti + Radeon 780M.)")
-        lines.extend(f"  {note}" for note in snap.notes)
+        lines.extend(f"  {_words(note)}" for note in snap.notes)
     name_width = max((len(r.info.name) for r in readings), default=4)
     lines.extend(device_line(r, name_width, width) for r in readings)
     host = snap.host
@@ -208,7 +216,7 @@ def _show(snap: Snapshot, as_json: bool, refresh: bool) -> None:
 
         from gputray.monitor.serialize import snapshot_to_json
 
-        doc = snapshot_to_json(snap)
+        doc = snapshot_to_json(snap, _words)
         if owner is not None:
             doc["residents"] = msgspec.to_builtins(owner.residents)
             doc["taken"] = dict(owner.taken)

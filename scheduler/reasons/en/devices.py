@@ -44,7 +44,7 @@ def _lacks(r: c.LacksNeeds, s: Say) -> str:
 @says(c.DeviceGone)
 def _gone(r: c.DeviceGone, s: Say) -> str:
     default = "fell off the bus" if r.state == "lost" else "no data"
-    return f"{r.state}: {s.text(r.why) if r.why else default}"
+    return f"{r.state}: {s(r.why) if r.why else default}"
 
 
 @says(c.DevicePaused)

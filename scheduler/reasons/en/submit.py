@@ -87,3 +87,58 @@ def _cannot_queue(r: u.CannotQueue, s: Say) -> str:
         "(all or nothing: fix these and submit the files again):"
     )
     return "\n".join([head, *(f"  {s(x)}" for x in [*r.lines, *r.helps])])
+
+
+# -- a recipes file that cannot be used ----------------------------------------------------------------
+
+_WANTS_EN = {
+    "patterns": "must be a list of strings like ['*.png']",
+    "number": "must be a number",
+    "text": "must be a string",
+}
+
+
+@says(u.RecipesUnreadable)
+def _recipes_unreadable(r: u.RecipesUnreadable, s: Say) -> str:
+    return f"{r.path}: cannot read: {s.text(r.error)}"
+
+
+@says(u.RecipesNotUtf8)
+def _recipes_not_utf8(r: u.RecipesNotUtf8, s: Say) -> str:
+    return f"{r.path}: not valid TOML: the file is not UTF-8 text"
+
+
+@says(u.RecipesNotToml)
+def _recipes_not_toml(r: u.RecipesNotToml, s: Say) -> str:
+    return f"{r.path}: not valid TOML: {s.text(r.error)}"
+
+
+@says(u.RecipesNotArray)
+def _recipes_not_array(r: u.RecipesNotArray, s: Say) -> str:
+    return f"{r.path}: key 'recipe': must be an array of tables ([[recipe]])"
+
+
+@says(u.RecipeNotTable)
+def _recipe_not_table(r: u.RecipeNotTable, s: Say) -> str:
+    return f"{r.path}: recipe #{r.number}: must be a table"
+
+
+@says(u.RecipeUnnamed)
+def _recipe_unnamed(r: u.RecipeUnnamed, s: Say) -> str:
+    return f"{r.path}: recipe #{r.number}: key 'name': missing or not a string"
+
+
+@says(u.RecipeBadKey)
+def _recipe_bad_key(r: u.RecipeBadKey, s: Say) -> str:
+    return f"{r.path}: recipe '{r.recipe}': key '{r.key}': {_WANTS_EN[r.wants]}"
+
+
+@says(u.RecipeUnknownKey)
+def _recipe_unknown_key(r: u.RecipeUnknownKey, s: Say) -> str:
+    guess = f" (did you mean '{r.suggestion}'?)" if r.suggestion else ""
+    return f"{r.path}: recipe '{r.recipe}': key '{r.key}': unknown key{guess}"
+
+
+@says(u.RecipeBadTask)
+def _recipe_bad_task(r: u.RecipeBadTask, s: Say) -> str:
+    return f"{r.path}: recipe '{r.recipe}': {r.problem}"

@@ -44,8 +44,8 @@ def _lacks(r: c.LacksNeeds, s: Say) -> str:
 @says(c.DeviceGone)
 def _gone(r: c.DeviceGone, s: Say) -> str:
     if r.state == "lost":
-        return f"失われました: {s.text(r.why) if r.why else 'バスから外れました'}"
-    return f"利用できません: {s.text(r.why) if r.why else 'データなし'}"
+        return f"失われました: {s(r.why) if r.why else 'バスから外れました'}"
+    return f"利用できません: {s(r.why) if r.why else 'データなし'}"
 
 
 @says(c.DevicePaused)

@@ -89,3 +89,59 @@ def _cannot_queue(r: u.CannotQueue, s: Say) -> str:
         "（全部か無しか: 次の問題を直してからもう一度送ってください）:"
     )
     return "\n".join([head, *(f"  {s(x)}" for x in [*r.lines, *r.helps])])
+
+
+# -- a recipes file that cannot be used ----------------------------------------------------------------
+
+_WANTS_JA = {
+    "patterns": "['*.png'] のような文字列のリストにしてください",
+    "number": "数値にしてください",
+    "text": "文字列にしてください",
+}
+
+
+@says(u.RecipesUnreadable)
+def _recipes_unreadable(r: u.RecipesUnreadable, s: Say) -> str:
+    return f"{r.path}: 読み込めません: {s.text(r.error)}"
+
+
+@says(u.RecipesNotUtf8)
+def _recipes_not_utf8(r: u.RecipesNotUtf8, s: Say) -> str:
+    return f"{r.path}: TOML として読めません: UTF-8 のテキストではありません"
+
+
+@says(u.RecipesNotToml)
+def _recipes_not_toml(r: u.RecipesNotToml, s: Say) -> str:
+    return f"{r.path}: TOML として読めません: {s.text(r.error)}"
+
+
+@says(u.RecipesNotArray)
+def _recipes_not_array(r: u.RecipesNotArray, s: Say) -> str:
+    return f"{r.path}: キー 'recipe' はテーブルの配列 [[recipe]] にしてください"
+
+
+@says(u.RecipeNotTable)
+def _recipe_not_table(r: u.RecipeNotTable, s: Say) -> str:
+    return f"{r.path}: {r.number} 番目のレシピ: テーブルにしてください"
+
+
+@says(u.RecipeUnnamed)
+def _recipe_unnamed(r: u.RecipeUnnamed, s: Say) -> str:
+    return f"{r.path}: {r.number} 番目のレシピ: キー 'name' がないか、文字列ではありません"
+
+
+@says(u.RecipeBadKey)
+def _recipe_bad_key(r: u.RecipeBadKey, s: Say) -> str:
+    return f"{r.path}: レシピ「{r.recipe}」: キー '{r.key}' は{_WANTS_JA[r.wants]}"
+
+
+@says(u.RecipeUnknownKey)
+def _recipe_unknown_key(r: u.RecipeUnknownKey, s: Say) -> str:
+    guess = f"。'{r.suggestion}' のことですか？" if r.suggestion else ""
+    return f"{r.path}: レシピ「{r.recipe}」: キー '{r.key}' は使えません{guess}"
+
+
+@says(u.RecipeBadTask)
+def _recipe_bad_task(r: u.RecipeBadTask, s: Say) -> str:
+    # the task file check's words have no codes yet: shown as it says them
+    return f"{r.path}: レシピ「{r.recipe}」のタスクのキーが正しくありません: {s.text(r.problem)}"

@@ -20,9 +20,11 @@ from amd_trees import (
     write,
 )
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends.amd import ASLEEP_REASON, AmdSysfsBackend
 from gputray.monitor.device_map import gfx_target_name
 from gputray.monitor.records import BackendPoll, DeviceReading, ProcessUse
+from gputray.scheduler.reasons.render import render
 
 PHOENIX_KEY = "pci:0000:64:00.0"
 RX_KEY = "pci:0000:0c:00.0"
@@ -260,7 +262,8 @@ def test_garbage_empty_and_unreadable_files_cost_only_their_metric(tmp_path: Pat
     assert s.sclk_mhz == 800
     assert s.mclk_mhz == 400
     assert s.throttle is None
-    assert s.reason == "not reported: util, temperature"
+    assert s.reason == why.NotReported(metrics=("load", "temperature"))
+    assert render(s.reason) == "not reported: load, temperature"
     assert reading.info.name == "Radeon 780M"
     assert reading.info.kind == "integrated"
 

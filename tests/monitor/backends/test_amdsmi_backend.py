@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 from amd_trees import PHOENIX, RX6900XT, copy_card, write
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends.amd import AmdSysfsBackend
 from gputray.monitor.backends.amdsmi import AmdSmiBackend, load_amdsmi
 from gputray.monitor.monitor import merge_readings
+from gputray.scheduler.reasons.render import render
 
 MIB = 1024 * 1024
 
@@ -163,7 +165,8 @@ def test_a_gpu_with_runtime_pm_pauses_amdsmi_so_it_is_not_woken(tmp_path: Path) 
     rx = copy_card(sys_dir, RX6900XT, "card0")  # power/control "auto": it may runtime-suspend
     assert smi.poll(2.0).readings == ()
     assert lib.calls[-1] == "shut_down"  # handles released so the dGPU can sleep
-    assert smi.unavailable_reason is not None and "runtime power management" in smi.unavailable_reason
+    assert smi.unavailable_reason == why.WouldWake()
+    assert "runtime power management" in render(smi.unavailable_reason)
     calls = len(lib.calls)
     assert smi.poll(3.0).readings == ()
     assert len(lib.calls) == calls  # not touched again while paused
@@ -176,7 +179,8 @@ def test_init_failure_is_a_note_not_an_exception(tmp_path: Path) -> None:
     copy_card(sys_dir, PHOENIX, "card1")
     smi = AmdSmiBackend(sys_dir, module=fake_amdsmi(init_error=True))
     assert smi.poll(1.0).readings == ()
-    assert smi.unavailable_reason == "amdsmi_init failed: AMDSMI_STATUS_DRM_ERROR"
+    assert smi.unavailable_reason == why.ApiStartFailed(api="amdsmi", error="AMDSMI_STATUS_DRM_ERROR")
+    assert render(smi.unavailable_reason) == "amdsmi failed to start: AMDSMI_STATUS_DRM_ERROR"
 
 
 def test_every_call_failing_still_gives_a_reading(tmp_path: Path) -> None:

@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 from amd_trees import PHOENIX, add_process, copy_card, write
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends.drm_other import ASLEEP_REASON, OtherDrmBackend
 from gputray.monitor.device_names import PCI_IDS
 from gputray.monitor.factory import build_monitor
 from gputray.monitor.fdinfo import DrmUsageReader
+from gputray.scheduler.reasons.render import render
 
 
 def pci_device(sys_dir: Path, path: str, uevent: str, **files: str) -> Path:
@@ -78,7 +80,9 @@ def test_radeon_virtio_listed_with_reasons_and_the_framebuffer_is_not(tmp_path: 
     assert (old.info.name, old.info.vendor, old.info.kind) == ("AMD GPU 0x6779", "amd", "discrete")
     assert old.info.drm_card == "card1" and old.info.backend == "drm-sysfs"
     assert old.sample.state == "ok" and old.sample.temp_c == 45.5
-    assert old.sample.reason == "radeon driver: no load or memory figures"
+    assert old.sample.reason == why.NoFigures(driver="radeon", metrics=("load", "memory"))
+    assert render(old.sample.reason) == "radeon driver: no load or memory figures"
+    assert render(old.sample.reason, "ja") == "radeon ドライバー: 負荷・メモリの値がありません"
     assert (old.sample.util_percent, old.sample.vram_used_bytes) == (None, None)
     # an idle link at 2.5 GT/s of a PCIe 2.0 x16 card
     assert (
@@ -94,7 +98,8 @@ def test_radeon_virtio_listed_with_reasons_and_the_framebuffer_is_not(tmp_path: 
     )
     vm = by_key["pci:0000:00:02.0"]
     assert (vm.info.name, vm.info.vendor, vm.info.kind) == ("Virtio GPU", "other", "other")
-    assert vm.sample.reason == "virtio-gpu (a virtual GPU): no load, temperature or memory figures"
+    assert render(vm.sample.reason) == "virtio-gpu, a virtual GPU: no load, temperature or memory figures"
+    assert render(vm.sample.reason, "ja") == "仮想 GPU の virtio-gpu: 負荷・温度・メモリの値がありません"
     assert vm.sample.pcie_gen is None
 
 
@@ -129,7 +134,7 @@ def test_runtime_suspended_nouveau_card_is_asleep_and_not_read(tmp_path: Path) -
     write(card / "power" / "runtime_status", "active\n")
     (awake,) = backend.poll(2.0).readings
     assert awake.sample.temp_c == 50.0
-    assert awake.sample.reason == "nouveau driver: no load or memory figures"
+    assert render(awake.sample.reason) == "nouveau driver: no load or memory figures"
 
 
 def test_processes_on_another_card_are_attributed_to_it(tmp_path: Path) -> None:
@@ -177,4 +182,4 @@ def test_a_radeon_cards_clock_temperature_and_fan_come_from_its_standard_hwmon_f
     assert card.info.backend == "drm-sysfs" and card.info.pci_device_id == 0x6819
     assert card.sample.sclk_mhz == 860
     assert card.sample.temp_c == 52.0 and card.sample.fan_percent == 40.0
-    assert card.sample.reason == "radeon driver: no load or memory figures"
+    assert render(card.sample.reason) == "radeon driver: no load or memory figures"

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from amd_trees import add_process, copy_card, record_opens, write
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends.intel import ASLEEP_REASON, IntelSysfsBackend
 from gputray.monitor.records import BackendPoll, DeviceReading
+from gputray.scheduler.reasons.render import render
 
 INTEL = Path(__file__).resolve().parents[2] / "fixtures" / "intel-sysfs"
 A380, TIGERLAKE, B580 = INTEL / "a380-i915", INTEL / "tigerlake", INTEL / "b580-6.16"
@@ -49,7 +51,11 @@ def test_a380_on_i915() -> None:
     assert s.fan_rpm == 0
     assert (s.pcie_gen, s.pcie_width) == (1, 1)  # the card's own (board-internal) link: 2.5 GT/s x1
     assert (s.encoder_percent, s.decoder_percent) == (None, None)
-    assert s.reason == "not reported: util, power"  # no DRM client could be read yet (no /proc)
+    assert s.reason == why.NotReported(
+        metrics=("load", "power")
+    )  # no DRM client could be read yet (no /proc)
+    assert render(s.reason) == "not reported: load, power"
+    assert render(s.reason, "ja") == "報告されない値: 負荷、電力"
 
 
 def test_tigerlake_on_xe_is_integrated_with_no_hwmon() -> None:

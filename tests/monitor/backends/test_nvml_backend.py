@@ -12,9 +12,11 @@ import pynvml
 import pytest
 from fake_pynvml import MIB, FakeGpu, FakeNvml
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends.nvidia import NvmlBackend
 from gputray.monitor.backends.nvidia_sampling import LOST_REASON, friendly_name, throttle_names
 from gputray.monitor.records import BackendPoll, DeviceReading
+from gputray.scheduler.reasons.render import render
 
 KEY0 = "pci:0000:01:00.0"
 KEY1 = "pci:0000:02:00.0"
@@ -217,7 +219,7 @@ def test_init_failure_without_sysfs_is_quiet_and_retried_every_30_s(
     for t in (0.0, 1.0, 10.0, 29.0):
         assert backend.poll(t) == BackendPoll()
     assert fake.called("nvmlInit") == 1
-    assert words in (backend.unavailable_reason or "")
+    assert words in said(backend.unavailable_reason)
     assert not [r for r in caplog.records if r.levelname in {"WARNING", "ERROR"}]
     backend.poll(30.5)
     assert fake.called("nvmlInit") == 2
@@ -235,7 +237,7 @@ def test_init_failure_with_a_gpu_on_the_bus_says_why(code: int, words: str, sys_
     assert sorted(readings) == [KEY0, KEY1]
     sample = readings[KEY0].sample
     assert sample.state == "unavailable"
-    assert words in (sample.reason or "")
+    assert words in said(sample.reason)
     assert readings[KEY0].info.name == "NVIDIA GPU [10de:2d04]"
 
 
@@ -250,7 +252,7 @@ def test_real_pynvml_on_this_machine_without_a_driver(tmp_path: Path) -> None:
         pytest.skip("this machine has an NVIDIA driver")
     backend = NvmlBackend(sys_dir=tmp_path, use_sysfs=False)
     assert backend.poll(0.0) == BackendPoll()
-    assert "not found" in (backend.unavailable_reason or "")
+    assert "not found" in said(backend.unavailable_reason)
     sys_dir = make_sys(tmp_path, {"0000:01:00.0": "active"})
     backend = NvmlBackend(sys_dir=sys_dir, use_sysfs=True)
     reading = by_key(backend.poll(0.0))[KEY0]
@@ -262,10 +264,20 @@ def test_pynvml_not_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.setitem(sys.modules, "pynvml", None)
     backend = NvmlBackend(sys_dir=tmp_path, use_sysfs=False)
     assert backend.poll(0.0) == BackendPoll()
-    assert "nvidia-ml-py" in (backend.unavailable_reason or "")
+    assert "nvidia-ml-py" in said(backend.unavailable_reason)
 
 
 # ---------------------------------------------------------------- one metric failing
+
+
+#: The sample's fields as a reason names them when NVML does not report them.
+NAMED = {"util_percent": "load", "temp_c": "temperature", "power_w": "power", "vram_used_bytes": "memory"}
+NAMED |= {"sclk_mhz": "core clock"}
+
+
+def said(reason: why.SampleWhy | None) -> str:
+    """A backend's reason as the command line words it ("" for none)."""
+    return render(reason)
 
 
 METRICS = [
@@ -296,7 +308,9 @@ def test_one_metric_failing_costs_only_that_metric(fn: str, field: str, code: in
     s = readings[KEY0].sample
     assert s.state == "ok"
     assert getattr(s, field) is None
-    assert field in (s.reason or "")
+    assert isinstance(s.reason, why.NotReported) and s.reason.by == "NVML"
+    assert NAMED[field] in s.reason.metrics  # (one clock call reads both clocks)
+    assert said(s.reason).startswith(f"not reported by NVML: {NAMED[field]}")
     others = {"util_percent": 37.0, "temp_c": 54.0, "power_w": 86.512, "vram_used_bytes": 1200 * MIB}
     for name, value in others.items():
         if name != field:
@@ -329,7 +343,7 @@ def test_gpu_nvml_cannot_see_is_unavailable(tmp_path: Path) -> None:
     readings = by_key(NvmlBackend(FakeNvml([rtx5060ti()]), sys_dir, use_sysfs=True).poll(0.0))
     assert readings[KEY0].sample.state == "ok"
     assert readings["pci:0000:05:00.0"].sample.state == "unavailable"
-    assert "Not Found" in (readings["pci:0000:05:00.0"].sample.reason or "")
+    assert "Not Found" in said(readings["pci:0000:05:00.0"].sample.reason)
 
 
 # ---------------------------------------------------------------- a driver older than the bindings
@@ -378,7 +392,7 @@ def test_gpu_lost_mid_poll_then_back(two_gpus: FakeNvml, sys_two: Path) -> None:
     assert two_gpus.calls == []  # backing off: NVML stays closed
     assert readings[KEY0].sample.state == "lost"
     assert readings[KEY1].sample.state == "unavailable"
-    assert "retrying" in (readings[KEY1].sample.reason or "")
+    assert "retrying" in said(readings[KEY1].sample.reason)
 
     readings = by_key(backend.poll(11.5))  # re-discovery: still lost
     assert two_gpus.called("nvmlInit") == 1
@@ -434,7 +448,7 @@ def test_reset_required_is_reported_like_lost(sys_two: Path) -> None:
     gpu.fail["nvmlDeviceGetTemperature"] = pynvml.NVML_ERROR_RESET_REQUIRED
     reading = by_key(NvmlBackend(FakeNvml([gpu]), sys_two, use_sysfs=True).poll(0.0))[KEY0]
     assert reading.sample.state == "lost"
-    assert "reset" in (reading.sample.reason or "")
+    assert "reset" in said(reading.sample.reason)
 
 
 # ---------------------------------------------------------------- sleeping GPUs
@@ -447,9 +461,9 @@ def test_sleeping_gpu_is_not_touched(tmp_path: Path) -> None:
     for t in (0.0, 1.0, 40.0):
         readings = by_key(backend.poll(t))
         assert readings[KEY0].sample.state == "asleep"
-        assert "asleep" in (readings[KEY0].sample.reason or "")
+        assert readings[KEY0].sample.reason == why.NotWoken()
     assert fake.calls == []
-    assert "asleep" in (backend.unavailable_reason or "")
+    assert "asleep" in said(backend.unavailable_reason)
 
 
 def test_gpu_falling_asleep_closes_nvml_and_waking_reopens(sys_two: Path) -> None:
@@ -508,7 +522,7 @@ def test_gpu_on_another_driver_is_not_given_to_nvml(driver: str, tmp_path: Path)
     fake = FakeNvml([rtx5060ti()])
     reading = by_key(NvmlBackend(fake, sys_dir, use_sysfs=True).poll(0.0))[KEY0]
     assert reading.sample.state == "unavailable"
-    assert driver in (reading.sample.reason or "")
+    assert driver in said(reading.sample.reason)
     assert fake.calls == []
 
 
@@ -521,7 +535,7 @@ def test_gpu_on_nouveau_is_left_to_the_drm_backend(tmp_path: Path) -> None:
     backend = NvmlBackend(fake, sys_dir, use_sysfs=True)
     assert backend.poll(0.0).readings == ()
     assert fake.calls == []
-    assert backend.unavailable_reason == "no awake NVIDIA GPU uses the NVIDIA driver"
+    assert said(backend.unavailable_reason) == "no awake NVIDIA GPU uses the NVIDIA driver"
 
 
 def test_gpu_on_the_nvidia_driver_is_read(tmp_path: Path) -> None:
@@ -544,7 +558,7 @@ def test_idle_gpu_is_let_go_so_it_can_sleep(tmp_path: Path) -> None:
     fake.reset_calls()
     reading = by_key(backend.poll(35.0))[KEY1]
     assert fake.calls == []
-    assert reading.sample.state == "ok" and "sleep" in (reading.sample.reason or "")
+    assert reading.sample.state == "ok" and "sleep" in said(reading.sample.reason)
     assert reading.sample.util_percent is None
     set_status(sys_dir, "0000:02:00.0", "suspended")  # it went to sleep, as it should
     assert by_key(backend.poll(40.0))[KEY1].sample.state == "asleep"
@@ -618,7 +632,7 @@ def test_unexpected_exception_never_escapes(sys_two: Path) -> None:
     fake.nvmlDeviceGetPowerUsage = broken  # type: ignore[method-assign]
     backend = NvmlBackend(fake, sys_two, use_sysfs=True)
     assert backend.poll(0.0) == BackendPoll()
-    assert "nonsense" in (backend.unavailable_reason or "")
+    assert "nonsense" in said(backend.unavailable_reason)
     assert fake.refcount == 0
     backend.close()
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from gputray.monitor import busy_why as why
 from gputray.monitor.backends import pdh_counters, pdh_ctypes
 from gputray.monitor.backends.pdh import WindowsPdhBackend
 from gputray.monitor.backends.pdh_counters import (
@@ -36,6 +37,7 @@ from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
 from gputray.monitor.monitor import Monitor, merge_readings
 from gputray.monitor.records import DeviceInfo, DeviceReading, Sample
 from gputray.monitor.vulkan import VulkanDevice
+from gputray.scheduler.reasons.render import render
 
 GIB = 2**30
 MIB = 2**20
@@ -257,7 +259,8 @@ def test_rates_need_two_collections_memory_does_not() -> None:
     by_key = {r.info.key: r for r in first.readings}
     assert set(by_key) == {KEY_5060, KEY_780M}  # the Basic Render Driver is not a GPU
     assert all(r.sample.util_percent is None for r in first.readings)
-    assert by_key[KEY_5060].sample.reason == "GPU % needs a second PDH collection"
+    assert by_key[KEY_5060].sample.reason == why.NeedsSecondCollection()
+    assert render(by_key[KEY_5060].sample.reason, "ja") == "GPU 使用率には 2 回目の PDH 収集が必要です"
     assert by_key[KEY_5060].sample.vram_used_bytes == int(15.6 * GIB)
     second = {r.info.key: r for r in b.poll(1.0).readings}
     assert second[KEY_5060].sample.util_percent == pytest.approx(97.5)
@@ -334,7 +337,8 @@ def test_collection_failure_is_a_reading_not_an_exception() -> None:
     reader.fail_next = True
     failed = b.poll(1.0)
     assert {r.sample.state for r in failed.readings} == {"unavailable"}
-    assert all("PDH counters unavailable" in (r.sample.reason or "") for r in failed.readings)
+    assert all(isinstance(r.sample.reason, why.CountersFailed) for r in failed.readings)
+    assert all(render(r.sample.reason).startswith("PDH counters unavailable: ") for r in failed.readings)
     b.poll(2.0)
     assert reader.opens == 2  # rebuilt after the failure
 
@@ -558,7 +562,8 @@ def test_missing_gpu_counters_are_a_note_that_names_the_driver() -> None:
     snap = monitor.sample_once()
     assert snap.readings == ()
     (note,) = snap.notes
-    assert note.startswith("pdh: Windows has no GPU performance counters") and "WDDM" in note
+    assert note == why.BackendNote(backend="pdh", why=why.NoGpuCounters())
+    assert render(note).startswith("pdh: Windows has no GPU performance counters") and "WDDM" in render(note)
     monitor.sample_once()
     assert reader.opens == 1  # not rebuilt on every tick: the counters come with a driver install
 

@@ -15,7 +15,8 @@ from cli import gputray
 from waiting import wait_for
 
 DEVICE_FIELDS = [
-    "key", "name", "vendor", "kind", "backend", "pci_bdf", "state", "reason", "util_percent", "temp_c",
+    "key", "name", "vendor", "kind", "backend", "pci_bdf", "state", "reason", "reason_code", "util_percent",
+    "temp_c",
     "power_w", "vram_used_bytes", "vram_total_bytes", "shared_used_bytes", "shared_total_bytes",
     "sclk_mhz", "mclk_mhz", "throttle", "pcie_gen", "pcie_width", "pcie_max_gen", "pcie_max_width",
     "fan_percent", "fan_rpm", "power_limit_w", "encoder_percent", "decoder_percent",
@@ -193,3 +194,28 @@ def test_status_watch_goes_on_by_itself_when_the_owner_stops(
         if watch is not None and watch.poll() is None:
             watch.kill()
             watch.wait()
+
+
+def test_a_lost_gpus_reason_from_a_real_owner_is_worded_with_its_code_beside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulated backend loses the 5060 Ti inside a real owner; `status` asks it over the socket.
+    The backend's reason is a code (``busy_why.FellOffBus``): the text and the JSON word it in English as
+    before, and ``reason_code`` gives the code for scripts."""
+    from real_owner import home_paths, running_owner
+
+    scenario = tmp_path / "lost.toml"
+    scenario.write_text(
+        '[[load]]\ndevice = "5060ti"\nstart_s = 0\nend_s = 1e9\nutil_percent = 0\nstate = "lost"\n'
+    )
+    paths = home_paths(tmp_path, monkeypatch)
+    with running_owner(paths, scenario=scenario) as owner:
+        wait_for(lambda: owner.monitor.latest is not None, 30, "the owner's first reading")
+        as_json = gputray("status", "--json", home=tmp_path / "home")
+        as_text = gputray("status", home=tmp_path / "home")
+    assert as_json.returncode == 0 and as_text.returncode == 0, as_json.stderr + as_text.stderr
+    (lost,) = [d for d in json.loads(as_json.stdout)["devices"] if d["state"] == "lost"]
+    assert lost["name"] == "GeForce RTX 5060 Ti"
+    assert (lost["reason"], lost["reason_code"]) == ("fell off the bus", {"code": "FellOffBus"})
+    line = next(ln for ln in as_text.stdout.splitlines() if ln.startswith("GeForce RTX 5060 Ti"))
+    assert line.split() == ["GeForce", "RTX", "5060", "Ti", "lost:", "fell", "off", "the", "bus"]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputray.monitor.backends.simulated import RADEON_780M, RTX_5060_TI
-from gputray.monitor.busy_why import Lost, Words
+from gputray.monitor.busy_why import FellOffBus, Lost, Words
 from gputray.monitor.records import Sample, Verdict
 from gputray.scheduler.queue.placement import (
     DeviceState,
@@ -178,12 +178,12 @@ def test_too_big_for_the_first_choice_but_redirectable() -> None:
 def test_lost_paused_hot_and_missing_devices() -> None:
     lost = dataclasses.replace(
         nvidia(),
-        sample=Sample(NV, NOW, "lost", "GPU is lost"),
-        verdict=Verdict(NV, True, (Lost(device="GeForce RTX 5060 Ti", why="GPU is lost"),)),
+        sample=Sample(NV, NOW, "lost", FellOffBus()),
+        verdict=Verdict(NV, True, (Lost(device="GeForce RTX 5060 Ti", why=FellOffBus()),)),
     )
     got = place(task(), [lost], now_s=NOW)
     assert isinstance(got, Wait) and (got.device, got.accepts) == (NV, (NV,))
-    assert render(got.reason) == "waiting for GeForce RTX 5060 Ti: lost: GPU is lost"
+    assert render(got.reason) == "waiting for GeForce RTX 5060 Ti: lost: fell off the bus"
     d = place(task(), [nvidia(paused=True)], now_s=NOW)
     assert isinstance(d, Wait) and render(d.reason) == "waiting for GeForce RTX 5060 Ti: paused"
     d = place(task(), [nvidia(paused=True, taken_by="cs2")], now_s=NOW)  # a game took it

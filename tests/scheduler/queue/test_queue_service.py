@@ -233,11 +233,15 @@ def test_a_device_lost_mid_job_interrupts_it_and_the_policy_decides(
         done = q.get(rec.id)
         assert done.device == AMD and done.attempts == 2
         expected = (
-            "redirected to Radeon 780M: GeForce RTX 5060 Ti busy: lost: GPU is lost (fell off the bus?)"
+            "redirected to Radeon 780M: GeForce RTX 5060 Ti busy (lost: fell off the bus)"
             if how == "lost"
             else "redirected to Radeon 780M: 5060ti not present"
         )
         assert render(done.reason) == expected
+        if how == "lost":  # the simulated backend's own reason is a code: Japanese all through
+            assert render(done.reason, "ja") == (
+                "Radeon 780M に振り替え: GeForce RTX 5060 Ti は使用中（失われました: バスから外れました）"
+            )
         log = Path(done.log_path or "").read_text()
         assert f"attempt on {NV}" in log and f"attempt on {AMD}" in log  # one log, both attempts
     else:

@@ -28,6 +28,7 @@ from gputray.scheduler.tasks.records import TaskSpec
 
 GIB = 1024**3
 ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
+ALL_CODES += (*typing.get_args(b.SampleWhy), b.BackendNote)  # what a monitor backend says
 ALL_CODES += (*doctor_codes(), *refusal_codes(), *config_codes(), *submit_codes())
 
 
@@ -83,6 +84,9 @@ KEPT |= {"doctor", "refresh", "timeout", "remove", "force", "reinstall", "index"
 KEPT |= {"https", "download", "pytorch", "org", "get", "started", "locally"}
 KEPT |= {"TOML", "submit", "task"}  # `gputray submit --task FILE`
 KEPT |= {"devices", "name", "slots", "env", "false"}  # a config file's own words: [devices.<name>], [[env]]
+# the monitor's backends: the libraries and files they read, by their names
+KEPT |= {"NVML", "amdsmi", "PDH", "PCI", "libnvidia", "nvml", "dll", "Windows", "WDDM", "Engine"}
+KEPT |= {"recipe", "png", "UTF"}  # a recipes file's own keys and values: [[recipe]], name, ['*.png']
 
 
 def english_words(text: str) -> list[str]:
@@ -304,3 +308,41 @@ def test_the_command_a_holds_reason_names_runs_as_typed_for_any_resident_name() 
         holds = c.RoomMade(step="holds", resident=name, held_bytes=6 * GIB, idle_s=900)
         assert f"`{typed}`" in render(holds), render(holds)
         assert f"`{typed}`" in render(holds, "ja"), render(holds, "ja")
+
+
+@pytest.mark.parametrize("code", typing.get_args(b.SampleWhy), ids=lambda code: code.__name__)
+def test_what_a_backend_says_reads_in_the_language_inside_a_devices_and_a_tasks_reason(code: type) -> None:
+    """A backend's own reason (#31: "GPU is lost (fell off the bus?)" was English inside the Japanese
+    tray) is a code: worded in Japanese inside the device's "lost: …" and a waiting task's "unavailable: …",
+    in the past once the task has ended, with the library's own error text (``error``) as written."""
+    said = sample(code)
+    for outer in (b.Lost(device="Radeon 780M", why=said), c.DeviceGone(state="unavailable", why=said)):
+        for finished in (False, True):
+            en, ja = render(outer, finished=finished), render(outer, "ja", finished=finished)
+            assert en != ja and english_words(ja) == [], ja
+            assert render(said, "ja", finished=finished) in ja
+            assert not brackets_nest(en) and "(" not in ja, (en, ja)
+    error = "NVML_ERROR_UNKNOWN (Unknown Error)"
+    if "error" in code.__struct_fields__:  # others' words: as written in both languages
+        said = msgspec.structs.replace(said, error=error)
+        assert error in render(said) and error in render(said, "ja")
+    done = render(c.DeviceGone(state="lost", why=said), finished=True)
+    done_ja = render(c.DeviceGone(state="lost", why=said), "ja", finished=True)
+    assert not PRESENT_EN.search(done.replace(error, "")), done
+    assert not PRESENT_JA.search(done_ja), done_ja
+
+
+def test_a_devices_reason_an_older_gputray_stored_as_text_is_shown_as_written() -> None:
+    """A task waiting on a lost device was stored by an earlier gputray with the backend's English text
+    (a peer of another protocol or cluster wire is refused before it is read): it decodes, and is shown
+    as it was written."""
+    old = msgspec.json.encode(
+        {"code": "DeviceGone", "state": "lost", "why": "GPU is lost (fell off the bus?)"}
+    )
+    gone = msgspec.json.decode(old, type=c.Reason)
+    assert gone == c.DeviceGone(state="lost", why="GPU is lost (fell off the bus?)")
+    assert render(gone, "ja") == "失われました: GPU is lost (fell off the bus?)"
+    new = c.DeviceGone(state="lost", why=b.FellOffBus())
+    assert msgspec.json.decode(msgspec.json.encode(new), type=c.Reason) == new
+    assert render(new, "ja") == "失われました: バスから外れました"
+    assert render(new) == "lost: fell off the bus"

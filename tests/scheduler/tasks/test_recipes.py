@@ -257,3 +257,71 @@ def test_every_problem_is_reported_at_once_and_nothing_is_returned(home: Path) -
     # An unknown --recipe is said once, whatever the number of files.
     with pytest.raises(RecipeError, match=r"^no recipe named 'nope'"):
         specs_for_files(files, recipe="nope")
+
+
+JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+BROKEN_RECIPES = [  # a user's recipes.toml as it may be broken, and what the command line says of it
+    (b'[[recipe]\nname = "x"\n', "not valid TOML: ", "TOML として読めません: "),
+    (
+        b'[[recipe]]\nname = "\xff"\n',
+        "not valid TOML: the file is not UTF-8 text",
+        "UTF-8 のテキストではありません",
+    ),
+    (b"recipe = 3\n", "key 'recipe': must be an array of tables ([[recipe]])", "テーブルの配列 [[recipe]]"),
+    (b"recipe = [1]\n", "recipe #1: must be a table", "1 番目のレシピ: テーブルにしてください"),
+    (
+        b'[[recipe]]\npatterns = ["*.x"]\n',
+        "recipe #1: key 'name': missing or not a string",
+        "キー 'name' がないか",
+    ),
+    (
+        b'[[recipe]]\nname = "x"\npatterns = "*.x"\n',
+        "recipe 'x': key 'patterns': must be a list of",
+        "のような文字列のリスト",
+    ),
+    (
+        b'[[recipe]]\nname = "x"\nvram_per_file_byte = "2"\n',
+        "key 'vram_per_file_byte': must be a number",
+        "数値にしてください",
+    ),
+    (
+        b'[[recipe]]\nname = "x"\nargv = ["t"]\npattern = ["*.x"]\n',
+        "key 'pattern': unknown key (did you mean 'patterns'?)",
+        "'patterns' のことですか",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "english", "japanese"), BROKEN_RECIPES, ids=lambda v: str(v)[:24])
+def test_a_broken_recipes_file_says_what_is_wrong_in_english_and_in_japanese(
+    home: Path, text: bytes, english: str, japanese: str
+) -> None:
+    """#31: a malformed recipes file was reported in English only. Its problem is a code (the file, the
+    recipe, the key): the command line's English as it was, the tray's Japanese from the same code."""
+    from gputray.scheduler.reasons.render import render
+    from gputray.scheduler.reasons.submit_codes import RecipesNotToml
+
+    config = home / "home" / "config"
+    config.mkdir(parents=True)
+    recipes = config / "recipes.toml"
+    recipes.write_bytes(text)
+    with pytest.raises(RecipeError) as caught:
+        load_recipes()
+    said = caught.value.said
+    assert said is not None and render(said) == str(caught.value)
+    assert str(caught.value).startswith(f"{recipes}: ") and english in str(caught.value)
+    ja = render(said, "ja")
+    assert ja.startswith(f"{recipes}: ") and japanese in ja and JAPANESE.search(ja), ja
+    if not isinstance(said, RecipesNotToml):  # (the TOML parser's own words stay as written)
+        assert not re.search(r"\b(key|must|missing|recipe #|unknown|valid)\b", ja), ja
+
+
+def test_a_recipes_file_that_cannot_be_read_says_so_with_the_systems_words(home: Path) -> None:
+    from gputray.scheduler.reasons.render import render
+
+    recipes = home / "home" / "config" / "recipes.toml"
+    recipes.mkdir(parents=True)  # a folder where the file should be
+    with pytest.raises(RecipeError) as caught:
+        load_recipes()
+    assert str(caught.value) == f"{recipes}: cannot read: Is a directory"
+    assert render(caught.value.said, "ja") == f"{recipes}: 読み込めません: Is a directory"
