@@ -19,7 +19,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:
-        print("gputray: interrupted before the command began: nothing was done", file=sys.stderr)
+        from gputray.scheduler.client.quick import INTERRUPTED
+
+        print(INTERRUPTED, file=sys.stderr)
         return 130
 
 

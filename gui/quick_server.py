@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 from gputray.scheduler.client import quick
@@ -46,10 +47,38 @@ def warm_up() -> None:
     for kind in REPLY_TYPES.values():
         msgspec.json.Decoder(kind)  # the replies' type information, built once
     render(None)  # the English catalogue
+    _LOADED.update(_loaded_files())
     import gc
 
     gc.collect()
     gc.freeze()  # what is loaded stays: a copy's collections walk only its own objects (12 ms → 1 ms)
+
+
+#: The files of the modules loaded at warm-up, with their size and time: where one changed (gputray or a
+#: library upgraded while the owner runs), a copy would run the old code, so the client runs it itself.
+_LOADED: dict[str, tuple[int, int]] = {}
+
+
+def _loaded_files() -> dict[str, tuple[int, int]]:
+    stamps = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                stamps[path] = (st.st_mtime_ns, st.st_size)
+    return stamps
+
+
+def _code_changed() -> bool:
+    for path, stamp in _LOADED.items():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        if (st.st_mtime_ns, st.st_size) != stamp:
+            return True
+    return False
 
 
 def serve(address: str, run: Command) -> int:
@@ -116,24 +145,31 @@ def _child(conn: socket.socket, run: Command) -> int:
     except (OSError, ValueError):
         return 1
     try:
-        if fields[0] != quick.MAGIC or fields[1] != quick.install_id() or len(fds) != quick.STREAMS:
+        if (
+            fields[0] != quick.MAGIC
+            or fields[1] != quick.install_id()
+            or len(fds) != quick.STREAMS
+            or _code_changed()
+        ):
             conn.sendall(b"NO")
             return 1
         argv = _take_over(fields, fds)
-        conn.sendall(b"OK" + os.getpid().to_bytes(4, "big"))
     except (OSError, ValueError, IndexError):
         return 1
     finally:
         for fd in fds:
             os.close(fd)
-    try:
+    try:  # signals are passed on from the moment the client reads the pid: all that follows expects them
+        conn.sendall(b"OK" + os.getpid().to_bytes(4, "big"))
         if conn.recv(len(quick.GO)) != quick.GO:
             return 1  # the client gave up waiting (and runs the command itself), or is gone
+        conn.settimeout(None)
+        _end_with_the_client(conn)
+        status = _run(run, argv)
     except OSError:
         return 1
-    conn.settimeout(None)
-    _end_with_the_client(conn)
-    status = _run(run, argv)
+    except KeyboardInterrupt:  # Ctrl+C passed on as the command was about to begin
+        status = _interrupted()
     with contextlib.suppress(OSError):
         conn.sendall(status.to_bytes(4, "big", signed=True))
     return status
@@ -172,6 +208,7 @@ def _take_over(fields: list[bytes], fds: list[int]) -> list[str]:
         name, sep, value = entry.partition(b"=")
         if sep and name:
             os.environb[name] = value
+    time.tzset()  # local time as the client's TZ says (Python reads it once, at a start)
     streams = [_wrap(i, settings[i]) for i in range(quick.STREAMS)]
     sys.stdin, sys.stdout, sys.stderr = streams
     for dunder, stream in zip(("__stdin__", "__stdout__", "__stderr__"), streams, strict=True):
@@ -184,10 +221,23 @@ def _wrap(fd: int, setting: list[bytes]) -> io.TextIOWrapper:
     """The standard stream on ``fd`` as Python makes it at a start, with the client's settings."""
     encoding, errors, line, through = (s.decode() for s in setting)
     raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
-    buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+    buffered: io.RawIOBase | io.BufferedIOBase = raw  # written through (``-u``, PYTHONUNBUFFERED): unbuffered
+    if fd == 0:
+        buffered = io.BufferedReader(raw)
+    elif through != "1":
+        buffered = io.BufferedWriter(raw)
     return io.TextIOWrapper(
-        buffered, encoding=encoding, errors=errors, line_buffering=line == "1", write_through=through == "1"
+        buffered,  # type: ignore[arg-type]  # a FileIO is what Python itself wraps under -u
+        encoding=encoding,
+        errors=errors,
+        line_buffering=line == "1",
+        write_through=through == "1",
     )
+
+
+def _interrupted() -> int:
+    print(quick.INTERRUPTED, file=sys.stderr, flush=True)
+    return 130
 
 
 def _end_with_the_client(conn: socket.socket) -> None:
@@ -211,8 +261,8 @@ def _run(run: Command, argv: list[str]) -> int:
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, int) and exc.code is not None:
             print(exc.code, file=sys.stderr)
-    except KeyboardInterrupt:
-        status = 130
+    except KeyboardInterrupt:  # before the command's own handling began (``entry.main`` says this too)
+        status = _interrupted()
     except BaseException:
         import traceback
 

@@ -9,7 +9,7 @@ for each command. This module is the other end, and loads only what the standard
 the umask, the environment and the three standard streams themselves (their file descriptors, passed
 over the Unix socket), so the forked copy runs the command exactly as this process would, writing
 straight to this terminal or pipe. It answers with the command's exit status; Ctrl+C and the other
-ending signals are passed on to it.
+ending signals are passed on to it, and Ctrl+Z stops it with this process.
 
 Where there is no such server (no owner, Windows, another install of gputray, ``GPUTRAY_QUICK=0``)
 ``run`` returns None before anything was sent that could run, and the command runs here as always.
@@ -41,6 +41,8 @@ QUICK_COMMANDS = frozenset(
 #: In the owner's data folder: the server's socket path, written once it listens.
 ADDRESS_FILE = "quick.address"
 MAGIC = b"gputray-quick-1"
+#: What ``gputray`` says when Ctrl+C comes before its command began (in its own process or the copy).
+INTERRUPTED = "gputray: interrupted before the command began: nothing was done"
 #: The client's word that it waits for the status: the command runs only after it, so a client that
 #: timed out and runs the command itself never has it run twice.
 GO = b"GO"
@@ -56,13 +58,15 @@ FLAGS = ("isolated", "no_site", "no_user_site", "ignore_environment", "dev_mode"
 
 def install_id() -> bytes:
     """Which gputray and Python this is: the server runs a command only for a client that would run the
-    same code the same way. Its code, its environment's prefix, the Python, the flags that matter, and
-    the module path past its first entry (the script's folder, or the folder ``-m`` ran in): a client
-    whose PYTHONPATH puts a stand-in module first runs its commands itself (``python3`` and ``python``
-    of one venv are one install)."""
+    same code the same way. Its code, its environment's prefix, the Python, the flags that matter, the
+    group and supplementary groups (after ``newgrp`` or ``sg`` the command opens files with other
+    rights), and the module path past its first entry (the script's folder, or the folder ``-m`` ran
+    in): a client whose PYTHONPATH puts a stand-in module first runs its commands itself (``python3``
+    and ``python`` of one venv are one install)."""
     here = os.path.dirname(os.path.abspath(__file__))
     flags = ",".join(str(getattr(sys.flags, name)) for name in FLAGS)
-    parts = [here, sys.prefix, sys.version, flags, sys.getfilesystemencoding(), *sys.path[1:]]
+    groups = f"{os.getgid()}:{','.join(str(g) for g in sorted(os.getgroups()))}"
+    parts = [here, sys.prefix, sys.version, flags, sys.getfilesystemencoding(), groups, *sys.path[1:]]
     return b"|".join(os.fsencode(p) for p in parts)
 
 
@@ -187,9 +191,11 @@ class _Forwarder:
         self.pid: int | None = None
         self.received: list[int] = []
         # a signal this process ignores (``nohup``) stays ignored: it was never the command's to get
+        handlers = {name: self._on_signal for name in FORWARDED}
+        handlers["SIGTSTP"] = self._on_ctrl_z
         self.before = {
-            name: _signal.signal(getattr(_signal, name), self._on_signal)
-            for name in FORWARDED
+            name: _signal.signal(getattr(_signal, name), handler)
+            for name, handler in handlers.items()
             if _signal.getsignal(getattr(_signal, name)) is not _signal.SIG_IGN
         }
 
@@ -197,6 +203,15 @@ class _Forwarder:
         self.received.append(signum)
         if self.pid is not None:
             self._send(signum)
+
+    def _on_ctrl_z(self, signum: int, _frame: object) -> None:
+        """Ctrl+Z stops the command with this process, and ``fg`` or ``bg`` goes on with both. SIGSTOP,
+        not SIGTSTP: the copy's process group has no terminal, so the kernel would drop a SIGTSTP."""
+        self._send(_signal.SIGSTOP)
+        _signal.signal(_signal.SIGTSTP, _signal.SIG_DFL)
+        os.kill(os.getpid(), _signal.SIGTSTP)  # this process stops here, as the shell expects
+        _signal.signal(_signal.SIGTSTP, self._on_ctrl_z)
+        self._send(_signal.SIGCONT)
 
     def _send(self, signum: int) -> None:
         if self.pid is None:

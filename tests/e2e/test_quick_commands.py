@@ -9,10 +9,14 @@ and a caller the server must not serve (another module path) still served, in it
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +27,7 @@ from test_daemon_e2e import Daemon
 from waiting import wait_for
 
 from gputray.scheduler import protocol as rq
+from gputray.scheduler.client import words
 
 PY = sys.executable
 GPUTRAY = [PY, "-m", "gputray.gui.entry"]
@@ -55,7 +60,9 @@ def server_of(d: Daemon) -> psutil.Process:
     return server
 
 
-def loaded_modules(d: Daemon, *argv: str, env: dict[str, str] | None = None) -> tuple[set[str], str]:
+def loaded_modules(
+    d: Daemon, *argv: str, env: dict[str, str] | None = None, preexec_fn: Callable[[], None] | None = None
+) -> tuple[set[str], str]:
     """The modules the calling process itself imported (``-X importtime``), and what it printed."""
     done = subprocess.run(
         [PY, "-X", "importtime", "-m", "gputray.gui.entry", *argv],
@@ -64,6 +71,7 @@ def loaded_modules(d: Daemon, *argv: str, env: dict[str, str] | None = None) -> 
         text=True,
         timeout=60,
         cwd=d.home,
+        preexec_fn=preexec_fn,
     )
     lines = done.stderr.splitlines()
     modules = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
@@ -92,6 +100,13 @@ def test_the_commands_say_what_they_say_in_their_own_process(daemons: Callable[.
         said = (quick.returncode, quick.stdout, quick.stderr)
         assert said == (alone.returncode, alone.stdout, alone.stderr), argv
     assert "名前 with 'quotes'; and more" in d.cli("queue").stdout
+    # the caller's time zone, not the owner's: Python reads TZ once, at a start, and the copy started long ago
+    (d.home / "nightly.toml").write_text('name = "nightly"\nkind = "command"\nargv = ["true"]\n')
+    assert d.cli("schedule", "add", "--cron", "0 3 * * *", "nightly.toml").returncode == 0
+    for zone in ("Asia/Tokyo", "America/New_York"):
+        quick = d.cli("schedule", "list", env={"TZ": zone})
+        alone = d.cli("schedule", "list", env={"TZ": zone, "GPUTRAY_QUICK": "0"})
+        assert (quick.returncode, quick.stdout) == (alone.returncode, alone.stdout), zone
     # and they ran in the server, not in the calling process: it loaded neither msgspec nor argparse
     modules, out = loaded_modules(d, "queue", "--json")
     assert json.loads(out)["tasks"][0]["name"] == "名前 with 'quotes'; and more"
@@ -138,6 +153,8 @@ def test_ctrl_c_ends_the_command_and_a_killed_caller_leaves_nothing_running(
         # the command runs in a copy of the server, with the caller's command line
         copy = wait_for(lambda: next(iter(server.children()), None), 60, "the command's copy")
         wait_for(lambda c=copy: c.cwd() == str(d.home), 30, "the copy to take the caller's folder")
+        # and asks the owner (its second socket): the command waits, its Ctrl+C handling is on
+        wait_for(lambda c=copy: len(c.net_connections("unix")) >= 2, 30, "the copy to ask the owner")
         waiting.send_signal(ending)
         _, err = waiting.communicate(timeout=60)
         if ending == signal.SIGINT:  # said as `gputray wait` says a Ctrl+C in its own process
@@ -146,19 +163,111 @@ def test_ctrl_c_ends_the_command_and_a_killed_caller_leaves_nothing_running(
         wait_for(
             lambda c=copy: not c.is_running() or c.status() == psutil.STATUS_ZOMBIE, 30, "the copy to end"
         )
+    # Ctrl+C while the command is being handed over: it reaches the copy just as it begins, and is said
+    server.suspend()  # the request waits in the socket, unanswered
+    try:
+        waiting = subprocess.Popen(
+            [*GPUTRAY, "wait", task], env=d.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, preexec_fn=DEFAULT_CTRL_C, cwd=d.home,
+        )  # fmt: skip
+        caller = psutil.Process(waiting.pid)
+        wait_for(lambda: caller.net_connections("unix"), 30, "the caller to connect")
+        waiting.send_signal(signal.SIGINT)
+    finally:
+        server.resume()
+    _, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 130, err
+    assert err in (
+        "gputray: interrupted before the command began: nothing was done\n",
+        f"gputray: stopped waiting; #{task} goes on in the queue\n",
+    ), err
     assert d.task(int(task)).state == "waiting"  # nothing the interrupted waits did touched the task
 
 
-def test_a_caller_with_another_module_path_runs_its_command_itself(
+def test_ctrl_z_stops_the_command_and_fg_goes_on(daemons: Callable[..., Daemon]) -> None:
+    """In a terminal, with a shell's job control: Ctrl+Z stops `gputray wait` and its copy (whose own
+    process group has no terminal), the shell says so (148), `fg` goes on with both."""
+    d = ready(daemons)
+    d.ask(rq.Pause())
+    task = str(d.run_job(["true"]))
+    server = server_of(d)
+    script = 'set -m; "$@"; echo "stopped: $?"; read -r _; fg; echo "ended: $?"; read -r _'
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: a shell in a new terminal session
+        os.chdir(d.home)
+        os.execve("/bin/bash", ["bash", "-c", script, "bash", *GPUTRAY, "wait", task], d.env)
+    said = Terminal(terminal)
+    try:
+        copy = wait_for(lambda: next(iter(server.children()), None), 60, "the command's copy")
+        wait_for(lambda: copy.cwd() == str(d.home), 30, "the copy to take the caller's folder")
+        os.write(terminal, b"\x1a")  # Ctrl+Z
+        wait_for(lambda: "stopped: 148" in said.text(), 30, f"the shell to see it stop: {said.text()!r}")
+        wait_for(lambda: copy.status() == psutil.STATUS_STOPPED, 30, "the copy to stop with it")
+        os.write(terminal, b"\n")  # fg
+        wait_for(lambda: copy.status() != psutil.STATUS_STOPPED, 30, "the copy to go on")
+        d.ask(rq.Resume())
+        wait_for(lambda: "ended: 0" in said.text(), 60, f"the wait to end: {said.text()!r}")
+    finally:
+        shell = psutil.Process(pid)
+        for process in [*shell.children(recursive=True), shell]:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        os.waitpid(pid, 0)
+        said.close()
+
+
+class Terminal:
+    """What a pseudo-terminal's programs write, read as it comes (a full terminal would block them)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.chunks: list[bytes] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self.fd, 4096):
+                self.chunks.append(chunk)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode(errors="replace")
+
+    def close(self) -> None:
+        os.close(self.fd)
+        self.reader.join(10)
+
+
+def test_a_caller_the_server_must_not_serve_runs_its_command_itself(
     daemons: Callable[..., Daemon], tmp_path: Path
 ) -> None:
-    """A PYTHONPATH with a stand-in module first: the server's copy would not run that stand-in."""
+    """Where the copy would not run the command as the caller would: a PYTHONPATH with a stand-in module
+    first; another group (``sg``: files opened with other rights); gputray's code changed on disk since
+    the server loaded it (``pip install -U`` while the tray runs: the copy would run the old code)."""
     d = ready(daemons)
     elsewhere = tmp_path / "stand-ins"
     elsewhere.mkdir()
     modules, out = loaded_modules(d, "queue", env={"PYTHONPATH": str(elsewhere)})
     assert "the queue is empty" in out
     assert "msgspec" in modules  # refused by the server: loaded and ran here
+    if os.geteuid() == 0:  # root may take another group and keep its user (the socket's owner)
+        modules, out = loaded_modules(d, "queue", preexec_fn=_another_group)
+        assert "the queue is empty" in out and "msgspec" in modules
+    modules, _ = loaded_modules(d, "queue")
+    assert "msgspec" not in modules  # served: the code on disk is the code the server loaded
+    source = Path(words.__file__)
+    before = source.stat()
+    try:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        modules, out = loaded_modules(d, "queue")
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert "the queue is empty" in out and "msgspec" in modules
+
+
+def _another_group() -> None:
+    os.setgroups([])
+    os.setgid(54321)
 
 
 def test_the_server_ends_with_its_owner(daemons: Callable[..., Daemon]) -> None:
