@@ -22,6 +22,7 @@ from gputray.scheduler.reasons.doctor_codes import doctor_codes
 from gputray.scheduler.reasons.refusals import refusal_codes
 from gputray.scheduler.reasons.render import catalogue, languages, render, render_for
 from gputray.scheduler.reasons.submit_codes import FileRefused, submit_codes
+from gputray.scheduler.reasons.taskfile_codes import TypeSaid, taskfile_codes
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.lifecycle import Wait
 from gputray.scheduler.tasks.records import TaskSpec
@@ -29,7 +30,7 @@ from gputray.scheduler.tasks.records import TaskSpec
 GIB = 1024**3
 ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
 ALL_CODES += (*typing.get_args(b.SampleWhy), b.BackendNote)  # what a monitor backend says
-ALL_CODES += (*doctor_codes(), *refusal_codes(), *config_codes(), *submit_codes())
+ALL_CODES += (*doctor_codes(), *refusal_codes(), *config_codes(), *submit_codes(), *taskfile_codes())
 
 
 def sample(tp: Any, depth: int = 0, inner: Any = None) -> Any:
@@ -87,6 +88,8 @@ KEPT |= {"devices", "name", "slots", "env", "false"}  # a config file's own word
 # the monitor's backends: the libraries and files they read, by their names
 KEPT |= {"NVML", "amdsmi", "PDH", "PCI", "libnvidia", "nvml", "dll", "Windows", "WDDM", "Engine"}
 KEPT |= {"recipe", "png", "UTF"}  # a recipes file's own keys and values: [[recipe]], name, ['*.png']
+# a task file's own keys and values (argv, script, args, files, {file}, NAME = "value", "any"), its units
+KEPT |= {"argv", "script", "args", "files", "file", "NAME", "any", "MiB", "PiB", "NUL", "run"}
 
 
 def english_words(text: str) -> list[str]:
@@ -106,7 +109,7 @@ def test_japanese_is_japanese_joined_and_bracketed_its_own_way(reason: Any) -> N
     for finished in (False, True):
         en, ja = render(reason, finished=finished), render(reason, "ja", finished=finished)
         as_written = (
-            c.Said | b.Words | d.ErrorLine | d.Written | CheckSaid | FileRefused
+            c.Said | b.Words | d.ErrorLine | d.Written | CheckSaid | FileRefused | TypeSaid
         )  # others' words, as written
         assert en and ja and (ja != en or isinstance(reason, as_written))
         assert english_words(ja) == [], ja
@@ -273,6 +276,7 @@ FOR_THE_READER = (
     *refusal_codes(),
     *config_codes(),
     *submit_codes(),
+    *taskfile_codes(),
     *typing.get_args(b.BusyWhy),
     *typing.get_args(b.DeviceNews),
 )
