@@ -12,6 +12,7 @@ import msgspec
 
 from gputray.monitor.busy_why import BackendNote, BusyWhy, DeviceNews, SampleWhy
 from gputray.monitor.units import format_bytes
+from gputray.monitor.vulkan_why import MappingWhy, VulkanWhy
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.reasons.config_codes import Allowed, ConfigSaid
 from gputray.scheduler.reasons.doctor_codes import DoctorNews, Finding, Fix
@@ -21,7 +22,7 @@ from gputray.scheduler.reasons.taskfile_codes import TaskSaid
 
 Worded = (
     Reason | BusyWhy | DeviceNews | SampleWhy | BackendNote | Finding | Fix | DoctorNews | Refused
-    | ConfigSaid | Allowed | SubmitSaid | TaskSaid
+    | ConfigSaid | Allowed | SubmitSaid | TaskSaid | VulkanWhy | MappingWhy
 )  # fmt: skip
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]

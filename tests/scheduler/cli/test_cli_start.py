@@ -80,6 +80,7 @@ QUEUE_MODULES = {
     "gputray.scheduler.reasons.en",  # the English catalogue: every area of it (a reason nests others)
     *(f"gputray.scheduler.reasons.en.{area}" for area in ("common", *REASON_AREAS)),
     "gputray.monitor.busy_why",
+    "gputray.monitor.vulkan_why",  # the Vulkan enumeration's codes: English words in en.monitor
 }
 #: What each of these costs a start: the task model and the monitor's records (dataclasses, ~10 ms),
 #: typing_extensions and what it imports (~8 ms, through msgspec), logging, threading, json; the
@@ -111,8 +112,8 @@ NEVER_FOR_QUEUE = {
 #: the doctor's, the refusals' and the config problems' codes and English words (the catalogue is whole); +2:
 #: the submit errors' codes and words (the last of the tray's regex templates became codes); +2: a task's
 #: problems' codes and words (``taskfile_codes``, ``en.taskfile``: a task file's English was the last of
-#: the task check's).
-MAX_QUEUE_MODULES = 194
+#: the task check's); +1: the Vulkan enumeration's codes (``monitor.vulkan_why``, worded in ``en.monitor``).
+MAX_QUEUE_MODULES = 195
 #: The command as the console script runs it, then the modules it executed, on stderr's last line.
 DRIVER = """
 import sys

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from gputray.monitor import busy_why as b
+from gputray.monitor.vulkan_why import vulkan_codes
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_rows import reason_column, reason_of
 from gputray.scheduler.reasons import codes as c
@@ -31,6 +32,7 @@ GIB = 1024**3
 ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
 ALL_CODES += (*typing.get_args(b.SampleWhy), b.BackendNote)  # what a monitor backend says
 ALL_CODES += (*doctor_codes(), *refusal_codes(), *config_codes(), *submit_codes(), *taskfile_codes())
+ALL_CODES += vulkan_codes()  # why the Vulkan enumeration gave no list, why a device is not a GPU
 
 
 def sample(tp: Any, depth: int = 0, inner: Any = None) -> Any:
@@ -90,6 +92,9 @@ KEPT |= {"NVML", "amdsmi", "PDH", "PCI", "libnvidia", "nvml", "dll", "Windows", 
 KEPT |= {"recipe", "png", "UTF"}  # a recipes file's own keys and values: [[recipe]], name, ['*.png']
 # a task file's own keys and values (argv, script, args, files, {file}, NAME = "value", "any"), its units
 KEPT |= {"argv", "script", "args", "files", "file", "NAME", "any", "MiB", "PiB", "NUL", "run"}
+# Vulkan's own names: its functions and extension, the loader's ICD, Mesa's variable, the scenario's table
+KEPT |= {"Vulkan", "vulkan", "vkGetInstanceProcAddr", "VK_KHR_get_physical_device_properties", "ICD", "UUID"}
+KEPT |= {"MESA_VK_DEVICE_SELECT", "list", "Mesa"}
 
 
 def english_words(text: str) -> list[str]:
@@ -277,6 +282,7 @@ FOR_THE_READER = (
     *config_codes(),
     *submit_codes(),
     *taskfile_codes(),
+    *vulkan_codes(),
     *typing.get_args(b.BusyWhy),
     *typing.get_args(b.DeviceNews),
 )
