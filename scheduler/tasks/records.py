@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from gputray.scheduler.reasons import taskfile_codes as t
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.tasks.limits import (
     AFTER_MAX_WAIT,
@@ -39,6 +40,7 @@ from gputray.scheduler.tasks.limits import (
     ON_LATE,
     ON_OOM,
     PREFER,
+    ValueProblem,
     check_duration_s,
     check_epoch_s,
     check_size_bytes,
@@ -452,13 +454,13 @@ def parse_window(window: str) -> tuple[int, int]:
     """``"01:00-07:00"`` (or with an en dash) → (start, end) in minutes after local midnight."""
     m = WINDOW_RE.match(window)
     if not m:
-        raise ValueError(f"expected a daily window like '01:00-07:00', got {window!r}")
+        raise ValueProblem(t.UnreadableValue(form="window", got=repr(window)))
     h1, m1, h2, m2 = (int(g) for g in m.groups())
     if h1 > 23 or h2 > 24 or m1 > 59 or m2 > 59 or (h2 == 24 and m2):
-        raise ValueError(f"expected times between 00:00 and 24:00 in {window!r}")
+        raise ValueProblem(t.WindowTimes(got=repr(window)))
     start, end = h1 * 60 + m1, h2 * 60 + m2
     if start == end:
-        raise ValueError(f"window {window!r} is empty: start and end are the same")
+        raise ValueProblem(t.WindowEmpty(got=repr(window)))
     return start, end
 
 
