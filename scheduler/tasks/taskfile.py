@@ -88,6 +88,9 @@ class TaskFileError(Refusal, ValueError):
         super().__init__(render(said))
         self.said = said
 
+    def __reduce__(self) -> tuple[type[TaskFileError], tuple[t.TaskInvalid]]:
+        return type(self), (self.said,)  # pickled (a process pool, the cluster) with its code
+
 
 def _bad(where: t.Where, problem: t.Problem, key: str | None = None) -> TaskFileError:
     return TaskFileError(t.TaskInvalid(where=where, what=t.TaskProblem(key=key, problem=problem)))
