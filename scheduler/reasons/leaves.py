@@ -371,9 +371,12 @@ class RecordUnreadable(Code, frozen=True):
 
 
 class Unplannable(Code, frozen=True):
-    """A stored time no pass can plan (past the year 9999, from an older gputray or a hand edit)."""
+    """A stored time no pass can plan (past the year 9999, from an older gputray or a hand edit):
+    ``which``, the task's start time or its retry's; ``problem``: the words an earlier gputray stored
+    instead (shown as written)."""
 
-    problem: str
+    problem: str = ""
+    which: Literal["start", "retry"] | None = None
 
 
 # -- dependencies (queue/dependencies.py) --------------------------------------------------------------
