@@ -61,6 +61,7 @@ EDITABLE = frozenset(
         "after_any",
         "needs",
         "offer_declined",  # "Keep waiting" on a run-elsewhere offer (``replies.Offer``)
+        "kept_residents",  # "Keep waiting" on freeing a resident (``replies.RoomQuestion``)
         "prefer",
         "max_slowdown",
         "family",

@@ -225,9 +225,10 @@ class RoomMade(Code, frozen=True):
     """Making room (``queue/make_room.py``): ``resident`` holds ``held_bytes`` idle for ``idle_s`` —
     ``step`` "holds" (free it with ``gputray free-resident``), "idle_wait" (it would do once idle for
     ``bound_s``, its idle_after: then asked, or with ``ask`` offered), "asked", "freed" (``freed_bytes``
-    back: starting), "not_freed" (not back within ``bound_s``), "refused" (``said``: its answer)."""
+    back: starting), "not_freed" (not back within ``bound_s``), "refused" (``said``: its answer), "kept"
+    (the user chose to keep waiting rather than free it for this task: ``kept_residents``)."""
 
-    step: Literal["holds", "idle_wait", "asked", "freed", "not_freed", "refused"]
+    step: Literal["holds", "idle_wait", "asked", "freed", "not_freed", "refused", "kept"]
     resident: str
     held_bytes: int
     idle_s: float = 0.0

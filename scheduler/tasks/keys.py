@@ -413,6 +413,23 @@ TASK_KEYS: tuple[TaskKey, ...] = (
         ),
     ),
     TaskKey(
+        field="kept_residents",
+        doc="residents (an LLM server, ComfyUI) never to free for it: it keeps waiting rather than ask them "
+        '(the tray\'s "Keep waiting"; docs/residents.md)',
+        form="strings",
+        spelling="list",
+        example='["ComfyUI"]',
+        option=Option(
+            flag="--keep-waiting",
+            metavar="RESIDENT[,RESIDENT...]",
+            submit=False,
+            clears=True,
+            help="keep waiting rather than free these residents' memory for it (their names, as `gputray "
+            'residents` shows them, or a port; the tray\'s "Keep waiting"): it is not asked about them again '
+            "and its reason says so; added to those kept before",
+        ),
+    ),
+    TaskKey(
         field="family",
         doc="the job family whose earlier runs estimate this one (default: recipe + script path)",
         in_view=True,  # the family its estimates come from (``family_of``: this key, else its own)
