@@ -95,6 +95,7 @@ KEPT |= {"argv", "script", "args", "files", "file", "NAME", "any", "MiB", "PiB",
 # Vulkan's own names: its functions and extension, the loader's ICD, Mesa's variable, the scenario's table
 KEPT |= {"Vulkan", "vulkan", "vkGetInstanceProcAddr", "VK_KHR_get_physical_device_properties", "ICD", "UUID"}
 KEPT |= {"MESA_VK_DEVICE_SELECT", "list", "Mesa"}
+KEPT |= {"logs", "max_size", "KiB"}  # a config file's key ([logs] max_size) and its unit
 
 
 def english_words(text: str) -> list[str]:
