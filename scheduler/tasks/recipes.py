@@ -150,13 +150,13 @@ def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
                 raise RecipeError(
                     u.RecipeUnknownKey(path=source, recipe=name, key=key, suggestion=_closest(key))
                 )
-        # Validate the template now with a stand-in file, so a broken recipe is reported on load.
-        where = f"{source}: recipe '{name}'"
+        # Validate the template now with a stand-in file, so a broken recipe is reported on load (its
+        # problem, at its key, goes into RecipeBadTask, which names the file and the recipe itself).
         try:
             probe = {**template, "files": ["x"], "recipe": name}
             if probe.get("kind") == "torch":
                 probe.setdefault("script", "x.py")
-            spec_from_table(probe, source=where)
+            spec_from_table(probe, source=source)
         except TaskFileError as exc:
             raise RecipeError(u.RecipeBadTask(path=source, recipe=name, problem=exc.said.what)) from None
         out.append(
