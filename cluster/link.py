@@ -378,12 +378,12 @@ class ClusterLink:
         return ClusterTask(task=sendable(new))
 
     def submit(self, req: rq.ClusterSubmit) -> ClusterTask:
-        from gputray.scheduler.cluster_port.shared import spec_from_patch
+        from gputray.scheduler.cluster_port.shared import FromMachine, spec_from_patch
 
         origin = req.origin
         # ``after`` names the sender's task ids (met there before it was sent), never ours
         here = TaskPatch(origin=origin, machine=None, base_env=None, after=(), after_any=False)
-        spec = spec_from_patch(here, base=req.spec, source=f"a task from {origin.partition('#')[0]}")
+        spec = spec_from_patch(here, base=req.spec, source=FromMachine(machine=origin.partition("#")[0]))
         rec, existing = self._queue().hand_over(origin, spec)
         return ClusterTask(task=sendable(rec), existing=existing)
 

@@ -63,6 +63,7 @@ from gputray.gui.panel_rows import QueueRows
 from gputray.gui.queue_model import QueueModel
 from gputray.gui.queue_view import QueueTable
 from gputray.gui.room_bar import RoomBar, standing_questions
+from gputray.gui.room_prompts import QuestionKey, question_key
 from gputray.gui.theme import colors, follow_change, is_dark
 from gputray.gui.tray_icon import is_hot
 from gputray.gui.widgets import ElidedLabel, WrappedLabel
@@ -180,7 +181,7 @@ class Panel(QueueRows):
         body.addWidget(self.offer_bar)
         self.room_bar = RoomBar(self._room_answered_in_bar, self.content)  # free an idle resident?
         body.addWidget(self.room_bar)
-        self.room_settled: set[int] = set()  # answered (the tray's RoomPrompts.settled): not shown again
+        self.room_settled: set[QuestionKey] = set()  # answered (the tray's RoomPrompts.settled): not again
         self._answered_offers: set[int] = set()  # answered here: the bar moves on before the reload
         self.table = QueueTable(model, self.content)
         self.table.doubleClicked.connect(self._open_log_at)
@@ -441,7 +442,7 @@ class Panel(QueueRows):
     def set_room(self, room: RoomReply | None) -> None:
         """The residents on each GPU, the GPUs an exclusive app took and the "ask" questions standing
         (the owner's ``room``, asked at each snapshot); the cards show them at the next snapshot, the
-        room bar the first question at once."""
+        room bar its questions at once."""
         self.room = room
         self.refresh_room_bar()
 
@@ -452,7 +453,7 @@ class Panel(QueueRows):
         self.room_bar.show_questions(standing_questions(self.room, self.room_settled), now_s, names)
 
     def _room_answered_in_bar(self, answer: str, question: RoomQuestion) -> None:
-        self.room_settled.add(question.task_id)
+        self.room_settled.add(question_key(question))
         self.refresh_room_bar()
         self.room_answered.emit(answer, question)
 

@@ -3,19 +3,24 @@ with the two answers as buttons — "Free ComfyUI's 9.8 GiB and run train.py" / 
 
 The desktop's notification asks once and the balloon goes away (Windows, a desktop without buttons);
 the row menu has the answers too, but only for whoever right-clicks. As the offer bar does for offers
-(``offer_bar``), this bar keeps the first standing question above the queue list, one click away,
-until it is answered or the task moves on. Answers go out as the panel's ``room_answered``.
+(``offer_bar``), this bar keeps the standing questions above the queue list, one click away, until each
+is answered or its task moves on: one at a time, with "1 of 3" and the previous and next arrows where
+several stand (highest priority first, the owner's order). Answering one shows the next. Answers go
+out as the panel's ``room_answered``.
 
 ::
 
     train.py waits for GeForce RTX 5060 Ti   ComfyUI  holds 9.8 GiB · idle 14 min
     [Free ComfyUI's 9.8 GiB and run train.py] [Keep waiting]
+                                                                [<] 1 of 3 [>]
 
 The question's title takes the room the resident leaves and may elide (its tooltip has it whole; the
 Free button names the task too); the resident is the card's ``ResidentRow``, its figures never elided,
 in either language — as one text after the title they were cut first ("… ComfyUI: 3.5 GiB を確保 ·
 アイド…" on a 1366×768 screen in Japanese). One line, not two: at 1366×768 in Japanese with three
-residents on a card the queue list below has little more than a row left as it is.
+residents on a card the queue list below has little more than a row left as it is. "1 of 3" is a
+figure (never elided); it and the arrows are a third line, there only while more than one question stands
+(on either line above they took the title's room, or the Free button's, in Japanese).
 """
 
 from __future__ import annotations
@@ -24,14 +29,23 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from msgspec.structs import replace as struct_replace
-from PySide6.QtCore import QEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
+from gputray.gui.i18n import tr
 from gputray.gui.offer_prompts import KEEP_WAITING, keep_label
 from gputray.gui.resident_rows import ResidentRow
 from gputray.gui.resident_text import free_label, question_title
-from gputray.gui.room_prompts import FREE_RESIDENT
-from gputray.gui.widgets import ElidedLabel
+from gputray.gui.room_prompts import FREE_RESIDENT, QuestionKey, question_key
+from gputray.gui.widgets import ElidedLabel, FigureLabel
 from gputray.scheduler.client.replies import RoomQuestion, RoomReply
 
 NAME_CHARS = 24  # of the task's name on the "Free …" button (its tooltip: the whole label)
@@ -42,9 +56,14 @@ def _cut(name: str, chars: int = NAME_CHARS) -> str:
     return name if len(name) <= chars else name[: chars - 1] + "…"
 
 
-def standing_questions(room: RoomReply | None, settled: Collection[int]) -> list[RoomQuestion]:
+def standing_questions(room: RoomReply | None, settled: Collection[QuestionKey]) -> list[RoomQuestion]:
     """The questions nobody answered yet, in the owner's order (highest priority first)."""
-    return [q for q in (room.questions if room is not None else ()) if q.task_id not in settled]
+    return [q for q in (room.questions if room is not None else ()) if question_key(q) not in settled]
+
+
+def position_text(index: int, count: int) -> str:
+    """ "2 of 3": which of the standing questions the bar shows."""
+    return tr("{index} of {count}").format(index=index + 1, count=count)
 
 
 class RoomBar(QFrame):
@@ -54,6 +73,8 @@ class RoomBar(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._answer = answer
         self.question: RoomQuestion | None = None
+        self.questions: list[RoomQuestion] = []
+        self.index = 0  # of ``question`` in ``questions``
         self._now_s = 0.0
         self._device_names: Mapping[str, str] = {}
         layout = QVBoxLayout(self)
@@ -76,18 +97,50 @@ class RoomBar(QFrame):
         row.addWidget(self.keep_button)
         row.addStretch(1)
         layout.addLayout(row)
+        self.pages = QWidget(self)  # a line of its own: the two above have no width to spare
+        self.pages.setObjectName("roomPages")
+        pages = QHBoxLayout(self.pages)
+        pages.setContentsMargins(0, 0, 0, 0)
+        pages.addStretch(1)
+        self.previous_button = QToolButton(self.pages)
+        self.previous_button.setObjectName("roomPrevious")
+        self.previous_button.setArrowType(Qt.ArrowType.LeftArrow)
+        self.previous_button.clicked.connect(lambda: self.step(-1))
+        self.position = FigureLabel(self.pages)  # "1 of 3", whole in either language
+        self.position.setObjectName("roomPosition")
+        self.next_button = QToolButton(self.pages)
+        self.next_button.setObjectName("roomNext")
+        self.next_button.setArrowType(Qt.ArrowType.RightArrow)
+        self.next_button.clicked.connect(lambda: self.step(1))
+        for w in (self.previous_button, self.position, self.next_button):
+            pages.addWidget(w)
+        layout.addWidget(self.pages)
+        self.pages.hide()
         self.hide()
 
     def show_questions(
         self, questions: Sequence[RoomQuestion], now_s: float, device_names: Mapping[str, str]
     ) -> bool:
-        """Show the first; True when the bar appeared or went (the panel's rows change)."""
+        """Show the one shown before where it still stands (else the one now in its place, or the
+        last); True when the bar appeared or went (the panel's rows change)."""
         was = self.question is not None
-        self.question = questions[0] if questions else None
+        keys = [question_key(q) for q in questions]
+        shown = question_key(self.question) if self.question is not None else None
+        self.index = keys.index(shown) if shown in keys else min(self.index, max(0, len(questions) - 1))
+        self.questions = list(questions)
+        self.question = self.questions[self.index] if self.questions else None
         self._now_s, self._device_names = now_s, device_names
         self.retranslate()
         self.setVisible(self.question is not None)
         return was != (self.question is not None)
+
+    def step(self, by: int) -> None:
+        """The previous (-1) or next (1) standing question, round the ends."""
+        if len(self.questions) < 2:
+            return
+        self.index = (self.index + by) % len(self.questions)
+        self.question = self.questions[self.index]
+        self.retranslate()
 
     def retranslate(self) -> None:
         q = self.question
@@ -106,6 +159,16 @@ class RoomBar(QFrame):
         self.free_button.setText(free_label(short))
         self.free_button.setToolTip(whole)
         self.keep_button.setText(keep_label())
+        count = len(self.questions)
+        self.position.set_figures(position_text(self.index, count), position_text(count - 1, count))
+        self.position.setToolTip(
+            tr("Waiting tasks that an idle program's memory would let start: the arrows go through them")
+        )
+        self.previous_button.setToolTip(tr("Previous question"))
+        self.next_button.setToolTip(tr("Next question"))
+        self.previous_button.setAccessibleName(tr("Previous question"))
+        self.next_button.setAccessibleName(tr("Next question"))
+        self.pages.setVisible(count > 1)
 
     def _answered(self, answer: str) -> None:
         if self.question is not None:

@@ -9,8 +9,11 @@ panel at the task, whose row menu has the same two entries.
 "Free" is the owner's ``free_resident`` request for that task, as ``gputray free-resident`` sends it:
 the owner asks the resident through its own API (never kills it, never asks one that is serving),
 checks that the device's memory came back, and the task's reason tells the story. "Keep waiting" asks
-nothing. Either way the task is not asked again; a question still on the desktop when its task starts
-anyway (or ends, or goes) is taken off.
+the resident nothing: it is an ``edit`` of the task, as ``gputray edit ID --keep-waiting NAME`` sends it
+(``kept_residents``), so the owner asks no more about that task and resident — after a restart of the
+tray or of the owner too — and the task's reason says it waits by the user's choice. Either way that
+question is not asked again; a question still on the desktop when its task starts anyway (or ends, or
+goes) is taken off.
 """
 
 from __future__ import annotations
@@ -24,12 +27,19 @@ from gputray.gui.offer_prompts import KEEP_WAITING, keep_label
 from gputray.gui.resident_text import free_label
 from gputray.scheduler.client import requests as rq
 from gputray.scheduler.client.replies import Reply, RoomQuestion
+from gputray.scheduler.client.tasks import TaskPatch
 
 log = logging.getLogger("gputray.gui.room_prompts")
 
 FREE_RESIDENT = "free-resident"  # the action key of the notification's "Free …" button
 
 R = TypeVar("R", bound=Reply)
+QuestionKey = tuple[int, int]  # the task's id, the resident's pid: one question
+
+
+def question_key(question: RoomQuestion) -> QuestionKey:
+    """Which question this is: another resident for the same task (the first one kept) is another."""
+    return question.task_id, question.resident.pid
 
 
 class RoomHost(Protocol):
@@ -52,8 +62,8 @@ class RoomPrompts:
     def __init__(self, host: RoomHost, desktop: DesktopSource) -> None:
         self.host = host
         self.source = desktop
-        self.settled: set[int] = set()  # tasks answered (either way): never asked again
-        self.asked_tasks: set[int] = set()  # tasks whose question was shown (desktop or balloon)
+        self.settled: set[QuestionKey] = set()  # answered (either way): never asked again
+        self.asked: set[QuestionKey] = set()  # shown (desktop or balloon)
         self._asked: dict[int, RoomQuestion] = {}  # notification id → its question
 
     def show(self, notice: Notice) -> bool:
@@ -110,7 +120,7 @@ class RoomPrompts:
 
     def free(self, question: RoomQuestion) -> None:
         """Yes: the owner asks the resident through its API, for this task."""
-        self.settled.add(question.task_id)
+        self.settled.add(question_key(question))
         self.task_moved_on(question.task_id)  # answered in the row menu: the desktop's question goes
         reply = self.host.request(rq.FreeResident(name=question.resident.name, task=question.task_id))
         said = reply.said if reply is not None else "no answer"
@@ -118,7 +128,11 @@ class RoomPrompts:
         self.host.reload_queue()
 
     def keep_waiting(self, question: RoomQuestion) -> None:
-        """No: the task waits on, and is not asked again."""
+        """No: the task waits on, and the owner asks no more about that resident for it (the task's
+        ``kept_residents``: a restarted tray or owner does not ask again either)."""
         log.info("freeing %s for task #%d: keep waiting", question.resident.name, question.task_id)
-        self.settled.add(question.task_id)
+        self.settled.add(question_key(question))
         self.task_moved_on(question.task_id)
+        kept = TaskPatch(kept_residents=(question.resident.name,))  # added to those it kept before
+        self.host.request(rq.Edit(id=question.task_id, changes=kept))
+        self.host.reload_queue()

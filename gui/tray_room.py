@@ -16,7 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from gputray.gui.resident_text import given_back_notice, question_notice, taken_notice
-from gputray.gui.room_prompts import FREE_RESIDENT, RoomPrompts
+from gputray.gui.room_prompts import FREE_RESIDENT, RoomPrompts, question_key
 from gputray.monitor.records import Snapshot
 from gputray.scheduler.client import requests as rq
 from gputray.scheduler.client.replies import RoomQuestion, RoomReply
@@ -60,9 +60,10 @@ class TrayRoom:
                 self.notifier.notify(given_back_notice(device, app, names.get(device, device)))
         prompts = self.room_prompts
         for question in room.questions:
-            if question.task_id in prompts.settled or question.task_id in prompts.asked_tasks:
+            key = question_key(question)
+            if key in prompts.settled or key in prompts.asked:
                 continue
-            prompts.asked_tasks.add(question.task_id)
+            prompts.asked.add(key)
             self.notifier.notify(
                 question_notice(question, names.get(question.device, question.device), room.now_s)
             )

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from gputray.monitor import vulkan_why as w
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.sysfs import normalize_bdf, pci_key, read_int, read_str
 from gputray.monitor.vulkan import (
@@ -44,13 +45,14 @@ RADV_DRIVER_ID = 3
 
 @dataclass(frozen=True)
 class VulkanMapping:
-    """Where one Vulkan device lands. ``key`` is set for ``mapped`` and ``duplicate``; ``note`` says why."""
+    """Where one Vulkan device lands. ``key`` is set for ``mapped`` and ``duplicate``; ``note`` says why,
+    as a code (``vulkan_why``) the scheduler's reason catalogues word."""
 
     device: VulkanDevice
     key: str | None
     status: MapStatus
     method: MapMethod | None = None
-    note: str | None = None
+    note: w.MappingWhy | None = None
 
 
 def radv_uuid_bdf(uuid: str | None) -> str | None:
@@ -101,25 +103,24 @@ def map_vulkan_devices(
         by_name = next((i for i in backed if dev.name.startswith(str(i.vulkan_name))), None)
         if by_name is not None and by_name.key not in first_for_key:
             first_for_key[by_name.key] = dev
-            note = f"backs the simulated {by_name.name} (the demo scenario's [[vulkan]])"
-            out.append(VulkanMapping(dev, by_name.key, "mapped", "name", note))
+            out.append(
+                VulkanMapping(dev, by_name.key, "mapped", "name", w.BacksSimulated(device=by_name.name))
+            )
             continue
         if dev.device_type == "cpu":
-            out.append(VulkanMapping(dev, None, "unmapped", note="software renderer on the CPU, not a GPU"))
+            out.append(VulkanMapping(dev, None, "unmapped", note=w.SoftwareRenderer()))
             continue
         found = _match(dev, known)
         if found is None:
-            why = "no PCI address, and its UUID matches no known GPU"
-            if not known:
-                why += " (no GPU list to match against)"
-            out.append(VulkanMapping(dev, None, "unmapped", note=why))
+            out.append(VulkanMapping(dev, None, "unmapped", note=w.NoMatch(no_gpus=not known)))
             continue
         key, method = found
         first = first_for_key.get(key)
         if first is not None:
-            note = (
-                f"same GPU as Vulkan device {first.index} ({first.driver_name or first.name}): "
-                f"a second driver ({dev.driver_name or dev.name}) for it"
+            note = w.SecondDriver(
+                first_index=first.index,
+                first_driver=first.driver_name or first.name,
+                driver=dev.driver_name or dev.name,
             )
             out.append(VulkanMapping(dev, key, "duplicate", method, note))
             continue

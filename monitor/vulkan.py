@@ -20,6 +20,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import IO, Any, Literal
 
+import msgspec
+
+from gputray.monitor import vulkan_why as w
 from gputray.monitor.interpreter import module_command
 from gputray.monitor.process_group import kill_group, popen_own_group
 
@@ -86,15 +89,16 @@ class VulkanDevice:
 
 @dataclass(frozen=True)
 class VulkanEnumeration:
-    """What one enumeration found. ``reason`` says in words why Vulkan is not available (then no devices)."""
+    """What one enumeration found. ``why``: why Vulkan is not available (then no devices), as a code
+    (``vulkan_why``) the scheduler's reason catalogues word."""
 
     devices: tuple[VulkanDevice, ...] = ()
-    reason: str | None = None
+    why: w.VulkanWhy | None = None
     instance_version: str | None = None
 
     @property
     def available(self) -> bool:
-        return self.reason is None
+        return self.why is None
 
 
 def format_uuid(raw: bytes) -> str:
@@ -133,7 +137,7 @@ def version_string(packed: int) -> str:
 
 def to_json(enum: VulkanEnumeration) -> dict[str, Any]:
     return {
-        "reason": enum.reason,
+        "why": None if enum.why is None else msgspec.to_builtins(enum.why),
         "instance_version": enum.instance_version,
         "devices": [asdict(d) for d in enum.devices],
     }
@@ -187,9 +191,14 @@ def from_json(data: object) -> VulkanEnumeration:
                 luid=_opt_str(raw.get("luid")),
             )
         )
+    why = data.get("why")
+    try:
+        said = None if why is None else msgspec.convert(why, w.VulkanWhy)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"'why': {exc}") from None
     return VulkanEnumeration(
         devices=tuple(devices),
-        reason=_opt_str(data.get("reason")),
+        why=said,
         instance_version=_opt_str(data.get("instance_version")),
     )
 
@@ -268,7 +277,7 @@ def enumerate_devices(
             stderr=subprocess.PIPE,
         )
     except OSError as exc:
-        return VulkanEnumeration(reason=f"Vulkan enumeration could not start {cmd[0]}: {exc}")
+        return VulkanEnumeration(why=w.WorkerNotStarted(program=cmd[0], error=str(exc)))
     try:
         said = _output_at_exit(proc, timeout_s)
     except BaseException:  # Ctrl+C: the worker is in its own group and would not get it
@@ -278,25 +287,17 @@ def enumerate_devices(
         kill_group(proc)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
-        return VulkanEnumeration(
-            reason=f"Vulkan enumeration hung for {timeout_s:g} s and was killed (a broken Vulkan driver?)"
-        )
+        return VulkanEnumeration(why=w.WorkerHung(timeout_s=timeout_s))
     out, err = said
-    tail = err.decode("utf-8", errors="replace").strip().splitlines()[-3:]
-    detail = (": " + " | ".join(tail)) if tail else ""
+    tail = tuple(err.decode("utf-8", errors="replace").strip().splitlines()[-3:])
     if proc.returncode != 0:
-        how = (
-            f"was killed by signal {-proc.returncode}"
-            if proc.returncode < 0
-            else f"exited with status {proc.returncode}"
-        )
-        return VulkanEnumeration(reason=f"Vulkan enumeration {how} (a broken Vulkan driver?){detail}")
+        if proc.returncode < 0:
+            return VulkanEnumeration(why=w.WorkerDied(signal=-proc.returncode, stderr=tail))
+        return VulkanEnumeration(why=w.WorkerDied(status=proc.returncode, stderr=tail))
     if not out.strip():
-        hint = ""
-        if (env or os.environ).get("MESA_VK_DEVICE_SELECT", "").strip() == "list":
-            hint = " (MESA_VK_DEVICE_SELECT=list makes Mesa's device-select layer list devices and exit)"
-        return VulkanEnumeration(reason=f"Vulkan enumeration exited without a result{hint}{detail}")
+        list_mode = (env or os.environ).get("MESA_VK_DEVICE_SELECT", "").strip() == "list"
+        return VulkanEnumeration(why=w.NoResult(list_mode=list_mode, stderr=tail))
     try:
         return from_json(json.loads(out.decode("utf-8")))
     except (ValueError, UnicodeDecodeError) as exc:
-        return VulkanEnumeration(reason=f"Vulkan enumeration printed something unreadable ({exc}){detail}")
+        return VulkanEnumeration(why=w.UnreadableResult(error=str(exc), stderr=tail))

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from gputray.monitor import vulkan_why as w
 from gputray.monitor.vulkan import (
     DEVICE_TYPES,
     DRIVER_IDS,
@@ -56,7 +57,11 @@ from gputray.monitor.vulkan_layouts import (
 
 
 class VulkanError(Exception):
-    """Raised inside the worker; its message becomes the enumeration's ``reason``."""
+    """Raised inside the worker; ``why`` becomes the enumeration's."""
+
+    def __init__(self, why: w.VulkanWhy) -> None:
+        super().__init__(why)
+        self.why = why
 
 
 def _loader_candidates(env: Mapping[str, str]) -> list[str]:
@@ -79,7 +84,7 @@ def load_loader(env: Mapping[str, str] | None = None) -> ctypes.CDLL:
             return ctypes.CDLL(name)
         except OSError as exc:
             errors.append(f"{name}: {exc}")
-    raise VulkanError("Vulkan not available: no Vulkan loader could be loaded (" + "; ".join(errors) + ")")
+    raise VulkanError(w.NoLoader(tried=tuple(errors)))
 
 
 def _result_name(code: int) -> str:
@@ -98,9 +103,7 @@ class _Loader:
         try:
             self.gipa = PFN_vkGetInstanceProcAddr(("vkGetInstanceProcAddr", lib))
         except AttributeError as exc:
-            raise VulkanError(
-                "Vulkan not available: the loader library has no vkGetInstanceProcAddr"
-            ) from exc
+            raise VulkanError(w.LoaderLacks(entry="vkGetInstanceProcAddr")) from exc
 
     def proc(self, instance: int | None, name: str, proto: Any) -> Any:
         addr = self.gipa(instance, name.encode())
@@ -143,7 +146,7 @@ def enumerate_in_process(env: Mapping[str, str] | None = None) -> VulkanEnumerat
     try:
         return _enumerate(load_loader(env))
     except VulkanError as exc:
-        return VulkanEnumeration(reason=str(exc))
+        return VulkanEnumeration(why=exc.why)
 
 
 def _enumerate(lib: ctypes.CDLL) -> VulkanEnumeration:
@@ -154,10 +157,7 @@ def _enumerate(lib: ctypes.CDLL) -> VulkanEnumeration:
     enabled: list[bytes] = []
     if use_khr:
         if "VK_KHR_get_physical_device_properties2" not in inst_exts:
-            raise VulkanError(
-                "Vulkan not available: the loader is Vulkan 1.0 "
-                "without VK_KHR_get_physical_device_properties2"
-            )
+            raise VulkanError(w.OldLoader())
         enabled.append(b"VK_KHR_get_physical_device_properties2")
 
     app = VkApplicationInfo(
@@ -177,12 +177,13 @@ def _enumerate(lib: ctypes.CDLL) -> VulkanEnumeration:
     )
     create = loader.proc(None, "vkCreateInstance", PFN_vkCreateInstance)
     if create is None:
-        raise VulkanError("Vulkan not available: the loader has no vkCreateInstance")
+        raise VulkanError(w.LoaderLacks(entry="vkCreateInstance"))
     instance = VkHandle()
     res = int(create(ctypes.byref(info), None, ctypes.byref(instance)))
     if res != VK_SUCCESS:
-        hint = " (no Vulkan driver/ICD found)" if res == -9 else ""
-        raise VulkanError(f"Vulkan not available: vkCreateInstance failed with {_result_name(res)}{hint}")
+        raise VulkanError(
+            w.CallFailed(call="vkCreateInstance", result=_result_name(res), no_driver=res == -9)
+        )
     try:
         devices = _devices(loader, instance.value, use_khr)
     finally:
@@ -203,15 +204,15 @@ def _devices(loader: _Loader, instance: int | None, use_khr: bool) -> tuple[Vulk
         PFN_vkGetPhysicalDeviceProperties2,
     )
     if enum_pd is None or enum_ext is None or props2 is None:
-        raise VulkanError("Vulkan not available: the loader lacks a physical-device entry point")
+        raise VulkanError(w.LoaderLacks(entry="physical-device"))
     count = u32(0)
     res = int(enum_pd(instance, ctypes.byref(count), None))
     if res != VK_SUCCESS:
-        raise VulkanError(f"Vulkan not available: vkEnumeratePhysicalDevices failed with {_result_name(res)}")
+        raise VulkanError(w.CallFailed(call="vkEnumeratePhysicalDevices", result=_result_name(res)))
     handles = (VkHandle * max(count.value, 1))()
     res = int(enum_pd(instance, ctypes.byref(count), handles))
     if res not in (VK_SUCCESS, VK_INCOMPLETE):
-        raise VulkanError(f"Vulkan not available: vkEnumeratePhysicalDevices failed with {_result_name(res)}")
+        raise VulkanError(w.CallFailed(call="vkEnumeratePhysicalDevices", result=_result_name(res)))
     return tuple(_describe(i, handles[i], enum_ext, props2) for i in range(count.value))
 
 

@@ -359,13 +359,8 @@ def _logs_section(logs: LogsSection, source: str, problems: list[ConfigProblem])
         ok = False
     if ok:
         return logs
-    problems.append(
-        ConfigProblem(
-            "logs.max_size",
-            f"{source}: logs.max_size = {_toml(logs.max_size)} is not a size of at least 64 KiB "
-            f'(like "1GiB", "500MB" or a number of bytes); using "{DEFAULT_LOG_SIZE}"',
-        )
-    )
+    said = said_as.BadLogSize(source=source, value=_toml(logs.max_size), default=DEFAULT_LOG_SIZE)
+    problems.append(_problem("logs.max_size", said))
     return LogsSection()
 
 

@@ -19,6 +19,7 @@ from gputray.scheduler.jobs.log_files import decode_utf8_prefix as _decode_utf8_
 from gputray.scheduler.jobs.log_files import read_log
 from gputray.scheduler.queue.wait_book import States
 from gputray.scheduler.reasons.refusals import NoSuchFiles, Refused
+from gputray.scheduler.reasons.taskfile_codes import RunCommand, Submitted
 from gputray.scheduler.tasks.records import TaskPatch, TaskRecord
 from gputray.scheduler.tasks.taskfile import load_task_file, spec_from_patch
 
@@ -116,11 +117,11 @@ class TaskRequests:
             path = caller_path(rq.os_str(req.task_file), _cwd(req.cwd))
             spec = spec_from_patch(overrides, base=load_task_file(path), source=str(path))
         elif req.spec is not None:
-            spec = spec_from_patch(req.spec.then(overrides), source="submitted task")
+            spec = spec_from_patch(req.spec.then(overrides), source=Submitted())
         else:
             raise OwnerRequestError("submit needs a task file or a task spec")
         if spec.cwd is None and req.cwd:  # no `cwd` key or --cwd: where the command was typed
-            spec = spec_from_patch(TaskPatch(cwd=_cwd(req.cwd)), base=spec, source="submitted task")
+            spec = spec_from_patch(TaskPatch(cwd=_cwd(req.cwd)), base=spec, source=Submitted())
         return self._submitted([self.queue.submit(spec)])
 
     def _op_submit_files(self, req: rq.SubmitFiles) -> rp.Submitted:
@@ -151,7 +152,7 @@ class TaskRequests:
             cwd=_cwd(req.cwd) if req.cwd else UNSET,
             name=req.name or UNSET,
         )
-        spec = spec_from_patch(command.then(_with_caller_env(req)), source="gputray run")
+        spec = spec_from_patch(command.then(_with_caller_env(req)), source=RunCommand())
         return self._submitted([self.queue.submit(spec)])
 
     def _op_queue(self, req: rq.Queue) -> rp.QueueReply:

@@ -2087,5 +2087,21 @@ gputray の実行中に更新または再インストールした場合は、終
         <source>{bar} {percent}%, {left} left</source>
         <translation>{bar} {percent}%、残り {left}</translation>
     </message>
+    <message>
+        <source>{index} of {count}</source>
+        <translation>{count} 件中 {index} 件目</translation>
+    </message>
+    <message>
+        <source>Previous question</source>
+        <translation>前の質問</translation>
+    </message>
+    <message>
+        <source>Next question</source>
+        <translation>次の質問</translation>
+    </message>
+    <message>
+        <source>Waiting tasks that an idle program's memory would let start: the arrows go through them</source>
+        <translation>アイドル中のプログラムのメモリが空けば開始できる待機中のタスク: 矢印で順に表示します</translation>
+    </message>
 </context>
 </TS>

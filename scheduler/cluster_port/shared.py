@@ -18,6 +18,7 @@ from gputray.scheduler.queue.device_checks import (
     check_submit,
 )
 from gputray.scheduler.queue.placement import Decision, DeviceState, GiveUp, Placement, Wait, plan
+from gputray.scheduler.reasons.taskfile_codes import FromMachine
 from gputray.scheduler.tasks.recipes import SubmitError, check_runnable
 from gputray.scheduler.tasks.taskfile import parse_duration, parse_size, spec_from_patch
 
@@ -25,6 +26,7 @@ __all__ = [
     "Decision",
     "DeviceState",
     "DoctorNeeds",
+    "FromMachine",
     "GiveUp",
     "LogNotReadable",
     "Placement",

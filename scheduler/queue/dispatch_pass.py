@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from gputray.monitor.records import DeviceInfo, Snapshot
 from gputray.scheduler.protocol import check_epoch_s
@@ -139,12 +139,13 @@ class DispatchPass:
         gputray or written by hand), with the reason; the others go on."""
         ok = []
         for rec in pending:
-            try:
-                for value, what in ((rec.spec.start_at, "its start time"), (rec.not_before, "its retry")):
-                    if value is not None:
-                        check_epoch_s(value, what)
-            except ValueError as exc:
-                self._fail(rec, c.Unplannable(problem=str(exc)), now)
+            times: tuple[tuple[float | None, Literal["start", "retry"]], ...] = (
+                (rec.spec.start_at, "start"),
+                (rec.not_before, "retry"),
+            )
+            bad = next((which for value, which in times if value is not None and not _plannable(value)), None)
+            if bad is not None:
+                self._fail(rec, c.Unplannable(which=bad), now)
                 continue
             ok.append(rec)
         return ok
@@ -211,3 +212,11 @@ class DispatchPass:
                     task.replace(state="waiting", reason=wait.reason),
                     c.Named(name=task.name, why=wait.reason),
                 )
+
+
+def _plannable(epoch_s: float) -> bool:
+    try:
+        check_epoch_s(epoch_s)
+    except ValueError:
+        return False
+    return True

@@ -26,6 +26,7 @@ from gputray.scheduler.queue.wait_book import Later, States, WaitBook
 from gputray.scheduler.reasons import refusals as refused
 from gputray.scheduler.reasons.refusals import Refused
 from gputray.scheduler.reasons.render import render
+from gputray.scheduler.reasons.taskfile_codes import EditOf
 from gputray.scheduler.tasks.recipes import check_runnable
 from gputray.scheduler.tasks.records import (
     FINISHED_STATES,
@@ -60,6 +61,7 @@ EDITABLE = frozenset(
         "after_any",
         "needs",
         "offer_declined",  # "Keep waiting" on a run-elsewhere offer (``replies.Offer``)
+        "kept_residents",  # "Keep waiting" on freeing a resident (``replies.RoomQuestion``)
         "prefer",
         "max_slowdown",
         "family",
@@ -217,7 +219,7 @@ class QueueEdits:
             rec = self.store.get(task_id)
             if rec.state not in PENDING_STATES:
                 raise TaskStateError(self._not_editable(rec))
-            spec = spec_from_patch(changes, base=rec.spec, source=f"edit of task #{task_id}")
+            spec = spec_from_patch(changes, base=rec.spec, source=EditOf(task_id=task_id))
             if spec.cwd != rec.spec.cwd:
                 check_runnable(spec)
             if (spec.device_prefs, spec.vram_bytes) != (rec.spec.device_prefs, rec.spec.vram_bytes):

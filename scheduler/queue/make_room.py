@@ -8,6 +8,9 @@ ComfyUI) on a device it may use gets that memory back through the resident's own
 * Policy (``[[resident]] free_when_idle``): ``never`` — nothing; ``always`` — asked at once;
   ``ask`` (the default) — a question the user answers (``gputray free-resident NAME``, the tray's
   notification and the panel's row menu); the task's reason says who holds its memory and how to free it.
+  "Keep waiting" is the task's own (``TaskSpec.kept_residents``, an ``edit``: it outlives the tray and
+  the owner): that resident is neither asked nor offered for that task, and its reason says the task
+  waits by the user's choice.
 * After asking: the device's used memory must drop by at least half of what the resident held within
   ``FREE_BOUND_S``; the task's reason says either way ("freed 9.8 GiB held by ComfyUI (idle 14 min):
   starting", or that it did not), and a resident that did not give it back is not asked again for
@@ -42,7 +45,7 @@ log = logging.getLogger("gputray.scheduler.queue.make_room")
 LOOK_S = 2.0
 FREE_BOUND_S = 30.0  # the memory must be back within this after asking
 DROP_SHARE = 0.5  # … by at least this share of what the resident held
-RoomStep = Literal["holds", "idle_wait", "asked", "freed", "not_freed", "refused"]
+RoomStep = Literal["holds", "idle_wait", "asked", "freed", "not_freed", "refused", "kept"]
 
 
 @dataclass(frozen=True)
@@ -65,10 +68,12 @@ def choose(
     *,
     refused: frozenset[tuple[int, int]] = frozenset(),
     idle_or_not: bool = False,
+    kept_too: bool = False,
 ) -> RoomPlan | None:
     """The resident whose memory, given back, lets ``task`` start on one of its first-choice devices
     (the smallest that does); None when none may be asked or none would do. ``idle_or_not``: also one
-    not idle for its ``idle_after`` yet (the one the task waits for, which its reason names)."""
+    not idle for its ``idle_after`` yet (the one the task waits for, which its reason names);
+    ``kept_too``: also one the user chose to keep for it (``kept_residents``: which its reason names)."""
     if not (task.spec.memory_need_bytes or 0):
         return None
     prefs = task.spec.device_prefs or DEFAULT_PREFS
@@ -87,6 +92,7 @@ def choose(
                 or not resident.held_bytes
                 or (resident.idle_s(now_s) < policy.idle_after_s and not idle_or_not)
                 or (task.id, resident.pid) in refused
+                or (not kept_too and kept_for(task, resident))
             ):
                 continue
             room = dataclasses.replace(dev, extra_used_bytes=dev.extra_used_bytes - resident.held_bytes)
@@ -123,6 +129,7 @@ class MakeRoom:
         self._next_s: float | None = None
         self.asked: dict[int, _Asked] = {}  # resident pid -> what was asked of it
         self._idle_waits: set[int] = set()  # tasks whose reason says a resident is freed once idle
+        self._kept: set[int] = set()  # tasks whose reason says the user chose to keep a resident
         self.questions: dict[int, RoomPlan] = {}  # task id -> the resident "ask" would free for it
         self._refused: set[tuple[int, int]] = set()  # (task, resident pid): asked, memory not back
         self.freed = 0  # residents that gave memory back (benches, tests)
@@ -144,13 +151,13 @@ class MakeRoom:
         self._check_asked(now_s)
         self._warm_again()
         self.looks += 1
-        if not residents:
-            self.questions = {}
-            return
+        if not residents and not (self.questions or self._idle_waits or self._kept):
+            return  # (with some, each note that no longer holds goes below)
         pending = {r.id for r in self.queue.store.pending(active_only=True)}
         for task_id in set(self.queue.runs.room_notes) - pending:
             self.queue.runs.room_notes.pop(task_id, None)  # started (its start said it), or ended
         self._idle_waits &= pending
+        self._kept &= pending
         devices = book.states(snapshot, list(self.queue.runs.jobs.values()), self.queue.paused())
         waiting = [r for r in self.queue.store.pending(active_only=True) if r.state == "waiting"]
         asking = {a.plan.resident.pid for a in self.asked.values()}
@@ -158,9 +165,13 @@ class MakeRoom:
         for task in waiting:  # highest priority first (the store's order)
             plan = choose(task, devices, residents, self.config, now_s, refused=frozenset(self._refused))
             if plan is None:
-                self._say_idle_wait(task, devices, residents, now_s)
+                if self._say_idle_wait(task, devices, residents, now_s):
+                    self._kept.discard(task.id)
+                else:
+                    self._say_kept(task, devices, residents, now_s)
                 continue
             self._idle_waits.discard(task.id)  # its note is what is done now
+            self._kept.discard(task.id)
             if plan.resident.pid in asking:
                 continue
             if plan.policy.free_when_idle == "always":
@@ -173,7 +184,7 @@ class MakeRoom:
                     self._note(task.id, said)
                 else:  # its idle time as of this look: the reason said "idle 4 s" for as long as it stood
                     self._renote(task.id, said)
-        for lapsed in set(self.questions) - set(questions) - self._idle_waits:
+        for lapsed in set(self.questions) - set(questions) - self._idle_waits - self._kept:
             # no longer asked (its GPU taken by a game, paused, busy): its reason stops offering
             # `gputray free-resident …` with the idle time of the last look; asked again, it says it again
             self.queue.runs.room_notes.pop(lapsed, None)
@@ -185,10 +196,10 @@ class MakeRoom:
         devices: Sequence[DeviceState],
         residents: Sequence[ResidentView],
         now_s: float,
-    ) -> None:
+    ) -> bool:
         """A resident that would make room once it has been idle for its ``idle_after``: the task's
         reason says so while it waits ("Ollama holds 6.0 GiB (idle 2 min); it will be asked to free it
-        for this task once idle 10 min"), not only that memory is short."""
+        for this task once idle 10 min"), not only that memory is short. Whether there is one."""
         refused = frozenset(self._refused)
         soon = choose(task, devices, residents, self.config, now_s, refused=refused, idle_or_not=True)
         notes = self.queue.runs.room_notes
@@ -196,7 +207,7 @@ class MakeRoom:
             if task.id in self._idle_waits:
                 self._idle_waits.discard(task.id)
                 notes.pop(task.id, None)
-            return
+            return False
         r, after_s = soon.resident, soon.policy.idle_after_s
         at_s = now_s - r.idle_s(now_s) + after_s  # when it will have been idle long enough
         said = c.RoomMade(
@@ -207,6 +218,37 @@ class MakeRoom:
             self._idle_waits.add(task.id)
             self._note(task.id, said)
         notes[task.id] = lambda: said  # the same words while nothing changes (wait --follow says each)
+        return True
+
+    def _say_kept(
+        self,
+        task: TaskRecord,
+        devices: Sequence[DeviceState],
+        residents: Sequence[ResidentView],
+        now_s: float,
+    ) -> None:
+        """The resident that would make room is one the user chose to keep for this task ("Keep
+        waiting": ``kept_residents``): the task's reason says it waits by that choice ("ComfyUI holds
+        9.8 GiB; you chose to keep waiting rather than free it for this task"), not only that memory is
+        short — nor, after a restart, anything that reads as a question still to answer."""
+        kept = None
+        if task.spec.kept_residents:
+            refused = frozenset(self._refused)
+            kept = choose(
+                task, devices, residents, self.config, now_s, refused=refused, idle_or_not=True, kept_too=True
+            )
+        notes = self.queue.runs.room_notes
+        if kept is None or not kept_for(task, kept.resident):
+            if task.id in self._kept:
+                self._kept.discard(task.id)
+                notes.pop(task.id, None)
+            return
+        r = kept.resident
+        said = c.RoomMade(step="kept", resident=r.name, held_bytes=r.held_bytes or 0)
+        if task.id not in self._kept:
+            self._kept.add(task.id)
+            self._note(task.id, said)
+        notes[task.id] = lambda: said
 
     @staticmethod
     def _said(
@@ -369,6 +411,11 @@ def _others_used_bytes(snapshot: Snapshot | None, device: str, ours: frozenset[i
 
 def _free_through_api(resident: ResidentView, policy: ResidentPolicy) -> FreeResult:
     return free(policy.kind.api, resident.port, resident.models, policy.kind.free_call)
+
+
+def kept_for(task: TaskRecord, resident: ResidentView) -> bool:
+    """The user chose to keep ``resident`` for ``task`` ("Keep waiting": ``kept_residents``)."""
+    return any(_named(resident, name) for name in task.spec.kept_residents)
 
 
 def _named(resident: ResidentView, name: str) -> bool:

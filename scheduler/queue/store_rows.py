@@ -166,7 +166,7 @@ def row_from_salvage(row: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-_TUPLE_FIELDS = ("argv", "args", "files", "device_prefs", "needs")
+_TUPLE_FIELDS = ("argv", "args", "files", "device_prefs", "needs", "kept_residents")
 _OPTIONAL_TEXT = ("script", "out", "window", "cwd", "recipe", "machine", "origin")
 _OPTIONAL_NUMBERS = ("max_wait_s", "start_at", "timeout_s")
 _NUMBERS = ("backoff_s", "util_percent")

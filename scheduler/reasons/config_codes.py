@@ -108,9 +108,18 @@ class EnvNamedTwice(Code, frozen=True):
     name: str
 
 
+class BadLogSize(Code, frozen=True):
+    """``[logs] max_size = value`` is no size gputray can read, or under 64 KiB: ``default`` is used."""
+
+    source: str
+    value: str
+    default: str
+
+
 ConfigSaid = (
     BadValue | UnknownKey | NotATable | DevicesNotTables | DeviceNotTable | EnvNotTables | EnvNamedTwice
-)
+    | BadLogSize
+)  # fmt: skip
 
 
 def config_codes() -> tuple[type[Code], ...]:

@@ -225,9 +225,10 @@ class RoomMade(Code, frozen=True):
     """Making room (``queue/make_room.py``): ``resident`` holds ``held_bytes`` idle for ``idle_s`` —
     ``step`` "holds" (free it with ``gputray free-resident``), "idle_wait" (it would do once idle for
     ``bound_s``, its idle_after: then asked, or with ``ask`` offered), "asked", "freed" (``freed_bytes``
-    back: starting), "not_freed" (not back within ``bound_s``), "refused" (``said``: its answer)."""
+    back: starting), "not_freed" (not back within ``bound_s``), "refused" (``said``: its answer), "kept"
+    (the user chose to keep waiting rather than free it for this task: ``kept_residents``)."""
 
-    step: Literal["holds", "idle_wait", "asked", "freed", "not_freed", "refused"]
+    step: Literal["holds", "idle_wait", "asked", "freed", "not_freed", "refused", "kept"]
     resident: str
     held_bytes: int
     idle_s: float = 0.0
@@ -370,9 +371,12 @@ class RecordUnreadable(Code, frozen=True):
 
 
 class Unplannable(Code, frozen=True):
-    """A stored time no pass can plan (past the year 9999, from an older gputray or a hand edit)."""
+    """A stored time no pass can plan (past the year 9999, from an older gputray or a hand edit):
+    ``which``, the task's start time or its retry's; ``problem``: the words an earlier gputray stored
+    instead (shown as written)."""
 
-    problem: str
+    problem: str = ""
+    which: Literal["start", "retry"] | None = None
 
 
 # -- dependencies (queue/dependencies.py) --------------------------------------------------------------

@@ -12,15 +12,17 @@ import msgspec
 
 from gputray.monitor.busy_why import BackendNote, BusyWhy, DeviceNews, SampleWhy
 from gputray.monitor.units import format_bytes
+from gputray.monitor.vulkan_why import MappingWhy, VulkanWhy
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.reasons.config_codes import Allowed, ConfigSaid
 from gputray.scheduler.reasons.doctor_codes import DoctorNews, Finding, Fix
 from gputray.scheduler.reasons.refusals import Refused
 from gputray.scheduler.reasons.submit_codes import SubmitSaid
+from gputray.scheduler.reasons.taskfile_codes import TaskSaid
 
 Worded = (
     Reason | BusyWhy | DeviceNews | SampleWhy | BackendNote | Finding | Fix | DoctorNews | Refused
-    | ConfigSaid | Allowed | SubmitSaid
+    | ConfigSaid | Allowed | SubmitSaid | TaskSaid | VulkanWhy | MappingWhy
 )  # fmt: skip
 T = TypeVar("T")
 Wording = Callable[[Any, "Say"], str]

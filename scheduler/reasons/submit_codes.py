@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from gputray.scheduler.reasons.base import Code
+from gputray.scheduler.reasons.taskfile_codes import TaskInvalid, TaskProblem
 
 
 class ProgramMissing(Code, frozen=True):
@@ -86,12 +87,13 @@ class FileNeedsProgram(Code, frozen=True):
 
 
 class FileRefused(Code, frozen=True):
-    """One line of ``CannotQueue``: another problem; ``said``: why, as a code (None: ``text``, English
-    only: a task file's problem); ``named``: its words start with the file already."""
+    """One line of ``CannotQueue``: another problem; ``said``: why, as a code (a missing file, the task
+    a recipe makes of the file, ``TaskInvalid`` …; None: ``text``, as written); ``named``: its words
+    start with the file already."""
 
     path: str
     text: str
-    said: Leaf | None = None
+    said: Leaf | TaskInvalid | None = None
     named: bool = False
 
 
@@ -184,11 +186,11 @@ class RecipeUnknownKey(Code, frozen=True):
 
 class RecipeBadTask(Code, frozen=True):
     """The recipe's task keys make no task (a value out of range, an unknown placeholder …); ``problem``:
-    the task file check's words, which have no codes (English in every language)."""
+    what the task check found, at its key (``taskfile_codes``)."""
 
     path: str
     recipe: str
-    problem: str
+    problem: TaskProblem
 
 
 RecipesSaid = (

@@ -18,6 +18,7 @@ from typing import Literal
 
 import msgspec
 
+from gputray.scheduler.reasons.taskfile_codes import Takes
 from gputray.scheduler.tasks.limits import (
     AFTER_MAX_WAIT,
     KINDS,
@@ -67,8 +68,9 @@ class Option(msgspec.Struct, frozen=True, kw_only=True):
 
 class TaskKey(msgspec.Struct, frozen=True, kw_only=True):
     """One task key. ``aliases``: other spellings a task file may use (the first is the one shown in the
-    docs). ``takes``: what a value must be, for the message when its type refuses one (``form``
-    ``text``, ``number``: the default message otherwise). ``option`` or ``no_option`` (why the command
+    docs). ``takes``: what a value must be (a name the reason catalogues word: ``taskfile_codes.Takes``),
+    for the message when its type refuses one (``form`` ``text``, ``number``: the default message
+    otherwise). ``option`` or ``no_option`` (why the command
     line has none). ``in_view``: ``replies.TaskView`` carries it (``queue --json``, the tray).
     ``by_gputray``: gputray writes it itself (not offered as a suggestion for a mistyped key);
     ``in_file`` false: not even then, it is worked out (a task file may not hold it)."""
@@ -80,7 +82,7 @@ class TaskKey(msgspec.Struct, frozen=True, kw_only=True):
     aliases: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
     whole: tuple[int, int] | None = None
-    takes: str | None = None
+    takes: Takes | None = None
     option: Option | None = None
     no_option: str = ""
     in_view: bool = False
@@ -371,7 +373,7 @@ TASK_KEYS: tuple[TaskKey, ...] = (
         field="util_percent",
         doc="the load the job puts on a simulated GPU (`--demo` only)",
         form="number",
-        takes="a number from 0 to 100",
+        takes="percent",
         example="90",
         no_option="a task file's key, for the demo's simulated GPUs",
     ),
@@ -379,7 +381,7 @@ TASK_KEYS: tuple[TaskKey, ...] = (
         field="machine",
         doc="cluster: run it on that machine, or on whichever machine's GPU is free (`any`)",
         in_view=True,  # where it runs, else where it was asked to run
-        takes='"any" or a machine name (letters, digits, . _ -)',
+        takes="machine",
         example='"any"',
         option=Option(
             flag="--machine",
@@ -408,6 +410,23 @@ TASK_KEYS: tuple[TaskKey, ...] = (
             switch=True,
             submit=False,
             help='keep waiting: no more offers to run it on another free device (the tray\'s "Keep waiting")',
+        ),
+    ),
+    TaskKey(
+        field="kept_residents",
+        doc="residents (an LLM server, ComfyUI) never to free for it: it keeps waiting rather than ask them "
+        '(the tray\'s "Keep waiting"; docs/residents.md)',
+        form="strings",
+        spelling="list",
+        example='["ComfyUI"]',
+        option=Option(
+            flag="--keep-waiting",
+            metavar="RESIDENT[,RESIDENT...]",
+            submit=False,
+            clears=True,
+            help="keep waiting rather than free these residents' memory for it (their names, as `gputray "
+            'residents` shows them, or a port; the tray\'s "Keep waiting"): it is not asked about them again '
+            "and its reason says so; added to those kept before",
         ),
     ),
     TaskKey(
@@ -442,7 +461,7 @@ TASK_KEYS: tuple[TaskKey, ...] = (
         field="max_slowdown",
         doc="greenest: at most this many times the fastest finish (1 to 100)",
         form="number",
-        takes="a number from 1 to 100 (1.5: at most 50 % slower than the fastest)",
+        takes="slowdown",
         example="1.5",
         option=Option(
             flag="--max-slowdown",

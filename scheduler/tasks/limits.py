@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from gputray.scheduler.reasons import taskfile_codes as t
+
 MAX_RETRIES = 100
 MAX_PRIORITY = 1_000_000  # SQLite stores 64-bit integers; the queue orders by priority
 #: The words a choice key takes (``records`` types them as Literals, ``keys`` offers them).
@@ -27,22 +29,36 @@ MAX_ITEMS = 10_000
 MAX_ENV_KEYS = 4_096
 
 
-def check_epoch_s(value: float, what: str = "the time") -> float:
-    """Finite and within 1970–9999, or ValueError naming the limit."""
+class ValueProblem(ValueError):
+    """A value a task key cannot take; ``said``: why, as a code (``reasons.taskfile_codes``), worded in
+    the reader's language where it is shown. ``str()`` is its English, as it has always read; it is
+    worded only when asked for, so that reading a value loads no catalogue."""
+
+    def __init__(self, said: t.Problem) -> None:
+        super().__init__(said)
+        self.said: t.Problem = said
+
+    def __str__(self) -> str:
+        from gputray.scheduler.reasons.render import render
+
+        return render(self.said)
+
+
+def check_epoch_s(value: float, what: str | None = None) -> float:
+    """Finite and within 1970–9999, or ValueProblem naming the limit (``what``: the key or option, as
+    written; None: "the time")."""
     if not math.isfinite(value) or not MIN_EPOCH_S <= value <= MAX_EPOCH_S:
-        raise ValueError(f"{what} must be a date between the years 1970 and 9999")
+        raise ValueProblem(t.DateOutOfRange(what=what))
     return value
 
 
 def check_duration_s(value: float) -> float:
     if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_S:
-        raise ValueError(
-            f"a duration must be between 0 and 10 years ({MAX_DURATION_S:.0f} s), got {value:g} s"
-        )
+        raise ValueProblem(t.TooLong(got_s=value, limit_s=MAX_DURATION_S))
     return value
 
 
 def check_size_bytes(value: float) -> int:
     if not math.isfinite(value) or not 0 <= value <= MAX_SIZE_BYTES:
-        raise ValueError(f"a size must be between 0 and 1 PiB ({MAX_SIZE_BYTES} bytes), got {value:g}")
+        raise ValueProblem(t.TooBig(got_bytes=value, limit_bytes=MAX_SIZE_BYTES))
     return int(value)

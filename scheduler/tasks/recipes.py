@@ -23,6 +23,7 @@ from gputray.resources import resource_path
 from gputray.scheduler.paths import app_paths
 from gputray.scheduler.protocol import Refusal
 from gputray.scheduler.reasons import submit_codes as u
+from gputray.scheduler.reasons import taskfile_codes as t
 from gputray.scheduler.tasks.records import TaskPatch, TaskSpec
 from gputray.scheduler.tasks.taskfile import (
     GUESSES,
@@ -47,12 +48,12 @@ _JA_KEYS = ("description_ja", "install_hint_ja")
 
 class SubmitError(Refusal, ValueError):
     """A task cannot be submitted; the message says why in words a person can act on. ``said``: why, as
-    a code the tray words in its language (None: English only, a task file's problem)."""
+    a code the tray words in its language (None: words as written)."""
 
-    def __init__(self, said: u.SubmitSaid | str) -> None:
+    def __init__(self, said: u.SubmitSaid | t.TaskInvalid | str) -> None:
         if isinstance(said, str):
             super().__init__(said)
-            self.said: u.SubmitSaid | None = None
+            self.said: u.SubmitSaid | t.TaskInvalid | None = None
             return
         from gputray.scheduler.reasons.render import render
 
@@ -149,16 +150,15 @@ def _parse(data: Mapping[str, Any], source: str) -> list[Recipe]:
                 raise RecipeError(
                     u.RecipeUnknownKey(path=source, recipe=name, key=key, suggestion=_closest(key))
                 )
-        # Validate the template now with a stand-in file, so a broken recipe is reported on load.
-        where = f"{source}: recipe '{name}'"
+        # Validate the template now with a stand-in file, so a broken recipe is reported on load (its
+        # problem, at its key, goes into RecipeBadTask, which names the file and the recipe itself).
         try:
             probe = {**template, "files": ["x"], "recipe": name}
             if probe.get("kind") == "torch":
                 probe.setdefault("script", "x.py")
-            spec_from_table(probe, source=where)
+            spec_from_table(probe, source=source)
         except TaskFileError as exc:
-            problem = str(exc).removeprefix(f"{where}: ")
-            raise RecipeError(u.RecipeBadTask(path=source, recipe=name, problem=problem)) from None
+            raise RecipeError(u.RecipeBadTask(path=source, recipe=name, problem=exc.said.what)) from None
         out.append(
             Recipe(
                 name=name,
@@ -266,12 +266,12 @@ def spec_for_file(recipe: Recipe, file: Path, overrides: TaskPatch | None = None
     if recipe.vram_per_file_byte and "vram" not in data and "vram_bytes" not in data:
         with contextlib.suppress(OSError):
             data["vram"] = int(file.stat().st_size * recipe.vram_per_file_byte)
-    where = f"recipe '{recipe.name}' for {file.name}"
+    where = t.RecipeFor(recipe=recipe.name, file=file.name)
     try:
         patch = patch_from_table(data, source=where)
         return spec_from_patch(patch.then(overrides) if overrides else patch, source=where)
     except TaskFileError as exc:
-        raise RecipeError(str(exc)) from None
+        raise RecipeError(exc.said) from None
 
 
 def specs_for_files(
@@ -334,5 +334,5 @@ def _problem_line(path: Path, exc: SubmitError) -> tuple[u.FileLine, u.Help | No
         hint = u.GetProgram(tool=exc.tool, hint=exc.hint, hint_ja=exc.hint_ja) if exc.hint else None
         return u.FileNeedsProgram(path=str(path), tool=exc.tool), hint
     text = str(exc)
-    leaf = exc.said if isinstance(exc.said, u.Leaf) else None
+    leaf = exc.said if isinstance(exc.said, u.Leaf | t.TaskInvalid) else None
     return u.FileRefused(path=str(path), text=text, said=leaf, named=text.startswith(str(path))), None

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, cast
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from gputray.scheduler.reasons import taskfile_codes as t
 from gputray.scheduler.reasons.codes import Reason
 from gputray.scheduler.tasks.limits import (
     AFTER_MAX_WAIT,
@@ -39,6 +40,7 @@ from gputray.scheduler.tasks.limits import (
     ON_LATE,
     ON_OOM,
     PREFER,
+    ValueProblem,
     check_duration_s,
     check_epoch_s,
     check_size_bytes,
@@ -200,6 +202,11 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     # The user answered "Keep waiting" to a run-elsewhere offer (``replies.Offer``): no more offers for
     # this task. Set by ``edit`` (``TaskPatch(offer_declined=True)``), read by whoever makes offers.
     offer_declined: bool = False
+    # The user answered "Keep waiting" to freeing these residents for this task (names, or a port or
+    # pid where several share a name; ``queue.make_room``): none of them is asked, nor offered, for it;
+    # its reason says it waits by the user's choice. ``edit`` adds to them (``TaskPatch.then``), ``()``
+    # empties them: the tray's "Keep waiting", ``gputray edit ID --keep-waiting NAME``.
+    kept_residents: Words = ()
     family: Family | None = None
     prefer: Prefer = "free"
     max_slowdown: Slowdown = 1.5
@@ -297,6 +304,7 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     machine: Machine | UnsetType | None = UNSET
     origin: Word | UnsetType | None = UNSET
     offer_declined: bool | UnsetType = UNSET
+    kept_residents: Words | UnsetType = UNSET
     family: Family | UnsetType | None = UNSET
     prefer: Prefer | UnsetType = UNSET
     max_slowdown: Slowdown | UnsetType = UNSET
@@ -311,7 +319,8 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
     def then(self, later: TaskPatch) -> TaskPatch:
         """This patch with ``later`` laid over it: its fields win, except ``env``, which adds to ours
-        (``--env`` sets one variable, it does not drop the task file's or the recipe's).
+        (``--env`` sets one variable, it does not drop the task file's or the recipe's), and
+        ``kept_residents``, which adds to ours too (each "Keep waiting" one more; an empty one empties).
 
         Devices and ``on_busy`` go together (issue 33): where ``later`` names the devices but says
         nothing of ``on_busy``, the task waits for the devices it names (``on_busy = "wait"``), so
@@ -322,6 +331,8 @@ class TaskPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
             changes["on_busy"] = "wait"
         if isinstance(self.env, Mapping) and isinstance(later.env, Mapping):
             changes["env"] = {**self.env, **later.env}
+        if later.kept_residents and isinstance(self.kept_residents, tuple):  # one more "Keep waiting"
+            changes["kept_residents"] = kept_union(self.kept_residents, later.kept_residents)
         return msgspec.structs.replace(self, **changes)
 
     @classmethod
@@ -431,17 +442,25 @@ class QueueEvent:
     offer: Offer | None = None  # kind "offer": what is offered (the tray's ``TaskView.offer``)
 
 
+def kept_union(kept: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ...]:
+    """``kept`` and then ``more`` (``kept_residents``), each resident once whatever its case."""
+    seen: dict[str, str] = {}
+    for name in (*kept, *more):
+        seen.setdefault(name.strip().lower(), name)
+    return tuple(seen.values())
+
+
 def parse_window(window: str) -> tuple[int, int]:
     """``"01:00-07:00"`` (or with an en dash) → (start, end) in minutes after local midnight."""
     m = WINDOW_RE.match(window)
     if not m:
-        raise ValueError(f"expected a daily window like '01:00-07:00', got {window!r}")
+        raise ValueProblem(t.UnreadableValue(form="window", got=repr(window)))
     h1, m1, h2, m2 = (int(g) for g in m.groups())
     if h1 > 23 or h2 > 24 or m1 > 59 or m2 > 59 or (h2 == 24 and m2):
-        raise ValueError(f"expected times between 00:00 and 24:00 in {window!r}")
+        raise ValueProblem(t.WindowTimes(got=repr(window)))
     start, end = h1 * 60 + m1, h2 * 60 + m2
     if start == end:
-        raise ValueError(f"window {window!r} is empty: start and end are the same")
+        raise ValueProblem(t.WindowEmpty(got=repr(window)))
     return start, end
 
 

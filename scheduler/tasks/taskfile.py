@@ -54,12 +54,14 @@ import threading
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from gputray.scheduler.protocol import Refusal
+from gputray.scheduler.reasons import taskfile_codes as t
 from gputray.scheduler.tasks.keys import BY_FIELD, GUESSES, KEY_ALIASES, TaskKey
+from gputray.scheduler.tasks.limits import ValueProblem
 from gputray.scheduler.tasks.model_memory import predict_need
 from gputray.scheduler.tasks.needs import NEEDS
 from gputray.scheduler.tasks.records import (
@@ -76,7 +78,27 @@ from gputray.scheduler.tasks.spelling import parse_duration, parse_size, parse_s
 
 
 class TaskFileError(Refusal, ValueError):
-    """A task file (or submitted spec) is invalid; the message names the source, the key and the problem."""
+    """A task file (or submitted spec) is invalid; ``said``: where, the key and the problem, as a code
+    (``reasons.taskfile_codes``) the tray words in its language; ``str()`` is its English, as the
+    command line has always said it."""
+
+    def __init__(self, said: t.TaskInvalid) -> None:
+        from gputray.scheduler.reasons.render import render
+
+        super().__init__(render(said))
+        self.said = said
+
+    def __reduce__(self) -> tuple[type[TaskFileError], tuple[t.TaskInvalid]]:
+        return type(self), (self.said,)  # pickled (a process pool, the cluster) with its code
+
+
+def _bad(where: t.Where, problem: t.Problem, key: str | None = None) -> TaskFileError:
+    return TaskFileError(t.TaskInvalid(where=where, what=t.TaskProblem(key=key, problem=problem)))
+
+
+def problem_of(exc: ValueError) -> t.Problem:
+    """What a value check said, as a code: its own (``ValueProblem``), or its words as written."""
+    return exc.said if isinstance(exc, ValueProblem) else t.TypeSaid(error=str(exc))
 
 
 # Task-file key → TaskSpec field: every field name a task file may hold (not a predicted memory need,
@@ -103,14 +125,14 @@ def _read_regular_file(path: Path) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            kind = (
+            kind: Literal["folder", "FIFO", "device or socket"] = (
                 "folder"
                 if stat.S_ISDIR(st.st_mode)
                 else "FIFO"
                 if stat.S_ISFIFO(st.st_mode)
                 else "device or socket"
             )
-            raise TaskFileError(f"{path}: not a regular file (a {kind}); a task file is a TOML text file")
+            raise _bad(str(path), t.NotRegularFile(kind=kind))
         chunks, size = [], 0
         while size <= MAX_TASK_FILE_BYTES:
             chunk = os.read(fd, min(1 << 16, MAX_TASK_FILE_BYTES + 1 - size))
@@ -120,7 +142,7 @@ def _read_regular_file(path: Path) -> bytes:
             size += len(chunk)
         if size > MAX_TASK_FILE_BYTES or st.st_size > MAX_TASK_FILE_BYTES:
             mib = max(size, st.st_size) / (1 << 20)
-            raise TaskFileError(f"{path}: too large ({mib:.1f} MiB); a task file may be at most 1 MiB")
+            raise _bad(str(path), t.TaskFileTooLarge(mib=mib))
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -142,7 +164,7 @@ def read_task_bytes(path: Path) -> bytes:
     reader.start()
     reader.join(TASK_FILE_READ_S)
     if reader.is_alive():
-        raise TaskFileError(f"{path}: could not be read within {TASK_FILE_READ_S:g} s")
+        raise _bad(str(path), t.ReadTimedOut(seconds=TASK_FILE_READ_S))
     if failure:
         raise failure[0]
     return result[0]
@@ -154,25 +176,23 @@ def load_task_file(path: Path) -> TaskSpec:
     try:
         data = tomllib.loads(read_task_bytes(path).decode("utf-8-sig"))  # a BOM (Notepad) is no statement
     except FileNotFoundError:
-        raise TaskFileError(f"{path}: no such task file") from None
+        raise _bad(str(path), t.NoTaskFile()) from None
     except OSError as exc:
-        raise TaskFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise _bad(str(path), t.TaskFileUnreadable(error=str(exc.strerror or exc))) from None
     except tomllib.TOMLDecodeError as exc:
-        raise TaskFileError(f"{path}: not valid TOML: {exc}") from None
+        raise _bad(str(path), t.TaskFileNotToml(error=str(exc))) from None
     except UnicodeDecodeError:
-        raise TaskFileError(f"{path}: not valid TOML: the file is not UTF-8 text") from None
+        raise _bad(str(path), t.TaskFileNotUtf8()) from None
     except RecursionError:
-        raise TaskFileError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+        raise _bad(str(path), t.NestedTooDeep()) from None
     if "task" in data:
         table = data["task"]
         if not isinstance(table, dict):
-            raise TaskFileError(f"{path}: key 'task': must be a table ([task])")
+            raise _bad(str(path), t.TaskNotTable(), "task")
         rest = {k: v for k, v in data.items() if k != "task"}
         if set(rest) - {"env"}:
             extra = sorted(set(rest) - {"env"})
-            raise TaskFileError(
-                f"{path}: key '{extra[0]}': put task keys under [task] or all at the top level"
-            )
+            raise _bad(str(path), t.KeysBesideTask(), extra[0])
         if "env" in rest and "env" not in table:
             table = {**table, "env": rest["env"]}
         data = table
@@ -180,7 +200,7 @@ def load_task_file(path: Path) -> TaskSpec:
     return spec_from_table(data, source=str(path), base_dir=base)
 
 
-def spec_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskSpec:
+def spec_from_table(data: Mapping[str, Any], *, source: t.Where, base_dir: Path | None = None) -> TaskSpec:
     """A task table in task-file spelling → a checked TaskSpec (``patch_from_table`` then
     ``spec_from_patch``). With ``base_dir``, relative ``script``, ``files`` and ``cwd`` are made
     absolute against it."""
@@ -190,24 +210,24 @@ def spec_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | No
 # --- task-file spelling → TaskPatch -----------------------------------------------------------------
 
 
-def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | None = None) -> TaskPatch:
+def patch_from_table(data: Mapping[str, Any], *, source: t.Where, base_dir: Path | None = None) -> TaskPatch:
     """A task table as people write it (``vram = "4GiB"``, ``max_wait = "10m"``, ``devices = "cpu"``)
     → the TaskPatch it means, each value within the limits of its field. Errors (TaskFileError) name
     ``source``, the key as written and what it takes. Only keys present are set."""
     if not isinstance(data, Mapping):
-        raise TaskFileError(f"{source}: a task must be a table of keys, got {type(data).__name__}")
+        raise _bad(source, t.NotATable(got=type(data).__name__))
     spelled: dict[str, str] = {}  # field → the key as written, for messages
     raw: dict[str, Any] = {}  # field → the value as written
     for key, value in data.items():
         if not isinstance(key, str):
-            raise TaskFileError(f"{source}: keys must be strings, got {key!r}")
+            raise _bad(source, t.KeyNotText(got=repr(key)))
         field = KEYS.get(key)
         if field is None:
-            raise TaskFileError(f"{source}: key '{key}': unknown key{_suggestion(key)}")
+            raise _bad(source, _suggestion(key), key)
         if value is None and field in raw:
             continue
         if field in spelled and raw[field] is not None:
-            raise TaskFileError(f"{source}: key '{key}': given twice (under two spellings)")
+            raise _bad(source, t.GivenTwice(), key)
         spelled[field], raw[field] = key, value
     values: dict[str, Any] = {}
     for field, value in raw.items():
@@ -216,26 +236,28 @@ def patch_from_table(data: Mapping[str, Any], *, source: str, base_dir: Path | N
         try:
             values[field] = _spelled_value(field, value, base_dir)
         except ValueError as exc:
-            raise TaskFileError(f"{source}: key '{spelled[field]}': {exc}") from None
+            raise _bad(source, problem_of(exc), spelled[field]) from None
     try:
         return msgspec.convert(values, TaskPatch, strict=True)
     except msgspec.ValidationError as exc:
         found = re.search(r"`\$\.(\w+)", str(exc))
         if found is None or found.group(1) not in spelled:
-            raise TaskFileError(f"{source}: {exc}") from None
+            raise _bad(source, t.TypeSaid(error=str(exc))) from None
         field = found.group(1)
-        problem = value_problem(field, values[field]) or str(exc).partition(" - at ")[0].lower()
-        raise TaskFileError(f"{source}: key '{spelled[field]}': {problem}") from None
+        problem = value_problem(field, values[field]) or t.TypeSaid(
+            error=str(exc).partition(" - at ")[0].lower()
+        )
+        raise _bad(source, problem, spelled[field]) from None
 
 
 #: Fields that may be empty (script, out, max_wait_s …): None in a patch clears them.
 MAY_BE_NONE = frozenset(f.name for f in msgspec.structs.fields(TaskSpec) if f.default is None)
 
 
-def _suggestion(key: str) -> str:
+def _suggestion(key: str) -> t.UnknownTaskKey:
     known = sorted(k for k in TASK_KEYS if not BY_FIELD[KEYS[k]].by_gputray)  # base_env, origin: ours
     hint = [GUESSES[key]] if key in GUESSES else difflib.get_close_matches(key, known, n=1)
-    return f" (did you mean '{hint[0]}'?)" if hint else f"; the keys are: {', '.join(known)}"
+    return t.UnknownTaskKey(suggestion=hint[0]) if hint else t.UnknownTaskKey(known=tuple(known))
 
 
 def _spelled_value(field: str, value: Any, base_dir: Path | None) -> Any:
@@ -283,78 +305,78 @@ def _task_ids(value: object) -> list[int]:
     if isinstance(value, int | str) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list):
-        raise ValueError(f"must be a list of task ids like [12, 13], got {value!r}")
+        raise ValueProblem(t.UnreadableValue(form="task_ids", got=repr(value)))
     ids: list[int] = []
     for item in value:
         text = item.strip().lstrip("#") if isinstance(item, str) else None
         if text is not None and text.isdigit():
             item = int(text)
         if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_TASK_ID:
-            raise ValueError(f"task ids are whole numbers from 1, got {item!r}")
+            raise ValueProblem(t.BadTaskId(got=repr(item)))
         if item not in ids:
             ids.append(item)
     return ids
 
 
-def value_problem(field: str, value: Any) -> str | None:
+def value_problem(field: str, value: Any) -> t.Problem | None:
     """What a field takes, said for a value its type refused (msgspec names only the field), by the
     key's ``form`` (``tasks.keys``)."""
     key = BY_FIELD[field]
     if key.form == "choice":
-        return f"must be one of {', '.join(key.choices)}; got {value!r}"
+        return t.NotOneOf(choices=key.choices, got=repr(value))
     if key.form == "whole" and key.whole is not None:
         low, high = key.whole
         if isinstance(value, bool) or not isinstance(value, int):
-            return f"must be a whole number, got {value!r}"
+            return t.NotWhole(got=repr(value))
         if value < low:
-            return f"must be at least {low}, got {value}"
-        return f"must be at most {high}, got {value}"
+            return t.TooLow(low=low, got=str(value))
+        return t.TooHigh(high=high, got=str(value))
     if key.form == "strings":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            return f"must be a list of strings, got {value!r}"
+            return t.NotStrings(got=repr(value))
         if any("\x00" in v for v in value):
-            return "contains a NUL character"
-        return "contains an empty device name" if field == "device_prefs" else None
+            return t.HasNul()
+        return t.EmptyDeviceName() if field == "device_prefs" else None
     if key.form == "bool":
-        return f"must be true or false, got {value!r}"
+        return t.NotTrueFalse(got=repr(value))
     if key.form == "number" and key.takes:
-        return f"must be {key.takes}, got {value!r}"
+        return t.MustTake(takes=key.takes, got=repr(value))
     if key.spelling == "duration" and field == "timeout_s" and isinstance(value, float) and value <= 0:
-        return f"must be more than 0 (leave it out for no limit), got {value:g} s"
+        return t.NoTimeout(got_s=value)
     if key.form == "env":
         return _env_problem(value)
     if key.form == "base_env":
-        return "must be a table of environment variables (names without '=', no NUL)"
+        return t.BaseEnvBad()
     return _text_problem(key, value)
 
 
-def _text_problem(key: TaskKey, value: Any) -> str | None:
+def _text_problem(key: TaskKey, value: Any) -> t.Problem | None:
     if not isinstance(value, str) or not value.strip():
-        return f"must be a non-empty string, got {value!r}"
+        return t.NotText(got=repr(value))
     if "\x00" in value:
-        return "contains a NUL character"
+        return t.HasNul()
     if key.takes:
-        return f"must be {key.takes}, got {value!r}"
+        return t.MustTake(takes=key.takes, got=repr(value))
     return None
 
 
-def _env_problem(env: Any) -> str | None:
+def _env_problem(env: Any) -> t.Problem | None:
     if not isinstance(env, Mapping):
-        return f'must be a table of NAME = "value", got {env!r}'
+        return t.EnvNotTable(got=repr(env))
     for name, value in env.items():
         if not isinstance(name, str) or not ENV_NAME_RE.match(name):
-            return f"{name!r} is not a valid environment variable name"
+            return t.EnvBadName(got=repr(name))
         if not isinstance(value, str):
-            return f"{name}: value must be a string, got {value!r}"
+            return t.EnvValueNotText(name=name, got=repr(value))
         if "\x00" in value:
-            return f"{name}: value contains a NUL character"
+            return t.EnvValueNul(name=name)
     return None
 
 
 # --- TaskPatch → TaskSpec: what relates fields to each other ---------------------------------------
 
 
-def spec_from_patch(patch: TaskPatch, *, source: str, base: TaskSpec | None = None) -> TaskSpec:
+def spec_from_patch(patch: TaskPatch, *, source: t.Where, base: TaskSpec | None = None) -> TaskSpec:
     """The task ``patch`` makes, alone or laid over ``base`` (an edit, a schedule's overrides): the
     checks that relate fields to each other (kind vs script/argv, placeholders, ``needs``, ``window``),
     and the defaults that depend on others (kind, name). The fields' own limits were checked where the
@@ -363,25 +385,25 @@ def spec_from_patch(patch: TaskPatch, *, source: str, base: TaskSpec | None = No
         patch = TaskPatch.of(base).then(patch)
     given = patch.given()
 
-    def err(key: str, problem: str) -> TaskFileError:
-        return TaskFileError(f"{source}: key '{key}': {problem}")
+    def err(key: str, problem: t.Problem) -> TaskFileError:
+        return _bad(source, problem, key)
 
     script, argv, args = given.get("script"), given.get("argv", ()), given.get("args", ())
     kind = given.get("kind") or ("torch" if "script" in given else "command")
     if kind == "torch":
         if script is None:
-            raise err("script", "missing: a torch task needs the Python script to run")
+            raise err("script", t.NeedsScript())
         if argv:
-            raise err("argv", "not used by torch tasks: give 'script' and 'args'")
+            raise err("argv", t.TorchTakesNoArgv())
     else:
         if script is not None:
-            raise err("script", f"only torch tasks take a script; a {kind} task takes 'argv'")
+            raise err("script", t.ScriptOnlyTorch(kind=kind))
         if not argv:
-            raise err("argv", f"missing: a {kind} task needs the program and its arguments as a list")
+            raise err("argv", t.NeedsArgv(kind=kind))
         if not argv[0].strip():
-            raise err("argv", "the program name (first element) is empty")
+            raise err("argv", t.ProgramEmpty())
         if args:
-            raise err("args", f"not used by {kind} tasks: put every argument in 'argv'")
+            raise err("args", t.ArgsUnused(kind=kind))
     # Placeholders exist only in templates (vulkan tasks, recipes): a command's argv is the user's own
     # program line and may hold braces, JSON or f-strings that must reach the program verbatim.
     templated = fills_placeholders(kind, given.get("recipe"), bool(given.get("placeholders")))
@@ -389,17 +411,17 @@ def spec_from_patch(patch: TaskPatch, *, source: str, base: TaskSpec | None = No
     if templated:
         _check_placeholders(err, argv, args, out, env)
     if templated and not files and any("{file}" in t for t in (*argv, *args, out or "", *env.values())):
-        raise err("files", 'the command uses {file} but no input file is given (files = ["…"])')
+        raise err("files", t.FileWithoutFiles())
     if given.get("window") is not None:
         try:
             parse_window(given["window"])
         except ValueError as exc:
-            raise err("window", str(exc)) from None
+            raise err("window", problem_of(exc)) from None
     needs = given.get("needs", ())
     if needs:
         unknown = [n for n in needs if n.strip().lower() not in NEEDS]
         if unknown:
-            raise err("needs", f"unknown {unknown[0]!r}; known: {', '.join(sorted(NEEDS))}")
+            raise err("needs", t.UnknownNeed(got=repr(unknown[0]), known=tuple(sorted(NEEDS))))
     name = given.get("name")
     if name is None:
         if kind == "torch":
@@ -426,7 +448,7 @@ def with_memory_need(spec: TaskSpec) -> TaskSpec:
 
 
 def _check_placeholders(
-    err: Callable[[str, str], TaskFileError],
+    err: Callable[[str, t.Problem], TaskFileError],
     argv: Sequence[str],
     args: Sequence[str],
     out: str | None,
@@ -436,14 +458,10 @@ def _check_placeholders(
         for item in items:
             bad = unknown_placeholders(item)
             if bad:
-                raise err(
-                    key,
-                    f"unknown placeholder {{{bad[0]}}} in {item!r}; known: "
-                    + " ".join(f"{{{p}}}" for p in PLACEHOLDERS),
-                )
+                raise err(key, t.UnknownPlaceholder(name=bad[0], within=item, known=PLACEHOLDERS))
     if out is not None and unknown_placeholders(out):
-        raise err("out", f"unknown placeholder {{{unknown_placeholders(out)[0]}}} in {out!r}")
+        raise err("out", t.UnknownPlaceholder(name=unknown_placeholders(out)[0], within=out))
     for name, text in env.items():
         bad = unknown_placeholders(text)
         if bad:
-            raise err("env", f"{name}: unknown placeholder {{{bad[0]}}}")
+            raise err("env", t.UnknownPlaceholder(name=bad[0], variable=name))

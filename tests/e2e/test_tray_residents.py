@@ -10,9 +10,11 @@ One desktop, one owner, one story (kept to one so the suite's time stays low):
    could be freed), ComfyUI idle past its ``idle_after`` with ``"ask"`` (3.5 GiB). A job needing
    8 GiB on the 5060 Ti waits (6.5 GiB free); freeing any one of the three would let it start, and
    the smallest would be chosen — but "never" and a busy resident are not asked: the desktop is asked
-   to free ComfyUI's ("Free ComfyUI's 3.5 GiB and run train.py" / "Keep waiting"). "Free" is pressed
-   on the bus: ComfyUI's own ``POST /free`` arrives, the device's memory really drops, the job runs and
-   its reason says so; Ollama and llama-server were never called.
+   to free ComfyUI's ("Free ComfyUI's 3.5 GiB and run train.py" / "Keep waiting"), and so for a second
+   job, eval.py. "Keep waiting" is pressed for eval.py: the owner keeps it with the task, whose reason
+   says it waits by the user's choice. "Free" is pressed for train.py on the bus: ComfyUI's own
+   ``POST /free`` arrives, the device's memory really drops, the job runs and its reason says so;
+   Ollama and llama-server were never called.
 2. A real process named ``cs2`` appears on the 5060 Ti's process list: the tray's notification says
    gputray paused its jobs there, the running job is paused, the panel (opened with a click on the
    icon) shows the card "taken by cs2" and the residents' lines, every figure whole (the app's own
@@ -160,9 +162,19 @@ def test_the_tray_asks_to_free_an_idle_resident_and_shows_a_game_taking_the_gpu(
             job = cli(app, "run", "--name", "train.py", "--device", "5060ti", "--vram", "8GiB",
                       "--", sys.executable, "-c", counter)  # fmt: skip
             task_id = int(job[0]["id"])
+            later = cli(app, "run", "--name", "eval.py", "--device", "5060ti", "--vram", "8GiB",
+                        "--", sys.executable, "-c", "pass")  # fmt: skip
+            kept_id = int(later[0]["id"])
 
-            asked = daemon.next_notify()
-            assert asked["summary"] == "train.py waits for GeForce RTX 5060 Ti", asked
+            notes = {n["summary"]: n for n in (daemon.next_notify(), daemon.next_notify())}
+            keep = notes["eval.py waits for GeForce RTX 5060 Ti"]
+            daemon.press(keep["id"], "keep-waiting")
+            wait_for(
+                "eval.py's reason to say the user chose to wait",
+                lambda: "you chose to keep waiting rather than free it" in json.dumps(task(app, kept_id)),
+                20,
+            )
+            asked = notes["train.py waits for GeForce RTX 5060 Ti"]
             assert asked["actions"] == [
                 "free-resident", "Free ComfyUI's 3.5 GiB and run train.py", "keep-waiting", "Keep waiting",
             ], asked  # fmt: skip
@@ -179,10 +191,15 @@ def test_the_tray_asks_to_free_an_idle_resident_and_shows_a_game_taking_the_gpu(
             )
             assert isinstance(ran, dict)
             wait_for("the memory back", lambda: nvidia_used_gib(app) < 6.5 + 8, 20)  # its 3.5 GiB gone
-            held = {r["pid"]: r["held_bytes"] for r in cli(app, "residents")}
-            assert held[comfy.proc.pid] < GIB and held[ollama.proc.pid] > 2 * GIB, held  # only ComfyUI's
+
+            def held() -> dict[int, int]:  # as the owner's last look at the residents saw them
+                return {r["pid"]: r["held_bytes"] for r in cli(app, "residents")}
+
+            wait_for("ComfyUI's figure to drop", lambda: held()[comfy.proc.pid] < GIB, 10)
+            assert held()[ollama.proc.pid] > 2 * GIB, held()  # only ComfyUI's
             assert "held by ComfyUI (idle " in json.dumps(ran), ran  # the reason tells the story
             assert ollama.paths_called("POST") == [] and llama.paths_called("POST") == []
+            assert task(app, kept_id)["state"] == "waiting"
 
             # 2. a game takes the 5060 Ti: the job there pauses, the tray says so, both ways
             link = tmp_path / "cs2"

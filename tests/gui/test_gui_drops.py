@@ -157,3 +157,49 @@ def test_confirm_dialog_says_what_will_not_be_queued_before_anything_is(qtbot: Q
 
     out = handle_drop([str(f["png"]), str(f["py"])], recipes=recipes, submit=submit, ask=lambda p, k: choices)
     assert submitted == ["torch"] and out.task_ids == [1] and out.messages == []
+
+
+def test_a_drop_whose_recipe_makes_no_task_of_the_file_says_why_in_the_trays_language(
+    qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#31: a recipe that makes no task of one dropped file (here its memory need, per file byte, is over
+    the 1 PiB limit) was refused in the task check's English inside the Japanese tray. The in-process
+    owner's refusal carries the code; the drop words it in the language shown."""
+    from real_owner import home_paths, running_owner
+
+    from gputray.gui.i18n import install_language
+    from gputray.scheduler import protocol as rq
+
+    paths = home_paths(tmp_path, monkeypatch)
+    paths.config_dir.mkdir(parents=True, exist_ok=True)
+    (paths.config_dir / "recipes.toml").write_text(
+        '[[recipe]]\nname = "huge"\npatterns = ["*.bin"]\nargv = ["true", "{file}"]\n'
+        "vram_per_file_byte = 1e15\n",
+        encoding="utf-8",
+    )
+    dropped = tmp_path / "weights.bin"
+    dropped.write_bytes(b"12")
+    with running_owner(paths) as owner:
+
+        def submit(files: list[str], recipe: str | None, overrides: TaskPatch) -> list[Any]:
+            reply = owner.handle(rq.SubmitFiles(files=files, recipe=recipe, overrides=overrides))
+            return [t.id for t in reply.tasks]
+
+        said = {}
+        try:
+            for language in ("en", "ja"):
+                assert install_language(language)
+                out = handle_drop([str(dropped)], recipes=load_recipes(), submit=submit, ask=None, state=None)
+                assert out.task_ids == [] and len(out.messages) == 1
+                said[language] = out.messages[0]
+        finally:
+            install_language("en")
+        assert owner.handle(rq.Queue()).tasks == ()  # nothing was queued
+    assert said["en"] == (
+        "recipe 'huge' for weights.bin: key 'vram': a size must be between 0 and 1 PiB "
+        "(1125899906842624 bytes), got 2e+15"
+    )
+    assert said["ja"] == (
+        "weights.bin へのレシピ「huge」: キー 'vram': サイズは 0 から 1 PiB（1125899906842624 バイト）"
+        "までにしてください（値: 2e+15）"
+    )

@@ -268,8 +268,9 @@ def test_keep_waiting_is_not_asked_again_and_a_question_goes_when_its_task_does(
     qtbot: QtBot, tmp_path: Path, gputray_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With the stand-in notification daemon on a private bus: "Keep waiting" asks the resident nothing
-    and the task is not asked about again; a question left unanswered is taken off the desktop when its
-    task is cancelled."""
+    and the task is not asked about again — the owner keeps the answer with the task
+    (``kept_residents``), so a restarted tray (and its owner) does not ask either; a question left
+    unanswered is taken off the desktop when its task is cancelled."""
     import shutil
 
     from resident_stubs import resident
@@ -300,11 +301,18 @@ def test_keep_waiting_is_not_asked_again_and_a_question_goes_when_its_task_does(
     try:
         daemon = NotificationDaemon(proc)
         with resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama:
-            app = TrayApp(build_parser().parse_args(["--demo-scenario", str(quiet)]), tray_available=False)
-            app.start()
-            try:
+
+            def started() -> TrayApp:
+                app = TrayApp(
+                    build_parser().parse_args(["--demo-scenario", str(quiet)]), tray_available=False
+                )
+                app.start()
                 qtbot.waitUntil(lambda: app.owner is not None and app.latest is not None, timeout=30_000)
                 qtbot.waitUntil(lambda: holds_on_5060(app, 12), timeout=30_000)
+                return app
+
+            app = started()
+            try:
 
                 def waiting(name: str) -> int:
                     overrides = TaskPatch(device_prefs=("5060ti",), vram_bytes=8 * GIB)
@@ -318,16 +326,30 @@ def test_keep_waiting_is_not_asked_again_and_a_question_goes_when_its_task_does(
                 asked = daemon.next_call(qtbot)
                 assert asked["summary"] == "train.py waits for GeForce RTX 5060 Ti", asked
                 daemon.press(asked["id"], "keep-waiting")
-                qtbot.waitUntil(lambda: first in app.room_prompts.settled, timeout=10_000)
+                qtbot.waitUntil(lambda: (first, ollama.proc.pid) in app.room_prompts.settled, timeout=10_000)
+                got = app.request(rq.Get(id=first))
+                assert got is not None and got.spec is not None and got.spec.kept_residents == ("Ollama",)
                 second = waiting("finetune.py")  # the next task is asked; the first is not again
                 asked = daemon.next_call(qtbot)
                 assert asked["summary"] == "finetune.py waits for GeForce RTX 5060 Ti", asked
                 app.cancel([second])
                 assert daemon.next_call(qtbot, "closed") == asked["id"]
                 assert daemon.calls_so_far() == []
+                app.shutdown()
+                app.panel.hide()
+                app = started()  # a new tray and owner, the same queue: "Keep waiting" was the task's
+                third = waiting("eval.py")  # asked, after the first (higher in the queue) had its chance
+                asked = daemon.next_call(qtbot)
+                assert asked["summary"] == "eval.py waits for GeForce RTX 5060 Ti", asked
+                assert app.room is not None and [q.task_id for q in app.room.questions] == [third]
                 assert ollama.paths_called("POST") == []  # nothing was asked of the resident
-                got = app.request(rq.Get(id=first))
-                assert got is not None and got.task.state == "waiting"
+                from gputray.scheduler.reasons.render import render
+
+                def reason(task_id: int) -> str:
+                    got = app.request(rq.Get(id=task_id))
+                    return render(got.task.reason) if got is not None and got.task.reason else ""
+
+                qtbot.waitUntil(lambda: "you chose to keep waiting rather than free it" in reason(first))
             finally:
                 app.shutdown()
                 app.panel.hide()
@@ -397,5 +419,60 @@ def test_a_long_resident_name_does_not_widen_the_panel_with_the_room_bar(qtbot: 
     assert panel.width() == width  # it grew by 150 px: the Free button held the whole name
     assert "my-very-own-inf…" in panel.room_bar.free_button.text()
     assert mine.name in panel.room_bar.free_button.toolTip()
+    report = audit(panel)
+    assert report.problems == [], [str(p) for p in report.problems]
+
+
+def test_the_room_bar_shows_every_standing_question_one_click_apart(qtbot: QtBot, language: str) -> None:
+    """Several questions stand (three waiting tasks, two idle residents): the bar shows one with "1 of 3"
+    and arrows to the others, every figure whole; answering one shows the next still standing."""
+    from PySide6.QtCore import Qt
+
+    model = QueueModel()
+    names = {7: "train.py", 8: "finetune.py", 9: "eval.py"}
+    model.apply(
+        tuple(TaskView(id=i, name=n, state="waiting", submitted_at=NOW - 60) for i, n in names.items())
+    )
+    panel = Panel(model, demo=True)
+    qtbot.addWidget(panel)
+    panel.update_snapshot(snapshot())
+    panel.show_at(ANCHOR)
+    idle_ollama = dataclasses.replace(OLLAMA, busy=False, idle_since_s=NOW - 5 * 60)
+    questions = (
+        RoomQuestion(task_id=7, task_name="train.py", device=KEY_5060, resident=COMFY),
+        RoomQuestion(task_id=8, task_name="finetune.py", device=KEY_5060, resident=idle_ollama),
+        RoomQuestion(task_id=9, task_name="eval.py", device=KEY_5060, resident=COMFY),
+    )
+    panel.set_room(room(COMFY, idle_ollama, questions=questions))
+    bar = panel.room_bar
+    qtbot.waitUntil(bar.isVisible, timeout=5000)
+    of = {"en": "{i} of {n}", "ja": "{n} 件中 {i} 件目"}[language]
+    free = {"en": "Free {r}'s {gib} GiB and run {t}", "ja": "{r} の {gib} GiB を解放して {t} を実行"}[
+        language
+    ]
+
+    def shown() -> tuple[str, str, str]:
+        return bar.position.text(), bar.free_button.text(), bar.resident_row.name_label.text()
+
+    assert shown() == (of.format(i=1, n=3), free.format(r="ComfyUI", gib="9.8", t="train.py"), "ComfyUI")
+    assert bar.previous_button.isVisible() and bar.next_button.isVisible()
+    report = audit(panel)
+    assert report.problems == [], [str(p) for p in report.problems]
+    assert report.primary >= 6 + 1 + 1 + 1  # the cards', the card's resident's, the bar's and "1 of 3"
+    qtbot.mouseClick(bar.next_button, Qt.MouseButton.LeftButton)
+    assert shown() == (of.format(i=2, n=3), free.format(r="Ollama", gib="6.0", t="finetune.py"), "Ollama")
+    qtbot.mouseClick(bar.previous_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(bar.previous_button, Qt.MouseButton.LeftButton)  # round the start: the last
+    assert shown() == (of.format(i=3, n=3), free.format(r="ComfyUI", gib="9.8", t="eval.py"), "ComfyUI")
+    with qtbot.waitSignal(panel.room_answered) as answered:
+        qtbot.mouseClick(bar.keep_button, Qt.MouseButton.LeftButton)
+    assert answered.args[1] == questions[2]
+    assert shown()[0] == of.format(i=2, n=2)  # the one before it, now last
+    assert bar.question == questions[1]
+    panel.set_room(room(COMFY, idle_ollama, questions=questions))  # the owner lists it a moment longer
+    assert bar.question == questions[1] and shown()[0] == of.format(i=2, n=2)
+    panel.set_room(room(COMFY, idle_ollama, questions=questions[:1]))  # one left: no arrows, no "1 of 1"
+    assert bar.question == questions[0]
+    assert not bar.position.isVisible() and not bar.next_button.isVisible()
     report = audit(panel)
     assert report.problems == [], [str(p) for p in report.problems]

@@ -249,3 +249,31 @@ def test_a_broken_recipes_file_is_said_in_the_settings_language(qtbot: QtBot, gp
             assert dialog.recipes_list.item(0).text().startswith(shown), dialog.recipes_list.item(0).text()
     finally:
         install_language("en")
+
+
+def test_a_recipe_whose_task_keys_make_no_task_is_said_in_the_settings_language(
+    qtbot: QtBot, gputray_home: Path
+) -> None:
+    """#31: what a recipe's task keys got wrong was the task check's English inside the Japanese settings
+    (``RecipeBadTask.problem``); it is a code now, worded with the rest of the line."""
+    recipes = app_paths().config_dir / "recipes.toml"
+    recipes.parent.mkdir(parents=True, exist_ok=True)
+    recipes.write_text(
+        '[[recipe]]\nname = "mine"\npatterns = ["*.x"]\nargv = ["t", "{file}"]\nretries = -1\n',
+        encoding="utf-8",
+    )
+    try:
+        for language, shown in [
+            ("en", f"Recipes could not be read: {recipes}: recipe 'mine': "),
+            ("ja", f"レシピを読めませんでした: {recipes}: レシピ「mine」: "),
+        ]:
+            assert install_language(language)
+            dialog = SettingsDialog(None, read_config())
+            qtbot.addWidget(dialog)
+            problem = {
+                "en": "key 'retries': must be at least 0, got -1",
+                "ja": "キー 'retries': 0 以上にしてください（値: -1）",
+            }
+            assert dialog.recipes_list.item(0).text() == shown + problem[language]
+    finally:
+        install_language("en")

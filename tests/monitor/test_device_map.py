@@ -29,6 +29,8 @@ from gputray.monitor.device_map import (
 )
 from gputray.monitor.records import DeviceInfo
 from gputray.monitor.vulkan import VulkanDevice, VulkanEnumeration
+from gputray.monitor.vulkan_why import NoLoader, NoMatch, SecondDriver, SoftwareRenderer
+from gputray.scheduler.reasons.render import render
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amdgpu-sysfs"
 
@@ -95,7 +97,7 @@ def test_both_device_orders_map_to_the_right_keys(order: tuple[VulkanDevice, ...
             assert (m.key, m.status, m.method) == (KEY_780M, "mapped", "pci-bus-info")
         else:
             assert (m.key, m.status) == (None, "unmapped")
-            assert m.note is not None and "software renderer" in m.note
+            assert m.note == SoftwareRenderer()
     assert by_index[2].device.name.startswith("llvmpipe")
 
 
@@ -123,7 +125,7 @@ def test_nvidia_without_pci_bus_info_needs_the_nvml_uuid() -> None:
     assert (m.key, m.method) == (KEY_5060, "uuid")
     (m,) = map_vulkan_devices((bare,), ())
     assert m.status == "unmapped" and m.key is None
-    assert m.note is not None and "no GPU list" in m.note
+    assert m.note == NoMatch(no_gpus=True)
 
 
 def test_uuid_wins_over_a_disagreeing_pci_address() -> None:
@@ -149,7 +151,10 @@ def test_second_driver_for_the_same_gpu_is_marked_duplicate() -> None:
     assert [m.status for m in mappings] == ["mapped", "mapped", "duplicate", "unmapped"]
     dup = mappings[2]
     assert dup.key == KEY_780M
-    assert dup.note is not None and "same GPU as Vulkan device 1 (radv)" in dup.note
+    assert dup.note == SecondDriver(first_index=1, first_driver="radv", driver="AMD open-source driver")
+    assert render(dup.note) == (
+        "same GPU as Vulkan device 1 (radv): a second driver (AMD open-source driver) for it"
+    )
 
 
 def test_pci_id_fallback_only_when_unambiguous() -> None:
@@ -211,7 +216,7 @@ def test_vulkan_not_available_gives_no_index() -> None:
     clear_cache()
 
     def nothing(env: Mapping[str, str]) -> VulkanEnumeration:
-        return VulkanEnumeration(reason="Vulkan not available: no Vulkan loader could be loaded")
+        return VulkanEnumeration(why=NoLoader(tried=("libvulkan.so.1: cannot open shared object file",)))
 
     assert vulkan_index_for(KEY_5060, {"PATH": "/nowhere"}, KNOWN, enumerate_fn=nothing) is None
 

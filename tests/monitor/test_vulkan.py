@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from waiting import wait_for
 
-from gputray.monitor import vulkan, vulkan_layouts
+from gputray.monitor import vulkan, vulkan_layouts, vulkan_why
 from gputray.monitor.vulkan import (
     VulkanDevice,
     VulkanEnumeration,
@@ -26,6 +26,7 @@ from gputray.monitor.vulkan import (
     parse_uuid,
     to_json,
 )
+from gputray.scheduler.reasons.render import render
 
 LVP_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 
@@ -62,7 +63,7 @@ def test_struct_layouts_match_vulkan_core_h() -> None:
 @needs_lavapipe
 def test_lavapipe_enumerates_like_vulkaninfo() -> None:
     enum = enumerate_devices()
-    assert enum.available, enum.reason
+    assert enum.available, enum.why
     lvp = [d for d in enum.devices if d.driver_name == "llvmpipe"]
     assert lvp, enum
     dev = lvp[0]
@@ -133,7 +134,7 @@ def test_job_environment_reaches_the_enumeration() -> None:
     # lavapipe names itself after its vector width, which LP_NATIVE_VECTOR_WIDTH sets.
     env = {**os.environ, "LP_NATIVE_VECTOR_WIDTH": "128", "VK_ICD_FILENAMES": str(LVP_ICD)}
     enum = enumerate_devices(env)
-    assert enum.available, enum.reason
+    assert enum.available, enum.why
     assert [d.name for d in enum.devices] == [enum.devices[0].name]
     assert "128 bits" in enum.devices[0].name
 
@@ -144,15 +145,15 @@ def test_driver_list_from_environment_changes_indices(tmp_path: Path) -> None:
     second = tmp_path / "second icd ü.json"
     second.write_text(LVP_ICD.read_text())
     two = enumerate_devices({**os.environ, "VK_ICD_FILENAMES": f"{LVP_ICD}{os.pathsep}{second}"})
-    assert two.available, two.reason
+    assert two.available, two.why
     assert [d.index for d in two.devices] == [0, 1]
     assert {d.driver_name for d in two.devices} == {"llvmpipe"}
 
     none = enumerate_devices({**os.environ, "VK_DRIVER_FILES": str(tmp_path / "missing.json")})
     assert not none.available
     assert none.devices == ()
-    assert none.reason is not None and none.reason.startswith("Vulkan not available")
-    assert "ICD" in none.reason
+    assert isinstance(none.why, vulkan_why.CallFailed) and none.why.no_driver, none.why
+    assert render(none.why).startswith("Vulkan not available") and "ICD" in render(none.why)
 
 
 @needs_lavapipe
@@ -162,7 +163,7 @@ def test_driver_list_from_environment_changes_indices(tmp_path: Path) -> None:
 )
 def test_device_select_layer_settings_still_enumerate(extra: dict[str, str]) -> None:
     enum = enumerate_devices({**os.environ, "VK_ICD_FILENAMES": str(LVP_ICD), **extra})
-    assert enum.available, enum.reason
+    assert enum.available, enum.why
     assert enum.devices[0].driver_name == "llvmpipe"
 
 
@@ -172,16 +173,16 @@ def test_device_select_list_mode_gives_a_reason() -> None:
     if enum.available:  # older/newer device-select layers may not exit in list mode
         assert enum.devices
     else:
-        assert enum.reason is not None and "MESA_VK_DEVICE_SELECT=list" in enum.reason
+        assert enum.why is not None and "MESA_VK_DEVICE_SELECT=list" in render(enum.why)
 
 
 def test_no_loader_gives_a_clear_reason_not_a_traceback(tmp_path: Path) -> None:
     enum = enumerate_devices({**os.environ, vulkan.LOADER_ENV: str(tmp_path / "libvulkan.so.1")})
     assert not enum.available
     assert enum.devices == ()
-    assert enum.reason is not None
-    assert enum.reason.startswith("Vulkan not available: no Vulkan loader could be loaded")
-    assert "Traceback" not in enum.reason
+    assert isinstance(enum.why, vulkan_why.NoLoader), enum.why
+    assert render(enum.why).startswith("Vulkan not available: no Vulkan loader could be loaded")
+    assert "Traceback" not in render(enum.why)
 
 
 def _script(tmp_path: Path, body: str) -> str:
@@ -197,7 +198,8 @@ def test_hanging_worker_is_killed_with_its_children(tmp_path: Path) -> None:
     python = _script(tmp_path, f'sleep 300 &\necho $! > "{pid_file}"\nwait\n')
     enum = enumerate_devices(timeout_s=1.0, python=python)
     assert not enum.available
-    assert enum.reason is not None and "hung for 1 s and was killed" in enum.reason
+    assert enum.why == vulkan_why.WorkerHung(timeout_s=1.0)
+    assert "hung for 1 s and was killed" in render(enum.why)
     child = int(pid_file.read_text())
     # The grandchild was in the worker's process group and got SIGKILL too (it may linger as a zombie
     # of init for a moment, so look at its state rather than its existence). On a loaded machine it
@@ -220,11 +222,11 @@ def test_a_worker_whose_child_keeps_its_pipes_open_is_read_when_it_exits(tmp_pat
     result counts. Before: the parent waited for the pipes' end and, at the timeout, reported the
     enumeration as hung (the Wine test `test_devices_lists_lavapipe_through_wines_vulkan` failed so)."""
     pid_file = tmp_path / "child.pid"
-    result = '{"reason": null, "instance_version": "1.3.0", "devices": []}'
+    result = '{"why": null, "instance_version": "1.3.0", "devices": []}'
     python = _script(tmp_path, f"sleep 300 &\necho $! > \"{pid_file}\"\necho '{result}'\n")
     try:
         enum = enumerate_devices(timeout_s=20.0, python=python)
-        assert enum.reason is None and enum.instance_version == "1.3.0", enum
+        assert enum.why is None and enum.instance_version == "1.3.0", enum
     finally:
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
@@ -234,16 +236,16 @@ def test_crashing_worker_reports_the_signal(tmp_path: Path) -> None:
     python = _script(tmp_path, "echo 'radv: fatal' >&2\nkill -SEGV $$\n")
     enum = enumerate_devices(python=python)
     assert not enum.available
-    assert enum.reason is not None
-    assert "killed by signal 11" in enum.reason
-    assert "radv: fatal" in enum.reason
+    assert enum.why == vulkan_why.WorkerDied(signal=11, stderr=("radv: fatal",))
+    assert "killed by signal 11" in render(enum.why) and "radv: fatal" in render(enum.why)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script")
 def test_garbage_output_is_a_reason(tmp_path: Path) -> None:
     enum = enumerate_devices(python=_script(tmp_path, "echo 'not json'\n"))
     assert not enum.available
-    assert enum.reason is not None and "unreadable" in enum.reason
+    assert isinstance(enum.why, vulkan_why.UnreadableResult), enum.why
+    assert "unreadable" in render(enum.why)
 
 
 def test_json_round_trip_and_validation() -> None:
@@ -287,7 +289,7 @@ def test_jobs_python_variables_do_not_break_the_worker(tmp_path: Path) -> None:
         "VK_ICD_FILENAMES": str(LVP_ICD),
     }
     enum = enumerate_devices(env)
-    assert enum.available, enum.reason
+    assert enum.available, enum.why
     assert enum.devices[0].driver_name == "llvmpipe"
 
 
@@ -325,7 +327,7 @@ def test_reordering_environment_changes_indices_like_vulkaninfo(tmp_path: Path) 
     for order in orders:
         env = {**os.environ, "VK_ICD_FILENAMES": order}
         enum = enumerate_devices(env)
-        assert enum.available, enum.reason
+        assert enum.available, enum.why
         names = [d.name.split(" ")[0] for d in sorted(enum.devices, key=lambda d: d.index)]
         assert sorted(names) == ["llvmpipX", "llvmpipe"]
         seen.append(names)
@@ -337,3 +339,26 @@ def test_reordering_environment_changes_indices_like_vulkaninfo(tmp_path: Path) 
             listed = re.findall(r"deviceName\s+= (\S+)", out)
             assert listed == names  # our index i is vulkaninfo's GPUi in the same environment
     assert seen[0] == list(reversed(seen[1]))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell script")
+def test_why_there_is_no_list_is_a_code_worded_in_english_and_in_japanese(tmp_path: Path) -> None:
+    """#31: the enumeration's reasons were English only. The worker's (no loader) crosses its JSON as a
+    code, the parent's (a worker that died) is one too; the loader's and the driver's own words are kept as
+    written inside them, in either language."""
+    missing = tmp_path / "libvulkan.so.1"
+    enum = enumerate_devices({**os.environ, vulkan.LOADER_ENV: str(missing)})
+    assert isinstance(enum.why, vulkan_why.NoLoader) and enum.why.tried[0].startswith(f"{missing}: ")
+    ja = render(enum.why, "ja")
+    assert ja.startswith(f"Vulkan を使えません: Vulkan ローダーを読み込めませんでした（{missing}: "), ja
+    died = enumerate_devices(python=_script(tmp_path, "echo 'radv: fatal' >&2\nexit 3\n"))
+    assert died.why == vulkan_why.WorkerDied(status=3, stderr=("radv: fatal",))
+    assert (
+        render(died.why) == "Vulkan enumeration exited with status 3 (a broken Vulkan driver?): radv: fatal"
+    )
+    assert render(died.why, "ja") == (
+        "Vulkan の列挙が終了コード 3 で終了しました（Vulkan ドライバーの不具合かもしれません）: radv: fatal"
+    )
+    garbage = enumerate_devices(python=_script(tmp_path, 'echo \'{"why": {"code": "FromANewerOne"}}\'\n'))
+    assert isinstance(garbage.why, vulkan_why.UnreadableResult), garbage.why  # a code it does not know
+    assert not re.search(r"\(.*\(", render(garbage.why)), render(garbage.why)  # English brackets never nest

@@ -293,6 +293,11 @@ def test_a_log_cap_gputray_cannot_use_is_named_and_the_default_kept(tmp_path: Pa
     assert config.logs.max_bytes == 1 << 30
     assert [p.key for p in config.problems] == ["logs.max_size"]
     assert f"logs.max_size = {value} is not" in config.problems[0].message
+    from gputray.scheduler.reasons.render import render  # the tray's banner words it in its language
+
+    said = config.problems[0].said
+    assert said is not None and render(said) == config.problems[0].message
+    assert f"logs.max_size = {value} は" in render(said, "ja")
 
 
 def test_a_log_cap_is_read_as_a_size() -> None:

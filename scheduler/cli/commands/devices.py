@@ -18,6 +18,7 @@ from gputray.monitor.records import DeviceInfo
 from gputray.monitor.scenario import ScenarioError
 from gputray.monitor.units import DASH
 from gputray.monitor.vulkan import DEFAULT_TIMEOUT_S, VulkanEnumeration, enumerate_devices
+from gputray.monitor.vulkan_why import MappingWhy, NotEnumerated, VulkanWhy
 from gputray.scheduler import protocol as rq
 from gputray.scheduler.cli.commands.common import (
     EXIT_REFUSED,
@@ -73,6 +74,17 @@ def _monitor_devices(args: argparse.Namespace, notes: list[str]) -> list[DeviceI
     return [r.info for r in snapshot.readings if r.info.kind != "cpu"]
 
 
+def _why(why: VulkanWhy | MappingWhy | None) -> tuple[str | None, Any]:
+    """A Vulkan reason for the document: its English words (``reason``) and its code (``reason_code``)."""
+    if why is None:
+        return None, None
+    import msgspec
+
+    from gputray.scheduler.reasons.render import render
+
+    return render(why), msgspec.to_builtins(why)
+
+
 def _vendor_of(vendor_id: int | None) -> str:
     return VENDOR_BY_PCI.get(vendor_id or 0, "other")
 
@@ -112,7 +124,8 @@ def build_document(
     demo: bool = False,
     notes: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The ``--json`` document. Pure apart from reading ``sysfs_root``; the text view renders it."""
+    """The ``--json`` document. Pure apart from reading ``sysfs_root``; the text view renders it. Each
+    Vulkan reason is there in English (``reason``) and as its code (``reason_code``, ``vulkan_why``)."""
     mappings: tuple[VulkanMapping, ...] = map_vulkan_devices(vulkan.devices, known) if vulkan else ()
     kfd = {} if demo else {g.key: g for g in kfd_gpus(sysfs_root)}
     drm = {} if demo else drm_nodes(sysfs_root)
@@ -166,6 +179,7 @@ def build_document(
     unmapped: list[dict[str, Any]] = []
     for m in mappings:
         dev = m.device
+        reason, reason_code = _why(m.note)
         if m.key is None:
             unmapped.append(
                 {
@@ -176,14 +190,15 @@ def build_document(
                     "vendor_id": dev.vendor_id,
                     "device_id": dev.device_id,
                     "uuid": dev.uuid,
-                    "reason": m.note,
+                    "reason": reason,
+                    "reason_code": reason_code,
                 }
             )
             continue
         r = row(m.key)
         if m.status == "duplicate":
             r["vulkan_other_indices"].append(
-                {"index": dev.index, "driver": dev.driver_name, "reason": m.note}
+                {"index": dev.index, "driver": dev.driver_name, "reason": reason, "reason_code": reason_code}
             )
             continue
         r.update(vulkan_index=dev.index, vulkan_name=dev.name, vulkan_driver=dev.driver_name)
@@ -207,11 +222,19 @@ def build_document(
 
     vulkan_doc: dict[str, Any]
     if vulkan is None:
-        vulkan_doc = {"available": False, "reason": "not enumerated in demo mode", "instance_version": None}
+        reason, reason_code = _why(NotEnumerated())
+        vulkan_doc = {
+            "available": False,
+            "reason": reason,
+            "reason_code": reason_code,
+            "instance_version": None,
+        }
     else:
+        reason, reason_code = _why(vulkan.why)
         vulkan_doc = {
             "available": vulkan.available,
-            "reason": vulkan.reason,
+            "reason": reason,
+            "reason_code": reason_code,
             "instance_version": vulkan.instance_version,
             "device_count": len(vulkan.devices),
         }

@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="change a task that has not started",
         description=(
             "Change where, when and how a queued or waiting task runs: the options are those of "
-            "`gputray run`/`submit` (--env adds variables; `none` clears --at, --window and --after). "
+            "`gputray run`/`submit` (--env adds variables, --keep-waiting adds residents; `none` clears "
+            "--at, --window, --after and --keep-waiting). "
             "A running or ended task is refused with the reason."
         ),
     )
@@ -52,7 +53,8 @@ def _cmd_edit(args: argparse.Namespace) -> int:
         changes = changes.then(named(args.name))
     if not changes.given():
         raise UsageError(
-            "nothing to change: give --priority, --device, --at, --name, --decline-offer … (see --help)"
+            "nothing to change: give --priority, --device, --at, --name, --decline-offer, --keep-waiting … "
+            "(see --help)"
         )
     _print_task(ask(rq.Edit(id=args.id, changes=changes)).task, args.json)
     return 0

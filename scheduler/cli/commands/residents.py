@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Ask a resident to let go of its GPU memory through its own API (Ollama keep_alive 0, "
             "ComfyUI /free, llama-swap /unload, llama-server's router /models/unload, lms unload). It "
             "is never killed, and never asked while it serves a request. A task waiting for that memory "
-            "starts once the device's used memory has dropped."
+            "starts once the device's used memory has dropped. To keep a task waiting instead, and be "
+            'asked no more about that resident for it (the tray\'s "Keep waiting"): '
+            "`gputray edit ID --keep-waiting NAME`."
         ),
     )
     p.add_argument(

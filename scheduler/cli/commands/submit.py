@@ -127,9 +127,11 @@ def patch_from_args(
                 raise UsageError(o.refused.format(value=given)) from None
             if key.whole is not None:
                 raise UsageError(f"{o.flag} must be between {key.whole[0]} and {key.whole[1]}") from None
+            from gputray.scheduler.reasons.render import render
             from gputray.scheduler.tasks.taskfile import value_problem
 
-            raise UsageError(f"{o.flag} {value_problem(key.field, value) or 'is out of range'}") from None
+            problem = value_problem(key.field, value)  # a code: its English, as the option's words
+            raise UsageError(f"{o.flag} {render(problem) if problem else 'is out of range'}") from None
         out[key.field] = value
     if out.get("after_any") and "after" not in out and not editing:
         raise UsageError("--after-any goes with --after ID[,ID...]")

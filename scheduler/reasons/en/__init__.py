@@ -20,5 +20,6 @@ from gputray.scheduler.reasons.en import (  # noqa: F401  (each registers its wo
     refusals,
     residents,
     submit,
+    taskfile,
 )
 from gputray.scheduler.reasons.en.common import EN as EN

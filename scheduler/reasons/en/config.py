@@ -86,3 +86,11 @@ def _env_tables(r: k.EnvNotTables, s: Say) -> str:
 @says(k.EnvNamedTwice)
 def _env_twice(r: k.EnvNamedTwice, s: Say) -> str:
     return f"{r.source}: two environments are named {r.name!r}; names must be unique"
+
+
+@says(k.BadLogSize)
+def _bad_log_size(r: k.BadLogSize, s: Say) -> str:
+    return (
+        f"{r.source}: logs.max_size = {r.value} is not a size of at least 64 KiB "
+        f'(like "1GiB", "500MB" or a number of bytes); using "{r.default}"'
+    )

@@ -181,4 +181,7 @@ def _unreadable(r: c.RecordUnreadable, s: Say) -> str:
 
 @says(c.Unplannable)
 def _unplannable(r: c.Unplannable, s: Say) -> str:
-    return f"cannot be planned: {r.problem}"
+    if r.which is None:
+        return f"cannot be planned: {s.text(r.problem)}"
+    which = "its start time" if r.which == "start" else "its retry"
+    return f"cannot be planned: {which} must be a date between the years 1970 and 9999"

@@ -3,14 +3,17 @@ what a backend says about a device it cannot read, or reads only in part (``Samp
 of ``SampleWhy``) and about itself (``BackendNote``), and words kept as written. A library's or the OS's
 own error text inside a backend's reason is shown as written (``Say.text``). Inside a task's reason
 ("unavailable: …" while it waited) a backend's reason reads in the past once the task has ended, and it
-brackets nothing: a task's reason may put it in brackets of its own. (One module with the verdicts: the
-command line loads every area when it words a reason, and each module costs it an import.)"""
+brackets nothing: a task's reason may put it in brackets of its own. The Vulkan enumeration's reasons
+(``monitor/vulkan_why``: why no device list, why a Vulkan device is not one of the GPUs) are worded at
+the end, as ``gputray devices`` has always said them. (One module with the verdicts: the command line
+loads every area when it words a reason, and each module costs it an import.)"""
 
 from __future__ import annotations
 
 from gputray.monitor import busy_why as b
+from gputray.monitor import vulkan_why as v
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.en.common import EN, _pct, _who
+from gputray.scheduler.reasons.en.common import EN, _aside, _pct, _who
 from gputray.scheduler.reasons.say import Say
 
 says = EN.says
@@ -297,3 +300,96 @@ def _crashed(r: b.BackendCrashed, s: Say) -> str:
 @says(b.BackendNote)
 def _note(r: b.BackendNote, s: Say) -> str:
     return f"{r.backend}: {s(r.why)}"
+
+
+# -- the Vulkan enumeration (``monitor/vulkan_why``) ------------------------------------------------
+
+_LACKS = {
+    "vkGetInstanceProcAddr": "the loader library has no vkGetInstanceProcAddr",
+    "vkCreateInstance": "the loader has no vkCreateInstance",
+    "physical-device": "the loader lacks a physical-device entry point",
+}
+
+
+def _stderr(lines: tuple[str, ...], s: Say) -> str:
+    """The worker's last lines on stderr (a driver's words, as written) after what happened."""
+    return (": " + " | ".join(s.text(line) for line in lines)) if lines else ""
+
+
+@says(v.NoLoader)
+def _no_loader(r: v.NoLoader, s: Say) -> str:
+    tried = "; ".join(s.text(t) for t in r.tried)
+    return f"Vulkan not available: no Vulkan loader could be loaded ({tried})"
+
+
+@says(v.LoaderLacks)
+def _loader_lacks(r: v.LoaderLacks, s: Say) -> str:
+    return f"Vulkan not available: {_LACKS[r.entry]}"
+
+
+@says(v.OldLoader)
+def _old_loader(r: v.OldLoader, s: Say) -> str:
+    return "Vulkan not available: the loader is Vulkan 1.0 without VK_KHR_get_physical_device_properties2"
+
+
+@says(v.CallFailed)
+def _call_failed(r: v.CallFailed, s: Say) -> str:
+    hint = " (no Vulkan driver/ICD found)" if r.no_driver else ""
+    return f"Vulkan not available: {r.call} failed with {r.result}{hint}"
+
+
+@says(v.WorkerNotStarted)
+def _worker_not_started(r: v.WorkerNotStarted, s: Say) -> str:
+    return f"Vulkan enumeration could not start {r.program}: {s.text(r.error)}"
+
+
+@says(v.WorkerHung)
+def _worker_hung(r: v.WorkerHung, s: Say) -> str:
+    return f"Vulkan enumeration hung for {r.timeout_s:g} s and was killed (a broken Vulkan driver?)"
+
+
+@says(v.WorkerDied)
+def _worker_died(r: v.WorkerDied, s: Say) -> str:
+    how = f"was killed by signal {r.signal}" if r.signal is not None else f"exited with status {r.status}"
+    return f"Vulkan enumeration {how} (a broken Vulkan driver?){_stderr(r.stderr, s)}"
+
+
+@says(v.NoResult)
+def _no_result(r: v.NoResult, s: Say) -> str:
+    hint = ""
+    if r.list_mode:
+        hint = " (MESA_VK_DEVICE_SELECT=list makes Mesa's device-select layer list devices and exit)"
+    return f"Vulkan enumeration exited without a result{hint}{_stderr(r.stderr, s)}"
+
+
+@says(v.UnreadableResult)
+def _unreadable_result(r: v.UnreadableResult, s: Say) -> str:
+    return f"Vulkan enumeration printed something unreadable{_aside(s.text(r.error))}{_stderr(r.stderr, s)}"
+
+
+@says(v.NotEnumerated)
+def _not_enumerated(r: v.NotEnumerated, s: Say) -> str:
+    return "not enumerated in demo mode"
+
+
+@says(v.BacksSimulated)
+def _backs_simulated(r: v.BacksSimulated, s: Say) -> str:
+    return f"backs the simulated {r.device} (the demo scenario's [[vulkan]])"
+
+
+@says(v.SoftwareRenderer)
+def _software_renderer(r: v.SoftwareRenderer, s: Say) -> str:
+    return "software renderer on the CPU, not a GPU"
+
+
+@says(v.NoMatch)
+def _no_match(r: v.NoMatch, s: Say) -> str:
+    more = " (no GPU list to match against)" if r.no_gpus else ""
+    return f"no PCI address, and its UUID matches no known GPU{more}"
+
+
+@says(v.SecondDriver)
+def _second_driver(r: v.SecondDriver, s: Say) -> str:
+    return (
+        f"same GPU as Vulkan device {r.first_index} ({r.first_driver}): a second driver ({r.driver}) for it"
+    )

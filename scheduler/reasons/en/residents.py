@@ -27,6 +27,12 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
             command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"
             return f"{r.resident} holds {held}; from {when}, {command} frees it for this task"
         return f"{r.resident} holds {held}; to be asked to free it for this task at {when}"
+    if r.step == "kept":  # the user's "Keep waiting": no idle time, the same words at every look
+        command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"
+        if s.finished:
+            return f"{r.resident} held {held}; you chose to keep waiting rather than free it for this task"
+        chose = f"{r.resident} holds {held}; you chose to keep waiting rather than free it for this task"
+        return f"{chose} ({command} still frees it)"
     if r.step == "asked":
         return f"asked {r.resident} ({idle}) to free {held}"
     if r.step == "freed":

@@ -141,4 +141,4 @@ def _recipe_unknown_key(r: u.RecipeUnknownKey, s: Say) -> str:
 
 @says(u.RecipeBadTask)
 def _recipe_bad_task(r: u.RecipeBadTask, s: Say) -> str:
-    return f"{r.path}: recipe '{r.recipe}': {r.problem}"
+    return f"{r.path}: recipe '{r.recipe}': {s(r.problem)}"

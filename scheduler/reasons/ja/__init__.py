@@ -24,5 +24,6 @@ from gputray.scheduler.reasons.ja import (  # noqa: F401  (each registers its wo
     refusals,
     residents,
     submit,
+    taskfile,
 )
 from gputray.scheduler.reasons.ja.common import JA as JA

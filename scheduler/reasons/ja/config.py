@@ -96,3 +96,11 @@ def _env_tables(r: k.EnvNotTables, s: Say) -> str:
 @says(k.EnvNamedTwice)
 def _env_twice(r: k.EnvNamedTwice, s: Say) -> str:
     return f"{r.source}: 「{r.name}」という名前の環境が 2 つあります。名前は重複できません"
+
+
+@says(k.BadLogSize)
+def _bad_log_size(r: k.BadLogSize, s: Say) -> str:
+    return (
+        f"{r.source}: logs.max_size = {r.value} は 64 KiB 以上のサイズ"
+        f'（"1GiB"・"500MB"・バイト数など）ではありません。"{r.default}" を使います'
+    )

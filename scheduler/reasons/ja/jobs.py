@@ -165,4 +165,7 @@ def _unreadable(r: c.RecordUnreadable, s: Say) -> str:
 
 @says(c.Unplannable)
 def _unplannable(r: c.Unplannable, s: Say) -> str:
-    return f"予定を立てられません: {r.problem}"
+    if r.which is None:
+        return f"予定を立てられません: {s.text(r.problem)}"
+    which = "開始時刻" if r.which == "start" else "再試行の時刻"
+    return f"予定を立てられません: {which}が 1970 年から 9999 年の範囲にありません"

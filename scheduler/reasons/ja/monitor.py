@@ -3,13 +3,16 @@ device, what a backend says about a device it cannot read, or reads only in part
 codes of ``SampleWhy``) and about itself (``BackendNote``), and words kept as written. A library's or the
 OS's own error text inside a backend's reason is shown as written (``Say.text``); library names (NVML,
 amdsmi, PDH) stay as they are. Inside a task's reason a backend's reason reads in the past once the task
-has ended, and it brackets nothing (a task's reason may put it in brackets of its own)."""
+has ended, and it brackets nothing (a task's reason may put it in brackets of its own). The Vulkan
+enumeration's reasons (``monitor/vulkan_why``) are worded at the end; the loader's, the driver's and the
+worker's own words are shown as written."""
 
 from __future__ import annotations
 
 from gputray.monitor import busy_why as b
+from gputray.monitor import vulkan_why as v
 from gputray.scheduler.reasons import codes as c
-from gputray.scheduler.reasons.ja.common import JA, _pct, _who
+from gputray.scheduler.reasons.ja.common import JA, _flat, _pct, _who
 from gputray.scheduler.reasons.say import Say
 
 says = JA.says
@@ -299,3 +302,102 @@ def _crashed(r: b.BackendCrashed, s: Say) -> str:
 @says(b.BackendNote)
 def _note(r: b.BackendNote, s: Say) -> str:
     return f"{r.backend}: {s(r.why)}"
+
+
+# -- the Vulkan enumeration (``monitor/vulkan_why``) ------------------------------------------------
+
+_LACKS = {
+    "vkGetInstanceProcAddr": "ローダーのライブラリに vkGetInstanceProcAddr がありません",
+    "vkCreateInstance": "ローダーに vkCreateInstance がありません",
+    "physical-device": "ローダーに物理デバイスの関数がありません",
+}
+_BROKEN = "（Vulkan ドライバーの不具合かもしれません）"
+
+
+def _stderr(lines: tuple[str, ...], s: Say) -> str:
+    return (": " + " | ".join(s.text(line) for line in lines)) if lines else ""
+
+
+@says(v.NoLoader)
+def _no_loader(r: v.NoLoader, s: Say) -> str:
+    tried = "、".join(_flat(s.text(t)) for t in r.tried)
+    return f"Vulkan を使えません: Vulkan ローダーを読み込めませんでした（{tried}）"
+
+
+@says(v.LoaderLacks)
+def _loader_lacks(r: v.LoaderLacks, s: Say) -> str:
+    return f"Vulkan を使えません: {_LACKS[r.entry]}"
+
+
+@says(v.OldLoader)
+def _old_loader(r: v.OldLoader, s: Say) -> str:
+    return (
+        "Vulkan を使えません: ローダーが Vulkan 1.0 で、VK_KHR_get_physical_device_properties2 がありません"
+    )
+
+
+@says(v.CallFailed)
+def _call_failed(r: v.CallFailed, s: Say) -> str:
+    hint = "（Vulkan のドライバー ICD が見つかりません）" if r.no_driver else ""
+    return f"Vulkan を使えません: {r.call} が {r.result} で失敗しました{hint}"
+
+
+@says(v.WorkerNotStarted)
+def _worker_not_started(r: v.WorkerNotStarted, s: Say) -> str:
+    return f"Vulkan の列挙で {r.program} を起動できませんでした: {s.text(r.error)}"
+
+
+@says(v.WorkerHung)
+def _worker_hung(r: v.WorkerHung, s: Say) -> str:
+    return f"Vulkan の列挙が {r.timeout_s:g} 秒応答しないため終了させました{_BROKEN}"
+
+
+@says(v.WorkerDied)
+def _worker_died(r: v.WorkerDied, s: Say) -> str:
+    how = (
+        f"シグナル {r.signal} で強制終了しました"
+        if r.signal is not None
+        else f"終了コード {r.status} で終了しました"
+    )
+    return f"Vulkan の列挙が{how}{_BROKEN}{_stderr(r.stderr, s)}"
+
+
+@says(v.NoResult)
+def _no_result(r: v.NoResult, s: Say) -> str:
+    hint = ""
+    if r.list_mode:
+        hint = "（MESA_VK_DEVICE_SELECT=list では Mesa のデバイス選択レイヤーがデバイスを一覧して終了します）"
+    return f"Vulkan の列挙が結果を出さずに終了しました{hint}{_stderr(r.stderr, s)}"
+
+
+@says(v.UnreadableResult)
+def _unreadable_result(r: v.UnreadableResult, s: Say) -> str:
+    return f"Vulkan の列挙の出力を読めません: {s.text(r.error)}{_stderr(r.stderr, s)}"
+
+
+@says(v.NotEnumerated)
+def _not_enumerated(r: v.NotEnumerated, s: Say) -> str:
+    return "デモモードでは列挙しません"
+
+
+@says(v.BacksSimulated)
+def _backs_simulated(r: v.BacksSimulated, s: Say) -> str:
+    return f"シミュレートされた {r.device} を担当します（デモのシナリオの [[vulkan]]）"
+
+
+@says(v.SoftwareRenderer)
+def _software_renderer(r: v.SoftwareRenderer, s: Say) -> str:
+    return "CPU 上のソフトウェアレンダラーで、GPU ではありません"
+
+
+@says(v.NoMatch)
+def _no_match(r: v.NoMatch, s: Say) -> str:
+    more = "（照合する GPU の一覧がありません）" if r.no_gpus else ""
+    return f"PCI アドレスがなく、UUID もどの GPU とも一致しません{more}"
+
+
+@says(v.SecondDriver)
+def _second_driver(r: v.SecondDriver, s: Say) -> str:
+    return (
+        f"Vulkan デバイス {r.first_index}（{r.first_driver}）と同じ GPU です: 2 つ目のドライバー {r.driver}"
+    )

@@ -29,6 +29,12 @@ def _room_made(r: c.RoomMade, s: Say) -> str:
             command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"
             return f"{holds}。{when}から {command} でこのタスクのために解放できます"
         return f"{holds}。{when}にこのタスクのために解放を依頼します"
+    if r.step == "kept":
+        command = f"`gputray free-resident {shlex.quote(r.resident.lower())}`"
+        chose = "このタスクのために解放せず待つことを選びました"
+        if s.finished:
+            return f"{r.resident} が {held} を確保していました。{chose}"
+        return f"{r.resident} が {held} を確保しています。{chose}（{command} で解放できます）"
     if r.step == "asked":
         return f"{r.resident}（{idle}）に {held} の解放を依頼しました"
     if r.step == "freed":

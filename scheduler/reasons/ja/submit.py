@@ -143,5 +143,4 @@ def _recipe_unknown_key(r: u.RecipeUnknownKey, s: Say) -> str:
 
 @says(u.RecipeBadTask)
 def _recipe_bad_task(r: u.RecipeBadTask, s: Say) -> str:
-    # the task file check's words have no codes yet: shown as it says them
-    return f"{r.path}: レシピ「{r.recipe}」のタスクのキーが正しくありません: {s.text(r.problem)}"
+    return f"{r.path}: レシピ「{r.recipe}」: {s(r.problem)}"

@@ -31,6 +31,7 @@ REASON_AREAS = (
     "config",
     "events",
     "submit",
+    "taskfile",
 )
 #: Our modules a `queue` listing needs: the entry point, the parser, the client, the wire types, the table.
 QUEUE_MODULES = {
@@ -73,11 +74,13 @@ QUEUE_MODULES = {
     "gputray.scheduler.reasons.refusals",
     "gputray.scheduler.reasons.config_codes",
     "gputray.scheduler.reasons.submit_codes",
+    "gputray.scheduler.reasons.taskfile_codes",  # a recipe's problem (RecipeBadTask) holds a task's
     "gputray.scheduler.reasons.render",
     "gputray.scheduler.reasons.say",
     "gputray.scheduler.reasons.en",  # the English catalogue: every area of it (a reason nests others)
     *(f"gputray.scheduler.reasons.en.{area}" for area in ("common", *REASON_AREAS)),
     "gputray.monitor.busy_why",
+    "gputray.monitor.vulkan_why",  # the Vulkan enumeration's codes: English words in en.monitor
 }
 #: What each of these costs a start: the task model and the monitor's records (dataclasses, ~10 ms),
 #: typing_extensions and what it imports (~8 ms, through msgspec), logging, threading, json; the
@@ -107,8 +110,10 @@ NEVER_FOR_QUEUE = {
 #: ~220 before): a bound, so that a new import on this path is a decision, not an accident. +10: the English
 #: catalogue split by area (one small module each, the same code and import time as the one file was); +5:
 #: the doctor's, the refusals' and the config problems' codes and English words (the catalogue is whole); +2:
-#: the submit errors' codes and words (the last of the tray's regex templates became codes).
-MAX_QUEUE_MODULES = 192
+#: the submit errors' codes and words (the last of the tray's regex templates became codes); +2: a task's
+#: problems' codes and words (``taskfile_codes``, ``en.taskfile``: a task file's English was the last of
+#: the task check's); +1: the Vulkan enumeration's codes (``monitor.vulkan_why``, worded in ``en.monitor``).
+MAX_QUEUE_MODULES = 195
 #: The command as the console script runs it, then the modules it executed, on stderr's last line.
 DRIVER = """
 import sys

@@ -57,6 +57,7 @@ def test_devices_json_lists_the_lavapipe_vulkan_device(tmp_path: Path) -> None:
     assert lvp[0]["name"].startswith("llvmpipe")
     assert lvp[0]["device_type"] == "cpu"
     assert "software renderer" in lvp[0]["reason"]
+    assert lvp[0]["reason_code"] == {"code": "SoftwareRenderer"}
     assert isinstance(lvp[0]["vulkan_index"], int)
     for row in doc["devices"]:
         assert set(row) == FIELDS
@@ -84,6 +85,12 @@ def test_no_vulkan_driver_is_a_reason_not_a_failure(tmp_path: Path) -> None:
     doc = devices_json(home=tmp_path, env=env)
     assert doc["vulkan"]["available"] is False
     assert doc["vulkan"]["reason"].startswith("Vulkan not available")
+    assert doc["vulkan"]["reason_code"] == {  # the code beside the words, for scripts (#31)
+        "code": "CallFailed",
+        "call": "vkCreateInstance",
+        "result": "VK_ERROR_INCOMPATIBLE_DRIVER",
+        "no_driver": True,
+    }
     assert doc["unmapped_vulkan"] == []
     text = gputray("devices", home=tmp_path, env=env)
     assert text.returncode == 0

@@ -31,6 +31,7 @@ from gputray.scheduler.paths import Paths
 from gputray.scheduler.reasons import codes as c
 from gputray.scheduler.reasons.render import render
 from gputray.scheduler.replies import TaskView
+from gputray.scheduler.tasks.records import TaskSpec
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil ports, symlinked names")
 
@@ -285,3 +286,64 @@ def test_two_residents_of_one_name_are_told_apart_by_their_port(
         said = gputray("free-resident", str(second.port), home=tmp_path / "home")
         assert said.returncode == 0 and said.stdout.startswith("asked llama-server (idle "), said
         assert second.paths_called("POST") == ["/models/unload"] and first.paths_called("POST") == []
+
+
+KEPT = "Ollama holds 12.0 GiB; you chose to keep waiting rather than free it for this task"
+KEPT_JA = "このタスクのために解放せず待つことを選びました（`gputray free-resident ollama` で解放できます）"
+
+
+def test_keep_waiting_is_the_tasks_own_and_outlives_the_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holds: Path
+) -> None:
+    """ "Keep waiting" (the tray's button, ``gputray edit ID --keep-waiting NAME``) is kept with the task
+    (``kept_residents``): the owner stops asking about that resident for it, its reason says it waits by
+    the user's choice, and a restarted owner still neither asks the user nor frees the resident for it;
+    ``--keep-waiting none`` brings the question back."""
+    config = '[[resident]]\nname = "Ollama"\nidle_after = "0s"\n'  # free_when_idle = "ask"
+    home = tmp_path / "home"
+    with resident(tmp_path, "ollama", holds=holds, hold_gib=12) as ollama:
+        with owner_with(tmp_path, monkeypatch, config) as (owner, client):
+            wait_for(lambda: _nvidia_used(owner) > 12 * GIB, what="Ollama's 12 GiB on the simulated 5060 Ti")
+            task = _needs_8_gib(client, tmp_path)
+            wait_for(
+                lambda: [q.task_id for q in client.ask(rq.Room()).questions] == [task.id], what="the question"
+            )
+            kept = gputray("edit", str(task.id), "--keep-waiting", "ollama", "--json", home=home)
+            assert kept.returncode == 0, kept.stderr
+            said = wait_for(
+                lambda: KEPT in (words := render(_task(client, task.id).reason)) and words,
+                what="the reason to say the user chose to wait",
+            )
+            assert "(`gputray free-resident ollama` still frees it)" in said, said
+            assert client.ask(rq.Room()).questions == ()  # not asked about again
+            listed = gputray("queue", home=home)
+            assert "you chose to keep waiting rather than free it" in listed.stdout, listed.stdout
+            again = gputray("edit", str(task.id), "--keep-waiting", "OLLAMA", "--json", home=home)
+            assert again.returncode == 0, again.stderr
+            assert _spec(client, task.id).kept_residents == ("ollama",)  # once, whatever its case
+        with owner_with(tmp_path, monkeypatch, config) as (owner, client):  # the owner restarted
+            make_room = owner.make_room
+            assert make_room is not None
+            wait_for(  # said by this owner (the stored reason is the last one's)
+                lambda: any(n.startswith(f"#{task.id}: {KEPT}") for n in make_room.notices),
+                what="the restarted owner to say the user chose to wait",
+            )
+            assert client.ask(rq.Room()).questions == () and make_room.questions == {}
+            wait_for(
+                lambda: render(_task(client, task.id).reason, "ja").endswith(KEPT_JA),
+                what="its reason, in Japanese too",
+            )
+            assert ollama.paths_called("POST") == [] and _task(client, task.id).state == "waiting"
+            back = gputray("edit", str(task.id), "--keep-waiting", "none", home=home)
+            assert back.returncode == 0, back.stderr
+            wait_for(
+                lambda: [q.task_id for q in client.ask(rq.Room()).questions] == [task.id],
+                what="the question back once the choice is cleared",
+            )
+            assert "free-resident ollama` frees it for this task" in render(_task(client, task.id).reason)
+
+
+def _spec(client: ipc.IpcClient, task_id: int) -> TaskSpec:
+    spec = client.ask(rq.Get(id=task_id)).spec
+    assert spec is not None
+    return spec

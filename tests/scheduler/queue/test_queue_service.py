@@ -735,7 +735,13 @@ def test_a_stored_record_that_cannot_be_planned_fails_and_the_pass_goes_on(
     h.until(h.state(fine.id, "succeeded"))
     rec = h.q.get(far.id)
     assert rec.state == "failed"
-    assert render(rec.reason) is not None and "1970 and 9999" in render(rec.reason)
+    assert (
+        render(rec.reason)
+        == "cannot be planned: its start time must be a date between the years 1970 and 9999"
+    )
+    assert (
+        render(rec.reason, "ja") == "予定を立てられません: 開始時刻が 1970 年から 9999 年の範囲にありません"
+    )
 
 
 def test_prepare_launch_is_a_plan_tests_can_read(tmp_path: Path) -> None:

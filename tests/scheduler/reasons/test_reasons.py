@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from gputray.monitor import busy_why as b
+from gputray.monitor.vulkan_why import vulkan_codes
 from gputray.scheduler.queue.store import TaskStore
 from gputray.scheduler.queue.store_rows import reason_column, reason_of
 from gputray.scheduler.reasons import codes as c
@@ -22,6 +23,7 @@ from gputray.scheduler.reasons.doctor_codes import doctor_codes
 from gputray.scheduler.reasons.refusals import refusal_codes
 from gputray.scheduler.reasons.render import catalogue, languages, render, render_for
 from gputray.scheduler.reasons.submit_codes import FileRefused, submit_codes
+from gputray.scheduler.reasons.taskfile_codes import TypeSaid, taskfile_codes
 from gputray.scheduler.replies import TaskView
 from gputray.scheduler.tasks.lifecycle import Wait
 from gputray.scheduler.tasks.records import TaskSpec
@@ -29,7 +31,8 @@ from gputray.scheduler.tasks.records import TaskSpec
 GIB = 1024**3
 ALL_CODES = (*c.codes(), *typing.get_args(b.BusyWhy), *typing.get_args(b.DeviceNews))
 ALL_CODES += (*typing.get_args(b.SampleWhy), b.BackendNote)  # what a monitor backend says
-ALL_CODES += (*doctor_codes(), *refusal_codes(), *config_codes(), *submit_codes())
+ALL_CODES += (*doctor_codes(), *refusal_codes(), *config_codes(), *submit_codes(), *taskfile_codes())
+ALL_CODES += vulkan_codes()  # why the Vulkan enumeration gave no list, why a device is not a GPU
 
 
 def sample(tp: Any, depth: int = 0, inner: Any = None) -> Any:
@@ -87,6 +90,12 @@ KEPT |= {"devices", "name", "slots", "env", "false"}  # a config file's own word
 # the monitor's backends: the libraries and files they read, by their names
 KEPT |= {"NVML", "amdsmi", "PDH", "PCI", "libnvidia", "nvml", "dll", "Windows", "WDDM", "Engine"}
 KEPT |= {"recipe", "png", "UTF"}  # a recipes file's own keys and values: [[recipe]], name, ['*.png']
+# a task file's own keys and values (argv, script, args, files, {file}, NAME = "value", "any"), its units
+KEPT |= {"argv", "script", "args", "files", "file", "NAME", "any", "MiB", "PiB", "NUL", "run"}
+# Vulkan's own names: its functions and extension, the loader's ICD, Mesa's variable, the scenario's table
+KEPT |= {"Vulkan", "vulkan", "vkGetInstanceProcAddr", "VK_KHR_get_physical_device_properties", "ICD", "UUID"}
+KEPT |= {"MESA_VK_DEVICE_SELECT", "list", "Mesa"}
+KEPT |= {"logs", "max_size", "KiB"}  # a config file's key ([logs] max_size) and its unit
 
 
 def english_words(text: str) -> list[str]:
@@ -106,7 +115,7 @@ def test_japanese_is_japanese_joined_and_bracketed_its_own_way(reason: Any) -> N
     for finished in (False, True):
         en, ja = render(reason, finished=finished), render(reason, "ja", finished=finished)
         as_written = (
-            c.Said | b.Words | d.ErrorLine | d.Written | CheckSaid | FileRefused
+            c.Said | b.Words | d.ErrorLine | d.Written | CheckSaid | FileRefused | TypeSaid
         )  # others' words, as written
         assert en and ja and (ja != en or isinstance(reason, as_written))
         assert english_words(ja) == [], ja
@@ -273,6 +282,8 @@ FOR_THE_READER = (
     *refusal_codes(),
     *config_codes(),
     *submit_codes(),
+    *taskfile_codes(),
+    *vulkan_codes(),
     *typing.get_args(b.BusyWhy),
     *typing.get_args(b.DeviceNews),
 )

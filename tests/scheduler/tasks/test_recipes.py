@@ -289,6 +289,11 @@ BROKEN_RECIPES = [  # a user's recipes.toml as it may be broken, and what the co
         "key 'pattern': unknown key (did you mean 'patterns'?)",
         "'patterns' のことですか",
     ),
+    (  # task keys that make no task: the task check's problem, a code of its own (RecipeBadTask.problem)
+        b'[[recipe]]\nname = "x"\npatterns = ["*.x"]\nkind = "vulkan"\nargv = ["t", "{file}", "{outt}"]\n',
+        "recipe 'x': key 'argv': unknown placeholder {outt} in '{outt}'; known: {file} {stem} {out}",
+        "レシピ「x」: キー 'argv': 「{outt}」の中に不明なプレースホルダー {outt}。使えるもの: {file}",
+    ),
 ]
 
 
