@@ -199,7 +199,7 @@ def test_ctrl_z_stops_the_command_and_fg_goes_on(daemons: Callable[..., Daemon])
     said = Terminal(terminal)
     try:
         copy = wait_for(lambda: next(iter(server.children()), None), 60, "the command's copy")
-        wait_for(lambda: copy.cwd() == str(d.home), 30, "the copy to take the caller's folder")
+        wait_for(lambda: len(copy.net_connections("unix")) >= 2, 30, "the copy to ask the owner")
         os.write(terminal, b"\x1a")  # Ctrl+Z
         wait_for(lambda: "stopped: 148" in said.text(), 30, f"the shell to see it stop: {said.text()!r}")
         wait_for(lambda: copy.status() == psutil.STATUS_STOPPED, 30, "the copy to stop with it")
