@@ -35,11 +35,11 @@ def _main(argv: Sequence[str] | None, *, handed_over: bool = True) -> int:
         status = quick.run(args)
         if status is not None:
             return status
-        if len(args) == 2 and args[0] == QUICK_SERVER_OPTION:
+        if len(args) == 3 and args[0] == QUICK_SERVER_OPTION:
             _import_msgspec_lean()
             from gputray.gui.quick_server import serve
 
-            return serve(args[1], run_here)
+            return serve(args[1], args[2], run_here)
     _import_msgspec_lean()
     from gputray.cluster.plug import CLUSTER_COMMANDS
     from gputray.scheduler.client import program
@@ -78,7 +78,7 @@ def _main(argv: Sequence[str] | None, *, handed_over: bool = True) -> int:
         return 130
 
 
-#: ``gputray --quick-server SOCKET``: the owner's warm command server (``gui/quick_server.py``).
+#: ``gputray --quick-server SOCKET ADDRESS_FILE``: the owner's warm command server (``gui/quick_server.py``).
 QUICK_SERVER_OPTION = "--quick-server"
 
 

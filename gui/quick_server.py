@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from gputray.scheduler.client import quick
 
@@ -81,8 +82,11 @@ def _code_changed() -> bool:
     return False
 
 
-def serve(address: str, run: Command) -> int:
-    """Listen on ``address`` until the owner's pipe (stdin) closes; ``run(argv)`` runs one command."""
+def serve(address: str, address_file: str, run: Command) -> int:
+    """Listen on ``address`` until the owner's pipe (stdin) closes; ``run(argv)`` runs one command.
+    Once listening, ``address_file`` names the socket for clients (``scheduler/ipc/quick_host.py``)."""
+    from gputray.scheduler.client.connection import forget_quick_address, write_quick_address
+
     warm_up()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
@@ -95,9 +99,9 @@ def serve(address: str, run: Command) -> int:
     listener.listen(64)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the copies are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl+C meant for the owner's terminal: the owner ends us
-    print("ready", flush=True)
     owner = sys.stdin.fileno()
     try:
+        write_quick_address(Path(address_file), address)
         while True:
             readable, _, _ = select.select([listener, owner], [], [])
             if owner in readable and not os.read(owner, 4096):
@@ -106,6 +110,7 @@ def serve(address: str, run: Command) -> int:
                 _accept(listener, owner, run)
     finally:
         listener.close()
+        forget_quick_address(Path(address_file), address)
         with contextlib.suppress(OSError):
             os.unlink(address)
 

@@ -1,4 +1,5 @@
-"""The typed IPC client to the owner, its errors, and the paths of the owner's socket and files."""
+"""The typed IPC client to the owner, its errors, and the paths of the owner's socket and files (the
+warm command server's address file too: ``gui/quick_server.py`` writes it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from gputray.scheduler.ipc import (
     OwnerNotRunning,
     RemoteError,
 )
+from gputray.scheduler.ipc.quick_host import forget_quick_address, write_quick_address
 from gputray.scheduler.paths import Paths, app_paths
 
 __all__ = [
@@ -21,4 +23,6 @@ __all__ = [
     "Paths",
     "RemoteError",
     "app_paths",
+    "forget_quick_address",
+    "write_quick_address",
 ]

@@ -356,6 +356,7 @@ def test_a_glitching_counter_through_a_real_owner_is_bounded_and_the_record_says
     assert task["state"] == "succeeded" and task["device_name"] == "Intel Arc A380", task
     run_s = task["energy_j"] / task["power_avg_w"]
     assert 0 < task["energy_j"] <= 55.0 * 1.5 * run_s  # never more than the card can draw
-    assert task["energy_estimated_s"] >= 1.0
+    # at least one sampling interval (1 s by the monitor's clock; a loaded machine's reads 0.99998 s)
+    assert task["energy_estimated_s"] >= 0.9
     footer = Path(task["log_path"]).read_text().splitlines()[-1]
     assert "counted from power (the energy counter glitched)" in footer, footer
