@@ -99,6 +99,7 @@ def serve(address: str, address_file: str, run: Command) -> int:
     listener.listen(64)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the copies are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl+C meant for the owner's terminal: the owner ends us
+    signal.signal(signal.SIGTERM, _end)  # the owner's stop: through the clean-up below
     owner = sys.stdin.fileno()
     try:
         write_quick_address(Path(address_file), address)
@@ -113,6 +114,10 @@ def serve(address: str, address_file: str, run: Command) -> int:
         forget_quick_address(Path(address_file), address)
         with contextlib.suppress(OSError):
             os.unlink(address)
+
+
+def _end(_signum: int, _frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _accept(listener: socket.socket, owner: int, run: Command) -> None:

@@ -58,7 +58,10 @@ class QuickServer:
             return
         with contextlib.suppress(OSError):
             assert proc.stdin is not None
-            proc.stdin.close()  # its end of the pipe closes: it stops listening, removes its files
+            proc.stdin.close()
+            # at once, not when it next reads the pipe: it may still be loading (~1 s), and the owner's
+            # stop (a restart from the tray's Demo mode) would wait for that
+            proc.terminate()  # its SIGTERM handler removes its socket and address file
         try:
             proc.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -47,17 +47,23 @@ def seed_from_env() -> int:
 
 
 def queue_jobs(home: Path) -> None:
-    """A few tasks by the real CLI: running, failed (Retry), waiting (Cancel, move, priority)."""
+    """A few tasks by the real CLI: running, failed (Retry), waiting (Cancel, move, priority). The walk
+    has begun meanwhile and may restart the owner (Demo mode): a command that found no owner (exit 3:
+    nothing was queued) is given again once the new owner answers."""
     env = {**os.environ, "GPUTRAY_HOME": str(home)}
     for name, argv in JOBS:
         rest = argv if argv[0] == "--at" else ["--", *argv]
-        subprocess.run(
-            [sys.executable, "-m", "gputray.gui.entry", "run", "--name", name, *rest],
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
+        for _ in range(60):
+            done = subprocess.run(
+                [sys.executable, "-m", "gputray.gui.entry", "run", "--name", name, *rest],
+                env=env,
+                capture_output=True,
+                timeout=60,
+            )
+            if done.returncode != 3:
+                break
+            time.sleep(0.5)
+        assert done.returncode == 0, done.stderr
 
 
 def shim_folder(tmp_path: Path) -> Path:
