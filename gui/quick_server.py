@@ -41,13 +41,13 @@ def warm_up() -> None:
     from gputray.cluster.plug import CLUSTER_COMMANDS
     from gputray.scheduler.client import program
     from gputray.scheduler.client.requests import REPLY_TYPES
-    from gputray.scheduler.client.words import render
+    from gputray.scheduler.client.words import catalogue
 
     for name in sorted(quick.QUICK_COMMANDS):
         program.build_parser(name, CLUSTER_COMMANDS)
     for kind in REPLY_TYPES.values():
         msgspec.json.Decoder(kind)  # the replies' type information, built once
-    render(None)  # the English catalogue
+    catalogue("en")  # the English catalogue (``render(None)`` words nothing and loaded none of it)
     _LOADED.update(_loaded_files())
     import gc
 

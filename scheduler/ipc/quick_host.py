@@ -59,8 +59,9 @@ class QuickServer:
         with contextlib.suppress(OSError):
             assert proc.stdin is not None
             proc.stdin.close()
-            # at once, not when it next reads the pipe: it may still be loading (~1 s), and the owner's
-            # stop (a restart from the tray's Demo mode) would wait for that
+        # at once, not when it next reads the pipe: it may still be loading (~1 s), and the owner's
+        # stop (a restart from the tray's Demo mode) would wait for that
+        with contextlib.suppress(OSError):
             proc.terminate()  # its SIGTERM handler removes its socket and address file
         try:
             proc.wait(STOP_TIMEOUT_S)
